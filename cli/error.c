@@ -1,0 +1,41 @@
+/* error.c: see error.h. */
+#include "cli/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static FILE *msg_stream;
+
+void st_error_set_stream(FILE *f)
+{
+	msg_stream = f;
+}
+
+static void vreport(const char *prefix, const char *fmt, va_list ap)
+{
+	FILE *out = msg_stream ? msg_stream : stderr;
+
+	fputs(prefix, out);
+	vfprintf(out, fmt, ap);
+	fputc('\n', out);
+	fflush(out);
+}
+
+int st_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void st_warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap);
+	va_end(ap);
+}

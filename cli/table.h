@@ -1,0 +1,48 @@
+/*
+ * table.h: every report's output. A report is a list of tables (and
+ * free-text notes) printed in one of four formats:
+ *
+ *   table  aligned text, numbers right-aligned, a title line above each table
+ *   csv    RFC 4180, one header row per table; several tables are separated
+ *          by a blank line and a "# title" line
+ *   json   one document: { "<table name>": [ {column: value, ...}, ... ], ...,
+ *          "notes": [ ... ] }, numbers as JSON numbers, empty cells as null
+ *   md     GitHub-flavoured Markdown tables with a "### title" line
+ *
+ * Build with table_new / table_add_column, then per row table_row followed by
+ * one table_* cell call per column, in column order.
+ */
+#ifndef STEPTRACE_CLI_TABLE_H
+#define STEPTRACE_CLI_TABLE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum out_format { OUT_TABLE, OUT_CSV, OUT_JSON, OUT_MD };
+
+/* "table", "csv", "json", "md" -> *f; -1 with an error line otherwise. */
+int out_format_parse(const char *s, enum out_format *f);
+
+enum column_type { COL_STR, COL_INT, COL_FLOAT };
+
+struct report;
+struct table;
+
+struct report *report_new(void);
+/* `name` is the JSON key (snake_case); `title` the heading in text formats (may be NULL). */
+struct table *report_add_table(struct report *r, const char *name, const char *title);
+/* A free-text line printed after the tables (printf-style). */
+void report_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int report_print(const struct report *r, enum out_format f, FILE *out);
+void report_free(struct report *r);
+
+/* `precision`: digits after the point for COL_FLOAT (ignored otherwise). */
+void table_add_column(struct table *t, const char *name, enum column_type type, int precision);
+void table_row(struct table *t);
+void table_str(struct table *t, const char *s);     /* copied */
+void table_int(struct table *t, int64_t v);
+void table_float(struct table *t, double v);
+void table_empty(struct table *t);                  /* an empty cell (null in JSON) */
+size_t table_rows(const struct table *t);
+
+#endif
