@@ -1,0 +1,45 @@
+/*
+ * config.h: the shape and run settings of the CS336 "basics" Transformer LM
+ * (SPEC.md, "The workload"), shared by the GPU step, the CPU reference, bench,
+ * step and record.
+ */
+#ifndef STEPTRACE_MODEL_CONFIG_H
+#define STEPTRACE_MODEL_CONFIG_H
+
+#include <stdint.h>
+
+enum model_precision { PREC_FP32, PREC_TF32, PREC_BF16 };
+enum model_mode { MODE_FORWARD, MODE_FWDBWD, MODE_TRAIN };
+enum model_attention { ATTN_NAIVE, ATTN_FLASH };
+
+struct model_config {
+	char name[32];        /* "small", ..., or "custom" */
+	int d_model, d_ff, layers, heads, vocab, batch, ctx;
+	enum model_precision precision;
+	enum model_mode mode;
+	enum model_attention attention;
+	/* AdamW */
+	double lr, beta1, beta2, eps, weight_decay;
+	uint64_t seed;
+};
+
+/* Defaults (batch 4, vocab 10000, ctx 128, fp32, train, naive, lr 1e-3,
+ * betas 0.9/0.999, eps 1e-8, wd 0.01, seed 0) with the preset's sizes.
+ * Presets: small medium large xl 2.7B. -1 (error line) for an unknown name. */
+int model_config_preset(const char *name, struct model_config *c);
+
+/* Checks sizes (positive, d_model divisible by heads, d_head even for RoPE). -1 with an error line. */
+int model_config_validate(const struct model_config *c);
+
+/* Trainable parameters: embedding + per layer (4 d^2 + 3 d d_ff + 2 d) + final norm d + lm_head d*vocab.
+ * small = 128,625,408 with vocab 10000. */
+uint64_t model_config_params(const struct model_config *c);
+
+const char *model_precision_name(enum model_precision p); /* "fp32", "tf32", "bf16" */
+const char *model_mode_name(enum model_mode m);           /* "forward", "fwdbwd", "train" */
+const char *model_attention_name(enum model_attention a); /* "naive", "flash" */
+int model_precision_parse(const char *s, enum model_precision *p);
+int model_mode_parse(const char *s, enum model_mode *m);
+int model_attention_parse(const char *s, enum model_attention *a);
+
+#endif
