@@ -1,0 +1,422 @@
+/*
+ * options.c: the option-table parser behind every command (see options.h).
+ *
+ * A hand-written parser rather than getopt_long: it keeps no global state
+ * (commands may parse twice, tests parse many times), permutes positional
+ * arguments to the front the same way on every libc, and prints git-style
+ * one-line errors followed by the usage generated from the table.
+ */
+#include "cli/options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/error.h"
+
+/* Help text starts in this column of the usage screen. */
+#define USAGE_HELP_COLUMN 30
+
+/* ---- values ---- */
+
+static int parse_int_value(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end != '\0' || isspace((unsigned char)*s))
+		return -1;
+	if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_u64_value(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	/* strtoull silently negates "-5"; an unsigned value must be digits. */
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end != '\0' || errno == ERANGE)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_double_value(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (*s == '\0' || isspace((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+struct size_unit {
+	const char *suffix;
+	uint64_t factor;
+};
+
+static const struct size_unit size_units[] = {
+	{ "", 1 },
+	{ "B", 1 },
+	{ "KiB", 1ULL << 10 }, { "MiB", 1ULL << 20 },
+	{ "GiB", 1ULL << 30 }, { "TiB", 1ULL << 40 },
+	{ "KB", 1000ULL }, { "MB", 1000000ULL },
+	{ "GB", 1000000000ULL }, { "TB", 1000000000000ULL },
+};
+
+/* Returns 0 and *bytes, or -1 without printing anything. */
+static int parse_size_quiet(const char *s, uint64_t *bytes)
+{
+	const char *p = s, *suffix;
+	uint64_t whole = 0, factor = 0;
+	long double frac = 0.0L, scale = 0.1L;
+	int digits = 0;
+	size_t i;
+
+	while (isdigit((unsigned char)*p)) {
+		unsigned d = (unsigned)(*p++ - '0');
+		if (whole > (UINT64_MAX - d) / 10)
+			return -1;
+		whole = whole * 10 + d;
+		digits++;
+	}
+	if (*p == '.') {
+		p++;
+		while (isdigit((unsigned char)*p)) {
+			frac += scale * (*p++ - '0');
+			scale /= 10;
+			digits++;
+		}
+	}
+	if (digits == 0)
+		return -1;
+	suffix = p;
+	for (i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++) {
+		if (strcasecmp(suffix, size_units[i].suffix) == 0) {
+			factor = size_units[i].factor;
+			break;
+		}
+	}
+	if (factor == 0)
+		return -1;
+	if (whole > UINT64_MAX / factor)
+		return -1;
+	if (frac != 0.0L) {
+		long double extra = frac * factor;
+		/* A fraction of a byte is a typo, not a size. */
+		if (factor == 1)
+			return -1;
+		extra = roundl(extra);
+		if ((long double)(UINT64_MAX - whole * factor) < extra)
+			return -1;
+		*bytes = whole * factor + (uint64_t)extra;
+		return 0;
+	}
+	*bytes = whole * factor;
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *bytes)
+{
+	if (parse_size_quiet(s, bytes) < 0)
+		return st_error("invalid size '%s' (expected e.g. 4096, 512MiB, 1.5GiB, 80GB)", s);
+	return 0;
+}
+
+int split_list(const char *s, const char **items, int max, char **storage)
+{
+	char *copy, *p;
+	int n = 0;
+
+	*storage = NULL;
+	copy = strdup(s);
+	if (!copy)
+		return st_error("out of memory");
+	p = copy;
+	for (;;) {
+		char *comma = strchr(p, ',');
+		char *end;
+
+		if (comma)
+			*comma = '\0';
+		while (isspace((unsigned char)*p))
+			p++;
+		end = p + strlen(p);
+		while (end > p && isspace((unsigned char)end[-1]))
+			*--end = '\0';
+		if (*p == '\0') {
+			free(copy);
+			return st_error("empty item in list '%s'", s);
+		}
+		if (n >= max) {
+			free(copy);
+			return st_error("too many items in list '%s' (at most %d)", s, max);
+		}
+		items[n++] = p;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	*storage = copy;
+	return n;
+}
+
+/* ---- usage ---- */
+
+static bool takes_value(const struct option *o)
+{
+	return o->type != OPTION_BOOLEAN && o->type != OPTION_GROUP && o->type != OPTION_END;
+}
+
+static void print_option_line(FILE *f, int short_name, const char *long_name, bool negatable,
+			      const char *argh, const char *help)
+{
+	int col = fprintf(f, "    ");
+
+	if (short_name)
+		col += fprintf(f, "-%c%s", short_name, long_name ? ", " : "");
+	else
+		col += fprintf(f, "    ");
+	if (long_name)
+		col += fprintf(f, "--%s%s", negatable ? "[no-]" : "", long_name);
+	if (argh)
+		col += fprintf(f, " <%s>", argh);
+	if (!help || !*help) {
+		fputc('\n', f);
+		return;
+	}
+	if (col >= USAGE_HELP_COLUMN - 1) {
+		fputc('\n', f);
+		col = 0;
+	}
+	fprintf(f, "%*s%s\n", USAGE_HELP_COLUMN - col, "", help);
+}
+
+void usage_with_options(const char *const usage[], const struct option *opts, bool to_stdout)
+{
+	FILE *f = to_stdout ? stdout : stderr;
+	const struct option *o;
+	int i;
+
+	for (i = 0; usage && usage[i]; i++)
+		fprintf(f, "%s%s\n", i == 0 ? "usage: " : "   or: ", usage[i]);
+	fputc('\n', f);
+	for (o = opts; o && o->type != OPTION_END; o++) {
+		if (o->type == OPTION_GROUP) {
+			fprintf(f, "\n%s\n", o->help ? o->help : "");
+			continue;
+		}
+		print_option_line(f, o->short_name, o->long_name,
+				  o->type == OPTION_BOOLEAN && o->long_name,
+				  takes_value(o) ? (o->argh ? o->argh : "VALUE") : NULL, o->help);
+	}
+	print_option_line(f, 'h', "help", false, NULL, "show this help");
+	fflush(f);
+}
+
+/* ---- parsing ---- */
+
+struct parse_state {
+	const struct option *opts;
+	const char *const *usage;
+};
+
+/* Formats how the user spelled an option, for messages. */
+static const char *option_spelling(const struct option *o, bool used_short, char *buf, size_t len)
+{
+	if (used_short || !o->long_name)
+		snprintf(buf, len, "-%c", o->short_name);
+	else
+		snprintf(buf, len, "--%s", o->long_name);
+	return buf;
+}
+
+static int assign_value(const struct option *o, const char *arg, const char *name)
+{
+	const char *what = NULL;
+
+	switch (o->type) {
+	case OPTION_INTEGER:
+		if (parse_int_value(arg, o->value) < 0)
+			what = "an integer";
+		break;
+	case OPTION_U64:
+		if (parse_u64_value(arg, o->value) < 0)
+			what = "a non-negative integer";
+		break;
+	case OPTION_DOUBLE:
+		if (parse_double_value(arg, o->value) < 0)
+			what = "a number";
+		break;
+	case OPTION_STRING:
+		*(const char **)o->value = arg;
+		break;
+	case OPTION_SIZE:
+		if (parse_size_quiet(arg, o->value) < 0)
+			what = "a size such as 4096, 512MiB, 1.5GiB or 80GB";
+		break;
+	default:
+		break;
+	}
+	if (what)
+		return st_error("option '%s' expects %s, not '%s'", name, what, arg);
+	return 0;
+}
+
+static const struct option *find_long(const struct option *opts, const char *name, size_t len,
+				      bool *negated)
+{
+	const struct option *o;
+
+	*negated = false;
+	for (o = opts; o->type != OPTION_END; o++) {
+		if (o->long_name && strlen(o->long_name) == len && strncmp(o->long_name, name, len) == 0)
+			return o;
+	}
+	if (len > 3 && strncmp(name, "no-", 3) == 0) {
+		for (o = opts; o->type != OPTION_END; o++) {
+			if (o->type == OPTION_BOOLEAN && o->long_name &&
+			    strlen(o->long_name) == len - 3 &&
+			    strncmp(o->long_name, name + 3, len - 3) == 0) {
+				*negated = true;
+				return o;
+			}
+		}
+	}
+	return NULL;
+}
+
+static const struct option *find_short(const struct option *opts, int c)
+{
+	const struct option *o;
+
+	for (o = opts; o->type != OPTION_END; o++)
+		if (o->short_name == c && o->type != OPTION_GROUP)
+			return o;
+	return NULL;
+}
+
+/*
+ * Handles argv[*i], a long option without its "--". Consumes the next
+ * argument as the value when needed. 0, PARSE_OPT_HELP or PARSE_OPT_ERROR.
+ */
+static int parse_long(const struct parse_state *ps, int argc, const char **argv, int *i)
+{
+	const char *arg = argv[*i] + 2;
+	const char *eq = strchr(arg, '=');
+	size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+	const struct option *o;
+	bool negated;
+	char name[128];
+
+	o = find_long(ps->opts, arg, len, &negated);
+	if (!o) {
+		if (len == 4 && strncmp(arg, "help", 4) == 0 && !eq)
+			return PARSE_OPT_HELP;
+		st_error("unknown option '--%.*s'", (int)len, arg);
+		return PARSE_OPT_ERROR;
+	}
+	snprintf(name, sizeof(name), "--%.*s", (int)len, arg);
+	if (o->type == OPTION_BOOLEAN) {
+		if (eq) {
+			st_error("option '%s' takes no value", name);
+			return PARSE_OPT_ERROR;
+		}
+		*(bool *)o->value = !negated;
+		return 0;
+	}
+	if (eq)
+		return assign_value(o, eq + 1, name) < 0 ? PARSE_OPT_ERROR : 0;
+	if (*i + 1 >= argc) {
+		st_error("option '%s' requires a value", name);
+		return PARSE_OPT_ERROR;
+	}
+	*i += 1;
+	return assign_value(o, argv[*i], name) < 0 ? PARSE_OPT_ERROR : 0;
+}
+
+/* Handles argv[*i], one or more short options after "-" ("-v", "-vq", "-oFILE", "-o FILE"). */
+static int parse_short(const struct parse_state *ps, int argc, const char **argv, int *i)
+{
+	const char *p = argv[*i] + 1;
+	char name[8];
+
+	for (; *p; p++) {
+		const struct option *o = find_short(ps->opts, (unsigned char)*p);
+
+		if (!o) {
+			if (*p == 'h')
+				return PARSE_OPT_HELP;
+			st_error("unknown option '-%c'", *p);
+			return PARSE_OPT_ERROR;
+		}
+		option_spelling(o, true, name, sizeof(name));
+		if (o->type == OPTION_BOOLEAN) {
+			*(bool *)o->value = true;
+			continue;
+		}
+		if (p[1])
+			return assign_value(o, p + 1, name) < 0 ? PARSE_OPT_ERROR : 0;
+		if (*i + 1 >= argc) {
+			st_error("option '%s' requires a value", name);
+			return PARSE_OPT_ERROR;
+		}
+		*i += 1;
+		return assign_value(o, argv[*i], name) < 0 ? PARSE_OPT_ERROR : 0;
+	}
+	return 0;
+}
+
+int parse_options(int argc, const char **argv, const struct option *opts,
+		  const char *const usage[])
+{
+	struct parse_state ps = { opts, usage };
+	int i, npos = 0, rc = 0;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--") == 0) {
+			for (i++; i < argc; i++)
+				argv[npos++] = argv[i];
+			break;
+		}
+		if (a[0] == '-' && a[1] == '-')
+			rc = parse_long(&ps, argc, argv, &i);
+		else if (a[0] == '-' && a[1] != '\0')
+			rc = parse_short(&ps, argc, argv, &i);
+		else
+			argv[npos++] = a;   /* npos < i: never overwrites what is still to read */
+		if (rc == PARSE_OPT_HELP) {
+			usage_with_options(usage, opts, true);
+			return PARSE_OPT_HELP;
+		}
+		if (rc < 0) {
+			usage_with_options(usage, opts, false);
+			return PARSE_OPT_ERROR;
+		}
+	}
+	if (npos < argc)
+		argv[npos] = NULL;
+	return npos;
+}

@@ -1,0 +1,236 @@
+/*
+ * steptrace.c: the program. One table of subcommands, as git and perf do;
+ * each command parses its own options. Analysis commands come from
+ * libsteptrace_core; the GPU commands from libsteptrace_gpu, loaded only
+ * when one of them runs so that analyses work where CUDA is absent.
+ */
+#define CMD_DECL_ATTR __attribute__((weak))
+#include "cli/commands.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/error.h"
+
+#ifndef STEPTRACE_VERSION
+#define STEPTRACE_VERSION "unknown"
+#endif
+
+#define GPU_LIBRARY "libsteptrace_gpu.so"
+#define EXIT_USAGE 129
+
+struct cmd_struct {
+	const char *name;
+	cmd_fn fn;          /* core commands; NULL while not linked in */
+	bool gpu;           /* looked up as "cmd_<name>" in GPU_LIBRARY */
+	const char *help;
+};
+
+static const struct cmd_struct commands[] = {
+	{ "info",    cmd_info,    false, "header, footer, counts, completeness, dropped records" },
+	{ "steps",   cmd_steps,   false, "per-step wall and GPU time, mean ± std over measured steps" },
+	{ "summary", cmd_summary, false, "kernel summary (Nsight's cuda_gpu_kern_sum) by kernel, op or category" },
+	{ "ranges",  cmd_ranges,  false, "NVTX ranges with CPU time and projected GPU time" },
+	{ "memory",  cmd_memory,  false, "memory peaks per phase and step, breakdown at the peak, --svg" },
+	{ "replay",  cmd_replay,  false, "the events in time order with range path and live memory" },
+	{ "flops",   cmd_flops,   false, "per-op FLOPs, bytes, achieved rates and roofline bound" },
+	{ "diff",    cmd_diff,    false, "compare two bundles by op, range path and kernel category" },
+	{ "export",  cmd_export,  false, "write a trace for ui.perfetto.dev (perfetto or chrome)" },
+	{ "report",  cmd_report,  false, "write one self-contained HTML page" },
+	{ "bench",   NULL,        true,  "benchmark the training step without CUPTI (sizes, contexts, precisions)" },
+	{ "step",    NULL,        true,  "run the training step on the GPU and check it" },
+	{ "record",  NULL,        true,  "record training steps under CUPTI into a bundle" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char main_usage[] =
+	"usage: steptrace [--version] [--help] <command> [<args>]\n";
+
+static bool cmd_available(const struct cmd_struct *c)
+{
+	return c->gpu || c->fn != NULL;
+}
+
+static const struct cmd_struct *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0 && cmd_available(&commands[i]))
+			return &commands[i];
+	return NULL;
+}
+
+static void list_commands(FILE *f, bool gpu)
+{
+	size_t i, shown = 0;
+
+	for (i = 0; i < NCOMMANDS; i++) {
+		if (commands[i].gpu == gpu && cmd_available(&commands[i])) {
+			fprintf(f, "   %-10s %s\n", commands[i].name, commands[i].help);
+			shown++;
+		}
+	}
+	if (!shown)
+		fputs("   (none in this build)\n", f);
+}
+
+static void print_main_usage(FILE *f)
+{
+	fputs(main_usage, f);
+	fputs("\nAnalysis commands (read a bundle; no GPU needed):\n", f);
+	list_commands(f, false);
+	fputs("\nGPU commands (need a GPU build and a CUDA GPU):\n", f);
+	list_commands(f, true);
+	fputs("\nOther commands:\n", f);
+	fprintf(f, "   %-10s %s\n", "help", "show this list, or a command's options");
+	fprintf(f, "   %-10s %s\n", "version", "print the version");
+	fputs("\nSee 'steptrace help <command>' for a command's options.\n", f);
+	fflush(f);
+}
+
+/*
+ * Loads GPU_LIBRARY from the program's own directory, then through the
+ * library search path. NULL with the dlerror() text that explains why in
+ * `why` (the one from the program's directory when the file is there, since
+ * that is the library the user built).
+ */
+static void *load_gpu_library(char *why, size_t len)
+{
+	char exe[PATH_MAX], path[PATH_MAX + sizeof(GPU_LIBRARY)];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	bool local_exists = false;
+	void *h;
+
+	why[0] = '\0';
+	if (n > 0) {
+		char *slash;
+
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			slash[1] = '\0';
+			snprintf(path, sizeof(path), "%s%s", exe, GPU_LIBRARY);
+			if (access(path, F_OK) == 0) {
+				local_exists = true;
+				h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+				if (h)
+					return h;
+				snprintf(why, len, "%s", dlerror());
+			}
+		}
+	}
+	h = dlopen(GPU_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		return h;
+	if (!local_exists)
+		snprintf(why, len, "%s", dlerror());
+	return NULL;
+}
+
+static cmd_fn resolve_gpu_command(const struct cmd_struct *c)
+{
+	char why[512], sym[64];
+	void *h = load_gpu_library(why, sizeof(why));
+	cmd_fn fn;
+
+	if (!h) {
+		st_error("'%s' needs a GPU build of steptrace: cannot load %s (%s)",
+			 c->name, GPU_LIBRARY, why);
+		return NULL;
+	}
+	snprintf(sym, sizeof(sym), "cmd_%s", c->name);
+	*(void **)&fn = dlsym(h, sym);
+	if (!fn)
+		st_error("'%s' needs a GPU build of steptrace: %s has no %s",
+			 c->name, GPU_LIBRARY, sym);
+	return fn;
+}
+
+/* A command's return value as an exit status. */
+static int exit_status(int ret)
+{
+	if (ret == 0 || ret == EXIT_USAGE)
+		return ret;
+	if (ret < 0 || ret > 255)
+		return 1;
+	return ret;
+}
+
+/* Reports a failed write of stdout (full disk, closed pipe) instead of exiting 0. */
+static int finish_stdout(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		st_error("cannot write output: %s", strerror(errno));
+		return status ? status : 1;
+	}
+	return status;
+}
+
+static int unknown_command(const char *name)
+{
+	st_error("'%s' is not a steptrace command. See 'steptrace help'.", name);
+	return EXIT_USAGE;
+}
+
+static int run_command(const char *name, int argc, const char **argv)
+{
+	const struct cmd_struct *c = find_command(name);
+	cmd_fn fn;
+
+	if (!c)
+		return unknown_command(name);
+	fn = c->gpu ? resolve_gpu_command(c) : c->fn;
+	if (!fn)
+		return 1;
+	return exit_status(fn(argc, argv));
+}
+
+static int cmd_help(int argc, const char **argv)
+{
+	const char *sub[3];
+
+	if (argc < 2) {
+		print_main_usage(stdout);
+		return 0;
+	}
+	if (!find_command(argv[1]))
+		return unknown_command(argv[1]);
+	sub[0] = argv[1];
+	sub[1] = "--help";
+	sub[2] = NULL;
+	return run_command(argv[1], 2, sub);
+}
+
+int main(int argc, char **argv)
+{
+	const char **av = (const char **)argv + 1;
+	int ac = argc - 1, status;
+	const char *cmd;
+
+	if (ac < 1) {
+		print_main_usage(stderr);
+		return EXIT_USAGE;
+	}
+	cmd = av[0];
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		status = cmd_help(ac, av);
+	} else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+		printf("steptrace %s\n", STEPTRACE_VERSION);
+		status = 0;
+	} else if (cmd[0] == '-') {
+		st_error("unknown option '%s'", cmd);
+		print_main_usage(stderr);
+		status = EXIT_USAGE;
+	} else {
+		status = run_command(cmd, ac, av);
+	}
+	return finish_stdout(status);
+}

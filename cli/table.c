@@ -1,0 +1,620 @@
+/*
+ * table.c: reports as lists of typed tables, printed as aligned text, CSV,
+ * JSON or Markdown (see table.h). Cells keep their type so each format can
+ * render numbers its own way: grouped digits in text, raw in CSV/Markdown,
+ * JSON numbers in JSON.
+ */
+#include "cli/table.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/error.h"
+
+enum cell_kind { CELL_EMPTY, CELL_STR, CELL_INT, CELL_FLOAT };
+
+struct cell {
+	enum cell_kind kind;
+	union {
+		char *s;
+		int64_t i;
+		double f;
+	} v;
+};
+
+struct column {
+	char *name;
+	enum column_type type;
+	int precision;
+};
+
+struct table {
+	char *name, *title;
+	struct column *cols;
+	size_t ncols;
+	struct cell *cells;     /* row-major, nrows * ncols */
+	size_t nrows, cap_rows;
+	size_t next_col;        /* column the next cell call fills in the last row */
+	struct table *next;
+};
+
+struct report {
+	struct table *first, *last;
+	char **notes;
+	size_t nnotes;
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (!q) {
+		fputs("fatal: out of memory\n", stderr);
+		abort();
+	}
+	return q;
+}
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s ? s : "") + 1;
+
+	return memcpy(xrealloc(NULL, n), s ? s : "", n);
+}
+
+int out_format_parse(const char *s, enum out_format *f)
+{
+	static const struct { const char *name; enum out_format f; } names[] = {
+		{ "table", OUT_TABLE }, { "text", OUT_TABLE }, { "csv", OUT_CSV },
+		{ "json", OUT_JSON }, { "md", OUT_MD }, { "markdown", OUT_MD },
+	};
+	size_t i;
+
+	for (i = 0; s && i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i].name) == 0) {
+			*f = names[i].f;
+			return 0;
+		}
+	}
+	return st_error("unknown format '%s' (expected table, csv, json or md)", s ? s : "");
+}
+
+/* ---- building ---- */
+
+struct report *report_new(void)
+{
+	struct report *r = xrealloc(NULL, sizeof(*r));
+
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+struct table *report_add_table(struct report *r, const char *name, const char *title)
+{
+	struct table *t = xrealloc(NULL, sizeof(*t));
+
+	memset(t, 0, sizeof(*t));
+	t->name = xstrdup(name ? name : "table");
+	t->title = title ? xstrdup(title) : NULL;
+	if (r->last)
+		r->last->next = t;
+	else
+		r->first = t;
+	r->last = t;
+	return t;
+}
+
+void report_note(struct report *r, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	s = xrealloc(NULL, (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	r->notes = xrealloc(r->notes, (r->nnotes + 1) * sizeof(*r->notes));
+	r->notes[r->nnotes++] = s;
+}
+
+static void table_free(struct table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nrows * t->ncols; i++)
+		if (t->cells[i].kind == CELL_STR)
+			free(t->cells[i].v.s);
+	for (i = 0; i < t->ncols; i++)
+		free(t->cols[i].name);
+	free(t->cells);
+	free(t->cols);
+	free(t->name);
+	free(t->title);
+	free(t);
+}
+
+void report_free(struct report *r)
+{
+	struct table *t, *next;
+	size_t i;
+
+	if (!r)
+		return;
+	for (t = r->first; t; t = next) {
+		next = t->next;
+		table_free(t);
+	}
+	for (i = 0; i < r->nnotes; i++)
+		free(r->notes[i]);
+	free(r->notes);
+	free(r);
+}
+
+void table_add_column(struct table *t, const char *name, enum column_type type, int precision)
+{
+	if (t->nrows) {
+		/* Columns come first; a late column would misalign every row. */
+		st_warning("table '%s': column '%s' added after rows, ignored", t->name, name);
+		return;
+	}
+	t->cols = xrealloc(t->cols, (t->ncols + 1) * sizeof(*t->cols));
+	t->cols[t->ncols].name = xstrdup(name);
+	t->cols[t->ncols].type = type;
+	t->cols[t->ncols].precision = precision < 0 ? 0 : precision > 17 ? 17 : precision;
+	t->ncols++;
+}
+
+void table_row(struct table *t)
+{
+	size_t i;
+
+	if (t->nrows == t->cap_rows) {
+		t->cap_rows = t->cap_rows ? 2 * t->cap_rows : 16;
+		t->cells = xrealloc(t->cells, t->cap_rows * t->ncols * sizeof(*t->cells));
+	}
+	for (i = 0; i < t->ncols; i++)
+		t->cells[t->nrows * t->ncols + i].kind = CELL_EMPTY;
+	t->nrows++;
+	t->next_col = 0;
+}
+
+/* The next cell of the current row, or NULL when the row is full (or absent). */
+static struct cell *next_cell(struct table *t)
+{
+	if (t->nrows == 0 || t->next_col >= t->ncols)
+		return NULL;
+	return &t->cells[(t->nrows - 1) * t->ncols + t->next_col++];
+}
+
+void table_str(struct table *t, const char *s)
+{
+	struct cell *c = next_cell(t);
+
+	if (!c)
+		return;
+	c->kind = s ? CELL_STR : CELL_EMPTY;
+	if (s)
+		c->v.s = xstrdup(s);
+}
+
+void table_int(struct table *t, int64_t v)
+{
+	struct cell *c = next_cell(t);
+
+	if (!c)
+		return;
+	c->kind = CELL_INT;
+	c->v.i = v;
+}
+
+void table_float(struct table *t, double v)
+{
+	struct cell *c = next_cell(t);
+
+	if (!c)
+		return;
+	c->kind = CELL_FLOAT;
+	c->v.f = v;
+}
+
+void table_empty(struct table *t)
+{
+	next_cell(t);
+}
+
+size_t table_rows(const struct table *t)
+{
+	return t->nrows;
+}
+
+/* ---- rendering cells ---- */
+
+static const struct cell *cell_at(const struct table *t, size_t row, size_t col)
+{
+	return &t->cells[row * t->ncols + col];
+}
+
+/* Inserts ',' every three digits of the integer part of a formatted number. */
+static void group_digits(const char *in, char *out, size_t len)
+{
+	const char *p = in, *int_end;
+	size_t o = 0, ndig;
+
+	if (*p == '-' || *p == '+')
+		out[o++] = *p++;
+	int_end = p;
+	while (*int_end >= '0' && *int_end <= '9')
+		int_end++;
+	ndig = (size_t)(int_end - p);
+	while (p < int_end && o + 2 < len) {
+		out[o++] = *p++;
+		ndig--;
+		if (ndig && ndig % 3 == 0)
+			out[o++] = ',';
+	}
+	while (*p && o + 1 < len)
+		out[o++] = *p++;
+	out[o] = '\0';
+}
+
+/*
+ * Formats a cell for the text formats into buf. `grouped` adds thousands
+ * separators. Returns buf, or the string itself for string cells.
+ */
+static const char *format_cell(const struct table *t, size_t col, const struct cell *c,
+			       bool grouped, char *buf, size_t len)
+{
+	char raw[64];
+	int prec = t->cols[col].precision;
+
+	switch (c->kind) {
+	case CELL_EMPTY:
+		return "";
+	case CELL_STR:
+		return c->v.s;
+	case CELL_INT:
+		if (t->cols[col].type == COL_FLOAT)
+			snprintf(raw, sizeof(raw), "%.*f", prec, (double)c->v.i);
+		else
+			snprintf(raw, sizeof(raw), "%" PRId64, c->v.i);
+		break;
+	case CELL_FLOAT:
+		if (isnan(c->v.f))
+			return "nan";
+		if (isinf(c->v.f))
+			return c->v.f < 0 ? "-inf" : "inf";
+		if (t->cols[col].type == COL_INT)
+			prec = 0;
+		snprintf(raw, sizeof(raw), "%.*f", prec, c->v.f);
+		/* Rounded negatives ("-0.0") read as a sign error. */
+		if (raw[0] == '-' && strspn(raw + 1, "0.") == strlen(raw + 1))
+			memmove(raw, raw + 1, strlen(raw));
+		break;
+	}
+	if (grouped)
+		group_digits(raw, buf, len);
+	else
+		snprintf(buf, len, "%s", raw);
+	return buf;
+}
+
+/* Display width: UTF-8 code points, so "±" counts once. */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		if (((unsigned char)*s & 0xC0) != 0x80)
+			w++;
+	return w;
+}
+
+static bool column_is_numeric(const struct column *c)
+{
+	return c->type != COL_STR;
+}
+
+/* ---- text ---- */
+
+/* One line of the text table, built whole so trailing blanks can be cut. */
+struct line {
+	char *buf;
+	size_t len, cap;
+};
+
+static void line_put(struct line *l, const char *s, size_t n)
+{
+	if (l->len + n + 1 > l->cap) {
+		l->cap = 2 * (l->len + n + 1);
+		l->buf = xrealloc(l->buf, l->cap);
+	}
+	memcpy(l->buf + l->len, s, n);
+	l->len += n;
+	l->buf[l->len] = '\0';
+}
+
+static void line_repeat(struct line *l, char c, size_t n)
+{
+	while (n--)
+		line_put(l, &c, 1);
+}
+
+static void line_cell(struct line *l, size_t col, const char *s, size_t width, bool right)
+{
+	size_t w = text_width(s), pad = width > w ? width - w : 0;
+
+	if (col)
+		line_repeat(l, ' ', 2);
+	if (right)
+		line_repeat(l, ' ', pad);
+	line_put(l, s, strlen(s));
+	if (!right)
+		line_repeat(l, ' ', pad);
+}
+
+static void line_flush(struct line *l, FILE *out)
+{
+	while (l->len && l->buf[l->len - 1] == ' ')
+		l->len--;
+	fwrite(l->buf ? l->buf : "", 1, l->len, out);
+	fputc('\n', out);
+	l->len = 0;
+}
+
+static void print_text(const struct table *t, FILE *out)
+{
+	size_t *width = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*width));
+	struct line l = { NULL, 0, 0 };
+	char buf[96];
+	size_t r, c;
+
+	for (c = 0; c < t->ncols; c++) {
+		width[c] = text_width(t->cols[c].name);
+		for (r = 0; r < t->nrows; r++) {
+			size_t w = text_width(format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)));
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	if (t->title)
+		fprintf(out, "%s\n\n", t->title);
+	for (c = 0; c < t->ncols; c++)
+		line_cell(&l, c, t->cols[c].name, width[c], column_is_numeric(&t->cols[c]));
+	line_flush(&l, out);
+	for (c = 0; c < t->ncols; c++) {
+		if (c)
+			line_repeat(&l, ' ', 2);
+		line_repeat(&l, '-', width[c]);
+	}
+	line_flush(&l, out);
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++)
+			line_cell(&l, c, format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)),
+				  width[c], column_is_numeric(&t->cols[c]));
+		line_flush(&l, out);
+	}
+	free(l.buf);
+	free(width);
+}
+
+/* ---- csv ---- */
+
+static void put_csv_field(FILE *out, const char *s)
+{
+	if (strpbrk(s, ",\"\r\n") == NULL) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static void print_csv(const struct table *t, FILE *out)
+{
+	char buf[96];
+	size_t r, c;
+
+	for (c = 0; c < t->ncols; c++) {
+		if (c)
+			fputc(',', out);
+		put_csv_field(out, t->cols[c].name);
+	}
+	fputc('\n', out);
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			if (c)
+				fputc(',', out);
+			put_csv_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
+		}
+		fputc('\n', out);
+	}
+}
+
+/* ---- markdown ---- */
+
+static void put_md_field(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputs("\\|", out);
+		else if (*s == '\n' || *s == '\r')
+			fputc(' ', out);
+		else
+			fputc(*s, out);
+	}
+}
+
+static void print_md(const struct table *t, FILE *out)
+{
+	char buf[96];
+	size_t r, c;
+
+	if (t->title)
+		fprintf(out, "### %s\n\n", t->title);
+	fputc('|', out);
+	for (c = 0; c < t->ncols; c++) {
+		fputc(' ', out);
+		put_md_field(out, t->cols[c].name);
+		fputs(" |", out);
+	}
+	fputs("\n|", out);
+	for (c = 0; c < t->ncols; c++)
+		fputs(column_is_numeric(&t->cols[c]) ? " ---: |" : " --- |", out);
+	fputc('\n', out);
+	for (r = 0; r < t->nrows; r++) {
+		fputc('|', out);
+		for (c = 0; c < t->ncols; c++) {
+			fputc(' ', out);
+			put_md_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
+			fputs(" |", out);
+		}
+		fputc('\n', out);
+	}
+}
+
+/* ---- json ---- */
+
+/* json_string refuses invalid UTF-8; a kernel name must never sink a report. */
+static json_t *json_string_lossy(const char *s)
+{
+	json_t *j = json_string(s);
+	char *copy;
+	size_t i;
+
+	if (j)
+		return j;
+	copy = xstrdup(s);
+	for (i = 0; copy[i]; i++)
+		if ((unsigned char)copy[i] >= 0x80)
+			copy[i] = '?';
+	j = json_string(copy);
+	free(copy);
+	return j;
+}
+
+static json_t *json_cell(const struct table *t, size_t col, const struct cell *c)
+{
+	switch (c->kind) {
+	case CELL_STR:
+		return json_string_lossy(c->v.s);
+	case CELL_INT:
+		if (t->cols[col].type == COL_FLOAT)
+			return json_real((double)c->v.i);
+		return json_integer((json_int_t)c->v.i);
+	case CELL_FLOAT:
+		if (!isfinite(c->v.f))
+			return json_null();
+		if (t->cols[col].type == COL_INT && fabs(c->v.f) < 9.2e18)
+			return json_integer((json_int_t)llround(c->v.f));
+		return json_real(c->v.f);
+	case CELL_EMPTY:
+		break;
+	}
+	return json_null();
+}
+
+static json_t *report_json(const struct report *r)
+{
+	json_t *doc = json_object();
+	const struct table *t;
+	size_t i, row, c;
+
+	for (t = r->first; t; t = t->next) {
+		json_t *rows = json_array();
+
+		for (row = 0; row < t->nrows; row++) {
+			json_t *obj = json_object();
+
+			for (c = 0; c < t->ncols; c++)
+				json_object_set_new(obj, t->cols[c].name, json_cell(t, c, cell_at(t, row, c)));
+			json_array_append_new(rows, obj);
+		}
+		json_object_set_new(doc, t->name, rows);
+	}
+	if (r->nnotes) {
+		json_t *notes = json_array();
+
+		for (i = 0; i < r->nnotes; i++)
+			json_array_append_new(notes, json_string_lossy(r->notes[i]));
+		json_object_set_new(doc, "notes", notes);
+	}
+	return doc;
+}
+
+/* ---- reports ---- */
+
+static size_t report_table_count(const struct report *r)
+{
+	const struct table *t;
+	size_t n = 0;
+
+	for (t = r->first; t; t = t->next)
+		n++;
+	return n;
+}
+
+int report_print(const struct report *r, enum out_format f, FILE *out)
+{
+	const struct table *t;
+	size_t i, ntables = report_table_count(r);
+
+	if (f == OUT_JSON) {
+		json_t *doc = report_json(r);
+		int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+				    JSON_REAL_PRECISION(15));
+
+		json_decref(doc);
+		if (rc < 0)
+			return st_error("cannot write JSON output");
+		fputc('\n', out);
+	} else {
+		for (t = r->first; t; t = t->next) {
+			if (t != r->first)
+				fputc('\n', out);
+			switch (f) {
+			case OUT_CSV:
+				/* A lone table stays plain CSV for spreadsheets and pandas. */
+				if (ntables > 1)
+					fprintf(out, "# %s\n", t->title ? t->title : t->name);
+				print_csv(t, out);
+				break;
+			case OUT_MD:
+				print_md(t, out);
+				break;
+			default:
+				print_text(t, out);
+				break;
+			}
+		}
+		if (r->nnotes && ntables)
+			fputc('\n', out);
+		for (i = 0; i < r->nnotes; i++) {
+			if (f == OUT_CSV)
+				fprintf(out, "# %s\n", r->notes[i]);
+			else if (f == OUT_MD)
+				fprintf(out, "- %s\n", r->notes[i]);
+			else
+				fprintf(out, "%s\n", r->notes[i]);
+		}
+	}
+	if (fflush(out) != 0 || ferror(out))
+		return st_error("cannot write output");
+	return 0;
+}

@@ -1,0 +1,257 @@
+/* test_options.c: option tables, every value type, errors, --help, sizes, lists. */
+#include "tests/cli/check.h"
+
+#include "cli/error.h"
+#include "cli/options.h"
+
+static bool warmup = true, verbose;
+static int top = 10;
+static uint64_t count, capacity;
+static double ratio;
+static const char *output;
+
+static const char *const usage[] = { "steptrace test [<options>] FILE...", NULL };
+static const struct option opts[] = {
+	OPT_GROUP("Output"),
+	OPT_STRING('o', "output", &output, "FILE", "write the result to FILE"),
+	OPT_BOOLEAN('v', "verbose", &verbose, "say more"),
+	OPT_GROUP("Selection"),
+	OPT_BOOLEAN(0, "warmup", &warmup, "include warm-up steps"),
+	OPT_INTEGER('n', "top", &top, "show the N largest rows"),
+	OPT_U64(0, "count", &count, "events to read"),
+	OPT_DOUBLE(0, "ratio", &ratio, "a threshold"),
+	OPT_SIZE(0, "capacity", &capacity, "device memory to replay against"),
+	OPT_END(),
+};
+
+static void reset(void)
+{
+	warmup = true;
+	verbose = false;
+	top = 10;
+	count = capacity = 0;
+	ratio = 0;
+	output = NULL;
+}
+
+/* Parses a NULL-terminated argument list (argv[0] included); captures stdout and stderr. */
+static int parse(const char **argv, char **out, char **err)
+{
+	struct capture co, ce;
+	int argc = 0, rc;
+
+	while (argv[argc])
+		argc++;
+	reset();
+	capture_begin(&co, stdout);
+	capture_begin(&ce, stderr);
+	rc = parse_options(argc, argv, opts, usage);
+	*err = capture_end(&ce);
+	*out = capture_end(&co);
+	return rc;
+}
+
+/* Expects PARSE_OPT_ERROR with exactly `line` first on stderr, the usage after it, nothing on stdout. */
+static void expect_error(const char **argv, const char *line)
+{
+	char *out, *err;
+	int rc = parse(argv, &out, &err);
+	size_t n = strlen(line);
+
+	CHECK(rc == PARSE_OPT_ERROR);
+	CHECK(strncmp(err, line, n) == 0 && err[n] == '\n');
+	if (strncmp(err, line, n) != 0)
+		fprintf(stderr, "  wanted '%s', got: %.*s\n", line, (int)strcspn(err, "\n"), err);
+	CHECK(strstr(err + n, "\nusage: steptrace test [<options>] FILE...\n") == err + n);
+	CHECK(strstr(err + n, "error:") == NULL);
+	CHECK(*out == '\0');
+	free(out);
+	free(err);
+}
+
+static void test_values(void)
+{
+	const char *argv[] = { "test", "--top", "5", "--count=18446744073709551615", "--ratio", "-2.5e-3",
+			       "-o", "x.csv", "-v", "--no-warmup", "--capacity", "1.5GiB", NULL };
+	char *out, *err;
+
+	CHECK(parse(argv, &out, &err) == 0);
+	CHECK(top == 5);
+	CHECK(count == UINT64_MAX);
+	CHECK(ratio == -2.5e-3);
+	CHECK_STR(output, "x.csv");
+	CHECK(verbose);
+	CHECK(!warmup);
+	CHECK(capacity == 1610612736ULL);
+	CHECK(*out == '\0' && *err == '\0');
+	free(out);
+	free(err);
+
+	{
+		const char *a[] = { "test", "-n7", "--output=", "--warmup", "-vn", "-3", NULL };
+		CHECK(parse(a, &out, &err) == 0);
+		CHECK(top == -3);           /* -vn -3: -v, then -n takes the next argument */
+		CHECK(verbose && warmup);
+		CHECK_STR(output, "");
+		free(out);
+		free(err);
+	}
+	{
+		const char *a[] = { "test", "--top=-4", "-ofile", NULL };
+		CHECK(parse(a, &out, &err) == 0);
+		CHECK(top == -4);
+		CHECK_STR(output, "file");
+		free(out);
+		free(err);
+	}
+}
+
+static void test_positional(void)
+{
+	const char *argv[] = { "test", "a.stb", "--top", "5", "b.stb", "-", "--", "-c", "--top", NULL };
+	char *out, *err;
+	int n = parse(argv, &out, &err);
+
+	CHECK(n == 5);
+	if (n == 5) {
+		CHECK_STR(argv[0], "a.stb");
+		CHECK_STR(argv[1], "b.stb");
+		CHECK_STR(argv[2], "-");
+		CHECK_STR(argv[3], "-c");
+		CHECK_STR(argv[4], "--top");
+		CHECK(argv[5] == NULL);
+	}
+	CHECK(top == 5);
+	free(out);
+	free(err);
+
+	{
+		const char *a[] = { "test", NULL };
+		CHECK(parse(a, &out, &err) == 0);
+		free(out);
+		free(err);
+	}
+}
+
+static void test_errors(void)
+{
+	const char *a1[] = { "test", "x", "--foo", NULL };
+	const char *a2[] = { "test", "-x", NULL };
+	const char *a3[] = { "test", "--top", NULL };
+	const char *a4[] = { "test", "--top", "12x", NULL };
+	const char *a5[] = { "test", "--top=99999999999", NULL };
+	const char *a6[] = { "test", "--count", "-1", NULL };
+	const char *a7[] = { "test", "--ratio", "nan", NULL };
+	const char *a8[] = { "test", "--capacity", "24XB", NULL };
+	const char *a9[] = { "test", "--warmup=1", NULL };
+	const char *a10[] = { "test", "-o", NULL };
+	const char *a11[] = { "test", "--no-top", "3", NULL };
+	const char *a12[] = { "test", "--top", "", NULL };
+
+	expect_error(a1, "error: unknown option '--foo'");
+	expect_error(a2, "error: unknown option '-x'");
+	expect_error(a3, "error: option '--top' requires a value");
+	expect_error(a4, "error: option '--top' expects an integer, not '12x'");
+	expect_error(a5, "error: option '--top' expects an integer, not '99999999999'");
+	expect_error(a6, "error: option '--count' expects a non-negative integer, not '-1'");
+	expect_error(a7, "error: option '--ratio' expects a number, not 'nan'");
+	expect_error(a8, "error: option '--capacity' expects a size such as 4096, 512MiB, 1.5GiB or 80GB, not '24XB'");
+	expect_error(a9, "error: option '--warmup' takes no value");
+	expect_error(a10, "error: option '-o' requires a value");
+	expect_error(a11, "error: unknown option '--no-top'");
+	expect_error(a12, "error: option '--top' expects an integer, not ''");
+}
+
+static void test_help(void)
+{
+	const char *a1[] = { "test", "file", "--help", "--foo", NULL };
+	const char *a2[] = { "test", "-h", NULL };
+	char *out, *err, *out2, *err2;
+
+	CHECK(parse(a1, &out, &err) == PARSE_OPT_HELP);
+	CHECK(*err == '\0');
+	CHECK(strncmp(out, "usage: steptrace test [<options>] FILE...\n", 42) == 0);
+	CHECK(strstr(out, "\nOutput\n") != NULL);
+	CHECK(strstr(out, "    -o, --output <FILE>       write the result to FILE\n") != NULL);
+	CHECK(strstr(out, "        --[no-]warmup         include warm-up steps\n") != NULL);
+	CHECK(strstr(out, "    -n, --top <N>             show the N largest rows\n") != NULL);
+	CHECK(strstr(out, "        --capacity <SIZE>     device memory to replay against\n") != NULL);
+	CHECK(strstr(out, "    -h, --help                show this help\n") != NULL);
+	CHECK(parse(a2, &out2, &err2) == PARSE_OPT_HELP);
+	CHECK_STR(out2, out);
+	free(out);
+	free(err);
+	free(out2);
+	free(err2);
+}
+
+static void test_sizes(void)
+{
+	static const struct { const char *s; uint64_t bytes; } ok[] = {
+		{ "4096", 4096 }, { "0", 0 }, { "24GiB", 24ULL << 30 }, { "80GB", 80000000000ULL },
+		{ "512MiB", 512ULL << 20 }, { "1.5GiB", 3ULL << 29 }, { "2KiB", 2048 },
+		{ "3KB", 3000 }, { "7MB", 7000000 }, { "1TiB", 1ULL << 40 }, { "2TB", 2000000000000ULL },
+		{ "100B", 100 }, { "24gib", 24ULL << 30 }, { "0.5KiB", 512 },
+		{ "18446744073709551615", UINT64_MAX },
+	};
+	static const char *const bad[] = {
+		"", "GiB", "1.5", "-1GiB", "24 GiB", "1..5GiB", "99999999999TiB", "24XB", "0x10",
+		"1e3", "18446744073709551616", ".", "12GiBs",
+	};
+	FILE *devnull = fopen("/dev/null", "w");
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t b = 1;
+		int rc = parse_size(ok[i].s, &b);
+
+		CHECK(rc == 0 && b == ok[i].bytes);
+		if (rc != 0 || b != ok[i].bytes)
+			fprintf(stderr, "  size '%s' -> %d %llu\n", ok[i].s, rc, (unsigned long long)b);
+	}
+	st_error_set_stream(devnull);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t b;
+		int rc = parse_size(bad[i], &b);
+
+		CHECK(rc == -1);
+		if (rc != -1)
+			fprintf(stderr, "  size '%s' accepted as %llu\n", bad[i], (unsigned long long)b);
+	}
+	st_error_set_stream(NULL);
+	fclose(devnull);
+}
+
+static void test_split_list(void)
+{
+	const char *items[3];
+	char *storage;
+	FILE *devnull = fopen("/dev/null", "w");
+
+	CHECK(split_list("small,medium, large ", items, 3, &storage) == 3);
+	CHECK_STR(items[0], "small");
+	CHECK_STR(items[1], "medium");
+	CHECK_STR(items[2], "large");
+	free(storage);
+	CHECK(split_list("fp32", items, 3, &storage) == 1);
+	CHECK_STR(items[0], "fp32");
+	free(storage);
+	st_error_set_stream(devnull);
+	CHECK(split_list("a,,b", items, 3, &storage) == -1 && storage == NULL);
+	CHECK(split_list("", items, 3, &storage) == -1 && storage == NULL);
+	CHECK(split_list("a,b,c,d", items, 3, &storage) == -1 && storage == NULL);
+	CHECK(split_list("a,", items, 3, &storage) == -1 && storage == NULL);
+	st_error_set_stream(NULL);
+	fclose(devnull);
+}
+
+int main(void)
+{
+	test_values();
+	test_positional();
+	test_errors();
+	test_help();
+	test_sizes();
+	test_split_list();
+	return check_done();
+}

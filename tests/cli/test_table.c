@@ -1,0 +1,219 @@
+/* test_table.c: each output format's exact text for a small known report. */
+#include "tests/cli/check.h"
+
+#include <jansson.h>
+
+#include "cli/error.h"
+#include "cli/table.h"
+
+/* A kernel-summary-like table: a float, an int and a string column, one empty cell. */
+static struct report *sample(bool second_table, bool note)
+{
+	struct report *r = report_new();
+	struct table *t = report_add_table(r, "kernels", "Kernel summary");
+
+	table_add_column(t, "Time (%)", COL_FLOAT, 1);
+	table_add_column(t, "Total Time (ns)", COL_INT, 0);
+	table_add_column(t, "Name", COL_STR, 0);
+	table_row(t);
+	table_float(t, 62.54);
+	table_int(t, 1234567);
+	table_str(t, "gemm, \"big\"");
+	table_row(t);
+	table_float(t, 37.46);
+	table_int(t, 12);
+	table_str(t, "softmax|x");
+	table_row(t);
+	table_empty(t);
+	table_int(t, -5000);
+	table_empty(t);
+	CHECK(table_rows(t) == 3);
+	if (second_table) {
+		t = report_add_table(r, "steps", "Steps");
+		table_add_column(t, "Step", COL_INT, 0);
+		table_add_column(t, "Wall (ms)", COL_FLOAT, 3);
+		table_row(t);
+		table_int(t, 0);
+		table_float(t, 1.5);
+	}
+	if (note)
+		report_note(r, "%d warm-up steps left out", 2);
+	return r;
+}
+
+static char *render(const struct report *r, enum out_format f)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	CHECK(report_print(r, f, out) == 0);
+	fclose(out);
+	return buf;
+}
+
+static void test_text(void)
+{
+	struct report *r = sample(true, true);
+	char *s = render(r, OUT_TABLE);
+
+	CHECK_STR(s,
+		"Kernel summary\n"
+		"\n"
+		"Time (%)  Total Time (ns)  Name\n"
+		"--------  ---------------  -----------\n"
+		"    62.5        1,234,567  gemm, \"big\"\n"
+		"    37.5               12  softmax|x\n"
+		"                   -5,000\n"
+		"\n"
+		"Steps\n"
+		"\n"
+		"Step  Wall (ms)\n"
+		"----  ---------\n"
+		"   0      1.500\n"
+		"\n"
+		"2 warm-up steps left out\n");
+	free(s);
+	report_free(r);
+}
+
+static void test_csv(void)
+{
+	struct report *r = sample(false, false);
+	char *s = render(r, OUT_CSV);
+
+	CHECK_STR(s,
+		"Time (%),Total Time (ns),Name\n"
+		"62.5,1234567,\"gemm, \"\"big\"\"\"\n"
+		"37.5,12,softmax|x\n"
+		",-5000,\n");
+	free(s);
+	report_free(r);
+
+	r = sample(true, true);
+	s = render(r, OUT_CSV);
+	CHECK(strncmp(s, "# Kernel summary\nTime (%),", 26) == 0);
+	CHECK(strstr(s, ",-5000,\n\n# Steps\nStep,Wall (ms)\n0,1.500\n\n# 2 warm-up steps left out\n") != NULL);
+	free(s);
+	report_free(r);
+}
+
+static void test_md(void)
+{
+	struct report *r = sample(false, true);
+	char *s = render(r, OUT_MD);
+
+	CHECK_STR(s,
+		"### Kernel summary\n"
+		"\n"
+		"| Time (%) | Total Time (ns) | Name |\n"
+		"| ---: | ---: | --- |\n"
+		"| 62.5 | 1234567 | gemm, \"big\" |\n"
+		"| 37.5 | 12 | softmax\\|x |\n"
+		"|  | -5000 |  |\n"
+		"\n"
+		"- 2 warm-up steps left out\n");
+	free(s);
+	report_free(r);
+}
+
+static void test_json(void)
+{
+	struct report *r = sample(true, true);
+	char *s = render(r, OUT_JSON);
+	json_error_t e;
+	json_t *doc = json_loads(s, 0, &e), *rows, *row;
+
+	CHECK(doc && json_is_object(doc));
+	CHECK(json_object_size(doc) == 3);
+	rows = json_object_get(doc, "kernels");
+	CHECK(json_is_array(rows) && json_array_size(rows) == 3);
+	row = json_array_get(rows, 0);
+	CHECK(json_is_real(json_object_get(row, "Time (%)")));
+	CHECK(json_real_value(json_object_get(row, "Time (%)")) == 62.54);
+	CHECK(json_is_integer(json_object_get(row, "Total Time (ns)")));
+	CHECK(json_integer_value(json_object_get(row, "Total Time (ns)")) == 1234567);
+	CHECK_STR(json_string_value(json_object_get(row, "Name")), "gemm, \"big\"");
+	row = json_array_get(rows, 2);
+	CHECK(json_is_null(json_object_get(row, "Time (%)")));
+	CHECK(json_is_null(json_object_get(row, "Name")));
+	CHECK(json_integer_value(json_object_get(row, "Total Time (ns)")) == -5000);
+	rows = json_object_get(doc, "steps");
+	CHECK(json_array_size(rows) == 1);
+	CHECK(json_real_value(json_object_get(json_array_get(rows, 0), "Wall (ms)")) == 1.5);
+	rows = json_object_get(doc, "notes");
+	CHECK(json_is_array(rows) && json_array_size(rows) == 1);
+	CHECK_STR(json_string_value(json_array_get(rows, 0)), "2 warm-up steps left out");
+	/* Tables in the order they were added. */
+	CHECK(strstr(s, "\"kernels\"") < strstr(s, "\"steps\""));
+	json_decref(doc);
+	free(s);
+	report_free(r);
+
+	/* No notes: no "notes" key; NaN is null; an empty table is []. */
+	r = report_new();
+	{
+		struct table *t = report_add_table(r, "x", NULL);
+
+		table_add_column(t, "v", COL_FLOAT, 2);
+		table_row(t);
+		table_float(t, 0.0 / 0.0);
+		report_add_table(r, "empty", NULL);
+	}
+	s = render(r, OUT_JSON);
+	doc = json_loads(s, 0, &e);
+	CHECK(doc && json_object_get(doc, "notes") == NULL);
+	CHECK(json_is_null(json_object_get(json_array_get(json_object_get(doc, "x"), 0), "v")));
+	CHECK(json_is_array(json_object_get(doc, "empty")) &&
+	      json_array_size(json_object_get(doc, "empty")) == 0);
+	json_decref(doc);
+	free(s);
+	report_free(r);
+}
+
+static void test_details(void)
+{
+	struct report *r = report_new();
+	struct table *t = report_add_table(r, "t", NULL);
+	enum out_format f;
+	char *s;
+	FILE *devnull = fopen("/dev/null", "w");
+
+	/* Rounding to -0.0 prints 0.0; UTF-8 counts as one column; short rows are padded. */
+	table_add_column(t, "d", COL_FLOAT, 1);
+	table_add_column(t, "s", COL_STR, 0);
+	table_add_column(t, "n", COL_INT, 0);
+	table_row(t);
+	table_float(t, -0.01);
+	table_str(t, "±");
+	table_int(t, 1000);
+	table_row(t);
+	table_float(t, -1234.56);
+	s = render(r, OUT_TABLE);
+	CHECK_STR(s,
+		"       d  s      n\n"
+		"--------  -  -----\n"
+		"     0.0  ±  1,000\n"
+		"-1,234.6\n");
+	free(s);
+	report_free(r);
+
+	CHECK(out_format_parse("csv", &f) == 0 && f == OUT_CSV);
+	CHECK(out_format_parse("json", &f) == 0 && f == OUT_JSON);
+	CHECK(out_format_parse("md", &f) == 0 && f == OUT_MD);
+	CHECK(out_format_parse("table", &f) == 0 && f == OUT_TABLE);
+	st_error_set_stream(devnull);
+	CHECK(out_format_parse("xml", &f) == -1);
+	st_error_set_stream(NULL);
+	fclose(devnull);
+}
+
+int main(void)
+{
+	test_text();
+	test_csv();
+	test_md();
+	test_json();
+	test_details();
+	return check_done();
+}

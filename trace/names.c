@@ -1,0 +1,45 @@
+/* names.c: printable names of the schema's enums and event kinds. */
+#include "trace/bundle.h"
+
+#include <string.h>
+
+static const char *const kind_names[ST_KIND_COUNT] = {
+	[ST_KERNEL] = "kernel",	    [ST_MEMCPY] = "memcpy", [ST_MEMSET] = "memset",
+	[ST_API] = "api",	    [ST_RANGE] = "range",   [ST_ALLOC] = "alloc",
+	[ST_FREE] = "free",	    [ST_OP] = "op",	    [ST_STEP] = "step",
+	[ST_OOM] = "oom",	    [ST_OVERHEAD] = "overhead", [ST_SYNC] = "sync",
+};
+
+const char *st_kind_name(int kind)
+{
+	if (kind < ST_KIND_FIRST || kind > ST_KIND_LAST)
+		return NULL;
+	return kind_names[kind];
+}
+
+int st_kind_from_name(const char *name)
+{
+	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
+		if (!strcmp(kind_names[k], name))
+			return k;
+	return -1;
+}
+
+const char *st_mem_category_name(int category)
+{
+	static const char *const names[ST_MEM_CATEGORY_COUNT] = {
+		"unknown", "parameter", "gradient", "optimizer",
+		"activation", "temporary", "workspace", "input",
+	};
+	if (category < 0 || category >= ST_MEM_CATEGORY_COUNT)
+		return "unknown";
+	return names[category];
+}
+
+const char *st_dtype_name(int dtype)
+{
+	static const char *const names[] = { "?", "f32", "bf16", "f16", "i32", "i64", "f64", "u8" };
+	if (dtype < 0 || dtype >= (int)(sizeof(names) / sizeof(names[0])))
+		return "?";
+	return names[dtype];
+}
