@@ -1,0 +1,24 @@
+/* adamw.h: the AdamW update over one flat parameter buffer (adamw.cu). */
+#ifndef STEPTRACE_KERNELS_ADAMW_H
+#define STEPTRACE_KERNELS_ADAMW_H
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+ * p -= alpha_t m / (sqrt(v) + eps);  then p -= lr_wd p   (lr_wd = lr * weight_decay).
+ * alpha_t = lr sqrt(1-b2^t) / (1-b1^t) is computed by the caller (in double).
+ * The betas are doubles so 1 - b is formed before rounding: (float)(1 - 0.999)
+ * is exact to 1e-8, 1 - (float)0.999 only to 1e-5.
+ */
+int adamw_update(float *p, const float *g, float *m, float *v, long long n, double beta1,
+		 double beta2, float eps, float alpha_t, float lr_wd, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

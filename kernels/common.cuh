@@ -1,0 +1,102 @@
+/*
+ * common.cuh: what every kernel file shares: the launch check used by each
+ * host launcher, warp/block reductions, and float <-> storage conversion for
+ * the two activation dtypes (F32, BF16) the kernels are templated over.
+ * Device-side helpers only; no kernels live here.
+ */
+#ifndef STEPTRACE_KERNELS_COMMON_CUH
+#define STEPTRACE_KERNELS_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "cli/error.h"
+}
+
+/* enum st_dtype values (trace/bundle.h), repeated to keep kernels free of protobuf. */
+#define KDT_F32 1
+#define KDT_BF16 2
+
+/* Reports a failed launch (bad grid, missing device, ...) with its site. -1 on failure. */
+static inline int kernel_check(const char *what, const char *file, int line)
+{
+	cudaError_t e = cudaGetLastError();
+
+	if (e == cudaSuccess)
+		return 0;
+	return st_error("cannot launch %s (%s:%d): %s", what, file, line, cudaGetErrorString(e));
+}
+#define KERNEL_CHECK(what) kernel_check((what), __FILE__, __LINE__)
+
+static inline int ceil_div(long long a, long long b)
+{
+	return (int)((a + b - 1) / b);
+}
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x)
+{
+	return __float2bfloat16_rn(x);
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+
+/* Sum over the whole block (blockDim.x a multiple of 32, at most 1024); every thread gets it. */
+__device__ __forceinline__ float block_sum(float v)
+{
+	__shared__ float part[32];
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+
+	v = warp_sum(v);
+	__syncthreads();          /* part[] may still be read by a previous call */
+	if (lane == 0)
+		part[warp] = v;
+	__syncthreads();
+	v = lane < nwarps ? part[lane] : 0.0f;
+	return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v)
+{
+	__shared__ float part[32];
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+
+	v = warp_max(v);
+	__syncthreads();
+	if (lane == 0)
+		part[warp] = v;
+	__syncthreads();
+	v = lane < nwarps ? part[lane] : -INFINITY;
+	return warp_max(v);
+}
+
+/* Instantiates a launch for the F32 or BF16 variant of a kernel template. */
+#define DISPATCH_DTYPE(dtype, T, ...)                         \
+	do {                                                   \
+		if ((dtype) == KDT_BF16) {                     \
+			typedef __nv_bfloat16 T;               \
+			__VA_ARGS__;                           \
+		} else {                                       \
+			typedef float T;                       \
+			__VA_ARGS__;                           \
+		}                                              \
+	} while (0)
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * cross_entropy.cu: mean cross-entropy over token rows. The forward keeps
+ * each row's logsumexp so the backward (softmax minus one-hot, over the row
+ * count) needs one pass; the mean is a fixed-order single-block sum so the
+ * loss is bitwise reproducible.
+ */
+#include "kernels/common.cuh"
+#include "kernels/cross_entropy.h"
+
+template <typename T>
+__global__ void cross_entropy_rows_kernel(float *lse, float *row_loss, const T *logits,
+					  const int32_t *targets, int vocab)
+{
+	int row = blockIdx.x;
+	const T *lr = logits + (size_t)row * vocab;
+	float mx = -INFINITY, sum = 0.0f;
+
+	for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+		mx = fmaxf(mx, to_f32(lr[j]));
+	mx = block_max(mx);
+	for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+		sum += __expf(to_f32(lr[j]) - mx);
+	sum = block_sum(sum);
+	if (threadIdx.x == 0) {
+		float l = mx + logf(sum);
+		lse[row] = l;
+		row_loss[row] = l - to_f32(lr[targets[row]]);
+	}
+}
+
+/* One block, fixed order: the same inputs give the same bits. */
+__global__ void mean_kernel(float *out, const float *v, int n)
+{
+	float s = 0.0f;
+
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		s += v[i];
+	s = block_sum(s);
+	if (threadIdx.x == 0)
+		*out = s / n;
+}
+
+template <typename T>
+__global__ void cross_entropy_backward_kernel(T *dlogits, const T *logits, const float *lse,
+					      const int32_t *targets, int vocab, float inv_n)
+{
+	int row = blockIdx.x;
+	const T *lr = logits + (size_t)row * vocab;
+	T *dr = dlogits + (size_t)row * vocab;
+	float l = lse[row];
+	int tgt = targets[row];
+
+	for (int j = threadIdx.x; j < vocab; j += blockDim.x) {
+		float p = __expf(to_f32(lr[j]) - l);
+		dr[j] = from_f32<T>((p - (j == tgt ? 1.0f : 0.0f)) * inv_n);
+	}
+}
+
+extern "C" int cross_entropy_forward(float *loss, float *lse, const void *logits,
+				     const int32_t *targets, int n, int vocab, int dtype,
+				     cudaStream_t s)
+{
+	if (n == 0)
+		return 0;
+	float *row_loss = lse + n;
+
+	DISPATCH_DTYPE(dtype, E,
+		cross_entropy_rows_kernel<E><<<n, 256, 0, s>>>(lse, row_loss, (const E *)logits,
+							      targets, vocab));
+	if (KERNEL_CHECK("cross_entropy_forward"))
+		return -1;
+	mean_kernel<<<1, 1024, 0, s>>>(loss, row_loss, n);
+	return KERNEL_CHECK("cross_entropy_mean");
+}
+
+extern "C" int cross_entropy_backward(void *dlogits, const void *logits, const float *lse,
+				      const int32_t *targets, int n, int vocab, int dtype,
+				      cudaStream_t s)
+{
+	if (n == 0)
+		return 0;
+	DISPATCH_DTYPE(dtype, E,
+		cross_entropy_backward_kernel<E><<<n, 256, 0, s>>>((E *)dlogits, (const E *)logits, lse,
+								   targets, vocab, 1.0f / n));
+	return KERNEL_CHECK("cross_entropy_backward");
+}

@@ -1,0 +1,191 @@
+/* config.c: model presets, validation and names (see config.h). */
+#include "model/config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/error.h"
+#include "model/reference.h"
+
+struct preset {
+	const char *name;
+	int d_model, d_ff, layers, heads;
+};
+
+/* SPEC.md, "The workload": the seeds' model sizes. */
+static const struct preset presets[] = {
+	{ "small", 768, 3072, 12, 12 },
+	{ "medium", 1024, 4096, 24, 16 },
+	{ "large", 1280, 5120, 36, 20 },
+	{ "xl", 1600, 6400, 48, 25 },
+	{ "2.7B", 2560, 10240, 32, 32 },
+};
+
+static void config_defaults(struct model_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->batch = 4;
+	c->vocab = 10000;
+	c->ctx = 128;
+	c->precision = PREC_FP32;
+	c->mode = MODE_TRAIN;
+	c->attention = ATTN_NAIVE;
+	c->lr = 1e-3;
+	c->beta1 = 0.9;
+	c->beta2 = 0.999;
+	c->eps = 1e-8;
+	c->weight_decay = 0.01;
+	c->seed = 0;
+}
+
+int model_config_preset(const char *name, struct model_config *c)
+{
+	size_t i;
+
+	if (!name)
+		return st_error("missing model name");
+	for (i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+		const struct preset *p = &presets[i];
+
+		if (strcmp(name, p->name))
+			continue;
+		config_defaults(c);
+		snprintf(c->name, sizeof(c->name), "%s", p->name);
+		c->d_model = p->d_model;
+		c->d_ff = p->d_ff;
+		c->layers = p->layers;
+		c->heads = p->heads;
+		return 0;
+	}
+	return st_error("unknown model '%s' (expected small, medium, large, xl, 2.7B or custom sizes)",
+			name);
+}
+
+int model_config_validate(const struct model_config *c)
+{
+	const char *name = c->name[0] ? c->name : "custom";
+
+	if (c->d_model <= 0 || c->d_ff <= 0 || c->layers <= 0 || c->heads <= 0 ||
+	    c->vocab <= 0 || c->batch <= 0 || c->ctx <= 0)
+		return st_error("model '%s': sizes must be positive (d_model %d, d_ff %d, layers %d, "
+				"heads %d, vocab %d, batch %d, ctx %d)", name, c->d_model, c->d_ff,
+				c->layers, c->heads, c->vocab, c->batch, c->ctx);
+	if (c->d_model % c->heads)
+		return st_error("model '%s': d_model %d is not divisible by %d heads",
+				name, c->d_model, c->heads);
+	if ((c->d_model / c->heads) % 2)
+		return st_error("model '%s': head size %d is odd; RoPE needs an even head size",
+				name, c->d_model / c->heads);
+	if (!(c->lr >= 0) || !(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1) ||
+	    !(c->eps > 0) || !(c->weight_decay >= 0))
+		return st_error("model '%s': bad AdamW settings (lr %g, betas %g/%g, eps %g, wd %g)",
+				name, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay);
+	return 0;
+}
+
+uint64_t model_config_params(const struct model_config *c)
+{
+	uint64_t d = (uint64_t)c->d_model, ff = (uint64_t)c->d_ff, v = (uint64_t)c->vocab;
+	uint64_t layer = 4 * d * d + 3 * d * ff + 2 * d;
+
+	return v * d + (uint64_t)c->layers * layer + d + d * v;
+}
+
+int model_config_resolve(const char *name, const struct model_dims *dims, struct model_config *c)
+{
+	const struct model_dims none = { 0 };
+	int custom;
+
+	if (!dims)
+		dims = &none;
+	custom = name ? !strcmp(name, "custom") : dims->d_model > 0;
+	if (custom) {
+		config_defaults(c);
+		snprintf(c->name, sizeof(c->name), "custom");
+		if (dims->d_model <= 0 || dims->layers <= 0 || dims->heads <= 0)
+			return st_error("custom model needs --d-model, --layers and --heads");
+		c->d_ff = 4 * dims->d_model;
+	} else if (model_config_preset(name ? name : "small", c)) {
+		return -1;
+	}
+#define OVERRIDE(field) if (dims->field > 0) c->field = dims->field
+	OVERRIDE(d_model);
+	OVERRIDE(d_ff);
+	OVERRIDE(layers);
+	OVERRIDE(heads);
+	OVERRIDE(vocab);
+	OVERRIDE(batch);
+	OVERRIDE(ctx);
+#undef OVERRIDE
+	if (dims->d_model < 0 || dims->d_ff < 0 || dims->layers < 0 || dims->heads < 0 ||
+	    dims->vocab < 0 || dims->batch < 0 || dims->ctx < 0)
+		return st_error("model sizes must be positive");
+	return model_config_validate(c);
+}
+
+static const char *const precision_names[] = { "fp32", "tf32", "bf16" };
+static const char *const mode_names[] = { "forward", "fwdbwd", "train" };
+static const char *const attention_names[] = { "naive", "flash" };
+
+#define NAME_OF(table, i) \
+	((unsigned)(i) < sizeof(table) / sizeof(table[0]) ? table[i] : "unknown")
+
+const char *model_precision_name(enum model_precision p)
+{
+	return NAME_OF(precision_names, p);
+}
+
+const char *model_mode_name(enum model_mode m)
+{
+	return NAME_OF(mode_names, m);
+}
+
+const char *model_attention_name(enum model_attention a)
+{
+	return NAME_OF(attention_names, a);
+}
+
+/* Index of s in names, or -1 with an error line listing them. */
+static int parse_name(const char *what, const char *s, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; s && i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	if (n == 2)
+		return st_error("unknown %s '%s' (expected %s or %s)", what, s ? s : "",
+				names[0], names[1]);
+	return st_error("unknown %s '%s' (expected %s, %s or %s)", what, s ? s : "",
+			names[0], names[1], names[2]);
+}
+
+int model_precision_parse(const char *s, enum model_precision *p)
+{
+	int i = parse_name("precision", s, precision_names, 3);
+
+	if (i < 0)
+		return -1;
+	*p = (enum model_precision)i;
+	return 0;
+}
+
+int model_mode_parse(const char *s, enum model_mode *m)
+{
+	int i = parse_name("mode", s, mode_names, 3);
+
+	if (i < 0)
+		return -1;
+	*m = (enum model_mode)i;
+	return 0;
+}
+
+int model_attention_parse(const char *s, enum model_attention *a)
+{
+	int i = parse_name("attention", s, attention_names, 2);
+
+	if (i < 0)
+		return -1;
+	*a = (enum model_attention)i;
+	return 0;
+}

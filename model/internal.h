@@ -1,0 +1,147 @@
+/*
+ * internal.h: the model's private state, shared by model.c (lifetime, step),
+ * plan.c (the op table) and pass.c (forward, backward, optimizer).
+ */
+#ifndef STEPTRACE_MODEL_INTERNAL_H
+#define STEPTRACE_MODEL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "model/alloc.h"
+#include "model/gemm.h"
+#include "model/model.h"
+#include "model/ops.h"
+
+/* One parameter tensor inside the flat buffers (params, grads, m, v). */
+struct param {
+	char name[96];            /* PyTorch's state-dict name */
+	int ndim;
+	int64_t shape[2];
+	size_t offset, numel;     /* in elements */
+};
+
+/* Element offsets of one block's parameters. proj: q, k, v, output. */
+struct layer_params {
+	size_t ln1, proj[4], ln2, w1, w2, w3;
+};
+
+/* Per-layer ops, in forward order; the backward runs them in reverse. */
+enum layer_op {
+	L_LN1, L_Q, L_K, L_V, L_ROPE, L_SCORES, L_SOFTMAX, L_AV, L_O, L_RES1,
+	L_LN2, L_W1, L_W3, L_SWIGLU, L_W2, L_RES2, L_COUNT
+};
+
+struct layer_plan {
+	uint32_t fwd[L_COUNT], bwd[L_COUNT];   /* op ids; 0 where the op does not run */
+};
+
+struct top_plan {
+	uint32_t cast, embedding, ln_final, lm_head, loss;         /* forward */
+	uint32_t loss_bwd, lm_head_bwd, ln_final_bwd, embedding_bwd;
+	uint32_t adamw;
+};
+
+/*
+ * Blocks of one step, per layer (index l * A_COUNT + k). Saved for the
+ * backward in fwdbwd/train (category activation), freed as the backward
+ * consumes them; in forward mode freed after their last forward use.
+ */
+enum layer_block {
+	A_RSTD1,      /* (n) F32 */
+	A_XN1,        /* (n, d) adt: rmsnorm1(x), the q/k/v input */
+	A_Q, A_K, A_V,/* (n, d) adt, q and k after RoPE; heads split from d */
+	A_P,          /* (B, H, T, T) adt: softmax probabilities */
+	A_ATT,        /* (n, d) adt: p v, heads merged */
+	A_XMID,       /* (n, d) F32: residual stream after attention */
+	A_RSTD2,      /* (n) F32 */
+	A_XN2,        /* (n, d) adt */
+	A_H1, A_H3,   /* (n, d_ff) adt: w1 x, w3 x */
+	A_G,          /* (n, d_ff) adt: silu(h1) * h3 */
+	A_XOUT,       /* (n, d) F32: residual stream after the block */
+	A_COUNT
+};
+
+/* Blocks outside the layers (index layers * A_COUNT + k). */
+enum top_block {
+	T_WCAST,      /* (params from cast_from) BF16: autocast's weight copies */
+	T_X0,         /* (n, d) F32: embedding output */
+	T_RSTDF,      /* (n) F32 */
+	T_XF,         /* (n, d) adt: ln_final output */
+	T_LOGITS,     /* (n, vocab) adt */
+	T_LSE,        /* (2n) F32: logsumexp per row, then per-row losses */
+	T_LOSS,       /* (1) F32 */
+	T_SCORES,     /* (B, H, T, T) adt: temporary */
+	T_Y,          /* (n, d) adt: a branch output before the residual add */
+	T_DLOGITS,    /* (n, vocab) adt */
+	T_DRES,       /* (n, d) F32: gradient of the residual stream */
+	T_DY,         /* (n, d) adt: that gradient cast for a BF16 branch */
+	T_DXN,        /* (n, d) F32: gradient of a norm output */
+	T_DG,         /* (n, d_ff) adt */
+	T_DH1, T_DH3, /* (n, d_ff) adt */
+	T_DATT,       /* (n, d) adt */
+	T_DP,         /* (B, H, T, T) adt: dp, then ds in place */
+	T_DQ, T_DK, T_DV, /* (n, d) adt */
+	T_COUNT
+};
+
+struct model {
+	struct model_config c;
+	int dh;                       /* d_model / heads */
+	int adt;                      /* matmul operand/output dtype: ST_DT_F32 or ST_DT_BF16 */
+	size_t adt_size;
+	int saved_category;           /* activation, or temporary in forward mode */
+
+	struct model_observer obs_copy;
+	const struct model_observer *obs;   /* NULL or &obs_copy */
+
+	cudaStream_t stream;
+	cudaEvent_t ev[4];            /* step start, after forward, after backward, after optimizer */
+	struct model_alloc alloc;
+	struct op_registry ops;
+	struct gemm gemm;
+
+	struct param *param;          /* n_param, PyTorch's order */
+	int n_param;
+	struct layer_params *lp;      /* (layers) */
+	size_t n_params, off_emb, off_lnf, off_lm;
+	size_t cast_from;             /* first element autocast copies to BF16 (after the embedding) */
+
+	struct mem_block params, grads, adam_m, adam_v;   /* (n_params) F32 each */
+	struct mem_block inputs, targets;                 /* (batch * ctx) I32 */
+	struct mem_block rope;                            /* (ctx, dh) F32 cos/sin */
+	struct mem_block workspace;                       /* cuBLAS */
+	struct mem_block *act;                            /* (n_act) step blocks */
+	size_t n_act;
+
+	struct layer_plan *plan;      /* (layers) */
+	struct top_plan top;
+	uint32_t op_create, op_init, op_load, op_batch;
+	char (*layer_name)[24];       /* "layer.N" */
+
+	uint32_t open_op;             /* op between op_begin and op_end, 0 if none */
+	int nvtx_depth;
+	float *loss_host;             /* pinned */
+	bool have_targets;
+	int adam_t;                   /* AdamW steps taken */
+	struct model_oom last_oom;
+};
+
+/* plan.c: registers every op of the step (and tells the observer). */
+int model_plan(struct model *m);
+
+/* pass.c: the phases; MODEL_OK, MODEL_OOM or MODEL_ERROR, leaving blocks for the caller to release. */
+int model_forward(struct model *m);
+int model_backward(struct model *m);
+int model_optimizer(struct model *m);
+
+/* model.c */
+void model_op_begin(struct model *m, uint32_t id);
+void model_op_end(struct model *m);
+void model_range_push(struct model *m, const char *name);
+void model_range_pop(struct model *m);
+void model_release_step_blocks(struct model *m);
+
+#endif

@@ -1,0 +1,568 @@
+/*
+ * model.c: the training step on the GPU (model.h): parameter layout,
+ * creation and teardown, weights in and out, the batch, and model_step's
+ * phases. The forward and backward passes live in pass.c, the op table in
+ * plan.c; this file owns the lifetime of everything they use.
+ */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "cli/error.h"
+#include "kernels/init.h"
+#include "kernels/rope.h"
+#include "model/check.h"
+#include "model/internal.h"
+#include "trace/bundle.h"
+
+#define CUBLAS_WORKSPACE_BYTES (32u << 20)   /* cuBLAS's advice for Hopper */
+
+int model_gpu_available(void)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+
+	if (e != cudaSuccess) {
+		st_error("no CUDA GPU available (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+		return 0;
+	}
+	if (n == 0) {
+		st_error("no CUDA GPU available (cudaGetDeviceCount found no device)");
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- Parameter layout: PyTorch's names and order, one flat FP32 buffer ---- */
+
+static void param_add(struct model *m, const char *name, int ndim, int64_t d0, int64_t d1,
+		      size_t *offset)
+{
+	struct param *p = &m->param[m->n_param++];
+
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->ndim = ndim;
+	p->shape[0] = d0;
+	p->shape[1] = ndim > 1 ? d1 : 1;
+	p->offset = *offset;
+	p->numel = (size_t)d0 * (ndim > 1 ? (size_t)d1 : 1);
+	*offset += p->numel;
+}
+
+static int param_layout(struct model *m)
+{
+	const struct model_config *c = &m->c;
+	int64_t d = c->d_model, f = c->d_ff, v = c->vocab;
+	size_t off = 0;
+	char name[96];
+
+	m->param = calloc(3 + 9 * (size_t)c->layers, sizeof(*m->param));
+	m->lp = calloc(c->layers, sizeof(*m->lp));
+	if (!m->param || !m->lp)
+		return st_error("out of host memory for the parameter table");
+	m->off_emb = off;
+	param_add(m, "token_embeddings.weight", 2, v, d, &off);
+	m->cast_from = off;
+	for (int l = 0; l < c->layers; l++) {
+		struct layer_params *lp = &m->lp[l];
+		static const char *const proj[4] = { "q_proj", "k_proj", "v_proj", "output_proj" };
+
+		lp->ln1 = off;
+		snprintf(name, sizeof(name), "layers.%d.ln1.weight", l);
+		param_add(m, name, 1, d, 0, &off);
+		for (int j = 0; j < 4; j++) {
+			lp->proj[j] = off;
+			snprintf(name, sizeof(name), "layers.%d.attn.%s.weight", l, proj[j]);
+			param_add(m, name, 2, d, d, &off);
+		}
+		lp->ln2 = off;
+		snprintf(name, sizeof(name), "layers.%d.ln2.weight", l);
+		param_add(m, name, 1, d, 0, &off);
+		lp->w1 = off;
+		snprintf(name, sizeof(name), "layers.%d.ffn.w1.weight", l);
+		param_add(m, name, 2, f, d, &off);
+		lp->w2 = off;
+		snprintf(name, sizeof(name), "layers.%d.ffn.w2.weight", l);
+		param_add(m, name, 2, d, f, &off);
+		lp->w3 = off;
+		snprintf(name, sizeof(name), "layers.%d.ffn.w3.weight", l);
+		param_add(m, name, 2, f, d, &off);
+	}
+	m->off_lnf = off;
+	param_add(m, "ln_final.weight", 1, d, 0, &off);
+	m->off_lm = off;
+	param_add(m, "lm_head.weight", 2, v, d, &off);
+	m->n_params = off;
+	return 0;
+}
+
+/* ---- Setup ops: allocations and copies outside the step belong to one too ---- */
+
+void model_op_begin(struct model *m, uint32_t id)
+{
+	m->alloc.op = id;
+	m->open_op = id;
+	if (m->obs)
+		m->obs->op_begin(m->obs->ctx, id);
+	nvtxRangePushA(m->ops.op[id - 1].name);
+	m->nvtx_depth++;
+}
+
+void model_op_end(struct model *m)
+{
+	nvtxRangePop();
+	m->nvtx_depth--;
+	if (m->obs)
+		m->obs->op_end(m->obs->ctx, m->open_op);
+	m->open_op = 0;
+}
+
+void model_range_push(struct model *m, const char *name)
+{
+	nvtxRangePushA(name);
+	m->nvtx_depth++;
+}
+
+void model_range_pop(struct model *m)
+{
+	nvtxRangePop();
+	m->nvtx_depth--;
+}
+
+/* Closes whatever a failed step or setup left open, so NVTX and the observer stay balanced. */
+static void unwind_ranges(struct model *m, int depth)
+{
+	if (m->open_op)
+		model_op_end(m);
+	while (m->nvtx_depth > depth)
+		model_range_pop(m);
+}
+
+static uint32_t setup_op(struct model *m, const char *path)
+{
+	uint32_t id = op_registry_add(&m->ops, path, "setup", 0, 0, 0, NULL, 0, NULL);
+
+	if (id && m->obs)
+		m->obs->op_register(m->obs->ctx, op_registry_get(&m->ops, id));
+	return id;
+}
+
+static void setup_begin(struct model *m, uint32_t id)
+{
+	model_range_push(m, "setup");
+	model_op_begin(m, id);
+}
+
+static void setup_end(struct model *m)
+{
+	unwind_ranges(m, 0);
+}
+
+/* ---- Observer: copied, with empty hooks where the caller left NULL ---- */
+
+static void nop_op(void *c, uint32_t id) { (void)c; (void)id; }
+static void nop_reg(void *c, const struct model_op *op) { (void)c; (void)op; }
+static void nop_mem(void *c, uint64_t a, uint64_t s, int k, uint32_t o) { (void)c; (void)a; (void)s; (void)k; (void)o; }
+static void nop_oom(void *c, uint64_t r, int k, uint32_t o, uint64_t l, uint64_t cap) { (void)c; (void)r; (void)k; (void)o; (void)l; (void)cap; }
+static void nop_step(void *c, uint32_t i, bool w) { (void)c; (void)i; (void)w; }
+
+static void observer_copy(struct model *m, const struct model_observer *obs)
+{
+	if (!obs) {
+		m->obs = NULL;
+		return;
+	}
+	m->obs_copy = *obs;
+	struct model_observer *o = &m->obs_copy;
+	if (!o->op_register) o->op_register = nop_reg;
+	if (!o->op_begin) o->op_begin = nop_op;
+	if (!o->op_end) o->op_end = nop_op;
+	if (!o->alloc) o->alloc = nop_mem;
+	if (!o->free) o->free = nop_mem;
+	if (!o->oom) o->oom = nop_oom;
+	if (!o->step_begin) o->step_begin = nop_step;
+	if (!o->step_end) o->step_end = nop_step;
+	m->obs = o;
+}
+
+/* ---- Create and free ---- */
+
+static int create_buffers(struct model *m)
+{
+	const struct model_config *c = &m->c;
+	size_t n = (size_t)c->batch * c->ctx, pb = m->n_params * sizeof(float);
+	int rc;
+
+	if ((rc = mem_get(&m->alloc, &m->params, pb, ST_MEM_PARAMETER)))
+		return rc;
+	if (c->mode != MODE_FORWARD && (rc = mem_get(&m->alloc, &m->grads, pb, ST_MEM_GRADIENT)))
+		return rc;
+	if (c->mode == MODE_TRAIN) {
+		if ((rc = mem_get(&m->alloc, &m->adam_m, pb, ST_MEM_OPTIMIZER)) ||
+		    (rc = mem_get(&m->alloc, &m->adam_v, pb, ST_MEM_OPTIMIZER)))
+			return rc;
+		CUDA_CHECK(cudaMemsetAsync(m->adam_m.ptr, 0, pb, m->stream));
+		CUDA_CHECK(cudaMemsetAsync(m->adam_v.ptr, 0, pb, m->stream));
+	}
+	if ((rc = mem_get(&m->alloc, &m->inputs, n * sizeof(int32_t), ST_MEM_INPUT)) ||
+	    (rc = mem_get(&m->alloc, &m->targets, n * sizeof(int32_t), ST_MEM_INPUT)))
+		return rc;
+	CUDA_CHECK(cudaMemsetAsync(m->inputs.ptr, 0, n * sizeof(int32_t), m->stream));
+	CUDA_CHECK(cudaMemsetAsync(m->targets.ptr, 0, n * sizeof(int32_t), m->stream));
+
+	/* RoPE's cos/sin table, like the module's buffer in PyTorch */
+	size_t tb = (size_t)c->ctx * m->dh * sizeof(float);
+	if ((rc = mem_get(&m->alloc, &m->rope, tb, ST_MEM_WORKSPACE)))
+		return rc;
+	float *table = malloc(tb);
+	if (!table)
+		return st_error("out of host memory for the RoPE table");
+	rope_table_fill(table, c->ctx, m->dh, 10000.0);
+	cudaError_t e = cudaMemcpy(m->rope.ptr, table, tb, cudaMemcpyHostToDevice);
+	free(table);
+	CUDA_CHECK(e);
+
+	if ((rc = mem_get(&m->alloc, &m->workspace, CUBLAS_WORKSPACE_BYTES, ST_MEM_WORKSPACE)))
+		return rc;
+	return 0;
+}
+
+int model_create(struct model **out, const struct model_config *c,
+		 const struct model_observer *obs, struct model_oom *oom)
+{
+	struct model *m;
+	int rc = MODEL_ERROR;
+
+	*out = NULL;
+	if (model_config_validate(c))
+		return MODEL_ERROR;
+	if (c->attention != ATTN_NAIVE)
+		return st_error("attention '%s' is not implemented yet; use --attention naive",
+				model_attention_name(c->attention));
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return st_error("out of host memory for the model");
+	m->c = *c;
+	m->dh = c->d_model / c->heads;
+	m->adt = c->precision == PREC_BF16 ? ST_DT_BF16 : ST_DT_F32;
+	m->adt_size = c->precision == PREC_BF16 ? 2 : 4;
+	m->saved_category = c->mode == MODE_FORWARD ? ST_MEM_TEMPORARY : ST_MEM_ACTIVATION;
+	observer_copy(m, obs);
+	op_registry_init(&m->ops);
+
+	if (param_layout(m))
+		goto fail;
+	m->n_act = (size_t)c->layers * A_COUNT + T_COUNT;
+	m->act = calloc(m->n_act, sizeof(*m->act));
+	if (!m->act) {
+		st_error("out of host memory for the activation table");
+		goto fail;
+	}
+	if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess) {
+		st_error("cannot create a CUDA stream: %s", cudaGetErrorString(cudaGetLastError()));
+		goto fail;
+	}
+	for (int i = 0; i < 4; i++)
+		if (cudaEventCreate(&m->ev[i]) != cudaSuccess) {
+			st_error("cannot create a CUDA event");
+			goto fail;
+		}
+	if (cudaMallocHost((void **)&m->loss_host, sizeof(float)) != cudaSuccess) {
+		st_error("cannot allocate pinned host memory for the loss");
+		goto fail;
+	}
+	if (model_alloc_init(&m->alloc, m->stream, m->obs, &m->ops))
+		goto fail;
+
+	m->op_create = setup_op(m, "setup/create");
+	m->op_init = setup_op(m, "setup/init");
+	m->op_load = setup_op(m, "setup/load");
+	m->op_batch = setup_op(m, "setup/batch");
+	if (!m->op_create || !m->op_init || !m->op_load || !m->op_batch) {
+		st_error("out of host memory for the op registry");
+		goto fail;
+	}
+	setup_begin(m, m->op_create);
+	rc = create_buffers(m);
+	if (rc == MODEL_OK)
+		rc = gemm_init(&m->gemm, m->stream, c->precision, m->workspace.ptr,
+			       m->workspace.size) ? MODEL_ERROR : MODEL_OK;
+	setup_end(m);
+	if (rc != MODEL_OK)
+		goto fail;
+	if (cudaStreamSynchronize(m->stream) != cudaSuccess) {
+		st_error("model setup failed: %s", cudaGetErrorString(cudaGetLastError()));
+		rc = MODEL_ERROR;
+		goto fail;
+	}
+	if (model_plan(m)) {
+		rc = MODEL_ERROR;
+		goto fail;
+	}
+	*out = m;
+	return MODEL_OK;
+fail:
+	if (rc == MODEL_OOM) {
+		m->last_oom = m->alloc.oom;
+		if (oom)
+			*oom = m->alloc.oom;
+	} else {
+		rc = MODEL_ERROR;
+	}
+	model_free(m);
+	return rc;
+}
+
+void model_release_step_blocks(struct model *m)
+{
+	for (size_t i = 0; i < m->n_act; i++)
+		mem_put(&m->alloc, &m->act[i]);
+}
+
+void model_free(struct model *m)
+{
+	if (!m)
+		return;
+	if (m->alloc.pool) {
+		model_release_step_blocks(m);
+		mem_put(&m->alloc, &m->params);
+		mem_put(&m->alloc, &m->grads);
+		mem_put(&m->alloc, &m->adam_m);
+		mem_put(&m->alloc, &m->adam_v);
+		mem_put(&m->alloc, &m->inputs);
+		mem_put(&m->alloc, &m->targets);
+		mem_put(&m->alloc, &m->rope);
+		gemm_release(&m->gemm);   /* before its workspace goes */
+		mem_put(&m->alloc, &m->workspace);
+		model_alloc_release(&m->alloc);
+	}
+	if (m->loss_host)
+		cudaFreeHost(m->loss_host);
+	for (int i = 0; i < 4; i++)
+		if (m->ev[i])
+			cudaEventDestroy(m->ev[i]);
+	if (m->stream)
+		cudaStreamDestroy(m->stream);
+	cudaGetLastError();
+	op_registry_release(&m->ops);
+	free(m->plan);
+	free(m->layer_name);
+	free(m->param);
+	free(m->lp);
+	free(m->act);
+	free(m);
+}
+
+/* ---- Weights and batch ---- */
+
+int model_init_random(struct model *m, uint64_t seed)
+{
+	int rc = 0;
+
+	setup_begin(m, m->op_init);
+	for (int i = 0; i < m->n_param && !rc; i++) {
+		const struct param *p = &m->param[i];
+		float *dst = (float *)m->params.ptr + p->offset;
+
+		if (p->ndim == 1)
+			rc = init_fill(dst, (long long)p->numel, 1.0f, m->stream);
+		else if (p->offset == m->off_emb)
+			rc = init_trunc_normal(dst, (long long)p->numel, 1.0f, 3.0f,
+					       seed * 1000003u + (uint64_t)i, m->stream);
+		else    /* Linear (out, in): std sqrt(2 / (in + out)) */
+			rc = init_trunc_normal(dst, (long long)p->numel,
+					       (float)sqrt(2.0 / (double)(p->shape[0] + p->shape[1])),
+					       3.0f, seed * 1000003u + (uint64_t)i, m->stream);
+	}
+	setup_end(m);
+	if (rc)
+		return MODEL_ERROR;
+	CUDA_CHECK(cudaStreamSynchronize(m->stream));
+	return MODEL_OK;
+}
+
+int model_load_weights(struct model *m, const struct tensor_set *w)
+{
+	int rc = MODEL_OK;
+
+	for (int i = 0; i < m->n_param; i++) {
+		const struct param *p = &m->param[i];
+		const struct named_tensor *t = tensor_set_find(w, p->name);
+
+		if (!t)
+			return st_error("weights lack '%s'", p->name);
+		if (t->dtype != ST_DT_F32)
+			return st_error("weight '%s' is %s, expected f32", p->name, st_dtype_name(t->dtype));
+		if (t->ndim != p->ndim || t->shape[0] != p->shape[0] ||
+		    (p->ndim == 2 && t->shape[1] != p->shape[1]))
+			return st_error("weight '%s' has the wrong shape for this model", p->name);
+	}
+	setup_begin(m, m->op_load);
+	for (int i = 0; i < m->n_param && rc == MODEL_OK; i++) {
+		const struct param *p = &m->param[i];
+		const struct named_tensor *t = tensor_set_find(w, p->name);
+		cudaError_t e = cudaMemcpy((float *)m->params.ptr + p->offset, t->data,
+					   p->numel * sizeof(float), cudaMemcpyHostToDevice);
+		if (e != cudaSuccess)
+			rc = cuda_check_failed(e, "cudaMemcpy", __FILE__, __LINE__);
+	}
+	setup_end(m);
+	return rc;
+}
+
+static int check_ids(const struct model *m, const int32_t *ids, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= m->c.vocab)
+			return st_error("%s token id %d at position %zu is outside the vocabulary [0, %d)",
+					what, ids[i], i, m->c.vocab);
+	return 0;
+}
+
+int model_set_batch(struct model *m, const int32_t *inputs, const int32_t *targets)
+{
+	size_t n = (size_t)m->c.batch * m->c.ctx;
+	int rc = MODEL_OK;
+
+	if (check_ids(m, inputs, n, "input") || (targets && check_ids(m, targets, n, "target")))
+		return MODEL_ERROR;
+	setup_begin(m, m->op_batch);
+	cudaError_t e = cudaMemcpy(m->inputs.ptr, inputs, n * sizeof(int32_t), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess && targets)
+		e = cudaMemcpy(m->targets.ptr, targets, n * sizeof(int32_t), cudaMemcpyHostToDevice);
+	if (e != cudaSuccess)
+		rc = cuda_check_failed(e, "cudaMemcpy", __FILE__, __LINE__);
+	setup_end(m);
+	m->have_targets = targets != NULL && rc == MODEL_OK;
+	return rc;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+int model_random_batch(struct model *m, uint64_t seed)
+{
+	size_t n = (size_t)m->c.batch * m->c.ctx;
+	int32_t *ids = malloc((n + 1) * sizeof(int32_t));
+	uint64_t s = seed;
+	int rc;
+
+	if (!ids)
+		return st_error("out of host memory for a batch");
+	for (size_t i = 0; i <= n; i++)
+		ids[i] = (int32_t)(splitmix64(&s) % (uint64_t)m->c.vocab);
+	/* targets are the inputs shifted by one, as in a language-model batch */
+	rc = model_set_batch(m, ids, ids + 1);
+	free(ids);
+	return rc;
+}
+
+int model_export(struct model *m, struct tensor_set *weights, struct tensor_set *grads)
+{
+	CUDA_CHECK(cudaStreamSynchronize(m->stream));
+	for (int i = 0; i < m->n_param; i++) {
+		const struct param *p = &m->param[i];
+
+		for (int which = 0; which < 2; which++) {
+			struct tensor_set *set = which ? grads : weights;
+			const struct mem_block *src = which ? &m->grads : &m->params;
+			if (!set || !src->ptr)
+				continue;
+			struct named_tensor *t = tensor_set_add(set, p->name, ST_DT_F32, p->ndim,
+								p->shape, NULL);
+			if (!t)
+				return st_error("out of host memory exporting '%s'", p->name);
+			CUDA_CHECK(cudaMemcpy(t->data, (float *)src->ptr + p->offset,
+					      p->numel * sizeof(float), cudaMemcpyDeviceToHost));
+		}
+	}
+	return MODEL_OK;
+}
+
+/* ---- The step ---- */
+
+static double elapsed_ms(cudaEvent_t a, cudaEvent_t b)
+{
+	float ms = 0.0f;
+
+	return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : NAN;
+}
+
+int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_times *t)
+{
+	const struct model_config *c = &m->c;
+	struct timespec t0, t1;
+	int rc;
+
+	if (m->obs)
+		m->obs->step_begin(m->obs->ctx, index, warmup);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	model_range_push(m, "step");
+	cudaEventRecord(m->ev[0], m->stream);
+
+	model_range_push(m, "forward");
+	rc = model_forward(m);
+	model_range_pop(m);
+	cudaEventRecord(m->ev[1], m->stream);
+	if (rc == MODEL_OK && c->mode != MODE_FORWARD) {
+		model_range_push(m, "backward");
+		rc = model_backward(m);
+		model_range_pop(m);
+	}
+	cudaEventRecord(m->ev[2], m->stream);
+	if (rc == MODEL_OK && c->mode == MODE_TRAIN) {
+		model_range_push(m, "optimizer");
+		rc = model_optimizer(m);
+		model_range_pop(m);
+	}
+	cudaEventRecord(m->ev[3], m->stream);
+	unwind_ranges(m, 0);    /* pops "step", and whatever a failure left open */
+	if (rc != MODEL_OK) {
+		model_release_step_blocks(m);
+		if (rc == MODEL_OOM)
+			m->last_oom = m->alloc.oom;
+	}
+	cudaError_t e = cudaStreamSynchronize(m->stream);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (m->obs)
+		m->obs->step_end(m->obs->ctx, index, warmup);
+	if (e != cudaSuccess)
+		return cuda_check_failed(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+	if (rc != MODEL_OK)
+		return rc;
+	if (t) {
+		t->forward_ms = elapsed_ms(m->ev[0], m->ev[1]);
+		t->backward_ms = elapsed_ms(m->ev[1], m->ev[2]);
+		t->optimizer_ms = elapsed_ms(m->ev[2], m->ev[3]);
+		t->wall_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+		t->loss = m->have_targets ? (double)*m->loss_host : NAN;
+	}
+	return MODEL_OK;
+}
+
+const struct model_oom *model_last_oom(const struct model *m)
+{
+	return &m->last_oom;
+}
+
+uint64_t model_peak_bytes(const struct model *m)
+{
+	return m->alloc.peak;
+}
+
+const struct model_config *model_get_config(const struct model *m)
+{
+	return &m->c;
+}

@@ -1,0 +1,609 @@
+/*
+ * pass.c: the step's three phases on the model's stream: forward (with the
+ * loss), backward and AdamW. Each op is bracketed by model_op_begin/end (the
+ * observer hooks and its NVTX range) and gets every block it needs from the
+ * allocator inside that bracket, so memory is attributed to the op. Saved
+ * activations are freed by the backward op that consumes them last;
+ * temporaries right after use. Nothing here waits for the device.
+ *
+ * Shapes: n = batch * ctx rows, d = d_model, f = d_ff, heads split d in
+ * order (B, T, H, dh). "adt" is the matmul dtype: F32, or BF16 under
+ * autocast, where weights are BF16 copies, RMSNorm, softmax and the loss run
+ * in FP32, and the residual stream, weight gradients and the gradients
+ * entering an RMSNorm backward are FP32.
+ */
+#include <math.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "kernels/adamw.h"
+#include "kernels/cast.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/embedding.h"
+#include "kernels/residual.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/softmax.h"
+#include "kernels/swiglu.h"
+#include "cli/error.h"
+#include "model/check.h"
+#include "model/internal.h"
+#include "trace/bundle.h"
+
+#define RMSNORM_EPS 1e-5f
+
+#define TRY(x)                          \
+	do {                            \
+		int rc_ = (x);          \
+		if (rc_)                \
+			return rc_;     \
+	} while (0)
+
+static struct mem_block *lb(struct model *m, int l, enum layer_block k)
+{
+	return &m->act[(size_t)l * A_COUNT + k];
+}
+
+static struct mem_block *tb(struct model *m, enum top_block k)
+{
+	return &m->act[(size_t)m->c.layers * A_COUNT + k];
+}
+
+static int get(struct model *m, struct mem_block *b, size_t bytes, int category)
+{
+	return mem_get(&m->alloc, b, bytes, category);
+}
+
+static void put(struct model *m, struct mem_block *b)
+{
+	mem_put(&m->alloc, b);
+}
+
+/* Forward mode keeps nothing for a backward: blocks go after their last forward use. */
+static void drop(struct model *m, struct mem_block *b)
+{
+	if (m->c.mode == MODE_FORWARD)
+		put(m, b);
+}
+
+static size_t rows(const struct model *m)
+{
+	return (size_t)m->c.batch * m->c.ctx;
+}
+
+static void *at(const struct model *m, const struct mem_block *b, size_t i)
+{
+	return (char *)b->ptr + i * m->adt_size;
+}
+
+/* A weight as the matmuls read it: the BF16 copy under autocast, else the FP32 parameter. */
+static const void *weight(struct model *m, size_t off)
+{
+	if (m->adt == ST_DT_BF16)
+		return (char *)tb(m, T_WCAST)->ptr + (off - m->cast_from) * 2;
+	return (float *)m->params.ptr + off;
+}
+
+static float *param(struct model *m, size_t off)
+{
+	return (float *)m->params.ptr + off;
+}
+
+static float *grad(struct model *m, size_t off)
+{
+	return (float *)m->grads.ptr + off;
+}
+
+/* y (n, out) adt = x (n, in) W^T, W (out, in). */
+static int linear_fwd(struct model *m, void *y, const void *x, size_t w, int in, int out)
+{
+	return gemm_rm(&m->gemm, false, true, (int)rows(m), out, in, 1.0f, x, in, 0, weight(m, w), in,
+		       0, m->adt, 0.0f, y, out, 0, m->adt, 1);
+}
+
+/* dx (n, in) in dx_dtype = dy W (+ dx if accumulate). */
+static int linear_bwd_data(struct model *m, void *dx, int dx_dtype, const void *dy, size_t w,
+			   int in, int out, bool accumulate)
+{
+	return gemm_rm(&m->gemm, false, false, (int)rows(m), in, out, 1.0f, dy, out, 0, weight(m, w),
+		       in, 0, m->adt, accumulate ? 1.0f : 0.0f, dx, in, 0, dx_dtype, 1);
+}
+
+/* dW (out, in) F32 = dy^T x: each weight has one use per step, so written, not added. */
+static int linear_bwd_weight(struct model *m, size_t w, const void *dy, const void *x, int in, int out)
+{
+	return gemm_rm(&m->gemm, true, false, out, in, (int)rows(m), 1.0f, dy, out, 0, x, in, 0,
+		       m->adt, 0.0f, grad(m, w), in, 0, ST_DT_F32, 1);
+}
+
+/*
+ * Attention's batched matmuls, per batch row b over its H heads: q, k, v,
+ * out are (B, T, H, dh) so one head's (T, dh) matrix has row stride d and
+ * heads are dh apart; scores are (B, H, T, T). kind selects the product.
+ */
+enum attn_gemm { S_QK, O_PV, DP_DOV, DV_PDO, DQ_DSK, DK_DSQ };
+
+static int attn_gemm(struct model *m, enum attn_gemm kind, void *out, const void *x,
+		     const void *y)
+{
+	const struct model_config *c = &m->c;
+	int T = c->ctx, H = c->heads, dh = m->dh, d = c->d_model;
+	long long tt = (long long)T * T;
+	size_t a = m->adt_size;
+
+	for (int b = 0; b < c->batch; b++) {
+		size_t bs = (size_t)b * T * d * a, bp = (size_t)b * H * tt * a;   /* byte offsets */
+		const char *xc = x, *yc = y;
+		char *oc = out;
+		int rc = 0;
+
+		switch (kind) {
+		case S_QK:     /* s = q k^T: x = q, y = k */
+			rc = gemm_rm(&m->gemm, false, true, T, T, dh, 1.0f, xc + bs, d, dh, yc + bs, d, dh,
+				     m->adt, 0.0f, oc + bp, T, tt, m->adt, H);
+			break;
+		case O_PV:     /* out = p v: x = p, y = v */
+			rc = gemm_rm(&m->gemm, false, false, T, dh, T, 1.0f, xc + bp, T, tt, yc + bs, d, dh,
+				     m->adt, 0.0f, oc + bs, d, dh, m->adt, H);
+			break;
+		case DP_DOV:   /* dp = dout v^T: x = dout, y = v */
+			rc = gemm_rm(&m->gemm, false, true, T, T, dh, 1.0f, xc + bs, d, dh, yc + bs, d, dh,
+				     m->adt, 0.0f, oc + bp, T, tt, m->adt, H);
+			break;
+		case DV_PDO:   /* dv = p^T dout: x = p, y = dout */
+			rc = gemm_rm(&m->gemm, true, false, T, dh, T, 1.0f, xc + bp, T, tt, yc + bs, d, dh,
+				     m->adt, 0.0f, oc + bs, d, dh, m->adt, H);
+			break;
+		case DQ_DSK:   /* dq = ds k: x = ds, y = k */
+			rc = gemm_rm(&m->gemm, false, false, T, dh, T, 1.0f, xc + bp, T, tt, yc + bs, d, dh,
+				     m->adt, 0.0f, oc + bs, d, dh, m->adt, H);
+			break;
+		case DK_DSQ:   /* dk = ds^T q: x = ds, y = q */
+			rc = gemm_rm(&m->gemm, true, false, T, dh, T, 1.0f, xc + bp, T, tt, yc + bs, d, dh,
+				     m->adt, 0.0f, oc + bs, d, dh, m->adt, H);
+			break;
+		}
+		if (rc)
+			return MODEL_ERROR;
+	}
+	return MODEL_OK;
+}
+
+static int kernel(int rc)
+{
+	return rc ? MODEL_ERROR : MODEL_OK;
+}
+
+/* The residual stream entering layer l. */
+static struct mem_block *layer_input(struct model *m, int l)
+{
+	return l == 0 ? tb(m, T_X0) : lb(m, l - 1, A_XOUT);
+}
+
+/* ---- Forward ---- */
+
+static int norm_fwd(struct model *m, uint32_t op, struct mem_block *xn, struct mem_block *rstd,
+		    struct mem_block *x, size_t g, bool last_use)
+{
+	size_t n = rows(m), d = m->c.d_model;
+	bool keep = m->c.mode != MODE_FORWARD;
+
+	model_op_begin(m, op);
+	TRY(get(m, xn, n * d * m->adt_size, m->saved_category));
+	if (keep)
+		TRY(get(m, rstd, n * sizeof(float), m->saved_category));
+	TRY(kernel(rmsnorm_forward(xn->ptr, keep ? rstd->ptr : NULL, x->ptr, param(m, g), (int)n,
+				   (int)d, RMSNORM_EPS, m->adt, m->stream)));
+	if (last_use)
+		drop(m, x);
+	model_op_end(m);
+	return MODEL_OK;
+}
+
+/* out = x + y, y a temporary branch output freed here (and x too in forward mode). */
+static int residual_fwd(struct model *m, uint32_t op, struct mem_block *out, struct mem_block *x)
+{
+	size_t n = rows(m) * m->c.d_model;
+	struct mem_block *y = tb(m, T_Y);
+
+	model_op_begin(m, op);
+	TRY(get(m, out, n * sizeof(float), m->saved_category));
+	TRY(kernel(residual_forward(out->ptr, x->ptr, y->ptr, (long long)n, m->adt, m->stream)));
+	put(m, y);
+	drop(m, x);
+	model_op_end(m);
+	return MODEL_OK;
+}
+
+static int attn_fwd(struct model *m, int l)
+{
+	const struct model_config *c = &m->c;
+	const uint32_t *op = m->plan[l].fwd;
+	const struct layer_params *lp = &m->lp[l];
+	size_t n = rows(m), d = c->d_model, a = m->adt_size;
+	size_t bhtt = (size_t)c->batch * c->heads * c->ctx * c->ctx;
+	struct mem_block *xn = lb(m, l, A_XN1), *q = lb(m, l, A_Q), *k = lb(m, l, A_K);
+	struct mem_block *v = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
+	struct mem_block *s = tb(m, T_SCORES), *y = tb(m, T_Y);
+
+	for (int j = 0; j < 3; j++) {
+		struct mem_block *out = lb(m, l, A_Q + j);
+
+		model_op_begin(m, op[L_Q + j]);
+		TRY(get(m, out, n * d * a, m->saved_category));
+		TRY(linear_fwd(m, out->ptr, xn->ptr, lp->proj[j], (int)d, (int)d));
+		if (j == 2)
+			drop(m, xn);
+		model_op_end(m);
+	}
+	model_op_begin(m, op[L_ROPE]);
+	TRY(kernel(rope_apply(q->ptr, k->ptr, m->rope.ptr, (int)n, c->ctx, c->heads, m->dh, +1,
+			      m->adt, m->stream)));
+	model_op_end(m);
+
+	model_op_begin(m, op[L_SCORES]);
+	TRY(get(m, s, bhtt * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, S_QK, s->ptr, q->ptr, k->ptr));
+	drop(m, q);
+	drop(m, k);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_SOFTMAX]);
+	TRY(get(m, p, bhtt * a, m->saved_category));
+	TRY(kernel(causal_softmax_forward(p->ptr, s->ptr, c->batch * c->heads, c->ctx,
+					  (float)(1.0 / sqrt((double)m->dh)), m->adt, m->stream)));
+	put(m, s);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_AV]);
+	TRY(get(m, att, n * d * a, m->saved_category));
+	TRY(attn_gemm(m, O_PV, att->ptr, p->ptr, v->ptr));
+	drop(m, p);
+	drop(m, v);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_O]);
+	TRY(get(m, y, n * d * a, ST_MEM_TEMPORARY));
+	TRY(linear_fwd(m, y->ptr, att->ptr, lp->proj[3], (int)d, (int)d));
+	drop(m, att);
+	model_op_end(m);
+
+	return residual_fwd(m, op[L_RES1], lb(m, l, A_XMID), layer_input(m, l));
+}
+
+static int ffn_fwd(struct model *m, int l)
+{
+	const uint32_t *op = m->plan[l].fwd;
+	const struct layer_params *lp = &m->lp[l];
+	size_t n = rows(m), d = m->c.d_model, f = m->c.d_ff, a = m->adt_size;
+	struct mem_block *xn = lb(m, l, A_XN2), *h1 = lb(m, l, A_H1), *h3 = lb(m, l, A_H3);
+	struct mem_block *g = lb(m, l, A_G), *y = tb(m, T_Y);
+
+	model_op_begin(m, op[L_W1]);
+	TRY(get(m, h1, n * f * a, m->saved_category));
+	TRY(linear_fwd(m, h1->ptr, xn->ptr, lp->w1, (int)d, (int)f));
+	model_op_end(m);
+
+	model_op_begin(m, op[L_W3]);
+	TRY(get(m, h3, n * f * a, m->saved_category));
+	TRY(linear_fwd(m, h3->ptr, xn->ptr, lp->w3, (int)d, (int)f));
+	drop(m, xn);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_SWIGLU]);
+	TRY(get(m, g, n * f * a, m->saved_category));
+	TRY(kernel(swiglu_forward(g->ptr, h1->ptr, h3->ptr, (long long)(n * f), m->adt, m->stream)));
+	drop(m, h1);
+	drop(m, h3);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_W2]);
+	TRY(get(m, y, n * d * a, ST_MEM_TEMPORARY));
+	TRY(linear_fwd(m, y->ptr, g->ptr, lp->w2, (int)f, (int)d));
+	drop(m, g);
+	model_op_end(m);
+
+	return residual_fwd(m, op[L_RES2], lb(m, l, A_XOUT), lb(m, l, A_XMID));
+}
+
+static int layer_fwd(struct model *m, int l)
+{
+	model_range_push(m, m->layer_name[l]);
+	TRY(norm_fwd(m, m->plan[l].fwd[L_LN1], lb(m, l, A_XN1), lb(m, l, A_RSTD1), layer_input(m, l),
+		     m->lp[l].ln1, false));
+	model_range_push(m, "attn");
+	TRY(attn_fwd(m, l));
+	model_range_pop(m);
+	TRY(norm_fwd(m, m->plan[l].fwd[L_LN2], lb(m, l, A_XN2), lb(m, l, A_RSTD2), lb(m, l, A_XMID),
+		     m->lp[l].ln2, false));
+	model_range_push(m, "ffn");
+	TRY(ffn_fwd(m, l));
+	model_range_pop(m);
+	model_range_pop(m);
+	return MODEL_OK;
+}
+
+int model_forward(struct model *m)
+{
+	const struct model_config *c = &m->c;
+	size_t n = rows(m), d = c->d_model, V = c->vocab;
+	struct mem_block *x0 = tb(m, T_X0), *xf = tb(m, T_XF), *logits = tb(m, T_LOGITS);
+	struct mem_block *last = lb(m, c->layers - 1, A_XOUT);
+
+	if (m->adt == ST_DT_BF16) {
+		struct mem_block *w = tb(m, T_WCAST);
+		size_t nw = m->n_params - m->cast_from;
+
+		model_op_begin(m, m->top.cast);
+		TRY(get(m, w, nw * 2, m->saved_category));
+		TRY(kernel(cast_f32_to_bf16(w->ptr, param(m, m->cast_from), (long long)nw, m->stream)));
+		model_op_end(m);
+	}
+	model_op_begin(m, m->top.embedding);
+	TRY(get(m, x0, n * d * sizeof(float), m->saved_category));
+	TRY(kernel(embedding_forward(x0->ptr, param(m, m->off_emb), m->inputs.ptr, (int)n, (int)d,
+				     m->stream)));
+	model_op_end(m);
+
+	for (int l = 0; l < c->layers; l++)
+		TRY(layer_fwd(m, l));
+
+	TRY(norm_fwd(m, m->top.ln_final, xf, tb(m, T_RSTDF), last, m->off_lnf, true));
+
+	model_op_begin(m, m->top.lm_head);
+	TRY(get(m, logits, n * V * m->adt_size, m->saved_category));
+	TRY(linear_fwd(m, logits->ptr, xf->ptr, m->off_lm, (int)d, (int)V));
+	drop(m, xf);
+	drop(m, tb(m, T_WCAST));
+	model_op_end(m);
+
+	if (!m->have_targets) {
+		drop(m, logits);
+		return MODEL_OK;
+	}
+	struct mem_block *lse = tb(m, T_LSE), *loss = tb(m, T_LOSS);
+	model_op_begin(m, m->top.loss);
+	TRY(get(m, lse, 2 * n * sizeof(float), m->saved_category));
+	TRY(get(m, loss, sizeof(float), ST_MEM_TEMPORARY));
+	TRY(kernel(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr, (int)n,
+					 (int)V, m->adt, m->stream)));
+	CUDA_CHECK(cudaMemcpyAsync(m->loss_host, loss->ptr, sizeof(float), cudaMemcpyDeviceToHost,
+				   m->stream));
+	put(m, loss);
+	drop(m, logits);
+	drop(m, lse);
+	model_op_end(m);
+	return MODEL_OK;
+}
+
+/* ---- Backward ---- */
+
+/* dres (+)= rmsnorm backward of dxn; the gain's gradient zeroed and accumulated. */
+static int norm_bwd(struct model *m, uint32_t op, struct mem_block *x, struct mem_block *rstd,
+		    size_t g, bool first)
+{
+	size_t n = rows(m), d = m->c.d_model;
+	struct mem_block *dres = tb(m, T_DRES), *dxn = tb(m, T_DXN);
+
+	model_op_begin(m, op);
+	if (first)
+		TRY(get(m, dres, n * d * sizeof(float), ST_MEM_TEMPORARY));
+	CUDA_CHECK(cudaMemsetAsync(grad(m, g), 0, d * sizeof(float), m->stream));
+	TRY(kernel(rmsnorm_backward(dres->ptr, grad(m, g), dxn->ptr, x->ptr, param(m, g), rstd->ptr,
+				    (int)n, (int)d, !first, m->stream)));
+	put(m, dxn);
+	put(m, rstd);
+	put(m, x);
+	model_op_end(m);
+	return MODEL_OK;
+}
+
+/*
+ * The gradient a branch output sees: the residual stream's own (F32), or
+ * under BF16 its cast, an op of its own ("residual" in the backward).
+ */
+static int branch_grad(struct model *m, uint32_t op, const void **dy)
+{
+	struct mem_block *dres = tb(m, T_DRES), *cast = tb(m, T_DY);
+	size_t n = rows(m) * m->c.d_model;
+
+	if (m->adt != ST_DT_BF16) {
+		*dy = dres->ptr;
+		return MODEL_OK;
+	}
+	model_op_begin(m, op);
+	TRY(get(m, cast, n * 2, ST_MEM_TEMPORARY));
+	TRY(kernel(cast_f32_to_bf16(cast->ptr, dres->ptr, (long long)n, m->stream)));
+	model_op_end(m);
+	*dy = cast->ptr;
+	return MODEL_OK;
+}
+
+static int ffn_bwd(struct model *m, int l)
+{
+	const uint32_t *op = m->plan[l].bwd;
+	const struct layer_params *lp = &m->lp[l];
+	size_t n = rows(m), d = m->c.d_model, f = m->c.d_ff, a = m->adt_size;
+	struct mem_block *xn = lb(m, l, A_XN2), *h1 = lb(m, l, A_H1), *h3 = lb(m, l, A_H3);
+	struct mem_block *g = lb(m, l, A_G), *dg = tb(m, T_DG), *dh1 = tb(m, T_DH1);
+	struct mem_block *dh3 = tb(m, T_DH3), *dxn = tb(m, T_DXN);
+	const void *dy;
+
+	TRY(branch_grad(m, op[L_RES2], &dy));
+
+	model_op_begin(m, op[L_W2]);
+	TRY(linear_bwd_weight(m, lp->w2, dy, g->ptr, (int)f, (int)d));
+	TRY(get(m, dg, n * f * a, ST_MEM_TEMPORARY));
+	TRY(linear_bwd_data(m, dg->ptr, m->adt, dy, lp->w2, (int)f, (int)d, false));
+	put(m, g);
+	put(m, tb(m, T_DY));
+	model_op_end(m);
+
+	model_op_begin(m, op[L_SWIGLU]);
+	TRY(get(m, dh1, n * f * a, ST_MEM_TEMPORARY));
+	TRY(get(m, dh3, n * f * a, ST_MEM_TEMPORARY));
+	TRY(kernel(swiglu_backward(dh1->ptr, dh3->ptr, dg->ptr, h1->ptr, h3->ptr, (long long)(n * f),
+				   m->adt, m->stream)));
+	put(m, dg);
+	put(m, h1);
+	put(m, h3);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_W3]);
+	TRY(linear_bwd_weight(m, lp->w3, dh3->ptr, xn->ptr, (int)d, (int)f));
+	TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
+	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dh3->ptr, lp->w3, (int)d, (int)f, false));
+	put(m, dh3);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_W1]);
+	TRY(linear_bwd_weight(m, lp->w1, dh1->ptr, xn->ptr, (int)d, (int)f));
+	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dh1->ptr, lp->w1, (int)d, (int)f, true));
+	put(m, dh1);
+	put(m, xn);
+	model_op_end(m);
+	return MODEL_OK;
+}
+
+static int attn_bwd(struct model *m, int l)
+{
+	const struct model_config *c = &m->c;
+	const uint32_t *op = m->plan[l].bwd;
+	const struct layer_params *lp = &m->lp[l];
+	size_t n = rows(m), d = c->d_model, a = m->adt_size;
+	size_t bhtt = (size_t)c->batch * c->heads * c->ctx * c->ctx;
+	struct mem_block *xn = lb(m, l, A_XN1), *q = lb(m, l, A_Q), *k = lb(m, l, A_K);
+	struct mem_block *v = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
+	struct mem_block *datt = tb(m, T_DATT), *dp = tb(m, T_DP), *dxn = tb(m, T_DXN);
+	struct mem_block *dqkv[3] = { tb(m, T_DQ), tb(m, T_DK), tb(m, T_DV) };
+	const void *dy;
+
+	TRY(branch_grad(m, op[L_RES1], &dy));
+
+	model_op_begin(m, op[L_O]);
+	TRY(linear_bwd_weight(m, lp->proj[3], dy, att->ptr, (int)d, (int)d));
+	TRY(get(m, datt, n * d * a, ST_MEM_TEMPORARY));
+	TRY(linear_bwd_data(m, datt->ptr, m->adt, dy, lp->proj[3], (int)d, (int)d, false));
+	put(m, att);
+	put(m, tb(m, T_DY));
+	model_op_end(m);
+
+	model_op_begin(m, op[L_AV]);
+	TRY(get(m, dp, bhtt * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, DP_DOV, dp->ptr, datt->ptr, v->ptr));
+	TRY(get(m, dqkv[2], n * d * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, DV_PDO, dqkv[2]->ptr, p->ptr, datt->ptr));
+	put(m, datt);
+	put(m, v);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_SOFTMAX]);
+	TRY(kernel(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, c->batch * c->heads, c->ctx,
+					   (float)(1.0 / sqrt((double)m->dh)), m->adt, m->stream)));
+	put(m, p);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_SCORES]);
+	TRY(get(m, dqkv[0], n * d * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, DQ_DSK, dqkv[0]->ptr, dp->ptr, k->ptr));
+	TRY(get(m, dqkv[1], n * d * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, DK_DSQ, dqkv[1]->ptr, dp->ptr, q->ptr));
+	put(m, dp);
+	put(m, q);
+	put(m, k);
+	model_op_end(m);
+
+	model_op_begin(m, op[L_ROPE]);
+	TRY(kernel(rope_apply(dqkv[0]->ptr, dqkv[1]->ptr, m->rope.ptr, (int)n, c->ctx, c->heads, m->dh,
+			      -1, m->adt, m->stream)));
+	model_op_end(m);
+
+	for (int j = 2; j >= 0; j--) {          /* v, k, q: the forward's order reversed */
+		model_op_begin(m, op[L_Q + j]);
+		TRY(linear_bwd_weight(m, lp->proj[j], dqkv[j]->ptr, xn->ptr, (int)d, (int)d));
+		if (j == 2)
+			TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
+		TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dqkv[j]->ptr, lp->proj[j], (int)d, (int)d,
+				    j != 2));
+		put(m, dqkv[j]);
+		if (j == 0) {
+			put(m, xn);
+			if (l == 0)
+				put(m, tb(m, T_WCAST));   /* the last matmul that reads a weight copy */
+		}
+		model_op_end(m);
+	}
+	return MODEL_OK;
+}
+
+static int layer_bwd(struct model *m, int l)
+{
+	model_range_push(m, m->layer_name[l]);
+	model_range_push(m, "ffn");
+	TRY(ffn_bwd(m, l));
+	model_range_pop(m);
+	TRY(norm_bwd(m, m->plan[l].bwd[L_LN2], lb(m, l, A_XMID), lb(m, l, A_RSTD2), m->lp[l].ln2, false));
+	model_range_push(m, "attn");
+	TRY(attn_bwd(m, l));
+	model_range_pop(m);
+	/* layer 0's input (the embedding output) is not needed after this either */
+	TRY(norm_bwd(m, m->plan[l].bwd[L_LN1], layer_input(m, l), lb(m, l, A_RSTD1), m->lp[l].ln1, false));
+	model_range_pop(m);
+	return MODEL_OK;
+}
+
+int model_backward(struct model *m)
+{
+	const struct model_config *c = &m->c;
+	size_t n = rows(m), d = c->d_model, V = c->vocab;
+	struct mem_block *logits = tb(m, T_LOGITS), *lse = tb(m, T_LSE), *dlogits = tb(m, T_DLOGITS);
+	struct mem_block *xf = tb(m, T_XF), *dxn = tb(m, T_DXN), *dres = tb(m, T_DRES);
+
+	if (!m->have_targets)
+		return st_error("a backward needs targets: call model_set_batch with targets first");
+
+	model_op_begin(m, m->top.loss_bwd);
+	TRY(get(m, dlogits, n * V * m->adt_size, ST_MEM_TEMPORARY));
+	TRY(kernel(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr, m->targets.ptr, (int)n,
+					  (int)V, m->adt, m->stream)));
+	put(m, logits);
+	put(m, lse);
+	model_op_end(m);
+
+	model_op_begin(m, m->top.lm_head_bwd);
+	TRY(linear_bwd_weight(m, m->off_lm, dlogits->ptr, xf->ptr, (int)d, (int)V));
+	TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
+	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dlogits->ptr, m->off_lm, (int)d, (int)V, false));
+	put(m, dlogits);
+	put(m, xf);
+	model_op_end(m);
+
+	TRY(norm_bwd(m, m->top.ln_final_bwd, lb(m, c->layers - 1, A_XOUT), tb(m, T_RSTDF), m->off_lnf,
+		     true));
+	for (int l = c->layers - 1; l >= 0; l--)
+		TRY(layer_bwd(m, l));
+
+	model_op_begin(m, m->top.embedding_bwd);
+	CUDA_CHECK(cudaMemsetAsync(grad(m, m->off_emb), 0, (size_t)V * d * sizeof(float), m->stream));
+	TRY(kernel(embedding_backward(grad(m, m->off_emb), dres->ptr, m->inputs.ptr, (int)n, (int)d,
+				      m->stream)));
+	put(m, dres);
+	model_op_end(m);
+	return MODEL_OK;
+}
+
+/* ---- Optimizer ---- */
+
+int model_optimizer(struct model *m)
+{
+	const struct model_config *c = &m->c;
+	int t = ++m->adam_t;
+	double alpha = c->lr * sqrt(1.0 - pow(c->beta2, t)) / (1.0 - pow(c->beta1, t));
+
+	model_op_begin(m, m->top.adamw);
+	TRY(kernel(adamw_update(m->params.ptr, m->grads.ptr, m->adam_m.ptr, m->adam_v.ptr,
+				(long long)m->n_params, c->beta1, c->beta2, (float)c->eps,
+				(float)alpha, (float)(c->lr * c->weight_decay), m->stream)));
+	model_op_end(m);
+	return MODEL_OK;
+}

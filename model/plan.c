@@ -1,0 +1,250 @@
+/*
+ * plan.c: the op table of the step. Every op gets its NVTX path, analytic
+ * FLOPs and minimum bytes, and the dtypes it reads and writes under the
+ * configured precision, in the order the step runs them; the observer sees
+ * each one once, before the first step.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/error.h"
+#include "model/internal.h"
+#include "trace/bundle.h"
+
+static const struct {
+	const char *name, *group;   /* group: NVTX range between layer.N and the op, or NULL */
+} layer_op_names[L_COUNT] = {
+	[L_LN1] = { "ln1", NULL },          [L_Q] = { "q_proj", "attn" },
+	[L_K] = { "k_proj", "attn" },       [L_V] = { "v_proj", "attn" },
+	[L_ROPE] = { "rope", "attn" },      [L_SCORES] = { "scores", "attn" },
+	[L_SOFTMAX] = { "softmax", "attn" },[L_AV] = { "av", "attn" },
+	[L_O] = { "output_proj", "attn" },  [L_RES1] = { "residual", "attn" },
+	[L_LN2] = { "ln2", NULL },          [L_W1] = { "w1", "ffn" },
+	[L_W3] = { "w3", "ffn" },           [L_SWIGLU] = { "swiglu", "ffn" },
+	[L_W2] = { "w2", "ffn" },           [L_RES2] = { "residual", "ffn" },
+};
+
+struct cost {
+	uint64_t flops, bytes;
+	int n_in, n_out;
+	uint8_t in[MODEL_OP_MAX_INPUTS], out[MODEL_OP_MAX_OUTPUTS];
+};
+
+static void dtypes(struct cost *k, int n_in, const int *in, int n_out, const int *out)
+{
+	k->n_in = n_in;
+	k->n_out = n_out;
+	for (int i = 0; i < n_in; i++)
+		k->in[i] = (uint8_t)in[i];
+	for (int i = 0; i < n_out; i++)
+		k->out[i] = (uint8_t)out[i];
+}
+#define DT(k, IN, OUT)                                                                   \
+	do {                                                                             \
+		const int in_[] = IN, out_[] = OUT;                                      \
+		dtypes((k), sizeof(in_) / sizeof(int), in_, sizeof(out_) / sizeof(int), out_); \
+	} while (0)
+#define L(...) { __VA_ARGS__ }
+
+/* A Linear y (n, out) = x (n, in) W^T; backward: dX (in dx_dtype) and dW (F32). */
+static void linear_cost(const struct model *m, struct cost *k, bool backward, uint64_t in,
+			uint64_t out, int dx_dtype)
+{
+	uint64_t n = (uint64_t)m->c.batch * m->c.ctx, a = m->adt_size;
+	int A = m->adt, F = ST_DT_F32;
+
+	if (!backward) {
+		k->flops = 2 * n * in * out;
+		k->bytes = (n * in + in * out + n * out) * a;
+		DT(k, L(A, A), L(A));
+	} else {
+		k->flops = 4 * n * in * out;
+		k->bytes = (n * out + n * in + in * out) * a + n * in * (dx_dtype == F ? 4 : a) +
+			   in * out * 4;
+		DT(k, L(A, A, A), L(dx_dtype, F));
+	}
+}
+
+static void layer_cost(const struct model *m, enum layer_op op, bool bwd, struct cost *k)
+{
+	uint64_t n = (uint64_t)m->c.batch * m->c.ctx, d = m->c.d_model, f = m->c.d_ff;
+	uint64_t T = m->c.ctx, a = m->adt_size;
+	uint64_t bhtt = (uint64_t)m->c.batch * m->c.heads * T * T;
+	int A = m->adt, F = ST_DT_F32;
+
+	k->flops = k->bytes = 0;
+	switch (op) {
+	case L_LN1:
+	case L_LN2:
+		if (!bwd) {
+			k->flops = 4 * n * d;
+			k->bytes = n * d * 4 + d * 4 + n * d * a + n * 4;
+			DT(k, L(F, F), L(A, F));
+		} else {
+			k->flops = 8 * n * d;
+			k->bytes = 4 * n * d * 4 + d * 4 + n * 4;
+			DT(k, L(F, F, F, F), L(F, F));
+		}
+		break;
+	case L_Q:
+	case L_K:
+	case L_V:
+		linear_cost(m, k, bwd, d, d, F);
+		break;
+	case L_O:
+		linear_cost(m, k, bwd, d, d, A);
+		break;
+	case L_W1:
+	case L_W3:
+		linear_cost(m, k, bwd, d, f, F);
+		break;
+	case L_W2:
+		linear_cost(m, k, bwd, f, d, A);
+		break;
+	case L_ROPE:
+		k->flops = 6 * n * d;
+		k->bytes = 4 * n * d * a;
+		DT(k, L(A, A), L(A, A));
+		break;
+	case L_SCORES:      /* s = q k^T; backward dq = ds k, dk = ds^T q */
+		k->flops = (bwd ? 4 : 2) * n * T * d;
+		k->bytes = bwd ? bhtt * a + 4 * n * d * a : 2 * n * d * a + bhtt * a;
+		if (bwd)
+			DT(k, L(A, A, A), L(A, A));
+		else
+			DT(k, L(A, A), L(A));
+		break;
+	case L_SOFTMAX:
+		k->flops = (bwd ? 4 : 5) * bhtt;
+		k->bytes = (bwd ? 3 : 2) * bhtt * a;
+		if (bwd)
+			DT(k, L(A, A), L(A));
+		else
+			DT(k, L(A), L(A));
+		break;
+	case L_AV:          /* out = p v; backward dp = dout v^T, dv = p^T dout */
+		k->flops = (bwd ? 4 : 2) * n * T * d;
+		k->bytes = bwd ? 2 * bhtt * a + 3 * n * d * a : bhtt * a + 2 * n * d * a;
+		if (bwd)
+			DT(k, L(A, A, A), L(A, A));
+		else
+			DT(k, L(A, A), L(A));
+		break;
+	case L_RES1:
+	case L_RES2:        /* backward: the stream's gradient cast for the BF16 branch */
+		k->flops = bwd ? 0 : n * d;
+		k->bytes = bwd ? n * d * (4 + a) : n * d * (8 + a);
+		if (bwd)
+			DT(k, L(F), L(A));
+		else
+			DT(k, L(F, A), L(F));
+		break;
+	case L_SWIGLU:
+		k->flops = (bwd ? 10 : 5) * n * f;
+		k->bytes = (bwd ? 5 : 3) * n * f * a;
+		if (bwd)
+			DT(k, L(A, A, A), L(A, A));
+		else
+			DT(k, L(A, A), L(A));
+		break;
+	case L_COUNT:
+		break;
+	}
+}
+
+static uint32_t reg(struct model *m, const char *path, const char *phase, const struct cost *k)
+{
+	uint32_t id = op_registry_add(&m->ops, path, phase, k->flops, k->bytes, k->n_in, k->in,
+				      k->n_out, k->out);
+	if (!id)
+		st_error("out of host memory for the op registry");
+	else if (m->obs)
+		m->obs->op_register(m->obs->ctx, op_registry_get(&m->ops, id));
+	return id;
+}
+
+static int reg_layer(struct model *m, int l, enum layer_op op, bool bwd)
+{
+	const char *phase = bwd ? "backward" : "forward";
+	char path[160];
+	struct cost k;
+
+	layer_cost(m, op, bwd, &k);
+	if (layer_op_names[op].group)
+		snprintf(path, sizeof(path), "step/%s/layer.%d/%s/%s", phase, l,
+			 layer_op_names[op].group, layer_op_names[op].name);
+	else
+		snprintf(path, sizeof(path), "step/%s/layer.%d/%s", phase, l, layer_op_names[op].name);
+	uint32_t id = reg(m, path, phase, &k);
+	if (bwd)
+		m->plan[l].bwd[op] = id;
+	else
+		m->plan[l].fwd[op] = id;
+	return id ? 0 : -1;
+}
+
+int model_plan(struct model *m)
+{
+	const struct model_config *c = &m->c;
+	uint64_t n = (uint64_t)c->batch * c->ctx, d = c->d_model, V = c->vocab, a = m->adt_size;
+	int A = m->adt, F = ST_DT_F32, I = ST_DT_I32, B16 = ST_DT_BF16;
+	bool bf16 = m->adt == ST_DT_BF16, train = c->mode != MODE_FORWARD;
+	struct cost k;
+
+	m->plan = calloc(c->layers, sizeof(*m->plan));
+	m->layer_name = calloc(c->layers, sizeof(*m->layer_name));
+	if (!m->plan || !m->layer_name)
+		return st_error("out of host memory for the op plan");
+	for (int l = 0; l < c->layers; l++)
+		snprintf(m->layer_name[l], sizeof(m->layer_name[l]), "layer.%d", l);
+
+#define REG(field, path, phase) do { if (!(m->top.field = reg(m, path, phase, &k))) return -1; } while (0)
+	if (bf16) {
+		uint64_t nw = m->n_params - m->cast_from;
+		k = (struct cost){ .flops = 0, .bytes = nw * 6 };
+		DT(&k, L(F), L(B16));
+		REG(cast, "step/forward/cast_weights", "forward");
+	}
+	k = (struct cost){ .flops = 0, .bytes = n * 4 + 2 * n * d * 4 };
+	DT(&k, L(I, F), L(F));
+	REG(embedding, "step/forward/embedding", "forward");
+	for (int l = 0; l < c->layers; l++)
+		for (int op = 0; op < L_COUNT; op++)
+			if (reg_layer(m, l, op, false))
+				return -1;
+	layer_cost(m, L_LN1, false, &k);
+	REG(ln_final, "step/forward/ln_final", "forward");
+	linear_cost(m, &k, false, d, V, F);
+	REG(lm_head, "step/forward/lm_head", "forward");
+	k = (struct cost){ .flops = 3 * n * V, .bytes = n * V * a + n * 16 };
+	DT(&k, L(A, I), L(F));
+	REG(loss, "step/forward/cross_entropy", "forward");
+	if (!train)
+		return 0;
+
+	k = (struct cost){ .flops = 3 * n * V, .bytes = 2 * n * V * a + n * 8 };
+	DT(&k, L(A, F, I), L(A));
+	REG(loss_bwd, "step/backward/cross_entropy", "backward");
+	linear_cost(m, &k, true, d, V, F);
+	REG(lm_head_bwd, "step/backward/lm_head", "backward");
+	layer_cost(m, L_LN1, true, &k);
+	REG(ln_final_bwd, "step/backward/ln_final", "backward");
+	for (int l = c->layers - 1; l >= 0; l--)
+		for (int op = L_COUNT - 1; op >= 0; op--) {
+			/* the backward of a residual add is the identity: an op only where a cast runs */
+			if ((op == L_RES1 || op == L_RES2) && !bf16)
+				continue;
+			if (reg_layer(m, l, op, true))
+				return -1;
+		}
+	k = (struct cost){ .flops = n * d, .bytes = 2 * n * d * 4 + n * 4 + V * d * 4 };
+	DT(&k, L(F, I), L(F));
+	REG(embedding_bwd, "step/backward/embedding", "backward");
+	if (c->mode == MODE_TRAIN) {
+		k = (struct cost){ .flops = 15 * (uint64_t)m->n_params, .bytes = 28 * (uint64_t)m->n_params };
+		DT(&k, L(F, F, F, F), L(F, F, F));
+		REG(adamw, "step/optimizer/adamw", "optimizer");
+	}
+#undef REG
+	return 0;
+}

@@ -1,0 +1,448 @@
+/*
+ * Every kernel of kernels/ and the GEMM wrapper of model/gemm.c against the
+ * double-precision CPU reference (model/reference.h), on fresh random
+ * non-zero inputs at odd sizes, in F32 and BF16 storage. Outputs are
+ * poisoned with NaN first, so an element a kernel forgets fails the check.
+ *
+ * Tolerances (relative error ||gpu - ref|| / ||ref||):
+ *   F32 storage 1e-5 (FP32 arithmetic against double);
+ *   BF16 storage 1e-2 (inputs are rounded to BF16 before the reference sees
+ *   them, so only the output rounding, 2^-9 relative, and FP32 maths remain);
+ *   TF32 matmuls 5e-3; exact operations (gather, cast) 0.
+ */
+#include "gpu_test.h"
+
+#include "kernels/adamw.h"
+#include "kernels/cast.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/embedding.h"
+#include "kernels/init.h"
+#include "kernels/residual.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/softmax.h"
+#include "kernels/swiglu.h"
+#include "model/gemm.h"
+
+#define B 3
+#define T 33
+#define H 4
+#define DH 16
+#define D (H * DH)
+#define N (B * T)
+#define FF 96
+#define VOCAB 301
+
+static struct ref_rng rng;
+
+static double tol_of(int dtype)
+{
+	return dtype == ST_DT_BF16 ? 1e-2 : 1e-5;
+}
+
+static const char *dt_name(int dtype)
+{
+	return dtype == ST_DT_BF16 ? "bf16" : "f32";
+}
+
+static void label(char *buf, size_t cap, const char *what, int dtype)
+{
+	snprintf(buf, cap, "%s [%s]", what, dt_name(dtype));
+}
+
+static void test_embedding(void)
+{
+	int32_t ids[N];
+	double *table = host_normal(&rng, (size_t)VOCAB * D, 1.0);
+	double *dout = host_normal(&rng, (size_t)N * D, 1.0);
+	double *base = host_normal(&rng, (size_t)VOCAB * D, 1.0);
+	double *ref = malloc((size_t)N * D * sizeof(double));
+	int32_t *dids;
+
+	round_to(table, (size_t)VOCAB * D, ST_DT_F32);
+	round_to(dout, (size_t)N * D, ST_DT_F32);
+	round_to(base, (size_t)VOCAB * D, ST_DT_F32);
+	ref_random_tokens(11, N, VOCAB, ids);
+	ids[1] = ids[0];    /* a repeated id: the backward must add, not overwrite */
+	CUDA_OK(cudaMalloc((void **)&dids, sizeof(ids)));
+	CUDA_OK(cudaMemcpy(dids, ids, sizeof(ids), cudaMemcpyHostToDevice));
+
+	float *dtable = upload(table, (size_t)VOCAB * D, ST_DT_F32);
+	float *out = poisoned((size_t)N * D, ST_DT_F32);
+	EXPECT(embedding_forward(out, dtable, dids, N, D, 0) == 0, "embedding_forward launch");
+	double *got = download(out, (size_t)N * D, ST_DT_F32);
+	ref_embedding_fwd(table, ids, N, D, ref);
+	check_err("embedding forward [f32]", rel_err(got, ref, (size_t)N * D), 0.0);
+	free(got);
+
+	float *dgrad = upload(base, (size_t)VOCAB * D, ST_DT_F32);
+	float *ddout = upload(dout, (size_t)N * D, ST_DT_F32);
+	EXPECT(embedding_backward(dgrad, ddout, dids, N, D, 0) == 0, "embedding_backward launch");
+	got = download(dgrad, (size_t)VOCAB * D, ST_DT_F32);
+	ref_embedding_bwd(dout, ids, N, D, base);     /* base += scatter */
+	check_err("embedding backward (accumulating) [f32]", rel_err(got, base, (size_t)VOCAB * D), 1e-6);
+	free(got);
+	cudaFree(dtable), cudaFree(out), cudaFree(dgrad), cudaFree(ddout), cudaFree(dids);
+	free(table), free(dout), free(base), free(ref);
+}
+
+static void test_rmsnorm(int dtype)
+{
+	const int n = 37, d = 200;
+	double *x = host_normal(&rng, (size_t)n * d, 1.5), *g = host_normal(&rng, d, 0.2);
+	double *y = malloc((size_t)n * d * sizeof(double)), *rstd = malloc(n * sizeof(double));
+	char what[96];
+
+	for (int i = 0; i < d; i++)
+		g[i] += 1.0;
+	round_to(x, (size_t)n * d, ST_DT_F32);
+	round_to(g, d, ST_DT_F32);
+	ref_rmsnorm_fwd(x, g, n, d, y, rstd);
+	float *dx = upload(x, (size_t)n * d, ST_DT_F32), *dg = upload(g, d, ST_DT_F32);
+	void *out = poisoned((size_t)n * d, dtype);
+	float *drstd = poisoned(n, ST_DT_F32);
+	EXPECT(rmsnorm_forward(out, drstd, dx, dg, n, d, 1e-5f, dtype, 0) == 0, "rmsnorm_forward launch");
+	double *got = download(out, (size_t)n * d, dtype), *got_r = download(drstd, n, ST_DT_F32);
+	label(what, sizeof(what), "rmsnorm forward", dtype);
+	check_err(what, rel_err(got, y, (size_t)n * d), tol_of(dtype));
+	label(what, sizeof(what), "rmsnorm forward rstd", dtype);
+	check_err(what, rel_err(got_r, rstd, n), 1e-5);
+	free(got), free(got_r);
+
+	if (dtype == ST_DT_F32) {   /* the backward is FP32 throughout */
+		double *dy = host_normal(&rng, (size_t)n * d, 1.0), *dxr = malloc((size_t)n * d * sizeof(double));
+		double *gbase = host_normal(&rng, d, 1.0), *xbase = host_normal(&rng, (size_t)n * d, 1.0);
+		round_to(dy, (size_t)n * d, ST_DT_F32);
+		round_to(gbase, d, ST_DT_F32);
+		round_to(xbase, (size_t)n * d, ST_DT_F32);
+		double *dgr = malloc(d * sizeof(double));
+		memcpy(dgr, gbase, d * sizeof(double));
+		ref_rmsnorm_bwd(dy, x, g, n, d, dxr, dgr);
+
+		float *ddy = upload(dy, (size_t)n * d, ST_DT_F32), *rs = upload(rstd, n, ST_DT_F32);
+		float *ddx = poisoned((size_t)n * d, ST_DT_F32), *ddg = upload(gbase, d, ST_DT_F32);
+		EXPECT(rmsnorm_backward(ddx, ddg, ddy, dx, dg, rs, n, d, 0, 0) == 0, "rmsnorm_backward launch");
+		double *gdx = download(ddx, (size_t)n * d, ST_DT_F32), *gdg = download(ddg, d, ST_DT_F32);
+		check_err("rmsnorm backward dx [f32]", rel_err(gdx, dxr, (size_t)n * d), 1e-5);
+		check_err("rmsnorm backward dg (accumulating) [f32]", rel_err(gdg, dgr, d), 1e-5);
+		free(gdx);
+		/* accumulate: dx = base + backward */
+		float *ddx2 = upload(xbase, (size_t)n * d, ST_DT_F32);
+		EXPECT(rmsnorm_backward(ddx2, ddg, ddy, dx, dg, rs, n, d, 1, 0) == 0, "rmsnorm_backward launch");
+		gdx = download(ddx2, (size_t)n * d, ST_DT_F32);
+		for (size_t i = 0; i < (size_t)n * d; i++)
+			dxr[i] += xbase[i];
+		check_err("rmsnorm backward dx (accumulating) [f32]", rel_err(gdx, dxr, (size_t)n * d), 1e-5);
+		free(gdx), free(gdg), free(dy), free(dxr), free(gbase), free(xbase), free(dgr);
+		cudaFree(ddy), cudaFree(rs), cudaFree(ddx), cudaFree(ddg), cudaFree(ddx2);
+	}
+	cudaFree(dx), cudaFree(dg), cudaFree(out), cudaFree(drstd);
+	free(x), free(g), free(y), free(rstd);
+}
+
+static void test_rope(int dtype)
+{
+	size_t n = (size_t)N * D;
+	double *q = host_normal(&rng, n, 1.0), *k = host_normal(&rng, n, 1.0);
+	double *rq = malloc(n * sizeof(double)), *rk = malloc(n * sizeof(double));
+	float *table = malloc((size_t)T * DH * sizeof(float)), *dtable;
+	char what[96];
+
+	round_to(q, n, dtype);
+	round_to(k, n, dtype);
+	rope_table_fill(table, T, DH, REF_ROPE_THETA);
+	CUDA_OK(cudaMalloc((void **)&dtable, (size_t)T * DH * sizeof(float)));
+	CUDA_OK(cudaMemcpy(dtable, table, (size_t)T * DH * sizeof(float), cudaMemcpyHostToDevice));
+	for (int dir = 1; dir >= -1; dir -= 2) {
+		void *dq = upload(q, n, dtype), *dk = upload(k, n, dtype);
+		EXPECT(rope_apply(dq, dk, dtable, N, T, H, DH, dir, dtype, 0) == 0, "rope_apply launch");
+		if (dir > 0) {
+			ref_rope_fwd(q, rq, B, T, H, DH);
+			ref_rope_fwd(k, rk, B, T, H, DH);
+		} else {
+			ref_rope_bwd(q, rq, B, T, H, DH);
+			ref_rope_bwd(k, rk, B, T, H, DH);
+		}
+		double *gq = download(dq, n, dtype), *gk = download(dk, n, dtype);
+		label(what, sizeof(what), dir > 0 ? "rope forward q" : "rope backward dq", dtype);
+		check_err(what, rel_err(gq, rq, n), tol_of(dtype));
+		label(what, sizeof(what), dir > 0 ? "rope forward k" : "rope backward dk", dtype);
+		check_err(what, rel_err(gk, rk, n), tol_of(dtype));
+		free(gq), free(gk);
+		cudaFree(dq), cudaFree(dk);
+	}
+	cudaFree(dtable);
+	free(q), free(k), free(rq), free(rk), free(table);
+}
+
+static void test_softmax(int dtype)
+{
+	size_t rows = (size_t)B * H, n = rows * T * T;
+	double scale = 1.0 / sqrt((double)DH);
+	double *s = host_normal(&rng, n, 3.0), *p = malloc(n * sizeof(double));
+	double *dp = host_normal(&rng, n, 1.0), *ds = malloc(n * sizeof(double));
+	char what[96];
+
+	round_to(s, n, dtype);
+	round_to(dp, n, dtype);
+	ref_causal_softmax_fwd(s, rows, T, scale, p);
+	void *dsin = upload(s, n, dtype), *dpout = poisoned(n, dtype);
+	EXPECT(causal_softmax_forward(dpout, dsin, (int)rows, T, (float)scale, dtype, 0) == 0,
+	       "causal_softmax_forward launch");
+	double *got = download(dpout, n, dtype);
+	label(what, sizeof(what), "causal softmax forward", dtype);
+	check_err(what, rel_err(got, p, n), tol_of(dtype));
+	free(got);
+
+	round_to(p, n, dtype);           /* the backward reads the stored probabilities */
+	ref_causal_softmax_bwd(dp, p, rows, T, scale, ds);
+	void *dpp = upload(p, n, dtype), *ddp = upload(dp, n, dtype), *dds = poisoned(n, dtype);
+	EXPECT(causal_softmax_backward(dds, ddp, dpp, (int)rows, T, (float)scale, dtype, 0) == 0,
+	       "causal_softmax_backward launch");
+	got = download(dds, n, dtype);
+	label(what, sizeof(what), "causal softmax backward", dtype);
+	check_err(what, rel_err(got, ds, n), tol_of(dtype));
+	free(got);
+	EXPECT(causal_softmax_backward(ddp, ddp, dpp, (int)rows, T, (float)scale, dtype, 0) == 0,
+	       "causal_softmax_backward launch");
+	got = download(ddp, n, dtype);
+	label(what, sizeof(what), "causal softmax backward in place", dtype);
+	check_err(what, rel_err(got, ds, n), tol_of(dtype));
+	free(got);
+	cudaFree(dsin), cudaFree(dpout), cudaFree(dpp), cudaFree(ddp), cudaFree(dds);
+	free(s), free(p), free(dp), free(ds);
+}
+
+static void test_swiglu(int dtype)
+{
+	size_t n = (size_t)N * FF;
+	double *a = host_normal(&rng, n, 2.0), *b = host_normal(&rng, n, 1.0);
+	double *dh = host_normal(&rng, n, 1.0), *h = malloc(n * sizeof(double));
+	double *da = malloc(n * sizeof(double)), *db = malloc(n * sizeof(double));
+	char what[96];
+
+	round_to(a, n, dtype), round_to(b, n, dtype), round_to(dh, n, dtype);
+	ref_swiglu_fwd(a, b, n, h);
+	ref_swiglu_bwd(dh, a, b, n, da, db);
+	void *gpa = upload(a, n, dtype), *gpb = upload(b, n, dtype), *gpdh = upload(dh, n, dtype);
+	void *gph = poisoned(n, dtype), *gpda = poisoned(n, dtype), *gpdb = poisoned(n, dtype);
+	EXPECT(swiglu_forward(gph, gpa, gpb, (long long)n, dtype, 0) == 0, "swiglu_forward launch");
+	EXPECT(swiglu_backward(gpda, gpdb, gpdh, gpa, gpb, (long long)n, dtype, 0) == 0,
+	       "swiglu_backward launch");
+	double *gh = download(gph, n, dtype), *gda = download(gpda, n, dtype), *gdb = download(gpdb, n, dtype);
+	label(what, sizeof(what), "swiglu forward", dtype);
+	check_err(what, rel_err(gh, h, n), tol_of(dtype));
+	label(what, sizeof(what), "swiglu backward da", dtype);
+	check_err(what, rel_err(gda, da, n), tol_of(dtype));
+	label(what, sizeof(what), "swiglu backward db", dtype);
+	check_err(what, rel_err(gdb, db, n), tol_of(dtype));
+	free(gh), free(gda), free(gdb);
+	cudaFree(gpa), cudaFree(gpb), cudaFree(gpdh), cudaFree(gph), cudaFree(gpda), cudaFree(gpdb);
+	free(a), free(b), free(dh), free(h), free(da), free(db);
+}
+
+static void test_cross_entropy(int dtype)
+{
+	size_t n = (size_t)N * VOCAB;
+	int32_t tg[N], *dtg;
+	double *logits = host_normal(&rng, n, 3.0), *dl = malloc(n * sizeof(double));
+	char what[96];
+
+	round_to(logits, n, dtype);
+	ref_random_tokens(5, N, VOCAB, tg);
+	double loss = ref_cross_entropy_fwd(logits, tg, N, VOCAB);
+	ref_cross_entropy_bwd(logits, tg, N, VOCAB, 1.0, dl);
+	CUDA_OK(cudaMalloc((void **)&dtg, sizeof(tg)));
+	CUDA_OK(cudaMemcpy(dtg, tg, sizeof(tg), cudaMemcpyHostToDevice));
+	void *dlog = upload(logits, n, dtype), *ddl = poisoned(n, dtype);
+	float *dloss = poisoned(1, ST_DT_F32), *dlse = poisoned(2 * N, ST_DT_F32);
+	EXPECT(cross_entropy_forward(dloss, dlse, dlog, dtg, N, VOCAB, dtype, 0) == 0,
+	       "cross_entropy_forward launch");
+	EXPECT(cross_entropy_backward(ddl, dlog, dlse, dtg, N, VOCAB, dtype, 0) == 0,
+	       "cross_entropy_backward launch");
+	double *gl = download(dloss, 1, ST_DT_F32), *gdl = download(ddl, n, dtype);
+	label(what, sizeof(what), "cross-entropy forward (mean loss)", dtype);
+	check_err(what, fabs(gl[0] - loss) / fabs(loss), 1e-5);
+	label(what, sizeof(what), "cross-entropy backward", dtype);
+	check_err(what, rel_err(gdl, dl, n), tol_of(dtype));
+	free(gl), free(gdl);
+	cudaFree(dtg), cudaFree(dlog), cudaFree(ddl), cudaFree(dloss), cudaFree(dlse);
+	free(logits), free(dl);
+}
+
+static void test_adamw(void)
+{
+	const size_t n = 1000;
+	const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+	double *p = host_normal(&rng, n, 0.5), *m = calloc(n, sizeof(double)), *v = calloc(n, sizeof(double));
+	double *p0 = malloc(n * sizeof(double));
+
+	round_to(p, n, ST_DT_F32);
+	memcpy(p0, p, n * sizeof(double));
+	float *dp = upload(p, n, ST_DT_F32), *dm = upload(m, n, ST_DT_F32), *dv = upload(v, n, ST_DT_F32);
+	for (int t = 1; t <= 3; t++) {
+		double *g = host_normal(&rng, n, 1e-2);
+		round_to(g, n, ST_DT_F32);
+		float *dg = upload(g, n, ST_DT_F32);
+		double alpha = lr * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t));
+		EXPECT(adamw_update(dp, dg, dm, dv, (long long)n, b1, b2, (float)eps,
+				    (float)alpha, (float)(lr * wd), 0) == 0, "adamw_update launch");
+		ref_adamw_step(p, g, m, v, n, t, lr, b1, b2, eps, wd);
+		cudaFree(dg);
+		free(g);
+	}
+	double *gp = download(dp, n, ST_DT_F32), *gm = download(dm, n, ST_DT_F32), *gv = download(dv, n, ST_DT_F32);
+	double *dref = malloc(n * sizeof(double)), *dgot = malloc(n * sizeof(double));
+	for (size_t i = 0; i < n; i++)
+		dref[i] = p[i] - p0[i], dgot[i] = gp[i] - p0[i];
+	check_err("adamw 3 steps: parameters [f32]", rel_err(gp, p, n), 1e-6);
+	check_err("adamw 3 steps: parameter change [f32]", rel_err(dgot, dref, n), 1e-4);
+	check_err("adamw 3 steps: first moment [f32]", rel_err(gm, m, n), 1e-5);
+	check_err("adamw 3 steps: second moment [f32]", rel_err(gv, v, n), 1e-5);
+	free(gp), free(gm), free(gv), free(dref), free(dgot);
+	cudaFree(dp), cudaFree(dm), cudaFree(dv);
+	free(p), free(m), free(v), free(p0);
+}
+
+static void test_cast_residual(void)
+{
+	size_t n = 4099;
+	double *x = host_normal(&rng, n, 10.0), *y = host_normal(&rng, n, 1.0);
+	double *r = malloc(n * sizeof(double));
+
+	round_to(x, n, ST_DT_F32);
+	float *dx = upload(x, n, ST_DT_F32);
+	void *out = poisoned(n, ST_DT_BF16);
+	EXPECT(cast_f32_to_bf16(out, dx, (long long)n, 0) == 0, "cast launch");
+	double *got = download(out, n, ST_DT_BF16);
+	for (size_t i = 0; i < n; i++)
+		r[i] = ref_round_bf16(x[i]);
+	check_err("cast f32 -> bf16 (round to nearest even)", rel_err(got, r, n), 0.0);
+	free(got);
+	cudaFree(out);
+
+	for (int dtype = ST_DT_F32; dtype <= ST_DT_BF16; dtype++) {
+		char what[96];
+		double *yy = malloc(n * sizeof(double));
+		memcpy(yy, y, n * sizeof(double));
+		round_to(yy, n, dtype);
+		void *dy = upload(yy, n, dtype);
+		float *o = poisoned(n, ST_DT_F32);
+		EXPECT(residual_forward(o, dx, dy, (long long)n, dtype, 0) == 0, "residual launch");
+		got = download(o, n, ST_DT_F32);
+		for (size_t i = 0; i < n; i++)
+			r[i] = x[i] + yy[i];
+		label(what, sizeof(what), "residual add", dtype);
+		check_err(what, rel_err(got, r, n), 1e-7);
+		free(got), free(yy);
+		cudaFree(dy), cudaFree(o);
+	}
+	cudaFree(dx);
+	free(x), free(y), free(r);
+}
+
+static void test_init(void)
+{
+	const long long n = 1 << 20;
+	const float std = 0.02f;
+	float *d = poisoned(n, ST_DT_F32);
+
+	EXPECT(init_trunc_normal(d, n, std, 3.0f, 42, 0) == 0, "init launch");
+	double *v = download(d, n, ST_DT_F32), sum = 0, sq = 0, mx = 0;
+	for (long long i = 0; i < n; i++) {
+		sum += v[i], sq += v[i] * v[i];
+		mx = fmax(mx, fabs(v[i]));
+	}
+	double mean = sum / n, sd = sqrt(sq / n - mean * mean);
+	double want = std * 0.986572;  /* std of N(0,1) cut at +-3 */
+	printf("  truncated normal: mean %.2e std %.5f (want %.5f) max |x| %.4f (cut %.4f)\n", mean, sd,
+	       want, mx, 3 * std);
+	EXPECT(fabs(mean) < 1e-4 && fabs(sd / want - 1) < 5e-3 && mx <= 3 * std * (1 + 1e-6),
+	       "init_trunc_normal statistics off");
+	EXPECT(init_fill(d, n, 1.0f, 0) == 0, "init_fill launch");
+	free(v);
+	v = download(d, n, ST_DT_F32);
+	for (long long i = 0; i < n; i++)
+		if (v[i] != 1.0) {
+			EXPECT(0, "init_fill left element %lld = %g", i, v[i]);
+			break;
+		}
+	free(v);
+	cudaFree(d);
+}
+
+/* C_b = op(A_b) op(B_b) for batch 3 with row strides wider than the rows: the row-major mapping. */
+static void test_gemm(enum model_precision prec, int ab_dtype, int c_dtype, double tol)
+{
+	const int M = 37, Nn = 40, K = 48, batch = 3, pad = 8;
+	struct gemm g;
+	char what[128];
+
+	if (gemm_init(&g, 0, prec, NULL, 0)) {
+		EXPECT(0, "gemm_init failed");
+		return;
+	}
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			int ar = ta ? K : M, ac = ta ? M : K, br = tb ? Nn : K, bc = tb ? K : Nn;
+			int lda = ac + pad, ldb = bc + pad, ldc = Nn + pad;
+			size_t sa = (size_t)ar * lda, sb = (size_t)br * ldb, sc = (size_t)M * ldc;
+			double *A = host_normal(&rng, sa * batch, 1.0), *Bm = host_normal(&rng, sb * batch, 1.0);
+			double *C = calloc(sc * batch, sizeof(double));
+			round_to(A, sa * batch, ab_dtype);
+			round_to(Bm, sb * batch, ab_dtype);
+			for (int b = 0; b < batch; b++)
+				for (int i = 0; i < M; i++)
+					for (int j = 0; j < Nn; j++) {
+						double s = 0;
+						for (int k = 0; k < K; k++)
+							s += A[b * sa + (ta ? (size_t)k * lda + i : (size_t)i * lda + k)] *
+							     Bm[b * sb + (tb ? (size_t)j * ldb + k : (size_t)k * ldb + j)];
+						C[b * sc + (size_t)i * ldc + j] = s;
+					}
+			void *dA = upload(A, sa * batch, ab_dtype), *dB = upload(Bm, sb * batch, ab_dtype);
+			void *dC = poisoned(sc * batch, c_dtype);
+			/* the padding columns are never written: compare only the M x N parts */
+			EXPECT(gemm_rm(&g, ta, tb, M, Nn, K, 1.0f, dA, lda, (long long)sa, dB, ldb, (long long)sb,
+				       ab_dtype, 0.0f, dC, ldc, (long long)sc, c_dtype, batch) == 0, "gemm_rm");
+			double *got = download(dC, sc * batch, c_dtype);
+			double *gc = malloc((size_t)batch * M * Nn * sizeof(double)), *rc = malloc((size_t)batch * M * Nn * sizeof(double));
+			size_t q = 0;
+			for (int b = 0; b < batch; b++)
+				for (int i = 0; i < M; i++)
+					for (int j = 0; j < Nn; j++, q++) {
+						gc[q] = got[b * sc + (size_t)i * ldc + j];
+						rc[q] = C[b * sc + (size_t)i * ldc + j];
+					}
+			snprintf(what, sizeof(what), "gemm %s%s %s in, %s out, batched (%s)", ta ? "T" : "N",
+				 tb ? "T" : "N", dt_name(ab_dtype), dt_name(c_dtype), model_precision_name(prec));
+			check_err(what, rel_err(gc, rc, q), tol);
+			free(A), free(Bm), free(C), free(got), free(gc), free(rc);
+			cudaFree(dA), cudaFree(dB), cudaFree(dC);
+		}
+	gemm_release(&g);
+}
+
+int main(void)
+{
+	if (!gpu_or_skip())
+		return SKIP_NO_GPU;
+	ref_rng_init(&rng, 1234);
+	printf("kernels against the double-precision CPU reference:\n");
+	test_embedding();
+	for (int dt = ST_DT_F32; dt <= ST_DT_BF16; dt++) {
+		test_rmsnorm(dt);
+		test_rope(dt);
+		test_softmax(dt);
+		test_swiglu(dt);
+		test_cross_entropy(dt);
+	}
+	test_adamw();
+	test_cast_residual();
+	test_init();
+	test_gemm(PREC_FP32, ST_DT_F32, ST_DT_F32, 1e-5);
+	test_gemm(PREC_TF32, ST_DT_F32, ST_DT_F32, 5e-3);
+	test_gemm(PREC_BF16, ST_DT_BF16, ST_DT_BF16, 1e-2);
+	test_gemm(PREC_BF16, ST_DT_BF16, ST_DT_F32, 1e-5);
+	return test_summary("test_gpu_kernels");
+}

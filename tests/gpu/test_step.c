@@ -1,0 +1,325 @@
+/*
+ * The whole training step at a tiny size (d_model 64, 2 layers, 4 heads,
+ * d_ff 128, vocab 97, batch 2, ctx 16) against the double-precision CPU
+ * reference: the same random weights (model_load_weights) and batch go into
+ * both; the loss and every gradient are compared (fwdbwd), then two train
+ * steps' updated weights against the reference AdamW, and the op and memory
+ * bookkeeping the observer sees.
+ *
+ * Tolerances (relative error ||gpu - ref|| / ||ref||, per tensor):
+ *   fp32: loss and gradients 1e-5; weights after two AdamW steps (lr 1e-2)
+ *         1e-5 and their change 1e-4: Adam divides by |g|, so elements whose
+ *         gradient is near the noise floor amplify FP32's gradient error
+ *   tf32: loss 2e-3, gradients 2e-2 (10-bit mantissa products)
+ *   bf16: loss 1e-2, gradients 3e-2 (BF16 operands and outputs, 8-bit mantissa)
+ * Measured on an H100: fp32 grads 4.9e-7, tf32 1.1e-3, bf16 1.2e-2; AdamW
+ * weights 3.4e-6, change 2.6e-5.
+ */
+#include "gpu_test.h"
+
+#include "model/model.h"
+
+static struct model_config tiny(enum model_precision p, enum model_mode mode)
+{
+	struct model_config c;
+
+	if (model_config_preset("small", &c))
+		exit(1);
+	snprintf(c.name, sizeof(c.name), "custom");
+	c.d_model = 64, c.d_ff = 128, c.layers = 2, c.heads = 4, c.vocab = 97;
+	c.batch = 2, c.ctx = 16;
+	c.precision = p;
+	c.mode = mode;
+	c.attention = ATTN_NAIVE;
+	c.lr = 1e-2;
+	c.weight_decay = 0.1;
+	return c;
+}
+
+static double *as_doubles(const struct named_tensor *t)
+{
+	int64_t n = named_tensor_numel(t);
+	double *v = malloc(n * sizeof(double));
+
+	for (int64_t i = 0; i < n; i++)
+		v[i] = t->dtype == ST_DT_F64 ? ((double *)t->data)[i] : ((float *)t->data)[i];
+	return v;
+}
+
+/* Worst relative error over every tensor of ref found in got; prints each beyond tol/10. */
+static double compare_sets(const char *what, const struct tensor_set *got,
+			   const struct tensor_set *ref, double tol)
+{
+	double worst = 0;
+	const char *worst_name = "";
+
+	for (size_t i = 0; i < ref->n; i++) {
+		const struct named_tensor *r = &ref->t[i], *g = tensor_set_find(got, r->name);
+		if (!g || named_tensor_numel(g) != named_tensor_numel(r)) {
+			EXPECT(0, "%s: '%s' missing or misshapen", what, r->name);
+			continue;
+		}
+		double *a = as_doubles(g), *b = as_doubles(r);
+		double e = rel_err(a, b, named_tensor_numel(r));
+		if (e > tol / 10)
+			printf("    %-40s %.3e\n", r->name, e);
+		if (!(e <= worst)) {
+			worst = e;
+			worst_name = r->name;
+		}
+		free(a), free(b);
+	}
+	char line[160];
+	snprintf(line, sizeof(line), "%s (worst: %s)", what, worst_name);
+	check_err(line, worst, tol);
+	return worst;
+}
+
+static void fwdbwd(enum model_precision p, const struct tensor_set *w, const int32_t *in,
+		   const int32_t *tg, double ref_loss, const struct tensor_set *ref_grads,
+		   double tol_loss, double tol_grad)
+{
+	struct model_config c = tiny(p, MODE_FWDBWD);
+	struct model *m;
+	struct model_step_times st;
+	struct tensor_set grads;
+	char what[96];
+
+	printf("%s fwdbwd:\n", model_precision_name(p));
+	if (model_create(&m, &c, NULL, NULL) != MODEL_OK) {
+		EXPECT(0, "model_create failed");
+		return;
+	}
+	EXPECT(model_load_weights(m, w) == MODEL_OK, "model_load_weights");
+	EXPECT(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
+	for (int s = 0; s < 2; s++)     /* twice: the second step must not depend on the first */
+		EXPECT(model_step(m, s, false, &st) == MODEL_OK, "model_step");
+	printf("  loss gpu %.9f ref %.9f; forward %.3f ms backward %.3f ms wall %.3f ms\n", st.loss,
+	       ref_loss, st.forward_ms, st.backward_ms, st.wall_ms);
+	snprintf(what, sizeof(what), "loss [%s]", model_precision_name(p));
+	check_err(what, fabs(st.loss - ref_loss) / fabs(ref_loss), tol_loss);
+	tensor_set_init(&grads);
+	EXPECT(model_export(m, NULL, &grads) == MODEL_OK, "model_export");
+	snprintf(what, sizeof(what), "every gradient [%s]", model_precision_name(p));
+	compare_sets(what, &grads, ref_grads, tol_grad);
+	tensor_set_release(&grads);
+	model_free(m);
+}
+
+/* Two AdamW steps in fp32 against the reference's forward/backward + AdamW. */
+static void train(const struct tensor_set *w0, const int32_t *in, const int32_t *tg)
+{
+	struct model_config c = tiny(PREC_FP32, MODE_TRAIN);
+	struct tensor_set w, grads, mom1, mom2, got;
+	struct model *m;
+	struct model_step_times st;
+	double loss;
+
+	printf("fp32 train (2 AdamW steps, lr %g, wd %g):\n", c.lr, c.weight_decay);
+	tensor_set_init(&w), tensor_set_init(&grads), tensor_set_init(&mom1), tensor_set_init(&mom2);
+	for (size_t i = 0; i < w0->n; i++)
+		tensor_set_add(&w, w0->t[i].name, w0->t[i].dtype, w0->t[i].ndim, w0->t[i].shape, w0->t[i].data);
+	if (model_create(&m, &c, NULL, NULL) != MODEL_OK) {
+		EXPECT(0, "model_create failed");
+		return;
+	}
+	EXPECT(model_load_weights(m, w0) == MODEL_OK, "model_load_weights");
+	EXPECT(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
+	for (int t = 1; t <= 2; t++) {
+		EXPECT(model_step(m, t - 1, false, &st) == MODEL_OK, "model_step");
+		EXPECT(ref_forward_backward(&c, &w, in, tg, &loss, &grads) == 0, "reference");
+		printf("  step %d: loss gpu %.9f ref %.9f, optimizer %.3f ms\n", t, st.loss, loss,
+		       st.optimizer_ms);
+		check_err("train loss before the update", fabs(st.loss - loss) / fabs(loss), 1e-5);
+		EXPECT(ref_adamw(&c, &w, &grads, &mom1, &mom2, t) == 0, "reference adamw");
+	}
+	tensor_set_init(&got);
+	EXPECT(model_export(m, &got, NULL) == MODEL_OK, "model_export");
+	compare_sets("weights after 2 AdamW steps [fp32]", &got, &w, 1e-5);
+
+	/* the change of each weight, where rounding of the weight itself does not hide it */
+	double worst = 0;
+	for (size_t i = 0; i < w.n; i++) {
+		const struct named_tensor *r = &w.t[i], *g = tensor_set_find(&got, r->name);
+		const struct named_tensor *o = tensor_set_find(w0, r->name);
+		int64_t n = named_tensor_numel(r);
+		double *a = as_doubles(g), *b = as_doubles(r), *z = as_doubles(o);
+		for (int64_t j = 0; j < n; j++)
+			a[j] -= z[j], b[j] -= z[j];
+		double e = rel_err(a, b, n);
+		worst = e > worst || isnan(e) ? e : worst;
+		free(a), free(b), free(z);
+	}
+	check_err("weight change after 2 AdamW steps [fp32]", worst, 1e-4);
+	tensor_set_release(&got), tensor_set_release(&w), tensor_set_release(&grads);
+	tensor_set_release(&mom1), tensor_set_release(&mom2);
+	model_free(m);
+}
+
+/* ---- The observer's view: ops, NVTX-style nesting, allocations ---- */
+
+#define MAX_OPS 4096
+struct watch {
+	struct model_op ops[MAX_OPS];
+	char paths[MAX_OPS][160];
+	uint32_t n_ops, open, begins, ends, bad_nesting;
+	uint64_t live, live_at_step_begin;
+	int64_t allocs, frees, in_step;
+	uint32_t alloc_without_op, steps_begun, steps_ended;
+};
+
+static void w_register(void *ctx, const struct model_op *op)
+{
+	struct watch *w = ctx;
+	if (w->n_ops < MAX_OPS && op->id == w->n_ops + 1) {
+		w->ops[w->n_ops] = *op;
+		snprintf(w->paths[w->n_ops], 160, "%s", op->path);
+		w->ops[w->n_ops].path = w->paths[w->n_ops];
+		w->n_ops++;
+	} else {
+		w->bad_nesting++;   /* ids must be dense from 1 */
+	}
+}
+static void w_begin(void *ctx, uint32_t id)
+{
+	struct watch *w = ctx;
+	if (w->open || id == 0 || id > w->n_ops)
+		w->bad_nesting++;
+	w->open = id;
+	w->begins++;
+}
+static void w_end(void *ctx, uint32_t id)
+{
+	struct watch *w = ctx;
+	if (w->open != id)
+		w->bad_nesting++;
+	w->open = 0;
+	w->ends++;
+}
+static void w_alloc(void *ctx, uint64_t a, uint64_t s, int cat, uint32_t op)
+{
+	struct watch *w = ctx;
+	w->live += s;
+	w->allocs++;
+	if (op == 0 || cat < 1 || cat > 7)
+		w->alloc_without_op++;
+}
+static void w_free(void *ctx, uint64_t a, uint64_t s, int cat, uint32_t op)
+{
+	struct watch *w = ctx;
+	w->live -= s;
+	w->frees++;
+}
+static void w_step_begin(void *ctx, uint32_t i, bool warm)
+{
+	struct watch *w = ctx;
+	w->steps_begun++;
+	w->live_at_step_begin = w->live;
+}
+static void w_step_end(void *ctx, uint32_t i, bool warm)
+{
+	((struct watch *)ctx)->steps_ended++;
+}
+
+static int has_path(const struct watch *w, const char *path)
+{
+	for (uint32_t i = 0; i < w->n_ops; i++)
+		if (!strcmp(w->ops[i].path, path))
+			return 1;
+	return 0;
+}
+
+static void observer(enum model_precision p)
+{
+	struct model_config c = tiny(p, MODE_TRAIN);
+	struct watch *w = calloc(1, sizeof(*w));
+	struct model_observer obs = { .ctx = w, .op_register = w_register, .op_begin = w_begin,
+				      .op_end = w_end, .alloc = w_alloc, .free = w_free,
+				      .step_begin = w_step_begin, .step_end = w_step_end };
+	struct model *m;
+	struct model_step_times st;
+
+	printf("observer (%s train):\n", model_precision_name(p));
+	if (model_create(&m, &c, &obs, NULL) != MODEL_OK) {
+		EXPECT(0, "model_create failed");
+		free(w);
+		return;
+	}
+	EXPECT(model_init_random(m, 7) == MODEL_OK, "model_init_random");
+	EXPECT(model_random_batch(m, 8) == MODEL_OK, "model_random_batch");
+	for (int s = 0; s < 3; s++) {
+		EXPECT(model_step(m, s, s == 0, &st) == MODEL_OK, "model_step");
+		EXPECT(w->live == w->live_at_step_begin, "step %d leaves %lld bytes behind", s,
+		       (long long)(w->live - w->live_at_step_begin));
+	}
+	EXPECT(isfinite(st.loss) && st.loss > 0, "loss %g", st.loss);
+	printf("  %u ops registered, %u op ranges, %lld allocations, peak %llu bytes, live %llu\n",
+	       w->n_ops, w->begins, (long long)w->allocs, (unsigned long long)model_peak_bytes(m),
+	       (unsigned long long)w->live);
+	EXPECT(w->bad_nesting == 0, "op ids not dense or op_begin/op_end unbalanced (%u)", w->bad_nesting);
+	EXPECT(w->begins == w->ends, "op_begin %u != op_end %u", w->begins, w->ends);
+	EXPECT(w->alloc_without_op == 0, "%u allocations without an op or category", w->alloc_without_op);
+	EXPECT(w->steps_begun == 3 && w->steps_ended == 3, "step hooks %u/%u", w->steps_begun, w->steps_ended);
+	const char *want[] = { "step/forward/embedding", "step/forward/layer.1/attn/softmax",
+			       "step/forward/layer.0/ln1", "step/forward/layer.1/ffn/swiglu",
+			       "step/forward/lm_head", "step/forward/cross_entropy",
+			       "step/backward/layer.0/attn/q_proj", "step/backward/ln_final",
+			       "step/optimizer/adamw", NULL };
+	for (int i = 0; want[i]; i++)
+		EXPECT(has_path(w, want[i]), "no op '%s'", want[i]);
+	for (uint32_t i = 0; i < w->n_ops; i++) {
+		const struct model_op *op = &w->ops[i];
+		if (!strncmp(op->path, "step/", 5) && strncmp(op->path, "step/optimizer", 14))
+			EXPECT(op->n_inputs > 0 && op->n_outputs > 0, "op '%s' has no dtypes", op->path);
+		if (strstr(op->path, "/softmax") && !strncmp(op->path, "step/forward", 12))
+			EXPECT(!strcmp(op->kind, "attn/softmax") && op->flops > 0 && op->bytes > 0 &&
+			       op->outputs[0] == (p == PREC_BF16 ? ST_DT_BF16 : ST_DT_F32),
+			       "softmax op: kind '%s' flops %llu", op->kind, (unsigned long long)op->flops);
+	}
+	model_free(m);
+	EXPECT(w->live == 0, "model_free leaves %llu bytes", (unsigned long long)w->live);
+	printf("  ops, nesting and memory balance %s\n", test_failures ? "checked (see failures)" : "ok");
+	free(w);
+}
+
+int main(void)
+{
+	if (!gpu_or_skip())
+		return SKIP_NO_GPU;
+	struct model_config c = tiny(PREC_FP32, MODE_FWDBWD);
+	size_t n = (size_t)c.batch * c.ctx;
+	int32_t *tok = malloc((n + 1) * sizeof(int32_t));
+	struct tensor_set w, grads;
+	double loss;
+
+	tensor_set_init(&w), tensor_set_init(&grads);
+	ref_random_tokens(3, n + 1, c.vocab, tok);
+	if (ref_init_weights(&c, 42, &w) || ref_forward_backward(&c, &w, tok, tok + 1, &loss, &grads)) {
+		printf("FAIL: the CPU reference failed\n");
+		return 1;
+	}
+	printf("reference loss %.9f (ln vocab = %.4f)\n", loss, log((double)c.vocab));
+	fwdbwd(PREC_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
+	fwdbwd(PREC_TF32, &w, tok, tok + 1, loss, &grads, 2e-3, 2e-2);
+	fwdbwd(PREC_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
+	train(&w, tok, tok + 1);
+	observer(PREC_FP32);
+	observer(PREC_BF16);
+
+	/* forward mode: the same loss, nothing kept */
+	struct model_config cf = tiny(PREC_FP32, MODE_FORWARD);
+	struct model *m;
+	struct model_step_times st;
+	if (model_create(&m, &cf, NULL, NULL) == MODEL_OK) {
+		EXPECT(model_load_weights(m, &w) == MODEL_OK, "model_load_weights");
+		EXPECT(model_set_batch(m, tok, tok + 1) == MODEL_OK, "model_set_batch");
+		EXPECT(model_step(m, 0, false, &st) == MODEL_OK, "model_step");
+		check_err("forward-mode loss [fp32]", fabs(st.loss - loss) / loss, 1e-5);
+		model_free(m);
+	} else {
+		EXPECT(0, "model_create (forward)");
+	}
+	tensor_set_release(&w), tensor_set_release(&grads);
+	free(tok);
+	return test_summary("test_gpu_step");
+}
