@@ -1,0 +1,29 @@
+/*
+ * category.h: what kind of work a GPU activity is (GEMM, softmax, ...),
+ * from the op that launched it when the op's kind says, else from the
+ * kernel's name (cuBLAS/CUTLASS naming), memcpy/memset by activity kind.
+ */
+#ifndef STEPTRACE_ANALYZE_CATEGORY_H
+#define STEPTRACE_ANALYZE_CATEGORY_H
+
+#include "replay/replay.h"
+
+enum kernel_category {
+	CAT_GEMM,
+	CAT_ELEMENTWISE,
+	CAT_REDUCTION,        /* reductions and norms, the loss */
+	CAT_SOFTMAX,
+	CAT_ATTENTION,        /* fused attention (flash) */
+	CAT_OPTIMIZER,
+	CAT_MEMCPY,           /* memcpy and memset */
+	CAT_OTHER,
+	CAT_COUNT
+};
+
+const char *category_name(enum kernel_category c);   /* "GEMM", "elementwise", ... */
+/* CAT_OTHER when the words say nothing. */
+enum kernel_category category_from_op(const char *kind, const char *phase);
+enum kernel_category category_from_kernel_name(const char *name);
+enum kernel_category category_of(const struct replay *rp, const struct replay_activity *a);
+
+#endif

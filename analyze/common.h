@@ -1,0 +1,82 @@
+/*
+ * common.h: what the reports share: option parsing with --format, opening a
+ * bundle into a replay, printing, and Nsight-style statistics rows over
+ * groups of durations (one helper for summary, ranges and the rest).
+ */
+#ifndef STEPTRACE_ANALYZE_COMMON_H
+#define STEPTRACE_ANALYZE_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/options.h"
+#include "cli/stats.h"
+#include "cli/table.h"
+#include "replay/replay.h"
+
+#define EXIT_USAGE 129
+
+#define OPT_FORMAT(v) OPT_STRING(0, "format", (v), "FMT", "output format: table, csv, json or md")
+
+/*
+ * Parses options (the table must hold OPT_FORMAT(format)), requires exactly
+ * `nfiles` positional arguments and a valid --format. Returns the number of
+ * positionals (then argv[0..] are they), or a negative number: pass it to
+ * analyze_exit() and return that.
+ */
+int analyze_parse(int argc, const char **argv, const struct option *opts,
+		  const char *const usage[], int nfiles, const char *const *format, enum out_format *fmt);
+/* The exit status for a negative analyze_parse result: 0 after --help, 129 for bad usage. */
+int analyze_exit(int parse_result);
+
+/* replay_load with the default options (one warning for a truncated bundle). */
+int analyze_open(struct replay *rp, const char *path);
+
+/* Prints to stdout in `fmt` and frees the report. 0, or 1 when writing failed. */
+int analyze_print(struct report *r, enum out_format fmt);
+
+/* ---- groups of durations ----------------------------------------------- */
+
+/* (key, duration) pairs accumulated by a report, then summarised per key. */
+struct dur_collect {
+	struct replay_key *keys;   /* key = group, idx = index into durs */
+	uint64_t *durs;
+	size_t n, cap;
+};
+
+struct dur_group {
+	uint64_t key;
+	const char *name;          /* set by the caller before dur_groups_sort */
+	struct dur_stats s;
+	uint64_t extra[2];         /* the caller's own sums (e.g. GPU time per range path) */
+};
+
+struct dur_groups {
+	struct dur_group *g;
+	size_t n;
+	uint64_t total;            /* sum over every group: the 100% of Time (%) */
+};
+
+void dur_collect_init(struct dur_collect *c);
+int dur_collect_add(struct dur_collect *c, uint64_t key, uint64_t dur);
+/* Groups by key (ascending) with dur_stats_compute on each; empties c. */
+int dur_collect_groups(struct dur_collect *c, struct dur_groups *out);
+void dur_collect_release(struct dur_collect *c);
+
+/* Total time descending, then name ascending (Nsight's order). */
+void dur_groups_sort(struct dur_groups *g);
+void dur_groups_release(struct dur_groups *g);
+
+/*
+ * Nsight's statistics columns: Time (%), Total Time (ns), Instances,
+ * Avg (ns), Med (ns), Min (ns), Max (ns), StdDev (ns). With per_step > 1
+ * Total Time and Instances are divided by it (the others are per instance).
+ */
+void nsys_stat_columns(struct table *t, double per_step);
+void nsys_stat_cells(struct table *t, const struct dur_stats *s, uint64_t grand_total, double per_step);
+
+/* "12.345 ms" style helpers for notes */
+double ns_to_ms(uint64_t ns);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * ranges.c: `steptrace ranges`, NVTX ranges with Nsight's nvtx_sum columns
+ * (CPU time), grouped by full range path, plus the GPU projection summed
+ * over instances: GPU Time (first kernel start to last kernel end) and
+ * GPU Busy (union of the GPU work's intervals). Ranges of warm-up steps are
+ * left out unless --include-warmup (a range belongs to the step covering its
+ * midpoint).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/common.h"
+#include "cli/commands.h"
+#include "cli/error.h"
+
+struct ranges_args {
+	const char *range;
+	const char *format;
+	int top, depth;
+	bool include_warmup;
+	enum out_format fmt;
+};
+
+static const char *const ranges_usage[] = {
+	"steptrace ranges [<options>] FILE",
+	NULL,
+};
+
+static int ranges_report(const struct replay *rp, const struct ranges_args *args)
+{
+	struct replay_filter filter;
+	struct dur_collect dc;
+	struct dur_groups groups = { NULL, 0, 0 };
+	uint64_t *gpu_time = NULL, *gpu_busy = NULL;
+	struct report *r = NULL;
+	struct table *t;
+	char title[512];
+	size_t shown;
+	int rc = 1;
+
+	dur_collect_init(&dc);
+	if (replay_filter_init(&filter, rp, args->range) < 0)
+		return EXIT_USAGE;
+	gpu_time = calloc(rp->n_paths + 1, sizeof(*gpu_time));
+	gpu_busy = calloc(rp->n_paths + 1, sizeof(*gpu_busy));
+	if (!gpu_time || !gpu_busy) {
+		st_error("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		const struct replay_range *g = &rp->ranges[i];
+
+		if (!replay_counts(rp, g->step, args->include_warmup) || !replay_filter_range(&filter, g))
+			continue;
+		if (args->depth > 0 && rp->paths[g->path].depth >= (uint32_t)args->depth)
+			continue;
+		if (dur_collect_add(&dc, g->path, g->end - g->start) < 0)
+			goto out;
+		gpu_time[g->path] += g->gpu_end - g->gpu_start;
+		gpu_busy[g->path] += g->gpu_busy;
+	}
+	if (dur_collect_groups(&dc, &groups) < 0)
+		goto out;
+	for (size_t i = 0; i < groups.n; i++) {
+		struct dur_group *g = &groups.g[i];
+		g->name = rp->paths[g->key].str;
+		g->extra[0] = gpu_time[g->key];
+		g->extra[1] = gpu_busy[g->key];
+	}
+	dur_groups_sort(&groups);
+
+	snprintf(title, sizeof(title), "NVTX range summary%s%s%s, %s", args->range ? " under '" : "",
+		 args->range ? args->range : "", args->range ? "'" : "",
+		 rp->n_steps == 0 ? "all ranges (no steps in the bundle)"
+		 : args->include_warmup ? "all steps (warm-up included)"
+					: "measured steps (warm-up excluded)");
+	r = report_new();
+	t = report_add_table(r, "ranges", title);
+	nsys_stat_columns(t, 1.0);
+	table_add_column(t, "Style", COL_STR, 0);
+	table_add_column(t, "Range", COL_STR, 0);
+	table_add_column(t, "GPU Time (ns)", COL_INT, 0);
+	table_add_column(t, "GPU Busy (ns)", COL_INT, 0);
+	shown = args->top > 0 && (size_t)args->top < groups.n ? (size_t)args->top : groups.n;
+	for (size_t i = 0; i < shown; i++) {
+		const struct dur_group *g = &groups.g[i];
+		table_row(t);
+		nsys_stat_cells(t, &g->s, groups.total, 1.0);
+		table_str(t, "PushPop");
+		table_str(t, g->name);
+		table_int(t, (int64_t)g->extra[0]);
+		table_int(t, (int64_t)g->extra[1]);
+	}
+	if (rp->n_ranges == 0)
+		report_note(r, "the bundle has no NVTX ranges (was NVTX_INJECTION64_PATH set when recording?)");
+	else if (groups.n == 0)
+		report_note(r, "no ranges%s%s%s", args->range ? " under '" : "",
+			    args->range ? args->range : "", args->range ? "'" : "");
+	else if (shown < groups.n)
+		report_note(r, "%zu of %zu rows shown (--top %d)", shown, groups.n, args->top);
+	rc = analyze_print(r, args->fmt);
+	r = NULL;
+out:
+	report_free(r);
+	free(gpu_time);
+	free(gpu_busy);
+	dur_groups_release(&groups);
+	dur_collect_release(&dc);
+	replay_filter_release(&filter);
+	return rc;
+}
+
+int cmd_ranges(int argc, const char **argv)
+{
+	struct ranges_args args = { 0 };
+	struct replay rp;
+	int n, rc;
+	const struct option opts[] = {
+		OPT_STRING(0, "range", &args.range, "PATH",
+			   "keep ranges under this NVTX path ('forward', 'layer.*/attn')"),
+		OPT_INTEGER('n', "top", &args.top, "show the N largest rows"),
+		OPT_INTEGER(0, "depth", &args.depth, "keep paths of at most N components"),
+		OPT_BOOLEAN(0, "include-warmup", &args.include_warmup, "count ranges of warm-up steps and outside steps"),
+		OPT_FORMAT(&args.format),
+		OPT_END(),
+	};
+
+	n = analyze_parse(argc, argv, opts, ranges_usage, 1, &args.format, &args.fmt);
+	if (n < 0)
+		return analyze_exit(n);
+	if (args.top < 0 || args.depth < 0) {
+		st_error("--top and --depth must be positive");
+		return EXIT_USAGE;
+	}
+	if (args.range) {
+		struct range_pattern p;
+		if (range_pattern_compile(&p, args.range) < 0)
+			return EXIT_USAGE;
+		range_pattern_release(&p);
+	}
+	if (analyze_open(&rp, argv[0]) < 0)
+		return 1;
+	rc = ranges_report(&rp, &args);
+	replay_release(&rp);
+	return rc;
+}

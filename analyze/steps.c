@@ -1,0 +1,157 @@
+/*
+ * steps.c: `steptrace steps`, per-step host wall time (synchronised, as the
+ * seeds' benchmarking scripts time it), GPU busy time and GPU span, and
+ * mean ± std over measured steps; with --include-warmup the same over all
+ * steps and over the warm-up steps alone, which shows the effect of warm-up.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "analyze/common.h"
+#include "cli/commands.h"
+#include "cli/error.h"
+
+static const char *const steps_usage[] = {
+	"steptrace steps [<options>] FILE",
+	NULL,
+};
+
+enum step_set { SET_MEASURED, SET_ALL, SET_WARMUP };
+
+static bool in_set(const struct replay_step *s, enum step_set set)
+{
+	return set == SET_ALL || (set == SET_WARMUP) == s->warmup;
+}
+
+/* One statistics row over a set of steps; false when the set is empty. */
+static bool stats_row(struct table *t, const struct replay *rp, enum step_set set, uint64_t *buf)
+{
+	static const char *const names[] = { "measured", "all (with warm-up)", "warm-up only" };
+	struct dur_stats wall, busy, span;
+	size_t n = 0;
+
+	for (size_t i = 0; i < rp->n_steps; i++)
+		if (in_set(&rp->steps[i], set))
+			buf[n++] = rp->steps[i].end - rp->steps[i].start;
+	if (n == 0)
+		return false;
+	dur_stats_compute(buf, n, &wall);
+	n = 0;
+	for (size_t i = 0; i < rp->n_steps; i++)
+		if (in_set(&rp->steps[i], set))
+			buf[n++] = rp->steps[i].gpu_busy;
+	dur_stats_compute(buf, n, &busy);
+	n = 0;
+	for (size_t i = 0; i < rp->n_steps; i++)
+		if (in_set(&rp->steps[i], set))
+			buf[n++] = rp->steps[i].gpu_end - rp->steps[i].gpu_start;
+	dur_stats_compute(buf, n, &span);
+
+	table_row(t);
+	table_str(t, names[set]);
+	table_int(t, (int64_t)n);
+	table_float(t, wall.mean / 1e6);
+	table_float(t, wall.stddev / 1e6);
+	table_float(t, wall.median / 1e6);
+	table_float(t, (double)wall.min / 1e6);
+	table_float(t, (double)wall.max / 1e6);
+	table_float(t, busy.mean / 1e6);
+	table_float(t, busy.stddev / 1e6);
+	table_float(t, span.mean / 1e6);
+	table_float(t, span.stddev / 1e6);
+	return true;
+}
+
+static int steps_report(const struct replay *rp, bool include_warmup, enum out_format fmt)
+{
+	struct report *r = report_new();
+	struct table *t = report_add_table(r, "steps", include_warmup ? "Steps (warm-up included)"
+								       : "Measured steps");
+	struct table *s;
+	uint64_t *buf = malloc((rp->n_steps + 1) * sizeof(*buf));
+
+	if (!buf) {
+		report_free(r);
+		return st_error("out of memory"), 1;
+	}
+	table_add_column(t, "Step", COL_INT, 0);
+	table_add_column(t, "Warm-up", COL_STR, 0);
+	table_add_column(t, "Wall (ms)", COL_FLOAT, 3);
+	table_add_column(t, "GPU Busy (ms)", COL_FLOAT, 3);
+	table_add_column(t, "GPU Span (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Kernels", COL_INT, 0);
+	for (size_t i = 0; i < rp->n_steps; i++) {
+		const struct replay_step *st = &rp->steps[i];
+		if (st->warmup && !include_warmup)
+			continue;
+		table_row(t);
+		table_int(t, st->index);
+		table_str(t, st->warmup ? "yes" : "no");
+		table_float(t, ns_to_ms(st->end - st->start));
+		table_float(t, ns_to_ms(st->gpu_busy));
+		table_float(t, ns_to_ms(st->gpu_end - st->gpu_start));
+		table_int(t, st->kernels);
+	}
+
+	s = report_add_table(r, "stats", "Mean ± std over steps");
+	table_add_column(s, "Steps", COL_STR, 0);
+	table_add_column(s, "N", COL_INT, 0);
+	table_add_column(s, "Wall Mean (ms)", COL_FLOAT, 3);
+	table_add_column(s, "Wall Std (ms)", COL_FLOAT, 3);
+	table_add_column(s, "Wall Med (ms)", COL_FLOAT, 3);
+	table_add_column(s, "Wall Min (ms)", COL_FLOAT, 3);
+	table_add_column(s, "Wall Max (ms)", COL_FLOAT, 3);
+	table_add_column(s, "GPU Busy Mean (ms)", COL_FLOAT, 3);
+	table_add_column(s, "GPU Busy Std (ms)", COL_FLOAT, 3);
+	table_add_column(s, "GPU Span Mean (ms)", COL_FLOAT, 3);
+	table_add_column(s, "GPU Span Std (ms)", COL_FLOAT, 3);
+	stats_row(s, rp, SET_MEASURED, buf);
+	if (include_warmup) {
+		stats_row(s, rp, SET_ALL, buf);
+		stats_row(s, rp, SET_WARMUP, buf);
+	}
+	free(buf);
+
+	if (rp->n_steps == 0)
+		report_note(r, "the bundle has no steps");
+	else if (rp->n_measured_steps == 0)
+		report_note(r, "every step is a warm-up step; see --include-warmup");
+	if (include_warmup && rp->n_measured_steps && rp->n_measured_steps < rp->n_steps) {
+		/* the seeds' question: what does leaving warm-up in do to mean and std */
+		double m = 0, a = 0;
+		for (size_t i = 0; i < rp->n_steps; i++) {
+			a += (double)(rp->steps[i].end - rp->steps[i].start);
+			if (!rp->steps[i].warmup)
+				m += (double)(rp->steps[i].end - rp->steps[i].start);
+		}
+		m /= (double)rp->n_measured_steps;
+		a /= (double)rp->n_steps;
+		report_note(r, "counting the %zu warm-up step(s) changes the mean wall time by %+.3f ms (%+.1f%%)",
+			    rp->n_steps - rp->n_measured_steps, (a - m) / 1e6, m > 0 ? 100.0 * (a - m) / m : 0.0);
+	}
+	return analyze_print(r, fmt);
+}
+
+int cmd_steps(int argc, const char **argv)
+{
+	const char *format = NULL;
+	bool include_warmup = false;
+	enum out_format fmt;
+	struct replay rp;
+	int n, rc;
+	const struct option opts[] = {
+		OPT_BOOLEAN(0, "include-warmup", &include_warmup,
+			    "list warm-up steps too, and the statistics with and without them"),
+		OPT_FORMAT(&format),
+		OPT_END(),
+	};
+
+	n = analyze_parse(argc, argv, opts, steps_usage, 1, &format, &fmt);
+	if (n < 0)
+		return analyze_exit(n);
+	if (analyze_open(&rp, argv[0]) < 0)
+		return 1;
+	rc = steps_report(&rp, include_warmup, fmt);
+	replay_release(&rp);
+	return rc;
+}

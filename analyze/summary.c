@@ -1,0 +1,269 @@
+/*
+ * summary.c: `steptrace summary`, the kernel summary with exactly Nsight
+ * Systems' cuda_gpu_kern_sum columns, by kernel name, by op or by category.
+ *
+ * --by op groups by the op's phase and kind, summed over layers:
+ * "forward/attn/softmax" is every layer's forward softmax. Kernels no op
+ * launched fall in "(no op)". Memcpys and memsets are left out, as nsys
+ * keeps them in other reports, except with --by category or --all.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/category.h"
+#include "analyze/common.h"
+#include "cli/commands.h"
+#include "cli/error.h"
+
+enum summary_by { BY_KERNEL, BY_OP, BY_CATEGORY };
+
+struct summary_args {
+	const char *range;
+	const char *by;
+	const char *format;
+	int top;
+	bool per_step, all, include_warmup;
+	enum summary_by mode;
+	enum out_format fmt;
+};
+
+static const char *const summary_usage[] = {
+	"steptrace summary [<options>] FILE",
+	NULL,
+};
+
+/* The op group key: phase id in the high half, kind id in the low half; 0 = no op. */
+static uint64_t op_key(const struct replay *rp, const struct replay_activity *a)
+{
+	const struct replay_op *op = replay_op(rp, a->op);
+
+	if (!op)
+		return 0;
+	return (uint64_t)op->phase << 32 | (op->kind ? op->kind : op->path);
+}
+
+static const char *op_group_name(const struct replay *rp, uint64_t key, char *buf, size_t len)
+{
+	const char *phase = replay_str(rp, (uint32_t)(key >> 32));
+	const char *kind = replay_str(rp, (uint32_t)key);
+
+	if (key == 0)
+		return "(no op)";
+	if (*phase)
+		snprintf(buf, len, "%s/%s", phase, kind);
+	else
+		snprintf(buf, len, "%s", kind);
+	return buf;
+}
+
+/* Classifies once per (op, kernel name) through two caches. */
+struct category_cache {
+	int8_t *by_op, *by_name;
+};
+
+static enum kernel_category cached_category(struct category_cache *cc, const struct replay *rp,
+					    const struct replay_activity *a)
+{
+	const struct replay_op *op;
+	int8_t *slot;
+
+	if (a->kind != ST_KERNEL)
+		return CAT_MEMCPY;
+	op = replay_op(rp, a->op);
+	slot = op ? &cc->by_op[op - rp->ops] : NULL;
+	if (slot && *slot < 0)
+		*slot = (int8_t)category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase));
+	if (slot && *slot != CAT_OTHER)
+		return (enum kernel_category)*slot;
+	slot = &cc->by_name[a->name];
+	if (*slot < 0)
+		*slot = (int8_t)category_from_kernel_name(replay_str(rp, a->name));
+	return (enum kernel_category)*slot;
+}
+
+static int collect(const struct replay *rp, const struct summary_args *args,
+		   const struct replay_filter *filter, struct dur_collect *dc)
+{
+	struct category_cache cc = { NULL, NULL };
+	int rc = -1;
+
+	if (args->mode == BY_CATEGORY) {
+		cc.by_op = malloc(rp->n_ops + 1);
+		cc.by_name = malloc(rp->n_strings + 1);
+		if (!cc.by_op || !cc.by_name) {
+			st_error("out of memory");
+			goto out;
+		}
+		memset(cc.by_op, -1, rp->n_ops + 1);
+		memset(cc.by_name, -1, rp->n_strings + 1);
+	}
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+		uint64_t key;
+
+		if (a->kind != ST_KERNEL && !args->all && args->mode != BY_CATEGORY)
+			continue;
+		if (!replay_counts(rp, a->step, args->include_warmup) ||
+		    !replay_filter_activity(filter, rp, a))
+			continue;
+		switch (args->mode) {
+		case BY_OP:
+			key = op_key(rp, a);
+			break;
+		case BY_CATEGORY:
+			key = cached_category(&cc, rp, a);
+			break;
+		default:
+			key = a->name;
+			break;
+		}
+		if (dur_collect_add(dc, key, a->end - a->start) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(cc.by_op);
+	free(cc.by_name);
+	return rc;
+}
+
+static void title_of(const struct replay *rp, const struct summary_args *args, double per_step,
+		     char *buf, size_t len)
+{
+	static const char *const what[] = { "kernel", "op", "category" };
+	int n = snprintf(buf, len, "CUDA GPU %s summary by %s",
+			 args->all || args->mode == BY_CATEGORY ? "kernel and copy" : "kernel",
+			 what[args->mode]);
+
+	if (args->range && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, " under '%s'", args->range);
+	if (n > 0 && (size_t)n < len) {
+		if (rp->n_steps == 0)
+			snprintf(buf + n, len - n, " (no steps in the bundle: all work)");
+		else if (per_step > 1.0 || args->per_step)
+			snprintf(buf + n, len - n, ", per %s step (totals / %.0f steps)",
+				 args->include_warmup ? "recorded" : "measured", per_step);
+		else
+			snprintf(buf + n, len - n, ", %s",
+				 args->include_warmup ? "all steps (warm-up included)"
+						      : "measured steps (warm-up excluded)");
+	}
+}
+
+static int summarize(const struct replay *rp, const struct summary_args *args)
+{
+	struct replay_filter filter;
+	struct dur_collect dc;
+	struct dur_groups groups = { NULL, 0, 0 };
+	struct report *r = NULL;
+	struct table *t;
+	char title[512], buf[512];
+	double per_step = 1.0;
+	size_t shown;
+	int rc = 1;
+
+	dur_collect_init(&dc);
+	if (replay_filter_init(&filter, rp, args->range) < 0)
+		return EXIT_USAGE;
+	if (collect(rp, args, &filter, &dc) < 0 || dur_collect_groups(&dc, &groups) < 0)
+		goto out;
+
+	/* names first: the sort breaks ties by name; --by op names live in one buffer per group */
+	char **owned = calloc(groups.n + 1, sizeof(*owned));
+	if (!owned)
+		goto out;
+	for (size_t i = 0; i < groups.n; i++) {
+		struct dur_group *g = &groups.g[i];
+		if (args->mode == BY_KERNEL) {
+			g->name = replay_str(rp, (uint32_t)g->key);
+		} else if (args->mode == BY_CATEGORY) {
+			g->name = category_name((enum kernel_category)g->key);
+		} else {
+			owned[i] = strdup(op_group_name(rp, g->key, buf, sizeof(buf)));
+			g->name = owned[i] ? owned[i] : "";
+		}
+	}
+	dur_groups_sort(&groups);
+
+	if (args->per_step && rp->n_steps)
+		per_step = (double)replay_step_divisor(rp, args->include_warmup);
+	title_of(rp, args, per_step, title, sizeof(title));
+	r = report_new();
+	t = report_add_table(r, "summary", title);
+	nsys_stat_columns(t, per_step);
+	table_add_column(t, "Name", COL_STR, 0);
+	shown = args->top > 0 && (size_t)args->top < groups.n ? (size_t)args->top : groups.n;
+	for (size_t i = 0; i < shown; i++) {
+		table_row(t);
+		nsys_stat_cells(t, &groups.g[i].s, groups.total, per_step);
+		table_str(t, groups.g[i].name);
+	}
+	if (groups.n == 0)
+		report_note(r, "no GPU work%s%s%s", args->range ? " under '" : "",
+			    args->range ? args->range : "", args->range ? "'" : "");
+	else if (shown < groups.n)
+		report_note(r, "%zu of %zu rows shown (--top %d)", shown, groups.n, args->top);
+	if (per_step > 1.0)
+		report_note(r, "totals and instances are per %s step: divided by %.0f steps",
+			    args->include_warmup ? "recorded" : "measured", per_step);
+	rc = analyze_print(r, args->fmt);
+	r = NULL;
+	for (size_t i = 0; i < groups.n; i++)
+		free(owned[i]);
+	free(owned);
+out:
+	report_free(r);
+	dur_groups_release(&groups);
+	dur_collect_release(&dc);
+	replay_filter_release(&filter);
+	return rc;
+}
+
+int cmd_summary(int argc, const char **argv)
+{
+	struct summary_args args = { .by = "kernel" };
+	struct replay rp;
+	int n, rc;
+	const struct option opts[] = {
+		OPT_STRING(0, "range", &args.range, "PATH",
+			   "keep GPU work under this NVTX path ('forward', 'layer.*/attn/softmax')"),
+		OPT_STRING(0, "by", &args.by, "WHAT", "group by kernel (name), op (kind, over layers) or category"),
+		OPT_INTEGER('n', "top", &args.top, "show the N largest rows"),
+		OPT_BOOLEAN(0, "per-step", &args.per_step, "divide totals by the number of measured steps"),
+		OPT_BOOLEAN(0, "all", &args.all, "include memcpy and memset rows"),
+		OPT_BOOLEAN(0, "include-warmup", &args.include_warmup, "count warm-up steps and work outside steps"),
+		OPT_FORMAT(&args.format),
+		OPT_END(),
+	};
+
+	n = analyze_parse(argc, argv, opts, summary_usage, 1, &args.format, &args.fmt);
+	if (n < 0)
+		return analyze_exit(n);
+	if (strcmp(args.by, "kernel") == 0) {
+		args.mode = BY_KERNEL;
+	} else if (strcmp(args.by, "op") == 0) {
+		args.mode = BY_OP;
+	} else if (strcmp(args.by, "category") == 0) {
+		args.mode = BY_CATEGORY;
+	} else {
+		st_error("unknown --by '%s': use kernel, op or category", args.by);
+		return EXIT_USAGE;
+	}
+	if (args.top < 0) {
+		st_error("--top must be positive");
+		return EXIT_USAGE;
+	}
+	if (args.range) {
+		struct range_pattern p;
+		if (range_pattern_compile(&p, args.range) < 0)
+			return EXIT_USAGE;
+		range_pattern_release(&p);
+	}
+	if (analyze_open(&rp, argv[0]) < 0)
+		return 1;
+	rc = summarize(&rp, &args);
+	replay_release(&rp);
+	return rc;
+}

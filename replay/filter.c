@@ -1,0 +1,161 @@
+/*
+ * filter.c: --range PATH. A pattern is '/'-separated fnmatch globs matched
+ * against a contiguous run of a path's components (anywhere, or at the root
+ * when the pattern starts with '/'). Paths are matched once each; activities
+ * and ranges then test a flag.
+ */
+#include "replay/replay.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/error.h"
+
+int range_pattern_compile(struct range_pattern *p, const char *pattern)
+{
+	size_t len;
+	char *s;
+	int n = 0;
+
+	memset(p, 0, sizeof(*p));
+	if (!pattern)
+		return st_error("empty range pattern");
+	p->anchored = pattern[0] == '/';
+	while (*pattern == '/')
+		pattern++;
+	len = strlen(pattern);
+	while (len && pattern[len - 1] == '/')
+		len--;
+	if (len == 0)
+		return st_error("empty range pattern");
+	p->storage = malloc(len + 1);
+	p->comp = malloc((len / 2 + 2) * sizeof(*p->comp));
+	if (!p->storage || !p->comp) {
+		range_pattern_release(p);
+		return st_error("out of memory");
+	}
+	memcpy(p->storage, pattern, len);
+	p->storage[len] = '\0';
+	s = p->storage;
+	for (;;) {
+		char *slash = strchr(s, '/');
+		if (slash)
+			*slash = '\0';
+		if (*s == '\0') {
+			range_pattern_release(p);
+			return st_error("range pattern '%.*s' has an empty component", (int)len, pattern);
+		}
+		p->comp[n++] = s;
+		if (!slash)
+			break;
+		s = slash + 1;
+	}
+	p->n = n;
+	return 0;
+}
+
+void range_pattern_release(struct range_pattern *p)
+{
+	free(p->storage);
+	free(p->comp);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Does the pattern match the components starting at `s`? */
+static bool match_at(const struct range_pattern *p, const char *s)
+{
+	char comp[1024];
+
+	for (int i = 0; i < p->n; i++) {
+		const char *end = strchr(s, '/');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+
+		if (*s == '\0' && !end)
+			return false; /* ran out of components */
+		if (len >= sizeof(comp))
+			return false;
+		memcpy(comp, s, len);
+		comp[len] = '\0';
+		if (fnmatch(p->comp[i], comp, 0) != 0)
+			return false;
+		if (!end) {
+			if (i + 1 < p->n)
+				return false;
+			break;
+		}
+		s = end + 1;
+	}
+	return true;
+}
+
+bool range_pattern_match(const struct range_pattern *p, const char *path)
+{
+	const char *s = path;
+
+	if (p->n == 0)
+		return true;
+	if (*path == '\0')
+		return false;
+	for (;;) {
+		if (match_at(p, s))
+			return true;
+		if (p->anchored)
+			return false;
+		s = strchr(s, '/');
+		if (!s)
+			return false;
+		s++;
+	}
+}
+
+int replay_filter_init(struct replay_filter *f, const struct replay *rp, const char *pattern)
+{
+	struct range_pattern p;
+
+	memset(f, 0, sizeof(*f));
+	if (!pattern) {
+		f->all = true;
+		return 0;
+	}
+	if (range_pattern_compile(&p, pattern) < 0)
+		return -1;
+	f->path_ok = calloc(rp->n_paths + 1, 1);
+	f->op_ok = calloc(rp->n_ops + 1, 1);
+	if (!f->path_ok || !f->op_ok) {
+		range_pattern_release(&p);
+		replay_filter_release(f);
+		return st_error("out of memory");
+	}
+	for (size_t i = 0; i < rp->n_paths; i++)
+		f->path_ok[i] = range_pattern_match(&p, rp->paths[i].str);
+	for (size_t i = 0; i < rp->n_ops; i++)
+		f->op_ok[i] = range_pattern_match(&p, replay_str(rp, rp->ops[i].path));
+	range_pattern_release(&p);
+	return 0;
+}
+
+bool replay_filter_activity(const struct replay_filter *f, const struct replay *rp,
+			    const struct replay_activity *a)
+{
+	if (f->all)
+		return true;
+	if (rp->n_ranges == 0) {
+		/* no NVTX in this bundle: the launching op's path stands in */
+		const struct replay_op *op = replay_op(rp, a->op);
+		return op && f->op_ok[op - rp->ops];
+	}
+	return a->range >= 0 && f->path_ok[rp->ranges[a->range].path];
+}
+
+bool replay_filter_range(const struct replay_filter *f, const struct replay_range *r)
+{
+	return f->all || f->path_ok[r->path];
+}
+
+void replay_filter_release(struct replay_filter *f)
+{
+	free(f->path_ok);
+	free(f->op_ok);
+	memset(f, 0, sizeof(*f));
+}

@@ -1,0 +1,516 @@
+/*
+ * memory.c: the memory timeline of one view (model allocator or driver),
+ * its peaks, leaks, unknown frees and the capacity replay (see memory.h).
+ *
+ * One pass over the view's events with an open-addressing table from
+ * (device, address) to the live block; a second, short pass fills the
+ * per-category breakdown of every peak. Everything is O(events).
+ */
+#include "replay/memory.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/error.h"
+
+const char *mem_view_name(enum mem_view v)
+{
+	return v == MEM_VIEW_DRIVER ? "driver (cudaMalloc)" : "model allocator";
+}
+
+const char *mem_phase_name(enum mem_phase p)
+{
+	static const char *const names[MEM_PHASE_COUNT] = { "forward", "backward", "optimizer", "other" };
+
+	return (unsigned)p < MEM_PHASE_COUNT ? names[p] : "other";
+}
+
+static int phase_from_word(const char *s, size_t len)
+{
+	for (int p = 0; p < MEM_PHASE_OTHER; p++) {
+		const char *name = mem_phase_name((enum mem_phase)p);
+
+		if (strlen(name) == len && !memcmp(name, s, len))
+			return p;
+	}
+	return -1;
+}
+
+/* The first component of a range path that names a phase. */
+static enum mem_phase phase_of_path(const char *path)
+{
+	while (path && *path) {
+		const char *slash = strchr(path, '/');
+		size_t len = slash ? (size_t)(slash - path) : strlen(path);
+		int p = phase_from_word(path, len);
+
+		if (p >= 0)
+			return (enum mem_phase)p;
+		path = slash ? slash + 1 : NULL;
+	}
+	return MEM_PHASE_OTHER;
+}
+
+static uint32_t event_op(const struct st_event *ev)
+{
+	return ev->kind == ST_OOM ? ev->oom.op : ev->mem.op;
+}
+
+static int phase_of_op(const struct replay *rp, const struct replay_op *op)
+{
+	const char *s;
+
+	if (!op)
+		return -1;
+	s = replay_str(rp, op->phase);
+	return phase_from_word(s, strlen(s));
+}
+
+enum mem_phase mem_event_phase(const struct replay *rp, const struct replay_mem *m)
+{
+	int p = phase_of_op(rp, replay_op(rp, event_op(&m->ev)));
+
+	if (p >= 0)
+		return (enum mem_phase)p;
+	if (m->range >= 0 && (size_t)m->range < rp->n_ranges)
+		return phase_of_path(replay_range_path(rp, &rp->ranges[m->range]));
+	return MEM_PHASE_OTHER;
+}
+
+/* mem_event_phase with a cache per op and per range path: one string scan each. */
+struct phase_cache {
+	int8_t *by_op;          /* n_ops, -2 = not yet */
+	int8_t *by_path;        /* n_paths */
+};
+
+static enum mem_phase cached_phase(struct phase_cache *pc, const struct replay *rp,
+				   const struct replay_mem *m)
+{
+	const struct replay_op *op = replay_op(rp, event_op(&m->ev));
+
+	if (op) {
+		int8_t *slot = &pc->by_op[op - rp->ops];
+
+		if (*slot == -2)
+			*slot = (int8_t)phase_of_op(rp, op);
+		if (*slot >= 0)
+			return (enum mem_phase)*slot;
+	}
+	if (m->range >= 0 && (size_t)m->range < rp->n_ranges) {
+		const struct replay_range *r = &rp->ranges[m->range];
+
+		if (r->path < rp->n_paths) {
+			int8_t *slot = &pc->by_path[r->path];
+
+			if (*slot == -2)
+				*slot = (int8_t)phase_of_path(rp->paths[r->path].str);
+			return (enum mem_phase)*slot;
+		}
+		return phase_of_path(replay_range_path(rp, r));
+	}
+	return MEM_PHASE_OTHER;
+}
+
+/* ---- live-block table: (device, address) -> block, linear probing ------ */
+
+struct live_table {
+	uint64_t *addr;
+	uint32_t *dev;
+	int32_t *block;         /* -1 = empty slot */
+	size_t mask;
+};
+
+static int live_table_init(struct live_table *lt, size_t n)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * n + 2)
+		cap <<= 1;
+	lt->mask = cap - 1;
+	lt->addr = malloc(cap * sizeof(*lt->addr));
+	lt->dev = malloc(cap * sizeof(*lt->dev));
+	lt->block = malloc(cap * sizeof(*lt->block));
+	if (!lt->addr || !lt->dev || !lt->block)
+		return -1;
+	memset(lt->block, 0xff, cap * sizeof(*lt->block));
+	return 0;
+}
+
+static void live_table_release(struct live_table *lt)
+{
+	free(lt->addr);
+	free(lt->dev);
+	free(lt->block);
+	memset(lt, 0, sizeof(*lt));
+}
+
+static size_t live_hash(uint64_t addr, uint32_t dev)
+{
+	uint64_t h = (addr ^ ((uint64_t)dev << 56)) * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 17);
+}
+
+/* The slot holding (addr, dev), or the empty slot where it would go. */
+static size_t live_table_find(const struct live_table *lt, uint64_t addr, uint32_t dev)
+{
+	size_t i = live_hash(addr, dev) & lt->mask;
+
+	while (lt->block[i] >= 0 && (lt->addr[i] != addr || lt->dev[i] != dev))
+		i = (i + 1) & lt->mask;
+	return i;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void live_table_remove(struct live_table *lt, size_t i)
+{
+	size_t j = i;
+
+	lt->block[i] = -1;
+	for (;;) {
+		size_t home;
+
+		j = (j + 1) & lt->mask;
+		if (lt->block[j] < 0)
+			return;
+		home = live_hash(lt->addr[j], lt->dev[j]) & lt->mask;
+		/* j's entry may move to i when its home is not in (i, j] cyclically */
+		if ((i <= j) ? (home > i && home <= j) : (home > i || home <= j))
+			continue;
+		lt->addr[i] = lt->addr[j];
+		lt->dev[i] = lt->dev[j];
+		lt->block[i] = lt->block[j];
+		lt->block[j] = -1;
+		i = j;
+	}
+}
+
+/* ---- build ------------------------------------------------------------ */
+
+static bool in_view(const struct st_event *ev, enum mem_view view)
+{
+	if (ev->kind == ST_OOM)
+		return view == MEM_VIEW_MODEL;
+	return (ev->kind == ST_ALLOC || ev->kind == ST_FREE) && ev->mem.source == (uint32_t)view;
+}
+
+static void peak_reset(struct mem_peak *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->point = -1;
+	p->block = -1;
+}
+
+static void peak_offer(struct mem_peak *p, const struct mem_point *pt, size_t idx)
+{
+	if (p->point >= 0 && pt->live <= p->bytes)
+		return;
+	p->bytes = pt->live;
+	p->t = pt->t;
+	p->point = (int32_t)idx;
+	p->block = pt->block;
+}
+
+static int cmp_peak_point(const void *a, const void *b)
+{
+	const struct mem_peak *x = *(struct mem_peak *const *)a, *y = *(struct mem_peak *const *)b;
+
+	return (x->point > y->point) - (x->point < y->point);
+}
+
+/* Fills by_category of every peak in one walk over the points. */
+static int fill_peak_categories(struct mem_timeline *tl)
+{
+	size_t n = 0, k = 0, cap = 2 + MEM_PHASE_COUNT + tl->n_steps;
+	struct mem_peak **list = malloc(cap * sizeof(*list));
+	uint64_t cat[ST_MEM_CATEGORY_COUNT] = { 0 };
+
+	if (!list)
+		return -1;
+	list[n++] = &tl->peak;
+	list[n++] = &tl->outside_steps_peak;
+	for (int p = 0; p < MEM_PHASE_COUNT; p++)
+		list[n++] = &tl->phase_peak[p];
+	for (size_t s = 0; s < tl->n_steps; s++)
+		list[n++] = &tl->step_peak[s];
+	qsort(list, n, sizeof(*list), cmp_peak_point);
+	while (k < n && list[k]->point < 0)
+		k++;
+	for (size_t i = 0; i < tl->n_points && k < n; i++) {
+		const struct mem_point *pt = &tl->points[i];
+
+		if (pt->block >= 0)
+			cat[pt->category] += (uint64_t)pt->delta;  /* wraps back on frees */
+		while (k < n && (size_t)list[k]->point == i)
+			memcpy(list[k++]->by_category, cat, sizeof(cat));
+	}
+	free(list);
+	return 0;
+}
+
+int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum mem_view view)
+{
+	struct replay_key *keys = NULL, *tmp = NULL;
+	struct phase_cache pc = { NULL, NULL };
+	struct live_table lt = { 0 };
+	size_t n = 0, n_alloc_ev = 0;
+	uint64_t live = 0;
+
+	memset(tl, 0, sizeof(*tl));
+	tl->view = view;
+	peak_reset(&tl->peak);
+	peak_reset(&tl->outside_steps_peak);
+	for (int p = 0; p < MEM_PHASE_COUNT; p++)
+		peak_reset(&tl->phase_peak[p]);
+
+	for (size_t i = 0; i < rp->n_mem; i++) {
+		if (in_view(&rp->mem[i].ev, view)) {
+			n++;
+			n_alloc_ev += rp->mem[i].ev.kind == ST_ALLOC;
+		}
+	}
+	keys = malloc((n ? n : 1) * sizeof(*keys));
+	tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	tl->points = calloc(n ? n : 1, sizeof(*tl->points));
+	tl->blocks = calloc(n_alloc_ev ? n_alloc_ev : 1, sizeof(*tl->blocks));
+	tl->step_peak = calloc(rp->n_steps ? rp->n_steps : 1, sizeof(*tl->step_peak));
+	pc.by_op = malloc(rp->n_ops + 1);
+	pc.by_path = malloc(rp->n_paths + 1);
+	if (!keys || !tmp || !tl->points || !tl->blocks || !tl->step_peak || !pc.by_op || !pc.by_path ||
+	    live_table_init(&lt, n_alloc_ev) < 0)
+		goto oom;
+	memset(pc.by_op, -2, rp->n_ops + 1);
+	memset(pc.by_path, -2, rp->n_paths + 1);
+	tl->n_steps = rp->n_steps;
+	for (size_t s = 0; s < tl->n_steps; s++)
+		peak_reset(&tl->step_peak[s]);
+
+	/* replay keeps rp->mem by time, stably; sorting again costs O(n) and
+	 * guarantees the documented order whatever the input */
+	n = 0;
+	for (size_t i = 0; i < rp->n_mem; i++)
+		if (in_view(&rp->mem[i].ev, view))
+			keys[n++] = (struct replay_key){ rp->mem[i].ev.start, (uint32_t)i };
+	replay_sort_keys(keys, tmp, n);
+
+	for (size_t k = 0; k < n; k++) {
+		const struct replay_mem *m = &rp->mem[keys[k].idx];
+		const struct st_event *ev = &m->ev;
+		struct mem_point *pt = &tl->points[tl->n_points];
+		size_t slot;
+
+		pt->t = ev->start;
+		pt->mem = keys[k].idx;
+		pt->kind = (uint8_t)ev->kind;
+		pt->block = -1;
+		pt->phase = (uint8_t)cached_phase(&pc, rp, m);
+		if (ev->kind == ST_OOM) {
+			pt->category = ev->oom.category < ST_MEM_CATEGORY_COUNT ? (uint8_t)ev->oom.category : 0;
+			tl->n_ooms++;
+		} else if (ev->kind == ST_ALLOC) {
+			struct mem_block *b = &tl->blocks[tl->n_blocks];
+
+			b->address = ev->mem.address;
+			/* a size from the file; bounded so deltas stay representable */
+			b->size = ev->mem.size > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : ev->mem.size;
+			b->t_alloc = ev->start;
+			b->t_free = UINT64_MAX;
+			b->alloc_point = (uint32_t)tl->n_points;
+			b->free_point = -1;
+			b->op = ev->mem.op;
+			b->device = ev->mem.device;
+			b->category = ev->mem.category < ST_MEM_CATEGORY_COUNT ? (uint8_t)ev->mem.category : 0;
+			b->phase = pt->phase;
+			slot = live_table_find(&lt, b->address, b->device);
+			if (lt.block[slot] >= 0)
+				tl->n_reused_live++;   /* the older block stays live: its free was lost */
+			lt.addr[slot] = b->address;
+			lt.dev[slot] = b->device;
+			lt.block[slot] = (int32_t)tl->n_blocks;
+			live += b->size;
+			pt->delta = (int64_t)b->size;
+			pt->category = b->category;
+			pt->block = (int32_t)tl->n_blocks++;
+			tl->n_allocs++;
+			tl->allocated_total += b->size;
+		} else {
+			slot = live_table_find(&lt, ev->mem.address, ev->mem.device);
+			if (lt.block[slot] >= 0) {
+				struct mem_block *b = &tl->blocks[lt.block[slot]];
+
+				b->free_point = (int32_t)tl->n_points;
+				b->t_free = ev->start;
+				live -= b->size;
+				pt->delta = -(int64_t)b->size;
+				pt->category = b->category;
+				pt->block = lt.block[slot];
+				live_table_remove(&lt, slot);
+				tl->n_frees++;
+			} else {
+				pt->category = ev->mem.category < ST_MEM_CATEGORY_COUNT ? (uint8_t)ev->mem.category : 0;
+				tl->n_unknown_frees++;
+			}
+		}
+		pt->live = live;
+		if (ev->kind == ST_ALLOC) {
+			peak_offer(&tl->peak, pt, tl->n_points);
+			peak_offer(&tl->phase_peak[pt->phase], pt, tl->n_points);
+			if (m->step >= 0 && (size_t)m->step < tl->n_steps)
+				peak_offer(&tl->step_peak[m->step], pt, tl->n_points);
+			else
+				peak_offer(&tl->outside_steps_peak, pt, tl->n_points);
+		}
+		tl->n_points++;
+	}
+	tl->final_live = live;
+
+	/* the lists of what did not pair up */
+	tl->unknown_frees = malloc((tl->n_unknown_frees ? tl->n_unknown_frees : 1) * sizeof(uint32_t));
+	for (size_t b = 0; b < tl->n_blocks; b++)
+		tl->n_never_freed += tl->blocks[b].free_point < 0;
+	tl->never_freed = malloc((tl->n_never_freed ? tl->n_never_freed : 1) * sizeof(uint32_t));
+	if (!tl->unknown_frees || !tl->never_freed)
+		goto oom;
+	tl->n_never_freed = tl->n_unknown_frees = 0;
+	for (size_t b = 0; b < tl->n_blocks; b++) {
+		if (tl->blocks[b].free_point < 0) {
+			tl->never_freed[tl->n_never_freed++] = (uint32_t)b;
+			tl->never_freed_bytes += tl->blocks[b].size;
+		}
+	}
+	for (size_t i = 0; i < tl->n_points; i++)
+		if (tl->points[i].kind == ST_FREE && tl->points[i].block < 0)
+			tl->unknown_frees[tl->n_unknown_frees++] = (uint32_t)i;
+	if (fill_peak_categories(tl) < 0)
+		goto oom;
+
+	free(keys);
+	free(tmp);
+	free(pc.by_op);
+	free(pc.by_path);
+	live_table_release(&lt);
+	return 0;
+oom:
+	free(keys);
+	free(tmp);
+	free(pc.by_op);
+	free(pc.by_path);
+	live_table_release(&lt);
+	mem_timeline_release(tl);
+	return st_error("out of memory for the memory timeline (%zu events)", rp->n_mem);
+}
+
+void mem_timeline_release(struct mem_timeline *tl)
+{
+	free(tl->points);
+	free(tl->blocks);
+	free(tl->step_peak);
+	free(tl->never_freed);
+	free(tl->unknown_frees);
+	memset(tl, 0, sizeof(*tl));
+}
+
+/* ---- questions -------------------------------------------------------- */
+
+static bool live_after(const struct mem_block *b, int32_t point)
+{
+	return (int32_t)b->alloc_point <= point && (b->free_point < 0 || b->free_point > point);
+}
+
+struct size_idx {
+	uint64_t size;
+	uint32_t idx;
+};
+
+static int cmp_size_desc(const void *a, const void *b)
+{
+	const struct size_idx *x = a, *y = b;
+
+	if (x->size != y->size)
+		return x->size < y->size ? 1 : -1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+size_t mem_timeline_live_at(const struct mem_timeline *tl, int32_t point, uint32_t *out, size_t max)
+{
+	struct size_idx *heap;
+	size_t live = 0, kept = 0;
+
+	if (point < 0)
+		return 0;
+	/* keep the `max` largest in a small array, re-sorted when it fills (max is small) */
+	heap = malloc((2 * max + 1) * sizeof(*heap));
+	for (size_t b = 0; b < tl->n_blocks && (int32_t)tl->blocks[b].alloc_point <= point; b++) {
+		if (!live_after(&tl->blocks[b], point))
+			continue;
+		live++;
+		if (!heap || max == 0)
+			continue;
+		heap[kept++] = (struct size_idx){ tl->blocks[b].size, (uint32_t)b };
+		if (kept == 2 * max + 1) {
+			qsort(heap, kept, sizeof(*heap), cmp_size_desc);
+			kept = max;
+		}
+	}
+	if (heap) {
+		qsort(heap, kept, sizeof(*heap), cmp_size_desc);
+		for (size_t i = 0; i < kept && i < max; i++)
+			out[i] = heap[i].idx;
+		free(heap);
+	}
+	return live;
+}
+
+void mem_timeline_categories_at(const struct mem_timeline *tl, int32_t point,
+				uint64_t by_category[ST_MEM_CATEGORY_COUNT])
+{
+	memset(by_category, 0, ST_MEM_CATEGORY_COUNT * sizeof(uint64_t));
+	for (int32_t i = 0; i <= point && (size_t)i < tl->n_points; i++)
+		if (tl->points[i].block >= 0)
+			by_category[tl->points[i].category] += (uint64_t)tl->points[i].delta;
+}
+
+int32_t mem_timeline_point_at(const struct mem_timeline *tl, uint64_t t)
+{
+	size_t lo = 0, hi = tl->n_points;   /* first point with time > t */
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tl->points[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (int32_t)lo - 1;
+}
+
+void mem_timeline_capacity(const struct mem_timeline *tl, uint64_t capacity, struct mem_capacity *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->capacity = capacity;
+	out->point = -1;
+	out->block = -1;
+	for (size_t i = 0; i < tl->n_points; i++) {
+		const struct mem_point *pt = &tl->points[i];
+		uint64_t before, size;
+
+		if (pt->kind != ST_ALLOC)
+			continue;
+		size = (uint64_t)pt->delta;
+		before = pt->live - size;
+		if (size > capacity || before > capacity - size) {
+			out->point = (int32_t)i;
+			out->block = pt->block;
+			out->request = size;
+			out->live_before = before;
+			out->overshoot = size > capacity ? before + (size - capacity) : before - (capacity - size);
+			mem_timeline_categories_at(tl, (int32_t)i - 1, out->by_category);
+			return;
+		}
+	}
+	out->fits = true;
+	out->peak = tl->peak.bytes;
+	out->headroom = capacity - tl->peak.bytes;
+}

@@ -1,0 +1,172 @@
+/*
+ * memory.h: the memory timeline, rebuilt from a replay's allocation, free
+ * and OOM events (rp->mem): live bytes over time in total and per category,
+ * peaks (overall, per step, per phase) with what was live at them, blocks
+ * never freed and frees of unknown addresses, and a capacity replay ("would
+ * this run fit on a device of N bytes, and if not, which request fails").
+ *
+ * Two views, built separately: MEM_VIEW_MODEL from the model allocator's
+ * events (source SRC_MODEL, which know categories and ops) and
+ * MEM_VIEW_DRIVER from CUDA's cudaMalloc/cudaFree records (SRC_DRIVER).
+ *
+ *   struct mem_timeline tl;
+ *   if (mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) < 0)  // error line printed
+ *           return 1;
+ *   printf("peak %" PRIu64 " at %" PRIu64 "\n", tl.peak.bytes, tl.peak.t);
+ *   mem_timeline_release(&tl);
+ *
+ * Ordering. Events are taken by start time; events with the same timestamp
+ * keep their recorded order (the order the allocator reported them, i.e. the
+ * bundle's order, which replay preserves with its stable sort). So a free
+ * recorded before an allocation at the same instant makes room for it, and
+ * an allocation recorded before a free at the same instant stacks on top.
+ *
+ * Matching. A free matches the live block at its (device, address). A free
+ * of an address not live is an "unknown free": counted and listed, and it
+ * changes nothing. An allocation at an address that is already live
+ * (a lost free) leaves the older block live and never freed; the address now
+ * names the newer one. Blocks still live at the end are "never freed". A
+ * free's size and category come from the block it frees, not from the free
+ * record (which may say 0).
+ *
+ * Peaks. Live bytes only grow at allocations, so every peak is the live
+ * total right after some allocation. The overall peak is the largest; a
+ * step's peak is the largest reached by an allocation of that step
+ * (rp->mem[i].step); a phase's peak the largest reached by an allocation of
+ * that phase. The earliest wins a tie. Phase of an event: its op's phase
+ * ("forward", "backward", "optimizer"), else the first of those words among
+ * the components of its covering NVTX range's path, else "other".
+ *
+ * Memory is O(number of memory events).
+ */
+#ifndef STEPTRACE_REPLAY_MEMORY_H
+#define STEPTRACE_REPLAY_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replay/replay.h"
+
+enum mem_view {
+	MEM_VIEW_MODEL = ST_SRC_MODEL,
+	MEM_VIEW_DRIVER = ST_SRC_DRIVER,
+};
+const char *mem_view_name(enum mem_view v);   /* "model allocator", "driver (cudaMalloc)" */
+
+enum mem_phase {
+	MEM_PHASE_FORWARD,
+	MEM_PHASE_BACKWARD,
+	MEM_PHASE_OPTIMIZER,
+	MEM_PHASE_OTHER,       /* setup, loss outside a phase, no op and no range */
+	MEM_PHASE_COUNT
+};
+const char *mem_phase_name(enum mem_phase p);   /* "forward", "backward", "optimizer", "other" */
+/* The phase of rp->mem[i] (see Peaks above). */
+enum mem_phase mem_event_phase(const struct replay *rp, const struct replay_mem *m);
+
+/* One block of the view: an allocation and, when seen, its free. */
+struct mem_block {
+	uint64_t address, size;
+	uint64_t t_alloc, t_free;   /* t_free = UINT64_MAX when never freed */
+	uint32_t alloc_point;       /* index into points of its allocation */
+	int32_t free_point;         /* index into points of its free, -1 never freed */
+	uint32_t op;                /* op that asked for it, 0 none */
+	uint32_t device;
+	uint8_t category;           /* enum st_mem_category */
+	uint8_t phase;              /* enum mem_phase of the allocation */
+};
+
+/* One event of the view, in replay order, with the live total after it. */
+struct mem_point {
+	uint64_t t;
+	uint64_t live;              /* total live bytes after this event */
+	int64_t delta;              /* +size, -size, or 0 (unknown free, OOM) */
+	uint32_t mem;               /* index into rp->mem */
+	int32_t block;              /* index into blocks, -1 for an unknown free or an OOM */
+	uint8_t kind;               /* ST_ALLOC, ST_FREE or ST_OOM */
+	uint8_t category;           /* of the block (the OOM's own for an OOM) */
+	uint8_t phase;              /* enum mem_phase of this event */
+};
+
+struct mem_peak {
+	uint64_t bytes;             /* live total at the peak; 0 when nothing was allocated */
+	uint64_t t;                 /* time of the allocation that reached it */
+	int32_t point;              /* index into points, -1 when none */
+	int32_t block;              /* that allocation's block, -1 when none */
+	uint64_t by_category[ST_MEM_CATEGORY_COUNT];   /* live per category at the peak */
+};
+
+struct mem_timeline {
+	enum mem_view view;
+	struct mem_point *points;   /* this view's events in order (OOMs: model view) */
+	size_t n_points;
+	struct mem_block *blocks;   /* by allocation order */
+	size_t n_blocks;
+
+	struct mem_peak peak;                       /* overall */
+	struct mem_peak phase_peak[MEM_PHASE_COUNT];
+	struct mem_peak *step_peak;                 /* one per rp->steps[i] */
+	size_t n_steps;
+	struct mem_peak outside_steps_peak;         /* allocations outside every step */
+
+	uint32_t *never_freed;      /* indices into blocks, by allocation order */
+	size_t n_never_freed;
+	uint64_t never_freed_bytes;
+	uint32_t *unknown_frees;    /* indices into points */
+	size_t n_unknown_frees;
+	size_t n_reused_live;       /* allocations at an address that was still live */
+	size_t n_ooms;              /* OOM events recorded in the bundle */
+
+	uint64_t final_live;        /* live total after the last event */
+	uint64_t allocated_total;   /* sum of every allocation's size */
+	size_t n_allocs, n_frees;
+};
+
+/* ---- lifetime -------------------------------------------------------- */
+
+/* Builds one view from rp->mem. -1 (one error line) on allocation failure. */
+int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum mem_view view);
+void mem_timeline_release(struct mem_timeline *tl);
+
+/* ---- questions ------------------------------------------------------- */
+
+/*
+ * The blocks live right after `point` (allocated at or before it, freed
+ * after it or never), largest first (ties: earlier allocation first). Writes
+ * at most max indices into blocks to out; returns how many are live in all
+ * (may exceed max). O(n_blocks + max log max).
+ */
+size_t mem_timeline_live_at(const struct mem_timeline *tl, int32_t point, uint32_t *out, size_t max);
+
+/* Live bytes per category right after `point` (all zero for -1). O(n_points). */
+void mem_timeline_categories_at(const struct mem_timeline *tl, int32_t point,
+				uint64_t by_category[ST_MEM_CATEGORY_COUNT]);
+
+/* Index of the last point at or before time t, -1 when t is before the first. O(log n). */
+int32_t mem_timeline_point_at(const struct mem_timeline *tl, uint64_t t);
+
+/* ---- capacity replay ------------------------------------------------- */
+
+/*
+ * Replays the view's allocations against a device of `capacity` bytes,
+ * counting live bytes only (no allocator fragmentation, no CUDA context):
+ * the first allocation whose request would push the live total above
+ * capacity does not fit. Exactly reaching capacity fits.
+ */
+struct mem_capacity {
+	uint64_t capacity;
+	bool fits;
+	/* when it fits: */
+	uint64_t peak, headroom;            /* headroom = capacity - peak */
+	/* when it does not: */
+	int32_t point;                      /* the failing allocation's point */
+	int32_t block;
+	uint64_t request;                   /* its size */
+	uint64_t live_before;               /* live total just before it */
+	uint64_t overshoot;                 /* live_before + request - capacity (>= 1) */
+	uint64_t by_category[ST_MEM_CATEGORY_COUNT];   /* live just before it */
+};
+void mem_timeline_capacity(const struct mem_timeline *tl, uint64_t capacity, struct mem_capacity *out);
+
+#endif

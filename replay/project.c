@@ -1,0 +1,453 @@
+/*
+ * project.c: the NVTX range tree per thread, the range paths, the launch
+ * links (correlation ids), the projection of GPU work onto ranges and steps,
+ * and the per-stream and per-thread orderings. The rules are in replay.h.
+ *
+ * Everything here is a sort (radix, O(n)) plus linear sweeps; attributing an
+ * activity to its ranges costs its range depth.
+ */
+#include "replay/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/error.h"
+
+static int32_t thread_index(const struct replay *rp, uint64_t thread)
+{
+	size_t lo = 0, hi = rp->n_threads;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rp->threads[mid].thread < thread)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rp->n_threads && rp->threads[lo].thread == thread ? (int32_t)lo : -1;
+}
+
+/* Distinct threads of API calls and ranges, each with its calls and ranges in order. */
+static int build_threads(struct replay *rp)
+{
+	size_t n = rp->n_apis + rp->n_ranges, nt = 0;
+	uint64_t *ids = malloc((n + 1) * sizeof(*ids));
+	uint32_t *api_t = malloc((rp->n_apis + 1) * sizeof(*api_t));
+	uint32_t *range_t = malloc((rp->n_ranges + 1) * sizeof(*range_t));
+	struct replay_key *keys = malloc((n + 1) * sizeof(*keys));
+	struct replay_key *tmp = malloc((n + 1) * sizeof(*tmp));
+	int rc = -1;
+
+	if (!ids || !api_t || !range_t || !keys || !tmp)
+		goto out;
+	for (size_t i = 0; i < rp->n_apis; i++)
+		keys[i].key = rp->apis[i].thread, keys[i].idx = 0;
+	for (size_t i = 0; i < rp->n_ranges; i++)
+		keys[rp->n_apis + i].key = rp->ranges[i].thread, keys[rp->n_apis + i].idx = 0;
+	replay_sort_keys(keys, tmp, n);
+	for (size_t i = 0; i < n; i++)
+		if (nt == 0 || ids[nt - 1] != keys[i].key)
+			ids[nt++] = keys[i].key;
+	rp->threads = calloc(nt + 1, sizeof(*rp->threads));
+	if (!rp->threads)
+		goto out;
+	rp->n_threads = nt;
+	for (size_t i = 0; i < nt; i++)
+		rp->threads[i].thread = ids[i];
+	for (size_t i = 0; i < rp->n_apis; i++) {
+		api_t[i] = (uint32_t)thread_index(rp, rp->apis[i].thread);
+		rp->threads[api_t[i]].n_apis++;
+	}
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		range_t[i] = (uint32_t)thread_index(rp, rp->ranges[i].thread);
+		rp->threads[range_t[i]].n_ranges++;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		struct replay_thread *t = &rp->threads[i];
+		t->apis = malloc((t->n_apis + 1) * sizeof(*t->apis));
+		t->ranges = malloc((t->n_ranges + 1) * sizeof(*t->ranges));
+		if (!t->apis || !t->ranges)
+			goto out;
+		t->n_apis = t->n_ranges = 0;
+	}
+	for (size_t i = 0; i < rp->n_apis; i++) {
+		struct replay_thread *t = &rp->threads[api_t[i]];
+		t->apis[t->n_apis++] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		struct replay_thread *t = &rp->threads[range_t[i]];
+		t->ranges[t->n_ranges++] = (uint32_t)i;
+	}
+	rc = 0;
+out:
+	free(ids);
+	free(api_t);
+	free(range_t);
+	free(keys);
+	free(tmp);
+	return rc;
+}
+
+/* Parents: the nearest earlier range on the thread, recorded depth smaller, not yet ended. */
+static int build_tree(struct replay *rp)
+{
+	int32_t *stack = malloc((rp->n_ranges + 1) * sizeof(*stack));
+
+	if (!stack)
+		return -1;
+	for (size_t ti = 0; ti < rp->n_threads; ti++) {
+		const struct replay_thread *t = &rp->threads[ti];
+		size_t sp = 0;
+
+		for (size_t k = 0; k < t->n_ranges; k++) {
+			int32_t ri = (int32_t)t->ranges[k];
+			struct replay_range *r = &rp->ranges[ri];
+
+			while (sp > 0) {
+				const struct replay_range *top = &rp->ranges[stack[sp - 1]];
+				if (top->recorded_depth < r->recorded_depth && top->end >= r->start)
+					break;
+				sp--;
+			}
+			r->parent = sp ? stack[sp - 1] : -1;
+			r->depth = sp ? rp->ranges[r->parent].depth + 1 : 0;
+			stack[sp++] = ri;
+		}
+	}
+	free(stack);
+	return 0;
+}
+
+/* Distinct paths, interned by (parent path, name); parents precede children in range order. */
+static int build_paths(struct replay *rp)
+{
+	size_t cap = 16, cap_paths = 0;
+	int32_t *table;
+	int rc = -1;
+
+	while (cap < 2 * rp->n_ranges)
+		cap *= 2;
+	table = malloc(cap * sizeof(*table));
+	if (!table)
+		return -1;
+	memset(table, 0xff, cap * sizeof(*table));
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		struct replay_range *r = &rp->ranges[i];
+		int32_t ppath = r->parent >= 0 ? (int32_t)rp->ranges[r->parent].path : -1;
+		uint64_t h = ((uint64_t)(uint32_t)ppath << 32 | r->name) * 0x9e3779b97f4a7c15ull;
+		size_t slot = (size_t)(h >> 20) & (cap - 1);
+
+		for (;;) {
+			int32_t p = table[slot];
+			if (p < 0)
+				break;
+			if (rp->paths[p].parent == ppath && rp->paths[p].name == r->name)
+				break;
+			slot = (slot + 1) & (cap - 1);
+		}
+		if (table[slot] < 0) {
+			const char *name = replay_str(rp, r->name);
+			const char *pstr = ppath >= 0 ? rp->paths[ppath].str : NULL;
+			size_t nl = strlen(name), pl = pstr ? strlen(pstr) : 0;
+			char *buf = malloc(pl + nl + 2), *s;
+			struct replay_path *p;
+
+			if (!buf || replay_grow((void **)&rp->paths, &cap_paths, sizeof(*rp->paths),
+						rp->n_paths + 1) < 0) {
+				free(buf);
+				goto out;
+			}
+			if (pstr) {
+				memcpy(buf, pstr, pl);
+				buf[pl++] = '/';
+			}
+			memcpy(buf + pl, name, nl);
+			s = replay_arena_strdup(rp, buf, pl + nl);
+			free(buf);
+			if (!s)
+				goto out;
+			p = &rp->paths[rp->n_paths];
+			p->str = s;
+			p->name = r->name;
+			p->parent = ppath;
+			p->depth = ppath >= 0 ? rp->paths[ppath].depth + 1 : 0;
+			table[slot] = (int32_t)rp->n_paths++;
+		}
+		r->path = (uint32_t)table[slot];
+	}
+	rc = 0;
+out:
+	free(table);
+	return rc;
+}
+
+/* Innermost range of thread t covering [start, end], starting the search at range k-1. */
+static int32_t covering(const struct replay *rp, int32_t last, uint64_t end)
+{
+	while (last >= 0 && rp->ranges[last].end < end)
+		last = rp->ranges[last].parent;
+	return last;
+}
+
+/* Each API call's innermost covering range: one forward pass per thread. */
+static void project_apis(struct replay *rp)
+{
+	for (size_t ti = 0; ti < rp->n_threads; ti++) {
+		const struct replay_thread *t = &rp->threads[ti];
+		size_t k = 0;
+
+		for (size_t j = 0; j < t->n_apis; j++) {
+			struct replay_api *c = &rp->apis[t->apis[j]];
+			while (k < t->n_ranges && rp->ranges[t->ranges[k]].start <= c->start)
+				k++;
+			c->range = covering(rp, k ? (int32_t)t->ranges[k - 1] : -1, c->end);
+		}
+	}
+}
+
+/* activity.api through correlation ids: both sides sorted, then merged. */
+static int link_launches(struct replay *rp)
+{
+	size_t na = 0, nk = 0, n = rp->n_apis > rp->n_activities ? rp->n_apis : rp->n_activities;
+	struct replay_key *ak = malloc((rp->n_apis + 1) * sizeof(*ak));
+	struct replay_key *kk = malloc((rp->n_activities + 1) * sizeof(*kk));
+	struct replay_key *tmp = malloc((n + 1) * sizeof(*tmp));
+	int rc = -1;
+
+	if (!ak || !kk || !tmp)
+		goto out;
+	for (size_t i = 0; i < rp->n_apis; i++)
+		if (rp->apis[i].correlation)
+			ak[na].key = rp->apis[i].correlation, ak[na++].idx = (uint32_t)i;
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (rp->activities[i].correlation)
+			kk[nk].key = rp->activities[i].correlation, kk[nk++].idx = (uint32_t)i;
+	replay_sort_keys(ak, tmp, na);
+	replay_sort_keys(kk, tmp, nk);
+	for (size_t i = 0, j = 0; i < nk; i++) {
+		while (j < na && ak[j].key < kk[i].key)
+			j++;
+		if (j == na)
+			break;
+		if (ak[j].key == kk[i].key) {
+			/* a duplicate id keeps the earliest call (keys are stable by start) */
+			struct replay_activity *a = &rp->activities[kk[i].idx];
+			struct replay_api *c = &rp->apis[ak[j].idx];
+			a->api = (int32_t)ak[j].idx;
+			if (c->activity < 0 || (uint32_t)c->activity > kk[i].idx)
+				c->activity = (int32_t)kk[i].idx;
+		}
+	}
+	rc = 0;
+out:
+	free(ak);
+	free(kk);
+	free(tmp);
+	return rc;
+}
+
+/* Step whose host span covers t; a shared instant goes to the later step. */
+static int32_t step_at(const struct replay *rp, uint64_t t)
+{
+	size_t lo = 0, hi = rp->n_steps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rp->steps[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	return t <= rp->steps[lo - 1].end ? (int32_t)(lo - 1) : -1;
+}
+
+/* One interval of a union being summed in start order. */
+struct span_sum {
+	uint64_t cur_start, cur_end;
+};
+
+static void span_add(struct span_sum *s, uint64_t *busy, uint64_t *gstart, uint64_t *gend,
+		     uint32_t seen, uint64_t start, uint64_t end)
+{
+	if (seen == 0) {
+		s->cur_start = start;
+		s->cur_end = end;
+		*gstart = start;
+		*gend = end;
+		return;
+	}
+	if (start > s->cur_end) {
+		*busy += s->cur_end - s->cur_start;
+		s->cur_start = start;
+		s->cur_end = end;
+	} else if (end > s->cur_end) {
+		s->cur_end = end;
+	}
+	if (end > *gend)
+		*gend = end;
+}
+
+/* Ranges' and steps' GPU span, busy time and counts, from activities in start order. */
+static int project_activities(struct replay *rp)
+{
+	struct span_sum *rs = calloc(rp->n_ranges + 1, sizeof(*rs));
+	struct span_sum *ss = calloc(rp->n_steps + 1, sizeof(*ss));
+
+	if (!rs || !ss) {
+		free(rs);
+		free(ss);
+		return -1;
+	}
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		struct replay_activity *a = &rp->activities[i];
+		bool kernel = a->kind == ST_KERNEL;
+
+		if (a->api >= 0) {
+			a->range = rp->apis[a->api].range;
+			a->step = step_at(rp, rp->apis[a->api].start);
+		} else {
+			a->step = step_at(rp, a->start);
+		}
+		for (int32_t r = a->range; r >= 0; r = rp->ranges[r].parent) {
+			struct replay_range *g = &rp->ranges[r];
+			span_add(&rs[r], &g->gpu_busy, &g->gpu_start, &g->gpu_end, g->activities,
+				 a->start, a->end);
+			g->activities++;
+			g->kernels += kernel;
+		}
+		if (a->step >= 0) {
+			struct replay_step *s = &rp->steps[a->step];
+			span_add(&ss[a->step], &s->gpu_busy, &s->gpu_start, &s->gpu_end, s->activities,
+				 a->start, a->end);
+			s->activities++;
+			s->kernels += kernel;
+		}
+	}
+	for (size_t r = 0; r < rp->n_ranges; r++)
+		if (rp->ranges[r].activities)
+			rp->ranges[r].gpu_busy += rs[r].cur_end - rs[r].cur_start;
+	for (size_t s = 0; s < rp->n_steps; s++)
+		if (rp->steps[s].activities)
+			rp->steps[s].gpu_busy += ss[s].cur_end - ss[s].cur_start;
+	free(rs);
+	free(ss);
+	return 0;
+}
+
+static int build_streams(struct replay *rp)
+{
+	size_t n = rp->n_activities, ns = 0;
+	struct replay_key *keys = malloc((n + 1) * sizeof(*keys));
+	struct replay_key *tmp = malloc((n + 1) * sizeof(*tmp));
+	int rc = -1;
+
+	if (!keys || !tmp)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		keys[i].key = (uint64_t)rp->activities[i].device << 32 | rp->activities[i].stream;
+		keys[i].idx = (uint32_t)i;
+	}
+	replay_sort_keys(keys, tmp, n);
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || keys[i].key != keys[i - 1].key)
+			ns++;
+	rp->streams = calloc(ns + 1, sizeof(*rp->streams));
+	if (!rp->streams)
+		goto out;
+	for (size_t i = 0, s = 0; i < n; s++) {
+		size_t j = i;
+		while (j < n && keys[j].key == keys[i].key)
+			j++;
+		struct replay_stream *st = &rp->streams[s];
+		st->device = (uint32_t)(keys[i].key >> 32);
+		st->stream = (uint32_t)keys[i].key;
+		st->acts = malloc((j - i) * sizeof(*st->acts));
+		if (!st->acts)
+			goto out;
+		for (size_t k = i; k < j; k++)
+			st->acts[st->n++] = keys[k].idx;
+		rp->n_streams = s + 1;
+		i = j;
+	}
+	rc = 0;
+out:
+	free(keys);
+	free(tmp);
+	return rc;
+}
+
+int32_t replay_range_at(const struct replay *rp, uint64_t thread, uint64_t t)
+{
+	int32_t ti = thread_index(rp, thread);
+	const struct replay_thread *th;
+	size_t lo = 0, hi;
+
+	if (ti < 0)
+		return -1;
+	th = &rp->threads[ti];
+	hi = th->n_ranges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rp->ranges[th->ranges[mid]].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return covering(rp, lo ? (int32_t)th->ranges[lo - 1] : -1, t);
+}
+
+static void time_bounds(struct replay *rp)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+#define BOUND(s, e) do { if ((s) < lo) lo = (s); if ((e) > hi) hi = (e); } while (0)
+	for (size_t i = 0; i < rp->n_activities; i++)
+		BOUND(rp->activities[i].start, rp->activities[i].end);
+	for (size_t i = 0; i < rp->n_apis; i++)
+		BOUND(rp->apis[i].start, rp->apis[i].end);
+	for (size_t i = 0; i < rp->n_ranges; i++)
+		BOUND(rp->ranges[i].start, rp->ranges[i].end);
+	for (size_t i = 0; i < rp->n_steps; i++)
+		BOUND(rp->steps[i].start, rp->steps[i].end);
+	for (size_t i = 0; i < rp->n_mem; i++)
+		BOUND(rp->mem[i].ev.start, rp->mem[i].ev.end);
+	for (size_t i = 0; i < rp->n_others; i++)
+		BOUND(rp->others[i].start, rp->others[i].end);
+#undef BOUND
+	rp->t_min = lo == UINT64_MAX ? 0 : lo;
+	rp->t_max = hi;
+}
+
+int replay_project(struct replay *rp)
+{
+	if (build_threads(rp) < 0 || build_tree(rp) < 0 || build_paths(rp) < 0)
+		goto oom;
+	project_apis(rp);
+	if (link_launches(rp) < 0 || project_activities(rp) < 0 || build_streams(rp) < 0)
+		goto oom;
+
+	for (size_t i = 0; i < rp->n_ranges; i++)
+		rp->ranges[i].step = step_at(rp, rp->ranges[i].start +
+					     (rp->ranges[i].end - rp->ranges[i].start) / 2);
+
+	/* the main thread: the steps', else the one with most ranges */
+	if (rp->n_steps) {
+		rp->main_thread = rp->steps[0].thread;
+	} else {
+		size_t best = 0;
+		for (size_t i = 0; i < rp->n_threads; i++)
+			if (rp->threads[i].n_ranges > best) {
+				best = rp->threads[i].n_ranges;
+				rp->main_thread = rp->threads[i].thread;
+			}
+	}
+	for (size_t i = 0; i < rp->n_mem; i++) {
+		rp->mem[i].step = step_at(rp, rp->mem[i].ev.start);
+		rp->mem[i].range = replay_range_at(rp, rp->main_thread, rp->mem[i].ev.start);
+	}
+	time_bounds(rp);
+	return 0;
+oom:
+	return st_error("out of memory while rebuilding the timeline");
+}

@@ -1,0 +1,558 @@
+/*
+ * replay.c: loading a bundle into a replay, the sorted arrays, lookups and
+ * the measured-step filter. The range tree and its projection are in
+ * project.c, the --range matcher in filter.c.
+ */
+#include "replay/internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/error.h"
+
+#define ARENA_BLOCK (64 * 1024)
+
+char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
+{
+	struct replay_priv *pv = rp->priv;
+	struct arena_block *b = pv->arena;
+
+	if (!b || b->size - b->used < len + 1) {
+		size_t size = len + 1 > ARENA_BLOCK ? len + 1 : ARENA_BLOCK;
+		b = malloc(sizeof(*b) + size);
+		if (!b)
+			return NULL;
+		b->next = pv->arena;
+		b->used = 0;
+		b->size = size;
+		pv->arena = b;
+	}
+	char *p = b->data + b->used;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	b->used += len + 1;
+	return p;
+}
+
+int replay_grow(void **p, size_t *cap, size_t elem, size_t need)
+{
+	size_t nc = *cap ? *cap : 256;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (nc < need)
+		nc *= 2;
+	q = realloc(*p, nc * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = nc;
+	return 0;
+}
+
+#define GROW(rp, arr, n, capname) \
+	replay_grow((void **)&(rp)->arr, &((struct replay_priv *)(rp)->priv)->capname, \
+		    sizeof(*(rp)->arr), (rp)->n + 1)
+
+void replay_init(struct replay *rp)
+{
+	memset(rp, 0, sizeof(*rp));
+	rp->priv = calloc(1, sizeof(struct replay_priv));
+	rp->main_thread = 0;
+}
+
+void replay_release(struct replay *rp)
+{
+	struct replay_priv *pv = rp->priv;
+
+	if (pv) {
+		struct arena_block *b = pv->arena;
+		while (b) {
+			struct arena_block *next = b->next;
+			free(b);
+			b = next;
+		}
+		if (pv->reader)
+			bundle_reader_free(pv->reader);
+		free(pv);
+	}
+	for (size_t i = 0; i < rp->n_streams; i++)
+		free(rp->streams[i].acts);
+	for (size_t i = 0; i < rp->n_threads; i++) {
+		free(rp->threads[i].apis);
+		free(rp->threads[i].ranges);
+	}
+	free(rp->strings);
+	free(rp->activities);
+	free(rp->kernel_cfg);
+	free(rp->copies);
+	free(rp->apis);
+	free(rp->ranges);
+	free(rp->paths);
+	free(rp->ops);
+	free(rp->steps);
+	free(rp->mem);
+	free(rp->others);
+	free(rp->streams);
+	free(rp->threads);
+	memset(rp, 0, sizeof(*rp));
+}
+
+int replay_set_strings(struct replay *rp, const char *const *strings, uint32_t n)
+{
+	struct replay_priv *pv = rp->priv;
+
+	if (!pv)
+		return st_error("replay used before replay_init");
+	if (replay_grow((void **)&rp->strings, &pv->cap_strings, sizeof(*rp->strings), n ? n : 1) < 0)
+		return st_error("out of memory for %" PRIu32 " strings", n);
+	rp->strings[0] = "";
+	for (uint32_t i = 1; i < n; i++) {
+		const char *s = strings[i] ? strings[i] : "";
+		rp->strings[i] = replay_arena_strdup(rp, s, strlen(s));
+		if (!rp->strings[i])
+			return st_error("out of memory for strings");
+	}
+	rp->n_strings = n ? n : 1;
+	pv->strings_owned = true;
+	return 0;
+}
+
+static void add_activity(struct replay_activity *a, const struct st_event *ev)
+{
+	memset(a, 0, sizeof(*a));
+	a->start = ev->start;
+	a->end = ev->end;
+	a->kind = (uint8_t)ev->kind;
+	a->api = a->range = a->step = -1;
+}
+
+int replay_add(struct replay *rp, const struct st_event *ev)
+{
+	struct replay_priv *pv = rp->priv;
+	struct st_event e = *ev;
+
+	if (!pv || pv->built)
+		return st_error("replay_add after replay_build");
+	if (e.end < e.start)
+		e.end = e.start;
+	if (e.kind >= ST_KIND_FIRST && e.kind <= ST_KIND_LAST)
+		rp->counts[e.kind]++;
+
+	switch (e.kind) {
+	case ST_KERNEL: {
+		struct replay_activity *a;
+		struct replay_kernel_cfg *k;
+		if (GROW(rp, activities, n_activities, cap_activities) < 0 ||
+		    GROW(rp, kernel_cfg, n_kernel_cfg, cap_kernel_cfg) < 0)
+			goto oom;
+		a = &rp->activities[rp->n_activities++];
+		add_activity(a, &e);
+		a->name = e.kernel.name;
+		a->stream = e.kernel.stream;
+		a->device = (uint16_t)e.kernel.device;
+		a->op = e.kernel.op;
+		a->correlation = e.kernel.correlation;
+		a->detail = (uint32_t)rp->n_kernel_cfg;
+		k = &rp->kernel_cfg[rp->n_kernel_cfg++];
+		memcpy(k->grid, e.kernel.grid, sizeof(k->grid));
+		memcpy(k->block, e.kernel.block, sizeof(k->block));
+		k->registers = e.kernel.registers;
+		k->static_smem = e.kernel.static_smem;
+		k->dynamic_smem = e.kernel.dynamic_smem;
+		break;
+	}
+	case ST_MEMCPY: {
+		struct replay_activity *a;
+		struct replay_copy *c;
+		if (GROW(rp, activities, n_activities, cap_activities) < 0 ||
+		    GROW(rp, copies, n_copies, cap_copies) < 0)
+			goto oom;
+		a = &rp->activities[rp->n_activities++];
+		add_activity(a, &e);
+		a->stream = e.memcpy.stream;
+		a->device = (uint16_t)e.memcpy.device;
+		a->op = e.memcpy.op;
+		a->correlation = e.memcpy.correlation;
+		a->bytes = e.memcpy.bytes;
+		a->detail = (uint32_t)rp->n_copies;
+		c = &rp->copies[rp->n_copies++];
+		c->copy_kind = e.memcpy.copy_kind;
+		c->src_kind = e.memcpy.src_kind;
+		c->dst_kind = e.memcpy.dst_kind;
+		break;
+	}
+	case ST_MEMSET: {
+		struct replay_activity *a;
+		if (GROW(rp, activities, n_activities, cap_activities) < 0)
+			goto oom;
+		a = &rp->activities[rp->n_activities++];
+		add_activity(a, &e);
+		a->stream = e.memset.stream;
+		a->device = (uint16_t)e.memset.device;
+		a->op = e.memset.op;
+		a->correlation = e.memset.correlation;
+		a->bytes = e.memset.bytes;
+		a->detail = e.memset.value;
+		break;
+	}
+	case ST_API: {
+		struct replay_api *c;
+		if (GROW(rp, apis, n_apis, cap_apis) < 0)
+			goto oom;
+		c = &rp->apis[rp->n_apis++];
+		memset(c, 0, sizeof(*c));
+		c->start = e.start;
+		c->end = e.end;
+		c->thread = e.api.thread;
+		c->correlation = e.api.correlation;
+		c->name = e.api.name;
+		c->cbid = e.api.cbid;
+		c->status = e.api.status;
+		c->domain = (uint8_t)e.api.domain;
+		c->range = c->activity = -1;
+		break;
+	}
+	case ST_RANGE: {
+		struct replay_range *r;
+		if (GROW(rp, ranges, n_ranges, cap_ranges) < 0)
+			goto oom;
+		r = &rp->ranges[rp->n_ranges++];
+		memset(r, 0, sizeof(*r));
+		r->start = e.start;
+		r->end = e.end;
+		r->thread = e.range.thread;
+		r->name = e.range.name;
+		r->domain = e.range.domain;
+		r->recorded_depth = e.range.depth;
+		r->parent = r->step = -1;
+		break;
+	}
+	case ST_OP: {
+		struct replay_op *o;
+		if (e.op.id == 0)
+			break; /* not a valid op; counted, not kept */
+		if (GROW(rp, ops, n_ops, cap_ops) < 0)
+			goto oom;
+		o = &rp->ops[rp->n_ops++];
+		memset(o, 0, sizeof(*o));
+		o->id = e.op.id;
+		o->name = e.op.name;
+		o->path = e.op.path;
+		o->kind = e.op.kind;
+		o->phase = e.op.phase;
+		o->flops = e.op.flops;
+		o->bytes = e.op.bytes;
+		o->n_inputs = e.op.n_inputs > ST_OP_MAX_INPUTS ? ST_OP_MAX_INPUTS : e.op.n_inputs;
+		o->n_outputs = e.op.n_outputs > ST_OP_MAX_OUTPUTS ? ST_OP_MAX_OUTPUTS : e.op.n_outputs;
+		memcpy(o->inputs, e.op.inputs, sizeof(o->inputs));
+		memcpy(o->outputs, e.op.outputs, sizeof(o->outputs));
+		break;
+	}
+	case ST_STEP: {
+		struct replay_step *s;
+		if (GROW(rp, steps, n_steps, cap_steps) < 0)
+			goto oom;
+		s = &rp->steps[rp->n_steps++];
+		memset(s, 0, sizeof(*s));
+		s->index = e.step.index;
+		s->warmup = e.step.warmup;
+		s->thread = e.step.thread;
+		s->start = e.start;
+		s->end = e.end;
+		break;
+	}
+	case ST_ALLOC:
+	case ST_FREE:
+	case ST_OOM: {
+		struct replay_mem *m;
+		if (GROW(rp, mem, n_mem, cap_mem) < 0)
+			goto oom;
+		m = &rp->mem[rp->n_mem++];
+		m->ev = e;
+		m->step = m->range = -1;
+		break;
+	}
+	case ST_OVERHEAD:
+	case ST_SYNC:
+		if (GROW(rp, others, n_others, cap_others) < 0)
+			goto oom;
+		rp->others[rp->n_others++] = e;
+		break;
+	default:
+		break; /* unknown kinds from a newer minor version are skipped */
+	}
+	return 0;
+oom:
+	return st_error("out of memory while reading events");
+}
+
+int replay_load(struct replay *rp, const char *path, const struct replay_options *opt)
+{
+	struct bundle_reader *r;
+	struct st_event ev;
+	int rc;
+
+	replay_init(rp);
+	if (!rp->priv)
+		return st_error("out of memory");
+	r = bundle_reader_open(path);
+	if (!r)
+		goto fail;
+	((struct replay_priv *)rp->priv)->reader = r;
+	while ((rc = bundle_reader_next(r, &ev)) > 0)
+		if (replay_add(rp, &ev) < 0)
+			goto fail;
+	if (rc < 0)
+		goto fail;
+
+	rp->path = bundle_reader_path(r);
+	rp->header = bundle_reader_header(r);
+	rp->footer = bundle_reader_footer(r);
+	rp->truncated = bundle_reader_truncated(r);
+	rp->truncation = bundle_reader_truncation(r);
+	rp->chunks_read = bundle_reader_chunks(r);
+	rp->events_read = bundle_reader_events(r);
+	if (rp->truncated && !(opt && opt->quiet))
+		st_warning("'%s' is truncated (%s): read %" PRIu32 " chunks, %" PRIu64
+			   " events; results cover only that part", path,
+			   rp->truncation ? rp->truncation : "no footer", rp->chunks_read,
+			   rp->events_read);
+
+	/* The reader's string table, by pointer: the reader lives as long as rp. */
+	{
+		struct replay_priv *pv = rp->priv;
+		uint32_t n = bundle_reader_string_count(r);
+		if (n == 0)
+			n = 1;
+		if (replay_grow((void **)&rp->strings, &pv->cap_strings, sizeof(*rp->strings), n) < 0) {
+			st_error("out of memory for %" PRIu32 " strings of '%s'", n, path);
+			goto fail;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			const char *s = bundle_reader_string(r, i);
+			rp->strings[i] = s ? s : "";
+		}
+		rp->n_strings = n;
+	}
+	if (replay_build(rp) < 0)
+		goto fail;
+	return 0;
+fail:
+	replay_release(rp);
+	return -1;
+}
+
+/* ---- build: ordering --------------------------------------------------- */
+
+/* Interns a name the bundle does not store (copy names); reuses an equal string. */
+static uint32_t synthetic_name(struct replay *rp, const char *s)
+{
+	struct replay_priv *pv = rp->priv;
+
+	for (uint32_t i = rp->n_strings; i-- > 1;)
+		if (strcmp(rp->strings[i], s) == 0)
+			return i;
+	if (replay_grow((void **)&rp->strings, &pv->cap_strings, sizeof(*rp->strings),
+			rp->n_strings + 1) < 0)
+		return 0;
+	rp->strings[rp->n_strings] = s; /* static storage */
+	return rp->n_strings++;
+}
+
+const char *replay_memcpy_name(uint32_t copy_kind)
+{
+	static const char *const names[] = {
+		"[CUDA memcpy Unknown]",
+		"[CUDA memcpy Host-to-Device]",
+		"[CUDA memcpy Device-to-Host]",
+		"[CUDA memcpy Host-to-Array]",
+		"[CUDA memcpy Array-to-Host]",
+		"[CUDA memcpy Array-to-Array]",
+		"[CUDA memcpy Array-to-Device]",
+		"[CUDA memcpy Device-to-Array]",
+		"[CUDA memcpy Device-to-Device]",
+		"[CUDA memcpy Host-to-Host]",
+		"[CUDA memcpy Peer-to-Peer]",
+	};
+	return copy_kind < sizeof(names) / sizeof(names[0]) ? names[copy_kind] : names[0];
+}
+
+/* Sorts n elements of size `elem` at *base by key (stable) through `keys`. */
+static int permute(void **base, size_t n, size_t elem, struct replay_key *keys)
+{
+	char *src = *base, *dst;
+	size_t i = 0;
+
+	while (i < n && keys[i].idx == i)
+		i++;
+	if (i == n)
+		return 0; /* already in order */
+	dst = malloc(n * elem);
+	if (!dst)
+		return -1;
+	for (i = 0; i < n; i++)
+		memcpy(dst + i * elem, src + (size_t)keys[i].idx * elem, elem);
+	free(src);
+	*base = dst;
+	return 0;
+}
+
+#define SORT_BY(rp, arr, n, field, keys, tmp)                                      \
+	do {                                                                        \
+		for (size_t i_ = 0; i_ < (rp)->n; i_++) {                           \
+			keys[i_].key = (rp)->arr[i_].field;                         \
+			keys[i_].idx = (uint32_t)i_;                                \
+		}                                                                   \
+		replay_sort_keys(keys, tmp, (rp)->n);                               \
+		if (permute((void **)&(rp)->arr, (rp)->n, sizeof(*(rp)->arr), keys) < 0) \
+			goto oom;                                                   \
+	} while (0)
+
+static bool ranges_in_order(const struct replay *rp)
+{
+	for (size_t i = 1; i < rp->n_ranges; i++) {
+		const struct replay_range *a = &rp->ranges[i - 1], *b = &rp->ranges[i];
+		if (a->start > b->start || (a->start == b->start && a->recorded_depth > b->recorded_depth))
+			return false;
+	}
+	return true;
+}
+
+static int sort_all(struct replay *rp)
+{
+	size_t n = rp->n_activities;
+	struct replay_key *keys, *tmp;
+
+	if (rp->n_apis > n) n = rp->n_apis;
+	if (rp->n_ranges > n) n = rp->n_ranges;
+	if (rp->n_ops > n) n = rp->n_ops;
+	if (rp->n_steps > n) n = rp->n_steps;
+	if (rp->n_mem > n) n = rp->n_mem;
+	if (rp->n_others > n) n = rp->n_others;
+	if (n > UINT32_MAX)
+		return st_error("too many events (%zu) for one replay", n);
+	keys = malloc((n + 1) * sizeof(*keys));
+	tmp = malloc((n + 1) * sizeof(*tmp));
+	if (!keys || !tmp)
+		goto oom;
+
+	SORT_BY(rp, activities, n_activities, start, keys, tmp);
+	SORT_BY(rp, apis, n_apis, start, keys, tmp);
+	SORT_BY(rp, ops, n_ops, id, keys, tmp);
+	SORT_BY(rp, steps, n_steps, start, keys, tmp);
+	SORT_BY(rp, mem, n_mem, ev.start, keys, tmp);
+	SORT_BY(rp, others, n_others, start, keys, tmp);
+	/* ranges by (start, recorded depth): depth first, then stably by start */
+	if (!ranges_in_order(rp)) {
+		for (size_t i = 0; i < rp->n_ranges; i++) {
+			keys[i].key = rp->ranges[i].recorded_depth;
+			keys[i].idx = (uint32_t)i;
+		}
+		replay_sort_keys(keys, tmp, rp->n_ranges);
+		for (size_t i = 0; i < rp->n_ranges; i++)
+			keys[i].key = rp->ranges[keys[i].idx].start;
+		replay_sort_keys(keys, tmp, rp->n_ranges); /* stable: depth order within a start */
+		if (permute((void **)&rp->ranges, rp->n_ranges, sizeof(*rp->ranges), keys) < 0)
+			goto oom;
+	}
+	free(keys);
+	free(tmp);
+	return 0;
+oom:
+	free(keys);
+	free(tmp);
+	return st_error("out of memory while sorting events");
+}
+
+int replay_build(struct replay *rp)
+{
+	struct replay_priv *pv = rp->priv;
+
+	if (!pv || pv->built)
+		return st_error("replay_build called twice");
+	pv->built = true;
+	if (rp->n_strings == 0 && replay_set_strings(rp, NULL, 0) < 0)
+		return -1;
+	if (sort_all(rp) < 0)
+		return -1;
+
+	/* ops: duplicates keep the first definition */
+	if (rp->n_ops) {
+		size_t w = 1;
+		for (size_t i = 1; i < rp->n_ops; i++)
+			if (rp->ops[i].id != rp->ops[w - 1].id)
+				rp->ops[w++] = rp->ops[i];
+		rp->n_ops = w;
+	}
+	for (size_t i = 0; i < rp->n_steps; i++)
+		if (!rp->steps[i].warmup)
+			rp->n_measured_steps++;
+
+	/* Nsight's names for copies; slot 0 of the cache is memset's */
+	uint32_t copy_names[12] = { 0 };
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		struct replay_activity *a = &rp->activities[i];
+		if (a->kind == ST_MEMCPY || a->kind == ST_MEMSET) {
+			uint32_t ck = a->kind == ST_MEMSET ? 0 : rp->copies[a->detail].copy_kind;
+			unsigned slot = a->kind == ST_MEMSET ? 0 : (ck <= 10 ? ck + 1 : 1);
+			if (!copy_names[slot])
+				copy_names[slot] = synthetic_name(rp, a->kind == ST_MEMSET ? REPLAY_MEMSET_NAME
+								  : replay_memcpy_name(ck));
+			a->name = copy_names[slot];
+		} else if (a->name >= rp->n_strings) {
+			a->name = 0;
+		}
+	}
+	return replay_project(rp);
+}
+
+/* ---- lookups ----------------------------------------------------------- */
+
+const char *replay_str(const struct replay *rp, uint32_t id)
+{
+	return id < rp->n_strings && rp->strings[id] ? rp->strings[id] : "";
+}
+
+const struct replay_op *replay_op(const struct replay *rp, uint32_t id)
+{
+	size_t lo = 0, hi = rp->n_ops;
+
+	if (id == 0)
+		return NULL;
+	if (id <= rp->n_ops && rp->ops[id - 1].id == id)
+		return &rp->ops[id - 1]; /* dense ids: the usual case */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rp->ops[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rp->n_ops && rp->ops[lo].id == id ? &rp->ops[lo] : NULL;
+}
+
+const char *replay_range_path(const struct replay *rp, const struct replay_range *r)
+{
+	return r->path < rp->n_paths ? rp->paths[r->path].str : "";
+}
+
+const char *replay_activity_path(const struct replay *rp, const struct replay_activity *a)
+{
+	return a->range >= 0 ? replay_range_path(rp, &rp->ranges[a->range]) : "";
+}
+
+bool replay_counts(const struct replay *rp, int32_t step_index, bool include_warmup)
+{
+	if (rp->n_steps == 0 || include_warmup)
+		return true;
+	return step_index >= 0 && (size_t)step_index < rp->n_steps && !rp->steps[step_index].warmup;
+}
+
+size_t replay_step_divisor(const struct replay *rp, bool include_warmup)
+{
+	size_t n = include_warmup ? rp->n_steps : rp->n_measured_steps;
+	return n ? n : 1;
+}

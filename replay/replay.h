@@ -1,0 +1,321 @@
+/*
+ * replay.h: a bundle rebuilt as timelines, the one thing every report walks.
+ *
+ * A replay holds, in memory and in time order:
+ *   - GPU activities (kernels, memcpys, memsets) with their launching API
+ *     call, innermost NVTX range and step resolved;
+ *   - host API calls, NVTX ranges as a tree per thread, steps, ops;
+ *   - the raw allocation, free and OOM events (for the memory timeline);
+ *   - per-stream and per-thread orderings as index arrays.
+ *
+ * Lifetime (git style):
+ *
+ *   struct replay rp;
+ *   if (replay_load(&rp, "x.stb", NULL) < 0)   // error line already printed
+ *           return 1;
+ *   for (size_t i = 0; i < rp.n_activities; i++) ...
+ *   replay_release(&rp);
+ *
+ * Or, without a file (tests, synthetic input):
+ *
+ *   replay_init(&rp);
+ *   replay_set_strings(&rp, names, n);          // id i is names[i]
+ *   replay_add(&rp, &ev) ...;                   // any order
+ *   replay_build(&rp);
+ *
+ * NVTX projection, as Nsight Systems does it. A GPU activity belongs to
+ * every range on its launching thread's stack whose CPU span covers the
+ * launching API call: the call is found by correlation id (activity
+ * correlation == API call correlation), and a range covers it when
+ * range.start <= call.start && call.end <= range.end -- both boundaries
+ * inclusive, so a range that starts exactly when the call starts covers it,
+ * and a range that ends exactly when a zero-length call happens covers it.
+ * An activity with no launching call belongs to no range. A range's GPU span
+ * runs from the start of its first activity to the end of its last (its own
+ * and its descendants'); its GPU busy time is the union of those intervals,
+ * so overlapping kernels on different streams count once. Memcpys and
+ * memsets are projected like kernels (Nsight's GPU projection does too);
+ * kernel counts are kept apart.
+ *
+ * Range tree: on each thread, ranges are ordered by start, then recorded
+ * depth (so an outer and inner range with identical times nest the recorded
+ * way); a range's parent is the nearest earlier range on the thread whose
+ * recorded depth is smaller and whose span has not ended before it starts.
+ * A range whose parent was lost (a truncated bundle: ranges are written when
+ * they close) is a root.
+ *
+ * Steps: an activity belongs to the step whose host span [start, end] covers
+ * its launching call's start (or, with no launching call, its own GPU start).
+ * An instant shared by two steps belongs to the later one.
+ *
+ * Indices are int32_t with -1 for "none"; string ids are uint32_t with 0 for
+ * "none" (the empty string).
+ */
+#ifndef STEPTRACE_REPLAY_REPLAY_H
+#define STEPTRACE_REPLAY_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/bundle.h"
+
+struct replay_options {
+	bool quiet;            /* no truncation warning (the caller reports it) */
+};
+
+/* A kernel, memcpy or memset on the GPU. */
+struct replay_activity {
+	uint64_t start, end;   /* GPU ns */
+	uint64_t correlation;
+	uint64_t bytes;        /* memcpy/memset; 0 for kernels */
+	uint32_t name;         /* string id; copies get "[CUDA memcpy Host-to-Device]", "[CUDA memset]" */
+	uint32_t stream;
+	uint32_t op;           /* Op id that launched it, 0 = none (see replay_op) */
+	int32_t api;           /* index into apis of the launching call, -1 none */
+	int32_t range;         /* innermost covering NVTX range, -1 none */
+	int32_t step;          /* index into steps, -1 outside every step */
+	uint32_t detail;       /* kernel: index into kernel_cfg; memcpy: into copies; memset: value */
+	uint16_t device;
+	uint8_t kind;          /* ST_KERNEL, ST_MEMCPY or ST_MEMSET */
+};
+
+struct replay_kernel_cfg {
+	uint32_t grid[3], block[3];
+	uint32_t registers, static_smem, dynamic_smem;
+};
+
+struct replay_copy {
+	uint32_t copy_kind, src_kind, dst_kind;   /* CUPTI numbering */
+};
+
+struct replay_api {
+	uint64_t start, end;
+	uint64_t thread, correlation;
+	uint32_t name;         /* string id, e.g. "cudaLaunchKernel" */
+	uint32_t cbid;
+	int32_t status;
+	int32_t range;         /* innermost covering range on its thread, -1 none */
+	int32_t activity;      /* first activity it launched, -1 none */
+	uint8_t domain;        /* 0 runtime, 1 driver */
+};
+
+struct replay_range {
+	uint64_t start, end;           /* CPU ns */
+	uint64_t gpu_start, gpu_end;   /* projected span; both 0 when no GPU work */
+	uint64_t gpu_busy;             /* union of its activities' intervals */
+	uint64_t thread;
+	uint32_t name;                 /* string id of its own name */
+	uint32_t domain;               /* string id of the NVTX domain, 0 default */
+	uint32_t path;                 /* index into paths: "step/forward/layer.3/attn" */
+	int32_t parent;                /* -1 for a root */
+	uint32_t depth;                /* in the rebuilt tree, 0 = root */
+	uint32_t recorded_depth;       /* as the bundle says */
+	uint32_t kernels;              /* kernels projected onto it (descendants' included) */
+	uint32_t activities;           /* kernels + memcpys + memsets */
+	int32_t step;                  /* step covering its midpoint, -1 none */
+};
+
+/* A distinct range path; ranges with the same path share one. */
+struct replay_path {
+	const char *str;               /* "step/forward/layer.3/attn", owned by the replay */
+	uint32_t name;                 /* last component's string id */
+	int32_t parent;                /* path of the parent, -1 at the root */
+	uint32_t depth;                /* components - 1 */
+};
+
+struct replay_op {
+	uint32_t id;
+	uint32_t name, path, kind, phase;   /* string ids */
+	uint64_t flops, bytes;
+	uint8_t n_inputs, n_outputs;
+	uint8_t inputs[ST_OP_MAX_INPUTS], outputs[ST_OP_MAX_OUTPUTS];
+};
+
+struct replay_step {
+	uint32_t index;
+	bool warmup;
+	uint64_t thread;
+	uint64_t start, end;           /* host wall span (synchronised) */
+	uint64_t gpu_start, gpu_end;   /* first activity start, last activity end; 0 if none */
+	uint64_t gpu_busy;             /* union of its activities' intervals */
+	uint32_t kernels, activities;
+};
+
+/* An allocation, free or OOM (ev.kind ST_ALLOC, ST_FREE, ST_OOM), in time order. */
+struct replay_mem {
+	struct st_event ev;
+	int32_t step;                  /* step covering ev.start, -1 none */
+	int32_t range;                 /* innermost range covering ev.start on the main thread, -1 none */
+};
+
+/* A (device, stream) and its activities in start order. */
+struct replay_stream {
+	uint32_t device, stream;
+	uint32_t *acts;                /* indices into activities */
+	size_t n;
+};
+
+/* A host thread: its API calls and ranges in start order. */
+struct replay_thread {
+	uint64_t thread;
+	uint32_t *apis;                /* indices into apis */
+	size_t n_apis;
+	uint32_t *ranges;              /* indices into ranges, by (start, recorded depth) */
+	size_t n_ranges;
+};
+
+struct replay {
+	/* From the file; NULL after replay_build without a file. Owned by the replay. */
+	const Steptrace__Header *header;
+	const Steptrace__Footer *footer;
+	const char *path;              /* the bundle's path, NULL without a file */
+	bool truncated;
+	const char *truncation;        /* why, NULL when complete */
+	uint32_t chunks_read;
+	uint64_t events_read;
+	uint64_t counts[ST_KIND_COUNT];   /* events read, per enum st_kind */
+
+	/* Strings: id < n_strings; the bundle's, then synthetic ones. */
+	const char **strings;
+	uint32_t n_strings;
+
+	struct replay_activity *activities;   /* by start (stable) */
+	size_t n_activities;
+	struct replay_kernel_cfg *kernel_cfg;
+	size_t n_kernel_cfg;
+	struct replay_copy *copies;
+	size_t n_copies;
+
+	struct replay_api *apis;              /* by start */
+	size_t n_apis;
+	struct replay_range *ranges;          /* by start */
+	size_t n_ranges;
+	struct replay_path *paths;
+	size_t n_paths;
+	struct replay_op *ops;                /* by id */
+	size_t n_ops;
+	struct replay_step *steps;            /* by start */
+	size_t n_steps;
+	size_t n_measured_steps;              /* steps not flagged warm-up */
+	struct replay_mem *mem;               /* alloc/free/oom by time */
+	size_t n_mem;
+	struct st_event *others;              /* overhead and sync records, by start */
+	size_t n_others;
+
+	struct replay_stream *streams;        /* by (device, stream) */
+	size_t n_streams;
+	struct replay_thread *threads;        /* by thread id */
+	size_t n_threads;
+	uint64_t main_thread;                 /* thread of the steps (or with most ranges) */
+
+	uint64_t t_min, t_max;                /* over every timed event; 0 when empty */
+
+	void *priv;                           /* builder state, reader, arenas */
+};
+
+/* ---- lifetime -------------------------------------------------------- */
+
+void replay_init(struct replay *rp);
+
+/*
+ * Reads the whole bundle through trace/bundle.h and builds it. A truncated
+ * bundle loads what it holds and warns once (unless opt->quiet):
+ *   warning: 'x.stb' is truncated (why): read N chunks, M events; results cover only that part
+ * Anything else wrong prints one error line and returns -1 (rp is then
+ * released). opt may be NULL.
+ */
+int replay_load(struct replay *rp, const char *path, const struct replay_options *opt);
+
+/* Strings for events added by hand: id i is strings[i] (strings[0] is ignored). Copied. */
+int replay_set_strings(struct replay *rp, const char *const *strings, uint32_t n);
+
+/* Adds one event (copied), in any order. -1 on allocation failure. */
+int replay_add(struct replay *rp, const struct st_event *ev);
+
+/* Sorts, resolves and projects what was added. Call once. -1 on error (one line printed). */
+int replay_build(struct replay *rp);
+
+/* Frees everything; rp is then as after replay_init. */
+void replay_release(struct replay *rp);
+
+/* ---- lookups --------------------------------------------------------- */
+
+/* A string by id; "" for 0 or an unknown id. */
+const char *replay_str(const struct replay *rp, uint32_t id);
+
+/* The op with this id, NULL for 0 or unknown. */
+const struct replay_op *replay_op(const struct replay *rp, uint32_t id);
+
+/* A range's full path, e.g. "step/forward/layer.3/attn". */
+const char *replay_range_path(const struct replay *rp, const struct replay_range *r);
+
+/* Innermost range on `thread` whose span covers t (inclusive), -1 none. O(log n + depth). */
+int32_t replay_range_at(const struct replay *rp, uint64_t thread, uint64_t t);
+
+/* The activity's range path, or "" when it has no range. */
+const char *replay_activity_path(const struct replay *rp, const struct replay_activity *a);
+
+/* ---- filters --------------------------------------------------------- */
+
+/*
+ * Measured-step filter. True when the bundle has no steps (everything
+ * counts), or step_index is a measured (non-warm-up) step; with
+ * include_warmup, everything counts (warm-up steps and work outside steps).
+ */
+bool replay_counts(const struct replay *rp, int32_t step_index, bool include_warmup);
+
+/* Number of steps a --per-step division uses: measured ones (all with include_warmup); >= 1. */
+size_t replay_step_divisor(const struct replay *rp, bool include_warmup);
+
+/*
+ * --range PATH. Components separated by '/', each an fnmatch glob
+ * ("layer.*"); a path matches when the pattern matches a contiguous run of
+ * its components, anywhere, or at the root with a leading '/'. So "forward"
+ * keeps everything under any "forward" range, and the pattern made of
+ * "layer.*", "attn", "softmax" keeps everything under any layer's softmax.
+ */
+struct range_pattern {
+	char *storage;
+	const char **comp;
+	int n;
+	bool anchored;
+};
+int range_pattern_compile(struct range_pattern *p, const char *pattern); /* -1 with an error line */
+bool range_pattern_match(const struct range_pattern *p, const char *path);
+void range_pattern_release(struct range_pattern *p);
+
+/*
+ * A path filter for the whole replay: one flag per path (NULL pattern keeps
+ * everything). Activities are kept when their innermost range's path
+ * matches; when the bundle has no ranges at all, the path of the op that
+ * launched them is matched instead. Ranges are kept when their path matches.
+ */
+struct replay_filter {
+	uint8_t *path_ok;              /* n_paths flags, NULL = keep all */
+	uint8_t *op_ok;                /* by op index, used when there are no ranges */
+	bool all;
+};
+int replay_filter_init(struct replay_filter *f, const struct replay *rp, const char *pattern);
+bool replay_filter_activity(const struct replay_filter *f, const struct replay *rp,
+			    const struct replay_activity *a);
+bool replay_filter_range(const struct replay_filter *f, const struct replay_range *r);
+void replay_filter_release(struct replay_filter *f);
+
+/* ---- helpers --------------------------------------------------------- */
+
+/* "[CUDA memcpy Host-to-Device]" for a CUPTI memcpy kind (Nsight's names). */
+const char *replay_memcpy_name(uint32_t copy_kind);
+#define REPLAY_MEMSET_NAME "[CUDA memset]"
+
+/*
+ * Stable sort of (key, index) pairs by key, LSD radix: O(n), what every
+ * ordering here uses. `tmp` must hold n pairs.
+ */
+struct replay_key {
+	uint64_t key;
+	uint32_t idx;
+};
+void replay_sort_keys(struct replay_key *a, struct replay_key *tmp, size_t n);
+
+#endif

@@ -1,0 +1,202 @@
+#!/bin/sh
+# test_reports.sh STEPTRACE ST-GEN: every report on tests/gen's bundles,
+# compared with values worked out by hand from the layout in tests/gen/gen.c.
+# Measured steps 1 and 2 each launch: sgemm 80|100 (step 1|2) and 100,
+# softmax 60, elementwise_add 40, vectorized 40 (+50 on thread 200),
+# softmax_backward 100, adam 100, orphan 40, memcpy 20, memset 10.
+set -u
+ST=$1
+GEN=$2
+dir=$(mktemp -d /tmp/st-analyze-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+
+"$GEN" basic -o "$dir/basic.stb" || { echo "st-gen failed"; exit 1; }
+"$GEN" nosteps -o "$dir/nosteps.stb" || exit 1
+"$GEN" truncated -o "$dir/trunc.stb" || exit 1
+
+# expect NAME EXPECTED-EXIT EXPECTED-STDOUT -- ARGS...
+expect() {
+	name=$1 want_rc=$2 want=$3
+	shift 4
+	got=$("$ST" "$@" 2>"$dir/stderr")
+	rc=$?
+	if [ "$rc" != "$want_rc" ] || [ "$got" != "$want" ]; then
+		echo "FAIL $name: steptrace $* (exit $rc, wanted $want_rc)"
+		printf '%s\n' "$want" >"$dir/want"
+		printf '%s\n' "$got" >"$dir/got"
+		diff "$dir/want" "$dir/got"
+		cat "$dir/stderr"
+		fail=1
+	fi
+}
+
+H='Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name'
+
+# sgemm: 80,100,100,100 -> total 380, mean 95, median 100, sd sqrt(300/3) = 10
+# vectorized: 40,50,40,50 -> mean 45, sd sqrt(100/3) = 5.77; total of all kernels 1240
+expect summary 0 "$H
+30.6,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
+16.1,200,2,100.0,100.0,100,100,0.0,adam_kernel
+16.1,200,2,100.0,100.0,100,100,0.0,softmax_backward_kernel
+14.5,180,4,45.0,45.0,40,50,5.8,vectorized_elementwise_kernel
+9.7,120,2,60.0,60.0,60,60,0.0,softmax_kernel
+6.5,80,2,40.0,40.0,40,40,0.0,elementwise_add_kernel
+6.5,80,2,40.0,40.0,40,40,0.0,nccl_kernel_orphan" -- summary "$dir/basic.stb" --format csv
+
+expect summary-top 0 "$H
+30.6,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
+16.1,200,2,100.0,100.0,100,100,0.0,adam_kernel
+
+# 2 of 7 rows shown (--top 2)" -- summary "$dir/basic.stb" --format csv --top 2
+
+# warm-up adds step 0 (as step 1: 610) and the setup kernel init_kernel (30): total 1880
+expect summary-warmup 0 "$H
+29.8,560,6,93.3,100.0,80,100,10.3,ampere_sgemm_128x64_nn
+16.0,300,3,100.0,100.0,100,100,0.0,adam_kernel
+16.0,300,3,100.0,100.0,100,100,0.0,softmax_backward_kernel
+14.4,270,6,45.0,45.0,40,50,5.5,vectorized_elementwise_kernel
+9.6,180,3,60.0,60.0,60,60,0.0,softmax_kernel
+6.4,120,3,40.0,40.0,40,40,0.0,elementwise_add_kernel
+6.4,120,3,40.0,40.0,40,40,0.0,nccl_kernel_orphan
+1.6,30,1,30.0,30.0,30,30,0.0,init_kernel" -- summary "$dir/basic.stb" --format csv --include-warmup
+
+# forward: calls on thread 100 inside forward: sgemm x2, softmax, add, vectorized (not thread 200's)
+expect summary-forward 0 "$H
+57.6,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
+18.2,120,2,60.0,60.0,60,60,0.0,softmax_kernel
+12.1,80,2,40.0,40.0,40,40,0.0,elementwise_add_kernel
+12.1,80,2,40.0,40.0,40,40,0.0,vectorized_elementwise_kernel" -- summary "$dir/basic.stb" --format csv --range forward
+
+# softmax ranges of any layer, forward and backward; add's zero-length call sits on softmax's end
+expect summary-softmax 0 "$H
+50.0,200,2,100.0,100.0,100,100,0.0,softmax_backward_kernel
+30.0,120,2,60.0,60.0,60,60,0.0,softmax_kernel
+20.0,80,2,40.0,40.0,40,40,0.0,elementwise_add_kernel" -- summary "$dir/basic.stb" --format csv --range 'layer.*/attn/softmax'
+
+expect summary-anchored 0 "$H
+
+# no GPU work under '/forward'" -- summary "$dir/basic.stb" --format csv --range /forward
+
+expect summary-op 0 "$H
+30.6,380,4,95.0,100.0,80,100,10.0,forward/attn/q_proj
+27.4,340,8,42.5,40.0,40,50,4.6,(no op)
+16.1,200,2,100.0,100.0,100,100,0.0,backward/attn/softmax
+16.1,200,2,100.0,100.0,100,100,0.0,optimizer/adamw
+9.7,120,2,60.0,60.0,60,60,0.0,forward/attn/softmax" -- summary "$dir/basic.stb" --format csv --by op
+
+# categories include copies: memcpy 20 x2 + memset 10 x2; total 1300
+expect summary-category 0 "$H
+29.2,380,4,95.0,100.0,80,100,10.0,GEMM
+24.6,320,4,80.0,80.0,60,100,23.1,softmax
+20.0,260,6,43.3,40.0,40,50,5.2,elementwise
+15.4,200,2,100.0,100.0,100,100,0.0,optimizer
+6.2,80,2,40.0,40.0,40,40,0.0,other
+4.6,60,4,15.0,15.0,10,20,5.8,memcpy/memset" -- summary "$dir/basic.stb" --format csv --by category
+
+expect summary-forward-category 0 "$H
+57.6,380,4,95.0,100.0,80,100,10.0,GEMM
+24.2,160,4,40.0,40.0,40,40,0.0,elementwise
+18.2,120,2,60.0,60.0,60,60,0.0,softmax" -- summary "$dir/basic.stb" --format csv --by category --range forward
+
+expect summary-all 0 "$H
+29.2,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
+15.4,200,2,100.0,100.0,100,100,0.0,adam_kernel
+15.4,200,2,100.0,100.0,100,100,0.0,softmax_backward_kernel
+13.8,180,4,45.0,45.0,40,50,5.8,vectorized_elementwise_kernel
+9.2,120,2,60.0,60.0,60,60,0.0,softmax_kernel
+6.2,80,2,40.0,40.0,40,40,0.0,elementwise_add_kernel
+6.2,80,2,40.0,40.0,40,40,0.0,nccl_kernel_orphan
+3.1,40,2,20.0,20.0,20,20,0.0,[CUDA memcpy Device-to-Device]
+1.5,20,2,10.0,10.0,10,10,0.0,[CUDA memset]" -- summary "$dir/basic.stb" --format csv --all
+
+expect summary-per-step 0 "$H
+30.6,190.0,2.00,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
+16.1,100.0,1.00,100.0,100.0,100,100,0.0,adam_kernel
+
+# 2 of 7 rows shown (--top 2)
+# totals and instances are per measured step: divided by 2 steps" -- summary "$dir/basic.stb" --format csv --per-step --top 2
+
+# no steps: everything counts (3 copies of the step content plus the setup kernel)
+expect summary-nosteps 0 "$H
+29.8,560,6,93.3,100.0,80,100,10.3,forward/attn/q_proj
+28.7,540,13,41.5,40.0,30,50,5.5,(no op)
+16.0,300,3,100.0,100.0,100,100,0.0,backward/attn/softmax
+16.0,300,3,100.0,100.0,100,100,0.0,optimizer/adamw
+9.6,180,3,60.0,60.0,60,60,0.0,forward/attn/softmax" -- summary "$dir/nosteps.stb" --format csv --by op
+
+# a truncated bundle still answers, with a warning on stderr
+expect summary-truncated 0 "$H
+30.6,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
+
+# 1 of 7 rows shown (--top 1)" -- summary "$dir/trunc.stb" --format csv --top 1 --no-all
+grep -q "^warning: '.*trunc.stb' is truncated (.*): read 1 chunks, 128 events; results cover only that part$" "$dir/stderr" ||
+	{ echo "FAIL truncation warning: $(cat "$dir/stderr")"; fail=1; }
+
+R='Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Style,Range,GPU Time (ns),GPU Busy (ns)'
+# GPU time per instance: step [100,910] = 810; busy 470 (step 1) + 490 (step 2)
+# forward: [100,420] = 320 x2, busy 260 + 280; layer.0: [100,260] = 160 x2, busy 140 + 160
+# (sgemm [100,180] then softmax [200,260] and add [210,250]; in step 2 sgemm ends at 200)
+expect ranges 0 "$R
+24.7,2000,2,1000.0,1000.0,1000,1000,0.0,PushPop,step,1620,960
+9.6,780,2,390.0,390.0,390,390,0.0,PushPop,step/forward,640,540
+7.4,600,2,300.0,300.0,300,300,0.0,PushPop,step/backward,200,200
+7.4,600,2,300.0,300.0,300,300,0.0,PushPop,step/backward/layer.0,200,200
+7.4,600,2,300.0,300.0,300,300,0.0,PushPop,step/backward/layer.0/attn,200,200
+7.4,600,2,300.0,300.0,300,300,0.0,PushPop,step/backward/layer.0/attn/softmax,200,200
+7.4,600,2,300.0,300.0,300,300,0.0,PushPop,step/optimizer,220,220
+6.2,500,2,250.0,250.0,250,250,0.0,PushPop,loader,100,100
+4.9,400,2,200.0,200.0,200,200,0.0,PushPop,step/forward/layer.1,240,240
+4.9,400,2,200.0,200.0,200,200,0.0,PushPop,step/forward/layer.1/attn,240,240
+4.7,380,2,190.0,190.0,190,190,0.0,PushPop,step/forward/layer.0,320,300
+4.7,380,2,190.0,190.0,190,190,0.0,PushPop,step/forward/layer.0/attn,320,300
+1.2,100,2,50.0,50.0,50,50,0.0,PushPop,step/forward/layer.0/attn/q_proj,180,180
+1.0,80,2,40.0,40.0,40,40,0.0,PushPop,step/forward/layer.0/attn/softmax,120,120
+1.0,80,2,40.0,40.0,40,40,0.0,PushPop,step/forward/layer.1/attn/q_proj,200,200" -- ranges "$dir/basic.stb" --format csv
+
+expect ranges-filter 0 "$R
+43.5,600,2,300.0,300.0,300,300,0.0,PushPop,step/backward/layer.0/attn,200,200
+29.0,400,2,200.0,200.0,200,200,0.0,PushPop,step/forward/layer.1/attn,240,240
+27.5,380,2,190.0,190.0,190,190,0.0,PushPop,step/forward/layer.0/attn,320,300" -- ranges "$dir/basic.stb" --format csv --range 'layer.*/attn' --depth 4
+
+# roots only, warm-up and setup included: step busy 470 + 470 + 490
+expect ranges-depth 0 "$R
+77.9,3000,3,1000.0,1000.0,1000,1000,0.0,PushPop,step,2430,1430
+19.5,750,3,250.0,250.0,250,250,0.0,PushPop,loader,150,150
+2.6,100,1,100.0,100.0,100,100,0.0,PushPop,setup,30,30" -- ranges "$dir/basic.stb" --format csv --depth 1 --include-warmup
+
+expect steps 0 "# Steps (warm-up included)
+Step,Warm-up,Wall (ms),GPU Busy (ms),GPU Span (ms),Kernels
+0,yes,5.000,0.001,0.001,9
+1,no,2.000,0.001,0.001,9
+2,no,2.400,0.001,0.001,9
+
+# Mean ± std over steps
+Steps,N,Wall Mean (ms),Wall Std (ms),Wall Med (ms),Wall Min (ms),Wall Max (ms),GPU Busy Mean (ms),GPU Busy Std (ms),GPU Span Mean (ms),GPU Span Std (ms)
+measured,2,2.200,0.283,2.200,2.000,2.400,0.001,0.000,0.001,0.000
+all (with warm-up),3,3.133,1.629,2.400,2.000,5.000,0.001,0.000,0.001,0.000
+warm-up only,1,5.000,0.000,5.000,5.000,5.000,0.001,0.000,0.001,0.000
+
+# counting the 1 warm-up step(s) changes the mean wall time by +0.933 ms (+42.4%)" -- steps "$dir/basic.stb" --format csv --include-warmup
+
+# info: counts from the footer and as read, the 2 dropped kernels loudly
+got=$("$ST" info "$dir/basic.stb" --format csv 2>"$dir/stderr")
+for line in 'kernel,28,28,2' 'memcpy,3,3,0' 'api,31,31,0' 'range,46,46,0' 'op,5,5,0' 'step,3,3,0' \
+	    'oom,1,1,0' 'sync,1,1,0' 'complete,yes' 'end reason,ok' 'events,128' 'dropped,2' \
+	    '# WARNING: 2 records were dropped while recording: totals undercount (enlarge CUPTI'"'"'s buffers)' \
+	    '# complete: 128 events'; do
+	printf '%s\n' "$got" | grep -qxF "$line" || { echo "FAIL info: no line '$line'"; fail=1; }
+done
+grep -q "2 records were dropped" "$dir/stderr" || { echo "FAIL info: no dropped warning"; fail=1; }
+got=$("$ST" info "$dir/trunc.stb" --format csv 2>/dev/null)
+printf '%s\n' "$got" | grep -qxF 'complete,no (no footer)' || { echo "FAIL info truncated"; fail=1; }
+
+# bad input and bad flags
+expect bad-file 1 "" -- summary /etc/passwd
+expect bad-flag 129 "" -- summary "$dir/basic.stb" --by nonsense
+expect bad-range 129 "" -- summary "$dir/basic.stb" --range 'a//b'
+expect no-file 129 "" -- ranges
+expect bad-format 129 "" -- steps "$dir/basic.stb" --format xml
+
+[ $fail = 0 ] && echo "test_reports: ok"
+exit $fail
