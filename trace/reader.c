@@ -17,6 +17,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +31,87 @@
 #define MAX_STRINGS (1u << 26)
 #define MAX_STRING_BYTES (1u << 30)
 
+/*
+ * Event chunks are unpacked into an arena reset per chunk: protobuf-c then
+ * makes no malloc/free per event, which was most of the reading time.
+ */
+struct arena_block {
+	struct arena_block *next;
+	size_t size, used;
+	max_align_t data[];
+};
+
+struct arena {
+	struct arena_block *head; /* the block being filled; older ones follow */
+	ProtobufCAllocator allocator;
+};
+
+static void *arena_alloc(void *data, size_t size)
+{
+	struct arena *a = data;
+	struct arena_block *b = a->head;
+
+	size = (size + 15) & ~(size_t)15;
+	if (!b || b->size - b->used < size) {
+		size_t want = size > (16u << 20) ? size : (16u << 20);
+		b = malloc(sizeof(*b) + want);
+		if (!b)
+			return NULL;
+		b->size = want;
+		b->used = 0;
+		b->next = a->head;
+		a->head = b;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += size;
+	return p;
+}
+
+static void arena_free_noop(void *data, void *p)
+{
+}
+
+/* Empties the arena, keeping one block as large as everything it held, so a
+ * steady stream of similar chunks allocates nothing. */
+static void arena_reset(struct arena *a)
+{
+	size_t total = 0;
+	struct arena_block *b;
+
+	if (!a->head)
+		return;
+	if (!a->head->next) {
+		a->head->used = 0;
+		return;
+	}
+	for (b = a->head; b; b = b->next)
+		total += b->size;
+	while ((b = a->head)) {
+		a->head = b->next;
+		free(b);
+	}
+	b = malloc(sizeof(*b) + total);
+	if (b) {
+		b->size = total;
+		b->used = 0;
+		b->next = NULL;
+		a->head = b;
+	}
+}
+
+static void arena_release(struct arena *a)
+{
+	struct arena_block *b;
+
+	while ((b = a->head)) {
+		a->head = b->next;
+		free(b);
+	}
+}
+
 struct bundle_reader {
 	struct archive *ar;
+	struct arena arena;
 	char *path;
 	uint64_t file_size;
 
@@ -247,6 +327,7 @@ struct bundle_reader *bundle_reader_open(const char *path)
 		st_error("cannot read bundle '%s': out of memory", path);
 		return NULL;
 	}
+	r->arena.allocator = (ProtobufCAllocator){ arena_alloc, arena_free_noop, &r->arena };
 	if (stat(path, &stt)) {
 		st_error("cannot open bundle '%s': %s", path, strerror(errno));
 		goto fail;
@@ -360,7 +441,8 @@ static int load_chunk(struct bundle_reader *r)
 				return -1;
 			}
 		} else if (has_prefix(name, "events-")) {
-			Steptrace__EventChunk *c = steptrace__event_chunk__unpack(NULL, len, r->buf);
+			arena_reset(&r->arena);
+			Steptrace__EventChunk *c = steptrace__event_chunk__unpack(&r->arena.allocator, len, r->buf);
 			if (!c) {
 				r->done = 1;
 				return st_error("bundle '%s' is damaged: chunk '%s' does not decode "
@@ -368,13 +450,11 @@ static int load_chunk(struct bundle_reader *r)
 						r->path, name, r->chunks, (unsigned long long)r->events);
 			}
 			if (c->base_ns > (UINT64_C(1) << 62)) {
-				steptrace__event_chunk__free_unpacked(c, NULL);
 				r->done = 1;
 				return st_error("bundle '%s' is damaged: chunk '%s' has a base time out of range",
 						r->path, name);
 			}
 			if (c->index != r->chunks) {
-				steptrace__event_chunk__free_unpacked(c, NULL);
 				r->done = 1;
 				return st_error("bundle '%s' is damaged: chunk %u is missing (found '%s' next)",
 						r->path, r->chunks, name);
@@ -416,10 +496,7 @@ int bundle_reader_next(struct bundle_reader *r, struct st_event *ev)
 			r->events++;
 			return 1;
 		}
-		if (r->chunk) {
-			steptrace__event_chunk__free_unpacked(r->chunk, NULL);
-			r->chunk = NULL;
-		}
+		r->chunk = NULL; /* its memory is the arena's */
 		if (r->done)
 			return 0;
 		int ret = load_chunk(r);
@@ -488,8 +565,7 @@ void bundle_reader_free(struct bundle_reader *r)
 		steptrace__header__free_unpacked(r->header, NULL);
 	if (r->footer)
 		steptrace__footer__free_unpacked(r->footer, NULL);
-	if (r->chunk)
-		steptrace__event_chunk__free_unpacked(r->chunk, NULL);
+	arena_release(&r->arena);
 	for (size_t i = 0; i < r->n_tables; i++)
 		steptrace__string_table__free_unpacked(r->tables[i], NULL);
 	free(r->tables);
