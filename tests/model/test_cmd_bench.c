@@ -1,0 +1,97 @@
+/*
+ * `steptrace bench` (cmd_bench.c) over the CPU stand-in of model.h: one row
+ * per configuration in sweep order, OOM rows that do not stop the sweep,
+ * and refusals of bad lists.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cli/commands.h"
+#include "cli/error.h"
+
+/* Runs cmd_bench with stdout into buf. */
+static int bench(char *buf, size_t cap, int argc, const char **argv)
+{
+	FILE *out = tmpfile(), *err = fopen("/dev/null", "w");
+	int saved = dup(1), saved_err = dup(2), rc;
+	size_t n;
+
+	fflush(stdout);
+	fflush(stderr);
+	dup2(fileno(out), 1);
+	dup2(fileno(err), 2);
+	st_error_set_stream(err);
+	rc = cmd_bench(argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	st_error_set_stream(NULL);
+	dup2(saved, 1);
+	dup2(saved_err, 2);
+	close(saved);
+	close(saved_err);
+	rewind(out);
+	n = fread(buf, 1, cap - 1, out);
+	buf[n] = 0;
+	fclose(out);
+	fclose(err);
+	return rc;
+}
+
+#define BENCH(buf, ...)                                                         \
+	({                                                                      \
+		const char *av_[] = { "bench", __VA_ARGS__, NULL };              \
+		bench(buf, sizeof(buf), (int)(sizeof(av_) / sizeof(av_[0])) - 1, av_); \
+	})
+
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+
+	while ((s = strstr(s, what)))
+		n++, s++;
+	return n;
+}
+
+int main(void)
+{
+	static char buf[65536];
+	int rc;
+
+	rc = BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2", "--vocab", "32",
+		   "--batch", "1", "--ctx", "4,8", "--precision", "fp32,bf16",
+		   "--mode", "forward,train", "--warmup", "1", "--steps", "3", "--format", "csv");
+	CHECK(rc == 0, "sweep exit %d", rc);
+	CHECK(count(buf, "\ncustom,") == 8, "8 rows:\n%s", buf);
+	CHECK(strstr(buf, "model,params,ctx,precision,mode,forward_ms") != NULL, "header:\n%s", buf);
+	CHECK(strstr(buf, "custom,5168,4,fp32,forward,") != NULL, "first row:\n%s", buf);
+	CHECK(strstr(buf, "custom,5168,8,bf16,train,") != NULL, "last row:\n%s", buf);
+	CHECK(count(buf, ",ok") == 8, "all ok:\n%s", buf);
+
+	/* A device of 4 MB: the small context fits, the long one is OOM, the sweep goes on. */
+	setenv("ST_TEST_DEVICE_BYTES", "4000000", 1);
+	rc = BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2", "--vocab", "32",
+		   "--ctx", "4,512,8", "--steps", "2", "--warmup", "0", "--format", "json");
+	unsetenv("ST_TEST_DEVICE_BYTES");
+	CHECK(rc == 0, "OOM sweep exit %d", rc);
+	CHECK(count(buf, "\"OOM\"") == 1 && count(buf, "\"ok\"") == 2, "OOM row:\n%s", buf);
+	CHECK(strstr(buf, "setup/parameters") != NULL, "OOM note names the op:\n%s", buf);
+
+	rc = BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2", "--vocab", "32",
+		   "--ctx", "4", "--steps", "2", "--warmup", "0");
+	CHECK(rc == 0 && count(buf, "custom") == 1, "text table:\n%s", buf);
+
+	CHECK(BENCH(buf, "--model", "small,tiny") == 1, "unknown model");
+	CHECK(BENCH(buf, "--ctx", "128,abc") == 1, "bad ctx");
+	CHECK(BENCH(buf, "--ctx", "128,") == 1, "empty list item");
+	CHECK(BENCH(buf, "--precision", "fp8") == 1, "bad precision");
+	CHECK(BENCH(buf, "--mode", "backward") == 1, "bad mode");
+	CHECK(BENCH(buf, "--steps", "0") == 129, "no steps");
+	CHECK(BENCH(buf, "--format", "xml") == 129, "bad format");
+	CHECK(BENCH(buf, "extra") == 129, "positional argument");
+	setenv("ST_TEST_NO_GPU", "1", 1);
+	CHECK(BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2") == 1, "no GPU");
+	unsetenv("ST_TEST_NO_GPU");
+	return check_exit("model_cmd_bench");
+}

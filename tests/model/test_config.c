@@ -1,0 +1,111 @@
+/* Model presets, parameter counts (SPEC.md's table), validation and names. */
+#include <string.h>
+
+#include "check.h"
+#include "cli/error.h"
+#include "model/config.h"
+#include "model/reference.h"
+
+static const struct {
+	const char *name;
+	int d_model, d_ff, layers, heads;
+	unsigned long long params;
+} spec_table[] = {
+	{ "small", 768, 3072, 12, 12, 128625408ull },
+	{ "medium", 1024, 4096, 24, 16, 423183360ull },
+	{ "large", 1280, 5120, 36, 20, 969411840ull },
+	{ "xl", 1600, 6400, 48, 25, 1998235200ull },
+	{ "2.7B", 2560, 10240, 32, 32, 3406809600ull },
+};
+
+/* The sum of ref_param_info's shapes must agree with the formula. */
+static unsigned long long params_by_shapes(const struct model_config *c)
+{
+	unsigned long long total = 0;
+	int i, ndim;
+	int64_t shape[2];
+	char name[96];
+
+	for (i = 0; i < ref_param_count(c); i++) {
+		ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+		total += ndim == 1 ? (unsigned long long)shape[0]
+				   : (unsigned long long)shape[0] * (unsigned long long)shape[1];
+	}
+	return total;
+}
+
+int main(void)
+{
+	struct model_config c;
+	enum model_precision p;
+	enum model_mode m;
+	enum model_attention a;
+	FILE *sink = fopen("/dev/null", "w");
+	size_t i;
+
+	for (i = 0; i < sizeof(spec_table) / sizeof(spec_table[0]); i++) {
+		CHECK(model_config_preset(spec_table[i].name, &c) == 0, "%s", spec_table[i].name);
+		CHECK(c.d_model == spec_table[i].d_model && c.d_ff == spec_table[i].d_ff &&
+		      c.layers == spec_table[i].layers && c.heads == spec_table[i].heads,
+		      "%s sizes", spec_table[i].name);
+		CHECK(!strcmp(c.name, spec_table[i].name), "%s name", c.name);
+		CHECK(c.batch == 4 && c.vocab == 10000 && c.ctx == 128, "%s defaults", c.name);
+		CHECK(c.precision == PREC_FP32 && c.mode == MODE_TRAIN && c.attention == ATTN_NAIVE,
+		      "%s default modes", c.name);
+		CHECK(c.lr == 1e-3 && c.beta1 == 0.9 && c.beta2 == 0.999 && c.eps == 1e-8 &&
+		      c.weight_decay == 0.01, "%s adamw defaults", c.name);
+		CHECK(model_config_params(&c) == spec_table[i].params, "%s: %llu != %llu", c.name,
+		      (unsigned long long)model_config_params(&c), spec_table[i].params);
+		CHECK(params_by_shapes(&c) == spec_table[i].params, "%s shapes: %llu", c.name,
+		      params_by_shapes(&c));
+		CHECK(model_config_validate(&c) == 0, "%s validates", c.name);
+	}
+
+	st_error_set_stream(sink);
+	CHECK(model_config_preset("huge", &c) == -1, "unknown preset");
+	model_config_preset("small", &c);
+	c.heads = 7;
+	CHECK(model_config_validate(&c) == -1, "d_model not divisible by heads");
+	c.d_model = 7 * 3;
+	CHECK(model_config_validate(&c) == -1, "odd head size");
+	c.d_model = 7 * 4;
+	CHECK(model_config_validate(&c) == 0, "custom sizes");
+	c.ctx = 0;
+	CHECK(model_config_validate(&c) == -1, "zero ctx");
+	c.ctx = 16;
+	c.beta2 = 1.0;
+	CHECK(model_config_validate(&c) == -1, "beta2 of 1");
+
+	{
+		struct model_dims d = { 0 };
+
+		CHECK(model_config_resolve(NULL, &d, &c) == 0 && !strcmp(c.name, "small"), "default");
+		d.ctx = 512, d.vocab = 50257;
+		CHECK(model_config_resolve("large", &d, &c) == 0 && c.d_model == 1280 && c.ctx == 512 &&
+		      c.vocab == 50257, "preset with overrides");
+		d.d_model = 64, d.layers = 2, d.heads = 4;
+		CHECK(model_config_resolve(NULL, &d, &c) == 0 && !strcmp(c.name, "custom") &&
+		      c.d_ff == 256 && c.layers == 2, "custom, d_ff 4 d_model");
+		d.layers = 0;
+		CHECK(model_config_resolve("custom", &d, &c) == -1, "custom without layers");
+		d.layers = 2, d.heads = 5;
+		CHECK(model_config_resolve("custom", &d, &c) == -1, "64 / 5 heads");
+		d.heads = 4, d.batch = -1;
+		CHECK(model_config_resolve("custom", &d, &c) == -1, "negative batch");
+	}
+	CHECK(model_precision_parse("bf16", &p) == 0 && p == PREC_BF16, "bf16");
+	CHECK(model_precision_parse("tf32", &p) == 0 && p == PREC_TF32, "tf32");
+	CHECK(model_precision_parse("fp16", &p) == -1, "fp16 unknown");
+	CHECK(model_mode_parse("fwdbwd", &m) == 0 && m == MODE_FWDBWD, "fwdbwd");
+	CHECK(model_mode_parse("forward", &m) == 0 && m == MODE_FORWARD, "forward");
+	CHECK(model_mode_parse("backward", &m) == -1, "backward unknown");
+	CHECK(model_attention_parse("flash", &a) == 0 && a == ATTN_FLASH, "flash");
+	CHECK(model_attention_parse("", &a) == -1, "empty attention");
+	CHECK(!strcmp(model_precision_name(PREC_FP32), "fp32"), "fp32 name");
+	CHECK(!strcmp(model_mode_name(MODE_TRAIN), "train"), "train name");
+	CHECK(!strcmp(model_attention_name(ATTN_NAIVE), "naive"), "naive name");
+	CHECK(!strcmp(model_mode_name((enum model_mode)9), "unknown"), "out of range");
+	st_error_set_stream(NULL);
+	fclose(sink);
+	return check_exit("model_config");
+}
