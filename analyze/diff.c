@@ -1,0 +1,763 @@
+/*
+ * diff.c: `steptrace diff A B`, two bundles aligned by op kind, range path,
+ * category or kernel (see diff.h). Each side is summed on its own into
+ * (name, time per step) lists sorted by name; the report merges them, so a
+ * name present on one side only gets empty cells on the other.
+ */
+#include "analyze/diff.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/category.h"
+#include "analyze/common.h"
+#include "cli/commands.h"
+#include "cli/error.h"
+#include "replay/memory.h"
+
+/* ---- one side: (name, time per step) sorted by name ------------------- */
+
+struct named {
+	char *name;                 /* owned */
+	char *sub;                  /* owned: the kernel name in the kernels pairing, else NULL */
+	double time_ns, count;      /* per step */
+};
+
+struct named_list {
+	struct named *v;
+	size_t n;
+};
+
+static void named_list_release(struct named_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].name);
+		free(l->v[i].sub);
+	}
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+static int cmp_named(const void *x, const void *y)
+{
+	const struct named *a = x, *b = y;
+	int c = cmp_str(a->name, b->name);
+
+	return c ? c : cmp_str(a->sub, b->sub);
+}
+
+/* Sorts by (name, sub) and sums duplicates (ops of one kind, paths of one name). */
+static void named_list_merge_dups(struct named_list *l)
+{
+	size_t k = 0;
+
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_named);
+	for (size_t i = 0; i < l->n; i++) {
+		if (k && cmp_named(&l->v[k - 1], &l->v[i]) == 0) {
+			l->v[k - 1].time_ns += l->v[i].time_ns;
+			l->v[k - 1].count += l->v[i].count;
+			free(l->v[i].name);
+			free(l->v[i].sub);
+		} else {
+			l->v[k++] = l->v[i];
+		}
+	}
+	l->n = k;
+}
+
+/* "forward/attn/softmax" for an op (its kind in its phase), "(no op)" for none. */
+static char *op_group_name(const struct replay *rp, const struct replay_op *op)
+{
+	char buf[512];
+	const char *phase, *kind;
+
+	if (!op)
+		return strdup("(no op)");
+	phase = replay_str(rp, op->phase);
+	kind = replay_str(rp, op->kind ? op->kind : op->path);
+	snprintf(buf, sizeof(buf), "%s%s%s", phase, *phase ? "/" : "", kind);
+	return strdup(buf);
+}
+
+static bool counted(const struct replay *rp, const struct replay_filter *f, const struct diff_options *opt,
+		    const struct replay_activity *a, bool kernels_only)
+{
+	if (kernels_only && a->kind != ST_KERNEL)
+		return false;
+	return replay_counts(rp, a->step, opt->include_warmup) && replay_filter_activity(f, rp, a);
+}
+
+/* The grouping key of an activity under --by, and the group's name. */
+static uint64_t row_key(const struct replay *rp, const struct replay_activity *a, enum diff_by by)
+{
+	const struct replay_op *op;
+
+	switch (by) {
+	case DIFF_BY_OP:
+		op = replay_op(rp, a->op);
+		return op ? (uint64_t)(op - rp->ops) + 1 : 0;
+	case DIFF_BY_RANGE:
+		return a->range >= 0 ? (uint64_t)rp->ranges[a->range].path + 1 : 0;
+	case DIFF_BY_CATEGORY:
+		return (uint64_t)category_of(rp, a);
+	default:
+		return a->name;
+	}
+}
+
+static char *row_name(const struct replay *rp, uint64_t key, enum diff_by by)
+{
+	switch (by) {
+	case DIFF_BY_OP:
+		return op_group_name(rp, key ? &rp->ops[key - 1] : NULL);
+	case DIFF_BY_RANGE:
+		return strdup(key ? rp->paths[key - 1].str : "(no range)");
+	case DIFF_BY_CATEGORY:
+		return strdup(category_name((enum kernel_category)key));
+	default:
+		return strdup(replay_str(rp, (uint32_t)key));
+	}
+}
+
+/*
+ * Sums one side. pairs = false: one entry per --by group. pairs = true:
+ * one entry per (op kind, kernel name), for the kernels table.
+ */
+static int side_collect(const struct replay *rp, const struct diff_options *opt, bool pairs,
+			struct named_list *out)
+{
+	struct replay_filter filter;
+	struct dur_collect dc;
+	struct dur_groups groups = { NULL, 0, 0 };
+	double div = (double)replay_step_divisor(rp, opt->include_warmup);
+	bool kernels_only = pairs || opt->by != DIFF_BY_CATEGORY;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	dur_collect_init(&dc);
+	if (replay_filter_init(&filter, rp, opt->range) < 0)
+		return -1;
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+		uint64_t key;
+
+		if (!counted(rp, &filter, opt, a, kernels_only))
+			continue;
+		if (pairs)
+			key = row_key(rp, a, DIFF_BY_OP) << 32 | a->name;
+		else
+			key = row_key(rp, a, opt->by);
+		if (dur_collect_add(&dc, key, a->end > a->start ? a->end - a->start : 0) < 0)
+			goto out;
+	}
+	if (dur_collect_groups(&dc, &groups) < 0)
+		goto out;
+	out->v = calloc(groups.n + 1, sizeof(*out->v));
+	if (!out->v) {
+		st_error("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < groups.n; i++) {
+		const struct dur_group *g = &groups.g[i];
+		struct named *e = &out->v[out->n++];
+
+		if (pairs) {
+			e->name = row_name(rp, g->key >> 32, DIFF_BY_OP);
+			e->sub = strdup(replay_str(rp, (uint32_t)g->key));
+		} else {
+			e->name = row_name(rp, g->key, opt->by);
+		}
+		e->time_ns = (double)g->s.total / div;
+		e->count = (double)g->s.n / div;
+		if (!e->name || (pairs && !e->sub)) {
+			st_error("out of memory");
+			goto out;
+		}
+	}
+	named_list_merge_dups(out);
+	rc = 0;
+out:
+	if (rc < 0)
+		named_list_release(out);
+	dur_groups_release(&groups);
+	dur_collect_release(&dc);
+	replay_filter_release(&filter);
+	return rc;
+}
+
+/* ---- cells ------------------------------------------------------------ */
+
+static void cell_or_empty(struct table *t, bool ok, double v)
+{
+	if (ok && isfinite(v))
+		table_float(t, v);
+	else
+		table_empty(t);
+}
+
+/* A, B, Delta, B/A; a side that lacks the value gets empty cells. */
+static void compare_cells(struct table *t, bool has_a, double a, bool has_b, double b)
+{
+	cell_or_empty(t, has_a, a);
+	cell_or_empty(t, has_b, b);
+	cell_or_empty(t, has_a && has_b, b - a);
+	cell_or_empty(t, has_a && has_b && a != 0, b / a);
+}
+
+static void compare_columns(struct table *t, const char *unit, int precision)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "A%s", unit);
+	table_add_column(t, name, COL_FLOAT, precision);
+	snprintf(name, sizeof(name), "B%s", unit);
+	table_add_column(t, name, COL_FLOAT, precision);
+	snprintf(name, sizeof(name), "Delta%s", unit);
+	table_add_column(t, name, COL_FLOAT, precision);
+	table_add_column(t, "B/A", COL_FLOAT, 3);
+}
+
+/* ---- the aligned rows --------------------------------------------------- */
+
+struct diff_row {
+	const struct named *a, *b;
+};
+
+static double row_magnitude(const struct diff_row *r)
+{
+	double a = r->a ? r->a->time_ns : 0, b = r->b ? r->b->time_ns : 0;
+
+	return fabs(b - a);
+}
+
+static int cmp_diff_row(const void *x, const void *y)
+{
+	const struct diff_row *p = x, *q = y;
+	double mp = row_magnitude(p), mq = row_magnitude(q);
+
+	if (mp != mq)
+		return mp < mq ? 1 : -1;
+	return strcmp(p->a ? p->a->name : p->b->name, q->a ? q->a->name : q->b->name);
+}
+
+/* Merges two name-sorted lists (subs ignored) into rows, largest |delta| first. */
+static struct diff_row *merge_rows(const struct named_list *la, const struct named_list *lb, size_t *n)
+{
+	struct diff_row *rows = calloc(la->n + lb->n + 1, sizeof(*rows));
+	size_t i = 0, j = 0, k = 0;
+
+	if (!rows)
+		return NULL;
+	while (i < la->n || j < lb->n) {
+		int c = i == la->n ? 1 : j == lb->n ? -1 : strcmp(la->v[i].name, lb->v[j].name);
+		rows[k].a = c <= 0 ? &la->v[i++] : NULL;
+		rows[k].b = c >= 0 ? &lb->v[j++] : NULL;
+		k++;
+	}
+	if (k > 1)
+		qsort(rows, k, sizeof(*rows), cmp_diff_row);
+	*n = k;
+	return rows;
+}
+
+static int rows_table(struct report *r, const struct replay *a, const struct replay *b,
+		      const struct diff_options *opt)
+{
+	static const char *const by_name[] = { "op kind", "range path", "category", "kernel" };
+	struct named_list la, lb;
+	struct diff_row *rows;
+	struct table *t;
+	char title[512];
+	size_t n = 0, shown;
+
+	if (side_collect(a, opt, false, &la) < 0)
+		return -1;
+	if (side_collect(b, opt, false, &lb) < 0) {
+		named_list_release(&la);
+		return -1;
+	}
+	rows = merge_rows(&la, &lb, &n);
+	if (!rows) {
+		named_list_release(&la);
+		named_list_release(&lb);
+		return st_error("out of memory");
+	}
+	snprintf(title, sizeof(title), "GPU time per step by %s%s%s%s, A -> B (largest change first)",
+		 by_name[opt->by], opt->range ? " under '" : "", opt->range ? opt->range : "",
+		 opt->range ? "'" : "");
+	t = report_add_table(r, "diff", title);
+	compare_columns(t, " (ms)", 3);
+	table_add_column(t, "A Count", COL_FLOAT, 2);
+	table_add_column(t, "B Count", COL_FLOAT, 2);
+	table_add_column(t, "Name", COL_STR, 0);
+	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
+	for (size_t i = 0; i < shown; i++) {
+		const struct diff_row *d = &rows[i];
+		table_row(t);
+		compare_cells(t, d->a, d->a ? d->a->time_ns / 1e6 : 0, d->b, d->b ? d->b->time_ns / 1e6 : 0);
+		cell_or_empty(t, d->a, d->a ? d->a->count : 0);
+		cell_or_empty(t, d->b, d->b ? d->b->count : 0);
+		table_str(t, d->a ? d->a->name : d->b->name);
+	}
+	if (shown < n)
+		report_note(r, "%zu of %zu rows shown (--top %d)", shown, n, opt->top);
+	free(rows);
+	named_list_release(&la);
+	named_list_release(&lb);
+	return 0;
+}
+
+/* ---- steps ------------------------------------------------------------- */
+
+struct step_facts {
+	bool has_steps;
+	double wall_ns, busy_ns;            /* means over counted steps */
+	double kernel_ns, gemm_ns, fwd_kernel_ns, fwd_gemm_ns, kernels;   /* per step */
+};
+
+static int step_facts(const struct replay *rp, const struct diff_options *opt, struct step_facts *f)
+{
+	struct replay_filter filter;
+	double div = (double)replay_step_divisor(rp, opt->include_warmup);
+	size_t n = 0;
+
+	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < rp->n_steps; i++) {
+		const struct replay_step *s = &rp->steps[i];
+		if (!replay_counts(rp, (int32_t)i, opt->include_warmup))
+			continue;
+		f->wall_ns += (double)(s->end - s->start);
+		f->busy_ns += (double)s->gpu_busy;
+		n++;
+	}
+	if (n) {
+		f->has_steps = true;
+		f->wall_ns /= (double)n;
+		f->busy_ns /= (double)n;
+	}
+	if (replay_filter_init(&filter, rp, opt->range) < 0)
+		return -1;
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+		const struct replay_op *op;
+		double d;
+		bool gemm, fwd;
+
+		if (!counted(rp, &filter, opt, a, true))
+			continue;
+		d = (double)(a->end > a->start ? a->end - a->start : 0);
+		gemm = category_of(rp, a) == CAT_GEMM;
+		op = replay_op(rp, a->op);
+		fwd = op && !strcmp(replay_str(rp, op->phase), "forward");
+		f->kernel_ns += d;
+		f->kernels += 1;
+		f->gemm_ns += gemm ? d : 0;
+		f->fwd_kernel_ns += fwd ? d : 0;
+		f->fwd_gemm_ns += fwd && gemm ? d : 0;
+	}
+	f->kernel_ns /= div;
+	f->gemm_ns /= div;
+	f->fwd_kernel_ns /= div;
+	f->fwd_gemm_ns /= div;
+	f->kernels /= div;
+	replay_filter_release(&filter);
+	return 0;
+}
+
+static void metric(struct table *t, const char *name, bool has_a, double a, bool has_b, double b)
+{
+	table_row(t);
+	table_str(t, name);
+	compare_cells(t, has_a, a, has_b, b);
+}
+
+static int steps_table(struct report *r, const struct replay *a, const struct replay *b,
+		       const struct diff_options *opt)
+{
+	struct step_facts fa, fb;
+	struct table *t;
+
+	if (step_facts(a, opt, &fa) < 0 || step_facts(b, opt, &fb) < 0)
+		return -1;
+	t = report_add_table(r, "steps", opt->include_warmup ? "Steps (all steps, warm-up included)"
+							    : "Steps (means over measured steps)");
+	table_add_column(t, "Metric", COL_STR, 0);
+	compare_columns(t, "", 3);
+	metric(t, "step wall (ms)", fa.has_steps, fa.wall_ns / 1e6, fb.has_steps, fb.wall_ns / 1e6);
+	metric(t, "GPU busy (ms)", fa.has_steps, fa.busy_ns / 1e6, fb.has_steps, fb.busy_ns / 1e6);
+	metric(t, "kernel time (ms)", true, fa.kernel_ns / 1e6, true, fb.kernel_ns / 1e6);
+	metric(t, "kernels", true, fa.kernels, true, fb.kernels);
+	metric(t, "GEMM share (%)", fa.kernel_ns > 0, 100 * fa.gemm_ns / fa.kernel_ns, fb.kernel_ns > 0,
+	       100 * fb.gemm_ns / fb.kernel_ns);
+	metric(t, "GEMM share, forward (%)", fa.fwd_kernel_ns > 0, 100 * fa.fwd_gemm_ns / fa.fwd_kernel_ns,
+	       fb.fwd_kernel_ns > 0, 100 * fb.fwd_gemm_ns / fb.fwd_kernel_ns);
+	return 0;
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+/* The model allocator's view, or CUDA's when the model reported nothing. */
+static int memory_view(const struct replay *rp, struct mem_timeline *tl)
+{
+	if (mem_timeline_build(tl, rp, MEM_VIEW_MODEL) < 0)
+		return -1;
+	if (tl->n_blocks > 0)
+		return 0;
+	mem_timeline_release(tl);
+	return mem_timeline_build(tl, rp, MEM_VIEW_DRIVER);
+}
+
+static int memory_table(struct report *r, const struct replay *a, const struct replay *b)
+{
+	struct mem_timeline ta, tb;
+	struct table *t;
+	const double mib = 1024.0 * 1024.0;
+	bool ha, hb;
+	char name[96];
+
+	if (memory_view(a, &ta) < 0)
+		return -1;
+	if (memory_view(b, &tb) < 0) {
+		mem_timeline_release(&ta);
+		return -1;
+	}
+	ha = ta.n_blocks > 0;
+	hb = tb.n_blocks > 0;
+	if (!ha && !hb) {
+		report_note(r, "no allocation events in either bundle: no memory comparison");
+		goto out;
+	}
+	if (ha && hb && ta.view != tb.view)
+		report_note(r, "memory: A from the %s, B from the %s", mem_view_name(ta.view), mem_view_name(tb.view));
+	t = report_add_table(r, "memory", "Memory peaks (live bytes)");
+	table_add_column(t, "Metric", COL_STR, 0);
+	compare_columns(t, " (MiB)", 3);
+	metric(t, "peak", ha, (double)ta.peak.bytes / mib, hb, (double)tb.peak.bytes / mib);
+	for (int p = 0; p < MEM_PHASE_OTHER; p++) {
+		bool pa = ha && ta.phase_peak[p].bytes > 0, pb = hb && tb.phase_peak[p].bytes > 0;
+		if (!pa && !pb)
+			continue;
+		snprintf(name, sizeof(name), "peak in %s", mem_phase_name((enum mem_phase)p));
+		metric(t, name, pa, (double)ta.phase_peak[p].bytes / mib, pb,
+		       (double)tb.phase_peak[p].bytes / mib);
+	}
+	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++) {
+		uint64_t va = ha ? ta.peak.by_category[c] : 0, vb = hb ? tb.peak.by_category[c] : 0;
+		if (!va && !vb)
+			continue;
+		snprintf(name, sizeof(name), "at peak: %s", st_mem_category_name(c));
+		metric(t, name, ha, (double)va / mib, hb, (double)vb / mib);
+	}
+out:
+	mem_timeline_release(&ta);
+	mem_timeline_release(&tb);
+	return 0;
+}
+
+/* ---- kernels on one side only, paired by op ---------------------------- */
+
+static int cmp_sub(const void *x, const void *y)
+{
+	const char *const *a = x, *const *b = y;
+
+	return strcmp(*a, *b);
+}
+
+/* Every kernel name of a side, sorted, for membership tests. */
+static const char **kernel_names(const struct named_list *l)
+{
+	const char **v = calloc(l->n + 1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < l->n; i++)
+		v[i] = l->v[i].sub;
+	if (l->n > 1)
+		qsort(v, l->n, sizeof(*v), cmp_sub);
+	return v;
+}
+
+static bool has_kernel(const char **names, size_t n, const char *name)
+{
+	return bsearch(&name, names, n, sizeof(*names), cmp_sub) != NULL;
+}
+
+struct pair_row {
+	const char *op;
+	char *only_a, *only_b;      /* " + "-joined kernel names, owned */
+	double a_ns, b_ns;
+};
+
+/* Appends the entries of l[from..to) whose kernel the other side lacks. */
+static int join_only(const struct named_list *l, size_t from, size_t to, const char **other, size_t n_other,
+		     char **joined, double *time_ns)
+{
+	size_t len = 0;
+
+	for (size_t i = from; i < to; i++)
+		if (!has_kernel(other, n_other, l->v[i].sub))
+			len += strlen(l->v[i].sub) + 3;
+	*joined = NULL;
+	*time_ns = 0;
+	if (!len)
+		return 0;
+	*joined = calloc(1, len + 1);
+	if (!*joined)
+		return st_error("out of memory");
+	for (size_t i = from; i < to; i++) {
+		if (has_kernel(other, n_other, l->v[i].sub))
+			continue;
+		if (**joined)
+			strcat(*joined, " + ");
+		strcat(*joined, l->v[i].sub);
+		*time_ns += l->v[i].time_ns;
+	}
+	return 0;
+}
+
+static int cmp_pair(const void *x, const void *y)
+{
+	const struct pair_row *a = x, *b = y;
+	double ma = fmax(a->a_ns, a->b_ns), mb = fmax(b->a_ns, b->b_ns);
+
+	if (ma != mb)
+		return ma < mb ? 1 : -1;
+	return strcmp(a->op, b->op);
+}
+
+static size_t group_end(const struct named_list *l, size_t i)
+{
+	size_t j = i;
+
+	while (j < l->n && !strcmp(l->v[j].name, l->v[i].name))
+		j++;
+	return j;
+}
+
+static int kernels_table(struct report *r, const struct replay *a, const struct replay *b,
+			 const struct diff_options *opt)
+{
+	struct named_list la = { NULL, 0 }, lb = { NULL, 0 };
+	const char **na = NULL, **nb = NULL;
+	struct pair_row *rows = NULL;
+	size_t n = 0, i = 0, j = 0, shown;
+	struct table *t;
+	int rc = -1;
+
+	if (side_collect(a, opt, true, &la) < 0 || side_collect(b, opt, true, &lb) < 0)
+		goto out;
+	na = kernel_names(&la);
+	nb = kernel_names(&lb);
+	rows = calloc(la.n + lb.n + 1, sizeof(*rows));
+	if (!na || !nb || !rows) {
+		st_error("out of memory");
+		goto out;
+	}
+	while (i < la.n || j < lb.n) {
+		int c = i == la.n ? 1 : j == lb.n ? -1 : strcmp(la.v[i].name, lb.v[j].name);
+		size_t ie = c <= 0 ? group_end(&la, i) : i, je = c >= 0 ? group_end(&lb, j) : j;
+		struct pair_row *p = &rows[n];
+
+		p->op = c <= 0 ? la.v[i].name : lb.v[j].name;
+		if (join_only(&la, i, ie, nb, lb.n, &p->only_a, &p->a_ns) < 0 ||
+		    join_only(&lb, j, je, na, la.n, &p->only_b, &p->b_ns) < 0)
+			goto out;
+		if (p->only_a || p->only_b)
+			n++;
+		i = ie;
+		j = je;
+	}
+	if (n > 1)
+		qsort(rows, n, sizeof(*rows), cmp_pair);
+	t = report_add_table(r, "kernels", "Kernels in one bundle only, paired by the op kind that launched them");
+	table_add_column(t, "Op", COL_STR, 0);
+	table_add_column(t, "Only in A", COL_STR, 0);
+	table_add_column(t, "A (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Only in B", COL_STR, 0);
+	table_add_column(t, "B (ms)", COL_FLOAT, 3);
+	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
+	for (size_t k = 0; k < shown; k++) {
+		table_row(t);
+		table_str(t, rows[k].op);
+		if (rows[k].only_a) {
+			table_str(t, rows[k].only_a);
+			table_float(t, rows[k].a_ns / 1e6);
+		} else {
+			table_empty(t);
+			table_empty(t);
+		}
+		if (rows[k].only_b) {
+			table_str(t, rows[k].only_b);
+			table_float(t, rows[k].b_ns / 1e6);
+		} else {
+			table_empty(t);
+			table_empty(t);
+		}
+	}
+	if (n == 0)
+		report_note(r, "both bundles ran the same kernels");
+	else if (shown < n)
+		report_note(r, "%zu of %zu ops with one-sided kernels shown (--top %d)", shown, n, opt->top);
+	rc = 0;
+out:
+	if (rows)
+		for (size_t k = 0; k < la.n + lb.n; k++) {
+			free(rows[k].only_a);
+			free(rows[k].only_b);
+		}
+	free(rows);
+	free(na);
+	free(nb);
+	named_list_release(&la);
+	named_list_release(&lb);
+	return rc;
+}
+
+/* ---- headers ------------------------------------------------------------ */
+
+static void add_diff(char *buf, size_t len, const char *field, const char *va, const char *vb)
+{
+	size_t n = strlen(buf);
+
+	if (n < len)
+		snprintf(buf + n, len - n, "%s%s (%s -> %s)", n ? ", " : "", field, *va ? va : "?",
+			 *vb ? vb : "?");
+}
+
+bool diff_headers(const struct replay *a, const struct replay *b, char *buf, size_t len)
+{
+	const Steptrace__RunConfig *ca, *cb;
+	const Steptrace__DeviceInfo *da, *db;
+	bool structural = false;
+	char x[32], y[32];
+
+	if (len)
+		buf[0] = '\0';
+	if (!a->header || !b->header)
+		return false;
+	ca = a->header->config;
+	cb = b->header->config;
+	if (ca && cb) {
+#define STR_FIELD(f, structure) do { \
+		const char *va_ = ca->f ? ca->f : "", *vb_ = cb->f ? cb->f : ""; \
+		if (strcmp(va_, vb_)) { add_diff(buf, len, #f, va_, vb_); structural |= (structure); } \
+	} while (0)
+#define NUM_FIELD(f) do { \
+		if (ca->f != cb->f) { \
+			snprintf(x, sizeof(x), "%" PRIu64, (uint64_t)ca->f); \
+			snprintf(y, sizeof(y), "%" PRIu64, (uint64_t)cb->f); \
+			add_diff(buf, len, #f, x, y); structural = true; \
+		} \
+	} while (0)
+		STR_FIELD(model, true);
+		NUM_FIELD(d_model);
+		NUM_FIELD(d_ff);
+		NUM_FIELD(layers);
+		NUM_FIELD(heads);
+		NUM_FIELD(vocab);
+		NUM_FIELD(batch);
+		NUM_FIELD(ctx);
+		STR_FIELD(mode, true);
+		STR_FIELD(precision, false);
+		STR_FIELD(attention, false);
+#undef STR_FIELD
+#undef NUM_FIELD
+	}
+	da = a->header->device;
+	db = b->header->device;
+	if (da && db && cmp_str(da->name, db->name) != 0) {
+		add_diff(buf, len, "device", da->name ? da->name : "", db->name ? db->name : "");
+		structural = true;
+	}
+	return structural;
+}
+
+/* ---- the report --------------------------------------------------------- */
+
+int diff_report(struct report *r, const struct replay *a, const struct replay *b,
+		const struct diff_options *opt)
+{
+	char what[1024];
+	bool structural = diff_headers(a, b, what, sizeof(what));
+
+	if (*what) {
+		report_note(r, "A and B differ in %s", what);
+		if (structural && opt->warn)
+			st_warning("bundles differ in %s: rows are matched by name where the structure matches",
+				   what);
+	}
+	if (rows_table(r, a, b, opt) < 0 || steps_table(r, a, b, opt) < 0 || memory_table(r, a, b) < 0 ||
+	    kernels_table(r, a, b, opt) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+static const char *const diff_usage[] = {
+	"steptrace diff [<options>] BASELINE OTHER",
+	NULL,
+};
+
+int cmd_diff(int argc, const char **argv)
+{
+	struct diff_options opt = { .by = DIFF_BY_OP, .warn = true };
+	const char *by = "op", *format = NULL;
+	struct replay ra, rb;
+	struct report *r;
+	enum out_format fmt;
+	int n, rc = 1;
+	const struct option opts[] = {
+		OPT_STRING(0, "by", &by, "WHAT", "align by op (kind per phase), range (NVTX path), category or kernel"),
+		OPT_STRING(0, "range", &opt.range, "PATH", "keep GPU work under this NVTX path on both sides"),
+		OPT_INTEGER('n', "top", &opt.top, "show the N rows that changed most"),
+		OPT_BOOLEAN(0, "include-warmup", &opt.include_warmup, "count warm-up steps and work outside steps"),
+		OPT_FORMAT(&format),
+		OPT_END(),
+	};
+	static const char *const bys[] = { "op", "range", "category", "kernel" };
+
+	n = analyze_parse(argc, argv, opts, diff_usage, 2, &format, &fmt);
+	if (n < 0)
+		return analyze_exit(n);
+	for (n = 0; n < 4 && strcmp(by, bys[n]); n++)
+		;
+	if (n == 4) {
+		st_error("unknown --by '%s': use op, range, category or kernel", by);
+		return EXIT_USAGE;
+	}
+	opt.by = (enum diff_by)n;
+	if (opt.top < 0) {
+		st_error("--top must be positive");
+		return EXIT_USAGE;
+	}
+	if (opt.range) {
+		struct range_pattern p;
+		if (range_pattern_compile(&p, opt.range) < 0)
+			return EXIT_USAGE;
+		range_pattern_release(&p);
+	}
+	if (analyze_open(&ra, argv[0]) < 0)
+		return 1;
+	if (analyze_open(&rb, argv[1]) < 0) {
+		replay_release(&ra);
+		return 1;
+	}
+	r = report_new();
+	if (diff_report(r, &ra, &rb, &opt) == 0)
+		rc = analyze_print(r, fmt);
+	else
+		report_free(r);
+	replay_release(&ra);
+	replay_release(&rb);
+	return rc;
+}

@@ -1,0 +1,58 @@
+/*
+ * diff.h: two bundles side by side, baseline (A) first as perf diff does.
+ *
+ * Kernel names change across precisions (an FP32 SGEMM becomes a BF16
+ * tensor-core GEMM), so rows are aligned by what the model names, not by
+ * kernel: op kind per phase ("forward/ffn/w1", summed over layers), NVTX
+ * range path, kernel category, or, when asked, kernel name. Each row has
+ * the time per step in A and in B (totals over counted kernels divided by
+ * each side's replay_step_divisor), the delta and the ratio B/A; a row that
+ * exists on one side only has empty cells on the other.
+ *
+ * Besides the rows: mean measured step wall and GPU busy time, kernel time
+ * and GEMM share per step; memory peaks (overall, per phase, and the
+ * breakdown by category at the overall peak, from replay/memory.h's model
+ * allocator view, or the driver view when the model reported nothing); and
+ * the kernels that appear in one bundle only, paired by the op kind that
+ * launched them ("forward/ffn/w1: ampere_sgemm_128x64_nn -> sm90_xmma_gemm_bf16...").
+ *
+ * Bundles of different models or sizes are still diffed where their names
+ * match; what differs in the headers is listed in a note, and, when it is
+ * more than the precision or attention implementation (the comparisons
+ * diff is for), in a warning line on stderr.
+ */
+#ifndef STEPTRACE_ANALYZE_DIFF_H
+#define STEPTRACE_ANALYZE_DIFF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli/table.h"
+#include "replay/replay.h"
+
+enum diff_by { DIFF_BY_OP, DIFF_BY_RANGE, DIFF_BY_CATEGORY, DIFF_BY_KERNEL };
+
+struct diff_options {
+	enum diff_by by;
+	const char *range;          /* keep GPU work under this NVTX path on both sides, NULL = all */
+	bool include_warmup;
+	int top;                    /* > 0: the N rows with the largest |delta| (tables "diff" and "kernels") */
+	bool warn;                  /* header differences beyond precision/attention also go to stderr */
+};
+
+/*
+ * Adds to r the tables "diff" (the aligned rows), "steps", "memory" and
+ * "kernels" (one-sided kernels paired by op), and notes naming header
+ * differences. -1 with one error line (r then holds what was added).
+ */
+int diff_report(struct report *r, const struct replay *a, const struct replay *b,
+		const struct diff_options *opt);
+
+/*
+ * What differs between the two headers, as "precision (fp32 -> bf16), ctx
+ * (256 -> 512)" into buf ("" when nothing does or a header is missing).
+ * Returns true when a field other than precision and attention differs.
+ */
+bool diff_headers(const struct replay *a, const struct replay *b, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * export.h: a replay written as a trace for timeline viewers.
+ *
+ *   perfetto  Perfetto's own protobuf trace (proto/perfetto_trace.proto), for
+ *             ui.perfetto.dev: one track per GPU stream, one per host thread
+ *             with its NVTX ranges nested and its API calls inside them,
+ *             flows from each launch call to its kernel, a steps track, and
+ *             counter tracks of live device memory by category.
+ *   chrome    the JSON Trace Event Format (chrome://tracing, Perfetto too):
+ *             complete "X" events in microseconds with the nanoseconds kept,
+ *             "M" names, "C" memory counters, "s"/"f" launch flows.
+ *
+ * Both walk one layout: every slice placed on a track so that slices on a
+ * track nest properly (a slice that would overlap its neighbour without
+ * nesting goes to an extra lane of its stream or thread), then ordered by
+ * time. Times are the bundle's, exact to the nanosecond.
+ */
+#ifndef STEPTRACE_ANALYZE_EXPORT_H
+#define STEPTRACE_ANALYZE_EXPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "replay/replay.h"
+
+enum export_format { EXPORT_PERFETTO, EXPORT_CHROME };
+
+struct export_options {
+	enum export_format format;
+	int32_t step;          /* only this step's work (index into rp->steps); -1 = everything */
+	bool no_api;           /* leave host API calls out (smaller files) */
+};
+
+struct export_stats {
+	uint64_t tracks, slices, counters, flows;
+	uint64_t extra_lanes;  /* lanes added for slices that did not nest */
+};
+
+/* Writes the trace to `out`. -1 after one error line (out of memory or a write error). */
+int export_write(const struct replay *rp, const struct export_options *opt, FILE *out,
+		 struct export_stats *stats);
+
+#endif

@@ -1,0 +1,903 @@
+/*
+ * flops.c: `steptrace flops`, FLOPs and bytes against GPU time per op or op
+ * kind, with the roofline bound of each (the rule is in flops.h), and the
+ * roofline chart (--svg).
+ */
+#include "analyze/flops.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/category.h"
+#include "analyze/common.h"
+#include "analyze/svg.h"
+#include "cli/commands.h"
+#include "cli/error.h"
+
+const char *flops_precision_name(enum flops_precision p)
+{
+	static const char *const names[FP_COUNT] = { "fp32", "tf32", "bf16", "fp16" };
+
+	return p >= 0 && p < FP_COUNT ? names[p] : "";
+}
+
+const char *flops_bound_name(enum flops_bound b)
+{
+	static const char *const names[] = { "", "compute", "memory", "mixed" };
+
+	return (unsigned)b <= BOUND_MIXED ? names[b] : "";
+}
+
+/* ---- derived columns ------------------------------------------------ */
+
+double flops_row_tflops(const struct flops_row *r)
+{
+	return r->flops > 0 && r->time_ns > 0 ? r->flops / r->time_ns / 1e3 : NAN;
+}
+
+double flops_row_gbs(const struct flops_row *r)
+{
+	return r->bytes > 0 && r->time_ns > 0 ? r->bytes / r->time_ns : NAN;
+}
+
+double flops_row_intensity(const struct flops_row *r)
+{
+	return r->flops > 0 && r->bytes > 0 ? r->flops / r->bytes : NAN;
+}
+
+double flops_row_bound_tflops(const struct flops_row *r)
+{
+	return r->flops > 0 && r->roof_ns > 0 ? r->flops / r->roof_ns / 1e3 : NAN;
+}
+
+double flops_row_percent(const struct flops_row *r)
+{
+	return r->roof_ns > 0 && r->time_ns > 0 ? 100.0 * r->roof_ns / r->time_ns : NAN;
+}
+
+/* ---- the rule -------------------------------------------------------- */
+
+static void peaks_from_header(const struct replay *rp, struct flops_peaks *pk)
+{
+	const Steptrace__DeviceInfo *d = rp->header ? rp->header->device : NULL;
+
+	memset(pk, 0, sizeof(*pk));
+	pk->source = "unknown";
+	if (!d)
+		return;
+	pk->flops[FP_FP32] = d->peak_fp32_flops > 0 ? d->peak_fp32_flops : 0;
+	pk->flops[FP_TF32] = d->peak_tf32_flops > 0 ? d->peak_tf32_flops : 0;
+	pk->flops[FP_BF16] = d->peak_bf16_flops > 0 ? d->peak_bf16_flops : 0;
+	pk->flops[FP_FP16] = d->peak_fp16_flops > 0 ? d->peak_fp16_flops : 0;
+	pk->bandwidth = d->peak_bandwidth > 0 ? d->peak_bandwidth : 0;
+	if (d->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED)
+		pk->source = "measured";
+	else if (d->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET)
+		pk->source = "datasheet";
+}
+
+static const char *run_precision(const struct replay *rp)
+{
+	if (rp->header && rp->header->config && rp->header->config->precision)
+		return rp->header->config->precision;
+	return "";
+}
+
+static bool op_is_matmul(const struct replay *rp, const struct replay_op *op)
+{
+	return category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase)) == CAT_GEMM;
+}
+
+static enum flops_precision op_precision(const struct replay *rp, const struct replay_op *op, bool matmul)
+{
+	bool tf32 = strcmp(run_precision(rp), "tf32") == 0;
+
+	if (!matmul)
+		return FP_FP32;
+	for (int i = 0; i < op->n_inputs; i++) {
+		if (op->inputs[i] == ST_DT_BF16)
+			return FP_BF16;
+		if (op->inputs[i] == ST_DT_F16)
+			return FP_FP16;
+	}
+	for (int i = 0; i < op->n_inputs; i++)
+		if (op->inputs[i] == ST_DT_F32)
+			return tf32 ? FP_TF32 : FP_FP32;
+	if (strcmp(run_precision(rp), "bf16") == 0)
+		return FP_BF16;
+	return tf32 ? FP_TF32 : FP_FP32;
+}
+
+/* One execution's roofline time in ns, -1 when a needed peak is unknown. */
+static double roofline_ns(const struct flops_peaks *pk, enum flops_precision p, uint64_t flops,
+			  uint64_t bytes, enum flops_bound *bound)
+{
+	double tc = 0, tm = 0;
+
+	if (flops && pk->flops[p] <= 0)
+		return -1;
+	if (bytes && pk->bandwidth <= 0)
+		return -1;
+	if (flops)
+		tc = (double)flops / pk->flops[p] * 1e9;
+	if (bytes)
+		tm = (double)bytes / pk->bandwidth * 1e9;
+	*bound = tc >= tm ? BOUND_COMPUTE : BOUND_MEMORY;
+	return tc >= tm ? tc : tm;
+}
+
+/* ---- accumulation ---------------------------------------------------- */
+
+struct op_acc {
+	uint64_t time, kernels, execs;
+	int64_t last_step;
+	int32_t group;
+	int8_t category;               /* category_from_op, -1 not yet */
+};
+
+static int phase_index(const char *phase)
+{
+	if (!strcmp(phase, "forward"))
+		return 0;
+	if (!strcmp(phase, "backward"))
+		return 1;
+	if (!strcmp(phase, "optimizer"))
+		return 2;
+	return -1;
+}
+
+static enum kernel_category kernel_category(const struct replay *rp, const struct replay_activity *a,
+					    struct op_acc *acc, int8_t *by_name)
+{
+	if (acc && acc->category != CAT_OTHER)
+		return (enum kernel_category)acc->category;
+	if (by_name[a->name] < 0)
+		by_name[a->name] = (int8_t)category_from_kernel_name(replay_str(rp, a->name));
+	return (enum kernel_category)by_name[a->name];
+}
+
+static int group_of(struct flops_result *res, size_t *cap, const struct replay *rp,
+		    const struct replay_op *op, enum flops_by by, uint64_t *keys)
+{
+	uint32_t kind = op->kind ? op->kind : op->path;
+	uint64_t key = by == FLOPS_BY_OP ? (uint64_t)(op - rp->ops) : (uint64_t)op->phase << 32 | kind;
+	char buf[512];
+
+	if (by == FLOPS_BY_KIND)
+		for (size_t g = 0; g < res->n_rows; g++)
+			if (keys[g] == key)
+				return (int)g;
+	if (res->n_rows == *cap)
+		return -2;
+	struct flops_row *row = &res->rows[res->n_rows];
+	memset(row, 0, sizeof(*row));
+	row->precision = FP_NONE;
+	if (by == FLOPS_BY_OP) {
+		row->name = strdup(*replay_str(rp, op->path) ? replay_str(rp, op->path) : replay_str(rp, op->name));
+	} else {
+		const char *phase = replay_str(rp, op->phase);
+		snprintf(buf, sizeof(buf), "%s%s%s", phase, *phase ? "/" : "", replay_str(rp, kind));
+		row->name = strdup(buf);
+	}
+	if (!row->name)
+		return -1;
+	keys[res->n_rows] = key;
+	return (int)res->n_rows++;
+}
+
+static void row_add_op(struct flops_row *row, const struct replay *rp, const struct replay_op *op,
+		       const struct op_acc *acc, const struct flops_peaks *pk)
+{
+	bool matmul = op_is_matmul(rp, op);
+	enum flops_precision p = op_precision(rp, op, matmul);
+	enum flops_bound b = BOUND_UNKNOWN;
+	double roof = roofline_ns(pk, p, op->flops, op->bytes, &b);
+
+	int ph = phase_index(replay_str(rp, op->phase));
+
+	if (row->instances == 0) {
+		row->precision = p;
+		row->bound = b;
+		row->phase = ph;
+	} else {
+		if (row->phase != ph)
+			row->phase = -1;
+		if (row->precision != (int)p) {
+			row->mixed_precision = true;
+			row->precision = FP_NONE;
+		}
+		if (row->bound != b)
+			row->bound = row->bound == BOUND_UNKNOWN || b == BOUND_UNKNOWN ? BOUND_UNKNOWN : BOUND_MIXED;
+	}
+	row->matmul |= matmul;
+	row->instances += (double)acc->execs;
+	row->kernels += (double)acc->kernels;
+	row->flops += (double)acc->execs * (double)op->flops;
+	row->bytes += (double)acc->execs * (double)op->bytes;
+	row->time_ns += (double)acc->time;
+	if (roof < 0 || row->roof_ns < 0)
+		row->roof_ns = -1;
+	else
+		row->roof_ns += (double)acc->execs * roof;
+}
+
+static void attention_add(struct flops_result *res, const struct replay *rp, const struct replay_op *op,
+			  const struct op_acc *acc)
+{
+	const char *kind = replay_str(rp, op->kind);
+	int ph = phase_index(replay_str(rp, op->phase));
+	struct flops_attention *at;
+	double t = (double)acc->time, f = (double)acc->execs * (double)op->flops;
+
+	if (ph < 0 || ph > 1)
+		return;
+	at = &res->attention[ph];
+	if (!strcmp(kind, "attn/softmax")) {
+		at->softmax_ns += t;
+		at->softmax_flops += f;
+		at->present = true;
+	} else if (!strcmp(kind, "attn/scores") || !strcmp(kind, "attn/av")) {
+		at->matmul_ns += t;
+		at->matmul_flops += f;
+	}
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct flops_row *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* Does `path` have a component equal to `word`? */
+static bool path_has_component(const char *path, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = path; p && *p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, word, n) && (p[n] == '/' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+static void divide(struct flops_result *res)
+{
+	double d = res->divisor;
+
+	for (size_t i = 0; i < res->n_rows; i++) {
+		struct flops_row *r = &res->rows[i];
+		r->instances /= d;
+		r->kernels /= d;
+		r->flops /= d;
+		r->bytes /= d;
+		r->time_ns /= d;
+		if (r->roof_ns > 0)
+			r->roof_ns /= d;
+	}
+	res->kernel_ns /= d;
+	res->gemm_ns /= d;
+	for (int p = 0; p < 3; p++) {
+		res->phase_kernel_ns[p] /= d;
+		res->phase_gemm_ns[p] /= d;
+	}
+	for (int p = 0; p < 2; p++) {
+		struct flops_attention *at = &res->attention[p];
+		at->softmax_ns /= d;
+		at->matmul_ns /= d;
+		at->softmax_flops /= d;
+		at->matmul_flops /= d;
+	}
+}
+
+int flops_compute(const struct replay *rp, const struct flops_options *opt, struct flops_result *out)
+{
+	struct replay_filter filter;
+	struct op_acc *acc = NULL;
+	int8_t *by_name = NULL;
+	uint64_t *keys = NULL;
+	uint64_t noop_time = 0, noop_kernels = 0;
+	size_t cap = rp->n_ops + 1;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	peaks_from_header(rp, &out->peaks);
+	out->peaks_missing = out->peaks.bandwidth <= 0;
+	for (int p = 0; p < FP_COUNT; p++)
+		if (out->peaks.flops[p] > 0)
+			out->peaks_missing = false;
+	out->divisor = (double)replay_step_divisor(rp, opt->include_warmup);
+	if (replay_filter_init(&filter, rp, opt->range) < 0)
+		return -1;
+	acc = calloc(rp->n_ops + 1, sizeof(*acc));
+	by_name = malloc(rp->n_strings + 1);
+	keys = calloc(cap, sizeof(*keys));
+	out->rows = calloc(cap, sizeof(*out->rows));
+	if (!acc || !by_name || !keys || !out->rows) {
+		st_error("out of memory");
+		goto out;
+	}
+	memset(by_name, -1, rp->n_strings + 1);
+	for (size_t i = 0; i < rp->n_ops; i++) {
+		const struct replay_op *op = &rp->ops[i];
+		acc[i].last_step = INT64_MIN;
+		acc[i].group = -1;
+		acc[i].category = (int8_t)category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase));
+	}
+
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+		const struct replay_op *op;
+		struct op_acc *oa = NULL;
+		uint64_t dur;
+		int ph = -1;
+
+		if (a->kind != ST_KERNEL || !replay_counts(rp, a->step, opt->include_warmup) ||
+		    !replay_filter_activity(&filter, rp, a))
+			continue;
+		op = replay_op(rp, a->op);
+		if (op) {
+			if (opt->phase && strcmp(replay_str(rp, op->phase), opt->phase) != 0)
+				continue;
+			oa = &acc[op - rp->ops];
+			ph = phase_index(replay_str(rp, op->phase));
+		} else if (opt->phase && !path_has_component(replay_activity_path(rp, a), opt->phase)) {
+			continue;
+		}
+		dur = a->end > a->start ? a->end - a->start : 0;
+		if (oa) {
+			oa->time += dur;
+			oa->kernels++;
+			if (oa->last_step != a->step) {
+				oa->execs++;
+				oa->last_step = a->step;
+			}
+		} else {
+			noop_time += dur;
+			noop_kernels++;
+		}
+		out->kernel_ns += (double)dur;
+		bool gemm = kernel_category(rp, a, oa, by_name) == CAT_GEMM;
+		if (gemm)
+			out->gemm_ns += (double)dur;
+		if (ph >= 0) {
+			out->phase_kernel_ns[ph] += (double)dur;
+			if (gemm)
+				out->phase_gemm_ns[ph] += (double)dur;
+		}
+	}
+
+	for (size_t i = 0; i < rp->n_ops; i++) {
+		const struct replay_op *op = &rp->ops[i];
+		int g;
+
+		if (!acc[i].kernels)
+			continue;
+		g = group_of(out, &cap, rp, op, opt->by, keys);
+		if (g < 0) {
+			st_error("out of memory");
+			goto out;
+		}
+		row_add_op(&out->rows[g], rp, op, &acc[i], &out->peaks);
+		attention_add(out, rp, op, &acc[i]);
+	}
+	if (noop_kernels) {
+		struct flops_row *row = &out->rows[out->n_rows];
+		memset(row, 0, sizeof(*row));
+		row->name = strdup("(no op)");
+		if (!row->name) {
+			st_error("out of memory");
+			goto out;
+		}
+		out->n_rows++;
+		row->no_op = true;
+		row->phase = -1;
+		row->precision = FP_NONE;
+		row->kernels = (double)noop_kernels;
+		row->time_ns = (double)noop_time;
+		row->roof_ns = -1;
+	}
+	divide(out);
+	if (out->n_rows > 1)
+		qsort(out->rows, out->n_rows, sizeof(*out->rows), cmp_row);
+	rc = 0;
+out:
+	free(acc);
+	free(by_name);
+	free(keys);
+	replay_filter_release(&filter);
+	if (rc < 0)
+		flops_result_release(out);
+	return rc;
+}
+
+void flops_result_release(struct flops_result *res)
+{
+	for (size_t i = 0; i < res->n_rows; i++)
+		free(res->rows[i].name);
+	free(res->rows);
+	memset(res, 0, sizeof(*res));
+}
+
+/* ---- the report ------------------------------------------------------- */
+
+static void cell(struct table *t, double v)
+{
+	if (isnan(v))
+		table_empty(t);
+	else
+		table_float(t, v);
+}
+
+static void notes(struct report *r, const struct flops_result *res)
+{
+	const struct flops_peaks *pk = &res->peaks;
+	static const char *const phases[] = { "forward", "backward", "optimizer" };
+
+	if (res->peaks_missing) {
+		report_note(r, "the header has no device peaks: roofline columns are left empty (record on a GPU to get them)");
+	} else {
+		report_note(r, "device peaks (%s): fp32 %.1f, tf32 %.1f, bf16 %.1f, fp16 %.1f TFLOP/s; bandwidth %.0f GB/s",
+			    pk->source, pk->flops[FP_FP32] / 1e12, pk->flops[FP_TF32] / 1e12,
+			    pk->flops[FP_BF16] / 1e12, pk->flops[FP_FP16] / 1e12, pk->bandwidth / 1e9);
+		report_note(r, "bound = min(peak, FLOP/B x bandwidth); matrix products use the peak of their input "
+			       "dtype (fp32 inputs: tf32 peak in a tf32 run), other ops the fp32 peak; "
+			       "Of Bound = roofline time / measured time");
+	}
+	if (res->kernel_ns > 0) {
+		char buf[256];
+		int n = 0;
+		for (int p = 0; p < 3; p++)
+			if (res->phase_kernel_ns[p] > 0 && n >= 0 && (size_t)n < sizeof(buf))
+				n += snprintf(buf + n, sizeof(buf) - n, "%s%s %.1f%%", n ? ", " : "; ",
+					      phases[p], 100.0 * res->phase_gemm_ns[p] / res->phase_kernel_ns[p]);
+		report_note(r, "GEMM share of GPU time: %.1f%% (%.3f of %.3f ms of kernels per step)%s",
+			    100.0 * res->gemm_ns / res->kernel_ns, res->gemm_ns / 1e6, res->kernel_ns / 1e6,
+			    n ? buf : "");
+	}
+	for (int p = 0; p < 2; p++) {
+		const struct flops_attention *at = &res->attention[p];
+		if (!at->present || at->matmul_ns <= 0 || at->matmul_flops <= 0)
+			continue;
+		double tr = at->softmax_ns / at->matmul_ns, fr = at->softmax_flops / at->matmul_flops;
+		report_note(r, "attention %s: softmax takes %.3fx the time of scores+av (%.3f vs %.3f ms) "
+			       "for %.4fx their FLOPs (%.3f vs %.3f GFLOP): %.1fx the time per FLOP",
+			    phases[p], tr, at->softmax_ns / 1e6, at->matmul_ns / 1e6, fr,
+			    at->softmax_flops / 1e9, at->matmul_flops / 1e9, fr > 0 ? tr / fr : NAN);
+	}
+}
+
+void flops_report(struct report *r, const struct flops_result *res, int top, const char *title_extra)
+{
+	char title[512];
+	struct table *t;
+	size_t shown = top > 0 && (size_t)top < res->n_rows ? (size_t)top : res->n_rows;
+
+	snprintf(title, sizeof(title), "FLOPs against GPU time%s, per step (totals / %.0f)",
+		 title_extra ? title_extra : "", res->divisor);
+	t = report_add_table(r, "flops", title);
+	table_add_column(t, "Time (%)", COL_FLOAT, 1);
+	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Instances", COL_FLOAT, 2);
+	table_add_column(t, "Kernels", COL_FLOAT, 2);
+	table_add_column(t, "GFLOP", COL_FLOAT, 3);
+	table_add_column(t, "Min MB", COL_FLOAT, 3);
+	table_add_column(t, "TFLOP/s", COL_FLOAT, 2);
+	table_add_column(t, "GB/s", COL_FLOAT, 1);
+	table_add_column(t, "FLOP/B", COL_FLOAT, 2);
+	table_add_column(t, "Precision", COL_STR, 0);
+	table_add_column(t, "Bound (TFLOP/s)", COL_FLOAT, 2);
+	table_add_column(t, "Bound by", COL_STR, 0);
+	table_add_column(t, "Of Bound (%)", COL_FLOAT, 1);
+	table_add_column(t, "Name", COL_STR, 0);
+	for (size_t i = 0; i < shown; i++) {
+		const struct flops_row *row = &res->rows[i];
+		bool roof = !res->peaks_missing && row->roof_ns > 0;
+
+		table_row(t);
+		table_float(t, res->kernel_ns > 0 ? 100.0 * row->time_ns / res->kernel_ns : 0.0);
+		table_float(t, row->time_ns / 1e6);
+		if (row->no_op) {
+			table_empty(t);
+		} else {
+			table_float(t, row->instances);
+		}
+		table_float(t, row->kernels);
+		if (row->no_op) {
+			for (int c = 0; c < 5; c++)
+				table_empty(t);
+		} else {
+			table_float(t, row->flops / 1e9);
+			table_float(t, row->bytes / 1e6);
+			cell(t, flops_row_tflops(row));
+			cell(t, flops_row_gbs(row));
+			cell(t, flops_row_intensity(row));
+		}
+		if (row->no_op)
+			table_empty(t);
+		else
+			table_str(t, row->mixed_precision ? "mixed" : flops_precision_name(row->precision));
+		if (roof) {
+			cell(t, flops_row_bound_tflops(row));
+			table_str(t, flops_bound_name(row->bound));
+			cell(t, flops_row_percent(row));
+		} else {
+			table_empty(t);
+			table_empty(t);
+			table_empty(t);
+		}
+		table_str(t, row->name);
+	}
+	if (res->n_rows == 0)
+		report_note(r, "no kernels selected");
+	else if (shown < res->n_rows)
+		report_note(r, "%zu of %zu rows shown (--top %d)", shown, res->n_rows, top);
+	notes(r, res);
+}
+
+/* ---- the roofline chart ------------------------------------------------ */
+
+struct roof_label {
+	double x0, y0, x1, y1;        /* a box already taken on the chart */
+};
+
+static bool box_free(const struct roof_label *taken, size_t n, const struct roof_label *b,
+		     double left, double top, double right, double bottom)
+{
+	if (b->x0 < left || b->x1 > right || b->y0 < top || b->y1 > bottom)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (b->x0 < taken[i].x1 && taken[i].x0 < b->x1 && b->y0 < taken[i].y1 && taken[i].y0 < b->y1)
+			return false;
+	return true;
+}
+
+/* A row's label on the chart: a kind without its phase (the colour says it), an op without "step/". */
+static const char *short_label(const struct flops_row *row)
+{
+	const char *s = row->name;
+
+	if (!strncmp(s, "step/", 5))
+		return s + 5;
+	if (row->phase >= 0 && strchr(s, '/') && strncmp(s, "optimizer", 9) != 0)
+		return strchr(s, '/') + 1;
+	return s;
+}
+
+/* Adds name to a ", "-separated label unless it is there already. */
+static void label_append(char *label, size_t len, const char *name)
+{
+	size_t n = strlen(name), used = strlen(label);
+
+	for (const char *p = label; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == label || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+			return;
+	if (used + n + 3 >= len)
+		return;
+	snprintf(label + used, len - used, "%s%s", used ? ", " : "", name);
+}
+
+static bool order_ok(const unsigned char *done, size_t i)
+{
+	return !done[i];
+}
+
+static bool plottable(const struct flops_row *r)
+{
+	return !r->no_op && isfinite(flops_row_intensity(r)) && isfinite(flops_row_tflops(r));
+}
+
+int flops_svg(FILE *out, const struct flops_result *res, int width, int height)
+{
+	static const char *const phase_names[] = { "forward", "backward", "optimizer", "other" };
+	const struct flops_peaks *pk = &res->peaks;
+	const double ml = 70, mr = 28, mt = 52, mb = 58;
+	double left = ml, right = width - mr, top = mt, bottom = height - mb;
+	double xlo = INFINITY, xhi = 0, ylo = INFINITY, yhi = 0, max_ridge = 0;
+	struct svg_scale sx, sy;
+	struct roof_label *taken = NULL;
+	size_t n_taken = 0, *order = NULL;
+	unsigned char *done = NULL;
+	bool phase_seen[4] = { false };
+	double ticks[64];
+	char buf[64];
+	int nt;
+
+	for (size_t i = 0; i < res->n_rows; i++) {
+		const struct flops_row *r = &res->rows[i];
+		if (!plottable(r))
+			continue;
+		double x = flops_row_intensity(r), y = flops_row_tflops(r);
+		xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
+	}
+	if (pk->bandwidth > 0)
+		for (int p = 0; p < FP_COUNT; p++)
+			if (pk->flops[p] > 0) {
+				max_ridge = fmax(max_ridge, pk->flops[p] / pk->bandwidth);
+				yhi = fmax(yhi, pk->flops[p] / 1e12);
+				xhi = fmax(xhi, pk->flops[p] / pk->bandwidth);
+			}
+	if (!isfinite(xlo))
+		xlo = fmin(1, xhi > 0 ? xhi : 1);
+	if (!isfinite(ylo))
+		ylo = fmin(1, yhi > 0 ? yhi / 1000 : 1);
+	if (xhi <= 0)
+		xhi = 1000;
+	if (yhi <= 0)
+		yhi = 1000;
+	xlo = pow(10, floor(log10(xlo / 1.5)));
+	xhi = svg_nice_ceil(xhi * 2.5);
+	ylo = pow(10, floor(log10(ylo / 1.5)));
+	yhi = svg_nice_ceil(yhi * 1.4);
+	svg_scale_log10(&sx, xlo, xhi, left, right);
+	svg_scale_log10(&sy, ylo, yhi, bottom, top);
+
+	order = calloc(res->n_rows + 1, sizeof(*order));
+	taken = calloc(2 * res->n_rows + FP_COUNT + 8, sizeof(*taken));
+	done = calloc(res->n_rows + 1, 1);
+	if (!order || !taken || !done) {
+		free(order);
+		free(taken);
+		free(done);
+		return st_error("out of memory");
+	}
+	svg_begin(out, width, height, "Roofline: achieved TFLOP/s against arithmetic intensity");
+	svg_rect(out, 0, 0, width, height, "#fff", NULL);
+	svg_text(out, left, 22, SVG_START, 16, "#222", "font-weight=\"bold\"",
+		 "Roofline: achieved TFLOP/s against FLOP/byte, per step");
+	if (res->peaks_missing)
+		svg_text(out, left, 40, SVG_START, 12, "#b00", NULL,
+			 "no device peaks in the header: ceilings not drawn");
+	else
+		svg_text(out, left, 40, SVG_START, 12, "#555", NULL,
+			 "ceilings: %s peaks; matrix products against their dtype's peak, other ops against fp32",
+			 pk->source);
+
+	/* grid and axes */
+	nt = svg_ticks_log10(xlo, xhi, ticks, 64);
+	for (int i = 0; i < nt; i++) {
+		double x = svg_scale_map(&sx, ticks[i]);
+		svg_line(out, x, top, x, bottom, "#e6e6e6", 1, NULL);
+		svg_text(out, x, bottom + 16, SVG_MIDDLE, 11, "#444", NULL, "%s",
+			 svg_fmt_tick(buf, sizeof(buf), ticks[i], ticks[i]));
+	}
+	nt = svg_ticks_log10(ylo, yhi, ticks, 64);
+	for (int i = 0; i < nt; i++) {
+		double y = svg_scale_map(&sy, ticks[i]);
+		svg_line(out, left, y, right, y, "#e6e6e6", 1, NULL);
+		svg_text(out, left - 6, y + 4, SVG_END, 11, "#444", NULL, "%s",
+			 svg_fmt_tick(buf, sizeof(buf), ticks[i], ticks[i]));
+	}
+	svg_rect(out, left, top, right - left, bottom - top, NULL, "stroke=\"#888\"");
+	svg_text(out, (left + right) / 2, height - 16, SVG_MIDDLE, 13, "#222", NULL,
+		 "arithmetic intensity (FLOP/byte, minimum bytes)");
+	snprintf(buf, sizeof(buf), "transform=\"rotate(-90 %.1f %.1f)\"", 18.0, (top + bottom) / 2);
+	svg_text(out, 18, (top + bottom) / 2, SVG_MIDDLE, 13, "#222", buf, "achieved TFLOP/s");
+
+	/* ceilings: the bandwidth slope up to the highest ridge, then one roof per distinct peak */
+	if (pk->bandwidth > 0 && max_ridge > 0) {
+		double x0 = fmax(xlo, ylo * 1e12 / pk->bandwidth), x1 = fmin(max_ridge, xhi);
+		double X0 = svg_scale_map(&sx, x0), Y0 = svg_scale_map(&sy, x0 * pk->bandwidth / 1e12);
+		double X1 = svg_scale_map(&sx, x1), Y1 = svg_scale_map(&sy, x1 * pk->bandwidth / 1e12);
+		double angle = atan2(Y1 - Y0, X1 - X0) * 180 / M_PI;
+		double lx = X0 + 0.5 * (X1 - X0), ly = Y0 + 0.5 * (Y1 - Y0) - 7;
+
+		svg_line(out, X0, Y0, X1, Y1, "#333", 2, NULL);
+		snprintf(buf, sizeof(buf), "transform=\"rotate(%.2f %.1f %.1f)\"", angle, lx, ly);
+		svg_text(out, lx, ly, SVG_START, 12, "#333", buf, "memory %.2f TB/s", pk->bandwidth / 1e12);
+		{
+			double tw = 110, ex = lx + tw * cos(angle * M_PI / 180), ey = ly + tw * sin(angle * M_PI / 180);
+			taken[n_taken++] = (struct roof_label){ fmin(lx, ex), fmin(ly, ey) - 12, fmax(lx, ex), fmax(ly, ey) + 2 };
+		}
+	}
+	for (int p = FP_COUNT - 1; p >= 0; p--) {
+		char names[32] = "";
+		bool first = true;
+
+		if (pk->flops[p] <= 0 || pk->bandwidth <= 0)
+			continue;
+		for (int q = FP_COUNT - 1; q >= 0; q--)
+			if (pk->flops[q] == pk->flops[p]) {
+				if (q > p)
+					break;              /* drawn with q */
+				strncat(names, first ? "" : "/", sizeof(names) - strlen(names) - 1);
+				strncat(names, flops_precision_name(q), sizeof(names) - strlen(names) - 1);
+				first = false;
+			}
+		if (first)
+			continue;
+		double ridge = pk->flops[p] / pk->bandwidth, y = svg_scale_map(&sy, pk->flops[p] / 1e12);
+		double x0 = svg_scale_map(&sx, fmax(ridge, xlo));
+		svg_line(out, x0, y, right, y, "#333", 2, NULL);
+		svg_text(out, right - 6, y - 6, SVG_END, 12, "#333", NULL, "%s peak %.1f TFLOP/s", names,
+			 pk->flops[p] / 1e12);
+		taken[n_taken++] = (struct roof_label){ right - 180, y - 18, right, y - 2 };
+		svg_line(out, x0, y, x0, bottom, "#bbb", 1, "stroke-dasharray=\"3 3\"");
+	}
+
+	/* points, largest first so small ones stay visible on top */
+	for (size_t i = 0; i < res->n_rows; i++)
+		order[i] = i;                     /* rows are sorted by time already */
+	for (size_t k = 0; k < res->n_rows; k++) {
+		const struct flops_row *r = &res->rows[order[k]];
+		if (!plottable(r))
+			continue;
+		double share = res->kernel_ns > 0 ? r->time_ns / res->kernel_ns : 0;
+		double x = svg_scale_map(&sx, flops_row_intensity(r)), y = svg_scale_map(&sy, flops_row_tflops(r));
+		double rad = 3.5 + 22 * sqrt(share);
+		int ph = r->phase >= 0 && r->phase < 3 ? r->phase : 3;
+		char attrs[160];
+
+		phase_seen[ph] = true;
+		snprintf(attrs, sizeof(attrs), "fill=\"%s\" fill-opacity=\"0.7\" stroke=\"#fff\" stroke-width=\"1\"",
+			 svg_series_color(ph));
+		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" %s><title>", x, y, rad, attrs);
+		svg_escape(out, r->name);
+		fprintf(out, ": %.3f TFLOP/s at %.2f FLOP/B, %.1f%% of GPU time</title></circle>\n",
+			flops_row_tflops(r), flops_row_intensity(r), 100 * share);
+		taken[n_taken++] = (struct roof_label){ x - rad, y - rad, x + rad, y + rad };
+	}
+	taken[n_taken++] = (struct roof_label){ left, top, left + 160, top + 80 };   /* the legend */
+	/* labels: the first free spot around each point, biggest points first; points that
+	 * sit on top of each other (within 4 units) share one label listing their names */
+	for (size_t k = 0; k < res->n_rows; k++) {
+		const struct flops_row *r = &res->rows[order[k]];
+		if (!plottable(r) || !order_ok(done, order[k]))
+			continue;
+		double share = res->kernel_ns > 0 ? r->time_ns / res->kernel_ns : 0;
+		double x = svg_scale_map(&sx, flops_row_intensity(r)), y = svg_scale_map(&sy, flops_row_tflops(r));
+		double rad = 3.5 + 22 * sqrt(share), fs = 11;
+		char label[160] = "";
+		for (size_t m = k; m < res->n_rows; m++) {
+			const struct flops_row *o = &res->rows[order[m]];
+			if (!plottable(o) || !order_ok(done, order[m]))
+				continue;
+			double ox = svg_scale_map(&sx, flops_row_intensity(o)), oy = svg_scale_map(&sy, flops_row_tflops(o));
+			if (fabs(ox - x) > 4 || fabs(oy - y) > 4)
+				continue;
+			done[order[m]] = 1;
+			label_append(label, sizeof(label), short_label(o));
+		}
+		double w = svg_text_width(label, fs), h = fs + 2;
+		const double dys[] = { 0, -h, h, -2 * h, 2 * h, -3 * h, 3 * h, -4 * h, 4 * h };
+		struct roof_label b;
+		bool placed = false;
+
+		for (size_t d = 0; d < sizeof(dys) / sizeof(dys[0]) && !placed; d++)
+			for (int side = 0; side < 2 && !placed; side++) {
+				double lx = side == 0 ? x + rad + 4 : x - rad - 4 - w;
+				double cy = y + dys[d];
+				b = (struct roof_label){ lx, cy - h / 2, lx + w, cy + h / 2 };
+				if (box_free(taken, n_taken, &b, left + 2, top + 2, right - 2, bottom - 2))
+					placed = true;
+			}
+		if (!placed)
+			continue;                     /* the tooltip still names it */
+		taken[n_taken++] = b;
+		if (fabs((b.y0 + b.y1) / 2 - y) > 1)
+			svg_line(out, b.x0 < x ? b.x1 : b.x0, (b.y0 + b.y1) / 2, x, y, "#aaa", 0.7, NULL);
+		svg_text(out, b.x0, b.y1 - 3, SVG_START, fs, "#222", NULL, "%s", label);
+	}
+
+	/* legend, top left inside the plot */
+	{
+		double lx = left + 12, ly = top + 16;
+		for (int ph = 0; ph < 4; ph++) {
+			if (!phase_seen[ph])
+				continue;
+			fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\" fill-opacity=\"0.7\"/>\n",
+				lx, ly - 4, svg_series_color(ph));
+			svg_text(out, lx + 10, ly, SVG_START, 12, "#222", NULL, "%s", phase_names[ph]);
+			ly += 16;
+		}
+		svg_text(out, lx - 5, ly, SVG_START, 11, "#555", NULL, "area: share of GPU time");
+	}
+	svg_end(out);
+	free(order);
+	free(taken);
+	free(done);
+	return ferror(out) ? -1 : 0;
+}
+
+int flops_roofline_svg(FILE *out, const struct replay *rp, int width, int height)
+{
+	struct flops_options opt = { .by = FLOPS_BY_KIND };
+	struct flops_result res;
+	int rc;
+
+	if (flops_compute(rp, &opt, &res) < 0)
+		return -1;
+	rc = flops_svg(out, &res, width, height);
+	flops_result_release(&res);
+	return rc;
+}
+
+/* ---- the command ------------------------------------------------------- */
+
+static const char *const flops_usage[] = {
+	"steptrace flops [<options>] FILE",
+	NULL,
+};
+
+static int write_svg(const struct flops_result *res, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (!f)
+		return st_error("cannot write '%s': %s", path, strerror(errno));
+	rc = flops_svg(f, res, 1000, 700);
+	if (fclose(f) != 0 || rc < 0)
+		return st_error("cannot write '%s'", path);
+	return 0;
+}
+
+int cmd_flops(int argc, const char **argv)
+{
+	struct flops_options opt = { .by = FLOPS_BY_KIND };
+	const char *by = "kind", *format = NULL, *svg = NULL;
+	struct flops_result res;
+	struct replay rp;
+	struct report *r;
+	enum out_format fmt;
+	char extra[300] = "";
+	int top = 0, n, rc;
+	const struct option opts[] = {
+		OPT_STRING(0, "by", &by, "WHAT", "one row per op kind summed over layers (kind) or per op (op)"),
+		OPT_STRING(0, "range", &opt.range, "PATH", "keep kernels under this NVTX path ('forward', 'layer.*/attn')"),
+		OPT_STRING(0, "phase", &opt.phase, "PHASE", "keep ops of this phase: forward, backward or optimizer"),
+		OPT_INTEGER('n', "top", &top, "show the N rows with the most GPU time"),
+		OPT_BOOLEAN(0, "include-warmup", &opt.include_warmup, "count warm-up steps and work outside steps"),
+		OPT_STRING(0, "svg", &svg, "FILE", "write the roofline chart to FILE"),
+		OPT_FORMAT(&format),
+		OPT_END(),
+	};
+
+	n = analyze_parse(argc, argv, opts, flops_usage, 1, &format, &fmt);
+	if (n < 0)
+		return analyze_exit(n);
+	if (!strcmp(by, "kind")) {
+		opt.by = FLOPS_BY_KIND;
+	} else if (!strcmp(by, "op")) {
+		opt.by = FLOPS_BY_OP;
+	} else {
+		st_error("unknown --by '%s': use kind or op", by);
+		return EXIT_USAGE;
+	}
+	if (top < 0) {
+		st_error("--top must be positive");
+		return EXIT_USAGE;
+	}
+	if (opt.phase && phase_index(opt.phase) < 0) {
+		st_error("unknown --phase '%s': use forward, backward or optimizer", opt.phase);
+		return EXIT_USAGE;
+	}
+	if (opt.range) {
+		struct range_pattern p;
+		if (range_pattern_compile(&p, opt.range) < 0)
+			return EXIT_USAGE;
+		range_pattern_release(&p);
+	}
+	if (analyze_open(&rp, argv[0]) < 0)
+		return 1;
+	if (flops_compute(&rp, &opt, &res) < 0) {
+		replay_release(&rp);
+		return 1;
+	}
+	snprintf(extra, sizeof(extra), " by %s%s%s%s%s%s", opt.by == FLOPS_BY_OP ? "op" : "op kind",
+		 opt.range ? " under '" : "", opt.range ? opt.range : "", opt.range ? "'" : "",
+		 opt.phase ? ", phase " : "", opt.phase ? opt.phase : "");
+	r = report_new();
+	flops_report(r, &res, top, extra);
+	rc = 0;
+	if (svg && write_svg(&res, svg) < 0)
+		rc = 1;
+	if (analyze_print(r, fmt) != 0)
+		rc = 1;
+	flops_result_release(&res);
+	replay_release(&rp);
+	return rc;
+}

@@ -1,0 +1,480 @@
+/*
+ * replay_cmd.c: `steptrace replay`, the rebuilt event stream in time order,
+ * one line per event with its context (time, kind, duration, stream or
+ * thread, live memory, range path, name), like `perf script`; filterable by
+ * kind, range path and time window. With --capacity SIZE it instead replays
+ * the allocations against a device of that size (replay/memory.h) and names
+ * the first request that would not fit.
+ *
+ * The listing streams: a merge of replay's sorted arrays, integer-only
+ * formatting and one big stdio buffer, so a million events print in well
+ * under a second.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/common.h"
+#include "analyze/memory.h"
+#include "analyze/svg.h"
+#include "cli/commands.h"
+#include "cli/error.h"
+#include "replay/memory.h"
+
+struct replay_args {
+	const char *kinds, *range, *format, *view;
+	double from_ms, to_ms;
+	uint64_t capacity;
+	enum out_format fmt;
+	enum mem_view view_id;
+	bool kind_ok[ST_KIND_COUNT];
+};
+
+static const char *const replay_usage[] = {
+	"steptrace replay [<options>] FILE",
+	"steptrace replay --capacity SIZE [<options>] FILE",
+	NULL,
+};
+
+/* ---- the listing ------------------------------------------------------ */
+
+enum src { SRC_ACT, SRC_API, SRC_RANGE, SRC_MEM, SRC_STEP, SRC_OTHER, SRC_COUNT };
+
+struct lister {
+	const struct replay *rp;
+	const struct replay_args *a;
+	struct replay_filter filter;
+	bool filtering;
+	const struct mem_timeline *tl;
+	int32_t *point_of_mem;      /* rp->mem index -> tl point, -1 other view */
+	size_t next_point;          /* first tl point not yet applied */
+	uint64_t live;
+	FILE *out;
+};
+
+static uint64_t src_time(const struct replay *rp, int s, size_t i)
+{
+	switch (s) {
+	case SRC_ACT: return rp->activities[i].start;
+	case SRC_API: return rp->apis[i].start;
+	case SRC_RANGE: return rp->ranges[i].start;
+	case SRC_MEM: return rp->mem[i].ev.start;
+	case SRC_STEP: return rp->steps[i].start;
+	default: return rp->others[i].start;
+	}
+}
+
+static size_t src_count(const struct replay *rp, int s)
+{
+	switch (s) {
+	case SRC_ACT: return rp->n_activities;
+	case SRC_API: return rp->n_apis;
+	case SRC_RANGE: return rp->n_ranges;
+	case SRC_MEM: return rp->n_mem;
+	case SRC_STEP: return rp->n_steps;
+	default: return rp->n_others;
+	}
+}
+
+/* ns as milliseconds with 6 decimals, integers only */
+static void put_ms(FILE *out, uint64_t ns, int width)
+{
+	fprintf(out, "%*" PRIu64 ".%06" PRIu64, width, ns / 1000000, ns % 1000000);
+}
+
+static bool path_ok(const struct lister *l, int32_t range)
+{
+	if (!l->filtering)
+		return true;
+	if (range < 0 || (size_t)range >= l->rp->n_ranges)
+		return false;
+	return replay_filter_range(&l->filter, &l->rp->ranges[range]);
+}
+
+static const char *range_path(const struct replay *rp, int32_t range)
+{
+	if (range < 0 || (size_t)range >= rp->n_ranges)
+		return "-";
+	return replay_range_path(rp, &rp->ranges[range]);
+}
+
+static void put_line(struct lister *l, uint64_t t, const char *kind, uint64_t dur, const char *where_fmt,
+		     uint64_t where, const char *path, const char *name)
+{
+	FILE *out = l->out;
+	uint64_t tenths = (l->live * 10 + 524288) / 1048576;
+
+	put_ms(out, t - l->rp->t_min, 8);
+	fprintf(out, " %-8s ", kind);
+	put_ms(out, dur, 4);
+	fputc(' ', out);
+	if (where_fmt)
+		fprintf(out, where_fmt, where);
+	else
+		fputs("-           ", out);
+	fprintf(out, " %7" PRIu64 ".%" PRIu64 " %s %s\n", tenths / 10, tenths % 10, *path ? path : "-", name);
+}
+
+/* Applies the memory points up to time t (all of them at t when through_t). */
+static void advance_live(struct lister *l, uint64_t t)
+{
+	while (l->next_point < l->tl->n_points && l->tl->points[l->next_point].t <= t)
+		l->live = l->tl->points[l->next_point++].live;
+}
+
+static void list_mem(struct lister *l, size_t i)
+{
+	const struct replay *rp = l->rp;
+	const struct replay_mem *m = &rp->mem[i];
+	const struct st_event *ev = &m->ev;
+	int32_t p = l->point_of_mem[i];
+	char name[512], b1[32], b2[32];
+	const struct replay_op *op;
+
+	/* the live total right after this very event when it is in the view */
+	if (p >= 0) {
+		l->live = l->tl->points[p].live;
+		if ((size_t)p + 1 > l->next_point)
+			l->next_point = (size_t)p + 1;
+	} else {
+		advance_live(l, ev->start);
+	}
+	if (!l->a->kind_ok[ev->kind] || !path_ok(l, m->range))
+		return;
+	op = replay_op(rp, ev->kind == ST_OOM ? ev->oom.op : ev->mem.op);
+	if (ev->kind == ST_OOM) {
+		snprintf(name, sizeof(name), "OOM request %s %s live %s capacity %" PRIu64 " op %s",
+			 svg_fmt_bytes(b1, sizeof(b1), (double)ev->oom.requested), st_mem_category_name((int)ev->oom.category),
+			 svg_fmt_bytes(b2, sizeof(b2), (double)ev->oom.live_bytes), ev->oom.capacity,
+			 op ? replay_str(rp, op->path) : "-");
+		put_line(l, ev->start, "oom", 0, NULL, 0, range_path(rp, m->range), name);
+		return;
+	}
+	{
+		const struct mem_point *pt = p >= 0 ? &l->tl->points[p] : NULL;
+		bool unknown = ev->kind == ST_FREE && pt && pt->block < 0;
+		uint64_t size = pt && pt->block >= 0 ? l->tl->blocks[pt->block].size : ev->mem.size;
+		int cat = pt && pt->block >= 0 ? pt->category : (int)ev->mem.category;
+
+		snprintf(name, sizeof(name), "%c%s %s 0x%" PRIx64 "%s%s%s", ev->kind == ST_ALLOC ? '+' : '-',
+			 svg_fmt_bytes(b1, sizeof(b1), (double)size), st_mem_category_name(cat), ev->mem.address,
+			 ev->mem.source == ST_SRC_DRIVER ? " driver" : "", op ? " op " : "",
+			 op ? replay_str(rp, op->path) : "");
+		if (unknown)
+			strncat(name, " (unknown address)", sizeof(name) - strlen(name) - 1);
+		put_line(l, ev->start, ev->kind == ST_ALLOC ? "alloc" : "free", 0, "device %-5" PRIu64,
+			 ev->mem.device, range_path(rp, m->range), name);
+	}
+}
+
+static void list_one(struct lister *l, int s, size_t i)
+{
+	const struct replay *rp = l->rp;
+	char name[256];
+
+	if (s == SRC_MEM) {
+		list_mem(l, i);
+		return;
+	}
+	advance_live(l, src_time(rp, s, i));
+	switch (s) {
+	case SRC_ACT: {
+		const struct replay_activity *a = &rp->activities[i];
+		static const char *const kinds[] = { [ST_KERNEL] = "kernel", [ST_MEMCPY] = "memcpy", [ST_MEMSET] = "memset" };
+
+		if (a->kind > ST_MEMSET || !l->a->kind_ok[a->kind])
+			return;
+		if (l->filtering && !replay_filter_activity(&l->filter, rp, a))
+			return;
+		put_line(l, a->start, kinds[a->kind] ? kinds[a->kind] : "gpu", a->end - a->start, "stream %-5" PRIu64,
+			 a->stream, range_path(rp, a->range), replay_str(rp, a->name));
+		break;
+	}
+	case SRC_API: {
+		const struct replay_api *a = &rp->apis[i];
+
+		if (!l->a->kind_ok[ST_API] || !path_ok(l, a->range))
+			return;
+		put_line(l, a->start, "api", a->end - a->start, "thread %-5" PRIu64, a->thread,
+			 range_path(rp, a->range), replay_str(rp, a->name));
+		break;
+	}
+	case SRC_RANGE: {
+		const struct replay_range *r = &rp->ranges[i];
+
+		if (!l->a->kind_ok[ST_RANGE] || (l->filtering && !replay_filter_range(&l->filter, r)))
+			return;
+		put_line(l, r->start, "range", r->end - r->start, "thread %-5" PRIu64, r->thread,
+			 replay_range_path(rp, r), replay_str(rp, r->name));
+		break;
+	}
+	case SRC_STEP: {
+		const struct replay_step *st = &rp->steps[i];
+
+		if (!l->a->kind_ok[ST_STEP] || l->filtering)
+			return;
+		snprintf(name, sizeof(name), "step %" PRIu32 "%s", st->index, st->warmup ? " (warm-up)" : "");
+		put_line(l, st->start, "step", st->end - st->start, "thread %-5" PRIu64, st->thread, "", name);
+		break;
+	}
+	default: {
+		const struct st_event *ev = &rp->others[i];
+
+		if (ev->kind < 0 || ev->kind >= ST_KIND_COUNT || !l->a->kind_ok[ev->kind] || l->filtering)
+			return;
+		if (ev->kind == ST_SYNC)
+			snprintf(name, sizeof(name), "sync type %" PRIu32 " stream %" PRIu32, ev->sync.type, ev->sync.stream);
+		else
+			snprintf(name, sizeof(name), "overhead kind %" PRIu32, ev->overhead.kind);
+		put_line(l, ev->start, st_kind_name(ev->kind) ? st_kind_name(ev->kind) : "other", ev->end - ev->start,
+			 "thread %-5" PRIu64, ev->kind == ST_SYNC ? ev->sync.thread : ev->overhead.thread, "", name);
+		break;
+	}
+	}
+}
+
+static int list_events(const struct replay *rp, struct replay_args *a)
+{
+	struct mem_timeline tl;
+	struct lister l = { .rp = rp, .a = a, .out = stdout };
+	size_t head[SRC_COUNT] = { 0 }, n[SRC_COUNT];
+	uint64_t from = 0, to = UINT64_MAX;
+	static char buf[1 << 20];
+	int rc = 0;
+
+	if (mem_timeline_build(&tl, rp, a->view_id) < 0)
+		return 1;
+	l.tl = &tl;
+	l.point_of_mem = malloc((rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
+	if (!l.point_of_mem) {
+		mem_timeline_release(&tl);
+		return st_error("out of memory"), 1;
+	}
+	memset(l.point_of_mem, 0xff, (rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
+	for (size_t p = 0; p < tl.n_points; p++)
+		l.point_of_mem[tl.points[p].mem] = (int32_t)p;
+	if (a->range) {
+		if (replay_filter_init(&l.filter, rp, a->range) < 0) {
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		l.filtering = true;
+	}
+	if (a->from_ms >= 0)
+		from = rp->t_min + (uint64_t)llround(a->from_ms * 1e6);
+	if (a->to_ms >= 0)
+		to = rp->t_min + (uint64_t)llround(a->to_ms * 1e6);
+	for (int s = 0; s < SRC_COUNT; s++)
+		n[s] = src_count(rp, s);
+
+	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+	fputs("# time(ms)   kind    dur(ms)     where        live(MiB) range name\n", stdout);
+	for (;;) {
+		int best = -1;
+		uint64_t bt = 0;
+
+		for (int s = 0; s < SRC_COUNT; s++) {
+			if (head[s] < n[s]) {
+				uint64_t t = src_time(rp, s, head[s]);
+
+				if (best < 0 || t < bt) {
+					best = s;
+					bt = t;
+				}
+			}
+		}
+		if (best < 0 || bt > to)
+			break;
+		if (bt >= from)
+			list_one(&l, best, head[best]);
+		else if (best == SRC_MEM && l.point_of_mem[head[best]] >= 0)
+			l.live = tl.points[l.point_of_mem[head[best]]].live, l.next_point = (size_t)l.point_of_mem[head[best]] + 1;
+		head[best]++;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		st_error("cannot write the event listing");
+		rc = 1;
+	}
+	if (l.filtering)
+		replay_filter_release(&l.filter);
+out:
+	setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
+	free(l.point_of_mem);
+	mem_timeline_release(&tl);
+	return rc;
+}
+
+/* ---- capacity --------------------------------------------------------- */
+
+static void kv_row(struct table *t, const char *what, const char *value, int64_t bytes, bool has_bytes)
+{
+	table_row(t);
+	table_str(t, what);
+	table_str(t, value);
+	if (has_bytes)
+		table_int(t, bytes);
+	else
+		table_empty(t);
+}
+
+static int capacity_report(const struct replay *rp, struct replay_args *a)
+{
+	struct mem_timeline tl;
+	struct mem_capacity cap;
+	struct report *r;
+	struct table *t;
+	char b1[64], b2[64];
+
+	if (mem_timeline_build(&tl, rp, a->view_id) < 0)
+		return 1;
+	r = report_new();
+	if (!r) {
+		mem_timeline_release(&tl);
+		return st_error("out of memory"), 1;
+	}
+	mem_timeline_capacity(&tl, a->capacity, &cap);
+	t = report_add_table(r, "capacity", "Capacity replay");
+	table_add_column(t, "What", COL_STR, 0);
+	table_add_column(t, "Value", COL_STR, 0);
+	table_add_column(t, "Bytes", COL_INT, 0);
+	kv_row(t, "capacity", svg_fmt_bytes(b1, sizeof(b1), (double)cap.capacity), (int64_t)cap.capacity, true);
+	kv_row(t, "view", mem_view_name(tl.view), 0, false);
+	if (cap.fits) {
+		kv_row(t, "result", "fits", 0, false);
+		kv_row(t, "peak", svg_fmt_bytes(b1, sizeof(b1), (double)cap.peak), (int64_t)cap.peak, true);
+		kv_row(t, "headroom at the peak", svg_fmt_bytes(b1, sizeof(b1), (double)cap.headroom), (int64_t)cap.headroom, true);
+		if (tl.peak.point >= 0) {
+			snprintf(b2, sizeof(b2), "%.3f ms", ns_to_ms(tl.peak.t - rp->t_min));
+			kv_row(t, "peak time", b2, 0, false);
+			kv_row(t, "peak op", memory_block_op(rp, &tl.blocks[tl.peak.block]), 0, false);
+		}
+		report_note(r, "the whole run fits in %s: peak %s, headroom %s",
+			    svg_fmt_bytes(b1, sizeof(b1), (double)cap.capacity),
+			    svg_fmt_bytes(b2, sizeof(b2), (double)cap.peak),
+			    svg_fmt_bytes((char[32]){ 0 }, 32, (double)cap.headroom));
+	} else {
+		const struct mem_block *b = &tl.blocks[cap.block];
+		const struct replay_mem *m = &rp->mem[tl.points[cap.point].mem];
+		struct table *c;
+
+		kv_row(t, "result", "out of memory", 0, false);
+		kv_row(t, "request", svg_fmt_bytes(b1, sizeof(b1), (double)cap.request), (int64_t)cap.request, true);
+		kv_row(t, "category", st_mem_category_name(b->category), 0, false);
+		kv_row(t, "op", memory_block_op(rp, b), 0, false);
+		kv_row(t, "range", memory_point_range(rp, &tl, cap.point), 0, false);
+		kv_row(t, "phase", mem_phase_name((enum mem_phase)b->phase), 0, false);
+		if (m->step >= 0 && (size_t)m->step < rp->n_steps)
+			snprintf(b2, sizeof(b2), "%" PRIu32 "%s", rp->steps[m->step].index,
+				 rp->steps[m->step].warmup ? " (warm-up)" : "");
+		else
+			snprintf(b2, sizeof(b2), "outside steps");
+		kv_row(t, "step", b2, 0, false);
+		snprintf(b2, sizeof(b2), "%.3f ms", ns_to_ms(b->t_alloc - rp->t_min));
+		kv_row(t, "time", b2, 0, false);
+		kv_row(t, "live before it", svg_fmt_bytes(b1, sizeof(b1), (double)cap.live_before), (int64_t)cap.live_before, true);
+		kv_row(t, "overshoot", svg_fmt_bytes(b1, sizeof(b1), (double)cap.overshoot), (int64_t)cap.overshoot, true);
+		c = report_add_table(r, "live_at_failure", "Live by category when it fails");
+		table_add_column(c, "Category", COL_STR, 0);
+		table_add_column(c, "Bytes", COL_INT, 0);
+		table_add_column(c, "MiB", COL_FLOAT, 1);
+		for (int k = 0; k < ST_MEM_CATEGORY_COUNT; k++) {
+			if (!cap.by_category[k])
+				continue;
+			table_row(c);
+			table_str(c, st_mem_category_name(k));
+			table_int(c, (int64_t)cap.by_category[k]);
+			table_float(c, cap.by_category[k] / (1024.0 * 1024.0));
+		}
+		report_note(r, "does not fit in %s: the %s %s request of %s overshoots by %s",
+			    svg_fmt_bytes(b1, sizeof(b1), (double)cap.capacity), st_mem_category_name(b->category),
+			    *memory_block_op(rp, b) ? memory_block_op(rp, b) : "(no op)",
+			    svg_fmt_bytes(b2, sizeof(b2), (double)cap.request),
+			    svg_fmt_bytes((char[32]){ 0 }, 32, (double)cap.overshoot));
+	}
+	report_note(r, "counts live bytes of the %s's blocks only, not allocator fragmentation, caching or the CUDA context: "
+		    "a real device of this size runs out somewhat sooner", mem_view_name(tl.view));
+	if (!tl.n_blocks)
+		report_note(r, "warning: the bundle holds no %s allocations", mem_view_name(tl.view));
+	mem_timeline_release(&tl);
+	return analyze_print(r, a->fmt);
+}
+
+/* ---- the command ------------------------------------------------------ */
+
+static int parse_kinds(struct replay_args *a)
+{
+	const char *items[ST_KIND_COUNT + 4];
+	char *storage = NULL;
+	int n;
+
+	if (!a->kinds) {
+		for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
+			a->kind_ok[k] = k != ST_OP;
+		return 0;
+	}
+	n = split_list(a->kinds, items, ST_KIND_COUNT + 4, &storage);
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		int k = st_kind_from_name(items[i]);
+
+		if (k < 0 || k == ST_OP) {
+			st_error("unknown event kind '%s': use kernel, memcpy, memset, api, range, alloc, free, "
+				 "oom, step, overhead or sync", items[i]);
+			free(storage);
+			return -1;
+		}
+		a->kind_ok[k] = true;
+	}
+	free(storage);
+	return 0;
+}
+
+int cmd_replay(int argc, const char **argv)
+{
+	struct replay_args args = { .from_ms = -1, .to_ms = -1, .view = "model" };
+	struct replay rp;
+	int n, rc;
+	const struct option opts[] = {
+		OPT_STRING(0, "kind", &args.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync"),
+		OPT_STRING(0, "range", &args.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn')"),
+		OPT_DOUBLE(0, "from", &args.from_ms, "start at this time (ms since the first event)"),
+		OPT_DOUBLE(0, "to", &args.to_ms, "stop after this time (ms since the first event)"),
+		OPT_SIZE(0, "capacity", &args.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
+		OPT_STRING(0, "view", &args.view, "WHO", "memory view: model (allocator, default) or driver (cudaMalloc)"),
+		OPT_FORMAT(&args.format),
+		OPT_END(),
+	};
+
+	n = analyze_parse(argc, argv, opts, replay_usage, 1, &args.format, &args.fmt);
+	if (n < 0)
+		return analyze_exit(n);
+	if (!strcmp(args.view, "model")) {
+		args.view_id = MEM_VIEW_MODEL;
+	} else if (!strcmp(args.view, "driver")) {
+		args.view_id = MEM_VIEW_DRIVER;
+	} else {
+		st_error("unknown --view '%s': use model or driver", args.view);
+		return EXIT_USAGE;
+	}
+	if (parse_kinds(&args) < 0)
+		return EXIT_USAGE;
+	if ((args.from_ms < 0 && args.from_ms != -1) || (args.to_ms < 0 && args.to_ms != -1) ||
+	    (args.to_ms >= 0 && args.from_ms > args.to_ms)) {
+		st_error("--from and --to must be times in ms with --from <= --to");
+		return EXIT_USAGE;
+	}
+	if (args.range) {
+		struct range_pattern p;
+
+		if (range_pattern_compile(&p, args.range) < 0)
+			return EXIT_USAGE;
+		range_pattern_release(&p);
+	}
+	if (analyze_open(&rp, argv[0]) < 0)
+		return 1;
+	rc = args.capacity ? capacity_report(&rp, &args) : list_events(&rp, &args);
+	replay_release(&rp);
+	return rc;
+}

@@ -1,0 +1,68 @@
+#!/bin/sh
+# diff.sh STEPTRACE GEN_PAIR EXPECTED_DIR: `steptrace diff` on the bundles of
+# gen_pair.c, whose every number is worked out in that file's comment;
+# outputs are compared byte for byte with EXPECTED_DIR.
+set -u
+st=$1
+gen=$2
+exp=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# same NAME ARGS...: `steptrace diff ARGS` must exit 0, print nothing on
+# stderr and print exactly EXPECTED_DIR/NAME
+same() {
+	name=$1
+	shift
+	(cd "$tmp" && "$st" diff "$@") >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" = 0 ] || fail "diff $*: exit $rc: $(cat "$tmp/err")"
+	[ -s "$tmp/err" ] && fail "diff $*: stderr: $(cat "$tmp/err")"
+	cmp -s "$tmp/out" "$exp/$name" || { fail "diff $*: output differs from $name"; diff "$exp/$name" "$tmp/out" >&2; }
+}
+
+(cd "$tmp" && "$gen" A.stb B.stb C.stb) || { echo "FAIL: gen_pair" >&2; exit 1; }
+
+same ab_op.csv A.stb B.stb --format csv
+same ab_op.csv A.stb B.stb --by op --format csv
+same ab_range.csv A.stb B.stb --by range --format csv
+same ab_category.csv A.stb B.stb --by category --format csv
+same ab_kernel_top7.csv A.stb B.stb --by kernel --top 7 --format csv
+same ab_warmup.json A.stb B.stb --include-warmup --format json
+
+# another shape on another device: the same rows, a warning naming the differences
+(cd "$tmp" && "$st" diff A.stb C.stb --format csv) >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 0 ] || fail "diff A C: exit $rc"
+want="warning: bundles differ in ctx (128 -> 256), precision (fp32 -> bf16), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200): rows are matched by name where the structure matches"
+[ "$(cat "$tmp/err")" = "$want" ] || fail "diff A C: stderr '$(cat "$tmp/err")'"
+sed '$d' "$exp/ab_op.csv" >"$tmp/want"
+sed '$d' "$tmp/out" >"$tmp/got"
+cmp -s "$tmp/want" "$tmp/got" || fail "diff A C: rows differ from A B"
+tail -n 1 "$tmp/out" | grep -qx '# A and B differ in ctx (128 -> 256), precision (fp32 -> bf16), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200)' ||
+	fail "diff A C: last note '$(tail -n 1 "$tmp/out")'"
+
+# a bundle against itself: no deltas, no one-sided kernels, no header note
+(cd "$tmp" && "$st" diff B.stb B.stb) >"$tmp/out" 2>"$tmp/err"
+[ $? = 0 ] || fail "diff B B: exit"
+grep -q 'both bundles ran the same kernels' "$tmp/out" || fail "diff B B: one-sided kernels reported"
+grep -q 'differ in' "$tmp/out" && fail "diff B B: header difference reported"
+
+# usage and bad input
+(cd "$tmp" && "$st" diff A.stb B.stb --by nothing) >/dev/null 2>"$tmp/err"
+[ $? = 129 ] || fail "--by nothing: want exit 129"
+grep -q "^error: unknown --by 'nothing'" "$tmp/err" || fail "--by nothing: '$(cat "$tmp/err")'"
+(cd "$tmp" && "$st" diff A.stb) >/dev/null 2>&1
+[ $? = 129 ] || fail "one bundle: want exit 129"
+(cd "$tmp" && "$st" diff A.stb missing.stb) >/dev/null 2>"$tmp/err"
+[ $? = 1 ] || fail "missing bundle: want exit 1"
+[ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "missing bundle: want one error line, got '$(cat "$tmp/err")'"
+
+[ "$failures" = 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
+echo "diff: all checks passed"

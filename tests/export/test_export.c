@@ -1,0 +1,637 @@
+/*
+ * test_export.c: `steptrace export` on a small bundle with known contents.
+ *
+ *   test_export STEPTRACE DIR     writes DIR/x.stb, runs the program, checks
+ *                                 the Perfetto file (decoded with protobuf-c
+ *                                 against proto/perfetto_trace.proto) and the
+ *                                 Chrome JSON (parsed with jansson)
+ *   test_export --write FILE      only writes the bundle (for export_protoc.sh)
+ *
+ * The bundle (thread 100 unless said; times in ns):
+ *   ranges  step [1000,9000] > forward [1000,5000] > layer.0 [1000,3000]
+ *           > attn [1000,3000] (same span as its parent) > softmax [2000,3000]
+ *           (ends with its parents); step > backward [5000,9000] (starts when
+ *           forward ends); thread 200: loader [1500,4000]
+ *   calls   c1 [1100,1200] -> kernel gemm (7) [1501,2499]
+ *           c2 [2000,2000] (zero length, inside softmax) -> softmax_kernel (7) [2499,2600]
+ *           c3 [5000,5100] -> memcpy DtoD 4096 B (8) [5200,5300]
+ *           c4 [6000,6050] -> memset 1024 B (8) [6100,6150]
+ *           c5 [7000,7100] -> adam_kernel (7) [7200,8000]
+ *           c6 [7150,7160] -> late_kernel (7) [7900,8500]  overlaps adam: an extra lane
+ *           none           -> orphan_kernel (9) [8600,8700]
+ *           thread 200: c7 [1600,1700] -> memcpy HtoD 64 B (8) [1800,1900]
+ *   memory  model: parameter 1 MiB at 500; activation 4096 B at 1200 (op 1),
+ *           freed at 6000; temporary 2048 B at 2000, freed at 2100.
+ *           driver: 2 MiB at 400.
+ *   step    0, [1000,9000], measured
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfetto_trace.pb-c.h"
+#include "trace/bundle.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                      \
+			fputc('\n', stderr);                               \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+/* ---- the bundle ---------------------------------------------------------- */
+
+static struct bundle_writer *W;
+static int write_failed;
+
+static void add(const struct st_event *ev)
+{
+	if (bundle_writer_add(W, ev) < 0)
+		write_failed = 1;
+}
+
+static void range(const char *name, uint64_t thread, uint32_t depth, uint64_t s, uint64_t e)
+{
+	struct st_event ev = { .kind = ST_RANGE, .start = s, .end = e };
+	ev.range.name = bundle_writer_intern(W, name);
+	ev.range.thread = thread;
+	ev.range.depth = depth;
+	add(&ev);
+}
+
+static void api(uint64_t corr, uint64_t thread, uint64_t s, uint64_t e)
+{
+	struct st_event ev = { .kind = ST_API, .start = s, .end = e };
+	ev.api.name = bundle_writer_intern(W, "cudaLaunchKernel");
+	ev.api.thread = thread;
+	ev.api.correlation = corr;
+	add(&ev);
+}
+
+static void kernel(const char *name, uint64_t corr, uint32_t stream, uint32_t op, uint64_t s, uint64_t e)
+{
+	struct st_event ev = { .kind = ST_KERNEL, .start = s, .end = e };
+	ev.kernel.name = bundle_writer_intern(W, name);
+	ev.kernel.correlation = corr;
+	ev.kernel.stream = stream;
+	ev.kernel.op = op;
+	ev.kernel.grid[0] = 128, ev.kernel.grid[1] = 2, ev.kernel.grid[2] = 1;
+	ev.kernel.block[0] = 256, ev.kernel.block[1] = 1, ev.kernel.block[2] = 1;
+	ev.kernel.registers = 64;
+	add(&ev);
+}
+
+static void mem(int kind, uint64_t t, uint64_t address, uint64_t size, uint32_t category, int source)
+{
+	struct st_event ev = { .kind = kind, .start = t, .end = t };
+	ev.mem.address = address;
+	ev.mem.size = size;
+	ev.mem.category = category;
+	ev.mem.source = (uint32_t)source;
+	ev.mem.op = kind == ST_ALLOC && category == ST_MEM_ACTIVATION ? 1 : 0;
+	add(&ev);
+}
+
+static int write_bundle(const char *path)
+{
+	Steptrace__Header h = STEPTRACE__HEADER__INIT;
+	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
+	Steptrace__DeviceInfo dev = STEPTRACE__DEVICE_INFO__INIT;
+	struct st_event ev;
+
+	cfg.model = "tiny";
+	cfg.precision = "bf16";
+	cfg.mode = "train";
+	dev.name = "Synthetic GPU";
+	h.config = &cfg;
+	h.device = &dev;
+	h.command_line = "test_export";
+	h.clock = "synthetic";
+	W = bundle_writer_open(path, &h, NULL);
+	if (!W)
+		return 1;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = ST_OP;
+	ev.op.id = 1;
+	ev.op.name = bundle_writer_intern(W, "q_proj");
+	ev.op.path = bundle_writer_intern(W, "step/forward/layer.0/attn/q_proj");
+	ev.op.kind = bundle_writer_intern(W, "attn/q_proj");
+	ev.op.phase = bundle_writer_intern(W, "forward");
+	ev.op.n_inputs = 1;
+	ev.op.inputs[0] = ST_DT_BF16;
+	ev.op.n_outputs = 1;
+	ev.op.outputs[0] = ST_DT_F32;
+	add(&ev);
+
+	mem(ST_ALLOC, 400, 0x7000000, 2u << 20, ST_MEM_UNKNOWN, ST_SRC_DRIVER);
+	mem(ST_ALLOC, 500, 0x1000, 1u << 20, ST_MEM_PARAMETER, ST_SRC_MODEL);
+	range("softmax", 100, 4, 2000, 3000);
+	range("attn", 100, 3, 1000, 3000);
+	range("layer.0", 100, 2, 1000, 3000);
+	range("forward", 100, 1, 1000, 5000);
+	range("backward", 100, 1, 5000, 9000);
+	range("step", 100, 0, 1000, 9000);
+	range("loader", 200, 0, 1500, 4000);
+	api(1, 100, 1100, 1200);
+	api(2, 100, 2000, 2000);
+	api(3, 100, 5000, 5100);
+	api(4, 100, 6000, 6050);
+	api(5, 100, 7000, 7100);
+	api(6, 100, 7150, 7160);
+	api(7, 200, 1600, 1700);
+	kernel("gemm_kernel", 1, 7, 1, 1501, 2499);
+	kernel("softmax_kernel", 2, 7, 0, 2499, 2600);
+	kernel("adam_kernel", 5, 7, 0, 7200, 8000);
+	kernel("late_kernel", 6, 7, 0, 7900, 8500);
+	kernel("orphan_kernel", 0, 9, 0, 8600, 8700);
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = ST_MEMCPY, ev.start = 5200, ev.end = 5300;
+	ev.memcpy.copy_kind = 8, ev.memcpy.bytes = 4096, ev.memcpy.stream = 8, ev.memcpy.correlation = 3;
+	add(&ev);
+	ev.start = 1800, ev.end = 1900;
+	ev.memcpy.copy_kind = 1, ev.memcpy.bytes = 64, ev.memcpy.correlation = 7;
+	add(&ev);
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = ST_MEMSET, ev.start = 6100, ev.end = 6150;
+	ev.memset.bytes = 1024, ev.memset.stream = 8, ev.memset.correlation = 4;
+	add(&ev);
+
+	mem(ST_ALLOC, 1200, 0x2000, 4096, ST_MEM_ACTIVATION, ST_SRC_MODEL);
+	mem(ST_ALLOC, 2000, 0x3000, 2048, ST_MEM_TEMPORARY, ST_SRC_MODEL);
+	mem(ST_FREE, 2100, 0x3000, 0, ST_MEM_UNKNOWN, ST_SRC_MODEL);
+	mem(ST_FREE, 6000, 0x2000, 4096, ST_MEM_ACTIVATION, ST_SRC_MODEL);
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = ST_STEP, ev.start = 1000, ev.end = 9000;
+	ev.step.index = 0;
+	ev.step.thread = 100;
+	add(&ev);
+	if (bundle_writer_close(W, "ok") < 0 || write_failed)
+		return 1;
+	return 0;
+}
+
+/* ---- running the program ----------------------------------------------------- */
+
+static bool expect_failure;
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	if (rc != 0 && !expect_failure)
+		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+	return rc;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)n + 1);
+		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		}
+		*len = (size_t)n;
+	}
+	fclose(f);
+	return buf;
+}
+
+/* ---- checking the Perfetto file ---------------------------------------------- */
+
+#define MAX_TRACKS 64
+#define MAX_SLICES 256
+
+struct pslice {
+	char name[128];
+	char parent[128];
+	uint64_t start, end;
+	int track;
+	char op[128];
+};
+
+struct ptrack {
+	uint64_t uuid;
+	char name[128];
+	int open[64];       /* stack of slice indices */
+	int depth;
+	uint64_t last_ts;
+	int slices;
+	int counters;
+	int64_t counter_max, counter_last;
+};
+
+struct perfetto_view {
+	struct ptrack tracks[MAX_TRACKS];
+	int n_tracks;
+	struct pslice slices[MAX_SLICES];
+	int n_slices;
+	char *names[512];                  /* event names by iid */
+	char *strings[512];                /* annotation strings by iid */
+	char *ann_names[64];
+	int flows_out, flows_in;
+};
+
+static struct ptrack *track_by_uuid(struct perfetto_view *v, uint64_t uuid)
+{
+	for (int i = 0; i < v->n_tracks; i++)
+		if (v->tracks[i].uuid == uuid)
+			return &v->tracks[i];
+	return NULL;
+}
+
+static struct ptrack *track_by_name(struct perfetto_view *v, const char *name)
+{
+	for (int i = 0; i < v->n_tracks; i++)
+		if (strcmp(v->tracks[i].name, name) == 0)
+			return &v->tracks[i];
+	return NULL;
+}
+
+static struct pslice *slice_named(struct perfetto_view *v, const char *name)
+{
+	for (int i = 0; i < v->n_slices; i++)
+		if (strcmp(v->slices[i].name, name) == 0)
+			return &v->slices[i];
+	return NULL;
+}
+
+static void intern_all(struct perfetto_view *v, const Perfetto__Protos__InternedData *id)
+{
+	for (size_t i = 0; i < id->n_event_names; i++) {
+		uint64_t iid = id->event_names[i]->iid;
+		CHECK(iid > 0 && iid < 512 && !v->names[iid], "event name iid %" PRIu64 " bad or reused", iid);
+		if (iid > 0 && iid < 512)
+			v->names[iid] = id->event_names[i]->name;
+	}
+	for (size_t i = 0; i < id->n_debug_annotation_string_values; i++) {
+		uint64_t iid = id->debug_annotation_string_values[i]->iid;
+		CHECK(iid > 0 && iid < 512 && !v->strings[iid], "string iid %" PRIu64 " bad or reused", iid);
+		if (iid > 0 && iid < 512)   /* bytes: not NUL-terminated */
+			v->strings[iid] = strndup((const char *)id->debug_annotation_string_values[i]->str.data,
+						  id->debug_annotation_string_values[i]->str.len);
+	}
+	for (size_t i = 0; i < id->n_debug_annotation_names; i++) {
+		uint64_t iid = id->debug_annotation_names[i]->iid;
+		if (iid > 0 && iid < 64)
+			v->ann_names[iid] = id->debug_annotation_names[i]->name;
+	}
+}
+
+static void track_event(struct perfetto_view *v, const Perfetto__Protos__TracePacket *p)
+{
+	const Perfetto__Protos__TrackEvent *e = p->track_event;
+	struct ptrack *t = track_by_uuid(v, e->track_uuid);
+
+	CHECK(t != NULL, "event on undeclared track %" PRIu64, e->track_uuid);
+	CHECK(p->has_timestamp, "track event without timestamp");
+	CHECK(p->sequence_flags == 2, "track event without SEQ_NEEDS_INCREMENTAL_STATE");
+	if (!t)
+		return;
+	CHECK(p->timestamp >= t->last_ts, "time goes back on track '%s'", t->name);
+	t->last_ts = p->timestamp;
+	switch (e->type) {
+	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN: {
+		CHECK(v->n_slices < MAX_SLICES, "too many slices");
+		if (v->n_slices >= MAX_SLICES)
+			return;
+		struct pslice *s = &v->slices[v->n_slices];
+		CHECK(e->name_field_case == PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID,
+		      "slice without interned name");
+		const char *name = e->name_iid < 512 ? v->names[e->name_iid] : NULL;
+		CHECK(name != NULL, "name iid %" PRIu64 " used before it was interned", e->name_iid);
+		snprintf(s->name, sizeof(s->name), "%s", name ? name : "?");
+		snprintf(s->parent, sizeof(s->parent), "%s",
+			 t->depth ? v->slices[t->open[t->depth - 1]].name : "");
+		s->start = p->timestamp;
+		s->track = (int)(t - v->tracks);
+		for (size_t i = 0; i < e->n_debug_annotations; i++) {
+			const Perfetto__Protos__DebugAnnotation *d = e->debug_annotations[i];
+			const char *an = d->name_iid < 64 ? v->ann_names[d->name_iid] : NULL;
+			CHECK(an != NULL, "annotation name iid %" PRIu64 " unknown", d->name_iid);
+			if (an && strcmp(an, "op") == 0 &&
+			    d->value_case == PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID &&
+			    d->string_value_iid < 512 && v->strings[d->string_value_iid])
+				snprintf(s->op, sizeof(s->op), "%s", v->strings[d->string_value_iid]);
+		}
+		v->flows_out += (int)e->n_flow_ids;
+		v->flows_in += (int)e->n_terminating_flow_ids;
+		t->open[t->depth++] = v->n_slices++;
+		t->slices++;
+		break;
+	}
+	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END: {
+		CHECK(t->depth > 0, "end without begin on '%s'", t->name);
+		if (t->depth == 0)
+			return;
+		struct pslice *s = &v->slices[t->open[--t->depth]];
+		s->end = p->timestamp;
+		if (t->depth) {
+			struct pslice *parent = &v->slices[t->open[t->depth - 1]];
+			CHECK(s->start >= parent->start, "'%s' starts before its parent '%s'", s->name, parent->name);
+		}
+		break;
+	}
+	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER:
+		CHECK(e->counter_value_field_case == PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE,
+		      "counter without value");
+		t->counters++;
+		t->counter_last = e->counter_value;
+		if (e->counter_value > t->counter_max)
+			t->counter_max = e->counter_value;
+		break;
+	default:
+		break;
+	}
+}
+
+static int decode_perfetto(const char *path, struct perfetto_view *v, Perfetto__Protos__Trace **out)
+{
+	size_t len = 0;
+	uint8_t *buf = slurp(path, &len);
+	Perfetto__Protos__Trace *tr;
+
+	memset(v, 0, sizeof(*v));
+	CHECK(buf != NULL, "cannot read '%s'", path);
+	if (!buf)
+		return -1;
+	tr = perfetto__protos__trace__unpack(NULL, len, buf);
+	free(buf);
+	CHECK(tr != NULL, "'%s' does not decode as perfetto.protos.Trace", path);
+	if (!tr)
+		return -1;
+	for (size_t i = 0; i < tr->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = tr->packet[i];
+		CHECK(p->has_trusted_packet_sequence_id && p->trusted_packet_sequence_id == 1,
+		      "packet %zu without sequence id", i);
+		if (i == 0)
+			CHECK(p->sequence_flags == 1, "first packet does not clear the incremental state");
+		if (p->interned_data)
+			intern_all(v, p->interned_data);
+		if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR) {
+			const Perfetto__Protos__TrackDescriptor *d = p->track_descriptor;
+			struct ptrack *t = &v->tracks[v->n_tracks];
+			CHECK(v->n_tracks < MAX_TRACKS, "too many tracks");
+			if (v->n_tracks >= MAX_TRACKS)
+				break;
+			CHECK(!track_by_uuid(v, d->uuid), "track uuid %" PRIu64 " declared twice", d->uuid);
+			t->uuid = d->uuid;
+			snprintf(t->name, sizeof(t->name), "%s",
+				 d->name ? d->name
+				 : d->thread && d->thread->thread_name ? d->thread->thread_name
+				 : d->process && d->process->process_name ? d->process->process_name : "");
+			v->n_tracks++;
+		} else if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT) {
+			track_event(v, p);
+		}
+	}
+	for (int i = 0; i < v->n_tracks; i++)
+		CHECK(v->tracks[i].depth == 0, "track '%s' ends with %d open slices", v->tracks[i].name,
+		      v->tracks[i].depth);
+	*out = tr;
+	return 0;
+}
+
+static void view_release(struct perfetto_view *v, Perfetto__Protos__Trace *tr)
+{
+	for (int i = 0; i < 512; i++)
+		free(v->strings[i]);
+	perfetto__protos__trace__free_unpacked(tr, NULL);
+	free(v);
+}
+
+static void check_span(struct perfetto_view *v, const char *name, uint64_t start, uint64_t end,
+		       const char *parent, const char *track)
+{
+	struct pslice *s = slice_named(v, name);
+
+	CHECK(s != NULL, "no slice '%s'", name);
+	if (!s)
+		return;
+	CHECK(s->start == start && s->end == end, "'%s' spans [%" PRIu64 ", %" PRIu64 "], expected [%"
+	      PRIu64 ", %" PRIu64 "]", name, s->start, s->end, start, end);
+	CHECK(strcmp(s->parent, parent) == 0, "'%s' nests in '%s', expected '%s'", name, s->parent, parent);
+	CHECK(strcmp(v->tracks[s->track].name, track) == 0, "'%s' is on track '%s', expected '%s'", name,
+	      v->tracks[s->track].name, track);
+}
+
+static void check_perfetto(const char *path)
+{
+	struct perfetto_view *v = calloc(1, sizeof(*v));
+	Perfetto__Protos__Trace *tr = NULL;
+	struct ptrack *t;
+
+	if (!v || decode_perfetto(path, v, &tr) < 0) {
+		free(v);
+		failures++;
+		return;
+	}
+	/* slices per stream = activities per stream (plus the lane the overlap needed) */
+	t = track_by_name(v, "stream 7");
+	CHECK(t && t->slices == 3, "stream 7 has %d slices, expected 3", t ? t->slices : -1);
+	t = track_by_name(v, "stream 7 (overlap 1)");
+	CHECK(t && t->slices == 1, "stream 7's overlap lane has %d slices, expected 1", t ? t->slices : -1);
+	t = track_by_name(v, "stream 8");
+	CHECK(t && t->slices == 3, "stream 8 has %d slices, expected 3", t ? t->slices : -1);
+	t = track_by_name(v, "stream 9");
+	CHECK(t && t->slices == 1, "stream 9 has %d slices, expected 1", t ? t->slices : -1);
+	/* ranges and calls per thread */
+	t = track_by_name(v, "thread 100 (main)");
+	CHECK(t && t->slices == 6 + 6, "thread 100 has %d slices, expected 6 ranges + 6 calls",
+	      t ? t->slices : -1);
+	t = track_by_name(v, "thread 200");
+	CHECK(t && t->slices == 2, "thread 200 has %d slices, expected 2", t ? t->slices : -1);
+	t = track_by_name(v, "steps");
+	CHECK(t && t->slices == 1, "steps has %d slices, expected 1", t ? t->slices : -1);
+
+	/* nesting, exact times, ties */
+	check_span(v, "step", 1000, 9000, "", "thread 100 (main)");
+	check_span(v, "forward", 1000, 5000, "step", "thread 100 (main)");
+	check_span(v, "layer.0", 1000, 3000, "forward", "thread 100 (main)");
+	check_span(v, "attn", 1000, 3000, "layer.0", "thread 100 (main)");
+	check_span(v, "softmax", 2000, 3000, "attn", "thread 100 (main)");
+	check_span(v, "backward", 5000, 9000, "step", "thread 100 (main)");
+	check_span(v, "loader", 1500, 4000, "", "thread 200");
+	check_span(v, "gemm_kernel", 1501, 2499, "", "stream 7");
+	check_span(v, "softmax_kernel", 2499, 2600, "", "stream 7");
+	check_span(v, "late_kernel", 7900, 8500, "", "stream 7 (overlap 1)");
+	check_span(v, "[CUDA memset]", 6100, 6150, "", "stream 8");
+	check_span(v, "step 0", 1000, 9000, "", "steps");
+	{
+		int calls_in_softmax = 0, calls_in_attn = 0;
+		for (int i = 0; i < v->n_slices; i++) {
+			if (strcmp(v->slices[i].name, "cudaLaunchKernel") != 0)
+				continue;
+			calls_in_softmax += strcmp(v->slices[i].parent, "softmax") == 0;
+			calls_in_attn += strcmp(v->slices[i].parent, "attn") == 0;
+		}
+		CHECK(calls_in_softmax == 1, "%d calls nest in softmax, expected 1 (the zero-length one)",
+		      calls_in_softmax);
+		CHECK(calls_in_attn == 1, "%d calls nest in attn, expected 1", calls_in_attn);
+	}
+	{
+		struct pslice *g = slice_named(v, "gemm_kernel");
+		CHECK(g && strcmp(g->op, "step/forward/layer.0/attn/q_proj") == 0, "gemm_kernel's op is '%s'",
+		      g ? g->op : "?");
+	}
+	/* one flow per launch call with an activity: c1..c7 */
+	CHECK(v->flows_out == 7 && v->flows_in == 7, "flows: %d out, %d in, expected 7 and 7",
+	      v->flows_out, v->flows_in);
+	/* memory */
+	t = track_by_name(v, "live memory, model allocator: total");
+	CHECK(t && t->counter_max == (1 << 20) + 4096 + 2048 && t->counter_last == 1 << 20,
+	      "model total: max %" PRId64 ", last %" PRId64, t ? t->counter_max : -1, t ? t->counter_last : -1);
+	t = track_by_name(v, "live memory, model allocator: activation");
+	CHECK(t && t->counter_max == 4096 && t->counter_last == 0, "activation counter wrong");
+	t = track_by_name(v, "live memory, driver (cudaMalloc): total");
+	CHECK(t && t->counter_max == 2 << 20, "driver total counter wrong");
+
+	view_release(v, tr);
+}
+
+/* Only step 0 and no API calls: the calls and flows go, the rest stays. */
+static void check_perfetto_filtered(const char *path)
+{
+	struct perfetto_view *v = calloc(1, sizeof(*v));
+	Perfetto__Protos__Trace *tr = NULL;
+	struct ptrack *t;
+
+	if (!v || decode_perfetto(path, v, &tr) < 0) {
+		free(v);
+		failures++;
+		return;
+	}
+	t = track_by_name(v, "thread 100 (main)");
+	CHECK(t && t->slices == 6, "--no-api: thread 100 has %d slices, expected 6", t ? t->slices : -1);
+	t = track_by_name(v, "stream 9");
+	CHECK(t && t->slices == 1, "--step 0: stream 9 has %d slices", t ? t->slices : -1);
+	CHECK(v->flows_out == 0 && v->flows_in == 0, "--no-api still has flows");
+	t = track_by_name(v, "live memory, model allocator: total");
+	CHECK(t && t->counter_max == (1 << 20) + 4096 + 2048, "--step 0 lost the memory live before it");
+	view_release(v, tr);
+}
+
+/* ---- checking the Chrome JSON ----------------------------------------------- */
+
+static json_t *find_x(json_t *events, const char *name)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(events, i, e) {
+		if (strcmp(json_string_value(json_object_get(e, "ph")) ?: "", "X") == 0 &&
+		    strcmp(json_string_value(json_object_get(e, "name")) ?: "", name) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static void check_chrome(const char *path)
+{
+	json_error_t err;
+	json_t *root = json_load_file(path, 0, &err), *events, *e;
+	int x = 0, meta = 0, counters = 0, flow_s = 0, flow_f = 0;
+	size_t i;
+
+	CHECK(root != NULL, "'%s' is not JSON: %s (line %d)", path, err.text, err.line);
+	if (!root)
+		return;
+	events = json_object_get(root, "traceEvents");
+	CHECK(json_is_array(events), "no traceEvents array");
+	json_array_foreach(events, i, e) {
+		const char *ph = json_string_value(json_object_get(e, "ph"));
+		CHECK(ph != NULL, "event %zu without ph", i);
+		if (!ph)
+			continue;
+		x += strcmp(ph, "X") == 0;
+		meta += strcmp(ph, "M") == 0;
+		counters += strcmp(ph, "C") == 0;
+		flow_s += strcmp(ph, "s") == 0;
+		flow_f += strcmp(ph, "f") == 0;
+	}
+	/* 7 ranges + 7 calls + 8 activities + 1 step */
+	CHECK(x == 23, "%d complete events, expected 23", x);
+	CHECK(meta >= 8, "%d metadata events", meta);
+	CHECK(counters >= 5, "%d counter events", counters);
+	CHECK(flow_s == 7 && flow_f == 7, "flows %d/%d, expected 7/7", flow_s, flow_f);
+
+	e = find_x(events, "gemm_kernel");
+	CHECK(e != NULL, "no gemm_kernel event");
+	if (e) {
+		/* ns kept: 1501 ns is 1.501 us, 998 ns is 0.998 us */
+		double ts = json_number_value(json_object_get(e, "ts"));
+		double dur = json_number_value(json_object_get(e, "dur"));
+		CHECK(ts == 1.501 && dur == 0.998, "gemm_kernel ts %.17g dur %.17g", ts, dur);
+		CHECK(strcmp(json_string_value(json_object_get(json_object_get(e, "args"), "op")) ?: "",
+			     "step/forward/layer.0/attn/q_proj") == 0, "gemm_kernel has no op argument");
+	}
+	e = find_x(events, "softmax");
+	CHECK(e && json_integer_value(json_object_get(e, "tid")) == 100, "softmax is not on thread 100");
+	json_decref(root);
+}
+
+int main(int argc, char **argv)
+{
+	char path[4096], pf[4096], js[4096], pf2[4096];
+
+	if (argc == 3 && strcmp(argv[1], "--write") == 0)
+		return write_bundle(argv[2]);
+	if (argc != 3) {
+		fprintf(stderr, "usage: test_export STEPTRACE DIR | --write FILE\n");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/x.stb", argv[2]);
+	snprintf(pf, sizeof(pf), "%s/x.pftrace", argv[2]);
+	snprintf(pf2, sizeof(pf2), "%s/x-step0.pftrace", argv[2]);
+	snprintf(js, sizeof(js), "%s/x.json", argv[2]);
+	if (write_bundle(path) != 0) {
+		fprintf(stderr, "cannot write the test bundle\n");
+		return 1;
+	}
+	if (run("'%s' export '%s' -o '%s'", argv[1], path, pf) != 0 ||
+	    run("'%s' export '%s' --format chrome -o '%s'", argv[1], path, js) != 0 ||
+	    run("'%s' export '%s' --step 0 --no-api -o '%s'", argv[1], path, pf2) != 0)
+		return 1;
+	check_perfetto(pf);
+	check_perfetto_filtered(pf2);
+	check_chrome(js);
+	/* bad input: one error line and a non-zero status, no output left behind */
+	expect_failure = true;
+	CHECK(run("'%s' export '%s' --step 5 -o '%s/bad.pftrace' 2>/dev/null", argv[1], path, argv[2]) != 0,
+	      "--step 5 accepted");
+	CHECK(run("'%s' export '%s' --format xml -o '%s/bad.x' 2>/dev/null", argv[1], path, argv[2]) != 0,
+	      "--format xml accepted");
+	expect_failure = false;
+	CHECK(run("test ! -e '%s/bad.pftrace'", argv[2]) == 0, "a failed export left its file");
+	if (failures) {
+		fprintf(stderr, "%d checks failed\n", failures);
+		return 1;
+	}
+	printf("export: perfetto and chrome traces check out\n");
+	return 0;
+}

@@ -1,0 +1,71 @@
+#!/bin/sh
+# flops.sh STEPTRACE GEN_MODEL: `steptrace flops` on transformer-shaped
+# bundles whose kernels run at a fixed share of their roofline (gen_model.c):
+# that share must come back as "Of Bound (%)"; options, --svg and bad input.
+set -u
+st=$1
+gen=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+"$gen" --precision bf16 --layers 2 -o "$tmp/bf16.stb" || { echo "FAIL: gen_model" >&2; exit 1; }
+"$gen" --precision tf32 --layers 2 -o "$tmp/tf32.stb" || exit 1
+"$gen" --no-peaks --layers 2 -o "$tmp/nopeaks.stb" || exit 1
+
+"$st" flops "$tmp/bf16.stb" --format csv >"$tmp/out" 2>"$tmp/err" || fail "flops bf16: exit $?"
+[ -s "$tmp/err" ] && fail "flops bf16: stderr: $(cat "$tmp/err")"
+# ffn GEMMs at 70% of the bf16 peak, attention GEMMs at 35% of the memory bound,
+# softmax at 25% of the fp32 memory bound, AdamW at 80%
+grep -q ',2.00,2.00,9.664,25.166,692.54,1803.5,384.00,bf16,989.40,compute,70.0,forward/ffn/w1$' "$tmp/out" ||
+	fail "forward/ffn/w1 row: $(grep 'forward/ffn/w1' "$tmp/out")"
+grep -q ',bf16,142.93,memory,35.0,forward/attn/scores$' "$tmp/out" || fail "forward/attn/scores row"
+grep -q ',fp32,4.19,memory,25.0,forward/attn/softmax$' "$tmp/out" || fail "forward/attn/softmax row"
+grep -q ',fp32,1.44,memory,80.0,optimizer/adamw$' "$tmp/out" || fail "optimizer/adamw row"
+grep -q '(no op)' "$tmp/out" && fail "a (no op) row without op-less kernels"
+grep -q '^# attention forward: softmax takes 0.933x the time of scores+av' "$tmp/out" || fail "attention note"
+grep -q '^# GEMM share of GPU time: ' "$tmp/out" || fail "GEMM share note"
+[ "$(grep -c ',forward/' "$tmp/out")" = 18 ] || fail "want 18 forward kinds"
+
+# tf32 run: fp32 inputs of matrix products use the tf32 peak
+"$st" flops "$tmp/tf32.stb" --format csv --phase forward >"$tmp/out" 2>&1 || fail "flops tf32: exit"
+grep -q ',tf32,494.70,compute,70.0,forward/ffn/w1$' "$tmp/out" || fail "tf32 ffn/w1 row"
+grep -q 'backward/' "$tmp/out" && fail "--phase forward kept backward rows"
+
+# per op: one row per op and layer
+"$st" flops "$tmp/bf16.stb" --by op --range 'layer.*/attn/softmax' --format csv >"$tmp/out" 2>&1 || fail "--by op: exit"
+[ "$(grep -c 'step/.*/layer\.[01]/attn/softmax$' "$tmp/out")" = 4 ] || fail "--by op --range: want 4 softmax ops"
+
+# no peaks: bound cells empty, a note says so
+"$st" flops "$tmp/nopeaks.stb" --format csv --top 1 >"$tmp/out" 2>&1 || fail "no peaks: exit"
+grep -q ',fp32,,,,backward/lm_head$' "$tmp/out" || fail "no peaks: bound cells not empty"
+grep -q 'the header has no device peaks' "$tmp/out" || fail "no peaks: note"
+
+# the chart
+"$st" flops "$tmp/bf16.stb" --svg "$tmp/r.svg" >/dev/null 2>&1 || fail "--svg: exit"
+head -c 5 "$tmp/r.svg" | grep -q '^<svg ' || fail "--svg: not an svg"
+tail -n 1 "$tmp/r.svg" | grep -q '^</svg>$' || fail "--svg: unterminated"
+grep -q 'fp16/bf16 peak 989.4 TFLOP/s' "$tmp/r.svg" || fail "--svg: bf16 ceiling"
+grep -q 'memory 3.35 TB/s' "$tmp/r.svg" || fail "--svg: bandwidth ceiling"
+if command -v xmllint >/dev/null 2>&1; then
+	xmllint --noout "$tmp/r.svg" || fail "--svg: not well-formed XML"
+fi
+
+# usage and bad input
+"$st" flops "$tmp/bf16.stb" --by layer >/dev/null 2>&1
+[ $? = 129 ] || fail "--by layer: want 129"
+"$st" flops "$tmp/bf16.stb" --phase sideways >/dev/null 2>&1
+[ $? = 129 ] || fail "--phase sideways: want 129"
+"$st" flops "$tmp/missing.stb" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] || fail "missing bundle: want exit 1"
+[ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "missing bundle: want one error line"
+"$st" flops "$tmp/bf16.stb" --svg "$tmp/no/such/dir/r.svg" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] || fail "unwritable --svg: want exit 1"
+
+[ "$failures" = 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
+echo "flops: all checks passed"

@@ -1,0 +1,421 @@
+/*
+ * test_flops.c: flops_compute and flops_report on a replay built by hand,
+ * with FLOPs, bytes, times and peaks chosen so every column is known:
+ *
+ * peaks: fp32 50, tf32 400, bf16/fp16 800 TFLOP/s, 2 TB/s; run precision tf32.
+ * Steps: 0 warm-up (every kernel 1 us), 1 and 2 measured (identical):
+ *
+ *   op  path                                  FLOPs  bytes  in    kernels (us)
+ *   1   step/forward/layer.0/attn/scores      4e9    20e6   bf16  20
+ *   2   step/forward/layer.1/attn/scores      4e9    20e6   bf16  30
+ *   3   step/forward/layer.0/attn/softmax     50e6   40e6   bf16  15 + 25
+ *   4   step/forward/layer.0/attn/av          4e9    8e6    bf16  10
+ *   5   step/forward/layer.0/ffn/w1           2e9    4e6    f32   25   (tf32 run: tf32 peak)
+ *   6   step/backward/layer.0/attn/softmax    60e6   60e6   f32   60
+ *   7   step/optimizer/adamw                  0      100e6  f32   100
+ *   -   nccl_orphan (no op)                                       10
+ *
+ * By kind, per measured step (by hand):
+ *   optimizer/adamw        100 us  -      GB/s 1000  memory  50%
+ *   backward/attn/softmax   60 us  1 TF/s  I 1     bound 2    memory  50%
+ *   forward/attn/scores     50 us  160     I 200   bound 400  memory  40%
+ *   forward/attn/softmax    40 us  1.25    I 1.25  bound 2.5  memory  50%
+ *   forward/ffn/w1          25 us  80      I 500   bound 400  compute 20% (tf32)
+ *   (no op)                 10 us
+ *   forward/attn/av         10 us  400     I 500   bound 800  compute 50%
+ * GEMM share 85/295; forward 85/125; softmax/(scores+av) time 40/60, FLOPs 0.05/12.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/flops.h"
+#include "cli/error.h"
+#include "../cli/check.h"
+
+static const char *const strings[] = {
+	"",
+	"step/forward/layer.0/attn/scores",     /* 1 */
+	"step/forward/layer.1/attn/scores",     /* 2 */
+	"step/forward/layer.0/attn/softmax",    /* 3 */
+	"step/forward/layer.0/attn/av",         /* 4 */
+	"step/forward/layer.0/ffn/w1",          /* 5 */
+	"step/backward/layer.0/attn/softmax",   /* 6 */
+	"step/optimizer/adamw",                 /* 7 */
+	"attn/scores",                          /* 8 */
+	"attn/softmax",                         /* 9 */
+	"attn/av",                              /* 10 */
+	"ffn/w1",                               /* 11 */
+	"adamw",                                /* 12 */
+	"forward",                              /* 13 */
+	"backward",                             /* 14 */
+	"optimizer",                            /* 15 */
+	"sm90_xmma_gemm_bf16",                  /* 16 */
+	"softmax_kernel",                       /* 17 */
+	"sm90_xmma_gemm_tf32",                  /* 18 */
+	"adamw_kernel",                         /* 19 */
+	"nccl_orphan",                          /* 20 */
+	"cudaLaunchKernel",                     /* 21 */
+	"scores", "softmax", "av", "w1",        /* 22..25 */
+};
+
+struct op_spec {
+	uint32_t path, kind, phase, name;
+	uint64_t flops, bytes;
+	uint8_t dtype;
+};
+
+static const struct op_spec ops[] = {
+	{ 1, 8, 13, 22, 4000000000ull, 20000000, ST_DT_BF16 },
+	{ 2, 8, 13, 22, 4000000000ull, 20000000, ST_DT_BF16 },
+	{ 3, 9, 13, 23, 50000000, 40000000, ST_DT_BF16 },
+	{ 4, 10, 13, 24, 4000000000ull, 8000000, ST_DT_BF16 },
+	{ 5, 11, 13, 25, 2000000000ull, 4000000, ST_DT_F32 },
+	{ 6, 9, 14, 23, 60000000, 60000000, ST_DT_F32 },
+	{ 7, 12, 15, 12, 0, 100000000, ST_DT_F32 },
+};
+
+/* (op id, kernel name, duration in us) launched in order within each step */
+static const struct { uint32_t op, name, us; } launches[] = {
+	{ 1, 16, 20 }, { 2, 16, 30 }, { 3, 17, 15 }, { 3, 17, 25 }, { 4, 16, 10 },
+	{ 5, 18, 25 }, { 6, 17, 60 }, { 7, 19, 100 }, { 0, 20, 10 },
+};
+
+static uint64_t corr;
+
+static void add(struct replay *rp, const struct st_event *ev)
+{
+	if (replay_add(rp, ev) < 0)
+		exit(2);
+}
+
+static void build(struct replay *rp)
+{
+	replay_init(rp);
+	if (replay_set_strings(rp, strings, sizeof(strings) / sizeof(strings[0])) < 0)
+		exit(2);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct st_event ev = { .kind = ST_OP };
+		ev.op.id = (uint32_t)i + 1;
+		ev.op.path = ops[i].path;
+		ev.op.kind = ops[i].kind;
+		ev.op.phase = ops[i].phase;
+		ev.op.name = ops[i].name;
+		ev.op.flops = ops[i].flops;
+		ev.op.bytes = ops[i].bytes;
+		ev.op.n_inputs = 2;
+		ev.op.inputs[0] = ev.op.inputs[1] = ops[i].dtype;
+		ev.op.n_outputs = 1;
+		ev.op.outputs[0] = ops[i].dtype;
+		add(rp, &ev);
+	}
+	for (uint32_t s = 0; s < 3; s++) {
+		uint64_t b = 1000000ull * (s + 1), t = b + 1000;
+		struct st_event st = { .kind = ST_STEP, .start = b, .end = b + 900000 };
+
+		st.step.index = s;
+		st.step.warmup = s == 0;
+		st.step.thread = 1;
+		add(rp, &st);
+		for (size_t i = 0; i < sizeof(launches) / sizeof(launches[0]); i++) {
+			uint64_t dur = s == 0 ? 1000 : launches[i].us * 1000ull;
+			struct st_event api = { .kind = ST_API, .start = t, .end = t + 500 };
+			struct st_event k = { .kind = ST_KERNEL, .start = t + 1000, .end = t + 1000 + dur };
+
+			if (launches[i].op) {          /* the orphan has no launching call */
+				api.api.name = 21;
+				api.api.thread = 1;
+				api.api.correlation = ++corr;
+				add(rp, &api);
+				k.kernel.correlation = corr;
+			}
+			k.kernel.name = launches[i].name;
+			k.kernel.op = launches[i].op;
+			k.kernel.stream = 7;
+			add(rp, &k);
+			t = k.end + 1000;
+		}
+	}
+	if (replay_build(rp) < 0)
+		exit(2);
+}
+
+static int near(double got, double want)
+{
+	if (isnan(want))
+		return isnan(got);
+	return fabs(got - want) <= 1e-9 * fmax(1.0, fabs(want));
+}
+
+#define CHECK_NEAR(got, want) do { \
+	double g_ = (got), w_ = (want); \
+	if (!near(g_, w_)) { \
+		fprintf(stderr, "%s:%d: %s = %.12g, want %.12g\n", __FILE__, __LINE__, #got, g_, w_); \
+		check_failures++; \
+	} \
+} while (0)
+
+static const struct flops_row *find(const struct flops_result *res, const char *name)
+{
+	for (size_t i = 0; i < res->n_rows; i++)
+		if (!strcmp(res->rows[i].name, name))
+			return &res->rows[i];
+	fprintf(stderr, "no row '%s'\n", name);
+	check_failures++;
+	return NULL;
+}
+
+/* name, time us, instances, kernels, GFLOP, MB, TFLOP/s, GB/s, FLOP/B, bound TFLOP/s, percent, bound */
+struct want {
+	const char *name;
+	double us, inst, kern, gflop, mb, tflops, gbs, intensity, bound, pct;
+	enum flops_bound by;
+	const char *prec;
+};
+
+static void check_row(const struct flops_result *res, const struct want *w)
+{
+	const struct flops_row *r = find(res, w->name);
+
+	if (!r)
+		return;
+	CHECK_NEAR(r->time_ns, w->us * 1e3);
+	CHECK_NEAR(r->instances, w->inst);
+	CHECK_NEAR(r->kernels, w->kern);
+	CHECK_NEAR(r->flops, w->gflop * 1e9);
+	CHECK_NEAR(r->bytes, w->mb * 1e6);
+	CHECK_NEAR(flops_row_tflops(r), w->tflops);
+	CHECK_NEAR(flops_row_gbs(r), w->gbs);
+	CHECK_NEAR(flops_row_intensity(r), w->intensity);
+	CHECK_NEAR(flops_row_bound_tflops(r), w->bound);
+	CHECK_NEAR(flops_row_percent(r), w->pct);
+	CHECK(r->bound == w->by);
+	if (w->prec)
+		CHECK_STR(flops_precision_name(r->precision), w->prec);
+}
+
+static char *render(const struct flops_result *res, int top, enum out_format fmt)
+{
+	struct report *r = report_new();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	flops_report(r, res, top, NULL);
+	if (!f || report_print(r, fmt, f) < 0)
+		exit(2);
+	fclose(f);
+	report_free(r);
+	return buf;
+}
+
+static Steptrace__Header header;
+static Steptrace__RunConfig config;
+static Steptrace__DeviceInfo device;
+
+static void set_header(struct replay *rp, double tf32_peak)
+{
+	steptrace__header__init(&header);
+	steptrace__run_config__init(&config);
+	steptrace__device_info__init(&device);
+	config.precision = "tf32";
+	device.peak_fp32_flops = 50e12;
+	device.peak_tf32_flops = tf32_peak;
+	device.peak_bf16_flops = 800e12;
+	device.peak_fp16_flops = 800e12;
+	device.peak_bandwidth = 2e12;
+	device.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
+	header.config = &config;
+	header.device = &device;
+	rp->header = &header;
+}
+
+static void test_by_kind(struct replay *rp)
+{
+	struct flops_options opt = { .by = FLOPS_BY_KIND };
+	struct flops_result res;
+	static const struct want want[] = {
+		{ "optimizer/adamw", 100, 1, 1, 0, 100, NAN, 1000, NAN, NAN, 50, BOUND_MEMORY, "fp32" },
+		{ "backward/attn/softmax", 60, 1, 1, 0.06, 60, 1, 1000, 1, 2, 50, BOUND_MEMORY, "fp32" },
+		{ "forward/attn/scores", 50, 2, 2, 8, 40, 160, 800, 200, 400, 40, BOUND_MEMORY, "bf16" },
+		{ "forward/attn/softmax", 40, 1, 2, 0.05, 40, 1.25, 1000, 1.25, 2.5, 50, BOUND_MEMORY, "fp32" },
+		{ "forward/ffn/w1", 25, 1, 1, 2, 4, 80, 160, 500, 400, 20, BOUND_COMPUTE, "tf32" },
+		{ "forward/attn/av", 10, 1, 1, 4, 8, 400, 800, 500, 800, 50, BOUND_COMPUTE, "bf16" },
+	};
+	static const char *const order[] = {
+		"optimizer/adamw", "backward/attn/softmax", "forward/attn/scores", "forward/attn/softmax",
+		"forward/ffn/w1", "(no op)", "forward/attn/av",
+	};
+
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK(res.n_rows == 7);
+	for (size_t i = 0; i < 7 && i < res.n_rows; i++)
+		CHECK_STR(res.rows[i].name, order[i]);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		check_row(&res, &want[i]);
+	const struct flops_row *noop = find(&res, "(no op)");
+	if (noop) {
+		CHECK(noop->no_op);
+		CHECK_NEAR(noop->time_ns, 10e3);
+		CHECK_NEAR(noop->kernels, 1);
+		CHECK(isnan(flops_row_percent(noop)));
+	}
+	CHECK_NEAR(res.divisor, 2);
+	CHECK_NEAR(res.kernel_ns, 295e3);
+	CHECK_NEAR(res.gemm_ns, 85e3);
+	CHECK_NEAR(res.phase_kernel_ns[0], 125e3);
+	CHECK_NEAR(res.phase_gemm_ns[0], 85e3);
+	CHECK_NEAR(res.phase_kernel_ns[1], 60e3);
+	CHECK_NEAR(res.phase_gemm_ns[1], 0);
+	CHECK(res.attention[0].present);
+	CHECK_NEAR(res.attention[0].softmax_ns, 40e3);
+	CHECK_NEAR(res.attention[0].matmul_ns, 60e3);
+	CHECK_NEAR(res.attention[0].softmax_flops, 50e6);
+	CHECK_NEAR(res.attention[0].matmul_flops, 12e9);
+
+	char *text = render(&res, 0, OUT_CSV);
+	CHECK_STR(text,
+		"Time (%),Time (ms),Instances,Kernels,GFLOP,Min MB,TFLOP/s,GB/s,FLOP/B,Precision,Bound (TFLOP/s),Bound by,Of Bound (%),Name\n"
+		"33.9,0.100,1.00,1.00,0.000,100.000,,1000.0,,fp32,,memory,50.0,optimizer/adamw\n"
+		"20.3,0.060,1.00,1.00,0.060,60.000,1.00,1000.0,1.00,fp32,2.00,memory,50.0,backward/attn/softmax\n"
+		"16.9,0.050,2.00,2.00,8.000,40.000,160.00,800.0,200.00,bf16,400.00,memory,40.0,forward/attn/scores\n"
+		"13.6,0.040,1.00,2.00,0.050,40.000,1.25,1000.0,1.25,fp32,2.50,memory,50.0,forward/attn/softmax\n"
+		"8.5,0.025,1.00,1.00,2.000,4.000,80.00,160.0,500.00,tf32,400.00,compute,20.0,forward/ffn/w1\n"
+		"3.4,0.010,,1.00,,,,,,,,,,(no op)\n"
+		"3.4,0.010,1.00,1.00,4.000,8.000,400.00,800.0,500.00,bf16,800.00,compute,50.0,forward/attn/av\n"
+		"\n"
+		"# device peaks (datasheet): fp32 50.0, tf32 400.0, bf16 800.0, fp16 800.0 TFLOP/s; bandwidth 2000 GB/s\n"
+		"# bound = min(peak, FLOP/B x bandwidth); matrix products use the peak of their input dtype (fp32 inputs: tf32 peak in a tf32 run), other ops the fp32 peak; Of Bound = roofline time / measured time\n"
+		"# GEMM share of GPU time: 28.8% (0.085 of 0.295 ms of kernels per step); forward 68.0%, backward 0.0%, optimizer 0.0%\n"
+		"# attention forward: softmax takes 0.667x the time of scores+av (0.040 vs 0.060 ms) for 0.0042x their FLOPs (0.050 vs 12.000 GFLOP): 160.0x the time per FLOP\n");
+	free(text);
+
+	text = render(&res, 2, OUT_TABLE);
+	CHECK(strstr(text, "2 of 7 rows shown (--top 2)") != NULL);
+	CHECK(strstr(text, "forward/attn/scores") == NULL);
+	free(text);
+	flops_result_release(&res);
+}
+
+static void test_by_op_and_filters(struct replay *rp)
+{
+	struct flops_options opt = { .by = FLOPS_BY_OP };
+	struct flops_result res;
+
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK(res.n_rows == 8);
+	check_row(&res, &(struct want){ "step/forward/layer.1/attn/scores", 30, 1, 1, 4, 20, 4e9 / 30e-6 / 1e12,
+					20e6 / 30e-6 / 1e9, 200, 400, 100.0 * 10 / 30, BOUND_MEMORY, "bf16" });
+	flops_result_release(&res);
+
+	opt = (struct flops_options){ .by = FLOPS_BY_KIND, .phase = "backward" };
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK(res.n_rows == 1);            /* the orphan has no range, so no phase */
+	if (res.n_rows)
+		CHECK_STR(res.rows[0].name, "backward/attn/softmax");
+	CHECK_NEAR(res.kernel_ns, 60e3);
+	flops_result_release(&res);
+
+	/* no ranges in this replay: --range matches the op's path */
+	opt = (struct flops_options){ .by = FLOPS_BY_KIND, .range = "layer.*/attn/softmax" };
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK(res.n_rows == 2);
+	CHECK(!res.attention[0].present || res.attention[0].matmul_ns == 0);
+	flops_result_release(&res);
+
+	/* warm-up included: 3 steps, the warm-up's kernels last 1 us each */
+	opt = (struct flops_options){ .by = FLOPS_BY_KIND, .include_warmup = true };
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK_NEAR(res.divisor, 3);
+	check_row(&res, &(struct want){ "forward/attn/scores", 102.0 / 3, 2, 2, 8, 40, 24e9 / 102e-6 / 1e12,
+					120e6 / 102e-6 / 1e9, 200, 24e9 / 60e-6 / 1e12, 100.0 * 60 / 102,
+					BOUND_MEMORY, "bf16" });
+	flops_result_release(&res);
+}
+
+static void test_missing_peaks(struct replay *rp)
+{
+	struct flops_options opt = { .by = FLOPS_BY_KIND };
+	struct flops_result res;
+	const struct flops_row *r;
+	char *text;
+
+	set_header(rp, 0);                 /* no tf32 peak: only the tf32 row loses its bound */
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK(!res.peaks_missing);
+	if ((r = find(&res, "forward/ffn/w1")) != NULL) {
+		CHECK(r->roof_ns < 0);
+		CHECK(isnan(flops_row_percent(r)));
+	}
+	if ((r = find(&res, "forward/attn/av")) != NULL)
+		CHECK_NEAR(flops_row_percent(r), 50);
+	text = render(&res, 0, OUT_CSV);
+	CHECK(strstr(text, "8.5,0.025,1.00,1.00,2.000,4.000,80.00,160.0,500.00,tf32,,,,forward/ffn/w1\n") != NULL);
+	free(text);
+	flops_result_release(&res);
+
+	rp->header = NULL;                 /* no header at all */
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK(res.peaks_missing);
+	text = render(&res, 0, OUT_CSV);
+	CHECK(strstr(text, "the header has no device peaks") != NULL);
+	CHECK(strstr(text, "16.9,0.050,2.00,2.00,8.000,40.000,160.00,800.0,200.00,bf16,,,,forward/attn/scores\n") != NULL);
+	free(text);
+	flops_result_release(&res);
+	set_header(rp, 400e12);
+}
+
+static void test_svg(struct replay *rp)
+{
+	struct flops_options opt = { .by = FLOPS_BY_KIND };
+	struct flops_result res;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK(f && flops_svg(f, &res, 1000, 700) == 0);
+	fclose(f);
+	CHECK(!strncmp(buf, "<svg ", 5));
+	CHECK(strstr(buf, "</svg>\n") != NULL);
+	CHECK(strstr(buf, "bf16/fp16 peak 800.0 TFLOP/s") || strstr(buf, "fp16/bf16 peak 800.0 TFLOP/s"));
+	CHECK(strstr(buf, "tf32 peak 400.0 TFLOP/s") != NULL);
+	CHECK(strstr(buf, "fp32 peak 50.0 TFLOP/s") != NULL);
+	CHECK(strstr(buf, "memory 2.00 TB/s") != NULL);
+	CHECK(strstr(buf, "forward/attn/scores: 160.000 TFLOP/s at 200.00 FLOP/B") != NULL);
+	/* the five rows with FLOPs and bytes are points (adamw has no FLOPs, (no op) nothing) */
+	int circles = 0;
+	for (const char *p = buf; (p = strstr(p, "<circle cx")) != NULL; p++)
+		circles++;
+	CHECK(circles == 5 + 2);           /* and two legend dots: forward, backward */
+	free(buf);
+	flops_result_release(&res);
+
+	rp->header = NULL;
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	CHECK(flops_compute(rp, &opt, &res) == 0);
+	CHECK(f && flops_svg(f, &res, 600, 400) == 0);
+	fclose(f);
+	CHECK(strstr(buf, "no device peaks in the header") != NULL);
+	CHECK(strstr(buf, " peak ") == NULL);   /* no ceiling labels */
+	free(buf);
+	flops_result_release(&res);
+	set_header(rp, 400e12);
+}
+
+int main(void)
+{
+	struct replay rp;
+
+	build(&rp);
+	set_header(&rp, 400e12);
+	test_by_kind(&rp);
+	test_by_op_and_filters(&rp);
+	test_missing_peaks(&rp);
+	test_svg(&rp);
+	rp.header = NULL;
+	replay_release(&rp);
+	return check_done();
+}

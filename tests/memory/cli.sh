@@ -1,0 +1,115 @@
+#!/bin/sh
+# `steptrace memory` and `steptrace replay` on the hand-built bundle of
+# test_memory.c (answers in its comment): the peaks, breakdown and largest
+# blocks in JSON, the capacity replay exactly fitting and overshooting by one
+# byte, the event listing and its filters, and the SVG parsed back as XML
+# with its legend and peak label.
+set -eu
+gen=$1; st=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "memory.cli: $*"; exit 1; }
+
+"$gen" --write "$tmp/x.stb" || fail "cannot write the bundle"
+"$gen" --write-train "$tmp/train.stb" || fail "cannot write the training bundle"
+
+# peaks, categories, largest blocks
+"$st" memory "$tmp/x.stb" --top 3 --format json > "$tmp/m.json" || fail "memory --format json failed"
+python3 - "$tmp/m.json" <<'PY' || fail "memory JSON is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {(r["Scope"], r["View"]): r for r in d["peaks"]}
+def peak(scope, view="model"): return rows[(scope, view)]["Peak (bytes)"]
+assert peak("overall") == 2100, rows
+assert peak("phase forward") == 2000
+assert peak("phase backward") == 2100
+assert peak("phase optimizer") == 1950
+assert peak("step 0") == 1950 and peak("step 1") == 2100
+assert peak("overall", "driver") == 12288
+assert rows[("phase optimizer", "model")]["Op"] == "step/optimizer/adamw"
+assert rows[("overall", "model")]["Op"] == "step/backward/layer.0/ffn/w1"
+cat = {r["Category"]: r["Bytes"] for r in d["at_peak"]}
+assert cat == {"parameter": 1000, "gradient": 200, "optimizer": 400, "activation": 500}, cat
+big = [(r["Bytes"], r["Category"]) for r in d["largest_at_peak"]]
+assert big == [(1000, "parameter"), (500, "activation"), (400, "optimizer")], big
+assert [r["Address"] for r in d["never_freed"]] == ["0x1000", "0x6000"]
+assert [r["Address"] for r in d["unknown_frees"]] == ["0x9999"]
+assert [r["Address"] for r in d["never_freed_driver"]] == ["0xe000"]
+notes = " ".join(d["notes"])
+assert "never freed" in notes and "not live" in notes, notes
+PY
+
+# the default text table names the same peak
+"$st" memory "$tmp/x.stb" > "$tmp/m.txt" || fail "memory failed"
+grep -q "overall *model *2,\{0,1\}100" "$tmp/m.txt" || { cat "$tmp/m.txt"; fail "text peak row missing"; }
+
+# capacity: exactly the peak fits with no headroom; one byte less fails at g3 by 1 byte
+"$st" replay --capacity 2100 "$tmp/x.stb" --format json > "$tmp/c.json" || fail "capacity 2100 failed"
+"$st" replay --capacity 2099 "$tmp/x.stb" --format json > "$tmp/d.json" || fail "capacity 2099 failed"
+"$st" replay --capacity 2099 "$tmp/x.stb" > "$tmp/d.txt" || fail "capacity text failed"
+python3 - "$tmp/c.json" "$tmp/d.json" <<'PY' || fail "capacity JSON is wrong"
+import json, sys
+c = {r["What"]: r for r in json.load(open(sys.argv[1]))["capacity"]}
+assert c["result"]["Value"] == "fits", c
+assert c["headroom at the peak"]["Bytes"] == 0 and c["peak"]["Bytes"] == 2100
+d = json.load(open(sys.argv[2]))
+f = {r["What"]: r for r in d["capacity"]}
+assert f["result"]["Value"] == "out of memory", f
+assert f["request"]["Bytes"] == 200 and f["overshoot"]["Bytes"] == 1
+assert f["live before it"]["Bytes"] == 1900
+assert f["category"]["Value"] == "gradient" and f["phase"]["Value"] == "backward"
+assert f["op"]["Value"] == "step/backward/layer.0/ffn/w1" and f["step"]["Value"] == "1"
+live = {r["Category"]: r["Bytes"] for r in d["live_at_failure"]}
+assert live == {"parameter": 1000, "optimizer": 400, "activation": 500}, live
+assert any("fragmentation" in n for n in d["notes"])
+PY
+grep -q "fragmentation" "$tmp/d.txt" || fail "capacity text does not say it ignores fragmentation"
+
+# the listing: every event once, in time order, filters
+"$st" replay "$tmp/x.stb" > "$tmp/all.txt" || fail "replay failed"
+n=$(grep -c -v '^#' "$tmp/all.txt")
+[ "$n" -eq 22 ] || { cat "$tmp/all.txt"; fail "replay listed $n events, want 22 (20 memory + 2 steps)"; }
+awk '!/^#/ { if ($1 + 0 < prev) { print "out of order: " $0; exit 1 } prev = $1 + 0 }' "$tmp/all.txt" ||
+  fail "replay is not in time order"
+n=$("$st" replay --kind alloc "$tmp/x.stb" | grep -c ' alloc ')
+[ "$n" -eq 11 ] || fail "--kind alloc gave $n, want 11"
+n=$("$st" replay --kind free --from 0.0005 --to 0.0009 "$tmp/x.stb" | grep -c -v '^#')
+[ "$n" -eq 4 ] || fail "--kind free --from 0.0005 --to 0.0009 gave $n, want 4"
+grep -q "unknown address" "$tmp/all.txt" || fail "the unknown free is not flagged"
+# live MiB after g3 (2100 B) prints 0.0; the training bundle has real sizes
+"$st" replay --kind range --range forward "$tmp/train.stb" > "$tmp/r.txt" || fail "replay --range failed"
+n=$(grep -v '^#' "$tmp/r.txt" | grep -c ' range ')
+[ "$n" -eq 34 ] || { cat "$tmp/r.txt"; fail "--range forward kept $n ranges, want 34 (2 x (forward + 8 layers + 8 ffn))"; }
+"$st" replay --kind bogus "$tmp/x.stb" 2> "$tmp/e.txt" && fail "--kind bogus succeeded"
+grep -q "unknown event kind 'bogus'" "$tmp/e.txt" || fail "no message for a bad kind"
+
+# the chart parses as XML and carries its legend and peak label
+for b in x train; do
+  "$st" memory "$tmp/$b.stb" --svg "$tmp/$b.svg" > /dev/null || fail "memory --svg failed ($b)"
+  python3 - "$tmp/$b.svg" "$b" <<'PY' || fail "the $b SVG is wrong"
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == ns + "svg", root.tag
+texts = ["".join(t.itertext()) for t in root.iter(ns + "text")]
+legend = [g for g in root.iter(ns + "g") if g.get("class") == "legend"]
+assert legend, "no legend"
+ltext = " ".join("".join(t.itertext()) for t in legend[0].iter(ns + "text"))
+peak = [t for t in root.iter(ns + "text") if t.get("class") == "peak-label"]
+assert len(peak) == 1, "no peak label"
+label = "".join(peak[0].itertext())
+if sys.argv[2] == "x":
+    for c in ("parameter", "gradient", "optimizer", "activation", "temporary"):
+        assert c in ltext, (c, ltext)
+    assert label.startswith("peak 2.05 KiB"), label
+else:
+    assert label.startswith("peak 2.91 GiB"), label
+    assert any(t == "backward" for t in texts), "no backward phase label"
+    assert any(t.startswith("time (ms)") for t in texts), texts
+areas = [p for p in root.iter(ns + "path") if (p.get("class") or "").startswith("area-")]
+assert len(areas) >= 5, len(areas)
+PY
+done
+"$st" memory "$tmp/train.stb" --svg "$tmp/s1.svg" --step 1 > /dev/null || fail "--svg --step 1 failed"
+"$st" memory "$tmp/train.stb" --svg "$tmp/s9.svg" --step 9 2> "$tmp/e.txt" && fail "--step 9 succeeded"
+grep -q "no step 9" "$tmp/e.txt" || fail "no message for a missing step"
+echo "memory.cli: ok"

@@ -1,0 +1,622 @@
+/*
+ * test_memory.c: the memory timeline (replay/memory.h) on hand-built events
+ * with answers worked out by hand: peaks overall, per phase (at phase
+ * boundaries), per step; equal-time ordering; unknown frees; blocks never
+ * freed; addresses reused while live; model versus driver views; phase from
+ * the NVTX range when the op says nothing; the capacity replay fitting
+ * exactly and overshooting by one byte; the SVG writer's ticks and units.
+ *
+ * `test_memory --write PATH` writes the main scenario as a bundle for the
+ * command-line tests (cli.sh).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/svg.h"
+#include "cli/error.h"
+#include "replay/memory.h"
+#include "replay/replay.h"
+#include "trace/bundle.h"
+
+static int failures;
+#define CHECK(cond) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+		failures++; \
+	} \
+} while (0)
+#define CHECK_U64(got, want) do { \
+	uint64_t g_ = (uint64_t)(got), w_ = (uint64_t)(want); \
+	if (g_ != w_) { \
+		fprintf(stderr, "%s:%d: check failed: %s == %" PRIu64 ", want %" PRIu64 "\n", \
+			__FILE__, __LINE__, #got, g_, w_); \
+		failures++; \
+	} \
+} while (0)
+
+/* ---- building events -------------------------------------------------- */
+
+/* String ids of the scenario; index = id when added through replay_set_strings. */
+enum {
+	S_FORWARD = 1, S_BACKWARD, S_OPTIMIZER, S_W1, S_W1_PATH, S_GW1, S_GW1_PATH, S_ADAMW,
+	S_ADAMW_PATH, S_STEP, S_COUNT
+};
+static const char *const names[S_COUNT] = {
+	"", "forward", "backward", "optimizer", "w1", "step/forward/layer.0/ffn/w1",
+	"grad_w1", "step/backward/layer.0/ffn/w1", "adamw", "step/optimizer/adamw", "step",
+};
+
+struct sink {
+	struct replay *rp;                 /* or */
+	struct bundle_writer *w;
+	uint32_t id[S_COUNT];              /* scenario id -> real id */
+};
+
+static void emit(struct sink *s, struct st_event *ev)
+{
+	int rc = s->rp ? replay_add(s->rp, ev) : bundle_writer_add(s->w, ev);
+
+	CHECK(rc == 0);
+}
+
+static void op(struct sink *s, uint32_t id, int name, int path, int phase)
+{
+	struct st_event ev = { .kind = ST_OP };
+
+	ev.op.id = id;
+	ev.op.name = s->id[name];
+	ev.op.path = s->id[path];
+	ev.op.kind = s->id[name];
+	ev.op.phase = s->id[phase];
+	emit(s, &ev);
+}
+
+static void step(struct sink *s, uint32_t index, uint64_t start, uint64_t end)
+{
+	struct st_event ev = { .kind = ST_STEP, .start = start, .end = end };
+
+	ev.step.index = index;
+	ev.step.thread = 1;
+	emit(s, &ev);
+}
+
+static void range(struct sink *s, int name, uint32_t depth, uint64_t start, uint64_t end)
+{
+	struct st_event ev = { .kind = ST_RANGE, .start = start, .end = end };
+
+	ev.range.name = s->id[name];
+	ev.range.depth = depth;
+	ev.range.thread = 1;
+	emit(s, &ev);
+}
+
+static void mem(struct sink *s, int kind, uint64_t t, uint64_t addr, uint64_t size, int cat,
+		uint32_t op_id, int source)
+{
+	struct st_event ev = { .kind = kind, .start = t, .end = t };
+
+	ev.mem.address = addr;
+	ev.mem.size = size;
+	ev.mem.category = (uint32_t)cat;
+	ev.mem.op = op_id;
+	ev.mem.source = (uint32_t)source;
+	emit(s, &ev);
+}
+
+#define ALLOC(s, t, a, n, c, o) mem((s), ST_ALLOC, (t), (a), (n), (c), (o), ST_SRC_MODEL)
+#define FREE(s, t, a, o) mem((s), ST_FREE, (t), (a), 0, 0, (o), ST_SRC_MODEL)
+
+/*
+ * The main scenario (times in ns, live total after each event):
+ *     10 alloc P  0x1000 1000 parameter (setup)  1000
+ *   step 0 [100, 1000]
+ *    200 alloc a1 0x2000 300 activation fwd      1300
+ *    300 alloc t1 0x3000 200 temporary fwd       1500
+ *    400 free  t1                                1300
+ *    500 alloc g1 0x4000 250 gradient bwd        1550  (first backward event)
+ *    600 free  a1                                1250
+ *    600 alloc g2 0x5000 300 gradient bwd        1550  (same instant, after the free)
+ *    700 alloc o1 0x6000 400 optimizer opt       1950
+ *    800 free g1; free g2                        1400
+ *    900 free 0x9999 (unknown)                   1400
+ *   step 1 [2000, 3000]
+ *   2100 alloc a2 0x2000 500 activation fwd      1900
+ *   2200 alloc t2 0x3000 100 temporary fwd       2000
+ *   2300 free  t2                                1900
+ *   2400 alloc g3 0x4000 200 gradient bwd        2100  <- overall peak
+ *   2500 free  a2                                1600
+ *   2600 free  g3                                1400
+ * Driver view: 150 alloc 0xd000 4096; 250 alloc 0xe000 8192; 2700 free 0xd000.
+ */
+static void scenario(struct sink *s)
+{
+	op(s, 1, S_W1, S_W1_PATH, S_FORWARD);
+	op(s, 2, S_GW1, S_GW1_PATH, S_BACKWARD);
+	op(s, 3, S_ADAMW, S_ADAMW_PATH, S_OPTIMIZER);
+	step(s, 0, 100, 1000);
+	step(s, 1, 2000, 3000);
+	ALLOC(s, 10, 0x1000, 1000, ST_MEM_PARAMETER, 0);
+	ALLOC(s, 200, 0x2000, 300, ST_MEM_ACTIVATION, 1);
+	ALLOC(s, 300, 0x3000, 200, ST_MEM_TEMPORARY, 1);
+	FREE(s, 400, 0x3000, 1);
+	ALLOC(s, 500, 0x4000, 250, ST_MEM_GRADIENT, 2);
+	FREE(s, 600, 0x2000, 2);
+	ALLOC(s, 600, 0x5000, 300, ST_MEM_GRADIENT, 2);
+	ALLOC(s, 700, 0x6000, 400, ST_MEM_OPTIMIZER, 3);
+	FREE(s, 800, 0x4000, 3);
+	FREE(s, 800, 0x5000, 3);
+	FREE(s, 900, 0x9999, 3);
+	ALLOC(s, 2100, 0x2000, 500, ST_MEM_ACTIVATION, 1);
+	ALLOC(s, 2200, 0x3000, 100, ST_MEM_TEMPORARY, 1);
+	FREE(s, 2300, 0x3000, 1);
+	ALLOC(s, 2400, 0x4000, 200, ST_MEM_GRADIENT, 2);
+	FREE(s, 2500, 0x2000, 2);
+	FREE(s, 2600, 0x4000, 2);
+	mem(s, ST_ALLOC, 150, 0xd000, 4096, 0, 0, ST_SRC_DRIVER);
+	mem(s, ST_ALLOC, 250, 0xe000, 8192, 0, 0, ST_SRC_DRIVER);
+	mem(s, ST_FREE, 2700, 0xd000, 0, 0, 0, ST_SRC_DRIVER);
+}
+
+static void replay_begin(struct replay *rp, struct sink *s)
+{
+	replay_init(rp);
+	CHECK(replay_set_strings(rp, names, S_COUNT) == 0);
+	memset(s, 0, sizeof(*s));
+	s->rp = rp;
+	for (uint32_t i = 0; i < S_COUNT; i++)
+		s->id[i] = i;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void check_peak(const struct mem_timeline *tl, const struct mem_peak *p, uint64_t bytes, uint64_t t)
+{
+	CHECK_U64(p->bytes, bytes);
+	CHECK_U64(p->t, t);
+	CHECK(p->point >= 0 && tl->points[p->point].t == t && tl->points[p->point].live == bytes);
+}
+
+static void test_main_scenario(void)
+{
+	struct replay rp;
+	struct sink s;
+	struct mem_timeline tl, drv;
+	struct mem_capacity cap;
+	uint32_t top[3];
+	uint64_t cat[ST_MEM_CATEGORY_COUNT];
+
+	replay_begin(&rp, &s);
+	scenario(&s);
+	CHECK(replay_build(&rp) == 0);
+	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
+
+	CHECK_U64(tl.n_points, 17);
+	CHECK_U64(tl.n_allocs, 9);
+	CHECK_U64(tl.n_frees, 7);
+	CHECK_U64(tl.n_blocks, 9);
+
+	/* overall: right after g3 in step 1 */
+	check_peak(&tl, &tl.peak, 2100, 2400);
+	CHECK_U64(tl.peak.by_category[ST_MEM_PARAMETER], 1000);
+	CHECK_U64(tl.peak.by_category[ST_MEM_ACTIVATION], 500);
+	CHECK_U64(tl.peak.by_category[ST_MEM_OPTIMIZER], 400);
+	CHECK_U64(tl.peak.by_category[ST_MEM_GRADIENT], 200);
+	CHECK_U64(tl.peak.by_category[ST_MEM_TEMPORARY], 0);
+	CHECK(tl.peak.block >= 0 && tl.blocks[tl.peak.block].op == 2);
+
+	/* phases: forward's peak is at its last allocation before backward starts */
+	check_peak(&tl, &tl.phase_peak[MEM_PHASE_FORWARD], 2000, 2200);
+	CHECK_U64(tl.phase_peak[MEM_PHASE_FORWARD].by_category[ST_MEM_TEMPORARY], 100);
+	check_peak(&tl, &tl.phase_peak[MEM_PHASE_BACKWARD], 2100, 2400);
+	check_peak(&tl, &tl.phase_peak[MEM_PHASE_OPTIMIZER], 1950, 700);
+	CHECK_U64(tl.phase_peak[MEM_PHASE_OPTIMIZER].by_category[ST_MEM_GRADIENT], 550);
+	CHECK_U64(tl.phase_peak[MEM_PHASE_OPTIMIZER].by_category[ST_MEM_ACTIVATION], 0);
+	check_peak(&tl, &tl.phase_peak[MEM_PHASE_OTHER], 1000, 10);
+
+	/* steps; the tie 1550 at 500 and 600 in step 0 is not its peak anyway */
+	CHECK_U64(tl.n_steps, 2);
+	check_peak(&tl, &tl.step_peak[0], 1950, 700);
+	check_peak(&tl, &tl.step_peak[1], 2100, 2400);
+	check_peak(&tl, &tl.outside_steps_peak, 1000, 10);
+
+	/* equal time: the free at 600 came first, so 600 stays at 1550 */
+	{
+		int32_t p = mem_timeline_point_at(&tl, 600);
+		CHECK(p >= 0 && tl.points[p].kind == ST_ALLOC && tl.points[p].live == 1550);
+		CHECK(p >= 1 && tl.points[p - 1].kind == ST_FREE && tl.points[p - 1].live == 1250);
+	}
+
+	/* what never paired up */
+	CHECK_U64(tl.n_never_freed, 2);
+	CHECK_U64(tl.never_freed_bytes, 1400);
+	CHECK(tl.n_never_freed == 2 && tl.blocks[tl.never_freed[0]].address == 0x1000 &&
+	      tl.blocks[tl.never_freed[1]].address == 0x6000);
+	CHECK_U64(tl.n_unknown_frees, 1);
+	CHECK(tl.n_unknown_frees == 1 && tl.points[tl.unknown_frees[0]].t == 900 &&
+	      tl.points[tl.unknown_frees[0]].live == 1400 && tl.points[tl.unknown_frees[0]].delta == 0);
+	CHECK_U64(tl.final_live, 1400);
+	CHECK_U64(tl.n_reused_live, 0);
+
+	/* the largest live blocks at the peak */
+	CHECK_U64(mem_timeline_live_at(&tl, tl.peak.point, top, 3), 4);
+	CHECK_U64(tl.blocks[top[0]].size, 1000);
+	CHECK_U64(tl.blocks[top[1]].size, 500);
+	CHECK_U64(tl.blocks[top[2]].size, 400);
+	CHECK_U64(tl.blocks[top[1]].phase, MEM_PHASE_FORWARD);
+	mem_timeline_categories_at(&tl, tl.peak.point, cat);
+	CHECK(memcmp(cat, tl.peak.by_category, sizeof(cat)) == 0);
+
+	/* capacity: exactly the peak fits; one byte less fails at g3 by one byte */
+	mem_timeline_capacity(&tl, 2100, &cap);
+	CHECK(cap.fits);
+	CHECK_U64(cap.headroom, 0);
+	CHECK_U64(cap.peak, 2100);
+	mem_timeline_capacity(&tl, 2099, &cap);
+	CHECK(!cap.fits);
+	CHECK_U64(cap.request, 200);
+	CHECK_U64(cap.live_before, 1900);
+	CHECK_U64(cap.overshoot, 1);
+	CHECK(cap.point == tl.peak.point);
+	CHECK_U64(cap.by_category[ST_MEM_ACTIVATION], 500);
+	CHECK_U64(cap.by_category[ST_MEM_PARAMETER], 1000);
+	CHECK_U64(cap.by_category[ST_MEM_GRADIENT], 0);
+	/* the first request alone is too big */
+	mem_timeline_capacity(&tl, 999, &cap);
+	CHECK(!cap.fits && cap.request == 1000 && cap.live_before == 0 && cap.overshoot == 1);
+	/* exactly reaching the capacity fits (700 reaches 1950); 2200 is the first to overshoot */
+	mem_timeline_capacity(&tl, 1950, &cap);
+	CHECK(!cap.fits);
+	CHECK(cap.point >= 0 && tl.points[cap.point].t == 2200);
+	CHECK_U64(cap.request, 100);
+	CHECK_U64(cap.live_before, 1900);
+	CHECK_U64(cap.overshoot, 50);
+
+	/* the driver view is separate */
+	CHECK(mem_timeline_build(&drv, &rp, MEM_VIEW_DRIVER) == 0);
+	CHECK_U64(drv.n_points, 3);
+	check_peak(&drv, &drv.peak, 12288, 250);
+	CHECK_U64(drv.n_never_freed, 1);
+	CHECK_U64(drv.never_freed_bytes, 8192);
+	CHECK_U64(drv.n_unknown_frees, 0);
+	CHECK_U64(drv.step_peak[0].bytes, 12288);
+	CHECK(drv.step_peak[1].point < 0);
+	mem_timeline_release(&drv);
+	mem_timeline_release(&tl);
+	replay_release(&rp);
+}
+
+/* Same instant: the recorded order decides. */
+static void test_equal_time(void)
+{
+	for (int alloc_first = 0; alloc_first < 2; alloc_first++) {
+		struct replay rp;
+		struct sink s;
+		struct mem_timeline tl;
+
+		replay_begin(&rp, &s);
+		ALLOC(&s, 10, 0xa, 100, ST_MEM_TEMPORARY, 0);
+		if (alloc_first) {
+			ALLOC(&s, 20, 0xb, 100, ST_MEM_TEMPORARY, 0);
+			FREE(&s, 20, 0xa, 0);
+		} else {
+			FREE(&s, 20, 0xa, 0);
+			ALLOC(&s, 20, 0xb, 100, ST_MEM_TEMPORARY, 0);
+		}
+		CHECK(replay_build(&rp) == 0);
+		CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
+		if (alloc_first) {
+			check_peak(&tl, &tl.peak, 200, 20);
+		} else {
+			check_peak(&tl, &tl.peak, 100, 10);   /* the tie at 20 loses to the earlier */
+		}
+		CHECK_U64(tl.n_unknown_frees, 0);
+		CHECK_U64(tl.final_live, 100);
+		mem_timeline_release(&tl);
+		replay_release(&rp);
+	}
+}
+
+/* A lost free: the address allocated again while live. A zero-size block. */
+static void test_reuse_and_leaks(void)
+{
+	struct replay rp;
+	struct sink s;
+	struct mem_timeline tl;
+
+	replay_begin(&rp, &s);
+	ALLOC(&s, 1, 0x1, 10, ST_MEM_WORKSPACE, 0);
+	ALLOC(&s, 2, 0x1, 20, ST_MEM_WORKSPACE, 0);
+	ALLOC(&s, 3, 0x2, 0, ST_MEM_WORKSPACE, 0);
+	FREE(&s, 4, 0x1, 0);
+	FREE(&s, 5, 0x1, 0);
+	FREE(&s, 6, 0x2, 0);
+	CHECK(replay_build(&rp) == 0);
+	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
+	CHECK_U64(tl.n_reused_live, 1);
+	check_peak(&tl, &tl.peak, 30, 2);
+	CHECK_U64(tl.n_never_freed, 1);
+	CHECK(tl.n_never_freed == 1 && tl.blocks[tl.never_freed[0]].size == 10);
+	CHECK_U64(tl.n_unknown_frees, 1);      /* the second free of 0x1 */
+	CHECK(tl.n_unknown_frees == 1 && tl.points[tl.unknown_frees[0]].t == 5);
+	CHECK_U64(tl.final_live, 10);
+	CHECK_U64(tl.points[3].live, 10);      /* the first free took the newer, 20-byte block */
+	mem_timeline_release(&tl);
+	replay_release(&rp);
+}
+
+/* No op phase: the covering NVTX range's path names it; an op's phase wins. */
+static void test_phase_from_range(void)
+{
+	struct replay rp;
+	struct sink s;
+	struct mem_timeline tl;
+
+	replay_begin(&rp, &s);
+	op(&s, 3, S_ADAMW, S_ADAMW_PATH, S_OPTIMIZER);
+	step(&s, 0, 0, 100);
+	range(&s, S_STEP, 0, 0, 100);
+	range(&s, S_FORWARD, 1, 0, 50);
+	range(&s, S_BACKWARD, 1, 51, 100);
+	ALLOC(&s, 10, 0x1, 10, ST_MEM_ACTIVATION, 0);
+	ALLOC(&s, 60, 0x2, 5, ST_MEM_GRADIENT, 0);
+	ALLOC(&s, 70, 0x3, 7, ST_MEM_OPTIMIZER, 3);
+	CHECK(replay_build(&rp) == 0);
+	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
+	CHECK(tl.n_points == 3);
+	CHECK_U64(tl.points[0].phase, MEM_PHASE_FORWARD);
+	CHECK_U64(tl.points[1].phase, MEM_PHASE_BACKWARD);
+	CHECK_U64(tl.points[2].phase, MEM_PHASE_OPTIMIZER);
+	check_peak(&tl, &tl.phase_peak[MEM_PHASE_FORWARD], 10, 10);
+	check_peak(&tl, &tl.phase_peak[MEM_PHASE_BACKWARD], 15, 60);
+	check_peak(&tl, &tl.phase_peak[MEM_PHASE_OPTIMIZER], 22, 70);
+	CHECK(tl.phase_peak[MEM_PHASE_OTHER].point < 0);
+	mem_timeline_release(&tl);
+	replay_release(&rp);
+}
+
+static void test_empty(void)
+{
+	struct replay rp;
+	struct sink s;
+	struct mem_timeline tl;
+	struct mem_capacity cap;
+
+	replay_begin(&rp, &s);
+	CHECK(replay_build(&rp) == 0);
+	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
+	CHECK_U64(tl.n_points, 0);
+	CHECK(tl.peak.point < 0 && tl.peak.bytes == 0);
+	CHECK_U64(mem_timeline_live_at(&tl, tl.peak.point, NULL, 0), 0);
+	CHECK(mem_timeline_point_at(&tl, 5) == -1);
+	mem_timeline_capacity(&tl, 1, &cap);
+	CHECK(cap.fits && cap.headroom == 1);
+	mem_timeline_release(&tl);
+	replay_release(&rp);
+}
+
+static void test_svg_helpers(void)
+{
+	double t[32], step;
+	char buf[64];
+	int n;
+
+	n = svg_ticks_linear(0, 1000, 6, t, 32, &step);
+	CHECK(n == 6 && step == 200 && t[0] == 0 && t[5] == 1000);
+	n = svg_ticks_linear(0, 7.3, 8, t, 32, &step);
+	CHECK(n == 8 && step == 1 && t[7] == 7);
+	n = svg_ticks_linear(0.1, 0.95, 5, t, 32, &step);
+	CHECK(step == 0.2 && n == 4 && t[0] > 0.199 && t[0] < 0.201);
+	n = svg_ticks_log10(1, 1e6, t, 32);
+	CHECK(n == 7 && t[0] == 1 && t[6] == 1e6);
+	n = svg_ticks_log10(1, 100, t, 32);
+	CHECK(n == 7 && t[1] == 2 && t[2] == 5);
+	CHECK(svg_nice_ceil(3.1) == 5 && svg_nice_ceil(0.012) > 0.0199 && svg_nice_ceil(0.012) < 0.0201);
+	CHECK(strcmp(svg_fmt_bytes(buf, sizeof(buf), 1.5 * 1024 * 1024 * 1024), "1.50 GiB") == 0);
+	CHECK(strcmp(svg_fmt_bytes(buf, sizeof(buf), 512), "512 B") == 0);
+	CHECK(strcmp(svg_fmt_bytes(buf, sizeof(buf), 12 * 1048576.0), "12 MiB") == 0);
+	CHECK(strcmp(svg_fmt_bytes(buf, sizeof(buf), 1023.9 * 1024), "1.00 MiB") == 0);
+	CHECK(strcmp(svg_fmt_time(buf, sizeof(buf), 12e6), "12 ms") == 0);
+	CHECK(strcmp(svg_fmt_time(buf, sizeof(buf), 12.5e3), "12.5 us") == 0);
+	CHECK(strcmp(svg_fmt_time(buf, sizeof(buf), 1.25e9), "1.25 s") == 0);
+	CHECK(strcmp(svg_fmt_tick(buf, sizeof(buf), 0.5, 0.5), "0.5") == 0);
+	CHECK(strcmp(svg_fmt_tick(buf, sizeof(buf), 2.25, 0.25), "2.25") == 0);
+	CHECK(strcmp(svg_fmt_tick(buf, sizeof(buf), 20, 10), "20") == 0);
+	{
+		const char *u;
+		CHECK(svg_byte_unit(3.0 * 1024 * 1024 * 1024, &u) == 1024.0 * 1024 * 1024 && strcmp(u, "GiB") == 0);
+		CHECK(svg_time_unit(5e6, &u) == 1e6 && strcmp(u, "ms") == 0);
+	}
+	{
+		struct svg_scale sc;
+		svg_scale_linear(&sc, 0, 10, 100, 0);
+		CHECK(svg_scale_map(&sc, 5) == 50 && svg_scale_map(&sc, 20) == 0);
+		svg_scale_log10(&sc, 1, 100, 0, 200);
+		CHECK(svg_scale_map(&sc, 10) > 99.99 && svg_scale_map(&sc, 10) < 100.01);
+	}
+	CHECK(strcmp(svg_mem_color(ST_MEM_ACTIVATION), svg_mem_color(ST_MEM_PARAMETER)) != 0);
+	CHECK(strcmp(svg_mem_color(99), svg_mem_color(ST_MEM_UNKNOWN)) == 0);
+	{
+		/* escaping */
+		char *s = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&s, &len);
+		svg_escape(f, "a<b&\"c'\x01>");
+		fclose(f);
+		CHECK(s && strcmp(s, "a&lt;b&amp;&quot;c&#39;&gt;") == 0);
+		free(s);
+	}
+}
+
+/* ---- the bundle for the CLI tests -------------------------------------- */
+
+static int write_bundle(const char *path)
+{
+	Steptrace__Header h = STEPTRACE__HEADER__INIT;
+	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
+	struct sink s = { 0 };
+
+	cfg.model = "tiny";
+	cfg.ctx = 128;
+	cfg.batch = 4;
+	cfg.precision = "fp32";
+	cfg.mode = "train";
+	h.config = &cfg;
+	h.clock = "synthetic";
+	s.w = bundle_writer_open(path, &h, NULL);
+	if (!s.w)
+		return 1;
+	for (int i = 1; i < S_COUNT; i++)
+		s.id[i] = bundle_writer_intern(s.w, names[i]);
+	scenario(&s);
+	return bundle_writer_close(s.w, "ok") < 0 || failures;
+}
+
+
+/*
+ * A training-step-shaped bundle for looking at the chart: parameters at
+ * setup, then per step a forward pass that stacks activations layer by
+ * layer (with temporaries), a backward pass that frees them in reverse while
+ * gradients appear, and an optimizer step whose moments are allocated on the
+ * first step. NVTX ranges step/forward/backward/optimizer and layer.N.
+ */
+static int write_train_bundle(const char *path)
+{
+	Steptrace__Header h = STEPTRACE__HEADER__INIT;
+	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
+	struct sink s = { 0 };
+	enum { L = 8 };
+	const uint64_t MiB = 1 << 20, W = 48 * MiB, ACT = 24 * MiB;
+	uint64_t t = 1000, addr = 0x10000000;
+	uint64_t act[L][4], grad[L], moments[L][2], param[L];
+	uint32_t id_fwd, id_bwd, id_opt, id_step, id_layer[L], id_op[3], id_path[3], id_ffn;
+	bool have_grads = false;
+
+	cfg.model = "synthetic";
+	cfg.ctx = 512;
+	cfg.batch = 4;
+	cfg.precision = "fp32";
+	cfg.mode = "train";
+	h.config = &cfg;
+	h.clock = "synthetic";
+	s.w = bundle_writer_open(path, &h, NULL);
+	if (!s.w)
+		return 1;
+	id_fwd = bundle_writer_intern(s.w, "forward");
+	id_bwd = bundle_writer_intern(s.w, "backward");
+	id_opt = bundle_writer_intern(s.w, "optimizer");
+	id_step = bundle_writer_intern(s.w, "step");
+	id_ffn = bundle_writer_intern(s.w, "ffn");
+	for (int l = 0; l < L; l++) {
+		char b[32];
+		snprintf(b, sizeof(b), "layer.%d", l);
+		id_layer[l] = bundle_writer_intern(s.w, b);
+	}
+	id_op[0] = bundle_writer_intern(s.w, "w1");
+	id_path[0] = bundle_writer_intern(s.w, "step/forward/layer.0/ffn/w1");
+	id_op[1] = bundle_writer_intern(s.w, "w1_grad");
+	id_path[1] = bundle_writer_intern(s.w, "step/backward/layer.0/ffn/w1");
+	id_op[2] = bundle_writer_intern(s.w, "adamw");
+	id_path[2] = bundle_writer_intern(s.w, "step/optimizer/adamw");
+	{
+		uint32_t ph[3] = { id_fwd, id_bwd, id_opt };
+		for (int k = 0; k < 3; k++) {
+			struct st_event ev = { .kind = ST_OP };
+			ev.op.id = (uint32_t)k + 1;
+			ev.op.name = id_op[k];
+			ev.op.kind = id_op[k];
+			ev.op.path = id_path[k];
+			ev.op.phase = ph[k];
+			emit(&s, &ev);
+		}
+	}
+#define RANGE(nm, dp, a, b) do { struct st_event e_ = { .kind = ST_RANGE, .start = (a), .end = (b) }; \
+	e_.range.name = (nm); e_.range.depth = (dp); e_.range.thread = 1; emit(&s, &e_); } while (0)
+	for (int l = 0; l < L; l++) {
+		param[l] = addr += W;
+		ALLOC(&s, t += 100, param[l], W, ST_MEM_PARAMETER, 0);
+	}
+	mem(&s, ST_ALLOC, t, 0x7f0000000000, 512 * MiB, 0, 0, ST_SRC_DRIVER);
+	for (uint32_t st = 0; st < 2; st++) {
+		uint64_t s0 = t += 200000, f0, b0, o0;
+		struct st_event ev = { .kind = ST_STEP };
+		uint64_t tmp = 0;
+
+		f0 = t += 1000;
+		ALLOC(&s, t += 1000, 0x1000, 2 * MiB, ST_MEM_INPUT, 1);
+		for (int l = 0; l < L; l++) {
+			uint64_t l0 = t;
+			for (int k = 0; k < 4; k++) {
+				act[l][k] = addr += ACT * 2;
+				ALLOC(&s, t += 20000, act[l][k], k == 2 ? ACT * 4 : ACT, ST_MEM_ACTIVATION, 1);
+				tmp = addr += ACT * 4;
+				ALLOC(&s, t += 5000, tmp, ACT * 2, ST_MEM_TEMPORARY, 1);
+				FREE(&s, t += 15000, tmp, 1);
+			}
+			RANGE(id_ffn, 3, l0 + 10, t - 10);
+			RANGE(id_layer[l], 2, l0 + 1, t);
+		}
+		ALLOC(&s, t += 10000, 0x2000, 96 * MiB, ST_MEM_TEMPORARY, 1);  /* logits */
+		RANGE(id_fwd, 1, f0, t += 1000);
+		b0 = t += 1000;
+		FREE(&s, t += 10000, 0x2000, 2);
+		for (int l = L - 1; l >= 0; l--) {
+			if (!have_grads) {
+				grad[l] = addr += W;
+				ALLOC(&s, t += 10000, grad[l], W, ST_MEM_GRADIENT, 2);
+			}
+			tmp = addr += ACT * 4;
+			ALLOC(&s, t += 5000, tmp, ACT * 3, ST_MEM_TEMPORARY, 2);
+			for (int k = 3; k >= 0; k--)
+				FREE(&s, t += 15000, act[l][k], 2);
+			FREE(&s, t += 5000, tmp, 2);
+			mem(&s, ST_ALLOC, t, 0x7f1000000000 + (uint64_t)l * 0x1000000, 8 * MiB, 0, 0, ST_SRC_DRIVER);
+			mem(&s, ST_FREE, t + 4000, 0x7f1000000000 + (uint64_t)l * 0x1000000, 0, 0, 0, ST_SRC_DRIVER);
+		}
+		FREE(&s, t += 1000, 0x1000, 2);
+		have_grads = true;
+		RANGE(id_bwd, 1, b0, t += 1000);
+		o0 = t += 1000;
+		for (int l = 0; l < L; l++) {
+			if (st == 0) {
+				moments[l][0] = addr += W;
+				ALLOC(&s, t += 8000, moments[l][0], W, ST_MEM_OPTIMIZER, 3);
+				moments[l][1] = addr += W;
+				ALLOC(&s, t += 8000, moments[l][1], W, ST_MEM_OPTIMIZER, 3);
+			}
+			ALLOC(&s, t += 2000, 0x3000, 16 * MiB, ST_MEM_WORKSPACE, 3);
+			FREE(&s, t += 6000, 0x3000, 3);
+		}
+		RANGE(id_opt, 1, o0, t += 1000);
+		RANGE(id_step, 0, s0, t += 1000);
+		ev.start = s0;
+		ev.end = t;
+		ev.step.index = st;
+		ev.step.warmup = st == 0;
+		ev.step.thread = 1;
+		emit(&s, &ev);
+	}
+#undef RANGE
+	(void)id_layer;
+	return bundle_writer_close(s.w, "ok") < 0 || failures;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--write-train"))
+		return write_train_bundle(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--write"))
+		return write_bundle(argv[2]);
+	test_main_scenario();
+	test_equal_time();
+	test_reuse_and_leaks();
+	test_phase_from_range();
+	test_empty();
+	test_svg_helpers();
+	if (failures)
+		fprintf(stderr, "%d check(s) failed\n", failures);
+	else
+		printf("memory: all checks passed\n");
+	return failures ? 1 : 0;
+}
