@@ -1,0 +1,831 @@
+/*
+ * capture.c: see capture.h.
+ *
+ * Threads. The launch callbacks run on the thread that calls CUDA and touch
+ * only thread-local state, the lock-free correlation map and atomic
+ * counters. Activity buffers complete on CUPTI's worker thread (or inside
+ * cuptiActivityFlushAll on the caller) and are decoded under the session
+ * lock, which also guards the decode state below (name caches, open NVTX
+ * ranges). Buffers come from a pool that grows on demand up to a cap, so a
+ * steady run allocates nothing per record.
+ */
+#define _GNU_SOURCE
+#include "record/capture.h"
+
+#include <cuda_runtime.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cli/error.h"
+#include "record/corr_map.h"
+
+#define BUFFER_BYTES (8u << 20)
+#define BUFFER_PREALLOC 4
+#define BUFFER_MAX 128           /* 1 GiB; past it CUPTI drops records and we say so */
+#define DEFAULT_CUPTI_PATH "/usr/local/cuda/lib64/libcupti.so"
+
+/* 0 for success, else -1 after one line naming the call. */
+static int cupti_check(CUptiResult r, const char *call, const char *file, int line)
+{
+	const char *msg = NULL;
+
+	if (r == CUPTI_SUCCESS)
+		return 0;
+	if (cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg)
+		msg = "unknown CUPTI error";
+	return st_error("%s failed: %s (%s:%d)", call, msg, file, line);
+}
+#define CUPTI_CHECK(call) cupti_check((call), #call, __FILE__, __LINE__)
+
+/* The activity kinds recorded (SPEC.md, "Recording"). */
+static const CUpti_ActivityKind activity_kinds[] = {
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMSET,
+	CUPTI_ACTIVITY_KIND_RUNTIME,
+	CUPTI_ACTIVITY_KIND_DRIVER,
+	CUPTI_ACTIVITY_KIND_MARKER,
+	CUPTI_ACTIVITY_KIND_MEMORY2,
+	CUPTI_ACTIVITY_KIND_OVERHEAD,
+	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+};
+#define N_ACTIVITY_KINDS (sizeof(activity_kinds) / sizeof(activity_kinds[0]))
+
+/* What a subscribed API callback is for. */
+enum cb_class { CB_NONE, CB_LAUNCH, CB_COPY, CB_ALLOC };
+
+struct counters {
+	_Atomic uint64_t launches, copies;
+};
+
+struct open_range {
+	uint32_t id, name, domain, depth;
+	uint64_t start, thread;
+};
+
+struct thread_depth {
+	uint64_t thread;
+	uint32_t open;
+};
+
+struct name_slot {
+	const char *key;   /* CUPTI's string; stable for the run */
+	uint32_t id;
+};
+
+static struct capture {
+	bool active;
+	struct rec_session *s;
+	CUpti_SubscriberHandle subscriber;
+	uint32_t enabled;                       /* activity kinds enabled so far */
+
+	uint8_t rt_class[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+	uint8_t drv_class[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
+	/* Launch counting: written by launching threads, read after stop. */
+	struct counters *steps;
+	uint32_t n_steps;
+	struct counters outside;
+	_Atomic(struct counters *) bucket;
+
+	/* Buffer pool (its own lock: CUPTI asks for buffers on launching threads). */
+	pthread_mutex_t pool_lock;
+	uint8_t *pool[BUFFER_MAX];
+	int pool_free, pool_allocated, pool_peak;
+
+	/* Decode state, under the session lock. */
+	uint32_t rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+	uint32_t drv_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
+	struct name_slot *kernel_names;
+	size_t kernel_names_cap, kernel_names_n;
+	struct open_range *ranges;
+	size_t n_ranges, ranges_cap;
+	struct open_range *early_ends;          /* ends whose start is in a later buffer */
+	size_t n_early, early_cap;
+	struct thread_depth *threads;
+	size_t n_threads, threads_cap;
+	uint64_t dropped, unattributed, unpaired_ends;
+} cap = { .pool_lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Big and zero-initialised: kept apart from `cap` so it lives in .bss only. */
+static struct corr_map corrs;
+
+static _Thread_local uint32_t current_op;
+static _Thread_local int api_depth;
+
+/* ---- NVTX injection and the clock ------------------------------------ */
+
+int capture_nvtx_setup(void)
+{
+	const char *path = DEFAULT_CUPTI_PATH;
+	const char *old = getenv("NVTX_INJECTION64_PATH");
+	Dl_info info;
+
+	if (dladdr((void *)cuptiActivityEnable, &info) && info.dli_fname && info.dli_fname[0] == '/')
+		path = info.dli_fname;
+	if (old && *old && strcmp(old, path))
+		st_warning("NVTX_INJECTION64_PATH was '%s'; using '%s' so NVTX ranges reach CUPTI",
+			   old, path);
+	if (setenv("NVTX_INJECTION64_PATH", path, 1))
+		return st_error("cannot set NVTX_INJECTION64_PATH: out of memory");
+	return 0;
+}
+
+uint64_t capture_now(void)
+{
+	uint64_t t = 0;
+
+	cuptiGetTimestamp(&t);
+	return t;
+}
+
+uint64_t capture_thread_id(void)
+{
+	return (uint64_t)syscall(SYS_gettid);
+}
+
+/* ---- launch callbacks (launching threads) ---------------------------- */
+
+void capture_op_begin(uint32_t op)
+{
+	current_op = op;
+}
+
+void capture_op_end(void)
+{
+	current_op = 0;
+}
+
+void capture_step_begin(uint32_t index)
+{
+	atomic_store_explicit(&cap.bucket, index < cap.n_steps ? &cap.steps[index] : &cap.outside,
+			      memory_order_release);
+}
+
+void capture_step_end(void)
+{
+	atomic_store_explicit(&cap.bucket, &cap.outside, memory_order_release);
+}
+
+static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
+				     CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+	enum cb_class cls = CB_NONE;
+	struct counters *c;
+
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+		cls = cap.rt_class[cbid];
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+		cls = cap.drv_class[cbid];
+	if (cls == CB_NONE)
+		return;
+	if (cb->callbackSite == CUPTI_API_EXIT) {
+		if (api_depth > 0)
+			api_depth--;
+		return;
+	}
+	/* Both the runtime call and the driver call it makes (if CUPTI reports
+	 * it) get the op: the activity record carries one of their ids. */
+	if (current_op)
+		corr_map_put(&corrs, cb->correlationId, current_op);
+	if (api_depth++ > 0 || cls == CB_ALLOC)
+		return;
+	c = atomic_load_explicit(&cap.bucket, memory_order_acquire);
+	if (cls == CB_LAUNCH)
+		atomic_fetch_add_explicit(&c->launches, 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&c->copies, 1, memory_order_relaxed);
+}
+
+/* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" into buf. */
+static const char *api_base_name(const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name), i = n;
+
+	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+		i--;
+	if (i < n && i >= 2 && name[i - 1] == 'v' && name[i - 2] == '_')
+		n = i - 2;
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+static enum cb_class classify(const char *name)
+{
+	if (strstr(name, "HostFunc"))
+		return CB_NONE;
+	if (strstr(name, "Launch"))
+		return CB_LAUNCH;           /* cudaLaunchKernel*, cuLaunchKernel(Ex), graphs */
+	if (strstr(name, "Graph"))
+		return CB_NONE;             /* cudaGraphAddMemcpyNode and friends build, not copy */
+	if (strstr(name, "Memcpy") || strstr(name, "Memset"))
+		return CB_COPY;
+	if (strstr(name, "Malloc") || strstr(name, "MemAlloc") || strstr(name, "Free"))
+		return CB_ALLOC;            /* so MEMORY2 records get the op too */
+	return CB_NONE;
+}
+
+static int subscribe_domain(CUpti_CallbackDomain domain, uint8_t *classes, uint32_t size)
+{
+	uint32_t cbid;
+	char buf[128];
+
+	for (cbid = 1; cbid < size; cbid++) {
+		const char *name = NULL;
+
+		if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
+			continue;
+		classes[cbid] = classify(api_base_name(name, buf, sizeof(buf)));
+		if (classes[cbid] != CB_NONE &&
+		    CUPTI_CHECK(cuptiEnableCallback(1, cap.subscriber, domain, cbid)))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- activity buffers ------------------------------------------------ */
+
+static uint8_t *pool_get(void)
+{
+	uint8_t *b = NULL;
+
+	pthread_mutex_lock(&cap.pool_lock);
+	if (cap.pool_free > 0) {
+		b = cap.pool[--cap.pool_free];
+	} else if (cap.pool_allocated < BUFFER_MAX) {
+		b = aligned_alloc(8, BUFFER_BYTES);
+		if (b && ++cap.pool_allocated > cap.pool_peak)
+			cap.pool_peak = cap.pool_allocated;
+	}
+	pthread_mutex_unlock(&cap.pool_lock);
+	return b;
+}
+
+static void pool_put(uint8_t *b)
+{
+	pthread_mutex_lock(&cap.pool_lock);
+	if (cap.pool_free < BUFFER_MAX)
+		cap.pool[cap.pool_free++] = b;
+	else
+		free(b);   /* not ours; cannot happen */
+	pthread_mutex_unlock(&cap.pool_lock);
+}
+
+/* Frees the pooled buffers; buffers CUPTI still holds are left to it. */
+static void pool_release(void)
+{
+	pthread_mutex_lock(&cap.pool_lock);
+	while (cap.pool_free > 0) {
+		free(cap.pool[--cap.pool_free]);
+		cap.pool_allocated--;
+	}
+	pthread_mutex_unlock(&cap.pool_lock);
+}
+
+static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*buffer = pool_get();
+	*size = *buffer ? BUFFER_BYTES : 0;
+	*max_records = 0;
+}
+
+/* ---- decoding (under the session lock) ------------------------------- */
+
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status)
+	__attribute__((weak));
+
+static uint32_t intern_demangled(const char *name)
+{
+	char *plain = NULL;
+	uint32_t id;
+	int status = -1;
+
+	if (__cxa_demangle && name[0] == '_' && name[1] == 'Z')
+		plain = __cxa_demangle(name, NULL, NULL, &status);
+	id = rec_session_intern_locked(cap.s, status == 0 && plain ? plain : name);
+	free(plain);
+	return id;
+}
+
+static size_t name_hash(const char *p, size_t cap_mask)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+
+	return (size_t)(h >> 20) & cap_mask;
+}
+
+static int kernel_names_grow(void)
+{
+	size_t ncap = cap.kernel_names_cap ? cap.kernel_names_cap * 2 : 1024, i;
+	struct name_slot *slots = calloc(ncap, sizeof(*slots));
+
+	if (!slots)
+		return -1;
+	for (i = 0; i < cap.kernel_names_cap; i++) {
+		struct name_slot *o = &cap.kernel_names[i];
+		size_t j = name_hash(o->key, ncap - 1);
+
+		if (!o->key)
+			continue;
+		while (slots[j].key)
+			j = (j + 1) & (ncap - 1);
+		slots[j] = *o;
+	}
+	free(cap.kernel_names);
+	cap.kernel_names = slots;
+	cap.kernel_names_cap = ncap;
+	return 0;
+}
+
+/* Kernel name id by CUPTI's name pointer: one hash probe per record, demangling once per kernel. */
+static uint32_t kernel_name(const char *name)
+{
+	size_t j;
+
+	if (!name)
+		return 0;
+	if ((cap.kernel_names_n + 1) * 2 > cap.kernel_names_cap && kernel_names_grow())
+		return intern_demangled(name);
+	j = name_hash(name, cap.kernel_names_cap - 1);
+	while (cap.kernel_names[j].key) {
+		if (cap.kernel_names[j].key == name)
+			return cap.kernel_names[j].id;
+		j = (j + 1) & (cap.kernel_names_cap - 1);
+	}
+	cap.kernel_names[j].key = name;
+	cap.kernel_names[j].id = intern_demangled(name);
+	cap.kernel_names_n++;
+	return cap.kernel_names[j].id;
+}
+
+static uint32_t api_name(CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	uint32_t *slot = NULL;
+	const char *name = NULL;
+	char buf[128];
+
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+		slot = &cap.rt_names[cbid];
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+		slot = &cap.drv_names[cbid];
+	if (slot && *slot)
+		return *slot;
+	if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
+		snprintf(buf, sizeof(buf), "%s cbid %u",
+			 domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver" : "runtime", cbid);
+	else
+		api_base_name(name, buf, sizeof(buf));
+	if (!slot)
+		return rec_session_intern_locked(cap.s, buf);
+	*slot = rec_session_intern_locked(cap.s, buf);
+	return *slot;
+}
+
+static uint32_t op_of(uint32_t correlation)
+{
+	uint32_t op = corr_map_get(&corrs, correlation);
+
+	if (!op)
+		cap.unattributed++;
+	return op;
+}
+
+static void add(struct st_event *ev, uint64_t start, uint64_t end)
+{
+	ev->start = rec_session_time(cap.s, start);
+	ev->end = end > start ? rec_session_time(cap.s, end) : ev->start;
+	rec_session_add_locked(cap.s, ev);
+}
+
+static void decode_kernel(const CUpti_ActivityKernel10 *k)
+{
+	struct st_event ev = { .kind = ST_KERNEL };
+
+	ev.kernel.name = kernel_name(k->name);
+	ev.kernel.grid[0] = (uint32_t)k->gridX;
+	ev.kernel.grid[1] = (uint32_t)k->gridY;
+	ev.kernel.grid[2] = (uint32_t)k->gridZ;
+	ev.kernel.block[0] = (uint32_t)k->blockX;
+	ev.kernel.block[1] = (uint32_t)k->blockY;
+	ev.kernel.block[2] = (uint32_t)k->blockZ;
+	ev.kernel.registers = k->registersPerThread;
+	ev.kernel.static_smem = (uint32_t)k->staticSharedMemory;
+	ev.kernel.dynamic_smem = (uint32_t)k->dynamicSharedMemory;
+	ev.kernel.stream = k->streamId;
+	ev.kernel.device = k->deviceId;
+	ev.kernel.correlation = k->correlationId;
+	ev.kernel.op = op_of(k->correlationId);
+	add(&ev, k->start, k->end);
+}
+
+static void decode_memcpy(const CUpti_ActivityMemcpy6 *m)
+{
+	struct st_event ev = { .kind = ST_MEMCPY };
+
+	ev.memcpy.copy_kind = m->copyKind;
+	ev.memcpy.src_kind = m->srcKind;
+	ev.memcpy.dst_kind = m->dstKind;
+	ev.memcpy.bytes = m->bytes;
+	ev.memcpy.stream = m->streamId;
+	ev.memcpy.device = m->deviceId;
+	ev.memcpy.correlation = m->correlationId;
+	ev.memcpy.op = op_of(m->correlationId);
+	add(&ev, m->start, m->end);
+}
+
+static void decode_memset(const CUpti_ActivityMemset4 *m)
+{
+	struct st_event ev = { .kind = ST_MEMSET };
+
+	ev.memset.bytes = m->bytes;
+	ev.memset.value = m->value;
+	ev.memset.stream = m->streamId;
+	ev.memset.device = m->deviceId;
+	ev.memset.correlation = m->correlationId;
+	ev.memset.op = op_of(m->correlationId);
+	add(&ev, m->start, m->end);
+}
+
+static void decode_api(const CUpti_ActivityAPI *a)
+{
+	struct st_event ev = { .kind = ST_API };
+	bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+
+	ev.api.name = api_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+			       a->cbid);
+	ev.api.domain = driver ? 1 : 0;
+	ev.api.cbid = a->cbid;
+	ev.api.status = (int32_t)a->returnValue;
+	ev.api.thread = a->threadId;
+	ev.api.correlation = a->correlationId;
+	add(&ev, a->start, a->end);
+}
+
+static struct thread_depth *thread_depth(uint64_t thread)
+{
+	size_t i;
+
+	for (i = 0; i < cap.n_threads; i++)
+		if (cap.threads[i].thread == thread)
+			return &cap.threads[i];
+	if (cap.n_threads == cap.threads_cap) {
+		size_t ncap = cap.threads_cap ? cap.threads_cap * 2 : 16;
+		struct thread_depth *t = realloc(cap.threads, ncap * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		cap.threads = t;
+		cap.threads_cap = ncap;
+	}
+	cap.threads[cap.n_threads] = (struct thread_depth){ .thread = thread };
+	return &cap.threads[cap.n_threads++];
+}
+
+/* A new slot at the end of a range array, or NULL. */
+static struct open_range *range_push(struct open_range **arr, size_t *n, size_t *cap_)
+{
+	if (*n == *cap_) {
+		size_t ncap = *cap_ ? *cap_ * 2 : 64;
+		struct open_range *p = realloc(*arr, ncap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		*arr = p;
+		*cap_ = ncap;
+	}
+	return &(*arr)[(*n)++];
+}
+
+/* Index + 1 of the range with `id`, searching from the back (push/pop ends are last); 0 if none. */
+static size_t range_find(const struct open_range *arr, size_t n, uint32_t id)
+{
+	while (n > 0 && arr[n - 1].id != id)
+		n--;
+	return n;
+}
+
+static void range_remove(struct open_range *arr, size_t *n, size_t i)
+{
+	memmove(&arr[i], &arr[i + 1], (*n - i - 1) * sizeof(*arr));
+	(*n)--;
+}
+
+static void range_emit(const struct open_range *r, uint64_t end)
+{
+	struct st_event ev = { .kind = ST_RANGE };
+
+	ev.range.name = r->name;
+	ev.range.thread = r->thread;
+	ev.range.depth = r->depth;
+	ev.range.domain = r->domain;
+	add(&ev, r->start, end);
+}
+
+static void range_open(const CUpti_ActivityMarker2 *m, uint64_t thread)
+{
+	struct thread_depth *td = thread_depth(thread);
+	struct open_range r = { .id = m->id, .start = m->timestamp, .thread = thread }, *slot;
+	size_t early = range_find(cap.early_ends, cap.n_early, m->id);
+
+	if (!td)
+		return;
+	r.name = rec_session_intern_locked(cap.s, m->name);
+	r.domain = rec_session_intern_locked(cap.s, m->domain);
+	r.depth = td->open;
+	if (early) {
+		/* Its end came first (buffers completed out of order): close it now. */
+		range_emit(&r, cap.early_ends[early - 1].start);
+		range_remove(cap.early_ends, &cap.n_early, early - 1);
+		return;
+	}
+	slot = range_push(&cap.ranges, &cap.n_ranges, &cap.ranges_cap);
+	if (!slot)
+		return;
+	*slot = r;
+	td->open++;
+}
+
+/* Pairs an end with its start; an end without one waits for it (see range_open). */
+static void range_close(const CUpti_ActivityMarker2 *m)
+{
+	struct thread_depth *td;
+	struct open_range r, *early;
+	size_t i = range_find(cap.ranges, cap.n_ranges, m->id);
+
+	if (i == 0) {
+		early = range_push(&cap.early_ends, &cap.n_early, &cap.early_cap);
+		if (early)
+			*early = (struct open_range){ .id = m->id, .start = m->timestamp };
+		return;
+	}
+	r = cap.ranges[i - 1];
+	range_remove(cap.ranges, &cap.n_ranges, i - 1);
+	td = thread_depth(r.thread);
+	if (td && td->open > 0)
+		td->open--;
+	range_emit(&r, m->timestamp);
+}
+
+static void decode_marker(const CUpti_ActivityMarker2 *m)
+{
+	uint64_t thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+
+	if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+		range_open(m, thread);
+	} else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+		range_close(m);
+	} else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+		struct st_event ev = { .kind = ST_RANGE };
+		struct thread_depth *td = thread_depth(thread);
+
+		ev.range.name = rec_session_intern_locked(cap.s, m->name);
+		ev.range.domain = rec_session_intern_locked(cap.s, m->domain);
+		ev.range.thread = thread;
+		ev.range.depth = td ? td->open : 0;
+		add(&ev, m->timestamp, m->timestamp);
+	}
+}
+
+static void decode_memory(const CUpti_ActivityMemory4 *m)
+{
+	struct st_event ev = { 0 };
+
+	/* Device memory only: the bundle's memory timeline is the GPU's. */
+	if (m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+		return;
+	if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
+		ev.kind = ST_ALLOC;
+	else if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+		ev.kind = ST_FREE;
+	else
+		return;
+	ev.mem.address = m->address;
+	ev.mem.size = m->bytes;
+	ev.mem.category = ST_MEM_UNKNOWN;
+	ev.mem.op = corr_map_get(&corrs, m->correlationId);
+	ev.mem.source = ST_SRC_DRIVER;
+	ev.mem.device = m->deviceId;
+	add(&ev, m->timestamp, m->timestamp);
+}
+
+static void decode_overhead(const CUpti_ActivityOverhead3 *o)
+{
+	struct st_event ev = { .kind = ST_OVERHEAD };
+
+	ev.overhead.kind = o->overheadKind;
+	ev.overhead.thread = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
+	add(&ev, o->start, o->end);
+}
+
+static void decode_sync(const CUpti_ActivitySynchronization2 *y)
+{
+	struct st_event ev = { .kind = ST_SYNC };
+
+	ev.sync.type = y->type;
+	ev.sync.stream = y->streamId;
+	ev.sync.thread = 0;   /* not in the record; its API call (same correlation) has it */
+	ev.sync.correlation = y->correlationId;
+	add(&ev, y->start, y->end);
+}
+
+static void decode(const CUpti_Activity *rec)
+{
+	switch (rec->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		decode_kernel((const CUpti_ActivityKernel10 *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		decode_memcpy((const CUpti_ActivityMemcpy6 *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		decode_memset((const CUpti_ActivityMemset4 *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+		decode_api((const CUpti_ActivityAPI *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_MARKER:
+		decode_marker((const CUpti_ActivityMarker2 *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMORY2:
+		decode_memory((const CUpti_ActivityMemory4 *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_OVERHEAD:
+		decode_overhead((const CUpti_ActivityOverhead3 *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+		decode_sync((const CUpti_ActivitySynchronization2 *)rec);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * CUPTI cannot say which kind a dropped record was; the bundle's footer
+ * counts drops per kind, so they are booked under "kernel", by far the most
+ * numerous kind, and the loud warning at the end says so.
+ */
+static void count_drops_locked(void)
+{
+	size_t dropped = 0;
+
+	if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped) {
+		cap.dropped += dropped;
+		rec_session_count_dropped_locked(cap.s, ST_KERNEL, dropped);
+	}
+}
+
+static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+					 size_t size, size_t valid)
+{
+	struct rec_session *s = cap.s;
+	CUpti_Activity *rec = NULL;
+
+	if (s) {
+		rec_session_lock(s);
+		while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+			decode(rec);
+		count_drops_locked();
+		rec_session_unlock(s);
+	}
+	if (buffer)
+		pool_put(buffer);
+}
+
+/* ---- start and stop -------------------------------------------------- */
+
+static void capture_atexit(void)
+{
+	/* A path that exits without capture_stop (a library calling exit()):
+	 * save what CUPTI holds; the bundle ends without a footer. */
+	if (!cap.active)
+		return;
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cap.active = false;
+	rec_session_abort(cap.s);
+}
+
+static void disable_all(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < cap.enabled; i++)
+		cuptiActivityDisable(activity_kinds[i]);
+	cap.enabled = 0;
+	if (cap.subscriber) {
+		cuptiUnsubscribe(cap.subscriber);
+		cap.subscriber = NULL;
+	}
+}
+
+int capture_start(struct rec_session *s, uint32_t steps)
+{
+	static bool atexit_registered;
+	uint32_t i;
+
+	if (cap.active)
+		return st_error("CUPTI capture is already running");
+	cap.s = s;
+	cap.steps = calloc(steps ? steps : 1, sizeof(*cap.steps));
+	if (!cap.steps)
+		return st_error("out of memory for %u step counters", steps);
+	cap.n_steps = steps;
+	atomic_store(&cap.bucket, &cap.outside);
+
+	for (i = 0; i < BUFFER_PREALLOC; i++) {
+		uint8_t *b = pool_get();
+
+		if (b)
+			pool_put(b);
+	}
+	if (CUPTI_CHECK(cuptiSubscribe(&cap.subscriber, (CUpti_CallbackFunc)on_api_callback, NULL)))
+		goto fail;
+	if (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
+	    subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE))
+		goto fail;
+	if (CUPTI_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) ||
+	    CUPTI_CHECK(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed)))
+		goto fail;
+	for (i = 0; i < N_ACTIVITY_KINDS; i++) {
+		if (CUPTI_CHECK(cuptiActivityEnable(activity_kinds[i])))
+			goto fail;
+		cap.enabled = i + 1;
+	}
+	cap.active = true;
+	if (!atexit_registered && atexit(capture_atexit) == 0)
+		atexit_registered = true;
+	return 0;
+fail:
+	disable_all();
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cap.s = NULL;
+	free(cap.steps);
+	cap.steps = NULL;
+	cap.n_steps = 0;
+	return -1;
+}
+
+int capture_stop(void)
+{
+	struct rec_session *s;
+	int rc = 0;
+
+	if (!cap.active)
+		return 0;
+	cap.active = false;
+	/* Let every kernel finish so its record is complete, then take them all. */
+	cudaDeviceSynchronize();
+	if (CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)))
+		rc = -1;
+	disable_all();
+	if (CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)))
+		rc = -1;
+	s = cap.s;
+	rec_session_lock(s);
+	count_drops_locked();
+	/* Ends whose start never came: their starts were lost. */
+	cap.unpaired_ends = cap.n_early;
+	rec_session_count_dropped_locked(s, ST_RANGE, cap.n_early);
+	cap.s = NULL;   /* a buffer CUPTI hands back after this is not decoded */
+	rec_session_unlock(s);
+	capture_op_end();
+	pool_release();
+	return rc;
+}
+
+int capture_counts_of(int64_t index, struct capture_counts *out)
+{
+	struct counters *c;
+
+	if (index < 0)
+		c = &cap.outside;
+	else if (index < (int64_t)cap.n_steps)
+		c = &cap.steps[index];
+	else
+		return -1;
+	out->launches = atomic_load(&c->launches);
+	out->copies = atomic_load(&c->copies);
+	return 0;
+}
+
+void capture_totals(struct capture_totals *t)
+{
+	t->dropped = cap.dropped;
+	t->unattributed = cap.unattributed;
+	t->open_ranges = cap.n_ranges;
+	t->unpaired_ends = cap.unpaired_ends;
+	t->buffers = (uint64_t)cap.pool_peak;
+	t->corr_bytes = atomic_load(&corrs.bytes);
+}

@@ -1,0 +1,74 @@
+/*
+ * capture.h: everything `steptrace record` does through CUPTI (SPEC.md,
+ * "Recording"): NVTX injection, CUPTI's clock, the activity buffers decoded
+ * into bundle events, and the launch callbacks that attribute every kernel,
+ * memcpy and memset to the op that launched it by correlation id.
+ *
+ * One capture per process (CUPTI allows one subscriber). Order:
+ * capture_nvtx_setup -> (calibration, header) -> capture_start -> model and
+ * steps, with capture_op_* and capture_step_* from the observer ->
+ * capture_stop -> close the session.
+ */
+#ifndef STEPTRACE_RECORD_CAPTURE_H
+#define STEPTRACE_RECORD_CAPTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "record/session.h"
+
+/*
+ * Points NVTX_INJECTION64_PATH at the libcupti this program is linked
+ * against, so the model's NVTX ranges reach CUPTI. Must run before the first
+ * NVTX call of the process. -1 when the variable cannot be set.
+ */
+int capture_nvtx_setup(void);
+
+/* CUPTI's clock, ns (the clock of every event in the bundle). */
+uint64_t capture_now(void);
+
+/* The calling thread's id as CUPTI reports it in activity records (gettid). */
+uint64_t capture_thread_id(void);
+
+/*
+ * Subscribes the launch, memcpy, memset and allocation callbacks, registers
+ * the buffer pool and enables the activity kinds; decoded events go to `s`.
+ * `steps` sizes the per-step launch counters. -1 (one error line) on failure,
+ * with CUPTI left as it was.
+ */
+int capture_start(struct rec_session *s, uint32_t steps);
+
+/* The observer's op_begin/op_end: the op later launches on this thread belong to. */
+void capture_op_begin(uint32_t op);
+void capture_op_end(void);
+
+/* Launch counting per step (see capture_counts_of). */
+void capture_step_begin(uint32_t index);
+void capture_step_end(void);
+
+/*
+ * Synchronises the device, flushes every buffer (forced), disables the
+ * activity kinds, unsubscribes, and counts CUPTI's dropped records into the
+ * session. Safe to call more than once and on every exit path. -1 if a
+ * flush failed (events may be missing; said in one line).
+ */
+int capture_stop(void);
+
+struct capture_counts {
+	uint64_t launches;   /* kernel launch API calls (outermost, so a runtime call that calls the driver counts once) */
+	uint64_t copies;     /* memcpy and memset API calls */
+};
+/* Counts of step `index`; index < 0 for calls outside any step. -1 if out of range. */
+int capture_counts_of(int64_t index, struct capture_counts *out);
+
+struct capture_totals {
+	uint64_t dropped;         /* records CUPTI lost */
+	uint64_t unattributed;    /* kernels, memcpys, memsets with no op */
+	uint64_t open_ranges;     /* NVTX ranges still open at the end (not written) */
+	uint64_t unpaired_ends;   /* NVTX range ends without a start */
+	uint64_t buffers;         /* activity buffers allocated */
+	uint64_t corr_bytes;      /* correlation map memory */
+};
+void capture_totals(struct capture_totals *t);
+
+#endif

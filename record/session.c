@@ -1,0 +1,96 @@
+/* session.c: see session.h. */
+#include "record/session.h"
+
+#include <string.h>
+
+#include "cli/error.h"
+
+int rec_session_open(struct rec_session *s, const char *path, const Steptrace__Header *hdr)
+{
+	struct bundle_writer_options opt = { 0 };
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	s->path = path;
+	s->time_base = hdr->time_base_ns;
+	s->w = bundle_writer_open(path, hdr, &opt);
+	return s->w ? 0 : -1;
+}
+
+void rec_session_lock(struct rec_session *s)
+{
+	pthread_mutex_lock(&s->lock);
+}
+
+bool rec_session_trylock(struct rec_session *s)
+{
+	return pthread_mutex_trylock(&s->lock) == 0;
+}
+
+void rec_session_unlock(struct rec_session *s)
+{
+	pthread_mutex_unlock(&s->lock);
+}
+
+uint32_t rec_session_intern_locked(struct rec_session *s, const char *str)
+{
+	if (!s->w || !str || !*str)
+		return 0;
+	return bundle_writer_intern(s->w, str);
+}
+
+void rec_session_add_locked(struct rec_session *s, const struct st_event *ev)
+{
+	if (!s->w || s->failed) {
+		s->lost++;
+		return;
+	}
+	if (bundle_writer_add(s->w, ev) < 0) {
+		/* The writer printed why; keep recording nothing more, end with "error". */
+		s->failed = true;
+		s->lost++;
+		return;
+	}
+	s->events++;
+}
+
+void rec_session_count_dropped_locked(struct rec_session *s, int kind, uint64_t n)
+{
+	if (s->w && n)
+		bundle_writer_count_dropped(s->w, kind, n);
+}
+
+int rec_session_close(struct rec_session *s, const char *end_reason)
+{
+	struct bundle_writer *w;
+	int rc;
+
+	rec_session_lock(s);
+	w = s->w;
+	s->w = NULL;
+	rec_session_unlock(s);
+	if (!w)
+		return -1;
+	rc = bundle_writer_close(w, s->failed ? "error" : end_reason);
+	if (s->failed && rc == 0)
+		rc = st_error("bundle '%s' is incomplete: %llu events could not be written",
+			      s->path, (unsigned long long)s->lost);
+	return rc;
+}
+
+void rec_session_abort(struct rec_session *s)
+{
+	struct bundle_writer *w;
+
+	rec_session_lock(s);
+	w = s->w;
+	s->w = NULL;
+	rec_session_unlock(s);
+	if (w)
+		bundle_writer_abort(w);
+}
+
+void rec_session_release(struct rec_session *s)
+{
+	pthread_mutex_destroy(&s->lock);
+}

@@ -1,0 +1,58 @@
+/*
+ * session.h: the bundle being recorded. Two threads write to it: CUPTI's
+ * buffer-completion thread (activity records) and the thread that drives the
+ * step (observer events, drained from its own queue at step boundaries).
+ * One mutex serialises the writer; everything named *_locked expects it held.
+ * Times convert to the bundle's clock (ns since Header.time_base_ns) here.
+ */
+#ifndef STEPTRACE_RECORD_SESSION_H
+#define STEPTRACE_RECORD_SESSION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trace/bundle.h"
+
+struct rec_session {
+	pthread_mutex_t lock;
+	struct bundle_writer *w;   /* NULL once closed or aborted */
+	const char *path;
+	uint64_t time_base;        /* CUPTI ns of Header.time_base_ns */
+	uint64_t events;           /* events handed to the writer */
+	uint64_t lost;             /* events not written because a write failed */
+	bool failed;               /* a write failed; the run ends with "error" */
+};
+
+/* Creates `path` and writes the header; hdr->time_base_ns must be set. -1 on error. */
+int rec_session_open(struct rec_session *s, const char *path, const Steptrace__Header *hdr);
+
+void rec_session_lock(struct rec_session *s);
+bool rec_session_trylock(struct rec_session *s);
+void rec_session_unlock(struct rec_session *s);
+
+/* A string id (0 for NULL or ""); 0 too when the session is closed. */
+uint32_t rec_session_intern_locked(struct rec_session *s, const char *str);
+/* Appends one event; a write error is remembered, reported once, and ends the run with "error". */
+void rec_session_add_locked(struct rec_session *s, const struct st_event *ev);
+/* Records lost by a source (CUPTI), for the footer. */
+void rec_session_count_dropped_locked(struct rec_session *s, int kind, uint64_t n);
+
+/* CUPTI ns -> bundle ns; anything before the time base is clamped to 0. */
+static inline uint64_t rec_session_time(const struct rec_session *s, uint64_t cupti_ns)
+{
+	return cupti_ns > s->time_base ? cupti_ns - s->time_base : 0;
+}
+
+/*
+ * Writes the footer with `end_reason` ("ok", "oom", "interrupted"; "error"
+ * replaces it when a write failed) and closes. -1 when the bundle could not
+ * be completed. The session cannot be used afterwards except for
+ * rec_session_release.
+ */
+int rec_session_close(struct rec_session *s, const char *end_reason);
+/* Closes without a footer (readable up to its last whole chunk). */
+void rec_session_abort(struct rec_session *s);
+void rec_session_release(struct rec_session *s);
+
+#endif
