@@ -266,7 +266,7 @@ struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Head
 	h.format_major = BUNDLE_FORMAT_MAJOR;
 	h.format_minor = BUNDLE_FORMAT_MINOR;
 #ifdef STEPTRACE_VERSION
-	h.tool_version = STEPTRACE_VERSION;
+	h.tool_version = "steptrace " STEPTRACE_VERSION;
 #else
 	if (!h.tool_version || !*h.tool_version)
 		h.tool_version = "steptrace";
