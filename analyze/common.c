@@ -173,3 +173,15 @@ double ns_to_ms(uint64_t ns)
 {
 	return (double)ns / 1e6;
 }
+
+int analyze_check_range(const char *pattern)
+{
+	struct range_pattern p;
+
+	if (!pattern)
+		return 0;
+	if (range_pattern_compile(&p, pattern) < 0)
+		return -1;
+	range_pattern_release(&p);
+	return 0;
+}

@@ -30,6 +30,10 @@ int analyze_parse(int argc, const char **argv, const struct option *opts,
 /* The exit status for a negative analyze_parse result: 0 after --help, 129 for bad usage. */
 int analyze_exit(int parse_result);
 
+/* Checks a --range pattern (NULL: none) before any reading, so a bad one is
+ * a usage error with one line. 0 or -1. */
+int analyze_check_range(const char *pattern);
+
 /* replay_load with the default options (one warning for a truncated bundle). */
 int analyze_open(struct replay *rp, const char *path);
 

@@ -740,12 +740,8 @@ int cmd_diff(int argc, const char **argv)
 		st_error("--top must be positive");
 		return EXIT_USAGE;
 	}
-	if (opt.range) {
-		struct range_pattern p;
-		if (range_pattern_compile(&p, opt.range) < 0)
-			return EXIT_USAGE;
-		range_pattern_release(&p);
-	}
+	if (analyze_check_range(opt.range) < 0)
+		return EXIT_USAGE;
 	if (analyze_open(&ra, argv[0]) < 0)
 		return 1;
 	if (analyze_open(&rb, argv[1]) < 0) {

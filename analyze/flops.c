@@ -875,12 +875,8 @@ int cmd_flops(int argc, const char **argv)
 		st_error("unknown --phase '%s': use forward, backward or optimizer", opt.phase);
 		return EXIT_USAGE;
 	}
-	if (opt.range) {
-		struct range_pattern p;
-		if (range_pattern_compile(&p, opt.range) < 0)
-			return EXIT_USAGE;
-		range_pattern_release(&p);
-	}
+	if (analyze_check_range(opt.range) < 0)
+		return EXIT_USAGE;
 	if (analyze_open(&rp, argv[0]) < 0)
 		return 1;
 	if (flops_compute(&rp, &opt, &res) < 0) {

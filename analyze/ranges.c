@@ -133,12 +133,8 @@ int cmd_ranges(int argc, const char **argv)
 		st_error("--top and --depth must be positive");
 		return EXIT_USAGE;
 	}
-	if (args.range) {
-		struct range_pattern p;
-		if (range_pattern_compile(&p, args.range) < 0)
-			return EXIT_USAGE;
-		range_pattern_release(&p);
-	}
+	if (analyze_check_range(args.range) < 0)
+		return EXIT_USAGE;
 	if (analyze_open(&rp, argv[0]) < 0)
 		return 1;
 	rc = ranges_report(&rp, &args);

@@ -465,13 +465,8 @@ int cmd_replay(int argc, const char **argv)
 		st_error("--from and --to must be times in ms with --from <= --to");
 		return EXIT_USAGE;
 	}
-	if (args.range) {
-		struct range_pattern p;
-
-		if (range_pattern_compile(&p, args.range) < 0)
-			return EXIT_USAGE;
-		range_pattern_release(&p);
-	}
+	if (analyze_check_range(args.range) < 0)
+		return EXIT_USAGE;
 	if (analyze_open(&rp, argv[0]) < 0)
 		return 1;
 	rc = args.capacity ? capacity_report(&rp, &args) : list_events(&rp, &args);
