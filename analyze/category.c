@@ -7,7 +7,10 @@
  */
 #include "analyze/category.h"
 
+#include "cli/error.h"
+
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *category_name(enum kernel_category c)
@@ -124,4 +127,48 @@ enum kernel_category category_of(const struct replay *rp, const struct replay_ac
 			return c;
 	}
 	return category_from_kernel_name(replay_str(rp, a->name));
+}
+
+int category_cache_init(struct category_cache *cc, const struct replay *rp)
+{
+	cc->rp = rp;
+	cc->by_op = malloc(rp->n_ops + 1);
+	cc->by_name = malloc(rp->n_strings + 1);
+	if (!cc->by_op || !cc->by_name) {
+		category_cache_release(cc);
+		return st_error("out of memory");
+	}
+	memset(cc->by_op, -1, rp->n_ops + 1);
+	memset(cc->by_name, -1, rp->n_strings + 1);
+	return 0;
+}
+
+/* The same rule as category_of: the op's kind when it says, else the kernel's name. */
+enum kernel_category category_cached(struct category_cache *cc, const struct replay_activity *a)
+{
+	const struct replay *rp = cc->rp;
+	const struct replay_op *op;
+	int8_t *slot;
+
+	if (a->kind == ST_MEMCPY || a->kind == ST_MEMSET)
+		return CAT_MEMCPY;
+	op = replay_op(rp, a->op);
+	if (op) {
+		slot = &cc->by_op[op - rp->ops];
+		if (*slot < 0)
+			*slot = (int8_t)category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase));
+		if (*slot != CAT_OTHER)
+			return (enum kernel_category)*slot;
+	}
+	slot = &cc->by_name[a->name];
+	if (*slot < 0)
+		*slot = (int8_t)category_from_kernel_name(replay_str(rp, a->name));
+	return (enum kernel_category)*slot;
+}
+
+void category_cache_release(struct category_cache *cc)
+{
+	free(cc->by_op);
+	free(cc->by_name);
+	cc->by_op = cc->by_name = NULL;
 }

@@ -26,4 +26,16 @@ enum kernel_category category_from_op(const char *kind, const char *phase);
 enum kernel_category category_from_kernel_name(const char *name);
 enum kernel_category category_of(const struct replay *rp, const struct replay_activity *a);
 
+/*
+ * category_of, memoised per op and per kernel name, for reports that
+ * classify every activity of a large bundle.
+ */
+struct category_cache {
+	const struct replay *rp;
+	int8_t *by_op, *by_name;   /* -1: not classified yet */
+};
+int category_cache_init(struct category_cache *cc, const struct replay *rp); /* -1 with an error line */
+enum kernel_category category_cached(struct category_cache *cc, const struct replay_activity *a);
+void category_cache_release(struct category_cache *cc);
+
 #endif

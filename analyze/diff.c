@@ -97,7 +97,9 @@ static bool counted(const struct replay *rp, const struct replay_filter *f, cons
 }
 
 /* The grouping key of an activity under --by, and the group's name. */
-static uint64_t row_key(const struct replay *rp, const struct replay_activity *a, enum diff_by by)
+/* cc is used (and must be initialised) for DIFF_BY_CATEGORY only. */
+static uint64_t row_key(const struct replay *rp, struct category_cache *cc,
+		       const struct replay_activity *a, enum diff_by by)
 {
 	const struct replay_op *op;
 
@@ -108,7 +110,7 @@ static uint64_t row_key(const struct replay *rp, const struct replay_activity *a
 	case DIFF_BY_RANGE:
 		return a->range >= 0 ? (uint64_t)rp->ranges[a->range].path + 1 : 0;
 	case DIFF_BY_CATEGORY:
-		return (uint64_t)category_of(rp, a);
+		return (uint64_t)category_cached(cc, a);
 	default:
 		return a->name;
 	}
@@ -140,12 +142,17 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 	struct dur_groups groups = { NULL, 0, 0 };
 	double div = (double)replay_step_divisor(rp, opt->include_warmup);
 	bool kernels_only = pairs || opt->by != DIFF_BY_CATEGORY;
+	struct category_cache cc = { 0 };
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
 	dur_collect_init(&dc);
 	if (replay_filter_init(&filter, rp, opt->range) < 0)
 		return -1;
+	if (!pairs && opt->by == DIFF_BY_CATEGORY && category_cache_init(&cc, rp) < 0) {
+		replay_filter_release(&filter);
+		return -1;
+	}
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
 		uint64_t key;
@@ -153,9 +160,9 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 		if (!counted(rp, &filter, opt, a, kernels_only))
 			continue;
 		if (pairs)
-			key = row_key(rp, a, DIFF_BY_OP) << 32 | a->name;
+			key = row_key(rp, &cc, a, DIFF_BY_OP) << 32 | a->name;
 		else
-			key = row_key(rp, a, opt->by);
+			key = row_key(rp, &cc, a, opt->by);
 		if (dur_collect_add(&dc, key, a->end > a->start ? a->end - a->start : 0) < 0)
 			goto out;
 	}
@@ -190,6 +197,7 @@ out:
 		named_list_release(out);
 	dur_groups_release(&groups);
 	dur_collect_release(&dc);
+	category_cache_release(&cc);
 	replay_filter_release(&filter);
 	return rc;
 }
@@ -327,6 +335,7 @@ struct step_facts {
 static int step_facts(const struct replay *rp, const struct diff_options *opt, struct step_facts *f)
 {
 	struct replay_filter filter;
+	struct category_cache cc;
 	double div = (double)replay_step_divisor(rp, opt->include_warmup);
 	size_t n = 0;
 
@@ -346,6 +355,10 @@ static int step_facts(const struct replay *rp, const struct diff_options *opt, s
 	}
 	if (replay_filter_init(&filter, rp, opt->range) < 0)
 		return -1;
+	if (category_cache_init(&cc, rp) < 0) {
+		replay_filter_release(&filter);
+		return -1;
+	}
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
 		const struct replay_op *op;
@@ -355,7 +368,7 @@ static int step_facts(const struct replay *rp, const struct diff_options *opt, s
 		if (!counted(rp, &filter, opt, a, true))
 			continue;
 		d = (double)(a->end > a->start ? a->end - a->start : 0);
-		gemm = category_of(rp, a) == CAT_GEMM;
+		gemm = category_cached(&cc, a) == CAT_GEMM;
 		op = replay_op(rp, a->op);
 		fwd = op && !strcmp(replay_str(rp, op->phase), "forward");
 		f->kernel_ns += d;
@@ -369,6 +382,7 @@ static int step_facts(const struct replay *rp, const struct diff_options *opt, s
 	f->fwd_kernel_ns /= div;
 	f->fwd_gemm_ns /= div;
 	f->kernels /= div;
+	category_cache_release(&cc);
 	replay_filter_release(&filter);
 	return 0;
 }

@@ -134,7 +134,6 @@ struct op_acc {
 	uint64_t time, kernels, execs;
 	int64_t last_step;
 	int32_t group;
-	int8_t category;               /* category_from_op, -1 not yet */
 };
 
 static int phase_index(const char *phase)
@@ -146,16 +145,6 @@ static int phase_index(const char *phase)
 	if (!strcmp(phase, "optimizer"))
 		return 2;
 	return -1;
-}
-
-static enum kernel_category kernel_category(const struct replay *rp, const struct replay_activity *a,
-					    struct op_acc *acc, int8_t *by_name)
-{
-	if (acc && acc->category != CAT_OTHER)
-		return (enum kernel_category)acc->category;
-	if (by_name[a->name] < 0)
-		by_name[a->name] = (int8_t)category_from_kernel_name(replay_str(rp, a->name));
-	return (enum kernel_category)by_name[a->name];
 }
 
 static int group_of(struct flops_result *res, size_t *cap, const struct replay *rp,
@@ -297,7 +286,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 {
 	struct replay_filter filter;
 	struct op_acc *acc = NULL;
-	int8_t *by_name = NULL;
+	struct category_cache cc = { 0 };
 	uint64_t *keys = NULL;
 	uint64_t noop_time = 0, noop_kernels = 0;
 	size_t cap = rp->n_ops + 1;
@@ -313,19 +302,17 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	if (replay_filter_init(&filter, rp, opt->range) < 0)
 		return -1;
 	acc = calloc(rp->n_ops + 1, sizeof(*acc));
-	by_name = malloc(rp->n_strings + 1);
 	keys = calloc(cap, sizeof(*keys));
 	out->rows = calloc(cap, sizeof(*out->rows));
-	if (!acc || !by_name || !keys || !out->rows) {
+	if (!acc || !keys || !out->rows) {
 		st_error("out of memory");
 		goto out;
 	}
-	memset(by_name, -1, rp->n_strings + 1);
+	if (category_cache_init(&cc, rp) < 0)
+		goto out;
 	for (size_t i = 0; i < rp->n_ops; i++) {
-		const struct replay_op *op = &rp->ops[i];
 		acc[i].last_step = INT64_MIN;
 		acc[i].group = -1;
-		acc[i].category = (int8_t)category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase));
 	}
 
 	for (size_t i = 0; i < rp->n_activities; i++) {
@@ -360,7 +347,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 			noop_kernels++;
 		}
 		out->kernel_ns += (double)dur;
-		bool gemm = kernel_category(rp, a, oa, by_name) == CAT_GEMM;
+		bool gemm = category_cached(&cc, a) == CAT_GEMM;
 		if (gemm)
 			out->gemm_ns += (double)dur;
 		if (ph >= 0) {
@@ -406,7 +393,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	rc = 0;
 out:
 	free(acc);
-	free(by_name);
+	category_cache_release(&cc);
 	free(keys);
 	replay_filter_release(&filter);
 	if (rc < 0)

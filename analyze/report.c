@@ -269,21 +269,26 @@ static void compute_phases(struct page_data *d)
 	}
 }
 
-static void compute_categories(struct page_data *d)
+static int compute_categories(struct page_data *d)
 {
 	const struct replay *rp = d->rp;
+	struct category_cache cc;
 
+	if (category_cache_init(&cc, rp) < 0)
+		return -1;
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
 		if (!replay_counts(rp, a->step, false))
 			continue;
-		d->category_ns[category_of(rp, a)] += (double)(a->end - a->start);
+		d->category_ns[category_cached(&cc, a)] += (double)(a->end - a->start);
 		d->kernel_ns += (double)(a->end - a->start);
 		d->kernels += a->kind == ST_KERNEL;
 	}
 	for (int c = 0; c < CAT_COUNT; c++)
 		d->category_ns[c] /= (double)d->divisor;
 	d->kernel_ns /= (double)d->divisor;
+	category_cache_release(&cc);
+	return 0;
 }
 
 static int page_data_init(struct page_data *d, const struct replay *rp, const char *label)
@@ -296,7 +301,8 @@ static int page_data_init(struct page_data *d, const struct replay *rp, const ch
 	d->divisor = replay_step_divisor(rp, false);
 	compute_steps(d);
 	compute_phases(d);
-	compute_categories(d);
+	if (compute_categories(d) < 0)
+		return -1;
 	if (mem_timeline_build(&d->tl, rp, MEM_VIEW_MODEL) < 0)
 		return -1;
 	if (d->tl.n_blocks == 0) {

@@ -58,47 +58,14 @@ static const char *op_group_name(const struct replay *rp, uint64_t key, char *bu
 	return buf;
 }
 
-/* Classifies once per (op, kernel name) through two caches. */
-struct category_cache {
-	int8_t *by_op, *by_name;
-};
-
-static enum kernel_category cached_category(struct category_cache *cc, const struct replay *rp,
-					    const struct replay_activity *a)
-{
-	const struct replay_op *op;
-	int8_t *slot;
-
-	if (a->kind != ST_KERNEL)
-		return CAT_MEMCPY;
-	op = replay_op(rp, a->op);
-	slot = op ? &cc->by_op[op - rp->ops] : NULL;
-	if (slot && *slot < 0)
-		*slot = (int8_t)category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase));
-	if (slot && *slot != CAT_OTHER)
-		return (enum kernel_category)*slot;
-	slot = &cc->by_name[a->name];
-	if (*slot < 0)
-		*slot = (int8_t)category_from_kernel_name(replay_str(rp, a->name));
-	return (enum kernel_category)*slot;
-}
-
 static int collect(const struct replay *rp, const struct summary_args *args,
 		   const struct replay_filter *filter, struct dur_collect *dc)
 {
-	struct category_cache cc = { NULL, NULL };
+	struct category_cache cc = { 0 };
 	int rc = -1;
 
-	if (args->mode == BY_CATEGORY) {
-		cc.by_op = malloc(rp->n_ops + 1);
-		cc.by_name = malloc(rp->n_strings + 1);
-		if (!cc.by_op || !cc.by_name) {
-			st_error("out of memory");
-			goto out;
-		}
-		memset(cc.by_op, -1, rp->n_ops + 1);
-		memset(cc.by_name, -1, rp->n_strings + 1);
-	}
+	if (args->mode == BY_CATEGORY && category_cache_init(&cc, rp) < 0)
+		return -1;
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
 		uint64_t key;
@@ -113,7 +80,7 @@ static int collect(const struct replay *rp, const struct summary_args *args,
 			key = op_key(rp, a);
 			break;
 		case BY_CATEGORY:
-			key = cached_category(&cc, rp, a);
+			key = category_cached(&cc, a);
 			break;
 		default:
 			key = a->name;
@@ -124,8 +91,7 @@ static int collect(const struct replay *rp, const struct summary_args *args,
 	}
 	rc = 0;
 out:
-	free(cc.by_op);
-	free(cc.by_name);
+	category_cache_release(&cc);
 	return rc;
 }
 
