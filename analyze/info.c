@@ -73,6 +73,8 @@ static void header_table(struct report *r, const struct replay *rp)
 	unix_time(buf, sizeof(buf), h->created_unix_ns);
 	kv_str(t, "created", buf);
 	kv_fmt(t, "clock", "%s (time base %" PRIu64 " ns)", h->clock, h->time_base_ns);
+	if (!strcmp(h->clock, "cupti"))
+		kv_str(t, "API calls recorded", h->api_calls && *h->api_calls ? h->api_calls : "all");
 	if (h->config) {
 		const Steptrace__RunConfig *c = h->config;
 		kv_fmt(t, "model", "%s: d_model %" PRIu32 ", d_ff %" PRIu32 ", layers %" PRIu32

@@ -2,6 +2,7 @@
 #include "model/alloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/error.h"
@@ -32,8 +33,111 @@ int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_o
 	return 0;
 }
 
+/* ---- the cache of freed blocks, by exact size ---------------------------- */
+
+static uint32_t bin_hash(uint64_t size, uint32_t n_bins)
+{
+	return (uint32_t)((size * 0x9E3779B97F4A7C15ull) >> 32) & (n_bins - 1);
+}
+
+/* The bin of `size`, or the empty slot where it would go; NULL if there are no bins. */
+static struct mem_cache_bin *bin_find(struct model_alloc *a, uint64_t size)
+{
+	uint32_t i;
+
+	if (!a->n_bins)
+		return NULL;
+	for (i = bin_hash(size, a->n_bins); a->bins[i].size && a->bins[i].size != size;
+	     i = (i + 1) & (a->n_bins - 1))
+		;
+	return &a->bins[i];
+}
+
+/* Room for one more bin; -1 when host memory is short (the caller frees instead). */
+static int bins_reserve(struct model_alloc *a)
+{
+	uint32_t n = a->n_bins ? a->n_bins * 2 : 64, i;
+	struct mem_cache_bin *old = a->bins, *bins;
+	uint32_t old_n = a->n_bins;
+
+	if ((a->used_bins + 1) * 2 <= a->n_bins)
+		return 0;
+	bins = calloc(n, sizeof(*bins));
+	if (!bins)
+		return -1;
+	a->bins = bins;
+	a->n_bins = n;
+	for (i = 0; i < old_n; i++)
+		if (old[i].size)
+			*bin_find(a, old[i].size) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Keeps p for the next request of `size`; -1 if it cannot (p is then the caller's to free). */
+static int cache_put(struct model_alloc *a, void *p, uint64_t size)
+{
+	struct mem_cache_bin *b;
+
+	if (bins_reserve(a))
+		return -1;
+	b = bin_find(a, size);
+	if (b->n == b->cap) {
+		uint32_t ncap = b->cap ? b->cap * 2 : 4;
+		void **np = realloc(b->ptr, ncap * sizeof(*np));
+
+		if (!np)
+			return -1;
+		b->ptr = np;
+		b->cap = ncap;
+	}
+	if (!b->size) {
+		b->size = size;
+		a->used_bins++;
+	}
+	b->ptr[b->n++] = p;
+	a->cached += size;
+	return 0;
+}
+
+static void *cache_get(struct model_alloc *a, uint64_t size)
+{
+	struct mem_cache_bin *b = bin_find(a, size);
+
+	if (!b || !b->size || !b->n)
+		return NULL;
+	a->cached -= size;
+	return b->ptr[--b->n];
+}
+
+void mem_cache_trim(struct model_alloc *a)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < a->n_bins; i++) {
+		struct mem_cache_bin *b = &a->bins[i];
+
+		for (j = 0; j < b->n; j++) {
+			cudaError_t e = cudaFreeAsync(b->ptr[j], a->stream);
+
+			if (e != cudaSuccess)
+				cuda_check_failed(e, "cudaFreeAsync", __FILE__, __LINE__);
+		}
+		b->n = 0;
+	}
+	a->cached = 0;
+}
+
 void model_alloc_release(struct model_alloc *a)
 {
+	uint32_t i;
+
+	mem_cache_trim(a);
+	for (i = 0; i < a->n_bins; i++)
+		free(a->bins[i].ptr);
+	free(a->bins);
+	a->bins = NULL;
+	a->n_bins = a->used_bins = 0;
 	if (a->pool) {
 		cudaStreamSynchronize(a->stream);
 		cudaMemPoolDestroy(a->pool);
@@ -51,7 +155,19 @@ int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int categ
 	b->category = category;
 	if (!size)
 		return MODEL_OK;
+	p = cache_get(a, size);
+	if (p) {
+		a->cache_hits++;
+		goto got;
+	}
+	a->cache_misses++;
 	e = cudaMallocFromPoolAsync(&p, size, a->pool, a->stream);
+	if (e == cudaErrorMemoryAllocation && a->cached) {
+		/* Blocks of other sizes sit in the cache: give them back and try again. */
+		cudaGetLastError();
+		mem_cache_trim(a);
+		e = cudaMallocFromPoolAsync(&p, size, a->pool, a->stream);
+	}
 	if (e == cudaErrorMemoryAllocation) {
 		const struct model_op *op = op_registry_get(a->ops, a->op);
 
@@ -66,6 +182,7 @@ int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int categ
 		return MODEL_OOM;
 	}
 	CUDA_CHECK(e);
+got:
 	b->ptr = p;
 	b->size = size;
 	a->live += size;
@@ -83,9 +200,12 @@ void mem_put(struct model_alloc *a, struct mem_block *b)
 		return;
 	if (a->obs)
 		a->obs->free(a->obs->ctx, (uint64_t)(uintptr_t)b->ptr, b->size, b->category, a->op);
-	cudaError_t e = cudaFreeAsync(b->ptr, a->stream);
-	if (e != cudaSuccess)
-		cuda_check_failed(e, "cudaFreeAsync", __FILE__, __LINE__);
+	if (cache_put(a, b->ptr, b->size)) {
+		cudaError_t e = cudaFreeAsync(b->ptr, a->stream);
+
+		if (e != cudaSuccess)
+			cuda_check_failed(e, "cudaFreeAsync", __FILE__, __LINE__);
+	}
 	a->live -= b->size;
 	a->live_by_category[b->category & 7] -= b->size;
 	b->ptr = NULL;

@@ -4,10 +4,16 @@
  * asked (the registry's current op), and reported to the observer.
  *
  * Blocks come from a stream-ordered memory pool of the model's own
- * (cudaMallocFromPoolAsync / cudaFreeAsync on the step stream): a free is a
- * real free in the memory timeline, yet steady-state steps reuse the pool's
- * memory without calling the driver, and the host never waits. The caller
- * owns each struct mem_block, so freeing needs no lookup and no host memory.
+ * (cudaMallocFromPoolAsync / cudaFreeAsync on the step stream). A freed block
+ * is kept in a cache by its exact size and handed to the next request of
+ * that size: every step asks for the same sizes in the same order, so a
+ * steady-state step makes no CUDA call for memory at all (each one costs a
+ * microsecond, more under a tracer). A free is still a free in the memory
+ * timeline: the observer hears of it when it happens. When the pool cannot
+ * grow, the cache goes back to it and the request is tried once more, so the
+ * cache never turns a fitting request into an OOM. The step runs on one
+ * stream, so a cached block is safe to reuse at once, and the host never
+ * waits. The caller owns each struct mem_block, so freeing needs no lookup.
  */
 #ifndef STEPTRACE_MODEL_ALLOC_H
 #define STEPTRACE_MODEL_ALLOC_H
@@ -25,8 +31,19 @@ struct mem_block {
 	int category;         /* enum st_mem_category */
 };
 
+/* Freed blocks of one size, waiting for the next request of that size. */
+struct mem_cache_bin {
+	uint64_t size;       /* 0: empty slot */
+	void **ptr;
+	uint32_t n, cap;
+};
+
 struct model_alloc {
 	cudaMemPool_t pool;
+	struct mem_cache_bin *bins;          /* open addressing by size; n_bins a power of 2 */
+	uint32_t n_bins, used_bins;
+	uint64_t cached;                     /* bytes held in the cache */
+	uint64_t cache_hits, cache_misses;
 	cudaStream_t stream;
 	const struct model_observer *obs;    /* NULL: nobody listens */
 	const struct op_registry *ops;
@@ -39,7 +56,8 @@ struct model_alloc {
 /* MODEL_ERROR with an error line if the pool cannot be made. */
 int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_observer *obs,
 		     const struct op_registry *ops);
-/* Destroys the pool, giving its memory back to the device; every block must be put back first. */
+/* Empties the cache and destroys the pool, giving its memory back to the
+ * device; every block must be put back first. */
 void model_alloc_release(struct model_alloc *a);
 
 /*
@@ -48,7 +66,9 @@ void model_alloc_release(struct model_alloc *a);
  * an error line on any other failure. size 0 gives a NULL block.
  */
 int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int category);
-/* Frees b (stream-ordered) if held, and clears it. */
+/* Frees b if held (into the cache, or stream-ordered to the pool) and clears it. */
 void mem_put(struct model_alloc *a, struct mem_block *b);
+/* Gives every cached block back to the pool. */
+void mem_cache_trim(struct model_alloc *a);
 
 #endif

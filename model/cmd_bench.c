@@ -30,7 +30,7 @@ static const char *const bench_usage[] = {
 struct bench_result {
 	int status;                             /* MODEL_OK, MODEL_OOM, MODEL_ERROR */
 	struct model_oom oom;
-	struct real_stats fwd, bwd, opt, wall;
+	struct real_stats fwd, bwd, opt, wall, launch;
 	double warmup_wall_ms;                  /* mean over warm-up steps, NaN if none */
 	uint64_t peak;
 };
@@ -46,8 +46,9 @@ struct bench_args {
 static void bench_one(const struct model_config *c, const struct bench_args *a,
 		      struct bench_result *r)
 {
-	double *v = calloc(4 * (size_t)a->steps, sizeof(double));
+	double *v = calloc(5 * (size_t)a->steps, sizeof(double));
 	double *fwd = v, *bwd = v + a->steps, *opt = v + 2 * a->steps, *wall = v + 3 * a->steps;
+	double *launch = v + 4 * a->steps;
 	struct model_step_times t;
 	struct model *m = NULL;
 	double warm_total = 0;
@@ -81,6 +82,7 @@ static void bench_one(const struct model_config *c, const struct bench_args *a,
 		bwd[k] = t.backward_ms;
 		opt[k] = t.optimizer_ms;
 		wall[k] = t.wall_ms;
+		launch[k] = t.launch_ms;
 	}
 	if (rc == MODEL_OOM)
 		r->oom = *model_last_oom(m);
@@ -91,6 +93,7 @@ static void bench_one(const struct model_config *c, const struct bench_args *a,
 		real_stats_compute(bwd, (size_t)a->steps, &r->bwd);
 		real_stats_compute(opt, (size_t)a->steps, &r->opt);
 		real_stats_compute(wall, (size_t)a->steps, &r->wall);
+		real_stats_compute(launch, (size_t)a->steps, &r->launch);
 		if (a->warmup)
 			r->warmup_wall_ms = warm_total / a->warmup;
 	}
@@ -103,8 +106,8 @@ static void bench_columns(struct table *t)
 {
 	static const char *const floats[] = {
 		"forward_ms", "forward_std", "backward_ms", "backward_std", "optimizer_ms",
-		"optimizer_std", "step_ms", "step_std", "warmup_step_ms", "tokens_per_s",
-		"peak_gib",
+		"optimizer_std", "step_ms", "step_std", "step_median_ms", "launch_ms",
+		"warmup_step_ms", "tokens_per_s", "peak_gib",
 	};
 	size_t i;
 
@@ -143,7 +146,7 @@ static void bench_row(struct table *t, struct report *rep, const struct model_co
 	table_str(t, model_precision_name(c->precision));
 	table_str(t, model_mode_name(c->mode));
 	if (r->status != MODEL_OK) {
-		for (i = 0; i < 11; i++)
+		for (i = 0; i < 13; i++)
 			table_empty(t);
 		table_str(t, r->status == MODEL_OOM ? "OOM" : "error");
 		if (r->status == MODEL_OOM)
@@ -158,6 +161,8 @@ static void bench_row(struct table *t, struct report *rep, const struct model_co
 	stats_cells(t, &r->bwd, c->mode != MODE_FORWARD);
 	stats_cells(t, &r->opt, c->mode == MODE_TRAIN);
 	stats_cells(t, &r->wall, 1);
+	table_float(t, r->wall.median);
+	table_float(t, r->launch.mean);
 	if (isnan(r->warmup_wall_ms))
 		table_empty(t);
 	else

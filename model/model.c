@@ -503,7 +503,7 @@ static double elapsed_ms(cudaEvent_t a, cudaEvent_t b)
 int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_times *t)
 {
 	const struct model_config *c = &m->c;
-	struct timespec t0, t1;
+	struct timespec t0, tl, t1;
 	int rc;
 
 	if (m->obs)
@@ -534,6 +534,7 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 		if (rc == MODEL_OOM)
 			m->last_oom = m->alloc.oom;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &tl);
 	cudaError_t e = cudaStreamSynchronize(m->stream);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (m->obs)
@@ -547,6 +548,7 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 		t->backward_ms = elapsed_ms(m->ev[1], m->ev[2]);
 		t->optimizer_ms = elapsed_ms(m->ev[2], m->ev[3]);
 		t->wall_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+		t->launch_ms = (tl.tv_sec - t0.tv_sec) * 1e3 + (tl.tv_nsec - t0.tv_nsec) / 1e6;
 		t->loss = m->have_targets ? (double)*m->loss_host : NAN;
 	}
 	return MODEL_OK;

@@ -38,6 +38,7 @@ struct model_oom {
 struct model_step_times {
 	double forward_ms, backward_ms, optimizer_ms;   /* device events */
 	double wall_ms;                                 /* host, synchronised */
+	double launch_ms;                               /* host, until every launch was made */
 	double loss;                                    /* NaN in forward mode without targets */
 };
 

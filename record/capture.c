@@ -235,6 +235,51 @@ static enum cb_class classify(const char *name)
 	return CB_NONE;
 }
 
+/* ---- which API calls get a record ------------------------------------ */
+
+const char *capture_api_rule(enum capture_api which)
+{
+	return which == CAPTURE_API_ALL ? "all" :
+	       "all but queries (names holding 'Get', and cudaPeekAtLastError)";
+}
+
+int capture_api_parse(const char *name, enum capture_api *out)
+{
+	if (!strcmp(name, "work"))
+		*out = CAPTURE_API_WORK;
+	else if (!strcmp(name, "all"))
+		*out = CAPTURE_API_ALL;
+	else
+		return st_error("unknown --api '%s': use work or all", name);
+	return 0;
+}
+
+static bool api_is_query(const char *base)
+{
+	return strstr(base, "Get") || !strcmp(base, "cudaPeekAtLastError");
+}
+
+/* Turns the records of query calls off; RUNTIME and DRIVER must be enabled first. */
+static int api_filter(CUpti_CallbackDomain domain, uint32_t size)
+{
+	uint32_t cbid;
+	char buf[128];
+
+	for (cbid = 1; cbid < size; cbid++) {
+		const char *name = NULL;
+		CUptiResult r;
+
+		if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name ||
+		    !api_is_query(api_base_name(name, buf, sizeof(buf))))
+			continue;
+		r = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 0)
+							  : cuptiActivityEnableDriverApi(cbid, 0);
+		if (CUPTI_CHECK(r))
+			return -1;
+	}
+	return 0;
+}
+
 static int subscribe_domain(CUpti_CallbackDomain domain, uint8_t *classes, uint32_t size)
 {
 	uint32_t cbid;
@@ -730,7 +775,7 @@ static void disable_all(void)
 	}
 }
 
-int capture_start(struct rec_session *s, uint32_t steps)
+int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 {
 	static bool atexit_registered;
 	uint32_t i;
@@ -773,6 +818,11 @@ int capture_start(struct rec_session *s, uint32_t steps)
 		if (CUPTI_CHECK(cuptiActivityEnable(activity_kinds[i])))
 			goto fail;
 	}
+	/* After the kinds: enabling RUNTIME or DRIVER resets per-call settings. */
+	if (api == CAPTURE_API_WORK &&
+	    (api_filter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
+	     api_filter(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE)))
+		goto fail;
 	cap.active = true;
 	if (!atexit_registered && atexit(capture_atexit) == 0)
 		atexit_registered = true;

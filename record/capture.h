@@ -31,12 +31,26 @@ uint64_t capture_now(void);
 uint64_t capture_thread_id(void);
 
 /*
+ * Which runtime and driver calls get an activity record. Queries (every call
+ * whose name holds "Get", and cudaPeekAtLastError) do no work on the device
+ * and make most of the calls: cuBLAS asks cudaGetDevice and
+ * cuKernelGetAttribute twice per launch. Leaving them out is the default;
+ * kernel launches, copies, memsets, allocations and synchronisation are
+ * always recorded.
+ */
+enum capture_api { CAPTURE_API_WORK, CAPTURE_API_ALL };
+/* The rule as the header's api_calls states it. */
+const char *capture_api_rule(enum capture_api which);
+/* A name of the rule's calls for --api ("work", "all") into *out; -1 with an error line if unknown. */
+int capture_api_parse(const char *name, enum capture_api *out);
+
+/*
  * Subscribes the launch, memcpy, memset and allocation callbacks, registers
  * the buffer pool and enables the activity kinds; decoded events go to `s`.
  * `steps` sizes the per-step launch counters. -1 (one error line) on failure,
  * with CUPTI left as it was.
  */
-int capture_start(struct rec_session *s, uint32_t steps);
+int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api);
 
 /* The observer's op_begin/op_end: the op later launches on this thread belong to. */
 void capture_op_begin(uint32_t op);

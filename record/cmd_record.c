@@ -45,7 +45,7 @@
 #define EXIT_RECORD_INTERRUPTED 130
 
 struct record_options {
-	const char *model, *precision, *mode, *attention, *output;
+	const char *model, *precision, *mode, *attention, *output, *api;
 	struct model_dims dims;   /* 0 keeps the preset's (or default) value */
 	int warmup, steps;
 	uint64_t seed;
@@ -360,7 +360,7 @@ static void run_steps(struct run *r)
 }
 
 static int record(const struct record_options *o, const struct model_config *c,
-		  const char *command_line)
+		  enum capture_api api, const char *command_line)
 {
 	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
 	Steptrace__RunConfig rc = STEPTRACE__RUN_CONFIG__INIT;
@@ -392,11 +392,12 @@ static int record(const struct record_options *o, const struct model_config *c,
 	hdr.config = &rc;
 	hdr.device = &dev.info;
 	hdr.clock = "cupti";
+	hdr.api_calls = (char *)capture_api_rule(api);
 	hdr.time_base_ns = capture_now();
 	if (rec_session_open(&r.s, o->output, &hdr))
 		goto fail_early;
 	rec_hooks_init(&r.h, &r.s);
-	if (capture_start(&r.s, r.total)) {
+	if (capture_start(&r.s, r.total, api)) {
 		rec_session_close(&r.s, "error");
 		rec_session_release(&r.s);
 		goto fail_early;
@@ -435,7 +436,7 @@ int cmd_record(int argc, const char **argv)
 {
 	struct record_options o = {
 		.precision = "fp32", .mode = "train", .attention = "naive",
-		.warmup = 1, .steps = 2, .seed = 0, .lr = NAN, .calibrate = true,
+		.warmup = 1, .steps = 2, .seed = 0, .lr = NAN, .calibrate = true, .api = "work",
 	};
 	const struct option opts[] = {
 		OPT_GROUP("What to run (the flags of `steptrace bench`, one configuration)"),
@@ -459,9 +460,13 @@ int cmd_record(int argc, const char **argv)
 		OPT_BOOLEAN(0, "calibrate", &o.calibrate,
 			    "measure peak FLOP/s and bandwidth before recording (default; "
 			    "--no-calibrate takes datasheet figures)"),
+		OPT_STRING(0, "api", &o.api, "WHICH",
+			   "runtime and driver calls to record: work (default: all but queries "
+			   "such as cudaGetDevice, which do nothing on the device) or all"),
 		OPT_END(),
 	};
 	struct model_config c;
+	enum capture_api api;
 	char *command_line;
 	int status;
 
@@ -480,11 +485,11 @@ int cmd_record(int argc, const char **argv)
 		free(command_line);
 		return EXIT_RECORD_USAGE;
 	}
-	if (build_config(&o, &c)) {
+	if (build_config(&o, &c) || capture_api_parse(o.api, &api)) {
 		free(command_line);
 		return EXIT_RECORD_USAGE;
 	}
-	status = record(&o, &c, command_line ? command_line : "steptrace record");
+	status = record(&o, &c, api, command_line ? command_line : "steptrace record");
 	free(command_line);
 	return status;
 }

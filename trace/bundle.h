@@ -20,7 +20,7 @@
 #include "steptrace.pb-c.h"
 
 #define BUNDLE_FORMAT_MAJOR 1
-#define BUNDLE_FORMAT_MINOR 0
+#define BUNDLE_FORMAT_MINOR 1
 
 /* Event kinds; the numbers are the Event oneof field numbers of the schema. */
 enum st_kind {

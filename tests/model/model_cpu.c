@@ -144,6 +144,7 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	t->backward_ms = m->c.mode == MODE_FORWARD ? 0 : 2 * (t1 - t0) / 3;
 	t->optimizer_ms = t2 - t1;
 	t->wall_ms = t2 - t0;
+	t->launch_ms = t->wall_ms;   /* the CPU does the work as it "launches" it */
 	return MODEL_OK;
 }
 

@@ -107,7 +107,8 @@ struct bundle {
 	uint8_t *registered; uint32_t max_op;      /* registered[id] */
 	bool bf16_op;                              /* an op with a BF16 input or output */
 	uint64_t events, driver_allocs, driver_frees, ooms, oom_requested;
-	uint64_t launch_apis;
+	uint64_t launch_apis, query_apis;
+	uint64_t *mem_api; size_t n_mem_api, cap_mem_api;   /* start of each cudaMalloc*/cudaFree* call */
 };
 
 static void add_op(struct bundle *b, const struct st_event *ev)
@@ -165,6 +166,12 @@ static int read_bundle(const char *path, struct bundle *b)
 			b->api[b->n_api++] = (struct launch){ ev.api.correlation, ev.start };
 			if (name && strstr(name, "Launch"))
 				b->launch_apis++;
+			if (name && (strstr(name, "Get") || !strcmp(name, "cudaPeekAtLastError")))
+				b->query_apis++;
+			if (name && (!strncmp(name, "cudaMalloc", 10) || !strncmp(name, "cudaFree", 8))) {
+				GROW(b->mem_api, b->n_mem_api, b->cap_mem_api);
+				b->mem_api[b->n_mem_api++] = ev.start;
+			}
 			break;
 		}
 		case ST_RANGE:
@@ -221,6 +228,23 @@ static const char *str(const struct bundle *b, uint32_t id)
 }
 
 /* ---- checks ------------------------------------------------------------ */
+
+/* --api work (default) leaves query calls out and says so; --api all keeps them. */
+static void check_api_calls(const struct bundle *b)
+{
+	const Steptrace__Header *h = bundle_reader_header(b->r);
+	bool all = h->command_line && strstr(h->command_line, "--api all");
+	const char *rule = h->api_calls ? h->api_calls : "";
+
+	if (all) {
+		check(!strcmp(rule, "all"), "header: API calls recorded '%s' (want 'all')", rule);
+		check(b->query_apis > 0, "--api all: query calls recorded (%" PRIu64 ", e.g. cudaGetLastError)",
+		      b->query_apis);
+	} else {
+		check(!strncmp(rule, "all but queries", 15), "header: API calls recorded '%s'", rule);
+		check(b->query_apis == 0, "no query calls recorded (%" PRIu64 " found)", b->query_apis);
+	}
+}
 
 static void check_header(const struct bundle *b, const char *peaks)
 {
@@ -343,6 +367,18 @@ static long step_at(const struct bundle *b, uint64_t t)
 			hi = mid;
 	}
 	return lo > 0 && t <= b->steps[lo - 1].end ? (long)lo - 1 : -1;
+}
+
+/* The allocator caches freed blocks by size: after the first step, a step makes no memory calls. */
+static void check_no_memory_calls(const struct bundle *b)
+{
+	size_t i, later = 0;
+
+	for (i = 0; i < b->n_mem_api; i++)
+		later += step_at(b, b->mem_api[i]) >= 1;
+	check(b->n_steps < 2 || later == 0,
+	      "no cudaMalloc*/cudaFree* calls in steps after the first (%zu found, %zu in the run)",
+	      later, b->n_mem_api);
 }
 
 static void check_steps(struct bundle *b, const struct stats *st, const char *expect)
@@ -582,6 +618,7 @@ int main(int argc, char **argv)
 		return 1;
 	check(!strcmp(st.end_reason, expect), "recorder's stats say end_reason '%s'", st.end_reason);
 	check_header(&b, peaks);
+	check_api_calls(&b);
 	check_footer(&b, expect);
 	if (!strcmp(expect, "oom")) {
 		check(b.ooms >= 1 && b.oom_requested > 0, "an Oom event (%" PRIu64 ", last request %" PRIu64
@@ -590,6 +627,7 @@ int main(int argc, char **argv)
 		check(b.ooms == 0, "no Oom event");
 		check_attribution(&b);
 		check_steps(&b, &st, expect);
+		check_no_memory_calls(&b);
 		check_nesting(&b);
 		check_step_ranges(&b);
 		check_dtypes(&b);
