@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh BUILD OUTDIR [stage...]: what runs on the GPU machine.
 # Stages: tests (ctest -L gpu), samples (re-record samples/), overhead
-# (record vs bench step time), torch (agreement with PyTorch). Default: all.
+# (record vs bench step time, scripts/overhead.sh), torch (agreement with PyTorch). Default: all.
 # The build must have been configured at the path its CTest files name; on
 # the GPU machine link that path to the checkout first (see README).
 set -uo pipefail
@@ -29,17 +29,7 @@ samples)
 	ls -l "$out/samples"
 	;;
 overhead)
-	# Same configuration under bench (no CUPTI) and under record: mean measured step wall time.
-	echo "model,ctx,precision,bench_ms,record_ms,overhead_pct" > "$out/overhead.csv"
-	for m in small large; do for p in fp32 bf16; do
-		b=$($st bench --model $m --ctx 512 --precision $p --mode train --warmup 3 --steps 10 --format csv 2>/dev/null |
-			awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="step_ms") c=i} NR==2{print $c}')
-		$st record --model $m --ctx 512 --precision $p --mode train --warmup 3 --steps 10 --no-calibrate \
-			-o "$out/ovh.stb" >/dev/null 2>"$out/record-$m-$p.log"
-		r=$($st steps "$out/ovh.stb" --format csv | awk -F, '$1=="Steps"{for(i=1;i<=NF;i++) if($i=="Wall Mean (ms)") c=i} $1=="measured"{print $c}')
-		echo "$m,512,$p,$b,$r,$(awk "BEGIN{if ($b>0) printf \"%.2f\", ($r/$b-1)*100}")" | tee -a "$out/overhead.csv"
-	done; done
-	rm -f "$out/ovh.stb"
+	bash scripts/overhead.sh "$build" "$out" 2>&1 | tee "$out/overhead.log"
 	;;
 torch)
 	for p in fp32 tf32 bf16; do
