@@ -108,7 +108,7 @@ struct bundle {
 	bool bf16_op;                              /* an op with a BF16 input or output */
 	uint64_t events, driver_allocs, driver_frees, ooms, oom_requested;
 	uint64_t launch_apis, query_apis;
-	uint64_t *mem_api; size_t n_mem_api, cap_mem_api;   /* start of each cudaMalloc*/cudaFree* call */
+	uint64_t *mem_api; size_t n_mem_api, cap_mem_api;   /* start of each cudaMalloc... or cudaFree... call */
 };
 
 static void add_op(struct bundle *b, const struct st_event *ev)
