@@ -492,7 +492,8 @@ int ref_check_params(const struct model_config *c, const struct tensor_set *s,
 		const struct named_tensor *t;
 		int same;
 
-		ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+		if (ref_param_info(c, i, name, sizeof(name), &ndim, shape))
+			return st_error("%s: no parameter %d", what, i);
 		t = tensor_set_find(s, name);
 		if (!t)
 			return st_error("%s: missing tensor '%s'", what, name);

@@ -3,11 +3,13 @@
  *
  * Threads. The launch callbacks run on the thread that calls CUDA and touch
  * only thread-local state, the lock-free correlation map and atomic
- * counters. Activity buffers complete on CUPTI's worker thread (or inside
- * cuptiActivityFlushAll on the caller) and are decoded under the session
- * lock, which also guards the decode state below (name caches, open NVTX
- * ranges). Buffers come from a pool that grows on demand up to a cap, so a
- * steady run allocates nothing per record.
+ * counters. CUPTI hands back full activity buffers on any thread it likes,
+ * the application's included, so the completion callback only queues them:
+ * a decoder thread of ours decodes them in order under the session lock,
+ * which also guards the decode state below (name caches, open NVTX ranges),
+ * and gives them back to the pool. A launch never waits for decoding,
+ * compression or the disk. Buffers come from a pool that grows on demand up
+ * to a cap, so a steady run allocates nothing per record.
  */
 #define _GNU_SOURCE
 #include "record/capture.h"
@@ -15,6 +17,7 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +102,14 @@ static struct capture {
 	uint8_t *pool[BUFFER_MAX];
 	int pool_free, pool_allocated, pool_peak;
 
+	/* Completed buffers waiting for the decoder thread, in completion order. */
+	pthread_mutex_t queue_lock;
+	pthread_cond_t queue_filled;
+	struct done_buffer { uint8_t *buf; size_t valid; } queue[BUFFER_MAX];
+	uint32_t q_head, q_len;
+	bool decoder_stop, decoder_running;
+	pthread_t decoder;
+
 	/* Decode state, under the session lock. */
 	uint32_t rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 	uint32_t drv_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
@@ -111,7 +122,11 @@ static struct capture {
 	struct thread_depth *threads;
 	size_t n_threads, threads_cap;
 	uint64_t dropped, unattributed, unpaired_ends;
-} cap = { .pool_lock = PTHREAD_MUTEX_INITIALIZER };
+} cap = {
+	.pool_lock = PTHREAD_MUTEX_INITIALIZER,
+	.queue_lock = PTHREAD_MUTEX_INITIALIZER,
+	.queue_filled = PTHREAD_COND_INITIALIZER,
+};
 
 /* Big and zero-initialised: kept apart from `cap` so it lives in .bss only. */
 static struct corr_map corrs;
@@ -732,8 +747,8 @@ static void count_drops_locked(void)
 	}
 }
 
-static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
-					 size_t size, size_t valid)
+/* Decodes one completed buffer into the session and gives it back to the pool. */
+static void decode_buffer(uint8_t *buffer, size_t valid)
 {
 	struct rec_session *s = cap.s;
 	CUpti_Activity *rec = NULL;
@@ -745,8 +760,61 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
 		count_drops_locked();
 		rec_session_unlock(s);
 	}
-	if (buffer)
-		pool_put(buffer);
+	pool_put(buffer);
+}
+
+static void *decoder_main(void *arg)
+{
+	pthread_mutex_lock(&cap.queue_lock);
+	for (;;) {
+		struct done_buffer d;
+
+		while (!cap.q_len && !cap.decoder_stop)
+			pthread_cond_wait(&cap.queue_filled, &cap.queue_lock);
+		if (!cap.q_len)
+			break;              /* stopping, and nothing left */
+		d = cap.queue[cap.q_head];
+		cap.q_head = (cap.q_head + 1) % BUFFER_MAX;
+		cap.q_len--;
+		pthread_mutex_unlock(&cap.queue_lock);
+		decode_buffer(d.buf, d.valid);
+		pthread_mutex_lock(&cap.queue_lock);
+	}
+	pthread_mutex_unlock(&cap.queue_lock);
+	return arg;
+}
+
+/* Decodes what is queued, then ends the thread. */
+static void decoder_end(void)
+{
+	if (!cap.decoder_running)
+		return;
+	pthread_mutex_lock(&cap.queue_lock);
+	cap.decoder_stop = true;
+	pthread_cond_signal(&cap.queue_filled);
+	pthread_mutex_unlock(&cap.queue_lock);
+	pthread_join(cap.decoder, NULL);
+	cap.decoder_running = false;
+	cap.decoder_stop = false;
+}
+
+static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+					 size_t size, size_t valid)
+{
+	bool queued = false;
+
+	if (!buffer)
+		return;
+	pthread_mutex_lock(&cap.queue_lock);
+	if (cap.decoder_running && cap.q_len < BUFFER_MAX) {
+		cap.queue[(cap.q_head + cap.q_len) % BUFFER_MAX] = (struct done_buffer){ buffer, valid };
+		cap.q_len++;
+		queued = true;
+		pthread_cond_signal(&cap.queue_filled);
+	}
+	pthread_mutex_unlock(&cap.queue_lock);
+	if (!queued)
+		decode_buffer(buffer, valid);   /* no decoder thread (start failed, or stopped) */
 }
 
 /* ---- start and stop -------------------------------------------------- */
@@ -758,6 +826,7 @@ static void capture_atexit(void)
 	if (!cap.active)
 		return;
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	decoder_end();
 	cap.active = false;
 	rec_session_abort(cap.s);
 }
@@ -795,6 +864,12 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 		if (b)
 			pool_put(b);
 	}
+	cap.q_head = cap.q_len = 0;
+	if (pthread_create(&cap.decoder, NULL, decoder_main, NULL)) {
+		st_error("cannot start the recorder's decoder thread");
+		goto fail;
+	}
+	cap.decoder_running = true;
 	/* STEPTRACE_CUPTI_OFF=callbacks,driver,marker,...: a diagnostic for
 	 * finding where recording overhead goes; bundles made with it are
 	 * incomplete by design. */
@@ -830,6 +905,7 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 fail:
 	disable_all();
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	decoder_end();
 	cap.s = NULL;
 	free(cap.steps);
 	cap.steps = NULL;
@@ -852,6 +928,7 @@ int capture_stop(void)
 	disable_all();
 	if (CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)))
 		rc = -1;
+	decoder_end();   /* every buffer CUPTI handed back is decoded now */
 	s = cap.s;
 	rec_session_lock(s);
 	count_drops_locked();

@@ -7,9 +7,9 @@
 # alike. Each run gives a median and a mean step wall time; a configuration's
 # figure is the median of its runs' medians (and the mean of their means).
 # For small bf16, the shortest step with the most launches per millisecond,
-# it also records with CUPTI pieces switched off (STEPTRACE_CUPTI_OFF, a
-# diagnostic) and with every API call (--api all), to show where the added
-# time goes.
+# it also records with every API call (--api all) and with CUPTI loaded but
+# nothing enabled (off=all: STEPTRACE_CUPTI_OFF, a diagnostic; OVERHEAD_VARIANTS
+# picks others, e.g. "off=marker off=kernel off=runtime+driver").
 #
 # Writes OUT/overhead-runs.csv (one row per run) and OUT/overhead.csv (one
 # row per configuration and variant) and prints the latter.
@@ -33,7 +33,7 @@ bench() {   # model precision round
 record() {  # model precision round variant [extra record flags...]
 	local m=$1 p=$2 r=$3 v=$4 csv ev off=
 	shift 4
-	case $v in off=all) off=$all_off ;; off=*) off=${v#off=} ;; esac
+	case $v in off=all) off=$all_off ;; off=*) off=${v#off=}; off=${off//+/,} ;; esac
 	STEPTRACE_CUPTI_OFF=$off $st record --model $m --ctx 512 --precision $p --mode train \
 		--warmup 3 --steps $steps --no-calibrate "$@" -o "$out/ovh.stb" >/dev/null 2>"$out/ovh.log" ||
 		{ echo "record $m $p $v failed:"; cat "$out/ovh.log"; }
@@ -43,7 +43,7 @@ record() {  # model precision round variant [extra record flags...]
 }
 
 # off=all: no callbacks and no activity kind (CUPTI loaded for NVTX, buffers registered)
-variants="off=marker off=callbacks off=driver off=runtime,driver off=kernel off=all api=all"
+variants=${OVERHEAD_VARIANTS-off=all api=all}
 all_off=kernel,memcpy,memset,runtime,driver,marker,memory2,overhead,sync,callbacks
 for r in $(seq 1 "$rounds"); do
 	for m in small large; do for p in fp32 bf16; do
