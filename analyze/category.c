@@ -68,7 +68,8 @@ static const char *const w_reduction[] = {
 };
 static const char *const w_elementwise[] = {
 	"elementwise", "vectorized", "add", "mul", "cast", "copy", "silu", "swiglu", "gelu", "relu",
-	"rope", "fill", "embedding", "residual", "scale", "mask", "zero", "convert", "unrolled", NULL,
+	"rope", "fill", "embedding", "residual", "scale", "mask", "zero", "convert", "unrolled",
+	"permute", "transpose", NULL,
 };
 /* op kinds name the projections: "attn/q_proj", "ffn/w1", "lm_head", "attn/scores" */
 static const char *const w_gemm_op[] = {
@@ -113,20 +114,28 @@ enum kernel_category category_from_kernel_name(const char *name)
 	return classify(name ? name : "", kernel_rules);
 }
 
+enum kernel_category category_pick(enum kernel_category by_op, enum kernel_category by_name)
+{
+	if (by_op == CAT_OTHER)
+		return by_name;
+	if (by_op == CAT_GEMM && by_name != CAT_GEMM && by_name != CAT_OTHER)
+		return by_name;
+	return by_op;
+}
+
 enum kernel_category category_of(const struct replay *rp, const struct replay_activity *a)
 {
+	enum kernel_category by_name;
 	const struct replay_op *op;
 
 	if (a->kind == ST_MEMCPY || a->kind == ST_MEMSET)
 		return CAT_MEMCPY;
+	by_name = category_from_kernel_name(replay_str(rp, a->name));
 	op = replay_op(rp, a->op);
-	if (op) {
-		enum kernel_category c = category_from_op(replay_str(rp, op->kind),
-							   replay_str(rp, op->phase));
-		if (c != CAT_OTHER)
-			return c;
-	}
-	return category_from_kernel_name(replay_str(rp, a->name));
+	if (!op)
+		return by_name;
+	return category_pick(category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase)),
+			     by_name);
 }
 
 int category_cache_init(struct category_cache *cc, const struct replay *rp)
@@ -143,27 +152,25 @@ int category_cache_init(struct category_cache *cc, const struct replay *rp)
 	return 0;
 }
 
-/* The same rule as category_of: the op's kind when it says, else the kernel's name. */
+/* The same rule as category_of, each op's and each name's category worked out once. */
 enum kernel_category category_cached(struct category_cache *cc, const struct replay_activity *a)
 {
 	const struct replay *rp = cc->rp;
 	const struct replay_op *op;
-	int8_t *slot;
+	int8_t *by_name, *by_op;
 
 	if (a->kind == ST_MEMCPY || a->kind == ST_MEMSET)
 		return CAT_MEMCPY;
+	by_name = &cc->by_name[a->name];
+	if (*by_name < 0)
+		*by_name = (int8_t)category_from_kernel_name(replay_str(rp, a->name));
 	op = replay_op(rp, a->op);
-	if (op) {
-		slot = &cc->by_op[op - rp->ops];
-		if (*slot < 0)
-			*slot = (int8_t)category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase));
-		if (*slot != CAT_OTHER)
-			return (enum kernel_category)*slot;
-	}
-	slot = &cc->by_name[a->name];
-	if (*slot < 0)
-		*slot = (int8_t)category_from_kernel_name(replay_str(rp, a->name));
-	return (enum kernel_category)*slot;
+	if (!op)
+		return (enum kernel_category)*by_name;
+	by_op = &cc->by_op[op - rp->ops];
+	if (*by_op < 0)
+		*by_op = (int8_t)category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase));
+	return category_pick((enum kernel_category)*by_op, (enum kernel_category)*by_name);
 }
 
 void category_cache_release(struct category_cache *cc)

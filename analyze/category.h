@@ -1,7 +1,9 @@
 /*
  * category.h: what kind of work a GPU activity is (GEMM, softmax, ...),
  * from the op that launched it when the op's kind says, else from the
- * kernel's name (cuBLAS/CUTLASS naming), memcpy/memset by activity kind.
+ * kernel's name (cuBLAS/CUTLASS naming), memcpy/memset by activity kind. A
+ * matrix-product op's helper kernels (a layout permute) count as what their
+ * names say, so "GEMM" holds GEMM kernels only.
  */
 #ifndef STEPTRACE_ANALYZE_CATEGORY_H
 #define STEPTRACE_ANALYZE_CATEGORY_H
@@ -24,6 +26,13 @@ const char *category_name(enum kernel_category c);   /* "GEMM", "elementwise", .
 /* CAT_OTHER when the words say nothing. */
 enum kernel_category category_from_op(const char *kind, const char *phase);
 enum kernel_category category_from_kernel_name(const char *name);
+/*
+ * The op's category (by_op), or the kernel name's (by_name) when the op's
+ * kind says nothing; a matrix-product op's helper kernels (the layout permute
+ * inside attention's av) count as what their own names say, unless the name
+ * says nothing either.
+ */
+enum kernel_category category_pick(enum kernel_category by_op, enum kernel_category by_name);
 enum kernel_category category_of(const struct replay *rp, const struct replay_activity *a);
 
 /*

@@ -1,43 +1,110 @@
 /*
- * rope.cu: RoPE (theta 10000) on interleaved pairs of Q and K, forward and
- * backward (the backward is the inverse rotation). Angles come from a table
- * computed once in double on the host, so no fast-math sin/cos of large
- * arguments enters the step.
+ * rope.cu: the moves between token-major (B, T, H, dh) and head-major
+ * (B, H, T, dh) around the attention matmuls, with RoPE (theta 10000, on
+ * interleaved pairs) applied to q and k on the way in and undone on their
+ * gradients on the way out. Angles come from a table computed once in double
+ * on the host, so no fast-math sin/cos of large arguments enters the step.
  */
 #include <math.h>
 
 #include "kernels/common.cuh"
 #include "kernels/rope.h"
 
-template <typename T>
-__global__ void rope_kernel(T *q, T *k, const float2 *table, long long pairs, int T_, int H,
-			    int half, float direction)
+/* Up to three tensors moved by one launch, one per blockIdx.y. */
+template <typename E> struct heads_io {
+	E *out[3];
+	const E *in[3];
+};
+
+/*
+ * One thread per pair (x[2i], x[2i+1]) of one head of one row, numbered in
+ * token-major order, so a warp reads and writes whole head rows (dh
+ * contiguous elements) on both sides. Tensors with blockIdx.y < n_rot are
+ * rotated (forward angle when moving to heads, the opposite when moving
+ * back), the rest copied.
+ */
+template <typename E>
+__global__ void permute_heads_kernel(heads_io<E> io, const float2 *table, long long pairs, int T_, int H,
+			     int half, int n_rot, int to_heads)
 {
 	long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
 	if (idx >= pairs)
 		return;
-	T *x = blockIdx.y == 0 ? q : k;
 	int i = (int)(idx % half);
-	long long row = idx / half / H;
-	float2 cs = table[(row % T_) * half + i];
-	float sn = direction * cs.y;
-	float x0 = to_f32(x[2 * idx]), x1 = to_f32(x[2 * idx + 1]);
+	long long bth = idx / half;                     /* (b * T + t) * H + h */
+	int h = (int)(bth % H);
+	long long row = bth / H;                        /* b * T + t */
+	int t = (int)(row % T_);
+	long long b = row / T_;
+	long long tok = 2 * idx;
+	long long head = 2 * (((b * H + h) * T_ + t) * half + i);
+	long long src = to_heads ? tok : head, dst = to_heads ? head : tok;
+	const E *x = io.in[0];
+	E *y = io.out[0];
 
-	x[2 * idx] = from_f32<T>(x0 * cs.x - x1 * sn);
-	x[2 * idx + 1] = from_f32<T>(x0 * sn + x1 * cs.x);
+	/* selected, not indexed by blockIdx.y: a dynamic index would copy io to local memory */
+	if (blockIdx.y == 1)
+		x = io.in[1], y = io.out[1];
+	else if (blockIdx.y == 2)
+		x = io.in[2], y = io.out[2];
+	if ((int)blockIdx.y >= n_rot) {
+		y[dst] = x[src];
+		y[dst + 1] = x[src + 1];
+		return;
+	}
+	float2 cs = table[(long long)t * half + i];
+	float sn = (to_heads ? 1.0f : -1.0f) * cs.y;
+	float x0 = to_f32(x[src]), x1 = to_f32(x[src + 1]);
+
+	y[dst] = from_f32<E>(x0 * cs.x - x1 * sn);
+	y[dst + 1] = from_f32<E>(x0 * sn + x1 * cs.x);
 }
 
-extern "C" int rope_apply(void *q, void *k, const float *table, int n, int T, int H, int dh,
-			  int direction, int dtype, cudaStream_t s)
+/* Moves the n tensors of out/in (the first n_rot rotated) in one launch. */
+static int heads_move(void *const *out, const void *const *in, int n, int n_rot,
+		      const float *table, int B, int T, int H, int dh, int to_heads, int dtype,
+		      cudaStream_t s, const char *what)
 {
-	long long pairs = (long long)n * H * (dh / 2);
+	long long pairs = (long long)B * T * H * (dh / 2);
 	if (pairs == 0)
 		return 0;
-	dim3 grid(ceil_div(pairs, 256), k ? 2 : 1);
+	dim3 grid(ceil_div(pairs, 256), n);
 	DISPATCH_DTYPE(dtype, E,
-		rope_kernel<E><<<grid, 256, 0, s>>>((E *)q, (E *)k, (const float2 *)table, pairs, T, H,
-						    dh / 2, direction < 0 ? -1.0f : 1.0f));
-	return KERNEL_CHECK("rope_apply");
+		heads_io<E> io = {};
+		for (int j = 0; j < n; j++) {
+			io.out[j] = (E *)out[j];
+			io.in[j] = (const E *)in[j];
+		}
+		permute_heads_kernel<E><<<grid, 256, 0, s>>>(io, (const float2 *)table, pairs, T, H, dh / 2,
+						     n_rot, to_heads));
+	return KERNEL_CHECK(what);
+}
+
+extern "C" int rope_to_heads(void *qh, void *kh, void *vh, const void *q, const void *k,
+			     const void *v, const float *table, int B, int T, int H, int dh,
+			     int dtype, cudaStream_t s)
+{
+	void *out[3] = { qh, kh, vh };
+	const void *in[3] = { q, k, v };
+
+	return heads_move(out, in, 3, 2, table, B, T, H, dh, 1, dtype, s, "rope_to_heads");
+}
+
+extern "C" int rope_from_heads(void *dq, void *dk, void *dv, const void *dqh, const void *dkh,
+			       const void *dvh, const float *table, int B, int T, int H, int dh,
+			       int dtype, cudaStream_t s)
+{
+	void *out[3] = { dq, dk, dv };
+	const void *in[3] = { dqh, dkh, dvh };
+
+	return heads_move(out, in, 3, 2, table, B, T, H, dh, 0, dtype, s, "rope_from_heads");
+}
+
+extern "C" int heads_permute(void *out, const void *in, int B, int T, int H, int dh, int to_heads,
+			     int dtype, cudaStream_t s)
+{
+	return heads_move(&out, &in, 1, 0, NULL, B, T, H, dh, to_heads != 0, dtype, s,
+			  "heads_permute");
 }
 
 extern "C" void rope_table_fill(float *table, int T, int dh, double theta)

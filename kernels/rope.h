@@ -1,4 +1,10 @@
-/* rope.h: rotary position embedding on interleaved pairs, in place (rope.cu). */
+/*
+ * rope.h: attention's head layout (rope.cu). The projections give q, k, v
+ * token-major, (B, T, H, dh) = (B*T, H*dh); the attention matmuls want them
+ * head-major, (B, H, T, dh), so that every head's (T, dh) matrix is one
+ * contiguous block and one strided-batched GEMM covers all B*H heads. RoPE
+ * is applied on the way in and undone on the way out, in the same pass.
+ */
 #ifndef STEPTRACE_KERNELS_ROPE_H
 #define STEPTRACE_KERNELS_ROPE_H
 
@@ -9,14 +15,24 @@ extern "C" {
 #endif
 
 /*
- * Rotates pairs (x[2i], x[2i+1]) of every head of q and k, both (B*T, H*dh)
- * in `dtype` (F32 or BF16), in place, by angle t * theta^(-2i/dh) where t is
- * the row's position (row % T). `table` (T, dh/2, 2) F32 holds (cos, sin) of
- * those angles (rope_table_fill). k may be NULL. direction +1 is the forward,
- * -1 the backward (the opposite rotation, applied to dq and dk).
+ * qh, kh, vh (B, H, T, dh) from q, k, v (B, T, H, dh), all in `dtype` (F32
+ * or BF16): q and k rotated, v copied. RoPE rotates the pairs (x[2i],
+ * x[2i+1]) of every head by angle t * theta^(-2i/dh), t the row's position
+ * (row % T); `table` (T, dh/2, 2) F32 holds (cos, sin) of those angles
+ * (rope_table_fill). Outputs must not alias inputs.
  */
-int rope_apply(void *q, void *k, const float *table, int n, int T, int H, int dh, int direction,
-	       int dtype, cudaStream_t s);
+int rope_to_heads(void *qh, void *kh, void *vh, const void *q, const void *k, const void *v,
+		  const float *table, int B, int T, int H, int dh, int dtype, cudaStream_t s);
+/*
+ * The backward of rope_to_heads: dq, dk, dv (B, T, H, dh) from dqh, dkh, dvh
+ * (B, H, T, dh); dq and dk rotated by the opposite angle, dv copied.
+ */
+int rope_from_heads(void *dq, void *dk, void *dv, const void *dqh, const void *dkh,
+		    const void *dvh, const float *table, int B, int T, int H, int dh, int dtype,
+		    cudaStream_t s);
+/* out = in moved (B, T, H, dh) -> (B, H, T, dh) if to_heads, else back; a copy. */
+int heads_permute(void *out, const void *in, int B, int T, int H, int dh, int to_heads, int dtype,
+		  cudaStream_t s);
 /* Host: fills table (T * dh) with cos/sin computed in double. */
 void rope_table_fill(float *table, int T, int dh, double theta);
 

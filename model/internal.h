@@ -52,7 +52,7 @@ struct top_plan {
 enum layer_block {
 	A_RSTD1,      /* (n) F32 */
 	A_XN1,        /* (n, d) adt: rmsnorm1(x), the q/k/v input */
-	A_Q, A_K, A_V,/* (n, d) adt, q and k after RoPE; heads split from d */
+	A_Q, A_K, A_V,/* (B, H, T, dh) adt: head-major, q and k after RoPE */
 	A_P,          /* (B, H, T, T) adt: softmax probabilities */
 	A_ATT,        /* (n, d) adt: p v, heads merged */
 	A_XMID,       /* (n, d) F32: residual stream after attention */
@@ -73,7 +73,9 @@ enum top_block {
 	T_LOGITS,     /* (n, vocab) adt */
 	T_LSE,        /* (2n) F32: logsumexp per row, then per-row losses */
 	T_LOSS,       /* (1) F32 */
+	T_Q, T_K, T_V,/* (n, d) adt: the projections, until rope moves them to heads */
 	T_SCORES,     /* (B, H, T, T) adt: temporary */
+	T_ATTH,       /* (B, H, T, dh) adt: p v before its heads are merged */
 	T_Y,          /* (n, d) adt: a branch output before the residual add */
 	T_DLOGITS,    /* (n, vocab) adt */
 	T_DRES,       /* (n, d) F32: gradient of the residual stream */
@@ -82,8 +84,10 @@ enum top_block {
 	T_DG,         /* (n, d_ff) adt */
 	T_DH1, T_DH3, /* (n, d_ff) adt */
 	T_DATT,       /* (n, d) adt */
+	T_DATTH,      /* (B, H, T, dh) adt: datt head-major */
 	T_DP,         /* (B, H, T, T) adt: dp, then ds in place */
-	T_DQ, T_DK, T_DV, /* (n, d) adt */
+	T_DQH, T_DKH, T_DVH, /* (B, H, T, dh) adt: from the attention matmuls */
+	T_DQ, T_DK, T_DV, /* (n, d) adt: the same after rope, for the projections */
 	T_COUNT
 };
 

@@ -7,10 +7,11 @@
  * temporaries right after use. Nothing here waits for the device.
  *
  * Shapes: n = batch * ctx rows, d = d_model, f = d_ff, heads split d in
- * order (B, T, H, dh). "adt" is the matmul dtype: F32, or BF16 under
- * autocast, where weights are BF16 copies, RMSNorm, softmax and the loss run
- * in FP32, and the residual stream, weight gradients and the gradients
- * entering an RMSNorm backward are FP32.
+ * order (B, T, H, dh); the attention matmuls work head-major, (B, H, T, dh),
+ * and the rope op and a permute in av move between the two. "adt" is the
+ * matmul dtype: F32, or BF16 under autocast, where weights are BF16 copies,
+ * RMSNorm, softmax and the loss run in FP32, and the residual stream, weight
+ * gradients and the gradients entering an RMSNorm backward are FP32.
  */
 #include <math.h>
 
@@ -117,56 +118,38 @@ static int linear_bwd_weight(struct model *m, size_t w, const void *dy, const vo
 }
 
 /*
- * Attention's batched matmuls, per batch row b over its H heads: q, k, v,
- * out are (B, T, H, dh) so one head's (T, dh) matrix has row stride d and
- * heads are dh apart; scores are (B, H, T, T). kind selects the product.
+ * Attention's matmuls, each one strided-batched GEMM over the B*H heads:
+ * q, k, v and the attention output are head-major (B, H, T, dh), so one
+ * head's (T, dh) matrix is contiguous (row stride dh, heads T*dh apart);
+ * scores are (B, H, T, T) (row stride T, heads T*T apart). kind selects the
+ * product; products of one shape share a call.
  */
 enum attn_gemm { S_QK, O_PV, DP_DOV, DV_PDO, DQ_DSK, DK_DSQ };
 
 static int attn_gemm(struct model *m, enum attn_gemm kind, void *out, const void *x,
 		     const void *y)
 {
-	const struct model_config *c = &m->c;
-	int T = c->ctx, H = c->heads, dh = m->dh, d = c->d_model;
-	long long tt = (long long)T * T;
-	size_t a = m->adt_size;
+	int T = m->c.ctx, dh = m->dh, bh = m->c.batch * m->c.heads, rc = 0;
+	long long td = (long long)T * dh, tt = (long long)T * T;
 
-	for (int b = 0; b < c->batch; b++) {
-		size_t bs = (size_t)b * T * d * a, bp = (size_t)b * H * tt * a;   /* byte offsets */
-		const char *xc = x, *yc = y;
-		char *oc = out;
-		int rc = 0;
-
-		switch (kind) {
-		case S_QK:     /* s = q k^T: x = q, y = k */
-			rc = gemm_rm(&m->gemm, false, true, T, T, dh, 1.0f, xc + bs, d, dh, yc + bs, d, dh,
-				     m->adt, 0.0f, oc + bp, T, tt, m->adt, H);
-			break;
-		case O_PV:     /* out = p v: x = p, y = v */
-			rc = gemm_rm(&m->gemm, false, false, T, dh, T, 1.0f, xc + bp, T, tt, yc + bs, d, dh,
-				     m->adt, 0.0f, oc + bs, d, dh, m->adt, H);
-			break;
-		case DP_DOV:   /* dp = dout v^T: x = dout, y = v */
-			rc = gemm_rm(&m->gemm, false, true, T, T, dh, 1.0f, xc + bs, d, dh, yc + bs, d, dh,
-				     m->adt, 0.0f, oc + bp, T, tt, m->adt, H);
-			break;
-		case DV_PDO:   /* dv = p^T dout: x = p, y = dout */
-			rc = gemm_rm(&m->gemm, true, false, T, dh, T, 1.0f, xc + bp, T, tt, yc + bs, d, dh,
-				     m->adt, 0.0f, oc + bs, d, dh, m->adt, H);
-			break;
-		case DQ_DSK:   /* dq = ds k: x = ds, y = k */
-			rc = gemm_rm(&m->gemm, false, false, T, dh, T, 1.0f, xc + bp, T, tt, yc + bs, d, dh,
-				     m->adt, 0.0f, oc + bs, d, dh, m->adt, H);
-			break;
-		case DK_DSQ:   /* dk = ds^T q: x = ds, y = q */
-			rc = gemm_rm(&m->gemm, true, false, T, dh, T, 1.0f, xc + bp, T, tt, yc + bs, d, dh,
-				     m->adt, 0.0f, oc + bs, d, dh, m->adt, H);
-			break;
-		}
-		if (rc)
-			return MODEL_ERROR;
+	switch (kind) {
+	case S_QK:     /* s = q k^T: x = q, y = k */
+	case DP_DOV:   /* dp = dout v^T: x = dout, y = v */
+		rc = gemm_rm(&m->gemm, false, true, T, T, dh, 1.0f, x, dh, td, y, dh, td, m->adt,
+			     0.0f, out, T, tt, m->adt, bh);
+		break;
+	case O_PV:     /* out = p v: x = p, y = v */
+	case DQ_DSK:   /* dq = ds k: x = ds, y = k */
+		rc = gemm_rm(&m->gemm, false, false, T, dh, T, 1.0f, x, T, tt, y, dh, td, m->adt,
+			     0.0f, out, dh, td, m->adt, bh);
+		break;
+	case DV_PDO:   /* dv = p^T dout: x = p, y = dout */
+	case DK_DSQ:   /* dk = ds^T q: x = ds, y = q */
+		rc = gemm_rm(&m->gemm, true, false, T, dh, T, 1.0f, x, T, tt, y, dh, td, m->adt,
+			     0.0f, out, dh, td, m->adt, bh);
+		break;
 	}
-	return MODEL_OK;
+	return rc ? MODEL_ERROR : MODEL_OK;
 }
 
 static int kernel(int rc)
@@ -220,46 +203,58 @@ static int attn_fwd(struct model *m, int l)
 	const struct model_config *c = &m->c;
 	const uint32_t *op = m->plan[l].fwd;
 	const struct layer_params *lp = &m->lp[l];
+	int B = c->batch, T = c->ctx, H = c->heads, dh = m->dh;
 	size_t n = rows(m), d = c->d_model, a = m->adt_size;
-	size_t bhtt = (size_t)c->batch * c->heads * c->ctx * c->ctx;
-	struct mem_block *xn = lb(m, l, A_XN1), *q = lb(m, l, A_Q), *k = lb(m, l, A_K);
-	struct mem_block *v = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
-	struct mem_block *s = tb(m, T_SCORES), *y = tb(m, T_Y);
+	size_t bhtt = (size_t)B * H * T * T;
+	struct mem_block *xn = lb(m, l, A_XN1), *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K);
+	struct mem_block *vh = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
+	struct mem_block *q = tb(m, T_Q), *k = tb(m, T_K), *v = tb(m, T_V);
+	struct mem_block *s = tb(m, T_SCORES), *atth = tb(m, T_ATTH), *y = tb(m, T_Y);
 
 	for (int j = 0; j < 3; j++) {
-		struct mem_block *out = lb(m, l, A_Q + j);
+		struct mem_block *out = tb(m, T_Q + j);
 
 		model_op_begin(m, op[L_Q + j]);
-		TRY(get(m, out, n * d * a, m->saved_category));
+		TRY(get(m, out, n * d * a, ST_MEM_TEMPORARY));
 		TRY(linear_fwd(m, out->ptr, xn->ptr, lp->proj[j], (int)d, (int)d));
 		if (j == 2)
 			drop(m, xn);
 		model_op_end(m);
 	}
+	/* to heads, so that each attention product below is one batched GEMM */
 	model_op_begin(m, op[L_ROPE]);
-	TRY(kernel(rope_apply(q->ptr, k->ptr, m->rope.ptr, (int)n, c->ctx, c->heads, m->dh, +1,
-			      m->adt, m->stream)));
+	TRY(get(m, qh, n * d * a, m->saved_category));
+	TRY(get(m, kh, n * d * a, m->saved_category));
+	TRY(get(m, vh, n * d * a, m->saved_category));
+	TRY(kernel(rope_to_heads(qh->ptr, kh->ptr, vh->ptr, q->ptr, k->ptr, v->ptr, m->rope.ptr, B,
+				 T, H, dh, m->adt, m->stream)));
+	put(m, q);
+	put(m, k);
+	put(m, v);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_SCORES]);
 	TRY(get(m, s, bhtt * a, ST_MEM_TEMPORARY));
-	TRY(attn_gemm(m, S_QK, s->ptr, q->ptr, k->ptr));
-	drop(m, q);
-	drop(m, k);
+	TRY(attn_gemm(m, S_QK, s->ptr, qh->ptr, kh->ptr));
+	drop(m, qh);
+	drop(m, kh);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_SOFTMAX]);
 	TRY(get(m, p, bhtt * a, m->saved_category));
-	TRY(kernel(causal_softmax_forward(p->ptr, s->ptr, c->batch * c->heads, c->ctx,
-					  (float)(1.0 / sqrt((double)m->dh)), m->adt, m->stream)));
+	TRY(kernel(causal_softmax_forward(p->ptr, s->ptr, B * H, T, (float)(1.0 / sqrt((double)dh)),
+					  m->adt, m->stream)));
 	put(m, s);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_AV]);
-	TRY(get(m, att, n * d * a, m->saved_category));
-	TRY(attn_gemm(m, O_PV, att->ptr, p->ptr, v->ptr));
+	TRY(get(m, atth, n * d * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, O_PV, atth->ptr, p->ptr, vh->ptr));
 	drop(m, p);
-	drop(m, v);
+	drop(m, vh);
+	TRY(get(m, att, n * d * a, m->saved_category));
+	TRY(kernel(heads_permute(att->ptr, atth->ptr, B, T, H, dh, 0, m->adt, m->stream)));
+	put(m, atth);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_O]);
@@ -470,11 +465,14 @@ static int attn_bwd(struct model *m, int l)
 	const struct model_config *c = &m->c;
 	const uint32_t *op = m->plan[l].bwd;
 	const struct layer_params *lp = &m->lp[l];
+	int B = c->batch, T = c->ctx, H = c->heads, dh = m->dh;
 	size_t n = rows(m), d = c->d_model, a = m->adt_size;
-	size_t bhtt = (size_t)c->batch * c->heads * c->ctx * c->ctx;
-	struct mem_block *xn = lb(m, l, A_XN1), *q = lb(m, l, A_Q), *k = lb(m, l, A_K);
-	struct mem_block *v = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
-	struct mem_block *datt = tb(m, T_DATT), *dp = tb(m, T_DP), *dxn = tb(m, T_DXN);
+	size_t bhtt = (size_t)B * H * T * T;
+	struct mem_block *xn = lb(m, l, A_XN1), *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K);
+	struct mem_block *vh = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
+	struct mem_block *datt = tb(m, T_DATT), *datth = tb(m, T_DATTH), *dp = tb(m, T_DP);
+	struct mem_block *dxn = tb(m, T_DXN);
+	struct mem_block *dqkvh[3] = { tb(m, T_DQH), tb(m, T_DKH), tb(m, T_DVH) };
 	struct mem_block *dqkv[3] = { tb(m, T_DQ), tb(m, T_DK), tb(m, T_DV) };
 	const void *dy;
 
@@ -489,33 +487,42 @@ static int attn_bwd(struct model *m, int l)
 	model_op_end(m);
 
 	model_op_begin(m, op[L_AV]);
-	TRY(get(m, dp, bhtt * a, ST_MEM_TEMPORARY));
-	TRY(attn_gemm(m, DP_DOV, dp->ptr, datt->ptr, v->ptr));
-	TRY(get(m, dqkv[2], n * d * a, ST_MEM_TEMPORARY));
-	TRY(attn_gemm(m, DV_PDO, dqkv[2]->ptr, p->ptr, datt->ptr));
+	TRY(get(m, datth, n * d * a, ST_MEM_TEMPORARY));
+	TRY(kernel(heads_permute(datth->ptr, datt->ptr, B, T, H, dh, 1, m->adt, m->stream)));
 	put(m, datt);
-	put(m, v);
+	TRY(get(m, dp, bhtt * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, DP_DOV, dp->ptr, datth->ptr, vh->ptr));
+	TRY(get(m, dqkvh[2], n * d * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, DV_PDO, dqkvh[2]->ptr, p->ptr, datth->ptr));
+	put(m, datth);
+	put(m, vh);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_SOFTMAX]);
-	TRY(kernel(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, c->batch * c->heads, c->ctx,
-					   (float)(1.0 / sqrt((double)m->dh)), m->adt, m->stream)));
+	TRY(kernel(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, B * H, T,
+					   (float)(1.0 / sqrt((double)dh)), m->adt, m->stream)));
 	put(m, p);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_SCORES]);
-	TRY(get(m, dqkv[0], n * d * a, ST_MEM_TEMPORARY));
-	TRY(attn_gemm(m, DQ_DSK, dqkv[0]->ptr, dp->ptr, k->ptr));
-	TRY(get(m, dqkv[1], n * d * a, ST_MEM_TEMPORARY));
-	TRY(attn_gemm(m, DK_DSQ, dqkv[1]->ptr, dp->ptr, q->ptr));
+	TRY(get(m, dqkvh[0], n * d * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, DQ_DSK, dqkvh[0]->ptr, dp->ptr, kh->ptr));
+	TRY(get(m, dqkvh[1], n * d * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, DK_DSQ, dqkvh[1]->ptr, dp->ptr, qh->ptr));
 	put(m, dp);
-	put(m, q);
-	put(m, k);
+	put(m, qh);
+	put(m, kh);
 	model_op_end(m);
 
+	/* back to (B, T, H, dh) for the projections */
 	model_op_begin(m, op[L_ROPE]);
-	TRY(kernel(rope_apply(dqkv[0]->ptr, dqkv[1]->ptr, m->rope.ptr, (int)n, c->ctx, c->heads, m->dh,
-			      -1, m->adt, m->stream)));
+	for (int j = 0; j < 3; j++)
+		TRY(get(m, dqkv[j], n * d * a, ST_MEM_TEMPORARY));
+	TRY(kernel(rope_from_heads(dqkv[0]->ptr, dqkv[1]->ptr, dqkv[2]->ptr, dqkvh[0]->ptr,
+				   dqkvh[1]->ptr, dqkvh[2]->ptr, m->rope.ptr, B, T, H, dh, m->adt,
+				   m->stream)));
+	for (int j = 0; j < 3; j++)
+		put(m, dqkvh[j]);
 	model_op_end(m);
 
 	for (int j = 2; j >= 0; j--) {          /* v, k, q: the forward's order reversed */

@@ -101,10 +101,10 @@ static void layer_cost(const struct model *m, enum layer_op op, bool bwd, struct
 	case L_W2:
 		linear_cost(m, k, bwd, f, d, A);
 		break;
-	case L_ROPE:
+	case L_ROPE:        /* q, k rotated and v copied, between token- and head-major */
 		k->flops = 6 * n * d;
-		k->bytes = 4 * n * d * a;
-		DT(k, L(A, A), L(A, A));
+		k->bytes = 6 * n * d * a;
+		DT(k, L(A, A, A), L(A, A, A));
 		break;
 	case L_SCORES:      /* s = q k^T; backward dq = ds k, dk = ds^T q */
 		k->flops = (bwd ? 4 : 2) * n * T * d;
@@ -122,7 +122,12 @@ static void layer_cost(const struct model *m, enum layer_op op, bool bwd, struct
 		else
 			DT(k, L(A), L(A));
 		break;
-	case L_AV:          /* out = p v; backward dp = dout v^T, dv = p^T dout */
+	/*
+	 * out = p v; backward dp = dout v^T, dv = p^T dout. The op also moves
+	 * out (forward) or dout (backward) between head-major and token-major,
+	 * another 2 n d a bytes, not counted: a layout choice, not the minimum.
+	 */
+	case L_AV:
 		k->flops = (bwd ? 4 : 2) * n * T * d;
 		k->bytes = bwd ? 2 * bhtt * a + 3 * n * d * a : bhtt * a + 2 * n * d * a;
 		if (bwd)

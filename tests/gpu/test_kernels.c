@@ -8,7 +8,7 @@
  *   F32 storage 1e-5 (FP32 arithmetic against double);
  *   BF16 storage 1e-2 (inputs are rounded to BF16 before the reference sees
  *   them, so only the output rounding, 2^-9 relative, and FP32 maths remain);
- *   TF32 matmuls 5e-3; exact operations (gather, cast) 0.
+ *   TF32 matmuls 5e-3; exact operations (gather, cast, head moves) 0.
  */
 #include "gpu_test.h"
 
@@ -140,39 +140,107 @@ static void test_rmsnorm(int dtype)
 	free(x), free(g), free(y), free(rstd);
 }
 
-static void test_rope(int dtype)
+/* y = x moved from (B, T, H, DH) to (B, H, T, DH) if to_heads, else back. */
+static void host_heads(const double *x, double *y, int to_heads)
 {
-	size_t n = (size_t)N * D;
-	double *q = host_normal(&rng, n, 1.0), *k = host_normal(&rng, n, 1.0);
-	double *rq = malloc(n * sizeof(double)), *rk = malloc(n * sizeof(double));
-	float *table = malloc((size_t)T * DH * sizeof(float)), *dtable;
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++)
+			for (int h = 0; h < H; h++)
+				for (int e = 0; e < DH; e++) {
+					size_t tok = (((size_t)b * T + t) * H + h) * DH + e;
+					size_t head = (((size_t)b * H + h) * T + t) * DH + e;
+					if (to_heads)
+						y[head] = x[tok];
+					else
+						y[tok] = x[head];
+				}
+}
+
+/* GPU outs[j] (n, dtype) against refs[j], j < 3, with tolerances tols[j]. */
+static void check_three(void *const *outs, double *const *refs, const char *const *names,
+			const double *tols, size_t n, int dtype)
+{
 	char what[96];
 
-	round_to(q, n, dtype);
-	round_to(k, n, dtype);
+	for (int j = 0; j < 3; j++) {
+		double *got = download(outs[j], n, dtype);
+		label(what, sizeof(what), names[j], dtype);
+		check_err(what, rel_err(got, refs[j], n), tols[j]);
+		free(got);
+	}
+}
+
+/*
+ * rope_to_heads against ref_rope_fwd then the move to heads (q, k) or the
+ * move alone (v); rope_from_heads against the move back then ref_rope_bwd;
+ * heads_permute both ways. Moves are copies: exact.
+ */
+static void test_rope(int dtype)
+{
+	static const char *const fwd_names[3] = { "rope to heads q", "rope to heads k",
+						  "rope to heads v (copy)" };
+	static const char *const bwd_names[3] = { "rope from heads dq", "rope from heads dk",
+						  "rope from heads dv (copy)" };
+	size_t n = (size_t)N * D;
+	double *x[3], *ref[3], *tmp = malloc(n * sizeof(double));
+	void *in[3], *out[3];
+	float *table = malloc((size_t)T * DH * sizeof(float)), *dtable;
+	double tols[3] = { tol_of(dtype), tol_of(dtype), 0.0 };
+	char what[96];
+
+	for (int j = 0; j < 3; j++) {
+		x[j] = host_normal(&rng, n, 1.0);
+		round_to(x[j], n, dtype);
+		ref[j] = malloc(n * sizeof(double));
+		in[j] = upload(x[j], n, dtype);
+	}
 	rope_table_fill(table, T, DH, REF_ROPE_THETA);
 	CUDA_OK(cudaMalloc((void **)&dtable, (size_t)T * DH * sizeof(float)));
 	CUDA_OK(cudaMemcpy(dtable, table, (size_t)T * DH * sizeof(float), cudaMemcpyHostToDevice));
-	for (int dir = 1; dir >= -1; dir -= 2) {
-		void *dq = upload(q, n, dtype), *dk = upload(k, n, dtype);
-		EXPECT(rope_apply(dq, dk, dtable, N, T, H, DH, dir, dtype, 0) == 0, "rope_apply launch");
-		if (dir > 0) {
-			ref_rope_fwd(q, rq, B, T, H, DH);
-			ref_rope_fwd(k, rk, B, T, H, DH);
-		} else {
-			ref_rope_bwd(q, rq, B, T, H, DH);
-			ref_rope_bwd(k, rk, B, T, H, DH);
-		}
-		double *gq = download(dq, n, dtype), *gk = download(dk, n, dtype);
-		label(what, sizeof(what), dir > 0 ? "rope forward q" : "rope backward dq", dtype);
-		check_err(what, rel_err(gq, rq, n), tol_of(dtype));
-		label(what, sizeof(what), dir > 0 ? "rope forward k" : "rope backward dk", dtype);
-		check_err(what, rel_err(gk, rk, n), tol_of(dtype));
-		free(gq), free(gk);
-		cudaFree(dq), cudaFree(dk);
+
+	/* forward: x[] are q, k, v token-major */
+	for (int j = 0; j < 3; j++) {
+		out[j] = poisoned(n, dtype);
+		if (j < 2)
+			ref_rope_fwd(x[j], tmp, B, T, H, DH);
+		else
+			memcpy(tmp, x[j], n * sizeof(double));
+		host_heads(tmp, ref[j], 1);
+	}
+	EXPECT(rope_to_heads(out[0], out[1], out[2], in[0], in[1], in[2], dtable, B, T, H, DH, dtype,
+			     0) == 0, "rope_to_heads launch");
+	check_three(out, ref, fwd_names, tols, n, dtype);
+
+	/* backward: the same x[] read as dqh, dkh, dvh head-major */
+	for (int j = 0; j < 3; j++) {
+		CUDA_OK(cudaMemset(out[j], 0xff, n * dtype_size(dtype)));
+		host_heads(x[j], tmp, 0);
+		if (j < 2)
+			ref_rope_bwd(tmp, ref[j], B, T, H, DH);
+		else
+			memcpy(ref[j], tmp, n * sizeof(double));
+	}
+	EXPECT(rope_from_heads(out[0], out[1], out[2], in[0], in[1], in[2], dtable, B, T, H, DH,
+			       dtype, 0) == 0, "rope_from_heads launch");
+	check_three(out, ref, bwd_names, tols, n, dtype);
+
+	for (int to = 1; to >= 0; to--) {
+		CUDA_OK(cudaMemset(out[0], 0xff, n * dtype_size(dtype)));
+		host_heads(x[0], ref[0], to);
+		EXPECT(heads_permute(out[0], in[0], B, T, H, DH, to, dtype, 0) == 0,
+		       "heads_permute launch");
+		double *got = download(out[0], n, dtype);
+		label(what, sizeof(what), to ? "heads permute to heads" : "heads permute from heads",
+		      dtype);
+		check_err(what, rel_err(got, ref[0], n), 0.0);
+		free(got);
+	}
+	for (int j = 0; j < 3; j++) {
+		cudaFree(in[j]), cudaFree(out[j]);
+		free(x[j]), free(ref[j]);
 	}
 	cudaFree(dtable);
-	free(q), free(k), free(rq), free(rk), free(table);
+	free(tmp), free(table);
 }
 
 static void test_softmax(int dtype)

@@ -1,0 +1,35 @@
+/*
+ * test_category.c: the category rules on real names from recorded bundles:
+ * the op's kind decides, a matrix-product op's helper kernels (attention's
+ * layout permute) count by their own names, and cuBLAS's own helpers
+ * (split-K reduction) stay GEMM.
+ */
+#include "analyze/category.h"
+#include "../cli/check.h"
+
+static enum kernel_category of(const char *kind, const char *phase, const char *kernel)
+{
+	return category_pick(category_from_op(kind, phase), category_from_kernel_name(kernel));
+}
+
+int main(void)
+{
+	CHECK(of("attn/av", "forward", "nvjet_sm90_tst_64x32_64x16_1x4_h_bz_NTT") == CAT_GEMM);
+	CHECK(of("attn/av", "forward", "void permute_heads_kernel<__nv_bfloat16>(heads_io<__nv_bfloat16>, "
+		 "float2 const*, long long, int, int, int, int, int)") == CAT_ELEMENTWISE);
+	CHECK(of("lm_head", "backward", "void cublasLt::splitKreduce_kernel<32, 16, int, float>(...)") ==
+	      CAT_GEMM);
+	CHECK(of("attn/scores", "backward", "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n") == CAT_GEMM);
+	/* a name that says nothing keeps the op's category */
+	CHECK(of("ffn/w1", "forward", "kernel_17") == CAT_GEMM);
+	/* only GEMM ops give way to the name: a softmax op's kernels are softmax */
+	CHECK(of("attn/softmax", "forward", "void causal_softmax_forward_kernel<float>(...)") == CAT_SOFTMAX);
+	CHECK(of("attn/rope", "forward", "void permute_heads_kernel<float>(...)") == CAT_ELEMENTWISE);
+	/* an op kind that says nothing ("ln1") leaves it to the kernel's name */
+	CHECK(of("ln1", "forward", "void rmsnorm_forward_kernel<float>(...)") == CAT_REDUCTION);
+	CHECK(of("adamw", "optimizer", "cast_kernel") == CAT_OPTIMIZER);
+	CHECK(category_pick(CAT_SOFTMAX, CAT_ELEMENTWISE) == CAT_SOFTMAX);
+	CHECK(category_pick(CAT_GEMM, CAT_OTHER) == CAT_GEMM);
+	CHECK(category_pick(CAT_GEMM, CAT_REDUCTION) == CAT_REDUCTION);
+	return check_done();
+}
