@@ -448,11 +448,11 @@ int ref_param_info(const struct model_config *c, int index, char *name, size_t c
 	int64_t d = c->d_model, ff = c->d_ff;
 	int last = 1 + P_PER_LAYER * c->layers;
 
-	if (index < 0 || index >= ref_param_count(c))
-		return -1;
 	*ndim = 2;
 	shape[0] = c->vocab;
 	shape[1] = d;
+	if (index < 0 || index >= ref_param_count(c))
+		return -1;
 	if (index == 0) {
 		snprintf(name, cap, "token_embeddings.weight");
 	} else if (index == last) {
