@@ -29,7 +29,7 @@
 #include "record/corr_map.h"
 
 #define BUFFER_BYTES (8u << 20)
-#define BUFFER_PREALLOC 4
+#define BUFFER_PREALLOC 8        /* 64 MiB, touched before the run: no page faults in a step */
 #define BUFFER_MAX 128           /* 1 GiB; past it CUPTI drops records and we say so */
 #define DEFAULT_CUPTI_PATH "/usr/local/cuda/lib64/libcupti.so"
 
@@ -323,7 +323,7 @@ static uint8_t *pool_get(void)
 	if (cap.pool_free > 0) {
 		b = cap.pool[--cap.pool_free];
 	} else if (cap.pool_allocated < BUFFER_MAX) {
-		b = aligned_alloc(8, BUFFER_BYTES);
+		b = calloc(1, BUFFER_BYTES);   /* zeroed: see ZEROED_OUT_ACTIVITY_BUFFER */
 		if (b && ++cap.pool_allocated > cap.pool_peak)
 			cap.pool_peak = cap.pool_allocated;
 	}
@@ -747,7 +747,11 @@ static void count_drops_locked(void)
 	}
 }
 
-/* Decodes one completed buffer into the session and gives it back to the pool. */
+/*
+ * Decodes one completed buffer into the session and gives it back to the
+ * pool zeroed: CUPTI is told our buffers come zeroed, or it would zero each
+ * new 8 MiB buffer itself on the launching thread, a stall inside a step.
+ */
 static void decode_buffer(uint8_t *buffer, size_t valid)
 {
 	struct rec_session *s = cap.s;
@@ -760,6 +764,7 @@ static void decode_buffer(uint8_t *buffer, size_t valid)
 		count_drops_locked();
 		rec_session_unlock(s);
 	}
+	memset(buffer, 0, BUFFER_BYTES);
 	pool_put(buffer);
 }
 
@@ -858,12 +863,15 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	cap.n_steps = steps;
 	atomic_store(&cap.bucket, &cap.outside);
 
+	uint8_t *pre[BUFFER_PREALLOC];
 	for (i = 0; i < BUFFER_PREALLOC; i++) {
-		uint8_t *b = pool_get();
-
-		if (b)
-			pool_put(b);
+		pre[i] = pool_get();
+		if (pre[i])
+			memset(pre[i], 0, BUFFER_BYTES);   /* fault its pages in now, not in a step */
 	}
+	for (i = 0; i < BUFFER_PREALLOC; i++)
+		if (pre[i])
+			pool_put(pre[i]);
 	cap.q_head = cap.q_len = 0;
 	if (pthread_create(&cap.decoder, NULL, decoder_main, NULL)) {
 		st_error("cannot start the recorder's decoder thread");
@@ -881,7 +889,11 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 		    subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE))
 			goto fail;
 	}
-	if (CUPTI_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) ||
+	uint8_t zeroed = 1;
+	size_t zeroed_size = sizeof(zeroed);
+	if (CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+						  &zeroed_size, &zeroed)) ||
+	    CUPTI_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) ||
 	    CUPTI_CHECK(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed)))
 		goto fail;
 	for (i = 0; i < N_ACTIVITY_KINDS; i++) {
