@@ -6,8 +6,8 @@
 # 3 warm-up + STEPS measured steps (30), so drift on the machine hits both
 # alike. Each run gives a median and a mean step wall time; a configuration's
 # figure is the median of its runs' medians (and the mean of their means).
-# For small bf16, the shortest step with the most launches per millisecond,
-# it also records with every API call (--api all) and with CUPTI loaded but
+# For small bf16 (OVERHEAD_VARIANT_MODELS), the shortest step with the most
+# launches per millisecond, it also records with every API call (--api all) and with CUPTI loaded but
 # nothing enabled (off=all: STEPTRACE_CUPTI_OFF, a diagnostic; OVERHEAD_VARIANTS
 # picks others, e.g. "off=marker off=kernel off=runtime+driver").
 #
@@ -44,18 +44,19 @@ record() {  # model precision round variant [extra record flags...]
 
 # off=all: no callbacks and no activity kind (CUPTI loaded for NVTX, buffers registered)
 variants=${OVERHEAD_VARIANTS-off=all api=all}
+variant_models=${OVERHEAD_VARIANT_MODELS-small}   # which models (bf16) get the variants
 all_off=kernel,memcpy,memset,runtime,driver,marker,memory2,overhead,sync,callbacks
 for r in $(seq 1 "$rounds"); do
 	for m in small large; do for p in fp32 bf16; do
 		bench $m $p $r
 		record $m $p $r record
 	done; done
-	for v in $variants; do
+	for m in $variant_models; do for v in $variants; do
 		case $v in
-		api=all) record small bf16 $r api=all --api all ;;
-		*) record small bf16 $r $v ;;
+		api=all) record $m bf16 $r api=all --api all ;;
+		*) record $m bf16 $r $v ;;
 		esac
-	done
+	done; done
 done 2>&1 | grep -v '^$'
 rm -f "$out/ovh.stb" "$out/ovh.log"
 
