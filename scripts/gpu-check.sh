@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh BUILD OUTDIR [stage...]: what runs on the GPU machine.
 # Stages: tests (ctest -L gpu), samples (re-record samples/), overhead
-# (record vs bench step time, scripts/overhead.sh), torch (agreement with PyTorch). Default: all.
+# (record vs bench step time, scripts/overhead.sh), sweep (Table 1 of the
+# README), every-size (record each size at ctx 512, and the 2.7B ctx 1024
+# OOM), torch (agreement with PyTorch). Default: tests samples overhead torch.
 # The build must have been configured at the path its CTest files name; on
 # the GPU machine link that path to the checkout first (see README).
 set -uo pipefail
@@ -30,6 +32,23 @@ samples)
 	;;
 overhead)
 	bash scripts/overhead.sh "$build" "$out" 2>&1 | tee "$out/overhead.log"
+	;;
+sweep)
+	# Table 1 (README): bench_table.py turns this and a PyTorch CSV into Markdown.
+	$st bench --model small,medium,large,xl,2.7B --ctx 128,256,512,1024 --precision fp32,bf16 \
+		--mode forward,train --warmup 2 --steps 8 --format csv > "$out/bench-sweep.csv"
+	python3 scripts/bench_table.py "$out/bench-sweep.csv" docs/torch-eager-h100.csv | tail -4
+	;;
+every-size)
+	for m in small medium large xl 2.7B; do
+		$st record --model $m --ctx 512 --precision bf16 --mode train --warmup 1 --steps 1 \
+			--no-calibrate -o "$out/size.stb" 2>&1 | tail -1
+		$st info "$out/size.stb" | grep -E "^(complete|end reason|events|dropped) "
+	done
+	$st record --model 2.7B --ctx 1024 --precision bf16 --mode train --warmup 1 --steps 1 \
+		--no-calibrate -o "$out/size.stb" 2>&1 | grep -E "error|record:"; echo "exit ${PIPESTATUS[0]}"
+	$st info "$out/size.stb" | grep -E "^(complete|end reason|events) "
+	rm -f "$out/size.stb"
 	;;
 torch)
 	for p in fp32 tf32 bf16; do
