@@ -19,13 +19,14 @@ template <typename E> struct heads_io {
 /*
  * One thread per pair (x[2i], x[2i+1]) of one head of one row, numbered in
  * token-major order, so a warp reads and writes whole head rows (dh
- * contiguous elements) on both sides. Tensors with blockIdx.y < n_rot are
- * rotated (forward angle when moving to heads, the opposite when moving
- * back), the rest copied.
+ * contiguous elements) on both sides. Token-major rows are ld elements apart
+ * (H * dh, or wider when q, k and v share the rows of one fused buffer).
+ * Tensors with blockIdx.y < n_rot are rotated (forward angle when moving to
+ * heads, the opposite when moving back), the rest copied.
  */
 template <typename E>
 __global__ void permute_heads_kernel(heads_io<E> io, const float2 *table, long long pairs, int T_, int H,
-			     int half, int n_rot, int to_heads)
+			     int half, long long ld, int n_rot, int to_heads)
 {
 	long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
 	if (idx >= pairs)
@@ -36,7 +37,7 @@ __global__ void permute_heads_kernel(heads_io<E> io, const float2 *table, long l
 	long long row = bth / H;                        /* b * T + t */
 	int t = (int)(row % T_);
 	long long b = row / T_;
-	long long tok = 2 * idx;
+	long long tok = row * ld + 2 * ((long long)h * half + i);
 	long long head = 2 * (((b * H + h) * T_ + t) * half + i);
 	long long src = to_heads ? tok : head, dst = to_heads ? head : tok;
 	const E *x = io.in[0];
@@ -60,8 +61,11 @@ __global__ void permute_heads_kernel(heads_io<E> io, const float2 *table, long l
 	y[dst + 1] = from_f32<E>(x0 * sn + x1 * cs.x);
 }
 
-/* Moves the n tensors of out/in (the first n_rot rotated) in one launch. */
-static int heads_move(void *const *out, const void *const *in, int n, int n_rot,
+/*
+ * Moves the n tensors of out/in (the first n_rot rotated) in one launch; ld
+ * is the token-major side's row stride in elements.
+ */
+static int heads_move(void *const *out, const void *const *in, int n, int n_rot, long long ld,
 		      const float *table, int B, int T, int H, int dh, int to_heads, int dtype,
 		      cudaStream_t s, const char *what)
 {
@@ -76,35 +80,35 @@ static int heads_move(void *const *out, const void *const *in, int n, int n_rot,
 			io.in[j] = (const E *)in[j];
 		}
 		permute_heads_kernel<E><<<grid, 256, 0, s>>>(io, (const float2 *)table, pairs, T, H, dh / 2,
-						     n_rot, to_heads));
+						     ld, n_rot, to_heads));
 	return KERNEL_CHECK(what);
 }
 
 extern "C" int rope_to_heads(void *qh, void *kh, void *vh, const void *q, const void *k,
-			     const void *v, const float *table, int B, int T, int H, int dh,
-			     int dtype, cudaStream_t s)
+			     const void *v, long long ld, const float *table, int B, int T, int H,
+			     int dh, int dtype, cudaStream_t s)
 {
 	void *out[3] = { qh, kh, vh };
 	const void *in[3] = { q, k, v };
 
-	return heads_move(out, in, 3, 2, table, B, T, H, dh, 1, dtype, s, "rope_to_heads");
+	return heads_move(out, in, 3, 2, ld, table, B, T, H, dh, 1, dtype, s, "rope_to_heads");
 }
 
 extern "C" int rope_from_heads(void *dq, void *dk, void *dv, const void *dqh, const void *dkh,
-			       const void *dvh, const float *table, int B, int T, int H, int dh,
-			       int dtype, cudaStream_t s)
+			       const void *dvh, long long ld, const float *table, int B, int T,
+			       int H, int dh, int dtype, cudaStream_t s)
 {
 	void *out[3] = { dq, dk, dv };
 	const void *in[3] = { dqh, dkh, dvh };
 
-	return heads_move(out, in, 3, 2, table, B, T, H, dh, 0, dtype, s, "rope_from_heads");
+	return heads_move(out, in, 3, 2, ld, table, B, T, H, dh, 0, dtype, s, "rope_from_heads");
 }
 
 extern "C" int heads_permute(void *out, const void *in, int B, int T, int H, int dh, int to_heads,
 			     int dtype, cudaStream_t s)
 {
-	return heads_move(&out, &in, 1, 0, NULL, B, T, H, dh, to_heads != 0, dtype, s,
-			  "heads_permute");
+	return heads_move(&out, &in, 1, 0, (long long)H * dh, NULL, B, T, H, dh, to_heads != 0,
+			  dtype, s, "heads_permute");
 }
 
 extern "C" void rope_table_fill(float *table, int T, int dh, double theta)

@@ -23,15 +23,19 @@ struct param {
 	size_t offset, numel;     /* in elements */
 };
 
-/* Element offsets of one block's parameters. proj: q, k, v, output. */
+/*
+ * Element offsets of one block's parameters. proj: q, k, v, output. q, k, v
+ * are adjacent, so [Wq; Wk; Wv] at proj[0] is one (3d, d) matrix, and w3
+ * follows w1, so [W1; W3] at w1 is one (2 d_ff, d): one GEMM each.
+ */
 struct layer_params {
-	size_t ln1, proj[4], ln2, w1, w2, w3;
+	size_t ln1, proj[4], ln2, w1, w3, w2;
 };
 
 /* Per-layer ops, in forward order; the backward runs them in reverse. */
 enum layer_op {
-	L_LN1, L_Q, L_K, L_V, L_ROPE, L_SCORES, L_SOFTMAX, L_AV, L_O, L_RES1,
-	L_LN2, L_W1, L_W3, L_SWIGLU, L_W2, L_RES2, L_COUNT
+	L_LN1, L_QKV, L_ROPE, L_SCORES, L_SOFTMAX, L_AV, L_O, L_RES1,
+	L_LN2, L_W13, L_SWIGLU, L_W2, L_RES2, L_COUNT
 };
 
 struct layer_plan {
@@ -51,14 +55,14 @@ struct top_plan {
  */
 enum layer_block {
 	A_RSTD1,      /* (n) F32 */
-	A_XN1,        /* (n, d) adt: rmsnorm1(x), the q/k/v input */
+	A_XN1,        /* (n, d) adt: rmsnorm1(x), the qkv input */
 	A_Q, A_K, A_V,/* (B, H, T, dh) adt: head-major, q and k after RoPE */
 	A_P,          /* (B, H, T, T) adt: softmax probabilities */
 	A_ATT,        /* (n, d) adt: p v, heads merged */
 	A_XMID,       /* (n, d) F32: residual stream after attention */
 	A_RSTD2,      /* (n) F32 */
 	A_XN2,        /* (n, d) adt */
-	A_H1, A_H3,   /* (n, d_ff) adt: w1 x, w3 x */
+	A_H13,        /* (n, 2 d_ff) adt: rows [w1 x | w3 x] */
 	A_G,          /* (n, d_ff) adt: silu(h1) * h3 */
 	A_XOUT,       /* (n, d) F32: residual stream after the block */
 	A_COUNT
@@ -73,7 +77,7 @@ enum top_block {
 	T_LOGITS,     /* (n, vocab) adt */
 	T_LSE,        /* (2n) F32: logsumexp per row, then per-row losses */
 	T_LOSS,       /* (1) F32 */
-	T_Q, T_K, T_V,/* (n, d) adt: the projections, until rope moves them to heads */
+	T_QKV,        /* (n, 3d) adt: rows [q | k | v], until rope moves them to heads */
 	T_SCORES,     /* (B, H, T, T) adt: temporary */
 	T_ATTH,       /* (B, H, T, dh) adt: p v before its heads are merged */
 	T_Y,          /* (n, d) adt: a branch output before the residual add */
@@ -82,12 +86,12 @@ enum top_block {
 	T_DY,         /* (n, d) adt: that gradient cast for a BF16 branch */
 	T_DXN,        /* (n, d) F32: gradient of a norm output */
 	T_DG,         /* (n, d_ff) adt */
-	T_DH1, T_DH3, /* (n, d_ff) adt */
+	T_DH13,       /* (n, 2 d_ff) adt: rows [dh1 | dh3] */
 	T_DATT,       /* (n, d) adt */
 	T_DATTH,      /* (B, H, T, dh) adt: datt head-major */
 	T_DP,         /* (B, H, T, T) adt: dp, then ds in place */
 	T_DQH, T_DKH, T_DVH, /* (B, H, T, dh) adt: from the attention matmuls */
-	T_DQ, T_DK, T_DV, /* (n, d) adt: the same after rope, for the projections */
+	T_DQKV,       /* (n, 3d) adt: rows [dq | dk | dv], after rope, for the projection */
 	T_COUNT
 };
 
@@ -107,7 +111,7 @@ struct model {
 	struct op_registry ops;
 	struct gemm gemm;
 
-	struct param *param;          /* n_param, PyTorch's order */
+	struct param *param;          /* n_param, in memory order (param_layout) */
 	int n_param;
 	struct layer_params *lp;      /* (layers) */
 	size_t n_params, off_emb, off_lnf, off_lm;

@@ -39,7 +39,7 @@ int model_gpu_available(void)
 	return 1;
 }
 
-/* ---- Parameter layout: PyTorch's names and order, one flat FP32 buffer ---- */
+/* ---- Parameter layout: PyTorch's names, one flat FP32 buffer ---- */
 
 static void param_add(struct model *m, const char *name, int ndim, int64_t d0, int64_t d1,
 		      size_t *offset)
@@ -55,6 +55,12 @@ static void param_add(struct model *m, const char *name, int ndim, int64_t d0, i
 	*offset += p->numel;
 }
 
+/*
+ * PyTorch's order, except that each FFN's w3 comes before its w2, so that
+ * [W1; W3] is one matrix (as [Wq; Wk; Wv] already is). Weights go in and out
+ * by name (model_load_weights, model_export); only model_init_random, which
+ * seeds each tensor by its index, sees the order.
+ */
 static int param_layout(struct model *m)
 {
 	const struct model_config *c = &m->c;
@@ -87,12 +93,12 @@ static int param_layout(struct model *m)
 		lp->w1 = off;
 		snprintf(name, sizeof(name), "layers.%d.ffn.w1.weight", l);
 		param_add(m, name, 2, f, d, &off);
-		lp->w2 = off;
-		snprintf(name, sizeof(name), "layers.%d.ffn.w2.weight", l);
-		param_add(m, name, 2, d, f, &off);
 		lp->w3 = off;
 		snprintf(name, sizeof(name), "layers.%d.ffn.w3.weight", l);
 		param_add(m, name, 2, f, d, &off);
+		lp->w2 = off;
+		snprintf(name, sizeof(name), "layers.%d.ffn.w2.weight", l);
+		param_add(m, name, 2, d, f, &off);
 	}
 	m->off_lnf = off;
 	param_add(m, "ln_final.weight", 1, d, 0, &off);

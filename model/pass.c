@@ -8,8 +8,11 @@
  *
  * Shapes: n = batch * ctx rows, d = d_model, f = d_ff, heads split d in
  * order (B, T, H, dh); the attention matmuls work head-major, (B, H, T, dh),
- * and the rope op and a permute in av move between the two. "adt" is the
- * matmul dtype: F32, or BF16 under autocast, where weights are BF16 copies,
+ * and the rope op and a permute in av move between the two. Projections that
+ * share an input run as one GEMM on their stacked weights (adjacent in the
+ * parameter buffers): q, k, v (n, 3d) and w1, w3 (n, 2f), each row the parts
+ * side by side; their backward is one weight GEMM and one data GEMM. "adt"
+ * is the matmul dtype: F32, or BF16 under autocast, where weights are BF16 copies,
  * RMSNorm, softmax and the loss run in FP32, and the residual stream, weight
  * gradients and the gradients entering an RMSNorm backward are FP32.
  */
@@ -208,29 +211,25 @@ static int attn_fwd(struct model *m, int l)
 	size_t bhtt = (size_t)B * H * T * T;
 	struct mem_block *xn = lb(m, l, A_XN1), *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K);
 	struct mem_block *vh = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
-	struct mem_block *q = tb(m, T_Q), *k = tb(m, T_K), *v = tb(m, T_V);
-	struct mem_block *s = tb(m, T_SCORES), *atth = tb(m, T_ATTH), *y = tb(m, T_Y);
+	struct mem_block *qkv = tb(m, T_QKV), *s = tb(m, T_SCORES), *atth = tb(m, T_ATTH);
+	struct mem_block *y = tb(m, T_Y);
 
-	for (int j = 0; j < 3; j++) {
-		struct mem_block *out = tb(m, T_Q + j);
+	/* [q | k | v] = xn [Wq; Wk; Wv]^T: one GEMM */
+	model_op_begin(m, op[L_QKV]);
+	TRY(get(m, qkv, n * 3 * d * a, ST_MEM_TEMPORARY));
+	TRY(linear_fwd(m, qkv->ptr, xn->ptr, lp->proj[0], (int)d, (int)(3 * d)));
+	drop(m, xn);
+	model_op_end(m);
 
-		model_op_begin(m, op[L_Q + j]);
-		TRY(get(m, out, n * d * a, ST_MEM_TEMPORARY));
-		TRY(linear_fwd(m, out->ptr, xn->ptr, lp->proj[j], (int)d, (int)d));
-		if (j == 2)
-			drop(m, xn);
-		model_op_end(m);
-	}
 	/* to heads, so that each attention product below is one batched GEMM */
 	model_op_begin(m, op[L_ROPE]);
 	TRY(get(m, qh, n * d * a, m->saved_category));
 	TRY(get(m, kh, n * d * a, m->saved_category));
 	TRY(get(m, vh, n * d * a, m->saved_category));
-	TRY(kernel(rope_to_heads(qh->ptr, kh->ptr, vh->ptr, q->ptr, k->ptr, v->ptr, m->rope.ptr, B,
-				 T, H, dh, m->adt, m->stream)));
-	put(m, q);
-	put(m, k);
-	put(m, v);
+	TRY(kernel(rope_to_heads(qh->ptr, kh->ptr, vh->ptr, qkv->ptr, at(m, qkv, d),
+				 at(m, qkv, 2 * d), (long long)(3 * d), m->rope.ptr, B, T, H, dh,
+				 m->adt, m->stream)));
+	put(m, qkv);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_SCORES]);
@@ -271,25 +270,20 @@ static int ffn_fwd(struct model *m, int l)
 	const uint32_t *op = m->plan[l].fwd;
 	const struct layer_params *lp = &m->lp[l];
 	size_t n = rows(m), d = m->c.d_model, f = m->c.d_ff, a = m->adt_size;
-	struct mem_block *xn = lb(m, l, A_XN2), *h1 = lb(m, l, A_H1), *h3 = lb(m, l, A_H3);
-	struct mem_block *g = lb(m, l, A_G), *y = tb(m, T_Y);
+	struct mem_block *xn = lb(m, l, A_XN2), *h13 = lb(m, l, A_H13), *g = lb(m, l, A_G);
+	struct mem_block *y = tb(m, T_Y);
 
-	model_op_begin(m, op[L_W1]);
-	TRY(get(m, h1, n * f * a, m->saved_category));
-	TRY(linear_fwd(m, h1->ptr, xn->ptr, lp->w1, (int)d, (int)f));
-	model_op_end(m);
-
-	model_op_begin(m, op[L_W3]);
-	TRY(get(m, h3, n * f * a, m->saved_category));
-	TRY(linear_fwd(m, h3->ptr, xn->ptr, lp->w3, (int)d, (int)f));
+	/* [h1 | h3] = xn [W1; W3]^T: one GEMM */
+	model_op_begin(m, op[L_W13]);
+	TRY(get(m, h13, n * 2 * f * a, m->saved_category));
+	TRY(linear_fwd(m, h13->ptr, xn->ptr, lp->w1, (int)d, (int)(2 * f)));
 	drop(m, xn);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_SWIGLU]);
 	TRY(get(m, g, n * f * a, m->saved_category));
-	TRY(kernel(swiglu_forward(g->ptr, h1->ptr, h3->ptr, (long long)(n * f), m->adt, m->stream)));
-	drop(m, h1);
-	drop(m, h3);
+	TRY(kernel(swiglu_forward(g->ptr, h13->ptr, (long long)n, (int)f, m->adt, m->stream)));
+	drop(m, h13);
 	model_op_end(m);
 
 	model_op_begin(m, op[L_W2]);
@@ -419,9 +413,8 @@ static int ffn_bwd(struct model *m, int l)
 	const uint32_t *op = m->plan[l].bwd;
 	const struct layer_params *lp = &m->lp[l];
 	size_t n = rows(m), d = m->c.d_model, f = m->c.d_ff, a = m->adt_size;
-	struct mem_block *xn = lb(m, l, A_XN2), *h1 = lb(m, l, A_H1), *h3 = lb(m, l, A_H3);
-	struct mem_block *g = lb(m, l, A_G), *dg = tb(m, T_DG), *dh1 = tb(m, T_DH1);
-	struct mem_block *dh3 = tb(m, T_DH3), *dxn = tb(m, T_DXN);
+	struct mem_block *xn = lb(m, l, A_XN2), *h13 = lb(m, l, A_H13), *g = lb(m, l, A_G);
+	struct mem_block *dg = tb(m, T_DG), *dh13 = tb(m, T_DH13), *dxn = tb(m, T_DXN);
 	const void *dy;
 
 	TRY(branch_grad(m, op[L_RES2], &dy));
@@ -435,26 +428,20 @@ static int ffn_bwd(struct model *m, int l)
 	model_op_end(m);
 
 	model_op_begin(m, op[L_SWIGLU]);
-	TRY(get(m, dh1, n * f * a, ST_MEM_TEMPORARY));
-	TRY(get(m, dh3, n * f * a, ST_MEM_TEMPORARY));
-	TRY(kernel(swiglu_backward(dh1->ptr, dh3->ptr, dg->ptr, h1->ptr, h3->ptr, (long long)(n * f),
-				   m->adt, m->stream)));
+	TRY(get(m, dh13, n * 2 * f * a, ST_MEM_TEMPORARY));
+	TRY(kernel(swiglu_backward(dh13->ptr, dg->ptr, h13->ptr, (long long)n, (int)f, m->adt,
+				   m->stream)));
 	put(m, dg);
-	put(m, h1);
-	put(m, h3);
+	put(m, h13);
 	model_op_end(m);
 
-	model_op_begin(m, op[L_W3]);
-	TRY(linear_bwd_weight(m, lp->w3, dh3->ptr, xn->ptr, (int)d, (int)f));
+	/* [dW1; dW3] = dh13^T xn and dxn = dh13 [W1; W3]: K = 2f sums both branches */
+	model_op_begin(m, op[L_W13]);
+	TRY(linear_bwd_weight(m, lp->w1, dh13->ptr, xn->ptr, (int)d, (int)(2 * f)));
 	TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
-	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dh3->ptr, lp->w3, (int)d, (int)f, false));
-	put(m, dh3);
-	model_op_end(m);
-
-	model_op_begin(m, op[L_W1]);
-	TRY(linear_bwd_weight(m, lp->w1, dh1->ptr, xn->ptr, (int)d, (int)f));
-	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dh1->ptr, lp->w1, (int)d, (int)f, true));
-	put(m, dh1);
+	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dh13->ptr, lp->w1, (int)d, (int)(2 * f),
+			    false));
+	put(m, dh13);
 	put(m, xn);
 	model_op_end(m);
 	return MODEL_OK;
@@ -471,9 +458,8 @@ static int attn_bwd(struct model *m, int l)
 	struct mem_block *xn = lb(m, l, A_XN1), *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K);
 	struct mem_block *vh = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
 	struct mem_block *datt = tb(m, T_DATT), *datth = tb(m, T_DATTH), *dp = tb(m, T_DP);
-	struct mem_block *dxn = tb(m, T_DXN);
+	struct mem_block *dxn = tb(m, T_DXN), *dqkv = tb(m, T_DQKV);
 	struct mem_block *dqkvh[3] = { tb(m, T_DQH), tb(m, T_DKH), tb(m, T_DVH) };
-	struct mem_block *dqkv[3] = { tb(m, T_DQ), tb(m, T_DK), tb(m, T_DV) };
 	const void *dy;
 
 	TRY(branch_grad(m, op[L_RES1], &dy));
@@ -514,32 +500,27 @@ static int attn_bwd(struct model *m, int l)
 	put(m, kh);
 	model_op_end(m);
 
-	/* back to (B, T, H, dh) for the projections */
+	/* back to (B, T, H, dh), into the rows [dq | dk | dv] of one buffer for the projection */
 	model_op_begin(m, op[L_ROPE]);
-	for (int j = 0; j < 3; j++)
-		TRY(get(m, dqkv[j], n * d * a, ST_MEM_TEMPORARY));
-	TRY(kernel(rope_from_heads(dqkv[0]->ptr, dqkv[1]->ptr, dqkv[2]->ptr, dqkvh[0]->ptr,
-				   dqkvh[1]->ptr, dqkvh[2]->ptr, m->rope.ptr, B, T, H, dh, m->adt,
-				   m->stream)));
+	TRY(get(m, dqkv, n * 3 * d * a, ST_MEM_TEMPORARY));
+	TRY(kernel(rope_from_heads(dqkv->ptr, at(m, dqkv, d), at(m, dqkv, 2 * d), dqkvh[0]->ptr,
+				   dqkvh[1]->ptr, dqkvh[2]->ptr, (long long)(3 * d), m->rope.ptr, B,
+				   T, H, dh, m->adt, m->stream)));
 	for (int j = 0; j < 3; j++)
 		put(m, dqkvh[j]);
 	model_op_end(m);
 
-	for (int j = 2; j >= 0; j--) {          /* v, k, q: the forward's order reversed */
-		model_op_begin(m, op[L_Q + j]);
-		TRY(linear_bwd_weight(m, lp->proj[j], dqkv[j]->ptr, xn->ptr, (int)d, (int)d));
-		if (j == 2)
-			TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
-		TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dqkv[j]->ptr, lp->proj[j], (int)d, (int)d,
-				    j != 2));
-		put(m, dqkv[j]);
-		if (j == 0) {
-			put(m, xn);
-			if (l == 0)
-				put(m, tb(m, T_WCAST));   /* the last matmul that reads a weight copy */
-		}
-		model_op_end(m);
-	}
+	/* [dWq; dWk; dWv] = dqkv^T xn and dxn = dqkv [Wq; Wk; Wv]: K = 3d sums q, k and v */
+	model_op_begin(m, op[L_QKV]);
+	TRY(linear_bwd_weight(m, lp->proj[0], dqkv->ptr, xn->ptr, (int)d, (int)(3 * d)));
+	TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
+	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dqkv->ptr, lp->proj[0], (int)d, (int)(3 * d),
+			    false));
+	put(m, dqkv);
+	put(m, xn);
+	if (l == 0)
+		put(m, tb(m, T_WCAST));   /* the last matmul that reads a weight copy */
+	model_op_end(m);
 	return MODEL_OK;
 }
 

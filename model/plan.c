@@ -14,14 +14,13 @@
 static const struct {
 	const char *name, *group;   /* group: NVTX range between layer.N and the op, or NULL */
 } layer_op_names[L_COUNT] = {
-	[L_LN1] = { "ln1", NULL },          [L_Q] = { "q_proj", "attn" },
-	[L_K] = { "k_proj", "attn" },       [L_V] = { "v_proj", "attn" },
+	[L_LN1] = { "ln1", NULL },          [L_QKV] = { "qkv_proj", "attn" },
 	[L_ROPE] = { "rope", "attn" },      [L_SCORES] = { "scores", "attn" },
 	[L_SOFTMAX] = { "softmax", "attn" },[L_AV] = { "av", "attn" },
 	[L_O] = { "output_proj", "attn" },  [L_RES1] = { "residual", "attn" },
-	[L_LN2] = { "ln2", NULL },          [L_W1] = { "w1", "ffn" },
-	[L_W3] = { "w3", "ffn" },           [L_SWIGLU] = { "swiglu", "ffn" },
-	[L_W2] = { "w2", "ffn" },           [L_RES2] = { "residual", "ffn" },
+	[L_LN2] = { "ln2", NULL },          [L_W13] = { "w1w3", "ffn" },
+	[L_SWIGLU] = { "swiglu", "ffn" },   [L_W2] = { "w2", "ffn" },
+	[L_RES2] = { "residual", "ffn" },
 };
 
 struct cost {
@@ -86,17 +85,14 @@ static void layer_cost(const struct model *m, enum layer_op op, bool bwd, struct
 			DT(k, L(F, F, F, F), L(F, F));
 		}
 		break;
-	case L_Q:
-	case L_K:
-	case L_V:
-		linear_cost(m, k, bwd, d, d, F);
+	case L_QKV:         /* q, k, v as one Linear (n, d) -> (n, 3d) */
+		linear_cost(m, k, bwd, d, 3 * d, F);
 		break;
 	case L_O:
 		linear_cost(m, k, bwd, d, d, A);
 		break;
-	case L_W1:
-	case L_W3:
-		linear_cost(m, k, bwd, d, f, F);
+	case L_W13:         /* w1 and w3 as one Linear (n, d) -> (n, 2f) */
+		linear_cost(m, k, bwd, d, 2 * f, F);
 		break;
 	case L_W2:
 		linear_cost(m, k, bwd, f, d, A);

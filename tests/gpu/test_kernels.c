@@ -156,23 +156,55 @@ static void host_heads(const double *x, double *y, int to_heads)
 				}
 }
 
-/* GPU outs[j] (n, dtype) against refs[j], j < 3, with tolerances tols[j]. */
-static void check_three(void *const *outs, double *const *refs, const char *const *names,
-			const double *tols, size_t n, int dtype)
+/*
+ * The token-major side of the rope kernels: q, k, v (N, D) each inside one
+ * buffer of 3 N D elements, rows ld apart, q, k, v starting at off[j]. With
+ * ld = D they are three tensors one after another; with ld = 3D they are the
+ * column blocks of the fused projection's rows [q | k | v]. Either way the
+ * three cover the whole buffer.
+ */
+struct tok_layout {
+	const char *name;
+	long long ld;
+	size_t off[3];
+};
+
+static const struct tok_layout tok_layouts[2] = {
+	{ "stride d", D, { 0, (size_t)N * D, 2 * (size_t)N * D } },
+	{ "stride 3d", 3 * D, { 0, D, 2 * D } },
+};
+
+/* x[j] (N, D) placed into buf, or taken out of it if !into. */
+static void tok_place(const struct tok_layout *L, double *buf, double *const *x, int into)
 {
-	char what[96];
+	for (int j = 0; j < 3; j++)
+		for (size_t r = 0; r < N; r++)
+			for (size_t c = 0; c < D; c++) {
+				size_t i = L->off[j] + r * (size_t)L->ld + c;
+				if (into)
+					buf[i] = x[j][r * D + c];
+				else
+					x[j][r * D + c] = buf[i];
+			}
+}
+
+/* got[j] against refs[j], j < 3, with tolerances tols[j]. */
+static void check_three(double *const *got, double *const *refs, const char *const *names,
+			const char *layout, const double *tols, size_t n, int dtype)
+{
+	char what[128], name[96];
 
 	for (int j = 0; j < 3; j++) {
-		double *got = download(outs[j], n, dtype);
-		label(what, sizeof(what), names[j], dtype);
-		check_err(what, rel_err(got, refs[j], n), tols[j]);
-		free(got);
+		snprintf(name, sizeof(name), "%s, %s", names[j], layout);
+		label(what, sizeof(what), name, dtype);
+		check_err(what, rel_err(got[j], refs[j], n), tols[j]);
 	}
 }
 
 /*
  * rope_to_heads against ref_rope_fwd then the move to heads (q, k) or the
  * move alone (v); rope_from_heads against the move back then ref_rope_bwd;
+ * both with the token-major side at row stride d and 3d (tok_layouts);
  * heads_permute both ways. Moves are copies: exact.
  */
 static void test_rope(int dtype)
@@ -181,8 +213,9 @@ static void test_rope(int dtype)
 						  "rope to heads v (copy)" };
 	static const char *const bwd_names[3] = { "rope from heads dq", "rope from heads dk",
 						  "rope from heads dv (copy)" };
-	size_t n = (size_t)N * D;
-	double *x[3], *ref[3], *tmp = malloc(n * sizeof(double));
+	size_t n = (size_t)N * D, es = dtype_size(dtype);
+	double *x[3], *ref[3], *got[3], *tmp = malloc(n * sizeof(double));
+	double *buf = malloc(3 * n * sizeof(double));
 	void *in[3], *out[3];
 	float *table = malloc((size_t)T * DH * sizeof(float)), *dtable;
 	double tols[3] = { tol_of(dtype), tol_of(dtype), 0.0 };
@@ -192,55 +225,73 @@ static void test_rope(int dtype)
 		x[j] = host_normal(&rng, n, 1.0);
 		round_to(x[j], n, dtype);
 		ref[j] = malloc(n * sizeof(double));
-		in[j] = upload(x[j], n, dtype);
+		got[j] = malloc(n * sizeof(double));
+		in[j] = upload(x[j], n, dtype);     /* head-major inputs of the backward */
+		out[j] = poisoned(n, dtype);        /* head-major outputs of the forward */
 	}
 	rope_table_fill(table, T, DH, REF_ROPE_THETA);
 	CUDA_OK(cudaMalloc((void **)&dtable, (size_t)T * DH * sizeof(float)));
 	CUDA_OK(cudaMemcpy(dtable, table, (size_t)T * DH * sizeof(float), cudaMemcpyHostToDevice));
 
-	/* forward: x[] are q, k, v token-major */
-	for (int j = 0; j < 3; j++) {
-		out[j] = poisoned(n, dtype);
-		if (j < 2)
-			ref_rope_fwd(x[j], tmp, B, T, H, DH);
-		else
-			memcpy(tmp, x[j], n * sizeof(double));
-		host_heads(tmp, ref[j], 1);
-	}
-	EXPECT(rope_to_heads(out[0], out[1], out[2], in[0], in[1], in[2], dtable, B, T, H, DH, dtype,
-			     0) == 0, "rope_to_heads launch");
-	check_three(out, ref, fwd_names, tols, n, dtype);
+	for (int li = 0; li < 2; li++) {
+		const struct tok_layout *L = &tok_layouts[li];
 
-	/* backward: the same x[] read as dqh, dkh, dvh head-major */
-	for (int j = 0; j < 3; j++) {
-		CUDA_OK(cudaMemset(out[j], 0xff, n * dtype_size(dtype)));
-		host_heads(x[j], tmp, 0);
-		if (j < 2)
-			ref_rope_bwd(tmp, ref[j], B, T, H, DH);
-		else
-			memcpy(ref[j], tmp, n * sizeof(double));
+		/* forward: x[] are q, k, v token-major, placed by the layout */
+		tok_place(L, buf, x, 1);
+		char *tok = upload(buf, 3 * n, dtype);
+		for (int j = 0; j < 3; j++) {
+			CUDA_OK(cudaMemset(out[j], 0xff, n * es));
+			if (j < 2)
+				ref_rope_fwd(x[j], tmp, B, T, H, DH);
+			else
+				memcpy(tmp, x[j], n * sizeof(double));
+			host_heads(tmp, ref[j], 1);
+		}
+		EXPECT(rope_to_heads(out[0], out[1], out[2], tok + L->off[0] * es, tok + L->off[1] * es,
+				     tok + L->off[2] * es, L->ld, dtable, B, T, H, DH, dtype, 0) == 0,
+		       "rope_to_heads launch");
+		for (int j = 0; j < 3; j++) {
+			free(got[j]);
+			got[j] = download(out[j], n, dtype);
+		}
+		check_three(got, ref, fwd_names, L->name, tols, n, dtype);
+
+		/* backward: the same x[] read as dqh, dkh, dvh head-major, written by the layout */
+		CUDA_OK(cudaMemset(tok, 0xff, 3 * n * es));
+		for (int j = 0; j < 3; j++) {
+			host_heads(x[j], tmp, 0);
+			if (j < 2)
+				ref_rope_bwd(tmp, ref[j], B, T, H, DH);
+			else
+				memcpy(ref[j], tmp, n * sizeof(double));
+		}
+		EXPECT(rope_from_heads(tok + L->off[0] * es, tok + L->off[1] * es, tok + L->off[2] * es,
+				       in[0], in[1], in[2], L->ld, dtable, B, T, H, DH, dtype, 0) == 0,
+		       "rope_from_heads launch");
+		double *all = download(tok, 3 * n, dtype);  /* every element: a poisoned one fails */
+		tok_place(L, all, got, 0);
+		free(all);
+		check_three(got, ref, bwd_names, L->name, tols, n, dtype);
+		cudaFree(tok);
 	}
-	EXPECT(rope_from_heads(out[0], out[1], out[2], in[0], in[1], in[2], dtable, B, T, H, DH,
-			       dtype, 0) == 0, "rope_from_heads launch");
-	check_three(out, ref, bwd_names, tols, n, dtype);
 
 	for (int to = 1; to >= 0; to--) {
-		CUDA_OK(cudaMemset(out[0], 0xff, n * dtype_size(dtype)));
+		CUDA_OK(cudaMemset(out[0], 0xff, n * es));
 		host_heads(x[0], ref[0], to);
 		EXPECT(heads_permute(out[0], in[0], B, T, H, DH, to, dtype, 0) == 0,
 		       "heads_permute launch");
-		double *got = download(out[0], n, dtype);
+		double *g = download(out[0], n, dtype);
 		label(what, sizeof(what), to ? "heads permute to heads" : "heads permute from heads",
 		      dtype);
-		check_err(what, rel_err(got, ref[0], n), 0.0);
-		free(got);
+		check_err(what, rel_err(g, ref[0], n), 0.0);
+		free(g);
 	}
 	for (int j = 0; j < 3; j++) {
 		cudaFree(in[j]), cudaFree(out[j]);
-		free(x[j]), free(ref[j]);
+		free(x[j]), free(ref[j]), free(got[j]);
 	}
 	cudaFree(dtable);
-	free(tmp), free(table);
+	free(tmp), free(buf), free(table);
 }
 
 static void test_softmax(int dtype)
@@ -281,32 +332,49 @@ static void test_softmax(int dtype)
 	free(s), free(p), free(dp), free(ds);
 }
 
+/* rows [a | b] of (N, 2 FF) from a and b (N, FF), or back if !join. */
+static void halves(double *ab, double *a, double *b, int join)
+{
+	for (size_t r = 0; r < N; r++)
+		for (size_t c = 0; c < FF; c++) {
+			double *lo = &ab[r * 2 * FF + c], *hi = lo + FF;
+			if (join)
+				*lo = a[r * FF + c], *hi = b[r * FF + c];
+			else
+				a[r * FF + c] = *lo, b[r * FF + c] = *hi;
+		}
+}
+
+/* The gate on the fused layout: h13 (N, 2 FF) rows [a | b] in, dh13 rows [da | db] out. */
 static void test_swiglu(int dtype)
 {
 	size_t n = (size_t)N * FF;
 	double *a = host_normal(&rng, n, 2.0), *b = host_normal(&rng, n, 1.0);
 	double *dh = host_normal(&rng, n, 1.0), *h = malloc(n * sizeof(double));
 	double *da = malloc(n * sizeof(double)), *db = malloc(n * sizeof(double));
+	double *ab = malloc(2 * n * sizeof(double));
 	char what[96];
 
 	round_to(a, n, dtype), round_to(b, n, dtype), round_to(dh, n, dtype);
 	ref_swiglu_fwd(a, b, n, h);
 	ref_swiglu_bwd(dh, a, b, n, da, db);
-	void *gpa = upload(a, n, dtype), *gpb = upload(b, n, dtype), *gpdh = upload(dh, n, dtype);
-	void *gph = poisoned(n, dtype), *gpda = poisoned(n, dtype), *gpdb = poisoned(n, dtype);
-	EXPECT(swiglu_forward(gph, gpa, gpb, (long long)n, dtype, 0) == 0, "swiglu_forward launch");
-	EXPECT(swiglu_backward(gpda, gpdb, gpdh, gpa, gpb, (long long)n, dtype, 0) == 0,
-	       "swiglu_backward launch");
-	double *gh = download(gph, n, dtype), *gda = download(gpda, n, dtype), *gdb = download(gpdb, n, dtype);
-	label(what, sizeof(what), "swiglu forward", dtype);
+	halves(ab, a, b, 1);
+	void *gpab = upload(ab, 2 * n, dtype), *gpdh = upload(dh, n, dtype);
+	void *gph = poisoned(n, dtype), *gpdab = poisoned(2 * n, dtype);
+	EXPECT(swiglu_forward(gph, gpab, N, FF, dtype, 0) == 0, "swiglu_forward launch");
+	EXPECT(swiglu_backward(gpdab, gpdh, gpab, N, FF, dtype, 0) == 0, "swiglu_backward launch");
+	double *gh = download(gph, n, dtype), *gdab = download(gpdab, 2 * n, dtype);
+	double *gda = malloc(n * sizeof(double)), *gdb = malloc(n * sizeof(double));
+	halves(gdab, gda, gdb, 0);      /* both halves cover dh13: a poisoned element fails */
+	label(what, sizeof(what), "swiglu forward (fused input)", dtype);
 	check_err(what, rel_err(gh, h, n), tol_of(dtype));
-	label(what, sizeof(what), "swiglu backward da", dtype);
+	label(what, sizeof(what), "swiglu backward da (fused output)", dtype);
 	check_err(what, rel_err(gda, da, n), tol_of(dtype));
-	label(what, sizeof(what), "swiglu backward db", dtype);
+	label(what, sizeof(what), "swiglu backward db (fused output)", dtype);
 	check_err(what, rel_err(gdb, db, n), tol_of(dtype));
-	free(gh), free(gda), free(gdb);
-	cudaFree(gpa), cudaFree(gpb), cudaFree(gpdh), cudaFree(gph), cudaFree(gpda), cudaFree(gpdb);
-	free(a), free(b), free(dh), free(h), free(da), free(db);
+	free(gh), free(gdab), free(gda), free(gdb);
+	cudaFree(gpab), cudaFree(gpdh), cudaFree(gph), cudaFree(gpdab);
+	free(a), free(b), free(dh), free(h), free(da), free(db), free(ab);
 }
 
 static void test_cross_entropy(int dtype)

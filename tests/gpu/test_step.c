@@ -263,7 +263,8 @@ static void observer(enum model_precision p)
 	const char *want[] = { "step/forward/embedding", "step/forward/layer.1/attn/softmax",
 			       "step/forward/layer.0/ln1", "step/forward/layer.1/ffn/swiglu",
 			       "step/forward/lm_head", "step/forward/cross_entropy",
-			       "step/backward/layer.0/attn/q_proj", "step/backward/ln_final",
+			       "step/backward/layer.0/attn/qkv_proj", "step/forward/layer.1/ffn/w1w3",
+			       "step/backward/layer.1/ffn/w1w3", "step/backward/ln_final",
 			       "step/optimizer/adamw", NULL };
 	for (int i = 0; want[i]; i++)
 		EXPECT(has_path(w, want[i]), "no op '%s'", want[i]);
