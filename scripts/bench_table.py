@@ -25,7 +25,8 @@ def main():
     print("| model | ctx | precision | mode | steptrace step (ms) | fwd / bwd / opt (ms) "
           "| peak (GiB) | PyTorch eager step (ms) | speed-up |")
     print("|---|---:|---|---|---:|---:|---:|---:|---:|")
-    for r in csv.DictReader(open(sys.argv[1])):
+    lines = [l for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
+    for r in csv.DictReader(lines):
         t = torch.get(key(r))
         lead = f"| {r['model']} | {r['ctx']} | {r['precision']} | {r['mode']} |"
         if t is None or t.get("status") != "ok":
