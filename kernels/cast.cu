@@ -1,6 +1,7 @@
 /*
  * cast.cu: the FP32 -> BF16 cast autocast makes of the weights before each
- * matmul and of the residual stream's gradient entering a BF16 branch.
+ * matmul. (The residual stream's gradient entering a BF16 branch is cast
+ * inside the RMSNorm backward that writes it, rmsnorm.cu.)
  */
 #include "kernels/cast.h"
 #include "kernels/common.cuh"

@@ -2,7 +2,8 @@
  * rmsnorm.cu: RMSNorm (eps added to the mean square, gain, no bias), forward
  * and backward, always in FP32 whatever the output dtype. One block per row
  * forward; the backward walks a band of rows per block so the gain gradient
- * is reduced in shared memory before one atomic add per column and block.
+ * is reduced in shared memory before one atomic add per column and block,
+ * and can write its dx in BF16 too, for the BF16 matmul that reads it next.
  */
 #include "kernels/common.cuh"
 #include "kernels/rmsnorm.h"
@@ -26,9 +27,10 @@ __global__ void rmsnorm_forward_kernel(T *out, float *rstd, const float *x, cons
 		rstd[row] = r;
 }
 
-__global__ void rmsnorm_backward_kernel(float *dx, float *dg, const float *dout, const float *x,
-					const float *g, const float *rstd, int n, int d,
-					int accumulate, int rows_per_block)
+__global__ void rmsnorm_backward_kernel(float *dx, __nv_bfloat16 *dx_bf16, float *dg,
+					const float *dout, const float *x, const float *g,
+					const float *rstd, int n, int d, int accumulate,
+					int rows_per_block)
 {
 	extern __shared__ float dg_part[];   /* (d) */
 	int row0 = blockIdx.x * rows_per_block;
@@ -47,7 +49,11 @@ __global__ void rmsnorm_backward_kernel(float *dx, float *dg, const float *dout,
 		float c = dot * r * r * r / d;
 		for (int i = threadIdx.x; i < d; i += blockDim.x) {
 			float v = r * g[i] * dyr[i] - c * xr[i];
-			dxr[i] = accumulate ? dxr[i] + v : v;
+			if (accumulate)
+				v += dxr[i];
+			dxr[i] = v;
+			if (dx_bf16)
+				dx_bf16[(size_t)row * d + i] = __float2bfloat16_rn(v);
 			dg_part[i] += dyr[i] * xr[i] * r;   /* column i is always this thread's */
 		}
 	}
@@ -74,9 +80,9 @@ extern "C" int rmsnorm_forward(void *out, float *rstd, const float *x, const flo
 	return KERNEL_CHECK("rmsnorm_forward");
 }
 
-extern "C" int rmsnorm_backward(float *dx, float *dg, const float *dout, const float *x,
-				const float *g, const float *rstd, int n, int d, int accumulate,
-				cudaStream_t s)
+extern "C" int rmsnorm_backward(float *dx, void *dx_bf16, float *dg, const float *dout,
+				const float *x, const float *g, const float *rstd, int n, int d,
+				int accumulate, cudaStream_t s)
 {
 	if (n == 0)
 		return 0;
@@ -84,6 +90,6 @@ extern "C" int rmsnorm_backward(float *dx, float *dg, const float *dout, const f
 	int rows_per_block = n / 1024 < 1 ? 1 : (n / 1024 > 32 ? 32 : n / 1024);
 	int blocks = ceil_div(n, rows_per_block);
 	rmsnorm_backward_kernel<<<blocks, rmsnorm_threads(d), d * sizeof(float), s>>>(
-		dx, dg, dout, x, g, rstd, n, d, accumulate, rows_per_block);
+		dx, (__nv_bfloat16 *)dx_bf16, dg, dout, x, g, rstd, n, d, accumulate, rows_per_block);
 	return KERNEL_CHECK("rmsnorm_backward");
 }

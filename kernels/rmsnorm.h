@@ -18,9 +18,12 @@ int rmsnorm_forward(void *out, float *rstd, const float *x, const float *g, int 
 /*
  * dx (n, d) F32 written (accumulate == 0) or added to (accumulate != 0);
  * dg (d) += the gain's gradient (atomic adds per block of rows; zero it first).
+ * dx_bf16 (n, d) BF16, unless NULL, gets dx's final value rounded to nearest
+ * even: the cast a following BF16 matmul would make of it, fused.
  */
-int rmsnorm_backward(float *dx, float *dg, const float *dout, const float *x, const float *g,
-		     const float *rstd, int n, int d, int accumulate, cudaStream_t s);
+int rmsnorm_backward(float *dx, void *dx_bf16, float *dg, const float *dout, const float *x,
+		     const float *g, const float *rstd, int n, int d, int accumulate,
+		     cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -38,13 +38,14 @@ enum layer_op {
 	L_LN2, L_W13, L_SWIGLU, L_W2, L_RES2, L_COUNT
 };
 
+/* The residual adds' backward is the identity, fused into the norms': no backward op. */
 struct layer_plan {
 	uint32_t fwd[L_COUNT], bwd[L_COUNT];   /* op ids; 0 where the op does not run */
 };
 
 struct top_plan {
 	uint32_t cast, embedding, ln_final, lm_head, loss;         /* forward */
-	uint32_t loss_bwd, lm_head_bwd, ln_final_bwd, embedding_bwd;
+	uint32_t zero_grad, loss_bwd, lm_head_bwd, ln_final_bwd, embedding_bwd;
 	uint32_t adamw;
 };
 
@@ -83,7 +84,7 @@ enum top_block {
 	T_Y,          /* (n, d) adt: a branch output before the residual add */
 	T_DLOGITS,    /* (n, vocab) adt */
 	T_DRES,       /* (n, d) F32: gradient of the residual stream */
-	T_DY,         /* (n, d) adt: that gradient cast for a BF16 branch */
+	T_DY,         /* (n, d) BF16: that gradient for a BF16 branch, from the norm backward */
 	T_DXN,        /* (n, d) F32: gradient of a norm output */
 	T_DG,         /* (n, d_ff) adt */
 	T_DH13,       /* (n, 2 d_ff) adt: rows [dh1 | dh3] */

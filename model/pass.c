@@ -16,6 +16,7 @@
  * RMSNorm, softmax and the loss run in FP32, and the residual stream, weight
  * gradients and the gradients entering an RMSNorm backward are FP32.
  */
+#include <limits.h>
 #include <math.h>
 
 #include <nvtx3/nvToolsExt.h>
@@ -29,6 +30,7 @@
 #include "kernels/rope.h"
 #include "kernels/softmax.h"
 #include "kernels/swiglu.h"
+#include "kernels/zero.h"
 #include "cli/error.h"
 #include "model/check.h"
 #include "model/internal.h"
@@ -367,19 +369,53 @@ int model_forward(struct model *m)
 
 /* ---- Backward ---- */
 
-/* dres (+)= rmsnorm backward of dxn; the gain's gradient zeroed and accumulated. */
+/*
+ * Every gradient that the backward adds into with atomics to zero, in one
+ * launch: each RMSNorm gain's and the embedding's. param_layout puts each
+ * layer's parameters the same distance apart, so ln1 and ln2 are one strided
+ * group each.
+ */
+static int zero_norm_grads(struct model *m)
+{
+	const struct model_config *c = &m->c;
+	long long stride = c->layers > 1 ? (long long)(m->lp[1].ln1 - m->lp[0].ln1) : 0;
+	const struct zero_group groups[4] = {
+		{ (long long)m->lp[0].ln1, stride, c->layers, c->d_model },
+		{ (long long)m->lp[0].ln2, stride, c->layers, c->d_model },
+		{ (long long)m->off_lnf, 0, 1, c->d_model },
+		{ (long long)m->off_emb, 0, 1, (int)((long long)c->vocab * c->d_model) },
+	};
+
+	if ((long long)c->vocab * c->d_model > INT_MAX) {
+		st_error("an embedding of %d x %d is too large to zero in one range", c->vocab,
+			 c->d_model);
+		return MODEL_ERROR;
+	}
+	model_op_begin(m, m->top.zero_grad);
+	TRY(kernel(zero_groups(m->grads.ptr, groups, 4, m->stream)));
+	model_op_end(m);
+	return MODEL_OK;
+}
+
+/*
+ * dres (+)= rmsnorm backward of dxn; the gain's gradient added to the zeroed
+ * one. Under BF16, where a branch's backward reads dres next (to_branch), its
+ * BF16 rounding is written alongside (T_DY), for that branch's matmuls.
+ */
 static int norm_bwd(struct model *m, uint32_t op, struct mem_block *x, struct mem_block *rstd,
-		    size_t g, bool first)
+		    size_t g, bool first, bool to_branch)
 {
 	size_t n = rows(m), d = m->c.d_model;
-	struct mem_block *dres = tb(m, T_DRES), *dxn = tb(m, T_DXN);
+	struct mem_block *dres = tb(m, T_DRES), *dxn = tb(m, T_DXN), *dy = tb(m, T_DY);
+	bool cast = to_branch && m->adt == ST_DT_BF16;
 
 	model_op_begin(m, op);
 	if (first)
 		TRY(get(m, dres, n * d * sizeof(float), ST_MEM_TEMPORARY));
-	CUDA_CHECK(cudaMemsetAsync(grad(m, g), 0, d * sizeof(float), m->stream));
-	TRY(kernel(rmsnorm_backward(dres->ptr, grad(m, g), dxn->ptr, x->ptr, param(m, g), rstd->ptr,
-				    (int)n, (int)d, !first, m->stream)));
+	if (cast)
+		TRY(get(m, dy, n * d * 2, ST_MEM_TEMPORARY));
+	TRY(kernel(rmsnorm_backward(dres->ptr, cast ? dy->ptr : NULL, grad(m, g), dxn->ptr, x->ptr,
+				    param(m, g), rstd->ptr, (int)n, (int)d, !first, m->stream)));
 	put(m, dxn);
 	put(m, rstd);
 	put(m, x);
@@ -389,23 +425,11 @@ static int norm_bwd(struct model *m, uint32_t op, struct mem_block *x, struct me
 
 /*
  * The gradient a branch output sees: the residual stream's own (F32), or
- * under BF16 its cast, an op of its own ("residual" in the backward).
+ * under BF16 its rounding, which the norm backward before wrote (T_DY).
  */
-static int branch_grad(struct model *m, uint32_t op, const void **dy)
+static const void *branch_grad(struct model *m)
 {
-	struct mem_block *dres = tb(m, T_DRES), *cast = tb(m, T_DY);
-	size_t n = rows(m) * m->c.d_model;
-
-	if (m->adt != ST_DT_BF16) {
-		*dy = dres->ptr;
-		return MODEL_OK;
-	}
-	model_op_begin(m, op);
-	TRY(get(m, cast, n * 2, ST_MEM_TEMPORARY));
-	TRY(kernel(cast_f32_to_bf16(cast->ptr, dres->ptr, (long long)n, m->stream)));
-	model_op_end(m);
-	*dy = cast->ptr;
-	return MODEL_OK;
+	return m->adt == ST_DT_BF16 ? tb(m, T_DY)->ptr : tb(m, T_DRES)->ptr;
 }
 
 static int ffn_bwd(struct model *m, int l)
@@ -415,9 +439,7 @@ static int ffn_bwd(struct model *m, int l)
 	size_t n = rows(m), d = m->c.d_model, f = m->c.d_ff, a = m->adt_size;
 	struct mem_block *xn = lb(m, l, A_XN2), *h13 = lb(m, l, A_H13), *g = lb(m, l, A_G);
 	struct mem_block *dg = tb(m, T_DG), *dh13 = tb(m, T_DH13), *dxn = tb(m, T_DXN);
-	const void *dy;
-
-	TRY(branch_grad(m, op[L_RES2], &dy));
+	const void *dy = branch_grad(m);
 
 	model_op_begin(m, op[L_W2]);
 	TRY(linear_bwd_weight(m, lp->w2, dy, g->ptr, (int)f, (int)d));
@@ -460,9 +482,7 @@ static int attn_bwd(struct model *m, int l)
 	struct mem_block *datt = tb(m, T_DATT), *datth = tb(m, T_DATTH), *dp = tb(m, T_DP);
 	struct mem_block *dxn = tb(m, T_DXN), *dqkv = tb(m, T_DQKV);
 	struct mem_block *dqkvh[3] = { tb(m, T_DQH), tb(m, T_DKH), tb(m, T_DVH) };
-	const void *dy;
-
-	TRY(branch_grad(m, op[L_RES1], &dy));
+	const void *dy = branch_grad(m);
 
 	model_op_begin(m, op[L_O]);
 	TRY(linear_bwd_weight(m, lp->proj[3], dy, att->ptr, (int)d, (int)d));
@@ -530,12 +550,17 @@ static int layer_bwd(struct model *m, int l)
 	model_range_push(m, "ffn");
 	TRY(ffn_bwd(m, l));
 	model_range_pop(m);
-	TRY(norm_bwd(m, m->plan[l].bwd[L_LN2], lb(m, l, A_XMID), lb(m, l, A_RSTD2), m->lp[l].ln2, false));
+	TRY(norm_bwd(m, m->plan[l].bwd[L_LN2], lb(m, l, A_XMID), lb(m, l, A_RSTD2), m->lp[l].ln2,
+		     false, true));
 	model_range_push(m, "attn");
 	TRY(attn_bwd(m, l));
 	model_range_pop(m);
-	/* layer 0's input (the embedding output) is not needed after this either */
-	TRY(norm_bwd(m, m->plan[l].bwd[L_LN1], layer_input(m, l), lb(m, l, A_RSTD1), m->lp[l].ln1, false));
+	/*
+	 * layer 0's input (the embedding output) is not needed after this either,
+	 * and its dres goes to the embedding's backward, not to a branch
+	 */
+	TRY(norm_bwd(m, m->plan[l].bwd[L_LN1], layer_input(m, l), lb(m, l, A_RSTD1), m->lp[l].ln1,
+		     false, l > 0));
 	model_range_pop(m);
 	return MODEL_OK;
 }
@@ -549,6 +574,8 @@ int model_backward(struct model *m)
 
 	if (!m->have_targets)
 		return st_error("a backward needs targets: call model_set_batch with targets first");
+
+	TRY(zero_norm_grads(m));
 
 	model_op_begin(m, m->top.loss_bwd);
 	TRY(get(m, dlogits, n * V * m->adt_size, ST_MEM_TEMPORARY));
@@ -567,12 +594,11 @@ int model_backward(struct model *m)
 	model_op_end(m);
 
 	TRY(norm_bwd(m, m->top.ln_final_bwd, lb(m, c->layers - 1, A_XOUT), tb(m, T_RSTDF), m->off_lnf,
-		     true));
+		     true, true));
 	for (int l = c->layers - 1; l >= 0; l--)
 		TRY(layer_bwd(m, l));
 
-	model_op_begin(m, m->top.embedding_bwd);
-	CUDA_CHECK(cudaMemsetAsync(grad(m, m->off_emb), 0, (size_t)V * d * sizeof(float), m->stream));
+	model_op_begin(m, m->top.embedding_bwd);   /* its gradient was zeroed by zero_grad */
 	TRY(kernel(embedding_backward(grad(m, m->off_emb), dres->ptr, m->inputs.ptr, (int)n, (int)d,
 				      m->stream)));
 	put(m, dres);

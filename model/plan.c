@@ -64,7 +64,30 @@ static void linear_cost(const struct model *m, struct cost *k, bool backward, ui
 	}
 }
 
-static void layer_cost(const struct model *m, enum layer_op op, bool bwd, struct cost *k)
+/*
+ * An RMSNorm. The backward writes dx and dg, and with cast dx's BF16
+ * rounding too, for the BF16 branch whose matmuls read it next.
+ */
+static void norm_cost(const struct model *m, struct cost *k, bool backward, bool cast)
+{
+	uint64_t n = (uint64_t)m->c.batch * m->c.ctx, d = m->c.d_model, a = m->adt_size;
+	int A = m->adt, F = ST_DT_F32, B16 = ST_DT_BF16;
+
+	if (!backward) {
+		k->flops = 4 * n * d;
+		k->bytes = n * d * 4 + d * 4 + n * d * a + n * 4;
+		DT(k, L(F, F), L(A, F));
+		return;
+	}
+	k->flops = 8 * n * d;
+	k->bytes = 4 * n * d * 4 + d * 4 + n * 4 + (cast ? n * d * 2 : 0);
+	if (cast)
+		DT(k, L(F, F, F, F), L(F, F, B16));
+	else
+		DT(k, L(F, F, F, F), L(F, F));
+}
+
+static void layer_cost(const struct model *m, int l, enum layer_op op, bool bwd, struct cost *k)
 {
 	uint64_t n = (uint64_t)m->c.batch * m->c.ctx, d = m->c.d_model, f = m->c.d_ff;
 	uint64_t T = m->c.ctx, a = m->adt_size;
@@ -73,17 +96,9 @@ static void layer_cost(const struct model *m, enum layer_op op, bool bwd, struct
 
 	k->flops = k->bytes = 0;
 	switch (op) {
-	case L_LN1:
+	case L_LN1:         /* layer 0's ln1 backward feeds the embedding's, not a branch */
 	case L_LN2:
-		if (!bwd) {
-			k->flops = 4 * n * d;
-			k->bytes = n * d * 4 + d * 4 + n * d * a + n * 4;
-			DT(k, L(F, F), L(A, F));
-		} else {
-			k->flops = 8 * n * d;
-			k->bytes = 4 * n * d * 4 + d * 4 + n * 4;
-			DT(k, L(F, F, F, F), L(F, F));
-		}
+		norm_cost(m, k, bwd, m->adt == ST_DT_BF16 && (op == L_LN2 || l > 0));
 		break;
 	case L_QKV:         /* q, k, v as one Linear (n, d) -> (n, 3d) */
 		linear_cost(m, k, bwd, d, 3 * d, F);
@@ -132,13 +147,10 @@ static void layer_cost(const struct model *m, enum layer_op op, bool bwd, struct
 			DT(k, L(A, A), L(A));
 		break;
 	case L_RES1:
-	case L_RES2:        /* backward: the stream's gradient cast for the BF16 branch */
-		k->flops = bwd ? 0 : n * d;
-		k->bytes = bwd ? n * d * (4 + a) : n * d * (8 + a);
-		if (bwd)
-			DT(k, L(F), L(A));
-		else
-			DT(k, L(F, A), L(F));
+	case L_RES2:        /* forward only: no backward op (model_plan) */
+		k->flops = n * d;
+		k->bytes = n * d * (8 + a);
+		DT(k, L(F, A), L(F));
 		break;
 	case L_SWIGLU:
 		k->flops = (bwd ? 10 : 5) * n * f;
@@ -170,7 +182,7 @@ static int reg_layer(struct model *m, int l, enum layer_op op, bool bwd)
 	char path[160];
 	struct cost k;
 
-	layer_cost(m, op, bwd, &k);
+	layer_cost(m, l, op, bwd, &k);
 	if (layer_op_names[op].group)
 		snprintf(path, sizeof(path), "step/%s/layer.%d/%s/%s", phase, l,
 			 layer_op_names[op].group, layer_op_names[op].name);
@@ -213,7 +225,7 @@ int model_plan(struct model *m)
 		for (int op = 0; op < L_COUNT; op++)
 			if (reg_layer(m, l, op, false))
 				return -1;
-	layer_cost(m, L_LN1, false, &k);
+	norm_cost(m, &k, false, false);
 	REG(ln_final, "step/forward/ln_final", "forward");
 	linear_cost(m, &k, false, d, V, F);
 	REG(lm_head, "step/forward/lm_head", "forward");
@@ -223,22 +235,31 @@ int model_plan(struct model *m)
 	if (!train)
 		return 0;
 
+	/* the gradients accumulated with atomics: every RMSNorm gain's (2 per layer and
+	 * ln_final's) and the embedding's */
+	k = (struct cost){ .flops = 0, .bytes = ((2 * (uint64_t)c->layers + 1) * d + V * d) * 4 };
+	dtypes(&k, 0, NULL, 1, (const int[]){ F });
+	REG(zero_grad, "step/backward/zero_grad", "backward");
 	k = (struct cost){ .flops = 3 * n * V, .bytes = 2 * n * V * a + n * 8 };
 	DT(&k, L(A, F, I), L(A));
 	REG(loss_bwd, "step/backward/cross_entropy", "backward");
 	linear_cost(m, &k, true, d, V, F);
 	REG(lm_head_bwd, "step/backward/lm_head", "backward");
-	layer_cost(m, L_LN1, true, &k);
+	norm_cost(m, &k, true, bf16);
 	REG(ln_final_bwd, "step/backward/ln_final", "backward");
 	for (int l = c->layers - 1; l >= 0; l--)
 		for (int op = L_COUNT - 1; op >= 0; op--) {
-			/* the backward of a residual add is the identity: an op only where a cast runs */
-			if ((op == L_RES1 || op == L_RES2) && !bf16)
+			/*
+			 * the backward of a residual add is the identity; under BF16 the
+			 * norm backward before a branch writes its gradient's BF16 copy
+			 */
+			if (op == L_RES1 || op == L_RES2)
 				continue;
 			if (reg_layer(m, l, op, true))
 				return -1;
 		}
-	k = (struct cost){ .flops = n * d, .bytes = 2 * n * d * 4 + n * 4 + V * d * 4 };
+	/* its gradient was zeroed by zero_grad, whose bytes count that */
+	k = (struct cost){ .flops = n * d, .bytes = 2 * n * d * 4 + n * 4 };
 	DT(&k, L(F, I), L(F));
 	REG(embedding_bwd, "step/backward/embedding", "backward");
 	if (c->mode == MODE_TRAIN) {

@@ -8,7 +8,7 @@
  *   F32 storage 1e-5 (FP32 arithmetic against double);
  *   BF16 storage 1e-2 (inputs are rounded to BF16 before the reference sees
  *   them, so only the output rounding, 2^-9 relative, and FP32 maths remain);
- *   TF32 matmuls 5e-3; exact operations (gather, cast, head moves) 0.
+ *   TF32 matmuls 5e-3; exact operations (gather, cast, head moves, zeroing) 0.
  */
 #include "gpu_test.h"
 
@@ -22,6 +22,7 @@
 #include "kernels/rope.h"
 #include "kernels/softmax.h"
 #include "kernels/swiglu.h"
+#include "kernels/zero.h"
 #include "model/gemm.h"
 
 #define B 3
@@ -121,20 +122,44 @@ static void test_rmsnorm(int dtype)
 
 		float *ddy = upload(dy, (size_t)n * d, ST_DT_F32), *rs = upload(rstd, n, ST_DT_F32);
 		float *ddx = poisoned((size_t)n * d, ST_DT_F32), *ddg = upload(gbase, d, ST_DT_F32);
-		EXPECT(rmsnorm_backward(ddx, ddg, ddy, dx, dg, rs, n, d, 0, 0) == 0, "rmsnorm_backward launch");
+		EXPECT(rmsnorm_backward(ddx, NULL, ddg, ddy, dx, dg, rs, n, d, 0, 0) == 0,
+		       "rmsnorm_backward launch");
 		double *gdx = download(ddx, (size_t)n * d, ST_DT_F32), *gdg = download(ddg, d, ST_DT_F32);
 		check_err("rmsnorm backward dx [f32]", rel_err(gdx, dxr, (size_t)n * d), 1e-5);
 		check_err("rmsnorm backward dg (accumulating) [f32]", rel_err(gdg, dgr, d), 1e-5);
 		free(gdx);
 		/* accumulate: dx = base + backward */
 		float *ddx2 = upload(xbase, (size_t)n * d, ST_DT_F32);
-		EXPECT(rmsnorm_backward(ddx2, ddg, ddy, dx, dg, rs, n, d, 1, 0) == 0, "rmsnorm_backward launch");
+		EXPECT(rmsnorm_backward(ddx2, NULL, ddg, ddy, dx, dg, rs, n, d, 1, 0) == 0,
+		       "rmsnorm_backward launch");
 		gdx = download(ddx2, (size_t)n * d, ST_DT_F32);
 		for (size_t i = 0; i < (size_t)n * d; i++)
 			dxr[i] += xbase[i];
 		check_err("rmsnorm backward dx (accumulating) [f32]", rel_err(gdx, dxr, (size_t)n * d), 1e-5);
 		free(gdx), free(gdg), free(dy), free(dxr), free(gbase), free(xbase), free(dgr);
-		cudaFree(ddy), cudaFree(rs), cudaFree(ddx), cudaFree(ddg), cudaFree(ddx2);
+		cudaFree(ddx2);
+
+		/* the BF16 copy of dx: its FP32 dx rounded, after the add when accumulating */
+		for (int acc = 0; acc < 2; acc++) {
+			double *base = host_normal(&rng, (size_t)n * d, 1.0);
+			round_to(base, (size_t)n * d, ST_DT_F32);
+			float *ddx3 = acc ? upload(base, (size_t)n * d, ST_DT_F32) : ddx;
+			void *dbf = poisoned((size_t)n * d, ST_DT_BF16);
+			EXPECT(rmsnorm_backward(ddx3, dbf, ddg, ddy, dx, dg, rs, n, d, acc, 0) == 0,
+			       "rmsnorm_backward launch");
+			gdx = download(ddx3, (size_t)n * d, ST_DT_F32);
+			double *gbf = download(dbf, (size_t)n * d, ST_DT_BF16);
+			for (size_t i = 0; i < (size_t)n * d; i++)
+				gdx[i] = ref_round_bf16(gdx[i]);
+			check_err(acc ? "rmsnorm backward dx bf16 copy (accumulating)"
+				      : "rmsnorm backward dx bf16 copy",
+				  rel_err(gbf, gdx, (size_t)n * d), 0.0);
+			free(base), free(gdx), free(gbf);
+			cudaFree(dbf);
+			if (acc)
+				cudaFree(ddx3);
+		}
+		cudaFree(ddy), cudaFree(rs), cudaFree(ddx), cudaFree(ddg);
 	}
 	cudaFree(dx), cudaFree(dg), cudaFree(out), cudaFree(drstd);
 	free(x), free(g), free(y), free(rstd);
@@ -477,6 +502,38 @@ static void test_cast_residual(void)
 	free(x), free(y), free(r);
 }
 
+/*
+ * zero_groups on random non-zero data: the ranges of four groups (one of a
+ * single range, one with ranges back to back) zero, every other element as
+ * it was.
+ */
+static void test_zero_groups(void)
+{
+	const size_t n = 5003;
+	const struct zero_group groups[ZERO_MAX_GROUPS] = {
+		{ 3, 211, 7, 64 }, { 70, 211, 7, 100 }, { 4900, 0, 1, 77 }, { 1600, 50, 40, 50 },
+	};
+	double *v = host_normal(&rng, n, 1.0);
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = v[i] == 0.0 ? 1.0 : v[i];
+	round_to(v, n, ST_DT_F32);
+	float *dv = upload(v, n, ST_DT_F32);
+	EXPECT(zero_groups(dv, groups, ZERO_MAX_GROUPS, 0) == 0, "zero_groups launch");
+	double *got = download(dv, n, ST_DT_F32);
+	for (int j = 0; j < ZERO_MAX_GROUPS; j++)
+		for (int r = 0; r < groups[j].count; r++)
+			for (int e = 0; e < groups[j].len; e++)
+				v[groups[j].first + r * groups[j].stride + e] = 0.0;
+	size_t zeros = 0;
+	for (size_t i = 0; i < n; i++)
+		zeros += v[i] == 0.0;
+	printf("  zero groups: %zu of %zu elements zeroed\n", zeros, n);
+	check_err("zero groups (targets zero, rest untouched) [f32]", rel_err(got, v, n), 0.0);
+	free(v), free(got);
+	cudaFree(dv);
+}
+
 static void test_init(void)
 {
 	const long long n = 1 << 20;
@@ -575,6 +632,7 @@ int main(void)
 	}
 	test_adamw();
 	test_cast_residual();
+	test_zero_groups();
 	test_init();
 	test_gemm(PREC_FP32, ST_DT_F32, ST_DT_F32, 1e-5);
 	test_gemm(PREC_TF32, ST_DT_F32, ST_DT_F32, 5e-3);
