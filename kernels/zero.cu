@@ -10,31 +10,48 @@ struct zero_args {
 	struct zero_group g[ZERO_MAX_GROUPS];
 };
 
+/*
+ * Each block row (blockIdx.y) walks its group's ranges one after the other,
+ * its threads striding over a range. The group is picked with constant
+ * indices: a.g[blockIdx.y] would copy the whole argument to local memory in
+ * every thread, and with a division per element that made zeroing a 30 MB
+ * embedding gradient take 0.7 ms.
+ */
 __global__ void zero_groups_kernel(float *base, struct zero_args a)
 {
-	const struct zero_group *g = &a.g[blockIdx.y];
-	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	static_assert(ZERO_MAX_GROUPS == 4, "the selection below names every group");
+	const struct zero_group g = blockIdx.y == 0 ? a.g[0] : blockIdx.y == 1 ? a.g[1] :
+				    blockIdx.y == 2 ? a.g[2] : a.g[3];
+	long long step = (long long)gridDim.x * blockDim.x;
 
-	if (i < (long long)g->count * g->len)
-		base[g->first + i / g->len * g->stride + i % g->len] = 0.0f;
+	for (int r = 0; r < g.count; r++) {
+		float *p = base + g.first + (long long)r * g.stride;
+
+		for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < g.len; i += step)
+			p[i] = 0.0f;
+	}
 }
 
 extern "C" int zero_groups(float *base, const struct zero_group *groups, int n_groups,
 			   cudaStream_t s)
 {
 	struct zero_args a = {};
-	long long most = 0;
+	long long longest = 0;
 
 	if (n_groups < 0 || n_groups > ZERO_MAX_GROUPS)
 		return st_error("cannot zero %d groups in one launch (at most %d)", n_groups,
 				ZERO_MAX_GROUPS);
 	for (int j = 0; j < n_groups; j++) {
 		a.g[j] = groups[j];
-		if ((long long)groups[j].count * groups[j].len > most)
-			most = (long long)groups[j].count * groups[j].len;
+		if (groups[j].count > 0 && groups[j].len > longest)
+			longest = groups[j].len;
 	}
-	if (most == 0)
+	if (longest == 0)
 		return 0;
-	zero_groups_kernel<<<dim3(ceil_div(most, 256), n_groups), 256, 0, s>>>(base, a);
+	/* enough blocks for the longest range to fill the device, no more */
+	long long blocks = ceil_div(longest, 256);
+	dim3 grid((unsigned)(blocks < 1024 ? blocks : 1024), n_groups);
+
+	zero_groups_kernel<<<grid, 256, 0, s>>>(base, a);
 	return KERNEL_CHECK("zero_groups");
 }
