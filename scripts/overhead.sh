@@ -6,10 +6,11 @@
 # 3 warm-up + STEPS measured steps (30), so drift on the machine hits both
 # alike. Each run gives a median and a mean step wall time; a configuration's
 # figure is the median of its runs' medians (and the mean of their means).
-# For small bf16 (OVERHEAD_VARIANT_MODELS), the shortest step with the most
-# launches per millisecond, it also records with every API call (--api all) and with CUPTI loaded but
-# nothing enabled (off=all: STEPTRACE_CUPTI_OFF, a diagnostic; OVERHEAD_VARIANTS
-# picks others, e.g. "off=marker off=kernel off=runtime+driver").
+# For small bf16 (the shortest step with the most launches per millisecond;
+# OVERHEAD_VARIANT_MODELS names others), it also records with every API call
+# (api=all: --api all) and with CUPTI loaded but nothing enabled (off=all:
+# STEPTRACE_CUPTI_OFF, a diagnostic); OVERHEAD_VARIANTS picks others, e.g.
+# "off=kernel off=marker off=runtime+driver".
 #
 # Writes OUT/overhead-runs.csv (one row per run) and OUT/overhead.csv (one
 # row per configuration and variant) and prints the latter.
