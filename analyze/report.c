@@ -410,8 +410,8 @@ static void write_run(FILE *out, const struct replay *rp)
 			strftime(b4, sizeof(b4), "%Y-%m-%d %H:%M UTC", &tm);
 		else
 			snprintf(b4, sizeof(b4), "unknown");
-		kv(out, "Recorded", "%s on %s (steptrace %s)", b4, h->hostname && *h->hostname ? h->hostname : "?",
-		   h->tool_version && *h->tool_version ? h->tool_version : "?");
+		kv(out, "Recorded", "%s on %s (%s)", b4, h->hostname && *h->hostname ? h->hostname : "?",
+		   h->tool_version && *h->tool_version ? h->tool_version : "unknown tool version");
 	}
 	fputs("</dl>\n</div>\n", out);
 	if (h && h->command_line && *h->command_line) {
