@@ -360,7 +360,7 @@ int device_calibrate(struct device_facts *f)
 	f->info.peak_bandwidth = bandwidth;
 	f->info.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_MEASURED;
 	snprintf(f->note, sizeof(f->note),
-		 "measured at record time: cuBLAS GemmEx %d^3 on random data, fp32 (COMPUTE_32F), "
+		 "at record time: cuBLAS GemmEx %d^3 on random data, fp32 (COMPUTE_32F), "
 		 "tf32 (COMPUTE_32F_FAST_TF32), bf16 (bf16 in/out, fp32 accumulate); fp16 taken as "
 		 "bf16; bandwidth from a %zu MiB device-to-device copy counting bytes read + written",
 		 cal.n, cal.copy_bytes >> 20);
