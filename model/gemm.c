@@ -1,14 +1,62 @@
 /* gemm.c: see gemm.h. */
 #include "model/gemm.h"
 
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/error.h"
 #include "model/check.h"
 #include "trace/bundle.h"
+
+/*
+ * What defines a plan: everything its descriptors and the heuristic see.
+ * A single product has batch 1 and strides 0. align[] is each operand's
+ * alignment in bytes, every batch's pointer included, at most 256: the
+ * heuristic assumes 256 unless told, so a product with less gets a plan of
+ * its own. beta_zero is there because a heuristic may depend on it. Built
+ * over a zeroed struct and free of padding, so the hash and memcmp read
+ * only fields.
+ */
+struct gemm_key {
+	long long stride[3];          /* A, B, C, in elements */
+	int M, N, K, ld[3], batch;
+	int trans_a, trans_b, ab_dtype, c_dtype, beta_zero;
+	int align[3];                 /* A, B, C */
+	int zero;                     /* fills what would be padding */
+};
+
+_Static_assert(sizeof(struct gemm_key) == 3 * sizeof(long long) + 16 * sizeof(int),
+	       "struct gemm_key must have no padding");
+
+/* cuBLASLt's operands a, b, c are row-major B, A, C (see gemm_rm). */
+struct gemm_plan {
+	struct gemm_key key;
+	bool used;
+	bool legacy;                  /* no cuBLASLt algorithm: cublasGemmEx as before */
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t a, b, c;
+	cublasLtMatmulAlgo_t algo;
+};
+
+/* Open addressing with linear probing, at most half full. */
+struct gemm_plans {
+	struct gemm_plan *slot;       /* cap of them, cap a power of two (or 0) */
+	size_t cap, n;
+};
 
 int gemm_init(struct gemm *g, cudaStream_t s, enum model_precision p, void *workspace,
 	      size_t workspace_bytes)
 {
-	g->handle = NULL;
+	memset(g, 0, sizeof(*g));
 	g->compute = p == PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	g->stream = s;
+	g->workspace = workspace;
+	g->workspace_bytes = workspace ? workspace_bytes : 0;
+	g->plans = calloc(1, sizeof(*g->plans));
+	if (!g->plans)
+		return st_error("out of host memory for the GEMM plans");
+	CUBLAS_CHECK(cublasLtCreate(&g->lt));
 	CUBLAS_CHECK(cublasCreate(&g->handle));
 	CUBLAS_CHECK(cublasSetStream(g->handle, s));
 	CUBLAS_CHECK(cublasSetMathMode(g->handle, CUBLAS_DEFAULT_MATH));
@@ -17,8 +65,33 @@ int gemm_init(struct gemm *g, cudaStream_t s, enum model_precision p, void *work
 	return 0;
 }
 
+static void plan_destroy(struct gemm_plan *p)
+{
+	if (p->op)
+		cublasLtMatmulDescDestroy(p->op);
+	if (p->a)
+		cublasLtMatrixLayoutDestroy(p->a);
+	if (p->b)
+		cublasLtMatrixLayoutDestroy(p->b);
+	if (p->c)
+		cublasLtMatrixLayoutDestroy(p->c);
+}
+
 void gemm_release(struct gemm *g)
 {
+	struct gemm_plans *t = g->plans;
+
+	if (t) {
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->slot[i].used)
+				plan_destroy(&t->slot[i]);
+		free(t->slot);
+		free(t);
+	}
+	g->plans = NULL;
+	if (g->lt)
+		cublasLtDestroy(g->lt);
+	g->lt = NULL;
 	if (g->handle)
 		cublasDestroy(g->handle);
 	g->handle = NULL;
@@ -29,14 +102,164 @@ static cudaDataType_t cuda_type(int dtype)
 	return dtype == ST_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
+static long long dtype_bytes(int dtype)
+{
+	return dtype == ST_DT_BF16 ? 2 : 4;
+}
+
+/* The alignment every batch's pointer p + i stride keeps: their lowest set bit, at most 256. */
+static int alignment(const void *p, long long stride_bytes)
+{
+	uintptr_t a = (uintptr_t)p | (uintptr_t)stride_bytes | 256;
+
+	return (int)(a & -a);
+}
+
+/* FNV-1a over the key's bytes. */
+static size_t key_hash(const struct gemm_key *k)
+{
+	const unsigned char *b = (const unsigned char *)k;
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; i < sizeof(*k); i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return (size_t)h;
+}
+
+/* The slot holding k, or the empty one where it belongs. t->cap > 0. */
+static struct gemm_plan *plans_find(const struct gemm_plans *t, const struct gemm_key *k)
+{
+	size_t i = key_hash(k) & (t->cap - 1);
+
+	while (t->slot[i].used && memcmp(&t->slot[i].key, k, sizeof(*k)))
+		i = (i + 1) & (t->cap - 1);
+	return &t->slot[i];
+}
+
+static int plans_grow(struct gemm_plans *t)
+{
+	size_t cap = t->cap ? 2 * t->cap : 64;
+	struct gemm_plans bigger = { calloc(cap, sizeof(struct gemm_plan)), cap, t->n };
+
+	if (!bigger.slot)
+		return st_error("out of host memory for the GEMM plans");
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slot[i].used)
+			*plans_find(&bigger, &t->slot[i].key) = t->slot[i];
+	free(t->slot);
+	*t = bigger;
+	return 0;
+}
+
+/* A column-major layout, strided-batched if batch > 1. */
+static int layout_create(cublasLtMatrixLayout_t *l, int dtype, int rows, int cols, int ld,
+			 int batch, long long stride)
+{
+	int32_t count = batch;
+	int64_t offset = stride;
+
+	CUBLAS_CHECK(cublasLtMatrixLayoutCreate(l, cuda_type(dtype), (uint64_t)rows, (uint64_t)cols,
+						ld));
+	if (batch > 1) {
+		CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+							      &count, sizeof(count)));
+		CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+			*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof(offset)));
+	}
+	return 0;
+}
+
+/* The heuristic's first algorithm for p under pref; none found marks p legacy. */
+static int plan_pick(const struct gemm *g, struct gemm_plan *p, cublasLtMatmulPreference_t pref)
+{
+	const struct gemm_key *k = &p->key;
+	uint64_t ws = g->workspace_bytes;
+	uint32_t align_a = k->align[1], align_b = k->align[0], align_c = k->align[2];
+	cublasLtMatmulHeuristicResult_t best;
+	int found = 0;
+	cublasStatus_t s;
+
+	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+							  &ws, sizeof(ws)));
+	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+							  &align_a, sizeof(align_a)));
+	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+							  &align_b, sizeof(align_b)));
+	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+							  &align_c, sizeof(align_c)));
+	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+							  &align_c, sizeof(align_c)));
+	s = cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &best,
+					   &found);
+	if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
+		p->legacy = true;
+		return 0;
+	}
+	CUBLAS_CHECK(s);
+	p->algo = best.algo;
+	return 0;
+}
+
 /*
- * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
- * row-major matrix read column-major is its own transpose: so B goes first,
- * A second, with their transposition flags unchanged and M, N swapped.
+ * p's descriptors and algorithm from its key, in the column-major terms of
+ * gemm_rm. On failure the caller still plan_destroy()s p.
  */
-int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB, int ab_dtype,
-	    float beta, void *C, int ldc, long long sC, int c_dtype, int batch)
+static int plan_build(const struct gemm *g, struct gemm_plan *p)
+{
+	const struct gemm_key *k = &p->key;
+	cublasOperation_t ob = k->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasOperation_t oa = k->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasLtMatmulPreference_t pref;
+	int rc;
+
+	CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, g->compute, CUDA_R_32F));
+	CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ob,
+						    sizeof(ob)));
+	CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &oa,
+						    sizeof(oa)));
+	if (layout_create(&p->a, k->ab_dtype, k->trans_b ? k->K : k->N, k->trans_b ? k->N : k->K,
+			  k->ld[1], k->batch, k->stride[1]) ||
+	    layout_create(&p->b, k->ab_dtype, k->trans_a ? k->M : k->K, k->trans_a ? k->K : k->M,
+			  k->ld[0], k->batch, k->stride[0]) ||
+	    layout_create(&p->c, k->c_dtype, k->N, k->M, k->ld[2], k->batch, k->stride[2]))
+		return -1;
+	CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+	rc = plan_pick(g, p, pref);
+	cublasLtMatmulPreferenceDestroy(pref);
+	return rc;
+}
+
+/* The plan for k, built and cached on first use; NULL on failure. */
+static struct gemm_plan *plan_get(const struct gemm *g, const struct gemm_key *k)
+{
+	struct gemm_plans *t = g->plans;
+	struct gemm_plan *p, fresh;
+
+	if (t->cap) {
+		p = plans_find(t, k);
+		if (p->used)
+			return p;
+	}
+	if (2 * (t->n + 1) > t->cap && plans_grow(t))
+		return NULL;
+	memset(&fresh, 0, sizeof(fresh));
+	fresh.key = *k;
+	if (plan_build(g, &fresh)) {
+		plan_destroy(&fresh);
+		return NULL;
+	}
+	fresh.used = true;
+	p = plans_find(t, k);
+	*p = fresh;
+	t->n++;
+	return p;
+}
+
+/* gemm_rm through cuBLAS's own heuristic at every call: the products cuBLASLt has no plan for. */
+static int gemm_legacy(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K,
+		       float alpha, const void *A, int lda, long long sA, const void *B, int ldb,
+		       long long sB, int ab_dtype, float beta, void *C, int ldc, long long sC,
+		       int c_dtype, int batch)
 {
 	cublasOperation_t ob = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasOperation_t oa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -49,5 +272,47 @@ int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int 
 		CUBLAS_CHECK(cublasGemmStridedBatchedEx(g->handle, ob, oa, N, M, K, &alpha, B, tab, ldb,
 							sB, A, tab, lda, sA, &beta, C, tc, ldc, sC,
 							batch, g->compute, CUBLAS_GEMM_DEFAULT));
+	return 0;
+}
+
+/*
+ * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
+ * row-major matrix read column-major is its own transpose: so B goes first,
+ * A second, with their transposition flags unchanged and M, N swapped.
+ * C is also the output D, in place. Empty products take the legacy path,
+ * which defines what they do (nothing, or C = beta C when K is 0).
+ */
+int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB, int ab_dtype,
+	    float beta, void *C, int ldc, long long sC, int c_dtype, int batch)
+{
+	bool batched = batch > 1;
+	struct gemm_key k;
+	struct gemm_plan *p;
+
+	if (M <= 0 || N <= 0 || K <= 0)
+		return gemm_legacy(g, trans_a, trans_b, M, N, K, alpha, A, lda, sA, B, ldb, sB,
+				   ab_dtype, beta, C, ldc, sC, c_dtype, batch);
+	memset(&k, 0, sizeof(k));
+	k.M = M, k.N = N, k.K = K;
+	k.ld[0] = lda, k.ld[1] = ldb, k.ld[2] = ldc;
+	k.batch = batched ? batch : 1;
+	if (batched)
+		k.stride[0] = sA, k.stride[1] = sB, k.stride[2] = sC;
+	k.trans_a = trans_a, k.trans_b = trans_b;
+	k.ab_dtype = ab_dtype, k.c_dtype = c_dtype;
+	k.beta_zero = beta == 0.0f;
+	k.align[0] = alignment(A, k.stride[0] * dtype_bytes(ab_dtype));
+	k.align[1] = alignment(B, k.stride[1] * dtype_bytes(ab_dtype));
+	k.align[2] = alignment(C, k.stride[2] * dtype_bytes(c_dtype));
+
+	p = plan_get(g, &k);
+	if (!p)
+		return -1;
+	if (p->legacy)
+		return gemm_legacy(g, trans_a, trans_b, M, N, K, alpha, A, lda, sA, B, ldb, sB,
+				   ab_dtype, beta, C, ldc, sC, c_dtype, batch);
+	CUBLAS_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c,
+				    &p->algo, g->workspace, g->workspace_bytes, g->stream));
 	return 0;
 }

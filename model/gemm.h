@@ -1,9 +1,12 @@
 /*
- * gemm.h: the model's matrix products through cuBLAS, in row-major terms.
+ * gemm.h: the model's matrix products through cuBLASLt, in row-major terms.
  * The precision decides the compute type once: fp32 is true FP32
- * (CUBLAS_COMPUTE_32F, default math: no TF32, as PyTorch's default), tf32
- * allows TF32 tensor cores, bf16 takes BF16 operands with FP32 accumulation.
- * The workspace is the model allocator's, so cuBLAS allocates nothing itself.
+ * (CUBLAS_COMPUTE_32F, no TF32, as PyTorch's default), tf32 allows TF32
+ * tensor cores, bf16 takes BF16 operands with FP32 accumulation.
+ * A step repeats the same few dozen products, so each distinct one is
+ * planned once (descriptors and the heuristic's algorithm, on first use) and
+ * later calls only launch. The workspace is the model allocator's, so
+ * cuBLAS and cuBLASLt allocate nothing themselves.
  */
 #ifndef STEPTRACE_MODEL_GEMM_H
 #define STEPTRACE_MODEL_GEMM_H
@@ -11,15 +14,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include "model/config.h"
 
+struct gemm_plans;
+
 struct gemm {
-	cublasHandle_t handle;
+	cublasLtHandle_t lt;
+	cublasHandle_t handle;        /* for products cuBLASLt has no algorithm for */
 	cublasComputeType_t compute;
+	cudaStream_t stream;
+	void *workspace;              /* borrowed: the caller's, outlives the gemm */
+	size_t workspace_bytes;
+	struct gemm_plans *plans;     /* owned; filled by gemm_rm */
 };
 
+/* On failure the gemm still needs gemm_release. */
 int gemm_init(struct gemm *g, cudaStream_t s, enum model_precision p, void *workspace,
 	      size_t workspace_bytes);
 void gemm_release(struct gemm *g);
@@ -28,7 +40,7 @@ void gemm_release(struct gemm *g);
  * C = alpha op(A) op(B) + beta C, all row-major: op(A) is (M, K), op(B) (K, N),
  * C (M, N); lda/ldb/ldc are the stored row strides. batch > 1 repeats it with
  * element strides sA, sB, sC. Dtypes are enum st_dtype (F32 or BF16) and
- * A and B share one.
+ * A and B share one. Any pointer alignment the dtype allows is accepted.
  */
 int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
 	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB, int ab_dtype,

@@ -564,26 +564,58 @@ static void test_init(void)
 	cudaFree(d);
 }
 
-/* C_b = op(A_b) op(B_b) for batch 3 with row strides wider than the rows: the row-major mapping. */
-static void test_gemm(enum model_precision prec, int ab_dtype, int c_dtype, double tol)
+/*
+ * One gemm_rm case: batch products whose row strides are pad wider than the
+ * rows, A, B and C starting off[] elements into their buffers (so their
+ * pointers lose alignment), C added to with weight beta (poisoned if 0).
+ */
+struct gemm_case {
+	const char *name;
+	int batch, pad, off[3];
+	float beta;
+};
+
+/* The second case is the first's shape less aligned: it must not reuse the first's plan. */
+static const struct gemm_case gemm_cases[] = {
+	{ "batched", 3, 8, { 0, 0, 0 }, 0.0f },
+	{ "batched, offset pointers", 3, 8, { 1, 3, 1 }, 0.0f },
+	{ "odd strides, offset pointers, beta 1", 1, 3, { 3, 1, 1 }, 1.0f },
+};
+
+/* n elements of a dtype at off elements into a fresh device buffer; its start in *base. */
+static char *upload_at(const double *v, size_t n, size_t off, int dtype, void **base)
 {
-	const int M = 37, Nn = 40, K = 48, batch = 3, pad = 8;
-	struct gemm g;
+	double *h = calloc(off + n, sizeof(double));
+
+	memcpy(h + off, v, n * sizeof(double));
+	*base = upload(h, off + n, dtype);
+	free(h);
+	return (char *)*base + off * dtype_size(dtype);
+}
+
+/* C_b = op(A_b) op(B_b) + beta C_b, in all four transpositions: the row-major mapping. */
+static void test_gemm_case(const struct gemm *g, const struct gemm_case *gc, const char *prec,
+			   int ab_dtype, int c_dtype, double tol)
+{
+	const int M = 37, Nn = 40, K = 48, batch = gc->batch;
 	char what[128];
 
-	if (gemm_init(&g, 0, prec, NULL, 0)) {
-		EXPECT(0, "gemm_init failed");
-		return;
-	}
 	for (int ta = 0; ta < 2; ta++)
 		for (int tb = 0; tb < 2; tb++) {
 			int ar = ta ? K : M, ac = ta ? M : K, br = tb ? Nn : K, bc = tb ? K : Nn;
-			int lda = ac + pad, ldb = bc + pad, ldc = Nn + pad;
+			int lda = ac + gc->pad, ldb = bc + gc->pad, ldc = Nn + gc->pad;
 			size_t sa = (size_t)ar * lda, sb = (size_t)br * ldb, sc = (size_t)M * ldc;
 			double *A = host_normal(&rng, sa * batch, 1.0), *Bm = host_normal(&rng, sb * batch, 1.0);
-			double *C = calloc(sc * batch, sizeof(double));
+			double *C = host_normal(&rng, sc * batch, 1.0);
+			void *baseA, *baseB, *baseC;
 			round_to(A, sa * batch, ab_dtype);
 			round_to(Bm, sb * batch, ab_dtype);
+			round_to(C, sc * batch, c_dtype);
+			char *dA = upload_at(A, sa * batch, gc->off[0], ab_dtype, &baseA);
+			char *dB = upload_at(Bm, sb * batch, gc->off[1], ab_dtype, &baseB);
+			char *dC = upload_at(C, sc * batch, gc->off[2], c_dtype, &baseC);
+			if (gc->beta == 0.0f)   /* C must not be read */
+				CUDA_OK(cudaMemset(baseC, 0xff, (gc->off[2] + sc * batch) * dtype_size(c_dtype)));
 			for (int b = 0; b < batch; b++)
 				for (int i = 0; i < M; i++)
 					for (int j = 0; j < Nn; j++) {
@@ -591,27 +623,44 @@ static void test_gemm(enum model_precision prec, int ab_dtype, int c_dtype, doub
 						for (int k = 0; k < K; k++)
 							s += A[b * sa + (ta ? (size_t)k * lda + i : (size_t)i * lda + k)] *
 							     Bm[b * sb + (tb ? (size_t)j * ldb + k : (size_t)k * ldb + j)];
-						C[b * sc + (size_t)i * ldc + j] = s;
+						C[b * sc + (size_t)i * ldc + j] = s + gc->beta * C[b * sc + (size_t)i * ldc + j];
 					}
-			void *dA = upload(A, sa * batch, ab_dtype), *dB = upload(Bm, sb * batch, ab_dtype);
-			void *dC = poisoned(sc * batch, c_dtype);
-			/* the padding columns are never written: compare only the M x N parts */
-			EXPECT(gemm_rm(&g, ta, tb, M, Nn, K, 1.0f, dA, lda, (long long)sa, dB, ldb, (long long)sb,
-				       ab_dtype, 0.0f, dC, ldc, (long long)sc, c_dtype, batch) == 0, "gemm_rm");
+			EXPECT(gemm_rm(g, ta, tb, M, Nn, K, 1.0f, dA, lda, (long long)sa, dB, ldb, (long long)sb,
+				       ab_dtype, gc->beta, dC, ldc, (long long)sc, c_dtype, batch) == 0, "gemm_rm");
 			double *got = download(dC, sc * batch, c_dtype);
-			double *gc = malloc((size_t)batch * M * Nn * sizeof(double)), *rc = malloc((size_t)batch * M * Nn * sizeof(double));
-			size_t q = 0;
+			size_t n = (size_t)batch * M * Nn, q = 0;
+			double *gm = malloc(n * sizeof(double)), *rm = malloc(n * sizeof(double));
+			/* the padding columns are never written: compare only the M x N parts */
 			for (int b = 0; b < batch; b++)
 				for (int i = 0; i < M; i++)
 					for (int j = 0; j < Nn; j++, q++) {
-						gc[q] = got[b * sc + (size_t)i * ldc + j];
-						rc[q] = C[b * sc + (size_t)i * ldc + j];
+						gm[q] = got[b * sc + (size_t)i * ldc + j];
+						rm[q] = C[b * sc + (size_t)i * ldc + j];
 					}
-			snprintf(what, sizeof(what), "gemm %s%s %s in, %s out, batched (%s)", ta ? "T" : "N",
-				 tb ? "T" : "N", dt_name(ab_dtype), dt_name(c_dtype), model_precision_name(prec));
-			check_err(what, rel_err(gc, rc, q), tol);
-			free(A), free(Bm), free(C), free(got), free(gc), free(rc);
-			cudaFree(dA), cudaFree(dB), cudaFree(dC);
+			snprintf(what, sizeof(what), "gemm %s%s %s in, %s out, %s (%s)", ta ? "T" : "N",
+				 tb ? "T" : "N", dt_name(ab_dtype), dt_name(c_dtype), gc->name, prec);
+			check_err(what, rel_err(gm, rm, q), tol);
+			free(A), free(Bm), free(C), free(got), free(gm), free(rm);
+			cudaFree(baseA), cudaFree(baseB), cudaFree(baseC);
+		}
+}
+
+/* Every case twice on one gemm: the second round runs on the plans the first built. */
+static void test_gemm(enum model_precision prec, int ab_dtype, int c_dtype, double tol)
+{
+	struct gemm g;
+	char name[64];
+
+	if (gemm_init(&g, 0, prec, NULL, 0)) {
+		EXPECT(0, "gemm_init failed");
+		gemm_release(&g);
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t c = 0; c < sizeof(gemm_cases) / sizeof(gemm_cases[0]); c++) {
+			snprintf(name, sizeof(name), "%s%s", model_precision_name(prec),
+				 pass ? ", cached plan" : "");
+			test_gemm_case(&g, &gemm_cases[c], name, ab_dtype, c_dtype, tol);
 		}
 	gemm_release(&g);
 }
