@@ -524,19 +524,28 @@ static void phase_bar(FILE *out, const struct page_data *d)
 	fputs("</div>\n", out);
 }
 
-/* A column per step (host wall time), warm-up steps in grey. */
+/*
+ * A column per step (host wall time), warm-up steps in grey. The scale is
+ * the measured steps': a warm-up step many times longer is cut at the top
+ * and labelled with its time, so it does not flatten the steps that count.
+ */
 static void steps_chart(FILE *out, const struct replay *rp)
 {
 	const double h = 150, left = 60, bottom = 24, w = PAGE_W - 40;
-	double max = 0, ticks[8], step;
+	double max = 0, max_all = 0, ticks[8], step;
 	char b[32];
 	int nt;
 
 	if (rp->n_steps == 0 || rp->n_steps > 400)
 		return;
-	for (size_t i = 0; i < rp->n_steps; i++)
-		max = fmax(max, (double)(rp->steps[i].end - rp->steps[i].start));
-	max = svg_nice_ceil(max / 1e6);
+	for (size_t i = 0; i < rp->n_steps; i++) {
+		double v = (double)(rp->steps[i].end - rp->steps[i].start);
+
+		max_all = fmax(max_all, v);
+		if (!rp->steps[i].warmup)
+			max = fmax(max, v);
+	}
+	max = svg_nice_ceil((max > 0 ? max * 1.25 : max_all) / 1e6);
 	nt = svg_ticks_linear(0, max, 4, ticks, 8, &step);
 	svg_begin(out, (int)w, (int)h, "Host wall time per step");
 	for (int i = 0; i < nt; i++) {
@@ -548,9 +557,12 @@ static void steps_chart(FILE *out, const struct replay *rp)
 	double cw = (w - left) / (double)rp->n_steps;
 	for (size_t i = 0; i < rp->n_steps; i++) {
 		const struct replay_step *s = &rp->steps[i];
-		double v = (double)(s->end - s->start) / 1e6, bh = (h - bottom - 8) * v / max;
+		double v = (double)(s->end - s->start) / 1e6, bh = (h - bottom - 8) * fmin(v, max) / max;
 		svg_rect(out, left + cw * (double)i + cw * 0.15, h - bottom - bh, cw * 0.7, bh,
 			 s->warmup ? "#c4c9d2" : "#3b5bdb", "rx=\"3\"");
+		if (v > max && rp->n_steps <= 40)   /* cut: say how tall it is */
+			svg_text(out, left + cw * ((double)i + 0.5), h - bottom - bh + 14, SVG_MIDDLE, 11,
+				 "#344054", NULL, "%.1f ms", v);
 		if (rp->n_steps <= 40)
 			svg_text(out, left + cw * ((double)i + 0.5), h - 7, SVG_MIDDLE, 11, "#667085", NULL,
 				 "%" PRIu32 "%s", s->index, s->warmup ? " (w)" : "");
