@@ -174,6 +174,13 @@ void bundle_writer_abort(struct bundle_writer *w);
 
 /* ---- reader ---------------------------------------------------------- */
 
+/*
+ * A reader belongs to one thread at a time. Behind bundle_reader_next() it
+ * decodes chunks ahead on worker threads of its own (started by the first
+ * call, stopped and joined by bundle_reader_free(), not used for bundles
+ * under 256 KiB); what the functions below return, and every message, is as
+ * if reading were sequential.
+ */
 struct bundle_reader;
 
 /*

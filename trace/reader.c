@@ -11,16 +11,47 @@
  * the cut are delivered and the bundle is marked truncated. When zstd reports
  * damage, or libarchive fails with input still unread, bytes inside the file
  * are damaged: that is an error naming what could be read.
+ *
+ * Threads. bundle_reader_open() reads the header on the caller's thread;
+ * the first bundle_reader_next() starts N_WORKERS workers. A worker, holding
+ * read_lock, reads members up to the next chunk (string tables and the footer
+ * on the way) and claims that chunk by its index; then, unlocked, it unpacks
+ * the chunk into its own arena and decodes it into slots[index % N_BATCHES]
+ * once the caller has given that slot back. Chunks decode independently (the
+ * delta state restarts at each; the string count they may name is taken at
+ * the claim), so two workers decode two chunks while the caller reads a
+ * third, and at most N_BATCHES decoded chunks exist. The end of the archive,
+ * or an error, takes the next index like a chunk: the caller stops there,
+ * and what was decoded after it is dropped.
+ *
+ * The caller's view moves as when reading was sequential: each batch carries
+ * the chunk and string counts of the moment its chunk was read, and the
+ * footer and truncation come with the last batch. Workers never print: the
+ * error line travels in the batch that ends reading, and the caller prints it
+ * after every event before it (its "events before it" is the caller's count).
+ * bundle_reader_free() stops the workers wherever they are and joins them.
+ * Without threads (a bundle under THREADS_MIN_BYTES, or pthread_create
+ * failed) the caller does a worker's job itself.
+ *
+ * Strings: workers append tables while the caller looks ids up, so strings
+ * live in pages that never move (page p holds 256 << p ids), not in a
+ * realloc'd array; the caller looks only at ids below its batch's count, all
+ * written before that batch was handed over under the lock.
  */
 #include "trace/bundle.h"
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <zstd.h>
 
@@ -30,6 +61,40 @@
 #define MAX_MEMBER_BYTES (256u << 20)
 #define MAX_STRINGS (1u << 26)
 #define MAX_STRING_BYTES (1u << 30)
+
+#define STRING_PAGE0 256u /* ids in page 0; page p holds STRING_PAGE0 << p */
+#define STRING_PAGES 19   /* pages enough for MAX_STRINGS ids */
+
+#define N_WORKERS 2
+#define N_BATCHES 3 /* decoded chunks at a time: one being read, two ready */
+#define THREADS_MIN_BYTES (256u << 10) /* smaller bundles: about one chunk, no threads */
+
+/*
+ * Big buffers (arena blocks, decoded batches, members) are mapped directly,
+ * so that they go back to the system as soon as reading ends: from malloc,
+ * glibc's rising mmap threshold would keep some in the heap, adding to the
+ * peak of the analysis that follows. Small ones stay with malloc. A buffer
+ * that will be written whole (`fill`) is populated at once, which costs much
+ * less than faulting its pages in one by one.
+ */
+#define BIG_BYTES (64u << 10)
+
+static void *big_alloc(size_t size, bool fill)
+{
+	if (size < BIG_BYTES)
+		return malloc(size);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | (fill ? MAP_POPULATE : 0), -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void big_free(void *p, size_t size)
+{
+	if (size < BIG_BYTES)
+		free(p);
+	else if (p)
+		munmap(p, size);
+}
 
 /*
  * Event chunks are unpacked into an arena reset per chunk: protobuf-c then
@@ -54,7 +119,7 @@ static void *arena_alloc(void *data, size_t size)
 	size = (size + 15) & ~(size_t)15;
 	if (!b || b->size - b->used < size) {
 		size_t want = size > (16u << 20) ? size : (16u << 20);
-		b = malloc(sizeof(*b) + want);
+		b = big_alloc(sizeof(*b) + want, false);
 		if (!b)
 			return NULL;
 		b->size = want;
@@ -88,9 +153,9 @@ static void arena_reset(struct arena *a)
 		total += b->size;
 	while ((b = a->head)) {
 		a->head = b->next;
-		free(b);
+		big_free(b, sizeof(*b) + b->size);
 	}
-	b = malloc(sizeof(*b) + total);
+	b = big_alloc(sizeof(*b) + total, false);
 	if (b) {
 		b->size = total;
 		b->used = 0;
@@ -105,44 +170,176 @@ static void arena_release(struct arena *a)
 
 	while ((b = a->head)) {
 		a->head = b->next;
-		free(b);
+		big_free(b, sizeof(*b) + b->size);
 	}
 }
 
-struct bundle_reader {
-	struct archive *ar;
-	struct arena arena;
-	char *path;
-	uint64_t file_size;
+/* The line that ends reading, kept until the caller prints it. */
+struct read_error {
+	char *text;      /* NULL: out of memory for it */
+	int counted;     /* append "(read <chunks> chunks, <events> events before it)" */
+	uint32_t chunks;
+};
 
+/* A member's bytes. */
+struct member_buf {
+	uint8_t *data;
+	size_t cap;
+};
+
+/* A worker: its thread, and the chunk it claimed. */
+struct worker {
+	struct bundle_reader *r;
+	pthread_t thread;
+	int running;
+	struct arena arena;
+	struct member_buf mem;
+	size_t len;         /* of the chunk member in mem */
+	char *name;         /* its name, for messages */
+	uint32_t index;     /* the chunk index claimed: the batch's place */
+	uint32_t n_strings; /* strings defined before it */
+	int claimed;        /* 1 a chunk, 0 the end, -1 an error */
+	struct read_error err;
+	const Steptrace__Footer *footer; /* at the end: what the archive held */
+	const char *truncation;
+};
+
+/* Decoded events of one chunk, or the end of reading. */
+struct batch {
+	struct st_event *ev;
+	size_t n, cap;
+	uint32_t chunks;    /* chunks loaded and strings defined when its chunk */
+	uint32_t n_strings; /* was read: what the caller sees while reading it */
+	int ready;          /* filled, not yet given back by the caller */
+	int end;            /* 0: more follow; 1: the last; -1: the last, then err */
+	struct read_error err;
+	const Steptrace__Footer *footer;
+	const char *truncation;
+};
+
+struct bundle_reader {
+	char *path;
+	Steptrace__Header *header; /* read by open, constant after */
+
+	/* The archive: a worker's, under read_lock, once workers run. */
+	pthread_mutex_t read_lock;
+	struct archive *ar;
+	uint64_t file_size;
 	FILE *file;
 	ZSTD_DCtx *dz;
 	uint8_t *ibuf, *obuf;
 	size_t ibuf_size, obuf_size;
 	ZSTD_inBuffer in;
 	int in_eof, frame_open;
-
-	Steptrace__Header *header;
 	Steptrace__Footer *footer;
-
-	char **strings; /* strings[0] = "" */
-	uint32_t n_strings, cap_strings;
+	char **string_pages[STRING_PAGES]; /* string id 0 = "" */
+	uint32_t n_strings;
 	uint64_t string_bytes;
 	Steptrace__StringTable **tables; /* owners of the strings */
 	size_t n_tables;
-
-	Steptrace__EventChunk *chunk;
-	size_t next_event;
-	struct chunk_state state;
-
-	uint32_t chunks;
-	uint64_t events;
-	int done;
+	uint32_t chunks;  /* claimed */
+	int done;         /* the archive ended or failed */
 	int opening;      /* reading the first member: failures mean "not a bundle" */
 	char *truncation; /* why the bundle ended early */
-	uint8_t *buf;
-	size_t buf_cap;
+	struct read_error err;
+
+	/* The hand-off, under lock: slots[i % N_BATCHES] holds chunk i. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;     /* a batch is ready or a slot came free */
+	struct batch *slots[N_BATCHES];
+	uint32_t released;       /* chunks the caller gave back */
+	atomic_int stop;
+	enum { WORKERS_NONE, WORKERS_THREADS, WORKERS_INLINE, WORKERS_JOINED } workers_state;
+	struct worker workers[N_WORKERS]; /* workers[0] also reads the header */
+
+	/* The caller's view. */
+	struct {
+		struct batch *batch; /* being read */
+		size_t pos;
+		uint32_t chunks, n_strings;
+		uint64_t events;     /* delivered */
+		const Steptrace__Footer *footer;
+		const char *truncation;
+		int done;
+	} out;
 };
+
+/* The page of a string id (< MAX_STRINGS), and its slot there. */
+static unsigned string_page(uint32_t id)
+{
+	return 31 - (unsigned)__builtin_clz(id / STRING_PAGE0 + 1);
+}
+
+static char **string_slot(char **const *pages, uint32_t id)
+{
+	unsigned p = string_page(id);
+
+	return &pages[p][id - STRING_PAGE0 * ((1u << p) - 1)];
+}
+
+static int vfail(struct read_error *e, int counted, uint32_t chunks, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	int n;
+
+	if (e->text)
+		return -1;
+	e->counted = counted;
+	e->chunks = chunks;
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n >= 0 && (e->text = malloc((size_t)n + 1)))
+		vsnprintf(e->text, (size_t)n + 1, fmt, ap);
+	return -1;
+}
+
+/* Keeps the line that ends reading in *e. Returns -1. */
+static int __attribute__((format(printf, 2, 3))) fail(struct read_error *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(e, 0, 0, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* The same, for a line that ends "(read <chunks> chunks, <events> events
+ * before it)"; the events are the caller's count when it prints the line. */
+static int __attribute__((format(printf, 3, 4)))
+fail_counted(struct read_error *e, uint32_t chunks, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(e, 1, chunks, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Prints a kept line; returns -1. */
+static int print_error(const struct bundle_reader *r, const struct read_error *e)
+{
+	if (!e->text)
+		return st_error("cannot read bundle '%s': out of memory", r->path);
+	if (e->counted)
+		return st_error("%s (read %u chunks, %llu events before it)", e->text, e->chunks,
+				(unsigned long long)r->out.events);
+	return st_error("%s", e->text);
+}
+
+/* The archive ends with an error; -1. */
+static int __attribute__((format(printf, 2, 3))) read_error(struct bundle_reader *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->done = 1;
+	va_start(ap, fmt);
+	vfail(&r->err, 0, 0, fmt, ap);
+	va_end(ap);
+	return -1;
+}
 
 static int set_truncated(struct bundle_reader *r, const char *why)
 {
@@ -157,7 +354,6 @@ static int input_exhausted(struct bundle_reader *r)
 {
 	return r->in_eof && r->in.pos == r->in.size;
 }
-
 /* libarchive's read callback: the next decompressed bytes; 0 at the end of
  * the input (whole or cut), -1 when zstd finds damage. */
 static la_ssize_t tar_read_cb(struct archive *a, void *client, const void **buf)
@@ -198,25 +394,22 @@ static int fail_or_truncate(struct bundle_reader *r, const char *what)
 {
 	char why[512];
 
-	if (r->opening) {
-		r->done = 1;
-		return st_error("'%s' is not a steptrace bundle: %s", r->path, what);
-	}
+	if (r->opening)
+		return read_error(r, "'%s' is not a steptrace bundle: %s", r->path, what);
 	if (input_exhausted(r)) {
 		snprintf(why, sizeof(why), "%s", what);
 		return set_truncated(r, why);
 	}
 	r->done = 1;
-	return st_error("bundle '%s' is damaged: %s (read %u chunks, %llu events before it)",
-			r->path, what, r->chunks, (unsigned long long)r->events);
+	return fail_counted(&r->err, r->chunks, "bundle '%s' is damaged: %s", r->path, what);
 }
 
 /*
- * Reads the next member's data into r->buf. Returns 1 with *name and *len set,
- * 0 at the end of the archive, -1 on error (message printed), or 2 when the
+ * Reads the next member's data into *mb. Returns 1 with *name and *len set,
+ * 0 at the end of the archive, -1 on error (kept in r->err), or 2 when the
  * bundle turned out truncated (r->done set).
  */
-static int next_member(struct bundle_reader *r, const char **name, size_t *len)
+static int next_member(struct bundle_reader *r, struct member_buf *mb, const char **name, size_t *len)
 {
 	struct archive_entry *e;
 	char what[512];
@@ -240,22 +433,19 @@ static int next_member(struct bundle_reader *r, const char **name, size_t *len)
 	if (!*name)
 		*name = "?";
 	if (size < 0 || (uint64_t)size > MAX_MEMBER_BYTES) {
-		r->done = 1;
-		return st_error("bundle '%s' is damaged: member '%s' claims %lld bytes, over the %u MiB limit",
-				r->path, *name, (long long)size, MAX_MEMBER_BYTES >> 20);
+		return read_error(r, "bundle '%s' is damaged: member '%s' claims %lld bytes, over the %u MiB limit",
+				  r->path, *name, (long long)size, MAX_MEMBER_BYTES >> 20);
 	}
-	if ((size_t)size > r->buf_cap) {
-		uint8_t *p = realloc(r->buf, (size_t)size);
-		if (!p) {
-			r->done = 1;
-			return st_error("cannot read bundle '%s': out of memory", r->path);
-		}
-		r->buf = p;
-		r->buf_cap = (size_t)size;
+	if ((size_t)size > mb->cap) {
+		big_free(mb->data, mb->cap);
+		mb->cap = 0;
+		if (!(mb->data = big_alloc((size_t)size, true)))
+			return read_error(r, "cannot read bundle '%s': out of memory", r->path);
+		mb->cap = (size_t)size;
 	}
 	size_t got = 0;
 	while (got < (size_t)size) {
-		la_ssize_t n = archive_read_data(r->ar, r->buf + got, (size_t)size - got);
+		la_ssize_t n = archive_read_data(r->ar, mb->data + got, (size_t)size - got);
 		if (n < 0 || (n == 0 && got < (size_t)size)) {
 			snprintf(what, sizeof(what), "member '%s' is cut short (%zu of %lld bytes): %s",
 				 *name, got, (long long)size,
@@ -268,44 +458,35 @@ static int next_member(struct bundle_reader *r, const char **name, size_t *len)
 	return 1;
 }
 
+/* Takes `t` over on success; on error (-1) it stays the caller's. */
 static int add_strings(struct bundle_reader *r, Steptrace__StringTable *t, const char *member)
 {
-	if (t->first_id != r->n_strings) {
-		r->done = 1;
-		return st_error("bundle '%s' is damaged: %s starts at string %u, expected %u",
-				r->path, member, t->first_id, r->n_strings);
-	}
-	if (t->n_strings > MAX_STRINGS - r->n_strings) {
-		r->done = 1;
-		return st_error("bundle '%s' is damaged: more than %u strings", r->path, MAX_STRINGS);
-	}
-	if (r->n_strings + t->n_strings > r->cap_strings) {
-		uint32_t cap = r->cap_strings ? r->cap_strings : 256;
-		while (cap < r->n_strings + t->n_strings)
-			cap *= 2;
-		char **p = realloc(r->strings, cap * sizeof(*p));
-		if (!p) {
-			r->done = 1;
-			return st_error("cannot read bundle '%s': out of memory", r->path);
-		}
-		r->strings = p;
-		r->cap_strings = cap;
-	}
+	uint64_t bytes = 0;
+
+	if (t->first_id != r->n_strings)
+		return read_error(r, "bundle '%s' is damaged: %s starts at string %u, expected %u",
+				  r->path, member, t->first_id, r->n_strings);
+	if (t->n_strings > MAX_STRINGS - r->n_strings)
+		return read_error(r, "bundle '%s' is damaged: more than %u strings", r->path, MAX_STRINGS);
+	for (size_t i = 0; i < t->n_strings; i++)
+		bytes += strlen(t->strings[i]);
+	if (r->string_bytes + bytes > MAX_STRING_BYTES)
+		return read_error(r, "bundle '%s' is damaged: string table over 1 GiB", r->path);
 	Steptrace__StringTable **tables = realloc(r->tables, (r->n_tables + 1) * sizeof(*tables));
-	if (!tables) {
-		r->done = 1;
-		return st_error("cannot read bundle '%s': out of memory", r->path);
-	}
+	if (!tables)
+		return read_error(r, "cannot read bundle '%s': out of memory", r->path);
 	r->tables = tables;
-	r->tables[r->n_tables++] = t;
 	for (size_t i = 0; i < t->n_strings; i++) {
-		r->string_bytes += strlen(t->strings[i]);
-		r->strings[r->n_strings++] = t->strings[i];
+		uint32_t id = r->n_strings + (uint32_t)i;
+		unsigned p = string_page(id);
+		if (!r->string_pages[p] &&
+		    !(r->string_pages[p] = malloc(((size_t)STRING_PAGE0 << p) * sizeof(char *))))
+			return read_error(r, "cannot read bundle '%s': out of memory", r->path);
+		*string_slot(r->string_pages, id) = t->strings[i];
 	}
-	if (r->string_bytes > MAX_STRING_BYTES) {
-		r->done = 1;
-		return st_error("bundle '%s' is damaged: string table over 1 GiB", r->path);
-	}
+	r->tables[r->n_tables++] = t;
+	r->n_strings += (uint32_t)t->n_strings;
+	r->string_bytes += bytes;
 	return 0;
 }
 
@@ -317,6 +498,7 @@ static int has_prefix(const char *s, const char *prefix)
 struct bundle_reader *bundle_reader_open(const char *path)
 {
 	struct bundle_reader *r = calloc(1, sizeof(*r));
+	struct member_buf *mb;
 	struct stat stt;
 	const char *name;
 	size_t len;
@@ -327,7 +509,12 @@ struct bundle_reader *bundle_reader_open(const char *path)
 		st_error("cannot read bundle '%s': out of memory", path);
 		return NULL;
 	}
-	r->arena.allocator = (ProtobufCAllocator){ arena_alloc, arena_free_noop, &r->arena };
+	for (int i = 0; i < N_WORKERS; i++) {
+		struct worker *w = &r->workers[i];
+		w->r = r;
+		w->arena.allocator = (ProtobufCAllocator){ arena_alloc, arena_free_noop, &w->arena };
+	}
+	mb = &r->workers[0].mem;
 	if (stat(path, &stt)) {
 		st_error("cannot open bundle '%s': %s", path, strerror(errno));
 		goto fail;
@@ -341,20 +528,20 @@ struct bundle_reader *bundle_reader_open(const char *path)
 		goto fail;
 	}
 	r->file_size = (uint64_t)stt.st_size;
-	r->strings = calloc(256, sizeof(*r->strings));
+	r->string_pages[0] = malloc(STRING_PAGE0 * sizeof(char *));
 	r->ar = archive_read_new();
 	r->dz = ZSTD_createDCtx();
 	r->ibuf_size = ZSTD_DStreamInSize();
 	r->obuf_size = ZSTD_DStreamOutSize();
 	r->ibuf = malloc(r->ibuf_size);
 	r->obuf = malloc(r->obuf_size);
-	if (!r->strings || !r->ar || !r->dz || !r->ibuf || !r->obuf) {
+	if (!r->string_pages[0] || !r->ar || !r->dz || !r->ibuf || !r->obuf) {
 		st_error("cannot read bundle '%s': out of memory", path);
 		goto fail;
 	}
-	r->cap_strings = 256;
-	r->strings[0] = "";
+	r->string_pages[0][0] = "";
 	r->n_strings = 1;
+	r->out.n_strings = 1;
 	r->file = fopen(path, "rb");
 	if (!r->file) {
 		st_error("cannot open bundle '%s': %s", path, strerror(errno));
@@ -366,10 +553,12 @@ struct bundle_reader *bundle_reader_open(const char *path)
 		goto fail;
 	}
 	r->opening = 1;
-	ret = next_member(r, &name, &len);
+	ret = next_member(r, mb, &name, &len);
 	r->opening = 0;
 	if (ret != 1) {
-		if (ret >= 0)
+		if (ret < 0)
+			print_error(r, &r->err);
+		else
 			st_error("'%s' is not a steptrace bundle: %s", path,
 				 r->truncation ? r->truncation : "an empty archive");
 		goto fail;
@@ -378,7 +567,7 @@ struct bundle_reader *bundle_reader_open(const char *path)
 		st_error("'%s' is not a steptrace bundle: its first member is '%s', not 'header.pb'", path, name);
 		goto fail;
 	}
-	r->header = steptrace__header__unpack(NULL, len, r->buf);
+	r->header = steptrace__header__unpack(NULL, len, mb->data);
 	if (!r->header) {
 		st_error("bundle '%s' is damaged: its header does not decode", path);
 		goto fail;
@@ -398,15 +587,18 @@ fail:
 	return NULL;
 }
 
-/* Loads the next chunk (reading string tables and the footer on the way).
- * 1 = a chunk is ready, 0 = end, -1 = error. */
-static int load_chunk(struct bundle_reader *r)
+/*
+ * Reads members up to the next chunk (string tables and the footer on the
+ * way), leaving its bytes in w->mem. 1 = a chunk, 0 = end, -1 = error (in
+ * r->err). Under read_lock.
+ */
+static int read_chunk_member(struct bundle_reader *r, struct worker *w)
 {
 	const char *name;
 	size_t len;
 
-	while (!r->done) {
-		int ret = next_member(r, &name, &len);
+	for (;;) {
+		int ret = next_member(r, &w->mem, &name, &len);
 		if (ret == 0) {
 			r->done = 1;
 			if (!r->footer) {
@@ -414,94 +606,340 @@ static int load_chunk(struct bundle_reader *r)
 				return 0;
 			}
 			if (r->footer->chunks != r->chunks || r->footer->strings + 1 != r->n_strings)
-				return st_error("bundle '%s' is damaged: its footer lists %u chunks and %u strings, "
-						"the archive holds %u and %u", r->path, r->footer->chunks,
-						r->footer->strings, r->chunks, r->n_strings - 1);
+				return read_error(r, "bundle '%s' is damaged: its footer lists %u chunks and %u strings, "
+						  "the archive holds %u and %u", r->path, r->footer->chunks,
+						  r->footer->strings, r->chunks, r->n_strings - 1);
 			return 0;
 		}
 		if (ret < 0)
 			return -1;
 		if (ret == 2)
 			return 0;
-		if (r->footer) {
-			r->done = 1;
-			return st_error("bundle '%s' is damaged: member '%s' after the footer", r->path, name);
-		}
+		if (r->footer)
+			return read_error(r, "bundle '%s' is damaged: member '%s' after the footer", r->path, name);
 		if (has_prefix(name, "strings-")) {
-			Steptrace__StringTable *t = steptrace__string_table__unpack(NULL, len, r->buf);
+			Steptrace__StringTable *t = steptrace__string_table__unpack(NULL, len, w->mem.data);
 			if (!t) {
 				r->done = 1;
-				return st_error("bundle '%s' is damaged: string table '%s' does not decode "
-						"(read %u chunks, %llu events before it)",
-						r->path, name, r->chunks, (unsigned long long)r->events);
+				return fail_counted(&r->err, r->chunks,
+						    "bundle '%s' is damaged: string table '%s' does not decode",
+						    r->path, name);
 			}
 			if (add_strings(r, t, name)) {
 				steptrace__string_table__free_unpacked(t, NULL);
-				r->tables[--r->n_tables] = NULL;
 				return -1;
 			}
 		} else if (has_prefix(name, "events-")) {
-			arena_reset(&r->arena);
-			Steptrace__EventChunk *c = steptrace__event_chunk__unpack(&r->arena.allocator, len, r->buf);
-			if (!c) {
-				r->done = 1;
-				return st_error("bundle '%s' is damaged: chunk '%s' does not decode "
-						"(read %u chunks, %llu events before it)",
-						r->path, name, r->chunks, (unsigned long long)r->events);
-			}
-			if (c->base_ns > (UINT64_C(1) << 62)) {
-				r->done = 1;
-				return st_error("bundle '%s' is damaged: chunk '%s' has a base time out of range",
-						r->path, name);
-			}
-			if (c->index != r->chunks) {
-				r->done = 1;
-				return st_error("bundle '%s' is damaged: chunk %u is missing (found '%s' next)",
-						r->path, r->chunks, name);
-			}
-			r->chunk = c;
-			r->next_event = 0;
-			r->state = (struct chunk_state){ .prev_start = c->base_ns };
-			r->chunks++;
+			char *copy = realloc(w->name, strlen(name) + 1);
+			if (!copy)
+				return read_error(r, "cannot read bundle '%s': out of memory", r->path);
+			w->name = strcpy(copy, name);
+			w->len = len;
 			return 1;
 		} else if (!strcmp(name, "footer.pb")) {
-			r->footer = steptrace__footer__unpack(NULL, len, r->buf);
-			if (!r->footer) {
-				r->done = 1;
-				return st_error("bundle '%s' is damaged: its footer does not decode", r->path);
-			}
+			r->footer = steptrace__footer__unpack(NULL, len, w->mem.data);
+			if (!r->footer)
+				return read_error(r, "bundle '%s' is damaged: its footer does not decode", r->path);
 		} else if (!strcmp(name, "header.pb")) {
-			r->done = 1;
-			return st_error("bundle '%s' is damaged: a second header", r->path);
+			return read_error(r, "bundle '%s' is damaged: a second header", r->path);
 		}
 		/* Other members: from a newer minor version; skip them. */
 	}
+}
+
+/* A worker claims the next chunk, or the end of reading. 0 when there is
+ * nothing left to claim (the end was claimed already). */
+static int worker_claim(struct worker *w)
+{
+	struct bundle_reader *r = w->r;
+	int ret;
+
+	pthread_mutex_lock(&r->read_lock);
+	if (r->done) {
+		pthread_mutex_unlock(&r->read_lock);
+		return 0;
+	}
+	ret = read_chunk_member(r, w);
+	w->claimed = ret;
+	w->index = r->chunks;
+	w->n_strings = r->n_strings;
+	if (ret == 1) {
+		r->chunks++;
+	} else {
+		w->err = r->err; /* the archive is done: nobody writes these again */
+		r->err.text = NULL;
+		w->footer = r->footer;
+		w->truncation = r->truncation;
+	}
+	pthread_mutex_unlock(&r->read_lock);
+	return 1;
+}
+
+/* Unpacks the claimed chunk into the worker's arena. 0, or -1 (in w->err). */
+static int worker_unpack(struct worker *w, Steptrace__EventChunk **chunk)
+{
+	struct bundle_reader *r = w->r;
+	Steptrace__EventChunk *c;
+
+	arena_reset(&w->arena);
+	c = steptrace__event_chunk__unpack(&w->arena.allocator, w->len, w->mem.data);
+	if (!c)
+		return fail_counted(&w->err, w->index, "bundle '%s' is damaged: chunk '%s' does not decode",
+				    r->path, w->name);
+	if (c->base_ns > (UINT64_C(1) << 62))
+		return fail(&w->err, "bundle '%s' is damaged: chunk '%s' has a base time out of range",
+			    r->path, w->name);
+	if (c->index != w->index)
+		return fail(&w->err, "bundle '%s' is damaged: chunk %u is missing (found '%s' next)",
+			    r->path, w->index, w->name);
+	*chunk = c;
 	return 0;
+}
+
+/* Decodes the chunk's events into `b`. 0, or -1 (in w->err). */
+static int decode_chunk(struct worker *w, const Steptrace__EventChunk *c, struct batch *b)
+{
+	struct chunk_state state = { .prev_start = c->base_ns };
+
+	if (b->cap < c->n_events) {
+		big_free(b->ev, b->cap * sizeof(*b->ev));
+		b->cap = 0;
+		if (!(b->ev = big_alloc(c->n_events * sizeof(*b->ev), true)))
+			return fail(&w->err, "cannot read bundle '%s': out of memory", w->r->path);
+		b->cap = c->n_events;
+	}
+	for (size_t i = 0; i < c->n_events; i++) {
+		const char *why = NULL;
+		int ret = event_decode(c->events[i], &state, w->n_strings, &b->ev[b->n], &why);
+		if (ret < 0)
+			return fail(&w->err, "bundle '%s' is damaged: %s (chunk %u, event %zu)",
+				    w->r->path, why, w->index, i);
+		b->n += ret == 0;
+	}
+	return 0;
+}
+
+/* Moves the error line from the worker to the batch that ends reading. */
+static void batch_end(struct batch *b, struct worker *w, int end)
+{
+	b->end = end;
+	b->err = w->err;
+	w->err.text = NULL;
+}
+
+/*
+ * One worker's job: claims the next chunk, unpacks it, waits for its slot
+ * and fills it. 1 = the batch ended reading (or there was nothing left to
+ * claim, or stop): the worker is done; 0 = go on.
+ */
+static int worker_step(struct worker *w)
+{
+	struct bundle_reader *r = w->r;
+	Steptrace__EventChunk *chunk = NULL;
+	struct batch *b;
+	int ok;
+
+	if (atomic_load_explicit(&r->stop, memory_order_relaxed) || !worker_claim(w))
+		return 1;
+	ok = w->claimed == 1 && worker_unpack(w, &chunk) == 0;
+
+	pthread_mutex_lock(&r->lock);
+	while (w->index - r->released >= N_BATCHES && !atomic_load_explicit(&r->stop, memory_order_relaxed))
+		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+	if (atomic_load_explicit(&r->stop, memory_order_relaxed))
+		return 1;
+
+	b = r->slots[w->index % N_BATCHES];
+	b->n = 0;
+	b->end = 0;
+	free(b->err.text);
+	b->err = (struct read_error){ 0 };
+	b->footer = NULL;
+	b->truncation = NULL;
+	b->chunks = w->index;
+	b->n_strings = w->n_strings;
+	if (w->claimed != 1) {
+		batch_end(b, w, w->claimed < 0 ? -1 : 1);
+		b->footer = w->footer;
+		b->truncation = w->truncation;
+	} else if (!ok) {
+		batch_end(b, w, -1);
+	} else {
+		b->chunks = w->index + 1;
+		if (decode_chunk(w, chunk, b))
+			batch_end(b, w, -1);
+	}
+
+	int end = b->end; /* once ready, the batch is the caller's */
+	pthread_mutex_lock(&r->lock);
+	b->ready = 1;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	return end != 0;
+}
+
+/* Gives the worker's memory back; it reads nothing more. */
+static void worker_release(struct worker *w)
+{
+	arena_release(&w->arena);
+	big_free(w->mem.data, w->mem.cap);
+	w->mem = (struct member_buf){ 0 };
+	free(w->name);
+	w->name = NULL;
+	free(w->err.text);
+	w->err.text = NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	while (!worker_step(w))
+		;
+	worker_release(w);
+	return NULL;
+}
+
+/* Allocates the batches and starts the workers; without threads, the
+ * caller will do a worker's job itself. */
+static int workers_start(struct bundle_reader *r)
+{
+	sigset_t all, old;
+	int started = 0;
+
+	for (int i = 0; i < N_BATCHES; i++)
+		if (!(r->slots[i] = calloc(1, sizeof(struct batch))))
+			return st_error("cannot read bundle '%s': out of memory", r->path);
+	if (pthread_mutex_init(&r->read_lock, NULL))
+		return st_error("cannot read bundle '%s': out of memory", r->path);
+	if (pthread_mutex_init(&r->lock, NULL)) {
+		pthread_mutex_destroy(&r->read_lock);
+		return st_error("cannot read bundle '%s': out of memory", r->path);
+	}
+	if (pthread_cond_init(&r->cond, NULL)) {
+		pthread_mutex_destroy(&r->lock);
+		pthread_mutex_destroy(&r->read_lock);
+		return st_error("cannot read bundle '%s': out of memory", r->path);
+	}
+	if (r->file_size < THREADS_MIN_BYTES) {
+		/* Nothing to overlap: threads would only add their start. */
+		r->workers_state = WORKERS_INLINE;
+		return 0;
+	}
+	/* Signals are for the caller's thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < N_WORKERS; i++) {
+		struct worker *w = &r->workers[i];
+		w->running = !pthread_create(&w->thread, NULL, worker_main, w);
+		started += w->running;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	r->workers_state = started ? WORKERS_THREADS : WORKERS_INLINE;
+	return 0;
+}
+
+/* Stops the workers wherever they are and waits for them. */
+static void workers_join(struct bundle_reader *r)
+{
+	if (r->workers_state == WORKERS_NONE || r->workers_state == WORKERS_JOINED)
+		return;
+	pthread_mutex_lock(&r->lock);
+	atomic_store_explicit(&r->stop, 1, memory_order_relaxed);
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	for (int i = 0; i < N_WORKERS; i++) {
+		if (r->workers[i].running)
+			pthread_join(r->workers[i].thread, NULL);
+		r->workers[i].running = 0;
+		worker_release(&r->workers[i]);
+	}
+	r->workers_state = WORKERS_JOINED;
+}
+
+/* Gives the caller's batch back and waits for the next chunk's. NULL if
+ * nothing can come (without threads, when there was nothing to claim). */
+static struct batch *next_batch(struct bundle_reader *r)
+{
+	struct batch *b;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->out.batch) {
+		r->out.batch->ready = 0;
+		r->released++;
+		pthread_cond_broadcast(&r->cond);
+	}
+	b = r->slots[r->released % N_BATCHES];
+	while (!b->ready) {
+		if (r->workers_state == WORKERS_INLINE) {
+			pthread_mutex_unlock(&r->lock);
+			worker_step(&r->workers[0]);
+			pthread_mutex_lock(&r->lock);
+			if (!b->ready)
+				b = NULL;
+			break;
+		}
+		pthread_cond_wait(&r->cond, &r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return b;
+}
+
+static void batches_free(struct bundle_reader *r)
+{
+	for (int i = 0; i < N_BATCHES; i++) {
+		if (r->slots[i]) {
+			big_free(r->slots[i]->ev, r->slots[i]->cap * sizeof(struct st_event));
+			free(r->slots[i]->err.text);
+		}
+		free(r->slots[i]);
+		r->slots[i] = NULL;
+	}
+	r->out.batch = NULL;
+}
+
+/* After the batch that ends reading: publish what it says, free the rest. */
+static int finish_reading(struct bundle_reader *r)
+{
+	struct batch *last = r->out.batch;
+	int ret = 0;
+
+	workers_join(r);
+	r->out.done = 1;
+	r->out.footer = last->footer;
+	r->out.truncation = last->truncation;
+	if (last->end < 0)
+		ret = print_error(r, &last->err);
+	batches_free(r);
+	return ret;
 }
 
 int bundle_reader_next(struct bundle_reader *r, struct st_event *ev)
 {
 	for (;;) {
-		if (r->chunk && r->next_event < r->chunk->n_events) {
-			const char *why = NULL;
-			int ret = event_decode(r->chunk->events[r->next_event++], &r->state,
-					       r->n_strings, ev, &why);
-			if (ret < 0) {
-				r->done = 1;
-				return st_error("bundle '%s' is damaged: %s (chunk %u, event %zu)",
-						r->path, why, r->chunks - 1, r->next_event - 1);
-			}
-			if (ret > 0)
-				continue;
-			r->events++;
+		struct batch *b = r->out.batch;
+		if (b && r->out.pos < b->n) {
+			*ev = b->ev[r->out.pos++];
+			r->out.events++;
 			return 1;
 		}
-		r->chunk = NULL; /* its memory is the arena's */
-		if (r->done)
+		if (r->out.done)
 			return 0;
-		int ret = load_chunk(r);
-		if (ret <= 0)
-			return ret;
+		if (b && b->end)
+			return finish_reading(r);
+		if (r->workers_state == WORKERS_NONE && workers_start(r)) {
+			r->out.done = 1;
+			return -1;
+		}
+		b = r->out.batch = next_batch(r);
+		if (!b) {
+			r->out.done = 1;
+			return st_error("cannot read bundle '%s': reading stopped early", r->path);
+		}
+		r->out.pos = 0;
+		r->out.chunks = b->chunks;
+		r->out.n_strings = b->n_strings;
 	}
 }
 
@@ -512,37 +950,37 @@ const Steptrace__Header *bundle_reader_header(const struct bundle_reader *r)
 
 const char *bundle_reader_string(const struct bundle_reader *r, uint32_t id)
 {
-	return id < r->n_strings ? r->strings[id] : NULL;
+	return id < r->out.n_strings ? *string_slot(r->string_pages, id) : NULL;
 }
 
 uint32_t bundle_reader_string_count(const struct bundle_reader *r)
 {
-	return r->n_strings;
+	return r->out.n_strings;
 }
 
 const Steptrace__Footer *bundle_reader_footer(const struct bundle_reader *r)
 {
-	return r->footer;
+	return r->out.footer;
 }
 
 bool bundle_reader_truncated(const struct bundle_reader *r)
 {
-	return r->truncation != NULL;
+	return r->out.truncation != NULL;
 }
 
 const char *bundle_reader_truncation(const struct bundle_reader *r)
 {
-	return r->truncation;
+	return r->out.truncation;
 }
 
 uint32_t bundle_reader_chunks(const struct bundle_reader *r)
 {
-	return r->chunks;
+	return r->out.chunks;
 }
 
 uint64_t bundle_reader_events(const struct bundle_reader *r)
 {
-	return r->events;
+	return r->out.events;
 }
 
 const char *bundle_reader_path(const struct bundle_reader *r)
@@ -554,6 +992,15 @@ void bundle_reader_free(struct bundle_reader *r)
 {
 	if (!r)
 		return;
+	workers_join(r);
+	if (r->workers_state != WORKERS_NONE) {
+		pthread_cond_destroy(&r->cond);
+		pthread_mutex_destroy(&r->lock);
+		pthread_mutex_destroy(&r->read_lock);
+	}
+	batches_free(r);
+	for (int i = 0; i < N_WORKERS; i++)
+		worker_release(&r->workers[i]);
 	if (r->ar)
 		archive_read_free(r->ar);
 	if (r->file)
@@ -565,13 +1012,13 @@ void bundle_reader_free(struct bundle_reader *r)
 		steptrace__header__free_unpacked(r->header, NULL);
 	if (r->footer)
 		steptrace__footer__free_unpacked(r->footer, NULL);
-	arena_release(&r->arena);
 	for (size_t i = 0; i < r->n_tables; i++)
 		steptrace__string_table__free_unpacked(r->tables[i], NULL);
 	free(r->tables);
-	free(r->strings);
+	for (int i = 0; i < STRING_PAGES; i++)
+		free(r->string_pages[i]);
 	free(r->truncation);
-	free(r->buf);
+	free(r->err.text);
 	free(r->path);
 	free(r);
 }

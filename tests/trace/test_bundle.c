@@ -3,6 +3,8 @@
  * kind with random fields across many small chunks; truncation at many cut
  * points (a prefix of the events, a warning, never a crash); flipped bytes;
  * files that are not bundles; a newer major version; an oversized member.
+ * The reader decodes on worker threads: readers stopped after any number of
+ * events and freed, and string lookups while the workers read ahead.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -154,12 +156,12 @@ static void random_event(struct st_event *ev, uint64_t *t, uint64_t *corr)
 	}
 }
 
-static int write_sample(const char *path, size_t n, int finish)
+static int write_sample_chunked(const char *path, size_t n, int finish, size_t chunk_bytes)
 {
 	Steptrace__Header h = STEPTRACE__HEADER__INIT;
 	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
 	Steptrace__DeviceInfo dev = STEPTRACE__DEVICE_INFO__INIT;
-	struct bundle_writer_options opt = { .chunk_bytes = 16 << 10 };
+	struct bundle_writer_options opt = { .chunk_bytes = chunk_bytes };
 	char name[128];
 
 	cfg.model = "small";
@@ -197,6 +199,11 @@ static int write_sample(const char *path, size_t n, int finish)
 	}
 	bundle_writer_count_dropped(w, ST_RANGE, 5);
 	return bundle_writer_close(w, "ok");
+}
+
+static int write_sample(const char *path, size_t n, int finish)
+{
+	return write_sample_chunked(path, n, finish, 16 << 10);
 }
 
 static int same_event(const struct st_event *a, const struct st_event *b)
@@ -490,6 +497,124 @@ static void test_not_bundles(void)
 	}
 }
 
+/* Reads `want` events of `path` (checking them), then frees the reader while
+ * its workers may be anywhere. Returns the events read. */
+static long read_some(const char *path, long want, int check)
+{
+	struct bundle_reader *r = bundle_reader_open(path);
+	struct st_event ev;
+	long n = 0;
+
+	if (!r)
+		return -1;
+	while (n < want && bundle_reader_next(r, &ev) == 1) {
+		if (check && n < N_EVENTS)
+			CHECK(same_event(&ev, &events[n]), "stopping at %ld: event %ld differs", want, n);
+		n++;
+	}
+	CHECK(bundle_reader_events(r) == (uint64_t)n, "events %llu, delivered %ld",
+	      (unsigned long long)bundle_reader_events(r), n);
+	bundle_reader_free(r);
+	return n;
+}
+
+/* Stops reading after 0, 1, ... events: at chunk starts, inside chunks, one
+ * before the end; on whole, cut and damaged bundles. Nothing may leak, hang
+ * or crash (the sanitizer build runs this). */
+static void test_stop_early(const char *path, long total)
+{
+	char bad[256];
+	long size = file_size(path);
+	long stops[] = { 0, 1, 2, 99, 100, 101, 777, 4096, total / 3, total / 2, total - 1, total, total + 1 };
+
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		long n = read_some(path, stops[i], 1);
+		CHECK(n == (stops[i] < total ? stops[i] : total), "stopping at %ld read %ld", stops[i], n);
+	}
+	for (int i = 0; i < 20; i++) {
+		long want = (long)(rnd() % (uint64_t)total);
+		CHECK(read_some(path, want, 1) == want, "stopping at %ld", want);
+	}
+	path_in_tmp(bad, sizeof(bad), "stop.stb");
+	for (int i = 0; i < 20; i++) {
+		long at = size / 4 + (long)(rnd() % (uint64_t)(size - size / 4));
+		copy_prefix(path, bad, i % 2 ? size : at, i % 2 ? at : -1, (uint8_t)(1 + rnd() % 255));
+		read_some(bad, (long)(rnd() % (uint64_t)total), 0);
+	}
+}
+
+/* Every string id of an event resolves as soon as the event is delivered,
+ * to the string interned for it, while the workers read ahead; the counts
+ * the caller sees only grow, and ids past the string count are undefined. */
+static void test_strings_while_reading(const char *path)
+{
+	struct bundle_reader *r = bundle_reader_open(path);
+	struct st_event ev;
+	uint32_t last_count = 0, last_chunks = 0;
+	char want[128];
+	long n = 0;
+
+	CHECK(r != NULL, "open failed");
+	if (!r)
+		return;
+	while (bundle_reader_next(r, &ev) == 1) {
+		uint32_t ids[4] = { 0 }, count = bundle_reader_string_count(r);
+		switch (ev.kind) {
+		case ST_KERNEL: ids[0] = ev.kernel.name; break;
+		case ST_API: ids[0] = ev.api.name; break;
+		case ST_RANGE: ids[0] = ev.range.name; ids[1] = ev.range.domain; break;
+		case ST_OP:
+			ids[0] = ev.op.name;
+			ids[1] = ev.op.path;
+			ids[2] = ev.op.kind;
+			ids[3] = ev.op.phase;
+			break;
+		}
+		for (int i = 0; i < 4; i++) {
+			if (!ids[i])
+				continue;
+			const char *s = bundle_reader_string(r, ids[i]);
+			size_t at = (size_t)(ids[i] - 1) * 100;
+			snprintf(want, sizeof(want), "string-%zu \xe2\x9c\x93 void kernel<%zu>(float*)", at, at);
+			CHECK(ids[i] < count, "event %ld names string %u of %u", n, ids[i], count);
+			CHECK(s && !strcmp(s, want), "event %ld: string %u is '%s'", n, ids[i], s ? s : "(null)");
+		}
+		CHECK(count >= last_count && bundle_reader_chunks(r) >= last_chunks, "counts went back at event %ld", n);
+		CHECK(bundle_reader_string(r, count) == NULL, "string %u defined past the count", count);
+		CHECK(!bundle_reader_footer(r) && !bundle_reader_truncated(r), "end seen at event %ld", n);
+		last_count = count;
+		last_chunks = bundle_reader_chunks(r);
+		n++;
+	}
+	CHECK(n == N_EVENTS && bundle_reader_footer(r), "read %ld events", n);
+	CHECK(bundle_reader_string_count(r) == n_strings + 1, "%u strings at the end, expected %u",
+	      bundle_reader_string_count(r), n_strings + 1);
+	bundle_reader_free(r);
+}
+
+static void test_threads(void)
+{
+	char small[256], big[256];
+
+	path_in_tmp(small, sizeof(small), "threads.stb");
+	CHECK(write_sample(small, N_EVENTS, 1) == 0, "writing failed");
+	/* Bundles under 256 KiB are read without threads. */
+	CHECK(file_size(small) >= 256 << 10, "%ld bytes: too small to start workers", file_size(small));
+	test_stop_early(small, N_EVENTS);
+	test_strings_while_reading(small);
+	/* Chunks of thousands of events, so stops fall deep inside one. */
+	path_in_tmp(big, sizeof(big), "big-chunks.stb");
+	CHECK(write_sample_chunked(big, N_EVENTS, 1, 128 << 10) == 0, "writing failed");
+	CHECK(file_size(big) >= 256 << 10, "%ld bytes: too small to start workers", file_size(big));
+	struct bundle_reader *r = bundle_reader_open(big);
+	CHECK(r != NULL, "open failed");
+	bundle_reader_free(r); /* before any event: no worker started */
+	test_stop_early(big, N_EVENTS);
+	test_strings_while_reading(big);
+	int truncated;
+	CHECK(read_back(big, &truncated, 0) == N_EVENTS && !truncated, "big chunks read back wrong");
+}
+
 /* A missing chunk in the middle is damage, not truncation. */
 static void test_missing_chunk(const char *full)
 {
@@ -534,6 +659,7 @@ int main(int argc, char **argv)
 	test_round_trip(full);
 	test_truncation(full);
 	test_flipped_bytes(full);
+	test_threads();
 	test_missing_chunk(full);
 	st_error_set_stream(NULL);
 	test_not_bundles();
