@@ -156,11 +156,8 @@ int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int categ
 	if (!size)
 		return MODEL_OK;
 	p = cache_get(a, size);
-	if (p) {
-		a->cache_hits++;
+	if (p)
 		goto got;
-	}
-	a->cache_misses++;
 	e = cudaMallocFromPoolAsync(&p, size, a->pool, a->stream);
 	if (e == cudaErrorMemoryAllocation && a->cached) {
 		/* Blocks of other sizes sit in the cache: give them back and try again. */

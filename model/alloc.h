@@ -43,7 +43,6 @@ struct model_alloc {
 	struct mem_cache_bin *bins;          /* open addressing by size; n_bins a power of 2 */
 	uint32_t n_bins, used_bins;
 	uint64_t cached;                     /* bytes held in the cache */
-	uint64_t cache_hits, cache_misses;
 	cudaStream_t stream;
 	const struct model_observer *obs;    /* NULL: nobody listens */
 	const struct op_registry *ops;

@@ -100,7 +100,7 @@ static struct capture {
 	/* Buffer pool (its own lock: CUPTI asks for buffers on launching threads). */
 	pthread_mutex_t pool_lock;
 	uint8_t *pool[BUFFER_MAX];
-	int pool_free, pool_allocated, pool_peak;
+	int pool_free, pool_allocated;
 
 	/* Completed buffers waiting for the decoder thread, in completion order. */
 	pthread_mutex_t queue_lock;
@@ -324,8 +324,8 @@ static uint8_t *pool_get(void)
 		b = cap.pool[--cap.pool_free];
 	} else if (cap.pool_allocated < BUFFER_MAX) {
 		b = calloc(1, BUFFER_BYTES);   /* zeroed: see ZEROED_OUT_ACTIVITY_BUFFER */
-		if (b && ++cap.pool_allocated > cap.pool_peak)
-			cap.pool_peak = cap.pool_allocated;
+		if (b)
+			cap.pool_allocated++;
 	}
 	pthread_mutex_unlock(&cap.pool_lock);
 	return b;
@@ -951,6 +951,7 @@ int capture_stop(void)
 	rec_session_unlock(s);
 	capture_op_end();
 	pool_release();
+	corr_map_release(&corrs);   /* unsubscribed and decoded: nothing reads or writes it now */
 	return rc;
 }
 
@@ -975,6 +976,4 @@ void capture_totals(struct capture_totals *t)
 	t->unattributed = cap.unattributed;
 	t->open_ranges = cap.n_ranges;
 	t->unpaired_ends = cap.unpaired_ends;
-	t->buffers = (uint64_t)cap.pool_peak;
-	t->corr_bytes = atomic_load(&corrs.bytes);
 }

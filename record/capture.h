@@ -80,8 +80,6 @@ struct capture_totals {
 	uint64_t unattributed;    /* kernels, memcpys, memsets with no op */
 	uint64_t open_ranges;     /* NVTX ranges still open at the end (not written) */
 	uint64_t unpaired_ends;   /* NVTX range ends without a start */
-	uint64_t buffers;         /* activity buffers allocated */
-	uint64_t corr_bytes;      /* correlation map memory */
 };
 void capture_totals(struct capture_totals *t);
 

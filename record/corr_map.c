@@ -17,8 +17,6 @@ int corr_map_put(struct corr_map *m, uint32_t corr, uint32_t op)
 							    memory_order_acq_rel,
 							    memory_order_acquire)) {
 			page = fresh;
-			atomic_fetch_add_explicit(&m->bytes, CORR_PAGE_SIZE * sizeof(*fresh),
-						  memory_order_relaxed);
 		} else {
 			free(fresh);   /* another launching thread won; `page` is its page */
 		}
@@ -46,5 +44,4 @@ void corr_map_release(struct corr_map *m)
 
 		free((void *)page);
 	}
-	atomic_store(&m->bytes, 0);
 }

@@ -20,7 +20,6 @@
 
 struct corr_map {
 	_Atomic(_Atomic uint32_t *) pages[CORR_PAGES];
-	_Atomic uint64_t bytes;   /* page memory held */
 };
 
 /* `m` must start zeroed (static storage or calloc). */
@@ -28,7 +27,8 @@ struct corr_map {
 int corr_map_put(struct corr_map *m, uint32_t corr, uint32_t op);
 /* The op of `corr`, 0 when none was recorded. */
 uint32_t corr_map_get(struct corr_map *m, uint32_t corr);
-/* Frees the pages; the map is empty (and reusable) afterwards. */
+/* Frees the pages; the map is empty (and reusable) afterwards. No put or
+ * get may run concurrently. */
 void corr_map_release(struct corr_map *m);
 
 #endif
