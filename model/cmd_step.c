@@ -204,12 +204,7 @@ int cmd_step(int argc, const char **argv)
 	const struct option opts[] = {
 		OPT_GROUP("model"),
 		OPT_STRING(0, "model", &a.model, "NAME", "small, medium, large, xl, 2.7B or custom (default small)"),
-		OPT_INTEGER(0, "d-model", &a.dims.d_model, "model width (custom, or override)"),
-		OPT_INTEGER(0, "d-ff", &a.dims.d_ff, "feed-forward width (default 4 * d-model)"),
-		OPT_INTEGER(0, "layers", &a.dims.layers, "number of blocks"),
-		OPT_INTEGER(0, "heads", &a.dims.heads, "attention heads"),
-		OPT_INTEGER(0, "vocab", &a.dims.vocab, "vocabulary size (default 10000)"),
-		OPT_INTEGER(0, "batch", &a.dims.batch, "batch size (default 4)"),
+		OPT_MODEL_DIMS(&a.dims),
 		OPT_INTEGER(0, "ctx", &a.dims.ctx, "context length (default 128)"),
 		OPT_GROUP("step"),
 		OPT_STRING(0, "precision", &a.precision, "P", "fp32, tf32 or bf16 (default fp32)"),

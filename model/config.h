@@ -42,4 +42,27 @@ int model_precision_parse(const char *s, enum model_precision *p);
 int model_mode_parse(const char *s, enum model_mode *m);
 int model_attention_parse(const char *s, enum model_attention *a);
 
+/* Sizes given on a command line; 0 keeps the preset's (or default) value. */
+struct model_dims {
+	int d_model, d_ff, layers, heads, vocab, batch, ctx;
+};
+
+/*
+ * A preset with any given sizes overriding it, or, for "custom" (or name
+ * NULL with d_model given), the defaults with d_model, layers and heads
+ * required and d_ff 4 * d_model unless given. name NULL with no sizes means
+ * "small". Validated; -1 with an error line.
+ */
+int model_config_resolve(const char *name, const struct model_dims *dims, struct model_config *c);
+
+/* The size flags bench, step and record share (cli/options.h), --ctx aside:
+ * bench takes a list of context lengths. */
+#define OPT_MODEL_DIMS(dims)                                                                  \
+	OPT_INTEGER(0, "d-model", &(dims)->d_model, "model width (custom, or override)"),     \
+	OPT_INTEGER(0, "d-ff", &(dims)->d_ff, "feed-forward width (default 4 * d-model)"),    \
+	OPT_INTEGER(0, "layers", &(dims)->layers, "number of blocks"),                        \
+	OPT_INTEGER(0, "heads", &(dims)->heads, "attention heads"),                           \
+	OPT_INTEGER(0, "vocab", &(dims)->vocab, "vocabulary size (default 10000)"),           \
+	OPT_INTEGER(0, "batch", &(dims)->batch, "batch size (default 4)")
+
 #endif

@@ -31,19 +31,6 @@
 size_t tensor_dtype_size(int dtype);        /* tensors.c: bytes per element, 0 if unknown */
 const char *tensor_dtype_name(int dtype);   /* tensors.c: "F32", "BF16", ...; "?" if unknown */
 
-/* Sizes given on a command line; 0 keeps the preset's (or default) value. */
-struct model_dims {
-	int d_model, d_ff, layers, heads, vocab, batch, ctx;
-};
-
-/*
- * config.c: a preset with any given sizes overriding it, or, for "custom"
- * (or name NULL with d_model given), the defaults with d_model, layers and
- * heads required and d_ff 4 * d_model unless given. name NULL with no sizes
- * means "small". Validated; -1 with an error line.
- */
-int model_config_resolve(const char *name, const struct model_dims *dims, struct model_config *c);
-
 /* ---- A small seeded RNG (splitmix64), for weights, tokens and tests. ---- */
 
 struct ref_rng {

@@ -33,7 +33,6 @@
 #include "cli/options.h"
 #include "model/config.h"
 #include "model/model.h"
-#include "model/reference.h"   /* model_dims, model_config_resolve (pending move to config.h) */
 #include "record/capture.h"
 #include "record/device.h"
 #include "record/hooks.h"
@@ -441,12 +440,7 @@ int cmd_record(int argc, const char **argv)
 	const struct option opts[] = {
 		OPT_GROUP("What to run (the flags of `steptrace bench`, one configuration)"),
 		OPT_STRING(0, "model", &o.model, "NAME", "small (default), medium, large, xl, 2.7B or custom"),
-		OPT_INTEGER(0, "d-model", &o.dims.d_model, "model width (custom, or override)"),
-		OPT_INTEGER(0, "d-ff", &o.dims.d_ff, "feed-forward width (default 4 * d-model)"),
-		OPT_INTEGER(0, "layers", &o.dims.layers, "number of blocks"),
-		OPT_INTEGER(0, "heads", &o.dims.heads, "attention heads"),
-		OPT_INTEGER(0, "vocab", &o.dims.vocab, "vocabulary size (default 10000)"),
-		OPT_INTEGER(0, "batch", &o.dims.batch, "batch size (default 4)"),
+		OPT_MODEL_DIMS(&o.dims),
 		OPT_INTEGER(0, "ctx", &o.dims.ctx, "context length (default 128)"),
 		OPT_STRING(0, "precision", &o.precision, "P", "fp32 (default), tf32 or bf16"),
 		OPT_STRING(0, "mode", &o.mode, "MODE", "forward, fwdbwd or train (default)"),
