@@ -107,18 +107,8 @@ struct layout {
 
 static int grow(void **p, size_t *cap, size_t elem, size_t need)
 {
-	size_t nc = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (nc < need)
-		nc *= 2;
-	q = realloc(*p, nc * elem);
-	if (!q)
+	if (replay_grow(p, cap, elem, need) < 0)
 		return st_error("out of memory while laying out the trace");
-	*p = q;
-	*cap = nc;
 	return 0;
 }
 

@@ -20,7 +20,6 @@ struct replay_priv {
 };
 
 char *replay_arena_strdup(struct replay *rp, const char *s, size_t len);
-int replay_grow(void **p, size_t *cap, size_t elem, size_t need);
 /* Tree, paths, projection, steps: the second half of replay_build. */
 int replay_project(struct replay *rp);
 
