@@ -7,7 +7,7 @@
  */
 #include "analyze/category.h"
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -145,7 +145,7 @@ int category_cache_init(struct category_cache *cc, const struct replay *rp)
 	cc->by_name = malloc(rp->n_strings + 1);
 	if (!cc->by_op || !cc->by_name) {
 		category_cache_release(cc);
-		return st_error("out of memory");
+		return error("out of memory");
 	}
 	memset(cc->by_op, -1, rp->n_ops + 1);
 	memset(cc->by_name, -1, rp->n_strings + 1);

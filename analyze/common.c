@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 int analyze_parse(int argc, const char **argv, const struct option *opts,
 		  const char *const usage[], int nfiles, const char *const *format, enum out_format *fmt)
@@ -15,14 +15,19 @@ int analyze_parse(int argc, const char **argv, const struct option *opts,
 	if (n < 0)
 		return n == PARSE_OPT_HELP ? -2 : -1;
 	if (n != nfiles) {
-		st_error(n < nfiles ? "missing bundle argument" : "too many arguments");
+		error(n < nfiles ? "missing bundle argument" : "too many arguments");
 		usage_with_options(usage, opts, false);
 		return -1;
 	}
 	*fmt = OUT_TABLE;
-	if (format && *format && out_format_parse(*format, fmt) < 0) {
-		usage_with_options(usage, opts, false);
-		return -1;
+	if (format && *format) {
+		int i;
+
+		if (parse_choice(*format, out_format_names, "--format", &i) < 0) {
+			usage_with_options(usage, opts, false);
+			return -1;
+		}
+		*fmt = (enum out_format)i;
 	}
 	return n;
 }
@@ -61,11 +66,11 @@ int dur_collect_add(struct dur_collect *c, uint64_t key, uint64_t dur)
 		if (d)
 			c->durs = d;
 		if (!k || !d)
-			return st_error("out of memory");
+			return error("out of memory");
 		c->cap = nc;
 	}
 	if (c->n >= UINT32_MAX)
-		return st_error("too many durations");
+		return error("too many durations");
 	c->keys[c->n].key = key;
 	c->keys[c->n].idx = (uint32_t)c->n;
 	c->durs[c->n++] = dur;
@@ -107,7 +112,7 @@ int dur_collect_groups(struct dur_collect *c, struct dur_groups *out)
 oom:
 	free(tmp);
 	free(sorted);
-	return st_error("out of memory");
+	return error("out of memory");
 }
 
 void dur_collect_release(struct dur_collect *c)

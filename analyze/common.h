@@ -10,14 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli/options.h"
-#include "cli/stats.h"
-#include "cli/table.h"
+#include "lib/options.h"
+#include "lib/stats.h"
+#include "lib/table.h"
 #include "replay/replay.h"
 
-#define EXIT_USAGE 129
+#include "lib/error.h"
 
-#define OPT_FORMAT(v) OPT_STRING(0, "format", (v), "FMT", "output format: table, csv, json or md")
+/* Until every command goes through cmd/analysis.h: --format as a string. */
+#define OPT_FORMAT_NAME(v) OPT_STRING(0, "format", (v), "FMT", "output format: table, csv, json or md")
 
 /*
  * Parses options (the table must hold OPT_FORMAT(format)), requires exactly

@@ -14,8 +14,8 @@
 
 #include "analyze/category.h"
 #include "analyze/common.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 #include "replay/memory.h"
 
 /* ---- one side: (name, time per step) sorted by name ------------------- */
@@ -170,7 +170,7 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 		goto out;
 	out->v = calloc(groups.n + 1, sizeof(*out->v));
 	if (!out->v) {
-		st_error("out of memory");
+		error("out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < groups.n; i++) {
@@ -186,7 +186,7 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 		e->time_ns = (double)g->s.total / div;
 		e->count = (double)g->s.n / div;
 		if (!e->name || (pairs && !e->sub)) {
-			st_error("out of memory");
+			error("out of memory");
 			goto out;
 		}
 	}
@@ -297,7 +297,7 @@ static int rows_table(struct report *r, const struct replay *a, const struct rep
 	if (!rows) {
 		named_list_release(&la);
 		named_list_release(&lb);
-		return st_error("out of memory");
+		return error("out of memory");
 	}
 	snprintf(title, sizeof(title), "GPU time per step by %s%s%s%s, A -> B (largest change first)",
 		 by_name[opt->by], opt->range ? " under '" : "", opt->range ? opt->range : "",
@@ -526,7 +526,7 @@ static int join_only(const struct named_list *l, size_t from, size_t to, const c
 		return 0;
 	*joined = calloc(1, len + 1);
 	if (!*joined)
-		return st_error("out of memory");
+		return error("out of memory");
 	for (size_t i = from; i < to; i++) {
 		if (has_kernel(other, n_other, l->v[i].sub))
 			continue;
@@ -573,7 +573,7 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 	nb = kernel_names(&lb);
 	rows = calloc(la.n + lb.n + 1, sizeof(*rows));
 	if (!na || !nb || !rows) {
-		st_error("out of memory");
+		error("out of memory");
 		goto out;
 	}
 	while (i < la.n || j < lb.n) {
@@ -706,7 +706,7 @@ int diff_report(struct report *r, const struct replay *a, const struct replay *b
 	if (*what) {
 		report_note(r, "A and B differ in %s", what);
 		if (structural && opt->warn)
-			st_warning("bundles differ in %s: rows are matched by name where the structure matches",
+			warning("bundles differ in %s: rows are matched by name where the structure matches",
 				   what);
 	}
 	if (rows_table(r, a, b, opt) < 0 || steps_table(r, a, b, opt) < 0 || memory_table(r, a, b) < 0 ||
@@ -735,7 +735,7 @@ int cmd_diff(int argc, const char **argv)
 		OPT_STRING(0, "range", &opt.range, "PATH", "keep GPU work under this NVTX path on both sides"),
 		OPT_INTEGER('n', "top", &opt.top, "show the N rows that changed most"),
 		OPT_BOOLEAN(0, "include-warmup", &opt.include_warmup, "count warm-up steps and work outside steps"),
-		OPT_FORMAT(&format),
+		OPT_FORMAT_NAME(&format),
 		OPT_END(),
 	};
 	static const char *const bys[] = { "op", "range", "category", "kernel" };
@@ -746,12 +746,12 @@ int cmd_diff(int argc, const char **argv)
 	for (n = 0; n < 4 && strcmp(by, bys[n]); n++)
 		;
 	if (n == 4) {
-		st_error("unknown --by '%s': use op, range, category or kernel", by);
+		error("unknown --by '%s': use op, range, category or kernel", by);
 		return EXIT_USAGE;
 	}
 	opt.by = (enum diff_by)n;
 	if (opt.top < 0) {
-		st_error("--top must be positive");
+		error("--top must be positive");
 		return EXIT_USAGE;
 	}
 	if (analyze_check_range(opt.range) < 0)

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cli/table.h"
+#include "lib/table.h"
 #include "replay/replay.h"
 
 enum diff_by { DIFF_BY_OP, DIFF_BY_RANGE, DIFF_BY_CATEGORY, DIFF_BY_KERNEL };

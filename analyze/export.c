@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "analyze/common.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 #include "perfetto_trace.pb-c.h"
 #include "replay/memory.h"
 
@@ -108,7 +108,7 @@ struct layout {
 static int grow(void **p, size_t *cap, size_t elem, size_t need)
 {
 	if (replay_grow(p, cap, elem, need) < 0)
-		return st_error("out of memory while laying out the trace");
+		return error("out of memory while laying out the trace");
 	return 0;
 }
 
@@ -130,7 +130,7 @@ static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pi
 	t = &L->tracks[L->n_tracks];
 	t->name = strdup(buf);
 	if (!t->name)
-		return st_error("out of memory");
+		return error("out of memory");
 	t->uuid = L->n_tracks + 1;
 	t->parent = parent;
 	t->kind = kind;
@@ -143,13 +143,13 @@ static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pi
 static int add_mark(struct layout *L, uint64_t t, uint8_t type, uint32_t ref)
 {
 	if (L->n_marks >= UINT32_MAX - 1)
-		return st_error("too many events to export");
+		return error("too many events to export");
 	if (grow((void **)&L->marks, &L->cap_marks, sizeof(*L->marks), L->n_marks + 1) < 0)
 		return -1;
 	if (L->cap_marks > 0) {
 		struct replay_key *k = realloc(L->keys, L->cap_marks * sizeof(*k));
 		if (!k)
-			return st_error("out of memory while laying out the trace");
+			return error("out of memory while laying out the trace");
 		L->keys = k;
 	}
 	L->marks[L->n_marks].ref = ref;
@@ -238,7 +238,7 @@ static int place(struct layout *L, struct lane_group *g, const struct node *n)
 			uint32_t track;
 			struct lane *more = realloc(g->lanes, (g->n + 1) * sizeof(*g->lanes));
 			if (!more)
-				return st_error("out of memory");
+				return error("out of memory");
 			g->lanes = more;
 			if (add_track(L, TK_CHILD, g->extra_parent, g->pid, L->next_tid++, &track,
 				      "%s (overlap %zu)", g->base, i) < 0)
@@ -277,7 +277,7 @@ static int group_init(struct lane_group *g, uint32_t track, bool flat, uint64_t 
 	memset(g, 0, sizeof(*g));
 	g->lanes = calloc(1, sizeof(*g->lanes));
 	if (!g->lanes)
-		return st_error("out of memory");
+		return error("out of memory");
 	g->lanes[0].track = track;
 	g->n = 1;
 	g->flat = flat;
@@ -409,7 +409,7 @@ static int layout_thread(struct layout *L, size_t ti)
 	int rc = 0;
 
 	if (!nodes)
-		return st_error("out of memory");
+		return error("out of memory");
 	for (size_t i = 0; i < th->n_ranges; i++) {
 		const struct replay_range *r = &rp->ranges[th->ranges[i]];
 		if (keep_range(L, r))
@@ -591,14 +591,14 @@ static int layout_build(struct layout *L, const struct replay *rp, const struct 
 	L->thread_tid = calloc(rp->n_threads + 1, sizeof(*L->thread_tid));
 	L->thread_track = calloc(rp->n_threads + 1, sizeof(*L->thread_track));
 	if (!L->act_kept || !L->thread_tid || !L->thread_track)
-		return st_error("out of memory");
+		return error("out of memory");
 	L->mem_device = rp->n_streams ? (int)rp->streams[0].device : 0;
 	if (layout_host(L) < 0 || layout_streams(L) < 0 ||
 	    layout_memory_view(L, MEM_VIEW_MODEL) < 0 || layout_memory_view(L, MEM_VIEW_DRIVER) < 0)
 		return -1;
 	tmp = malloc((L->n_marks + 1) * sizeof(*tmp));
 	if (!tmp)
-		return st_error("out of memory");
+		return error("out of memory");
 	replay_sort_keys(L->keys, tmp, L->n_marks);
 	free(tmp);
 	return 0;
@@ -836,7 +836,7 @@ static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
 		size_t nc = len + 1024;
 		uint8_t *b = realloc(w->buf, nc);
 		if (!b)
-			return st_error("out of memory");
+			return error("out of memory");
 		w->buf = b;
 		w->cap = nc;
 	}
@@ -849,7 +849,7 @@ static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
 	}
 	if (fwrite(head, 1, h, w->out) != h || fwrite(w->buf, 1, len, w->out) != len) {
 		w->failed = true;
-		return st_error("cannot write the trace: %s", strerror(errno));
+		return error("cannot write the trace: %s", strerror(errno));
 	}
 	return 0;
 }
@@ -999,7 +999,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	bool fresh = false;
 	uint64_t iid = intern(&w->names, name, &fresh);
 	if (!iid)
-		return st_error("out of memory");
+		return error("out of memory");
 	ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
 	ev.name_iid = iid;
 	if (fresh) {
@@ -1019,7 +1019,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 		if (ann[i].is_str) {
 			uint64_t sid = pf_intern(&w->strings, ann[i].str, istr, &n_istr);
 			if (!sid)
-				return st_error("out of memory");
+				return error("out of memory");
 			d->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;
 			d->string_value_iid = sid;
 		} else {
@@ -1096,7 +1096,7 @@ static int chrome_emit(struct chrome_writer *w, json_t *ev)
 	int rc;
 
 	if (!ev)
-		return st_error("out of memory");
+		return error("out of memory");
 	if (!w->first)
 		fputs(",\n", w->out);
 	w->first = false;
@@ -1104,7 +1104,7 @@ static int chrome_emit(struct chrome_writer *w, json_t *ev)
 	json_decref(ev);
 	if (rc < 0 || ferror(w->out)) {
 		w->failed = true;
-		return st_error("cannot write the trace: %s", strerror(errno));
+		return error("cannot write the trace: %s", strerror(errno));
 	}
 	return 0;
 }
@@ -1224,7 +1224,7 @@ static int write_chrome(const struct layout *L, FILE *out)
 	}
 	if (!other || json_dumpf(other, out, CHROME_DUMP_FLAGS) < 0) {
 		json_decref(other);
-		return st_error("cannot write the trace");
+		return error("cannot write the trace");
 	}
 	json_decref(other);
 	fputs(",\"traceEvents\":[\n", out);
@@ -1256,7 +1256,7 @@ static int write_chrome(const struct layout *L, FILE *out)
 			return -1;
 	}
 	fputs("\n]}\n", out);
-	return ferror(out) ? st_error("cannot write the trace: %s", strerror(errno)) : 0;
+	return ferror(out) ? error("cannot write the trace: %s", strerror(errno)) : 0;
 }
 
 /* ---- entry points ---------------------------------------------------------- */
@@ -1268,7 +1268,7 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 	int rc;
 
 	if (opt->step >= 0 && (size_t)opt->step >= rp->n_steps)
-		return st_error("no step %" PRId32 " in the bundle (it has %zu)", opt->step, rp->n_steps);
+		return error("no step %" PRId32 " in the bundle (it has %zu)", opt->step, rp->n_steps);
 	rc = layout_build(&L, rp, opt);
 	if (rc == 0)
 		rc = opt->format == EXPORT_PERFETTO ? write_perfetto(&L, out) : write_chrome(&L, out);
@@ -1339,19 +1339,19 @@ int cmd_export(int argc, const char **argv)
 	} else if (strcmp(format, "chrome") == 0 || strcmp(format, "json") == 0) {
 		opt.format = EXPORT_CHROME;
 	} else {
-		st_error("unknown --format '%s': use perfetto or chrome", format);
+		error("unknown --format '%s': use perfetto or chrome", format);
 		usage_with_options(export_usage, opts, false);
 		return EXIT_USAGE;
 	}
 	if (step < -1) {
-		st_error("--step must be a step index (0 or more)");
+		error("--step must be a step index (0 or more)");
 		return EXIT_USAGE;
 	}
 	opt.step = step;
 	if (!output)
 		output = owned = default_output(argv[0], opt.format);
 	if (!output) {
-		st_error("out of memory");
+		error("out of memory");
 		return 1;
 	}
 	if (analyze_open(&rp, argv[0]) < 0)
@@ -1359,13 +1359,13 @@ int cmd_export(int argc, const char **argv)
 	to_stdout = strcmp(output, "-") == 0;
 	out = to_stdout ? stdout : fopen(output, "wb");
 	if (!out) {
-		st_error("cannot create '%s': %s", output, strerror(errno));
+		error("cannot create '%s': %s", output, strerror(errno));
 		goto out_replay;
 	}
 	rc = export_write(&rp, &opt, out, &stats) < 0 ? 1 : 0;
 	if (to_stdout ? fflush(out) != 0 : fclose(out) != 0) {
 		if (rc == 0)
-			st_error("cannot write '%s': %s", output, strerror(errno));
+			error("cannot write '%s': %s", output, strerror(errno));
 		rc = 1;
 	}
 	if (rc != 0 && !to_stdout) {

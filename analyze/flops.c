@@ -13,8 +13,8 @@
 #include "analyze/category.h"
 #include "analyze/common.h"
 #include "analyze/svg.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 
 const char *flops_precision_name(enum flops_precision p)
 {
@@ -305,7 +305,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	keys = calloc(cap, sizeof(*keys));
 	out->rows = calloc(cap, sizeof(*out->rows));
 	if (!acc || !keys || !out->rows) {
-		st_error("out of memory");
+		error("out of memory");
 		goto out;
 	}
 	if (category_cache_init(&cc, rp) < 0)
@@ -365,7 +365,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 			continue;
 		g = group_of(out, &cap, rp, op, opt->by, keys);
 		if (g < 0) {
-			st_error("out of memory");
+			error("out of memory");
 			goto out;
 		}
 		row_add_op(&out->rows[g], rp, op, &acc[i], &out->peaks);
@@ -376,7 +376,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		memset(row, 0, sizeof(*row));
 		row->name = strdup("(no op)");
 		if (!row->name) {
-			st_error("out of memory");
+			error("out of memory");
 			goto out;
 		}
 		out->n_rows++;
@@ -629,7 +629,7 @@ int flops_svg(FILE *out, const struct flops_result *res, int width, int height)
 		free(order);
 		free(taken);
 		free(done);
-		return st_error("out of memory");
+		return error("out of memory");
 	}
 	svg_begin(out, width, height, "Roofline: achieved TFLOP/s against arithmetic intensity");
 	svg_rect(out, 0, 0, width, height, "#fff", NULL);
@@ -815,10 +815,10 @@ static int write_svg(const struct flops_result *res, const char *path)
 	int rc;
 
 	if (!f)
-		return st_error("cannot write '%s': %s", path, strerror(errno));
+		return error("cannot write '%s': %s", path, strerror(errno));
 	rc = flops_svg(f, res, 1000, 700);
 	if (fclose(f) != 0 || rc < 0)
-		return st_error("cannot write '%s'", path);
+		return error("cannot write '%s'", path);
 	return 0;
 }
 
@@ -839,7 +839,7 @@ int cmd_flops(int argc, const char **argv)
 		OPT_INTEGER('n', "top", &top, "show the N rows with the most GPU time"),
 		OPT_BOOLEAN(0, "include-warmup", &opt.include_warmup, "count warm-up steps and work outside steps"),
 		OPT_STRING(0, "svg", &svg, "FILE", "write the roofline chart to FILE"),
-		OPT_FORMAT(&format),
+		OPT_FORMAT_NAME(&format),
 		OPT_END(),
 	};
 
@@ -851,15 +851,15 @@ int cmd_flops(int argc, const char **argv)
 	} else if (!strcmp(by, "op")) {
 		opt.by = FLOPS_BY_OP;
 	} else {
-		st_error("unknown --by '%s': use kind or op", by);
+		error("unknown --by '%s': use kind or op", by);
 		return EXIT_USAGE;
 	}
 	if (top < 0) {
-		st_error("--top must be positive");
+		error("--top must be positive");
 		return EXIT_USAGE;
 	}
 	if (opt.phase && phase_index(opt.phase) < 0) {
-		st_error("unknown --phase '%s': use forward, backward or optimizer", opt.phase);
+		error("unknown --phase '%s': use forward, backward or optimizer", opt.phase);
 		return EXIT_USAGE;
 	}
 	if (analyze_check_range(opt.range) < 0)

@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cli/table.h"
+#include "lib/table.h"
 #include "replay/replay.h"
 
 enum flops_by { FLOPS_BY_KIND, FLOPS_BY_OP };

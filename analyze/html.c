@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 void html_escape(FILE *out, const char *s)
 {
@@ -140,15 +140,15 @@ int html_report_tables(FILE *out, const struct report *r, const char *name, int 
 	int n = 0;
 
 	if (!mem)
-		return st_error("out of memory");
+		return error("out of memory");
 	if (report_print(r, OUT_JSON, mem) < 0 || fclose(mem) != 0) {
 		free(text);
-		return st_error("cannot render a report table");
+		return error("cannot render a report table");
 	}
 	doc = json_loadb(text, len, 0, &err);
 	free(text);
 	if (!doc)
-		return st_error("cannot render a report table: %s", err.text);
+		return error("cannot render a report table: %s", err.text);
 	json_object_foreach(doc, key, v) {
 		if (strcmp(key, "notes") == 0 || !json_is_array(v) || (name && strcmp(key, name) != 0))
 			continue;

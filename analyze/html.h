@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "cli/table.h"
+#include "lib/table.h"
 
 /* Writes s with &, <, >, " and ' escaped (NULL writes nothing). */
 void html_escape(FILE *out, const char *s);

@@ -11,8 +11,8 @@
 #include <time.h>
 
 #include "analyze/common.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 
 static const char *const info_usage[] = {
 	"steptrace info [<options>] FILE",
@@ -185,7 +185,7 @@ int cmd_info(int argc, const char **argv)
 	uint64_t dropped, footer_events = 0;
 	int n;
 	const struct option opts[] = {
-		OPT_FORMAT(&format),
+		OPT_FORMAT_NAME(&format),
 		OPT_END(),
 	};
 
@@ -202,7 +202,7 @@ int cmd_info(int argc, const char **argv)
 		footer_events = rp.footer->events;
 
 	if (dropped) {
-		st_warning("'%s': %" PRIu64 " records were dropped while recording; totals undercount",
+		warning("'%s': %" PRIu64 " records were dropped while recording; totals undercount",
 			   argv[0], dropped);
 		report_note(r, "WARNING: %" PRIu64 " records were dropped while recording: totals undercount "
 			    "(enlarge CUPTI's buffers)", dropped);

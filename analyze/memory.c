@@ -15,8 +15,8 @@
 
 #include "analyze/common.h"
 #include "analyze/svg.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -193,7 +193,7 @@ static int add_largest(struct report *r, const struct replay *rp, const struct m
 	size_t live, shown;
 
 	if (!idx)
-		return st_error("out of memory");
+		return error("out of memory");
 	table_add_column(t, "Rank", COL_INT, 0);
 	block_columns(t);
 	live = mem_timeline_live_at(tl, tl->peak.point, idx, (size_t)top);
@@ -228,9 +228,9 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 		for (int c = 0; c < ST_MEM_CATEGORY_COUNT && len < sizeof(list) - 64; c++)
 			if (cat[c])
 				len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s %s", len ? ", " : "",
-							st_mem_category_name(c), svg_fmt_bytes(buf, sizeof(buf), (double)cat[c]));
+							st_mem_category_name(c), human_bytes(buf, sizeof(buf), (double)cat[c]));
 		report_note(r, "warning: %s view: %zu block(s) (%s) were never freed by the end of the bundle: %s%s",
-			    vname, tl->n_never_freed, svg_fmt_bytes(buf, sizeof(buf), (double)tl->never_freed_bytes),
+			    vname, tl->n_never_freed, human_bytes(buf, sizeof(buf), (double)tl->never_freed_bytes),
 			    list, tl->n_reused_live ? "; some addresses were allocated again while live (lost frees)" : "");
 		block_columns(t);
 		table_add_column(t, "Address", COL_STR, 0);
@@ -288,7 +288,7 @@ static int memory_report(const struct replay *rp, struct memory_args *a)
 	other = &views[!a->primary];
 	r = report_new();
 	if (!r) {
-		st_error("out of memory");
+		error("out of memory");
 		goto out;
 	}
 	if (!views[MEM_VIEW_MODEL].n_points && !views[MEM_VIEW_DRIVER].n_points)
@@ -306,10 +306,10 @@ static int memory_report(const struct replay *rp, struct memory_args *a)
 		add_unpaired(r, rp, other, a->top);
 	if (tl->peak.point >= 0)
 		report_note(r, "%s peak %s at %.3f ms (%s); driver-level (cudaMalloc) peak %s",
-			    mem_view_name(tl->view), svg_fmt_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
+			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
 			    rel_ms(rp, tl->peak.t), *point_op(rp, tl, tl->peak.point) ? point_op(rp, tl, tl->peak.point) : "no op",
-			    a->primary == MEM_VIEW_MODEL ? (other->n_points ? svg_fmt_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
-			    : svg_fmt_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
+			    a->primary == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
+			    : human_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
 	if (tl->n_ooms)
 		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them", tl->n_ooms);
 	report_note(r, "times in ms since the bundle's first event; a phase's or step's peak is the highest live total its own allocations reached");
@@ -319,7 +319,7 @@ static int memory_report(const struct replay *rp, struct memory_args *a)
 		uint64_t t0 = 0, t1 = 0;
 
 		if (!f) {
-			st_error("cannot write '%s': %s", a->svg, strerror(errno));
+			error("cannot write '%s': %s", a->svg, strerror(errno));
 			goto out;
 		}
 		if (a->step >= 0) {
@@ -336,7 +336,7 @@ static int memory_report(const struct replay *rp, struct memory_args *a)
 			goto out;
 		}
 		if (fclose(f) != 0) {
-			st_error("cannot write '%s': %s", a->svg, strerror(errno));
+			error("cannot write '%s': %s", a->svg, strerror(errno));
 			goto out;
 		}
 		report_note(r, "wrote the active-memory timeline to '%s'", a->svg);
@@ -361,7 +361,7 @@ int cmd_memory(int argc, const char **argv)
 		OPT_STRING(0, "view", &args.view, "WHO", "model (the allocator's categories, default) or driver (cudaMalloc)"),
 		OPT_STRING(0, "svg", &args.svg, "FILE", "draw the active-memory timeline stacked by category"),
 		OPT_INTEGER(0, "step", &args.step, "with --svg, draw only step N"),
-		OPT_FORMAT(&args.format),
+		OPT_FORMAT_NAME(&args.format),
 		OPT_END(),
 	};
 
@@ -369,7 +369,7 @@ int cmd_memory(int argc, const char **argv)
 	if (n < 0)
 		return analyze_exit(n);
 	if (args.top < 1) {
-		st_error("--top must be at least 1");
+		error("--top must be at least 1");
 		return EXIT_USAGE;
 	}
 	if (!strcmp(args.view, "model")) {
@@ -377,7 +377,7 @@ int cmd_memory(int argc, const char **argv)
 	} else if (!strcmp(args.view, "driver")) {
 		args.primary = MEM_VIEW_DRIVER;
 	} else {
-		st_error("unknown --view '%s': use model or driver", args.view);
+		error("unknown --view '%s': use model or driver", args.view);
 		return EXIT_USAGE;
 	}
 	if (analyze_open(&rp, argv[0]) < 0)
@@ -388,7 +388,7 @@ int cmd_memory(int argc, const char **argv)
 		for (size_t s = 0; s < rp.n_steps; s++)
 			found |= rp.steps[s].index == (uint32_t)args.step;
 		if (!found) {
-			st_error("no step %d in '%s' (it has %zu steps)", args.step, argv[0], rp.n_steps);
+			error("no step %d in '%s' (it has %zu steps)", args.step, argv[0], rp.n_steps);
 			replay_release(&rp);
 			return 1;
 		}
@@ -573,8 +573,8 @@ static void draw_peak(struct chart *ch, double unit, const char *uname)
 	svg_line(ch->out, ch->x0, y, ch->x1, y, "#c0392b", 0.8, "stroke-dasharray=\"2 4\" opacity=\"0.6\"");
 	fprintf(ch->out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"4.5\" fill=\"#c0392b\" stroke=\"#fff\" stroke-width=\"1.5\"/>\n", x, y);
 	op = point_op(ch->rp, tl, p);
-	snprintf(label, sizeof(label), "peak %s at %s%s%s", svg_fmt_bytes(b1, sizeof(b1), (double)tl->points[p].live),
-		 svg_fmt_time(b2, sizeof(b2), (double)(tl->points[p].t - ch->t0)), *op ? " \xe2\x80\x94 " : "", op);
+	snprintf(label, sizeof(label), "peak %s at %s%s%s", human_bytes(b1, sizeof(b1), (double)tl->points[p].live),
+		 human_time(b2, sizeof(b2), (double)(tl->points[p].t - ch->t0)), *op ? " \xe2\x80\x94 " : "", op);
 	(void)unit;
 	(void)uname;
 	w = svg_text_width(label, 12.5) + 12;
@@ -611,7 +611,7 @@ static void draw_legend(struct chart *ch, const uint64_t *at_peak, const bool *p
 		svg_rect(ch->out, lx, ly - 10, 13, 13, svg_mem_color(c), "rx=\"2\"");
 		svg_text(ch->out, lx + 20, ly + 1, SVG_START, 12.5, "#222", NULL, "%s", st_mem_category_name(c));
 		svg_text(ch->out, lx + 170, ly + 1, SVG_END, 11.5, "#555", NULL, "%s",
-			 svg_fmt_bytes(buf, sizeof(buf), (double)at_peak[c]));
+			 human_bytes(buf, sizeof(buf), (double)at_peak[c]));
 		ly += 22;
 	}
 	if (driver_line) {
@@ -702,7 +702,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 	colw = (ch.x1 - ch.x0) / (double)cols;
 	samples = malloc(cols * ST_MEM_CATEGORY_COUNT * sizeof(*samples));
 	if (!samples || sample_columns(tl, t0, t1, cols, samples) < 0) {
-		st_error("out of memory for the memory chart");
+		error("out of memory for the memory chart");
 		goto out;
 	}
 	for (size_t c = 0; c < cols; c++) {
@@ -718,7 +718,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 		if (drv.points[i].t >= t0 && drv.points[i].t <= t1 && drv.points[i].live > top)
 			top = drv.points[i].live;
 	ch.ymax = top ? (double)top * 1.12 : 1024.0 * 1024;
-	unit = svg_byte_unit(ch.ymax, &uname);
+	unit = human_byte_unit(ch.ymax, &uname);
 	{
 		double step, ticks[32];
 		int n = svg_ticks_linear(0, ch.ymax / unit, 7, ticks, 32, &step);
@@ -726,7 +726,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 		if (n > 0 && ticks[n - 1] * unit < ch.ymax)
 			ch.ymax = (ticks[n - 1] + step) * unit;
 	}
-	tunit = svg_time_unit((double)(t1 - t0), &tname);
+	tunit = human_time_unit((double)(t1 - t0), &tname);
 	svg_scale_linear(&ch.xs, 0, (double)(t1 - t0), ch.x0, ch.x1);
 	svg_scale_linear(&ch.ys, 0, ch.ymax, ch.y0, ch.y1);
 	if (tl->peak.point >= 0)
@@ -746,8 +746,8 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"", "Active memory timeline");
 		svg_text(out, ch.x0, 46, SVG_START, 12.5, "#555", NULL,
 			 "%s, live bytes stacked by category; peak %s; %zu allocations over %s",
-			 mem_view_name(tl->view), svg_fmt_bytes(b1, sizeof(b1), (double)tl->peak.bytes), tl->n_allocs,
-			 svg_fmt_time(b2, sizeof(b2), (double)(t1 - t0)));
+			 mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes), tl->n_allocs,
+			 human_time(b2, sizeof(b2), (double)(t1 - t0)));
 	}
 	draw_phases(&ch);
 	draw_axes(&ch, unit, uname, tunit, tname);
@@ -757,7 +757,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 		uint64_t *base = calloc(cols, sizeof(*base));
 
 		if (!base) {
-			st_error("out of memory for the memory chart");
+			error("out of memory for the memory chart");
 			goto out;
 		}
 		for (int k = 0; k < ST_MEM_CATEGORY_COUNT; k++) {
@@ -789,7 +789,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 		free(base);
 	}
 	if (drv.n_points && draw_driver_line(&ch, &drv, cols, colw) < 0) {
-		st_error("out of memory for the memory chart");
+		error("out of memory for the memory chart");
 		goto out;
 	}
 	/* recorded OOMs */
@@ -818,7 +818,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 	draw_legend(&ch, at_peak, present, drv.n_points > 0);
 	svg_end(out);
 	if (ferror(out))
-		st_error("cannot write the memory chart: write error");
+		error("cannot write the memory chart: write error");
 	else
 		rc = 0;
 out:

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "analyze/common.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 
 struct ranges_args {
 	const char *range;
@@ -45,7 +45,7 @@ static int ranges_report(const struct replay *rp, const struct ranges_args *args
 	gpu_time = calloc(rp->n_paths + 1, sizeof(*gpu_time));
 	gpu_busy = calloc(rp->n_paths + 1, sizeof(*gpu_busy));
 	if (!gpu_time || !gpu_busy) {
-		st_error("out of memory");
+		error("out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < rp->n_ranges; i++) {
@@ -122,7 +122,7 @@ int cmd_ranges(int argc, const char **argv)
 		OPT_INTEGER('n', "top", &args.top, "show the N largest rows"),
 		OPT_INTEGER(0, "depth", &args.depth, "keep paths of at most N components"),
 		OPT_BOOLEAN(0, "include-warmup", &args.include_warmup, "count ranges of warm-up steps and outside steps"),
-		OPT_FORMAT(&args.format),
+		OPT_FORMAT_NAME(&args.format),
 		OPT_END(),
 	};
 
@@ -130,7 +130,7 @@ int cmd_ranges(int argc, const char **argv)
 	if (n < 0)
 		return analyze_exit(n);
 	if (args.top < 0 || args.depth < 0) {
-		st_error("--top and --depth must be positive");
+		error("--top and --depth must be positive");
 		return EXIT_USAGE;
 	}
 	if (analyze_check_range(args.range) < 0)

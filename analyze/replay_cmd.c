@@ -18,8 +18,8 @@
 #include "analyze/common.h"
 #include "analyze/memory.h"
 #include "analyze/svg.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 #include "replay/memory.h"
 
 struct replay_args {
@@ -145,8 +145,8 @@ static void list_mem(struct lister *l, size_t i)
 	op = replay_op(rp, ev->kind == ST_OOM ? ev->oom.op : ev->mem.op);
 	if (ev->kind == ST_OOM) {
 		snprintf(name, sizeof(name), "OOM request %s %s live %s capacity %" PRIu64 " op %s",
-			 svg_fmt_bytes(b1, sizeof(b1), (double)ev->oom.requested), st_mem_category_name((int)ev->oom.category),
-			 svg_fmt_bytes(b2, sizeof(b2), (double)ev->oom.live_bytes), ev->oom.capacity,
+			 human_bytes(b1, sizeof(b1), (double)ev->oom.requested), st_mem_category_name((int)ev->oom.category),
+			 human_bytes(b2, sizeof(b2), (double)ev->oom.live_bytes), ev->oom.capacity,
 			 op ? replay_str(rp, op->path) : "-");
 		put_line(l, ev->start, "oom", 0, NULL, 0, range_path(rp, m->range), name);
 		return;
@@ -158,7 +158,7 @@ static void list_mem(struct lister *l, size_t i)
 		int cat = pt && pt->block >= 0 ? pt->category : (int)ev->mem.category;
 
 		snprintf(name, sizeof(name), "%c%s %s 0x%" PRIx64 "%s%s%s", ev->kind == ST_ALLOC ? '+' : '-',
-			 svg_fmt_bytes(b1, sizeof(b1), (double)size), st_mem_category_name(cat), ev->mem.address,
+			 human_bytes(b1, sizeof(b1), (double)size), st_mem_category_name(cat), ev->mem.address,
 			 ev->mem.source == ST_SRC_DRIVER ? " driver" : "", op ? " op " : "",
 			 op ? replay_str(rp, op->path) : "");
 		if (unknown)
@@ -249,7 +249,7 @@ static int list_events(const struct replay *rp, struct replay_args *a)
 	l.point_of_mem = malloc((rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
 	if (!l.point_of_mem) {
 		mem_timeline_release(&tl);
-		return st_error("out of memory"), 1;
+		return error("out of memory"), 1;
 	}
 	memset(l.point_of_mem, 0xff, (rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
 	for (size_t p = 0; p < tl.n_points; p++)
@@ -293,7 +293,7 @@ static int list_events(const struct replay *rp, struct replay_args *a)
 		head[best]++;
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		st_error("cannot write the event listing");
+		error("cannot write the event listing");
 		rc = 1;
 	}
 	if (l.filtering)
@@ -331,35 +331,35 @@ static int capacity_report(const struct replay *rp, struct replay_args *a)
 	r = report_new();
 	if (!r) {
 		mem_timeline_release(&tl);
-		return st_error("out of memory"), 1;
+		return error("out of memory"), 1;
 	}
 	mem_timeline_capacity(&tl, a->capacity, &cap);
 	t = report_add_table(r, "capacity", "Capacity replay");
 	table_add_column(t, "What", COL_STR, 0);
 	table_add_column(t, "Value", COL_STR, 0);
 	table_add_column(t, "Bytes", COL_INT, 0);
-	kv_row(t, "capacity", svg_fmt_bytes(b1, sizeof(b1), (double)cap.capacity), (int64_t)cap.capacity, true);
+	kv_row(t, "capacity", human_bytes(b1, sizeof(b1), (double)cap.capacity), (int64_t)cap.capacity, true);
 	kv_row(t, "view", mem_view_name(tl.view), 0, false);
 	if (cap.fits) {
 		kv_row(t, "result", "fits", 0, false);
-		kv_row(t, "peak", svg_fmt_bytes(b1, sizeof(b1), (double)cap.peak), (int64_t)cap.peak, true);
-		kv_row(t, "headroom at the peak", svg_fmt_bytes(b1, sizeof(b1), (double)cap.headroom), (int64_t)cap.headroom, true);
+		kv_row(t, "peak", human_bytes(b1, sizeof(b1), (double)cap.peak), (int64_t)cap.peak, true);
+		kv_row(t, "headroom at the peak", human_bytes(b1, sizeof(b1), (double)cap.headroom), (int64_t)cap.headroom, true);
 		if (tl.peak.point >= 0) {
 			snprintf(b2, sizeof(b2), "%.3f ms", ns_to_ms(tl.peak.t - rp->t_min));
 			kv_row(t, "peak time", b2, 0, false);
 			kv_row(t, "peak op", memory_block_op(rp, &tl.blocks[tl.peak.block]), 0, false);
 		}
 		report_note(r, "the whole run fits in %s: peak %s, headroom %s",
-			    svg_fmt_bytes(b1, sizeof(b1), (double)cap.capacity),
-			    svg_fmt_bytes(b2, sizeof(b2), (double)cap.peak),
-			    svg_fmt_bytes((char[32]){ 0 }, 32, (double)cap.headroom));
+			    human_bytes(b1, sizeof(b1), (double)cap.capacity),
+			    human_bytes(b2, sizeof(b2), (double)cap.peak),
+			    human_bytes((char[32]){ 0 }, 32, (double)cap.headroom));
 	} else {
 		const struct mem_block *b = &tl.blocks[cap.block];
 		const struct replay_mem *m = &rp->mem[tl.points[cap.point].mem];
 		struct table *c;
 
 		kv_row(t, "result", "out of memory", 0, false);
-		kv_row(t, "request", svg_fmt_bytes(b1, sizeof(b1), (double)cap.request), (int64_t)cap.request, true);
+		kv_row(t, "request", human_bytes(b1, sizeof(b1), (double)cap.request), (int64_t)cap.request, true);
 		kv_row(t, "category", st_mem_category_name(b->category), 0, false);
 		kv_row(t, "op", memory_block_op(rp, b), 0, false);
 		kv_row(t, "range", memory_point_range(rp, &tl, cap.point), 0, false);
@@ -372,8 +372,8 @@ static int capacity_report(const struct replay *rp, struct replay_args *a)
 		kv_row(t, "step", b2, 0, false);
 		snprintf(b2, sizeof(b2), "%.3f ms", ns_to_ms(b->t_alloc - rp->t_min));
 		kv_row(t, "time", b2, 0, false);
-		kv_row(t, "live before it", svg_fmt_bytes(b1, sizeof(b1), (double)cap.live_before), (int64_t)cap.live_before, true);
-		kv_row(t, "overshoot", svg_fmt_bytes(b1, sizeof(b1), (double)cap.overshoot), (int64_t)cap.overshoot, true);
+		kv_row(t, "live before it", human_bytes(b1, sizeof(b1), (double)cap.live_before), (int64_t)cap.live_before, true);
+		kv_row(t, "overshoot", human_bytes(b1, sizeof(b1), (double)cap.overshoot), (int64_t)cap.overshoot, true);
 		c = report_add_table(r, "live_at_failure", "Live by category when it fails");
 		table_add_column(c, "Category", COL_STR, 0);
 		table_add_column(c, "Bytes", COL_INT, 0);
@@ -387,10 +387,10 @@ static int capacity_report(const struct replay *rp, struct replay_args *a)
 			table_float(c, cap.by_category[k] / (1024.0 * 1024.0));
 		}
 		report_note(r, "does not fit in %s: the %s %s request of %s overshoots by %s",
-			    svg_fmt_bytes(b1, sizeof(b1), (double)cap.capacity), st_mem_category_name(b->category),
+			    human_bytes(b1, sizeof(b1), (double)cap.capacity), st_mem_category_name(b->category),
 			    *memory_block_op(rp, b) ? memory_block_op(rp, b) : "(no op)",
-			    svg_fmt_bytes(b2, sizeof(b2), (double)cap.request),
-			    svg_fmt_bytes((char[32]){ 0 }, 32, (double)cap.overshoot));
+			    human_bytes(b2, sizeof(b2), (double)cap.request),
+			    human_bytes((char[32]){ 0 }, 32, (double)cap.overshoot));
 	}
 	report_note(r, "counts live bytes of the %s's blocks only, not allocator fragmentation, caching or the CUDA context: "
 		    "a real device of this size runs out somewhat sooner", mem_view_name(tl.view));
@@ -420,7 +420,7 @@ static int parse_kinds(struct replay_args *a)
 		int k = st_kind_from_name(items[i]);
 
 		if (k < 0 || k == ST_OP) {
-			st_error("unknown event kind '%s': use kernel, memcpy, memset, api, range, alloc, free, "
+			error("unknown event kind '%s': use kernel, memcpy, memset, api, range, alloc, free, "
 				 "oom, step, overhead or sync", items[i]);
 			free(storage);
 			return -1;
@@ -443,7 +443,7 @@ int cmd_replay(int argc, const char **argv)
 		OPT_DOUBLE(0, "to", &args.to_ms, "stop after this time (ms since the first event)"),
 		OPT_SIZE(0, "capacity", &args.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
 		OPT_STRING(0, "view", &args.view, "WHO", "memory view: model (allocator, default) or driver (cudaMalloc)"),
-		OPT_FORMAT(&args.format),
+		OPT_FORMAT_NAME(&args.format),
 		OPT_END(),
 	};
 
@@ -455,14 +455,14 @@ int cmd_replay(int argc, const char **argv)
 	} else if (!strcmp(args.view, "driver")) {
 		args.view_id = MEM_VIEW_DRIVER;
 	} else {
-		st_error("unknown --view '%s': use model or driver", args.view);
+		error("unknown --view '%s': use model or driver", args.view);
 		return EXIT_USAGE;
 	}
 	if (parse_kinds(&args) < 0)
 		return EXIT_USAGE;
 	if ((args.from_ms < 0 && args.from_ms != -1) || (args.to_ms < 0 && args.to_ms != -1) ||
 	    (args.to_ms >= 0 && args.from_ms > args.to_ms)) {
-		st_error("--from and --to must be times in ms with --from <= --to");
+		error("--from and --to must be times in ms with --from <= --to");
 		return EXIT_USAGE;
 	}
 	if (analyze_check_range(args.range) < 0)

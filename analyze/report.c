@@ -25,8 +25,8 @@
 #include "analyze/html.h"
 #include "analyze/memory.h"
 #include "analyze/svg.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 #include "replay/memory.h"
 
 #define PAGE_W 1180          /* content width in CSS pixels; charts are drawn at it */
@@ -90,12 +90,12 @@ static const char page_css[] =
 
 static const char *fmt_time(char *buf, size_t n, double ns)
 {
-	return svg_fmt_time(buf, n, ns);
+	return human_time(buf, n, ns);
 }
 
 static const char *fmt_bytes(char *buf, size_t n, double b)
 {
-	return svg_fmt_bytes(buf, n, b);
+	return human_bytes(buf, n, b);
 }
 
 static const char *fmt_version(char *buf, size_t n, uint32_t v)
@@ -969,14 +969,14 @@ int cmd_report(int argc, const char **argv)
 	if (n < 0)
 		return n == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
 	if (n < 1 || n > 2) {
-		st_error(n < 1 ? "missing bundle argument" : "too many arguments: one bundle, or two for a diff");
+		error(n < 1 ? "missing bundle argument" : "too many arguments: one bundle, or two for a diff");
 		usage_with_options(report_usage, opts, false);
 		return EXIT_USAGE;
 	}
 	if (!output)
 		output = owned = default_output(argv[0], n == 2 ? argv[1] : NULL);
 	if (!output) {
-		st_error("out of memory");
+		error("out of memory");
 		return 1;
 	}
 	if (analyze_open(&a, argv[0]) < 0)
@@ -988,16 +988,16 @@ int cmd_report(int argc, const char **argv)
 	}
 	out = fopen(output, "w");
 	if (!out) {
-		st_error("cannot create '%s': %s", output, strerror(errno));
+		error("cannot create '%s': %s", output, strerror(errno));
 		goto out_b;
 	}
 	rc = (have_b ? write_pair(out, &a, &b) : write_single(out, &a)) < 0 ? 1 : 0;
 	if (ferror(out) && rc == 0) {
-		st_error("cannot write '%s': %s", output, strerror(errno));
+		error("cannot write '%s': %s", output, strerror(errno));
 		rc = 1;
 	}
 	if (fclose(out) != 0 && rc == 0) {
-		st_error("cannot write '%s': %s", output, strerror(errno));
+		error("cannot write '%s': %s", output, strerror(errno));
 		rc = 1;
 	}
 	if (rc != 0)

@@ -7,14 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "analyze/common.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "analyze/steps.h"
 
-static const char *const steps_usage[] = {
-	"steptrace steps [<options>] FILE",
-	NULL,
-};
+#include "analyze/common.h"
+#include "lib/error.h"
 
 enum step_set { SET_MEASURED, SET_ALL, SET_WARMUP };
 
@@ -62,18 +58,15 @@ static bool stats_row(struct table *t, const struct replay *rp, enum step_set se
 	return true;
 }
 
-static int steps_report(const struct replay *rp, bool include_warmup, enum out_format fmt)
+int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 {
-	struct report *r = report_new();
 	struct table *t = report_add_table(r, "steps", include_warmup ? "Steps (warm-up included)"
 								       : "Measured steps");
 	struct table *s;
 	uint64_t *buf = malloc((rp->n_steps + 1) * sizeof(*buf));
 
-	if (!buf) {
-		report_free(r);
-		return st_error("out of memory"), 1;
-	}
+	if (!buf)
+		return error("out of memory");
 	table_add_column(t, "Step", COL_INT, 0);
 	table_add_column(t, "Warm-up", COL_STR, 0);
 	table_add_column(t, "Wall (ms)", COL_FLOAT, 3);
@@ -129,29 +122,5 @@ static int steps_report(const struct replay *rp, bool include_warmup, enum out_f
 		report_note(r, "counting the %zu warm-up step(s) changes the mean wall time by %+.3f ms (%+.1f%%)",
 			    rp->n_steps - rp->n_measured_steps, (a - m) / 1e6, m > 0 ? 100.0 * (a - m) / m : 0.0);
 	}
-	return analyze_print(r, fmt);
-}
-
-int cmd_steps(int argc, const char **argv)
-{
-	const char *format = NULL;
-	bool include_warmup = false;
-	enum out_format fmt;
-	struct replay rp;
-	int n, rc;
-	const struct option opts[] = {
-		OPT_BOOLEAN(0, "include-warmup", &include_warmup,
-			    "list warm-up steps too, and the statistics with and without them"),
-		OPT_FORMAT(&format),
-		OPT_END(),
-	};
-
-	n = analyze_parse(argc, argv, opts, steps_usage, 1, &format, &fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	rc = steps_report(&rp, include_warmup, fmt);
-	replay_release(&rp);
-	return rc;
+	return 0;
 }

@@ -12,27 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/summary.h"
+
 #include "analyze/category.h"
 #include "analyze/common.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "lib/error.h"
 
-enum summary_by { BY_KERNEL, BY_OP, BY_CATEGORY };
-
-struct summary_args {
-	const char *range;
-	const char *by;
-	const char *format;
-	int top;
-	bool per_step, all, include_warmup;
-	enum summary_by mode;
-	enum out_format fmt;
-};
-
-static const char *const summary_usage[] = {
-	"steptrace summary [<options>] FILE",
-	NULL,
-};
+const char *const summary_by_names[] = { "kernel", "op", "category", NULL };
 
 /* The op group key: phase id in the high half, kind id in the low half; 0 = no op. */
 static uint64_t op_key(const struct replay *rp, const struct replay_activity *a)
@@ -58,24 +44,24 @@ static const char *op_group_name(const struct replay *rp, uint64_t key, char *bu
 	return buf;
 }
 
-static int collect(const struct replay *rp, const struct summary_args *args,
+static int collect(const struct replay *rp, const struct summary_opts *args,
 		   const struct replay_filter *filter, struct dur_collect *dc)
 {
 	struct category_cache cc = { 0 };
 	int rc = -1;
 
-	if (args->mode == BY_CATEGORY && category_cache_init(&cc, rp) < 0)
+	if (args->by == BY_CATEGORY && category_cache_init(&cc, rp) < 0)
 		return -1;
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
 		uint64_t key;
 
-		if (a->kind != ST_KERNEL && !args->all && args->mode != BY_CATEGORY)
+		if (a->kind != ST_KERNEL && !args->all && args->by != BY_CATEGORY)
 			continue;
 		if (!replay_counts(rp, a->step, args->include_warmup) ||
 		    !replay_filter_activity(filter, rp, a))
 			continue;
-		switch (args->mode) {
+		switch (args->by) {
 		case BY_OP:
 			key = op_key(rp, a);
 			break;
@@ -95,13 +81,12 @@ out:
 	return rc;
 }
 
-static void title_of(const struct replay *rp, const struct summary_args *args, double per_step,
+static void title_of(const struct replay *rp, const struct summary_opts *args, double per_step,
 		     char *buf, size_t len)
 {
-	static const char *const what[] = { "kernel", "op", "category" };
 	int n = snprintf(buf, len, "CUDA GPU %s summary by %s",
-			 args->all || args->mode == BY_CATEGORY ? "kernel and copy" : "kernel",
-			 what[args->mode]);
+			 args->all || args->by == BY_CATEGORY ? "kernel and copy" : "kernel",
+			 summary_by_names[args->by]);
 
 	if (args->range && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - n, " under '%s'", args->range);
@@ -118,21 +103,20 @@ static void title_of(const struct replay *rp, const struct summary_args *args, d
 	}
 }
 
-static int summarize(const struct replay *rp, const struct summary_args *args)
+int summary_run(const struct replay *rp, const struct summary_opts *args, struct report *r)
 {
 	struct replay_filter filter;
 	struct dur_collect dc;
 	struct dur_groups groups = { NULL, 0, 0 };
-	struct report *r = NULL;
 	struct table *t;
 	char title[512], buf[512];
 	double per_step = 1.0;
 	size_t shown;
-	int rc = 1;
+	int rc = -1;
 
 	dur_collect_init(&dc);
 	if (replay_filter_init(&filter, rp, args->range) < 0)
-		return EXIT_USAGE;
+		return -1;
 	if (collect(rp, args, &filter, &dc) < 0 || dur_collect_groups(&dc, &groups) < 0)
 		goto out;
 
@@ -142,9 +126,9 @@ static int summarize(const struct replay *rp, const struct summary_args *args)
 		goto out;
 	for (size_t i = 0; i < groups.n; i++) {
 		struct dur_group *g = &groups.g[i];
-		if (args->mode == BY_KERNEL) {
+		if (args->by == BY_KERNEL) {
 			g->name = replay_str(rp, (uint32_t)g->key);
-		} else if (args->mode == BY_CATEGORY) {
+		} else if (args->by == BY_CATEGORY) {
 			g->name = category_name((enum kernel_category)g->key);
 		} else {
 			owned[i] = strdup(op_group_name(rp, g->key, buf, sizeof(buf)));
@@ -156,7 +140,6 @@ static int summarize(const struct replay *rp, const struct summary_args *args)
 	if (args->per_step && rp->n_steps)
 		per_step = (double)replay_step_divisor(rp, args->include_warmup);
 	title_of(rp, args, per_step, title, sizeof(title));
-	r = report_new();
 	t = report_add_table(r, "summary", title);
 	nsys_stat_columns(t, per_step);
 	table_add_column(t, "Name", COL_STR, 0);
@@ -174,58 +157,14 @@ static int summarize(const struct replay *rp, const struct summary_args *args)
 	if (per_step > 1.0)
 		report_note(r, "totals and instances are per %s step: divided by %.0f steps",
 			    args->include_warmup ? "recorded" : "measured", per_step);
-	rc = analyze_print(r, args->fmt);
-	r = NULL;
+	rc = 0;
 	for (size_t i = 0; i < groups.n; i++)
 		free(owned[i]);
 	free(owned);
 out:
-	report_free(r);
 	dur_groups_release(&groups);
 	dur_collect_release(&dc);
 	replay_filter_release(&filter);
 	return rc;
 }
 
-int cmd_summary(int argc, const char **argv)
-{
-	struct summary_args args = { .by = "kernel" };
-	struct replay rp;
-	int n, rc;
-	const struct option opts[] = {
-		OPT_STRING(0, "range", &args.range, "PATH",
-			   "keep GPU work under this NVTX path ('forward', 'layer.*/attn/softmax')"),
-		OPT_STRING(0, "by", &args.by, "WHAT", "group by kernel (name), op (kind, over layers) or category"),
-		OPT_INTEGER('n', "top", &args.top, "show the N largest rows"),
-		OPT_BOOLEAN(0, "per-step", &args.per_step, "divide totals by the number of measured steps"),
-		OPT_BOOLEAN(0, "all", &args.all, "include memcpy and memset rows"),
-		OPT_BOOLEAN(0, "include-warmup", &args.include_warmup, "count warm-up steps and work outside steps"),
-		OPT_FORMAT(&args.format),
-		OPT_END(),
-	};
-
-	n = analyze_parse(argc, argv, opts, summary_usage, 1, &args.format, &args.fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (strcmp(args.by, "kernel") == 0) {
-		args.mode = BY_KERNEL;
-	} else if (strcmp(args.by, "op") == 0) {
-		args.mode = BY_OP;
-	} else if (strcmp(args.by, "category") == 0) {
-		args.mode = BY_CATEGORY;
-	} else {
-		st_error("unknown --by '%s': use kernel, op or category", args.by);
-		return EXIT_USAGE;
-	}
-	if (args.top < 0) {
-		st_error("--top must be positive");
-		return EXIT_USAGE;
-	}
-	if (analyze_check_range(args.range) < 0)
-		return EXIT_USAGE;
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	rc = summarize(&rp, &args);
-	replay_release(&rp);
-	return rc;
-}

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "lib/human.h"
+
 /* ---- document --------------------------------------------------------- */
 
 /*
@@ -115,21 +117,5 @@ int svg_ticks_log10(double lo, double hi, double *out, int max_out);
 
 /* A tick label with as many decimals as `step` needs: "0.5", "10", "2.25". */
 char *svg_fmt_tick(char *buf, size_t n, double v, double step);
-
-/* ---- units ------------------------------------------------------------ */
-
-/* "512 B", "1.5 KiB", "12.0 MiB", "1.50 GiB" (3 significant digits). Returns buf. */
-char *svg_fmt_bytes(char *buf, size_t n, double bytes);
-/* "850 ns", "12.5 us", "12 ms", "1.25 s" (3 significant digits). Returns buf. */
-char *svg_fmt_time(char *buf, size_t n, double ns);
-
-/*
- * The binary unit that suits an axis whose largest value is max_bytes:
- * returns its size in bytes (1, 1024, 1024^2, ...) and sets *name ("B",
- * "KiB", "MiB", "GiB", "TiB").
- */
-double svg_byte_unit(double max_bytes, const char **name);
-/* Same for times in ns: 1, 1e3, 1e6, 1e9 with "ns", "us", "ms", "s". */
-double svg_time_unit(double max_ns, const char **name);
 
 #endif

@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "cli/error.h"
+#include "lib/error.h"
 }
 
 /* enum st_dtype values (trace/bundle.h), repeated to keep kernels free of protobuf. */
@@ -25,7 +25,7 @@ static inline int kernel_check(const char *what, const char *file, int line)
 
 	if (e == cudaSuccess)
 		return 0;
-	return st_error("cannot launch %s (%s:%d): %s", what, file, line, cudaGetErrorString(e));
+	return error("cannot launch %s (%s:%d): %s", what, file, line, cudaGetErrorString(e));
 }
 #define KERNEL_CHECK(what) kernel_check((what), __FILE__, __LINE__)
 

@@ -39,7 +39,7 @@ extern "C" int zero_groups(float *base, const struct zero_group *groups, int n_g
 	long long longest = 0;
 
 	if (n_groups < 0 || n_groups > ZERO_MAX_GROUPS)
-		return st_error("cannot zero %d groups in one launch (at most %d)", n_groups,
+		return error("cannot zero %d groups in one launch (at most %d)", n_groups,
 				ZERO_MAX_GROUPS);
 	for (int j = 0; j < n_groups; j++) {
 		a.g[j] = groups[j];

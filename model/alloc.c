@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/check.h"
 
 int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_observer *obs,

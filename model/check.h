@@ -1,7 +1,7 @@
 /*
  * check.h: error checks for the CUDA runtime and cuBLAS calls of the model.
  * Each macro hands the failing expression, file and line to a real function
- * that prints one line through st_error, and makes the caller return
+ * that prints one line through error, and makes the caller return
  * MODEL_ERROR (-1).
  */
 #ifndef STEPTRACE_MODEL_CHECK_H

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/reference.h"
 
 struct preset {
@@ -43,7 +43,7 @@ int model_config_preset(const char *name, struct model_config *c)
 	size_t i;
 
 	if (!name)
-		return st_error("missing model name");
+		return error("missing model name");
 	for (i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
 		const struct preset *p = &presets[i];
 
@@ -57,7 +57,7 @@ int model_config_preset(const char *name, struct model_config *c)
 		c->heads = p->heads;
 		return 0;
 	}
-	return st_error("unknown model '%s' (expected small, medium, large, xl, 2.7B or custom sizes)",
+	return error("unknown model '%s' (expected small, medium, large, xl, 2.7B or custom sizes)",
 			name);
 }
 
@@ -67,18 +67,18 @@ int model_config_validate(const struct model_config *c)
 
 	if (c->d_model <= 0 || c->d_ff <= 0 || c->layers <= 0 || c->heads <= 0 ||
 	    c->vocab <= 0 || c->batch <= 0 || c->ctx <= 0)
-		return st_error("model '%s': sizes must be positive (d_model %d, d_ff %d, layers %d, "
+		return error("model '%s': sizes must be positive (d_model %d, d_ff %d, layers %d, "
 				"heads %d, vocab %d, batch %d, ctx %d)", name, c->d_model, c->d_ff,
 				c->layers, c->heads, c->vocab, c->batch, c->ctx);
 	if (c->d_model % c->heads)
-		return st_error("model '%s': d_model %d is not divisible by %d heads",
+		return error("model '%s': d_model %d is not divisible by %d heads",
 				name, c->d_model, c->heads);
 	if ((c->d_model / c->heads) % 2)
-		return st_error("model '%s': head size %d is odd; RoPE needs an even head size",
+		return error("model '%s': head size %d is odd; RoPE needs an even head size",
 				name, c->d_model / c->heads);
 	if (!(c->lr >= 0) || !(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1) ||
 	    !(c->eps > 0) || !(c->weight_decay >= 0))
-		return st_error("model '%s': bad AdamW settings (lr %g, betas %g/%g, eps %g, wd %g)",
+		return error("model '%s': bad AdamW settings (lr %g, betas %g/%g, eps %g, wd %g)",
 				name, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay);
 	return 0;
 }
@@ -103,7 +103,7 @@ int model_config_resolve(const char *name, const struct model_dims *dims, struct
 		config_defaults(c);
 		snprintf(c->name, sizeof(c->name), "custom");
 		if (dims->d_model <= 0 || dims->layers <= 0 || dims->heads <= 0)
-			return st_error("custom model needs --d-model, --layers and --heads");
+			return error("custom model needs --d-model, --layers and --heads");
 		c->d_ff = 4 * dims->d_model;
 	} else if (model_config_preset(name ? name : "small", c)) {
 		return -1;
@@ -119,7 +119,7 @@ int model_config_resolve(const char *name, const struct model_dims *dims, struct
 #undef OVERRIDE
 	if (dims->d_model < 0 || dims->d_ff < 0 || dims->layers < 0 || dims->heads < 0 ||
 	    dims->vocab < 0 || dims->batch < 0 || dims->ctx < 0)
-		return st_error("model sizes must be positive");
+		return error("model sizes must be positive");
 	return model_config_validate(c);
 }
 
@@ -154,9 +154,9 @@ static int parse_name(const char *what, const char *s, const char *const *names,
 		if (!strcmp(s, names[i]))
 			return i;
 	if (n == 2)
-		return st_error("unknown %s '%s' (expected %s or %s)", what, s ? s : "",
+		return error("unknown %s '%s' (expected %s or %s)", what, s ? s : "",
 				names[0], names[1]);
-	return st_error("unknown %s '%s' (expected %s, %s or %s)", what, s ? s : "",
+	return error("unknown %s '%s' (expected %s, %s or %s)", what, s ? s : "",
 			names[0], names[1], names[2]);
 }
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/check.h"
 #include "trace/bundle.h"
 
@@ -55,7 +55,7 @@ int gemm_init(struct gemm *g, cudaStream_t s, enum model_precision p, void *work
 	g->workspace_bytes = workspace ? workspace_bytes : 0;
 	g->plans = calloc(1, sizeof(*g->plans));
 	if (!g->plans)
-		return st_error("out of host memory for the GEMM plans");
+		return error("out of host memory for the GEMM plans");
 	CUBLAS_CHECK(cublasLtCreate(&g->lt));
 	CUBLAS_CHECK(cublasCreate(&g->handle));
 	CUBLAS_CHECK(cublasSetStream(g->handle, s));
@@ -142,7 +142,7 @@ static int plans_grow(struct gemm_plans *t)
 	struct gemm_plans bigger = { calloc(cap, sizeof(struct gemm_plan)), cap, t->n };
 
 	if (!bigger.slot)
-		return st_error("out of host memory for the GEMM plans");
+		return error("out of host memory for the GEMM plans");
 	for (size_t i = 0; i < t->cap; i++)
 		if (t->slot[i].used)
 			*plans_find(&bigger, &t->slot[i].key) = t->slot[i];

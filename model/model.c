@@ -14,7 +14,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "kernels/init.h"
 #include "kernels/rope.h"
 #include "model/check.h"
@@ -29,11 +29,11 @@ int model_gpu_available(void)
 	cudaError_t e = cudaGetDeviceCount(&n);
 
 	if (e != cudaSuccess) {
-		st_error("no CUDA GPU available (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+		error("no CUDA GPU available (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
 		return 0;
 	}
 	if (n == 0) {
-		st_error("no CUDA GPU available (cudaGetDeviceCount found no device)");
+		error("no CUDA GPU available (cudaGetDeviceCount found no device)");
 		return 0;
 	}
 	return 1;
@@ -71,7 +71,7 @@ static int param_layout(struct model *m)
 	m->param = calloc(3 + 9 * (size_t)c->layers, sizeof(*m->param));
 	m->lp = calloc(c->layers, sizeof(*m->lp));
 	if (!m->param || !m->lp)
-		return st_error("out of host memory for the parameter table");
+		return error("out of host memory for the parameter table");
 	m->off_emb = off;
 	param_add(m, "token_embeddings.weight", 2, v, d, &off);
 	m->cast_from = off;
@@ -228,7 +228,7 @@ static int create_buffers(struct model *m)
 		return rc;
 	float *table = malloc(tb);
 	if (!table)
-		return st_error("out of host memory for the RoPE table");
+		return error("out of host memory for the RoPE table");
 	rope_table_fill(table, c->ctx, m->dh, 10000.0);
 	cudaError_t e = cudaMemcpy(m->rope.ptr, table, tb, cudaMemcpyHostToDevice);
 	free(table);
@@ -249,11 +249,11 @@ int model_create(struct model **out, const struct model_config *c,
 	if (model_config_validate(c))
 		return MODEL_ERROR;
 	if (c->attention != ATTN_NAIVE)
-		return st_error("attention '%s' is not implemented yet; use --attention naive",
+		return error("attention '%s' is not implemented yet; use --attention naive",
 				model_attention_name(c->attention));
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return st_error("out of host memory for the model");
+		return error("out of host memory for the model");
 	m->c = *c;
 	m->dh = c->d_model / c->heads;
 	m->adt = c->precision == PREC_BF16 ? ST_DT_BF16 : ST_DT_F32;
@@ -267,20 +267,20 @@ int model_create(struct model **out, const struct model_config *c,
 	m->n_act = (size_t)c->layers * A_COUNT + T_COUNT;
 	m->act = calloc(m->n_act, sizeof(*m->act));
 	if (!m->act) {
-		st_error("out of host memory for the activation table");
+		error("out of host memory for the activation table");
 		goto fail;
 	}
 	if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess) {
-		st_error("cannot create a CUDA stream: %s", cudaGetErrorString(cudaGetLastError()));
+		error("cannot create a CUDA stream: %s", cudaGetErrorString(cudaGetLastError()));
 		goto fail;
 	}
 	for (int i = 0; i < 4; i++)
 		if (cudaEventCreate(&m->ev[i]) != cudaSuccess) {
-			st_error("cannot create a CUDA event");
+			error("cannot create a CUDA event");
 			goto fail;
 		}
 	if (cudaMallocHost((void **)&m->loss_host, sizeof(float)) != cudaSuccess) {
-		st_error("cannot allocate pinned host memory for the loss");
+		error("cannot allocate pinned host memory for the loss");
 		goto fail;
 	}
 	if (model_alloc_init(&m->alloc, m->stream, m->obs, &m->ops))
@@ -291,7 +291,7 @@ int model_create(struct model **out, const struct model_config *c,
 	m->op_load = setup_op(m, "setup/load");
 	m->op_batch = setup_op(m, "setup/batch");
 	if (!m->op_create || !m->op_init || !m->op_load || !m->op_batch) {
-		st_error("out of host memory for the op registry");
+		error("out of host memory for the op registry");
 		goto fail;
 	}
 	setup_begin(m, m->op_create);
@@ -303,7 +303,7 @@ int model_create(struct model **out, const struct model_config *c,
 	if (rc != MODEL_OK)
 		goto fail;
 	if (cudaStreamSynchronize(m->stream) != cudaSuccess) {
-		st_error("model setup failed: %s", cudaGetErrorString(cudaGetLastError()));
+		error("model setup failed: %s", cudaGetErrorString(cudaGetLastError()));
 		rc = MODEL_ERROR;
 		goto fail;
 	}
@@ -402,12 +402,12 @@ int model_load_weights(struct model *m, const struct tensor_set *w)
 		const struct named_tensor *t = tensor_set_find(w, p->name);
 
 		if (!t)
-			return st_error("weights lack '%s'", p->name);
+			return error("weights lack '%s'", p->name);
 		if (t->dtype != ST_DT_F32)
-			return st_error("weight '%s' is %s, expected f32", p->name, st_dtype_name(t->dtype));
+			return error("weight '%s' is %s, expected f32", p->name, st_dtype_name(t->dtype));
 		if (t->ndim != p->ndim || t->shape[0] != p->shape[0] ||
 		    (p->ndim == 2 && t->shape[1] != p->shape[1]))
-			return st_error("weight '%s' has the wrong shape for this model", p->name);
+			return error("weight '%s' has the wrong shape for this model", p->name);
 	}
 	setup_begin(m, m->op_load);
 	for (int i = 0; i < m->n_param && rc == MODEL_OK; i++) {
@@ -426,7 +426,7 @@ static int check_ids(const struct model *m, const int32_t *ids, size_t n, const 
 {
 	for (size_t i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= m->c.vocab)
-			return st_error("%s token id %d at position %zu is outside the vocabulary [0, %d)",
+			return error("%s token id %d at position %zu is outside the vocabulary [0, %d)",
 					what, ids[i], i, m->c.vocab);
 	return 0;
 }
@@ -466,7 +466,7 @@ int model_random_batch(struct model *m, uint64_t seed)
 	int rc;
 
 	if (!ids)
-		return st_error("out of host memory for a batch");
+		return error("out of host memory for a batch");
 	for (size_t i = 0; i <= n; i++)
 		ids[i] = (int32_t)(splitmix64(&s) % (uint64_t)m->c.vocab);
 	/* targets are the inputs shifted by one, as in a language-model batch */
@@ -489,7 +489,7 @@ int model_export(struct model *m, struct tensor_set *weights, struct tensor_set 
 			struct named_tensor *t = tensor_set_add(set, p->name, ST_DT_F32, p->ndim,
 								p->shape, NULL);
 			if (!t)
-				return st_error("out of host memory exporting '%s'", p->name);
+				return error("out of host memory exporting '%s'", p->name);
 			CUDA_CHECK(cudaMemcpy(t->data, (float *)src->ptr + p->offset,
 					      p->numel * sizeof(float), cudaMemcpyDeviceToHost));
 		}

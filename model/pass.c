@@ -31,7 +31,7 @@
 #include "kernels/softmax.h"
 #include "kernels/swiglu.h"
 #include "kernels/zero.h"
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/check.h"
 #include "model/internal.h"
 #include "trace/bundle.h"
@@ -387,7 +387,7 @@ static int zero_norm_grads(struct model *m)
 	};
 
 	if ((long long)c->vocab * c->d_model > INT_MAX) {
-		st_error("an embedding of %d x %d is too large to zero in one range", c->vocab,
+		error("an embedding of %d x %d is too large to zero in one range", c->vocab,
 			 c->d_model);
 		return MODEL_ERROR;
 	}
@@ -573,7 +573,7 @@ int model_backward(struct model *m)
 	struct mem_block *xf = tb(m, T_XF), *dxn = tb(m, T_DXN), *dres = tb(m, T_DRES);
 
 	if (!m->have_targets)
-		return st_error("a backward needs targets: call model_set_batch with targets first");
+		return error("a backward needs targets: call model_set_batch with targets first");
 
 	TRY(zero_norm_grads(m));
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/internal.h"
 #include "trace/bundle.h"
 
@@ -170,7 +170,7 @@ static uint32_t reg(struct model *m, const char *path, const char *phase, const 
 	uint32_t id = op_registry_add(&m->ops, path, phase, k->flops, k->bytes, k->n_in, k->in,
 				      k->n_out, k->out);
 	if (!id)
-		st_error("out of host memory for the op registry");
+		error("out of host memory for the op registry");
 	else if (m->obs)
 		m->obs->op_register(m->obs->ctx, op_registry_get(&m->ops, id));
 	return id;
@@ -207,7 +207,7 @@ int model_plan(struct model *m)
 	m->plan = calloc(c->layers, sizeof(*m->plan));
 	m->layer_name = calloc(c->layers, sizeof(*m->layer_name));
 	if (!m->plan || !m->layer_name)
-		return st_error("out of host memory for the op plan");
+		return error("out of host memory for the op plan");
 	for (int l = 0; l < c->layers; l++)
 		snprintf(m->layer_name[l], sizeof(m->layer_name[l]), "layer.%d", l);
 

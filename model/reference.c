@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "trace/bundle.h"
 
 /* ---- RNG ---- */
@@ -493,22 +493,22 @@ int ref_check_params(const struct model_config *c, const struct tensor_set *s,
 		int same;
 
 		if (ref_param_info(c, i, name, sizeof(name), &ndim, shape))
-			return st_error("%s: no parameter %d", what, i);
+			return error("%s: no parameter %d", what, i);
 		t = tensor_set_find(s, name);
 		if (!t)
-			return st_error("%s: missing tensor '%s'", what, name);
+			return error("%s: missing tensor '%s'", what, name);
 		same = t->ndim == ndim;
 		for (k = 0; same && k < ndim; k++)
 			same = t->shape[k] == shape[k];
 		if (!same) {
 			if (ndim == 1)
-				return st_error("%s: tensor '%s' should have shape (%lld)", what, name,
+				return error("%s: tensor '%s' should have shape (%lld)", what, name,
 						(long long)shape[0]);
-			return st_error("%s: tensor '%s' should have shape (%lld, %lld)", what,
+			return error("%s: tensor '%s' should have shape (%lld, %lld)", what,
 					name, (long long)shape[0], (long long)shape[1]);
 		}
 		if (t->dtype < 0 || t->dtype > 31 || !(dtype_mask & (1u << t->dtype)))
-			return st_error("%s: tensor '%s' has an unexpected dtype (%s)", what, name,
+			return error("%s: tensor '%s' has an unexpected dtype (%s)", what, name,
 					tensor_dtype_name(t->dtype));
 	}
 	return 0;
@@ -533,7 +533,7 @@ int ref_init_weights(const struct model_config *c, uint64_t seed, struct tensor_
 		t = tensor_set_add(out, name, ST_DT_F32, ndim, shape, NULL);
 		if (!t) {
 			tensor_set_release(out);
-			return st_error("out of memory for reference weights");
+			return error("out of memory for reference weights");
 		}
 		w = t->data;
 		numel = param_numel(ndim, shape);
@@ -599,7 +599,7 @@ static int params_alloc(const struct model_config *c, struct ref_params *p)
 	if (!p->block || !p->ptr) {
 		free(p->block);
 		free(p->ptr);
-		return st_error("out of memory for reference parameters");
+		return error("out of memory for reference parameters");
 	}
 	at = p->block;
 	for (i = 0; i < n; i++) {
@@ -666,7 +666,7 @@ int ref_forward_backward(const struct model_config *c, const struct tensor_set *
 		return -1;
 	for (r = 0; r < n; r++)
 		if (inputs[r] < 0 || inputs[r] >= V || targets[r] < 0 || targets[r] >= V)
-			return st_error("token id %d at position %zu is outside the vocabulary of %d",
+			return error("token id %d at position %zu is outside the vocabulary of %d",
 					inputs[r] < 0 || inputs[r] >= V ? inputs[r] : targets[r], r, V);
 	if (params_alloc(c, &w))
 		return -1;
@@ -675,7 +675,7 @@ int ref_forward_backward(const struct model_config *c, const struct tensor_set *
 	cache = calloc((size_t)L, sizeof(*cache));
 	mem = calloc(per_layer * L + tail + scratch, sizeof(double));
 	if (!cache || !mem) {
-		st_error("out of memory for reference activations");
+		error("out of memory for reference activations");
 		goto free_mem;
 	}
 	for (i = 0; i < np; i++) {
@@ -788,7 +788,7 @@ int ref_forward_backward(const struct model_config *c, const struct tensor_set *
 			ref_param_info(c, i, name, sizeof(name), &ndim, shape);
 			if (!tensor_set_add(grads, name, ST_DT_F64, ndim, shape, g.ptr[i])) {
 				tensor_set_release(grads);
-				st_error("out of memory for reference gradients");
+				error("out of memory for reference gradients");
 				goto free_mem;
 			}
 		}
@@ -826,7 +826,7 @@ int ref_adamw(const struct model_config *c, struct tensor_set *weights,
 	int ret = -1;
 
 	if (t < 1)
-		return st_error("adamw step number must be at least 1 (got %d)", t);
+		return error("adamw step number must be at least 1 (got %d)", t);
 	if (ref_check_params(c, weights, FLOAT_MASK, "adamw weights") ||
 	    ref_check_params(c, grads, FLOAT_MASK, "adamw gradients"))
 		return -1;
@@ -841,7 +841,7 @@ int ref_adamw(const struct model_config *c, struct tensor_set *weights,
 		vt = state_get(v, name, create_v, ndim, shape);
 		if (!mt || !vt || mt->dtype != ST_DT_F64 || vt->dtype != ST_DT_F64 ||
 		    (size_t)named_tensor_numel(mt) != numel || (size_t)named_tensor_numel(vt) != numel) {
-			st_error("adamw state: tensor '%s' is missing or not F64 of its parameter's shape",
+			error("adamw state: tensor '%s' is missing or not F64 of its parameter's shape",
 				 name);
 			goto done;
 		}
@@ -850,7 +850,7 @@ int ref_adamw(const struct model_config *c, struct tensor_set *weights,
 		p = malloc(numel * sizeof(double));
 		gr = malloc(numel * sizeof(double));
 		if (!p || !gr) {
-			st_error("out of memory in the reference adamw");
+			error("out of memory in the reference adamw");
 			goto done;
 		}
 		tensor_to_double(w, p);

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/reference.h"
 #include "trace/bundle.h"
 
@@ -65,18 +65,18 @@ static int entry_parse(const char *path, const char *name, json_t *v, uint64_t d
 	size_t i;
 
 	if (!json_is_object(v))
-		return st_error("cannot read '%s': tensor '%s' is not a JSON object", path, name);
+		return error("cannot read '%s': tensor '%s' is not a JSON object", path, name);
 	if (!json_is_string(dtype) || !json_is_array(shape) || !json_is_array(offs))
-		return st_error("cannot read '%s': tensor '%s' lacks dtype, shape or data_offsets",
+		return error("cannot read '%s': tensor '%s' lacks dtype, shape or data_offsets",
 				path, name);
 	e->name = name;
 	e->dtype = dtype_from_name(json_string_value(dtype));
 	if (e->dtype == ST_DT_UNKNOWN)
-		return st_error("cannot read '%s': tensor '%s' has unsupported dtype '%s'",
+		return error("cannot read '%s': tensor '%s' has unsupported dtype '%s'",
 				path, name, json_string_value(dtype));
 	esize = tensor_dtype_size(e->dtype);
 	if (json_array_size(shape) > TENSOR_MAX_DIMS)
-		return st_error("cannot read '%s': tensor '%s' has %zu dimensions (at most %d)",
+		return error("cannot read '%s': tensor '%s' has %zu dimensions (at most %d)",
 				path, name, json_array_size(shape), TENSOR_MAX_DIMS);
 	e->ndim = (int)json_array_size(shape);
 	for (i = 0; i < json_array_size(shape); i++) {
@@ -84,10 +84,10 @@ static int entry_parse(const char *path, const char *name, json_t *v, uint64_t d
 		json_int_t n = json_is_integer(d) ? json_integer_value(d) : -1;
 
 		if (n < 0)
-			return st_error("cannot read '%s': tensor '%s' has a bad shape", path, name);
+			return error("cannot read '%s': tensor '%s' has a bad shape", path, name);
 		/* numel * esize must fit in the data section, so no overflow below. */
 		if (n && numel > data_size / esize / (uint64_t)n)
-			return st_error("cannot read '%s': tensor '%s' is larger than the file",
+			return error("cannot read '%s': tensor '%s' is larger than the file",
 					path, name);
 		numel *= (uint64_t)n;
 		e->shape[i] = n;
@@ -96,16 +96,16 @@ static int entry_parse(const char *path, const char *name, json_t *v, uint64_t d
 	    !json_is_integer(json_array_get(offs, 1)) ||
 	    json_integer_value(json_array_get(offs, 0)) < 0 ||
 	    json_integer_value(json_array_get(offs, 1)) < 0)
-		return st_error("cannot read '%s': tensor '%s' has bad data_offsets", path, name);
+		return error("cannot read '%s': tensor '%s' has bad data_offsets", path, name);
 	e->begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
 	e->end = (uint64_t)json_integer_value(json_array_get(offs, 1));
 	if (e->begin > e->end || e->end > data_size)
-		return st_error("cannot read '%s': tensor '%s' data_offsets [%llu, %llu] out of range "
+		return error("cannot read '%s': tensor '%s' data_offsets [%llu, %llu] out of range "
 				"(data section is %llu bytes; file truncated?)", path, name,
 				(unsigned long long)e->begin, (unsigned long long)e->end,
 				(unsigned long long)data_size);
 	if (e->end - e->begin != numel * esize)
-		return st_error("cannot read '%s': tensor '%s' spans %llu bytes but %s x %llu "
+		return error("cannot read '%s': tensor '%s' spans %llu bytes but %s x %llu "
 				"elements need %llu", path, name,
 				(unsigned long long)(e->end - e->begin), json_string_value(dtype),
 				(unsigned long long)numel, (unsigned long long)(numel * esize));
@@ -118,10 +118,10 @@ static int metadata_check(const char *path, json_t *v)
 	json_t *x;
 
 	if (!json_is_object(v))
-		return st_error("cannot read '%s': __metadata__ is not a JSON object", path);
+		return error("cannot read '%s': __metadata__ is not a JSON object", path);
 	json_object_foreach(v, k, x)
 		if (!json_is_string(x))
-			return st_error("cannot read '%s': __metadata__ value '%s' is not a string",
+			return error("cannot read '%s': __metadata__ value '%s' is not a string",
 					path, k);
 	return 0;
 }
@@ -147,47 +147,47 @@ int safetensors_read(const char *path, struct tensor_set *out)
 	tensor_set_init(out);
 	f = fopen(path, "rb");
 	if (!f)
-		return st_error("cannot open '%s': %s", path, strerror(errno));
+		return error("cannot open '%s': %s", path, strerror(errno));
 	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		st_error("cannot read '%s': not a regular file", path);
+		error("cannot read '%s': not a regular file", path);
 		goto close_file;
 	}
 	if (st.st_size < 8 || read_exact(f, lenbuf, 8)) {
-		st_error("cannot read '%s': too short for a safetensors header", path);
+		error("cannot read '%s': too short for a safetensors header", path);
 		goto close_file;
 	}
 	for (i = 0; i < 8; i++)
 		header_len |= (uint64_t)lenbuf[i] << (8 * i);
 	if (header_len < 2 || header_len > (uint64_t)st.st_size - 8 || header_len > HEADER_MAX) {
-		st_error("cannot read '%s': header length %llu does not fit a file of %lld bytes",
+		error("cannot read '%s': header length %llu does not fit a file of %lld bytes",
 			 path, (unsigned long long)header_len, (long long)st.st_size);
 		goto close_file;
 	}
 	data_size = (uint64_t)st.st_size - 8 - header_len;
 	header = malloc(header_len);
 	if (!header) {
-		st_error("cannot read '%s': out of memory for a %llu-byte header", path,
+		error("cannot read '%s': out of memory for a %llu-byte header", path,
 			 (unsigned long long)header_len);
 		goto close_file;
 	}
 	if (read_exact(f, header, header_len)) {
-		st_error("cannot read '%s': truncated header", path);
+		error("cannot read '%s': truncated header", path);
 		goto free_header;
 	}
 	root = json_loadb(header, header_len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		st_error("cannot read '%s': header is not valid JSON (%s at byte %d)", path,
+		error("cannot read '%s': header is not valid JSON (%s at byte %d)", path,
 			 jerr.text, jerr.position);
 		goto free_header;
 	}
 	if (!json_is_object(root)) {
-		st_error("cannot read '%s': header is not a JSON object", path);
+		error("cannot read '%s': header is not a JSON object", path);
 		goto free_json;
 	}
 
 	entries = calloc(json_object_size(root) + 1, sizeof(*entries));
 	if (!entries) {
-		st_error("cannot read '%s': out of memory", path);
+		error("cannot read '%s': out of memory", path);
 		goto free_json;
 	}
 	{
@@ -208,7 +208,7 @@ int safetensors_read(const char *path, struct tensor_set *out)
 	qsort(entries, n_entries, sizeof(*entries), entry_by_offset);
 	for (i = 1; i < n_entries; i++)
 		if (entries[i].begin < entries[i - 1].end) {
-			st_error("cannot read '%s': tensors '%s' and '%s' overlap", path,
+			error("cannot read '%s': tensors '%s' and '%s' overlap", path,
 				 entries[i - 1].name, entries[i].name);
 			goto free_entries;
 		}
@@ -218,14 +218,14 @@ int safetensors_read(const char *path, struct tensor_set *out)
 		struct named_tensor *t = tensor_set_add(out, e->name, e->dtype, e->ndim, e->shape, NULL);
 
 		if (!t) {
-			st_error("cannot read '%s': out of memory for tensor '%s'", path, e->name);
+			error("cannot read '%s': out of memory for tensor '%s'", path, e->name);
 			goto free_tensors;
 		}
 		if (!t->bytes)
 			continue;
 		if (fseeko(f, (off_t)(8 + header_len + e->begin), SEEK_SET) ||
 		    read_exact(f, t->data, t->bytes)) {
-			st_error("cannot read '%s': truncated data of tensor '%s'", path, e->name);
+			error("cannot read '%s': truncated data of tensor '%s'", path, e->name);
 			goto free_tensors;
 		}
 	}
@@ -271,7 +271,7 @@ static char *header_build(const struct tensor_set *s, const char *const *metadat
 		int d;
 
 		if (!dt || !strcmp(t->name, "__metadata__")) {
-			st_error("cannot write '%s': tensor '%s' has an unsupported dtype or name",
+			error("cannot write '%s': tensor '%s' has an unsupported dtype or name",
 				 path, t->name);
 			json_decref(root);
 			return NULL;
@@ -302,7 +302,7 @@ static char *header_build(const struct tensor_set *s, const char *const *metadat
 fail:
 	free(text);
 	json_decref(root);
-	st_error("cannot write '%s': out of memory building the header", path);
+	error("cannot write '%s': out of memory building the header", path);
 	return NULL;
 }
 
@@ -321,7 +321,7 @@ int safetensors_write(const char *path, const struct tensor_set *s,
 	f = fopen(path, "wb");
 	if (!f) {
 		free(header);
-		return st_error("cannot create '%s': %s", path, strerror(errno));
+		return error("cannot create '%s': %s", path, strerror(errno));
 	}
 	for (i = 0; i < 8; i++)
 		lenbuf[i] = (unsigned char)((uint64_t)len >> (8 * i));
@@ -330,6 +330,6 @@ int safetensors_write(const char *path, const struct tensor_set *s,
 		ok = fwrite(s->t[i].data, 1, s->t[i].bytes, f) == s->t[i].bytes;
 	free(header);
 	if (fclose(f) || !ok)
-		return st_error("cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+		return error("cannot write '%s': %s", path, strerror(errno ? errno : EIO));
 	return 0;
 }

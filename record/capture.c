@@ -25,7 +25,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "record/corr_map.h"
 
 #define BUFFER_BYTES (8u << 20)
@@ -42,7 +42,7 @@ static int cupti_check(CUptiResult r, const char *call, const char *file, int li
 		return 0;
 	if (cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg)
 		msg = "unknown CUPTI error";
-	return st_error("%s failed: %s (%s:%d)", call, msg, file, line);
+	return error("%s failed: %s (%s:%d)", call, msg, file, line);
 }
 #define CUPTI_CHECK(call) cupti_check((call), #call, __FILE__, __LINE__)
 
@@ -145,10 +145,10 @@ int capture_nvtx_setup(void)
 	if (dladdr((void *)cuptiActivityEnable, &info) && info.dli_fname && info.dli_fname[0] == '/')
 		path = info.dli_fname;
 	if (old && *old && strcmp(old, path))
-		st_warning("NVTX_INJECTION64_PATH was '%s'; using '%s' so NVTX ranges reach CUPTI",
+		warning("NVTX_INJECTION64_PATH was '%s'; using '%s' so NVTX ranges reach CUPTI",
 			   old, path);
 	if (setenv("NVTX_INJECTION64_PATH", path, 1))
-		return st_error("cannot set NVTX_INJECTION64_PATH: out of memory");
+		return error("cannot set NVTX_INJECTION64_PATH: out of memory");
 	return 0;
 }
 
@@ -265,7 +265,7 @@ int capture_api_parse(const char *name, enum capture_api *out)
 	else if (!strcmp(name, "all"))
 		*out = CAPTURE_API_ALL;
 	else
-		return st_error("unknown --api '%s': use work or all", name);
+		return error("unknown --api '%s': use work or all", name);
 	return 0;
 }
 
@@ -855,11 +855,11 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	uint32_t i;
 
 	if (cap.active)
-		return st_error("CUPTI capture is already running");
+		return error("CUPTI capture is already running");
 	cap.s = s;
 	cap.steps = calloc(steps ? steps : 1, sizeof(*cap.steps));
 	if (!cap.steps)
-		return st_error("out of memory for %u step counters", steps);
+		return error("out of memory for %u step counters", steps);
 	cap.n_steps = steps;
 	atomic_store(&cap.bucket, &cap.outside);
 
@@ -874,7 +874,7 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 			pool_put(pre[i]);
 	cap.q_head = cap.q_len = 0;
 	if (pthread_create(&cap.decoder, NULL, decoder_main, NULL)) {
-		st_error("cannot start the recorder's decoder thread");
+		error("cannot start the recorder's decoder thread");
 		goto fail;
 	}
 	cap.decoder_running = true;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 #define CAL_N 8192                 /* GEMM size; 4096 when memory is short */
 #define CAL_COPY_MAX (1ull << 30)  /* bytes per copy buffer */
@@ -21,7 +21,7 @@ static int cuda_check(cudaError_t e, const char *call, const char *file, int lin
 	if (e == cudaSuccess)
 		return 0;
 	cudaGetLastError();   /* clear it: a failed calibration must not fail the model */
-	return st_error("%s failed: %s (%s:%d)", call, cudaGetErrorString(e), file, line);
+	return error("%s failed: %s (%s:%d)", call, cudaGetErrorString(e), file, line);
 }
 #define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
 
@@ -29,7 +29,7 @@ static int cublas_check(cublasStatus_t s, const char *call, const char *file, in
 {
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 0;
-	return st_error("%s failed: %s (%s:%d)", call, cublasGetStatusString(s), file, line);
+	return error("%s failed: %s (%s:%d)", call, cublasGetStatusString(s), file, line);
 }
 #define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
 
@@ -323,7 +323,7 @@ static int measure_copy(struct calibration *cal, double *bandwidth)
 	cal->copy_bytes = free_bytes / 4 < CAL_COPY_MAX ? free_bytes / 4 : CAL_COPY_MAX;
 	cal->copy_bytes &= ~((size_t)(2u << 20) - 1);
 	if (cal->copy_bytes == 0)
-		return st_error("too little free device memory for the copy calibration");
+		return error("too little free device memory for the copy calibration");
 	if (CUDA_CHECK(cudaMalloc(&cal->src, cal->copy_bytes)) ||
 	    CUDA_CHECK(cudaMalloc(&cal->dst, cal->copy_bytes)) ||
 	    CUDA_CHECK(cudaMemset(cal->src, 1, cal->copy_bytes)))
@@ -344,7 +344,7 @@ int device_calibrate(struct device_facts *f)
 	cal.tile = malloc(CAL_TILE_FLOATS * sizeof(float));
 	cal.tile_bf16 = malloc(CAL_TILE_FLOATS * sizeof(uint16_t));
 	if (!cal.tile || !cal.tile_bf16) {
-		st_error("out of memory for the calibration data");
+		error("out of memory for the calibration data");
 		goto out;
 	}
 	fill_tile(&cal);
@@ -368,6 +368,6 @@ int device_calibrate(struct device_facts *f)
 out:
 	calibration_free(&cal);
 	if (rc)
-		st_warning("device calibration failed; using datasheet peaks");
+		warning("device calibration failed; using datasheet peaks");
 	return rc;
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "record/capture.h"
 
 /* Past this many queued events the hooks wait for the writer rather than grow further. */
@@ -54,7 +54,7 @@ static struct st_event *queue_event(struct rec_hooks *h, int kind, uint64_t t)
 
 		if (!q) {
 			if (!h->queue_failed)
-				st_warning("out of memory queueing recorder events; some are lost");
+				warning("out of memory queueing recorder events; some are lost");
 			h->queue_failed = true;
 			return NULL;
 		}

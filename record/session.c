@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 int rec_session_open(struct rec_session *s, const char *path, const Steptrace__Header *hdr)
 {
@@ -73,7 +73,7 @@ int rec_session_close(struct rec_session *s, const char *end_reason)
 		return -1;
 	rc = bundle_writer_close(w, s->failed ? "error" : end_reason);
 	if (s->failed && rc == 0)
-		rc = st_error("bundle '%s' is incomplete: %llu events could not be written",
+		rc = error("bundle '%s' is incomplete: %llu events could not be written",
 			      s->path, (unsigned long long)s->lost);
 	return rc;
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 int range_pattern_compile(struct range_pattern *p, const char *pattern)
 {
@@ -20,7 +20,7 @@ int range_pattern_compile(struct range_pattern *p, const char *pattern)
 
 	memset(p, 0, sizeof(*p));
 	if (!pattern)
-		return st_error("empty range pattern");
+		return error("empty range pattern");
 	p->anchored = pattern[0] == '/';
 	while (*pattern == '/')
 		pattern++;
@@ -28,12 +28,12 @@ int range_pattern_compile(struct range_pattern *p, const char *pattern)
 	while (len && pattern[len - 1] == '/')
 		len--;
 	if (len == 0)
-		return st_error("empty range pattern");
+		return error("empty range pattern");
 	p->storage = malloc(len + 1);
 	p->comp = malloc((len / 2 + 2) * sizeof(*p->comp));
 	if (!p->storage || !p->comp) {
 		range_pattern_release(p);
-		return st_error("out of memory");
+		return error("out of memory");
 	}
 	memcpy(p->storage, pattern, len);
 	p->storage[len] = '\0';
@@ -44,7 +44,7 @@ int range_pattern_compile(struct range_pattern *p, const char *pattern)
 			*slash = '\0';
 		if (*s == '\0') {
 			range_pattern_release(p);
-			return st_error("range pattern '%.*s' has an empty component", (int)len, pattern);
+			return error("range pattern '%.*s' has an empty component", (int)len, pattern);
 		}
 		p->comp[n++] = s;
 		if (!slash)
@@ -125,7 +125,7 @@ int replay_filter_init(struct replay_filter *f, const struct replay *rp, const c
 	if (!f->path_ok || !f->op_ok) {
 		range_pattern_release(&p);
 		replay_filter_release(f);
-		return st_error("out of memory");
+		return error("out of memory");
 	}
 	for (size_t i = 0; i < rp->n_paths; i++)
 		f->path_ok[i] = range_pattern_match(&p, rp->paths[i].str);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 const char *mem_view_name(enum mem_view v)
 {
@@ -398,7 +398,7 @@ oom:
 	free(pc.by_path);
 	live_table_release(&lt);
 	mem_timeline_release(tl);
-	return st_error("out of memory for the memory timeline (%zu events)", rp->n_mem);
+	return error("out of memory for the memory timeline (%zu events)", rp->n_mem);
 }
 
 void mem_timeline_release(struct mem_timeline *tl)

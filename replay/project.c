@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 static int32_t thread_index(const struct replay *rp, uint64_t thread)
 {
@@ -449,5 +449,5 @@ int replay_project(struct replay *rp)
 	time_bounds(rp);
 	return 0;
 oom:
-	return st_error("out of memory while rebuilding the timeline");
+	return error("out of memory while rebuilding the timeline");
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 #define ARENA_BLOCK (64 * 1024)
 
@@ -105,15 +105,15 @@ int replay_set_strings(struct replay *rp, const char *const *strings, uint32_t n
 	struct replay_priv *pv = rp->priv;
 
 	if (!pv)
-		return st_error("replay used before replay_init");
+		return error("replay used before replay_init");
 	if (replay_grow((void **)&rp->strings, &pv->cap_strings, sizeof(*rp->strings), n ? n : 1) < 0)
-		return st_error("out of memory for %" PRIu32 " strings", n);
+		return error("out of memory for %" PRIu32 " strings", n);
 	rp->strings[0] = "";
 	for (uint32_t i = 1; i < n; i++) {
 		const char *s = strings[i] ? strings[i] : "";
 		rp->strings[i] = replay_arena_strdup(rp, s, strlen(s));
 		if (!rp->strings[i])
-			return st_error("out of memory for strings");
+			return error("out of memory for strings");
 	}
 	rp->n_strings = n ? n : 1;
 	pv->strings_owned = true;
@@ -135,7 +135,7 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	struct st_event e = *ev;
 
 	if (!pv || pv->built)
-		return st_error("replay_add after replay_build");
+		return error("replay_add after replay_build");
 	if (e.end < e.start)
 		e.end = e.start;
 	if (e.kind >= ST_KIND_FIRST && e.kind <= ST_KIND_LAST)
@@ -286,7 +286,7 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	}
 	return 0;
 oom:
-	return st_error("out of memory while reading events");
+	return error("out of memory while reading events");
 }
 
 int replay_load(struct replay *rp, const char *path, const struct replay_options *opt)
@@ -297,7 +297,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 
 	replay_init(rp);
 	if (!rp->priv)
-		return st_error("out of memory");
+		return error("out of memory");
 	r = bundle_reader_open(path);
 	if (!r)
 		goto fail;
@@ -316,7 +316,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	rp->chunks_read = bundle_reader_chunks(r);
 	rp->events_read = bundle_reader_events(r);
 	if (rp->truncated && !(opt && opt->quiet))
-		st_warning("'%s' is truncated (%s): read %" PRIu32 " chunks, %" PRIu64
+		warning("'%s' is truncated (%s): read %" PRIu32 " chunks, %" PRIu64
 			   " events; results cover only that part", path,
 			   rp->truncation ? rp->truncation : "no footer", rp->chunks_read,
 			   rp->events_read);
@@ -328,7 +328,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 		if (n == 0)
 			n = 1;
 		if (replay_grow((void **)&rp->strings, &pv->cap_strings, sizeof(*rp->strings), n) < 0) {
-			st_error("out of memory for %" PRIu32 " strings of '%s'", n, path);
+			error("out of memory for %" PRIu32 " strings of '%s'", n, path);
 			goto fail;
 		}
 		for (uint32_t i = 0; i < n; i++) {
@@ -433,7 +433,7 @@ static int sort_all(struct replay *rp)
 	if (rp->n_mem > n) n = rp->n_mem;
 	if (rp->n_others > n) n = rp->n_others;
 	if (n > UINT32_MAX)
-		return st_error("too many events (%zu) for one replay", n);
+		return error("too many events (%zu) for one replay", n);
 	keys = malloc((n + 1) * sizeof(*keys));
 	tmp = malloc((n + 1) * sizeof(*tmp));
 	if (!keys || !tmp)
@@ -464,7 +464,7 @@ static int sort_all(struct replay *rp)
 oom:
 	free(keys);
 	free(tmp);
-	return st_error("out of memory while sorting events");
+	return error("out of memory while sorting events");
 }
 
 int replay_build(struct replay *rp)
@@ -472,7 +472,7 @@ int replay_build(struct replay *rp)
 	struct replay_priv *pv = rp->priv;
 
 	if (!pv || pv->built)
-		return st_error("replay_build called twice");
+		return error("replay_build called twice");
 	pv->built = true;
 	if (rp->n_strings == 0 && replay_set_strings(rp, NULL, 0) < 0)
 		return -1;

@@ -55,7 +55,7 @@
 #include <sys/stat.h>
 #include <zstd.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "trace/codec.h"
 
 #define MAX_MEMBER_BYTES (256u << 20)
@@ -322,11 +322,11 @@ fail_counted(struct read_error *e, uint32_t chunks, const char *fmt, ...)
 static int print_error(const struct bundle_reader *r, const struct read_error *e)
 {
 	if (!e->text)
-		return st_error("cannot read bundle '%s': out of memory", r->path);
+		return error("cannot read bundle '%s': out of memory", r->path);
 	if (e->counted)
-		return st_error("%s (read %u chunks, %llu events before it)", e->text, e->chunks,
+		return error("%s (read %u chunks, %llu events before it)", e->text, e->chunks,
 				(unsigned long long)r->out.events);
-	return st_error("%s", e->text);
+	return error("%s", e->text);
 }
 
 /* The archive ends with an error; -1. */
@@ -506,7 +506,7 @@ struct bundle_reader *bundle_reader_open(const char *path)
 
 	if (!r || !(r->path = strdup(path))) {
 		free(r);
-		st_error("cannot read bundle '%s': out of memory", path);
+		error("cannot read bundle '%s': out of memory", path);
 		return NULL;
 	}
 	for (int i = 0; i < N_WORKERS; i++) {
@@ -516,15 +516,15 @@ struct bundle_reader *bundle_reader_open(const char *path)
 	}
 	mb = &r->workers[0].mem;
 	if (stat(path, &stt)) {
-		st_error("cannot open bundle '%s': %s", path, strerror(errno));
+		error("cannot open bundle '%s': %s", path, strerror(errno));
 		goto fail;
 	}
 	if (S_ISDIR(stt.st_mode)) {
-		st_error("cannot open bundle '%s': is a directory", path);
+		error("cannot open bundle '%s': is a directory", path);
 		goto fail;
 	}
 	if (stt.st_size == 0) {
-		st_error("'%s' is not a steptrace bundle: the file is empty", path);
+		error("'%s' is not a steptrace bundle: the file is empty", path);
 		goto fail;
 	}
 	r->file_size = (uint64_t)stt.st_size;
@@ -536,7 +536,7 @@ struct bundle_reader *bundle_reader_open(const char *path)
 	r->ibuf = malloc(r->ibuf_size);
 	r->obuf = malloc(r->obuf_size);
 	if (!r->string_pages[0] || !r->ar || !r->dz || !r->ibuf || !r->obuf) {
-		st_error("cannot read bundle '%s': out of memory", path);
+		error("cannot read bundle '%s': out of memory", path);
 		goto fail;
 	}
 	r->string_pages[0][0] = "";
@@ -544,12 +544,12 @@ struct bundle_reader *bundle_reader_open(const char *path)
 	r->out.n_strings = 1;
 	r->file = fopen(path, "rb");
 	if (!r->file) {
-		st_error("cannot open bundle '%s': %s", path, strerror(errno));
+		error("cannot open bundle '%s': %s", path, strerror(errno));
 		goto fail;
 	}
 	archive_read_support_format_tar(r->ar);
 	if (archive_read_open(r->ar, r, NULL, tar_read_cb, NULL) != ARCHIVE_OK) {
-		st_error("'%s' is not a steptrace bundle: %s", path, archive_error_string(r->ar));
+		error("'%s' is not a steptrace bundle: %s", path, archive_error_string(r->ar));
 		goto fail;
 	}
 	r->opening = 1;
@@ -559,26 +559,26 @@ struct bundle_reader *bundle_reader_open(const char *path)
 		if (ret < 0)
 			print_error(r, &r->err);
 		else
-			st_error("'%s' is not a steptrace bundle: %s", path,
+			error("'%s' is not a steptrace bundle: %s", path,
 				 r->truncation ? r->truncation : "an empty archive");
 		goto fail;
 	}
 	if (strcmp(name, "header.pb")) {
-		st_error("'%s' is not a steptrace bundle: its first member is '%s', not 'header.pb'", path, name);
+		error("'%s' is not a steptrace bundle: its first member is '%s', not 'header.pb'", path, name);
 		goto fail;
 	}
 	r->header = steptrace__header__unpack(NULL, len, mb->data);
 	if (!r->header) {
-		st_error("bundle '%s' is damaged: its header does not decode", path);
+		error("bundle '%s' is damaged: its header does not decode", path);
 		goto fail;
 	}
 	if (r->header->format_major > BUNDLE_FORMAT_MAJOR) {
-		st_error("bundle '%s' has format %u.%u, newer than this steptrace reads (%d.x): upgrade steptrace",
+		error("bundle '%s' has format %u.%u, newer than this steptrace reads (%d.x): upgrade steptrace",
 			 path, r->header->format_major, r->header->format_minor, BUNDLE_FORMAT_MAJOR);
 		goto fail;
 	}
 	if (r->header->format_major == 0) {
-		st_error("'%s' is not a steptrace bundle: its header has no format version", path);
+		error("'%s' is not a steptrace bundle: its header has no format version", path);
 		goto fail;
 	}
 	return r;
@@ -810,17 +810,17 @@ static int workers_start(struct bundle_reader *r)
 
 	for (int i = 0; i < N_BATCHES; i++)
 		if (!(r->slots[i] = calloc(1, sizeof(struct batch))))
-			return st_error("cannot read bundle '%s': out of memory", r->path);
+			return error("cannot read bundle '%s': out of memory", r->path);
 	if (pthread_mutex_init(&r->read_lock, NULL))
-		return st_error("cannot read bundle '%s': out of memory", r->path);
+		return error("cannot read bundle '%s': out of memory", r->path);
 	if (pthread_mutex_init(&r->lock, NULL)) {
 		pthread_mutex_destroy(&r->read_lock);
-		return st_error("cannot read bundle '%s': out of memory", r->path);
+		return error("cannot read bundle '%s': out of memory", r->path);
 	}
 	if (pthread_cond_init(&r->cond, NULL)) {
 		pthread_mutex_destroy(&r->lock);
 		pthread_mutex_destroy(&r->read_lock);
-		return st_error("cannot read bundle '%s': out of memory", r->path);
+		return error("cannot read bundle '%s': out of memory", r->path);
 	}
 	if (r->file_size < THREADS_MIN_BYTES) {
 		/* Nothing to overlap: threads would only add their start. */
@@ -935,7 +935,7 @@ int bundle_reader_next(struct bundle_reader *r, struct st_event *ev)
 		b = r->out.batch = next_batch(r);
 		if (!b) {
 			r->out.done = 1;
-			return st_error("cannot read bundle '%s': reading stopped early", r->path);
+			return error("cannot read bundle '%s': reading stopped early", r->path);
 		}
 		r->out.pos = 0;
 		r->out.chunks = b->chunks;

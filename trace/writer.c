@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "trace/codec.h"
 
 #define DEFAULT_CHUNK_BYTES (4u << 20)
@@ -112,7 +112,7 @@ static int zstd_flush(struct bundle_writer *w)
 	if (zstd_push(w, NULL, 0, ZSTD_e_flush) || fflush(w->file)) {
 		if (!w->io_error)
 			w->io_error = errno ? errno : EIO;
-		return st_error("cannot write bundle '%s': %s", w->path, strerror(w->io_error));
+		return error("cannot write bundle '%s': %s", w->path, strerror(w->io_error));
 	}
 	return 0;
 }
@@ -126,22 +126,22 @@ static int write_member(struct bundle_writer *w, const char *name, const void *d
 		return -1;
 	e = archive_entry_new();
 	if (!e)
-		return st_error("cannot write bundle '%s': out of memory", w->path);
+		return error("cannot write bundle '%s': out of memory", w->path);
 	archive_entry_set_pathname(e, name);
 	archive_entry_set_size(e, (la_int64_t)len);
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0644);
 	archive_entry_set_mtime(e, time(NULL), 0);
 	if (archive_write_header(w->ar, e) != ARCHIVE_OK) {
-		st_error("cannot write bundle '%s': %s", w->path, archive_error_string(w->ar));
+		error("cannot write bundle '%s': %s", w->path, archive_error_string(w->ar));
 		goto out;
 	}
 	if (len && archive_write_data(w->ar, data, len) != (la_ssize_t)len) {
-		st_error("cannot write bundle '%s': %s", w->path, archive_error_string(w->ar));
+		error("cannot write bundle '%s': %s", w->path, archive_error_string(w->ar));
 		goto out;
 	}
 	if (archive_write_finish_entry(w->ar) != ARCHIVE_OK) {
-		st_error("cannot write bundle '%s': %s", w->path, archive_error_string(w->ar));
+		error("cannot write bundle '%s': %s", w->path, archive_error_string(w->ar));
 		goto out;
 	}
 	ret = zstd_flush(w);
@@ -159,7 +159,7 @@ static int write_message(struct bundle_writer *w, const char *name, const Protob
 	int ret;
 
 	if (!buf)
-		return st_error("cannot write bundle '%s': out of memory", w->path);
+		return error("cannot write bundle '%s': out of memory", w->path);
 	protobuf_c_message_pack(m, buf);
 	ret = write_member(w, name, buf, len);
 	free(buf);
@@ -214,7 +214,7 @@ static int flush_chunk(struct bundle_writer *w)
 	n += put_field_varint(head + n, 1, w->chunks);
 	n += put_field_varint(head + n, 2, w->chunk_base);
 	if (byte_buf_reserve(&w->chunk, n))
-		return st_error("cannot write bundle '%s': out of memory", w->path);
+		return error("cannot write bundle '%s': out of memory", w->path);
 	memmove(w->chunk.data + n, w->chunk.data, w->chunk.len);
 	memcpy(w->chunk.data, head, n);
 	w->chunk.len += n;
@@ -234,7 +234,7 @@ struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Head
 
 	if (!w || !(w->path = strdup(path))) {
 		free(w);
-		st_error("cannot create bundle '%s': out of memory", path);
+		error("cannot create bundle '%s': out of memory", path);
 		return NULL;
 	}
 	w->chunk_bytes = opt && opt->chunk_bytes ? opt->chunk_bytes : DEFAULT_CHUNK_BYTES;
@@ -246,21 +246,21 @@ struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Head
 	w->zc = ZSTD_createCCtx();
 	w->ar = archive_write_new();
 	if (!w->slots || !w->by_id || !w->zbuf || !w->zc || !w->ar) {
-		st_error("cannot create bundle '%s': out of memory", path);
+		error("cannot create bundle '%s': out of memory", path);
 		goto fail;
 	}
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, opt && opt->zstd_level ? opt->zstd_level : 3);
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
 	w->file = fopen(path, "wb");
 	if (!w->file) {
-		st_error("cannot create bundle '%s': %s", path, strerror(errno));
+		error("cannot create bundle '%s': %s", path, strerror(errno));
 		goto fail;
 	}
 	/* Unblocked tar output: each write reaches zstd as it is made. */
 	if (archive_write_set_format_pax_restricted(w->ar) != ARCHIVE_OK ||
 	    archive_write_set_bytes_per_block(w->ar, 0) != ARCHIVE_OK ||
 	    archive_write_open2(w->ar, w, NULL, tar_write_cb, NULL, NULL) != ARCHIVE_OK) {
-		st_error("cannot create bundle '%s': %s", path, archive_error_string(w->ar));
+		error("cannot create bundle '%s': %s", path, archive_error_string(w->ar));
 		goto fail;
 	}
 	h.format_major = BUNDLE_FORMAT_MAJOR;
@@ -332,7 +332,7 @@ uint32_t bundle_writer_intern(struct bundle_writer *w, const char *s)
 	if ((w->n_strings + 2) * 2 > w->n_slots) {
 		if (grow_strings(w)) {
 			w->failed = 1;
-			st_error("cannot write bundle '%s': out of memory", w->path);
+			error("cannot write bundle '%s': out of memory", w->path);
 			return 0;
 		}
 		for (i = h & (w->n_slots - 1); w->slots[i].s; i = (i + 1) & (w->n_slots - 1))
@@ -341,7 +341,7 @@ uint32_t bundle_writer_intern(struct bundle_writer *w, const char *s)
 	char *copy = strdup(s);
 	if (!copy) {
 		w->failed = 1;
-		st_error("cannot write bundle '%s': out of memory", w->path);
+		error("cannot write bundle '%s': out of memory", w->path);
 		return 0;
 	}
 	w->n_strings++;
@@ -355,14 +355,14 @@ int bundle_writer_add(struct bundle_writer *w, const struct st_event *ev)
 	if (w->failed)
 		return -1;
 	if (ev->kind < ST_KIND_FIRST || ev->kind > ST_KIND_LAST)
-		return st_error("cannot write bundle '%s': event of unknown kind %d", w->path, ev->kind);
+		return error("cannot write bundle '%s': event of unknown kind %d", w->path, ev->kind);
 	if (!w->chunk_events) {
 		w->chunk_base = ev->start;
 		w->state = (struct chunk_state){ .prev_start = ev->start };
 	}
 	if (!event_encode(&w->chunk, &w->state, ev)) {
 		w->failed = 1;
-		return st_error("cannot write bundle '%s': out of memory", w->path);
+		return error("cannot write bundle '%s': out of memory", w->path);
 	}
 	w->chunk_events++;
 	w->counts[ev->kind]++;
@@ -391,13 +391,13 @@ static int writer_finish(struct bundle_writer *w, int report)
 	if (archive_write_close(w->ar) != ARCHIVE_OK) {
 		ret = -1;
 		if (report)
-			st_error("cannot finish bundle '%s': %s", w->path, archive_error_string(w->ar));
+			error("cannot finish bundle '%s': %s", w->path, archive_error_string(w->ar));
 	}
 	archive_write_free(w->ar);
 	if (zstd_push(w, NULL, 0, ZSTD_e_end) && !ret && report)
-		ret = st_error("cannot finish bundle '%s': %s", w->path, strerror(w->io_error));
+		ret = error("cannot finish bundle '%s': %s", w->path, strerror(w->io_error));
 	if (fclose(w->file) && !ret && report)
-		ret = st_error("cannot finish bundle '%s': %s", w->path, strerror(errno));
+		ret = error("cannot finish bundle '%s': %s", w->path, strerror(errno));
 	return ret;
 }
 

@@ -1,8 +1,8 @@
 /* test_options.c: option tables, every value type, errors, --help, sizes, lists. */
 #include "tests/cli/check.h"
 
-#include "cli/error.h"
-#include "cli/options.h"
+#include "lib/error.h"
+#include "lib/options.h"
 
 static bool warmup = true, verbose;
 static int top = 10;
@@ -209,7 +209,7 @@ static void test_sizes(void)
 		if (rc != 0 || b != ok[i].bytes)
 			fprintf(stderr, "  size '%s' -> %d %llu\n", ok[i].s, rc, (unsigned long long)b);
 	}
-	st_error_set_stream(devnull);
+	error_set_stream(devnull);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t b;
 		int rc = parse_size(bad[i], &b);
@@ -218,7 +218,7 @@ static void test_sizes(void)
 		if (rc != -1)
 			fprintf(stderr, "  size '%s' accepted as %llu\n", bad[i], (unsigned long long)b);
 	}
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	fclose(devnull);
 }
 
@@ -236,12 +236,12 @@ static void test_split_list(void)
 	CHECK(split_list("fp32", items, 3, &storage) == 1);
 	CHECK_STR(items[0], "fp32");
 	free(storage);
-	st_error_set_stream(devnull);
+	error_set_stream(devnull);
 	CHECK(split_list("a,,b", items, 3, &storage) == -1 && storage == NULL);
 	CHECK(split_list("", items, 3, &storage) == -1 && storage == NULL);
 	CHECK(split_list("a,b,c,d", items, 3, &storage) == -1 && storage == NULL);
 	CHECK(split_list("a,", items, 3, &storage) == -1 && storage == NULL);
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	fclose(devnull);
 }
 

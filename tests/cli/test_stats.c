@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "cli/stats.h"
+#include "lib/stats.h"
 
 static int close_to(double a, double b, double rel)
 {

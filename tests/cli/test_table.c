@@ -3,8 +3,8 @@
 
 #include <jansson.h>
 
-#include "cli/error.h"
-#include "cli/table.h"
+#include "lib/error.h"
+#include "lib/table.h"
 
 /* A kernel-summary-like table: a float, an int and a string column, one empty cell. */
 static struct report *sample(bool second_table, bool note)
@@ -175,7 +175,7 @@ static void test_details(void)
 {
 	struct report *r = report_new();
 	struct table *t = report_add_table(r, "t", NULL);
-	enum out_format f;
+	int f;
 	char *s;
 	FILE *devnull = fopen("/dev/null", "w");
 
@@ -198,13 +198,13 @@ static void test_details(void)
 	free(s);
 	report_free(r);
 
-	CHECK(out_format_parse("csv", &f) == 0 && f == OUT_CSV);
-	CHECK(out_format_parse("json", &f) == 0 && f == OUT_JSON);
-	CHECK(out_format_parse("md", &f) == 0 && f == OUT_MD);
-	CHECK(out_format_parse("table", &f) == 0 && f == OUT_TABLE);
-	st_error_set_stream(devnull);
-	CHECK(out_format_parse("xml", &f) == -1);
-	st_error_set_stream(NULL);
+	CHECK(parse_choice("csv", out_format_names, "--format", &f) == 0 && f == OUT_CSV);
+	CHECK(parse_choice("json", out_format_names, "--format", &f) == 0 && f == OUT_JSON);
+	CHECK(parse_choice("md", out_format_names, "--format", &f) == 0 && f == OUT_MD);
+	CHECK(parse_choice("table", out_format_names, "--format", &f) == 0 && f == OUT_TABLE);
+	error_set_stream(devnull);
+	CHECK(parse_choice("xml", out_format_names, "--format", &f) == -1);
+	error_set_stream(NULL);
 	fclose(devnull);
 }
 

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "analyze/flops.h"
-#include "cli/error.h"
+#include "lib/error.h"
 #include "../cli/check.h"
 
 static const char *const strings[] = {

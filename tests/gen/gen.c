@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "trace/bundle.h"
 
 #define T1 100

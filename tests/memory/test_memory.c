@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "analyze/svg.h"
-#include "cli/error.h"
+#include "lib/error.h"
 #include "replay/memory.h"
 #include "replay/replay.h"
 #include "trace/bundle.h"
@@ -413,20 +413,20 @@ static void test_svg_helpers(void)
 	n = svg_ticks_log10(1, 100, t, 32);
 	CHECK(n == 7 && t[1] == 2 && t[2] == 5);
 	CHECK(svg_nice_ceil(3.1) == 5 && svg_nice_ceil(0.012) > 0.0199 && svg_nice_ceil(0.012) < 0.0201);
-	CHECK(strcmp(svg_fmt_bytes(buf, sizeof(buf), 1.5 * 1024 * 1024 * 1024), "1.50 GiB") == 0);
-	CHECK(strcmp(svg_fmt_bytes(buf, sizeof(buf), 512), "512 B") == 0);
-	CHECK(strcmp(svg_fmt_bytes(buf, sizeof(buf), 12 * 1048576.0), "12 MiB") == 0);
-	CHECK(strcmp(svg_fmt_bytes(buf, sizeof(buf), 1023.9 * 1024), "1.00 MiB") == 0);
-	CHECK(strcmp(svg_fmt_time(buf, sizeof(buf), 12e6), "12 ms") == 0);
-	CHECK(strcmp(svg_fmt_time(buf, sizeof(buf), 12.5e3), "12.5 us") == 0);
-	CHECK(strcmp(svg_fmt_time(buf, sizeof(buf), 1.25e9), "1.25 s") == 0);
+	CHECK(strcmp(human_bytes(buf, sizeof(buf), 1.5 * 1024 * 1024 * 1024), "1.50 GiB") == 0);
+	CHECK(strcmp(human_bytes(buf, sizeof(buf), 512), "512 B") == 0);
+	CHECK(strcmp(human_bytes(buf, sizeof(buf), 12 * 1048576.0), "12 MiB") == 0);
+	CHECK(strcmp(human_bytes(buf, sizeof(buf), 1023.9 * 1024), "1.00 MiB") == 0);
+	CHECK(strcmp(human_time(buf, sizeof(buf), 12e6), "12 ms") == 0);
+	CHECK(strcmp(human_time(buf, sizeof(buf), 12.5e3), "12.5 us") == 0);
+	CHECK(strcmp(human_time(buf, sizeof(buf), 1.25e9), "1.25 s") == 0);
 	CHECK(strcmp(svg_fmt_tick(buf, sizeof(buf), 0.5, 0.5), "0.5") == 0);
 	CHECK(strcmp(svg_fmt_tick(buf, sizeof(buf), 2.25, 0.25), "2.25") == 0);
 	CHECK(strcmp(svg_fmt_tick(buf, sizeof(buf), 20, 10), "20") == 0);
 	{
 		const char *u;
-		CHECK(svg_byte_unit(3.0 * 1024 * 1024 * 1024, &u) == 1024.0 * 1024 * 1024 && strcmp(u, "GiB") == 0);
-		CHECK(svg_time_unit(5e6, &u) == 1e6 && strcmp(u, "ms") == 0);
+		CHECK(human_byte_unit(3.0 * 1024 * 1024 * 1024, &u) == 1024.0 * 1024 * 1024 && strcmp(u, "GiB") == 0);
+		CHECK(human_time_unit(5e6, &u) == 1e6 && strcmp(u, "ms") == 0);
 	}
 	{
 		struct svg_scale sc;

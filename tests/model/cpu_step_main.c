@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/commands.h"
+#include "cmd/commands.h"
 
 int main(int argc, const char **argv)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/model.h"
 #include "model/reference.h"
 #include "trace/bundle.h"
@@ -48,7 +48,7 @@ int model_gpu_available(void)
 	const char *s = getenv("ST_TEST_NO_GPU");
 
 	if (s && *s == '1') {
-		st_error("no CUDA device found: this command needs an NVIDIA GPU");
+		error("no CUDA device found: this command needs an NVIDIA GPU");
 		return 0;
 	}
 	return 1;

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 
 /* Runs cmd_bench with stdout into buf. */
 static int bench(char *buf, size_t cap, int argc, const char **argv)
@@ -22,11 +22,11 @@ static int bench(char *buf, size_t cap, int argc, const char **argv)
 	fflush(stderr);
 	dup2(fileno(out), 1);
 	dup2(fileno(err), 2);
-	st_error_set_stream(err);
+	error_set_stream(err);
 	rc = cmd_bench(argc, argv);
 	fflush(stdout);
 	fflush(stderr);
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	dup2(saved, 1);
 	dup2(saved_err, 2);
 	close(saved);

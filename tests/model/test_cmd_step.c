@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "cli/commands.h"
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 #include "model/reference.h"
 #include "trace/bundle.h"
 
@@ -48,9 +48,9 @@ static int run_quiet(int *errors, int argc, const char **argv)
 	size_t n, i;
 	int rc;
 
-	st_error_set_stream(cap);
+	error_set_stream(cap);
 	rc = run(argc, argv);
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	rewind(cap);
 	n = fread(buf, 1, sizeof(buf) - 1, cap);
 	buf[n] = 0;

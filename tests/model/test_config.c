@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/config.h"
 #include "model/reference.h"
 
@@ -61,7 +61,7 @@ int main(void)
 		CHECK(model_config_validate(&c) == 0, "%s validates", c.name);
 	}
 
-	st_error_set_stream(sink);
+	error_set_stream(sink);
 	CHECK(model_config_preset("huge", &c) == -1, "unknown preset");
 	model_config_preset("small", &c);
 	c.heads = 7;
@@ -105,7 +105,7 @@ int main(void)
 	CHECK(!strcmp(model_mode_name(MODE_TRAIN), "train"), "train name");
 	CHECK(!strcmp(model_attention_name(ATTN_NAIVE), "naive"), "naive name");
 	CHECK(!strcmp(model_mode_name((enum model_mode)9), "unknown"), "out of range");
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	fclose(sink);
 	return check_exit("model_config");
 }

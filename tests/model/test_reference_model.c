@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/reference.h"
 #include "trace/bundle.h"
 
@@ -163,7 +163,7 @@ static void rejects(const struct model_config *c, const int32_t *in, const int32
 
 	tensor_set_init(&w);
 	ref_init_weights(c, 1, &w);
-	st_error_set_stream(sink);
+	error_set_stream(sink);
 	memcpy(bad, in, sizeof(bad));
 	bad[4] = c->vocab;
 	CHECK(ref_forward_backward(c, &w, bad, tg, &loss, NULL) == -1, "token id = vocab");
@@ -175,7 +175,7 @@ static void rejects(const struct model_config *c, const int32_t *in, const int32
 	free(t->name);
 	t->name = strdup("layers.0.ffn.w2");
 	CHECK(ref_forward_backward(c, &w, in, tg, &loss, NULL) == -1, "missing w2");
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	fclose(sink);
 	tensor_set_release(&w);
 }

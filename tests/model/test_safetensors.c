@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "cli/error.h"
+#include "lib/error.h"
 #include "model/reference.h"
 #include "model/tensors.h"
 #include "trace/bundle.h"
@@ -73,9 +73,9 @@ static void expect_reject(const char *label, const char *path)
 	int lines = 0;
 	size_t i, n;
 
-	st_error_set_stream(cap);
+	error_set_stream(cap);
 	CHECK(safetensors_read(path, &s) == -1, "%s accepted", label);
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	CHECK(s.n == 0 && s.t == NULL, "%s left tensors behind", label);
 	rewind(cap);
 	n = fread(msg, 1, sizeof(msg) - 1, cap);
@@ -255,7 +255,7 @@ static void mutations(void)
 	buf = slurp(src, &len);
 	CHECK(len > 8, "file written");
 
-	st_error_set_stream(sink);
+	error_set_stream(sink);
 	for (cut = 0; cut < len; cut++) {
 		spill(p, buf, cut);
 		CHECK(safetensors_read(p, &s) == -1, "truncated at %zu of %zu accepted", cut, len);
@@ -277,7 +277,7 @@ static void mutations(void)
 		tensor_set_release(&s);
 		free(m);
 	}
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	fclose(sink);
 	free(buf);
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "replay/replay.h"
 #include "trace/bundle.h"
 
@@ -195,11 +195,11 @@ static void test_patterns(void)
 		      cases[i].pat, cases[i].path);
 		range_pattern_release(&p);
 	}
-	st_error_set_stream(fopen("/dev/null", "w"));
+	error_set_stream(fopen("/dev/null", "w"));
 	CHECK(range_pattern_compile(&p, "") < 0, "empty pattern");
 	CHECK(range_pattern_compile(&p, "a//b") < 0, "empty component");
 	CHECK(range_pattern_compile(&p, "/") < 0, "just a slash");
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 }
 
 static void test_steps(void)
@@ -367,11 +367,11 @@ static void test_round_trip(const char *dir)
 		fputs("this is not a bundle\n", f);
 		fclose(f);
 	}
-	st_error_set_stream(fopen("/dev/null", "w"));
+	error_set_stream(fopen("/dev/null", "w"));
 	CHECK(replay_load(&rp, path, NULL) == -1, "junk refused");
 	snprintf(path, sizeof(path), "%s/missing.stb", dir);
 	CHECK(replay_load(&rp, path, NULL) == -1, "missing refused");
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 }
 
 int main(void)

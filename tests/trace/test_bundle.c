@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 #include "trace/bundle.h"
 
 static int failures;
@@ -395,9 +395,9 @@ static void expect_refused(const char *path, const char *what, const char *needl
 	FILE *mem = open_memstream(&msg, &msg_len);
 	int truncated;
 
-	st_error_set_stream(mem);
+	error_set_stream(mem);
 	long n = read_back(path, &truncated, 1);
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	fclose(mem);
 	CHECK(n < 0, "%s was accepted (%ld events)", what, n);
 	int lines = 0;
@@ -655,13 +655,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	path_in_tmp(full, sizeof(full), "full.stb");
-	st_error_set_stream(fopen("/dev/null", "w"));
+	error_set_stream(fopen("/dev/null", "w"));
 	test_round_trip(full);
 	test_truncation(full);
 	test_flipped_bytes(full);
 	test_threads();
 	test_missing_chunk(full);
-	st_error_set_stream(NULL);
+	error_set_stream(NULL);
 	test_not_bundles();
 	if (failures)
 		fprintf(stderr, "%d checks failed\n", failures);

@@ -3,7 +3,7 @@
  * (128-bit) and the variance is a second pass around the mean in long
  * double, so a million kernels of a second each lose nothing.
  */
-#include "cli/stats.h"
+#include "lib/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * render numbers its own way: grouped digits in text, raw in CSV/Markdown,
  * JSON numbers in JSON.
  */
-#include "cli/table.h"
+#include "lib/table.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 enum cell_kind { CELL_EMPTY, CELL_STR, CELL_INT, CELL_FLOAT };
 
@@ -68,22 +68,7 @@ static char *xstrdup(const char *s)
 	return memcpy(xrealloc(NULL, n), s ? s : "", n);
 }
 
-int out_format_parse(const char *s, enum out_format *f)
-{
-	static const struct { const char *name; enum out_format f; } names[] = {
-		{ "table", OUT_TABLE }, { "text", OUT_TABLE }, { "csv", OUT_CSV },
-		{ "json", OUT_JSON }, { "md", OUT_MD }, { "markdown", OUT_MD },
-	};
-	size_t i;
-
-	for (i = 0; s && i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(s, names[i].name) == 0) {
-			*f = names[i].f;
-			return 0;
-		}
-	}
-	return st_error("unknown format '%s' (expected table, csv, json or md)", s ? s : "");
-}
+const char *const out_format_names[] = { "table", "csv", "json", "md", NULL };
 
 /* ---- building ---- */
 
@@ -166,7 +151,7 @@ void table_add_column(struct table *t, const char *name, enum column_type type, 
 {
 	if (t->nrows) {
 		/* Columns come first; a late column would misalign every row. */
-		st_warning("table '%s': column '%s' added after rows, ignored", t->name, name);
+		warning("table '%s': column '%s' added after rows, ignored", t->name, name);
 		return;
 	}
 	t->cols = xrealloc(t->cols, (t->ncols + 1) * sizeof(*t->cols));
@@ -582,7 +567,7 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 
 		json_decref(doc);
 		if (rc < 0)
-			return st_error("cannot write JSON output");
+			return error("cannot write JSON output");
 		fputc('\n', out);
 	} else {
 		for (t = r->first; t; t = t->next) {
@@ -615,6 +600,6 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 		}
 	}
 	if (fflush(out) != 0 || ferror(out))
-		return st_error("cannot write output");
+		return error("cannot write output");
 	return 0;
 }

@@ -1,12 +1,12 @@
 /* error.c: see error.h. */
-#include "cli/error.h"
+#include "lib/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
 static FILE *msg_stream;
 
-void st_error_set_stream(FILE *f)
+void error_set_stream(FILE *f)
 {
 	msg_stream = f;
 }
@@ -21,7 +21,7 @@ static void vreport(const char *prefix, const char *fmt, va_list ap)
 	fflush(out);
 }
 
-int st_error(const char *fmt, ...)
+int error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -31,7 +31,7 @@ int st_error(const char *fmt, ...)
 	return -1;
 }
 
-void st_warning(const char *fmt, ...)
+void warning(const char *fmt, ...)
 {
 	va_list ap;
 

@@ -10,17 +10,21 @@
  *           OPT_END(),
  *   };
  *   argc = parse_options(argc, argv, opts, usage);   // argv[0] is the command name
- *   if (argc < 0) return argc == PARSE_OPT_HELP ? 0 : 129;
+ *   if (argc < 0) return argc == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
  *
  * On return argv[0..argc-1] are the positional arguments (command name
  * dropped). Unknown options, missing or malformed values print one error
  * line plus the usage and return PARSE_OPT_ERROR; --help / -h prints the
  * usage to stdout and returns PARSE_OPT_HELP.
+ *
+ * Every malformed value gets the same line: "option '--by' expects kernel,
+ * op or category, not 'x'".
  */
-#ifndef STEPTRACE_CLI_OPTIONS_H
-#define STEPTRACE_CLI_OPTIONS_H
+#ifndef STEPTRACE_LIB_OPTIONS_H
+#define STEPTRACE_LIB_OPTIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum option_type {
@@ -31,6 +35,7 @@ enum option_type {
 	OPTION_DOUBLE,    /* double * */
 	OPTION_STRING,    /* const char ** (points into argv) */
 	OPTION_SIZE,      /* uint64_t * bytes: 1024, 24GiB, 80GB, 512MiB, 1.5GiB */
+	OPTION_CHOICE,    /* int *: the index of the value in a NULL-terminated name list */
 	OPTION_GROUP,     /* a heading in the usage screen */
 };
 
@@ -41,16 +46,23 @@ struct option {
 	void *value;
 	const char *argh;     /* placeholder in the usage screen, e.g. "FILE" */
 	const char *help;
+	const char *const *choices;   /* OPTION_CHOICE: the names, NULL-terminated */
 };
 
-#define OPT_END()                         { OPTION_END, 0, NULL, NULL, NULL, NULL }
-#define OPT_GROUP(h)                      { OPTION_GROUP, 0, NULL, NULL, NULL, (h) }
-#define OPT_BOOLEAN(s, l, v, h)           { OPTION_BOOLEAN, (s), (l), (v), NULL, (h) }
-#define OPT_INTEGER(s, l, v, h)           { OPTION_INTEGER, (s), (l), (v), "N", (h) }
-#define OPT_U64(s, l, v, h)               { OPTION_U64, (s), (l), (v), "N", (h) }
-#define OPT_DOUBLE(s, l, v, h)            { OPTION_DOUBLE, (s), (l), (v), "X", (h) }
-#define OPT_STRING(s, l, v, a, h)         { OPTION_STRING, (s), (l), (v), (a), (h) }
-#define OPT_SIZE(s, l, v, h)              { OPTION_SIZE, (s), (l), (v), "SIZE", (h) }
+#define OPT_END()                         { OPTION_END, 0, NULL, NULL, NULL, NULL, NULL }
+#define OPT_GROUP(h)                      { OPTION_GROUP, 0, NULL, NULL, NULL, (h), NULL }
+#define OPT_BOOLEAN(s, l, v, h)           { OPTION_BOOLEAN, (s), (l), (v), NULL, (h), NULL }
+#define OPT_INTEGER(s, l, v, h)           { OPTION_INTEGER, (s), (l), (v), "N", (h), NULL }
+#define OPT_U64(s, l, v, h)               { OPTION_U64, (s), (l), (v), "N", (h), NULL }
+#define OPT_DOUBLE(s, l, v, h)            { OPTION_DOUBLE, (s), (l), (v), "X", (h), NULL }
+#define OPT_STRING(s, l, v, a, h)         { OPTION_STRING, (s), (l), (v), (a), (h), NULL }
+#define OPT_SIZE(s, l, v, h)              { OPTION_SIZE, (s), (l), (v), "SIZE", (h), NULL }
+/*
+ * One of several names: *v (an int) becomes the index of the name given in
+ * `names` (NULL-terminated; the name tables of lib/ and trace/types.h fit).
+ * The usage screen shows the names: --by <kernel|op|category>.
+ */
+#define OPT_CHOICE(s, l, v, names, h)     { OPTION_CHOICE, (s), (l), (v), NULL, (h), (names) }
 
 #define PARSE_OPT_HELP (-2)
 #define PARSE_OPT_ERROR (-1)
@@ -58,6 +70,16 @@ struct option {
 int parse_options(int argc, const char **argv, const struct option *opts,
 		  const char *const usage[]);
 void usage_with_options(const char *const usage[], const struct option *opts, bool to_stdout);
+
+/*
+ * `s` as an index into `names` (NULL-terminated), for list items and other
+ * values parsed outside a table; `what` names the option in the message
+ * ("--precision"). -1 with the option-table message when it is none of them.
+ */
+int parse_choice(const char *s, const char *const *names, const char *what, int *out);
+
+/* "kernel, op or category" into buf. */
+const char *choice_list(const char *const *names, char *buf, size_t len);
 
 /* "24GiB", "80GB", "512MiB", "1.5GiB", "4096" -> bytes. -1 (with an error line) if malformed. */
 int parse_size(const char *s, uint64_t *bytes);

@@ -1,7 +1,27 @@
-/* names.c: printable names of the schema's enums and event kinds. */
-#include "trace/bundle.h"
+/* types.c: the name tables of types.h. */
+#include "trace/types.h"
 
 #include <string.h>
+
+const char *const st_precision_names[] = { "fp32", "tf32", "bf16", NULL };
+const char *const st_mode_names[] = { "forward", "fwdbwd", "train", NULL };
+const char *const st_attention_names[] = { "naive", "flash", NULL };
+
+const char *st_name(const char *const *names, int v)
+{
+	for (int i = 0; names[i]; i++)
+		if (i == v)
+			return names[i];
+	return "?";
+}
+
+int st_lookup(const char *const *names, const char *s)
+{
+	for (int i = 0; s && names[i]; i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
 
 static const char *const kind_names[ST_KIND_COUNT] = {
 	[ST_KERNEL] = "kernel",	    [ST_MEMCPY] = "memcpy", [ST_MEMSET] = "memset",

@@ -12,16 +12,20 @@
  * Build with table_new / table_add_column, then per row table_row followed by
  * one table_* cell call per column, in column order.
  */
-#ifndef STEPTRACE_CLI_TABLE_H
-#define STEPTRACE_CLI_TABLE_H
+#ifndef STEPTRACE_LIB_TABLE_H
+#define STEPTRACE_LIB_TABLE_H
 
 #include <stdint.h>
 #include <stdio.h>
 
-enum out_format { OUT_TABLE, OUT_CSV, OUT_JSON, OUT_MD };
+#include "lib/options.h"
 
-/* "table", "csv", "json", "md" -> *f; -1 with an error line otherwise. */
-int out_format_parse(const char *s, enum out_format *f);
+/* The numbering of out_format_names ("table", "csv", "json", "md"). */
+enum out_format { OUT_TABLE, OUT_CSV, OUT_JSON, OUT_MD };
+extern const char *const out_format_names[];
+
+/* The --format option of every command that prints a report; v is an int *. */
+#define OPT_FORMAT(v) OPT_CHOICE(0, "format", (v), out_format_names, "output format")
 
 enum column_type { COL_STR, COL_INT, COL_FLOAT };
 

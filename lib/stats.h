@@ -2,8 +2,8 @@
  * stats.h: the one place durations are summarised, for every report that
  * prints Nsight-style statistics and for bench's mean ± std.
  */
-#ifndef STEPTRACE_CLI_STATS_H
-#define STEPTRACE_CLI_STATS_H
+#ifndef STEPTRACE_LIB_STATS_H
+#define STEPTRACE_LIB_STATS_H
 
 #include <stddef.h>
 #include <stdint.h>

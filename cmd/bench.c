@@ -1,5 +1,5 @@
 /*
- * cmd_bench.c: `steptrace bench`, the seeds' end-to-end benchmark without
+ * bench.c: `steptrace bench`, the seeds' end-to-end benchmark without
  * CUPTI: sizes x context lengths x precisions x modes, warm-up then measured
  * steps, mean ± std of each phase (device events) and of the step's wall
  * time, peak device memory, and OOM where a configuration does not fit.
@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
-#include "cli/error.h"
-#include "cli/options.h"
-#include "cli/stats.h"
-#include "cli/table.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
+#include "lib/options.h"
+#include "lib/stats.h"
+#include "lib/table.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "model/reference.h"
@@ -36,7 +36,7 @@ struct bench_result {
 };
 
 struct bench_args {
-	const char *models, *ctxs, *precisions, *modes, *attention, *format;
+	const char *models, *ctxs, *precisions, *modes, *attention;
 	struct model_dims dims;
 	int warmup, steps;
 	uint64_t seed;
@@ -57,7 +57,7 @@ static void bench_one(const struct model_config *c, const struct bench_args *a,
 	memset(r, 0, sizeof(*r));
 	r->warmup_wall_ms = NAN;
 	if (!v) {
-		r->status = st_error("out of memory");
+		r->status = error("out of memory");
 		return;
 	}
 	rc = model_create(&m, c, NULL, &r->oom);
@@ -180,7 +180,7 @@ static int ctx_parse(const char *s, int *out)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || *end || end == s || v <= 0 || v > (1 << 24))
-		return st_error("bad context length '%s'", s);
+		return error("bad context length '%s'", s);
 	*out = (int)v;
 	return 0;
 }
@@ -270,7 +270,7 @@ free_lists:
 int cmd_bench(int argc, const char **argv)
 {
 	struct bench_args a = { .warmup = 5, .steps = 10 };
-	enum out_format fmt = OUT_TABLE;
+	int fmt = OUT_TABLE;
 	const struct option opts[] = {
 		OPT_GROUP("sweep (comma-separated lists)"),
 		OPT_STRING(0, "model", &a.models, "LIST", "small, medium, large, xl, 2.7B, custom (default small)"),
@@ -284,7 +284,7 @@ int cmd_bench(int argc, const char **argv)
 		OPT_INTEGER('w', "warmup", &a.warmup, "warm-up steps, not measured (default 5)"),
 		OPT_INTEGER('n', "steps", &a.steps, "measured steps (default 10)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the random weights and batch (default 0)"),
-		OPT_STRING(0, "format", &a.format, "FMT", "table, csv, json or md (default table)"),
+		OPT_FORMAT(&fmt),
 		OPT_END(),
 	};
 
@@ -292,15 +292,13 @@ int cmd_bench(int argc, const char **argv)
 	if (argc < 0)
 		return argc == PARSE_OPT_HELP ? 0 : 129;
 	if (argc > 0) {
-		st_error("unexpected argument '%s'", argv[0]);
+		error("unexpected argument '%s'", argv[0]);
 		usage_with_options(bench_usage, opts, false);
 		return 129;
 	}
 	if (a.warmup < 0 || a.steps < 1) {
-		st_error("need --warmup >= 0 and --steps >= 1");
+		error("need --warmup >= 0 and --steps >= 1");
 		return 129;
 	}
-	if (a.format && out_format_parse(a.format, &fmt))
-		return 129;
-	return bench_sweep(&a, fmt);
+	return bench_sweep(&a, (enum out_format)fmt);
 }

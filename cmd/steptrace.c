@@ -1,12 +1,9 @@
 /*
  * steptrace.c: the program. One table of subcommands, as git and perf do;
- * each command parses its own options. Analysis commands come from
- * libsteptrace_core; the GPU commands from libsteptrace_gpu, loaded only
- * when one of them runs so that analyses work where CUDA is absent.
+ * each command parses its own options. Analysis commands are linked in; the
+ * GPU commands come from libsteptrace_gpu, loaded only when one of them runs
+ * so that analyses work where CUDA is absent.
  */
-#define CMD_DECL_ATTR __attribute__((weak))
-#include "cli/commands.h"
-
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -16,18 +13,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/error.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
 
 #ifndef STEPTRACE_VERSION
 #define STEPTRACE_VERSION "unknown"
 #endif
 
 #define GPU_LIBRARY "libsteptrace_gpu.so"
-#define EXIT_USAGE 129
 
 struct cmd_struct {
 	const char *name;
-	cmd_fn fn;          /* core commands; NULL while not linked in */
+	cmd_fn fn;          /* analysis commands; NULL for the GPU ones */
 	bool gpu;           /* looked up as "cmd_<name>" in GPU_LIBRARY */
 	const char *help;
 };
@@ -53,33 +50,21 @@ static const struct cmd_struct commands[] = {
 static const char main_usage[] =
 	"usage: steptrace [--version] [--help] <command> [<args>]\n";
 
-static bool cmd_available(const struct cmd_struct *c)
-{
-	return c->gpu || c->fn != NULL;
-}
-
 static const struct cmd_struct *find_command(const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < NCOMMANDS; i++)
-		if (strcmp(commands[i].name, name) == 0 && cmd_available(&commands[i]))
+		if (strcmp(commands[i].name, name) == 0)
 			return &commands[i];
 	return NULL;
 }
 
 static void list_commands(FILE *f, bool gpu)
 {
-	size_t i, shown = 0;
-
-	for (i = 0; i < NCOMMANDS; i++) {
-		if (commands[i].gpu == gpu && cmd_available(&commands[i])) {
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (commands[i].gpu == gpu)
 			fprintf(f, "   %-10s %s\n", commands[i].name, commands[i].help);
-			shown++;
-		}
-	}
-	if (!shown)
-		fputs("   (none in this build)\n", f);
 }
 
 static void print_main_usage(FILE *f)
@@ -142,14 +127,14 @@ static cmd_fn resolve_gpu_command(const struct cmd_struct *c)
 	cmd_fn fn;
 
 	if (!h) {
-		st_error("'%s' needs a GPU build of steptrace: cannot load %s (%s)",
+		error("'%s' needs a GPU build of steptrace: cannot load %s (%s)",
 			 c->name, GPU_LIBRARY, why);
 		return NULL;
 	}
 	snprintf(sym, sizeof(sym), "cmd_%s", c->name);
 	*(void **)&fn = dlsym(h, sym);
 	if (!fn)
-		st_error("'%s' needs a GPU build of steptrace: %s has no %s",
+		error("'%s' needs a GPU build of steptrace: %s has no %s",
 			 c->name, GPU_LIBRARY, sym);
 	return fn;
 }
@@ -168,7 +153,7 @@ static int exit_status(int ret)
 static int finish_stdout(int status)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		st_error("cannot write output: %s", strerror(errno));
+		error("cannot write output: %s", strerror(errno));
 		return status ? status : 1;
 	}
 	return status;
@@ -176,7 +161,7 @@ static int finish_stdout(int status)
 
 static int unknown_command(const char *name)
 {
-	st_error("'%s' is not a steptrace command. See 'steptrace help'.", name);
+	error("'%s' is not a steptrace command. See 'steptrace help'.", name);
 	return EXIT_USAGE;
 }
 
@@ -226,7 +211,7 @@ int main(int argc, char **argv)
 		printf("steptrace %s\n", STEPTRACE_VERSION);
 		status = 0;
 	} else if (cmd[0] == '-') {
-		st_error("unknown option '%s'", cmd);
+		error("unknown option '%s'", cmd);
 		print_main_usage(stderr);
 		status = EXIT_USAGE;
 	} else {

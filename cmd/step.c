@@ -1,5 +1,5 @@
 /*
- * cmd_step.c: `steptrace step`, one training step on the GPU written to a
+ * step.c: `steptrace step`, one training step on the GPU written to a
  * safetensors file ("loss", "grad.<name>", "<name>"), so that
  * scripts/torch_check.py can compare it with PyTorch.
  */
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
-#include "cli/error.h"
-#include "cli/options.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
+#include "lib/options.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "model/reference.h"
@@ -49,16 +49,16 @@ static int batch_load(const char *path, const struct model_config *c, int32_t *i
 		const struct named_tensor *t = tensor_set_find(&s, names[k]);
 
 		if (!t) {
-			st_error("batch '%s': missing tensor '%s'", path, names[k]);
+			error("batch '%s': missing tensor '%s'", path, names[k]);
 			goto release;
 		}
 		if (t->ndim != 2 || t->shape[0] != c->batch || t->shape[1] != c->ctx) {
-			st_error("batch '%s': tensor '%s' should have shape (%d, %d) for --batch %d --ctx %d",
+			error("batch '%s': tensor '%s' should have shape (%d, %d) for --batch %d --ctx %d",
 				 path, names[k], c->batch, c->ctx, c->batch, c->ctx);
 			goto release;
 		}
 		if (t->dtype != ST_DT_I32 && t->dtype != ST_DT_I64) {
-			st_error("batch '%s': tensor '%s' is %s, expected I32 or I64", path, names[k],
+			error("batch '%s': tensor '%s' is %s, expected I32 or I64", path, names[k],
 				 tensor_dtype_name(t->dtype));
 			goto release;
 		}
@@ -67,7 +67,7 @@ static int batch_load(const char *path, const struct model_config *c, int32_t *i
 							   : ((const int64_t *)t->data)[i];
 
 			if (id < 0 || id >= c->vocab) {
-				st_error("batch '%s': %s[%zu] = %" PRId64 " is outside the vocabulary of %d",
+				error("batch '%s': %s[%zu] = %" PRId64 " is outside the vocabulary of %d",
 					 path, names[k], i, id, c->vocab);
 				goto release;
 			}
@@ -115,7 +115,7 @@ static int step_write(const char *path, const struct model_config *c, double los
 	ret = safetensors_write(path, &out, meta);
 	goto release;
 oom:
-	st_error("out of memory assembling '%s'", path);
+	error("out of memory assembling '%s'", path);
 release:
 	tensor_set_release(&out);
 	return ret;
@@ -123,7 +123,7 @@ release:
 
 static void oom_report(const struct model_oom *oom)
 {
-	st_error("out of device memory: %.1f MiB requested by '%s' with %.2f GiB live of %.2f GiB",
+	error("out of device memory: %.1f MiB requested by '%s' with %.2f GiB live of %.2f GiB",
 		 oom->requested / 1048576.0, oom->op, oom->live / 1073741824.0,
 		 oom->capacity / 1073741824.0);
 }
@@ -152,7 +152,7 @@ static int step_run(const struct step_args *a, const struct model_config *c)
 		inputs = malloc(n * sizeof(*inputs));
 		targets = malloc(n * sizeof(*targets));
 		if (!inputs || !targets) {
-			st_error("out of memory for the batch");
+			error("out of memory for the batch");
 			goto release;
 		}
 		if (batch_load(a->batch_file, c, inputs, targets))
@@ -222,12 +222,12 @@ int cmd_step(int argc, const char **argv)
 	if (argc < 0)
 		return argc == PARSE_OPT_HELP ? 0 : 129;
 	if (argc > 0) {
-		st_error("unexpected argument '%s'", argv[0]);
+		error("unexpected argument '%s'", argv[0]);
 		usage_with_options(step_usage, opts, false);
 		return 129;
 	}
 	if (!a.out) {
-		st_error("missing -o OUT.safetensors");
+		error("missing -o OUT.safetensors");
 		usage_with_options(step_usage, opts, false);
 		return 129;
 	}

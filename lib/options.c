@@ -6,7 +6,7 @@
  * arguments to the front the same way on every libc, and prints git-style
  * one-line errors followed by the usage generated from the table.
  */
-#include "cli/options.h"
+#include "lib/options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli/error.h"
+#include "lib/error.h"
 
 /* Help text starts in this column of the usage screen. */
 #define USAGE_HELP_COLUMN 30
@@ -136,10 +136,52 @@ static int parse_size_quiet(const char *s, uint64_t *bytes)
 	return 0;
 }
 
+const char *choice_list(const char *const *names, char *buf, size_t len)
+{
+	size_t used = 0;
+	int i, n = 0;
+
+	while (names[n])
+		n++;
+	buf[0] = '\0';
+	for (i = 0; i < n && used < len; i++) {
+		int w = snprintf(buf + used, len - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+				 names[i]);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	return buf;
+}
+
+static int choice_index(const char *s, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+static int bad_value(const char *name, const char *what, const char *arg)
+{
+	return error("option '%s' expects %s, not '%s'", name, what, arg);
+}
+
+int parse_choice(const char *s, const char *const *names, const char *what, int *out)
+{
+	char list[512];
+	int i = choice_index(s, names);
+
+	if (i < 0)
+		return bad_value(what, choice_list(names, list, sizeof(list)), s);
+	*out = i;
+	return 0;
+}
+
 int parse_size(const char *s, uint64_t *bytes)
 {
 	if (parse_size_quiet(s, bytes) < 0)
-		return st_error("invalid size '%s' (expected e.g. 4096, 512MiB, 1.5GiB, 80GB)", s);
+		return error("invalid size '%s' (expected e.g. 4096, 512MiB, 1.5GiB, 80GB)", s);
 	return 0;
 }
 
@@ -151,7 +193,7 @@ int split_list(const char *s, const char **items, int max, char **storage)
 	*storage = NULL;
 	copy = strdup(s);
 	if (!copy)
-		return st_error("out of memory");
+		return error("out of memory");
 	p = copy;
 	for (;;) {
 		char *comma = strchr(p, ',');
@@ -166,11 +208,11 @@ int split_list(const char *s, const char **items, int max, char **storage)
 			*--end = '\0';
 		if (*p == '\0') {
 			free(copy);
-			return st_error("empty item in list '%s'", s);
+			return error("empty item in list '%s'", s);
 		}
 		if (n >= max) {
 			free(copy);
-			return st_error("too many items in list '%s' (at most %d)", s, max);
+			return error("too many items in list '%s' (at most %d)", s, max);
 		}
 		items[n++] = p;
 		if (!comma)
@@ -212,9 +254,29 @@ static void print_option_line(FILE *f, int short_name, const char *long_name, bo
 	fprintf(f, "%*s%s\n", USAGE_HELP_COLUMN - col, "", help);
 }
 
+/* What the usage screen shows for an option's value: its placeholder, or the choices. */
+static const char *value_name(const struct option *o, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (!takes_value(o))
+		return NULL;
+	if (o->type != OPTION_CHOICE || !o->choices)
+		return o->argh ? o->argh : "VALUE";
+	buf[0] = '\0';
+	for (int i = 0; o->choices[i] && used < len; i++) {
+		int w = snprintf(buf + used, len - used, "%s%s", i ? "|" : "", o->choices[i]);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	return buf;
+}
+
 void usage_with_options(const char *const usage[], const struct option *opts, bool to_stdout)
 {
 	FILE *f = to_stdout ? stdout : stderr;
+	char argh[256];
 	const struct option *o;
 	int i;
 
@@ -227,8 +289,8 @@ void usage_with_options(const char *const usage[], const struct option *opts, bo
 			continue;
 		}
 		print_option_line(f, o->short_name, o->long_name,
-				  o->type == OPTION_BOOLEAN && o->long_name,
-				  takes_value(o) ? (o->argh ? o->argh : "VALUE") : NULL, o->help);
+				  o->type == OPTION_BOOLEAN && o->long_name, value_name(o, argh, sizeof(argh)),
+				  o->help);
 	}
 	print_option_line(f, 'h', "help", false, NULL, "show this help");
 	fflush(f);
@@ -275,11 +337,13 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 		if (parse_size_quiet(arg, o->value) < 0)
 			what = "a size such as 4096, 512MiB, 1.5GiB or 80GB";
 		break;
+	case OPTION_CHOICE:
+		return parse_choice(arg, o->choices, name, o->value);
 	default:
 		break;
 	}
 	if (what)
-		return st_error("option '%s' expects %s, not '%s'", name, what, arg);
+		return bad_value(name, what, arg);
 	return 0;
 }
 
@@ -333,13 +397,13 @@ static int parse_long(const struct parse_state *ps, int argc, const char **argv,
 	if (!o) {
 		if (len == 4 && strncmp(arg, "help", 4) == 0 && !eq)
 			return PARSE_OPT_HELP;
-		st_error("unknown option '--%.*s'", (int)len, arg);
+		error("unknown option '--%.*s'", (int)len, arg);
 		return PARSE_OPT_ERROR;
 	}
 	snprintf(name, sizeof(name), "--%.*s", (int)len, arg);
 	if (o->type == OPTION_BOOLEAN) {
 		if (eq) {
-			st_error("option '%s' takes no value", name);
+			error("option '%s' takes no value", name);
 			return PARSE_OPT_ERROR;
 		}
 		*(bool *)o->value = !negated;
@@ -348,7 +412,7 @@ static int parse_long(const struct parse_state *ps, int argc, const char **argv,
 	if (eq)
 		return assign_value(o, eq + 1, name) < 0 ? PARSE_OPT_ERROR : 0;
 	if (*i + 1 >= argc) {
-		st_error("option '%s' requires a value", name);
+		error("option '%s' requires a value", name);
 		return PARSE_OPT_ERROR;
 	}
 	*i += 1;
@@ -367,7 +431,7 @@ static int parse_short(const struct parse_state *ps, int argc, const char **argv
 		if (!o) {
 			if (*p == 'h')
 				return PARSE_OPT_HELP;
-			st_error("unknown option '-%c'", *p);
+			error("unknown option '-%c'", *p);
 			return PARSE_OPT_ERROR;
 		}
 		option_spelling(o, true, name, sizeof(name));
@@ -378,7 +442,7 @@ static int parse_short(const struct parse_state *ps, int argc, const char **argv
 		if (p[1])
 			return assign_value(o, p + 1, name) < 0 ? PARSE_OPT_ERROR : 0;
 		if (*i + 1 >= argc) {
-			st_error("option '%s' requires a value", name);
+			error("option '%s' requires a value", name);
 			return PARSE_OPT_ERROR;
 		}
 		*i += 1;

@@ -1,5 +1,5 @@
 /*
- * cmd_record.c: `steptrace record` (SPEC.md, "Recording"): runs warm-up and
+ * record.c: `steptrace record` (SPEC.md, "Recording"): runs warm-up and
  * measured steps of the training step under CUPTI and writes one bundle.
  *
  * Order matters: NVTX injection before anything can call NVTX; device facts
@@ -28,9 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
-#include "cli/error.h"
-#include "cli/options.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
+#include "lib/options.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "record/capture.h"
@@ -72,9 +72,9 @@ static int build_config(const struct record_options *o, struct model_config *c)
 	if (!isnan(o->lr))
 		c->lr = o->lr;
 	if (o->warmup < 0)
-		return st_error("--warmup must be 0 or more, not %d", o->warmup);
+		return error("--warmup must be 0 or more, not %d", o->warmup);
 	if (o->steps < 1)
-		return st_error("--steps must be 1 or more, not %d", o->steps);
+		return error("--steps must be 1 or more, not %d", o->steps);
 	return model_config_validate(c);
 }
 
@@ -222,7 +222,7 @@ static void report_oom(const struct model_oom *oom)
 	human_bytes(req, sizeof(req), (double)oom->requested);
 	human_bytes(live, sizeof(live), (double)oom->live);
 	human_bytes(cap, sizeof(cap), (double)oom->capacity);
-	st_error("out of memory at '%s': requested %s (%s) with %s of %s live",
+	error("out of memory at '%s': requested %s (%s) with %s of %s live",
 		 oom->op[0] ? oom->op : "?", req, st_mem_category_name(oom->category), live, cap);
 	fprintf(stderr, "hint: the bundle holds the run up to that request; "
 		"try a smaller --batch or --ctx, or --precision bf16\n");
@@ -237,7 +237,7 @@ static void write_stats(const char *path, uint32_t steps_done, uint32_t warmup,
 	uint32_t i;
 
 	if (!f) {
-		st_warning("cannot write STEPTRACE_RECORD_STATS file '%s'", path);
+		warning("cannot write STEPTRACE_RECORD_STATS file '%s'", path);
 		return;
 	}
 	fprintf(f, "# steptrace record stats 1\n");
@@ -254,7 +254,7 @@ static void write_stats(const char *path, uint32_t steps_done, uint32_t warmup,
 	fprintf(f, "open_ranges %llu\n", (unsigned long long)t->open_ranges);
 	fprintf(f, "end_reason %s\n", reason);
 	if (fclose(f))
-		st_warning("cannot write STEPTRACE_RECORD_STATS file '%s'", path);
+		warning("cannot write STEPTRACE_RECORD_STATS file '%s'", path);
 }
 
 static void print_summary(const char *path, const struct rec_session *s, const double *wall,
@@ -281,16 +281,16 @@ static void print_summary(const char *path, const struct rec_session *s, const d
 static void warn_losses(const struct capture_totals *t)
 {
 	if (t->dropped) {
-		st_warning("*** CUPTI DROPPED %llu ACTIVITY RECORDS: THIS BUNDLE IS MISSING EVENTS ***",
+		warning("*** CUPTI DROPPED %llu ACTIVITY RECORDS: THIS BUNDLE IS MISSING EVENTS ***",
 			   (unsigned long long)t->dropped);
-		st_warning("CUPTI does not say of which kind; the footer books them under 'kernel'. "
+		warning("CUPTI does not say of which kind; the footer books them under 'kernel'. "
 			   "Record fewer steps or a smaller model");
 	}
 	if (t->unattributed)
-		st_warning("%llu kernels, memcpys or memsets were launched outside any op",
+		warning("%llu kernels, memcpys or memsets were launched outside any op",
 			   (unsigned long long)t->unattributed);
 	if (t->open_ranges || t->unpaired_ends)
-		st_warning("%llu NVTX ranges were still open at the end and %llu ends had no start; "
+		warning("%llu NVTX ranges were still open at the end and %llu ends had no start; "
 			   "they are not in the bundle", (unsigned long long)t->open_ranges,
 			   (unsigned long long)t->unpaired_ends);
 }
@@ -319,7 +319,7 @@ static bool model_failed(struct run *r, int rc, const struct model_oom *oom)
 		r->reason = "oom";
 		r->status = EXIT_RECORD_OOM;
 	} else {
-		st_error("the training step failed; the bundle holds the run up to the failure");
+		error("the training step failed; the bundle holds the run up to the failure");
 		r->reason = "error";
 		r->status = EXIT_RECORD_ERROR;
 	}
@@ -372,7 +372,7 @@ static int record(const struct record_options *o, const struct model_config *c,
 	r.total = (uint32_t)o->warmup + (uint32_t)o->steps;
 	r.wall = calloc(r.total, sizeof(*r.wall));
 	if (!r.wall) {
-		st_error("out of memory");
+		error("out of memory");
 		return EXIT_RECORD_ERROR;
 	}
 	/* Before anything can call NVTX: the model's ranges must reach CUPTI. */
@@ -472,9 +472,9 @@ int cmd_record(int argc, const char **argv)
 	}
 	if (argc > 0 || !o.output) {
 		if (argc > 0)
-			st_error("unexpected argument '%s'", argv[0]);
+			error("unexpected argument '%s'", argv[0]);
 		else
-			st_error("no output file: use -o FILE.stb");
+			error("no output file: use -o FILE.stb");
 		usage_with_options(record_usage, opts, false);
 		free(command_line);
 		return EXIT_RECORD_USAGE;

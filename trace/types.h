@@ -1,0 +1,145 @@
+/*
+ * types.h: the vocabulary every part of steptrace shares, with no protobuf
+ * in it: event kinds, dtypes, memory categories, precisions, modes and
+ * attention implementations, each one enum with one name table, and the
+ * decoded event. The numbers of kinds, dtypes and categories are the
+ * schema's (proto/steptrace.proto); trace/ converts, nothing else needs to.
+ *
+ * Name tables are NULL-terminated and indexed by the enum, so they serve as
+ * option choices (OPT_CHOICE) as they are.
+ */
+#ifndef STEPTRACE_TRACE_TYPES_H
+#define STEPTRACE_TRACE_TYPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Precisions, with PyTorch's semantics (SPEC.md, "The workload"). */
+enum st_precision { ST_FP32, ST_TF32, ST_BF16 };
+extern const char *const st_precision_names[];   /* "fp32", "tf32", "bf16" */
+
+/* What a step runs. */
+enum st_mode { ST_MODE_FORWARD, ST_MODE_FWDBWD, ST_MODE_TRAIN };
+extern const char *const st_mode_names[];        /* "forward", "fwdbwd", "train" */
+
+/* How attention is computed. */
+enum st_attention { ST_ATTN_NAIVE, ST_ATTN_FLASH };
+extern const char *const st_attention_names[];   /* "naive", "flash" */
+
+/* The name of value v in a NULL-terminated name table, "?" when out of range. */
+const char *st_name(const char *const *names, int v);
+/* The index of s in a NULL-terminated name table, -1 if absent. */
+int st_lookup(const char *const *names, const char *s);
+
+/* Event kinds; the numbers are the Event oneof field numbers of the schema. */
+enum st_kind {
+	ST_KERNEL = 3,
+	ST_MEMCPY = 4,
+	ST_MEMSET = 5,
+	ST_API = 6,
+	ST_RANGE = 7,
+	ST_ALLOC = 8,
+	ST_FREE = 9,
+	ST_OP = 10,
+	ST_STEP = 11,
+	ST_OOM = 12,
+	ST_OVERHEAD = 13,
+	ST_SYNC = 14,
+};
+#define ST_KIND_FIRST ST_KERNEL
+#define ST_KIND_LAST ST_SYNC
+#define ST_KIND_COUNT (ST_KIND_LAST + 1)
+
+/* "kernel", "memcpy", ... (the schema's oneof field names); NULL if unknown. */
+const char *st_kind_name(int kind);
+/* Inverse of st_kind_name; -1 if unknown. */
+int st_kind_from_name(const char *name);
+
+/* Same numbering as the schema's MemCategory enum. */
+enum st_mem_category {
+	ST_MEM_UNKNOWN = 0,
+	ST_MEM_PARAMETER = 1,
+	ST_MEM_GRADIENT = 2,
+	ST_MEM_OPTIMIZER = 3,
+	ST_MEM_ACTIVATION = 4,
+	ST_MEM_TEMPORARY = 5,
+	ST_MEM_WORKSPACE = 6,
+	ST_MEM_INPUT = 7,
+};
+#define ST_MEM_CATEGORY_COUNT 8
+const char *st_mem_category_name(int category); /* "parameter", "gradient", "optimizer", ... */
+
+/* Same numbering as the schema's DType enum; kernels take these too. */
+enum st_dtype {
+	ST_DT_UNKNOWN = 0, ST_DT_F32 = 1, ST_DT_BF16 = 2, ST_DT_F16 = 3,
+	ST_DT_I32 = 4, ST_DT_I64 = 5, ST_DT_F64 = 6, ST_DT_U8 = 7,
+};
+const char *st_dtype_name(int dtype); /* "f32", "bf16", ... */
+
+enum st_mem_source { ST_SRC_MODEL = 0, ST_SRC_DRIVER = 1 };
+
+#define ST_OP_MAX_INPUTS 8
+#define ST_OP_MAX_OUTPUTS 4
+
+/*
+ * One event, decoded. Times are absolute ns on the bundle's clock (since
+ * Header.time_base_ns); string fields are ids into the bundle's string table
+ * (0 = none). Correlation ids are absolute.
+ */
+struct st_event {
+	int kind; /* enum st_kind */
+	uint64_t start, end;
+	union {
+		struct {
+			uint32_t name, grid[3], block[3], registers;
+			uint32_t static_smem, dynamic_smem, stream, device, op;
+			uint64_t correlation;
+		} kernel;
+		struct {
+			uint32_t copy_kind, src_kind, dst_kind, stream, device, op;
+			uint64_t bytes, correlation;
+		} memcpy;
+		struct {
+			uint32_t value, stream, device, op;
+			uint64_t bytes, correlation;
+		} memset;
+		struct {
+			uint32_t name, domain, cbid; /* domain: 0 runtime, 1 driver */
+			int32_t status;
+			uint64_t thread, correlation;
+		} api;
+		struct {
+			uint32_t name, depth, domain;
+			uint64_t thread;
+		} range;
+		struct { /* ST_ALLOC and ST_FREE */
+			uint64_t address, size;
+			uint32_t category, op, source, device;
+		} mem;
+		struct {
+			uint32_t id, name, path, kind, phase;
+			uint64_t flops, bytes;
+			uint8_t n_inputs, n_outputs;
+			uint8_t inputs[ST_OP_MAX_INPUTS], outputs[ST_OP_MAX_OUTPUTS];
+		} op;
+		struct {
+			uint32_t index;
+			bool warmup;
+			uint64_t thread;
+		} step;
+		struct {
+			uint64_t requested, live_bytes, capacity;
+			uint32_t category, op, step;
+		} oom;
+		struct {
+			uint32_t kind;
+			uint64_t thread;
+		} overhead;
+		struct {
+			uint32_t type, stream;
+			uint64_t thread, correlation;
+		} sync;
+	};
+};
+
+#endif
