@@ -14,6 +14,7 @@ run() {  # run NAME ARGS...: one command's stdout, stderr and status
 	n=$((n + 1))
 	"$st" "$@" > "$out/$name.out" 2> "$out/$name.err"
 	echo $? > "$out/$name.rc"
+	sed -i "s#$out#OUT#g" "$out/$name.out" "$out/$name.err"   # outputs compare across folders
 }
 for f in samples/*.stb; do
 	b=$(basename "$f" .stb)
