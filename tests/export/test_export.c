@@ -34,19 +34,8 @@
 #include <string.h>
 
 #include "perfetto_trace.pb-c.h"
+#include "tests/lib/check.h"
 #include "trace/bundle.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
 
 /* ---- the bundle ---------------------------------------------------------- */
 
@@ -446,9 +435,9 @@ static void check_perfetto(const char *path)
 	Perfetto__Protos__Trace *tr = NULL;
 	struct ptrack *t;
 
-	if (!v || decode_perfetto(path, v, &tr) < 0) {
+	CHECK(v != NULL, "out of memory");
+	if (!v || decode_perfetto(path, v, &tr) < 0) {   /* decode_perfetto said why */
 		free(v);
-		failures++;
 		return;
 	}
 	/* slices per stream = activities per stream (plus the lane the overlap needed) */
@@ -521,9 +510,9 @@ static void check_perfetto_filtered(const char *path)
 	Perfetto__Protos__Trace *tr = NULL;
 	struct ptrack *t;
 
-	if (!v || decode_perfetto(path, v, &tr) < 0) {
+	CHECK(v != NULL, "out of memory");
+	if (!v || decode_perfetto(path, v, &tr) < 0) {   /* decode_perfetto said why */
 		free(v);
-		failures++;
 		return;
 	}
 	t = track_by_name(v, "thread 100 (main)");
@@ -628,10 +617,5 @@ int main(int argc, char **argv)
 	      "--format xml accepted");
 	expect_failure = false;
 	CHECK(run("test ! -e '%s/bad.pftrace'", argv[2]) == 0, "a failed export left its file");
-	if (failures) {
-		fprintf(stderr, "%d checks failed\n", failures);
-		return 1;
-	}
-	printf("export: perfetto and chrome traces check out\n");
-	return 0;
+	return check_done("test_export");
 }

@@ -32,7 +32,7 @@
 
 #include "analyze/flops.h"
 #include "lib/error.h"
-#include "../cli/check.h"
+#include "tests/lib/check.h"
 
 static const char *const strings[] = {
 	"",
@@ -141,28 +141,12 @@ static void build(struct replay *rp)
 		exit(2);
 }
 
-static int near(double got, double want)
-{
-	if (isnan(want))
-		return isnan(got);
-	return fabs(got - want) <= 1e-9 * fmax(1.0, fabs(want));
-}
-
-#define CHECK_NEAR(got, want) do { \
-	double g_ = (got), w_ = (want); \
-	if (!near(g_, w_)) { \
-		fprintf(stderr, "%s:%d: %s = %.12g, want %.12g\n", __FILE__, __LINE__, #got, g_, w_); \
-		check_failures++; \
-	} \
-} while (0)
-
 static const struct flops_row *find(const struct flops_result *res, const char *name)
 {
 	for (size_t i = 0; i < res->n_rows; i++)
 		if (!strcmp(res->rows[i].name, name))
 			return &res->rows[i];
-	fprintf(stderr, "no row '%s'\n", name);
-	check_failures++;
+	CHECK(!"missing row", "no row '%s'", name);
 	return NULL;
 }
 
@@ -180,16 +164,16 @@ static void check_row(const struct flops_result *res, const struct want *w)
 
 	if (!r)
 		return;
-	CHECK_NEAR(r->time_ns, w->us * 1e3);
-	CHECK_NEAR(r->instances, w->inst);
-	CHECK_NEAR(r->kernels, w->kern);
-	CHECK_NEAR(r->flops, w->gflop * 1e9);
-	CHECK_NEAR(r->bytes, w->mb * 1e6);
-	CHECK_NEAR(flops_row_tflops(r), w->tflops);
-	CHECK_NEAR(flops_row_gbs(r), w->gbs);
-	CHECK_NEAR(flops_row_intensity(r), w->intensity);
-	CHECK_NEAR(flops_row_bound_tflops(r), w->bound);
-	CHECK_NEAR(flops_row_percent(r), w->pct);
+	CHECK_NEAR(r->time_ns, w->us * 1e3, 1e-9);
+	CHECK_NEAR(r->instances, w->inst, 1e-9);
+	CHECK_NEAR(r->kernels, w->kern, 1e-9);
+	CHECK_NEAR(r->flops, w->gflop * 1e9, 1e-9);
+	CHECK_NEAR(r->bytes, w->mb * 1e6, 1e-9);
+	CHECK_NEAR(flops_row_tflops(r), w->tflops, 1e-9);
+	CHECK_NEAR(flops_row_gbs(r), w->gbs, 1e-9);
+	CHECK_NEAR(flops_row_intensity(r), w->intensity, 1e-9);
+	CHECK_NEAR(flops_row_bound_tflops(r), w->bound, 1e-9);
+	CHECK_NEAR(flops_row_percent(r), w->pct, 1e-9);
 	CHECK(r->bound == w->by);
 	if (w->prec)
 		CHECK_STR(flops_precision_name(r->precision), w->prec);
@@ -257,22 +241,22 @@ static void test_by_kind(struct replay *rp)
 	const struct flops_row *noop = find(&res, "(no op)");
 	if (noop) {
 		CHECK(noop->no_op);
-		CHECK_NEAR(noop->time_ns, 10e3);
-		CHECK_NEAR(noop->kernels, 1);
+		CHECK_NEAR(noop->time_ns, 10e3, 1e-9);
+		CHECK_NEAR(noop->kernels, 1, 1e-9);
 		CHECK(isnan(flops_row_percent(noop)));
 	}
-	CHECK_NEAR(res.divisor, 2);
-	CHECK_NEAR(res.kernel_ns, 295e3);
-	CHECK_NEAR(res.gemm_ns, 85e3);
-	CHECK_NEAR(res.phase_kernel_ns[0], 125e3);
-	CHECK_NEAR(res.phase_gemm_ns[0], 85e3);
-	CHECK_NEAR(res.phase_kernel_ns[1], 60e3);
-	CHECK_NEAR(res.phase_gemm_ns[1], 0);
+	CHECK_NEAR(res.divisor, 2, 1e-9);
+	CHECK_NEAR(res.kernel_ns, 295e3, 1e-9);
+	CHECK_NEAR(res.gemm_ns, 85e3, 1e-9);
+	CHECK_NEAR(res.phase_kernel_ns[0], 125e3, 1e-9);
+	CHECK_NEAR(res.phase_gemm_ns[0], 85e3, 1e-9);
+	CHECK_NEAR(res.phase_kernel_ns[1], 60e3, 1e-9);
+	CHECK_NEAR(res.phase_gemm_ns[1], 0, 1e-9);
 	CHECK(res.attention[0].present);
-	CHECK_NEAR(res.attention[0].softmax_ns, 40e3);
-	CHECK_NEAR(res.attention[0].matmul_ns, 60e3);
-	CHECK_NEAR(res.attention[0].softmax_flops, 50e6);
-	CHECK_NEAR(res.attention[0].matmul_flops, 12e9);
+	CHECK_NEAR(res.attention[0].softmax_ns, 40e3, 1e-9);
+	CHECK_NEAR(res.attention[0].matmul_ns, 60e3, 1e-9);
+	CHECK_NEAR(res.attention[0].softmax_flops, 50e6, 1e-9);
+	CHECK_NEAR(res.attention[0].matmul_flops, 12e9, 1e-9);
 
 	char *text = render(&res, 0, OUT_CSV);
 	CHECK_STR(text,
@@ -314,7 +298,7 @@ static void test_by_op_and_filters(struct replay *rp)
 	CHECK(res.n_rows == 1);            /* the orphan has no range, so no phase */
 	if (res.n_rows)
 		CHECK_STR(res.rows[0].name, "backward/attn/softmax");
-	CHECK_NEAR(res.kernel_ns, 60e3);
+	CHECK_NEAR(res.kernel_ns, 60e3, 1e-9);
 	flops_result_release(&res);
 
 	/* no ranges in this replay: --range matches the op's path */
@@ -327,7 +311,7 @@ static void test_by_op_and_filters(struct replay *rp)
 	/* warm-up included: 3 steps, the warm-up's kernels last 1 us each */
 	opt = (struct flops_options){ .by = FLOPS_BY_KIND, .include_warmup = true };
 	CHECK(flops_compute(rp, &opt, &res) == 0);
-	CHECK_NEAR(res.divisor, 3);
+	CHECK_NEAR(res.divisor, 3, 1e-9);
 	check_row(&res, &(struct want){ "forward/attn/scores", 102.0 / 3, 2, 2, 8, 40, 24e9 / 102e-6 / 1e12,
 					120e6 / 102e-6 / 1e9, 200, 24e9 / 60e-6 / 1e12, 100.0 * 60 / 102,
 					BOUND_MEMORY, "bf16" });
@@ -349,7 +333,7 @@ static void test_missing_peaks(struct replay *rp)
 		CHECK(isnan(flops_row_percent(r)));
 	}
 	if ((r = find(&res, "forward/attn/av")) != NULL)
-		CHECK_NEAR(flops_row_percent(r), 50);
+		CHECK_NEAR(flops_row_percent(r), 50, 1e-9);
 	text = render(&res, 0, OUT_CSV);
 	CHECK(strstr(text, "8.5,0.025,1.00,1.00,2.000,4.000,80.00,160.0,500.00,tf32,,,,forward/ffn/w1\n") != NULL);
 	free(text);
@@ -417,5 +401,5 @@ int main(void)
 	test_svg(&rp);
 	rp.header = NULL;
 	replay_release(&rp);
-	return check_done();
+	return check_done("test_flops");
 }

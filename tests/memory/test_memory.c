@@ -18,23 +18,8 @@
 #include "lib/error.h"
 #include "replay/memory.h"
 #include "replay/replay.h"
+#include "tests/lib/check.h"
 #include "trace/bundle.h"
-
-static int failures;
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		failures++; \
-	} \
-} while (0)
-#define CHECK_U64(got, want) do { \
-	uint64_t g_ = (uint64_t)(got), w_ = (uint64_t)(want); \
-	if (g_ != w_) { \
-		fprintf(stderr, "%s:%d: check failed: %s == %" PRIu64 ", want %" PRIu64 "\n", \
-			__FILE__, __LINE__, #got, g_, w_); \
-		failures++; \
-	} \
-} while (0)
 
 /* ---- building events -------------------------------------------------- */
 
@@ -470,7 +455,7 @@ static int write_bundle(const char *path)
 	for (int i = 1; i < S_COUNT; i++)
 		s.id[i] = bundle_writer_intern(s.w, names[i]);
 	scenario(&s);
-	return bundle_writer_close(s.w, "ok") < 0 || failures;
+	return bundle_writer_close(s.w, "ok") < 0 || check_failures;
 }
 
 
@@ -599,7 +584,7 @@ static int write_train_bundle(const char *path)
 	}
 #undef RANGE
 	(void)id_layer;
-	return bundle_writer_close(s.w, "ok") < 0 || failures;
+	return bundle_writer_close(s.w, "ok") < 0 || check_failures;
 }
 
 int main(int argc, char **argv)
@@ -614,9 +599,5 @@ int main(int argc, char **argv)
 	test_phase_from_range();
 	test_empty();
 	test_svg_helpers();
-	if (failures)
-		fprintf(stderr, "%d check(s) failed\n", failures);
-	else
-		printf("memory: all checks passed\n");
-	return failures ? 1 : 0;
+	return check_done("test_memory");
 }

@@ -11,18 +11,8 @@
 
 #include "lib/error.h"
 #include "replay/replay.h"
+#include "tests/lib/check.h"
 #include "trace/bundle.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                    \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                       \
-			fputc('\n', stderr);                                                \
-			failures++;                                                         \
-		}                                                                           \
-	} while (0)
 
 static const char *const names[] = { "", "step", "forward", "layer.0", "attn", "softmax",
 				     "k_a", "k_b", "k_c", "k_d", "loader", "cudaLaunchKernel" };
@@ -390,10 +380,5 @@ int main(void)
 		if (system(cmd) != 0)
 			fprintf(stderr, "cannot remove %s\n", dir);
 	}
-	if (failures) {
-		fprintf(stderr, "test_replay: %d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("test_replay: ok\n");
-	return 0;
+	return check_done("test_replay");
 }
