@@ -113,26 +113,13 @@ static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *d
 	struct builder b;
 
 	builder_init(&b);
-	b.config.model = "small";
-	b.config.d_model = 768;
-	b.config.d_ff = 3072;
+	builder_small_model(&b, bf16 ? "bf16" : "fp32");
 	b.config.layers = 1;
-	b.config.heads = 12;
-	b.config.vocab = 10000;
-	b.config.batch = 4;
 	b.config.ctx = ctx;
-	b.config.precision = bf16 ? "bf16" : "fp32";
-	b.config.mode = "train";
-	b.config.attention = "naive";
 	b.config.warmup_steps = 1;
 	b.config.measured_steps = 2;
 	b.device.name = (char *)device;
-	b.device.peak_fp32_flops = 50e12;
-	b.device.peak_tf32_flops = 400e12;
-	b.device.peak_bf16_flops = 800e12;
-	b.device.peak_fp16_flops = 800e12;
-	b.device.peak_bandwidth = 2e12;
-	b.device.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
+	builder_peaks(&b, 50e12, 400e12, 800e12, 2e12);
 	b.thread = THREAD;
 	b.cbid = 211;   /* CUPTI's cudaLaunchKernel */
 	b.geometry = (struct builder_geometry){ .grid = { 1, 1, 1 }, .block = { 128, 1, 1 } };

@@ -41,6 +41,10 @@
 
 static int write_bundle(const char *path)
 {
+	static const struct builder_span ranges[] = {   /* thread 100, closed innermost first */
+		{ "softmax", 4, 2000, 3000 }, { "attn", 3, 1000, 3000 }, { "layer.0", 2, 1000, 3000 },
+		{ "forward", 1, 1000, 5000 }, { "backward", 1, 5000, 9000 }, { "step", 0, 1000, 9000 },
+	};
 	struct builder b;
 
 	builder_init(&b);
@@ -61,12 +65,7 @@ static int write_bundle(const char *path)
 	builder_alloc(&b, 400, 0x7000000, 2u << 20, ST_MEM_UNKNOWN, 0);
 	b.source = ST_SRC_MODEL;
 	builder_alloc(&b, 500, 0x1000, 1u << 20, ST_MEM_PARAMETER, 0);
-	builder_range(&b, "softmax", 4, 2000, 3000);
-	builder_range(&b, "attn", 3, 1000, 3000);
-	builder_range(&b, "layer.0", 2, 1000, 3000);
-	builder_range(&b, "forward", 1, 1000, 5000);
-	builder_range(&b, "backward", 1, 5000, 9000);
-	builder_range(&b, "step", 0, 1000, 9000);
+	builder_ranges(&b, 0, ranges, sizeof(ranges) / sizeof(ranges[0]));
 	b.thread = 200;
 	builder_range(&b, "loader", 0, 1500, 4000);
 	b.thread = 100;

@@ -154,26 +154,13 @@ int main(int argc, char **argv)
 	OP("optimizer", "adamw", 12 * params, 16 * params + 12 * params, false, 0.8);
 
 	builder_init(&g.b);
+	builder_small_model(&g.b, g.prec);   /* the shape above, but for layers and ctx */
 	g.b.config.model = "custom";
-	g.b.config.d_model = (uint32_t)D;
-	g.b.config.d_ff = (uint32_t)F;
 	g.b.config.layers = (uint32_t)layers;
-	g.b.config.heads = (uint32_t)H;
-	g.b.config.vocab = (uint32_t)V;
-	g.b.config.batch = (uint32_t)B;
 	g.b.config.ctx = (uint32_t)T;
-	g.b.config.precision = (char *)g.prec;
-	g.b.config.mode = "train";
-	g.b.config.attention = "naive";
 	g.b.device.name = "NVIDIA H100 80GB HBM3";
-	if (g.peaks) {
-		g.b.device.peak_fp32_flops = P_FP32;
-		g.b.device.peak_tf32_flops = P_TF32;
-		g.b.device.peak_bf16_flops = P_BF16;
-		g.b.device.peak_fp16_flops = P_BF16;
-		g.b.device.peak_bandwidth = BW;
-		g.b.device.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
-	}
+	if (g.peaks)
+		builder_peaks(&g.b, P_FP32, P_TF32, P_BF16, BW);
 	if (builder_open(&g.b, out) < 0)
 		return 1;
 	for (int i = 0; i < n; i++)

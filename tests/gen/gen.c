@@ -45,25 +45,21 @@
 #define T1 100
 #define T2 200
 
+/* Each step's NVTX ranges on T1, innermost first as they close, times after the step's start. */
+static const struct builder_span step_ranges[] = {
+	{ "q_proj", 4, 10, 60 }, { "softmax", 4, 60, 100 }, { "attn", 3, 10, 200 },
+	{ "layer.0", 2, 10, 200 }, { "q_proj", 4, 210, 250 }, { "attn", 3, 200, 400 },
+	{ "layer.1", 2, 200, 400 }, { "forward", 1, 10, 400 }, { "softmax", 4, 400, 700 },
+	{ "attn", 3, 400, 700 }, { "layer.0", 2, 400, 700 }, { "backward", 1, 400, 700 },
+	{ "optimizer", 1, 700, 1000 }, { "step", 0, 0, 1000 },
+};
+
 static void step_content(struct builder *b, uint64_t t0, uint32_t index)
 {
 	struct st_event copy = { .kind = ST_MEMCPY, .start = t0 + 500, .end = t0 + 520 };
 	uint64_t c;
 
-	builder_range(b, "q_proj", 4, t0 + 10, t0 + 60);
-	builder_range(b, "softmax", 4, t0 + 60, t0 + 100);
-	builder_range(b, "attn", 3, t0 + 10, t0 + 200);
-	builder_range(b, "layer.0", 2, t0 + 10, t0 + 200);
-	builder_range(b, "q_proj", 4, t0 + 210, t0 + 250);
-	builder_range(b, "attn", 3, t0 + 200, t0 + 400);
-	builder_range(b, "layer.1", 2, t0 + 200, t0 + 400);
-	builder_range(b, "forward", 1, t0 + 10, t0 + 400);
-	builder_range(b, "softmax", 4, t0 + 400, t0 + 700);
-	builder_range(b, "attn", 3, t0 + 400, t0 + 700);
-	builder_range(b, "layer.0", 2, t0 + 400, t0 + 700);
-	builder_range(b, "backward", 1, t0 + 400, t0 + 700);
-	builder_range(b, "optimizer", 1, t0 + 700, t0 + 1000);
-	builder_range(b, "step", 0, t0, t0 + 1000);
+	builder_ranges(b, t0, step_ranges, sizeof(step_ranges) / sizeof(step_ranges[0]));
 	b->thread = T2;
 	builder_range(b, "loader", 0, t0 + 50, t0 + 300);
 	b->thread = T1;
@@ -274,35 +270,13 @@ int main(int argc, char **argv)
 		return usage();
 
 	builder_init(&b);
-	b.config.model = "small";
-	b.config.d_model = 768;
-	b.config.d_ff = 3072;
-	b.config.layers = 12;
-	b.config.heads = 12;
-	b.config.vocab = 10000;
-	b.config.batch = 4;
-	b.config.ctx = 128;
-	b.config.precision = "bf16";
-	b.config.mode = "train";
-	b.config.attention = "naive";
+	builder_small_model(&b, "bf16");
 	b.config.warmup_steps = 1;
 	b.config.measured_steps = 2;
 	b.config.parameters = 128625408;
 	b.config.seed = 42;
 	b.config.lr = 1e-3;
-	b.device.name = "Synthetic H100";
-	b.device.sm_count = 132;
-	b.device.cc_major = 9;
-	b.device.memory_bytes = 80ull << 30;
-	b.device.sm_clock_khz = 1980000;
-	b.device.peak_fp32_flops = 67e12;
-	b.device.peak_tf32_flops = 494e12;
-	b.device.peak_bf16_flops = 989e12;
-	b.device.peak_fp16_flops = 989e12;
-	b.device.peak_bandwidth = 3.35e12;
-	b.device.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
-	b.device.peak_note = "H100 SXM datasheet";
-	b.device.cuda_runtime_version = 13000;
+	builder_h100(&b, "Synthetic H100");
 	b.device.driver_version = "580.0";
 	b.header.command_line = "st-gen synthetic";
 	b.header.hostname = "gen";

@@ -22,6 +22,43 @@ void builder_init(struct builder *b)
 	b->source = ST_SRC_MODEL;
 }
 
+void builder_small_model(struct builder *b, const char *precision)
+{
+	b->config.model = "small";
+	b->config.d_model = 768;
+	b->config.d_ff = 3072;
+	b->config.layers = 12;
+	b->config.heads = 12;
+	b->config.vocab = 10000;
+	b->config.batch = 4;
+	b->config.ctx = 128;
+	b->config.precision = (char *)precision;
+	b->config.mode = "train";
+	b->config.attention = "naive";
+}
+
+void builder_peaks(struct builder *b, double fp32, double tf32, double bf16, double bytes_per_second)
+{
+	b->device.peak_fp32_flops = fp32;
+	b->device.peak_tf32_flops = tf32;
+	b->device.peak_bf16_flops = bf16;
+	b->device.peak_fp16_flops = bf16;
+	b->device.peak_bandwidth = bytes_per_second;
+	b->device.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
+}
+
+void builder_h100(struct builder *b, const char *name)
+{
+	b->device.name = (char *)name;
+	b->device.sm_count = 132;
+	b->device.cc_major = 9;
+	b->device.memory_bytes = 80ull << 30;
+	b->device.sm_clock_khz = 1980000;
+	builder_peaks(b, 67e12, 494e12, 989e12, 3.35e12);
+	b->device.peak_note = "H100 SXM datasheet";
+	b->device.cuda_runtime_version = 13000;
+}
+
 int builder_open(struct builder *b, const char *path)
 {
 	b->writer = bundle_writer_open(path, &b->header, NULL);
@@ -98,6 +135,12 @@ void builder_range(struct builder *b, const char *name, uint32_t depth, uint64_t
 	ev.range.thread = b->thread;
 	ev.range.depth = depth;
 	builder_add(b, &ev);
+}
+
+void builder_ranges(struct builder *b, uint64_t t0, const struct builder_span *spans, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		builder_range(b, spans[i].name, spans[i].depth, t0 + spans[i].start, t0 + spans[i].end);
 }
 
 void builder_push(struct builder *b, const char *name, uint64_t start)

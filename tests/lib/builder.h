@@ -79,6 +79,18 @@ struct builder {
 /* Defaults: thread 1, no geometry, a header with empty config and device. */
 void builder_init(struct builder *b);
 
+/*
+ * What most synthetic runs pretend to be, for the header; set fields after
+ * these to differ. The SPEC's "small" model (d_model 768, d_ff 3072, 12
+ * layers, 12 heads, vocab 10000) training at batch 4, ctx 128 with naive
+ * attention in `precision`; datasheet peaks (bf16 and fp16 alike); an H100
+ * SXM: 132 SMs, compute capability 9.0, 80 GiB, 1.98 GHz, its datasheet
+ * peaks, CUDA runtime 13.0.
+ */
+void builder_small_model(struct builder *b, const char *precision);
+void builder_peaks(struct builder *b, double fp32, double tf32, double bf16, double bytes_per_second);
+void builder_h100(struct builder *b, const char *name);
+
 /* Creates the bundle `path` with b->header. -1 after an error line. */
 int builder_open(struct builder *b, const char *path);
 /* Events go into `rp` (replay_init is done here); builder_close builds it. */
@@ -95,6 +107,13 @@ uint32_t builder_op(struct builder *b, const struct builder_op *op);
 
 /* An NVTX range on b->thread at `depth` (0 outermost). */
 void builder_range(struct builder *b, const char *name, uint32_t depth, uint64_t start, uint64_t end);
+/* Ranges from a table, each [t0 + start, t0 + end] and written in table order. */
+struct builder_span {
+	const char *name;
+	uint32_t depth;
+	uint64_t start, end;
+};
+void builder_ranges(struct builder *b, uint64_t t0, const struct builder_span *spans, size_t n);
 /* The same, nested by the builder: push opens a range, pop writes the innermost. */
 void builder_push(struct builder *b, const char *name, uint64_t start);
 void builder_pop(struct builder *b, uint64_t end);

@@ -39,6 +39,12 @@ static int32_t range_by_path(const struct replay *rp, const char *path)
 
 static void test_projection(void)
 {
+	/* thread 1: step [0,1000] > forward [0,1000] (same span: depth decides) > layer.0 [100,500]
+	 * > attn [100,500] > softmax [200,300], closed innermost first as a recorder writes them */
+	static const struct builder_span ranges[] = {
+		{ "softmax", 4, 200, 300 }, { "attn", 3, 100, 500 }, { "layer.0", 2, 100, 500 },
+		{ "forward", 1, 0, 1000 }, { "step", 0, 0, 1000 },
+	};
 	struct replay rp;
 	struct builder b;
 	uint64_t c1, c2, c3, c4, c6, c7;
@@ -46,14 +52,8 @@ static void test_projection(void)
 
 	builder_init(&b);
 	builder_open_replay(&b, &rp);
-	/* thread 1: step [0,1000] > forward [0,1000] (same span: depth decides) > layer.0 [100,500]
-	 * > attn [100,500] > softmax [200,300]; thread 2: loader [0,1000] */
-	builder_range(&b, "softmax", 4, 200, 300); /* closed first, as a recorder writes them */
-	builder_range(&b, "attn", 3, 100, 500);
-	builder_range(&b, "layer.0", 2, 100, 500);
-	builder_range(&b, "forward", 1, 0, 1000);
-	builder_range(&b, "step", 0, 0, 1000);
-	b.thread = 2;
+	builder_ranges(&b, 0, ranges, sizeof(ranges) / sizeof(ranges[0]));
+	b.thread = 2;   /* loader [0,1000] */
 	builder_range(&b, "loader", 0, 0, 1000);
 	b.thread = 1;
 	/* 1: call starts exactly when softmax starts -> softmax covers it */

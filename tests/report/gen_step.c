@@ -301,25 +301,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	builder_init(&bundle);
-	cfg->model = "small";
-	cfg->d_model = D, cfg->d_ff = DFF, cfg->layers = L, cfg->heads = H, cfg->vocab = V;
-	cfg->batch = B, cfg->ctx = T;
-	cfg->precision = bf16 ? "bf16" : "fp32";
-	cfg->mode = "train";
-	cfg->attention = "naive";
+	builder_small_model(&bundle, bf16 ? "bf16" : "fp32");   /* D, DFF, L, H, V, B and T above */
 	cfg->warmup_steps = 1, cfg->measured_steps = 3;
 	cfg->parameters = PARAMS;
 	cfg->lr = 1e-3;
-	dev->name = "NVIDIA H100 80GB HBM3 (synthetic)";
-	dev->sm_count = 132, dev->cc_major = 9, dev->cc_minor = 0;
-	dev->memory_bytes = 80ull << 30;
-	dev->sm_clock_khz = 1980000;
-	dev->peak_fp32_flops = 67e12, dev->peak_tf32_flops = 494e12;
-	dev->peak_bf16_flops = 989e12, dev->peak_fp16_flops = 989e12;
-	dev->peak_bandwidth = 3.35e12;
-	dev->peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
-	dev->peak_note = "H100 SXM datasheet";
-	dev->cuda_runtime_version = 13000, dev->cuda_driver_version = 13000;
+	builder_h100(&bundle, "NVIDIA H100 80GB HBM3 (synthetic)");
+	dev->cuda_driver_version = 13000;
 	dev->cupti_version = 26, dev->cublas_version = 130000;
 	dev->driver_version = "580.95.05";
 	snprintf(cmd, sizeof(cmd), "steptrace record --model small --ctx 128 --precision %s --mode train "
