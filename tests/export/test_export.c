@@ -329,6 +329,19 @@ static int decode_perfetto(const char *path, struct perfetto_view *v, Perfetto__
 	return 0;
 }
 
+/* A new view of the trace in `path`; NULL after a failed check. */
+static struct perfetto_view *view_open(const char *path, Perfetto__Protos__Trace **tr)
+{
+	struct perfetto_view *v = calloc(1, sizeof(*v));
+
+	CHECK(v != NULL, "out of memory");
+	if (v && decode_perfetto(path, v, tr) < 0) {   /* decode_perfetto said why */
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
 static void view_release(struct perfetto_view *v, Perfetto__Protos__Trace *tr)
 {
 	for (int i = 0; i < 512; i++)
@@ -354,15 +367,12 @@ static void check_span(struct perfetto_view *v, const char *name, uint64_t start
 
 static void check_perfetto(const char *path)
 {
-	struct perfetto_view *v = calloc(1, sizeof(*v));
 	Perfetto__Protos__Trace *tr = NULL;
+	struct perfetto_view *v = view_open(path, &tr);
 	struct ptrack *t;
 
-	CHECK(v != NULL, "out of memory");
-	if (!v || decode_perfetto(path, v, &tr) < 0) {   /* decode_perfetto said why */
-		free(v);
+	if (!v)
 		return;
-	}
 	/* slices per stream = activities per stream (plus the lane the overlap needed) */
 	t = track_by_name(v, "stream 7");
 	CHECK(t && t->slices == 3, "stream 7 has %d slices, expected 3", t ? t->slices : -1);
@@ -429,15 +439,12 @@ static void check_perfetto(const char *path)
 /* Only step 0 and no API calls: the calls and flows go, the rest stays. */
 static void check_perfetto_filtered(const char *path)
 {
-	struct perfetto_view *v = calloc(1, sizeof(*v));
 	Perfetto__Protos__Trace *tr = NULL;
+	struct perfetto_view *v = view_open(path, &tr);
 	struct ptrack *t;
 
-	CHECK(v != NULL, "out of memory");
-	if (!v || decode_perfetto(path, v, &tr) < 0) {   /* decode_perfetto said why */
-		free(v);
+	if (!v)
 		return;
-	}
 	t = track_by_name(v, "thread 100 (main)");
 	CHECK(t && t->slices == 6, "--no-api: thread 100 has %d slices, expected 6", t ? t->slices : -1);
 	t = track_by_name(v, "stream 9");
