@@ -6,13 +6,14 @@
  *
  *   struct builder b;
  *   builder_init(&b);                    // header: config, device, clock "synthetic"
- *   b.config.model = "small";
+ *   builder_small_model(&b, "bf16");
  *   if (builder_open(&b, "x.stb") < 0)   // or builder_open_replay(&b, &rp)
  *           return 1;
  *   builder_op(&b, &(struct builder_op){ .id = 1, .path = "step/forward/w1",
  *              .kind = "w1", .phase = "forward", .inputs = { ST_DT_BF16 } });
  *   builder_push(&b, "step", 0);
- *   builder_launch(&b, "gemm_kernel", 7, 1, 10, 15, 100, 180);   // op 1
+ *   // stream 7, op 1, the call over [10, 15], the kernel over [100, 180]
+ *   builder_launch(&b, "gemm_kernel", 7, 1, 10, 15, 100, 180);
  *   builder_pop(&b, 1000);
  *   builder_step(&b, 0, true, 0, 1000);
  *   return builder_close(&b, "ok") < 0;  // builder_abort(&b): no footer
@@ -20,7 +21,8 @@
  * Events carry the builder's current host thread (b.thread), launch
  * geometry (b.geometry), API callback id (b.cbid) and allocation source
  * (b.source): set them between calls where a test needs other values.
- * Failures to add are remembered and reported by builder_close.
+ * Failures to add are remembered and reported by builder_close. The header
+ * points into the struct: a builder is not copied.
  */
 #ifndef STEPTRACE_TESTS_LIB_BUILDER_H
 #define STEPTRACE_TESTS_LIB_BUILDER_H
