@@ -5,7 +5,7 @@
  * (split-K reduction) stay GEMM.
  */
 #include "analyze/category.h"
-#include "../cli/check.h"
+#include "tests/lib/check.h"
 
 static enum kernel_category of(const char *kind, const char *phase, const char *kernel)
 {
@@ -31,5 +31,5 @@ int main(void)
 	CHECK(category_pick(CAT_SOFTMAX, CAT_ELEMENTWISE) == CAT_SOFTMAX);
 	CHECK(category_pick(CAT_GEMM, CAT_OTHER) == CAT_GEMM);
 	CHECK(category_pick(CAT_GEMM, CAT_REDUCTION) == CAT_REDUCTION);
-	return check_done();
+	return check_done("test_category");
 }

@@ -5,14 +5,7 @@
 set -u
 st=$1
 version=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
+. "$(dirname "$0")/../lib/check.sh"
 
 # run ARGS...: sets $rc; stdout in $tmp/out, stderr in $tmp/err
 run() {
@@ -76,5 +69,4 @@ for c in $cmds; do
 		fail "$c --no-such-flag printed '$(head -n 1 "$tmp/err")'"
 done
 
-[ "$failures" = 0 ] || exit 1
-echo "ok: steptrace program (commands: $(echo $cmds))"
+check_done "cli.program (commands: $(echo $cmds))"

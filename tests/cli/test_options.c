@@ -1,5 +1,5 @@
 /* test_options.c: option tables, every value type, errors, --help, sizes, lists. */
-#include "tests/cli/check.h"
+#include "tests/lib/check.h"
 
 #include "lib/error.h"
 #include "lib/options.h"
@@ -253,5 +253,5 @@ int main(void)
 	test_help();
 	test_sizes();
 	test_split_list();
-	return check_done();
+	return check_done("test_cli_options");
 }

@@ -1,14 +1,9 @@
 /* test_stats.c: duration statistics against values worked out by hand. */
-#include "tests/cli/check.h"
+#include "tests/lib/check.h"
 
 #include <math.h>
 
 #include "lib/stats.h"
-
-static int close_to(double a, double b, double rel)
-{
-	return fabs(a - b) <= rel * fmax(fabs(b), 1.0);
-}
 
 static void test_small(void)
 {
@@ -20,13 +15,13 @@ static void test_small(void)
 	dur_stats_compute(odd, 3, &s);
 	CHECK(s.n == 3 && s.total == 15 && s.min == 1 && s.max == 9);
 	CHECK(s.mean == 5.0 && s.median == 5.0);
-	CHECK(close_to(s.stddev, 4.0, 1e-12));     /* deviations -4 0 4: 32/2 */
+	CHECK_NEAR(s.stddev, 4.0, 1e-12);     /* deviations -4 0 4: 32/2 */
 	CHECK(odd[0] == 1 && odd[1] == 5 && odd[2] == 9);
 
 	dur_stats_compute(even, 8, &s);
 	CHECK(s.total == 40 && s.mean == 5.0);
 	CHECK(s.median == 4.5);                     /* 4 and 5 in the middle */
-	CHECK(close_to(s.stddev, sqrt(32.0 / 7.0), 1e-12));
+	CHECK_NEAR(s.stddev, sqrt(32.0 / 7.0), 1e-12);
 
 	dur_stats_compute(one, 1, &s);
 	CHECK(s.n == 1 && s.median == 42.0 && s.stddev == 0.0 && s.min == 42 && s.max == 42);
@@ -54,9 +49,9 @@ static void test_large(void)
 	dur_stats_compute(v, n, &s);
 	CHECK(s.total == 1000000000ULL * n + (uint64_t)n * (n - 1) / 2);
 	CHECK(s.min == 1000000000ULL && s.max == 1000000000ULL + n - 1);
-	CHECK(close_to(s.mean, 1e9 + (n - 1) / 2.0, 1e-15));
+	CHECK_NEAR(s.mean, 1e9 + (n - 1) / 2.0, 1e-15);
 	CHECK(s.median == 1e9 + (n - 1) / 2.0);
-	CHECK(close_to(s.stddev, sqrt((double)n * (n + 1) / 12.0), 1e-9));
+	CHECK_NEAR(s.stddev, sqrt((double)n * (n + 1) / 12.0), 1e-9);
 	free(v);
 }
 
@@ -68,7 +63,7 @@ static void test_real(void)
 	real_stats_compute(v, 4, &s);
 	CHECK(s.n == 4 && s.total == 16.0 && s.min == 1.0 && s.max == 10.0);
 	CHECK(s.mean == 4.0 && s.median == 2.5);
-	CHECK(close_to(s.stddev, sqrt(50.0 / 3.0), 1e-12));   /* 9+4+1+36 over 3 */
+	CHECK_NEAR(s.stddev, sqrt(50.0 / 3.0), 1e-12);   /* 9+4+1+36 over 3 */
 	real_stats_compute(v, 1, &s);
 	CHECK(s.stddev == 0.0 && s.median == s.mean);
 	real_stats_compute(NULL, 0, &s);
@@ -80,5 +75,5 @@ int main(void)
 	test_small();
 	test_large();
 	test_real();
-	return check_done();
+	return check_done("test_cli_stats");
 }

@@ -1,5 +1,5 @@
 /* test_table.c: each output format's exact text for a small known report. */
-#include "tests/cli/check.h"
+#include "tests/lib/check.h"
 
 #include <jansson.h>
 
@@ -215,5 +215,5 @@ int main(void)
 	test_md();
 	test_json();
 	test_details();
-	return check_done();
+	return check_done("test_cli_table");
 }

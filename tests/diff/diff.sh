@@ -6,14 +6,7 @@ set -u
 st=$1
 gen=$2
 exp=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
+. "$(dirname "$0")/../lib/check.sh"
 
 # same NAME ARGS...: `steptrace diff ARGS` must exit 0, print nothing on
 # stderr and print exactly EXPECTED_DIR/NAME
@@ -64,5 +57,4 @@ grep -q "^error: unknown --by 'nothing'" "$tmp/err" || fail "--by nothing: '$(ca
 [ $? = 1 ] || fail "missing bundle: want exit 1"
 [ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "missing bundle: want one error line, got '$(cat "$tmp/err")'"
 
-[ "$failures" = 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
-echo "diff: all checks passed"
+check_done diff.cli

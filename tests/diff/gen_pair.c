@@ -26,52 +26,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "trace/bundle.h"
+#include "tests/lib/builder.h"
 
 #define THREAD 100
 #define US 1000ull
 #define MIB (1024ull * 1024ull)
-
-struct gen {
-	struct bundle_writer *w;
-	uint64_t corr;
-	int failed;
-	bool bf16;
-};
-
-static uint32_t S(struct gen *g, const char *s)
-{
-	return bundle_writer_intern(g->w, s);
-}
-
-static void add(struct gen *g, const struct st_event *ev)
-{
-	if (bundle_writer_add(g->w, ev) < 0)
-		g->failed = 1;
-}
-
-static void range(struct gen *g, const char *name, uint32_t depth, uint64_t start, uint64_t end)
-{
-	struct st_event ev = { .kind = ST_RANGE, .start = start, .end = end };
-
-	ev.range.name = S(g, name);
-	ev.range.thread = THREAD;
-	ev.range.depth = depth;
-	add(g, &ev);
-}
-
-static void kernel(struct gen *g, const char *name, uint64_t corr, uint32_t op, uint64_t start, uint64_t dur)
-{
-	struct st_event ev = { .kind = ST_KERNEL, .start = start, .end = start + dur };
-
-	ev.kernel.name = S(g, name);
-	ev.kernel.correlation = corr;
-	ev.kernel.stream = 7;
-	ev.kernel.op = op;
-	ev.kernel.grid[0] = ev.kernel.grid[1] = ev.kernel.grid[2] = 1;
-	ev.kernel.block[0] = 128, ev.kernel.block[1] = ev.kernel.block[2] = 1;
-	add(g, &ev);
-}
 
 struct op_def {
 	uint32_t id;
@@ -88,34 +47,23 @@ static const struct op_def ops[] = {
 	{ 6, "forward/cast_weights", "cast_weights", "forward", 0, 6000000 },
 };
 
-static void op_event(struct gen *g, const struct op_def *d)
+/* BF16 runs read and write bf16 except in softmax and AdamW. */
+static void op_event(struct builder *b, const struct op_def *d, bool bf16)
 {
-	struct st_event ev = { .kind = ST_OP };
+	uint8_t dt = bf16 && d->id != 2 && d->id != 5 ? ST_DT_BF16 : ST_DT_F32;
 	char path[128];
-	const char *name = strrchr(d->path, '/');
 
 	snprintf(path, sizeof(path), "step/%s", d->path);
-	ev.op.id = d->id;
-	ev.op.name = S(g, name ? name + 1 : d->path);
-	ev.op.path = S(g, path);
-	ev.op.kind = S(g, d->kind);
-	ev.op.phase = S(g, d->phase);
-	ev.op.flops = d->flops;
-	ev.op.bytes = d->bytes;
-	ev.op.n_inputs = 2;
-	ev.op.inputs[0] = ev.op.inputs[1] = g->bf16 && d->id != 2 && d->id != 5 ? ST_DT_BF16 : ST_DT_F32;
-	ev.op.n_outputs = 1;
-	ev.op.outputs[0] = ev.op.inputs[0];
-	add(g, &ev);
+	builder_op(b, &(struct builder_op){ .id = d->id, .path = path, .kind = d->kind, .phase = d->phase,
+		   .flops = d->flops, .bytes = d->bytes, .inputs = { dt, dt }, .outputs = { dt } });
 }
 
 /* The op's ranges below the phase (nested, span [t, t + 10 us]), its launch call and kernel. */
-static void launch(struct gen *g, const struct op_def *d, uint64_t t, const char *kname, uint64_t dur)
+static void launch(struct builder *b, const struct op_def *d, uint64_t t, const char *kname, uint64_t dur)
 {
 	char comp[8][32];
 	int n = 0;
 	const char *p = strchr(d->path, '/');
-	struct st_event ev = { .kind = ST_API, .start = t + 1 * US, .end = t + 6 * US };
 
 	while (p && n < 8) {
 		const char *q = strchr(p + 1, '/');
@@ -124,110 +72,72 @@ static void launch(struct gen *g, const struct op_def *d, uint64_t t, const char
 		p = q;
 	}
 	for (int i = n - 1; i >= 0; i--)
-		range(g, comp[i], 2 + (uint32_t)i, t, t + 10 * US);
-	ev.api.name = S(g, "cudaLaunchKernel");
-	ev.api.thread = THREAD;
-	ev.api.correlation = ++g->corr;
-	ev.api.cbid = 211;
-	add(g, &ev);
-	kernel(g, kname, g->corr, d->id, t + 10 * US, dur);
+		builder_range(b, comp[i], 2 + (uint32_t)i, t, t + 10 * US);
+	builder_launch(b, kname, 7, d->id, t + 1 * US, t + 6 * US, t + 10 * US, t + 10 * US + dur);
 }
 
-static void mem(struct gen *g, int kind, uint64_t t, uint64_t address, uint64_t size, uint32_t category,
-		uint32_t op)
+static void step(struct builder *b, uint32_t index, bool bf)
 {
-	struct st_event ev = { .kind = kind, .start = t, .end = t };
+	uint64_t t0 = (index + 1) * 1000 * US, extra = index == 0 ? 5 * US : 0;
 
-	ev.mem.address = address;
-	ev.mem.size = size;
-	ev.mem.category = category;
-	ev.mem.op = op;
-	ev.mem.source = ST_SRC_MODEL;
-	add(g, &ev);
-}
-
-static void step(struct gen *g, uint32_t index)
-{
-	uint64_t b = (index + 1) * 1000 * US, extra = index == 0 ? 5 * US : 0;
-	bool bf = g->bf16;
-	struct st_event ev = { .kind = ST_STEP, .start = b, .end = b + 1000 * US };
-
-	range(g, "step", 0, b, b + 1000 * US);
-	range(g, "forward", 1, b + 1 * US, b + 400 * US);
-	range(g, "backward", 1, b + 400 * US, b + 800 * US);
-	range(g, "optimizer", 1, b + 800 * US, b + 900 * US);
+	builder_range(b, "step", 0, t0, t0 + 1000 * US);
+	builder_range(b, "forward", 1, t0 + 1 * US, t0 + 400 * US);
+	builder_range(b, "backward", 1, t0 + 400 * US, t0 + 800 * US);
+	builder_range(b, "optimizer", 1, t0 + 800 * US, t0 + 900 * US);
 	if (bf) {
-		launch(g, &ops[5], b + 5 * US, "cast_f32_bf16_kernel", 5 * US + extra);
-		mem(g, ST_ALLOC, b + 8 * US, 0x900000, 2 * MIB, ST_MEM_PARAMETER, 6);
+		launch(b, &ops[5], t0 + 5 * US, "cast_f32_bf16_kernel", 5 * US + extra);
+		builder_alloc(b, t0 + 8 * US, 0x900000, 2 * MIB, ST_MEM_PARAMETER, 6);
 	}
-	launch(g, &ops[0], b + 10 * US, bf ? "sm90_xmma_gemm_bf16bf16_bf16f32" : "ampere_sgemm_128x64_nn",
+	launch(b, &ops[0], t0 + 10 * US, bf ? "sm90_xmma_gemm_bf16bf16_bf16f32" : "ampere_sgemm_128x64_nn",
 	       (bf ? 10 : 40) * US + extra);
-	mem(g, ST_ALLOC, b + 90 * US, 0xa00000, (bf ? 1 : 2) * MIB, ST_MEM_ACTIVATION, 2);
-	launch(g, &ops[1], b + 100 * US, "softmax_kernel", 20 * US + extra);
-	launch(g, &ops[2], b + 200 * US, bf ? "sm90_xmma_gemm_bf16bf16_bf16f32" : "ampere_sgemm_128x64_tn",
+	builder_alloc(b, t0 + 90 * US, 0xa00000, (bf ? 1 : 2) * MIB, ST_MEM_ACTIVATION, 2);
+	launch(b, &ops[1], t0 + 100 * US, "softmax_kernel", 20 * US + extra);
+	launch(b, &ops[2], t0 + 200 * US, bf ? "sm90_xmma_gemm_bf16bf16_bf16f32" : "ampere_sgemm_128x64_tn",
 	       (bf ? 25 : 100) * US + extra);
-	mem(g, ST_ALLOC, b + 410 * US, 0xb00000, 1 * MIB, ST_MEM_TEMPORARY, 4);
-	launch(g, &ops[3], b + 420 * US, bf ? "sm90_xmma_gemm_bf16bf16_bf16f32_nt" : "ampere_sgemm_128x64_nt",
+	builder_alloc(b, t0 + 410 * US, 0xb00000, 1 * MIB, ST_MEM_TEMPORARY, 4);
+	launch(b, &ops[3], t0 + 420 * US, bf ? "sm90_xmma_gemm_bf16bf16_bf16f32_nt" : "ampere_sgemm_128x64_nt",
 	       (bf ? 50 : 200) * US + extra);
-	mem(g, ST_FREE, b + 700 * US, 0xb00000, 0, ST_MEM_TEMPORARY, 4);
-	mem(g, ST_FREE, b + 710 * US, 0xa00000, 0, ST_MEM_ACTIVATION, 4);
+	builder_free(b, t0 + 700 * US, 0xb00000, 0, ST_MEM_TEMPORARY, 4);
+	builder_free(b, t0 + 710 * US, 0xa00000, 0, ST_MEM_ACTIVATION, 4);
 	if (bf)
-		mem(g, ST_FREE, b + 720 * US, 0x900000, 0, ST_MEM_PARAMETER, 4);
-	launch(g, &ops[4], b + 810 * US, "adamw_kernel", 50 * US + extra);
+		builder_free(b, t0 + 720 * US, 0x900000, 0, ST_MEM_PARAMETER, 4);
+	launch(b, &ops[4], t0 + 810 * US, "adamw_kernel", 50 * US + extra);
 	if (!bf)
-		kernel(g, "orphan_kernel", 1000000 + index, 0, b + 950 * US, 10 * US + extra);
-	ev.step.index = index;
-	ev.step.warmup = index == 0;
-	ev.step.thread = THREAD;
-	add(g, &ev);
+		builder_kernel(b, "orphan_kernel", 1000000 + index, 7, 0, t0 + 950 * US,
+			       t0 + 950 * US + 10 * US + extra);
+	builder_step(b, index, index == 0, t0, t0 + 1000 * US);
 }
 
 static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *device)
 {
-	Steptrace__Header h = STEPTRACE__HEADER__INIT;
-	Steptrace__RunConfig c = STEPTRACE__RUN_CONFIG__INIT;
-	Steptrace__DeviceInfo d = STEPTRACE__DEVICE_INFO__INIT;
-	struct gen g = { .bf16 = bf16 };
+	struct builder b;
 
-	c.model = "small";
-	c.d_model = 768;
-	c.d_ff = 3072;
-	c.layers = 1;
-	c.heads = 12;
-	c.vocab = 10000;
-	c.batch = 4;
-	c.ctx = ctx;
-	c.precision = bf16 ? "bf16" : "fp32";
-	c.mode = "train";
-	c.attention = "naive";
-	c.warmup_steps = 1;
-	c.measured_steps = 2;
-	d.name = (char *)device;
-	d.peak_fp32_flops = 50e12;
-	d.peak_tf32_flops = 400e12;
-	d.peak_bf16_flops = 800e12;
-	d.peak_fp16_flops = 800e12;
-	d.peak_bandwidth = 2e12;
-	d.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
-	h.config = &c;
-	h.device = &d;
-	h.clock = "synthetic";
-	g.w = bundle_writer_open(path, &h, NULL);
-	if (!g.w)
+	builder_init(&b);
+	builder_small_model(&b, bf16 ? "bf16" : "fp32");
+	b.config.layers = 1;
+	b.config.ctx = ctx;
+	b.config.warmup_steps = 1;
+	b.config.measured_steps = 2;
+	b.device.name = (char *)device;
+	builder_peaks(&b, 50e12, 400e12, 800e12, 2e12);
+	b.thread = THREAD;
+	b.cbid = 211;   /* CUPTI's cudaLaunchKernel */
+	b.geometry = (struct builder_geometry){ .grid = { 1, 1, 1 }, .block = { 128, 1, 1 } };
+	if (builder_open(&b, path) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (bf16 || ops[i].id != 6)
-			op_event(&g, &ops[i]);
-	mem(&g, ST_ALLOC, 100 * US, 0x100000, 4 * MIB, ST_MEM_PARAMETER, 0);
-	mem(&g, ST_ALLOC, 110 * US, 0x500000, 4 * MIB, ST_MEM_GRADIENT, 0);
-	mem(&g, ST_ALLOC, 120 * US, 0x600000, 8 * MIB, ST_MEM_OPTIMIZER, 0);
+			op_event(&b, &ops[i], bf16);
+	builder_alloc(&b, 100 * US, 0x100000, 4 * MIB, ST_MEM_PARAMETER, 0);
+	builder_alloc(&b, 110 * US, 0x500000, 4 * MIB, ST_MEM_GRADIENT, 0);
+	builder_alloc(&b, 120 * US, 0x600000, 8 * MIB, ST_MEM_OPTIMIZER, 0);
 	for (uint32_t s = 0; s < 3; s++)
-		step(&g, s);
-	if (g.failed) {
-		bundle_writer_abort(g.w);
+		step(&b, s, bf16);
+	if (b.failed) {
+		builder_abort(&b);
 		return -1;
 	}
-	return bundle_writer_close(g.w, "ok");
+	return builder_close(&b, "ok");
 }
 
 int main(int argc, char **argv)

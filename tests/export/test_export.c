@@ -34,152 +34,64 @@
 #include <string.h>
 
 #include "perfetto_trace.pb-c.h"
-#include "trace/bundle.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
+#include "tests/lib/builder.h"
+#include "tests/lib/check.h"
 
 /* ---- the bundle ---------------------------------------------------------- */
 
-static struct bundle_writer *W;
-static int write_failed;
-
-static void add(const struct st_event *ev)
-{
-	if (bundle_writer_add(W, ev) < 0)
-		write_failed = 1;
-}
-
-static void range(const char *name, uint64_t thread, uint32_t depth, uint64_t s, uint64_t e)
-{
-	struct st_event ev = { .kind = ST_RANGE, .start = s, .end = e };
-	ev.range.name = bundle_writer_intern(W, name);
-	ev.range.thread = thread;
-	ev.range.depth = depth;
-	add(&ev);
-}
-
-static void api(uint64_t corr, uint64_t thread, uint64_t s, uint64_t e)
-{
-	struct st_event ev = { .kind = ST_API, .start = s, .end = e };
-	ev.api.name = bundle_writer_intern(W, "cudaLaunchKernel");
-	ev.api.thread = thread;
-	ev.api.correlation = corr;
-	add(&ev);
-}
-
-static void kernel(const char *name, uint64_t corr, uint32_t stream, uint32_t op, uint64_t s, uint64_t e)
-{
-	struct st_event ev = { .kind = ST_KERNEL, .start = s, .end = e };
-	ev.kernel.name = bundle_writer_intern(W, name);
-	ev.kernel.correlation = corr;
-	ev.kernel.stream = stream;
-	ev.kernel.op = op;
-	ev.kernel.grid[0] = 128, ev.kernel.grid[1] = 2, ev.kernel.grid[2] = 1;
-	ev.kernel.block[0] = 256, ev.kernel.block[1] = 1, ev.kernel.block[2] = 1;
-	ev.kernel.registers = 64;
-	add(&ev);
-}
-
-static void mem(int kind, uint64_t t, uint64_t address, uint64_t size, uint32_t category, int source)
-{
-	struct st_event ev = { .kind = kind, .start = t, .end = t };
-	ev.mem.address = address;
-	ev.mem.size = size;
-	ev.mem.category = category;
-	ev.mem.source = (uint32_t)source;
-	ev.mem.op = kind == ST_ALLOC && category == ST_MEM_ACTIVATION ? 1 : 0;
-	add(&ev);
-}
-
 static int write_bundle(const char *path)
 {
-	Steptrace__Header h = STEPTRACE__HEADER__INIT;
-	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
-	Steptrace__DeviceInfo dev = STEPTRACE__DEVICE_INFO__INIT;
-	struct st_event ev;
+	static const struct builder_span ranges[] = {   /* thread 100, closed innermost first */
+		{ "softmax", 4, 2000, 3000 }, { "attn", 3, 1000, 3000 }, { "layer.0", 2, 1000, 3000 },
+		{ "forward", 1, 1000, 5000 }, { "backward", 1, 5000, 9000 }, { "step", 0, 1000, 9000 },
+	};
+	struct builder b;
 
-	cfg.model = "tiny";
-	cfg.precision = "bf16";
-	cfg.mode = "train";
-	dev.name = "Synthetic GPU";
-	h.config = &cfg;
-	h.device = &dev;
-	h.command_line = "test_export";
-	h.clock = "synthetic";
-	W = bundle_writer_open(path, &h, NULL);
-	if (!W)
+	builder_init(&b);
+	b.config.model = "tiny";
+	b.config.precision = "bf16";
+	b.config.mode = "train";
+	b.device.name = "Synthetic GPU";
+	b.header.command_line = "test_export";
+	b.thread = 100;
+	b.geometry = (struct builder_geometry){ .grid = { 128, 2, 1 }, .block = { 256, 1, 1 }, .registers = 64 };
+	if (builder_open(&b, path) < 0)
 		return 1;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = ST_OP;
-	ev.op.id = 1;
-	ev.op.name = bundle_writer_intern(W, "q_proj");
-	ev.op.path = bundle_writer_intern(W, "step/forward/layer.0/attn/q_proj");
-	ev.op.kind = bundle_writer_intern(W, "attn/q_proj");
-	ev.op.phase = bundle_writer_intern(W, "forward");
-	ev.op.n_inputs = 1;
-	ev.op.inputs[0] = ST_DT_BF16;
-	ev.op.n_outputs = 1;
-	ev.op.outputs[0] = ST_DT_F32;
-	add(&ev);
+	builder_op(&b, &(struct builder_op){ .id = 1, .path = "step/forward/layer.0/attn/q_proj",
+		   .kind = "attn/q_proj", .phase = "forward", .inputs = { ST_DT_BF16 }, .outputs = { ST_DT_F32 } });
 
-	mem(ST_ALLOC, 400, 0x7000000, 2u << 20, ST_MEM_UNKNOWN, ST_SRC_DRIVER);
-	mem(ST_ALLOC, 500, 0x1000, 1u << 20, ST_MEM_PARAMETER, ST_SRC_MODEL);
-	range("softmax", 100, 4, 2000, 3000);
-	range("attn", 100, 3, 1000, 3000);
-	range("layer.0", 100, 2, 1000, 3000);
-	range("forward", 100, 1, 1000, 5000);
-	range("backward", 100, 1, 5000, 9000);
-	range("step", 100, 0, 1000, 9000);
-	range("loader", 200, 0, 1500, 4000);
-	api(1, 100, 1100, 1200);
-	api(2, 100, 2000, 2000);
-	api(3, 100, 5000, 5100);
-	api(4, 100, 6000, 6050);
-	api(5, 100, 7000, 7100);
-	api(6, 100, 7150, 7160);
-	api(7, 200, 1600, 1700);
-	kernel("gemm_kernel", 1, 7, 1, 1501, 2499);
-	kernel("softmax_kernel", 2, 7, 0, 2499, 2600);
-	kernel("adam_kernel", 5, 7, 0, 7200, 8000);
-	kernel("late_kernel", 6, 7, 0, 7900, 8500);
-	kernel("orphan_kernel", 0, 9, 0, 8600, 8700);
-
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = ST_MEMCPY, ev.start = 5200, ev.end = 5300;
-	ev.memcpy.copy_kind = 8, ev.memcpy.bytes = 4096, ev.memcpy.stream = 8, ev.memcpy.correlation = 3;
-	add(&ev);
-	ev.start = 1800, ev.end = 1900;
-	ev.memcpy.copy_kind = 1, ev.memcpy.bytes = 64, ev.memcpy.correlation = 7;
-	add(&ev);
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = ST_MEMSET, ev.start = 6100, ev.end = 6150;
-	ev.memset.bytes = 1024, ev.memset.stream = 8, ev.memset.correlation = 4;
-	add(&ev);
-
-	mem(ST_ALLOC, 1200, 0x2000, 4096, ST_MEM_ACTIVATION, ST_SRC_MODEL);
-	mem(ST_ALLOC, 2000, 0x3000, 2048, ST_MEM_TEMPORARY, ST_SRC_MODEL);
-	mem(ST_FREE, 2100, 0x3000, 0, ST_MEM_UNKNOWN, ST_SRC_MODEL);
-	mem(ST_FREE, 6000, 0x2000, 4096, ST_MEM_ACTIVATION, ST_SRC_MODEL);
-
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = ST_STEP, ev.start = 1000, ev.end = 9000;
-	ev.step.index = 0;
-	ev.step.thread = 100;
-	add(&ev);
-	if (bundle_writer_close(W, "ok") < 0 || write_failed)
-		return 1;
-	return 0;
+	b.source = ST_SRC_DRIVER;
+	builder_alloc(&b, 400, 0x7000000, 2u << 20, ST_MEM_UNKNOWN, 0);
+	b.source = ST_SRC_MODEL;
+	builder_alloc(&b, 500, 0x1000, 1u << 20, ST_MEM_PARAMETER, 0);
+	builder_ranges(&b, 0, ranges, sizeof(ranges) / sizeof(ranges[0]));
+	b.thread = 200;
+	builder_range(&b, "loader", 0, 1500, 4000);
+	b.thread = 100;
+	builder_call(&b, "cudaLaunchKernel", 1100, 1200);   /* c1 */
+	builder_call(&b, "cudaLaunchKernel", 2000, 2000);
+	builder_call(&b, "cudaLaunchKernel", 5000, 5100);
+	builder_call(&b, "cudaLaunchKernel", 6000, 6050);
+	builder_call(&b, "cudaLaunchKernel", 7000, 7100);
+	builder_call(&b, "cudaLaunchKernel", 7150, 7160);
+	b.thread = 200;
+	builder_call(&b, "cudaLaunchKernel", 1600, 1700);   /* c7 */
+	b.thread = 100;
+	builder_kernel(&b, "gemm_kernel", 1, 7, 1, 1501, 2499);
+	builder_kernel(&b, "softmax_kernel", 2, 7, 0, 2499, 2600);
+	builder_kernel(&b, "adam_kernel", 5, 7, 0, 7200, 8000);
+	builder_kernel(&b, "late_kernel", 6, 7, 0, 7900, 8500);
+	builder_kernel(&b, "orphan_kernel", 0, 9, 0, 8600, 8700);
+	builder_memcpy(&b, 8 /* DtoD */, 4096, 3, 8, 0, 5200, 5300);
+	builder_memcpy(&b, 1 /* HtoD */, 64, 7, 8, 0, 1800, 1900);
+	builder_memset(&b, 1024, 4, 8, 0, 6100, 6150);
+	builder_alloc(&b, 1200, 0x2000, 4096, ST_MEM_ACTIVATION, 1);
+	builder_alloc(&b, 2000, 0x3000, 2048, ST_MEM_TEMPORARY, 0);
+	builder_free(&b, 2100, 0x3000, 0, ST_MEM_UNKNOWN, 0);
+	builder_free(&b, 6000, 0x2000, 4096, ST_MEM_ACTIVATION, 0);
+	builder_step(&b, 0, false, 1000, 9000);
+	return builder_close(&b, "ok") < 0;
 }
 
 /* ---- running the program ----------------------------------------------------- */
@@ -417,6 +329,19 @@ static int decode_perfetto(const char *path, struct perfetto_view *v, Perfetto__
 	return 0;
 }
 
+/* A new view of the trace in `path`; NULL after a failed check. */
+static struct perfetto_view *view_open(const char *path, Perfetto__Protos__Trace **tr)
+{
+	struct perfetto_view *v = calloc(1, sizeof(*v));
+
+	CHECK(v != NULL, "out of memory");
+	if (v && decode_perfetto(path, v, tr) < 0) {   /* decode_perfetto said why */
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
 static void view_release(struct perfetto_view *v, Perfetto__Protos__Trace *tr)
 {
 	for (int i = 0; i < 512; i++)
@@ -442,15 +367,12 @@ static void check_span(struct perfetto_view *v, const char *name, uint64_t start
 
 static void check_perfetto(const char *path)
 {
-	struct perfetto_view *v = calloc(1, sizeof(*v));
 	Perfetto__Protos__Trace *tr = NULL;
+	struct perfetto_view *v = view_open(path, &tr);
 	struct ptrack *t;
 
-	if (!v || decode_perfetto(path, v, &tr) < 0) {
-		free(v);
-		failures++;
+	if (!v)
 		return;
-	}
 	/* slices per stream = activities per stream (plus the lane the overlap needed) */
 	t = track_by_name(v, "stream 7");
 	CHECK(t && t->slices == 3, "stream 7 has %d slices, expected 3", t ? t->slices : -1);
@@ -517,15 +439,12 @@ static void check_perfetto(const char *path)
 /* Only step 0 and no API calls: the calls and flows go, the rest stays. */
 static void check_perfetto_filtered(const char *path)
 {
-	struct perfetto_view *v = calloc(1, sizeof(*v));
 	Perfetto__Protos__Trace *tr = NULL;
+	struct perfetto_view *v = view_open(path, &tr);
 	struct ptrack *t;
 
-	if (!v || decode_perfetto(path, v, &tr) < 0) {
-		free(v);
-		failures++;
+	if (!v)
 		return;
-	}
 	t = track_by_name(v, "thread 100 (main)");
 	CHECK(t && t->slices == 6, "--no-api: thread 100 has %d slices, expected 6", t ? t->slices : -1);
 	t = track_by_name(v, "stream 9");
@@ -628,10 +547,5 @@ int main(int argc, char **argv)
 	      "--format xml accepted");
 	expect_failure = false;
 	CHECK(run("test ! -e '%s/bad.pftrace'", argv[2]) == 0, "a failed export left its file");
-	if (failures) {
-		fprintf(stderr, "%d checks failed\n", failures);
-		return 1;
-	}
-	printf("export: perfetto and chrome traces check out\n");
-	return 0;
+	return check_done("test_export");
 }

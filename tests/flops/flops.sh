@@ -5,14 +5,7 @@
 set -u
 st=$1
 gen=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
+. "$(dirname "$0")/../lib/check.sh"
 
 "$gen" --precision bf16 --layers 2 -o "$tmp/bf16.stb" || { echo "FAIL: gen_model" >&2; exit 1; }
 "$gen" --precision tf32 --layers 2 -o "$tmp/tf32.stb" || exit 1
@@ -67,5 +60,4 @@ fi
 "$st" flops "$tmp/bf16.stb" --svg "$tmp/no/such/dir/r.svg" >/dev/null 2>"$tmp/err"
 [ $? = 1 ] || fail "unwritable --svg: want exit 1"
 
-[ "$failures" = 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
-echo "flops: all checks passed"
+check_done flops.cli

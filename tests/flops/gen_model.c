@@ -15,15 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/bundle.h"
-
-#define THREAD 1
+#include "tests/lib/builder.h"
 
 struct gen {
-	struct bundle_writer *w;
-	uint64_t corr, t;
-	uint32_t next_op;
-	int failed;
+	struct builder b;
+	uint64_t t;
 	int adt, adt_size;
 	bool tf32, peaks;
 	const char *prec;
@@ -39,17 +35,6 @@ struct opc {
 
 static const double P_FP32 = 67e12, P_TF32 = 494.7e12, P_BF16 = 989.4e12, BW = 3.35e12;
 
-static uint32_t S(struct gen *g, const char *s)
-{
-	return bundle_writer_intern(g->w, s);
-}
-
-static void add(struct gen *g, const struct st_event *ev)
-{
-	if (bundle_writer_add(g->w, ev) < 0)
-		g->failed = 1;
-}
-
 /* "step/forward/layer.3/attn/softmax" -> "attn/softmax" */
 static const char *kind_of(const char *path, char *buf, size_t len)
 {
@@ -61,24 +46,15 @@ static const char *kind_of(const char *path, char *buf, size_t len)
 	return buf;
 }
 
+/* Two inputs and one output, in the run's precision for matrix products, f32 otherwise. */
 static void reg(struct gen *g, struct opc *o)
 {
-	struct st_event ev = { .kind = ST_OP };
+	uint8_t dt = (uint8_t)(o->matmul ? g->adt : ST_DT_F32);
 	char kind[128];
 
-	o->id = ++g->next_op;
-	ev.op.id = o->id;
-	ev.op.name = S(g, strrchr(o->path, '/') + 1);
-	ev.op.path = S(g, o->path);
-	ev.op.kind = S(g, kind_of(o->path, kind, sizeof(kind)));
-	ev.op.phase = S(g, o->phase);
-	ev.op.flops = o->flops;
-	ev.op.bytes = o->bytes;
-	ev.op.n_inputs = 2;
-	ev.op.inputs[0] = ev.op.inputs[1] = (uint8_t)(o->matmul ? g->adt : ST_DT_F32);
-	ev.op.n_outputs = 1;
-	ev.op.outputs[0] = ev.op.inputs[0];
-	add(g, &ev);
+	o->id = builder_op(&g->b, &(struct builder_op){ .path = o->path,
+			   .kind = kind_of(o->path, kind, sizeof(kind)), .phase = o->phase,
+			   .flops = o->flops, .bytes = o->bytes, .inputs = { dt, dt }, .outputs = { dt } });
 }
 
 static double peak_for(const struct gen *g, const struct opc *o)
@@ -105,30 +81,16 @@ static void run_op(struct gen *g, const struct opc *o, double slow)
 {
 	double t_c = (double)o->flops / peak_for(g, o), t_m = (double)o->bytes / BW;
 	uint64_t dur = (uint64_t)((t_c > t_m ? t_c : t_m) / o->eff * 1e9 * slow) + 1;
-	struct st_event api = { .kind = ST_API, .start = g->t, .end = g->t + 3000 };
-	struct st_event k = { .kind = ST_KERNEL };
+	uint64_t start = g->t + 5000;
 
-	api.api.name = S(g, "cudaLaunchKernel");
-	api.api.thread = THREAD;
-	api.api.correlation = ++g->corr;
-	add(g, &api);
-	k.start = g->t + 5000;
-	k.end = k.start + dur;
-	k.kernel.name = S(g, kernel_name(g, o));
-	k.kernel.correlation = g->corr;
-	k.kernel.stream = 7;
-	k.kernel.op = o->id;
-	add(g, &k);
-	g->t = k.end + 1000;
+	builder_launch(&g->b, kernel_name(g, o), 7, o->id, g->t, g->t + 3000, start, start + dur);
+	g->t = start + dur + 1000;
 }
 
 #define MAX_OPS 4096
 
 int main(int argc, char **argv)
 {
-	Steptrace__Header h = STEPTRACE__HEADER__INIT;
-	Steptrace__RunConfig c = STEPTRACE__RUN_CONFIG__INIT;
-	Steptrace__DeviceInfo d = STEPTRACE__DEVICE_INFO__INIT;
 	struct gen g = { .prec = "fp32", .peaks = true };
 	static struct opc ops[MAX_OPS];
 	const char *out = NULL;
@@ -191,52 +153,32 @@ int main(int argc, char **argv)
 	uint64_t params = 2 * V * D + (uint64_t)layers * (4 * D * D + 3 * D * F + 2 * D) + D;
 	OP("optimizer", "adamw", 12 * params, 16 * params + 12 * params, false, 0.8);
 
-	c.model = "custom";
-	c.d_model = (uint32_t)D;
-	c.d_ff = (uint32_t)F;
-	c.layers = (uint32_t)layers;
-	c.heads = (uint32_t)H;
-	c.vocab = (uint32_t)V;
-	c.batch = (uint32_t)B;
-	c.ctx = (uint32_t)T;
-	c.precision = (char *)g.prec;
-	c.mode = "train";
-	c.attention = "naive";
-	d.name = "NVIDIA H100 80GB HBM3";
-	if (g.peaks) {
-		d.peak_fp32_flops = P_FP32;
-		d.peak_tf32_flops = P_TF32;
-		d.peak_bf16_flops = P_BF16;
-		d.peak_fp16_flops = P_BF16;
-		d.peak_bandwidth = BW;
-		d.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
-	}
-	h.config = &c;
-	h.device = &d;
-	h.clock = "synthetic";
-	g.w = bundle_writer_open(out, &h, NULL);
-	if (!g.w)
+	builder_init(&g.b);
+	builder_small_model(&g.b, g.prec);   /* the shape above, but for layers and ctx */
+	g.b.config.model = "custom";
+	g.b.config.layers = (uint32_t)layers;
+	g.b.config.ctx = (uint32_t)T;
+	g.b.device.name = "NVIDIA H100 80GB HBM3";
+	if (g.peaks)
+		builder_peaks(&g.b, P_FP32, P_TF32, P_BF16, BW);
+	if (builder_open(&g.b, out) < 0)
 		return 1;
 	for (int i = 0; i < n; i++)
 		reg(&g, &ops[i]);
 	g.t = 1000000;
 	for (uint32_t s = 0; s < 3; s++) {
-		struct st_event st = { .kind = ST_STEP, .start = g.t };
+		uint64_t start = g.t;
 		for (int i = 0; i < n; i++)
 			run_op(&g, &ops[i], s == 0 ? 2.0 : 1.0);
 		g.t += 10000;
-		st.end = g.t;
-		st.step.index = s;
-		st.step.warmup = s == 0;
-		st.step.thread = THREAD;
-		add(&g, &st);
+		builder_step(&g.b, s, s == 0, start, g.t);
 		g.t += 100000;
 	}
 	for (int i = 0; i < n; i++)
 		free((char *)ops[i].path);
-	if (g.failed) {
-		bundle_writer_abort(g.w);
+	if (g.b.failed) {
+		builder_abort(&g.b);
 		return 1;
 	}
-	return bundle_writer_close(g.w, "ok") < 0 ? 1 : 0;
+	return builder_close(&g.b, "ok") < 0 ? 1 : 0;
 }

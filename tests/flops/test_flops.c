@@ -32,137 +32,72 @@
 
 #include "analyze/flops.h"
 #include "lib/error.h"
-#include "../cli/check.h"
-
-static const char *const strings[] = {
-	"",
-	"step/forward/layer.0/attn/scores",     /* 1 */
-	"step/forward/layer.1/attn/scores",     /* 2 */
-	"step/forward/layer.0/attn/softmax",    /* 3 */
-	"step/forward/layer.0/attn/av",         /* 4 */
-	"step/forward/layer.0/ffn/w1",          /* 5 */
-	"step/backward/layer.0/attn/softmax",   /* 6 */
-	"step/optimizer/adamw",                 /* 7 */
-	"attn/scores",                          /* 8 */
-	"attn/softmax",                         /* 9 */
-	"attn/av",                              /* 10 */
-	"ffn/w1",                               /* 11 */
-	"adamw",                                /* 12 */
-	"forward",                              /* 13 */
-	"backward",                             /* 14 */
-	"optimizer",                            /* 15 */
-	"sm90_xmma_gemm_bf16",                  /* 16 */
-	"softmax_kernel",                       /* 17 */
-	"sm90_xmma_gemm_tf32",                  /* 18 */
-	"adamw_kernel",                         /* 19 */
-	"nccl_orphan",                          /* 20 */
-	"cudaLaunchKernel",                     /* 21 */
-	"scores", "softmax", "av", "w1",        /* 22..25 */
-};
+#include "tests/lib/builder.h"
+#include "tests/lib/check.h"
 
 struct op_spec {
-	uint32_t path, kind, phase, name;
+	const char *path, *kind, *phase, *name;
 	uint64_t flops, bytes;
 	uint8_t dtype;
 };
 
-static const struct op_spec ops[] = {
-	{ 1, 8, 13, 22, 4000000000ull, 20000000, ST_DT_BF16 },
-	{ 2, 8, 13, 22, 4000000000ull, 20000000, ST_DT_BF16 },
-	{ 3, 9, 13, 23, 50000000, 40000000, ST_DT_BF16 },
-	{ 4, 10, 13, 24, 4000000000ull, 8000000, ST_DT_BF16 },
-	{ 5, 11, 13, 25, 2000000000ull, 4000000, ST_DT_F32 },
-	{ 6, 9, 14, 23, 60000000, 60000000, ST_DT_F32 },
-	{ 7, 12, 15, 12, 0, 100000000, ST_DT_F32 },
+static const struct op_spec ops[] = {   /* ids 1 to 7 */
+	{ "step/forward/layer.0/attn/scores", "attn/scores", "forward", "scores", 4000000000ull, 20000000,
+	  ST_DT_BF16 },
+	{ "step/forward/layer.1/attn/scores", "attn/scores", "forward", "scores", 4000000000ull, 20000000,
+	  ST_DT_BF16 },
+	{ "step/forward/layer.0/attn/softmax", "attn/softmax", "forward", "softmax", 50000000, 40000000,
+	  ST_DT_BF16 },
+	{ "step/forward/layer.0/attn/av", "attn/av", "forward", "av", 4000000000ull, 8000000, ST_DT_BF16 },
+	{ "step/forward/layer.0/ffn/w1", "ffn/w1", "forward", "w1", 2000000000ull, 4000000, ST_DT_F32 },
+	{ "step/backward/layer.0/attn/softmax", "attn/softmax", "backward", "softmax", 60000000, 60000000,
+	  ST_DT_F32 },
+	{ "step/optimizer/adamw", "adamw", "optimizer", "adamw", 0, 100000000, ST_DT_F32 },
 };
 
 /* (op id, kernel name, duration in us) launched in order within each step */
-static const struct { uint32_t op, name, us; } launches[] = {
-	{ 1, 16, 20 }, { 2, 16, 30 }, { 3, 17, 15 }, { 3, 17, 25 }, { 4, 16, 10 },
-	{ 5, 18, 25 }, { 6, 17, 60 }, { 7, 19, 100 }, { 0, 20, 10 },
+static const struct { uint32_t op; const char *name; uint32_t us; } launches[] = {
+	{ 1, "sm90_xmma_gemm_bf16", 20 }, { 2, "sm90_xmma_gemm_bf16", 30 }, { 3, "softmax_kernel", 15 },
+	{ 3, "softmax_kernel", 25 }, { 4, "sm90_xmma_gemm_bf16", 10 }, { 5, "sm90_xmma_gemm_tf32", 25 },
+	{ 6, "softmax_kernel", 60 }, { 7, "adamw_kernel", 100 }, { 0, "nccl_orphan", 10 },
 };
-
-static uint64_t corr;
-
-static void add(struct replay *rp, const struct st_event *ev)
-{
-	if (replay_add(rp, ev) < 0)
-		exit(2);
-}
 
 static void build(struct replay *rp)
 {
-	replay_init(rp);
-	if (replay_set_strings(rp, strings, sizeof(strings) / sizeof(strings[0])) < 0)
-		exit(2);
+	struct builder b;
+
+	builder_init(&b);
+	builder_open_replay(&b, rp);
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		struct st_event ev = { .kind = ST_OP };
-		ev.op.id = (uint32_t)i + 1;
-		ev.op.path = ops[i].path;
-		ev.op.kind = ops[i].kind;
-		ev.op.phase = ops[i].phase;
-		ev.op.name = ops[i].name;
-		ev.op.flops = ops[i].flops;
-		ev.op.bytes = ops[i].bytes;
-		ev.op.n_inputs = 2;
-		ev.op.inputs[0] = ev.op.inputs[1] = ops[i].dtype;
-		ev.op.n_outputs = 1;
-		ev.op.outputs[0] = ops[i].dtype;
-		add(rp, &ev);
+		const struct op_spec *o = &ops[i];
+		builder_op(&b, &(struct builder_op){ .id = (uint32_t)i + 1, .name = o->name, .path = o->path,
+			   .kind = o->kind, .phase = o->phase, .flops = o->flops, .bytes = o->bytes,
+			   .inputs = { o->dtype, o->dtype }, .outputs = { o->dtype } });
 	}
 	for (uint32_t s = 0; s < 3; s++) {
-		uint64_t b = 1000000ull * (s + 1), t = b + 1000;
-		struct st_event st = { .kind = ST_STEP, .start = b, .end = b + 900000 };
+		uint64_t t0 = 1000000ull * (s + 1), t = t0 + 1000;
 
-		st.step.index = s;
-		st.step.warmup = s == 0;
-		st.step.thread = 1;
-		add(rp, &st);
+		builder_step(&b, s, s == 0, t0, t0 + 900000);
 		for (size_t i = 0; i < sizeof(launches) / sizeof(launches[0]); i++) {
-			uint64_t dur = s == 0 ? 1000 : launches[i].us * 1000ull;
-			struct st_event api = { .kind = ST_API, .start = t, .end = t + 500 };
-			struct st_event k = { .kind = ST_KERNEL, .start = t + 1000, .end = t + 1000 + dur };
+			uint64_t start = t + 1000, end = start + (s == 0 ? 1000 : launches[i].us * 1000ull);
 
-			if (launches[i].op) {          /* the orphan has no launching call */
-				api.api.name = 21;
-				api.api.thread = 1;
-				api.api.correlation = ++corr;
-				add(rp, &api);
-				k.kernel.correlation = corr;
-			}
-			k.kernel.name = launches[i].name;
-			k.kernel.op = launches[i].op;
-			k.kernel.stream = 7;
-			add(rp, &k);
-			t = k.end + 1000;
+			if (launches[i].op)
+				builder_launch(&b, launches[i].name, 7, launches[i].op, t, t + 500, start, end);
+			else   /* the orphan has no launching call */
+				builder_kernel(&b, launches[i].name, 0, 7, 0, start, end);
+			t = end + 1000;
 		}
 	}
-	if (replay_build(rp) < 0)
+	if (builder_close(&b, NULL) < 0)
 		exit(2);
 }
-
-static int near(double got, double want)
-{
-	if (isnan(want))
-		return isnan(got);
-	return fabs(got - want) <= 1e-9 * fmax(1.0, fabs(want));
-}
-
-#define CHECK_NEAR(got, want) do { \
-	double g_ = (got), w_ = (want); \
-	if (!near(g_, w_)) { \
-		fprintf(stderr, "%s:%d: %s = %.12g, want %.12g\n", __FILE__, __LINE__, #got, g_, w_); \
-		check_failures++; \
-	} \
-} while (0)
 
 static const struct flops_row *find(const struct flops_result *res, const char *name)
 {
 	for (size_t i = 0; i < res->n_rows; i++)
 		if (!strcmp(res->rows[i].name, name))
 			return &res->rows[i];
-	fprintf(stderr, "no row '%s'\n", name);
-	check_failures++;
+	CHECK(!"missing row", "no row '%s'", name);
 	return NULL;
 }
 
@@ -180,16 +115,16 @@ static void check_row(const struct flops_result *res, const struct want *w)
 
 	if (!r)
 		return;
-	CHECK_NEAR(r->time_ns, w->us * 1e3);
-	CHECK_NEAR(r->instances, w->inst);
-	CHECK_NEAR(r->kernels, w->kern);
-	CHECK_NEAR(r->flops, w->gflop * 1e9);
-	CHECK_NEAR(r->bytes, w->mb * 1e6);
-	CHECK_NEAR(flops_row_tflops(r), w->tflops);
-	CHECK_NEAR(flops_row_gbs(r), w->gbs);
-	CHECK_NEAR(flops_row_intensity(r), w->intensity);
-	CHECK_NEAR(flops_row_bound_tflops(r), w->bound);
-	CHECK_NEAR(flops_row_percent(r), w->pct);
+	CHECK_NEAR(r->time_ns, w->us * 1e3, 1e-9);
+	CHECK_NEAR(r->instances, w->inst, 1e-9);
+	CHECK_NEAR(r->kernels, w->kern, 1e-9);
+	CHECK_NEAR(r->flops, w->gflop * 1e9, 1e-9);
+	CHECK_NEAR(r->bytes, w->mb * 1e6, 1e-9);
+	CHECK_NEAR(flops_row_tflops(r), w->tflops, 1e-9);
+	CHECK_NEAR(flops_row_gbs(r), w->gbs, 1e-9);
+	CHECK_NEAR(flops_row_intensity(r), w->intensity, 1e-9);
+	CHECK_NEAR(flops_row_bound_tflops(r), w->bound, 1e-9);
+	CHECK_NEAR(flops_row_percent(r), w->pct, 1e-9);
 	CHECK(r->bound == w->by);
 	if (w->prec)
 		CHECK_STR(flops_precision_name(r->precision), w->prec);
@@ -257,22 +192,22 @@ static void test_by_kind(struct replay *rp)
 	const struct flops_row *noop = find(&res, "(no op)");
 	if (noop) {
 		CHECK(noop->no_op);
-		CHECK_NEAR(noop->time_ns, 10e3);
-		CHECK_NEAR(noop->kernels, 1);
+		CHECK_NEAR(noop->time_ns, 10e3, 1e-9);
+		CHECK_NEAR(noop->kernels, 1, 1e-9);
 		CHECK(isnan(flops_row_percent(noop)));
 	}
-	CHECK_NEAR(res.divisor, 2);
-	CHECK_NEAR(res.kernel_ns, 295e3);
-	CHECK_NEAR(res.gemm_ns, 85e3);
-	CHECK_NEAR(res.phase_kernel_ns[0], 125e3);
-	CHECK_NEAR(res.phase_gemm_ns[0], 85e3);
-	CHECK_NEAR(res.phase_kernel_ns[1], 60e3);
-	CHECK_NEAR(res.phase_gemm_ns[1], 0);
+	CHECK_NEAR(res.divisor, 2, 1e-9);
+	CHECK_NEAR(res.kernel_ns, 295e3, 1e-9);
+	CHECK_NEAR(res.gemm_ns, 85e3, 1e-9);
+	CHECK_NEAR(res.phase_kernel_ns[0], 125e3, 1e-9);
+	CHECK_NEAR(res.phase_gemm_ns[0], 85e3, 1e-9);
+	CHECK_NEAR(res.phase_kernel_ns[1], 60e3, 1e-9);
+	CHECK_NEAR(res.phase_gemm_ns[1], 0, 1e-9);
 	CHECK(res.attention[0].present);
-	CHECK_NEAR(res.attention[0].softmax_ns, 40e3);
-	CHECK_NEAR(res.attention[0].matmul_ns, 60e3);
-	CHECK_NEAR(res.attention[0].softmax_flops, 50e6);
-	CHECK_NEAR(res.attention[0].matmul_flops, 12e9);
+	CHECK_NEAR(res.attention[0].softmax_ns, 40e3, 1e-9);
+	CHECK_NEAR(res.attention[0].matmul_ns, 60e3, 1e-9);
+	CHECK_NEAR(res.attention[0].softmax_flops, 50e6, 1e-9);
+	CHECK_NEAR(res.attention[0].matmul_flops, 12e9, 1e-9);
 
 	char *text = render(&res, 0, OUT_CSV);
 	CHECK_STR(text,
@@ -314,7 +249,7 @@ static void test_by_op_and_filters(struct replay *rp)
 	CHECK(res.n_rows == 1);            /* the orphan has no range, so no phase */
 	if (res.n_rows)
 		CHECK_STR(res.rows[0].name, "backward/attn/softmax");
-	CHECK_NEAR(res.kernel_ns, 60e3);
+	CHECK_NEAR(res.kernel_ns, 60e3, 1e-9);
 	flops_result_release(&res);
 
 	/* no ranges in this replay: --range matches the op's path */
@@ -327,7 +262,7 @@ static void test_by_op_and_filters(struct replay *rp)
 	/* warm-up included: 3 steps, the warm-up's kernels last 1 us each */
 	opt = (struct flops_options){ .by = FLOPS_BY_KIND, .include_warmup = true };
 	CHECK(flops_compute(rp, &opt, &res) == 0);
-	CHECK_NEAR(res.divisor, 3);
+	CHECK_NEAR(res.divisor, 3, 1e-9);
 	check_row(&res, &(struct want){ "forward/attn/scores", 102.0 / 3, 2, 2, 8, 40, 24e9 / 102e-6 / 1e12,
 					120e6 / 102e-6 / 1e9, 200, 24e9 / 60e-6 / 1e12, 100.0 * 60 / 102,
 					BOUND_MEMORY, "bf16" });
@@ -349,7 +284,7 @@ static void test_missing_peaks(struct replay *rp)
 		CHECK(isnan(flops_row_percent(r)));
 	}
 	if ((r = find(&res, "forward/attn/av")) != NULL)
-		CHECK_NEAR(flops_row_percent(r), 50);
+		CHECK_NEAR(flops_row_percent(r), 50, 1e-9);
 	text = render(&res, 0, OUT_CSV);
 	CHECK(strstr(text, "8.5,0.025,1.00,1.00,2.000,4.000,80.00,160.0,500.00,tf32,,,,forward/ffn/w1\n") != NULL);
 	free(text);
@@ -417,5 +352,5 @@ int main(void)
 	test_svg(&rp);
 	rp.header = NULL;
 	replay_release(&rp);
-	return check_done();
+	return check_done("test_flops");
 }

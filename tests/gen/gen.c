@@ -36,221 +36,106 @@
  * [10,15] launching init_kernel (7) [50,80]. After them an OOM, an overhead
  * and a sync record. The writer reports 2 dropped kernels.
  */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/error.h"
-#include "trace/bundle.h"
+#include "tests/lib/builder.h"
 
 #define T1 100
 #define T2 200
 
-struct gen {
-	struct bundle_writer *w;
-	uint64_t corr;
-	int failed;
+/* Each step's NVTX ranges on T1, innermost first as they close, times after the step's start. */
+static const struct builder_span step_ranges[] = {
+	{ "q_proj", 4, 10, 60 }, { "softmax", 4, 60, 100 }, { "attn", 3, 10, 200 },
+	{ "layer.0", 2, 10, 200 }, { "q_proj", 4, 210, 250 }, { "attn", 3, 200, 400 },
+	{ "layer.1", 2, 200, 400 }, { "forward", 1, 10, 400 }, { "softmax", 4, 400, 700 },
+	{ "attn", 3, 400, 700 }, { "layer.0", 2, 400, 700 }, { "backward", 1, 400, 700 },
+	{ "optimizer", 1, 700, 1000 }, { "step", 0, 0, 1000 },
 };
 
-static uint32_t S(struct gen *g, const char *s)
+static void step_content(struct builder *b, uint64_t t0, uint32_t index)
 {
-	return bundle_writer_intern(g->w, s);
-}
-
-static void add(struct gen *g, const struct st_event *ev)
-{
-	if (bundle_writer_add(g->w, ev) < 0)
-		g->failed = 1;
-}
-
-static void range(struct gen *g, const char *name, uint64_t thread, uint32_t depth,
-		  uint64_t start, uint64_t end)
-{
-	struct st_event ev = { .kind = ST_RANGE, .start = start, .end = end };
-
-	ev.range.name = S(g, name);
-	ev.range.thread = thread;
-	ev.range.depth = depth;
-	add(g, &ev);
-}
-
-static uint64_t api(struct gen *g, const char *name, uint64_t thread, uint64_t start, uint64_t end)
-{
-	struct st_event ev = { .kind = ST_API, .start = start, .end = end };
-
-	ev.api.name = S(g, name);
-	ev.api.thread = thread;
-	ev.api.correlation = ++g->corr;
-	ev.api.cbid = 211;
-	add(g, &ev);
-	return g->corr;
-}
-
-static void kernel(struct gen *g, const char *name, uint64_t corr, uint32_t stream, uint32_t op,
-		   uint64_t start, uint64_t end)
-{
-	struct st_event ev = { .kind = ST_KERNEL, .start = start, .end = end };
-
-	ev.kernel.name = S(g, name);
-	ev.kernel.correlation = corr;
-	ev.kernel.stream = stream;
-	ev.kernel.op = op;
-	ev.kernel.grid[0] = 128, ev.kernel.grid[1] = 1, ev.kernel.grid[2] = 1;
-	ev.kernel.block[0] = 256, ev.kernel.block[1] = 1, ev.kernel.block[2] = 1;
-	ev.kernel.registers = 64;
-	ev.kernel.static_smem = 1024;
-	ev.kernel.dynamic_smem = 4096;
-	add(g, &ev);
-}
-
-static void op(struct gen *g, uint32_t id, const char *name, const char *path, const char *kind,
-	       const char *phase, uint64_t flops, uint64_t bytes)
-{
-	struct st_event ev = { .kind = ST_OP };
-
-	ev.op.id = id;
-	ev.op.name = S(g, name);
-	ev.op.path = S(g, path);
-	ev.op.kind = S(g, kind);
-	ev.op.phase = S(g, phase);
-	ev.op.flops = flops;
-	ev.op.bytes = bytes;
-	ev.op.n_inputs = 2;
-	ev.op.inputs[0] = ST_DT_BF16;
-	ev.op.inputs[1] = ST_DT_F32;
-	ev.op.n_outputs = 1;
-	ev.op.outputs[0] = ST_DT_BF16;
-	add(g, &ev);
-}
-
-static void mem(struct gen *g, int kind, uint64_t t, uint64_t address, uint64_t size,
-		uint32_t category, uint32_t op_id)
-{
-	struct st_event ev = { .kind = kind, .start = t, .end = t };
-
-	ev.mem.address = address;
-	ev.mem.size = size;
-	ev.mem.category = category;
-	ev.mem.op = op_id;
-	ev.mem.source = ST_SRC_MODEL;
-	add(g, &ev);
-}
-
-static void step_content(struct gen *g, uint64_t b, uint32_t index)
-{
+	struct st_event copy = { .kind = ST_MEMCPY, .start = t0 + 500, .end = t0 + 520 };
 	uint64_t c;
 
-	range(g, "q_proj", T1, 4, b + 10, b + 60);
-	range(g, "softmax", T1, 4, b + 60, b + 100);
-	range(g, "attn", T1, 3, b + 10, b + 200);
-	range(g, "layer.0", T1, 2, b + 10, b + 200);
-	range(g, "q_proj", T1, 4, b + 210, b + 250);
-	range(g, "attn", T1, 3, b + 200, b + 400);
-	range(g, "layer.1", T1, 2, b + 200, b + 400);
-	range(g, "forward", T1, 1, b + 10, b + 400);
-	range(g, "softmax", T1, 4, b + 400, b + 700);
-	range(g, "attn", T1, 3, b + 400, b + 700);
-	range(g, "layer.0", T1, 2, b + 400, b + 700);
-	range(g, "backward", T1, 1, b + 400, b + 700);
-	range(g, "optimizer", T1, 1, b + 700, b + 1000);
-	range(g, "step", T1, 0, b, b + 1000);
-	range(g, "loader", T2, 0, b + 50, b + 300);
+	builder_ranges(b, t0, step_ranges, sizeof(step_ranges) / sizeof(step_ranges[0]));
+	b->thread = T2;
+	builder_range(b, "loader", 0, t0 + 50, t0 + 300);
+	b->thread = T1;
 
-	c = api(g, "cudaLaunchKernel", T1, b + 10, b + 15);
-	kernel(g, "ampere_sgemm_128x64_nn", c, 7, 1, b + 100, b + (index == 2 ? 200 : 180));
-	c = api(g, "cudaLaunchKernel", T1, b + 60, b + 65);
-	kernel(g, "softmax_kernel", c, 7, 2, b + 200, b + 260);
-	c = api(g, "cudaLaunchKernel", T1, b + 100, b + 100);
-	kernel(g, "elementwise_add_kernel", c, 8, 0, b + 210, b + 250);
-	c = api(g, "cudaLaunchKernel", T1, b + 210, b + 215);
-	kernel(g, "ampere_sgemm_128x64_nn", c, 7, 3, b + 300, b + 400);
-	c = api(g, "cudaLaunchKernel", T1, b + 300, b + 305);
-	kernel(g, "vectorized_elementwise_kernel", c, 8, 0, b + 380, b + 420);
-	c = api(g, "cudaLaunchKernel", T1, b + 450, b + 455);
-	kernel(g, "softmax_backward_kernel", c, 7, 4, b + 500, b + 600);
-	c = api(g, "cudaMemcpyAsync", T1, b + 460, b + 470);
-	{
-		struct st_event ev = { .kind = ST_MEMCPY, .start = b + 500, .end = b + 520 };
-		ev.memcpy.copy_kind = 8; /* DtoD */
-		ev.memcpy.src_kind = 3;
-		ev.memcpy.dst_kind = 3;
-		ev.memcpy.bytes = 4096;
-		ev.memcpy.stream = 8;
-		ev.memcpy.correlation = c;
-		ev.memcpy.op = 4;
-		add(g, &ev);
-	}
-	c = api(g, "cudaLaunchKernel", T1, b + 720, b + 725);
-	kernel(g, "adam_kernel", c, 7, 5, b + 800, b + 900);
-	c = api(g, "cudaMemsetAsync", T1, b + 730, b + 735);
-	{
-		struct st_event ev = { .kind = ST_MEMSET, .start = b + 900, .end = b + 910 };
-		ev.memset.bytes = 1024;
-		ev.memset.value = 0;
-		ev.memset.stream = 8;
-		ev.memset.correlation = c;
-		add(g, &ev);
-	}
-	kernel(g, "nccl_kernel_orphan", 1000000 + index, 9, 0, b + 950, b + 990);
-	c = api(g, "cudaLaunchKernel", T2, b + 100, b + 105);
-	kernel(g, "vectorized_elementwise_kernel", c, 8, 0, b + 600, b + 650);
+	builder_launch(b, "ampere_sgemm_128x64_nn", 7, 1, t0 + 10, t0 + 15, t0 + 100,
+		       t0 + (index == 2 ? 200 : 180));
+	builder_launch(b, "softmax_kernel", 7, 2, t0 + 60, t0 + 65, t0 + 200, t0 + 260);
+	builder_launch(b, "elementwise_add_kernel", 8, 0, t0 + 100, t0 + 100, t0 + 210, t0 + 250);
+	builder_launch(b, "ampere_sgemm_128x64_nn", 7, 3, t0 + 210, t0 + 215, t0 + 300, t0 + 400);
+	builder_launch(b, "vectorized_elementwise_kernel", 8, 0, t0 + 300, t0 + 305, t0 + 380, t0 + 420);
+	builder_launch(b, "softmax_backward_kernel", 7, 4, t0 + 450, t0 + 455, t0 + 500, t0 + 600);
+	c = builder_call(b, "cudaMemcpyAsync", t0 + 460, t0 + 470);
+	copy.memcpy.copy_kind = 8;   /* device to device, with the memory kinds saying so */
+	copy.memcpy.src_kind = 3;
+	copy.memcpy.dst_kind = 3;
+	copy.memcpy.bytes = 4096;
+	copy.memcpy.stream = 8;
+	copy.memcpy.correlation = c;
+	copy.memcpy.op = 4;
+	builder_add(b, &copy);
+	builder_launch(b, "adam_kernel", 7, 5, t0 + 720, t0 + 725, t0 + 800, t0 + 900);
+	c = builder_call(b, "cudaMemsetAsync", t0 + 730, t0 + 735);
+	builder_memset(b, 1024, c, 8, 0, t0 + 900, t0 + 910);
+	builder_kernel(b, "nccl_kernel_orphan", 1000000 + index, 9, 0, t0 + 950, t0 + 990);
+	b->thread = T2;
+	builder_launch(b, "vectorized_elementwise_kernel", 8, 0, t0 + 100, t0 + 105, t0 + 600, t0 + 650);
+	b->thread = T1;
 
-	mem(g, ST_ALLOC, b + 20, 0x10000 + index * 0x1000, 4096, ST_MEM_ACTIVATION, 1);
-	mem(g, ST_FREE, b + 600, 0x10000 + index * 0x1000, 4096, ST_MEM_ACTIVATION, 1);
+	builder_alloc(b, t0 + 20, 0x10000 + index * 0x1000, 4096, ST_MEM_ACTIVATION, 1);
+	builder_free(b, t0 + 600, 0x10000 + index * 0x1000, 4096, ST_MEM_ACTIVATION, 1);
 }
 
-static void scenario_basic(struct gen *g, bool steps)
+/* Every op reads a bf16 and an f32 tensor and writes a bf16 one. */
+#define OP_DTYPES .inputs = { ST_DT_BF16, ST_DT_F32 }, .outputs = { ST_DT_BF16 }
+
+static void scenario_basic(struct builder *b, bool steps)
 {
 	static const uint64_t base[3] = { 1000000, 10000000, 20000000 };
 	static const uint64_t wall[3] = { 5000000, 2000000, 2400000 };
-	uint64_t c;
+	static const struct builder_op ops[] = {
+		{ .path = "step/forward/layer.0/attn/q_proj", .kind = "attn/q_proj", .phase = "forward",
+		  .flops = 1000, .bytes = 100, OP_DTYPES },
+		{ .path = "step/forward/layer.0/attn/softmax", .kind = "attn/softmax", .phase = "forward",
+		  .flops = 50, .bytes = 200, OP_DTYPES },
+		{ .path = "step/forward/layer.1/attn/q_proj", .kind = "attn/q_proj", .phase = "forward",
+		  .flops = 1000, .bytes = 100, OP_DTYPES },
+		{ .path = "step/backward/layer.0/attn/softmax", .kind = "attn/softmax", .phase = "backward",
+		  .flops = 75, .bytes = 300, OP_DTYPES },
+		{ .path = "step/optimizer/adamw", .kind = "adamw", .phase = "optimizer",
+		  .flops = 400, .bytes = 800, OP_DTYPES },
+	};
+	struct st_event ev;
 
-	op(g, 1, "q_proj", "step/forward/layer.0/attn/q_proj", "attn/q_proj", "forward", 1000, 100);
-	op(g, 2, "softmax", "step/forward/layer.0/attn/softmax", "attn/softmax", "forward", 50, 200);
-	op(g, 3, "q_proj", "step/forward/layer.1/attn/q_proj", "attn/q_proj", "forward", 1000, 100);
-	op(g, 4, "softmax", "step/backward/layer.0/attn/softmax", "attn/softmax", "backward", 75, 300);
-	op(g, 5, "adamw", "step/optimizer/adamw", "adamw", "optimizer", 400, 800);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		builder_op(b, &ops[i]);   /* ids 1 to 5 */
 
-	range(g, "setup", T1, 0, 100000, 100100);
-	c = api(g, "cudaLaunchKernel", T1, 100010, 100015);
-	kernel(g, "init_kernel", c, 7, 0, 100050, 100080);
+	builder_range(b, "setup", 0, 100000, 100100);
+	builder_launch(b, "init_kernel", 7, 0, 100010, 100015, 100050, 100080);
 
 	for (uint32_t i = 0; i < 3; i++) {
-		step_content(g, base[i], i);
-		if (steps) {
-			struct st_event ev = { .kind = ST_STEP, .start = base[i], .end = base[i] + wall[i] };
-			ev.step.index = i;
-			ev.step.warmup = i == 0;
-			ev.step.thread = T1;
-			add(g, &ev);
-		}
+		step_content(b, base[i], i);
+		if (steps)
+			builder_step(b, i, i == 0, base[i], base[i] + wall[i]);
 	}
-	{
-		struct st_event ev = { .kind = ST_OOM, .start = 30000000, .end = 30000000 };
-		ev.oom.requested = 1ull << 30;
-		ev.oom.category = ST_MEM_ACTIVATION;
-		ev.oom.op = 2;
-		ev.oom.live_bytes = 4096;
-		ev.oom.capacity = 1ull << 29;
-		ev.oom.step = 2;
-		add(g, &ev);
-	}
-	{
-		struct st_event ev = { .kind = ST_OVERHEAD, .start = 30000100, .end = 30000200 };
-		ev.overhead.kind = 1;
-		ev.overhead.thread = T1;
-		add(g, &ev);
-	}
-	{
-		struct st_event ev = { .kind = ST_SYNC, .start = 30000300, .end = 30000400 };
-		ev.sync.type = 3;
-		ev.sync.stream = 7;
-		ev.sync.thread = T1;
-		ev.sync.correlation = 777;
-		add(g, &ev);
-	}
-	bundle_writer_count_dropped(g->w, ST_KERNEL, 2);
+	builder_oom(b, 30000000, 1ull << 30, ST_MEM_ACTIVATION, 2, 4096, 1ull << 29, 2);
+	ev = (struct st_event){ .kind = ST_OVERHEAD, .start = 30000100, .end = 30000200 };
+	ev.overhead.kind = 1;
+	ev.overhead.thread = T1;
+	builder_add(b, &ev);
+	ev = (struct st_event){ .kind = ST_SYNC, .start = 30000300, .end = 30000400 };
+	ev.sync.type = 3;
+	ev.sync.stream = 7;
+	ev.sync.thread = T1;
+	ev.sync.correlation = 777;
+	builder_add(b, &ev);
+	bundle_writer_count_dropped(b->writer, ST_KERNEL, 2);
 }
 
 /* Cheap deterministic jitter. */
@@ -267,7 +152,7 @@ static uint64_t rnd(void)
  * A transformer-like step repeated until n kernels: step > forward|backward >
  * layer.N > attn|ffn > op, one launch per op range, plus the optimizer.
  */
-static void scenario_bench(struct gen *g, uint64_t n)
+static void scenario_bench(struct builder *b, uint64_t n)
 {
 	static const char *const attn_ops[] = { "rmsnorm", "q_proj", "k_proj", "v_proj", "rope",
 						"scores", "softmax", "av", "output_proj", "residual" };
@@ -278,73 +163,77 @@ static void scenario_bench(struct gen *g, uint64_t n)
 		"void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>",
 		"silu_mul_kernel", "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8",
 	};
+	static const char *const phases[] = { "forward", "backward" }, *const parts[] = { "attn", "ffn" };
 	const uint32_t layers = 12;
 	uint64_t t = 1000000, done = 0;
-	uint32_t step = 0, op_id = 0;
-
-	/* one op per (phase, layer, sub-op) */
+	uint32_t step = 0, adamw;
 	char path[256], kind[128];
+
+	/* one op per (phase, layer, sub-op), ids from 1 in this order */
 	for (int ph = 0; ph < 2; ph++)
 		for (uint32_t l = 0; l < layers; l++)
 			for (int part = 0; part < 2; part++) {
 				const char *const *names = part ? ffn_ops : attn_ops;
 				int nn = part ? 6 : 10;
 				for (int k = 0; k < nn; k++) {
-					snprintf(path, sizeof(path), "step/%s/layer.%u/%s/%s",
-						 ph ? "backward" : "forward", l, part ? "ffn" : "attn", names[k]);
-					snprintf(kind, sizeof(kind), "%s/%s", part ? "ffn" : "attn", names[k]);
-					op(g, ++op_id, names[k], path, kind, ph ? "backward" : "forward",
-					   1000000ull * (k + 1), 4096ull * (k + 1));
+					snprintf(path, sizeof(path), "step/%s/layer.%u/%s/%s", phases[ph], l,
+						 parts[part], names[k]);
+					snprintf(kind, sizeof(kind), "%s/%s", parts[part], names[k]);
+					builder_op(b, &(struct builder_op){ .path = path, .kind = kind,
+						   .phase = phases[ph], .flops = 1000000ull * (k + 1),
+						   .bytes = 4096ull * (k + 1), OP_DTYPES });
 				}
 			}
-	op(g, ++op_id, "adamw", "step/optimizer/adamw", "adamw", "optimizer", 1000, 1000);
+	adamw = builder_op(b, &(struct builder_op){ .path = "step/optimizer/adamw", .kind = "adamw",
+			   .phase = "optimizer", .flops = 1000, .bytes = 1000, OP_DTYPES });
 
-	while (done < n && !g->failed) {
+	while (done < n && !b->failed) {
 		uint64_t s0 = t;
 		uint32_t id = 0;
+
+		builder_push(b, "step", s0);
 		for (int ph = 0; ph < 2 && done < n; ph++) {
-			uint64_t p0 = t;
+			builder_push(b, phases[ph], t);
 			for (uint32_t l = 0; l < layers && done < n; l++) {
-				uint64_t l0 = t;
+				snprintf(path, sizeof(path), "layer.%u", l);
+				builder_push(b, path, t);
 				for (int part = 0; part < 2; part++) {
 					const char *const *names = part ? ffn_ops : attn_ops;
 					int nn = part ? 6 : 10;
-					uint64_t a0 = t;
+					builder_push(b, parts[part], t);
 					for (int k = 0; k < nn; k++) {
-						uint64_t o0 = t, c, ks;
+						uint64_t call_start, call_end, start, end;
+						builder_push(b, names[k], t);
 						id++;
 						t += 200 + rnd() % 50;
-						c = api(g, "cudaLaunchKernel", T1, t, t + 2000 + rnd() % 300);
-						ks = t + 5000 + rnd() % 1000;
-						kernel(g, kernels[(k + part * 3) % 8], c, 7, id, ks,
-						       ks + 3000 + rnd() % 20000);
+						call_start = t;
+						call_end = t + 2000 + rnd() % 300;
+						start = t + 5000 + rnd() % 1000;
+						end = start + 3000 + rnd() % 20000;
+						builder_launch(b, kernels[(k + part * 3) % 8], 7, id, call_start, call_end,
+							       start, end);
 						t += 2500 + rnd() % 400;
-						range(g, names[k], T1, 4, o0, t);
+						builder_pop(b, t);
 						t += 100;
 						done++;
 					}
-					range(g, part ? "ffn" : "attn", T1, 3, a0, t);
+					builder_pop(b, t);
 				}
-				snprintf(path, sizeof(path), "layer.%u", l);
-				range(g, path, T1, 2, l0, t);
+				builder_pop(b, t);
 				t += 100;
 			}
-			range(g, ph ? "backward" : "forward", T1, 1, p0, t);
+			builder_pop(b, t);
 		}
 		if (done < n) {
-			uint64_t o0 = t, c = api(g, "cudaLaunchKernel", T1, t + 100, t + 2100);
-			kernel(g, "adam_kernel", c, 7, op_id, t + 5000, t + 90000);
+			builder_push(b, "optimizer", t);
+			builder_launch(b, "adam_kernel", 7, adamw, t + 100, t + 2100, t + 5000, t + 90000);
 			t += 3000;
-			range(g, "optimizer", T1, 1, o0, t);
+			builder_pop(b, t);
 			done++;
 		}
 		t += 100000;
-		range(g, "step", T1, 0, s0, t);
-		struct st_event ev = { .kind = ST_STEP, .start = s0, .end = t };
-		ev.step.index = step;
-		ev.step.warmup = step < 1;
-		ev.step.thread = T1;
-		add(g, &ev);
+		builder_pop(b, t);
+		builder_step(b, step, step < 1, s0, t);
 		step++;
 		t += 10000;
 	}
@@ -360,10 +249,7 @@ int main(int argc, char **argv)
 {
 	const char *scenario = NULL, *out = NULL;
 	uint64_t events = 1000000;
-	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
-	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
-	Steptrace__DeviceInfo dev = STEPTRACE__DEVICE_INFO__INIT;
-	struct gen g = { 0 };
+	struct builder b;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
@@ -379,63 +265,36 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
-	if (!scenario || !out)
+	if (!scenario || !out || (strcmp(scenario, "basic") && strcmp(scenario, "nosteps") &&
+				  strcmp(scenario, "truncated") && strcmp(scenario, "bench")))
 		return usage();
 
-	cfg.model = "small";
-	cfg.d_model = 768;
-	cfg.d_ff = 3072;
-	cfg.layers = 12;
-	cfg.heads = 12;
-	cfg.vocab = 10000;
-	cfg.batch = 4;
-	cfg.ctx = 128;
-	cfg.precision = "bf16";
-	cfg.mode = "train";
-	cfg.attention = "naive";
-	cfg.warmup_steps = 1;
-	cfg.measured_steps = 2;
-	cfg.parameters = 128625408;
-	cfg.seed = 42;
-	cfg.lr = 1e-3;
-	dev.name = "Synthetic H100";
-	dev.sm_count = 132;
-	dev.cc_major = 9;
-	dev.memory_bytes = 80ull << 30;
-	dev.sm_clock_khz = 1980000;
-	dev.peak_fp32_flops = 67e12;
-	dev.peak_tf32_flops = 494e12;
-	dev.peak_bf16_flops = 989e12;
-	dev.peak_fp16_flops = 989e12;
-	dev.peak_bandwidth = 3.35e12;
-	dev.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
-	dev.peak_note = "H100 SXM datasheet";
-	dev.cuda_runtime_version = 13000;
-	dev.driver_version = "580.0";
-	hdr.command_line = "st-gen synthetic";
-	hdr.hostname = "gen";
-	hdr.config = &cfg;
-	hdr.device = &dev;
-	hdr.clock = "synthetic";
+	builder_init(&b);
+	builder_small_model(&b, "bf16");
+	b.config.warmup_steps = 1;
+	b.config.measured_steps = 2;
+	b.config.parameters = 128625408;
+	b.config.seed = 42;
+	b.config.lr = 1e-3;
+	builder_h100(&b, "Synthetic H100");
+	b.device.driver_version = "580.0";
+	b.header.command_line = "st-gen synthetic";
+	b.header.hostname = "gen";
+	b.thread = T1;
+	b.cbid = 211;   /* CUPTI's cudaLaunchKernel, written on every call */
+	b.geometry = (struct builder_geometry){ .grid = { 128, 1, 1 }, .block = { 256, 1, 1 },
+						.registers = 64, .static_smem = 1024, .dynamic_smem = 4096 };
 
-	g.w = bundle_writer_open(out, &hdr, NULL);
-	if (!g.w)
+	if (builder_open(&b, out) < 0)
 		return 1;
-	if (strcmp(scenario, "basic") == 0 || strcmp(scenario, "truncated") == 0) {
-		scenario_basic(&g, true);
-	} else if (strcmp(scenario, "nosteps") == 0) {
-		scenario_basic(&g, false);
-	} else if (strcmp(scenario, "bench") == 0) {
-		scenario_bench(&g, events);
-	} else {
-		bundle_writer_abort(g.w);
-		return usage();
-	}
+	if (strcmp(scenario, "bench") == 0)
+		scenario_bench(&b, events);
+	else
+		scenario_basic(&b, strcmp(scenario, "nosteps") != 0);
 	if (strcmp(scenario, "truncated") == 0) {
-		bundle_writer_abort(g.w);
-		return g.failed;
+		int failed = b.failed;
+		builder_abort(&b);
+		return failed;
 	}
-	if (bundle_writer_close(g.w, "ok") < 0 || g.failed)
-		return 1;
-	return 0;
+	return builder_close(&b, "ok") < 0;
 }

@@ -6,7 +6,8 @@
  *   CHECK(n == 3);
  *   CHECK(err < 1e-6, "max error %g at %zu", err, at);
  *   CHECK_STR(got, "want\n");
- *   CHECK_NEAR(got, want, 1e-9);       // relative to max(1, |want|)
+ *   CHECK_U64(tl.n_points, 17);         // prints both numbers
+ *   CHECK_NEAR(got, want, 1e-9);       // relative to max(1, |want|); NaN wants NaN
  *   return check_done("test_bundle");
  *
  * Also captures what a call writes to stdout or stderr (capture_begin/end).
@@ -14,6 +15,7 @@
 #ifndef STEPTRACE_TESTS_LIB_CHECK_H
 #define STEPTRACE_TESTS_LIB_CHECK_H
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -56,11 +58,20 @@ check_fail(const char *file, int line, const char *what, const char *fmt, ...)
 				   " \n--- want\n%s\n--- got\n%s\n---", w_, g_ ? g_ : "(null)"); \
 	} while (0)
 
-/* |got - want| <= tol * max(1, |want|) */
+/* got == want, compared and printed as uint64_t */
+#define CHECK_U64(got, want)                                                              \
+	do {                                                                              \
+		uint64_t g_ = (uint64_t)(got), w_ = (uint64_t)(want);                     \
+		if (g_ != w_)                                                             \
+			check_fail(__FILE__, __LINE__, #got " == " #want,                 \
+				   " got %" PRIu64 ", want %" PRIu64, g_, w_);            \
+	} while (0)
+
+/* |got - want| <= tol * max(1, |want|); a NaN want asks for NaN */
 #define CHECK_NEAR(got, want, tol)                                                        \
 	do {                                                                              \
 		double g_ = (double)(got), w_ = (double)(want);                           \
-		if (!(fabs(g_ - w_) <= (tol) * fmax(1.0, fabs(w_))))                      \
+		if (isnan(w_) ? !isnan(g_) : !(fabs(g_ - w_) <= (tol) * fmax(1.0, fabs(w_)))) \
 			check_fail(__FILE__, __LINE__, #got " ~ " #want,                  \
 				   " got %.17g, want %.17g (tolerance %g)", g_, w_, (double)(tol)); \
 	} while (0)

@@ -18,95 +18,19 @@
 #include "lib/error.h"
 #include "replay/memory.h"
 #include "replay/replay.h"
-#include "trace/bundle.h"
-
-static int failures;
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		failures++; \
-	} \
-} while (0)
-#define CHECK_U64(got, want) do { \
-	uint64_t g_ = (uint64_t)(got), w_ = (uint64_t)(want); \
-	if (g_ != w_) { \
-		fprintf(stderr, "%s:%d: check failed: %s == %" PRIu64 ", want %" PRIu64 "\n", \
-			__FILE__, __LINE__, #got, g_, w_); \
-		failures++; \
-	} \
-} while (0)
+#include "tests/lib/builder.h"
+#include "tests/lib/check.h"
 
 /* ---- building events -------------------------------------------------- */
 
-/* String ids of the scenario; index = id when added through replay_set_strings. */
-enum {
-	S_FORWARD = 1, S_BACKWARD, S_OPTIMIZER, S_W1, S_W1_PATH, S_GW1, S_GW1_PATH, S_ADAMW,
-	S_ADAMW_PATH, S_STEP, S_COUNT
-};
-static const char *const names[S_COUNT] = {
-	"", "forward", "backward", "optimizer", "w1", "step/forward/layer.0/ffn/w1",
-	"grad_w1", "step/backward/layer.0/ffn/w1", "adamw", "step/optimizer/adamw", "step",
-};
-
-struct sink {
-	struct replay *rp;                 /* or */
-	struct bundle_writer *w;
-	uint32_t id[S_COUNT];              /* scenario id -> real id */
-};
-
-static void emit(struct sink *s, struct st_event *ev)
+/* An op whose kind is its name: the timeline needs no more. */
+static void op(struct builder *b, uint32_t id, const char *name, const char *path, const char *phase)
 {
-	int rc = s->rp ? replay_add(s->rp, ev) : bundle_writer_add(s->w, ev);
-
-	CHECK(rc == 0);
+	builder_op(b, &(struct builder_op){ .id = id, .name = name, .path = path, .kind = name,
+		   .phase = phase });
 }
 
-static void op(struct sink *s, uint32_t id, int name, int path, int phase)
-{
-	struct st_event ev = { .kind = ST_OP };
-
-	ev.op.id = id;
-	ev.op.name = s->id[name];
-	ev.op.path = s->id[path];
-	ev.op.kind = s->id[name];
-	ev.op.phase = s->id[phase];
-	emit(s, &ev);
-}
-
-static void step(struct sink *s, uint32_t index, uint64_t start, uint64_t end)
-{
-	struct st_event ev = { .kind = ST_STEP, .start = start, .end = end };
-
-	ev.step.index = index;
-	ev.step.thread = 1;
-	emit(s, &ev);
-}
-
-static void range(struct sink *s, int name, uint32_t depth, uint64_t start, uint64_t end)
-{
-	struct st_event ev = { .kind = ST_RANGE, .start = start, .end = end };
-
-	ev.range.name = s->id[name];
-	ev.range.depth = depth;
-	ev.range.thread = 1;
-	emit(s, &ev);
-}
-
-static void mem(struct sink *s, int kind, uint64_t t, uint64_t addr, uint64_t size, int cat,
-		uint32_t op_id, int source)
-{
-	struct st_event ev = { .kind = kind, .start = t, .end = t };
-
-	ev.mem.address = addr;
-	ev.mem.size = size;
-	ev.mem.category = (uint32_t)cat;
-	ev.mem.op = op_id;
-	ev.mem.source = (uint32_t)source;
-	emit(s, &ev);
-}
-
-#define ALLOC(s, t, a, n, c, o) mem((s), ST_ALLOC, (t), (a), (n), (c), (o), ST_SRC_MODEL)
-#define FREE(s, t, a, o) mem((s), ST_FREE, (t), (a), 0, 0, (o), ST_SRC_MODEL)
+#define FREE(b, t, a, o) builder_free((b), (t), (a), 0, 0, (o))
 
 /*
  * The main scenario (times in ns, live total after each event):
@@ -130,43 +54,41 @@ static void mem(struct sink *s, int kind, uint64_t t, uint64_t addr, uint64_t si
  *   2600 free  g3                                1400
  * Driver view: 150 alloc 0xd000 4096; 250 alloc 0xe000 8192; 2700 free 0xd000.
  */
-static void scenario(struct sink *s)
+static void scenario(struct builder *b)
 {
-	op(s, 1, S_W1, S_W1_PATH, S_FORWARD);
-	op(s, 2, S_GW1, S_GW1_PATH, S_BACKWARD);
-	op(s, 3, S_ADAMW, S_ADAMW_PATH, S_OPTIMIZER);
-	step(s, 0, 100, 1000);
-	step(s, 1, 2000, 3000);
-	ALLOC(s, 10, 0x1000, 1000, ST_MEM_PARAMETER, 0);
-	ALLOC(s, 200, 0x2000, 300, ST_MEM_ACTIVATION, 1);
-	ALLOC(s, 300, 0x3000, 200, ST_MEM_TEMPORARY, 1);
-	FREE(s, 400, 0x3000, 1);
-	ALLOC(s, 500, 0x4000, 250, ST_MEM_GRADIENT, 2);
-	FREE(s, 600, 0x2000, 2);
-	ALLOC(s, 600, 0x5000, 300, ST_MEM_GRADIENT, 2);
-	ALLOC(s, 700, 0x6000, 400, ST_MEM_OPTIMIZER, 3);
-	FREE(s, 800, 0x4000, 3);
-	FREE(s, 800, 0x5000, 3);
-	FREE(s, 900, 0x9999, 3);
-	ALLOC(s, 2100, 0x2000, 500, ST_MEM_ACTIVATION, 1);
-	ALLOC(s, 2200, 0x3000, 100, ST_MEM_TEMPORARY, 1);
-	FREE(s, 2300, 0x3000, 1);
-	ALLOC(s, 2400, 0x4000, 200, ST_MEM_GRADIENT, 2);
-	FREE(s, 2500, 0x2000, 2);
-	FREE(s, 2600, 0x4000, 2);
-	mem(s, ST_ALLOC, 150, 0xd000, 4096, 0, 0, ST_SRC_DRIVER);
-	mem(s, ST_ALLOC, 250, 0xe000, 8192, 0, 0, ST_SRC_DRIVER);
-	mem(s, ST_FREE, 2700, 0xd000, 0, 0, 0, ST_SRC_DRIVER);
+	op(b, 1, "w1", "step/forward/layer.0/ffn/w1", "forward");
+	op(b, 2, "grad_w1", "step/backward/layer.0/ffn/w1", "backward");
+	op(b, 3, "adamw", "step/optimizer/adamw", "optimizer");
+	builder_step(b, 0, false, 100, 1000);
+	builder_step(b, 1, false, 2000, 3000);
+	builder_alloc(b, 10, 0x1000, 1000, ST_MEM_PARAMETER, 0);
+	builder_alloc(b, 200, 0x2000, 300, ST_MEM_ACTIVATION, 1);
+	builder_alloc(b, 300, 0x3000, 200, ST_MEM_TEMPORARY, 1);
+	FREE(b, 400, 0x3000, 1);
+	builder_alloc(b, 500, 0x4000, 250, ST_MEM_GRADIENT, 2);
+	FREE(b, 600, 0x2000, 2);
+	builder_alloc(b, 600, 0x5000, 300, ST_MEM_GRADIENT, 2);
+	builder_alloc(b, 700, 0x6000, 400, ST_MEM_OPTIMIZER, 3);
+	FREE(b, 800, 0x4000, 3);
+	FREE(b, 800, 0x5000, 3);
+	FREE(b, 900, 0x9999, 3);
+	builder_alloc(b, 2100, 0x2000, 500, ST_MEM_ACTIVATION, 1);
+	builder_alloc(b, 2200, 0x3000, 100, ST_MEM_TEMPORARY, 1);
+	FREE(b, 2300, 0x3000, 1);
+	builder_alloc(b, 2400, 0x4000, 200, ST_MEM_GRADIENT, 2);
+	FREE(b, 2500, 0x2000, 2);
+	FREE(b, 2600, 0x4000, 2);
+	b->source = ST_SRC_DRIVER;
+	builder_alloc(b, 150, 0xd000, 4096, 0, 0);
+	builder_alloc(b, 250, 0xe000, 8192, 0, 0);
+	FREE(b, 2700, 0xd000, 0);
+	b->source = ST_SRC_MODEL;
 }
 
-static void replay_begin(struct replay *rp, struct sink *s)
+static void replay_begin(struct replay *rp, struct builder *b)
 {
-	replay_init(rp);
-	CHECK(replay_set_strings(rp, names, S_COUNT) == 0);
-	memset(s, 0, sizeof(*s));
-	s->rp = rp;
-	for (uint32_t i = 0; i < S_COUNT; i++)
-		s->id[i] = i;
+	builder_init(b);
+	builder_open_replay(b, rp);
 }
 
 /* ---- tests ------------------------------------------------------------ */
@@ -181,15 +103,15 @@ static void check_peak(const struct mem_timeline *tl, const struct mem_peak *p, 
 static void test_main_scenario(void)
 {
 	struct replay rp;
-	struct sink s;
+	struct builder b;
 	struct mem_timeline tl, drv;
 	struct mem_capacity cap;
 	uint32_t top[3];
 	uint64_t cat[ST_MEM_CATEGORY_COUNT];
 
-	replay_begin(&rp, &s);
-	scenario(&s);
-	CHECK(replay_build(&rp) == 0);
+	replay_begin(&rp, &b);
+	scenario(&b);
+	CHECK(builder_close(&b, NULL) == 0);
 	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
 
 	CHECK_U64(tl.n_points, 17);
@@ -292,19 +214,19 @@ static void test_equal_time(void)
 {
 	for (int alloc_first = 0; alloc_first < 2; alloc_first++) {
 		struct replay rp;
-		struct sink s;
+		struct builder b;
 		struct mem_timeline tl;
 
-		replay_begin(&rp, &s);
-		ALLOC(&s, 10, 0xa, 100, ST_MEM_TEMPORARY, 0);
+		replay_begin(&rp, &b);
+		builder_alloc(&b, 10, 0xa, 100, ST_MEM_TEMPORARY, 0);
 		if (alloc_first) {
-			ALLOC(&s, 20, 0xb, 100, ST_MEM_TEMPORARY, 0);
-			FREE(&s, 20, 0xa, 0);
+			builder_alloc(&b, 20, 0xb, 100, ST_MEM_TEMPORARY, 0);
+			FREE(&b, 20, 0xa, 0);
 		} else {
-			FREE(&s, 20, 0xa, 0);
-			ALLOC(&s, 20, 0xb, 100, ST_MEM_TEMPORARY, 0);
+			FREE(&b, 20, 0xa, 0);
+			builder_alloc(&b, 20, 0xb, 100, ST_MEM_TEMPORARY, 0);
 		}
-		CHECK(replay_build(&rp) == 0);
+		CHECK(builder_close(&b, NULL) == 0);
 		CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
 		if (alloc_first) {
 			check_peak(&tl, &tl.peak, 200, 20);
@@ -322,17 +244,17 @@ static void test_equal_time(void)
 static void test_reuse_and_leaks(void)
 {
 	struct replay rp;
-	struct sink s;
+	struct builder b;
 	struct mem_timeline tl;
 
-	replay_begin(&rp, &s);
-	ALLOC(&s, 1, 0x1, 10, ST_MEM_WORKSPACE, 0);
-	ALLOC(&s, 2, 0x1, 20, ST_MEM_WORKSPACE, 0);
-	ALLOC(&s, 3, 0x2, 0, ST_MEM_WORKSPACE, 0);
-	FREE(&s, 4, 0x1, 0);
-	FREE(&s, 5, 0x1, 0);
-	FREE(&s, 6, 0x2, 0);
-	CHECK(replay_build(&rp) == 0);
+	replay_begin(&rp, &b);
+	builder_alloc(&b, 1, 0x1, 10, ST_MEM_WORKSPACE, 0);
+	builder_alloc(&b, 2, 0x1, 20, ST_MEM_WORKSPACE, 0);
+	builder_alloc(&b, 3, 0x2, 0, ST_MEM_WORKSPACE, 0);
+	FREE(&b, 4, 0x1, 0);
+	FREE(&b, 5, 0x1, 0);
+	FREE(&b, 6, 0x2, 0);
+	CHECK(builder_close(&b, NULL) == 0);
 	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
 	CHECK_U64(tl.n_reused_live, 1);
 	check_peak(&tl, &tl.peak, 30, 2);
@@ -350,19 +272,19 @@ static void test_reuse_and_leaks(void)
 static void test_phase_from_range(void)
 {
 	struct replay rp;
-	struct sink s;
+	struct builder b;
 	struct mem_timeline tl;
 
-	replay_begin(&rp, &s);
-	op(&s, 3, S_ADAMW, S_ADAMW_PATH, S_OPTIMIZER);
-	step(&s, 0, 0, 100);
-	range(&s, S_STEP, 0, 0, 100);
-	range(&s, S_FORWARD, 1, 0, 50);
-	range(&s, S_BACKWARD, 1, 51, 100);
-	ALLOC(&s, 10, 0x1, 10, ST_MEM_ACTIVATION, 0);
-	ALLOC(&s, 60, 0x2, 5, ST_MEM_GRADIENT, 0);
-	ALLOC(&s, 70, 0x3, 7, ST_MEM_OPTIMIZER, 3);
-	CHECK(replay_build(&rp) == 0);
+	replay_begin(&rp, &b);
+	op(&b, 3, "adamw", "step/optimizer/adamw", "optimizer");
+	builder_step(&b, 0, false, 0, 100);
+	builder_range(&b, "step", 0, 0, 100);
+	builder_range(&b, "forward", 1, 0, 50);
+	builder_range(&b, "backward", 1, 51, 100);
+	builder_alloc(&b, 10, 0x1, 10, ST_MEM_ACTIVATION, 0);
+	builder_alloc(&b, 60, 0x2, 5, ST_MEM_GRADIENT, 0);
+	builder_alloc(&b, 70, 0x3, 7, ST_MEM_OPTIMIZER, 3);
+	CHECK(builder_close(&b, NULL) == 0);
 	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
 	CHECK(tl.n_points == 3);
 	CHECK_U64(tl.points[0].phase, MEM_PHASE_FORWARD);
@@ -379,12 +301,12 @@ static void test_phase_from_range(void)
 static void test_empty(void)
 {
 	struct replay rp;
-	struct sink s;
+	struct builder b;
 	struct mem_timeline tl;
 	struct mem_capacity cap;
 
-	replay_begin(&rp, &s);
-	CHECK(replay_build(&rp) == 0);
+	replay_begin(&rp, &b);
+	CHECK(builder_close(&b, NULL) == 0);
 	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
 	CHECK_U64(tl.n_points, 0);
 	CHECK(tl.peak.point < 0 && tl.peak.bytes == 0);
@@ -449,30 +371,29 @@ static void test_svg_helpers(void)
 	}
 }
 
-/* ---- the bundle for the CLI tests -------------------------------------- */
+/* ---- the bundles for the CLI tests -------------------------------------- */
+
+static void bundle_header(struct builder *b, const char *model, uint32_t ctx)
+{
+	builder_init(b);
+	b->config.model = (char *)model;
+	b->config.ctx = ctx;
+	b->config.batch = 4;
+	b->config.precision = "fp32";
+	b->config.mode = "train";
+	b->header.device = NULL;
+}
 
 static int write_bundle(const char *path)
 {
-	Steptrace__Header h = STEPTRACE__HEADER__INIT;
-	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
-	struct sink s = { 0 };
+	struct builder b;
 
-	cfg.model = "tiny";
-	cfg.ctx = 128;
-	cfg.batch = 4;
-	cfg.precision = "fp32";
-	cfg.mode = "train";
-	h.config = &cfg;
-	h.clock = "synthetic";
-	s.w = bundle_writer_open(path, &h, NULL);
-	if (!s.w)
+	bundle_header(&b, "tiny", 128);
+	if (builder_open(&b, path) < 0)
 		return 1;
-	for (int i = 1; i < S_COUNT; i++)
-		s.id[i] = bundle_writer_intern(s.w, names[i]);
-	scenario(&s);
-	return bundle_writer_close(s.w, "ok") < 0 || failures;
+	scenario(&b);
+	return builder_close(&b, "ok") < 0;
 }
-
 
 /*
  * A training-step-shaped bundle for looking at the chart: parameters at
@@ -483,123 +404,85 @@ static int write_bundle(const char *path)
  */
 static int write_train_bundle(const char *path)
 {
-	Steptrace__Header h = STEPTRACE__HEADER__INIT;
-	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
-	struct sink s = { 0 };
+	struct builder b;
 	enum { L = 8 };
 	const uint64_t MiB = 1 << 20, W = 48 * MiB, ACT = 24 * MiB;
 	uint64_t t = 1000, addr = 0x10000000;
 	uint64_t act[L][4], grad[L], moments[L][2], param[L];
-	uint32_t id_fwd, id_bwd, id_opt, id_step, id_layer[L], id_op[3], id_path[3], id_ffn;
 	bool have_grads = false;
+	char layer[32];
 
-	cfg.model = "synthetic";
-	cfg.ctx = 512;
-	cfg.batch = 4;
-	cfg.precision = "fp32";
-	cfg.mode = "train";
-	h.config = &cfg;
-	h.clock = "synthetic";
-	s.w = bundle_writer_open(path, &h, NULL);
-	if (!s.w)
+	bundle_header(&b, "synthetic", 512);
+	if (builder_open(&b, path) < 0)
 		return 1;
-	id_fwd = bundle_writer_intern(s.w, "forward");
-	id_bwd = bundle_writer_intern(s.w, "backward");
-	id_opt = bundle_writer_intern(s.w, "optimizer");
-	id_step = bundle_writer_intern(s.w, "step");
-	id_ffn = bundle_writer_intern(s.w, "ffn");
-	for (int l = 0; l < L; l++) {
-		char b[32];
-		snprintf(b, sizeof(b), "layer.%d", l);
-		id_layer[l] = bundle_writer_intern(s.w, b);
-	}
-	id_op[0] = bundle_writer_intern(s.w, "w1");
-	id_path[0] = bundle_writer_intern(s.w, "step/forward/layer.0/ffn/w1");
-	id_op[1] = bundle_writer_intern(s.w, "w1_grad");
-	id_path[1] = bundle_writer_intern(s.w, "step/backward/layer.0/ffn/w1");
-	id_op[2] = bundle_writer_intern(s.w, "adamw");
-	id_path[2] = bundle_writer_intern(s.w, "step/optimizer/adamw");
-	{
-		uint32_t ph[3] = { id_fwd, id_bwd, id_opt };
-		for (int k = 0; k < 3; k++) {
-			struct st_event ev = { .kind = ST_OP };
-			ev.op.id = (uint32_t)k + 1;
-			ev.op.name = id_op[k];
-			ev.op.kind = id_op[k];
-			ev.op.path = id_path[k];
-			ev.op.phase = ph[k];
-			emit(&s, &ev);
-		}
-	}
-#define RANGE(nm, dp, a, b) do { struct st_event e_ = { .kind = ST_RANGE, .start = (a), .end = (b) }; \
-	e_.range.name = (nm); e_.range.depth = (dp); e_.range.thread = 1; emit(&s, &e_); } while (0)
+	op(&b, 1, "w1", "step/forward/layer.0/ffn/w1", "forward");
+	op(&b, 2, "w1_grad", "step/backward/layer.0/ffn/w1", "backward");
+	op(&b, 3, "adamw", "step/optimizer/adamw", "optimizer");
 	for (int l = 0; l < L; l++) {
 		param[l] = addr += W;
-		ALLOC(&s, t += 100, param[l], W, ST_MEM_PARAMETER, 0);
+		builder_alloc(&b, t += 100, param[l], W, ST_MEM_PARAMETER, 0);
 	}
-	mem(&s, ST_ALLOC, t, 0x7f0000000000, 512 * MiB, 0, 0, ST_SRC_DRIVER);
+	b.source = ST_SRC_DRIVER;
+	builder_alloc(&b, t, 0x7f0000000000, 512 * MiB, 0, 0);
+	b.source = ST_SRC_MODEL;
 	for (uint32_t st = 0; st < 2; st++) {
 		uint64_t s0 = t += 200000, f0, b0, o0;
-		struct st_event ev = { .kind = ST_STEP };
 		uint64_t tmp = 0;
 
 		f0 = t += 1000;
-		ALLOC(&s, t += 1000, 0x1000, 2 * MiB, ST_MEM_INPUT, 1);
+		builder_alloc(&b, t += 1000, 0x1000, 2 * MiB, ST_MEM_INPUT, 1);
 		for (int l = 0; l < L; l++) {
 			uint64_t l0 = t;
 			for (int k = 0; k < 4; k++) {
 				act[l][k] = addr += ACT * 2;
-				ALLOC(&s, t += 20000, act[l][k], k == 2 ? ACT * 4 : ACT, ST_MEM_ACTIVATION, 1);
+				builder_alloc(&b, t += 20000, act[l][k], k == 2 ? ACT * 4 : ACT, ST_MEM_ACTIVATION, 1);
 				tmp = addr += ACT * 4;
-				ALLOC(&s, t += 5000, tmp, ACT * 2, ST_MEM_TEMPORARY, 1);
-				FREE(&s, t += 15000, tmp, 1);
+				builder_alloc(&b, t += 5000, tmp, ACT * 2, ST_MEM_TEMPORARY, 1);
+				FREE(&b, t += 15000, tmp, 1);
 			}
-			RANGE(id_ffn, 3, l0 + 10, t - 10);
-			RANGE(id_layer[l], 2, l0 + 1, t);
+			snprintf(layer, sizeof(layer), "layer.%d", l);
+			builder_range(&b, "ffn", 3, l0 + 10, t - 10);
+			builder_range(&b, layer, 2, l0 + 1, t);
 		}
-		ALLOC(&s, t += 10000, 0x2000, 96 * MiB, ST_MEM_TEMPORARY, 1);  /* logits */
-		RANGE(id_fwd, 1, f0, t += 1000);
+		builder_alloc(&b, t += 10000, 0x2000, 96 * MiB, ST_MEM_TEMPORARY, 1);  /* logits */
+		builder_range(&b, "forward", 1, f0, t += 1000);
 		b0 = t += 1000;
-		FREE(&s, t += 10000, 0x2000, 2);
+		FREE(&b, t += 10000, 0x2000, 2);
 		for (int l = L - 1; l >= 0; l--) {
+			uint64_t scratch = 0x7f1000000000 + (uint64_t)l * 0x1000000;
 			if (!have_grads) {
 				grad[l] = addr += W;
-				ALLOC(&s, t += 10000, grad[l], W, ST_MEM_GRADIENT, 2);
+				builder_alloc(&b, t += 10000, grad[l], W, ST_MEM_GRADIENT, 2);
 			}
 			tmp = addr += ACT * 4;
-			ALLOC(&s, t += 5000, tmp, ACT * 3, ST_MEM_TEMPORARY, 2);
+			builder_alloc(&b, t += 5000, tmp, ACT * 3, ST_MEM_TEMPORARY, 2);
 			for (int k = 3; k >= 0; k--)
-				FREE(&s, t += 15000, act[l][k], 2);
-			FREE(&s, t += 5000, tmp, 2);
-			mem(&s, ST_ALLOC, t, 0x7f1000000000 + (uint64_t)l * 0x1000000, 8 * MiB, 0, 0, ST_SRC_DRIVER);
-			mem(&s, ST_FREE, t + 4000, 0x7f1000000000 + (uint64_t)l * 0x1000000, 0, 0, 0, ST_SRC_DRIVER);
+				FREE(&b, t += 15000, act[l][k], 2);
+			FREE(&b, t += 5000, tmp, 2);
+			b.source = ST_SRC_DRIVER;
+			builder_alloc(&b, t, scratch, 8 * MiB, 0, 0);
+			FREE(&b, t + 4000, scratch, 0);
+			b.source = ST_SRC_MODEL;
 		}
-		FREE(&s, t += 1000, 0x1000, 2);
+		FREE(&b, t += 1000, 0x1000, 2);
 		have_grads = true;
-		RANGE(id_bwd, 1, b0, t += 1000);
+		builder_range(&b, "backward", 1, b0, t += 1000);
 		o0 = t += 1000;
 		for (int l = 0; l < L; l++) {
 			if (st == 0) {
 				moments[l][0] = addr += W;
-				ALLOC(&s, t += 8000, moments[l][0], W, ST_MEM_OPTIMIZER, 3);
+				builder_alloc(&b, t += 8000, moments[l][0], W, ST_MEM_OPTIMIZER, 3);
 				moments[l][1] = addr += W;
-				ALLOC(&s, t += 8000, moments[l][1], W, ST_MEM_OPTIMIZER, 3);
+				builder_alloc(&b, t += 8000, moments[l][1], W, ST_MEM_OPTIMIZER, 3);
 			}
-			ALLOC(&s, t += 2000, 0x3000, 16 * MiB, ST_MEM_WORKSPACE, 3);
-			FREE(&s, t += 6000, 0x3000, 3);
+			builder_alloc(&b, t += 2000, 0x3000, 16 * MiB, ST_MEM_WORKSPACE, 3);
+			FREE(&b, t += 6000, 0x3000, 3);
 		}
-		RANGE(id_opt, 1, o0, t += 1000);
-		RANGE(id_step, 0, s0, t += 1000);
-		ev.start = s0;
-		ev.end = t;
-		ev.step.index = st;
-		ev.step.warmup = st == 0;
-		ev.step.thread = 1;
-		emit(&s, &ev);
+		builder_range(&b, "optimizer", 1, o0, t += 1000);
+		builder_range(&b, "step", 0, s0, t += 1000);
+		builder_step(&b, st, st == 0, s0, t);
 	}
-#undef RANGE
-	(void)id_layer;
-	return bundle_writer_close(s.w, "ok") < 0 || failures;
+	return builder_close(&b, "ok") < 0;
 }
 
 int main(int argc, char **argv)
@@ -614,9 +497,5 @@ int main(int argc, char **argv)
 	test_phase_from_range();
 	test_empty();
 	test_svg_helpers();
-	if (failures)
-		fprintf(stderr, "%d check(s) failed\n", failures);
-	else
-		printf("memory: all checks passed\n");
-	return failures ? 1 : 0;
+	return check_done("test_memory");
 }

@@ -11,51 +11,9 @@
 
 #include "lib/error.h"
 #include "replay/replay.h"
+#include "tests/lib/builder.h"
+#include "tests/lib/check.h"
 #include "trace/bundle.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                    \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                       \
-			fputc('\n', stderr);                                                \
-			failures++;                                                         \
-		}                                                                           \
-	} while (0)
-
-static const char *const names[] = { "", "step", "forward", "layer.0", "attn", "softmax",
-				     "k_a", "k_b", "k_c", "k_d", "loader", "cudaLaunchKernel" };
-enum { N_STEP = 1, N_FWD, N_L0, N_ATTN, N_SOFT, K_A, K_B, K_C, K_D, N_LOADER, N_LAUNCH };
-
-static void ev_range(struct replay *rp, uint32_t name, uint64_t thread, uint32_t depth,
-		     uint64_t s, uint64_t e)
-{
-	struct st_event ev = { .kind = ST_RANGE, .start = s, .end = e };
-	ev.range.name = name;
-	ev.range.thread = thread;
-	ev.range.depth = depth;
-	replay_add(rp, &ev);
-}
-
-static void ev_api(struct replay *rp, uint64_t thread, uint64_t corr, uint64_t s, uint64_t e)
-{
-	struct st_event ev = { .kind = ST_API, .start = s, .end = e };
-	ev.api.name = N_LAUNCH;
-	ev.api.thread = thread;
-	ev.api.correlation = corr;
-	replay_add(rp, &ev);
-}
-
-static void ev_kernel(struct replay *rp, uint32_t name, uint64_t corr, uint32_t stream,
-		      uint64_t s, uint64_t e)
-{
-	struct st_event ev = { .kind = ST_KERNEL, .start = s, .end = e };
-	ev.kernel.name = name;
-	ev.kernel.correlation = corr;
-	ev.kernel.stream = stream;
-	replay_add(rp, &ev);
-}
 
 static const struct replay_activity *find_kernel(const struct replay *rp, uint64_t corr)
 {
@@ -81,51 +39,51 @@ static int32_t range_by_path(const struct replay *rp, const char *path)
 
 static void test_projection(void)
 {
+	/* thread 1: step [0,1000] > forward [0,1000] (same span: depth decides) > layer.0 [100,500]
+	 * > attn [100,500] > softmax [200,300], closed innermost first as a recorder writes them */
+	static const struct builder_span ranges[] = {
+		{ "softmax", 4, 200, 300 }, { "attn", 3, 100, 500 }, { "layer.0", 2, 100, 500 },
+		{ "forward", 1, 0, 1000 }, { "step", 0, 0, 1000 },
+	};
 	struct replay rp;
+	struct builder b;
+	uint64_t c1, c2, c3, c4, c6, c7;
 	int32_t r;
 
-	replay_init(&rp);
-	replay_set_strings(&rp, names, sizeof(names) / sizeof(names[0]));
-	/* thread 1: step [0,1000] > forward [0,1000] (same span: depth decides) > layer.0 [100,500]
-	 * > attn [100,500] > softmax [200,300]; thread 2: loader [0,1000] */
-	ev_range(&rp, N_SOFT, 1, 4, 200, 300); /* closed first, as a recorder writes them */
-	ev_range(&rp, N_ATTN, 1, 3, 100, 500);
-	ev_range(&rp, N_L0, 1, 2, 100, 500);
-	ev_range(&rp, N_FWD, 1, 1, 0, 1000);
-	ev_range(&rp, N_STEP, 1, 0, 0, 1000);
-	ev_range(&rp, N_LOADER, 2, 0, 0, 1000);
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_ranges(&b, 0, ranges, sizeof(ranges) / sizeof(ranges[0]));
+	b.thread = 2;   /* loader [0,1000] */
+	builder_range(&b, "loader", 0, 0, 1000);
+	b.thread = 1;
 	/* 1: call starts exactly when softmax starts -> softmax covers it */
-	ev_api(&rp, 1, 1, 200, 210);
-	ev_kernel(&rp, K_A, 1, 7, 1000, 1100);
+	c1 = builder_launch(&b, "k_a", 7, 0, 200, 210, 1000, 1100);
 	/* 2: call starts at softmax's end but ends after it -> attn, not softmax */
-	ev_api(&rp, 1, 2, 300, 310);
-	ev_kernel(&rp, K_B, 2, 8, 1050, 1200);   /* overlaps kernel 1 on another stream */
+	c2 = builder_launch(&b, "k_b", 8, 0, 300, 310, 1050, 1200);   /* overlaps 1 on another stream */
 	/* 3: zero-length call at softmax's end -> softmax (inclusive end) */
-	ev_api(&rp, 1, 3, 300, 300);
-	ev_kernel(&rp, K_C, 3, 7, 1300, 1400);
+	c3 = builder_launch(&b, "k_c", 7, 0, 300, 300, 1300, 1400);
 	/* 4: a call on thread 2 inside thread 1's softmax time -> loader only */
-	ev_api(&rp, 2, 4, 250, 260);
-	ev_kernel(&rp, K_D, 4, 9, 1500, 1600);
+	b.thread = 2;
+	c4 = builder_launch(&b, "k_d", 9, 0, 250, 260, 1500, 1600);
+	b.thread = 1;
 	/* 5: a kernel no call launched -> no range */
-	ev_kernel(&rp, K_D, 99, 9, 1700, 1750);
+	builder_kernel(&b, "k_d", 99, 9, 0, 1700, 1750);
 	/* 6: a call just before every range on thread 1 started... at 0 the step starts */
-	ev_api(&rp, 1, 6, 0, 0);
-	ev_kernel(&rp, K_D, 6, 7, 1800, 1810);
+	c6 = builder_launch(&b, "k_d", 7, 0, 0, 0, 1800, 1810);
 	/* 7: a call after every range ended */
-	ev_api(&rp, 1, 7, 1001, 1002);
-	ev_kernel(&rp, K_D, 7, 7, 1900, 1910);
-	CHECK(replay_build(&rp) == 0, "build");
+	c7 = builder_launch(&b, "k_d", 7, 0, 1001, 1002, 1900, 1910);
+	CHECK(builder_close(&b, NULL) == 0, "build");
 
 	CHECK(rp.n_ranges == 6 && rp.n_threads == 2 && rp.n_streams == 3, "%zu ranges %zu threads %zu streams",
 	      rp.n_ranges, rp.n_threads, rp.n_streams);
-	CHECK(!strcmp(kernel_path(&rp, 1), "step/forward/layer.0/attn/softmax"), "k1 %s", kernel_path(&rp, 1));
-	CHECK(!strcmp(kernel_path(&rp, 2), "step/forward/layer.0/attn"), "k2 %s", kernel_path(&rp, 2));
-	CHECK(!strcmp(kernel_path(&rp, 3), "step/forward/layer.0/attn/softmax"), "k3 %s", kernel_path(&rp, 3));
-	CHECK(!strcmp(kernel_path(&rp, 4), "loader"), "k4 %s", kernel_path(&rp, 4));
+	CHECK(!strcmp(kernel_path(&rp, c1), "step/forward/layer.0/attn/softmax"), "k1 %s", kernel_path(&rp, c1));
+	CHECK(!strcmp(kernel_path(&rp, c2), "step/forward/layer.0/attn"), "k2 %s", kernel_path(&rp, c2));
+	CHECK(!strcmp(kernel_path(&rp, c3), "step/forward/layer.0/attn/softmax"), "k3 %s", kernel_path(&rp, c3));
+	CHECK(!strcmp(kernel_path(&rp, c4), "loader"), "k4 %s", kernel_path(&rp, c4));
 	CHECK(!strcmp(kernel_path(&rp, 99), ""), "orphan %s", kernel_path(&rp, 99));
 	CHECK(find_kernel(&rp, 99)->api == -1, "orphan has no call");
-	CHECK(!strcmp(kernel_path(&rp, 6), "step/forward"), "k6 %s", kernel_path(&rp, 6));
-	CHECK(!strcmp(kernel_path(&rp, 7), ""), "k7 %s", kernel_path(&rp, 7));
+	CHECK(!strcmp(kernel_path(&rp, c6), "step/forward"), "k6 %s", kernel_path(&rp, c6));
+	CHECK(!strcmp(kernel_path(&rp, c7), ""), "k7 %s", kernel_path(&rp, c7));
 
 	/* softmax: kernels 1 and 3: span [1000,1400], busy 100+100 */
 	r = range_by_path(&rp, "step/forward/layer.0/attn/softmax");
@@ -156,12 +114,12 @@ static void test_projection(void)
 	/* filters */
 	struct replay_filter f;
 	CHECK(replay_filter_init(&f, &rp, "forward") == 0, "filter");
-	CHECK(replay_filter_activity(&f, &rp, find_kernel(&rp, 1)) && replay_filter_activity(&f, &rp, find_kernel(&rp, 6)) &&
-	      !replay_filter_activity(&f, &rp, find_kernel(&rp, 4)) && !replay_filter_activity(&f, &rp, find_kernel(&rp, 99)),
+	CHECK(replay_filter_activity(&f, &rp, find_kernel(&rp, c1)) && replay_filter_activity(&f, &rp, find_kernel(&rp, c6)) &&
+	      !replay_filter_activity(&f, &rp, find_kernel(&rp, c4)) && !replay_filter_activity(&f, &rp, find_kernel(&rp, 99)),
 	      "forward filter");
 	replay_filter_release(&f);
 	CHECK(replay_filter_init(&f, &rp, "layer.*/attn/softmax") == 0, "filter");
-	CHECK(replay_filter_activity(&f, &rp, find_kernel(&rp, 3)) && !replay_filter_activity(&f, &rp, find_kernel(&rp, 2)),
+	CHECK(replay_filter_activity(&f, &rp, find_kernel(&rp, c3)) && !replay_filter_activity(&f, &rp, find_kernel(&rp, c2)),
 	      "softmax filter");
 	replay_filter_release(&f);
 	replay_release(&rp);
@@ -205,24 +163,19 @@ static void test_patterns(void)
 static void test_steps(void)
 {
 	struct replay rp;
-	struct st_event ev = { .kind = ST_STEP };
+	struct builder b;
 
-	replay_init(&rp);
-	replay_set_strings(&rp, names, sizeof(names) / sizeof(names[0]));
-	for (uint32_t i = 0; i < 3; i++) {
-		ev.start = 1000 * i;
-		ev.end = 1000 * i + 1000; /* steps touch: the shared instant goes to the later */
-		ev.step.index = i;
-		ev.step.warmup = i == 0;
-		replay_add(&rp, &ev);
-	}
-	ev_api(&rp, 1, 1, 1000, 1005);      /* launched at the 0/1 boundary -> step 1 */
-	ev_kernel(&rp, K_A, 1, 7, 1500, 1600);
-	ev_api(&rp, 1, 2, 999, 1001);       /* launched in warm-up step 0, runs in step 1's time */
-	ev_kernel(&rp, K_B, 2, 7, 1100, 1200);
-	ev_kernel(&rp, K_C, 77, 7, 2500, 2600); /* no call: its own start -> step 2 */
-	ev_kernel(&rp, K_D, 78, 7, 5000, 5100); /* after every step */
-	CHECK(replay_build(&rp) == 0, "build");
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	for (uint32_t i = 0; i < 3; i++)   /* steps touch: the shared instant goes to the later */
+		builder_step(&b, i, i == 0, 1000 * i, 1000 * i + 1000);
+	/* 1: launched at the 0/1 boundary -> step 1 */
+	builder_launch(&b, "k_a", 7, 0, 1000, 1005, 1500, 1600);
+	/* 2: launched in warm-up step 0, runs in step 1's time */
+	builder_launch(&b, "k_b", 7, 0, 999, 1001, 1100, 1200);
+	builder_kernel(&b, "k_c", 77, 7, 0, 2500, 2600);   /* no call: its own start -> step 2 */
+	builder_kernel(&b, "k_d", 78, 7, 0, 5000, 5100);   /* after every step */
+	CHECK(builder_close(&b, NULL) == 0, "build");
 	CHECK(rp.n_steps == 3 && rp.n_measured_steps == 2, "steps");
 	CHECK(find_kernel(&rp, 1)->step == 1 && find_kernel(&rp, 2)->step == 0 &&
 	      find_kernel(&rp, 77)->step == 2 && find_kernel(&rp, 78)->step == -1, "step assignment");
@@ -235,9 +188,10 @@ static void test_steps(void)
 	replay_release(&rp);
 
 	/* no steps: everything counts */
-	replay_init(&rp);
-	ev_kernel(&rp, 0, 0, 7, 10, 20);
-	CHECK(replay_build(&rp) == 0, "build");
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_kernel(&b, NULL, 0, 7, 0, 10, 20);
+	CHECK(builder_close(&b, NULL) == 0, "build");
 	CHECK(replay_counts(&rp, -1, false) && replay_step_divisor(&rp, false) == 1, "no steps");
 	replay_release(&rp);
 }
@@ -390,10 +344,5 @@ int main(void)
 		if (system(cmd) != 0)
 			fprintf(stderr, "cannot remove %s\n", dir);
 	}
-	if (failures) {
-		fprintf(stderr, "test_replay: %d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("test_replay: ok\n");
-	return 0;
+	return check_done("test_replay");
 }

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/bundle.h"
+#include "tests/lib/builder.h"
 
 #define HOST 4242
 #define STREAM 7
@@ -29,11 +29,9 @@
 #define V 10000
 #define N (B * T)
 
-static struct bundle_writer *W;
-static int failed;
+static struct builder bundle;
 static bool bf16;
-static uint64_t cpu_t, gpu_t, corr;
-static uint32_t next_op;
+static uint64_t cpu_t, gpu_t;
 static unsigned rng = 12345;
 
 static double jitter(void)
@@ -42,91 +40,33 @@ static double jitter(void)
 	return 0.97 + 0.06 * (double)((rng >> 8) & 0xffff) / 65535.0;
 }
 
-static void add(const struct st_event *ev)
-{
-	if (bundle_writer_add(W, ev) < 0)
-		failed = 1;
-}
-
-static uint32_t S(const char *s)
-{
-	return bundle_writer_intern(W, s);
-}
-
-/* An NVTX range written when it closes, as the recorder does. */
-static void range(const char *name, uint32_t depth, uint64_t start, uint64_t end)
-{
-	struct st_event ev = { .kind = ST_RANGE, .start = start, .end = end };
-
-	ev.range.name = S(name);
-	ev.range.thread = HOST;
-	ev.range.depth = depth;
-	add(&ev);
-}
-
-static void mem(int kind, uint64_t addr, uint64_t size, int cat, uint32_t op)
-{
-	struct st_event ev = { .kind = kind, .start = cpu_t, .end = cpu_t };
-
-	ev.mem.address = addr;
-	ev.mem.size = size;
-	ev.mem.category = (uint32_t)cat;
-	ev.mem.op = op;
-	add(&ev);
-	cpu_t += 300;
-}
-
 /* Registers an op; returns its id. */
 static uint32_t op(const char *phase, const char *path, const char *name, const char *kind,
 		   double flops, double bytes, bool matmul)
 {
-	struct st_event ev = { .kind = ST_OP };
-	char full[256];
+	uint8_t dt = bf16 && matmul ? ST_DT_BF16 : ST_DT_F32;
+	char full[8 + 256];   /* "step/" and a path of register_ops */
 
 	snprintf(full, sizeof(full), "step/%s", path);
-	ev.op.id = ++next_op;
-	ev.op.name = S(name);
-	ev.op.path = S(full);
-	ev.op.kind = S(kind);
-	ev.op.phase = S(phase);
-	ev.op.flops = (uint64_t)flops;
-	ev.op.bytes = (uint64_t)bytes;
-	ev.op.n_inputs = 2;
-	ev.op.inputs[0] = ev.op.inputs[1] = bf16 && matmul ? ST_DT_BF16 : ST_DT_F32;
-	ev.op.n_outputs = 1;
-	ev.op.outputs[0] = bf16 && matmul ? ST_DT_BF16 : ST_DT_F32;
-	add(&ev);
-	return ev.op.id;
+	return builder_op(&bundle, &(struct builder_op){ .name = name, .path = full, .kind = kind, .phase = phase,
+			  .flops = (uint64_t)flops, .bytes = (uint64_t)bytes, .inputs = { dt, dt },
+			  .outputs = { dt } });
 }
 
 /* A launch call on the host and its kernel on the GPU, timed from FLOPs and bytes. */
 static void launch(const char *kernel, uint32_t op_id, double flops, double bytes, bool matmul)
 {
+	static const struct builder_geometry gemm = { .grid = { 96, 4, 1 }, .block = { 384, 1, 1 },
+						      .registers = 168, .dynamic_smem = 197632 };
+	static const struct builder_geometry other = { .grid = { 512, 1, 1 }, .block = { 256, 1, 1 },
+						       .registers = 32 };
 	double peak = matmul ? (bf16 ? 989e12 * 0.55 : 67e12 * 0.7) : 67e12 * 0.5;
 	double ns = fmax(flops / peak, bytes / (3.35e12 * 0.6)) * 1e9 * jitter() + 2500;
-	struct st_event ev = { .kind = ST_API, .start = cpu_t, .end = cpu_t + 2600 };
-	uint64_t start;
+	uint64_t start = gpu_t > cpu_t + 3000 ? gpu_t : cpu_t + 3000;
 
-	ev.api.name = S("cudaLaunchKernel");
-	ev.api.thread = HOST;
-	ev.api.correlation = ++corr;
-	ev.api.cbid = 211;
-	add(&ev);
-	start = gpu_t > cpu_t + 3000 ? gpu_t : cpu_t + 3000;
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = ST_KERNEL;
-	ev.start = start;
-	ev.end = start + (uint64_t)ns;
-	ev.kernel.name = S(kernel);
-	ev.kernel.correlation = corr;
-	ev.kernel.stream = STREAM;
-	ev.kernel.op = op_id;
-	ev.kernel.grid[0] = matmul ? 96 : 512, ev.kernel.grid[1] = matmul ? 4 : 1, ev.kernel.grid[2] = 1;
-	ev.kernel.block[0] = matmul ? 384 : 256, ev.kernel.block[1] = 1, ev.kernel.block[2] = 1;
-	ev.kernel.registers = matmul ? 168 : 32;
-	ev.kernel.dynamic_smem = matmul ? 197632 : 0;
-	add(&ev);
-	gpu_t = ev.end + 900;
+	bundle.geometry = matmul ? gemm : other;
+	builder_launch(&bundle, kernel, STREAM, op_id, cpu_t, cpu_t + 2600, start, start + (uint64_t)ns);
+	gpu_t = start + (uint64_t)ns + 900;
 	cpu_t += 4200;
 }
 
@@ -211,13 +151,21 @@ static void register_ops(void)
 #define PARAMS 128625408ull
 static uint64_t next_addr = 0x7f0000000000ull;
 
+/* The model allocator takes 300 ns of host time per call. */
 static uint64_t alloc(uint64_t size, int cat, uint32_t op_id)
 {
 	uint64_t a = next_addr;
 
 	next_addr += (size + 0xfffff) & ~0xfffffull;
-	mem(ST_ALLOC, a, size, cat, op_id);
+	builder_alloc(&bundle, cpu_t, a, size, cat, op_id);
+	cpu_t += 300;
 	return a;
+}
+
+static void release(uint64_t address)
+{
+	builder_free(&bundle, cpu_t, address, 0, 0, 0);
+	cpu_t += 300;
 }
 
 static uint64_t saved[L][16], cast_buf;
@@ -226,73 +174,74 @@ static uint64_t saved[L][16], cast_buf;
 
 static void step(uint32_t index, bool warmup, bool first)
 {
-	uint64_t s0 = cpu_t, f0, l0, p0, o0, b0;
+	uint64_t s0 = cpu_t;
 	double es = bf16 ? 2 : 4;
 	char name[32];
 
-	/* forward */
-	f0 = cpu_t;
+	builder_push(&bundle, "step", cpu_t);
+	builder_push(&bundle, "forward", cpu_t);
 	uint64_t tokens = alloc((uint64_t)N * 8 * 2, ST_MEM_INPUT, 0);
 	if (bf16) {
-		uint64_t c = cpu_t, w = alloc(PARAMS * 2, ST_MEM_TEMPORARY, cast_id);
+		builder_push(&bundle, "cast_weights", cpu_t);
+		cast_buf = alloc(PARAMS * 2, ST_MEM_TEMPORARY, cast_id);
 		launch("cast_f32_to_bf16_kernel", cast_id, 0, 6.0 * PARAMS, false);
-		range("cast_weights", 2, c, cpu_t);
-		cast_buf = w;
+		builder_pop(&bundle, cpu_t);
 	}
 	for (int l = 0; l < L; l++) {
-		l0 = cpu_t;
+		snprintf(name, sizeof(name), "layer.%d", l);
+		builder_push(&bundle, name, cpu_t);
 		for (int part = 0; part < 2; part++) {
-			uint64_t a0 = cpu_t;
+			builder_push(&bundle, part ? "ffn" : "attn", cpu_t);
 			for (int k = 0; k < n_ops; k++) {
 				if (strcmp(ops[k].part, part ? "ffn" : "attn") != 0)
 					continue;
-				uint64_t o = cpu_t;
+				builder_push(&bundle, ops[k].name, cpu_t);
 				double out = strcmp(ops[k].name, "scores") == 0 || strcmp(ops[k].name, "softmax") == 0
 					? 4.0 * B * H * T * T : strncmp(ops[k].name, "w", 1) == 0 && ops[k].name[1] != '2'
 					? (double)N * DFF * es : (double)N * D * es;
 				saved[l][k] = alloc((uint64_t)out, ST_MEM_ACTIVATION, op_ids[0][l][k]);
 				launch(kernel_for(&ops[k], false, 0), op_ids[0][l][k], ops[k].flops, ops[k].bytes,
 				       ops[k].matmul);
-				range(ops[k].name, 4, o, cpu_t);
+				builder_pop(&bundle, cpu_t);
 			}
-			range(part ? "ffn" : "attn", 3, a0, cpu_t);
+			builder_pop(&bundle, cpu_t);
 		}
-		snprintf(name, sizeof(name), "layer.%d", l);
-		range(name, 2, l0, cpu_t);
+		builder_pop(&bundle, cpu_t);
 	}
-	p0 = cpu_t;
+	builder_push(&bundle, "lm_head", cpu_t);
 	uint64_t logits = alloc((uint64_t)N * V * 4, ST_MEM_ACTIVATION, head_ids[0]);
 	launch(bf16 ? kernel_for(&ops[1], false, 0) : "ampere_sgemm_128x64_tn", head_ids[0],
 	       2.0 * N * D * V, ((double)N * D + (double)D * V + (double)N * V) * es, true);
-	range("lm_head", 2, p0, cpu_t);
-	range("forward", 1, f0, cpu_t);
-	p0 = cpu_t;
+	builder_pop(&bundle, cpu_t);
+	builder_pop(&bundle, cpu_t);   /* forward */
+	builder_push(&bundle, "loss", cpu_t);
 	launch("cross_entropy_forward_kernel", head_ids[1], 5.0 * N * V, 2.0 * N * V * 4, false);
-	range("loss", 1, p0, cpu_t);
+	builder_pop(&bundle, cpu_t);
 
-	/* backward */
-	b0 = cpu_t;
+	builder_push(&bundle, "backward", cpu_t);
 	if (first)
 		for (int i = 0; i < 4; i++)
 			alloc(PARAMS, ST_MEM_GRADIENT, 0);   /* four gradient buckets */
 	uint64_t dlogits = alloc((uint64_t)N * V * 4, ST_MEM_TEMPORARY, head_ids[2]);
-	p0 = cpu_t;
+	builder_push(&bundle, "lm_head", cpu_t);
 	launch("cross_entropy_backward_kernel", head_ids[2], 3.0 * N * V, 2.0 * N * V * 4, false);
 	launch(bf16 ? kernel_for(&ops[1], true, 0) : "ampere_sgemm_64x64_nn", head_ids[3],
 	       2.0 * N * D * V, ((double)N * D + (double)D * V + (double)N * V) * es, true);
 	launch(bf16 ? kernel_for(&ops[1], true, 1) : "ampere_sgemm_128x64_nt", head_ids[3],
 	       2.0 * N * D * V, ((double)N * D + (double)D * V + (double)N * V) * es, true);
-	mem(ST_FREE, dlogits, 0, 0, 0);
-	mem(ST_FREE, logits, 0, 0, 0);
-	range("lm_head", 2, p0, cpu_t);
+	release(dlogits);
+	release(logits);
+	builder_pop(&bundle, cpu_t);
 	for (int l = L - 1; l >= 0; l--) {
-		l0 = cpu_t;
+		snprintf(name, sizeof(name), "layer.%d", l);
+		builder_push(&bundle, name, cpu_t);
 		for (int part = 1; part >= 0; part--) {
-			uint64_t a0 = cpu_t;
+			builder_push(&bundle, part ? "ffn" : "attn", cpu_t);
 			for (int k = n_ops - 1; k >= 0; k--) {
 				if (strcmp(ops[k].part, part ? "ffn" : "attn") != 0)
 					continue;
-				uint64_t o = cpu_t, tmp = 0;
+				uint64_t tmp = 0;
+				builder_push(&bundle, ops[k].name, cpu_t);
 				if (strcmp(ops[k].name, "softmax") == 0)
 					tmp = alloc(4ull * B * H * T * T, ST_MEM_TEMPORARY, op_ids[1][l][k]);
 				launch(kernel_for(&ops[k], true, 0), op_ids[1][l][k], ops[k].flops, ops[k].bytes,
@@ -301,49 +250,42 @@ static void step(uint32_t index, bool warmup, bool first)
 					launch(kernel_for(&ops[k], true, 1), op_ids[1][l][k], ops[k].flops, ops[k].bytes,
 					       true);
 				if (tmp)
-					mem(ST_FREE, tmp, 0, 0, 0);
-				mem(ST_FREE, saved[l][k], 0, 0, 0);
-				range(ops[k].name, 4, o, cpu_t);
+					release(tmp);
+				release(saved[l][k]);
+				builder_pop(&bundle, cpu_t);
 			}
-			range(part ? "ffn" : "attn", 3, a0, cpu_t);
+			builder_pop(&bundle, cpu_t);
 		}
-		snprintf(name, sizeof(name), "layer.%d", l);
-		range(name, 2, l0, cpu_t);
+		builder_pop(&bundle, cpu_t);
 	}
 	if (bf16)
-		mem(ST_FREE, cast_buf, 0, 0, 0);
-	range("backward", 1, b0, cpu_t);
+		release(cast_buf);
+	builder_pop(&bundle, cpu_t);   /* backward */
 
-	/* optimizer */
-	o0 = cpu_t;
+	builder_push(&bundle, "optimizer", cpu_t);
 	if (first) {
 		alloc(PARAMS * 4, ST_MEM_OPTIMIZER, adam_id);
 		alloc(PARAMS * 4, ST_MEM_OPTIMIZER, adam_id);
 	}
-	p0 = cpu_t;
+	builder_push(&bundle, "adamw", cpu_t);
 	launch("adamw_kernel", adam_id, 12.0 * PARAMS, 16.0 * PARAMS, false);
-	range("adamw", 2, p0, cpu_t);
-	range("optimizer", 1, o0, cpu_t);
-	mem(ST_FREE, tokens, 0, 0, 0);
+	builder_pop(&bundle, cpu_t);
+	builder_pop(&bundle, cpu_t);   /* optimizer */
+	release(tokens);
 
 	/* synchronise: the step ends when the GPU does */
 	cpu_t = (gpu_t > cpu_t ? gpu_t : cpu_t) + 6000;
-	range("step", 0, s0, cpu_t);
-	struct st_event ev = { .kind = ST_STEP, .start = s0, .end = cpu_t };
-	ev.step.index = index;
-	ev.step.warmup = warmup;
-	ev.step.thread = HOST;
-	add(&ev);
+	builder_pop(&bundle, cpu_t);   /* step */
+	builder_step(&bundle, index, warmup, s0, cpu_t);
 	cpu_t += 50000;
 	gpu_t = cpu_t;
 }
 
 int main(int argc, char **argv)
 {
+	Steptrace__RunConfig *cfg = &bundle.config;
+	Steptrace__DeviceInfo *dev = &bundle.device;
 	const char *out = NULL;
-	Steptrace__Header h = STEPTRACE__HEADER__INIT;
-	Steptrace__RunConfig cfg = STEPTRACE__RUN_CONFIG__INIT;
-	Steptrace__DeviceInfo dev = STEPTRACE__DEVICE_INFO__INIT;
 	char cmd[256];
 
 	for (int i = 1; i < argc; i++) {
@@ -358,39 +300,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: gen_step [--precision fp32|bf16] -o FILE\n");
 		return 2;
 	}
-	cfg.model = "small";
-	cfg.d_model = D, cfg.d_ff = DFF, cfg.layers = L, cfg.heads = H, cfg.vocab = V;
-	cfg.batch = B, cfg.ctx = T;
-	cfg.precision = bf16 ? "bf16" : "fp32";
-	cfg.mode = "train";
-	cfg.attention = "naive";
-	cfg.warmup_steps = 1, cfg.measured_steps = 3;
-	cfg.parameters = PARAMS;
-	cfg.lr = 1e-3;
-	dev.name = "NVIDIA H100 80GB HBM3 (synthetic)";
-	dev.sm_count = 132, dev.cc_major = 9, dev.cc_minor = 0;
-	dev.memory_bytes = 80ull << 30;
-	dev.sm_clock_khz = 1980000;
-	dev.peak_fp32_flops = 67e12, dev.peak_tf32_flops = 494e12;
-	dev.peak_bf16_flops = 989e12, dev.peak_fp16_flops = 989e12;
-	dev.peak_bandwidth = 3.35e12;
-	dev.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
-	dev.peak_note = "H100 SXM datasheet";
-	dev.cuda_runtime_version = 13000, dev.cuda_driver_version = 13000;
-	dev.cupti_version = 26, dev.cublas_version = 130000;
-	dev.driver_version = "580.95.05";
+	builder_init(&bundle);
+	builder_small_model(&bundle, bf16 ? "bf16" : "fp32");   /* D, DFF, L, H, V, B and T above */
+	cfg->warmup_steps = 1, cfg->measured_steps = 3;
+	cfg->parameters = PARAMS;
+	cfg->lr = 1e-3;
+	builder_h100(&bundle, "NVIDIA H100 80GB HBM3 (synthetic)");
+	dev->cuda_driver_version = 13000;
+	dev->cupti_version = 26, dev->cublas_version = 130000;
+	dev->driver_version = "580.95.05";
 	snprintf(cmd, sizeof(cmd), "steptrace record --model small --ctx 128 --precision %s --mode train "
 		 "--warmup 1 --steps 3 -o small-%s.stb   (synthetic: tests/report/gen_step)",
-		 cfg.precision, cfg.precision);
-	h.command_line = cmd;
-	h.hostname = "synthetic";
-	h.created_unix_ns = 1767225600ll * 1000000000ll;
-	h.config = &cfg;
-	h.device = &dev;
-	h.clock = "synthetic";
+		 cfg->precision, cfg->precision);
+	bundle.header.command_line = cmd;
+	bundle.header.hostname = "synthetic";
+	bundle.header.created_unix_ns = 1767225600ll * 1000000000ll;
+	bundle.thread = HOST;
+	bundle.cbid = 211;   /* CUPTI's cudaLaunchKernel */
 
-	W = bundle_writer_open(out, &h, NULL);
-	if (!W)
+	if (builder_open(&bundle, out) < 0)
 		return 1;
 	register_ops();
 	cpu_t = gpu_t = 1000000;
@@ -402,7 +330,5 @@ int main(int argc, char **argv)
 	gpu_t = cpu_t;
 	for (uint32_t s = 0; s < 4; s++)
 		step(s, s == 0, s == 0);
-	if (bundle_writer_close(W, "ok") < 0 || failed)
-		return 1;
-	return 0;
+	return builder_close(&bundle, "ok") < 0;
 }

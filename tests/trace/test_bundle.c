@@ -17,18 +17,8 @@
 #include <zstd.h>
 
 #include "lib/error.h"
+#include "tests/lib/check.h"
 #include "trace/bundle.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                         \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                            \
-			fputc('\n', stderr);                                     \
-			failures++;                                              \
-		}                                                                \
-	} while (0)
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void)
@@ -663,9 +653,6 @@ int main(int argc, char **argv)
 	test_missing_chunk(full);
 	error_set_stream(NULL);
 	test_not_bundles();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	else
-		printf("bundle format: all checks passed (%s)\n", tmpdir);
-	return failures != 0;
+	printf("test_bundle: bundles left in %s\n", tmpdir);
+	return check_done("test_bundle");
 }

@@ -1,0 +1,23 @@
+# check.sh: the shell tests' harness, sourced after `set -u`:
+#
+#   . "$(dirname "$0")/../lib/check.sh"
+#
+# $tmp is a folder removed at exit; `fail MSG` counts a failure and the test
+# goes on, so one run shows every broken expectation; `check_done NAME` is
+# the last line (exit status 1 when anything failed).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+check_done() {
+	if [ "$failures" != 0 ]; then
+		echo "$1: $failures failure(s)" >&2
+		exit 1
+	fi
+	echo "$1: ok"
+}
