@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "lib/error.h"
-#include "model/check.h"
+#include "lib/gpu_check.h"
 
 int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_observer *obs,
 		     const struct op_registry *ops)
@@ -19,18 +19,28 @@ int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_o
 	a->stream = s;
 	a->obs = obs;
 	a->ops = ops;
-	CUDA_CHECK(cudaGetDevice(&dev));
-	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+	if (CUDA_CHECK(cudaGetDevice(&dev)) || CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b)))
+		return MODEL_ERROR;
 	a->capacity = total_b;
 	memset(&props, 0, sizeof(props));
 	props.allocType = cudaMemAllocationTypePinned;
 	props.location.type = cudaMemLocationTypeDevice;
 	props.location.id = dev;
-	CUDA_CHECK(cudaMemPoolCreate(&a->pool, &props));
+	if (CUDA_CHECK(cudaMemPoolCreate(&a->pool, &props)))
+		return MODEL_ERROR;
 	/* keep freed memory in the pool between steps: steady state never calls the driver */
 	uint64_t keep = UINT64_MAX;
-	CUDA_CHECK(cudaMemPoolSetAttribute(a->pool, cudaMemPoolAttrReleaseThreshold, &keep));
-	return 0;
+	if (CUDA_CHECK(cudaMemPoolSetAttribute(a->pool, cudaMemPoolAttrReleaseThreshold, &keep)))
+		return MODEL_ERROR;
+	return MODEL_OK;
+}
+
+/* Gives p back to the pool, stream-ordered. */
+static void pool_free(struct model_alloc *a, void *p)
+{
+	/* nothing to undo: a failed free leaves its error line, and the block is lost */
+	if (CUDA_CHECK(cudaFreeAsync(p, a->stream)))
+		return;
 }
 
 /* ---- the cache of freed blocks, by exact size ---------------------------- */
@@ -117,12 +127,8 @@ void mem_cache_trim(struct model_alloc *a)
 	for (i = 0; i < a->n_bins; i++) {
 		struct mem_cache_bin *b = &a->bins[i];
 
-		for (j = 0; j < b->n; j++) {
-			cudaError_t e = cudaFreeAsync(b->ptr[j], a->stream);
-
-			if (e != cudaSuccess)
-				cuda_check_failed(e, "cudaFreeAsync", __FILE__, __LINE__);
-		}
+		for (j = 0; j < b->n; j++)
+			pool_free(a, b->ptr[j]);
 		b->n = 0;
 	}
 	a->cached = 0;
@@ -178,7 +184,8 @@ int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int categ
 			a->obs->oom(a->obs->ctx, size, category, a->op, a->live, a->capacity);
 		return MODEL_OOM;
 	}
-	CUDA_CHECK(e);
+	if (cuda_check_at(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__))
+		return MODEL_ERROR;
 got:
 	b->ptr = p;
 	b->size = size;
@@ -197,12 +204,8 @@ void mem_put(struct model_alloc *a, struct mem_block *b)
 		return;
 	if (a->obs)
 		a->obs->free(a->obs->ctx, (uint64_t)(uintptr_t)b->ptr, b->size, b->category, a->op);
-	if (cache_put(a, b->ptr, b->size)) {
-		cudaError_t e = cudaFreeAsync(b->ptr, a->stream);
-
-		if (e != cudaSuccess)
-			cuda_check_failed(e, "cudaFreeAsync", __FILE__, __LINE__);
-	}
+	if (cache_put(a, b->ptr, b->size))
+		pool_free(a, b->ptr);
 	a->live -= b->size;
 	a->live_by_category[b->category & 7] -= b->size;
 	b->ptr = NULL;

@@ -15,9 +15,9 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "lib/error.h"
+#include "lib/gpu_check.h"
 #include "kernels/init.h"
 #include "kernels/rope.h"
-#include "model/check.h"
 #include "model/internal.h"
 #include "trace/bundle.h"
 
@@ -213,14 +213,16 @@ static int create_buffers(struct model *m)
 		if ((rc = mem_get(&m->alloc, &m->adam_m, pb, ST_MEM_OPTIMIZER)) ||
 		    (rc = mem_get(&m->alloc, &m->adam_v, pb, ST_MEM_OPTIMIZER)))
 			return rc;
-		CUDA_CHECK(cudaMemsetAsync(m->adam_m.ptr, 0, pb, m->stream));
-		CUDA_CHECK(cudaMemsetAsync(m->adam_v.ptr, 0, pb, m->stream));
+		if (CUDA_CHECK(cudaMemsetAsync(m->adam_m.ptr, 0, pb, m->stream)) ||
+		    CUDA_CHECK(cudaMemsetAsync(m->adam_v.ptr, 0, pb, m->stream)))
+			return MODEL_ERROR;
 	}
 	if ((rc = mem_get(&m->alloc, &m->inputs, n * sizeof(int32_t), ST_MEM_INPUT)) ||
 	    (rc = mem_get(&m->alloc, &m->targets, n * sizeof(int32_t), ST_MEM_INPUT)))
 		return rc;
-	CUDA_CHECK(cudaMemsetAsync(m->inputs.ptr, 0, n * sizeof(int32_t), m->stream));
-	CUDA_CHECK(cudaMemsetAsync(m->targets.ptr, 0, n * sizeof(int32_t), m->stream));
+	if (CUDA_CHECK(cudaMemsetAsync(m->inputs.ptr, 0, n * sizeof(int32_t), m->stream)) ||
+	    CUDA_CHECK(cudaMemsetAsync(m->targets.ptr, 0, n * sizeof(int32_t), m->stream)))
+		return MODEL_ERROR;
 
 	/* RoPE's cos/sin table, like the module's buffer in PyTorch */
 	size_t tb = (size_t)c->ctx * m->dh * sizeof(float);
@@ -230,9 +232,10 @@ static int create_buffers(struct model *m)
 	if (!table)
 		return error("out of host memory for the RoPE table");
 	rope_table_fill(table, c->ctx, m->dh, 10000.0);
-	cudaError_t e = cudaMemcpy(m->rope.ptr, table, tb, cudaMemcpyHostToDevice);
+	rc = CUDA_CHECK(cudaMemcpy(m->rope.ptr, table, tb, cudaMemcpyHostToDevice));
 	free(table);
-	CUDA_CHECK(e);
+	if (rc)
+		return MODEL_ERROR;
 
 	if ((rc = mem_get(&m->alloc, &m->workspace, CUBLAS_WORKSPACE_BYTES, ST_MEM_WORKSPACE)))
 		return rc;
@@ -270,19 +273,13 @@ int model_create(struct model **out, const struct model_config *c,
 		error("out of host memory for the activation table");
 		goto fail;
 	}
-	if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess) {
-		error("cannot create a CUDA stream: %s", cudaGetErrorString(cudaGetLastError()));
+	if (CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking)))
 		goto fail;
-	}
 	for (int i = 0; i < 4; i++)
-		if (cudaEventCreate(&m->ev[i]) != cudaSuccess) {
-			error("cannot create a CUDA event");
+		if (CUDA_CHECK(cudaEventCreate(&m->ev[i])))
 			goto fail;
-		}
-	if (cudaMallocHost((void **)&m->loss_host, sizeof(float)) != cudaSuccess) {
-		error("cannot allocate pinned host memory for the loss");
+	if (CUDA_CHECK(cudaMallocHost((void **)&m->loss_host, sizeof(float))))
 		goto fail;
-	}
 	if (model_alloc_init(&m->alloc, m->stream, m->obs, &m->ops))
 		goto fail;
 
@@ -302,8 +299,7 @@ int model_create(struct model **out, const struct model_config *c,
 	setup_end(m);
 	if (rc != MODEL_OK)
 		goto fail;
-	if (cudaStreamSynchronize(m->stream) != cudaSuccess) {
-		error("model setup failed: %s", cudaGetErrorString(cudaGetLastError()));
+	if (CUDA_CHECK(cudaStreamSynchronize(m->stream))) {
 		rc = MODEL_ERROR;
 		goto fail;
 	}
@@ -387,9 +383,8 @@ int model_init_random(struct model *m, uint64_t seed)
 					       3.0f, seed * 1000003u + (uint64_t)i, m->stream);
 	}
 	setup_end(m);
-	if (rc)
+	if (rc || CUDA_CHECK(cudaStreamSynchronize(m->stream)))
 		return MODEL_ERROR;
-	CUDA_CHECK(cudaStreamSynchronize(m->stream));
 	return MODEL_OK;
 }
 
@@ -413,10 +408,10 @@ int model_load_weights(struct model *m, const struct tensor_set *w)
 	for (int i = 0; i < m->n_param && rc == MODEL_OK; i++) {
 		const struct param *p = &m->param[i];
 		const struct named_tensor *t = tensor_set_find(w, p->name);
-		cudaError_t e = cudaMemcpy((float *)m->params.ptr + p->offset, t->data,
-					   p->numel * sizeof(float), cudaMemcpyHostToDevice);
-		if (e != cudaSuccess)
-			rc = cuda_check_failed(e, "cudaMemcpy", __FILE__, __LINE__);
+
+		if (CUDA_CHECK(cudaMemcpy((float *)m->params.ptr + p->offset, t->data,
+					  p->numel * sizeof(float), cudaMemcpyHostToDevice)))
+			rc = MODEL_ERROR;
 	}
 	setup_end(m);
 	return rc;
@@ -439,11 +434,11 @@ int model_set_batch(struct model *m, const int32_t *inputs, const int32_t *targe
 	if (check_ids(m, inputs, n, "input") || (targets && check_ids(m, targets, n, "target")))
 		return MODEL_ERROR;
 	setup_begin(m, m->op_batch);
-	cudaError_t e = cudaMemcpy(m->inputs.ptr, inputs, n * sizeof(int32_t), cudaMemcpyHostToDevice);
-	if (e == cudaSuccess && targets)
-		e = cudaMemcpy(m->targets.ptr, targets, n * sizeof(int32_t), cudaMemcpyHostToDevice);
-	if (e != cudaSuccess)
-		rc = cuda_check_failed(e, "cudaMemcpy", __FILE__, __LINE__);
+	if (CUDA_CHECK(cudaMemcpy(m->inputs.ptr, inputs, n * sizeof(int32_t),
+				  cudaMemcpyHostToDevice)) ||
+	    (targets && CUDA_CHECK(cudaMemcpy(m->targets.ptr, targets, n * sizeof(int32_t),
+					      cudaMemcpyHostToDevice))))
+		rc = MODEL_ERROR;
 	setup_end(m);
 	m->have_targets = targets != NULL && rc == MODEL_OK;
 	return rc;
@@ -477,7 +472,8 @@ int model_random_batch(struct model *m, uint64_t seed)
 
 int model_export(struct model *m, struct tensor_set *weights, struct tensor_set *grads)
 {
-	CUDA_CHECK(cudaStreamSynchronize(m->stream));
+	if (CUDA_CHECK(cudaStreamSynchronize(m->stream)))
+		return MODEL_ERROR;
 	for (int i = 0; i < m->n_param; i++) {
 		const struct param *p = &m->param[i];
 
@@ -490,8 +486,9 @@ int model_export(struct model *m, struct tensor_set *weights, struct tensor_set 
 								p->shape, NULL);
 			if (!t)
 				return error("out of host memory exporting '%s'", p->name);
-			CUDA_CHECK(cudaMemcpy(t->data, (float *)src->ptr + p->offset,
-					      p->numel * sizeof(float), cudaMemcpyDeviceToHost));
+			if (CUDA_CHECK(cudaMemcpy(t->data, (float *)src->ptr + p->offset,
+						  p->numel * sizeof(float), cudaMemcpyDeviceToHost)))
+				return MODEL_ERROR;
 		}
 	}
 	return MODEL_OK;
@@ -541,12 +538,12 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 			m->last_oom = m->alloc.oom;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &tl);
-	cudaError_t e = cudaStreamSynchronize(m->stream);
+	int sync_failed = CUDA_CHECK(cudaStreamSynchronize(m->stream));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (m->obs)
 		m->obs->step_end(m->obs->ctx, index, warmup);
-	if (e != cudaSuccess)
-		return cuda_check_failed(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+	if (sync_failed)
+		return MODEL_ERROR;
 	if (rc != MODEL_OK)
 		return rc;
 	if (t) {

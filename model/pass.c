@@ -32,12 +32,16 @@
 #include "kernels/swiglu.h"
 #include "kernels/zero.h"
 #include "lib/error.h"
-#include "model/check.h"
+#include "lib/gpu_check.h"
 #include "model/internal.h"
 #include "trace/bundle.h"
 
 #define RMSNORM_EPS 1e-5f
 
+/*
+ * Returns what failed: MODEL_OOM or MODEL_ERROR from the allocator and the
+ * GEMMs, and -1 (MODEL_ERROR) from a CUDA_CHECK, whose line is printed.
+ */
 #define TRY(x)                          \
 	do {                            \
 		int rc_ = (x);          \
@@ -157,11 +161,6 @@ static int attn_gemm(struct model *m, enum attn_gemm kind, void *out, const void
 	return rc ? MODEL_ERROR : MODEL_OK;
 }
 
-static int kernel(int rc)
-{
-	return rc ? MODEL_ERROR : MODEL_OK;
-}
-
 /* The residual stream entering layer l. */
 static struct mem_block *layer_input(struct model *m, int l)
 {
@@ -180,8 +179,8 @@ static int norm_fwd(struct model *m, uint32_t op, struct mem_block *xn, struct m
 	TRY(get(m, xn, n * d * m->adt_size, m->saved_category));
 	if (keep)
 		TRY(get(m, rstd, n * sizeof(float), m->saved_category));
-	TRY(kernel(rmsnorm_forward(xn->ptr, keep ? rstd->ptr : NULL, x->ptr, param(m, g), (int)n,
-				   (int)d, RMSNORM_EPS, m->adt, m->stream)));
+	TRY(CUDA_CHECK(rmsnorm_forward(xn->ptr, keep ? rstd->ptr : NULL, x->ptr, param(m, g),
+				       (int)n, (int)d, RMSNORM_EPS, m->adt, m->stream)));
 	if (last_use)
 		drop(m, x);
 	model_op_end(m);
@@ -196,7 +195,7 @@ static int residual_fwd(struct model *m, uint32_t op, struct mem_block *out, str
 
 	model_op_begin(m, op);
 	TRY(get(m, out, n * sizeof(float), m->saved_category));
-	TRY(kernel(residual_forward(out->ptr, x->ptr, y->ptr, (long long)n, m->adt, m->stream)));
+	TRY(CUDA_CHECK(residual_forward(out->ptr, x->ptr, y->ptr, (long long)n, m->adt, m->stream)));
 	put(m, y);
 	drop(m, x);
 	model_op_end(m);
@@ -228,9 +227,9 @@ static int attn_fwd(struct model *m, int l)
 	TRY(get(m, qh, n * d * a, m->saved_category));
 	TRY(get(m, kh, n * d * a, m->saved_category));
 	TRY(get(m, vh, n * d * a, m->saved_category));
-	TRY(kernel(rope_to_heads(qh->ptr, kh->ptr, vh->ptr, qkv->ptr, at(m, qkv, d),
-				 at(m, qkv, 2 * d), (long long)(3 * d), m->rope.ptr, B, T, H, dh,
-				 m->adt, m->stream)));
+	TRY(CUDA_CHECK(rope_to_heads(qh->ptr, kh->ptr, vh->ptr, qkv->ptr, at(m, qkv, d),
+				     at(m, qkv, 2 * d), (long long)(3 * d), m->rope.ptr, B, T, H,
+				     dh, m->adt, m->stream)));
 	put(m, qkv);
 	model_op_end(m);
 
@@ -243,8 +242,8 @@ static int attn_fwd(struct model *m, int l)
 
 	model_op_begin(m, op[L_SOFTMAX]);
 	TRY(get(m, p, bhtt * a, m->saved_category));
-	TRY(kernel(causal_softmax_forward(p->ptr, s->ptr, B * H, T, (float)(1.0 / sqrt((double)dh)),
-					  m->adt, m->stream)));
+	TRY(CUDA_CHECK(causal_softmax_forward(p->ptr, s->ptr, B * H, T,
+					      (float)(1.0 / sqrt((double)dh)), m->adt, m->stream)));
 	put(m, s);
 	model_op_end(m);
 
@@ -254,7 +253,7 @@ static int attn_fwd(struct model *m, int l)
 	drop(m, p);
 	drop(m, vh);
 	TRY(get(m, att, n * d * a, m->saved_category));
-	TRY(kernel(heads_permute(att->ptr, atth->ptr, B, T, H, dh, 0, m->adt, m->stream)));
+	TRY(CUDA_CHECK(heads_permute(att->ptr, atth->ptr, B, T, H, dh, 0, m->adt, m->stream)));
 	put(m, atth);
 	model_op_end(m);
 
@@ -284,7 +283,7 @@ static int ffn_fwd(struct model *m, int l)
 
 	model_op_begin(m, op[L_SWIGLU]);
 	TRY(get(m, g, n * f * a, m->saved_category));
-	TRY(kernel(swiglu_forward(g->ptr, h13->ptr, (long long)n, (int)f, m->adt, m->stream)));
+	TRY(CUDA_CHECK(swiglu_forward(g->ptr, h13->ptr, (long long)n, (int)f, m->adt, m->stream)));
 	drop(m, h13);
 	model_op_end(m);
 
@@ -327,13 +326,13 @@ int model_forward(struct model *m)
 
 		model_op_begin(m, m->top.cast);
 		TRY(get(m, w, nw * 2, m->saved_category));
-		TRY(kernel(cast_f32_to_bf16(w->ptr, param(m, m->cast_from), (long long)nw, m->stream)));
+		TRY(CUDA_CHECK(cast_f32_to_bf16(w->ptr, param(m, m->cast_from), (long long)nw, m->stream)));
 		model_op_end(m);
 	}
 	model_op_begin(m, m->top.embedding);
 	TRY(get(m, x0, n * d * sizeof(float), m->saved_category));
-	TRY(kernel(embedding_forward(x0->ptr, param(m, m->off_emb), m->inputs.ptr, (int)n, (int)d,
-				     m->stream)));
+	TRY(CUDA_CHECK(embedding_forward(x0->ptr, param(m, m->off_emb), m->inputs.ptr, (int)n,
+					 (int)d, m->stream)));
 	model_op_end(m);
 
 	for (int l = 0; l < c->layers; l++)
@@ -356,10 +355,10 @@ int model_forward(struct model *m)
 	model_op_begin(m, m->top.loss);
 	TRY(get(m, lse, 2 * n * sizeof(float), m->saved_category));
 	TRY(get(m, loss, sizeof(float), ST_MEM_TEMPORARY));
-	TRY(kernel(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr, (int)n,
-					 (int)V, m->adt, m->stream)));
-	CUDA_CHECK(cudaMemcpyAsync(m->loss_host, loss->ptr, sizeof(float), cudaMemcpyDeviceToHost,
-				   m->stream));
+	TRY(CUDA_CHECK(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr,
+					     (int)n, (int)V, m->adt, m->stream)));
+	TRY(CUDA_CHECK(cudaMemcpyAsync(m->loss_host, loss->ptr, sizeof(float),
+				       cudaMemcpyDeviceToHost, m->stream)));
 	put(m, loss);
 	drop(m, logits);
 	drop(m, lse);
@@ -392,7 +391,7 @@ static int zero_norm_grads(struct model *m)
 		return MODEL_ERROR;
 	}
 	model_op_begin(m, m->top.zero_grad);
-	TRY(kernel(zero_groups(m->grads.ptr, groups, 4, m->stream)));
+	TRY(CUDA_CHECK(zero_groups(m->grads.ptr, groups, 4, m->stream)));
 	model_op_end(m);
 	return MODEL_OK;
 }
@@ -414,8 +413,9 @@ static int norm_bwd(struct model *m, uint32_t op, struct mem_block *x, struct me
 		TRY(get(m, dres, n * d * sizeof(float), ST_MEM_TEMPORARY));
 	if (cast)
 		TRY(get(m, dy, n * d * 2, ST_MEM_TEMPORARY));
-	TRY(kernel(rmsnorm_backward(dres->ptr, cast ? dy->ptr : NULL, grad(m, g), dxn->ptr, x->ptr,
-				    param(m, g), rstd->ptr, (int)n, (int)d, !first, m->stream)));
+	TRY(CUDA_CHECK(rmsnorm_backward(dres->ptr, cast ? dy->ptr : NULL, grad(m, g), dxn->ptr,
+					x->ptr, param(m, g), rstd->ptr, (int)n, (int)d, !first,
+					m->stream)));
 	put(m, dxn);
 	put(m, rstd);
 	put(m, x);
@@ -451,8 +451,8 @@ static int ffn_bwd(struct model *m, int l)
 
 	model_op_begin(m, op[L_SWIGLU]);
 	TRY(get(m, dh13, n * 2 * f * a, ST_MEM_TEMPORARY));
-	TRY(kernel(swiglu_backward(dh13->ptr, dg->ptr, h13->ptr, (long long)n, (int)f, m->adt,
-				   m->stream)));
+	TRY(CUDA_CHECK(swiglu_backward(dh13->ptr, dg->ptr, h13->ptr, (long long)n, (int)f, m->adt,
+				       m->stream)));
 	put(m, dg);
 	put(m, h13);
 	model_op_end(m);
@@ -494,7 +494,7 @@ static int attn_bwd(struct model *m, int l)
 
 	model_op_begin(m, op[L_AV]);
 	TRY(get(m, datth, n * d * a, ST_MEM_TEMPORARY));
-	TRY(kernel(heads_permute(datth->ptr, datt->ptr, B, T, H, dh, 1, m->adt, m->stream)));
+	TRY(CUDA_CHECK(heads_permute(datth->ptr, datt->ptr, B, T, H, dh, 1, m->adt, m->stream)));
 	put(m, datt);
 	TRY(get(m, dp, bhtt * a, ST_MEM_TEMPORARY));
 	TRY(attn_gemm(m, DP_DOV, dp->ptr, datth->ptr, vh->ptr));
@@ -505,8 +505,9 @@ static int attn_bwd(struct model *m, int l)
 	model_op_end(m);
 
 	model_op_begin(m, op[L_SOFTMAX]);
-	TRY(kernel(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, B * H, T,
-					   (float)(1.0 / sqrt((double)dh)), m->adt, m->stream)));
+	TRY(CUDA_CHECK(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, B * H, T,
+					       (float)(1.0 / sqrt((double)dh)), m->adt,
+					       m->stream)));
 	put(m, p);
 	model_op_end(m);
 
@@ -523,9 +524,9 @@ static int attn_bwd(struct model *m, int l)
 	/* back to (B, T, H, dh), into the rows [dq | dk | dv] of one buffer for the projection */
 	model_op_begin(m, op[L_ROPE]);
 	TRY(get(m, dqkv, n * 3 * d * a, ST_MEM_TEMPORARY));
-	TRY(kernel(rope_from_heads(dqkv->ptr, at(m, dqkv, d), at(m, dqkv, 2 * d), dqkvh[0]->ptr,
-				   dqkvh[1]->ptr, dqkvh[2]->ptr, (long long)(3 * d), m->rope.ptr, B,
-				   T, H, dh, m->adt, m->stream)));
+	TRY(CUDA_CHECK(rope_from_heads(dqkv->ptr, at(m, dqkv, d), at(m, dqkv, 2 * d), dqkvh[0]->ptr,
+				       dqkvh[1]->ptr, dqkvh[2]->ptr, (long long)(3 * d),
+				       m->rope.ptr, B, T, H, dh, m->adt, m->stream)));
 	for (int j = 0; j < 3; j++)
 		put(m, dqkvh[j]);
 	model_op_end(m);
@@ -579,8 +580,8 @@ int model_backward(struct model *m)
 
 	model_op_begin(m, m->top.loss_bwd);
 	TRY(get(m, dlogits, n * V * m->adt_size, ST_MEM_TEMPORARY));
-	TRY(kernel(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr, m->targets.ptr, (int)n,
-					  (int)V, m->adt, m->stream)));
+	TRY(CUDA_CHECK(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr, m->targets.ptr,
+					      (int)n, (int)V, m->adt, m->stream)));
 	put(m, logits);
 	put(m, lse);
 	model_op_end(m);
@@ -599,8 +600,8 @@ int model_backward(struct model *m)
 		TRY(layer_bwd(m, l));
 
 	model_op_begin(m, m->top.embedding_bwd);   /* its gradient was zeroed by zero_grad */
-	TRY(kernel(embedding_backward(grad(m, m->off_emb), dres->ptr, m->inputs.ptr, (int)n, (int)d,
-				      m->stream)));
+	TRY(CUDA_CHECK(embedding_backward(grad(m, m->off_emb), dres->ptr, m->inputs.ptr, (int)n,
+					  (int)d, m->stream)));
 	put(m, dres);
 	model_op_end(m);
 	return MODEL_OK;
@@ -615,9 +616,9 @@ int model_optimizer(struct model *m)
 	double alpha = c->lr * sqrt(1.0 - pow(c->beta2, t)) / (1.0 - pow(c->beta1, t));
 
 	model_op_begin(m, m->top.adamw);
-	TRY(kernel(adamw_update(m->params.ptr, m->grads.ptr, m->adam_m.ptr, m->adam_v.ptr,
-				(long long)m->n_params, c->beta1, c->beta2, (float)c->eps,
-				(float)alpha, (float)(c->lr * c->weight_decay), m->stream)));
+	TRY(CUDA_CHECK(adamw_update(m->params.ptr, m->grads.ptr, m->adam_m.ptr, m->adam_v.ptr,
+				    (long long)m->n_params, c->beta1, c->beta2, (float)c->eps,
+				    (float)alpha, (float)(c->lr * c->weight_decay), m->stream)));
 	model_op_end(m);
 	return MODEL_OK;
 }

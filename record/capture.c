@@ -26,25 +26,13 @@
 #include <unistd.h>
 
 #include "lib/error.h"
+#include "lib/gpu_check.h"
 #include "record/corr_map.h"
 
 #define BUFFER_BYTES (8u << 20)
 #define BUFFER_PREALLOC 8        /* 64 MiB, touched before the run: no page faults in a step */
 #define BUFFER_MAX 128           /* 1 GiB; past it CUPTI drops records and we say so */
 #define DEFAULT_CUPTI_PATH "/usr/local/cuda/lib64/libcupti.so"
-
-/* 0 for success, else -1 after one line naming the call. */
-static int cupti_check(CUptiResult r, const char *call, const char *file, int line)
-{
-	const char *msg = NULL;
-
-	if (r == CUPTI_SUCCESS)
-		return 0;
-	if (cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg)
-		msg = "unknown CUPTI error";
-	return error("%s failed: %s (%s:%d)", call, msg, file, line);
-}
-#define CUPTI_CHECK(call) cupti_check((call), #call, __FILE__, __LINE__)
 
 /* The activity kinds recorded (SPEC.md, "Recording"). */
 static const CUpti_ActivityKind activity_kinds[] = {

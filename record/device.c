@@ -10,28 +10,12 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/gpu_check.h"
 
 #define CAL_N 8192                 /* GEMM size; 4096 when memory is short */
 #define CAL_COPY_MAX (1ull << 30)  /* bytes per copy buffer */
 #define CAL_TARGET_MS 150.0        /* per measurement */
 #define CAL_TILE_FLOATS (1u << 20) /* host tile of random numbers */
-
-static int cuda_check(cudaError_t e, const char *call, const char *file, int line)
-{
-	if (e == cudaSuccess)
-		return 0;
-	cudaGetLastError();   /* clear it: a failed calibration must not fail the model */
-	return error("%s failed: %s (%s:%d)", call, cudaGetErrorString(e), file, line);
-}
-#define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
-
-static int cublas_check(cublasStatus_t s, const char *call, const char *file, int line)
-{
-	if (s == CUBLAS_STATUS_SUCCESS)
-		return 0;
-	return error("%s failed: %s (%s:%d)", call, cublasGetStatusString(s), file, line);
-}
-#define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
 
 /* True for "580.95.05"-like tokens: digits and at least one dot. */
 static bool is_version(const char *tok, size_t len)
