@@ -17,7 +17,6 @@
 #include "lib/table.h"
 #include "model/config.h"
 #include "model/model.h"
-#include "model/reference.h"
 
 #define BENCH_MAX_LIST 16
 
@@ -143,8 +142,8 @@ static void bench_row(struct table *t, struct report *rep, const struct model_co
 	table_str(t, c->name);
 	table_int(t, (int64_t)model_config_params(c));
 	table_int(t, c->ctx);
-	table_str(t, model_precision_name(c->precision));
-	table_str(t, model_mode_name(c->mode));
+	table_str(t, st_name(st_precision_names, c->precision));
+	table_str(t, st_name(st_mode_names, c->mode));
 	if (r->status != MODEL_OK) {
 		for (i = 0; i < 13; i++)
 			table_empty(t);
@@ -152,14 +151,14 @@ static void bench_row(struct table *t, struct report *rep, const struct model_co
 		if (r->status == MODEL_OOM)
 			report_note(rep, "%s ctx %d %s %s: OOM: %.1f MiB requested by '%s' with "
 				    "%.2f GiB live of %.2f GiB", c->name, c->ctx,
-				    model_precision_name(c->precision), model_mode_name(c->mode),
+				    st_name(st_precision_names, c->precision), st_name(st_mode_names, c->mode),
 				    r->oom.requested / 1048576.0, r->oom.op, r->oom.live / 1073741824.0,
 				    r->oom.capacity / 1073741824.0);
 		return;
 	}
 	stats_cells(t, &r->fwd, 1);
-	stats_cells(t, &r->bwd, c->mode != MODE_FORWARD);
-	stats_cells(t, &r->opt, c->mode == MODE_TRAIN);
+	stats_cells(t, &r->bwd, c->mode != ST_MODE_FORWARD);
+	stats_cells(t, &r->opt, c->mode == ST_MODE_TRAIN);
 	stats_cells(t, &r->wall, 1);
 	table_float(t, r->wall.median);
 	table_float(t, r->launch.mean);
@@ -192,9 +191,7 @@ static int bench_sweep(const struct bench_args *a, enum out_format fmt)
 	char *s_models = NULL, *s_ctxs = NULL, *s_precs = NULL, *s_modes = NULL;
 	int n_models, n_ctxs, n_precs, n_modes, im, ic, ip, io, ret = 1, errors = 0;
 	int ctx_val[BENCH_MAX_LIST];
-	enum model_precision prec_val[BENCH_MAX_LIST];
-	enum model_mode mode_val[BENCH_MAX_LIST];
-	enum model_attention attn = ATTN_NAIVE;
+	int prec_val[BENCH_MAX_LIST], mode_val[BENCH_MAX_LIST], attn = ST_ATTN_NAIVE;
 	struct report *rep = NULL;
 	struct table *t;
 
@@ -209,12 +206,12 @@ static int bench_sweep(const struct bench_args *a, enum out_format fmt)
 		if (ctx_parse(ctxs[ic], &ctx_val[ic]))
 			goto free_lists;
 	for (ip = 0; ip < n_precs; ip++)
-		if (model_precision_parse(precs[ip], &prec_val[ip]))
+		if (parse_choice(precs[ip], st_precision_names, "--precision", &prec_val[ip]))
 			goto free_lists;
 	for (io = 0; io < n_modes; io++)
-		if (model_mode_parse(modes[io], &mode_val[io]))
+		if (parse_choice(modes[io], st_mode_names, "--mode", &mode_val[io]))
 			goto free_lists;
-	if (a->attention && model_attention_parse(a->attention, &attn))
+	if (a->attention && parse_choice(a->attention, st_attention_names, "--attention", &attn))
 		goto free_lists;
 	for (im = 0; im < n_models; im++) {
 		struct model_config c;
@@ -242,7 +239,7 @@ static int bench_sweep(const struct bench_args *a, enum out_format fmt)
 					c.attention = attn;
 					c.seed = a->seed;
 					fprintf(stderr, "bench: %s ctx %d %s %s ...", c.name, c.ctx,
-						model_precision_name(c.precision), model_mode_name(c.mode));
+						st_name(st_precision_names, c.precision), st_name(st_mode_names, c.mode));
 					fflush(stderr);
 					bench_one(&c, a, &r);
 					if (r.status == MODEL_OK)

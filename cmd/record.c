@@ -64,9 +64,9 @@ static int build_config(const struct record_options *o, struct model_config *c)
 {
 	if (model_config_resolve(o->model, &o->dims, c))
 		return -1;
-	if (model_precision_parse(o->precision, &c->precision) ||
-	    model_mode_parse(o->mode, &c->mode) ||
-	    model_attention_parse(o->attention, &c->attention))
+	if (parse_choice(o->precision, st_precision_names, "--precision", (int *)&c->precision) ||
+	    parse_choice(o->mode, st_mode_names, "--mode", (int *)&c->mode) ||
+	    parse_choice(o->attention, st_attention_names, "--attention", (int *)&c->attention))
 		return -1;
 	c->seed = o->seed;
 	if (!isnan(o->lr))
@@ -123,9 +123,9 @@ static void fill_run_config(Steptrace__RunConfig *rc, const struct model_config 
 	rc->vocab = (uint32_t)c->vocab;
 	rc->batch = (uint32_t)c->batch;
 	rc->ctx = (uint32_t)c->ctx;
-	rc->precision = (char *)model_precision_name(c->precision);
-	rc->mode = (char *)model_mode_name(c->mode);
-	rc->attention = (char *)model_attention_name(c->attention);
+	rc->precision = (char *)st_name(st_precision_names, c->precision);
+	rc->mode = (char *)st_name(st_mode_names, c->mode);
+	rc->attention = (char *)st_name(st_attention_names, c->attention);
 	rc->warmup_steps = (uint32_t)o->warmup;
 	rc->measured_steps = (uint32_t)o->steps;
 	rc->parameters = model_config_params(c);

@@ -16,7 +16,7 @@
 #include "model/model.h"
 #include "model/reference.h"
 #include "model/tensors.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 static const char *const step_usage[] = {
 	"steptrace step [--model NAME | --d-model N --d-ff N --layers N --heads N] [<options>] -o OUT.safetensors",
@@ -96,7 +96,7 @@ static int step_write(const char *path, const struct model_config *c, double los
 		 "{\"d_model\":%d,\"d_ff\":%d,\"layers\":%d,\"heads\":%d,\"vocab\":%d,\"batch\":%d,"
 		 "\"ctx\":%d,\"precision\":\"%s\",\"mode\":\"%s\",\"lr\":%.17g,\"weight_decay\":%.17g}",
 		 c->d_model, c->d_ff, c->layers, c->heads, c->vocab, c->batch, c->ctx,
-		 model_precision_name(c->precision), model_mode_name(c->mode), c->lr,
+		 st_name(st_precision_names, c->precision), st_name(st_mode_names, c->mode), c->lr,
 		 c->weight_decay);
 	snprintf(times, sizeof(times), "{\"forward\":%.4f,\"backward\":%.4f,\"optimizer\":%.4f,\"wall\":%.4f}",
 		 t->forward_ms, t->backward_ms, t->optimizer_ms, t->wall_ms);
@@ -178,13 +178,13 @@ static int step_run(const struct step_args *a, const struct model_config *c)
 		goto free_model;
 
 	tensor_set_release(&w);
-	if (model_export(m, &w, c->mode == MODE_FORWARD ? NULL : &g) != MODEL_OK)
+	if (model_export(m, &w, c->mode == ST_MODE_FORWARD ? NULL : &g) != MODEL_OK)
 		goto free_model;
 	if (step_write(a->out, c, t.loss, &t, &w, &g))
 		goto free_model;
 	fprintf(stderr, "step: %s %s %s: loss %.6f, forward %.3f ms, backward %.3f ms, "
-		"optimizer %.3f ms, wall %.3f ms -> %s\n", c->name, model_precision_name(c->precision),
-		model_mode_name(c->mode), t.loss, t.forward_ms, t.backward_ms, t.optimizer_ms,
+		"optimizer %.3f ms, wall %.3f ms -> %s\n", c->name, st_name(st_precision_names, c->precision),
+		st_name(st_mode_names, c->mode), t.loss, t.forward_ms, t.backward_ms, t.optimizer_ms,
 		t.wall_ms, a->out);
 	ret = 0;
 free_model:
@@ -233,8 +233,9 @@ int cmd_step(int argc, const char **argv)
 	}
 	if (model_config_resolve(a.model, &a.dims, &c))
 		return 1;
-	if ((a.precision && model_precision_parse(a.precision, &c.precision)) ||
-	    (a.mode && model_mode_parse(a.mode, &c.mode)))
+	if ((a.precision && parse_choice(a.precision, st_precision_names, "--precision",
+					 (int *)&c.precision)) ||
+	    (a.mode && parse_choice(a.mode, st_mode_names, "--mode", (int *)&c.mode)))
 		return 129;
 	if (a.lr >= 0)
 		c.lr = a.lr;

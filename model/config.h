@@ -8,16 +8,14 @@
 
 #include <stdint.h>
 
-enum model_precision { PREC_FP32, PREC_TF32, PREC_BF16 };
-enum model_mode { MODE_FORWARD, MODE_FWDBWD, MODE_TRAIN };
-enum model_attention { ATTN_NAIVE, ATTN_FLASH };
+#include "trace/types.h"
 
 struct model_config {
 	char name[32];        /* "small", ..., or "custom" */
 	int d_model, d_ff, layers, heads, vocab, batch, ctx;
-	enum model_precision precision;
-	enum model_mode mode;
-	enum model_attention attention;
+	enum st_precision precision;
+	enum st_mode mode;
+	enum st_attention attention;
 	/* AdamW */
 	double lr, beta1, beta2, eps, weight_decay;
 	uint64_t seed;
@@ -34,13 +32,6 @@ int model_config_validate(const struct model_config *c);
 /* Trainable parameters: embedding + per layer (4 d^2 + 3 d d_ff + 2 d) + final norm d + lm_head d*vocab.
  * small = 128,625,408 with vocab 10000. */
 uint64_t model_config_params(const struct model_config *c);
-
-const char *model_precision_name(enum model_precision p); /* "fp32", "tf32", "bf16" */
-const char *model_mode_name(enum model_mode m);           /* "forward", "fwdbwd", "train" */
-const char *model_attention_name(enum model_attention a); /* "naive", "flash" */
-int model_precision_parse(const char *s, enum model_precision *p);
-int model_mode_parse(const char *s, enum model_mode *m);
-int model_attention_parse(const char *s, enum model_attention *a);
 
 /* Sizes given on a command line; 0 keeps the preset's (or default) value. */
 struct model_dims {

@@ -7,7 +7,7 @@
 
 #include "lib/error.h"
 #include "lib/gpu_check.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 /*
  * What defines a plan: everything its descriptors and the heuristic see.
@@ -45,11 +45,11 @@ struct gemm_plans {
 	size_t cap, n;
 };
 
-int gemm_init(struct gemm *g, cudaStream_t s, enum model_precision p, void *workspace,
+int gemm_init(struct gemm *g, cudaStream_t s, enum st_precision p, void *workspace,
 	      size_t workspace_bytes)
 {
 	memset(g, 0, sizeof(*g));
-	g->compute = p == PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	g->compute = p == ST_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 	g->stream = s;
 	g->workspace = workspace;
 	g->workspace_bytes = workspace ? workspace_bytes : 0;
@@ -97,12 +97,12 @@ void gemm_release(struct gemm *g)
 	g->handle = NULL;
 }
 
-static cudaDataType_t cuda_type(int dtype)
+static cudaDataType_t cuda_type(enum st_dtype dtype)
 {
 	return dtype == ST_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-static long long dtype_bytes(int dtype)
+static long long dtype_bytes(enum st_dtype dtype)
 {
 	return dtype == ST_DT_BF16 ? 2 : 4;
 }
@@ -152,8 +152,8 @@ static int plans_grow(struct gemm_plans *t)
 }
 
 /* A column-major layout, strided-batched if batch > 1. */
-static int layout_create(cublasLtMatrixLayout_t *l, int dtype, int rows, int cols, int ld,
-			 int batch, long long stride)
+static int layout_create(cublasLtMatrixLayout_t *l, enum st_dtype dtype, int rows, int cols,
+			 int ld, int batch, long long stride)
 {
 	int32_t count = batch;
 	int64_t offset = stride;
@@ -263,8 +263,8 @@ static struct gemm_plan *plan_get(const struct gemm *g, const struct gemm_key *k
 /* gemm_rm through cuBLAS's own heuristic at every call: the products cuBLASLt has no plan for. */
 static int gemm_legacy(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K,
 		       float alpha, const void *A, int lda, long long sA, const void *B, int ldb,
-		       long long sB, int ab_dtype, float beta, void *C, int ldc, long long sC,
-		       int c_dtype, int batch)
+		       long long sB, enum st_dtype ab_dtype, float beta, void *C, int ldc,
+		       long long sC, enum st_dtype c_dtype, int batch)
 {
 	cublasOperation_t ob = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasOperation_t oa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -287,8 +287,9 @@ static int gemm_legacy(const struct gemm *g, bool trans_a, bool trans_b, int M, 
  * which defines what they do (nothing, or C = beta C when K is 0).
  */
 int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB, int ab_dtype,
-	    float beta, void *C, int ldc, long long sC, int c_dtype, int batch)
+	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
+	    enum st_dtype ab_dtype, float beta, void *C, int ldc, long long sC,
+	    enum st_dtype c_dtype, int batch)
 {
 	bool batched = batch > 1;
 	struct gemm_key k;

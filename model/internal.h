@@ -99,7 +99,7 @@ enum top_block {
 struct model {
 	struct model_config c;
 	int dh;                       /* d_model / heads */
-	int adt;                      /* matmul operand/output dtype: ST_DT_F32 or ST_DT_BF16 */
+	enum st_dtype adt;            /* matmul operand/output dtype: ST_DT_F32 or ST_DT_BF16 */
 	size_t adt_size;
 	int saved_category;           /* activation, or temporary in forward mode */
 

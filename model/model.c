@@ -19,7 +19,7 @@
 #include "kernels/init.h"
 #include "kernels/rope.h"
 #include "model/internal.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 #define CUBLAS_WORKSPACE_BYTES (32u << 20)   /* cuBLAS's advice for Hopper */
 
@@ -207,9 +207,9 @@ static int create_buffers(struct model *m)
 
 	if ((rc = mem_get(&m->alloc, &m->params, pb, ST_MEM_PARAMETER)))
 		return rc;
-	if (c->mode != MODE_FORWARD && (rc = mem_get(&m->alloc, &m->grads, pb, ST_MEM_GRADIENT)))
+	if (c->mode != ST_MODE_FORWARD && (rc = mem_get(&m->alloc, &m->grads, pb, ST_MEM_GRADIENT)))
 		return rc;
-	if (c->mode == MODE_TRAIN) {
+	if (c->mode == ST_MODE_TRAIN) {
 		if ((rc = mem_get(&m->alloc, &m->adam_m, pb, ST_MEM_OPTIMIZER)) ||
 		    (rc = mem_get(&m->alloc, &m->adam_v, pb, ST_MEM_OPTIMIZER)))
 			return rc;
@@ -251,17 +251,17 @@ int model_create(struct model **out, const struct model_config *c,
 	*out = NULL;
 	if (model_config_validate(c))
 		return MODEL_ERROR;
-	if (c->attention != ATTN_NAIVE)
+	if (c->attention != ST_ATTN_NAIVE)
 		return error("attention '%s' is not implemented yet; use --attention naive",
-				model_attention_name(c->attention));
+				st_name(st_attention_names, c->attention));
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return error("out of host memory for the model");
 	m->c = *c;
 	m->dh = c->d_model / c->heads;
-	m->adt = c->precision == PREC_BF16 ? ST_DT_BF16 : ST_DT_F32;
-	m->adt_size = c->precision == PREC_BF16 ? 2 : 4;
-	m->saved_category = c->mode == MODE_FORWARD ? ST_MEM_TEMPORARY : ST_MEM_ACTIVATION;
+	m->adt = c->precision == ST_BF16 ? ST_DT_BF16 : ST_DT_F32;
+	m->adt_size = c->precision == ST_BF16 ? 2 : 4;
+	m->saved_category = c->mode == ST_MODE_FORWARD ? ST_MEM_TEMPORARY : ST_MEM_ACTIVATION;
 	observer_copy(m, obs);
 	op_registry_init(&m->ops);
 
@@ -487,7 +487,8 @@ int model_export(struct model *m, struct tensor_set *weights, struct tensor_set 
 			if (!t)
 				return error("out of host memory exporting '%s'", p->name);
 			if (CUDA_CHECK(cudaMemcpy(t->data, (float *)src->ptr + p->offset,
-						  p->numel * sizeof(float), cudaMemcpyDeviceToHost)))
+						  p->numel * sizeof(float),
+						  cudaMemcpyDeviceToHost)))
 				return MODEL_ERROR;
 		}
 	}
@@ -519,13 +520,13 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	rc = model_forward(m);
 	model_range_pop(m);
 	cudaEventRecord(m->ev[1], m->stream);
-	if (rc == MODEL_OK && c->mode != MODE_FORWARD) {
+	if (rc == MODEL_OK && c->mode != ST_MODE_FORWARD) {
 		model_range_push(m, "backward");
 		rc = model_backward(m);
 		model_range_pop(m);
 	}
 	cudaEventRecord(m->ev[2], m->stream);
-	if (rc == MODEL_OK && c->mode == MODE_TRAIN) {
+	if (rc == MODEL_OK && c->mode == ST_MODE_TRAIN) {
 		model_range_push(m, "optimizer");
 		rc = model_optimizer(m);
 		model_range_pop(m);

@@ -34,7 +34,7 @@
 #include "lib/error.h"
 #include "lib/gpu_check.h"
 #include "model/internal.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 #define RMSNORM_EPS 1e-5f
 
@@ -72,7 +72,7 @@ static void put(struct model *m, struct mem_block *b)
 /* Forward mode keeps nothing for a backward: blocks go after their last forward use. */
 static void drop(struct model *m, struct mem_block *b)
 {
-	if (m->c.mode == MODE_FORWARD)
+	if (m->c.mode == ST_MODE_FORWARD)
 		put(m, b);
 }
 
@@ -112,8 +112,8 @@ static int linear_fwd(struct model *m, void *y, const void *x, size_t w, int in,
 }
 
 /* dx (n, in) in dx_dtype = dy W (+ dx if accumulate). */
-static int linear_bwd_data(struct model *m, void *dx, int dx_dtype, const void *dy, size_t w,
-			   int in, int out, bool accumulate)
+static int linear_bwd_data(struct model *m, void *dx, enum st_dtype dx_dtype, const void *dy,
+			   size_t w, int in, int out, bool accumulate)
 {
 	return gemm_rm(&m->gemm, false, false, (int)rows(m), in, out, 1.0f, dy, out, 0, weight(m, w),
 		       in, 0, m->adt, accumulate ? 1.0f : 0.0f, dx, in, 0, dx_dtype, 1);
@@ -173,7 +173,7 @@ static int norm_fwd(struct model *m, uint32_t op, struct mem_block *xn, struct m
 		    struct mem_block *x, size_t g, bool last_use)
 {
 	size_t n = rows(m), d = m->c.d_model;
-	bool keep = m->c.mode != MODE_FORWARD;
+	bool keep = m->c.mode != ST_MODE_FORWARD;
 
 	model_op_begin(m, op);
 	TRY(get(m, xn, n * d * m->adt_size, m->saved_category));
@@ -195,7 +195,8 @@ static int residual_fwd(struct model *m, uint32_t op, struct mem_block *out, str
 
 	model_op_begin(m, op);
 	TRY(get(m, out, n * sizeof(float), m->saved_category));
-	TRY(CUDA_CHECK(residual_forward(out->ptr, x->ptr, y->ptr, (long long)n, m->adt, m->stream)));
+	TRY(CUDA_CHECK(residual_forward(out->ptr, x->ptr, y->ptr, (long long)n, m->adt,
+					m->stream)));
 	put(m, y);
 	drop(m, x);
 	model_op_end(m);
@@ -326,7 +327,8 @@ int model_forward(struct model *m)
 
 		model_op_begin(m, m->top.cast);
 		TRY(get(m, w, nw * 2, m->saved_category));
-		TRY(CUDA_CHECK(cast_f32_to_bf16(w->ptr, param(m, m->cast_from), (long long)nw, m->stream)));
+		TRY(CUDA_CHECK(cast_f32_to_bf16(w->ptr, param(m, m->cast_from), (long long)nw,
+						m->stream)));
 		model_op_end(m);
 	}
 	model_op_begin(m, m->top.embedding);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "lib/error.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 /* ---- RNG ---- */
 

@@ -24,13 +24,6 @@
 #define REF_RMSNORM_EPS 1e-5
 #define REF_ROPE_THETA 10000.0
 
-/*
- * Pending contract additions: these belong in tensors.h and config.h and
- * live here until those headers gain them.
- */
-size_t tensor_dtype_size(int dtype);        /* tensors.c: bytes per element, 0 if unknown */
-const char *tensor_dtype_name(int dtype);   /* tensors.c: "F32", "BF16", ...; "?" if unknown */
-
 /* ---- A small seeded RNG (splitmix64), for weights, tokens and tests. ---- */
 
 struct ref_rng {

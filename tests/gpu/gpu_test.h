@@ -17,7 +17,7 @@
 #include <cuda_runtime.h>
 
 #include "model/reference.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 static int test_failures;
 

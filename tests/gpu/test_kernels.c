@@ -646,7 +646,7 @@ static void test_gemm_case(const struct gemm *g, const struct gemm_case *gc, con
 }
 
 /* Every case twice on one gemm: the second round runs on the plans the first built. */
-static void test_gemm(enum model_precision prec, int ab_dtype, int c_dtype, double tol)
+static void test_gemm(enum st_precision prec, int ab_dtype, int c_dtype, double tol)
 {
 	struct gemm g;
 	char name[64];
@@ -658,7 +658,7 @@ static void test_gemm(enum model_precision prec, int ab_dtype, int c_dtype, doub
 	}
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t c = 0; c < sizeof(gemm_cases) / sizeof(gemm_cases[0]); c++) {
-			snprintf(name, sizeof(name), "%s%s", model_precision_name(prec),
+			snprintf(name, sizeof(name), "%s%s", st_name(st_precision_names, prec),
 				 pass ? ", cached plan" : "");
 			test_gemm_case(&g, &gemm_cases[c], name, ab_dtype, c_dtype, tol);
 		}
@@ -683,9 +683,9 @@ int main(void)
 	test_cast_residual();
 	test_zero_groups();
 	test_init();
-	test_gemm(PREC_FP32, ST_DT_F32, ST_DT_F32, 1e-5);
-	test_gemm(PREC_TF32, ST_DT_F32, ST_DT_F32, 5e-3);
-	test_gemm(PREC_BF16, ST_DT_BF16, ST_DT_BF16, 1e-2);
-	test_gemm(PREC_BF16, ST_DT_BF16, ST_DT_F32, 1e-5);
+	test_gemm(ST_FP32, ST_DT_F32, ST_DT_F32, 1e-5);
+	test_gemm(ST_TF32, ST_DT_F32, ST_DT_F32, 5e-3);
+	test_gemm(ST_BF16, ST_DT_BF16, ST_DT_BF16, 1e-2);
+	test_gemm(ST_BF16, ST_DT_BF16, ST_DT_F32, 1e-5);
 	return test_summary("test_gpu_kernels");
 }

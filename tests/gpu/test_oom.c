@@ -39,8 +39,8 @@ static struct model_config config(int d, int ff, int layers, int heads, int voca
 	snprintf(c.name, sizeof(c.name), "custom");
 	c.d_model = d, c.d_ff = ff, c.layers = layers, c.heads = heads, c.vocab = vocab;
 	c.batch = batch, c.ctx = ctx;
-	c.precision = PREC_FP32;
-	c.mode = MODE_TRAIN;
+	c.precision = ST_FP32;
+	c.mode = ST_MODE_TRAIN;
 	return c;
 }
 

@@ -19,7 +19,7 @@
 
 #include "model/model.h"
 
-static struct model_config tiny(enum model_precision p, enum model_mode mode)
+static struct model_config tiny(enum st_precision p, enum st_mode mode)
 {
 	struct model_config c;
 
@@ -30,7 +30,7 @@ static struct model_config tiny(enum model_precision p, enum model_mode mode)
 	c.batch = 2, c.ctx = 16;
 	c.precision = p;
 	c.mode = mode;
-	c.attention = ATTN_NAIVE;
+	c.attention = ST_ATTN_NAIVE;
 	c.lr = 1e-2;
 	c.weight_decay = 0.1;
 	return c;
@@ -75,17 +75,17 @@ static double compare_sets(const char *what, const struct tensor_set *got,
 	return worst;
 }
 
-static void fwdbwd(enum model_precision p, const struct tensor_set *w, const int32_t *in,
+static void fwdbwd(enum st_precision p, const struct tensor_set *w, const int32_t *in,
 		   const int32_t *tg, double ref_loss, const struct tensor_set *ref_grads,
 		   double tol_loss, double tol_grad)
 {
-	struct model_config c = tiny(p, MODE_FWDBWD);
+	struct model_config c = tiny(p, ST_MODE_FWDBWD);
 	struct model *m;
 	struct model_step_times st;
 	struct tensor_set grads;
 	char what[96];
 
-	printf("%s fwdbwd:\n", model_precision_name(p));
+	printf("%s fwdbwd:\n", st_name(st_precision_names, p));
 	if (model_create(&m, &c, NULL, NULL) != MODEL_OK) {
 		EXPECT(0, "model_create failed");
 		return;
@@ -96,11 +96,11 @@ static void fwdbwd(enum model_precision p, const struct tensor_set *w, const int
 		EXPECT(model_step(m, s, false, &st) == MODEL_OK, "model_step");
 	printf("  loss gpu %.9f ref %.9f; forward %.3f ms backward %.3f ms wall %.3f ms\n", st.loss,
 	       ref_loss, st.forward_ms, st.backward_ms, st.wall_ms);
-	snprintf(what, sizeof(what), "loss [%s]", model_precision_name(p));
+	snprintf(what, sizeof(what), "loss [%s]", st_name(st_precision_names, p));
 	check_err(what, fabs(st.loss - ref_loss) / fabs(ref_loss), tol_loss);
 	tensor_set_init(&grads);
 	EXPECT(model_export(m, NULL, &grads) == MODEL_OK, "model_export");
-	snprintf(what, sizeof(what), "every gradient [%s]", model_precision_name(p));
+	snprintf(what, sizeof(what), "every gradient [%s]", st_name(st_precision_names, p));
 	compare_sets(what, &grads, ref_grads, tol_grad);
 	tensor_set_release(&grads);
 	model_free(m);
@@ -109,7 +109,7 @@ static void fwdbwd(enum model_precision p, const struct tensor_set *w, const int
 /* Two AdamW steps in fp32 against the reference's forward/backward + AdamW. */
 static void train(const struct tensor_set *w0, const int32_t *in, const int32_t *tg)
 {
-	struct model_config c = tiny(PREC_FP32, MODE_TRAIN);
+	struct model_config c = tiny(ST_FP32, ST_MODE_TRAIN);
 	struct tensor_set w, grads, mom1, mom2, got;
 	struct model *m;
 	struct model_step_times st;
@@ -229,9 +229,9 @@ static int has_path(const struct watch *w, const char *path)
 	return 0;
 }
 
-static void observer(enum model_precision p)
+static void observer(enum st_precision p)
 {
-	struct model_config c = tiny(p, MODE_TRAIN);
+	struct model_config c = tiny(p, ST_MODE_TRAIN);
 	struct watch *w = calloc(1, sizeof(*w));
 	struct model_observer obs = { .ctx = w, .op_register = w_register, .op_begin = w_begin,
 				      .op_end = w_end, .alloc = w_alloc, .free = w_free,
@@ -239,7 +239,7 @@ static void observer(enum model_precision p)
 	struct model *m;
 	struct model_step_times st;
 
-	printf("observer (%s train):\n", model_precision_name(p));
+	printf("observer (%s train):\n", st_name(st_precision_names, p));
 	if (model_create(&m, &c, &obs, NULL) != MODEL_OK) {
 		EXPECT(0, "model_create failed");
 		free(w);
@@ -277,7 +277,7 @@ static void observer(enum model_precision p)
 			       "op '%s' has no dtypes", op->path);
 		if (strstr(op->path, "/softmax") && !strncmp(op->path, "step/forward", 12))
 			EXPECT(!strcmp(op->kind, "attn/softmax") && op->flops > 0 && op->bytes > 0 &&
-			       op->outputs[0] == (p == PREC_BF16 ? ST_DT_BF16 : ST_DT_F32),
+			       op->outputs[0] == (p == ST_BF16 ? ST_DT_BF16 : ST_DT_F32),
 			       "softmax op: kind '%s' flops %llu", op->kind, (unsigned long long)op->flops);
 	}
 	model_free(m);
@@ -290,7 +290,7 @@ int main(void)
 {
 	if (!gpu_or_skip())
 		return SKIP_NO_GPU;
-	struct model_config c = tiny(PREC_FP32, MODE_FWDBWD);
+	struct model_config c = tiny(ST_FP32, ST_MODE_FWDBWD);
 	size_t n = (size_t)c.batch * c.ctx;
 	int32_t *tok = malloc((n + 1) * sizeof(int32_t));
 	struct tensor_set w, grads;
@@ -303,15 +303,15 @@ int main(void)
 		return 1;
 	}
 	printf("reference loss %.9f (ln vocab = %.4f)\n", loss, log((double)c.vocab));
-	fwdbwd(PREC_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
-	fwdbwd(PREC_TF32, &w, tok, tok + 1, loss, &grads, 2e-3, 2e-2);
-	fwdbwd(PREC_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
+	fwdbwd(ST_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
+	fwdbwd(ST_TF32, &w, tok, tok + 1, loss, &grads, 2e-3, 2e-2);
+	fwdbwd(ST_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
 	train(&w, tok, tok + 1);
-	observer(PREC_FP32);
-	observer(PREC_BF16);
+	observer(ST_FP32);
+	observer(ST_BF16);
 
 	/* forward mode: the same loss, nothing kept */
-	struct model_config cf = tiny(PREC_FP32, MODE_FORWARD);
+	struct model_config cf = tiny(ST_FP32, ST_MODE_FORWARD);
 	struct model *m;
 	struct model_step_times st;
 	if (model_create(&m, &cf, NULL, NULL) == MODEL_OK) {

@@ -17,7 +17,7 @@
 #include "lib/error.h"
 #include "model/model.h"
 #include "model/reference.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 struct model {
 	struct model_config c;
@@ -134,14 +134,14 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 
 	memset(t, 0, sizeof(*t));
 	if (ref_forward_backward(&m->c, &m->w, m->inputs, m->targets, &t->loss,
-				 m->c.mode == MODE_FORWARD ? NULL : &m->g))
+				 m->c.mode == ST_MODE_FORWARD ? NULL : &m->g))
 		return MODEL_ERROR;
 	t1 = now_ms();
-	if (m->c.mode == MODE_TRAIN && ref_adamw(&m->c, &m->w, &m->g, &m->m, &m->v, ++m->t))
+	if (m->c.mode == ST_MODE_TRAIN && ref_adamw(&m->c, &m->w, &m->g, &m->m, &m->v, ++m->t))
 		return MODEL_ERROR;
 	t2 = now_ms();
 	t->forward_ms = (t1 - t0) / 3;
-	t->backward_ms = m->c.mode == MODE_FORWARD ? 0 : 2 * (t1 - t0) / 3;
+	t->backward_ms = m->c.mode == ST_MODE_FORWARD ? 0 : 2 * (t1 - t0) / 3;
 	t->optimizer_ms = t2 - t1;
 	t->wall_ms = t2 - t0;
 	t->launch_ms = t->wall_ms;   /* the CPU does the work as it "launches" it */

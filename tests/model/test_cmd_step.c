@@ -11,7 +11,7 @@
 #include "cmd/commands.h"
 #include "lib/error.h"
 #include "model/reference.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 static char dir[512], wpath[600], bpath[600], opath[600];
 

@@ -13,7 +13,7 @@
 #include "check.h"
 #include "lib/error.h"
 #include "model/reference.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 #define FD_STEP 1e-5
 #define FD_REL 1e-6

@@ -10,7 +10,7 @@
 #include "lib/error.h"
 #include "model/reference.h"
 #include "model/tensors.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 static char dir[512];
 
