@@ -8,8 +8,7 @@
 #include "lib/error.h"
 #include "lib/gpu_check.h"
 
-int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_observer *obs,
-		     const struct op_registry *ops)
+int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct op_registry *ops)
 {
 	struct cudaMemPoolProps props;
 	size_t free_b, total_b;
@@ -17,7 +16,6 @@ int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_o
 
 	memset(a, 0, sizeof(*a));
 	a->stream = s;
-	a->obs = obs;
 	a->ops = ops;
 	if (CUDA_CHECK(cudaGetDevice(&dev)) || CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b)))
 		return MODEL_ERROR;
@@ -120,7 +118,8 @@ static void *cache_get(struct model_alloc *a, uint64_t size)
 	return b->ptr[--b->n];
 }
 
-void mem_cache_trim(struct model_alloc *a)
+/* Gives every cached block back to the pool. */
+static void mem_cache_trim(struct model_alloc *a)
 {
 	uint32_t i, j;
 
@@ -153,6 +152,7 @@ void model_alloc_release(struct model_alloc *a)
 
 int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int category)
 {
+	const struct model_observer *obs = a->ops->obs;
 	void *p = NULL;
 	cudaError_t e;
 
@@ -172,7 +172,7 @@ int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int categ
 		e = cudaMallocFromPoolAsync(&p, size, a->pool, a->stream);
 	}
 	if (e == cudaErrorMemoryAllocation) {
-		const struct model_op *op = op_registry_get(a->ops, a->op);
+		const struct model_op *op = op_registry_get(a->ops, a->ops->current);
 
 		cudaGetLastError();    /* not sticky: clear it so the model goes on */
 		a->oom.requested = size;
@@ -180,8 +180,8 @@ int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int categ
 		snprintf(a->oom.op, sizeof(a->oom.op), "%s", op ? op->path : "?");
 		a->oom.live = a->live;
 		a->oom.capacity = a->capacity;
-		if (a->obs)
-			a->obs->oom(a->obs->ctx, size, category, a->op, a->live, a->capacity);
+		if (obs)
+			obs->oom(obs->ctx, size, category, a->ops->current, a->live, a->capacity);
 		return MODEL_OOM;
 	}
 	if (cuda_check_at(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__))
@@ -190,24 +190,25 @@ got:
 	b->ptr = p;
 	b->size = size;
 	a->live += size;
-	a->live_by_category[category & 7] += size;
 	if (a->live > a->peak)
 		a->peak = a->live;
-	if (a->obs)
-		a->obs->alloc(a->obs->ctx, (uint64_t)(uintptr_t)p, size, category, a->op);
+	if (obs)
+		obs->alloc(obs->ctx, (uint64_t)(uintptr_t)p, size, category, a->ops->current);
 	return MODEL_OK;
 }
 
 void mem_put(struct model_alloc *a, struct mem_block *b)
 {
+	const struct model_observer *obs = a->ops->obs;
+
 	if (!b->ptr)
 		return;
-	if (a->obs)
-		a->obs->free(a->obs->ctx, (uint64_t)(uintptr_t)b->ptr, b->size, b->category, a->op);
+	if (obs)
+		obs->free(obs->ctx, (uint64_t)(uintptr_t)b->ptr, b->size, b->category,
+			  a->ops->current);
 	if (cache_put(a, b->ptr, b->size))
 		pool_free(a, b->ptr);
 	a->live -= b->size;
-	a->live_by_category[b->category & 7] -= b->size;
 	b->ptr = NULL;
 	b->size = 0;
 }

@@ -2,7 +2,8 @@
  * model.c: the training step on the GPU (model.h): parameter layout,
  * creation and teardown, weights in and out, the batch, and model_step's
  * phases. The forward and backward passes live in pass.c, the op table in
- * plan.c; this file owns the lifetime of everything they use.
+ * plan.c, the op and range bookkeeping in ops.c; this file owns the
+ * lifetime of everything they use.
  */
 #include "model/model.h"
 
@@ -11,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <nvtx3/nvToolsExt.h>
 
 #include "lib/error.h"
 #include "lib/gpu_check.h"
@@ -110,91 +109,20 @@ static int param_layout(struct model *m)
 
 /* ---- Setup ops: allocations and copies outside the step belong to one too ---- */
 
-void model_op_begin(struct model *m, uint32_t id)
-{
-	m->alloc.op = id;
-	m->open_op = id;
-	if (m->obs)
-		m->obs->op_begin(m->obs->ctx, id);
-	nvtxRangePushA(m->ops.op[id - 1].name);
-	m->nvtx_depth++;
-}
-
-void model_op_end(struct model *m)
-{
-	nvtxRangePop();
-	m->nvtx_depth--;
-	if (m->obs)
-		m->obs->op_end(m->obs->ctx, m->open_op);
-	m->open_op = 0;
-}
-
-void model_range_push(struct model *m, const char *name)
-{
-	nvtxRangePushA(name);
-	m->nvtx_depth++;
-}
-
-void model_range_pop(struct model *m)
-{
-	nvtxRangePop();
-	m->nvtx_depth--;
-}
-
-/* Closes whatever a failed step or setup left open, so NVTX and the observer stay balanced. */
-static void unwind_ranges(struct model *m, int depth)
-{
-	if (m->open_op)
-		model_op_end(m);
-	while (m->nvtx_depth > depth)
-		model_range_pop(m);
-}
-
 static uint32_t setup_op(struct model *m, const char *path)
 {
-	uint32_t id = op_registry_add(&m->ops, path, "setup", 0, 0, 0, NULL, 0, NULL);
-
-	if (id && m->obs)
-		m->obs->op_register(m->obs->ctx, op_registry_get(&m->ops, id));
-	return id;
+	return op_registry_add(&m->ops, path, "setup", 0, 0, 0, NULL, 0, NULL);
 }
 
 static void setup_begin(struct model *m, uint32_t id)
 {
-	model_range_push(m, "setup");
-	model_op_begin(m, id);
+	op_range_push(&m->ops, "setup");
+	op_begin(&m->ops, id);
 }
 
 static void setup_end(struct model *m)
 {
-	unwind_ranges(m, 0);
-}
-
-/* ---- Observer: copied, with empty hooks where the caller left NULL ---- */
-
-static void nop_op(void *c, uint32_t id) { (void)c; (void)id; }
-static void nop_reg(void *c, const struct model_op *op) { (void)c; (void)op; }
-static void nop_mem(void *c, uint64_t a, uint64_t s, int k, uint32_t o) { (void)c; (void)a; (void)s; (void)k; (void)o; }
-static void nop_oom(void *c, uint64_t r, int k, uint32_t o, uint64_t l, uint64_t cap) { (void)c; (void)r; (void)k; (void)o; (void)l; (void)cap; }
-static void nop_step(void *c, uint32_t i, bool w) { (void)c; (void)i; (void)w; }
-
-static void observer_copy(struct model *m, const struct model_observer *obs)
-{
-	if (!obs) {
-		m->obs = NULL;
-		return;
-	}
-	m->obs_copy = *obs;
-	struct model_observer *o = &m->obs_copy;
-	if (!o->op_register) o->op_register = nop_reg;
-	if (!o->op_begin) o->op_begin = nop_op;
-	if (!o->op_end) o->op_end = nop_op;
-	if (!o->alloc) o->alloc = nop_mem;
-	if (!o->free) o->free = nop_mem;
-	if (!o->oom) o->oom = nop_oom;
-	if (!o->step_begin) o->step_begin = nop_step;
-	if (!o->step_end) o->step_end = nop_step;
-	m->obs = o;
+	op_ranges_unwind(&m->ops, 0);
 }
 
 /* ---- Create and free ---- */
@@ -262,8 +190,7 @@ int model_create(struct model **out, const struct model_config *c,
 	m->adt = c->precision == ST_BF16 ? ST_DT_BF16 : ST_DT_F32;
 	m->adt_size = c->precision == ST_BF16 ? 2 : 4;
 	m->saved_category = c->mode == ST_MODE_FORWARD ? ST_MEM_TEMPORARY : ST_MEM_ACTIVATION;
-	observer_copy(m, obs);
-	op_registry_init(&m->ops);
+	op_registry_init(&m->ops, obs);
 
 	if (param_layout(m))
 		goto fail;
@@ -280,17 +207,14 @@ int model_create(struct model **out, const struct model_config *c,
 			goto fail;
 	if (CUDA_CHECK(cudaMallocHost((void **)&m->loss_host, sizeof(float))))
 		goto fail;
-	if (model_alloc_init(&m->alloc, m->stream, m->obs, &m->ops))
+	if (model_alloc_init(&m->alloc, m->stream, &m->ops))
 		goto fail;
 
-	m->op_create = setup_op(m, "setup/create");
-	m->op_init = setup_op(m, "setup/init");
-	m->op_load = setup_op(m, "setup/load");
-	m->op_batch = setup_op(m, "setup/batch");
-	if (!m->op_create || !m->op_init || !m->op_load || !m->op_batch) {
-		error("out of host memory for the op registry");
+	if (!(m->op_create = setup_op(m, "setup/create")) ||
+	    !(m->op_init = setup_op(m, "setup/init")) ||
+	    !(m->op_load = setup_op(m, "setup/load")) ||
+	    !(m->op_batch = setup_op(m, "setup/batch")))
 		goto fail;
-	}
 	setup_begin(m, m->op_create);
 	rc = create_buffers(m);
 	if (rc == MODEL_OK)
@@ -321,7 +245,7 @@ fail:
 	return rc;
 }
 
-void model_release_step_blocks(struct model *m)
+static void release_step_blocks(struct model *m)
 {
 	for (size_t i = 0; i < m->n_act; i++)
 		mem_put(&m->alloc, &m->act[i]);
@@ -332,7 +256,7 @@ void model_free(struct model *m)
 	if (!m)
 		return;
 	if (m->alloc.pool) {
-		model_release_step_blocks(m);
+		release_step_blocks(m);
 		mem_put(&m->alloc, &m->params);
 		mem_put(&m->alloc, &m->grads);
 		mem_put(&m->alloc, &m->adam_m);
@@ -510,39 +434,39 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	struct timespec t0, tl, t1;
 	int rc;
 
-	if (m->obs)
-		m->obs->step_begin(m->obs->ctx, index, warmup);
+	if (m->ops.obs)
+		m->ops.obs->step_begin(m->ops.obs->ctx, index, warmup);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	model_range_push(m, "step");
+	op_range_push(&m->ops, "step");
 	cudaEventRecord(m->ev[0], m->stream);
 
-	model_range_push(m, "forward");
+	op_range_push(&m->ops, "forward");
 	rc = model_forward(m);
-	model_range_pop(m);
+	op_range_pop(&m->ops);
 	cudaEventRecord(m->ev[1], m->stream);
 	if (rc == MODEL_OK && c->mode != ST_MODE_FORWARD) {
-		model_range_push(m, "backward");
+		op_range_push(&m->ops, "backward");
 		rc = model_backward(m);
-		model_range_pop(m);
+		op_range_pop(&m->ops);
 	}
 	cudaEventRecord(m->ev[2], m->stream);
 	if (rc == MODEL_OK && c->mode == ST_MODE_TRAIN) {
-		model_range_push(m, "optimizer");
+		op_range_push(&m->ops, "optimizer");
 		rc = model_optimizer(m);
-		model_range_pop(m);
+		op_range_pop(&m->ops);
 	}
 	cudaEventRecord(m->ev[3], m->stream);
-	unwind_ranges(m, 0);    /* pops "step", and whatever a failure left open */
+	op_ranges_unwind(&m->ops, 0);    /* pops "step", and whatever a failure left open */
 	if (rc != MODEL_OK) {
-		model_release_step_blocks(m);
+		release_step_blocks(m);
 		if (rc == MODEL_OOM)
 			m->last_oom = m->alloc.oom;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &tl);
 	int sync_failed = CUDA_CHECK(cudaStreamSynchronize(m->stream));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (m->obs)
-		m->obs->step_end(m->obs->ctx, index, warmup);
+	if (m->ops.obs)
+		m->ops.obs->step_end(m->ops.obs->ctx, index, warmup);
 	if (sync_failed)
 		return MODEL_ERROR;
 	if (rc != MODEL_OK)

@@ -167,13 +167,8 @@ static void layer_cost(const struct model *m, int l, enum layer_op op, bool bwd,
 
 static uint32_t reg(struct model *m, const char *path, const char *phase, const struct cost *k)
 {
-	uint32_t id = op_registry_add(&m->ops, path, phase, k->flops, k->bytes, k->n_in, k->in,
-				      k->n_out, k->out);
-	if (!id)
-		error("out of host memory for the op registry");
-	else if (m->obs)
-		m->obs->op_register(m->obs->ctx, op_registry_get(&m->ops, id));
-	return id;
+	return op_registry_add(&m->ops, path, phase, k->flops, k->bytes, k->n_in, k->in, k->n_out,
+			       k->out);
 }
 
 static int reg_layer(struct model *m, int l, enum layer_op op, bool bwd)
