@@ -14,7 +14,7 @@
 #include "lib/options.h"
 #include "model/config.h"
 #include "model/model.h"
-#include "model/reference.h"
+#include "model/params.h"
 #include "model/tensors.h"
 #include "trace/types.h"
 
@@ -145,7 +145,7 @@ static int step_run(const struct step_args *a, const struct model_config *c)
 		char what[600];
 
 		snprintf(what, sizeof(what), "weights '%s'", a->weights);
-		if (safetensors_read(a->weights, &w) || ref_check_params(c, &w, 1u << ST_DT_F32, what))
+		if (safetensors_read(a->weights, &w) || model_params_check(c, &w, 1u << ST_DT_F32, what))
 			goto release;
 	}
 	if (a->batch_file) {

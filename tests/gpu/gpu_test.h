@@ -16,7 +16,7 @@
 
 #include <cuda_runtime.h>
 
-#include "model/reference.h"
+#include "tests/lib/reference.h"
 #include "trace/types.h"
 
 static int test_failures;

@@ -1,6 +1,6 @@
 /*
  * Every kernel of kernels/ and the GEMM wrapper of model/gemm.c against the
- * double-precision CPU reference (model/reference.h), on fresh random
+ * double-precision CPU reference (tests/lib/reference.h), on fresh random
  * non-zero inputs at odd sizes, in F32 and BF16 storage. Outputs are
  * poisoned with NaN first, so an element a kernel forgets fails the check.
  *

@@ -16,7 +16,7 @@
 
 #include "lib/error.h"
 #include "model/model.h"
-#include "model/reference.h"
+#include "tests/lib/reference.h"
 #include "trace/types.h"
 
 struct model {
@@ -100,7 +100,7 @@ int model_load_weights(struct model *m, const struct tensor_set *w)
 {
 	size_t i;
 
-	if (ref_check_params(&m->c, w, 1u << ST_DT_F32, "weights"))
+	if (model_params_check(&m->c, w, 1u << ST_DT_F32, "weights"))
 		return MODEL_ERROR;
 	tensor_set_release(&m->w);
 	for (i = 0; i < w->n; i++)

@@ -5,7 +5,7 @@
 #include "lib/error.h"
 #include "lib/options.h"
 #include "model/config.h"
-#include "model/reference.h"
+#include "model/params.h"
 
 static const struct {
 	const char *name;
@@ -19,7 +19,7 @@ static const struct {
 	{ "2.7B", 2560, 10240, 32, 32, 3406809600ull },
 };
 
-/* The sum of ref_param_info's shapes must agree with the formula. */
+/* The sum of model_param_info's shapes must agree with the formula. */
 static unsigned long long params_by_shapes(const struct model_config *c)
 {
 	unsigned long long total = 0;
@@ -27,8 +27,8 @@ static unsigned long long params_by_shapes(const struct model_config *c)
 	int64_t shape[2];
 	char name[96];
 
-	for (i = 0; i < ref_param_count(c); i++) {
-		ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+	for (i = 0; i < model_param_count(c); i++) {
+		model_param_info(c, i, name, sizeof(name), &ndim, shape);
 		total += ndim == 1 ? (unsigned long long)shape[0]
 				   : (unsigned long long)shape[0] * (unsigned long long)shape[1];
 	}

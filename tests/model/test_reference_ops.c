@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "model/reference.h"
+#include "tests/lib/reference.h"
 
 #define FD_STEP 1e-5
 #define FD_REL 1e-6

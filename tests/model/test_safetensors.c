@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "lib/error.h"
-#include "model/reference.h"
+#include "tests/lib/reference.h"
 #include "model/tensors.h"
 #include "trace/types.h"
 
