@@ -46,14 +46,4 @@ struct model_dims {
  */
 int model_config_resolve(const char *name, const struct model_dims *dims, struct model_config *c);
 
-/* The size flags bench, step and record share (cli/options.h), --ctx aside:
- * bench takes a list of context lengths. */
-#define OPT_MODEL_DIMS(dims)                                                                  \
-	OPT_INTEGER(0, "d-model", &(dims)->d_model, "model width (custom, or override)"),     \
-	OPT_INTEGER(0, "d-ff", &(dims)->d_ff, "feed-forward width (default 4 * d-model)"),    \
-	OPT_INTEGER(0, "layers", &(dims)->layers, "number of blocks"),                        \
-	OPT_INTEGER(0, "heads", &(dims)->heads, "attention heads"),                           \
-	OPT_INTEGER(0, "vocab", &(dims)->vocab, "vocabulary size (default 10000)"),           \
-	OPT_INTEGER(0, "batch", &(dims)->batch, "batch size (default 4)")
-
 #endif

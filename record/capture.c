@@ -246,16 +246,9 @@ const char *capture_api_rule(enum capture_api which)
 	       "all but queries (names holding 'Get', and cudaPeekAtLastError)";
 }
 
-int capture_api_parse(const char *name, enum capture_api *out)
-{
-	if (!strcmp(name, "work"))
-		*out = CAPTURE_API_WORK;
-	else if (!strcmp(name, "all"))
-		*out = CAPTURE_API_ALL;
-	else
-		return error("unknown --api '%s': use work or all", name);
-	return 0;
-}
+const char *const capture_api_names[] = {
+	[CAPTURE_API_WORK] = "work", [CAPTURE_API_ALL] = "all", NULL,
+};
 
 static bool api_is_query(const char *base)
 {
