@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/grow.h"
 #include "lib/gpu_check.h"
 
 int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct op_registry *ops)
@@ -90,15 +91,8 @@ static int cache_put(struct model_alloc *a, void *p, uint64_t size)
 	if (bins_reserve(a))
 		return -1;
 	b = bin_find(a, size);
-	if (b->n == b->cap) {
-		uint32_t ncap = b->cap ? b->cap * 2 : 4;
-		void **np = realloc(b->ptr, ncap * sizeof(*np));
-
-		if (!np)
-			return -1;
-		b->ptr = np;
-		b->cap = ncap;
-	}
+	if (ALLOC_GROW(b->ptr, b->n + 1, b->cap))
+		return -1;
 	if (!b->size) {
 		b->size = size;
 		a->used_bins++;
@@ -121,7 +115,8 @@ static void *cache_get(struct model_alloc *a, uint64_t size)
 /* Gives every cached block back to the pool. */
 static void mem_cache_trim(struct model_alloc *a)
 {
-	uint32_t i, j;
+	uint32_t i;
+	size_t j;
 
 	for (i = 0; i < a->n_bins; i++) {
 		struct mem_cache_bin *b = &a->bins[i];

@@ -35,7 +35,7 @@ struct mem_block {
 struct mem_cache_bin {
 	uint64_t size;       /* 0: empty slot */
 	void **ptr;
-	uint32_t n, cap;
+	size_t n, cap;
 };
 
 struct model_alloc {

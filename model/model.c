@@ -491,8 +491,3 @@ uint64_t model_peak_bytes(const struct model *m)
 {
 	return m->alloc.peak;
 }
-
-const struct model_config *model_get_config(const struct model *m)
-{
-	return &m->c;
-}

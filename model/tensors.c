@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
 #include "trace/types.h"
 
 size_t tensor_dtype_size(enum st_dtype dtype)
@@ -99,15 +100,8 @@ struct named_tensor *tensor_set_add(struct tensor_set *s, const char *name, enum
 	}
 	bytes = (size_t)numel * esize;
 
-	if (s->n == s->alloc) {
-		size_t alloc = s->alloc ? 2 * s->alloc : 16;
-		struct named_tensor *grown = realloc(s->t, alloc * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		s->t = grown;
-		s->alloc = alloc;
-	}
+	if (ALLOC_GROW(s->t, s->n + 1, s->alloc))
+		return NULL;
 	t = &s->t[s->n];
 	memset(t, 0, sizeof(*t));
 	t->name = strdup(name);

@@ -27,6 +27,7 @@
 
 #include "lib/error.h"
 #include "lib/gpu_check.h"
+#include "lib/grow.h"
 #include "record/corr_map.h"
 
 #define BUFFER_BYTES (8u << 20)
@@ -519,15 +520,8 @@ static struct thread_depth *thread_depth(uint64_t thread)
 	for (i = 0; i < cap.n_threads; i++)
 		if (cap.threads[i].thread == thread)
 			return &cap.threads[i];
-	if (cap.n_threads == cap.threads_cap) {
-		size_t ncap = cap.threads_cap ? cap.threads_cap * 2 : 16;
-		struct thread_depth *t = realloc(cap.threads, ncap * sizeof(*t));
-
-		if (!t)
-			return NULL;
-		cap.threads = t;
-		cap.threads_cap = ncap;
-	}
+	if (ALLOC_GROW(cap.threads, cap.n_threads + 1, cap.threads_cap))
+		return NULL;
 	cap.threads[cap.n_threads] = (struct thread_depth){ .thread = thread };
 	return &cap.threads[cap.n_threads++];
 }
@@ -535,15 +529,8 @@ static struct thread_depth *thread_depth(uint64_t thread)
 /* A new slot at the end of a range array, or NULL. */
 static struct open_range *range_push(struct open_range **arr, size_t *n, size_t *cap_)
 {
-	if (*n == *cap_) {
-		size_t ncap = *cap_ ? *cap_ * 2 : 64;
-		struct open_range *p = realloc(*arr, ncap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		*arr = p;
-		*cap_ = ncap;
-	}
+	if (ALLOC_GROW(*arr, *n + 1, *cap_))
+		return NULL;
 	return &(*arr)[(*n)++];
 }
 

@@ -184,11 +184,6 @@ uint64_t model_peak_bytes(const struct model *m)
 	return m->bytes;
 }
 
-const struct model_config *model_get_config(const struct model *m)
-{
-	return &m->c;
-}
-
 void model_free(struct model *m)
 {
 	if (!m)
