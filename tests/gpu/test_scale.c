@@ -27,13 +27,13 @@ int main(void)
 		c.precision = p;
 		c.mode = ST_MODE_TRAIN;
 		if (model_create(&m, &c, NULL, &oom) != MODEL_OK) {
-			EXPECT(0, "model_create %s", st_name(st_precision_names, p));
+			CHECK(0, "model_create %s", st_name(st_precision_names, p));
 			continue;
 		}
-		EXPECT(model_init_random(m, 1) == MODEL_OK, "init");
-		EXPECT(model_random_batch(m, 2) == MODEL_OK, "batch");
+		CHECK(model_init_random(m, 1) == MODEL_OK, "init");
+		CHECK(model_random_batch(m, 2) == MODEL_OK, "batch");
 		for (int s = 0; s < 4; s++) {
-			EXPECT(model_step(m, s, s == 0, &st) == MODEL_OK, "step %d", s);
+			CHECK(model_step(m, s, s == 0, &st) == MODEL_OK, "step %d", s);
 			if (s == 0)
 				first = st.loss;
 		}
@@ -42,9 +42,9 @@ int main(void)
 		       st_name(st_precision_names, p), first,
 		       st.loss, log((double)c.vocab), st.forward_ms, st.backward_ms, st.optimizer_ms,
 		       st.wall_ms, model_peak_bytes(m) / 1073741824.0);
-		EXPECT(isfinite(st.loss) && st.loss < first, "loss did not fall");
-		EXPECT(fabs(first - log((double)c.vocab)) < 3.0, "first loss %g far from ln(vocab)", first);
+		CHECK(isfinite(st.loss) && st.loss < first, "loss did not fall");
+		CHECK(fabs(first - log((double)c.vocab)) < 3.0, "first loss %g far from ln(vocab)", first);
 		model_free(m);
 	}
-	return test_summary("test_gpu_scale");
+	return check_done("test_gpu_scale");
 }

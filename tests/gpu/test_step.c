@@ -56,7 +56,7 @@ static double compare_sets(const char *what, const struct tensor_set *got,
 	for (size_t i = 0; i < ref->n; i++) {
 		const struct named_tensor *r = &ref->t[i], *g = tensor_set_find(got, r->name);
 		if (!g || named_tensor_numel(g) != named_tensor_numel(r)) {
-			EXPECT(0, "%s: '%s' missing or misshapen", what, r->name);
+			CHECK(0, "%s: '%s' missing or misshapen", what, r->name);
 			continue;
 		}
 		double *a = as_doubles(g), *b = as_doubles(r);
@@ -87,19 +87,19 @@ static void fwdbwd(enum st_precision p, const struct tensor_set *w, const int32_
 
 	printf("%s fwdbwd:\n", st_name(st_precision_names, p));
 	if (model_create(&m, &c, NULL, NULL) != MODEL_OK) {
-		EXPECT(0, "model_create failed");
+		CHECK(0, "model_create failed");
 		return;
 	}
-	EXPECT(model_load_weights(m, w) == MODEL_OK, "model_load_weights");
-	EXPECT(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
+	CHECK(model_load_weights(m, w) == MODEL_OK, "model_load_weights");
+	CHECK(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
 	for (int s = 0; s < 2; s++)     /* twice: the second step must not depend on the first */
-		EXPECT(model_step(m, s, false, &st) == MODEL_OK, "model_step");
+		CHECK(model_step(m, s, false, &st) == MODEL_OK, "model_step");
 	printf("  loss gpu %.9f ref %.9f; forward %.3f ms backward %.3f ms wall %.3f ms\n", st.loss,
 	       ref_loss, st.forward_ms, st.backward_ms, st.wall_ms);
 	snprintf(what, sizeof(what), "loss [%s]", st_name(st_precision_names, p));
 	check_err(what, fabs(st.loss - ref_loss) / fabs(ref_loss), tol_loss);
 	tensor_set_init(&grads);
-	EXPECT(model_export(m, NULL, &grads) == MODEL_OK, "model_export");
+	CHECK(model_export(m, NULL, &grads) == MODEL_OK, "model_export");
 	snprintf(what, sizeof(what), "every gradient [%s]", st_name(st_precision_names, p));
 	compare_sets(what, &grads, ref_grads, tol_grad);
 	tensor_set_release(&grads);
@@ -120,21 +120,21 @@ static void train(const struct tensor_set *w0, const int32_t *in, const int32_t 
 	for (size_t i = 0; i < w0->n; i++)
 		tensor_set_add(&w, w0->t[i].name, w0->t[i].dtype, w0->t[i].ndim, w0->t[i].shape, w0->t[i].data);
 	if (model_create(&m, &c, NULL, NULL) != MODEL_OK) {
-		EXPECT(0, "model_create failed");
+		CHECK(0, "model_create failed");
 		return;
 	}
-	EXPECT(model_load_weights(m, w0) == MODEL_OK, "model_load_weights");
-	EXPECT(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
+	CHECK(model_load_weights(m, w0) == MODEL_OK, "model_load_weights");
+	CHECK(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
 	for (int t = 1; t <= 2; t++) {
-		EXPECT(model_step(m, t - 1, false, &st) == MODEL_OK, "model_step");
-		EXPECT(ref_forward_backward(&c, &w, in, tg, &loss, &grads) == 0, "reference");
+		CHECK(model_step(m, t - 1, false, &st) == MODEL_OK, "model_step");
+		CHECK(ref_forward_backward(&c, &w, in, tg, &loss, &grads) == 0, "reference");
 		printf("  step %d: loss gpu %.9f ref %.9f, optimizer %.3f ms\n", t, st.loss, loss,
 		       st.optimizer_ms);
 		check_err("train loss before the update", fabs(st.loss - loss) / fabs(loss), 1e-5);
-		EXPECT(ref_adamw(&c, &w, &grads, &mom1, &mom2, t) == 0, "reference adamw");
+		CHECK(ref_adamw(&c, &w, &grads, &mom1, &mom2, t) == 0, "reference adamw");
 	}
 	tensor_set_init(&got);
-	EXPECT(model_export(m, &got, NULL) == MODEL_OK, "model_export");
+	CHECK(model_export(m, &got, NULL) == MODEL_OK, "model_export");
 	compare_sets("weights after 2 AdamW steps [fp32]", &got, &w, 1e-5);
 
 	/* the change of each weight, where rounding of the weight itself does not hide it */
@@ -241,25 +241,25 @@ static void observer(enum st_precision p)
 
 	printf("observer (%s train):\n", st_name(st_precision_names, p));
 	if (model_create(&m, &c, &obs, NULL) != MODEL_OK) {
-		EXPECT(0, "model_create failed");
+		CHECK(0, "model_create failed");
 		free(w);
 		return;
 	}
-	EXPECT(model_init_random(m, 7) == MODEL_OK, "model_init_random");
-	EXPECT(model_random_batch(m, 8) == MODEL_OK, "model_random_batch");
+	CHECK(model_init_random(m, 7) == MODEL_OK, "model_init_random");
+	CHECK(model_random_batch(m, 8) == MODEL_OK, "model_random_batch");
 	for (int s = 0; s < 3; s++) {
-		EXPECT(model_step(m, s, s == 0, &st) == MODEL_OK, "model_step");
-		EXPECT(w->live == w->live_at_step_begin, "step %d leaves %lld bytes behind", s,
-		       (long long)(w->live - w->live_at_step_begin));
+		CHECK(model_step(m, s, s == 0, &st) == MODEL_OK, "model_step");
+		CHECK(w->live == w->live_at_step_begin, "step %d leaves %lld bytes behind", s,
+		      (long long)(w->live - w->live_at_step_begin));
 	}
-	EXPECT(isfinite(st.loss) && st.loss > 0, "loss %g", st.loss);
+	CHECK(isfinite(st.loss) && st.loss > 0, "loss %g", st.loss);
 	printf("  %u ops registered, %u op ranges, %lld allocations, peak %llu bytes, live %llu\n",
 	       w->n_ops, w->begins, (long long)w->allocs, (unsigned long long)model_peak_bytes(m),
 	       (unsigned long long)w->live);
-	EXPECT(w->bad_nesting == 0, "op ids not dense or op_begin/op_end unbalanced (%u)", w->bad_nesting);
-	EXPECT(w->begins == w->ends, "op_begin %u != op_end %u", w->begins, w->ends);
-	EXPECT(w->alloc_without_op == 0, "%u allocations without an op or category", w->alloc_without_op);
-	EXPECT(w->steps_begun == 3 && w->steps_ended == 3, "step hooks %u/%u", w->steps_begun, w->steps_ended);
+	CHECK(w->bad_nesting == 0, "op ids not dense or op_begin/op_end unbalanced (%u)", w->bad_nesting);
+	CHECK(w->begins == w->ends, "op_begin %u != op_end %u", w->begins, w->ends);
+	CHECK(w->alloc_without_op == 0, "%u allocations without an op or category", w->alloc_without_op);
+	CHECK(w->steps_begun == 3 && w->steps_ended == 3, "step hooks %u/%u", w->steps_begun, w->steps_ended);
 	const char *want[] = { "step/forward/embedding", "step/forward/layer.1/attn/softmax",
 			       "step/forward/layer.0/ln1", "step/forward/layer.1/ffn/swiglu",
 			       "step/forward/lm_head", "step/forward/cross_entropy",
@@ -267,22 +267,22 @@ static void observer(enum st_precision p)
 			       "step/backward/layer.1/ffn/w1w3", "step/backward/ln_final",
 			       "step/backward/zero_grad", "step/optimizer/adamw", NULL };
 	for (int i = 0; want[i]; i++)
-		EXPECT(has_path(w, want[i]), "no op '%s'", want[i]);
+		CHECK(has_path(w, want[i]), "no op '%s'", want[i]);
 	for (uint32_t i = 0; i < w->n_ops; i++) {
 		const struct model_op *op = &w->ops[i];
 		/* zero_grad only writes: no input */
 		if (!strncmp(op->path, "step/", 5) && strncmp(op->path, "step/optimizer", 14))
-			EXPECT((op->n_inputs > 0 || !strcmp(op->path, "step/backward/zero_grad")) &&
-			       op->n_outputs > 0,
-			       "op '%s' has no dtypes", op->path);
+			CHECK((op->n_inputs > 0 || !strcmp(op->path, "step/backward/zero_grad")) &&
+			      op->n_outputs > 0,
+			      "op '%s' has no dtypes", op->path);
 		if (strstr(op->path, "/softmax") && !strncmp(op->path, "step/forward", 12))
-			EXPECT(!strcmp(op->kind, "attn/softmax") && op->flops > 0 && op->bytes > 0 &&
-			       op->outputs[0] == (p == ST_BF16 ? ST_DT_BF16 : ST_DT_F32),
-			       "softmax op: kind '%s' flops %llu", op->kind, (unsigned long long)op->flops);
+			CHECK(!strcmp(op->kind, "attn/softmax") && op->flops > 0 && op->bytes > 0 &&
+			      op->outputs[0] == (p == ST_BF16 ? ST_DT_BF16 : ST_DT_F32),
+			      "softmax op: kind '%s' flops %llu", op->kind, (unsigned long long)op->flops);
 	}
 	model_free(m);
-	EXPECT(w->live == 0, "model_free leaves %llu bytes", (unsigned long long)w->live);
-	printf("  ops, nesting and memory balance %s\n", test_failures ? "checked (see failures)" : "ok");
+	CHECK(w->live == 0, "model_free leaves %llu bytes", (unsigned long long)w->live);
+	printf("  ops, nesting and memory balance %s\n", check_failures ? "checked (see failures)" : "ok");
 	free(w);
 }
 
@@ -315,15 +315,15 @@ int main(void)
 	struct model *m;
 	struct model_step_times st;
 	if (model_create(&m, &cf, NULL, NULL) == MODEL_OK) {
-		EXPECT(model_load_weights(m, &w) == MODEL_OK, "model_load_weights");
-		EXPECT(model_set_batch(m, tok, tok + 1) == MODEL_OK, "model_set_batch");
-		EXPECT(model_step(m, 0, false, &st) == MODEL_OK, "model_step");
+		CHECK(model_load_weights(m, &w) == MODEL_OK, "model_load_weights");
+		CHECK(model_set_batch(m, tok, tok + 1) == MODEL_OK, "model_set_batch");
+		CHECK(model_step(m, 0, false, &st) == MODEL_OK, "model_step");
 		check_err("forward-mode loss [fp32]", fabs(st.loss - loss) / loss, 1e-5);
 		model_free(m);
 	} else {
-		EXPECT(0, "model_create (forward)");
+		CHECK(0, "model_create (forward)");
 	}
 	tensor_set_release(&w), tensor_set_release(&grads);
 	free(tok);
-	return test_summary("test_gpu_step");
+	return check_done("test_gpu_step");
 }

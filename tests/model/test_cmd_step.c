@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "cmd/commands.h"
 #include "lib/error.h"
 #include "tests/lib/reference.h"
@@ -194,5 +194,5 @@ int main(void)
 		fclose(stdout);
 		stdout = keep;
 	}
-	return check_exit("model_cmd_step");
+	return check_done("model_cmd_step");
 }

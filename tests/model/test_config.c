@@ -1,7 +1,7 @@
 /* Model presets, parameter counts (SPEC.md's table), validation and names. */
 #include <string.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "lib/error.h"
 #include "lib/options.h"
 #include "model/config.h"
@@ -111,5 +111,5 @@ int main(void)
 	CHECK(!strcmp(st_name(st_mode_names, 9), "?"), "out of range");
 	error_set_stream(NULL);
 	fclose(sink);
-	return check_exit("model_config");
+	return check_done("model_config");
 }

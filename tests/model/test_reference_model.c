@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "lib/error.h"
 #include "tests/lib/reference.h"
 #include "trace/types.h"
@@ -215,5 +215,5 @@ int main(void)
 	rejects(&c, in, tg);
 	tensor_set_release(&w);
 	tensor_set_release(&w32);
-	return check_exit("model_reference_model");
+	return check_done("model_reference_model");
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "tests/lib/reference.h"
 
 #define FD_STEP 1e-5
@@ -345,5 +345,5 @@ int main(void)
 	test_cross_entropy();
 	test_adamw();
 	test_bf16();
-	return check_exit("model_reference_ops");
+	return check_done("model_reference_ops");
 }
