@@ -230,10 +230,10 @@ void ref_causal_softmax_bwd(const double *dp, const double *p, size_t rows, int 
 		}
 }
 
-static double dot(const double *a, const double *b, int n)
+double ref_dot(const double *a, const double *b, size_t n)
 {
 	double s = 0;
-	int i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		s += a[i] * b[i];
@@ -254,7 +254,7 @@ static void attention_probs(const double *q, const double *k, const double *p,
 		return;
 	}
 	for (j = 0; j <= i; j++)
-		row[j] = dot(HEAD_ROW(q, b, i, h), HEAD_ROW(k, b, j, h), dh);
+		row[j] = ref_dot(HEAD_ROW(q, b, i, h), HEAD_ROW(k, b, j, h), dh);
 	softmax_row(row, i + 1, 1.0 / sqrt(dh), row);
 }
 
@@ -302,7 +302,7 @@ void ref_attention_bwd(const double *dout, const double *q, const double *k, con
 
 				attention_probs(q, k, p, b, h, i, T, H, dh, row);
 				for (j = 0; j <= i; j++) {
-					dp[j] = dot(g, HEAD_ROW(v, b, j, h), dh);
+					dp[j] = ref_dot(g, HEAD_ROW(v, b, j, h), dh);
 					for (e = 0; e < dh; e++)
 						HEAD_ROW(dv, b, j, h)[e] += row[j] * g[e];
 				}
@@ -324,7 +324,7 @@ void ref_matmul_fwd(const double *x, const double *w, size_t n, int in, int out,
 
 	for (r = 0; r < n; r++)
 		for (o = 0; o < out; o++)
-			y[r * out + o] = dot(x + r * in, w + (size_t)o * in, in);
+			y[r * out + o] = ref_dot(x + r * in, w + (size_t)o * in, in);
 }
 
 void ref_matmul_bwd(const double *dy, const double *x, const double *w, size_t n, int in, int out,

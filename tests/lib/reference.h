@@ -43,6 +43,9 @@ void ref_random_tokens(uint64_t seed, size_t n, int vocab, int32_t *out);
 /* Rounds to the nearest BF16 value (ties to even), as a GPU cast does. */
 double ref_round_bf16(double x);
 
+/* sum a[i] b[i] over n values, in order. */
+double ref_dot(const double *a, const double *b, size_t n);
+
 /* ---- Ops ---- */
 
 /* out (n, d) = table (vocab, d) rows ids[i]. */
