@@ -3,12 +3,9 @@
  * steps of the training step under CUPTI, written to one bundle
  * (record/record.c).
  *
- * Exit status: 0 recorded; 1 error (an open bundle is closed with end_reason
- * "error"); 2 out of device memory (the bundle is complete up to the failed
- * request, with an Oom event, end_reason "oom"); 129 bad usage; 130
- * interrupted by SIGINT/SIGTERM (the current step finishes, end_reason
- * "interrupted"; a second signal kills at once, leaving the bundle readable
- * up to its last whole chunk).
+ * Exit status: 0 recorded; 1 error; 2 out of device memory; 129 bad usage
+ * (a bad flag, value or configuration); 130 interrupted by SIGINT/SIGTERM
+ * (record/record.h says what the bundle holds in each case).
  */
 #include <stdlib.h>
 
