@@ -1,489 +1,61 @@
 /*
- * record.c: `steptrace record` (SPEC.md, "Recording"): runs warm-up and
- * measured steps of the training step under CUPTI and writes one bundle.
+ * record.c: `steptrace record` (SPEC.md, "Recording"): warm-up and measured
+ * steps of the training step under CUPTI, written to one bundle
+ * (record/record.c).
  *
- * Order matters: NVTX injection before anything can call NVTX; device facts
- * and the calibration before CUPTI is enabled (its GEMMs stay out of the
- * trace, its memory is freed before the model exists); the time base right
- * before the activity kinds are enabled; the model freed while the recorder
- * still listens, so every allocation in the bundle has its free.
- *
- * Exit status: 0 recorded; 1 error (an open bundle is closed with end_reason
- * "error"); 2 out of device memory (the bundle is complete up to the failed
- * request, with an Oom event, end_reason "oom"); 129 bad usage; 130
- * interrupted by SIGINT/SIGTERM (the current step finishes, end_reason
- * "interrupted"; a second signal kills at once, leaving the bundle readable
- * up to its last whole chunk).
- *
- * STEPTRACE_RECORD_STATS=FILE writes the launch counts the CUPTI callbacks
- * saw per step, for tests/record to check the bundle against.
+ * Exit status: 0 recorded; 1 error; 2 out of device memory; 129 bad usage
+ * (a bad flag, value or configuration); 130 interrupted by SIGINT/SIGTERM
+ * (record/record.h says what the bundle holds in each case).
  */
-#define _GNU_SOURCE
-#include <math.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cmd/commands.h"
+#include "cmd/gpu.h"
 #include "lib/error.h"
-#include "lib/options.h"
-#include "model/config.h"
-#include "model/model.h"
-#include "record/capture.h"
-#include "record/device.h"
-#include "record/hooks.h"
-#include "record/session.h"
-
-#define EXIT_RECORD_ERROR 1
-#define EXIT_RECORD_OOM 2
-#define EXIT_RECORD_USAGE 129
-#define EXIT_RECORD_INTERRUPTED 130
-
-struct record_options {
-	const char *model, *precision, *mode, *attention, *output, *api;
-	struct model_dims dims;   /* 0 keeps the preset's (or default) value */
-	int warmup, steps;
-	uint64_t seed;
-	double lr;
-	bool calibrate;
-};
+#include "record/record.h"
 
 static const char *const record_usage[] = {
 	"steptrace record [--model NAME | --d-model N --layers N --heads N] [<options>] -o FILE.stb",
 	NULL
 };
 
-/* ---- configuration and header ---------------------------------------- */
-
-/* The same sizing rules as bench and step (model_config_resolve), plus the run settings. */
-static int build_config(const struct record_options *o, struct model_config *c)
-{
-	if (model_config_resolve(o->model, &o->dims, c))
-		return -1;
-	if (model_precision_parse(o->precision, &c->precision) ||
-	    model_mode_parse(o->mode, &c->mode) ||
-	    model_attention_parse(o->attention, &c->attention))
-		return -1;
-	c->seed = o->seed;
-	if (!isnan(o->lr))
-		c->lr = o->lr;
-	if (o->warmup < 0)
-		return error("--warmup must be 0 or more, not %d", o->warmup);
-	if (o->steps < 1)
-		return error("--steps must be 1 or more, not %d", o->steps);
-	return model_config_validate(c);
-}
-
-/* "steptrace record --model 'a b' ..." into a malloc'd string. */
-static char *join_command_line(int argc, const char **argv)
-{
-	size_t len = sizeof("steptrace");
-	char *s, *p;
-	int i;
-
-	for (i = 0; i < argc; i++)
-		len += 4 * strlen(argv[i]) + 3;
-	s = p = malloc(len);
-	if (!s)
-		return NULL;
-	p += sprintf(p, "steptrace");
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-
-		*p++ = ' ';
-		if (*a && !a[strcspn(a, " \t\n'\"\\$`*?;&|<>()")]) {
-			p += sprintf(p, "%s", a);
-			continue;
-		}
-		*p++ = '\'';
-		for (; *a; a++) {
-			if (*a == '\'')
-				p += sprintf(p, "'\\''");
-			else
-				*p++ = *a;
-		}
-		*p++ = '\'';
-		*p = '\0';
-	}
-	return s;
-}
-
-static void fill_run_config(Steptrace__RunConfig *rc, const struct model_config *c,
-			    const struct record_options *o)
-{
-	rc->model = (char *)c->name;
-	rc->d_model = (uint32_t)c->d_model;
-	rc->d_ff = (uint32_t)c->d_ff;
-	rc->layers = (uint32_t)c->layers;
-	rc->heads = (uint32_t)c->heads;
-	rc->vocab = (uint32_t)c->vocab;
-	rc->batch = (uint32_t)c->batch;
-	rc->ctx = (uint32_t)c->ctx;
-	rc->precision = (char *)model_precision_name(c->precision);
-	rc->mode = (char *)model_mode_name(c->mode);
-	rc->attention = (char *)model_attention_name(c->attention);
-	rc->warmup_steps = (uint32_t)o->warmup;
-	rc->measured_steps = (uint32_t)o->steps;
-	rc->parameters = model_config_params(c);
-	rc->seed = c->seed;
-	rc->lr = c->lr;
-}
-
-static int64_t unix_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* ---- signals ------------------------------------------------------- */
-
-static volatile sig_atomic_t interrupted;
-static struct sigaction old_int, old_term;
-
-static void on_signal(int sig)
-{
-	interrupted = sig;
-}
-
-static void signals_install(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART | SA_RESETHAND;   /* a second signal kills */
-	interrupted = 0;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-}
-
-static void signals_restore(void)
-{
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-}
-
-/* ---- progress and results ---------------------------------------------- */
-
-struct progress {
-	bool tty;
-	struct timespec last;
-	bool printed;
-};
-
-static void progress_step(struct progress *p, uint32_t i, uint32_t warmup, uint32_t total,
-			  const struct model_step_times *t)
-{
-	struct timespec now;
-	bool last = i + 1 == total;
-	double since;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	since = (now.tv_sec - p->last.tv_sec) + (now.tv_nsec - p->last.tv_nsec) * 1e-9;
-	if (!p->tty && total > 50 && !last && p->printed && since < 1.0)
-		return;
-	p->last = now;
-	p->printed = true;
-	fprintf(stderr, "%srecord: step %u/%u (%s) %.3f ms%s", p->tty ? "\r" : "", i + 1, total,
-		i < warmup ? "warm-up" : "measured", t->wall_ms,
-		p->tty ? (last ? "\n" : "   ") : "\n");
-	fflush(stderr);
-}
-
-static void progress_done(struct progress *p, uint32_t done, uint32_t total)
-{
-	if (p->tty && p->printed && done < total)
-		fputc('\n', stderr);
-}
-
-static void human_bytes(char *buf, size_t len, double b)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	int u = 0;
-
-	while (b >= 1024.0 && u < 4) {
-		b /= 1024.0;
-		u++;
-	}
-	snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
-}
-
-static void report_oom(const struct model_oom *oom)
-{
-	char req[32], live[32], cap[32];
-
-	human_bytes(req, sizeof(req), (double)oom->requested);
-	human_bytes(live, sizeof(live), (double)oom->live);
-	human_bytes(cap, sizeof(cap), (double)oom->capacity);
-	error("out of memory at '%s': requested %s (%s) with %s of %s live",
-		 oom->op[0] ? oom->op : "?", req, st_mem_category_name(oom->category), live, cap);
-	fprintf(stderr, "hint: the bundle holds the run up to that request; "
-		"try a smaller --batch or --ctx, or --precision bf16\n");
-}
-
-static void write_stats(const char *path, uint32_t steps_done, uint32_t warmup,
-			const struct rec_session *s, const struct capture_totals *t,
-			const char *reason)
-{
-	struct capture_counts c;
-	FILE *f = fopen(path, "w");
-	uint32_t i;
-
-	if (!f) {
-		warning("cannot write STEPTRACE_RECORD_STATS file '%s'", path);
-		return;
-	}
-	fprintf(f, "# steptrace record stats 1\n");
-	for (i = 0; i < steps_done; i++)
-		if (capture_counts_of(i, &c) == 0)
-			fprintf(f, "step %u warmup %d launches %llu copies %llu\n", i, i < warmup,
-				(unsigned long long)c.launches, (unsigned long long)c.copies);
-	if (capture_counts_of(-1, &c) == 0)
-		fprintf(f, "outside launches %llu copies %llu\n", (unsigned long long)c.launches,
-			(unsigned long long)c.copies);
-	fprintf(f, "events %llu\n", (unsigned long long)s->events);
-	fprintf(f, "dropped %llu\n", (unsigned long long)t->dropped);
-	fprintf(f, "unattributed %llu\n", (unsigned long long)t->unattributed);
-	fprintf(f, "open_ranges %llu\n", (unsigned long long)t->open_ranges);
-	fprintf(f, "end_reason %s\n", reason);
-	if (fclose(f))
-		warning("cannot write STEPTRACE_RECORD_STATS file '%s'", path);
-}
-
-static void print_summary(const char *path, const struct rec_session *s, const double *wall,
-			  uint32_t done, uint32_t warmup)
-{
-	struct stat st;
-	char size[32];
-	double sum = 0;
-	uint32_t i, measured = 0;
-
-	for (i = warmup; i < done; i++, measured++)
-		sum += wall[i];
-	if (measured)
-		fprintf(stderr, "record: %u warm-up + %u measured steps, measured step mean %.3f ms\n",
-			done < warmup ? done : warmup, measured, sum / measured);
-	if (stat(path, &st) == 0) {
-		human_bytes(size, sizeof(size), (double)st.st_size);
-		fprintf(stderr, "record: %llu events, %s written to '%s', %.1f bytes/event\n",
-			(unsigned long long)s->events, size, path,
-			s->events ? (double)st.st_size / (double)s->events : 0.0);
-	}
-}
-
-static void warn_losses(const struct capture_totals *t)
-{
-	if (t->dropped) {
-		warning("*** CUPTI DROPPED %llu ACTIVITY RECORDS: THIS BUNDLE IS MISSING EVENTS ***",
-			   (unsigned long long)t->dropped);
-		warning("CUPTI does not say of which kind; the footer books them under 'kernel'. "
-			   "Record fewer steps or a smaller model");
-	}
-	if (t->unattributed)
-		warning("%llu kernels, memcpys or memsets were launched outside any op",
-			   (unsigned long long)t->unattributed);
-	if (t->open_ranges || t->unpaired_ends)
-		warning("%llu NVTX ranges were still open at the end and %llu ends had no start; "
-			   "they are not in the bundle", (unsigned long long)t->open_ranges,
-			   (unsigned long long)t->unpaired_ends);
-}
-
-/* ---- the run ------------------------------------------------------- */
-
-struct run {
-	const struct record_options *o;
-	const struct model_config *c;
-	struct rec_session s;
-	struct rec_hooks h;
-	struct model *m;
-	double *wall;            /* ms per completed step */
-	uint32_t done, total;
-	const char *reason;
-	int status;
-};
-
-/* Maps a model return code onto the run's outcome; true when the run must stop. */
-static bool model_failed(struct run *r, int rc, const struct model_oom *oom)
-{
-	if (rc == MODEL_OK)
-		return false;
-	if (rc == MODEL_OOM) {
-		report_oom(oom);
-		r->reason = "oom";
-		r->status = EXIT_RECORD_OOM;
-	} else {
-		error("the training step failed; the bundle holds the run up to the failure");
-		r->reason = "error";
-		r->status = EXIT_RECORD_ERROR;
-	}
-	return true;
-}
-
-static void run_steps(struct run *r)
-{
-	struct model_observer obs = rec_hooks_observer(&r->h);
-	struct model_oom oom = { 0 };
-	struct progress p = { .tty = isatty(STDERR_FILENO) };
-	uint32_t warmup = (uint32_t)r->o->warmup, i;
-
-	clock_gettime(CLOCK_MONOTONIC, &p.last);
-	if (model_failed(r, model_create(&r->m, r->c, &obs, &oom), &oom))
-		return;
-	if (model_failed(r, model_init_random(r->m, r->c->seed), model_last_oom(r->m)) ||
-	    model_failed(r, model_random_batch(r->m, r->c->seed + 1), model_last_oom(r->m)))
-		return;
-	for (i = 0; i < r->total && !interrupted; i++) {
-		struct model_step_times t = { 0 };
-
-		if (model_failed(r, model_step(r->m, i, i < warmup, &t), model_last_oom(r->m))) {
-			rec_hooks_step_abandoned(&r->h);
-			break;
-		}
-		r->wall[r->done++] = t.wall_ms;
-		progress_step(&p, i, warmup, r->total, &t);
-	}
-	progress_done(&p, r->done, r->total);
-	if (interrupted && r->status == 0) {
-		fprintf(stderr, "record: interrupted after %u of %u steps; closing the bundle\n",
-			r->done, r->total);
-		r->reason = "interrupted";
-		r->status = EXIT_RECORD_INTERRUPTED;
-	}
-}
-
-static int record(const struct record_options *o, const struct model_config *c,
-		  enum capture_api api, const char *command_line)
-{
-	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
-	Steptrace__RunConfig rc = STEPTRACE__RUN_CONFIG__INIT;
-	struct device_facts dev;
-	struct capture_totals totals;
-	struct run r = { .o = o, .c = c, .reason = "ok" };
-	const char *stats = getenv("STEPTRACE_RECORD_STATS");
-	char host[256] = "";
-
-	r.total = (uint32_t)o->warmup + (uint32_t)o->steps;
-	r.wall = calloc(r.total, sizeof(*r.wall));
-	if (!r.wall) {
-		error("out of memory");
-		return EXIT_RECORD_ERROR;
-	}
-	/* Before anything can call NVTX: the model's ranges must reach CUPTI. */
-	if (capture_nvtx_setup() || !model_gpu_available() || device_facts_read(0, &dev))
-		goto fail_early;
-	if (!o->calibrate)
-		device_datasheet(&dev, "--no-calibrate");
-	else if (device_calibrate(&dev))
-		device_datasheet(&dev, "calibration failed");
-
-	fill_run_config(&rc, c, o);
-	gethostname(host, sizeof(host) - 1);
-	hdr.command_line = (char *)command_line;
-	hdr.hostname = host;
-	hdr.created_unix_ns = unix_ns();
-	hdr.config = &rc;
-	hdr.device = &dev.info;
-	hdr.clock = "cupti";
-	hdr.api_calls = (char *)capture_api_rule(api);
-	hdr.time_base_ns = capture_now();
-	if (rec_session_open(&r.s, o->output, &hdr))
-		goto fail_early;
-	rec_hooks_init(&r.h, &r.s);
-	if (capture_start(&r.s, r.total, api)) {
-		rec_session_close(&r.s, "error");
-		rec_session_release(&r.s);
-		goto fail_early;
-	}
-
-	signals_install();
-	run_steps(&r);
-	/* Freed under the recorder: every allocation in the bundle gets its free. */
-	if (r.m)
-		model_free(r.m);
-	if (capture_stop() && r.status == 0) {
-		r.reason = "error";
-		r.status = EXIT_RECORD_ERROR;
-	}
-	rec_hooks_drain(&r.h, true);
-	signals_restore();
-
-	capture_totals(&totals);
-	warn_losses(&totals);
-	if (rec_session_close(&r.s, r.reason) && r.status == 0)
-		r.status = EXIT_RECORD_ERROR;
-	if (stats)
-		write_stats(stats, r.done, (uint32_t)o->warmup, &r.s, &totals, r.reason);
-	print_summary(o->output, &r.s, r.wall, r.done, (uint32_t)o->warmup);
-	rec_hooks_release(&r.h);
-	rec_session_release(&r.s);
-	free(r.wall);
-	return r.status;
-
-fail_early:
-	free(r.wall);
-	return EXIT_RECORD_ERROR;
-}
-
 int cmd_record(int argc, const char **argv)
 {
-	struct record_options o = {
-		.precision = "fp32", .mode = "train", .attention = "naive",
-		.warmup = 1, .steps = 2, .seed = 0, .lr = NAN, .calibrate = true, .api = "work",
-	};
+	struct gpu_model_args a = GPU_MODEL_ARGS_INIT;
+	struct record_opts o = { .warmup = 1, .steps = 2, .calibrate = true };
+	int api = CAPTURE_API_WORK, status;
+	struct model_config c;
 	const struct option opts[] = {
 		OPT_GROUP("What to run (the flags of `steptrace bench`, one configuration)"),
-		OPT_STRING(0, "model", &o.model, "NAME", "small (default), medium, large, xl, 2.7B or custom"),
-		OPT_MODEL_DIMS(&o.dims),
-		OPT_INTEGER(0, "ctx", &o.dims.ctx, "context length (default 128)"),
-		OPT_STRING(0, "precision", &o.precision, "P", "fp32 (default), tf32 or bf16"),
-		OPT_STRING(0, "mode", &o.mode, "MODE", "forward, fwdbwd or train (default)"),
-		OPT_STRING(0, "attention", &o.attention, "IMPL", "naive (default) or flash"),
+		OPT_GPU_MODEL(&a),
+		OPT_GPU_STEP(&a),
+		OPT_GPU_ATTENTION(&a),
 		OPT_INTEGER('w', "warmup", &o.warmup, "warm-up steps, recorded and flagged (default 1)"),
 		OPT_INTEGER('n', "steps", &o.steps, "measured steps (default 2)"),
-		OPT_U64(0, "seed", &o.seed, "seed of the weights and the batch (default 0)"),
-		OPT_DOUBLE(0, "lr", &o.lr, "AdamW learning rate (default 1e-3)"),
+		OPT_U64(0, "seed", &a.seed, "seed of the weights and the batch (default 0)"),
+		OPT_DOUBLE(0, "lr", &a.lr, "AdamW learning rate (default 1e-3)"),
 		OPT_GROUP("Output"),
 		OPT_STRING('o', "output", &o.output, "FILE", "the bundle to write (FILE.stb)"),
 		OPT_BOOLEAN(0, "calibrate", &o.calibrate,
 			    "measure peak FLOP/s and bandwidth before recording (default; "
 			    "--no-calibrate takes datasheet figures)"),
-		OPT_STRING(0, "api", &o.api, "WHICH",
-			   "runtime and driver calls to record: work (default: all but queries "
-			   "such as cudaGetDevice, which do nothing on the device) or all"),
+		OPT_CHOICE(0, "api", &api, capture_api_names,
+			   "runtime and driver calls to record: all but queries such as "
+			   "cudaGetDevice, which do nothing on the device (work, default), or all"),
 		OPT_END(),
 	};
-	struct model_config c;
-	enum capture_api api;
-	char *command_line;
-	int status;
+	char *command_line = record_command_line(argc, argv);
 
-	command_line = join_command_line(argc, argv);
-	argc = parse_options(argc, argv, opts, record_usage);
-	if (argc < 0) {
-		free(command_line);
-		return argc == PARSE_OPT_HELP ? 0 : EXIT_RECORD_USAGE;
+	status = gpu_parse(argc, argv, opts, record_usage);
+	if (status == GPU_GO && !o.output)
+		status = gpu_usage_error(record_usage, opts, "no output file: use -o FILE.stb");
+	if (status == GPU_GO && (gpu_model_config(&a, &c) || gpu_check_steps(o.warmup, o.steps)))
+		status = EXIT_USAGE;
+	if (status == GPU_GO) {
+		o.api = (enum capture_api)api;
+		o.command_line = command_line;
+		status = (int)record_run(&o, &c);
 	}
-	if (argc > 0 || !o.output) {
-		if (argc > 0)
-			error("unexpected argument '%s'", argv[0]);
-		else
-			error("no output file: use -o FILE.stb");
-		usage_with_options(record_usage, opts, false);
-		free(command_line);
-		return EXIT_RECORD_USAGE;
-	}
-	if (build_config(&o, &c) || capture_api_parse(o.api, &api)) {
-		free(command_line);
-		return EXIT_RECORD_USAGE;
-	}
-	status = record(&o, &c, api, command_line ? command_line : "steptrace record");
 	free(command_line);
 	return status;
 }

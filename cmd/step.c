@@ -1,249 +1,44 @@
 /*
- * step.c: `steptrace step`, one training step on the GPU written to a
- * safetensors file ("loss", "grad.<name>", "<name>"), so that
- * scripts/torch_check.py can compare it with PyTorch.
+ * step.c: `steptrace step`, one training step from given weights and batch
+ * written to a safetensors file, for scripts/torch_check.py to compare with
+ * PyTorch (model/step_file.c).
  */
-#include <inttypes.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "cmd/commands.h"
-#include "lib/error.h"
-#include "lib/options.h"
-#include "model/config.h"
+#include "cmd/gpu.h"
 #include "model/model.h"
-#include "model/reference.h"
-#include "model/tensors.h"
-#include "trace/bundle.h"
+#include "model/step_file.h"
 
 static const char *const step_usage[] = {
 	"steptrace step [--model NAME | --d-model N --d-ff N --layers N --heads N] [<options>] -o OUT.safetensors",
 	NULL,
 };
 
-struct step_args {
-	const char *model, *precision, *mode, *weights, *batch_file, *out;
-	struct model_dims dims;
-	uint64_t seed;
-	double lr, weight_decay;
-};
-
-/*
- * Reads "inputs" and "targets" (I32 or I64, (batch, ctx)) into token arrays,
- * checking shapes and that every id is in the vocabulary.
- */
-static int batch_load(const char *path, const struct model_config *c, int32_t *inputs,
-		      int32_t *targets)
-{
-	static const char *const names[] = { "inputs", "targets" };
-	int32_t *dst[] = { inputs, targets };
-	size_t n = (size_t)c->batch * c->ctx, i;
-	struct tensor_set s;
-	int k, ret = -1;
-
-	if (safetensors_read(path, &s))
-		return -1;
-	for (k = 0; k < 2; k++) {
-		const struct named_tensor *t = tensor_set_find(&s, names[k]);
-
-		if (!t) {
-			error("batch '%s': missing tensor '%s'", path, names[k]);
-			goto release;
-		}
-		if (t->ndim != 2 || t->shape[0] != c->batch || t->shape[1] != c->ctx) {
-			error("batch '%s': tensor '%s' should have shape (%d, %d) for --batch %d --ctx %d",
-				 path, names[k], c->batch, c->ctx, c->batch, c->ctx);
-			goto release;
-		}
-		if (t->dtype != ST_DT_I32 && t->dtype != ST_DT_I64) {
-			error("batch '%s': tensor '%s' is %s, expected I32 or I64", path, names[k],
-				 tensor_dtype_name(t->dtype));
-			goto release;
-		}
-		for (i = 0; i < n; i++) {
-			int64_t id = t->dtype == ST_DT_I32 ? ((const int32_t *)t->data)[i]
-							   : ((const int64_t *)t->data)[i];
-
-			if (id < 0 || id >= c->vocab) {
-				error("batch '%s': %s[%zu] = %" PRId64 " is outside the vocabulary of %d",
-					 path, names[k], i, id, c->vocab);
-				goto release;
-			}
-			dst[k][i] = (int32_t)id;
-		}
-	}
-	ret = 0;
-release:
-	tensor_set_release(&s);
-	return ret;
-}
-
-/* The output file: loss, then gradients ("grad.<name>"), then weights. */
-static int step_write(const char *path, const struct model_config *c, double loss,
-		      const struct model_step_times *t, struct tensor_set *w, struct tensor_set *g)
-{
-	struct tensor_set out;
-	float l = (float)loss;
-	char cfg[256], times[128], name[160];
-	const char *meta[] = { "format", "pt", "producer", "steptrace step", "config", cfg,
-			       "times_ms", times, NULL };
-	size_t i;
-	int ret = -1;
-
-	snprintf(cfg, sizeof(cfg),
-		 "{\"d_model\":%d,\"d_ff\":%d,\"layers\":%d,\"heads\":%d,\"vocab\":%d,\"batch\":%d,"
-		 "\"ctx\":%d,\"precision\":\"%s\",\"mode\":\"%s\",\"lr\":%.17g,\"weight_decay\":%.17g}",
-		 c->d_model, c->d_ff, c->layers, c->heads, c->vocab, c->batch, c->ctx,
-		 model_precision_name(c->precision), model_mode_name(c->mode), c->lr,
-		 c->weight_decay);
-	snprintf(times, sizeof(times), "{\"forward\":%.4f,\"backward\":%.4f,\"optimizer\":%.4f,\"wall\":%.4f}",
-		 t->forward_ms, t->backward_ms, t->optimizer_ms, t->wall_ms);
-	tensor_set_init(&out);
-	if (!tensor_set_add(&out, "loss", ST_DT_F32, 0, NULL, &l))
-		goto oom;
-	for (i = 0; i < g->n; i++) {
-		snprintf(name, sizeof(name), "grad.%s", g->t[i].name);
-		if (!tensor_set_add(&out, name, g->t[i].dtype, g->t[i].ndim, g->t[i].shape, g->t[i].data))
-			goto oom;
-	}
-	for (i = 0; i < w->n; i++)
-		if (!tensor_set_add(&out, w->t[i].name, w->t[i].dtype, w->t[i].ndim, w->t[i].shape,
-				    w->t[i].data))
-			goto oom;
-	ret = safetensors_write(path, &out, meta);
-	goto release;
-oom:
-	error("out of memory assembling '%s'", path);
-release:
-	tensor_set_release(&out);
-	return ret;
-}
-
-static void oom_report(const struct model_oom *oom)
-{
-	error("out of device memory: %.1f MiB requested by '%s' with %.2f GiB live of %.2f GiB",
-		 oom->requested / 1048576.0, oom->op, oom->live / 1073741824.0,
-		 oom->capacity / 1073741824.0);
-}
-
-/* Loads or draws weights and batch, runs one step, exports and writes. */
-static int step_run(const struct step_args *a, const struct model_config *c)
-{
-	size_t n = (size_t)c->batch * c->ctx;
-	int32_t *inputs = NULL, *targets = NULL;
-	struct tensor_set w, g;
-	struct model_step_times t;
-	struct model_oom oom;
-	struct model *m = NULL;
-	int ret = 1, rc;
-
-	tensor_set_init(&w);
-	tensor_set_init(&g);
-	if (a->weights) {
-		char what[600];
-
-		snprintf(what, sizeof(what), "weights '%s'", a->weights);
-		if (safetensors_read(a->weights, &w) || ref_check_params(c, &w, 1u << ST_DT_F32, what))
-			goto release;
-	}
-	if (a->batch_file) {
-		inputs = malloc(n * sizeof(*inputs));
-		targets = malloc(n * sizeof(*targets));
-		if (!inputs || !targets) {
-			error("out of memory for the batch");
-			goto release;
-		}
-		if (batch_load(a->batch_file, c, inputs, targets))
-			goto release;
-	}
-
-	rc = model_create(&m, c, NULL, &oom);
-	if (rc == MODEL_OOM) {
-		oom_report(&oom);
-		goto release;
-	}
-	if (rc != MODEL_OK)
-		goto release;
-	if ((a->weights ? model_load_weights(m, &w) : model_init_random(m, a->seed)) != MODEL_OK)
-		goto free_model;
-	if ((a->batch_file ? model_set_batch(m, inputs, targets) : model_random_batch(m, a->seed)) !=
-	    MODEL_OK)
-		goto free_model;
-	rc = model_step(m, 0, false, &t);
-	if (rc == MODEL_OOM)
-		oom_report(model_last_oom(m));
-	if (rc != MODEL_OK)
-		goto free_model;
-
-	tensor_set_release(&w);
-	if (model_export(m, &w, c->mode == MODE_FORWARD ? NULL : &g) != MODEL_OK)
-		goto free_model;
-	if (step_write(a->out, c, t.loss, &t, &w, &g))
-		goto free_model;
-	fprintf(stderr, "step: %s %s %s: loss %.6f, forward %.3f ms, backward %.3f ms, "
-		"optimizer %.3f ms, wall %.3f ms -> %s\n", c->name, model_precision_name(c->precision),
-		model_mode_name(c->mode), t.loss, t.forward_ms, t.backward_ms, t.optimizer_ms,
-		t.wall_ms, a->out);
-	ret = 0;
-free_model:
-	model_free(m);
-release:
-	free(inputs);
-	free(targets);
-	tensor_set_release(&w);
-	tensor_set_release(&g);
-	return ret;
-}
-
 int cmd_step(int argc, const char **argv)
 {
-	struct step_args a = { .seed = 0, .lr = -1, .weight_decay = -1 };
+	struct gpu_model_args a = GPU_MODEL_ARGS_INIT;
+	struct step_file_opts o = { NULL };
 	struct model_config c;
+	int status;
 	const struct option opts[] = {
 		OPT_GROUP("model"),
-		OPT_STRING(0, "model", &a.model, "NAME", "small, medium, large, xl, 2.7B or custom (default small)"),
-		OPT_MODEL_DIMS(&a.dims),
-		OPT_INTEGER(0, "ctx", &a.dims.ctx, "context length (default 128)"),
+		OPT_GPU_MODEL(&a),
 		OPT_GROUP("step"),
-		OPT_STRING(0, "precision", &a.precision, "P", "fp32, tf32 or bf16 (default fp32)"),
-		OPT_STRING(0, "mode", &a.mode, "MODE", "forward, fwdbwd or train (default train)"),
-		OPT_STRING(0, "weights", &a.weights, "FILE", "F32 weights under PyTorch's names (default: random from --seed)"),
-		OPT_STRING(0, "batch-file", &a.batch_file, "FILE", "I32/I64 \"inputs\" and \"targets\" of shape (batch, ctx) (default: random from --seed)"),
+		OPT_GPU_STEP(&a),
+		OPT_STRING(0, "weights", &o.weights, "FILE", "F32 weights under PyTorch's names (default: random from --seed)"),
+		OPT_STRING(0, "batch-file", &o.batch, "FILE", "I32/I64 \"inputs\" and \"targets\" of shape (batch, ctx) (default: random from --seed)"),
 		OPT_U64(0, "seed", &a.seed, "seed of random weights and batch (default 0)"),
 		OPT_DOUBLE(0, "lr", &a.lr, "AdamW learning rate (default 1e-3)"),
 		OPT_DOUBLE(0, "weight-decay", &a.weight_decay, "AdamW weight decay (default 0.01)"),
-		OPT_STRING('o', "output", &a.out, "FILE", "safetensors file to write"),
+		OPT_STRING('o', "output", &o.output, "FILE", "safetensors file to write"),
 		OPT_END(),
 	};
 
-	argc = parse_options(argc, argv, opts, step_usage);
-	if (argc < 0)
-		return argc == PARSE_OPT_HELP ? 0 : 129;
-	if (argc > 0) {
-		error("unexpected argument '%s'", argv[0]);
-		usage_with_options(step_usage, opts, false);
-		return 129;
-	}
-	if (!a.out) {
-		error("missing -o OUT.safetensors");
-		usage_with_options(step_usage, opts, false);
-		return 129;
-	}
-	if (model_config_resolve(a.model, &a.dims, &c))
+	status = gpu_parse(argc, argv, opts, step_usage);
+	if (status != GPU_GO)
+		return status;
+	if (!o.output)
+		return gpu_usage_error(step_usage, opts, "missing -o OUT.safetensors");
+	if (gpu_model_config(&a, &c) || !model_gpu_available())
 		return 1;
-	if ((a.precision && model_precision_parse(a.precision, &c.precision)) ||
-	    (a.mode && model_mode_parse(a.mode, &c.mode)))
-		return 129;
-	if (a.lr >= 0)
-		c.lr = a.lr;
-	if (a.weight_decay >= 0)
-		c.weight_decay = a.weight_decay;
-	c.seed = a.seed;
-	if (model_config_validate(&c))
-		return 1;
-	if (!model_gpu_available())
-		return 1;
-	return step_run(&a, &c);
+	return step_file_run(&o, &c) ? 1 : 0;
 }

@@ -23,13 +23,14 @@ __global__ void adamw_kernel(float *p, const float *g, float *m, float *v, long 
 	p[i] = pi - lr_wd * pi;
 }
 
-extern "C" int adamw_update(float *p, const float *g, float *m, float *v, long long n, double beta1,
-			    double beta2, float eps, float alpha_t, float lr_wd, cudaStream_t s)
+extern "C" cudaError_t adamw_update(float *p, const float *g, float *m, float *v, long long n,
+				    double beta1, double beta2, float eps, float alpha_t,
+				    float lr_wd, cudaStream_t s)
 {
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	adamw_kernel<<<ceil_div(n, 256), 256, 0, s>>>(p, g, m, v, n, (float)beta1, (float)(1.0 - beta1),
 								(float)beta2, (float)(1.0 - beta2), eps,
 								alpha_t, lr_wd);
-	return KERNEL_CHECK("adamw_update");
+	return cudaGetLastError();
 }

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "trace/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,8 +17,8 @@ extern "C" {
  * The betas are doubles so 1 - b is formed before rounding: (float)(1 - 0.999)
  * is exact to 1e-8, 1 - (float)0.999 only to 1e-5.
  */
-int adamw_update(float *p, const float *g, float *m, float *v, long long n, double beta1,
-		 double beta2, float eps, float alpha_t, float lr_wd, cudaStream_t s);
+cudaError_t adamw_update(float *p, const float *g, float *m, float *v, long long n, double beta1,
+			 double beta2, float eps, float alpha_t, float lr_wd, cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* out (n) BF16 = in (n) F32, round to nearest even (autocast's weight copies). */
-int cast_f32_to_bf16(void *out, const float *in, long long n, cudaStream_t s);
+cudaError_t cast_f32_to_bf16(void *out, const float *in, long long n, cudaStream_t s);
 
 #ifdef __cplusplus
 }

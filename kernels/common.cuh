@@ -1,8 +1,10 @@
 /*
- * common.cuh: what every kernel file shares: the launch check used by each
- * host launcher, warp/block reductions, and float <-> storage conversion for
- * the two activation dtypes (F32, BF16) the kernels are templated over.
- * Device-side helpers only; no kernels live here.
+ * common.cuh: what every kernel file shares: warp/block reductions, float
+ * <-> storage conversion for the two activation dtypes (F32, BF16) the
+ * kernels are templated over, and the dispatch between them. Device-side
+ * helpers only; no kernels live here. Launchers never print: each returns
+ * its launch's cudaError_t (cudaGetLastError() after the launch) for the
+ * caller to check (lib/gpu_check.h).
  */
 #ifndef STEPTRACE_KERNELS_COMMON_CUH
 #define STEPTRACE_KERNELS_COMMON_CUH
@@ -10,24 +12,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-extern "C" {
-#include "lib/error.h"
-}
-
-/* enum st_dtype values (trace/bundle.h), repeated to keep kernels free of protobuf. */
-#define KDT_F32 1
-#define KDT_BF16 2
-
-/* Reports a failed launch (bad grid, missing device, ...) with its site. -1 on failure. */
-static inline int kernel_check(const char *what, const char *file, int line)
-{
-	cudaError_t e = cudaGetLastError();
-
-	if (e == cudaSuccess)
-		return 0;
-	return error("cannot launch %s (%s:%d): %s", what, file, line, cudaGetErrorString(e));
-}
-#define KERNEL_CHECK(what) kernel_check((what), __FILE__, __LINE__)
+#include "trace/types.h"
 
 static inline int ceil_div(long long a, long long b)
 {
@@ -90,7 +75,7 @@ __device__ __forceinline__ float block_max(float v)
 /* Instantiates a launch for the F32 or BF16 variant of a kernel template. */
 #define DISPATCH_DTYPE(dtype, T, ...)                         \
 	do {                                                   \
-		if ((dtype) == KDT_BF16) {                     \
+		if ((dtype) == ST_DT_BF16) {                     \
 			typedef __nv_bfloat16 T;               \
 			__VA_ARGS__;                           \
 		} else {                                       \

@@ -56,31 +56,32 @@ __global__ void cross_entropy_backward_kernel(T *dlogits, const T *logits, const
 	}
 }
 
-extern "C" int cross_entropy_forward(float *loss, float *lse, const void *logits,
-				     const int32_t *targets, int n, int vocab, int dtype,
-				     cudaStream_t s)
+extern "C" cudaError_t cross_entropy_forward(float *loss, float *lse, const void *logits,
+					     const int32_t *targets, int n, int vocab,
+					     enum st_dtype dtype, cudaStream_t s)
 {
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	float *row_loss = lse + n;
 
 	DISPATCH_DTYPE(dtype, E,
 		cross_entropy_rows_kernel<E><<<n, 256, 0, s>>>(lse, row_loss, (const E *)logits,
 							      targets, vocab));
-	if (KERNEL_CHECK("cross_entropy_forward"))
-		return -1;
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return e;
 	mean_kernel<<<1, 1024, 0, s>>>(loss, row_loss, n);
-	return KERNEL_CHECK("cross_entropy_mean");
+	return cudaGetLastError();
 }
 
-extern "C" int cross_entropy_backward(void *dlogits, const void *logits, const float *lse,
-				      const int32_t *targets, int n, int vocab, int dtype,
-				      cudaStream_t s)
+extern "C" cudaError_t cross_entropy_backward(void *dlogits, const void *logits, const float *lse,
+					      const int32_t *targets, int n, int vocab,
+					      enum st_dtype dtype, cudaStream_t s)
 {
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	DISPATCH_DTYPE(dtype, E,
 		cross_entropy_backward_kernel<E><<<n, 256, 0, s>>>((E *)dlogits, (const E *)logits, lse,
 								   targets, vocab, 1.0f / n));
-	return KERNEL_CHECK("cross_entropy_backward");
+	return cudaGetLastError();
 }

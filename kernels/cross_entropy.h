@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 
+#include "trace/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,11 +17,13 @@ extern "C" {
  * lse[n..2n) the per-row losses; *loss (one F32 on the device) = their mean,
  * reduced deterministically.
  */
-int cross_entropy_forward(float *loss, float *lse, const void *logits, const int32_t *targets,
-			  int n, int vocab, int dtype, cudaStream_t s);
+cudaError_t cross_entropy_forward(float *loss, float *lse, const void *logits,
+				  const int32_t *targets, int n, int vocab, enum st_dtype dtype,
+				  cudaStream_t s);
 /* dlogits (n, vocab) in `dtype` = (softmax(logits) - onehot(target)) / n. May alias logits. */
-int cross_entropy_backward(void *dlogits, const void *logits, const float *lse,
-			   const int32_t *targets, int n, int vocab, int dtype, cudaStream_t s);
+cudaError_t cross_entropy_backward(void *dlogits, const void *logits, const float *lse,
+				   const int32_t *targets, int n, int vocab, enum st_dtype dtype,
+				   cudaStream_t s);
 
 #ifdef __cplusplus
 }

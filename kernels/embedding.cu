@@ -33,20 +33,20 @@ __global__ void embedding_backward_kernel(float *dtable, const float *dout, cons
 		atomicAdd(dst + i, src[i]);
 }
 
-extern "C" int embedding_forward(float *out, const float *table, const int32_t *ids, int n, int d,
-				 cudaStream_t s)
+extern "C" cudaError_t embedding_forward(float *out, const float *table, const int32_t *ids, int n,
+					 int d, cudaStream_t s)
 {
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	embedding_forward_kernel<<<n, 256, 0, s>>>(out, table, ids, d);
-	return KERNEL_CHECK("embedding_forward");
+	return cudaGetLastError();
 }
 
-extern "C" int embedding_backward(float *dtable, const float *dout, const int32_t *ids, int n,
-				  int d, cudaStream_t s)
+extern "C" cudaError_t embedding_backward(float *dtable, const float *dout, const int32_t *ids,
+					  int n, int d, cudaStream_t s)
 {
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	embedding_backward_kernel<<<n, 256, 0, s>>>(dtable, dout, ids, d);
-	return KERNEL_CHECK("embedding_backward");
+	return cudaGetLastError();
 }

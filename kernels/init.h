@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 
+#include "trace/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -14,9 +16,10 @@ extern "C" {
  * counter-based generator: element i of stream `seed` is the same whatever
  * the launch shape.
  */
-int init_trunc_normal(float *p, long long n, float std, float cut, uint64_t seed, cudaStream_t s);
+cudaError_t init_trunc_normal(float *p, long long n, float std, float cut, uint64_t seed,
+			      cudaStream_t s);
 /* p (n) = value. */
-int init_fill(float *p, long long n, float value, cudaStream_t s);
+cudaError_t init_fill(float *p, long long n, float value, cudaStream_t s);
 
 #ifdef __cplusplus
 }

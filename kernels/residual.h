@@ -4,13 +4,15 @@
 
 #include <cuda_runtime.h>
 
+#include "trace/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* out (n) F32 = x (n) F32 + y (n) in `y_dtype` (F32 or BF16). out may alias x. */
-int residual_forward(float *out, const float *x, const void *y, long long n, int y_dtype,
-		     cudaStream_t s);
+cudaError_t residual_forward(float *out, const float *x, const void *y, long long n,
+			     enum st_dtype y_dtype, cudaStream_t s);
 
 #ifdef __cplusplus
 }

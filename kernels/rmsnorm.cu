@@ -70,26 +70,27 @@ static int rmsnorm_threads(int d)
 	return t;
 }
 
-extern "C" int rmsnorm_forward(void *out, float *rstd, const float *x, const float *g, int n, int d,
-			       float eps, int out_dtype, cudaStream_t s)
+extern "C" cudaError_t rmsnorm_forward(void *out, float *rstd, const float *x, const float *g,
+				       int n, int d, float eps, enum st_dtype out_dtype,
+				       cudaStream_t s)
 {
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	DISPATCH_DTYPE(out_dtype, T,
 		rmsnorm_forward_kernel<T><<<n, rmsnorm_threads(d), 0, s>>>((T *)out, rstd, x, g, d, eps));
-	return KERNEL_CHECK("rmsnorm_forward");
+	return cudaGetLastError();
 }
 
-extern "C" int rmsnorm_backward(float *dx, void *dx_bf16, float *dg, const float *dout,
-				const float *x, const float *g, const float *rstd, int n, int d,
-				int accumulate, cudaStream_t s)
+extern "C" cudaError_t rmsnorm_backward(float *dx, void *dx_bf16, float *dg, const float *dout,
+					const float *x, const float *g, const float *rstd, int n,
+					int d, int accumulate, cudaStream_t s)
 {
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	/* enough blocks to fill the device, few enough to keep the atomics cheap */
 	int rows_per_block = n / 1024 < 1 ? 1 : (n / 1024 > 32 ? 32 : n / 1024);
 	int blocks = ceil_div(n, rows_per_block);
 	rmsnorm_backward_kernel<<<blocks, rmsnorm_threads(d), d * sizeof(float), s>>>(
 		dx, (__nv_bfloat16 *)dx_bf16, dg, dout, x, g, rstd, n, d, accumulate, rows_per_block);
-	return KERNEL_CHECK("rmsnorm_backward");
+	return cudaGetLastError();
 }

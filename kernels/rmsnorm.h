@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "trace/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -13,17 +15,17 @@ extern "C" {
  * F32 or BF16: the cast a following autocast matmul would make is fused);
  * rstd (n) F32 (may be NULL) keeps 1/sqrt(mean(x^2) + eps) for the backward.
  */
-int rmsnorm_forward(void *out, float *rstd, const float *x, const float *g, int n, int d,
-		    float eps, int out_dtype, cudaStream_t s);
+cudaError_t rmsnorm_forward(void *out, float *rstd, const float *x, const float *g, int n, int d,
+			    float eps, enum st_dtype out_dtype, cudaStream_t s);
 /*
  * dx (n, d) F32 written (accumulate == 0) or added to (accumulate != 0);
  * dg (d) += the gain's gradient (atomic adds per block of rows; zero it first).
  * dx_bf16 (n, d) BF16, unless NULL, gets dx's final value rounded to nearest
  * even: the cast a following BF16 matmul would make of it, fused.
  */
-int rmsnorm_backward(float *dx, void *dx_bf16, float *dg, const float *dout, const float *x,
-		     const float *g, const float *rstd, int n, int d, int accumulate,
-		     cudaStream_t s);
+cudaError_t rmsnorm_backward(float *dx, void *dx_bf16, float *dg, const float *dout, const float *x,
+			     const float *g, const float *rstd, int n, int d, int accumulate,
+			     cudaStream_t s);
 
 #ifdef __cplusplus
 }

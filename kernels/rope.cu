@@ -65,13 +65,13 @@ __global__ void permute_heads_kernel(heads_io<E> io, const float2 *table, long l
  * Moves the n tensors of out/in (the first n_rot rotated) in one launch; ld
  * is the token-major side's row stride in elements.
  */
-static int heads_move(void *const *out, const void *const *in, int n, int n_rot, long long ld,
-		      const float *table, int B, int T, int H, int dh, int to_heads, int dtype,
-		      cudaStream_t s, const char *what)
+static cudaError_t heads_move(void *const *out, const void *const *in, int n, int n_rot,
+			      long long ld, const float *table, int B, int T, int H, int dh,
+			      int to_heads, enum st_dtype dtype, cudaStream_t s)
 {
 	long long pairs = (long long)B * T * H * (dh / 2);
 	if (pairs == 0)
-		return 0;
+		return cudaSuccess;
 	dim3 grid(ceil_div(pairs, 256), n);
 	DISPATCH_DTYPE(dtype, E,
 		heads_io<E> io = {};
@@ -81,34 +81,35 @@ static int heads_move(void *const *out, const void *const *in, int n, int n_rot,
 		}
 		permute_heads_kernel<E><<<grid, 256, 0, s>>>(io, (const float2 *)table, pairs, T, H, dh / 2,
 						     ld, n_rot, to_heads));
-	return KERNEL_CHECK(what);
+	return cudaGetLastError();
 }
 
-extern "C" int rope_to_heads(void *qh, void *kh, void *vh, const void *q, const void *k,
-			     const void *v, long long ld, const float *table, int B, int T, int H,
-			     int dh, int dtype, cudaStream_t s)
+extern "C" cudaError_t rope_to_heads(void *qh, void *kh, void *vh, const void *q, const void *k,
+				     const void *v, long long ld, const float *table, int B, int T,
+				     int H, int dh, enum st_dtype dtype, cudaStream_t s)
 {
 	void *out[3] = { qh, kh, vh };
 	const void *in[3] = { q, k, v };
 
-	return heads_move(out, in, 3, 2, ld, table, B, T, H, dh, 1, dtype, s, "rope_to_heads");
+	return heads_move(out, in, 3, 2, ld, table, B, T, H, dh, 1, dtype, s);
 }
 
-extern "C" int rope_from_heads(void *dq, void *dk, void *dv, const void *dqh, const void *dkh,
-			       const void *dvh, long long ld, const float *table, int B, int T,
-			       int H, int dh, int dtype, cudaStream_t s)
+extern "C" cudaError_t rope_from_heads(void *dq, void *dk, void *dv, const void *dqh,
+				       const void *dkh, const void *dvh, long long ld,
+				       const float *table, int B, int T, int H, int dh,
+				       enum st_dtype dtype, cudaStream_t s)
 {
 	void *out[3] = { dq, dk, dv };
 	const void *in[3] = { dqh, dkh, dvh };
 
-	return heads_move(out, in, 3, 2, ld, table, B, T, H, dh, 0, dtype, s, "rope_from_heads");
+	return heads_move(out, in, 3, 2, ld, table, B, T, H, dh, 0, dtype, s);
 }
 
-extern "C" int heads_permute(void *out, const void *in, int B, int T, int H, int dh, int to_heads,
-			     int dtype, cudaStream_t s)
+extern "C" cudaError_t heads_permute(void *out, const void *in, int B, int T, int H, int dh,
+				     int to_heads, enum st_dtype dtype, cudaStream_t s)
 {
 	return heads_move(&out, &in, 1, 0, (long long)H * dh, NULL, B, T, H, dh, to_heads != 0,
-			  dtype, s, "heads_permute");
+			  dtype, s);
 }
 
 extern "C" void rope_table_fill(float *table, int T, int dh, double theta)

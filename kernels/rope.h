@@ -11,6 +11,8 @@
 
 #include <cuda_runtime.h>
 
+#include "trace/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,20 +27,20 @@ extern "C" {
  * `table` (T, dh/2, 2) F32 holds (cos, sin) of those angles
  * (rope_table_fill). Outputs must not alias inputs.
  */
-int rope_to_heads(void *qh, void *kh, void *vh, const void *q, const void *k, const void *v,
-		  long long ld, const float *table, int B, int T, int H, int dh, int dtype,
-		  cudaStream_t s);
+cudaError_t rope_to_heads(void *qh, void *kh, void *vh, const void *q, const void *k, const void *v,
+			  long long ld, const float *table, int B, int T, int H, int dh,
+			  enum st_dtype dtype, cudaStream_t s);
 /*
  * The backward of rope_to_heads: dq, dk, dv (B, T, H, dh), rows ld elements
  * apart, from dqh, dkh, dvh (B, H, T, dh); dq and dk rotated by the opposite
  * angle, dv copied.
  */
-int rope_from_heads(void *dq, void *dk, void *dv, const void *dqh, const void *dkh,
-		    const void *dvh, long long ld, const float *table, int B, int T, int H, int dh,
-		    int dtype, cudaStream_t s);
+cudaError_t rope_from_heads(void *dq, void *dk, void *dv, const void *dqh, const void *dkh,
+			    const void *dvh, long long ld, const float *table, int B, int T, int H,
+			    int dh, enum st_dtype dtype, cudaStream_t s);
 /* out = in moved (B, T, H, dh) -> (B, H, T, dh) if to_heads, else back; a copy. */
-int heads_permute(void *out, const void *in, int B, int T, int H, int dh, int to_heads, int dtype,
-		  cudaStream_t s);
+cudaError_t heads_permute(void *out, const void *in, int B, int T, int H, int dh, int to_heads,
+			  enum st_dtype dtype, cudaStream_t s);
 /* Host: fills table (T * dh) with cos/sin computed in double. */
 void rope_table_fill(float *table, int T, int dh, double theta);
 

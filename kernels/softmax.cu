@@ -52,26 +52,27 @@ __global__ void causal_softmax_backward_kernel(T *ds, const T *dp, const T *p, l
 		dsr[j] = from_f32<T>(j <= last ? scale * to_f32(pr[j]) * (to_f32(dpr[j]) - dot) : 0.0f);
 }
 
-extern "C" int causal_softmax_forward(void *p, const void *s, int bh, int T, float scale, int dtype,
-				      cudaStream_t st)
+extern "C" cudaError_t causal_softmax_forward(void *p, const void *s, int bh, int T, float scale,
+					      enum st_dtype dtype, cudaStream_t st)
 {
 	long long rows = (long long)bh * T;
 	if (rows == 0)
-		return 0;
+		return cudaSuccess;
 	DISPATCH_DTYPE(dtype, E,
 		causal_softmax_forward_kernel<E><<<ceil_div(rows, SOFTMAX_WARPS), 32 * SOFTMAX_WARPS, 0, st>>>(
 			(E *)p, (const E *)s, rows, T, scale));
-	return KERNEL_CHECK("causal_softmax_forward");
+	return cudaGetLastError();
 }
 
-extern "C" int causal_softmax_backward(void *ds, const void *dp, const void *p, int bh, int T,
-				       float scale, int dtype, cudaStream_t st)
+extern "C" cudaError_t causal_softmax_backward(void *ds, const void *dp, const void *p, int bh,
+					       int T, float scale, enum st_dtype dtype,
+					       cudaStream_t st)
 {
 	long long rows = (long long)bh * T;
 	if (rows == 0)
-		return 0;
+		return cudaSuccess;
 	DISPATCH_DTYPE(dtype, E,
 		causal_softmax_backward_kernel<E><<<ceil_div(rows, SOFTMAX_WARPS), 32 * SOFTMAX_WARPS, 0, st>>>(
 			(E *)ds, (const E *)dp, (const E *)p, rows, T, scale));
-	return KERNEL_CHECK("causal_softmax_backward");
+	return cudaGetLastError();
 }

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "trace/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -12,11 +14,11 @@ extern "C" {
  * p (BH, T, T) = softmax_j(scale * s[i][j]) for j <= i, 0 above the diagonal,
  * max subtracted, computed in FP32; s and p in `dtype` (F32 or BF16).
  */
-int causal_softmax_forward(void *p, const void *s, int bh, int T, float scale, int dtype,
-			   cudaStream_t st);
+cudaError_t causal_softmax_forward(void *p, const void *s, int bh, int T, float scale,
+				   enum st_dtype dtype, cudaStream_t st);
 /* ds = scale * p * (dp - sum_j dp*p), 0 above the diagonal. ds may alias dp. */
-int causal_softmax_backward(void *ds, const void *dp, const void *p, int bh, int T, float scale,
-			    int dtype, cudaStream_t st);
+cudaError_t causal_softmax_backward(void *ds, const void *dp, const void *p, int bh, int T,
+				    float scale, enum st_dtype dtype, cudaStream_t st);
 
 #ifdef __cplusplus
 }

@@ -32,28 +32,28 @@ __global__ void swiglu_backward_kernel(T *dh13, const T *dg, const T *h13, long 
 	dh13[a + f] = from_f32<T>(d * x * sig);
 }
 
-extern "C" int swiglu_forward(void *g, const void *h13, long long rows, int f, int dtype,
-			      cudaStream_t s)
+extern "C" cudaError_t swiglu_forward(void *g, const void *h13, long long rows, int f,
+				      enum st_dtype dtype, cudaStream_t s)
 {
 	long long n = rows * f;
 
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	DISPATCH_DTYPE(dtype, E,
 		swiglu_forward_kernel<E><<<ceil_div(n, 256), 256, 0, s>>>((E *)g, (const E *)h13, n,
 									  f));
-	return KERNEL_CHECK("swiglu_forward");
+	return cudaGetLastError();
 }
 
-extern "C" int swiglu_backward(void *dh13, const void *dg, const void *h13, long long rows, int f,
-			       int dtype, cudaStream_t s)
+extern "C" cudaError_t swiglu_backward(void *dh13, const void *dg, const void *h13, long long rows,
+				       int f, enum st_dtype dtype, cudaStream_t s)
 {
 	long long n = rows * f;
 
 	if (n == 0)
-		return 0;
+		return cudaSuccess;
 	DISPATCH_DTYPE(dtype, E,
 		swiglu_backward_kernel<E><<<ceil_div(n, 256), 256, 0, s>>>(
 			(E *)dh13, (const E *)dg, (const E *)h13, n, f));
-	return KERNEL_CHECK("swiglu_backward");
+	return cudaGetLastError();
 }

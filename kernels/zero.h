@@ -19,8 +19,9 @@ struct zero_group {
 /*
  * Sets every range of the n_groups (at most ZERO_MAX_GROUPS) groups of base
  * to 0.0f: one kernel however many ranges, where a memset would be one op each.
+ * More groups than that: cudaErrorInvalidValue, nothing launched.
  */
-int zero_groups(float *base, const struct zero_group *groups, int n_groups, cudaStream_t s);
+cudaError_t zero_groups(float *base, const struct zero_group *groups, int n_groups, cudaStream_t s);
 
 #ifdef __cplusplus
 }

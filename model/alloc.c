@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "lib/error.h"
-#include "model/check.h"
+#include "lib/grow.h"
+#include "lib/gpu_check.h"
 
-int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_observer *obs,
-		     const struct op_registry *ops)
+int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct op_registry *ops)
 {
 	struct cudaMemPoolProps props;
 	size_t free_b, total_b;
@@ -17,20 +17,29 @@ int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_o
 
 	memset(a, 0, sizeof(*a));
 	a->stream = s;
-	a->obs = obs;
 	a->ops = ops;
-	CUDA_CHECK(cudaGetDevice(&dev));
-	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+	if (CUDA_CHECK(cudaGetDevice(&dev)) || CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b)))
+		return MODEL_ERROR;
 	a->capacity = total_b;
 	memset(&props, 0, sizeof(props));
 	props.allocType = cudaMemAllocationTypePinned;
 	props.location.type = cudaMemLocationTypeDevice;
 	props.location.id = dev;
-	CUDA_CHECK(cudaMemPoolCreate(&a->pool, &props));
+	if (CUDA_CHECK(cudaMemPoolCreate(&a->pool, &props)))
+		return MODEL_ERROR;
 	/* keep freed memory in the pool between steps: steady state never calls the driver */
 	uint64_t keep = UINT64_MAX;
-	CUDA_CHECK(cudaMemPoolSetAttribute(a->pool, cudaMemPoolAttrReleaseThreshold, &keep));
-	return 0;
+	if (CUDA_CHECK(cudaMemPoolSetAttribute(a->pool, cudaMemPoolAttrReleaseThreshold, &keep)))
+		return MODEL_ERROR;
+	return MODEL_OK;
+}
+
+/* Gives p back to the pool, stream-ordered. */
+static void pool_free(struct model_alloc *a, void *p)
+{
+	/* nothing to undo: a failed free leaves its error line, and the block is lost */
+	if (CUDA_CHECK(cudaFreeAsync(p, a->stream)))
+		return;
 }
 
 /* ---- the cache of freed blocks, by exact size ---------------------------- */
@@ -82,15 +91,8 @@ static int cache_put(struct model_alloc *a, void *p, uint64_t size)
 	if (bins_reserve(a))
 		return -1;
 	b = bin_find(a, size);
-	if (b->n == b->cap) {
-		uint32_t ncap = b->cap ? b->cap * 2 : 4;
-		void **np = realloc(b->ptr, ncap * sizeof(*np));
-
-		if (!np)
-			return -1;
-		b->ptr = np;
-		b->cap = ncap;
-	}
+	if (ALLOC_GROW(b->ptr, b->n + 1, b->cap))
+		return -1;
 	if (!b->size) {
 		b->size = size;
 		a->used_bins++;
@@ -110,19 +112,17 @@ static void *cache_get(struct model_alloc *a, uint64_t size)
 	return b->ptr[--b->n];
 }
 
-void mem_cache_trim(struct model_alloc *a)
+/* Gives every cached block back to the pool. */
+static void mem_cache_trim(struct model_alloc *a)
 {
-	uint32_t i, j;
+	uint32_t i;
+	size_t j;
 
 	for (i = 0; i < a->n_bins; i++) {
 		struct mem_cache_bin *b = &a->bins[i];
 
-		for (j = 0; j < b->n; j++) {
-			cudaError_t e = cudaFreeAsync(b->ptr[j], a->stream);
-
-			if (e != cudaSuccess)
-				cuda_check_failed(e, "cudaFreeAsync", __FILE__, __LINE__);
-		}
+		for (j = 0; j < b->n; j++)
+			pool_free(a, b->ptr[j]);
 		b->n = 0;
 	}
 	a->cached = 0;
@@ -147,6 +147,7 @@ void model_alloc_release(struct model_alloc *a)
 
 int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int category)
 {
+	const struct model_observer *obs = a->ops->obs;
 	void *p = NULL;
 	cudaError_t e;
 
@@ -166,7 +167,7 @@ int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int categ
 		e = cudaMallocFromPoolAsync(&p, size, a->pool, a->stream);
 	}
 	if (e == cudaErrorMemoryAllocation) {
-		const struct model_op *op = op_registry_get(a->ops, a->op);
+		const struct model_op *op = op_registry_get(a->ops, a->ops->current);
 
 		cudaGetLastError();    /* not sticky: clear it so the model goes on */
 		a->oom.requested = size;
@@ -174,37 +175,35 @@ int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int categ
 		snprintf(a->oom.op, sizeof(a->oom.op), "%s", op ? op->path : "?");
 		a->oom.live = a->live;
 		a->oom.capacity = a->capacity;
-		if (a->obs)
-			a->obs->oom(a->obs->ctx, size, category, a->op, a->live, a->capacity);
+		if (obs)
+			obs->oom(obs->ctx, size, category, a->ops->current, a->live, a->capacity);
 		return MODEL_OOM;
 	}
-	CUDA_CHECK(e);
+	if (cuda_check_at(e, "cudaMallocFromPoolAsync", __FILE__, __LINE__))
+		return MODEL_ERROR;
 got:
 	b->ptr = p;
 	b->size = size;
 	a->live += size;
-	a->live_by_category[category & 7] += size;
 	if (a->live > a->peak)
 		a->peak = a->live;
-	if (a->obs)
-		a->obs->alloc(a->obs->ctx, (uint64_t)(uintptr_t)p, size, category, a->op);
+	if (obs)
+		obs->alloc(obs->ctx, (uint64_t)(uintptr_t)p, size, category, a->ops->current);
 	return MODEL_OK;
 }
 
 void mem_put(struct model_alloc *a, struct mem_block *b)
 {
+	const struct model_observer *obs = a->ops->obs;
+
 	if (!b->ptr)
 		return;
-	if (a->obs)
-		a->obs->free(a->obs->ctx, (uint64_t)(uintptr_t)b->ptr, b->size, b->category, a->op);
-	if (cache_put(a, b->ptr, b->size)) {
-		cudaError_t e = cudaFreeAsync(b->ptr, a->stream);
-
-		if (e != cudaSuccess)
-			cuda_check_failed(e, "cudaFreeAsync", __FILE__, __LINE__);
-	}
+	if (obs)
+		obs->free(obs->ctx, (uint64_t)(uintptr_t)b->ptr, b->size, b->category,
+			  a->ops->current);
+	if (cache_put(a, b->ptr, b->size))
+		pool_free(a, b->ptr);
 	a->live -= b->size;
-	a->live_by_category[b->category & 7] -= b->size;
 	b->ptr = NULL;
 	b->size = 0;
 }

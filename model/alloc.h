@@ -1,7 +1,7 @@
 /*
  * alloc.h: the model's one allocator. Every device block of the step comes
  * from here, tagged with its category (enum st_mem_category) and the op that
- * asked (the registry's current op), and reported to the observer.
+ * asked (the registry's current op), and reported to the registry's observer.
  *
  * Blocks come from a stream-ordered memory pool of the model's own
  * (cudaMallocFromPoolAsync / cudaFreeAsync on the step stream). A freed block
@@ -35,7 +35,7 @@ struct mem_block {
 struct mem_cache_bin {
 	uint64_t size;       /* 0: empty slot */
 	void **ptr;
-	uint32_t n, cap;
+	size_t n, cap;
 };
 
 struct model_alloc {
@@ -44,17 +44,13 @@ struct model_alloc {
 	uint32_t n_bins, used_bins;
 	uint64_t cached;                     /* bytes held in the cache */
 	cudaStream_t stream;
-	const struct model_observer *obs;    /* NULL: nobody listens */
-	const struct op_registry *ops;
-	uint32_t op;                         /* the op now running: owner of new blocks */
+	const struct op_registry *ops;       /* its current op owns new blocks; its observer listens */
 	uint64_t live, peak, capacity;
-	uint64_t live_by_category[8];
 	struct model_oom oom;                /* the last failed request */
 };
 
 /* MODEL_ERROR with an error line if the pool cannot be made. */
-int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct model_observer *obs,
-		     const struct op_registry *ops);
+int model_alloc_init(struct model_alloc *a, cudaStream_t s, const struct op_registry *ops);
 /* Empties the cache and destroys the pool, giving its memory back to the
  * device; every block must be put back first. */
 void model_alloc_release(struct model_alloc *a);
@@ -67,7 +63,5 @@ void model_alloc_release(struct model_alloc *a);
 int mem_get(struct model_alloc *a, struct mem_block *b, uint64_t size, int category);
 /* Frees b if held (into the cache, or stream-ordered to the pool) and clears it. */
 void mem_put(struct model_alloc *a, struct mem_block *b);
-/* Gives every cached block back to the pool. */
-void mem_cache_trim(struct model_alloc *a);
 
 #endif

@@ -1,11 +1,10 @@
-/* config.c: model presets, validation and names (see config.h). */
+/* config.c: model presets, sizes and validation (see config.h). */
 #include "model/config.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "lib/error.h"
-#include "model/reference.h"
 
 struct preset {
 	const char *name;
@@ -27,9 +26,9 @@ static void config_defaults(struct model_config *c)
 	c->batch = 4;
 	c->vocab = 10000;
 	c->ctx = 128;
-	c->precision = PREC_FP32;
-	c->mode = MODE_TRAIN;
-	c->attention = ATTN_NAIVE;
+	c->precision = ST_FP32;
+	c->mode = ST_MODE_TRAIN;
+	c->attention = ST_ATTN_NAIVE;
 	c->lr = 1e-3;
 	c->beta1 = 0.9;
 	c->beta2 = 0.999;
@@ -121,71 +120,4 @@ int model_config_resolve(const char *name, const struct model_dims *dims, struct
 	    dims->vocab < 0 || dims->batch < 0 || dims->ctx < 0)
 		return error("model sizes must be positive");
 	return model_config_validate(c);
-}
-
-static const char *const precision_names[] = { "fp32", "tf32", "bf16" };
-static const char *const mode_names[] = { "forward", "fwdbwd", "train" };
-static const char *const attention_names[] = { "naive", "flash" };
-
-#define NAME_OF(table, i) \
-	((unsigned)(i) < sizeof(table) / sizeof(table[0]) ? table[i] : "unknown")
-
-const char *model_precision_name(enum model_precision p)
-{
-	return NAME_OF(precision_names, p);
-}
-
-const char *model_mode_name(enum model_mode m)
-{
-	return NAME_OF(mode_names, m);
-}
-
-const char *model_attention_name(enum model_attention a)
-{
-	return NAME_OF(attention_names, a);
-}
-
-/* Index of s in names, or -1 with an error line listing them. */
-static int parse_name(const char *what, const char *s, const char *const *names, int n)
-{
-	int i;
-
-	for (i = 0; s && i < n; i++)
-		if (!strcmp(s, names[i]))
-			return i;
-	if (n == 2)
-		return error("unknown %s '%s' (expected %s or %s)", what, s ? s : "",
-				names[0], names[1]);
-	return error("unknown %s '%s' (expected %s, %s or %s)", what, s ? s : "",
-			names[0], names[1], names[2]);
-}
-
-int model_precision_parse(const char *s, enum model_precision *p)
-{
-	int i = parse_name("precision", s, precision_names, 3);
-
-	if (i < 0)
-		return -1;
-	*p = (enum model_precision)i;
-	return 0;
-}
-
-int model_mode_parse(const char *s, enum model_mode *m)
-{
-	int i = parse_name("mode", s, mode_names, 3);
-
-	if (i < 0)
-		return -1;
-	*m = (enum model_mode)i;
-	return 0;
-}
-
-int model_attention_parse(const char *s, enum model_attention *a)
-{
-	int i = parse_name("attention", s, attention_names, 2);
-
-	if (i < 0)
-		return -1;
-	*a = (enum model_attention)i;
-	return 0;
 }

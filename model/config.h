@@ -8,16 +8,14 @@
 
 #include <stdint.h>
 
-enum model_precision { PREC_FP32, PREC_TF32, PREC_BF16 };
-enum model_mode { MODE_FORWARD, MODE_FWDBWD, MODE_TRAIN };
-enum model_attention { ATTN_NAIVE, ATTN_FLASH };
+#include "trace/types.h"
 
 struct model_config {
 	char name[32];        /* "small", ..., or "custom" */
 	int d_model, d_ff, layers, heads, vocab, batch, ctx;
-	enum model_precision precision;
-	enum model_mode mode;
-	enum model_attention attention;
+	enum st_precision precision;
+	enum st_mode mode;
+	enum st_attention attention;
 	/* AdamW */
 	double lr, beta1, beta2, eps, weight_decay;
 	uint64_t seed;
@@ -35,13 +33,6 @@ int model_config_validate(const struct model_config *c);
  * small = 128,625,408 with vocab 10000. */
 uint64_t model_config_params(const struct model_config *c);
 
-const char *model_precision_name(enum model_precision p); /* "fp32", "tf32", "bf16" */
-const char *model_mode_name(enum model_mode m);           /* "forward", "fwdbwd", "train" */
-const char *model_attention_name(enum model_attention a); /* "naive", "flash" */
-int model_precision_parse(const char *s, enum model_precision *p);
-int model_mode_parse(const char *s, enum model_mode *m);
-int model_attention_parse(const char *s, enum model_attention *a);
-
 /* Sizes given on a command line; 0 keeps the preset's (or default) value. */
 struct model_dims {
 	int d_model, d_ff, layers, heads, vocab, batch, ctx;
@@ -54,15 +45,5 @@ struct model_dims {
  * "small". Validated; -1 with an error line.
  */
 int model_config_resolve(const char *name, const struct model_dims *dims, struct model_config *c);
-
-/* The size flags bench, step and record share (cli/options.h), --ctx aside:
- * bench takes a list of context lengths. */
-#define OPT_MODEL_DIMS(dims)                                                                  \
-	OPT_INTEGER(0, "d-model", &(dims)->d_model, "model width (custom, or override)"),     \
-	OPT_INTEGER(0, "d-ff", &(dims)->d_ff, "feed-forward width (default 4 * d-model)"),    \
-	OPT_INTEGER(0, "layers", &(dims)->layers, "number of blocks"),                        \
-	OPT_INTEGER(0, "heads", &(dims)->heads, "attention heads"),                           \
-	OPT_INTEGER(0, "vocab", &(dims)->vocab, "vocabulary size (default 10000)"),           \
-	OPT_INTEGER(0, "batch", &(dims)->batch, "batch size (default 4)")
 
 #endif

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "lib/error.h"
-#include "model/check.h"
-#include "trace/bundle.h"
+#include "lib/gpu_check.h"
+#include "trace/types.h"
 
 /*
  * What defines a plan: everything its descriptors and the heuristic see.
@@ -45,23 +45,23 @@ struct gemm_plans {
 	size_t cap, n;
 };
 
-int gemm_init(struct gemm *g, cudaStream_t s, enum model_precision p, void *workspace,
+int gemm_init(struct gemm *g, cudaStream_t s, enum st_precision p, void *workspace,
 	      size_t workspace_bytes)
 {
 	memset(g, 0, sizeof(*g));
-	g->compute = p == PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	g->compute = p == ST_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 	g->stream = s;
 	g->workspace = workspace;
 	g->workspace_bytes = workspace ? workspace_bytes : 0;
 	g->plans = calloc(1, sizeof(*g->plans));
 	if (!g->plans)
 		return error("out of host memory for the GEMM plans");
-	CUBLAS_CHECK(cublasLtCreate(&g->lt));
-	CUBLAS_CHECK(cublasCreate(&g->handle));
-	CUBLAS_CHECK(cublasSetStream(g->handle, s));
-	CUBLAS_CHECK(cublasSetMathMode(g->handle, CUBLAS_DEFAULT_MATH));
-	if (workspace)
-		CUBLAS_CHECK(cublasSetWorkspace(g->handle, workspace, workspace_bytes));
+	if (CUBLAS_CHECK(cublasLtCreate(&g->lt)) || CUBLAS_CHECK(cublasCreate(&g->handle)) ||
+	    CUBLAS_CHECK(cublasSetStream(g->handle, s)) ||
+	    CUBLAS_CHECK(cublasSetMathMode(g->handle, CUBLAS_DEFAULT_MATH)))
+		return -1;
+	if (workspace && CUBLAS_CHECK(cublasSetWorkspace(g->handle, workspace, workspace_bytes)))
+		return -1;
 	return 0;
 }
 
@@ -97,12 +97,12 @@ void gemm_release(struct gemm *g)
 	g->handle = NULL;
 }
 
-static cudaDataType_t cuda_type(int dtype)
+static cudaDataType_t cuda_type(enum st_dtype dtype)
 {
 	return dtype == ST_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-static long long dtype_bytes(int dtype)
+static long long dtype_bytes(enum st_dtype dtype)
 {
 	return dtype == ST_DT_BF16 ? 2 : 4;
 }
@@ -152,20 +152,21 @@ static int plans_grow(struct gemm_plans *t)
 }
 
 /* A column-major layout, strided-batched if batch > 1. */
-static int layout_create(cublasLtMatrixLayout_t *l, int dtype, int rows, int cols, int ld,
-			 int batch, long long stride)
+static int layout_create(cublasLtMatrixLayout_t *l, enum st_dtype dtype, int rows, int cols,
+			 int ld, int batch, long long stride)
 {
 	int32_t count = batch;
 	int64_t offset = stride;
 
-	CUBLAS_CHECK(cublasLtMatrixLayoutCreate(l, cuda_type(dtype), (uint64_t)rows, (uint64_t)cols,
-						ld));
-	if (batch > 1) {
-		CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-							      &count, sizeof(count)));
-		CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
-			*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof(offset)));
-	}
+	if (CUBLAS_CHECK(cublasLtMatrixLayoutCreate(l, cuda_type(dtype), (uint64_t)rows,
+						    (uint64_t)cols, ld)))
+		return -1;
+	if (batch > 1 &&
+	    (CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+							   &count, sizeof(count))) ||
+	     CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+		     *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof(offset)))))
+		return -1;
 	return 0;
 }
 
@@ -179,23 +180,25 @@ static int plan_pick(const struct gemm *g, struct gemm_plan *p, cublasLtMatmulPr
 	int found = 0;
 	cublasStatus_t s;
 
-	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-							  &ws, sizeof(ws)));
-	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-							  &align_a, sizeof(align_a)));
-	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-							  &align_b, sizeof(align_b)));
-	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-							  &align_c, sizeof(align_c)));
-	CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-							  &align_c, sizeof(align_c)));
+	if (CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+		    pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws))) ||
+	    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+		    pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a))) ||
+	    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+		    pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b))) ||
+	    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+		    pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c))) ||
+	    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+		    pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c))))
+		return -1;
 	s = cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &best,
 					   &found);
 	if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
 		p->legacy = true;
 		return 0;
 	}
-	CUBLAS_CHECK(s);
+	if (cublas_check_at(s, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__))
+		return -1;
 	p->algo = best.algo;
 	return 0;
 }
@@ -212,18 +215,20 @@ static int plan_build(const struct gemm *g, struct gemm_plan *p)
 	cublasLtMatmulPreference_t pref;
 	int rc;
 
-	CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, g->compute, CUDA_R_32F));
-	CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ob,
-						    sizeof(ob)));
-	CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &oa,
-						    sizeof(oa)));
+	if (CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, g->compute, CUDA_R_32F)) ||
+	    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ob,
+							sizeof(ob))) ||
+	    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &oa,
+							sizeof(oa))))
+		return -1;
 	if (layout_create(&p->a, k->ab_dtype, k->trans_b ? k->K : k->N, k->trans_b ? k->N : k->K,
 			  k->ld[1], k->batch, k->stride[1]) ||
 	    layout_create(&p->b, k->ab_dtype, k->trans_a ? k->M : k->K, k->trans_a ? k->K : k->M,
 			  k->ld[0], k->batch, k->stride[0]) ||
 	    layout_create(&p->c, k->c_dtype, k->N, k->M, k->ld[2], k->batch, k->stride[2]))
 		return -1;
-	CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+	if (CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref)))
+		return -1;
 	rc = plan_pick(g, p, pref);
 	cublasLtMatmulPreferenceDestroy(pref);
 	return rc;
@@ -258,21 +263,20 @@ static struct gemm_plan *plan_get(const struct gemm *g, const struct gemm_key *k
 /* gemm_rm through cuBLAS's own heuristic at every call: the products cuBLASLt has no plan for. */
 static int gemm_legacy(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K,
 		       float alpha, const void *A, int lda, long long sA, const void *B, int ldb,
-		       long long sB, int ab_dtype, float beta, void *C, int ldc, long long sC,
-		       int c_dtype, int batch)
+		       long long sB, enum st_dtype ab_dtype, float beta, void *C, int ldc,
+		       long long sC, enum st_dtype c_dtype, int batch)
 {
 	cublasOperation_t ob = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasOperation_t oa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cudaDataType_t tab = cuda_type(ab_dtype), tc = cuda_type(c_dtype);
 
 	if (batch <= 1)
-		CUBLAS_CHECK(cublasGemmEx(g->handle, ob, oa, N, M, K, &alpha, B, tab, ldb, A, tab, lda,
-					  &beta, C, tc, ldc, g->compute, CUBLAS_GEMM_DEFAULT));
-	else
-		CUBLAS_CHECK(cublasGemmStridedBatchedEx(g->handle, ob, oa, N, M, K, &alpha, B, tab, ldb,
-							sB, A, tab, lda, sA, &beta, C, tc, ldc, sC,
-							batch, g->compute, CUBLAS_GEMM_DEFAULT));
-	return 0;
+		return CUBLAS_CHECK(cublasGemmEx(g->handle, ob, oa, N, M, K, &alpha, B, tab, ldb, A,
+						 tab, lda, &beta, C, tc, ldc, g->compute,
+						 CUBLAS_GEMM_DEFAULT));
+	return CUBLAS_CHECK(cublasGemmStridedBatchedEx(g->handle, ob, oa, N, M, K, &alpha, B, tab,
+						       ldb, sB, A, tab, lda, sA, &beta, C, tc, ldc,
+						       sC, batch, g->compute, CUBLAS_GEMM_DEFAULT));
 }
 
 /*
@@ -283,8 +287,9 @@ static int gemm_legacy(const struct gemm *g, bool trans_a, bool trans_b, int M, 
  * which defines what they do (nothing, or C = beta C when K is 0).
  */
 int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB, int ab_dtype,
-	    float beta, void *C, int ldc, long long sC, int c_dtype, int batch)
+	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
+	    enum st_dtype ab_dtype, float beta, void *C, int ldc, long long sC,
+	    enum st_dtype c_dtype, int batch)
 {
 	bool batched = batch > 1;
 	struct gemm_key k;
@@ -312,7 +317,7 @@ int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int 
 	if (p->legacy)
 		return gemm_legacy(g, trans_a, trans_b, M, N, K, alpha, A, lda, sA, B, ldb, sB,
 				   ab_dtype, beta, C, ldc, sC, c_dtype, batch);
-	CUBLAS_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c,
-				    &p->algo, g->workspace, g->workspace_bytes, g->stream));
-	return 0;
+	return CUBLAS_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, B, p->a, A, p->b, &beta, C, p->c,
+					   C, p->c, &p->algo, g->workspace, g->workspace_bytes,
+					   g->stream));
 }

@@ -32,18 +32,19 @@ struct gemm {
 };
 
 /* On failure the gemm still needs gemm_release. */
-int gemm_init(struct gemm *g, cudaStream_t s, enum model_precision p, void *workspace,
+int gemm_init(struct gemm *g, cudaStream_t s, enum st_precision p, void *workspace,
 	      size_t workspace_bytes);
 void gemm_release(struct gemm *g);
 
 /*
  * C = alpha op(A) op(B) + beta C, all row-major: op(A) is (M, K), op(B) (K, N),
  * C (M, N); lda/ldb/ldc are the stored row strides. batch > 1 repeats it with
- * element strides sA, sB, sC. Dtypes are enum st_dtype (F32 or BF16) and
+ * element strides sA, sB, sC. Dtypes are F32 or BF16, and
  * A and B share one. Any pointer alignment the dtype allows is accepted.
  */
 int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB, int ab_dtype,
-	    float beta, void *C, int ldc, long long sC, int c_dtype, int batch);
+	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
+	    enum st_dtype ab_dtype, float beta, void *C, int ldc, long long sC,
+	    enum st_dtype c_dtype, int batch);
 
 #endif

@@ -1,6 +1,8 @@
 /*
  * internal.h: the model's private state, shared by model.c (lifetime, step),
- * plan.c (the op table) and pass.c (forward, backward, optimizer).
+ * plan.c (the op table) and pass.c (forward, backward, optimizer). model.c
+ * calls into the other two; all three keep their ops and ranges through
+ * ops.h, so none depends on model.c.
  */
 #ifndef STEPTRACE_MODEL_INTERNAL_H
 #define STEPTRACE_MODEL_INTERNAL_H
@@ -99,17 +101,14 @@ enum top_block {
 struct model {
 	struct model_config c;
 	int dh;                       /* d_model / heads */
-	int adt;                      /* matmul operand/output dtype: ST_DT_F32 or ST_DT_BF16 */
+	enum st_dtype adt;            /* matmul operand/output dtype: ST_DT_F32 or ST_DT_BF16 */
 	size_t adt_size;
 	int saved_category;           /* activation, or temporary in forward mode */
-
-	struct model_observer obs_copy;
-	const struct model_observer *obs;   /* NULL or &obs_copy */
 
 	cudaStream_t stream;
 	cudaEvent_t ev[4];            /* step start, after forward, after backward, after optimizer */
 	struct model_alloc alloc;
-	struct op_registry ops;
+	struct op_registry ops;       /* and what is open, and the observer */
 	struct gemm gemm;
 
 	struct param *param;          /* n_param, in memory order (param_layout) */
@@ -130,8 +129,6 @@ struct model {
 	uint32_t op_create, op_init, op_load, op_batch;
 	char (*layer_name)[24];       /* "layer.N" */
 
-	uint32_t open_op;             /* op between op_begin and op_end, 0 if none */
-	int nvtx_depth;
 	float *loss_host;             /* pinned */
 	bool have_targets;
 	int adam_t;                   /* AdamW steps taken */
@@ -145,12 +142,5 @@ int model_plan(struct model *m);
 int model_forward(struct model *m);
 int model_backward(struct model *m);
 int model_optimizer(struct model *m);
-
-/* model.c */
-void model_op_begin(struct model *m, uint32_t id);
-void model_op_end(struct model *m);
-void model_range_push(struct model *m, const char *name);
-void model_range_pop(struct model *m);
-void model_release_step_blocks(struct model *m);
 
 #endif

@@ -2,7 +2,8 @@
  * model.c: the training step on the GPU (model.h): parameter layout,
  * creation and teardown, weights in and out, the batch, and model_step's
  * phases. The forward and backward passes live in pass.c, the op table in
- * plan.c; this file owns the lifetime of everything they use.
+ * plan.c, the op and range bookkeeping in ops.c; this file owns the
+ * lifetime of everything they use.
  */
 #include "model/model.h"
 
@@ -12,14 +13,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <nvtx3/nvToolsExt.h>
-
 #include "lib/error.h"
+#include "lib/gpu_check.h"
 #include "kernels/init.h"
 #include "kernels/rope.h"
-#include "model/check.h"
 #include "model/internal.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 #define CUBLAS_WORKSPACE_BYTES (32u << 20)   /* cuBLAS's advice for Hopper */
 
@@ -110,91 +109,20 @@ static int param_layout(struct model *m)
 
 /* ---- Setup ops: allocations and copies outside the step belong to one too ---- */
 
-void model_op_begin(struct model *m, uint32_t id)
-{
-	m->alloc.op = id;
-	m->open_op = id;
-	if (m->obs)
-		m->obs->op_begin(m->obs->ctx, id);
-	nvtxRangePushA(m->ops.op[id - 1].name);
-	m->nvtx_depth++;
-}
-
-void model_op_end(struct model *m)
-{
-	nvtxRangePop();
-	m->nvtx_depth--;
-	if (m->obs)
-		m->obs->op_end(m->obs->ctx, m->open_op);
-	m->open_op = 0;
-}
-
-void model_range_push(struct model *m, const char *name)
-{
-	nvtxRangePushA(name);
-	m->nvtx_depth++;
-}
-
-void model_range_pop(struct model *m)
-{
-	nvtxRangePop();
-	m->nvtx_depth--;
-}
-
-/* Closes whatever a failed step or setup left open, so NVTX and the observer stay balanced. */
-static void unwind_ranges(struct model *m, int depth)
-{
-	if (m->open_op)
-		model_op_end(m);
-	while (m->nvtx_depth > depth)
-		model_range_pop(m);
-}
-
 static uint32_t setup_op(struct model *m, const char *path)
 {
-	uint32_t id = op_registry_add(&m->ops, path, "setup", 0, 0, 0, NULL, 0, NULL);
-
-	if (id && m->obs)
-		m->obs->op_register(m->obs->ctx, op_registry_get(&m->ops, id));
-	return id;
+	return op_registry_add(&m->ops, path, "setup", 0, 0, 0, NULL, 0, NULL);
 }
 
 static void setup_begin(struct model *m, uint32_t id)
 {
-	model_range_push(m, "setup");
-	model_op_begin(m, id);
+	op_range_push(&m->ops, "setup");
+	op_begin(&m->ops, id);
 }
 
 static void setup_end(struct model *m)
 {
-	unwind_ranges(m, 0);
-}
-
-/* ---- Observer: copied, with empty hooks where the caller left NULL ---- */
-
-static void nop_op(void *c, uint32_t id) { (void)c; (void)id; }
-static void nop_reg(void *c, const struct model_op *op) { (void)c; (void)op; }
-static void nop_mem(void *c, uint64_t a, uint64_t s, int k, uint32_t o) { (void)c; (void)a; (void)s; (void)k; (void)o; }
-static void nop_oom(void *c, uint64_t r, int k, uint32_t o, uint64_t l, uint64_t cap) { (void)c; (void)r; (void)k; (void)o; (void)l; (void)cap; }
-static void nop_step(void *c, uint32_t i, bool w) { (void)c; (void)i; (void)w; }
-
-static void observer_copy(struct model *m, const struct model_observer *obs)
-{
-	if (!obs) {
-		m->obs = NULL;
-		return;
-	}
-	m->obs_copy = *obs;
-	struct model_observer *o = &m->obs_copy;
-	if (!o->op_register) o->op_register = nop_reg;
-	if (!o->op_begin) o->op_begin = nop_op;
-	if (!o->op_end) o->op_end = nop_op;
-	if (!o->alloc) o->alloc = nop_mem;
-	if (!o->free) o->free = nop_mem;
-	if (!o->oom) o->oom = nop_oom;
-	if (!o->step_begin) o->step_begin = nop_step;
-	if (!o->step_end) o->step_end = nop_step;
-	m->obs = o;
+	op_ranges_unwind(&m->ops, 0);
 }
 
 /* ---- Create and free ---- */
@@ -207,20 +135,22 @@ static int create_buffers(struct model *m)
 
 	if ((rc = mem_get(&m->alloc, &m->params, pb, ST_MEM_PARAMETER)))
 		return rc;
-	if (c->mode != MODE_FORWARD && (rc = mem_get(&m->alloc, &m->grads, pb, ST_MEM_GRADIENT)))
+	if (c->mode != ST_MODE_FORWARD && (rc = mem_get(&m->alloc, &m->grads, pb, ST_MEM_GRADIENT)))
 		return rc;
-	if (c->mode == MODE_TRAIN) {
+	if (c->mode == ST_MODE_TRAIN) {
 		if ((rc = mem_get(&m->alloc, &m->adam_m, pb, ST_MEM_OPTIMIZER)) ||
 		    (rc = mem_get(&m->alloc, &m->adam_v, pb, ST_MEM_OPTIMIZER)))
 			return rc;
-		CUDA_CHECK(cudaMemsetAsync(m->adam_m.ptr, 0, pb, m->stream));
-		CUDA_CHECK(cudaMemsetAsync(m->adam_v.ptr, 0, pb, m->stream));
+		if (CUDA_CHECK(cudaMemsetAsync(m->adam_m.ptr, 0, pb, m->stream)) ||
+		    CUDA_CHECK(cudaMemsetAsync(m->adam_v.ptr, 0, pb, m->stream)))
+			return MODEL_ERROR;
 	}
 	if ((rc = mem_get(&m->alloc, &m->inputs, n * sizeof(int32_t), ST_MEM_INPUT)) ||
 	    (rc = mem_get(&m->alloc, &m->targets, n * sizeof(int32_t), ST_MEM_INPUT)))
 		return rc;
-	CUDA_CHECK(cudaMemsetAsync(m->inputs.ptr, 0, n * sizeof(int32_t), m->stream));
-	CUDA_CHECK(cudaMemsetAsync(m->targets.ptr, 0, n * sizeof(int32_t), m->stream));
+	if (CUDA_CHECK(cudaMemsetAsync(m->inputs.ptr, 0, n * sizeof(int32_t), m->stream)) ||
+	    CUDA_CHECK(cudaMemsetAsync(m->targets.ptr, 0, n * sizeof(int32_t), m->stream)))
+		return MODEL_ERROR;
 
 	/* RoPE's cos/sin table, like the module's buffer in PyTorch */
 	size_t tb = (size_t)c->ctx * m->dh * sizeof(float);
@@ -230,9 +160,10 @@ static int create_buffers(struct model *m)
 	if (!table)
 		return error("out of host memory for the RoPE table");
 	rope_table_fill(table, c->ctx, m->dh, 10000.0);
-	cudaError_t e = cudaMemcpy(m->rope.ptr, table, tb, cudaMemcpyHostToDevice);
+	rc = CUDA_CHECK(cudaMemcpy(m->rope.ptr, table, tb, cudaMemcpyHostToDevice));
 	free(table);
-	CUDA_CHECK(e);
+	if (rc)
+		return MODEL_ERROR;
 
 	if ((rc = mem_get(&m->alloc, &m->workspace, CUBLAS_WORKSPACE_BYTES, ST_MEM_WORKSPACE)))
 		return rc;
@@ -248,19 +179,18 @@ int model_create(struct model **out, const struct model_config *c,
 	*out = NULL;
 	if (model_config_validate(c))
 		return MODEL_ERROR;
-	if (c->attention != ATTN_NAIVE)
+	if (c->attention != ST_ATTN_NAIVE)
 		return error("attention '%s' is not implemented yet; use --attention naive",
-				model_attention_name(c->attention));
+				st_name(st_attention_names, c->attention));
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return error("out of host memory for the model");
 	m->c = *c;
 	m->dh = c->d_model / c->heads;
-	m->adt = c->precision == PREC_BF16 ? ST_DT_BF16 : ST_DT_F32;
-	m->adt_size = c->precision == PREC_BF16 ? 2 : 4;
-	m->saved_category = c->mode == MODE_FORWARD ? ST_MEM_TEMPORARY : ST_MEM_ACTIVATION;
-	observer_copy(m, obs);
-	op_registry_init(&m->ops);
+	m->adt = c->precision == ST_BF16 ? ST_DT_BF16 : ST_DT_F32;
+	m->adt_size = c->precision == ST_BF16 ? 2 : 4;
+	m->saved_category = c->mode == ST_MODE_FORWARD ? ST_MEM_TEMPORARY : ST_MEM_ACTIVATION;
+	op_registry_init(&m->ops, obs);
 
 	if (param_layout(m))
 		goto fail;
@@ -270,30 +200,21 @@ int model_create(struct model **out, const struct model_config *c,
 		error("out of host memory for the activation table");
 		goto fail;
 	}
-	if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess) {
-		error("cannot create a CUDA stream: %s", cudaGetErrorString(cudaGetLastError()));
+	if (CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking)))
 		goto fail;
-	}
 	for (int i = 0; i < 4; i++)
-		if (cudaEventCreate(&m->ev[i]) != cudaSuccess) {
-			error("cannot create a CUDA event");
+		if (CUDA_CHECK(cudaEventCreate(&m->ev[i])))
 			goto fail;
-		}
-	if (cudaMallocHost((void **)&m->loss_host, sizeof(float)) != cudaSuccess) {
-		error("cannot allocate pinned host memory for the loss");
+	if (CUDA_CHECK(cudaMallocHost((void **)&m->loss_host, sizeof(float))))
 		goto fail;
-	}
-	if (model_alloc_init(&m->alloc, m->stream, m->obs, &m->ops))
+	if (model_alloc_init(&m->alloc, m->stream, &m->ops))
 		goto fail;
 
-	m->op_create = setup_op(m, "setup/create");
-	m->op_init = setup_op(m, "setup/init");
-	m->op_load = setup_op(m, "setup/load");
-	m->op_batch = setup_op(m, "setup/batch");
-	if (!m->op_create || !m->op_init || !m->op_load || !m->op_batch) {
-		error("out of host memory for the op registry");
+	if (!(m->op_create = setup_op(m, "setup/create")) ||
+	    !(m->op_init = setup_op(m, "setup/init")) ||
+	    !(m->op_load = setup_op(m, "setup/load")) ||
+	    !(m->op_batch = setup_op(m, "setup/batch")))
 		goto fail;
-	}
 	setup_begin(m, m->op_create);
 	rc = create_buffers(m);
 	if (rc == MODEL_OK)
@@ -302,8 +223,7 @@ int model_create(struct model **out, const struct model_config *c,
 	setup_end(m);
 	if (rc != MODEL_OK)
 		goto fail;
-	if (cudaStreamSynchronize(m->stream) != cudaSuccess) {
-		error("model setup failed: %s", cudaGetErrorString(cudaGetLastError()));
+	if (CUDA_CHECK(cudaStreamSynchronize(m->stream))) {
 		rc = MODEL_ERROR;
 		goto fail;
 	}
@@ -325,7 +245,7 @@ fail:
 	return rc;
 }
 
-void model_release_step_blocks(struct model *m)
+static void release_step_blocks(struct model *m)
 {
 	for (size_t i = 0; i < m->n_act; i++)
 		mem_put(&m->alloc, &m->act[i]);
@@ -336,7 +256,7 @@ void model_free(struct model *m)
 	if (!m)
 		return;
 	if (m->alloc.pool) {
-		model_release_step_blocks(m);
+		release_step_blocks(m);
 		mem_put(&m->alloc, &m->params);
 		mem_put(&m->alloc, &m->grads);
 		mem_put(&m->alloc, &m->adam_m);
@@ -387,9 +307,8 @@ int model_init_random(struct model *m, uint64_t seed)
 					       3.0f, seed * 1000003u + (uint64_t)i, m->stream);
 	}
 	setup_end(m);
-	if (rc)
+	if (rc || CUDA_CHECK(cudaStreamSynchronize(m->stream)))
 		return MODEL_ERROR;
-	CUDA_CHECK(cudaStreamSynchronize(m->stream));
 	return MODEL_OK;
 }
 
@@ -413,10 +332,10 @@ int model_load_weights(struct model *m, const struct tensor_set *w)
 	for (int i = 0; i < m->n_param && rc == MODEL_OK; i++) {
 		const struct param *p = &m->param[i];
 		const struct named_tensor *t = tensor_set_find(w, p->name);
-		cudaError_t e = cudaMemcpy((float *)m->params.ptr + p->offset, t->data,
-					   p->numel * sizeof(float), cudaMemcpyHostToDevice);
-		if (e != cudaSuccess)
-			rc = cuda_check_failed(e, "cudaMemcpy", __FILE__, __LINE__);
+
+		if (CUDA_CHECK(cudaMemcpy((float *)m->params.ptr + p->offset, t->data,
+					  p->numel * sizeof(float), cudaMemcpyHostToDevice)))
+			rc = MODEL_ERROR;
 	}
 	setup_end(m);
 	return rc;
@@ -439,11 +358,11 @@ int model_set_batch(struct model *m, const int32_t *inputs, const int32_t *targe
 	if (check_ids(m, inputs, n, "input") || (targets && check_ids(m, targets, n, "target")))
 		return MODEL_ERROR;
 	setup_begin(m, m->op_batch);
-	cudaError_t e = cudaMemcpy(m->inputs.ptr, inputs, n * sizeof(int32_t), cudaMemcpyHostToDevice);
-	if (e == cudaSuccess && targets)
-		e = cudaMemcpy(m->targets.ptr, targets, n * sizeof(int32_t), cudaMemcpyHostToDevice);
-	if (e != cudaSuccess)
-		rc = cuda_check_failed(e, "cudaMemcpy", __FILE__, __LINE__);
+	if (CUDA_CHECK(cudaMemcpy(m->inputs.ptr, inputs, n * sizeof(int32_t),
+				  cudaMemcpyHostToDevice)) ||
+	    (targets && CUDA_CHECK(cudaMemcpy(m->targets.ptr, targets, n * sizeof(int32_t),
+					      cudaMemcpyHostToDevice))))
+		rc = MODEL_ERROR;
 	setup_end(m);
 	m->have_targets = targets != NULL && rc == MODEL_OK;
 	return rc;
@@ -477,7 +396,8 @@ int model_random_batch(struct model *m, uint64_t seed)
 
 int model_export(struct model *m, struct tensor_set *weights, struct tensor_set *grads)
 {
-	CUDA_CHECK(cudaStreamSynchronize(m->stream));
+	if (CUDA_CHECK(cudaStreamSynchronize(m->stream)))
+		return MODEL_ERROR;
 	for (int i = 0; i < m->n_param; i++) {
 		const struct param *p = &m->param[i];
 
@@ -490,8 +410,10 @@ int model_export(struct model *m, struct tensor_set *weights, struct tensor_set 
 								p->shape, NULL);
 			if (!t)
 				return error("out of host memory exporting '%s'", p->name);
-			CUDA_CHECK(cudaMemcpy(t->data, (float *)src->ptr + p->offset,
-					      p->numel * sizeof(float), cudaMemcpyDeviceToHost));
+			if (CUDA_CHECK(cudaMemcpy(t->data, (float *)src->ptr + p->offset,
+						  p->numel * sizeof(float),
+						  cudaMemcpyDeviceToHost)))
+				return MODEL_ERROR;
 		}
 	}
 	return MODEL_OK;
@@ -512,41 +434,41 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	struct timespec t0, tl, t1;
 	int rc;
 
-	if (m->obs)
-		m->obs->step_begin(m->obs->ctx, index, warmup);
+	if (m->ops.obs)
+		m->ops.obs->step_begin(m->ops.obs->ctx, index, warmup);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	model_range_push(m, "step");
+	op_range_push(&m->ops, "step");
 	cudaEventRecord(m->ev[0], m->stream);
 
-	model_range_push(m, "forward");
+	op_range_push(&m->ops, "forward");
 	rc = model_forward(m);
-	model_range_pop(m);
+	op_range_pop(&m->ops);
 	cudaEventRecord(m->ev[1], m->stream);
-	if (rc == MODEL_OK && c->mode != MODE_FORWARD) {
-		model_range_push(m, "backward");
+	if (rc == MODEL_OK && c->mode != ST_MODE_FORWARD) {
+		op_range_push(&m->ops, "backward");
 		rc = model_backward(m);
-		model_range_pop(m);
+		op_range_pop(&m->ops);
 	}
 	cudaEventRecord(m->ev[2], m->stream);
-	if (rc == MODEL_OK && c->mode == MODE_TRAIN) {
-		model_range_push(m, "optimizer");
+	if (rc == MODEL_OK && c->mode == ST_MODE_TRAIN) {
+		op_range_push(&m->ops, "optimizer");
 		rc = model_optimizer(m);
-		model_range_pop(m);
+		op_range_pop(&m->ops);
 	}
 	cudaEventRecord(m->ev[3], m->stream);
-	unwind_ranges(m, 0);    /* pops "step", and whatever a failure left open */
+	op_ranges_unwind(&m->ops, 0);    /* pops "step", and whatever a failure left open */
 	if (rc != MODEL_OK) {
-		model_release_step_blocks(m);
+		release_step_blocks(m);
 		if (rc == MODEL_OOM)
 			m->last_oom = m->alloc.oom;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &tl);
-	cudaError_t e = cudaStreamSynchronize(m->stream);
+	int sync_failed = CUDA_CHECK(cudaStreamSynchronize(m->stream));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (m->obs)
-		m->obs->step_end(m->obs->ctx, index, warmup);
-	if (e != cudaSuccess)
-		return cuda_check_failed(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+	if (m->ops.obs)
+		m->ops.obs->step_end(m->ops.obs->ctx, index, warmup);
+	if (sync_failed)
+		return MODEL_ERROR;
 	if (rc != MODEL_OK)
 		return rc;
 	if (t) {
@@ -568,9 +490,4 @@ const struct model_oom *model_last_oom(const struct model *m)
 uint64_t model_peak_bytes(const struct model *m)
 {
 	return m->alloc.peak;
-}
-
-const struct model_config *model_get_config(const struct model *m)
-{
-	return &m->c;
 }

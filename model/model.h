@@ -60,7 +60,6 @@ const struct model_oom *model_last_oom(const struct model *m);
 int model_export(struct model *m, struct tensor_set *weights, struct tensor_set *grads);
 /* Peak bytes the allocator held since create. */
 uint64_t model_peak_bytes(const struct model *m);
-const struct model_config *model_get_config(const struct model *m);
 void model_free(struct model *m);
 
 /* 1 if a CUDA device is usable, else 0 after one error line that says so plainly. */

@@ -7,7 +7,7 @@
  * nothing. All hooks run on the host thread that drives the step, in program
  * order. The observer takes its own timestamps (CUPTI's clock).
  *
- * Numbering is shared with the bundle schema (trace/bundle.h):
+ * Numbering is trace/types.h's, shared with the bundle schema:
  * categories are enum st_mem_category values, dtypes enum st_dtype values.
  */
 #ifndef STEPTRACE_MODEL_OBSERVER_H

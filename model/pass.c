@@ -1,7 +1,7 @@
 /*
  * pass.c: the step's three phases on the model's stream: forward (with the
- * loss), backward and AdamW. Each op is bracketed by model_op_begin/end (the
- * observer hooks and its NVTX range) and gets every block it needs from the
+ * loss), backward and AdamW. Each op is bracketed by op_begin/op_end (the
+ * observer hooks and its NVTX range, ops.c) and gets every block it needs from the
  * allocator inside that bracket, so memory is attributed to the op. Saved
  * activations are freed by the backward op that consumes them last;
  * temporaries right after use. Nothing here waits for the device.
@@ -19,8 +19,6 @@
 #include <limits.h>
 #include <math.h>
 
-#include <nvtx3/nvToolsExt.h>
-
 #include "kernels/adamw.h"
 #include "kernels/cast.h"
 #include "kernels/cross_entropy.h"
@@ -32,12 +30,16 @@
 #include "kernels/swiglu.h"
 #include "kernels/zero.h"
 #include "lib/error.h"
-#include "model/check.h"
+#include "lib/gpu_check.h"
 #include "model/internal.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 #define RMSNORM_EPS 1e-5f
 
+/*
+ * Returns what failed: MODEL_OOM or MODEL_ERROR from the allocator and the
+ * GEMMs, and -1 (MODEL_ERROR) from a CUDA_CHECK, whose line is printed.
+ */
 #define TRY(x)                          \
 	do {                            \
 		int rc_ = (x);          \
@@ -68,7 +70,7 @@ static void put(struct model *m, struct mem_block *b)
 /* Forward mode keeps nothing for a backward: blocks go after their last forward use. */
 static void drop(struct model *m, struct mem_block *b)
 {
-	if (m->c.mode == MODE_FORWARD)
+	if (m->c.mode == ST_MODE_FORWARD)
 		put(m, b);
 }
 
@@ -108,8 +110,8 @@ static int linear_fwd(struct model *m, void *y, const void *x, size_t w, int in,
 }
 
 /* dx (n, in) in dx_dtype = dy W (+ dx if accumulate). */
-static int linear_bwd_data(struct model *m, void *dx, int dx_dtype, const void *dy, size_t w,
-			   int in, int out, bool accumulate)
+static int linear_bwd_data(struct model *m, void *dx, enum st_dtype dx_dtype, const void *dy,
+			   size_t w, int in, int out, bool accumulate)
 {
 	return gemm_rm(&m->gemm, false, false, (int)rows(m), in, out, 1.0f, dy, out, 0, weight(m, w),
 		       in, 0, m->adt, accumulate ? 1.0f : 0.0f, dx, in, 0, dx_dtype, 1);
@@ -157,11 +159,6 @@ static int attn_gemm(struct model *m, enum attn_gemm kind, void *out, const void
 	return rc ? MODEL_ERROR : MODEL_OK;
 }
 
-static int kernel(int rc)
-{
-	return rc ? MODEL_ERROR : MODEL_OK;
-}
-
 /* The residual stream entering layer l. */
 static struct mem_block *layer_input(struct model *m, int l)
 {
@@ -174,17 +171,17 @@ static int norm_fwd(struct model *m, uint32_t op, struct mem_block *xn, struct m
 		    struct mem_block *x, size_t g, bool last_use)
 {
 	size_t n = rows(m), d = m->c.d_model;
-	bool keep = m->c.mode != MODE_FORWARD;
+	bool keep = m->c.mode != ST_MODE_FORWARD;
 
-	model_op_begin(m, op);
+	op_begin(&m->ops, op);
 	TRY(get(m, xn, n * d * m->adt_size, m->saved_category));
 	if (keep)
 		TRY(get(m, rstd, n * sizeof(float), m->saved_category));
-	TRY(kernel(rmsnorm_forward(xn->ptr, keep ? rstd->ptr : NULL, x->ptr, param(m, g), (int)n,
-				   (int)d, RMSNORM_EPS, m->adt, m->stream)));
+	TRY(CUDA_CHECK(rmsnorm_forward(xn->ptr, keep ? rstd->ptr : NULL, x->ptr, param(m, g),
+				       (int)n, (int)d, RMSNORM_EPS, m->adt, m->stream)));
 	if (last_use)
 		drop(m, x);
-	model_op_end(m);
+	op_end(&m->ops);
 	return MODEL_OK;
 }
 
@@ -194,12 +191,13 @@ static int residual_fwd(struct model *m, uint32_t op, struct mem_block *out, str
 	size_t n = rows(m) * m->c.d_model;
 	struct mem_block *y = tb(m, T_Y);
 
-	model_op_begin(m, op);
+	op_begin(&m->ops, op);
 	TRY(get(m, out, n * sizeof(float), m->saved_category));
-	TRY(kernel(residual_forward(out->ptr, x->ptr, y->ptr, (long long)n, m->adt, m->stream)));
+	TRY(CUDA_CHECK(residual_forward(out->ptr, x->ptr, y->ptr, (long long)n, m->adt,
+					m->stream)));
 	put(m, y);
 	drop(m, x);
-	model_op_end(m);
+	op_end(&m->ops);
 	return MODEL_OK;
 }
 
@@ -217,52 +215,52 @@ static int attn_fwd(struct model *m, int l)
 	struct mem_block *y = tb(m, T_Y);
 
 	/* [q | k | v] = xn [Wq; Wk; Wv]^T: one GEMM */
-	model_op_begin(m, op[L_QKV]);
+	op_begin(&m->ops, op[L_QKV]);
 	TRY(get(m, qkv, n * 3 * d * a, ST_MEM_TEMPORARY));
 	TRY(linear_fwd(m, qkv->ptr, xn->ptr, lp->proj[0], (int)d, (int)(3 * d)));
 	drop(m, xn);
-	model_op_end(m);
+	op_end(&m->ops);
 
 	/* to heads, so that each attention product below is one batched GEMM */
-	model_op_begin(m, op[L_ROPE]);
+	op_begin(&m->ops, op[L_ROPE]);
 	TRY(get(m, qh, n * d * a, m->saved_category));
 	TRY(get(m, kh, n * d * a, m->saved_category));
 	TRY(get(m, vh, n * d * a, m->saved_category));
-	TRY(kernel(rope_to_heads(qh->ptr, kh->ptr, vh->ptr, qkv->ptr, at(m, qkv, d),
-				 at(m, qkv, 2 * d), (long long)(3 * d), m->rope.ptr, B, T, H, dh,
-				 m->adt, m->stream)));
+	TRY(CUDA_CHECK(rope_to_heads(qh->ptr, kh->ptr, vh->ptr, qkv->ptr, at(m, qkv, d),
+				     at(m, qkv, 2 * d), (long long)(3 * d), m->rope.ptr, B, T, H,
+				     dh, m->adt, m->stream)));
 	put(m, qkv);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_SCORES]);
+	op_begin(&m->ops, op[L_SCORES]);
 	TRY(get(m, s, bhtt * a, ST_MEM_TEMPORARY));
 	TRY(attn_gemm(m, S_QK, s->ptr, qh->ptr, kh->ptr));
 	drop(m, qh);
 	drop(m, kh);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_SOFTMAX]);
+	op_begin(&m->ops, op[L_SOFTMAX]);
 	TRY(get(m, p, bhtt * a, m->saved_category));
-	TRY(kernel(causal_softmax_forward(p->ptr, s->ptr, B * H, T, (float)(1.0 / sqrt((double)dh)),
-					  m->adt, m->stream)));
+	TRY(CUDA_CHECK(causal_softmax_forward(p->ptr, s->ptr, B * H, T,
+					      (float)(1.0 / sqrt((double)dh)), m->adt, m->stream)));
 	put(m, s);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_AV]);
+	op_begin(&m->ops, op[L_AV]);
 	TRY(get(m, atth, n * d * a, ST_MEM_TEMPORARY));
 	TRY(attn_gemm(m, O_PV, atth->ptr, p->ptr, vh->ptr));
 	drop(m, p);
 	drop(m, vh);
 	TRY(get(m, att, n * d * a, m->saved_category));
-	TRY(kernel(heads_permute(att->ptr, atth->ptr, B, T, H, dh, 0, m->adt, m->stream)));
+	TRY(CUDA_CHECK(heads_permute(att->ptr, atth->ptr, B, T, H, dh, 0, m->adt, m->stream)));
 	put(m, atth);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_O]);
+	op_begin(&m->ops, op[L_O]);
 	TRY(get(m, y, n * d * a, ST_MEM_TEMPORARY));
 	TRY(linear_fwd(m, y->ptr, att->ptr, lp->proj[3], (int)d, (int)d));
 	drop(m, att);
-	model_op_end(m);
+	op_end(&m->ops);
 
 	return residual_fwd(m, op[L_RES1], lb(m, l, A_XMID), layer_input(m, l));
 }
@@ -276,41 +274,41 @@ static int ffn_fwd(struct model *m, int l)
 	struct mem_block *y = tb(m, T_Y);
 
 	/* [h1 | h3] = xn [W1; W3]^T: one GEMM */
-	model_op_begin(m, op[L_W13]);
+	op_begin(&m->ops, op[L_W13]);
 	TRY(get(m, h13, n * 2 * f * a, m->saved_category));
 	TRY(linear_fwd(m, h13->ptr, xn->ptr, lp->w1, (int)d, (int)(2 * f)));
 	drop(m, xn);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_SWIGLU]);
+	op_begin(&m->ops, op[L_SWIGLU]);
 	TRY(get(m, g, n * f * a, m->saved_category));
-	TRY(kernel(swiglu_forward(g->ptr, h13->ptr, (long long)n, (int)f, m->adt, m->stream)));
+	TRY(CUDA_CHECK(swiglu_forward(g->ptr, h13->ptr, (long long)n, (int)f, m->adt, m->stream)));
 	drop(m, h13);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_W2]);
+	op_begin(&m->ops, op[L_W2]);
 	TRY(get(m, y, n * d * a, ST_MEM_TEMPORARY));
 	TRY(linear_fwd(m, y->ptr, g->ptr, lp->w2, (int)f, (int)d));
 	drop(m, g);
-	model_op_end(m);
+	op_end(&m->ops);
 
 	return residual_fwd(m, op[L_RES2], lb(m, l, A_XOUT), lb(m, l, A_XMID));
 }
 
 static int layer_fwd(struct model *m, int l)
 {
-	model_range_push(m, m->layer_name[l]);
+	op_range_push(&m->ops, m->layer_name[l]);
 	TRY(norm_fwd(m, m->plan[l].fwd[L_LN1], lb(m, l, A_XN1), lb(m, l, A_RSTD1), layer_input(m, l),
 		     m->lp[l].ln1, false));
-	model_range_push(m, "attn");
+	op_range_push(&m->ops, "attn");
 	TRY(attn_fwd(m, l));
-	model_range_pop(m);
+	op_range_pop(&m->ops);
 	TRY(norm_fwd(m, m->plan[l].fwd[L_LN2], lb(m, l, A_XN2), lb(m, l, A_RSTD2), lb(m, l, A_XMID),
 		     m->lp[l].ln2, false));
-	model_range_push(m, "ffn");
+	op_range_push(&m->ops, "ffn");
 	TRY(ffn_fwd(m, l));
-	model_range_pop(m);
-	model_range_pop(m);
+	op_range_pop(&m->ops);
+	op_range_pop(&m->ops);
 	return MODEL_OK;
 }
 
@@ -325,45 +323,46 @@ int model_forward(struct model *m)
 		struct mem_block *w = tb(m, T_WCAST);
 		size_t nw = m->n_params - m->cast_from;
 
-		model_op_begin(m, m->top.cast);
+		op_begin(&m->ops, m->top.cast);
 		TRY(get(m, w, nw * 2, m->saved_category));
-		TRY(kernel(cast_f32_to_bf16(w->ptr, param(m, m->cast_from), (long long)nw, m->stream)));
-		model_op_end(m);
+		TRY(CUDA_CHECK(cast_f32_to_bf16(w->ptr, param(m, m->cast_from), (long long)nw,
+						m->stream)));
+		op_end(&m->ops);
 	}
-	model_op_begin(m, m->top.embedding);
+	op_begin(&m->ops, m->top.embedding);
 	TRY(get(m, x0, n * d * sizeof(float), m->saved_category));
-	TRY(kernel(embedding_forward(x0->ptr, param(m, m->off_emb), m->inputs.ptr, (int)n, (int)d,
-				     m->stream)));
-	model_op_end(m);
+	TRY(CUDA_CHECK(embedding_forward(x0->ptr, param(m, m->off_emb), m->inputs.ptr, (int)n,
+					 (int)d, m->stream)));
+	op_end(&m->ops);
 
 	for (int l = 0; l < c->layers; l++)
 		TRY(layer_fwd(m, l));
 
 	TRY(norm_fwd(m, m->top.ln_final, xf, tb(m, T_RSTDF), last, m->off_lnf, true));
 
-	model_op_begin(m, m->top.lm_head);
+	op_begin(&m->ops, m->top.lm_head);
 	TRY(get(m, logits, n * V * m->adt_size, m->saved_category));
 	TRY(linear_fwd(m, logits->ptr, xf->ptr, m->off_lm, (int)d, (int)V));
 	drop(m, xf);
 	drop(m, tb(m, T_WCAST));
-	model_op_end(m);
+	op_end(&m->ops);
 
 	if (!m->have_targets) {
 		drop(m, logits);
 		return MODEL_OK;
 	}
 	struct mem_block *lse = tb(m, T_LSE), *loss = tb(m, T_LOSS);
-	model_op_begin(m, m->top.loss);
+	op_begin(&m->ops, m->top.loss);
 	TRY(get(m, lse, 2 * n * sizeof(float), m->saved_category));
 	TRY(get(m, loss, sizeof(float), ST_MEM_TEMPORARY));
-	TRY(kernel(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr, (int)n,
-					 (int)V, m->adt, m->stream)));
-	CUDA_CHECK(cudaMemcpyAsync(m->loss_host, loss->ptr, sizeof(float), cudaMemcpyDeviceToHost,
-				   m->stream));
+	TRY(CUDA_CHECK(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr,
+					     (int)n, (int)V, m->adt, m->stream)));
+	TRY(CUDA_CHECK(cudaMemcpyAsync(m->loss_host, loss->ptr, sizeof(float),
+				       cudaMemcpyDeviceToHost, m->stream)));
 	put(m, loss);
 	drop(m, logits);
 	drop(m, lse);
-	model_op_end(m);
+	op_end(&m->ops);
 	return MODEL_OK;
 }
 
@@ -391,9 +390,9 @@ static int zero_norm_grads(struct model *m)
 			 c->d_model);
 		return MODEL_ERROR;
 	}
-	model_op_begin(m, m->top.zero_grad);
-	TRY(kernel(zero_groups(m->grads.ptr, groups, 4, m->stream)));
-	model_op_end(m);
+	op_begin(&m->ops, m->top.zero_grad);
+	TRY(CUDA_CHECK(zero_groups(m->grads.ptr, groups, 4, m->stream)));
+	op_end(&m->ops);
 	return MODEL_OK;
 }
 
@@ -409,17 +408,18 @@ static int norm_bwd(struct model *m, uint32_t op, struct mem_block *x, struct me
 	struct mem_block *dres = tb(m, T_DRES), *dxn = tb(m, T_DXN), *dy = tb(m, T_DY);
 	bool cast = to_branch && m->adt == ST_DT_BF16;
 
-	model_op_begin(m, op);
+	op_begin(&m->ops, op);
 	if (first)
 		TRY(get(m, dres, n * d * sizeof(float), ST_MEM_TEMPORARY));
 	if (cast)
 		TRY(get(m, dy, n * d * 2, ST_MEM_TEMPORARY));
-	TRY(kernel(rmsnorm_backward(dres->ptr, cast ? dy->ptr : NULL, grad(m, g), dxn->ptr, x->ptr,
-				    param(m, g), rstd->ptr, (int)n, (int)d, !first, m->stream)));
+	TRY(CUDA_CHECK(rmsnorm_backward(dres->ptr, cast ? dy->ptr : NULL, grad(m, g), dxn->ptr,
+					x->ptr, param(m, g), rstd->ptr, (int)n, (int)d, !first,
+					m->stream)));
 	put(m, dxn);
 	put(m, rstd);
 	put(m, x);
-	model_op_end(m);
+	op_end(&m->ops);
 	return MODEL_OK;
 }
 
@@ -441,31 +441,31 @@ static int ffn_bwd(struct model *m, int l)
 	struct mem_block *dg = tb(m, T_DG), *dh13 = tb(m, T_DH13), *dxn = tb(m, T_DXN);
 	const void *dy = branch_grad(m);
 
-	model_op_begin(m, op[L_W2]);
+	op_begin(&m->ops, op[L_W2]);
 	TRY(linear_bwd_weight(m, lp->w2, dy, g->ptr, (int)f, (int)d));
 	TRY(get(m, dg, n * f * a, ST_MEM_TEMPORARY));
 	TRY(linear_bwd_data(m, dg->ptr, m->adt, dy, lp->w2, (int)f, (int)d, false));
 	put(m, g);
 	put(m, tb(m, T_DY));
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_SWIGLU]);
+	op_begin(&m->ops, op[L_SWIGLU]);
 	TRY(get(m, dh13, n * 2 * f * a, ST_MEM_TEMPORARY));
-	TRY(kernel(swiglu_backward(dh13->ptr, dg->ptr, h13->ptr, (long long)n, (int)f, m->adt,
-				   m->stream)));
+	TRY(CUDA_CHECK(swiglu_backward(dh13->ptr, dg->ptr, h13->ptr, (long long)n, (int)f, m->adt,
+				       m->stream)));
 	put(m, dg);
 	put(m, h13);
-	model_op_end(m);
+	op_end(&m->ops);
 
 	/* [dW1; dW3] = dh13^T xn and dxn = dh13 [W1; W3]: K = 2f sums both branches */
-	model_op_begin(m, op[L_W13]);
+	op_begin(&m->ops, op[L_W13]);
 	TRY(linear_bwd_weight(m, lp->w1, dh13->ptr, xn->ptr, (int)d, (int)(2 * f)));
 	TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
 	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dh13->ptr, lp->w1, (int)d, (int)(2 * f),
 			    false));
 	put(m, dh13);
 	put(m, xn);
-	model_op_end(m);
+	op_end(&m->ops);
 	return MODEL_OK;
 }
 
@@ -484,17 +484,17 @@ static int attn_bwd(struct model *m, int l)
 	struct mem_block *dqkvh[3] = { tb(m, T_DQH), tb(m, T_DKH), tb(m, T_DVH) };
 	const void *dy = branch_grad(m);
 
-	model_op_begin(m, op[L_O]);
+	op_begin(&m->ops, op[L_O]);
 	TRY(linear_bwd_weight(m, lp->proj[3], dy, att->ptr, (int)d, (int)d));
 	TRY(get(m, datt, n * d * a, ST_MEM_TEMPORARY));
 	TRY(linear_bwd_data(m, datt->ptr, m->adt, dy, lp->proj[3], (int)d, (int)d, false));
 	put(m, att);
 	put(m, tb(m, T_DY));
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_AV]);
+	op_begin(&m->ops, op[L_AV]);
 	TRY(get(m, datth, n * d * a, ST_MEM_TEMPORARY));
-	TRY(kernel(heads_permute(datth->ptr, datt->ptr, B, T, H, dh, 1, m->adt, m->stream)));
+	TRY(CUDA_CHECK(heads_permute(datth->ptr, datt->ptr, B, T, H, dh, 1, m->adt, m->stream)));
 	put(m, datt);
 	TRY(get(m, dp, bhtt * a, ST_MEM_TEMPORARY));
 	TRY(attn_gemm(m, DP_DOV, dp->ptr, datth->ptr, vh->ptr));
@@ -502,15 +502,16 @@ static int attn_bwd(struct model *m, int l)
 	TRY(attn_gemm(m, DV_PDO, dqkvh[2]->ptr, p->ptr, datth->ptr));
 	put(m, datth);
 	put(m, vh);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_SOFTMAX]);
-	TRY(kernel(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, B * H, T,
-					   (float)(1.0 / sqrt((double)dh)), m->adt, m->stream)));
+	op_begin(&m->ops, op[L_SOFTMAX]);
+	TRY(CUDA_CHECK(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, B * H, T,
+					       (float)(1.0 / sqrt((double)dh)), m->adt,
+					       m->stream)));
 	put(m, p);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, op[L_SCORES]);
+	op_begin(&m->ops, op[L_SCORES]);
 	TRY(get(m, dqkvh[0], n * d * a, ST_MEM_TEMPORARY));
 	TRY(attn_gemm(m, DQ_DSK, dqkvh[0]->ptr, dp->ptr, kh->ptr));
 	TRY(get(m, dqkvh[1], n * d * a, ST_MEM_TEMPORARY));
@@ -518,20 +519,20 @@ static int attn_bwd(struct model *m, int l)
 	put(m, dp);
 	put(m, qh);
 	put(m, kh);
-	model_op_end(m);
+	op_end(&m->ops);
 
 	/* back to (B, T, H, dh), into the rows [dq | dk | dv] of one buffer for the projection */
-	model_op_begin(m, op[L_ROPE]);
+	op_begin(&m->ops, op[L_ROPE]);
 	TRY(get(m, dqkv, n * 3 * d * a, ST_MEM_TEMPORARY));
-	TRY(kernel(rope_from_heads(dqkv->ptr, at(m, dqkv, d), at(m, dqkv, 2 * d), dqkvh[0]->ptr,
-				   dqkvh[1]->ptr, dqkvh[2]->ptr, (long long)(3 * d), m->rope.ptr, B,
-				   T, H, dh, m->adt, m->stream)));
+	TRY(CUDA_CHECK(rope_from_heads(dqkv->ptr, at(m, dqkv, d), at(m, dqkv, 2 * d), dqkvh[0]->ptr,
+				       dqkvh[1]->ptr, dqkvh[2]->ptr, (long long)(3 * d),
+				       m->rope.ptr, B, T, H, dh, m->adt, m->stream)));
 	for (int j = 0; j < 3; j++)
 		put(m, dqkvh[j]);
-	model_op_end(m);
+	op_end(&m->ops);
 
 	/* [dWq; dWk; dWv] = dqkv^T xn and dxn = dqkv [Wq; Wk; Wv]: K = 3d sums q, k and v */
-	model_op_begin(m, op[L_QKV]);
+	op_begin(&m->ops, op[L_QKV]);
 	TRY(linear_bwd_weight(m, lp->proj[0], dqkv->ptr, xn->ptr, (int)d, (int)(3 * d)));
 	TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
 	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dqkv->ptr, lp->proj[0], (int)d, (int)(3 * d),
@@ -540,28 +541,28 @@ static int attn_bwd(struct model *m, int l)
 	put(m, xn);
 	if (l == 0)
 		put(m, tb(m, T_WCAST));   /* the last matmul that reads a weight copy */
-	model_op_end(m);
+	op_end(&m->ops);
 	return MODEL_OK;
 }
 
 static int layer_bwd(struct model *m, int l)
 {
-	model_range_push(m, m->layer_name[l]);
-	model_range_push(m, "ffn");
+	op_range_push(&m->ops, m->layer_name[l]);
+	op_range_push(&m->ops, "ffn");
 	TRY(ffn_bwd(m, l));
-	model_range_pop(m);
+	op_range_pop(&m->ops);
 	TRY(norm_bwd(m, m->plan[l].bwd[L_LN2], lb(m, l, A_XMID), lb(m, l, A_RSTD2), m->lp[l].ln2,
 		     false, true));
-	model_range_push(m, "attn");
+	op_range_push(&m->ops, "attn");
 	TRY(attn_bwd(m, l));
-	model_range_pop(m);
+	op_range_pop(&m->ops);
 	/*
 	 * layer 0's input (the embedding output) is not needed after this either,
 	 * and its dres goes to the embedding's backward, not to a branch
 	 */
 	TRY(norm_bwd(m, m->plan[l].bwd[L_LN1], layer_input(m, l), lb(m, l, A_RSTD1), m->lp[l].ln1,
 		     false, l > 0));
-	model_range_pop(m);
+	op_range_pop(&m->ops);
 	return MODEL_OK;
 }
 
@@ -577,32 +578,32 @@ int model_backward(struct model *m)
 
 	TRY(zero_norm_grads(m));
 
-	model_op_begin(m, m->top.loss_bwd);
+	op_begin(&m->ops, m->top.loss_bwd);
 	TRY(get(m, dlogits, n * V * m->adt_size, ST_MEM_TEMPORARY));
-	TRY(kernel(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr, m->targets.ptr, (int)n,
-					  (int)V, m->adt, m->stream)));
+	TRY(CUDA_CHECK(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr, m->targets.ptr,
+					      (int)n, (int)V, m->adt, m->stream)));
 	put(m, logits);
 	put(m, lse);
-	model_op_end(m);
+	op_end(&m->ops);
 
-	model_op_begin(m, m->top.lm_head_bwd);
+	op_begin(&m->ops, m->top.lm_head_bwd);
 	TRY(linear_bwd_weight(m, m->off_lm, dlogits->ptr, xf->ptr, (int)d, (int)V));
 	TRY(get(m, dxn, n * d * sizeof(float), ST_MEM_TEMPORARY));
 	TRY(linear_bwd_data(m, dxn->ptr, ST_DT_F32, dlogits->ptr, m->off_lm, (int)d, (int)V, false));
 	put(m, dlogits);
 	put(m, xf);
-	model_op_end(m);
+	op_end(&m->ops);
 
 	TRY(norm_bwd(m, m->top.ln_final_bwd, lb(m, c->layers - 1, A_XOUT), tb(m, T_RSTDF), m->off_lnf,
 		     true, true));
 	for (int l = c->layers - 1; l >= 0; l--)
 		TRY(layer_bwd(m, l));
 
-	model_op_begin(m, m->top.embedding_bwd);   /* its gradient was zeroed by zero_grad */
-	TRY(kernel(embedding_backward(grad(m, m->off_emb), dres->ptr, m->inputs.ptr, (int)n, (int)d,
-				      m->stream)));
+	op_begin(&m->ops, m->top.embedding_bwd);   /* its gradient was zeroed by zero_grad */
+	TRY(CUDA_CHECK(embedding_backward(grad(m, m->off_emb), dres->ptr, m->inputs.ptr, (int)n,
+					  (int)d, m->stream)));
 	put(m, dres);
-	model_op_end(m);
+	op_end(&m->ops);
 	return MODEL_OK;
 }
 
@@ -614,10 +615,10 @@ int model_optimizer(struct model *m)
 	int t = ++m->adam_t;
 	double alpha = c->lr * sqrt(1.0 - pow(c->beta2, t)) / (1.0 - pow(c->beta1, t));
 
-	model_op_begin(m, m->top.adamw);
-	TRY(kernel(adamw_update(m->params.ptr, m->grads.ptr, m->adam_m.ptr, m->adam_v.ptr,
-				(long long)m->n_params, c->beta1, c->beta2, (float)c->eps,
-				(float)alpha, (float)(c->lr * c->weight_decay), m->stream)));
-	model_op_end(m);
+	op_begin(&m->ops, m->top.adamw);
+	TRY(CUDA_CHECK(adamw_update(m->params.ptr, m->grads.ptr, m->adam_m.ptr, m->adam_v.ptr,
+				    (long long)m->n_params, c->beta1, c->beta2, (float)c->eps,
+				    (float)alpha, (float)(c->lr * c->weight_decay), m->stream)));
+	op_end(&m->ops);
 	return MODEL_OK;
 }

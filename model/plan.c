@@ -9,7 +9,7 @@
 
 #include "lib/error.h"
 #include "model/internal.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 static const struct {
 	const char *name, *group;   /* group: NVTX range between layer.N and the op, or NULL */
@@ -47,7 +47,7 @@ static void dtypes(struct cost *k, int n_in, const int *in, int n_out, const int
 
 /* A Linear y (n, out) = x (n, in) W^T; backward: dX (in dx_dtype) and dW (F32). */
 static void linear_cost(const struct model *m, struct cost *k, bool backward, uint64_t in,
-			uint64_t out, int dx_dtype)
+			uint64_t out, enum st_dtype dx_dtype)
 {
 	uint64_t n = (uint64_t)m->c.batch * m->c.ctx, a = m->adt_size;
 	int A = m->adt, F = ST_DT_F32;
@@ -58,8 +58,8 @@ static void linear_cost(const struct model *m, struct cost *k, bool backward, ui
 		DT(k, L(A, A), L(A));
 	} else {
 		k->flops = 4 * n * in * out;
-		k->bytes = (n * out + n * in + in * out) * a + n * in * (dx_dtype == F ? 4 : a) +
-			   in * out * 4;
+		k->bytes = (n * out + n * in + in * out) * a +
+			   n * in * (dx_dtype == ST_DT_F32 ? 4 : a) + in * out * 4;
 		DT(k, L(A, A, A), L(dx_dtype, F));
 	}
 }
@@ -167,13 +167,8 @@ static void layer_cost(const struct model *m, int l, enum layer_op op, bool bwd,
 
 static uint32_t reg(struct model *m, const char *path, const char *phase, const struct cost *k)
 {
-	uint32_t id = op_registry_add(&m->ops, path, phase, k->flops, k->bytes, k->n_in, k->in,
-				      k->n_out, k->out);
-	if (!id)
-		error("out of host memory for the op registry");
-	else if (m->obs)
-		m->obs->op_register(m->obs->ctx, op_registry_get(&m->ops, id));
-	return id;
+	return op_registry_add(&m->ops, path, phase, k->flops, k->bytes, k->n_in, k->in, k->n_out,
+			       k->out);
 }
 
 static int reg_layer(struct model *m, int l, enum layer_op op, bool bwd)
@@ -201,7 +196,7 @@ int model_plan(struct model *m)
 	const struct model_config *c = &m->c;
 	uint64_t n = (uint64_t)c->batch * c->ctx, d = c->d_model, V = c->vocab, a = m->adt_size;
 	int A = m->adt, F = ST_DT_F32, I = ST_DT_I32, B16 = ST_DT_BF16;
-	bool bf16 = m->adt == ST_DT_BF16, train = c->mode != MODE_FORWARD;
+	bool bf16 = m->adt == ST_DT_BF16, train = c->mode != ST_MODE_FORWARD;
 	struct cost k;
 
 	m->plan = calloc(c->layers, sizeof(*m->plan));
@@ -262,7 +257,7 @@ int model_plan(struct model *m)
 	k = (struct cost){ .flops = n * d, .bytes = 2 * n * d * 4 + n * 4 };
 	DT(&k, L(F, I), L(F));
 	REG(embedding_bwd, "step/backward/embedding", "backward");
-	if (c->mode == MODE_TRAIN) {
+	if (c->mode == ST_MODE_TRAIN) {
 		k = (struct cost){ .flops = 15 * (uint64_t)m->n_params, .bytes = 28 * (uint64_t)m->n_params };
 		DT(&k, L(F, F, F, F), L(F, F, F));
 		REG(adamw, "step/optimizer/adamw", "optimizer");

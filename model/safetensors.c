@@ -17,18 +17,17 @@
 #include <sys/stat.h>
 
 #include "lib/error.h"
-#include "model/reference.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 
 /* The safetensors library refuses headers above 100 MB; so do we. */
 #define HEADER_MAX (100u << 20)
 
-static const int dtypes[] = {
+static const enum st_dtype dtypes[] = {
 	ST_DT_F64, ST_DT_F32, ST_DT_BF16, ST_DT_F16, ST_DT_I64, ST_DT_I32, ST_DT_U8,
 };
 
-static int dtype_from_name(const char *s)
+static enum st_dtype dtype_from_name(const char *s)
 {
 	size_t i;
 
@@ -41,7 +40,8 @@ static int dtype_from_name(const char *s)
 /* One header entry, validated, before its data is read. */
 struct entry {
 	const char *name;      /* points into the JSON document */
-	int dtype, ndim;
+	enum st_dtype dtype;
+	int ndim;
 	int64_t shape[TENSOR_MAX_DIMS];
 	uint64_t begin, end;
 };

@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/reference.h"
-#include "trace/bundle.h"
+#include "lib/grow.h"
+#include "trace/types.h"
 
-/* Bytes per element of an enum st_dtype, 0 for an unknown one. */
-size_t tensor_dtype_size(int dtype)
+size_t tensor_dtype_size(enum st_dtype dtype)
 {
 	switch (dtype) {
 	case ST_DT_F64:
@@ -27,7 +26,7 @@ size_t tensor_dtype_size(int dtype)
 	}
 }
 
-const char *tensor_dtype_name(int dtype)
+const char *tensor_dtype_name(enum st_dtype dtype)
 {
 	switch (dtype) {
 	case ST_DT_F64: return "F64";
@@ -80,7 +79,7 @@ struct named_tensor *tensor_set_find(const struct tensor_set *s, const char *nam
 	return NULL;
 }
 
-struct named_tensor *tensor_set_add(struct tensor_set *s, const char *name, int dtype,
+struct named_tensor *tensor_set_add(struct tensor_set *s, const char *name, enum st_dtype dtype,
 				    int ndim, const int64_t *shape, const void *data)
 {
 	size_t esize = tensor_dtype_size(dtype), bytes;
@@ -101,15 +100,8 @@ struct named_tensor *tensor_set_add(struct tensor_set *s, const char *name, int 
 	}
 	bytes = (size_t)numel * esize;
 
-	if (s->n == s->alloc) {
-		size_t alloc = s->alloc ? 2 * s->alloc : 16;
-		struct named_tensor *grown = realloc(s->t, alloc * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		s->t = grown;
-		s->alloc = alloc;
-	}
+	if (ALLOC_GROW(s->t, s->n + 1, s->alloc))
+		return NULL;
 	t = &s->t[s->n];
 	memset(t, 0, sizeof(*t));
 	t->name = strdup(name);

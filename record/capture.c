@@ -26,25 +26,14 @@
 #include <unistd.h>
 
 #include "lib/error.h"
+#include "lib/gpu_check.h"
+#include "lib/grow.h"
 #include "record/corr_map.h"
 
 #define BUFFER_BYTES (8u << 20)
 #define BUFFER_PREALLOC 8        /* 64 MiB, touched before the run: no page faults in a step */
 #define BUFFER_MAX 128           /* 1 GiB; past it CUPTI drops records and we say so */
 #define DEFAULT_CUPTI_PATH "/usr/local/cuda/lib64/libcupti.so"
-
-/* 0 for success, else -1 after one line naming the call. */
-static int cupti_check(CUptiResult r, const char *call, const char *file, int line)
-{
-	const char *msg = NULL;
-
-	if (r == CUPTI_SUCCESS)
-		return 0;
-	if (cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg)
-		msg = "unknown CUPTI error";
-	return error("%s failed: %s (%s:%d)", call, msg, file, line);
-}
-#define CUPTI_CHECK(call) cupti_check((call), #call, __FILE__, __LINE__)
 
 /* The activity kinds recorded (SPEC.md, "Recording"). */
 static const CUpti_ActivityKind activity_kinds[] = {
@@ -258,16 +247,9 @@ const char *capture_api_rule(enum capture_api which)
 	       "all but queries (names holding 'Get', and cudaPeekAtLastError)";
 }
 
-int capture_api_parse(const char *name, enum capture_api *out)
-{
-	if (!strcmp(name, "work"))
-		*out = CAPTURE_API_WORK;
-	else if (!strcmp(name, "all"))
-		*out = CAPTURE_API_ALL;
-	else
-		return error("unknown --api '%s': use work or all", name);
-	return 0;
-}
+const char *const capture_api_names[] = {
+	[CAPTURE_API_WORK] = "work", [CAPTURE_API_ALL] = "all", NULL,
+};
 
 static bool api_is_query(const char *base)
 {
@@ -538,15 +520,8 @@ static struct thread_depth *thread_depth(uint64_t thread)
 	for (i = 0; i < cap.n_threads; i++)
 		if (cap.threads[i].thread == thread)
 			return &cap.threads[i];
-	if (cap.n_threads == cap.threads_cap) {
-		size_t ncap = cap.threads_cap ? cap.threads_cap * 2 : 16;
-		struct thread_depth *t = realloc(cap.threads, ncap * sizeof(*t));
-
-		if (!t)
-			return NULL;
-		cap.threads = t;
-		cap.threads_cap = ncap;
-	}
+	if (ALLOC_GROW(cap.threads, cap.n_threads + 1, cap.threads_cap))
+		return NULL;
 	cap.threads[cap.n_threads] = (struct thread_depth){ .thread = thread };
 	return &cap.threads[cap.n_threads++];
 }
@@ -554,15 +529,8 @@ static struct thread_depth *thread_depth(uint64_t thread)
 /* A new slot at the end of a range array, or NULL. */
 static struct open_range *range_push(struct open_range **arr, size_t *n, size_t *cap_)
 {
-	if (*n == *cap_) {
-		size_t ncap = *cap_ ? *cap_ * 2 : 64;
-		struct open_range *p = realloc(*arr, ncap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		*arr = p;
-		*cap_ = ncap;
-	}
+	if (ALLOC_GROW(*arr, *n + 1, *cap_))
+		return NULL;
 	return &(*arr)[(*n)++];
 }
 

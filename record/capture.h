@@ -39,10 +39,10 @@ uint64_t capture_thread_id(void);
  * always recorded.
  */
 enum capture_api { CAPTURE_API_WORK, CAPTURE_API_ALL };
+/* Their names for --api, NULL-terminated: "work", "all". */
+extern const char *const capture_api_names[];
 /* The rule as the header's api_calls states it. */
 const char *capture_api_rule(enum capture_api which);
-/* A name of the rule's calls for --api ("work", "all") into *out; -1 with an error line if unknown. */
-int capture_api_parse(const char *name, enum capture_api *out);
 
 /*
  * Subscribes the launch, memcpy, memset and allocation callbacks, registers

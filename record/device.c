@@ -10,28 +10,13 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/gpu_check.h"
+#include "trace/types.h"
 
 #define CAL_N 8192                 /* GEMM size; 4096 when memory is short */
 #define CAL_COPY_MAX (1ull << 30)  /* bytes per copy buffer */
 #define CAL_TARGET_MS 150.0        /* per measurement */
 #define CAL_TILE_FLOATS (1u << 20) /* host tile of random numbers */
-
-static int cuda_check(cudaError_t e, const char *call, const char *file, int line)
-{
-	if (e == cudaSuccess)
-		return 0;
-	cudaGetLastError();   /* clear it: a failed calibration must not fail the model */
-	return error("%s failed: %s (%s:%d)", call, cudaGetErrorString(e), file, line);
-}
-#define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
-
-static int cublas_check(cublasStatus_t s, const char *call, const char *file, int line)
-{
-	if (s == CUBLAS_STATUS_SUCCESS)
-		return 0;
-	return error("%s failed: %s (%s:%d)", call, cublasGetStatusString(s), file, line);
-}
-#define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
 
 /* True for "580.95.05"-like tokens: digits and at least one dot. */
 static bool is_version(const char *tok, size_t len)
@@ -163,8 +148,6 @@ void device_datasheet(struct device_facts *f, const char *why)
 
 /* ---- calibration ----------------------------------------------------- */
 
-enum cal_precision { CAL_FP32, CAL_TF32, CAL_BF16 };
-
 struct calibration {
 	cublasHandle_t blas;
 	cudaEvent_t start, stop;
@@ -213,8 +196,9 @@ static int fill_matrix(struct calibration *cal, void *dev, size_t elems, bool bf
 static int gemm_once(struct calibration *cal, int prec)
 {
 	const float alpha = 1.0f, beta = 0.0f;
-	cudaDataType_t t = prec == CAL_BF16 ? CUDA_R_16BF : CUDA_R_32F;
-	cublasComputeType_t ct = prec == CAL_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	cudaDataType_t t = prec == ST_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+	cublasComputeType_t ct = prec == ST_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+						 : CUBLAS_COMPUTE_32F;
 	int n = cal->n;
 
 	return CUBLAS_CHECK(cublasGemmEx(cal->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha,
@@ -294,12 +278,12 @@ static int measure_gemms(struct calibration *cal, double peak[3])
 	    CUDA_CHECK(cudaMalloc(&cal->b, elems * sizeof(float))) ||
 	    CUDA_CHECK(cudaMalloc(&cal->c, elems * sizeof(float))))
 		return -1;
-	for (p = CAL_FP32; p <= CAL_BF16; p++) {
+	for (p = ST_FP32; p <= ST_BF16; p++) {
 		double r;
 
-		if ((p == CAL_FP32 || p == CAL_BF16) &&
-		    (fill_matrix(cal, cal->a, elems, p == CAL_BF16) ||
-		     fill_matrix(cal, cal->b, elems, p == CAL_BF16)))
+		if ((p == ST_FP32 || p == ST_BF16) &&
+		    (fill_matrix(cal, cal->a, elems, p == ST_BF16) ||
+		     fill_matrix(cal, cal->b, elems, p == ST_BF16)))
 			return -1;
 		r = rate(cal, gemm_once, p);
 		if (r <= 0)
@@ -353,10 +337,10 @@ int device_calibrate(struct device_facts *f)
 		goto out;
 	if (measure_gemms(&cal, peak) || measure_copy(&cal, &bandwidth))
 		goto out;
-	f->info.peak_fp32_flops = peak[CAL_FP32];
-	f->info.peak_tf32_flops = peak[CAL_TF32];
-	f->info.peak_bf16_flops = peak[CAL_BF16];
-	f->info.peak_fp16_flops = peak[CAL_BF16];
+	f->info.peak_fp32_flops = peak[ST_FP32];
+	f->info.peak_tf32_flops = peak[ST_TF32];
+	f->info.peak_bf16_flops = peak[ST_BF16];
+	f->info.peak_fp16_flops = peak[ST_BF16];
 	f->info.peak_bandwidth = bandwidth;
 	f->info.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_MEASURED;
 	snprintf(f->note, sizeof(f->note),

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/grow.h"
 #include "record/capture.h"
 
 /* Past this many queued events the hooks wait for the writer rather than grow further. */
@@ -48,18 +49,13 @@ static struct st_event *queue_event(struct rec_hooks *h, int kind, uint64_t t)
 
 	if (h->n_queue >= QUEUE_SOFT_LIMIT)
 		rec_hooks_drain(h, true);
-	if (h->n_queue == h->queue_cap) {
-		size_t ncap = h->queue_cap ? h->queue_cap * 2 : 1024;
-		struct st_event *q = realloc(h->queue, ncap * sizeof(*q));
-
-		if (!q) {
-			if (!h->queue_failed)
-				warning("out of memory queueing recorder events; some are lost");
-			h->queue_failed = true;
-			return NULL;
-		}
-		h->queue = q;
-		h->queue_cap = ncap;
+	/* once growing failed, the queue keeps its size: it empties at step boundaries */
+	if (h->n_queue == h->queue_cap &&
+	    (h->queue_failed || ALLOC_GROW(h->queue, h->n_queue + 1, h->queue_cap))) {
+		if (!h->queue_failed)
+			warning("out of memory queueing recorder events; some are lost");
+		h->queue_failed = true;
+		return NULL;
 	}
 	ev = &h->queue[h->n_queue++];
 	memset(ev, 0, sizeof(*ev));
@@ -91,7 +87,6 @@ static void on_op_register(void *ctx, const struct model_op *op)
 	ev.op.phase = rec_session_intern_locked(h->s, op->phase);
 	rec_session_add_locked(h->s, &ev);
 	rec_session_unlock(h->s);
-	h->ops++;
 }
 
 static void on_op_begin(void *ctx, uint32_t op_id)
@@ -135,8 +130,6 @@ static void on_oom(void *ctx, uint64_t requested, int category, uint32_t op_id,
 	struct rec_hooks *h = ctx;
 	struct st_event *ev = queue_event(h, ST_OOM, capture_now());
 
-	h->ooms++;
-	h->oom_op = op_id;
 	if (!ev)
 		return;
 	ev->oom.requested = requested;

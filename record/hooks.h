@@ -27,12 +27,9 @@ struct rec_hooks {
 	uint64_t thread;             /* the driving thread (gettid) */
 	struct st_event *queue;
 	size_t n_queue, queue_cap;
-	bool queue_failed;           /* an event could not be queued (out of memory) */
+	bool queue_failed;           /* the queue could not grow (out of memory) */
 	uint32_t step;               /* REC_NO_STEP outside a step */
 	uint64_t step_start;         /* CUPTI ns */
-	uint32_t ops;                /* registered */
-	uint64_t ooms;
-	uint32_t oom_op;             /* op of the last OOM */
 };
 
 void rec_hooks_init(struct rec_hooks *h, struct rec_session *s);

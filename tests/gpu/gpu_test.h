@@ -1,9 +1,10 @@
 /*
- * gpu_test.h: what the GPU tests share: host <-> device copies that convert
- * between double and a kernel's storage dtype (F32 or BF16), NaN poisoning
- * of outputs, the relative error ||a - b|| / ||b||, and one line per check
- * with the measured error and its tolerance. Static functions only: each
- * test is one translation unit.
+ * gpu_test.h: what the GPU tests share beside tests/lib/check.h: the skip
+ * where there is no GPU, host <-> device copies that convert between double
+ * and a kernel's storage dtype (F32 or BF16), NaN poisoning of outputs, the
+ * relative error ||a - b|| / ||b||, and one line per error check with the
+ * measured error and its tolerance. Static functions only: each test is one
+ * translation unit.
  */
 #ifndef STEPTRACE_TESTS_GPU_TEST_H
 #define STEPTRACE_TESTS_GPU_TEST_H
@@ -16,10 +17,10 @@
 
 #include <cuda_runtime.h>
 
-#include "model/reference.h"
-#include "trace/bundle.h"
-
-static int test_failures;
+#include "lib/gpu_check.h"
+#include "tests/lib/check.h"
+#include "tests/lib/reference.h"
+#include "trace/types.h"
 
 #define SKIP_NO_GPU 77
 
@@ -34,24 +35,11 @@ static inline int gpu_or_skip(void)
 	return 1;
 }
 
-#define EXPECT(cond, ...)                                                       \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);             \
-			printf(__VA_ARGS__);                                    \
-			printf("\n");                                           \
-			test_failures++;                                        \
-		}                                                               \
-	} while (0)
-
-#define CUDA_OK(x)                                                                  \
-	do {                                                                        \
-		cudaError_t e_ = (x);                                               \
-		if (e_ != cudaSuccess) {                                            \
-			printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #x,      \
-			       cudaGetErrorString(e_));                             \
-			exit(1);                                                    \
-		}                                                                   \
+/* A CUDA call the test cannot go on without: reported by CUDA_CHECK, then exit. */
+#define CUDA_OK(x)                              \
+	do {                                    \
+		if (CUDA_CHECK(x))              \
+			exit(1);                \
 	} while (0)
 
 /* ||a - b|| / ||b|| over n values; +inf if a holds a NaN or inf (an unwritten, poisoned element). */
@@ -68,15 +56,14 @@ static inline double rel_err(const double *a, const double *b, size_t n)
 	return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* Prints "  what: rel err E (tol T) ok|FAIL" and counts a failure. */
+/* Prints "  what: rel err E (tol T) ok|FAIL"; a failure is a failed CHECK. */
 static inline void check_err(const char *what, double err, double tol)
 {
-	int ok = err <= tol;
+	bool ok = err <= tol;
 
 	printf("  %-44s rel err %.3e (tol %.1e) %s\n", what, err, tol, ok ? "ok" : "FAIL");
 	fflush(stdout);
-	if (!ok)
-		test_failures++;
+	CHECK(ok, "%s: rel err %.3e above %.1e", what, err, tol);
 }
 
 static inline double *host_normal(struct ref_rng *r, size_t n, double scale)
@@ -157,15 +144,6 @@ static inline double *download(const void *d, size_t n, int dtype)
 		v[i] = dtype == ST_DT_BF16 ? bf16_value(((uint16_t *)h)[i]) : ((float *)h)[i];
 	free(h);
 	return v;
-}
-
-static inline int test_summary(const char *name)
-{
-	if (test_failures)
-		printf("%s: %d check(s) FAILED\n", name, test_failures);
-	else
-		printf("%s: all checks passed\n", name);
-	return test_failures ? 1 : 0;
 }
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * Every kernel of kernels/ and the GEMM wrapper of model/gemm.c against the
- * double-precision CPU reference (model/reference.h), on fresh random
+ * double-precision CPU reference (tests/lib/reference.h), on fresh random
  * non-zero inputs at odd sizes, in F32 and BF16 storage. Outputs are
  * poisoned with NaN first, so an element a kernel forgets fails the check.
  *
@@ -70,7 +70,7 @@ static void test_embedding(void)
 
 	float *dtable = upload(table, (size_t)VOCAB * D, ST_DT_F32);
 	float *out = poisoned((size_t)N * D, ST_DT_F32);
-	EXPECT(embedding_forward(out, dtable, dids, N, D, 0) == 0, "embedding_forward launch");
+	CHECK(embedding_forward(out, dtable, dids, N, D, 0) == 0, "embedding_forward launch");
 	double *got = download(out, (size_t)N * D, ST_DT_F32);
 	ref_embedding_fwd(table, ids, N, D, ref);
 	check_err("embedding forward [f32]", rel_err(got, ref, (size_t)N * D), 0.0);
@@ -78,7 +78,7 @@ static void test_embedding(void)
 
 	float *dgrad = upload(base, (size_t)VOCAB * D, ST_DT_F32);
 	float *ddout = upload(dout, (size_t)N * D, ST_DT_F32);
-	EXPECT(embedding_backward(dgrad, ddout, dids, N, D, 0) == 0, "embedding_backward launch");
+	CHECK(embedding_backward(dgrad, ddout, dids, N, D, 0) == 0, "embedding_backward launch");
 	got = download(dgrad, (size_t)VOCAB * D, ST_DT_F32);
 	ref_embedding_bwd(dout, ids, N, D, base);     /* base += scatter */
 	check_err("embedding backward (accumulating) [f32]", rel_err(got, base, (size_t)VOCAB * D), 1e-6);
@@ -102,7 +102,7 @@ static void test_rmsnorm(int dtype)
 	float *dx = upload(x, (size_t)n * d, ST_DT_F32), *dg = upload(g, d, ST_DT_F32);
 	void *out = poisoned((size_t)n * d, dtype);
 	float *drstd = poisoned(n, ST_DT_F32);
-	EXPECT(rmsnorm_forward(out, drstd, dx, dg, n, d, 1e-5f, dtype, 0) == 0, "rmsnorm_forward launch");
+	CHECK(rmsnorm_forward(out, drstd, dx, dg, n, d, 1e-5f, dtype, 0) == 0, "rmsnorm_forward launch");
 	double *got = download(out, (size_t)n * d, dtype), *got_r = download(drstd, n, ST_DT_F32);
 	label(what, sizeof(what), "rmsnorm forward", dtype);
 	check_err(what, rel_err(got, y, (size_t)n * d), tol_of(dtype));
@@ -122,16 +122,16 @@ static void test_rmsnorm(int dtype)
 
 		float *ddy = upload(dy, (size_t)n * d, ST_DT_F32), *rs = upload(rstd, n, ST_DT_F32);
 		float *ddx = poisoned((size_t)n * d, ST_DT_F32), *ddg = upload(gbase, d, ST_DT_F32);
-		EXPECT(rmsnorm_backward(ddx, NULL, ddg, ddy, dx, dg, rs, n, d, 0, 0) == 0,
-		       "rmsnorm_backward launch");
+		CHECK(rmsnorm_backward(ddx, NULL, ddg, ddy, dx, dg, rs, n, d, 0, 0) == 0,
+		      "rmsnorm_backward launch");
 		double *gdx = download(ddx, (size_t)n * d, ST_DT_F32), *gdg = download(ddg, d, ST_DT_F32);
 		check_err("rmsnorm backward dx [f32]", rel_err(gdx, dxr, (size_t)n * d), 1e-5);
 		check_err("rmsnorm backward dg (accumulating) [f32]", rel_err(gdg, dgr, d), 1e-5);
 		free(gdx);
 		/* accumulate: dx = base + backward */
 		float *ddx2 = upload(xbase, (size_t)n * d, ST_DT_F32);
-		EXPECT(rmsnorm_backward(ddx2, NULL, ddg, ddy, dx, dg, rs, n, d, 1, 0) == 0,
-		       "rmsnorm_backward launch");
+		CHECK(rmsnorm_backward(ddx2, NULL, ddg, ddy, dx, dg, rs, n, d, 1, 0) == 0,
+		      "rmsnorm_backward launch");
 		gdx = download(ddx2, (size_t)n * d, ST_DT_F32);
 		for (size_t i = 0; i < (size_t)n * d; i++)
 			dxr[i] += xbase[i];
@@ -145,8 +145,8 @@ static void test_rmsnorm(int dtype)
 			round_to(base, (size_t)n * d, ST_DT_F32);
 			float *ddx3 = acc ? upload(base, (size_t)n * d, ST_DT_F32) : ddx;
 			void *dbf = poisoned((size_t)n * d, ST_DT_BF16);
-			EXPECT(rmsnorm_backward(ddx3, dbf, ddg, ddy, dx, dg, rs, n, d, acc, 0) == 0,
-			       "rmsnorm_backward launch");
+			CHECK(rmsnorm_backward(ddx3, dbf, ddg, ddy, dx, dg, rs, n, d, acc, 0) == 0,
+			      "rmsnorm_backward launch");
 			gdx = download(ddx3, (size_t)n * d, ST_DT_F32);
 			double *gbf = download(dbf, (size_t)n * d, ST_DT_BF16);
 			for (size_t i = 0; i < (size_t)n * d; i++)
@@ -272,9 +272,9 @@ static void test_rope(int dtype)
 				memcpy(tmp, x[j], n * sizeof(double));
 			host_heads(tmp, ref[j], 1);
 		}
-		EXPECT(rope_to_heads(out[0], out[1], out[2], tok + L->off[0] * es, tok + L->off[1] * es,
-				     tok + L->off[2] * es, L->ld, dtable, B, T, H, DH, dtype, 0) == 0,
-		       "rope_to_heads launch");
+		CHECK(rope_to_heads(out[0], out[1], out[2], tok + L->off[0] * es, tok + L->off[1] * es,
+				    tok + L->off[2] * es, L->ld, dtable, B, T, H, DH, dtype, 0) == 0,
+		      "rope_to_heads launch");
 		for (int j = 0; j < 3; j++) {
 			free(got[j]);
 			got[j] = download(out[j], n, dtype);
@@ -290,9 +290,9 @@ static void test_rope(int dtype)
 			else
 				memcpy(ref[j], tmp, n * sizeof(double));
 		}
-		EXPECT(rope_from_heads(tok + L->off[0] * es, tok + L->off[1] * es, tok + L->off[2] * es,
-				       in[0], in[1], in[2], L->ld, dtable, B, T, H, DH, dtype, 0) == 0,
-		       "rope_from_heads launch");
+		CHECK(rope_from_heads(tok + L->off[0] * es, tok + L->off[1] * es, tok + L->off[2] * es,
+				      in[0], in[1], in[2], L->ld, dtable, B, T, H, DH, dtype, 0) == 0,
+		      "rope_from_heads launch");
 		double *all = download(tok, 3 * n, dtype);  /* every element: a poisoned one fails */
 		tok_place(L, all, got, 0);
 		free(all);
@@ -303,8 +303,8 @@ static void test_rope(int dtype)
 	for (int to = 1; to >= 0; to--) {
 		CUDA_OK(cudaMemset(out[0], 0xff, n * es));
 		host_heads(x[0], ref[0], to);
-		EXPECT(heads_permute(out[0], in[0], B, T, H, DH, to, dtype, 0) == 0,
-		       "heads_permute launch");
+		CHECK(heads_permute(out[0], in[0], B, T, H, DH, to, dtype, 0) == 0,
+		      "heads_permute launch");
 		double *g = download(out[0], n, dtype);
 		label(what, sizeof(what), to ? "heads permute to heads" : "heads permute from heads",
 		      dtype);
@@ -331,8 +331,8 @@ static void test_softmax(int dtype)
 	round_to(dp, n, dtype);
 	ref_causal_softmax_fwd(s, rows, T, scale, p);
 	void *dsin = upload(s, n, dtype), *dpout = poisoned(n, dtype);
-	EXPECT(causal_softmax_forward(dpout, dsin, (int)rows, T, (float)scale, dtype, 0) == 0,
-	       "causal_softmax_forward launch");
+	CHECK(causal_softmax_forward(dpout, dsin, (int)rows, T, (float)scale, dtype, 0) == 0,
+	      "causal_softmax_forward launch");
 	double *got = download(dpout, n, dtype);
 	label(what, sizeof(what), "causal softmax forward", dtype);
 	check_err(what, rel_err(got, p, n), tol_of(dtype));
@@ -341,14 +341,14 @@ static void test_softmax(int dtype)
 	round_to(p, n, dtype);           /* the backward reads the stored probabilities */
 	ref_causal_softmax_bwd(dp, p, rows, T, scale, ds);
 	void *dpp = upload(p, n, dtype), *ddp = upload(dp, n, dtype), *dds = poisoned(n, dtype);
-	EXPECT(causal_softmax_backward(dds, ddp, dpp, (int)rows, T, (float)scale, dtype, 0) == 0,
-	       "causal_softmax_backward launch");
+	CHECK(causal_softmax_backward(dds, ddp, dpp, (int)rows, T, (float)scale, dtype, 0) == 0,
+	      "causal_softmax_backward launch");
 	got = download(dds, n, dtype);
 	label(what, sizeof(what), "causal softmax backward", dtype);
 	check_err(what, rel_err(got, ds, n), tol_of(dtype));
 	free(got);
-	EXPECT(causal_softmax_backward(ddp, ddp, dpp, (int)rows, T, (float)scale, dtype, 0) == 0,
-	       "causal_softmax_backward launch");
+	CHECK(causal_softmax_backward(ddp, ddp, dpp, (int)rows, T, (float)scale, dtype, 0) == 0,
+	      "causal_softmax_backward launch");
 	got = download(ddp, n, dtype);
 	label(what, sizeof(what), "causal softmax backward in place", dtype);
 	check_err(what, rel_err(got, ds, n), tol_of(dtype));
@@ -386,8 +386,8 @@ static void test_swiglu(int dtype)
 	halves(ab, a, b, 1);
 	void *gpab = upload(ab, 2 * n, dtype), *gpdh = upload(dh, n, dtype);
 	void *gph = poisoned(n, dtype), *gpdab = poisoned(2 * n, dtype);
-	EXPECT(swiglu_forward(gph, gpab, N, FF, dtype, 0) == 0, "swiglu_forward launch");
-	EXPECT(swiglu_backward(gpdab, gpdh, gpab, N, FF, dtype, 0) == 0, "swiglu_backward launch");
+	CHECK(swiglu_forward(gph, gpab, N, FF, dtype, 0) == 0, "swiglu_forward launch");
+	CHECK(swiglu_backward(gpdab, gpdh, gpab, N, FF, dtype, 0) == 0, "swiglu_backward launch");
 	double *gh = download(gph, n, dtype), *gdab = download(gpdab, 2 * n, dtype);
 	double *gda = malloc(n * sizeof(double)), *gdb = malloc(n * sizeof(double));
 	halves(gdab, gda, gdb, 0);      /* both halves cover dh13: a poisoned element fails */
@@ -417,10 +417,10 @@ static void test_cross_entropy(int dtype)
 	CUDA_OK(cudaMemcpy(dtg, tg, sizeof(tg), cudaMemcpyHostToDevice));
 	void *dlog = upload(logits, n, dtype), *ddl = poisoned(n, dtype);
 	float *dloss = poisoned(1, ST_DT_F32), *dlse = poisoned(2 * N, ST_DT_F32);
-	EXPECT(cross_entropy_forward(dloss, dlse, dlog, dtg, N, VOCAB, dtype, 0) == 0,
-	       "cross_entropy_forward launch");
-	EXPECT(cross_entropy_backward(ddl, dlog, dlse, dtg, N, VOCAB, dtype, 0) == 0,
-	       "cross_entropy_backward launch");
+	CHECK(cross_entropy_forward(dloss, dlse, dlog, dtg, N, VOCAB, dtype, 0) == 0,
+	      "cross_entropy_forward launch");
+	CHECK(cross_entropy_backward(ddl, dlog, dlse, dtg, N, VOCAB, dtype, 0) == 0,
+	      "cross_entropy_backward launch");
 	double *gl = download(dloss, 1, ST_DT_F32), *gdl = download(ddl, n, dtype);
 	label(what, sizeof(what), "cross-entropy forward (mean loss)", dtype);
 	check_err(what, fabs(gl[0] - loss) / fabs(loss), 1e-5);
@@ -446,8 +446,8 @@ static void test_adamw(void)
 		round_to(g, n, ST_DT_F32);
 		float *dg = upload(g, n, ST_DT_F32);
 		double alpha = lr * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t));
-		EXPECT(adamw_update(dp, dg, dm, dv, (long long)n, b1, b2, (float)eps,
-				    (float)alpha, (float)(lr * wd), 0) == 0, "adamw_update launch");
+		CHECK(adamw_update(dp, dg, dm, dv, (long long)n, b1, b2, (float)eps,
+				   (float)alpha, (float)(lr * wd), 0) == 0, "adamw_update launch");
 		ref_adamw_step(p, g, m, v, n, t, lr, b1, b2, eps, wd);
 		cudaFree(dg);
 		free(g);
@@ -474,7 +474,7 @@ static void test_cast_residual(void)
 	round_to(x, n, ST_DT_F32);
 	float *dx = upload(x, n, ST_DT_F32);
 	void *out = poisoned(n, ST_DT_BF16);
-	EXPECT(cast_f32_to_bf16(out, dx, (long long)n, 0) == 0, "cast launch");
+	CHECK(cast_f32_to_bf16(out, dx, (long long)n, 0) == 0, "cast launch");
 	double *got = download(out, n, ST_DT_BF16);
 	for (size_t i = 0; i < n; i++)
 		r[i] = ref_round_bf16(x[i]);
@@ -489,7 +489,7 @@ static void test_cast_residual(void)
 		round_to(yy, n, dtype);
 		void *dy = upload(yy, n, dtype);
 		float *o = poisoned(n, ST_DT_F32);
-		EXPECT(residual_forward(o, dx, dy, (long long)n, dtype, 0) == 0, "residual launch");
+		CHECK(residual_forward(o, dx, dy, (long long)n, dtype, 0) == 0, "residual launch");
 		got = download(o, n, ST_DT_F32);
 		for (size_t i = 0; i < n; i++)
 			r[i] = x[i] + yy[i];
@@ -519,7 +519,7 @@ static void test_zero_groups(void)
 		v[i] = v[i] == 0.0 ? 1.0 : v[i];
 	round_to(v, n, ST_DT_F32);
 	float *dv = upload(v, n, ST_DT_F32);
-	EXPECT(zero_groups(dv, groups, ZERO_MAX_GROUPS, 0) == 0, "zero_groups launch");
+	CHECK(zero_groups(dv, groups, ZERO_MAX_GROUPS, 0) == 0, "zero_groups launch");
 	double *got = download(dv, n, ST_DT_F32);
 	for (int j = 0; j < ZERO_MAX_GROUPS; j++)
 		for (int r = 0; r < groups[j].count; r++)
@@ -540,7 +540,7 @@ static void test_init(void)
 	const float std = 0.02f;
 	float *d = poisoned(n, ST_DT_F32);
 
-	EXPECT(init_trunc_normal(d, n, std, 3.0f, 42, 0) == 0, "init launch");
+	CHECK(init_trunc_normal(d, n, std, 3.0f, 42, 0) == 0, "init launch");
 	double *v = download(d, n, ST_DT_F32), sum = 0, sq = 0, mx = 0;
 	for (long long i = 0; i < n; i++) {
 		sum += v[i], sq += v[i] * v[i];
@@ -550,14 +550,14 @@ static void test_init(void)
 	double want = std * 0.986572;  /* std of N(0,1) cut at +-3 */
 	printf("  truncated normal: mean %.2e std %.5f (want %.5f) max |x| %.4f (cut %.4f)\n", mean, sd,
 	       want, mx, 3 * std);
-	EXPECT(fabs(mean) < 1e-4 && fabs(sd / want - 1) < 5e-3 && mx <= 3 * std * (1 + 1e-6),
-	       "init_trunc_normal statistics off");
-	EXPECT(init_fill(d, n, 1.0f, 0) == 0, "init_fill launch");
+	CHECK(fabs(mean) < 1e-4 && fabs(sd / want - 1) < 5e-3 && mx <= 3 * std * (1 + 1e-6),
+	      "init_trunc_normal statistics off");
+	CHECK(init_fill(d, n, 1.0f, 0) == 0, "init_fill launch");
 	free(v);
 	v = download(d, n, ST_DT_F32);
 	for (long long i = 0; i < n; i++)
 		if (v[i] != 1.0) {
-			EXPECT(0, "init_fill left element %lld = %g", i, v[i]);
+			CHECK(0, "init_fill left element %lld = %g", i, v[i]);
 			break;
 		}
 	free(v);
@@ -625,8 +625,8 @@ static void test_gemm_case(const struct gemm *g, const struct gemm_case *gc, con
 							     Bm[b * sb + (tb ? (size_t)j * ldb + k : (size_t)k * ldb + j)];
 						C[b * sc + (size_t)i * ldc + j] = s + gc->beta * C[b * sc + (size_t)i * ldc + j];
 					}
-			EXPECT(gemm_rm(g, ta, tb, M, Nn, K, 1.0f, dA, lda, (long long)sa, dB, ldb, (long long)sb,
-				       ab_dtype, gc->beta, dC, ldc, (long long)sc, c_dtype, batch) == 0, "gemm_rm");
+			CHECK(gemm_rm(g, ta, tb, M, Nn, K, 1.0f, dA, lda, (long long)sa, dB, ldb, (long long)sb,
+				      ab_dtype, gc->beta, dC, ldc, (long long)sc, c_dtype, batch) == 0, "gemm_rm");
 			double *got = download(dC, sc * batch, c_dtype);
 			size_t n = (size_t)batch * M * Nn, q = 0;
 			double *gm = malloc(n * sizeof(double)), *rm = malloc(n * sizeof(double));
@@ -646,19 +646,19 @@ static void test_gemm_case(const struct gemm *g, const struct gemm_case *gc, con
 }
 
 /* Every case twice on one gemm: the second round runs on the plans the first built. */
-static void test_gemm(enum model_precision prec, int ab_dtype, int c_dtype, double tol)
+static void test_gemm(enum st_precision prec, int ab_dtype, int c_dtype, double tol)
 {
 	struct gemm g;
 	char name[64];
 
 	if (gemm_init(&g, 0, prec, NULL, 0)) {
-		EXPECT(0, "gemm_init failed");
+		CHECK(0, "gemm_init failed");
 		gemm_release(&g);
 		return;
 	}
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t c = 0; c < sizeof(gemm_cases) / sizeof(gemm_cases[0]); c++) {
-			snprintf(name, sizeof(name), "%s%s", model_precision_name(prec),
+			snprintf(name, sizeof(name), "%s%s", st_name(st_precision_names, prec),
 				 pass ? ", cached plan" : "");
 			test_gemm_case(&g, &gemm_cases[c], name, ab_dtype, c_dtype, tol);
 		}
@@ -683,9 +683,9 @@ int main(void)
 	test_cast_residual();
 	test_zero_groups();
 	test_init();
-	test_gemm(PREC_FP32, ST_DT_F32, ST_DT_F32, 1e-5);
-	test_gemm(PREC_TF32, ST_DT_F32, ST_DT_F32, 5e-3);
-	test_gemm(PREC_BF16, ST_DT_BF16, ST_DT_BF16, 1e-2);
-	test_gemm(PREC_BF16, ST_DT_BF16, ST_DT_F32, 1e-5);
-	return test_summary("test_gpu_kernels");
+	test_gemm(ST_FP32, ST_DT_F32, ST_DT_F32, 1e-5);
+	test_gemm(ST_TF32, ST_DT_F32, ST_DT_F32, 5e-3);
+	test_gemm(ST_BF16, ST_DT_BF16, ST_DT_BF16, 1e-2);
+	test_gemm(ST_BF16, ST_DT_BF16, ST_DT_F32, 1e-5);
+	return check_done("test_gpu_kernels");
 }

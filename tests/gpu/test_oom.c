@@ -39,8 +39,8 @@ static struct model_config config(int d, int ff, int layers, int heads, int voca
 	snprintf(c.name, sizeof(c.name), "custom");
 	c.d_model = d, c.d_ff = ff, c.layers = layers, c.heads = heads, c.vocab = vocab;
 	c.batch = batch, c.ctx = ctx;
-	c.precision = PREC_FP32;
-	c.mode = MODE_TRAIN;
+	c.precision = ST_FP32;
+	c.mode = ST_MODE_TRAIN;
 	return c;
 }
 
@@ -67,56 +67,56 @@ int main(void)
 	memset(&oom, 0, sizeof(oom));
 	rc = model_create(&m, &huge, &obs, &oom);
 	printf("model_create of a %.1fe9-parameter model: rc %d\n", model_config_params(&huge) / 1e9, rc);
-	EXPECT(rc == MODEL_OOM && m == NULL, "model_create returned %d, want MODEL_OOM (%d)", rc, MODEL_OOM);
+	CHECK(rc == MODEL_OOM && m == NULL, "model_create returned %d, want MODEL_OOM (%d)", rc, MODEL_OOM);
 	if (rc == MODEL_OOM) {
 		print_oom("create", &oom);
-		EXPECT(oom.requested > 0 && oom.capacity > 0 && oom.op[0], "oom record not filled");
-		EXPECT(oom.category == ST_MEM_PARAMETER, "category %d, want parameter", oom.category);
-		EXPECT(strstr(oom.op, "setup/create") != NULL, "op '%s'", oom.op);
+		CHECK(oom.requested > 0 && oom.capacity > 0 && oom.op[0], "oom record not filled");
+		CHECK(oom.category == ST_MEM_PARAMETER, "category %d, want parameter", oom.category);
+		CHECK(strstr(oom.op, "setup/create") != NULL, "op '%s'", oom.op);
 	}
-	EXPECT(tally.live == 0, "create's failure leaves %lld bytes", (long long)tally.live);
-	EXPECT(tally.ooms == 1, "observer saw %d OOMs", tally.ooms);
+	CHECK(tally.live == 0, "create's failure leaves %lld bytes", (long long)tally.live);
+	CHECK(tally.ooms == 1, "observer saw %d OOMs", tally.ooms);
 
 	/* 2. the step does not fit: scores (16, 16, 16384, 16384) FP32 are 256 GiB */
 	struct model_config wide = config(256, 512, 1, 16, 1000, 16, 16384);
 	m = NULL;
 	rc = model_create(&m, &wide, &obs, &oom);
-	EXPECT(rc == MODEL_OK, "model_create (huge context) returned %d", rc);
+	CHECK(rc == MODEL_OK, "model_create (huge context) returned %d", rc);
 	if (rc == MODEL_OK) {
 		int64_t before = tally.live;
-		EXPECT(model_random_batch(m, 1) == MODEL_OK, "model_random_batch");
+		CHECK(model_random_batch(m, 1) == MODEL_OK, "model_random_batch");
 		rc = model_step(m, 0, false, &st);
 		printf("model_step at ctx %d: rc %d\n", wide.ctx, rc);
-		EXPECT(rc == MODEL_OOM, "model_step returned %d, want MODEL_OOM", rc);
+		CHECK(rc == MODEL_OOM, "model_step returned %d, want MODEL_OOM", rc);
 		if (rc == MODEL_OOM) {
 			const struct model_oom *o = model_last_oom(m);
 			print_oom("step", o);
-			EXPECT(strstr(o->op, "step/forward/layer.0/attn/") != NULL, "op '%s'", o->op);
+			CHECK(strstr(o->op, "step/forward/layer.0/attn/") != NULL, "op '%s'", o->op);
 		}
-		EXPECT(tally.live == before, "the failed step leaves %lld bytes",
-		       (long long)(tally.live - before));
+		CHECK(tally.live == before, "the failed step leaves %lld bytes",
+		      (long long)(tally.live - before));
 		model_free(m);
 	}
-	EXPECT(tally.live == 0, "model_free leaves %lld bytes", (long long)tally.live);
+	CHECK(tally.live == 0, "model_free leaves %lld bytes", (long long)tally.live);
 
 	/* 3. a small model afterwards trains */
 	struct model_config small = config(64, 128, 2, 4, 97, 2, 16);
 	m = NULL;
 	rc = model_create(&m, &small, NULL, NULL);
-	EXPECT(rc == MODEL_OK, "small model_create returned %d", rc);
+	CHECK(rc == MODEL_OK, "small model_create returned %d", rc);
 	if (rc == MODEL_OK) {
-		EXPECT(model_init_random(m, 1) == MODEL_OK, "init");
-		EXPECT(model_random_batch(m, 2) == MODEL_OK, "batch");
+		CHECK(model_init_random(m, 1) == MODEL_OK, "init");
+		CHECK(model_random_batch(m, 2) == MODEL_OK, "batch");
 		double first = NAN;
 		for (int s = 0; s < 5; s++) {
-			EXPECT(model_step(m, s, false, &st) == MODEL_OK, "step %d", s);
+			CHECK(model_step(m, s, false, &st) == MODEL_OK, "step %d", s);
 			if (s == 0)
 				first = st.loss;
 		}
 		printf("small model after the OOMs: loss %.4f -> %.4f over 5 steps, peak %.1f MiB\n", first,
 		       st.loss, model_peak_bytes(m) / 1048576.0);
-		EXPECT(isfinite(st.loss) && st.loss < first, "loss did not go down");
+		CHECK(isfinite(st.loss) && st.loss < first, "loss did not go down");
 		model_free(m);
 	}
-	return test_summary("test_gpu_oom");
+	return check_done("test_gpu_oom");
 }

@@ -14,7 +14,7 @@ int main(void)
 {
 	if (!gpu_or_skip())
 		return SKIP_NO_GPU;
-	for (int p = PREC_FP32; p <= PREC_BF16; p++) {
+	for (int p = ST_FP32; p <= ST_BF16; p++) {
 		struct model_config c;
 		struct model *m;
 		struct model_step_times st;
@@ -25,25 +25,26 @@ int main(void)
 			return 1;
 		c.ctx = 256;
 		c.precision = p;
-		c.mode = MODE_TRAIN;
+		c.mode = ST_MODE_TRAIN;
 		if (model_create(&m, &c, NULL, &oom) != MODEL_OK) {
-			EXPECT(0, "model_create %s", model_precision_name(p));
+			CHECK(0, "model_create %s", st_name(st_precision_names, p));
 			continue;
 		}
-		EXPECT(model_init_random(m, 1) == MODEL_OK, "init");
-		EXPECT(model_random_batch(m, 2) == MODEL_OK, "batch");
+		CHECK(model_init_random(m, 1) == MODEL_OK, "init");
+		CHECK(model_random_batch(m, 2) == MODEL_OK, "batch");
 		for (int s = 0; s < 4; s++) {
-			EXPECT(model_step(m, s, s == 0, &st) == MODEL_OK, "step %d", s);
+			CHECK(model_step(m, s, s == 0, &st) == MODEL_OK, "step %d", s);
 			if (s == 0)
 				first = st.loss;
 		}
-		printf("small ctx 256 %s train: loss %.4f -> %.4f (ln V %.4f); forward %.2f ms, backward %.2f ms, "
-		       "optimizer %.2f ms, wall %.2f ms; peak %.2f GiB\n", model_precision_name(p), first,
+		printf("small ctx 256 %s train: loss %.4f -> %.4f (ln V %.4f); forward %.2f ms, "
+		       "backward %.2f ms, optimizer %.2f ms, wall %.2f ms; peak %.2f GiB\n",
+		       st_name(st_precision_names, p), first,
 		       st.loss, log((double)c.vocab), st.forward_ms, st.backward_ms, st.optimizer_ms,
 		       st.wall_ms, model_peak_bytes(m) / 1073741824.0);
-		EXPECT(isfinite(st.loss) && st.loss < first, "loss did not fall");
-		EXPECT(fabs(first - log((double)c.vocab)) < 3.0, "first loss %g far from ln(vocab)", first);
+		CHECK(isfinite(st.loss) && st.loss < first, "loss did not fall");
+		CHECK(fabs(first - log((double)c.vocab)) < 3.0, "first loss %g far from ln(vocab)", first);
 		model_free(m);
 	}
-	return test_summary("test_gpu_scale");
+	return check_done("test_gpu_scale");
 }

@@ -19,7 +19,7 @@
 
 #include "model/model.h"
 
-static struct model_config tiny(enum model_precision p, enum model_mode mode)
+static struct model_config tiny(enum st_precision p, enum st_mode mode)
 {
 	struct model_config c;
 
@@ -30,7 +30,7 @@ static struct model_config tiny(enum model_precision p, enum model_mode mode)
 	c.batch = 2, c.ctx = 16;
 	c.precision = p;
 	c.mode = mode;
-	c.attention = ATTN_NAIVE;
+	c.attention = ST_ATTN_NAIVE;
 	c.lr = 1e-2;
 	c.weight_decay = 0.1;
 	return c;
@@ -56,7 +56,7 @@ static double compare_sets(const char *what, const struct tensor_set *got,
 	for (size_t i = 0; i < ref->n; i++) {
 		const struct named_tensor *r = &ref->t[i], *g = tensor_set_find(got, r->name);
 		if (!g || named_tensor_numel(g) != named_tensor_numel(r)) {
-			EXPECT(0, "%s: '%s' missing or misshapen", what, r->name);
+			CHECK(0, "%s: '%s' missing or misshapen", what, r->name);
 			continue;
 		}
 		double *a = as_doubles(g), *b = as_doubles(r);
@@ -75,32 +75,32 @@ static double compare_sets(const char *what, const struct tensor_set *got,
 	return worst;
 }
 
-static void fwdbwd(enum model_precision p, const struct tensor_set *w, const int32_t *in,
+static void fwdbwd(enum st_precision p, const struct tensor_set *w, const int32_t *in,
 		   const int32_t *tg, double ref_loss, const struct tensor_set *ref_grads,
 		   double tol_loss, double tol_grad)
 {
-	struct model_config c = tiny(p, MODE_FWDBWD);
+	struct model_config c = tiny(p, ST_MODE_FWDBWD);
 	struct model *m;
 	struct model_step_times st;
 	struct tensor_set grads;
 	char what[96];
 
-	printf("%s fwdbwd:\n", model_precision_name(p));
+	printf("%s fwdbwd:\n", st_name(st_precision_names, p));
 	if (model_create(&m, &c, NULL, NULL) != MODEL_OK) {
-		EXPECT(0, "model_create failed");
+		CHECK(0, "model_create failed");
 		return;
 	}
-	EXPECT(model_load_weights(m, w) == MODEL_OK, "model_load_weights");
-	EXPECT(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
+	CHECK(model_load_weights(m, w) == MODEL_OK, "model_load_weights");
+	CHECK(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
 	for (int s = 0; s < 2; s++)     /* twice: the second step must not depend on the first */
-		EXPECT(model_step(m, s, false, &st) == MODEL_OK, "model_step");
+		CHECK(model_step(m, s, false, &st) == MODEL_OK, "model_step");
 	printf("  loss gpu %.9f ref %.9f; forward %.3f ms backward %.3f ms wall %.3f ms\n", st.loss,
 	       ref_loss, st.forward_ms, st.backward_ms, st.wall_ms);
-	snprintf(what, sizeof(what), "loss [%s]", model_precision_name(p));
+	snprintf(what, sizeof(what), "loss [%s]", st_name(st_precision_names, p));
 	check_err(what, fabs(st.loss - ref_loss) / fabs(ref_loss), tol_loss);
 	tensor_set_init(&grads);
-	EXPECT(model_export(m, NULL, &grads) == MODEL_OK, "model_export");
-	snprintf(what, sizeof(what), "every gradient [%s]", model_precision_name(p));
+	CHECK(model_export(m, NULL, &grads) == MODEL_OK, "model_export");
+	snprintf(what, sizeof(what), "every gradient [%s]", st_name(st_precision_names, p));
 	compare_sets(what, &grads, ref_grads, tol_grad);
 	tensor_set_release(&grads);
 	model_free(m);
@@ -109,7 +109,7 @@ static void fwdbwd(enum model_precision p, const struct tensor_set *w, const int
 /* Two AdamW steps in fp32 against the reference's forward/backward + AdamW. */
 static void train(const struct tensor_set *w0, const int32_t *in, const int32_t *tg)
 {
-	struct model_config c = tiny(PREC_FP32, MODE_TRAIN);
+	struct model_config c = tiny(ST_FP32, ST_MODE_TRAIN);
 	struct tensor_set w, grads, mom1, mom2, got;
 	struct model *m;
 	struct model_step_times st;
@@ -120,21 +120,21 @@ static void train(const struct tensor_set *w0, const int32_t *in, const int32_t 
 	for (size_t i = 0; i < w0->n; i++)
 		tensor_set_add(&w, w0->t[i].name, w0->t[i].dtype, w0->t[i].ndim, w0->t[i].shape, w0->t[i].data);
 	if (model_create(&m, &c, NULL, NULL) != MODEL_OK) {
-		EXPECT(0, "model_create failed");
+		CHECK(0, "model_create failed");
 		return;
 	}
-	EXPECT(model_load_weights(m, w0) == MODEL_OK, "model_load_weights");
-	EXPECT(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
+	CHECK(model_load_weights(m, w0) == MODEL_OK, "model_load_weights");
+	CHECK(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
 	for (int t = 1; t <= 2; t++) {
-		EXPECT(model_step(m, t - 1, false, &st) == MODEL_OK, "model_step");
-		EXPECT(ref_forward_backward(&c, &w, in, tg, &loss, &grads) == 0, "reference");
+		CHECK(model_step(m, t - 1, false, &st) == MODEL_OK, "model_step");
+		CHECK(ref_forward_backward(&c, &w, in, tg, &loss, &grads) == 0, "reference");
 		printf("  step %d: loss gpu %.9f ref %.9f, optimizer %.3f ms\n", t, st.loss, loss,
 		       st.optimizer_ms);
 		check_err("train loss before the update", fabs(st.loss - loss) / fabs(loss), 1e-5);
-		EXPECT(ref_adamw(&c, &w, &grads, &mom1, &mom2, t) == 0, "reference adamw");
+		CHECK(ref_adamw(&c, &w, &grads, &mom1, &mom2, t) == 0, "reference adamw");
 	}
 	tensor_set_init(&got);
-	EXPECT(model_export(m, &got, NULL) == MODEL_OK, "model_export");
+	CHECK(model_export(m, &got, NULL) == MODEL_OK, "model_export");
 	compare_sets("weights after 2 AdamW steps [fp32]", &got, &w, 1e-5);
 
 	/* the change of each weight, where rounding of the weight itself does not hide it */
@@ -229,9 +229,9 @@ static int has_path(const struct watch *w, const char *path)
 	return 0;
 }
 
-static void observer(enum model_precision p)
+static void observer(enum st_precision p)
 {
-	struct model_config c = tiny(p, MODE_TRAIN);
+	struct model_config c = tiny(p, ST_MODE_TRAIN);
 	struct watch *w = calloc(1, sizeof(*w));
 	struct model_observer obs = { .ctx = w, .op_register = w_register, .op_begin = w_begin,
 				      .op_end = w_end, .alloc = w_alloc, .free = w_free,
@@ -239,27 +239,27 @@ static void observer(enum model_precision p)
 	struct model *m;
 	struct model_step_times st;
 
-	printf("observer (%s train):\n", model_precision_name(p));
+	printf("observer (%s train):\n", st_name(st_precision_names, p));
 	if (model_create(&m, &c, &obs, NULL) != MODEL_OK) {
-		EXPECT(0, "model_create failed");
+		CHECK(0, "model_create failed");
 		free(w);
 		return;
 	}
-	EXPECT(model_init_random(m, 7) == MODEL_OK, "model_init_random");
-	EXPECT(model_random_batch(m, 8) == MODEL_OK, "model_random_batch");
+	CHECK(model_init_random(m, 7) == MODEL_OK, "model_init_random");
+	CHECK(model_random_batch(m, 8) == MODEL_OK, "model_random_batch");
 	for (int s = 0; s < 3; s++) {
-		EXPECT(model_step(m, s, s == 0, &st) == MODEL_OK, "model_step");
-		EXPECT(w->live == w->live_at_step_begin, "step %d leaves %lld bytes behind", s,
-		       (long long)(w->live - w->live_at_step_begin));
+		CHECK(model_step(m, s, s == 0, &st) == MODEL_OK, "model_step");
+		CHECK(w->live == w->live_at_step_begin, "step %d leaves %lld bytes behind", s,
+		      (long long)(w->live - w->live_at_step_begin));
 	}
-	EXPECT(isfinite(st.loss) && st.loss > 0, "loss %g", st.loss);
+	CHECK(isfinite(st.loss) && st.loss > 0, "loss %g", st.loss);
 	printf("  %u ops registered, %u op ranges, %lld allocations, peak %llu bytes, live %llu\n",
 	       w->n_ops, w->begins, (long long)w->allocs, (unsigned long long)model_peak_bytes(m),
 	       (unsigned long long)w->live);
-	EXPECT(w->bad_nesting == 0, "op ids not dense or op_begin/op_end unbalanced (%u)", w->bad_nesting);
-	EXPECT(w->begins == w->ends, "op_begin %u != op_end %u", w->begins, w->ends);
-	EXPECT(w->alloc_without_op == 0, "%u allocations without an op or category", w->alloc_without_op);
-	EXPECT(w->steps_begun == 3 && w->steps_ended == 3, "step hooks %u/%u", w->steps_begun, w->steps_ended);
+	CHECK(w->bad_nesting == 0, "op ids not dense or op_begin/op_end unbalanced (%u)", w->bad_nesting);
+	CHECK(w->begins == w->ends, "op_begin %u != op_end %u", w->begins, w->ends);
+	CHECK(w->alloc_without_op == 0, "%u allocations without an op or category", w->alloc_without_op);
+	CHECK(w->steps_begun == 3 && w->steps_ended == 3, "step hooks %u/%u", w->steps_begun, w->steps_ended);
 	const char *want[] = { "step/forward/embedding", "step/forward/layer.1/attn/softmax",
 			       "step/forward/layer.0/ln1", "step/forward/layer.1/ffn/swiglu",
 			       "step/forward/lm_head", "step/forward/cross_entropy",
@@ -267,22 +267,22 @@ static void observer(enum model_precision p)
 			       "step/backward/layer.1/ffn/w1w3", "step/backward/ln_final",
 			       "step/backward/zero_grad", "step/optimizer/adamw", NULL };
 	for (int i = 0; want[i]; i++)
-		EXPECT(has_path(w, want[i]), "no op '%s'", want[i]);
+		CHECK(has_path(w, want[i]), "no op '%s'", want[i]);
 	for (uint32_t i = 0; i < w->n_ops; i++) {
 		const struct model_op *op = &w->ops[i];
 		/* zero_grad only writes: no input */
 		if (!strncmp(op->path, "step/", 5) && strncmp(op->path, "step/optimizer", 14))
-			EXPECT((op->n_inputs > 0 || !strcmp(op->path, "step/backward/zero_grad")) &&
-			       op->n_outputs > 0,
-			       "op '%s' has no dtypes", op->path);
+			CHECK((op->n_inputs > 0 || !strcmp(op->path, "step/backward/zero_grad")) &&
+			      op->n_outputs > 0,
+			      "op '%s' has no dtypes", op->path);
 		if (strstr(op->path, "/softmax") && !strncmp(op->path, "step/forward", 12))
-			EXPECT(!strcmp(op->kind, "attn/softmax") && op->flops > 0 && op->bytes > 0 &&
-			       op->outputs[0] == (p == PREC_BF16 ? ST_DT_BF16 : ST_DT_F32),
-			       "softmax op: kind '%s' flops %llu", op->kind, (unsigned long long)op->flops);
+			CHECK(!strcmp(op->kind, "attn/softmax") && op->flops > 0 && op->bytes > 0 &&
+			      op->outputs[0] == (p == ST_BF16 ? ST_DT_BF16 : ST_DT_F32),
+			      "softmax op: kind '%s' flops %llu", op->kind, (unsigned long long)op->flops);
 	}
 	model_free(m);
-	EXPECT(w->live == 0, "model_free leaves %llu bytes", (unsigned long long)w->live);
-	printf("  ops, nesting and memory balance %s\n", test_failures ? "checked (see failures)" : "ok");
+	CHECK(w->live == 0, "model_free leaves %llu bytes", (unsigned long long)w->live);
+	printf("  ops, nesting and memory balance %s\n", check_failures ? "checked (see failures)" : "ok");
 	free(w);
 }
 
@@ -290,7 +290,7 @@ int main(void)
 {
 	if (!gpu_or_skip())
 		return SKIP_NO_GPU;
-	struct model_config c = tiny(PREC_FP32, MODE_FWDBWD);
+	struct model_config c = tiny(ST_FP32, ST_MODE_FWDBWD);
 	size_t n = (size_t)c.batch * c.ctx;
 	int32_t *tok = malloc((n + 1) * sizeof(int32_t));
 	struct tensor_set w, grads;
@@ -303,27 +303,27 @@ int main(void)
 		return 1;
 	}
 	printf("reference loss %.9f (ln vocab = %.4f)\n", loss, log((double)c.vocab));
-	fwdbwd(PREC_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
-	fwdbwd(PREC_TF32, &w, tok, tok + 1, loss, &grads, 2e-3, 2e-2);
-	fwdbwd(PREC_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
+	fwdbwd(ST_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
+	fwdbwd(ST_TF32, &w, tok, tok + 1, loss, &grads, 2e-3, 2e-2);
+	fwdbwd(ST_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
 	train(&w, tok, tok + 1);
-	observer(PREC_FP32);
-	observer(PREC_BF16);
+	observer(ST_FP32);
+	observer(ST_BF16);
 
 	/* forward mode: the same loss, nothing kept */
-	struct model_config cf = tiny(PREC_FP32, MODE_FORWARD);
+	struct model_config cf = tiny(ST_FP32, ST_MODE_FORWARD);
 	struct model *m;
 	struct model_step_times st;
 	if (model_create(&m, &cf, NULL, NULL) == MODEL_OK) {
-		EXPECT(model_load_weights(m, &w) == MODEL_OK, "model_load_weights");
-		EXPECT(model_set_batch(m, tok, tok + 1) == MODEL_OK, "model_set_batch");
-		EXPECT(model_step(m, 0, false, &st) == MODEL_OK, "model_step");
+		CHECK(model_load_weights(m, &w) == MODEL_OK, "model_load_weights");
+		CHECK(model_set_batch(m, tok, tok + 1) == MODEL_OK, "model_set_batch");
+		CHECK(model_step(m, 0, false, &st) == MODEL_OK, "model_step");
 		check_err("forward-mode loss [fp32]", fabs(st.loss - loss) / loss, 1e-5);
 		model_free(m);
 	} else {
-		EXPECT(0, "model_create (forward)");
+		CHECK(0, "model_create (forward)");
 	}
 	tensor_set_release(&w), tensor_set_release(&grads);
 	free(tok);
-	return test_summary("test_gpu_step");
+	return check_done("test_gpu_step");
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/commands.h"
+#include "lib/error.h"
 
 int main(int argc, const char **argv)
 {
@@ -17,5 +18,5 @@ int main(int argc, const char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "bench"))
 		return cmd_bench(argc - 1, argv + 1) & 0xff;
 	fprintf(stderr, "usage: %s step|bench [<options>]\n", argv[0]);
-	return 129;
+	return EXIT_USAGE;
 }

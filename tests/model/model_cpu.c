@@ -16,8 +16,8 @@
 
 #include "lib/error.h"
 #include "model/model.h"
-#include "model/reference.h"
-#include "trace/bundle.h"
+#include "tests/lib/reference.h"
+#include "trace/types.h"
 
 struct model {
 	struct model_config c;
@@ -100,7 +100,7 @@ int model_load_weights(struct model *m, const struct tensor_set *w)
 {
 	size_t i;
 
-	if (ref_check_params(&m->c, w, 1u << ST_DT_F32, "weights"))
+	if (model_params_check(&m->c, w, 1u << ST_DT_F32, "weights"))
 		return MODEL_ERROR;
 	tensor_set_release(&m->w);
 	for (i = 0; i < w->n; i++)
@@ -134,14 +134,14 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 
 	memset(t, 0, sizeof(*t));
 	if (ref_forward_backward(&m->c, &m->w, m->inputs, m->targets, &t->loss,
-				 m->c.mode == MODE_FORWARD ? NULL : &m->g))
+				 m->c.mode == ST_MODE_FORWARD ? NULL : &m->g))
 		return MODEL_ERROR;
 	t1 = now_ms();
-	if (m->c.mode == MODE_TRAIN && ref_adamw(&m->c, &m->w, &m->g, &m->m, &m->v, ++m->t))
+	if (m->c.mode == ST_MODE_TRAIN && ref_adamw(&m->c, &m->w, &m->g, &m->m, &m->v, ++m->t))
 		return MODEL_ERROR;
 	t2 = now_ms();
 	t->forward_ms = (t1 - t0) / 3;
-	t->backward_ms = m->c.mode == MODE_FORWARD ? 0 : 2 * (t1 - t0) / 3;
+	t->backward_ms = m->c.mode == ST_MODE_FORWARD ? 0 : 2 * (t1 - t0) / 3;
 	t->optimizer_ms = t2 - t1;
 	t->wall_ms = t2 - t0;
 	t->launch_ms = t->wall_ms;   /* the CPU does the work as it "launches" it */
@@ -182,11 +182,6 @@ int model_export(struct model *m, struct tensor_set *weights, struct tensor_set 
 uint64_t model_peak_bytes(const struct model *m)
 {
 	return m->bytes;
-}
-
-const struct model_config *model_get_config(const struct model *m)
-{
-	return &m->c;
 }
 
 void model_free(struct model *m)

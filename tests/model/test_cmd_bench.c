@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "cmd/commands.h"
 #include "lib/error.h"
 
@@ -93,5 +93,5 @@ int main(void)
 	setenv("ST_TEST_NO_GPU", "1", 1);
 	CHECK(BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2") == 1, "no GPU");
 	unsetenv("ST_TEST_NO_GPU");
-	return check_exit("model_cmd_bench");
+	return check_done("model_cmd_bench");
 }

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "cmd/commands.h"
 #include "lib/error.h"
-#include "model/reference.h"
-#include "trace/bundle.h"
+#include "tests/lib/reference.h"
+#include "trace/types.h"
 
 static char dir[512], wpath[600], bpath[600], opath[600];
 
@@ -153,7 +153,7 @@ int main(void)
 	write_batch(bad, ST_DT_I32, 2, 6, 0);
 	CHECK(RUN(SIZES, "--mode", "forward", "--weights", wpath, "--batch-file", bad, "-o", opath) == 0,
 	      "forward step");
-	CHECK(safetensors_read(opath, &out) == 0 && out.n == 1 + (size_t)ref_param_count(&c) &&
+	CHECK(safetensors_read(opath, &out) == 0 && out.n == 1 + (size_t)model_param_count(&c) &&
 	      !tensor_set_find(&out, "grad.lm_head.weight"), "forward output");
 	tensor_set_release(&out);
 	/* Random weights and batch. */
@@ -194,5 +194,5 @@ int main(void)
 		fclose(stdout);
 		stdout = keep;
 	}
-	return check_exit("model_cmd_step");
+	return check_done("model_cmd_step");
 }

@@ -1,10 +1,11 @@
 /* Model presets, parameter counts (SPEC.md's table), validation and names. */
 #include <string.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "lib/error.h"
+#include "lib/options.h"
 #include "model/config.h"
-#include "model/reference.h"
+#include "model/params.h"
 
 static const struct {
 	const char *name;
@@ -18,7 +19,7 @@ static const struct {
 	{ "2.7B", 2560, 10240, 32, 32, 3406809600ull },
 };
 
-/* The sum of ref_param_info's shapes must agree with the formula. */
+/* The sum of model_param_info's shapes must agree with the formula. */
 static unsigned long long params_by_shapes(const struct model_config *c)
 {
 	unsigned long long total = 0;
@@ -26,8 +27,8 @@ static unsigned long long params_by_shapes(const struct model_config *c)
 	int64_t shape[2];
 	char name[96];
 
-	for (i = 0; i < ref_param_count(c); i++) {
-		ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+	for (i = 0; i < model_param_count(c); i++) {
+		model_param_info(c, i, name, sizeof(name), &ndim, shape);
 		total += ndim == 1 ? (unsigned long long)shape[0]
 				   : (unsigned long long)shape[0] * (unsigned long long)shape[1];
 	}
@@ -37,9 +38,7 @@ static unsigned long long params_by_shapes(const struct model_config *c)
 int main(void)
 {
 	struct model_config c;
-	enum model_precision p;
-	enum model_mode m;
-	enum model_attention a;
+	int p, m, a;
 	FILE *sink = fopen("/dev/null", "w");
 	size_t i;
 
@@ -50,8 +49,8 @@ int main(void)
 		      "%s sizes", spec_table[i].name);
 		CHECK(!strcmp(c.name, spec_table[i].name), "%s name", c.name);
 		CHECK(c.batch == 4 && c.vocab == 10000 && c.ctx == 128, "%s defaults", c.name);
-		CHECK(c.precision == PREC_FP32 && c.mode == MODE_TRAIN && c.attention == ATTN_NAIVE,
-		      "%s default modes", c.name);
+		CHECK(c.precision == ST_FP32 && c.mode == ST_MODE_TRAIN &&
+		      c.attention == ST_ATTN_NAIVE, "%s default modes", c.name);
 		CHECK(c.lr == 1e-3 && c.beta1 == 0.9 && c.beta2 == 0.999 && c.eps == 1e-8 &&
 		      c.weight_decay == 0.01, "%s adamw defaults", c.name);
 		CHECK(model_config_params(&c) == spec_table[i].params, "%s: %llu != %llu", c.name,
@@ -93,19 +92,24 @@ int main(void)
 		d.heads = 4, d.batch = -1;
 		CHECK(model_config_resolve("custom", &d, &c) == -1, "negative batch");
 	}
-	CHECK(model_precision_parse("bf16", &p) == 0 && p == PREC_BF16, "bf16");
-	CHECK(model_precision_parse("tf32", &p) == 0 && p == PREC_TF32, "tf32");
-	CHECK(model_precision_parse("fp16", &p) == -1, "fp16 unknown");
-	CHECK(model_mode_parse("fwdbwd", &m) == 0 && m == MODE_FWDBWD, "fwdbwd");
-	CHECK(model_mode_parse("forward", &m) == 0 && m == MODE_FORWARD, "forward");
-	CHECK(model_mode_parse("backward", &m) == -1, "backward unknown");
-	CHECK(model_attention_parse("flash", &a) == 0 && a == ATTN_FLASH, "flash");
-	CHECK(model_attention_parse("", &a) == -1, "empty attention");
-	CHECK(!strcmp(model_precision_name(PREC_FP32), "fp32"), "fp32 name");
-	CHECK(!strcmp(model_mode_name(MODE_TRAIN), "train"), "train name");
-	CHECK(!strcmp(model_attention_name(ATTN_NAIVE), "naive"), "naive name");
-	CHECK(!strcmp(model_mode_name((enum model_mode)9), "unknown"), "out of range");
+	CHECK(parse_choice("bf16", st_precision_names, "--precision", &p) == 0 && p == ST_BF16,
+	      "bf16");
+	CHECK(parse_choice("tf32", st_precision_names, "--precision", &p) == 0 && p == ST_TF32,
+	      "tf32");
+	CHECK(parse_choice("fp16", st_precision_names, "--precision", &p) == -1, "fp16 unknown");
+	CHECK(parse_choice("fwdbwd", st_mode_names, "--mode", &m) == 0 && m == ST_MODE_FWDBWD,
+	      "fwdbwd");
+	CHECK(parse_choice("forward", st_mode_names, "--mode", &m) == 0 && m == ST_MODE_FORWARD,
+	      "forward");
+	CHECK(parse_choice("backward", st_mode_names, "--mode", &m) == -1, "backward unknown");
+	CHECK(parse_choice("flash", st_attention_names, "--attention", &a) == 0 &&
+	      a == ST_ATTN_FLASH, "flash");
+	CHECK(parse_choice("", st_attention_names, "--attention", &a) == -1, "empty attention");
+	CHECK(!strcmp(st_name(st_precision_names, ST_FP32), "fp32"), "fp32 name");
+	CHECK(!strcmp(st_name(st_mode_names, ST_MODE_TRAIN), "train"), "train name");
+	CHECK(!strcmp(st_name(st_attention_names, ST_ATTN_NAIVE), "naive"), "naive name");
+	CHECK(!strcmp(st_name(st_mode_names, 9), "?"), "out of range");
 	error_set_stream(NULL);
 	fclose(sink);
-	return check_exit("model_config");
+	return check_done("model_config");
 }

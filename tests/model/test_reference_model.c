@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "lib/error.h"
-#include "model/reference.h"
-#include "trace/bundle.h"
+#include "tests/lib/reference.h"
+#include "trace/types.h"
 
 #define FD_STEP 1e-5
 #define FD_REL 1e-6
@@ -75,7 +75,7 @@ static void gradient_check(const struct model_config *c, struct tensor_set *w,
 	CHECK(ref_forward_backward(c, w, in, tg, &loss, &g) == 0, "forward-backward");
 	CHECK(isfinite(loss) && loss > 0, "loss %g", loss);
 	CHECK(fabs(loss - loss_at(c, w, in, tg)) == 0, "forward only gives the same loss");
-	CHECK(g.n == (size_t)ref_param_count(c), "%zu gradients", g.n);
+	CHECK(g.n == (size_t)model_param_count(c), "%zu gradients", g.n);
 	for (i = 0; i < w->n; i++) {
 		struct named_tensor *p = &w->t[i], *gt = tensor_set_find(&g, p->name);
 		size_t n = (size_t)named_tensor_numel(p);
@@ -215,5 +215,5 @@ int main(void)
 	rejects(&c, in, tg);
 	tensor_set_release(&w);
 	tensor_set_release(&w32);
-	return check_exit("model_reference_model");
+	return check_done("model_reference_model");
 }

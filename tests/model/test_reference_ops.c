@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "model/reference.h"
+#include "tests/lib/check.h"
+#include "tests/lib/reference.h"
 
 #define FD_STEP 1e-5
 #define FD_REL 1e-6
@@ -30,16 +30,6 @@ static double *rand_vec(size_t n, double scale)
 static double *zeros(size_t n)
 {
 	return calloc(n, sizeof(double));
-}
-
-static double weighted_sum(const double *y, const double *r, size_t n)
-{
-	double s = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		s += y[i] * r[i];
-	return s;
 }
 
 /* Checks analytic[i] = dL/dx[i] for every i by perturbing x in place. */
@@ -76,7 +66,7 @@ static int D, IN, OUT, B, T, H, DH, V;
 static double loss_embedding(void)
 {
 	ref_embedding_fwd(X, IDS, N, D, Y);
-	return weighted_sum(Y, R, N * D);
+	return ref_dot(Y, R, N * D);
 }
 
 static void test_embedding(void)
@@ -97,7 +87,7 @@ static void test_embedding(void)
 static double loss_rmsnorm(void)
 {
 	ref_rmsnorm_fwd(X, G, N, D, Y, NULL);
-	return weighted_sum(Y, R, N * D);
+	return ref_dot(Y, R, N * D);
 }
 
 static void test_rmsnorm(void)
@@ -123,7 +113,7 @@ static void test_rmsnorm(void)
 static double loss_rope(void)
 {
 	ref_rope_fwd(X, Y, B, T, H, DH);
-	return weighted_sum(Y, R, N);
+	return ref_dot(Y, R, N);
 }
 
 static void test_rope(void)
@@ -164,7 +154,7 @@ static double SCALE;
 static double loss_softmax(void)
 {
 	ref_causal_softmax_fwd(X, N, T, SCALE, Y);
-	return weighted_sum(Y, R, N * T * T);
+	return ref_dot(Y, R, N * T * T);
 }
 
 static void test_softmax(void)
@@ -201,7 +191,7 @@ static void test_softmax(void)
 static double loss_attention(void)
 {
 	ref_attention_fwd(X, X2, X3, B, T, H, DH, Y, NULL);
-	return weighted_sum(Y, R, N);
+	return ref_dot(Y, R, N);
 }
 
 static void test_attention(void)
@@ -231,7 +221,7 @@ static void test_attention(void)
 static double loss_matmul(void)
 {
 	ref_matmul_fwd(X, X2, N, IN, OUT, Y);
-	return weighted_sum(Y, R, N * OUT);
+	return ref_dot(Y, R, N * OUT);
 }
 
 static void test_matmul(void)
@@ -254,7 +244,7 @@ static void test_matmul(void)
 static double loss_swiglu(void)
 {
 	ref_swiglu_fwd(X, X2, N, Y);
-	return weighted_sum(Y, R, N);
+	return ref_dot(Y, R, N);
 }
 
 static void test_swiglu(void)
@@ -345,5 +335,5 @@ int main(void)
 	test_cross_entropy();
 	test_adamw();
 	test_bf16();
-	return check_exit("model_reference_ops");
+	return check_done("model_reference_ops");
 }

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/lib/check.h"
 #include "lib/error.h"
-#include "model/reference.h"
+#include "tests/lib/reference.h"
 #include "model/tensors.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 static char dir[512];
 
@@ -290,5 +290,5 @@ int main(void)
 	round_trip();
 	malformed();
 	mutations();
-	return check_exit("model_safetensors");
+	return check_done("model_safetensors");
 }

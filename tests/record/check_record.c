@@ -1,8 +1,8 @@
 /*
  * check_record.c: reads a bundle written by `steptrace record` back through
  * trace/bundle.h and checks what the recorder promises (SPEC.md,
- * "Recording"). Every check prints one line, "ok" or "FAIL" with what it
- * found, so a failure on the GPU machine explains itself.
+ * "Recording"). A failed check prints what it found, so a failure on the
+ * GPU machine explains itself.
  *
  *   check_record BUNDLE STATS [--expect ok|oom|interrupted] [--peaks measured|datasheet]
  *
@@ -10,41 +10,14 @@
  * the launch API calls its CUPTI callbacks counted per step.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
+#include "tests/lib/check.h"
 #include "trace/bundle.h"
-
-static int failures;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		failures++;
-}
-
-#define GROW(arr, n, cap)                                                          \
-	do {                                                                       \
-		if ((n) == (cap)) {                                                \
-			(cap) = (cap) ? 2 * (cap) : 1024;                          \
-			(arr) = realloc((arr), (cap) * sizeof(*(arr)));            \
-			if (!(arr)) {                                              \
-				fprintf(stderr, "out of memory\n");                \
-				exit(2);                                           \
-			}                                                          \
-		}                                                                  \
-	} while (0)
 
 /* ---- the recorder's own counts --------------------------------------- */
 
@@ -132,7 +105,8 @@ static void add_op(struct bundle *b, const struct st_event *ev)
 static void add_work(struct bundle *b, int kind, uint64_t start, uint64_t corr, uint32_t op,
 		     uint32_t name)
 {
-	GROW(b->work, b->n_work, b->cap_work);
+	if (ALLOC_GROW(b->work, b->n_work + 1, b->cap_work))
+		exit(2);
 	b->work[b->n_work++] = (struct work){ start, corr, op, name, kind };
 }
 
@@ -144,7 +118,7 @@ static int read_bundle(const char *path, struct bundle *b)
 	memset(b, 0, sizeof(*b));
 	b->r = bundle_reader_open(path);
 	if (!b->r) {
-		check(false, "bundle '%s' opens", path);
+		CHECK(false, "bundle '%s' opens", path);
 		return -1;
 	}
 	while ((rc = bundle_reader_next(b->r, &ev)) == 1) {
@@ -162,25 +136,29 @@ static int read_bundle(const char *path, struct bundle *b)
 		case ST_API: {
 			const char *name = bundle_reader_string(b->r, ev.api.name);
 
-			GROW(b->api, b->n_api, b->cap_api);
+			if (ALLOC_GROW(b->api, b->n_api + 1, b->cap_api))
+				exit(2);
 			b->api[b->n_api++] = (struct launch){ ev.api.correlation, ev.start };
 			if (name && strstr(name, "Launch"))
 				b->launch_apis++;
 			if (name && (strstr(name, "Get") || !strcmp(name, "cudaPeekAtLastError")))
 				b->query_apis++;
 			if (name && (!strncmp(name, "cudaMalloc", 10) || !strncmp(name, "cudaFree", 8))) {
-				GROW(b->mem_api, b->n_mem_api, b->cap_mem_api);
+				if (ALLOC_GROW(b->mem_api, b->n_mem_api + 1, b->cap_mem_api))
+					exit(2);
 				b->mem_api[b->n_mem_api++] = ev.start;
 			}
 			break;
 		}
 		case ST_RANGE:
-			GROW(b->ranges, b->n_ranges, b->cap_ranges);
+			if (ALLOC_GROW(b->ranges, b->n_ranges + 1, b->cap_ranges))
+				exit(2);
 			b->ranges[b->n_ranges++] = (struct range){ ev.start, ev.end, ev.range.thread,
 								   ev.range.name, ev.range.depth };
 			break;
 		case ST_STEP:
-			GROW(b->steps, b->n_steps, b->cap_steps);
+			if (ALLOC_GROW(b->steps, b->n_steps + 1, b->cap_steps))
+				exit(2);
 			b->steps[b->n_steps++] = (struct step){ ev.start, ev.end, ev.step.index,
 								ev.step.warmup };
 			break;
@@ -193,7 +171,8 @@ static int read_bundle(const char *path, struct bundle *b)
 					b->driver_frees++;
 				break;
 			}
-			GROW(b->mem, b->n_mem, b->cap_mem);
+			if (ALLOC_GROW(b->mem, b->n_mem + 1, b->cap_mem))
+				exit(2);
 			b->mem[b->n_mem++] = (struct mem){ ev.mem.address, ev.mem.size, ev.mem.category,
 							   ev.mem.op, ev.kind == ST_ALLOC };
 			break;
@@ -208,8 +187,8 @@ static int read_bundle(const char *path, struct bundle *b)
 			break;
 		}
 	}
-	check(rc == 0, "bundle reads to its end without error (%" PRIu64 " events)", b->events);
-	check(!bundle_reader_truncated(b->r), "bundle is not truncated%s%s",
+	CHECK(rc == 0, "bundle reads to its end without error (%" PRIu64 " events)", b->events);
+	CHECK(!bundle_reader_truncated(b->r), "bundle is not truncated%s%s",
 	      bundle_reader_truncated(b->r) ? ": " : "",
 	      bundle_reader_truncated(b->r) ? bundle_reader_truncation(b->r) : "");
 	return rc < 0 ? -1 : 0;
@@ -237,12 +216,12 @@ static void check_api_calls(const struct bundle *b)
 	const char *rule = h->api_calls ? h->api_calls : "";
 
 	if (all) {
-		check(!strcmp(rule, "all"), "header: API calls recorded '%s' (want 'all')", rule);
-		check(b->query_apis > 0, "--api all: query calls recorded (%" PRIu64 ", e.g. cudaGetLastError)",
+		CHECK(!strcmp(rule, "all"), "header: API calls recorded '%s' (want 'all')", rule);
+		CHECK(b->query_apis > 0, "--api all: query calls recorded (%" PRIu64 ", e.g. cudaGetLastError)",
 		      b->query_apis);
 	} else {
-		check(!strncmp(rule, "all but queries", 15), "header: API calls recorded '%s'", rule);
-		check(b->query_apis == 0, "no query calls recorded (%" PRIu64 " found)", b->query_apis);
+		CHECK(!strncmp(rule, "all but queries", 15), "header: API calls recorded '%s'", rule);
+		CHECK(b->query_apis == 0, "no query calls recorded (%" PRIu64 " found)", b->query_apis);
 	}
 }
 
@@ -252,31 +231,31 @@ static void check_header(const struct bundle *b, const char *peaks)
 	const Steptrace__DeviceInfo *d = h->device;
 	const Steptrace__RunConfig *c = h->config;
 
-	check(h->time_base_ns > 0 && h->clock && !strcmp(h->clock, "cupti"),
+	CHECK(h->time_base_ns > 0 && h->clock && !strcmp(h->clock, "cupti"),
 	      "header: clock '%s', time base %" PRIu64, h->clock ? h->clock : "", h->time_base_ns);
-	check(h->command_line && !strncmp(h->command_line, "steptrace record", 16),
+	CHECK(h->command_line && !strncmp(h->command_line, "steptrace record", 16),
 	      "header: command line '%s'", h->command_line ? h->command_line : "");
-	check(h->hostname && *h->hostname, "header: hostname '%s'", h->hostname ? h->hostname : "");
-	check(c && c->warmup_steps + c->measured_steps > 0 && c->parameters > 0 && c->precision,
+	CHECK(h->hostname && *h->hostname, "header: hostname '%s'", h->hostname ? h->hostname : "");
+	CHECK(c && c->warmup_steps + c->measured_steps > 0 && c->parameters > 0 && c->precision,
 	      "header: run config present (%s, %s, %s, %" PRIu64 " parameters)",
 	      c && c->model ? c->model : "?", c && c->precision ? c->precision : "?",
 	      c && c->mode ? c->mode : "?", c ? c->parameters : 0);
 	if (!d) {
-		check(false, "header: device info present");
+		CHECK(false, "header: device info present");
 		return;
 	}
-	check(d->name && *d->name && d->sm_count > 0 && d->cc_major >= 7 && d->memory_bytes > 0 &&
+	CHECK(d->name && *d->name && d->sm_count > 0 && d->cc_major >= 7 && d->memory_bytes > 0 &&
 	      d->sm_clock_khz > 0 && d->l2_bytes > 0,
 	      "header: device '%s', %u SMs, cc %u.%u, %" PRIu64 " bytes, %u kHz, L2 %" PRIu64,
 	      d->name ? d->name : "", d->sm_count, d->cc_major, d->cc_minor, d->memory_bytes,
 	      d->sm_clock_khz, d->l2_bytes);
-	check(d->cuda_runtime_version && d->cuda_driver_version && d->cupti_version &&
+	CHECK(d->cuda_runtime_version && d->cuda_driver_version && d->cupti_version &&
 	      d->cublas_version,
 	      "header: versions runtime %u driver %u CUPTI %u cuBLAS %u, driver '%s'",
 	      d->cuda_runtime_version, d->cuda_driver_version, d->cupti_version,
 	      d->cublas_version, d->driver_version ? d->driver_version : "");
 	if (!strcmp(peaks, "measured")) {
-		check(d->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED &&
+		CHECK(d->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED &&
 		      d->peak_fp32_flops > 1e12 && d->peak_tf32_flops > d->peak_fp32_flops &&
 		      d->peak_bf16_flops > d->peak_tf32_flops && d->peak_bandwidth > 1e11,
 		      "header: measured peaks fp32 %.1f tf32 %.1f bf16 %.1f TFLOP/s, %.0f GB/s (%s)",
@@ -286,7 +265,7 @@ static void check_header(const struct bundle *b, const char *peaks)
 	} else if (!strcmp(peaks, "datasheet")) {
 		bool known = d->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
 
-		check((known && d->peak_bf16_flops > 0 && d->peak_bandwidth > 0) ||
+		CHECK((known && d->peak_bf16_flops > 0 && d->peak_bandwidth > 0) ||
 		      (d->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_UNKNOWN && d->peak_bf16_flops == 0),
 		      "header: %s peaks bf16 %.1f TFLOP/s, %.0f GB/s (%s)",
 		      known ? "datasheet" : "unknown", d->peak_bf16_flops / 1e12,
@@ -301,17 +280,17 @@ static void check_footer(const struct bundle *b, const char *expect)
 	size_t i;
 
 	if (!f) {
-		check(false, "footer present");
+		CHECK(false, "footer present");
 		return;
 	}
-	check(f->complete, "footer says complete");
-	check(f->end_reason && !strcmp(f->end_reason, expect), "footer end_reason '%s' (want '%s')",
+	CHECK(f->complete, "footer says complete");
+	CHECK(f->end_reason && !strcmp(f->end_reason, expect), "footer end_reason '%s' (want '%s')",
 	      f->end_reason ? f->end_reason : "", expect);
 	for (i = 0; i < f->n_counts; i++)
 		per_kind += f->counts[i]->dropped;
-	check(f->dropped == 0 && per_kind == 0, "no dropped records (footer: %" PRIu64 " total, %" PRIu64
+	CHECK(f->dropped == 0 && per_kind == 0, "no dropped records (footer: %" PRIu64 " total, %" PRIu64
 	      " by kind)", f->dropped, per_kind);
-	check(f->events == b->events, "footer counts %" PRIu64 " events, %" PRIu64 " read",
+	CHECK(f->events == b->events, "footer counts %" PRIu64 " events, %" PRIu64 " read",
 	      f->events, b->events);
 }
 
@@ -332,11 +311,11 @@ static void check_attribution(const struct bundle *b)
 			       w->corr, w->kind == ST_KERNEL ? str(b, w->name) : "", w->op,
 			       w->op ? "never registered" : "none (launched outside op_begin/op_end)");
 	}
-	check(n[ST_KERNEL] > 0, "kernels recorded: %zu (memcpy %zu, memset %zu)", n[ST_KERNEL],
+	CHECK(n[ST_KERNEL] > 0, "kernels recorded: %zu (memcpy %zu, memset %zu)", n[ST_KERNEL],
 	      n[ST_MEMCPY], n[ST_MEMSET]);
-	check(bad == 0, "every kernel, memcpy and memset carries a registered op (%zu do not)", bad);
-	check(unnamed == 0, "every kernel has a name (%zu do not)", unnamed);
-	check(b->launch_apis > 0, "launch API calls recorded: %" PRIu64, b->launch_apis);
+	CHECK(bad == 0, "every kernel, memcpy and memset carries a registered op (%zu do not)", bad);
+	CHECK(unnamed == 0, "every kernel has a name (%zu do not)", unnamed);
+	CHECK(b->launch_apis > 0, "launch API calls recorded: %" PRIu64, b->launch_apis);
 }
 
 static int cmp_launch(const void *a, const void *b)
@@ -376,7 +355,7 @@ static void check_no_memory_calls(const struct bundle *b)
 
 	for (i = 0; i < b->n_mem_api; i++)
 		later += step_at(b, b->mem_api[i]) >= 1;
-	check(b->n_steps < 2 || later == 0,
+	CHECK(b->n_steps < 2 || later == 0,
 	      "no cudaMalloc*/cudaFree* calls in steps after the first (%zu found, %zu in the run)",
 	      later, b->n_mem_api);
 }
@@ -389,18 +368,18 @@ static void check_steps(struct bundle *b, const struct stats *st, const char *ex
 	size_t i, j, orphans = 0, outside = 0, bad_flags = 0, bad_index = 0, bad_counts = 0, bad_wall = 0;
 
 	if (!strcmp(expect, "ok"))
-		check(b->n_steps == total, "%zu step events for %u warm-up + %u measured steps",
+		CHECK(b->n_steps == total, "%zu step events for %u warm-up + %u measured steps",
 		      b->n_steps, warmup, total - warmup);
 	else
-		check(true, "%zu step events (run ended '%s')", b->n_steps, expect);
+		CHECK(true, "%zu step events (run ended '%s')", b->n_steps, expect);
 	for (i = 0; i < b->n_steps; i++) {
 		if (b->steps[i].index != i)
 			bad_index++;
 		if (b->steps[i].warmup != (b->steps[i].index < warmup))
 			bad_flags++;
 	}
-	check(bad_index == 0, "steps numbered 0, 1, ... in order (%zu out of place)", bad_index);
-	check(bad_flags == 0, "steps flagged warm-up exactly when index < %u (%zu wrong)", warmup,
+	CHECK(bad_index == 0, "steps numbered 0, 1, ... in order (%zu out of place)", bad_index);
+	CHECK(bad_flags == 0, "steps flagged warm-up exactly when index < %u (%zu wrong)", warmup,
 	      bad_flags);
 	if (!b->n_steps) {
 		free(kernels);
@@ -426,7 +405,7 @@ static void check_steps(struct bundle *b, const struct stats *st, const char *ex
 		else
 			outside++;
 	}
-	check(orphans == 0, "every kernel has its launch API record (%zu do not)", orphans);
+	CHECK(orphans == 0, "every kernel has its launch API record (%zu do not)", orphans);
 	for (j = 0; j < b->n_steps; j++) {
 		uint32_t idx = b->steps[j].index;
 		uint64_t want = idx < st->n_steps ? st->launches[idx] : 0;
@@ -443,9 +422,9 @@ static void check_steps(struct bundle *b, const struct stats *st, const char *ex
 			       (b->steps[j].end - b->steps[j].start) / 1e6, kernels[j], want,
 			       idx < st->n_steps ? st->copies[idx] : 0, ok ? "" : "  <-- differ");
 	}
-	check(bad_counts == 0, "kernels per step equal the launches the recorder's callbacks counted "
+	CHECK(bad_counts == 0, "kernels per step equal the launches the recorder's callbacks counted "
 	      "(%zu of %zu steps differ)", bad_counts, b->n_steps);
-	check(bad_wall == 0, "every step has a wall time (%zu do not)", bad_wall);
+	CHECK(bad_wall == 0, "every step has a wall time (%zu do not)", bad_wall);
 	printf("     (%zu kernels launched outside the steps: model setup)\n", outside);
 	free(kernels);
 }
@@ -494,10 +473,10 @@ static void check_nesting(struct bundle *b)
 			       str(b, r->name), r->start, r->depth, depth);
 		stack[depth++] = r;
 	}
-	check(b->n_ranges > 0, "NVTX ranges recorded: %zu", b->n_ranges);
-	check(backwards == 0, "every range ends at or after its start (%zu do not)", backwards);
-	check(crossing == 0, "ranges on each thread nest (%zu cross)", crossing);
-	check(bad_depth == 0, "every range's depth is its nesting depth (%zu wrong)", bad_depth);
+	CHECK(b->n_ranges > 0, "NVTX ranges recorded: %zu", b->n_ranges);
+	CHECK(backwards == 0, "every range ends at or after its start (%zu do not)", backwards);
+	CHECK(crossing == 0, "ranges on each thread nest (%zu cross)", crossing);
+	CHECK(bad_depth == 0, "every range's depth is its nesting depth (%zu wrong)", bad_depth);
 	free(stack);
 }
 
@@ -530,7 +509,7 @@ static void check_step_ranges(const struct bundle *b)
 		if (missing[0] && bad++ < 10)
 			printf("     step %u holds%s\n", b->steps[i].index, missing);
 	}
-	check(bad == 0, "each of %zu steps holds exactly one each of the step/forward%s%s ranges "
+	CHECK(bad == 0, "each of %zu steps holds exactly one each of the step/forward%s%s ranges "
 	      "(%zu do not)", b->n_steps, want > 2 ? "/backward" : "", want > 3 ? "/optimizer" : "", bad);
 	free(count);
 }
@@ -569,9 +548,9 @@ static void check_memory(const struct bundle *b, bool whole_run)
 		table[j] = (struct mem *)1;   /* tombstone */
 		live--;
 	}
-	check(allocs > 0 || !whole_run, "model allocator events: %zu allocs", allocs);
-	check(bad_cat == 0, "every model alloc has a category (%zu do not)", bad_cat);
-	check(bad_free == 0, "every model free matches a live alloc (%zu do not)", bad_free);
+	CHECK(allocs > 0 || !whole_run, "model allocator events: %zu allocs", allocs);
+	CHECK(bad_cat == 0, "every model alloc has a category (%zu do not)", bad_cat);
+	CHECK(bad_free == 0, "every model free matches a live alloc (%zu do not)", bad_free);
 	if (live) {
 		size_t shown = 0;
 
@@ -581,8 +560,8 @@ static void check_memory(const struct bundle *b, bool whole_run)
 				       table[i]->address, table[i]->size,
 				       st_mem_category_name((int)table[i]->category));
 	}
-	check(live == 0, "every model alloc is freed by the end (%zu live)", live);
-	check(!whole_run || b->driver_allocs > 0, "CUPTI MEMORY2 allocations recorded: %" PRIu64 " allocs, %" PRIu64
+	CHECK(live == 0, "every model alloc is freed by the end (%zu live)", live);
+	CHECK(!whole_run || b->driver_allocs > 0, "CUPTI MEMORY2 allocations recorded: %" PRIu64 " allocs, %" PRIu64
 	      " frees", b->driver_allocs, b->driver_frees);
 	free(table);
 }
@@ -592,7 +571,7 @@ static void check_dtypes(const struct bundle *b)
 	const Steptrace__RunConfig *c = bundle_reader_header(b->r)->config;
 	bool bf16 = c && c->precision && !strcmp(c->precision, "bf16");
 
-	check(b->bf16_op == bf16, "ops %s BF16 dtypes under --precision %s", b->bf16_op ? "carry" : "carry no",
+	CHECK(b->bf16_op == bf16, "ops %s BF16 dtypes under --precision %s", b->bf16_op ? "carry" : "carry no",
 	      c && c->precision ? c->precision : "?");
 }
 
@@ -616,15 +595,15 @@ int main(int argc, char **argv)
 	}
 	if (read_stats(argv[2], &st) || read_bundle(argv[1], &b))
 		return 1;
-	check(!strcmp(st.end_reason, expect), "recorder's stats say end_reason '%s'", st.end_reason);
+	CHECK(!strcmp(st.end_reason, expect), "recorder's stats say end_reason '%s'", st.end_reason);
 	check_header(&b, peaks);
 	check_api_calls(&b);
 	check_footer(&b, expect);
 	if (!strcmp(expect, "oom")) {
-		check(b.ooms >= 1 && b.oom_requested > 0, "an Oom event (%" PRIu64 ", last request %" PRIu64
+		CHECK(b.ooms >= 1 && b.oom_requested > 0, "an Oom event (%" PRIu64 ", last request %" PRIu64
 		      " bytes)", b.ooms, b.oom_requested);
 	} else {
-		check(b.ooms == 0, "no Oom event");
+		CHECK(b.ooms == 0, "no Oom event");
 		check_attribution(&b);
 		check_steps(&b, &st, expect);
 		check_no_memory_calls(&b);
@@ -634,6 +613,5 @@ int main(int argc, char **argv)
 	}
 	check_memory(&b, strcmp(expect, "oom") != 0);
 	bundle_reader_free(b.r);
-	printf("%s: %d failed checks\n", failures ? "FAILED" : "PASSED", failures);
-	return failures ? 1 : 0;
+	return check_done("check_record");
 }

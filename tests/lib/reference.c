@@ -2,7 +2,7 @@
  * reference.c: the training step on the CPU in double precision (see
  * reference.h). Written for clarity over speed: tiny sizes only.
  */
-#include "model/reference.h"
+#include "tests/lib/reference.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "lib/error.h"
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 /* ---- RNG ---- */
 
@@ -230,10 +230,10 @@ void ref_causal_softmax_bwd(const double *dp, const double *p, size_t rows, int 
 		}
 }
 
-static double dot(const double *a, const double *b, int n)
+double ref_dot(const double *a, const double *b, size_t n)
 {
 	double s = 0;
-	int i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		s += a[i] * b[i];
@@ -254,7 +254,7 @@ static void attention_probs(const double *q, const double *k, const double *p,
 		return;
 	}
 	for (j = 0; j <= i; j++)
-		row[j] = dot(HEAD_ROW(q, b, i, h), HEAD_ROW(k, b, j, h), dh);
+		row[j] = ref_dot(HEAD_ROW(q, b, i, h), HEAD_ROW(k, b, j, h), dh);
 	softmax_row(row, i + 1, 1.0 / sqrt(dh), row);
 }
 
@@ -302,7 +302,7 @@ void ref_attention_bwd(const double *dout, const double *q, const double *k, con
 
 				attention_probs(q, k, p, b, h, i, T, H, dh, row);
 				for (j = 0; j <= i; j++) {
-					dp[j] = dot(g, HEAD_ROW(v, b, j, h), dh);
+					dp[j] = ref_dot(g, HEAD_ROW(v, b, j, h), dh);
 					for (e = 0; e < dh; e++)
 						HEAD_ROW(dv, b, j, h)[e] += row[j] * g[e];
 				}
@@ -324,7 +324,7 @@ void ref_matmul_fwd(const double *x, const double *w, size_t n, int in, int out,
 
 	for (r = 0; r < n; r++)
 		for (o = 0; o < out; o++)
-			y[r * out + o] = dot(x + r * in, w + (size_t)o * in, in);
+			y[r * out + o] = ref_dot(x + r * in, w + (size_t)o * in, in);
 }
 
 void ref_matmul_bwd(const double *dy, const double *x, const double *w, size_t n, int in, int out,
@@ -430,93 +430,14 @@ void ref_adamw_step(double *p, const double *g, double *m, double *v, size_t n, 
 
 /* ---- Parameters ---- */
 
-enum layer_param { P_LN1, P_Q, P_K, P_V, P_O, P_LN2, P_W1, P_W2, P_W3, P_PER_LAYER };
-
-static const char *const layer_param_names[P_PER_LAYER] = {
-	"ln1.weight", "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight",
-	"attn.output_proj.weight", "ln2.weight", "ffn.w1.weight", "ffn.w2.weight", "ffn.w3.weight",
-};
-
-int ref_param_count(const struct model_config *c)
-{
-	return 3 + P_PER_LAYER * c->layers;
-}
-
-int ref_param_info(const struct model_config *c, int index, char *name, size_t cap,
-		   int *ndim, int64_t shape[2])
-{
-	int64_t d = c->d_model, ff = c->d_ff;
-	int last = 1 + P_PER_LAYER * c->layers;
-
-	*ndim = 2;
-	shape[0] = c->vocab;
-	shape[1] = d;
-	if (index < 0 || index >= ref_param_count(c))
-		return -1;
-	if (index == 0) {
-		snprintf(name, cap, "token_embeddings.weight");
-	} else if (index == last) {
-		snprintf(name, cap, "ln_final.weight");
-		*ndim = 1;
-		shape[0] = d;
-	} else if (index == last + 1) {
-		snprintf(name, cap, "lm_head.weight");
-	} else {
-		int layer = (index - 1) / P_PER_LAYER, which = (index - 1) % P_PER_LAYER;
-
-		snprintf(name, cap, "layers.%d.%s", layer, layer_param_names[which]);
-		shape[0] = shape[1] = d;
-		if (which == P_LN1 || which == P_LN2)
-			*ndim = 1;
-		else if (which == P_W1 || which == P_W3)
-			shape[0] = ff;
-		else if (which == P_W2)
-			shape[1] = ff;
-	}
-	return 0;
-}
-
 static size_t param_numel(int ndim, const int64_t shape[2])
 {
 	return ndim == 1 ? (size_t)shape[0] : (size_t)shape[0] * (size_t)shape[1];
 }
 
-int ref_check_params(const struct model_config *c, const struct tensor_set *s,
-		     unsigned dtype_mask, const char *what)
-{
-	int i, n = ref_param_count(c), ndim, k;
-	int64_t shape[2];
-	char name[96];
-
-	for (i = 0; i < n; i++) {
-		const struct named_tensor *t;
-		int same;
-
-		if (ref_param_info(c, i, name, sizeof(name), &ndim, shape))
-			return error("%s: no parameter %d", what, i);
-		t = tensor_set_find(s, name);
-		if (!t)
-			return error("%s: missing tensor '%s'", what, name);
-		same = t->ndim == ndim;
-		for (k = 0; same && k < ndim; k++)
-			same = t->shape[k] == shape[k];
-		if (!same) {
-			if (ndim == 1)
-				return error("%s: tensor '%s' should have shape (%lld)", what, name,
-						(long long)shape[0]);
-			return error("%s: tensor '%s' should have shape (%lld, %lld)", what,
-					name, (long long)shape[0], (long long)shape[1]);
-		}
-		if (t->dtype < 0 || t->dtype > 31 || !(dtype_mask & (1u << t->dtype)))
-			return error("%s: tensor '%s' has an unexpected dtype (%s)", what, name,
-					tensor_dtype_name(t->dtype));
-	}
-	return 0;
-}
-
 int ref_init_weights(const struct model_config *c, uint64_t seed, struct tensor_set *out)
 {
-	int i, n = ref_param_count(c), ndim;
+	int i, n = model_param_count(c), ndim;
 	struct ref_rng rng;
 	int64_t shape[2];
 	char name[96];
@@ -529,7 +450,7 @@ int ref_init_weights(const struct model_config *c, uint64_t seed, struct tensor_
 		size_t j, numel;
 		double std, cut;
 
-		ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+		model_param_info(c, i, name, sizeof(name), &ndim, shape);
 		t = tensor_set_add(out, name, ST_DT_F32, ndim, shape, NULL);
 		if (!t) {
 			tensor_set_release(out);
@@ -579,7 +500,7 @@ static void tensor_from_double(struct named_tensor *t, const double *in)
 #define FLOAT_MASK ((1u << ST_DT_F32) | (1u << ST_DT_F64))
 
 /*
- * All parameters in one double block, in ref_param_info order; ptr[i] points
+ * All parameters in one double block, in model_param_info order; ptr[i] points
  * at parameter i.
  */
 struct ref_params {
@@ -589,7 +510,7 @@ struct ref_params {
 
 static int params_alloc(const struct model_config *c, struct ref_params *p)
 {
-	int i, n = ref_param_count(c), ndim;
+	int i, n = model_param_count(c), ndim;
 	int64_t shape[2];
 	char name[96];
 	double *at;
@@ -603,7 +524,7 @@ static int params_alloc(const struct model_config *c, struct ref_params *p)
 	}
 	at = p->block;
 	for (i = 0; i < n; i++) {
-		ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+		model_param_info(c, i, name, sizeof(name), &ndim, shape);
 		p->ptr[i] = at;
 		at += param_numel(ndim, shape);
 	}
@@ -657,12 +578,12 @@ int ref_forward_backward(const struct model_config *c, const struct tensor_set *
 	struct ref_params w, g = { NULL, NULL };
 	struct layer_cache *cache = NULL;
 	double *mem = NULL, *cur, *x, *xf, *logits;
-	int i, l, np = ref_param_count(c), ret = -1;
+	int i, l, np = model_param_count(c), ret = -1;
 	char name[96];
 	size_t r;
 
 	if (model_config_validate(c) ||
-	    ref_check_params(c, weights, FLOAT_MASK, "reference weights"))
+	    model_params_check(c, weights, FLOAT_MASK, "reference weights"))
 		return -1;
 	for (r = 0; r < n; r++)
 		if (inputs[r] < 0 || inputs[r] >= V || targets[r] < 0 || targets[r] >= V)
@@ -682,7 +603,7 @@ int ref_forward_backward(const struct model_config *c, const struct tensor_set *
 		int ndim;
 		int64_t shape[2];
 
-		ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+		model_param_info(c, i, name, sizeof(name), &ndim, shape);
 		tensor_to_double(tensor_set_find(weights, name), w.ptr[i]);
 	}
 
@@ -785,7 +706,7 @@ int ref_forward_backward(const struct model_config *c, const struct tensor_set *
 			int ndim;
 			int64_t shape[2];
 
-			ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+			model_param_info(c, i, name, sizeof(name), &ndim, shape);
 			if (!tensor_set_add(grads, name, ST_DT_F64, ndim, shape, g.ptr[i])) {
 				tensor_set_release(grads);
 				error("out of memory for reference gradients");
@@ -819,7 +740,7 @@ static struct named_tensor *state_get(struct tensor_set *s, const char *name, in
 int ref_adamw(const struct model_config *c, struct tensor_set *weights,
 	      const struct tensor_set *grads, struct tensor_set *m, struct tensor_set *v, int t)
 {
-	int i, np = ref_param_count(c), ndim, create_m = m->n == 0, create_v = v->n == 0;
+	int i, np = model_param_count(c), ndim, create_m = m->n == 0, create_v = v->n == 0;
 	int64_t shape[2];
 	char name[96];
 	double *p = NULL, *gr = NULL;
@@ -827,14 +748,14 @@ int ref_adamw(const struct model_config *c, struct tensor_set *weights,
 
 	if (t < 1)
 		return error("adamw step number must be at least 1 (got %d)", t);
-	if (ref_check_params(c, weights, FLOAT_MASK, "adamw weights") ||
-	    ref_check_params(c, grads, FLOAT_MASK, "adamw gradients"))
+	if (model_params_check(c, weights, FLOAT_MASK, "adamw weights") ||
+	    model_params_check(c, grads, FLOAT_MASK, "adamw gradients"))
 		return -1;
 	for (i = 0; i < np; i++) {
 		struct named_tensor *w, *mt, *vt;
 		size_t numel;
 
-		ref_param_info(c, i, name, sizeof(name), &ndim, shape);
+		model_param_info(c, i, name, sizeof(name), &ndim, shape);
 		numel = param_numel(ndim, shape);
 		w = tensor_set_find(weights, name);
 		mt = state_get(m, name, create_m, ndim, shape);

@@ -1,6 +1,6 @@
 /*
  * reference.h: the CPU reference of the training step, in double precision,
- * for tiny sizes. Each op has a forward and a backward that the GPU kernel
+ * for tiny sizes; a test's yardstick, not part of steptrace. Each op has a forward and a backward that the GPU kernel
  * tests compare against; the whole model (forward, loss, backward, AdamW)
  * is built from the same functions and checked by finite differences.
  *
@@ -12,24 +12,18 @@
  * several uses of one parameter (embedding rows, tied paths) add up. Every
  * gradient output may be NULL when it is not wanted.
  */
-#ifndef STEPTRACE_MODEL_REFERENCE_H
-#define STEPTRACE_MODEL_REFERENCE_H
+#ifndef STEPTRACE_TESTS_LIB_REFERENCE_H
+#define STEPTRACE_TESTS_LIB_REFERENCE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "model/config.h"
+#include "model/params.h"
 #include "model/tensors.h"
 
 #define REF_RMSNORM_EPS 1e-5
 #define REF_ROPE_THETA 10000.0
-
-/*
- * Pending contract additions: these belong in tensors.h and config.h and
- * live here until those headers gain them.
- */
-size_t tensor_dtype_size(int dtype);        /* tensors.c: bytes per element, 0 if unknown */
-const char *tensor_dtype_name(int dtype);   /* tensors.c: "F32", "BF16", ...; "?" if unknown */
 
 /* ---- A small seeded RNG (splitmix64), for weights, tokens and tests. ---- */
 
@@ -48,6 +42,9 @@ void ref_random_tokens(uint64_t seed, size_t n, int vocab, int32_t *out);
 
 /* Rounds to the nearest BF16 value (ties to even), as a GPU cast does. */
 double ref_round_bf16(double x);
+
+/* sum a[i] b[i] over n values, in order. */
+double ref_dot(const double *a, const double *b, size_t n);
 
 /* ---- Ops ---- */
 
@@ -117,29 +114,7 @@ void ref_cross_entropy_bwd(const double *logits, const int32_t *targets, size_t 
 void ref_adamw_step(double *p, const double *g, double *m, double *v, size_t n, int t,
 		    double lr, double beta1, double beta2, double eps, double weight_decay);
 
-/* ---- Parameters under PyTorch's names ---- */
-
-/*
- * The model's parameters in a fixed order: token_embeddings.weight (vocab, d),
- * then per layer N: layers.N.ln1.weight (d), layers.N.attn.{q,k,v,output}_proj.weight
- * (d, d), layers.N.ln2.weight (d), layers.N.ffn.w1.weight (d_ff, d),
- * layers.N.ffn.w2.weight (d, d_ff), layers.N.ffn.w3.weight (d_ff, d); then
- * ln_final.weight (d) and lm_head.weight (vocab, d).
- * ref_param_count = 3 + 9 * layers. ref_param_info fills the name (NUL
- * terminated, truncated to cap), ndim (1 or 2) and shape of parameter `index`;
- * -1 if index is out of range.
- */
-int ref_param_count(const struct model_config *c);
-int ref_param_info(const struct model_config *c, int index, char *name, size_t cap,
-		   int *ndim, int64_t shape[2]);
-
-/*
- * Checks that `s` holds every parameter with its shape and a dtype in the
- * mask (bit 1 << ST_DT_x). Extra tensors are ignored. -1 with an error line
- * naming `what` ("weights 'w.safetensors'") and the first offending tensor.
- */
-int ref_check_params(const struct model_config *c, const struct tensor_set *s,
-		     unsigned dtype_mask, const char *what);
+/* ---- Parameters under PyTorch's names (model/params.h) ---- */
 
 /*
  * Fresh weights (F32): linear weights truncated normal with std

@@ -1,0 +1,130 @@
+/* gpu.c: see gpu.h. */
+#include "cmd/gpu.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "lib/error.h"
+
+#define SWEEP_MAX_LIST 16
+
+int gpu_parse(int argc, const char **argv, const struct option *opts, const char *const usage[])
+{
+	argc = parse_options(argc, argv, opts, usage);
+	if (argc < 0)
+		return argc == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
+	if (argc > 0)
+		return gpu_usage_error(usage, opts, "unexpected argument '%s'", argv[0]);
+	return GPU_GO;
+}
+
+int gpu_usage_error(const char *const usage[], const struct option *opts, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	error("%s", msg);
+	usage_with_options(usage, opts, false);
+	return EXIT_USAGE;
+}
+
+int gpu_model_config(const struct gpu_model_args *a, struct model_config *c)
+{
+	if (model_config_resolve(a->model, &a->dims, c))
+		return -1;
+	c->precision = a->precision;
+	c->mode = a->mode;
+	c->attention = a->attention;
+	c->seed = a->seed;
+	if (!isnan(a->lr))
+		c->lr = a->lr;
+	if (!isnan(a->weight_decay))
+		c->weight_decay = a->weight_decay;
+	return model_config_validate(c);
+}
+
+int gpu_check_steps(int warmup, int steps)
+{
+	if (warmup < 0)
+		return error("--warmup must be 0 or more, not %d", warmup);
+	if (steps < 1)
+		return error("--steps must be 1 or more, not %d", steps);
+	return 0;
+}
+
+static int ctx_parse(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v <= 0 || v > (1 << 24))
+		return error("bad context length '%s'", s);
+	*out = (int)v;
+	return 0;
+}
+
+int gpu_sweep_configs(const struct gpu_sweep *s, const struct gpu_model_args *a,
+		      struct model_config **out)
+{
+	const char *models[SWEEP_MAX_LIST] = { NULL }, *ctxs[SWEEP_MAX_LIST];
+	const char *precs[SWEEP_MAX_LIST], *modes[SWEEP_MAX_LIST];
+	char *s_models = NULL, *s_ctxs = NULL, *s_precs = NULL, *s_modes = NULL;
+	int ctx[SWEEP_MAX_LIST], prec[SWEEP_MAX_LIST], mode[SWEEP_MAX_LIST];
+	int n_models = 1, n_ctxs, n_precs, n_modes, n = -1, k = 0;
+	struct model_config *c = NULL;
+
+	*out = NULL;
+	/* no --model: NULL, small or (with --d-model) custom */
+	if (s->models)
+		n_models = split_list(s->models, models, SWEEP_MAX_LIST, &s_models);
+	n_ctxs = split_list(s->ctxs ? s->ctxs : "128", ctxs, SWEEP_MAX_LIST, &s_ctxs);
+	n_precs = split_list(s->precisions ? s->precisions : "fp32", precs, SWEEP_MAX_LIST,
+			     &s_precs);
+	n_modes = split_list(s->modes ? s->modes : "train", modes, SWEEP_MAX_LIST, &s_modes);
+	if (n_models < 0 || n_ctxs < 0 || n_precs < 0 || n_modes < 0)
+		goto free_lists;
+	for (int i = 0; i < n_ctxs; i++)
+		if (ctx_parse(ctxs[i], &ctx[i]))
+			goto free_lists;
+	for (int i = 0; i < n_precs; i++)
+		if (parse_choice(precs[i], st_precision_names, "--precision", &prec[i]))
+			goto free_lists;
+	for (int i = 0; i < n_modes; i++)
+		if (parse_choice(modes[i], st_mode_names, "--mode", &mode[i]))
+			goto free_lists;
+	c = malloc((size_t)n_models * n_ctxs * n_precs * n_modes * sizeof(*c));
+	if (!c) {
+		error("out of memory for the sweep");
+		goto free_lists;
+	}
+	for (int im = 0; im < n_models; im++)
+		for (int ic = 0; ic < n_ctxs; ic++)
+			for (int ip = 0; ip < n_precs; ip++)
+				for (int io = 0; io < n_modes; io++) {
+					struct gpu_model_args one = *a;
+
+					one.model = models[im];
+					one.dims.ctx = ctx[ic];
+					one.precision = prec[ip];
+					one.mode = mode[io];
+					if (gpu_model_config(&one, &c[k++]))
+						goto free_lists;
+				}
+	*out = c;
+	c = NULL;
+	n = k;
+free_lists:
+	free(c);
+	free(s_models);
+	free(s_ctxs);
+	free(s_precs);
+	free(s_modes);
+	return n;
+}

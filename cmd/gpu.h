@@ -1,0 +1,103 @@
+/*
+ * gpu.h: the prologue the GPU commands (bench, step, record) share: the
+ * model flags and their option-table entries, the parse of a command line
+ * that takes no argument, the configuration the flags name, and the checks
+ * common to them. Each command keeps its usage, its option table and one
+ * call into model/ or record/:
+ *
+ *   struct gpu_model_args a = GPU_MODEL_ARGS_INIT;
+ *   const struct option opts[] = { OPT_GPU_MODEL(&a), OPT_GPU_STEP(&a), ..., OPT_END() };
+ *   int status = gpu_parse(argc, argv, opts, usage);
+ *   if (status != GPU_GO)
+ *           return status;
+ *   if (gpu_model_config(&a, &c) || !model_gpu_available())
+ *           return 1;
+ *   return step_file_run(&o, &c) ? 1 : 0;
+ */
+#ifndef STEPTRACE_CMD_GPU_H
+#define STEPTRACE_CMD_GPU_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "lib/options.h"
+#include "model/config.h"
+
+/* What the model flags say; each field 0 (or NAN) keeps the preset's or default value. */
+struct gpu_model_args {
+	const char *model;               /* --model: a preset, "custom", or NULL for small
+					    (custom when --d-model is given) */
+	struct model_dims dims;          /* --d-model ... --batch, and --ctx */
+	int precision, mode, attention;  /* enum st_precision, st_mode, st_attention */
+	double lr, weight_decay;         /* AdamW */
+	uint64_t seed;                   /* of the random weights and batch */
+};
+
+#define GPU_MODEL_ARGS_INIT                                                           \
+	{ .precision = ST_FP32, .mode = ST_MODE_TRAIN, .attention = ST_ATTN_NAIVE,     \
+	  .lr = NAN, .weight_decay = NAN }
+
+/* The size flags; --ctx aside: bench takes a list of context lengths. */
+#define OPT_MODEL_DIMS(dims)                                                                  \
+	OPT_INTEGER(0, "d-model", &(dims)->d_model, "model width (custom, or override)"),     \
+	OPT_INTEGER(0, "d-ff", &(dims)->d_ff, "feed-forward width (default 4 * d-model)"),    \
+	OPT_INTEGER(0, "layers", &(dims)->layers, "number of blocks"),                        \
+	OPT_INTEGER(0, "heads", &(dims)->heads, "attention heads"),                           \
+	OPT_INTEGER(0, "vocab", &(dims)->vocab, "vocabulary size (default 10000)"),           \
+	OPT_INTEGER(0, "batch", &(dims)->batch, "batch size (default 4)")
+
+/* One configuration's model: --model, the sizes and --ctx. */
+#define OPT_GPU_MODEL(a)                                                                      \
+	OPT_STRING(0, "model", &(a)->model, "NAME",                                           \
+		   "small (default), medium, large, xl, 2.7B or custom"),                     \
+	OPT_MODEL_DIMS(&(a)->dims),                                                           \
+	OPT_INTEGER(0, "ctx", &(a)->dims.ctx, "context length (default 128)")
+
+/* What one step runs: --precision and --mode. */
+#define OPT_GPU_STEP(a)                                                                       \
+	OPT_CHOICE(0, "precision", &(a)->precision, st_precision_names,                       \
+		   "matrix products' precision (default fp32)"),                              \
+	OPT_CHOICE(0, "mode", &(a)->mode, st_mode_names,                                      \
+		   "what a step runs (default train)")
+
+#define OPT_GPU_ATTENTION(a)                                                                  \
+	OPT_CHOICE(0, "attention", &(a)->attention, st_attention_names,                       \
+		   "attention implementation (default naive)")
+
+/* gpu_parse's "go on" */
+#define GPU_GO (-1)
+
+/*
+ * Parses argv against opts and refuses positional arguments. GPU_GO when
+ * the command goes on, else its exit status: 0 after --help, EXIT_USAGE
+ * after a usage error (reported, with the usage).
+ */
+int gpu_parse(int argc, const char **argv, const struct option *opts, const char *const usage[]);
+
+/* One error line and the usage on stderr; returns EXIT_USAGE. */
+int gpu_usage_error(const char *const usage[], const struct option *opts, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * The configuration the model flags name (model_config_resolve), validated.
+ * -1 with an error line.
+ */
+int gpu_model_config(const struct gpu_model_args *a, struct model_config *c);
+
+/* -1 with an error line unless warmup >= 0 and steps >= 1. */
+int gpu_check_steps(int warmup, int steps);
+
+/* bench's sweep: comma-separated lists, each NULL for its default. */
+struct gpu_sweep {
+	const char *models, *ctxs, *precisions, *modes;
+};
+
+/*
+ * Every configuration of the sweep, models outermost, then context
+ * lengths, precisions and modes, with a's other flags: their count, the
+ * array in *out (malloc'd). -1 with an error line for a bad list or model.
+ */
+int gpu_sweep_configs(const struct gpu_sweep *s, const struct gpu_model_args *a,
+		      struct model_config **out);
+
+#endif

@@ -1,0 +1,178 @@
+/* bench.c: see bench.h. */
+#include "model/bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/error.h"
+#include "lib/stats.h"
+#include "model/model.h"
+
+/* One configuration's outcome. */
+struct bench_result {
+	int status;                             /* MODEL_OK, MODEL_OOM, MODEL_ERROR */
+	struct model_oom oom;
+	struct real_stats fwd, bwd, opt, wall, launch;
+	double warmup_wall_ms;                  /* mean over warm-up steps, NaN if none */
+	uint64_t peak;
+};
+
+/* Runs warm-up and measured steps of one configuration. */
+static void bench_one(const struct model_config *c, const struct bench_opts *a,
+		      struct bench_result *r)
+{
+	double *v = calloc(5 * (size_t)a->steps, sizeof(double));
+	double *fwd = v, *bwd = v + a->steps, *opt = v + 2 * a->steps, *wall = v + 3 * a->steps;
+	double *launch = v + 4 * a->steps;
+	struct model_step_times t;
+	struct model *m = NULL;
+	double warm_total = 0;
+	int i, rc;
+
+	memset(r, 0, sizeof(*r));
+	r->warmup_wall_ms = NAN;
+	if (!v) {
+		r->status = error("out of memory");
+		return;
+	}
+	rc = model_create(&m, c, NULL, &r->oom);
+	if (rc != MODEL_OK) {
+		r->status = rc == MODEL_OOM ? MODEL_OOM : MODEL_ERROR;
+		goto done;
+	}
+	rc = model_init_random(m, c->seed);
+	if (rc == MODEL_OK)
+		rc = model_random_batch(m, c->seed);
+	for (i = 0; rc == MODEL_OK && i < a->warmup + a->steps; i++) {
+		int k = i - a->warmup;
+
+		rc = model_step(m, (uint32_t)i, k < 0, &t);
+		if (rc != MODEL_OK)
+			break;
+		if (k < 0) {
+			warm_total += t.wall_ms;
+			continue;
+		}
+		fwd[k] = t.forward_ms;
+		bwd[k] = t.backward_ms;
+		opt[k] = t.optimizer_ms;
+		wall[k] = t.wall_ms;
+		launch[k] = t.launch_ms;
+	}
+	if (rc == MODEL_OOM)
+		r->oom = *model_last_oom(m);
+	r->status = rc == MODEL_OK ? MODEL_OK : rc == MODEL_OOM ? MODEL_OOM : MODEL_ERROR;
+	r->peak = model_peak_bytes(m);
+	if (rc == MODEL_OK) {
+		real_stats_compute(fwd, (size_t)a->steps, &r->fwd);
+		real_stats_compute(bwd, (size_t)a->steps, &r->bwd);
+		real_stats_compute(opt, (size_t)a->steps, &r->opt);
+		real_stats_compute(wall, (size_t)a->steps, &r->wall);
+		real_stats_compute(launch, (size_t)a->steps, &r->launch);
+		if (a->warmup)
+			r->warmup_wall_ms = warm_total / a->warmup;
+	}
+	model_free(m);
+done:
+	free(v);
+}
+
+static void bench_columns(struct table *t)
+{
+	static const char *const floats[] = {
+		"forward_ms", "forward_std", "backward_ms", "backward_std", "optimizer_ms",
+		"optimizer_std", "step_ms", "step_std", "step_median_ms", "launch_ms",
+		"warmup_step_ms", "tokens_per_s", "peak_gib",
+	};
+	size_t i;
+
+	table_add_column(t, "model", COL_STR, 0);
+	table_add_column(t, "params", COL_INT, 0);
+	table_add_column(t, "ctx", COL_INT, 0);
+	table_add_column(t, "precision", COL_STR, 0);
+	table_add_column(t, "mode", COL_STR, 0);
+	for (i = 0; i < sizeof(floats) / sizeof(floats[0]); i++)
+		table_add_column(t, floats[i], COL_FLOAT,
+				 !strcmp(floats[i], "tokens_per_s") ? 0 : 3);
+	table_add_column(t, "status", COL_STR, 0);
+}
+
+/* mean and std of a phase, or two empty cells when the mode lacks it. */
+static void stats_cells(struct table *t, const struct real_stats *s, int present)
+{
+	if (!present) {
+		table_empty(t);
+		table_empty(t);
+		return;
+	}
+	table_float(t, s->mean);
+	table_float(t, s->stddev);
+}
+
+static void bench_row(struct table *t, struct report *rep, const struct model_config *c,
+		      const struct bench_result *r)
+{
+	int i;
+
+	table_row(t);
+	table_str(t, c->name);
+	table_int(t, (int64_t)model_config_params(c));
+	table_int(t, c->ctx);
+	table_str(t, st_name(st_precision_names, c->precision));
+	table_str(t, st_name(st_mode_names, c->mode));
+	if (r->status != MODEL_OK) {
+		for (i = 0; i < 13; i++)
+			table_empty(t);
+		table_str(t, r->status == MODEL_OOM ? "OOM" : "error");
+		if (r->status == MODEL_OOM)
+			report_note(rep, "%s ctx %d %s %s: OOM: %.1f MiB requested by '%s' with "
+				    "%.2f GiB live of %.2f GiB", c->name, c->ctx,
+				    st_name(st_precision_names, c->precision), st_name(st_mode_names, c->mode),
+				    r->oom.requested / 1048576.0, r->oom.op, r->oom.live / 1073741824.0,
+				    r->oom.capacity / 1073741824.0);
+		return;
+	}
+	stats_cells(t, &r->fwd, 1);
+	stats_cells(t, &r->bwd, c->mode != ST_MODE_FORWARD);
+	stats_cells(t, &r->opt, c->mode == ST_MODE_TRAIN);
+	stats_cells(t, &r->wall, 1);
+	table_float(t, r->wall.median);
+	table_float(t, r->launch.mean);
+	if (isnan(r->warmup_wall_ms))
+		table_empty(t);
+	else
+		table_float(t, r->warmup_wall_ms);
+	table_float(t, r->wall.mean > 0 ? (double)c->batch * c->ctx / (r->wall.mean / 1e3) : 0);
+	table_float(t, r->peak / 1073741824.0);
+	table_str(t, "ok");
+}
+
+int bench_run(const struct bench_opts *o, struct report *rep)
+{
+	const char *title = "Training step benchmark (ms: mean and std over measured steps)";
+	struct table *t = report_add_table(rep, "bench", title);
+	int errors = 0;
+
+	bench_columns(t);
+	for (size_t i = 0; i < o->n_configs; i++) {
+		const struct model_config *c = &o->configs[i];
+		struct bench_result r;
+
+		fprintf(stderr, "bench: %s ctx %d %s %s ...", c->name, c->ctx,
+			st_name(st_precision_names, c->precision), st_name(st_mode_names, c->mode));
+		fflush(stderr);
+		bench_one(c, o, &r);
+		if (r.status == MODEL_OK)
+			fprintf(stderr, " %.3f ± %.3f ms/step\n", r.wall.mean, r.wall.stddev);
+		else
+			fprintf(stderr, " %s\n", r.status == MODEL_OOM ? "OOM" : "error");
+		errors += r.status == MODEL_ERROR;
+		bench_row(t, rep, c, &r);
+	}
+	report_note(rep, "%d warm-up and %d measured steps per configuration; phases timed with "
+		    "device events, step with the host clock after synchronisation", o->warmup,
+		    o->steps);
+	return errors;
+}

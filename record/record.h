@@ -1,0 +1,54 @@
+/*
+ * record.h: `steptrace record`'s run (SPEC.md, "Recording"): warm-up and
+ * measured steps of the training step under CUPTI, written to one bundle.
+ *
+ * Order matters: NVTX injection before anything can call NVTX; device facts
+ * and the calibration before CUPTI is enabled (its GEMMs stay out of the
+ * trace, its memory is freed before the model exists); the time base right
+ * before the activity kinds are enabled; the model freed while the recorder
+ * still listens, so every allocation in the bundle has its free.
+ *
+ * STEPTRACE_RECORD_STATS=FILE writes the launch counts the CUPTI callbacks
+ * saw per step, for tests/record to check the bundle against.
+ */
+#ifndef STEPTRACE_RECORD_RECORD_H
+#define STEPTRACE_RECORD_RECORD_H
+
+#include <stdbool.h>
+
+#include "model/config.h"
+#include "record/capture.h"
+
+struct record_opts {
+	const char *output;          /* the bundle to write */
+	int warmup, steps;           /* warm-up steps (recorded and flagged), measured steps >= 1 */
+	bool calibrate;              /* measure the peaks; else the datasheet's */
+	enum capture_api api;        /* which runtime and driver calls get a record */
+	const char *command_line;    /* for the header */
+};
+
+/*
+ * How a recording ended, numbered as the command's exit statuses: the
+ * bundle is complete up to the end in every case but an early error, and
+ * its footer's end_reason says which ("ok", "error", "oom", "interrupted").
+ * An OOM leaves an Oom event for the failed request; SIGINT or SIGTERM ends
+ * the run after the current step (a second one kills at once, leaving the
+ * bundle readable up to its last whole chunk).
+ */
+enum record_outcome {
+	RECORD_OK = 0,
+	RECORD_ERROR = 1,
+	RECORD_OOM = 2,
+	RECORD_INTERRUPTED = 130,
+};
+
+/* Records configuration c into o->output, with progress and a summary on stderr. */
+enum record_outcome record_run(const struct record_opts *o, const struct model_config *c);
+
+/*
+ * "steptrace record --model 'a b' ..." from the command's argv, before
+ * parsing permutes it; malloc'd, NULL when out of memory.
+ */
+char *record_command_line(int argc, const char **argv);
+
+#endif
