@@ -649,21 +649,17 @@ static void add_diff(char *buf, size_t len, const char *field, const char *va, c
 
 bool diff_headers(const struct replay *a, const struct replay *b, char *buf, size_t len)
 {
-	const Steptrace__RunConfig *ca, *cb;
-	const Steptrace__DeviceInfo *da, *db;
+	const struct replay_config *ca = &a->run.config, *cb = &b->run.config;
 	bool structural = false;
 	char x[32], y[32];
 
 	if (len)
 		buf[0] = '\0';
-	if (!a->header || !b->header)
+	if (!a->run.has_header || !b->run.has_header)
 		return false;
-	ca = a->header->config;
-	cb = b->header->config;
-	if (ca && cb) {
-#define STR_FIELD(f, structure) do { \
-		const char *va_ = ca->f ? ca->f : "", *vb_ = cb->f ? cb->f : ""; \
-		if (strcmp(va_, vb_)) { add_diff(buf, len, #f, va_, vb_); structural |= (structure); } \
+	if (a->run.has_config && b->run.has_config) {
+#define STR_FIELD(name, f, structure) do { \
+		if (strcmp(ca->f, cb->f)) { add_diff(buf, len, name, ca->f, cb->f); structural |= (structure); } \
 	} while (0)
 #define NUM_FIELD(f) do { \
 		if (ca->f != cb->f) { \
@@ -672,7 +668,7 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 			add_diff(buf, len, #f, x, y); structural = true; \
 		} \
 	} while (0)
-		STR_FIELD(model, true);
+		STR_FIELD("model", model, true);
 		NUM_FIELD(d_model);
 		NUM_FIELD(d_ff);
 		NUM_FIELD(layers);
@@ -680,16 +676,14 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		NUM_FIELD(vocab);
 		NUM_FIELD(batch);
 		NUM_FIELD(ctx);
-		STR_FIELD(mode, true);
-		STR_FIELD(precision, false);
-		STR_FIELD(attention, false);
+		STR_FIELD("mode", mode_name, true);
+		STR_FIELD("precision", precision_name, false);
+		STR_FIELD("attention", attention_name, false);
 #undef STR_FIELD
 #undef NUM_FIELD
 	}
-	da = a->header->device;
-	db = b->header->device;
-	if (da && db && cmp_str(da->name, db->name) != 0) {
-		add_diff(buf, len, "device", da->name ? da->name : "", db->name ? db->name : "");
+	if (a->run.has_device && b->run.has_device && strcmp(a->run.device.name, b->run.device.name) != 0) {
+		add_diff(buf, len, "device", a->run.device.name, b->run.device.name);
 		structural = true;
 	}
 	return structural;

@@ -318,9 +318,8 @@ static bool keep_api(const struct layout *L, const struct replay_api *a)
 
 static const char *device_name(const struct replay *rp, uint32_t device)
 {
-	if (rp->header && rp->header->device && rp->header->device->index == device &&
-	    rp->header->device->name && *rp->header->device->name)
-		return rp->header->device->name;
+	if (rp->run.has_device && rp->run.device.index == device && *rp->run.device.name)
+		return rp->run.device.name;
 	return NULL;
 }
 
@@ -1217,10 +1216,9 @@ static int write_chrome(const struct layout *L, FILE *out)
 	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":", out);
 	other = json_pack("{s:s, s:s}", "generator", "steptrace export --format chrome",
 			  "bundle", rp->path ? rp->path : "");
-	if (other && rp->header) {
-		json_object_set_new(other, "time_base_ns", json_integer((json_int_t)rp->header->time_base_ns));
-		json_object_set_new(other, "command_line",
-				    json_string(rp->header->command_line ? rp->header->command_line : ""));
+	if (other && rp->run.has_header) {
+		json_object_set_new(other, "time_base_ns", json_integer((json_int_t)rp->run.time_base_ns));
+		json_object_set_new(other, "command_line", json_string(rp->run.command_line));
 	}
 	if (!other || json_dumpf(other, out, CHROME_DUMP_FLAGS) < 0) {
 		json_decref(other);

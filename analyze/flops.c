@@ -61,28 +61,24 @@ double flops_row_percent(const struct flops_row *r)
 
 static void peaks_from_header(const struct replay *rp, struct flops_peaks *pk)
 {
-	const Steptrace__DeviceInfo *d = rp->header ? rp->header->device : NULL;
+	const struct replay_device *d = &rp->run.device;
 
 	memset(pk, 0, sizeof(*pk));
 	pk->source = "unknown";
-	if (!d)
+	if (!rp->run.has_device)
 		return;
 	pk->flops[FP_FP32] = d->peak_fp32_flops > 0 ? d->peak_fp32_flops : 0;
 	pk->flops[FP_TF32] = d->peak_tf32_flops > 0 ? d->peak_tf32_flops : 0;
 	pk->flops[FP_BF16] = d->peak_bf16_flops > 0 ? d->peak_bf16_flops : 0;
 	pk->flops[FP_FP16] = d->peak_fp16_flops > 0 ? d->peak_fp16_flops : 0;
 	pk->bandwidth = d->peak_bandwidth > 0 ? d->peak_bandwidth : 0;
-	if (d->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED)
-		pk->source = "measured";
-	else if (d->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET)
-		pk->source = "datasheet";
+	pk->source = st_name(st_peak_source_names, d->peak_source);
 }
 
-static const char *run_precision(const struct replay *rp)
+/* The run's enum st_precision, -1 when the header names none. */
+static int run_precision(const struct replay *rp)
 {
-	if (rp->header && rp->header->config && rp->header->config->precision)
-		return rp->header->config->precision;
-	return "";
+	return rp->run.has_config ? rp->run.config.precision : -1;
 }
 
 static bool op_is_matmul(const struct replay *rp, const struct replay_op *op)
@@ -92,7 +88,7 @@ static bool op_is_matmul(const struct replay *rp, const struct replay_op *op)
 
 static enum flops_precision op_precision(const struct replay *rp, const struct replay_op *op, bool matmul)
 {
-	bool tf32 = strcmp(run_precision(rp), "tf32") == 0;
+	bool tf32 = run_precision(rp) == ST_TF32;
 
 	if (!matmul)
 		return FP_FP32;
@@ -105,7 +101,7 @@ static enum flops_precision op_precision(const struct replay *rp, const struct r
 	for (int i = 0; i < op->n_inputs; i++)
 		if (op->inputs[i] == ST_DT_F32)
 			return tf32 ? FP_TF32 : FP_FP32;
-	if (strcmp(run_precision(rp), "bf16") == 0)
+	if (run_precision(rp) == ST_BF16)
 		return FP_BF16;
 	return tf32 ? FP_TF32 : FP_FP32;
 }

@@ -735,13 +735,12 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 	svg_begin(out, width, height, "Active memory timeline");
 	svg_rect(out, 0, 0, width, height, "#ffffff", NULL);
 	{
-		const Steptrace__Header *h = rp->header;
-		const char *model = h && h->config && h->config->model && *h->config->model ? h->config->model : NULL;
+		const struct replay_config *c = &rp->run.config;
 
-		if (model)
+		if (rp->run.has_config && *c->model)
 			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"",
-				 "Active memory \xe2\x80\x94 %s, ctx %u, batch %u, %s, %s", model, h->config->ctx,
-				 h->config->batch, h->config->precision ? h->config->precision : "", h->config->mode ? h->config->mode : "");
+				 "Active memory \xe2\x80\x94 %s, ctx %u, batch %u, %s, %s", c->model, c->ctx,
+				 c->batch, c->precision_name, c->mode_name);
 		else
 			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"", "Active memory timeline");
 		svg_text(out, ch.x0, 46, SVG_START, 12.5, "#555", NULL,

@@ -328,93 +328,86 @@ static void page_data_release(struct page_data *d)
 
 /* ---- header ---------------------------------------------------------------- */
 
+/* A chip with s in it; nothing for "". */
+static void chip(FILE *out, const char *s)
+{
+	if (!*s)
+		return;
+	fputs("<span class=\"chip\">", out);
+	html_escape(out, s);
+	fputs("</span>", out);
+}
+
 static void write_chips(FILE *out, const struct replay *rp)
 {
-	const Steptrace__RunConfig *c = rp->header ? rp->header->config : NULL;
-	const Steptrace__DeviceInfo *dv = rp->header ? rp->header->device : NULL;
+	const struct replay_config *c = &rp->run.config;
 
 	fputs("<div class=\"chips\">", out);
-	if (c) {
-		if (c->model && *c->model) {
-			fputs("<span class=\"chip\">", out);
-			html_escape(out, c->model);
-			fputs("</span>", out);
-		}
-		if (c->precision && *c->precision) {
-			fputs("<span class=\"chip\">", out);
-			html_escape(out, c->precision);
-			fputs("</span>", out);
-		}
-		if (c->mode && *c->mode) {
-			fputs("<span class=\"chip\">", out);
-			html_escape(out, c->mode);
-			fputs("</span>", out);
-		}
+	if (rp->run.has_config) {
+		chip(out, c->model);
+		chip(out, c->precision_name);
+		chip(out, c->mode_name);
 		fprintf(out, "<span class=\"chip\">batch %" PRIu32 " &middot; ctx %" PRIu32 "</span>", c->batch, c->ctx);
 	}
-	if (dv && dv->name && *dv->name) {
-		fputs("<span class=\"chip\">", out);
-		html_escape(out, dv->name);
-		fputs("</span>", out);
-	}
+	if (rp->run.has_device)
+		chip(out, rp->run.device.name);
 	fputs("</div>\n", out);
 }
 
 static void write_run(FILE *out, const struct replay *rp)
 {
-	const Steptrace__Header *h = rp->header;
-	const Steptrace__RunConfig *c = h ? h->config : NULL;
-	const Steptrace__DeviceInfo *dv = h ? h->device : NULL;
+	const struct replay_run *h = &rp->run;
+	const struct replay_config *c = &h->config;
+	const struct replay_device *dv = &h->device;
 	char b1[64], b2[64], b3[64], b4[64];
 
 	fputs("<div class=\"grid2\">\n<dl class=\"kv\">\n", out);
-	if (c) {
-		kv(out, "Model", "%s", c->model && *c->model ? c->model : "custom");
+	if (h->has_config) {
+		kv(out, "Model", "%s", *c->model ? c->model : "custom");
 		kv(out, "Parameters", "%.1f M", (double)c->parameters / 1e6);
 		kv(out, "Sizes", "d_model %" PRIu32 ", d_ff %" PRIu32 ", %" PRIu32 " layers, %" PRIu32 " heads",
 		   c->d_model, c->d_ff, c->layers, c->heads);
 		kv(out, "Batch, context, vocab", "%" PRIu32 " x %" PRIu32 ", vocab %" PRIu32, c->batch, c->ctx, c->vocab);
-		kv(out, "Precision, mode", "%s, %s", c->precision ? c->precision : "", c->mode ? c->mode : "");
-		kv(out, "Attention", "%s", c->attention && *c->attention ? c->attention : "naive");
+		kv(out, "Precision, mode", "%s, %s", c->precision_name, c->mode_name);
+		kv(out, "Attention", "%s", *c->attention_name ? c->attention_name : "naive");
 		kv(out, "Steps", "%" PRIu32 " warm-up + %" PRIu32 " measured", c->warmup_steps, c->measured_steps);
 	} else {
 		kv(out, "Run", "no header (built without a bundle)");
 	}
-	if (rp->footer)
+	if (h->has_footer)
 		kv(out, "Bundle", "%s, %" PRIu64 " events in %" PRIu32 " chunks, %s%s", base_name(rp->path),
-		   rp->footer->events, rp->footer->chunks, rp->footer->complete ? "complete" : "incomplete",
-		   rp->footer->dropped ? ", records dropped" : "");
+		   h->footer.events, h->footer.chunks, h->footer.complete ? "complete" : "incomplete",
+		   h->footer.dropped ? ", records dropped" : "");
 	else if (rp->path)
 		kv(out, "Bundle", "%s, %" PRIu64 " events, truncated (%s)", base_name(rp->path), rp->events_read,
 		   rp->truncation ? rp->truncation : "no footer");
 	fputs("</dl>\n<dl class=\"kv\">\n", out);
-	if (dv) {
-		kv(out, "Device", "%s, %" PRIu32 " SMs, cc %" PRIu32 ".%" PRIu32 ", %s", dv->name ? dv->name : "",
+	if (h->has_device) {
+		kv(out, "Device", "%s, %" PRIu32 " SMs, cc %" PRIu32 ".%" PRIu32 ", %s", dv->name,
 		   dv->sm_count, dv->cc_major, dv->cc_minor, fmt_bytes(b1, sizeof(b1), (double)dv->memory_bytes));
 		kv(out, "Peak matrix FLOP/s", "bf16 %.0f, tf32 %.0f, fp32 %.1f TFLOP/s", dv->peak_bf16_flops / 1e12,
 		   dv->peak_tf32_flops / 1e12, dv->peak_fp32_flops / 1e12);
 		kv(out, "Peak bandwidth", "%.2f TB/s (%s%s%s)", dv->peak_bandwidth / 1e12,
-		   dv->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED ? "measured"
-		   : dv->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET ? "datasheet" : "unknown source",
-		   dv->peak_note && *dv->peak_note ? ": " : "", dv->peak_note ? dv->peak_note : "");
+		   dv->peak_source == ST_PEAK_UNKNOWN ? "unknown source" : st_name(st_peak_source_names, dv->peak_source),
+		   *dv->peak_note ? ": " : "", dv->peak_note);
 		kv(out, "CUDA", "runtime %s, driver %s (%s), CUPTI %" PRIu32 ", cuBLAS %" PRIu32,
 		   fmt_version(b2, sizeof(b2), dv->cuda_runtime_version),
 		   fmt_version(b3, sizeof(b3), dv->cuda_driver_version),
-		   dv->driver_version && *dv->driver_version ? dv->driver_version : "?", dv->cupti_version,
+		   *dv->driver_version ? dv->driver_version : "?", dv->cupti_version,
 		   dv->cublas_version);
 	}
-	if (h) {
+	if (h->has_header) {
 		time_t t = (time_t)(h->created_unix_ns / 1000000000);
 		struct tm tm;
 		if (h->created_unix_ns && gmtime_r(&t, &tm))
 			strftime(b4, sizeof(b4), "%Y-%m-%d %H:%M UTC", &tm);
 		else
 			snprintf(b4, sizeof(b4), "unknown");
-		kv(out, "Recorded", "%s on %s (%s)", b4, h->hostname && *h->hostname ? h->hostname : "?",
-		   h->tool_version && *h->tool_version ? h->tool_version : "unknown tool version");
+		kv(out, "Recorded", "%s on %s (%s)", b4, *h->hostname ? h->hostname : "?",
+		   *h->tool_version ? h->tool_version : "unknown tool version");
 	}
 	fputs("</dl>\n</div>\n", out);
-	if (h && h->command_line && *h->command_line) {
+	if (h->has_header && *h->command_line) {
 		fputs("<pre class=\"cmd mono\">", out);
 		html_escape(out, h->command_line);
 		fputs("</pre>\n", out);
@@ -444,10 +437,10 @@ static void write_kpis(FILE *out, const struct page_data *d)
 	snprintf(n, sizeof(n), "%s of GEMM per step", fmt_time(b1, sizeof(b1), gemm));
 	kpi(out, "GEMM share", v, n);
 	snprintf(v, sizeof(v), "%s", fmt_bytes(b1, sizeof(b1), (double)d->tl.peak.bytes));
-	if (d->rp->header && d->rp->header->device && d->rp->header->device->memory_bytes)
+	if (d->rp->run.has_device && d->rp->run.device.memory_bytes)
 		snprintf(n, sizeof(n), "%.0f%% of %s, %s view",
-			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->header->device->memory_bytes,
-			 fmt_bytes(b2, sizeof(b2), (double)d->rp->header->device->memory_bytes),
+			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->run.device.memory_bytes,
+			 fmt_bytes(b2, sizeof(b2), (double)d->rp->run.device.memory_bytes),
 			 mem_view_name(d->tl.view));
 	else
 		snprintf(n, sizeof(n), "%s view", mem_view_name(d->tl.view));

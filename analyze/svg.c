@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 /* Shortest round-trip-ish coordinate: two decimals, trailing zeros dropped. */
 static void put_num(FILE *out, double v)

@@ -309,8 +309,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 		goto fail;
 
 	rp->path = bundle_reader_path(r);
-	rp->header = bundle_reader_header(r);
-	rp->footer = bundle_reader_footer(r);
+	replay_run_fill(&rp->run, bundle_reader_header(r), bundle_reader_footer(r));
 	rp->truncated = bundle_reader_truncated(r);
 	rp->truncation = bundle_reader_truncation(r);
 	rp->chunks_read = bundle_reader_chunks(r);
