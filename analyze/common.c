@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/grow.h"
 
 int analyze_parse(int argc, const char **argv, const struct option *opts,
 		  const char *const usage[], int nfiles, const char *const *format, enum out_format *fmt)
@@ -57,18 +58,9 @@ void dur_collect_init(struct dur_collect *c)
 
 int dur_collect_add(struct dur_collect *c, uint64_t key, uint64_t dur)
 {
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? 2 * c->cap : 1024;
-		struct replay_key *k = realloc(c->keys, nc * sizeof(*k));
-		if (k)
-			c->keys = k;
-		uint64_t *d = realloc(c->durs, nc * sizeof(*d));
-		if (d)
-			c->durs = d;
-		if (!k || !d)
-			return error("out of memory");
-		c->cap = nc;
-	}
+	if (ALLOC_GROW(c->keys, c->n + 1, c->alloc_keys) < 0 ||
+	    ALLOC_GROW(c->durs, c->n + 1, c->alloc_durs) < 0)
+		return -1;
 	if (c->n >= UINT32_MAX)
 		return error("too many durations");
 	c->keys[c->n].key = key;

@@ -47,7 +47,7 @@ int analyze_print(struct report *r, enum out_format fmt);
 struct dur_collect {
 	struct replay_key *keys;   /* key = group, idx = index into durs */
 	uint64_t *durs;
-	size_t n, cap;
+	size_t n, alloc_keys, alloc_durs;
 };
 
 struct dur_group {

@@ -22,6 +22,7 @@
 #include "analyze/common.h"
 #include "cmd/commands.h"
 #include "lib/error.h"
+#include "lib/grow.h"
 #include "perfetto_trace.pb-c.h"
 #include "replay/memory.h"
 
@@ -75,7 +76,7 @@ struct lane {
 /* A stream or thread and the lanes its slices needed. */
 struct lane_group {
 	struct lane *lanes;
-	size_t n;
+	size_t n, cap;
 	bool flat;                    /* GPU streams, steps: slices never nest */
 	uint64_t extra_parent;        /* parent uuid of extra lanes */
 	int32_t pid;
@@ -91,7 +92,7 @@ struct layout {
 	size_t n_slices, cap_slices;
 	struct xmark *marks;
 	struct replay_key *keys;      /* key = time, idx = mark */
-	size_t n_marks, cap_marks;
+	size_t n_marks, cap_marks, cap_keys;
 	struct xcount *counts;
 	size_t n_counts, cap_counts;
 	uint8_t *act_kept;            /* per activity: exported */
@@ -105,13 +106,6 @@ struct layout {
 	uint32_t steps_track;         /* OOM instants go there */
 };
 
-static int grow(void **p, size_t *cap, size_t elem, size_t need)
-{
-	if (replay_grow(p, cap, elem, need) < 0)
-		return error("out of memory while laying out the trace");
-	return 0;
-}
-
 static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pid, int32_t tid,
 		     uint32_t *out, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
@@ -122,7 +116,7 @@ static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pi
 	va_list ap;
 	char buf[512];
 
-	if (grow((void **)&L->tracks, &L->cap_tracks, sizeof(*L->tracks), L->n_tracks + 1) < 0)
+	if (ALLOC_GROW(L->tracks, L->n_tracks + 1, L->cap_tracks) < 0)
 		return -1;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -144,14 +138,9 @@ static int add_mark(struct layout *L, uint64_t t, uint8_t type, uint32_t ref)
 {
 	if (L->n_marks >= UINT32_MAX - 1)
 		return error("too many events to export");
-	if (grow((void **)&L->marks, &L->cap_marks, sizeof(*L->marks), L->n_marks + 1) < 0)
+	if (ALLOC_GROW(L->marks, L->n_marks + 1, L->cap_marks) < 0 ||
+	    ALLOC_GROW(L->keys, L->n_marks + 1, L->cap_keys) < 0)
 		return -1;
-	if (L->cap_marks > 0) {
-		struct replay_key *k = realloc(L->keys, L->cap_marks * sizeof(*k));
-		if (!k)
-			return error("out of memory while laying out the trace");
-		L->keys = k;
-	}
 	L->marks[L->n_marks].ref = ref;
 	L->marks[L->n_marks].type = type;
 	L->keys[L->n_marks].key = t;
@@ -217,8 +206,8 @@ static int lane_push(struct layout *L, struct lane *ln, const struct node *n)
 {
 	struct xslice *s;
 
-	if (grow((void **)&L->slices, &L->cap_slices, sizeof(*L->slices), L->n_slices + 1) < 0 ||
-	    grow((void **)&ln->stack, &ln->cap, sizeof(*ln->stack), ln->n + 1) < 0)
+	if (ALLOC_GROW(L->slices, L->n_slices + 1, L->cap_slices) < 0 ||
+	    ALLOC_GROW(ln->stack, ln->n + 1, ln->cap) < 0)
 		return -1;
 	s = &L->slices[L->n_slices];
 	s->start = n->start;
@@ -236,10 +225,8 @@ static int place(struct layout *L, struct lane_group *g, const struct node *n)
 	for (size_t i = 0;; i++) {
 		if (i == g->n) {
 			uint32_t track;
-			struct lane *more = realloc(g->lanes, (g->n + 1) * sizeof(*g->lanes));
-			if (!more)
-				return error("out of memory");
-			g->lanes = more;
+			if (ALLOC_GROW(g->lanes, g->n + 1, g->cap) < 0)
+				return -1;
 			if (add_track(L, TK_CHILD, g->extra_parent, g->pid, L->next_tid++, &track,
 				      "%s (overlap %zu)", g->base, i) < 0)
 				return -1;
@@ -267,7 +254,7 @@ static int group_close(struct layout *L, struct lane_group *g)
 	}
 	free(g->lanes);
 	g->lanes = NULL;
-	g->n = 0;
+	g->n = g->cap = 0;
 	return rc;
 }
 
@@ -275,9 +262,9 @@ static int group_init(struct lane_group *g, uint32_t track, bool flat, uint64_t 
 		      int32_t pid, const char *base)
 {
 	memset(g, 0, sizeof(*g));
-	g->lanes = calloc(1, sizeof(*g->lanes));
-	if (!g->lanes)
-		return error("out of memory");
+	if (ALLOC_GROW(g->lanes, 1, g->cap) < 0)
+		return -1;
+	memset(&g->lanes[0], 0, sizeof(g->lanes[0]));
 	g->lanes[0].track = track;
 	g->n = 1;
 	g->flat = flat;
@@ -481,7 +468,7 @@ static int layout_host(struct layout *L)
 static int add_count(struct layout *L, uint64_t t, uint32_t track, int64_t value, uint16_t group,
 		     uint16_t series)
 {
-	if (grow((void **)&L->counts, &L->cap_counts, sizeof(*L->counts), L->n_counts + 1) < 0)
+	if (ALLOC_GROW(L->counts, L->n_counts + 1, L->cap_counts) < 0)
 		return -1;
 	L->counts[L->n_counts] = (struct xcount){ t, value, track, series, group };
 	return add_mark(L, t, MK_COUNTER, (uint32_t)L->n_counts++);
@@ -831,14 +818,8 @@ static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
 	uint8_t head[11];
 	size_t h = 0;
 
-	if (len + 1 > w->cap) {
-		size_t nc = len + 1024;
-		uint8_t *b = realloc(w->buf, nc);
-		if (!b)
-			return error("out of memory");
-		w->buf = b;
-		w->cap = nc;
-	}
+	if (ALLOC_GROW(w->buf, len + 1, w->cap) < 0)
+		return -1;
 	perfetto__protos__trace_packet__pack(p, w->buf);
 	head[h++] = 0x0a;
 	for (uint64_t v = len; ; v >>= 7) {

@@ -372,11 +372,4 @@ struct replay_key {
 };
 void replay_sort_keys(struct replay_key *a, struct replay_key *tmp, size_t n);
 
-/*
- * Grows the array *p of *cap elements of elem bytes to hold at least need
- * (doubling, 256 at first); 0, or -1 with *p untouched when memory is short.
- * For replay's own tables and for reports that build tables of their own.
- */
-int replay_grow(void **p, size_t *cap, size_t elem, size_t need);
-
 #endif
