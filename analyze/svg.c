@@ -111,24 +111,6 @@ void svg_line(FILE *out, double x1, double y1, double x2, double y2, const char 
 	fputs("/>\n", out);
 }
 
-void svg_polyline(FILE *out, const double *x, const double *y, size_t n, const char *stroke,
-		  double stroke_width, const char *attrs)
-{
-	fputs("<polyline fill=\"none\" points=\"", out);
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			fputc(' ', out);
-		put_num(out, x[i]);
-		fputc(',', out);
-		put_num(out, y[i]);
-	}
-	fprintf(out, "\" stroke=\"%s\" stroke-width=\"", stroke ? stroke : "#000");
-	put_num(out, stroke_width);
-	fputc('"', out);
-	put_attrs(out, attrs);
-	fputs("/>\n", out);
-}
-
 void svg_path_begin(FILE *out, const char *fill, const char *stroke, double stroke_width,
 		    const char *attrs)
 {
@@ -166,21 +148,6 @@ void svg_path_close(FILE *out)
 void svg_path_end(FILE *out)
 {
 	fputs("\"/>\n", out);
-}
-
-void svg_area(FILE *out, const double *x, const double *top, const double *bottom, double base,
-	      size_t n, const char *fill, const char *attrs)
-{
-	if (n == 0)
-		return;
-	svg_path_begin(out, fill, NULL, 0, attrs);
-	svg_path_move(out, x[0], top[0]);
-	for (size_t i = 1; i < n; i++)
-		svg_path_line(out, x[i], top[i]);
-	for (size_t i = n; i-- > 0;)
-		svg_path_line(out, x[i], bottom ? bottom[i] : base);
-	svg_path_close(out);
-	svg_path_end(out);
 }
 
 void svg_text(FILE *out, double x, double y, enum svg_anchor anchor, double size, const char *fill,

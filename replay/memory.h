@@ -62,8 +62,6 @@ enum mem_phase {
 	MEM_PHASE_COUNT
 };
 const char *mem_phase_name(enum mem_phase p);   /* "forward", "backward", "optimizer", "other" */
-/* The phase of rp->mem[i] (see Peaks above). */
-enum mem_phase mem_event_phase(const struct replay *rp, const struct replay_mem *m);
 
 /* One block of the view: an allocation and, when seen, its free. */
 struct mem_block {

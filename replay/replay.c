@@ -336,7 +336,8 @@ static uint32_t synthetic_name(struct replay *rp, const char *s)
 	return rp->n_strings++;
 }
 
-const char *replay_memcpy_name(uint32_t copy_kind)
+/* "[CUDA memcpy Host-to-Device]" for a CUPTI memcpy kind (Nsight's names). */
+static const char *memcpy_name(uint32_t copy_kind)
 {
 	static const char *const names[] = {
 		"[CUDA memcpy Unknown]",
@@ -473,8 +474,8 @@ int replay_build(struct replay *rp)
 			uint32_t ck = a->kind == ST_MEMSET ? 0 : rp->copies[a->detail].copy_kind;
 			unsigned slot = a->kind == ST_MEMSET ? 0 : (ck <= 10 ? ck + 1 : 1);
 			if (!copy_names[slot])
-				copy_names[slot] = synthetic_name(rp, a->kind == ST_MEMSET ? REPLAY_MEMSET_NAME
-								  : replay_memcpy_name(ck));
+				copy_names[slot] = synthetic_name(rp, a->kind == ST_MEMSET ? "[CUDA memset]"
+								  : memcpy_name(ck));
 			a->name = copy_names[slot];
 		} else if (a->name >= rp->n_strings) {
 			a->name = 0;

@@ -358,10 +358,6 @@ void replay_filter_release(struct replay_filter *f);
 
 /* ---- helpers --------------------------------------------------------- */
 
-/* "[CUDA memcpy Host-to-Device]" for a CUPTI memcpy kind (Nsight's names). */
-const char *replay_memcpy_name(uint32_t copy_kind);
-#define REPLAY_MEMSET_NAME "[CUDA memset]"
-
 /*
  * Stable sort of (key, index) pairs by key, LSD radix: O(n), what every
  * ordering here uses. `tmp` must hold n pairs.

@@ -48,9 +48,6 @@ int bundle_writer_add(struct bundle_writer *w, const struct st_event *ev);
 /* Counts records the source dropped, per kind, for the footer. */
 void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n);
 
-/* Writes pending strings and events as members now (a crash after this loses nothing before it). */
-int bundle_writer_flush(struct bundle_writer *w);
-
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"
  * or "oom") and closes the archive. Frees `w` whatever happens. -1 on error.

@@ -380,11 +380,6 @@ void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n)
 		w->dropped[kind] += n;
 }
 
-int bundle_writer_flush(struct bundle_writer *w)
-{
-	return flush_chunk(w);
-}
-
 /* Ends the tar and the zstd frame and closes the file; -1 (message printed) on error. */
 static int writer_finish(struct bundle_writer *w, int report)
 {
