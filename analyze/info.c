@@ -1,23 +1,13 @@
-/*
- * info.c: `steptrace info`, what a bundle is: its header (format, tool,
- * command line, run configuration, device and peaks with their source), its
- * footer (complete or not, why it ended), event counts per kind as the
- * footer states them and as read, dropped records (loudly), truncation.
- */
+/* info.c: a bundle's header, footer and counts (see info.h). */
+#include "analyze/info.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "analyze/common.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
-
-static const char *const info_usage[] = {
-	"steptrace info [<options>] FILE",
-	NULL,
-};
 
 static void kv_str(struct table *t, const char *k, const char *v)
 {
@@ -156,46 +146,29 @@ static uint64_t counts_table(struct report *r, const struct replay *rp)
 	return dropped;
 }
 
-int cmd_info(int argc, const char **argv)
+int info_run(const struct replay *rp, struct report *r)
 {
-	const char *format = NULL;
-	enum out_format fmt;
-	struct replay rp;
-	struct report *r;
 	uint64_t dropped, footer_events = 0;
-	int n;
-	const struct option opts[] = {
-		OPT_FORMAT_NAME(&format),
-		OPT_END(),
-	};
 
-	n = analyze_parse(argc, argv, opts, info_usage, 1, &format, &fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	r = report_new();
-	header_table(r, &rp);
-	footer_table(r, &rp);
-	dropped = counts_table(r, &rp);
-	if (rp.run.has_footer)
-		footer_events = rp.run.footer.events;
+	header_table(r, rp);
+	footer_table(r, rp);
+	dropped = counts_table(r, rp);
+	if (rp->run.has_footer)
+		footer_events = rp->run.footer.events;
 
 	if (dropped) {
 		warning("'%s': %" PRIu64 " records were dropped while recording; totals undercount",
-			   argv[0], dropped);
+			rp->path, dropped);
 		report_note(r, "WARNING: %" PRIu64 " records were dropped while recording: totals undercount "
 			    "(enlarge CUPTI's buffers)", dropped);
 	}
-	if (rp.truncated)
+	if (rp->truncated)
 		report_note(r, "incomplete bundle (%s): everything above covers only the %" PRIu64
-			    " events read", rp.truncation ? rp.truncation : "no footer", rp.events_read);
-	else if (footer_events != rp.events_read)
+			    " events read", rp->truncation ? rp->truncation : "no footer", rp->events_read);
+	else if (footer_events != rp->events_read)
 		report_note(r, "the footer counts %" PRIu64 " events but %" PRIu64 " were read",
-			    footer_events, rp.events_read);
+			    footer_events, rp->events_read);
 	else
-		report_note(r, "complete: %" PRIu64 " events", rp.events_read);
-	n = analyze_print(r, fmt);
-	replay_release(&rp);
-	return n;
+		report_note(r, "complete: %" PRIu64 " events", rp->events_read);
+	return 0;
 }

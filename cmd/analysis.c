@@ -45,7 +45,9 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	rc = c->run(rps, n, c->ctx, r);
 	if (rc < 0)
 		rc = 1;
-	if (rc == 0 && c->format && report_print(r, (enum out_format)*c->format, stdout) < 0)
+	else if (rc == ANALYSIS_NO_REPORT)
+		rc = 0;
+	else if (c->format && report_print(r, (enum out_format)*c->format, stdout) < 0)
 		rc = 1;
 out:
 	report_free(r);
