@@ -1,11 +1,7 @@
 /*
- * memory.c: `steptrace memory`, the memory timeline's peaks (overall, per
- * phase, per step, model allocator beside the driver's view), the category
- * breakdown and the largest live blocks at the peak, what never paired up,
- * and with --svg the active-memory chart (memory_svg_write, also used by
- * the HTML report).
- */
-#include "analyze/memory.h"
+ * memory.c: the memory report (see memory.h) and the active-memory chart
+ * (memory_svg_write, also used by the HTML report).
+ */#include "analyze/memory.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,7 +11,6 @@
 
 #include "analyze/common.h"
 #include "analyze/svg.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -65,24 +60,12 @@ static double rel_ms(const struct replay *rp, uint64_t t)
 
 /* ---- the report ------------------------------------------------------- */
 
-struct memory_args {
-	const char *format, *svg, *view;
-	int top, step;
-	enum out_format fmt;
-	enum mem_view primary;
-};
-
-static const char *const memory_usage[] = {
-	"steptrace memory [<options>] FILE",
-	NULL,
-};
-
 static void peak_row(struct table *t, const struct replay *rp, const struct mem_timeline *tl,
 		     const char *scope, const struct mem_peak *p, int32_t step)
 {
 	table_row(t);
 	table_str(t, scope);
-	table_str(t, tl->view == MEM_VIEW_DRIVER ? "driver" : "model");
+	table_str(t, mem_view_short_names[tl->view]);
 	if (p->point < 0) {
 		table_int(t, 0);
 		table_float(t, 0);
@@ -212,7 +195,7 @@ static int add_largest(struct report *r, const struct replay *rp, const struct m
 /* Never-freed blocks and unknown frees: tables of the first --top, notes with the totals. */
 static void add_unpaired(struct report *r, const struct replay *rp, const struct mem_timeline *tl, int top)
 {
-	const char *vname = tl->view == MEM_VIEW_DRIVER ? "driver" : "model";
+	const char *vname = mem_view_short_names[tl->view];
 	char buf[32];
 
 	if (tl->n_never_freed) {
@@ -270,32 +253,59 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 	}
 }
 
-static int memory_report(const struct replay *rp, struct memory_args *a)
+/* The chart of the whole run, or of step a->step, into a->svg; -1 after an error line. */
+static int write_svg(const struct replay *rp, const struct memory_opts *a, const struct mem_timeline *tl)
+{
+	FILE *f = fopen(a->svg, "w");
+	uint64_t t0 = 0, t1 = 0;
+
+	if (!f)
+		return error("cannot write '%s': %s", a->svg, strerror(errno));
+	if (a->step >= 0) {
+		for (size_t s = 0; s < rp->n_steps; s++) {
+			if (rp->steps[s].index == (uint32_t)a->step) {
+				t0 = rp->steps[s].start;
+				t1 = rp->steps[s].end;
+			}
+		}
+	}
+	if (memory_svg_write(f, rp, tl, t0, t1, 1200, 640) < 0) {
+		fclose(f);
+		return -1;
+	}
+	if (fclose(f) != 0)
+		return error("cannot write '%s': %s", a->svg, strerror(errno));
+	return 0;
+}
+
+int memory_run(const struct replay *rp, const struct memory_opts *a, struct report *r)
 {
 	struct mem_timeline views[2];
 	struct mem_timeline *tl, *other;
-	struct report *r;
 	char b1[32], b2[32];
-	int rc = 1;
+	int rc = -1;
 
+	if (a->step >= 0) {
+		bool found = false;
+
+		for (size_t s = 0; s < rp->n_steps; s++)
+			found |= rp->steps[s].index == (uint32_t)a->step;
+		if (!found)
+			return error("no step %d in '%s' (it has %zu steps)", a->step, rp->path, rp->n_steps);
+	}
 	if (mem_timeline_build(&views[MEM_VIEW_MODEL], rp, MEM_VIEW_MODEL) < 0)
-		return 1;
+		return -1;
 	if (mem_timeline_build(&views[MEM_VIEW_DRIVER], rp, MEM_VIEW_DRIVER) < 0) {
 		mem_timeline_release(&views[MEM_VIEW_MODEL]);
-		return 1;
+		return -1;
 	}
-	tl = &views[a->primary];
-	other = &views[!a->primary];
-	r = report_new();
-	if (!r) {
-		error("out of memory");
-		goto out;
-	}
+	tl = &views[a->view];
+	other = &views[!a->view];
 	if (!views[MEM_VIEW_MODEL].n_points && !views[MEM_VIEW_DRIVER].n_points)
 		report_note(r, "the bundle holds no allocation events: nothing to report");
 	else if (!tl->n_blocks && other->n_blocks)
 		report_note(r, "the %s view is empty; see --view %s", mem_view_name(tl->view),
-			    other->view == MEM_VIEW_DRIVER ? "driver" : "model");
+			    mem_view_short_names[other->view]);
 
 	add_peaks(r, rp, tl, other);
 	add_categories(r, &tl->peak);
@@ -308,93 +318,21 @@ static int memory_report(const struct replay *rp, struct memory_args *a)
 		report_note(r, "%s peak %s at %.3f ms (%s); driver-level (cudaMalloc) peak %s",
 			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
 			    rel_ms(rp, tl->peak.t), *point_op(rp, tl, tl->peak.point) ? point_op(rp, tl, tl->peak.point) : "no op",
-			    a->primary == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
+			    a->view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
 			    : human_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
 	if (tl->n_ooms)
 		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them", tl->n_ooms);
 	report_note(r, "times in ms since the bundle's first event; a phase's or step's peak is the highest live total its own allocations reached");
 
 	if (a->svg) {
-		FILE *f = fopen(a->svg, "w");
-		uint64_t t0 = 0, t1 = 0;
-
-		if (!f) {
-			error("cannot write '%s': %s", a->svg, strerror(errno));
+		if (write_svg(rp, a, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl) < 0)
 			goto out;
-		}
-		if (a->step >= 0) {
-			for (size_t s = 0; s < rp->n_steps; s++) {
-				if (rp->steps[s].index == (uint32_t)a->step) {
-					t0 = rp->steps[s].start;
-					t1 = rp->steps[s].end;
-				}
-			}
-		}
-		if (memory_svg_write(f, rp, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl,
-				     t0, t1, 1200, 640) < 0) {
-			fclose(f);
-			goto out;
-		}
-		if (fclose(f) != 0) {
-			error("cannot write '%s': %s", a->svg, strerror(errno));
-			goto out;
-		}
 		report_note(r, "wrote the active-memory timeline to '%s'", a->svg);
 	}
-	rc = analyze_print(r, a->fmt);
-	r = NULL;
+	rc = 0;
 out:
-	if (r)
-		report_free(r);
 	mem_timeline_release(&views[0]);
 	mem_timeline_release(&views[1]);
-	return rc;
-}
-
-int cmd_memory(int argc, const char **argv)
-{
-	struct memory_args args = { .top = 10, .step = -1, .view = "model" };
-	struct replay rp;
-	int n, rc;
-	const struct option opts[] = {
-		OPT_INTEGER('n', "top", &args.top, "list the N largest live blocks at the peak (default 10)"),
-		OPT_STRING(0, "view", &args.view, "WHO", "model (the allocator's categories, default) or driver (cudaMalloc)"),
-		OPT_STRING(0, "svg", &args.svg, "FILE", "draw the active-memory timeline stacked by category"),
-		OPT_INTEGER(0, "step", &args.step, "with --svg, draw only step N"),
-		OPT_FORMAT_NAME(&args.format),
-		OPT_END(),
-	};
-
-	n = analyze_parse(argc, argv, opts, memory_usage, 1, &args.format, &args.fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (args.top < 1) {
-		error("--top must be at least 1");
-		return EXIT_USAGE;
-	}
-	if (!strcmp(args.view, "model")) {
-		args.primary = MEM_VIEW_MODEL;
-	} else if (!strcmp(args.view, "driver")) {
-		args.primary = MEM_VIEW_DRIVER;
-	} else {
-		error("unknown --view '%s': use model or driver", args.view);
-		return EXIT_USAGE;
-	}
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	if (args.step >= 0) {
-		bool found = false;
-
-		for (size_t s = 0; s < rp.n_steps; s++)
-			found |= rp.steps[s].index == (uint32_t)args.step;
-		if (!found) {
-			error("no step %d in '%s' (it has %zu steps)", args.step, argv[0], rp.n_steps);
-			replay_release(&rp);
-			return 1;
-		}
-	}
-	rc = memory_report(&rp, &args);
-	replay_release(&rp);
 	return rc;
 }
 

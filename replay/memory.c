@@ -14,6 +14,8 @@
 
 #include "lib/error.h"
 
+const char *const mem_view_short_names[] = { [MEM_VIEW_MODEL] = "model", [MEM_VIEW_DRIVER] = "driver", NULL };
+
 const char *mem_view_name(enum mem_view v)
 {
 	return v == MEM_VIEW_DRIVER ? "driver (cudaMalloc)" : "model allocator";

@@ -53,6 +53,7 @@ enum mem_view {
 	MEM_VIEW_DRIVER = ST_SRC_DRIVER,
 };
 const char *mem_view_name(enum mem_view v);   /* "model allocator", "driver (cudaMalloc)" */
+extern const char *const mem_view_short_names[];   /* "model", "driver": the --view names */
 
 enum mem_phase {
 	MEM_PHASE_FORWARD,
