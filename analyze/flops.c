@@ -13,8 +13,10 @@
 #include "analyze/category.h"
 #include "analyze/common.h"
 #include "analyze/svg.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
+
+const char *const flops_by_names[] = { "kind", "op", NULL };
+const char *const flops_phase_names[] = { "forward", "backward", "optimizer", NULL };
 
 const char *flops_precision_name(enum flops_precision p)
 {
@@ -132,19 +134,14 @@ struct op_acc {
 	int32_t group;
 };
 
+/* 0 forward, 1 backward, 2 optimizer, -1 any other */
 static int phase_index(const char *phase)
 {
-	if (!strcmp(phase, "forward"))
-		return 0;
-	if (!strcmp(phase, "backward"))
-		return 1;
-	if (!strcmp(phase, "optimizer"))
-		return 2;
-	return -1;
+	return st_lookup(flops_phase_names, phase);
 }
 
 static int group_of(struct flops_result *res, size_t *cap, const struct replay *rp,
-		    const struct replay_op *op, enum flops_by by, uint64_t *keys)
+		    const struct replay_op *op, int by, uint64_t *keys)
 {
 	uint32_t kind = op->kind ? op->kind : op->path;
 	uint64_t key = by == FLOPS_BY_OP ? (uint64_t)(op - rp->ops) : (uint64_t)op->phase << 32 | kind;
@@ -800,11 +797,6 @@ int flops_roofline_svg(FILE *out, const struct replay *rp, int width, int height
 
 /* ---- the command ------------------------------------------------------- */
 
-static const char *const flops_usage[] = {
-	"steptrace flops [<options>] FILE",
-	NULL,
-};
-
 static int write_svg(const struct flops_result *res, const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -818,65 +810,20 @@ static int write_svg(const struct flops_result *res, const char *path)
 	return 0;
 }
 
-int cmd_flops(int argc, const char **argv)
+int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r)
 {
-	struct flops_options opt = { .by = FLOPS_BY_KIND };
-	const char *by = "kind", *format = NULL, *svg = NULL;
 	struct flops_result res;
-	struct replay rp;
-	struct report *r;
-	enum out_format fmt;
-	char extra[300] = "";
-	int top = 0, n, rc;
-	const struct option opts[] = {
-		OPT_STRING(0, "by", &by, "WHAT", "one row per op kind summed over layers (kind) or per op (op)"),
-		OPT_STRING(0, "range", &opt.range, "PATH", "keep kernels under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_STRING(0, "phase", &opt.phase, "PHASE", "keep ops of this phase: forward, backward or optimizer"),
-		OPT_INTEGER('n', "top", &top, "show the N rows with the most GPU time"),
-		OPT_BOOLEAN(0, "include-warmup", &opt.include_warmup, "count warm-up steps and work outside steps"),
-		OPT_STRING(0, "svg", &svg, "FILE", "write the roofline chart to FILE"),
-		OPT_FORMAT_NAME(&format),
-		OPT_END(),
-	};
+	char extra[300];
+	int rc = 0;
 
-	n = analyze_parse(argc, argv, opts, flops_usage, 1, &format, &fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (!strcmp(by, "kind")) {
-		opt.by = FLOPS_BY_KIND;
-	} else if (!strcmp(by, "op")) {
-		opt.by = FLOPS_BY_OP;
-	} else {
-		error("unknown --by '%s': use kind or op", by);
-		return EXIT_USAGE;
-	}
-	if (top < 0) {
-		error("--top must be positive");
-		return EXIT_USAGE;
-	}
-	if (opt.phase && phase_index(opt.phase) < 0) {
-		error("unknown --phase '%s': use forward, backward or optimizer", opt.phase);
-		return EXIT_USAGE;
-	}
-	if (analyze_check_range(opt.range) < 0)
-		return EXIT_USAGE;
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	if (flops_compute(&rp, &opt, &res) < 0) {
-		replay_release(&rp);
-		return 1;
-	}
-	snprintf(extra, sizeof(extra), " by %s%s%s%s%s%s", opt.by == FLOPS_BY_OP ? "op" : "op kind",
-		 opt.range ? " under '" : "", opt.range ? opt.range : "", opt.range ? "'" : "",
-		 opt.phase ? ", phase " : "", opt.phase ? opt.phase : "");
-	r = report_new();
-	flops_report(r, &res, top, extra);
-	rc = 0;
-	if (svg && write_svg(&res, svg) < 0)
-		rc = 1;
-	if (analyze_print(r, fmt) != 0)
+	if (flops_compute(rp, o, &res) < 0)
+		return -1;
+	snprintf(extra, sizeof(extra), " by %s%s%s%s%s%s", o->by == FLOPS_BY_OP ? "op" : "op kind",
+		 o->range ? " under '" : "", o->range ? o->range : "", o->range ? "'" : "",
+		 o->phase ? ", phase " : "", o->phase ? o->phase : "");
+	flops_report(r, &res, o->top, extra);
+	if (o->svg && write_svg(&res, o->svg) < 0)
 		rc = 1;
 	flops_result_release(&res);
-	replay_release(&rp);
 	return rc;
 }

@@ -293,7 +293,7 @@ static int compute_categories(struct page_data *d)
 
 static int page_data_init(struct page_data *d, const struct replay *rp, const char *label)
 {
-	struct flops_options fo = { FLOPS_BY_KIND, NULL, NULL, false };
+	struct flops_options fo = { .by = FLOPS_BY_KIND };
 
 	memset(d, 0, sizeof(*d));
 	d->rp = rp;
