@@ -1,5 +1,5 @@
 /*
- * diff.c: `steptrace diff A B`, two bundles aligned by op kind, range path,
+ * diff.c: two bundles aligned by op kind, range path,
  * category or kernel (see diff.h). Each side is summed on its own into
  * (name, time per step) lists sorted by name; the report merges them, so a
  * name present on one side only gets empty cells on the other.
@@ -14,9 +14,10 @@
 
 #include "analyze/category.h"
 #include "analyze/common.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
 #include "replay/memory.h"
+
+const char *const diff_by_names[] = { "op", "range", "category", "kernel", NULL };
 
 /* ---- one side: (name, time per step) sorted by name ------------------- */
 
@@ -99,7 +100,7 @@ static bool counted(const struct replay *rp, const struct replay_filter *f, cons
 /* The grouping key of an activity under --by, and the group's name. */
 /* cc is used (and must be initialised) for DIFF_BY_CATEGORY only. */
 static uint64_t row_key(const struct replay *rp, struct category_cache *cc,
-		       const struct replay_activity *a, enum diff_by by)
+		       const struct replay_activity *a, int by)
 {
 	const struct replay_op *op;
 
@@ -116,7 +117,7 @@ static uint64_t row_key(const struct replay *rp, struct category_cache *cc,
 	}
 }
 
-static char *row_name(const struct replay *rp, uint64_t key, enum diff_by by)
+static char *row_name(const struct replay *rp, uint64_t key, int by)
 {
 	switch (by) {
 	case DIFF_BY_OP:
@@ -691,8 +692,8 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 
 /* ---- the report --------------------------------------------------------- */
 
-int diff_report(struct report *r, const struct replay *a, const struct replay *b,
-		const struct diff_options *opt)
+int diff_run(const struct replay *a, const struct replay *b, const struct diff_options *opt,
+	     struct report *r)
 {
 	char what[1024];
 	bool structural = diff_headers(a, b, what, sizeof(what));
@@ -707,61 +708,4 @@ int diff_report(struct report *r, const struct replay *a, const struct replay *b
 	    kernels_table(r, a, b, opt) < 0)
 		return -1;
 	return 0;
-}
-
-/* ---- the command -------------------------------------------------------- */
-
-static const char *const diff_usage[] = {
-	"steptrace diff [<options>] BASELINE OTHER",
-	NULL,
-};
-
-int cmd_diff(int argc, const char **argv)
-{
-	struct diff_options opt = { .by = DIFF_BY_OP, .warn = true };
-	const char *by = "op", *format = NULL;
-	struct replay ra, rb;
-	struct report *r;
-	enum out_format fmt;
-	int n, rc = 1;
-	const struct option opts[] = {
-		OPT_STRING(0, "by", &by, "WHAT", "align by op (kind per phase), range (NVTX path), category or kernel"),
-		OPT_STRING(0, "range", &opt.range, "PATH", "keep GPU work under this NVTX path on both sides"),
-		OPT_INTEGER('n', "top", &opt.top, "show the N rows that changed most"),
-		OPT_BOOLEAN(0, "include-warmup", &opt.include_warmup, "count warm-up steps and work outside steps"),
-		OPT_FORMAT_NAME(&format),
-		OPT_END(),
-	};
-	static const char *const bys[] = { "op", "range", "category", "kernel" };
-
-	n = analyze_parse(argc, argv, opts, diff_usage, 2, &format, &fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	for (n = 0; n < 4 && strcmp(by, bys[n]); n++)
-		;
-	if (n == 4) {
-		error("unknown --by '%s': use op, range, category or kernel", by);
-		return EXIT_USAGE;
-	}
-	opt.by = (enum diff_by)n;
-	if (opt.top < 0) {
-		error("--top must be positive");
-		return EXIT_USAGE;
-	}
-	if (analyze_check_range(opt.range) < 0)
-		return EXIT_USAGE;
-	if (analyze_open(&ra, argv[0]) < 0)
-		return 1;
-	if (analyze_open(&rb, argv[1]) < 0) {
-		replay_release(&ra);
-		return 1;
-	}
-	r = report_new();
-	if (diff_report(r, &ra, &rb, &opt) == 0)
-		rc = analyze_print(r, fmt);
-	else
-		report_free(r);
-	replay_release(&ra);
-	replay_release(&rb);
-	return rc;
 }

@@ -784,7 +784,7 @@ static int write_diff(FILE *out, const struct replay *a, const struct replay *b)
 		{ "diff", "By op kind (largest changes first)" },
 		{ "kernels", "Kernels in one bundle only" },
 	};
-	struct diff_options opt = { DIFF_BY_OP, NULL, false, 25, false };
+	struct diff_options opt = { .by = DIFF_BY_OP, .top = 25 };
 	struct report *r = report_new();
 	char lead[2048], what[512];
 	int rc = -1;
@@ -794,7 +794,7 @@ static int write_diff(FILE *out, const struct replay *a, const struct replay *b)
 		 "measured step. %s%s Reproduce: steptrace diff %s %s", base_name(a->path), base_name(b->path),
 		 *what ? "Headers differ in: " : "", what, base_name(a->path), base_name(b->path));
 	section_begin(out, "diff", "Diff", lead);
-	if (diff_report(r, a, b, &opt) < 0)
+	if (diff_run(a, b, &opt, r) < 0)
 		goto out;
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		fputs("<h3>", out);
