@@ -19,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/common.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
 #include "lib/grow.h"
 #include "perfetto_trace.pb-c.h"
 #include "replay/memory.h"
+
+const char *const export_format_names[] = { "perfetto", "chrome", "json", NULL };
 
 #define HOST_PID 1
 #define GPU_PID(dev) (100 + (int32_t)(dev))
@@ -1265,13 +1265,8 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 	return rc;
 }
 
-static const char *const export_usage[] = {
-	"steptrace export [<options>] FILE",
-	NULL,
-};
-
 /* "run.stb" -> "run.pftrace" / "run.json" in the current directory. */
-static char *default_output(const char *bundle, enum export_format f)
+static char *default_output(const char *bundle, int f)
 {
 	const char *base = strrchr(bundle, '/');
 	const char *ext = f == EXPORT_PERFETTO ? ".pftrace" : ".json";
@@ -1290,62 +1285,30 @@ static char *default_output(const char *bundle, enum export_format f)
 	return out;
 }
 
-int cmd_export(int argc, const char **argv)
+int export_run(const struct replay *rp, const struct export_options *opt)
 {
-	const char *format = "perfetto", *output = NULL;
-	struct export_options opt = { EXPORT_PERFETTO, -1, false };
+	const char *output = opt->output;
 	struct export_stats stats;
-	enum out_format unused;
-	struct replay rp;
 	char *owned = NULL;
 	FILE *out;
-	int step = -1, n, rc = 1;
+	int rc = -1;
 	bool to_stdout;
-	const struct option opts[] = {
-		OPT_STRING(0, "format", &format, "FMT", "perfetto (protobuf, ui.perfetto.dev) or chrome (JSON)"),
-		OPT_STRING('o', "output", &output, "FILE",
-			   "write here ('-' for stdout; default: the bundle's name with .pftrace or .json)"),
-		OPT_INTEGER(0, "step", &step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
-		OPT_BOOLEAN(0, "no-api", &opt.no_api, "leave host API calls (and launch flows) out"),
-		OPT_END(),
-	};
 
-	n = analyze_parse(argc, argv, opts, export_usage, 1, NULL, &unused);
-	if (n < 0)
-		return analyze_exit(n);
-	if (strcmp(format, "perfetto") == 0) {
-		opt.format = EXPORT_PERFETTO;
-	} else if (strcmp(format, "chrome") == 0 || strcmp(format, "json") == 0) {
-		opt.format = EXPORT_CHROME;
-	} else {
-		error("unknown --format '%s': use perfetto or chrome", format);
-		usage_with_options(export_usage, opts, false);
-		return EXIT_USAGE;
-	}
-	if (step < -1) {
-		error("--step must be a step index (0 or more)");
-		return EXIT_USAGE;
-	}
-	opt.step = step;
 	if (!output)
-		output = owned = default_output(argv[0], opt.format);
-	if (!output) {
-		error("out of memory");
-		return 1;
-	}
-	if (analyze_open(&rp, argv[0]) < 0)
-		goto out_name;
+		output = owned = default_output(rp->path, opt->format);
+	if (!output)
+		return error("out of memory");
 	to_stdout = strcmp(output, "-") == 0;
 	out = to_stdout ? stdout : fopen(output, "wb");
 	if (!out) {
 		error("cannot create '%s': %s", output, strerror(errno));
-		goto out_replay;
+		goto out;
 	}
-	rc = export_write(&rp, &opt, out, &stats) < 0 ? 1 : 0;
+	rc = export_write(rp, opt, out, &stats);
 	if (to_stdout ? fflush(out) != 0 : fclose(out) != 0) {
 		if (rc == 0)
 			error("cannot write '%s': %s", output, strerror(errno));
-		rc = 1;
+		rc = -1;
 	}
 	if (rc != 0 && !to_stdout) {
 		remove(output);
@@ -1356,13 +1319,11 @@ int cmd_export(int argc, const char **argv)
 		if (stats.extra_lanes)
 			fprintf(stderr, " (%" PRIu64 " extra lanes for slices that overlap without nesting)",
 				stats.extra_lanes);
-		fprintf(stderr, "\n%s\n", opt.format == EXPORT_PERFETTO
+		fprintf(stderr, "\n%s\n", opt->format == EXPORT_PERFETTO
 			? "open it at https://ui.perfetto.dev (Open trace file); the file stays on your machine"
 			: "open it at https://ui.perfetto.dev or chrome://tracing");
 	}
-out_replay:
-	replay_release(&rp);
-out_name:
+out:
 	free(owned);
 	return rc;
 }
