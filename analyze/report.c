@@ -1,22 +1,17 @@
 /*
- * report.c: `steptrace report`, one self-contained HTML page per bundle (or
- * per pair, for a diff): the run's header, step time, the time breakdown by
- * phase (NVTX range projection) and by kernel category, the top kernels with
- * Nsight's columns, the memory timeline with its peak and the largest live
- * blocks, and the roofline. No network, no scripts, no fonts: inline CSS and
- * inline SVG only, so the file opens anywhere and can be mailed around.
- *
- * Every number comes from the same helpers as the text reports (replay's
- * projection, replay/memory.h, flops.h, diff.h, common.h's statistics), so
- * the page and `steptrace summary|memory|flops|diff` always agree.
- */
-#include <errno.h>
+ * report.c: the HTML report (see report.h). Every number comes from the
+ * same helpers as the text reports (replay's projection, replay/memory.h,
+ * flops.h, diff.h, common.h's statistics), so the page and
+ * `steptrace summary|memory|flops|diff` always agree.
+ */#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "analyze/report.h"
 
 #include "analyze/category.h"
 #include "analyze/common.h"
@@ -25,19 +20,12 @@
 #include "analyze/html.h"
 #include "analyze/memory.h"
 #include "analyze/svg.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
 #include "replay/memory.h"
 
 #define PAGE_W 1180          /* content width in CSS pixels; charts are drawn at it */
 #define TOP_KERNELS 15
 #define TOP_BLOCKS 10
-
-static const char *const report_usage[] = {
-	"steptrace report [<options>] FILE [-o report.html]",
-	"steptrace report [<options>] A B [-o diff.html]",
-	NULL,
-};
 
 static const char page_css[] =
 	":root{--bg:#f5f6f8;--card:#fff;--ink:#1d2330;--muted:#667085;--line:#e4e7ec;"
@@ -944,65 +932,31 @@ static char *default_output(const char *a, const char *b)
 	return strdup(buf);
 }
 
-int cmd_report(int argc, const char **argv)
+int report_html_write(const struct replay *a, const struct replay *b, const char *output)
 {
-	const char *output = NULL;
-	struct replay a, b;
-	bool have_b = false;
 	char *owned = NULL;
 	FILE *out;
-	int n, rc = 1;
-	const struct option opts[] = {
-		OPT_STRING('o', "output", &output, "FILE",
-			   "write the page here (default: the bundle's name with .html)"),
-		OPT_END(),
-	};
+	int rc = -1;
 
-	n = parse_options(argc, argv, opts, report_usage);
-	if (n < 0)
-		return n == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
-	if (n < 1 || n > 2) {
-		error(n < 1 ? "missing bundle argument" : "too many arguments: one bundle, or two for a diff");
-		usage_with_options(report_usage, opts, false);
-		return EXIT_USAGE;
-	}
 	if (!output)
-		output = owned = default_output(argv[0], n == 2 ? argv[1] : NULL);
-	if (!output) {
-		error("out of memory");
-		return 1;
-	}
-	if (analyze_open(&a, argv[0]) < 0)
-		goto out_name;
-	if (n == 2) {
-		if (analyze_open(&b, argv[1]) < 0)
-			goto out_a;
-		have_b = true;
-	}
+		output = owned = default_output(a->path, b ? b->path : NULL);
+	if (!output)
+		return error("out of memory");
 	out = fopen(output, "w");
 	if (!out) {
 		error("cannot create '%s': %s", output, strerror(errno));
-		goto out_b;
+		goto out;
 	}
-	rc = (have_b ? write_pair(out, &a, &b) : write_single(out, &a)) < 0 ? 1 : 0;
-	if (ferror(out) && rc == 0) {
-		error("cannot write '%s': %s", output, strerror(errno));
-		rc = 1;
-	}
-	if (fclose(out) != 0 && rc == 0) {
-		error("cannot write '%s': %s", output, strerror(errno));
-		rc = 1;
-	}
+	rc = b ? write_pair(out, a, b) : write_single(out, a);
+	if (ferror(out) && rc == 0)
+		rc = error("cannot write '%s': %s", output, strerror(errno));
+	if (fclose(out) != 0 && rc == 0)
+		rc = error("cannot write '%s': %s", output, strerror(errno));
 	if (rc != 0)
 		remove(output);
 	else
 		fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
-out_b:
-	if (have_b)
-		replay_release(&b);
-out_a:
-	replay_release(&a);
-out_name:
+out:
 	free(owned);
 	return rc;
 }
