@@ -8,49 +8,6 @@
 #include "lib/error.h"
 #include "lib/grow.h"
 
-int analyze_parse(int argc, const char **argv, const struct option *opts,
-		  const char *const usage[], int nfiles, const char *const *format, enum out_format *fmt)
-{
-	int n = parse_options(argc, argv, opts, usage);
-
-	if (n < 0)
-		return n == PARSE_OPT_HELP ? -2 : -1;
-	if (n != nfiles) {
-		error(n < nfiles ? "missing bundle argument" : "too many arguments");
-		usage_with_options(usage, opts, false);
-		return -1;
-	}
-	*fmt = OUT_TABLE;
-	if (format && *format) {
-		int i;
-
-		if (parse_choice(*format, out_format_names, "--format", &i) < 0) {
-			usage_with_options(usage, opts, false);
-			return -1;
-		}
-		*fmt = (enum out_format)i;
-	}
-	return n;
-}
-
-int analyze_exit(int parse_result)
-{
-	return parse_result == -2 ? 0 : EXIT_USAGE;
-}
-
-int analyze_open(struct replay *rp, const char *path)
-{
-	return replay_load(rp, path, NULL);
-}
-
-int analyze_print(struct report *r, enum out_format fmt)
-{
-	int rc = report_print(r, fmt, stdout);
-
-	report_free(r);
-	return rc < 0 ? 1 : 0;
-}
-
 void dur_collect_init(struct dur_collect *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -169,16 +126,4 @@ void nsys_stat_cells(struct table *t, const struct dur_stats *s, uint64_t grand_
 double ns_to_ms(uint64_t ns)
 {
 	return (double)ns / 1e6;
-}
-
-int analyze_check_range(const char *pattern)
-{
-	struct range_pattern p;
-
-	if (!pattern)
-		return 0;
-	if (range_pattern_compile(&p, pattern) < 0)
-		return -1;
-	range_pattern_release(&p);
-	return 0;
 }

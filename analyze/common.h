@@ -1,6 +1,5 @@
 /*
- * common.h: what the reports share: option parsing with --format, opening a
- * bundle into a replay, printing, and Nsight-style statistics rows over
+ * common.h: what the reports share: Nsight-style statistics rows over
  * groups of durations (one helper for summary, ranges and the rest).
  */
 #ifndef STEPTRACE_ANALYZE_COMMON_H
@@ -10,36 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/options.h"
 #include "lib/stats.h"
 #include "lib/table.h"
 #include "replay/replay.h"
-
-#include "lib/error.h"
-
-/* Until every command goes through cmd/analysis.h: --format as a string. */
-#define OPT_FORMAT_NAME(v) OPT_STRING(0, "format", (v), "FMT", "output format: table, csv, json or md")
-
-/*
- * Parses options (the table must hold OPT_FORMAT(format)), requires exactly
- * `nfiles` positional arguments and a valid --format. Returns the number of
- * positionals (then argv[0..] are they), or a negative number: pass it to
- * analyze_exit() and return that.
- */
-int analyze_parse(int argc, const char **argv, const struct option *opts,
-		  const char *const usage[], int nfiles, const char *const *format, enum out_format *fmt);
-/* The exit status for a negative analyze_parse result: 0 after --help, 129 for bad usage. */
-int analyze_exit(int parse_result);
-
-/* Checks a --range pattern (NULL: none) before any reading, so a bad one is
- * a usage error with one line. 0 or -1. */
-int analyze_check_range(const char *pattern);
-
-/* replay_load with the default options (one warning for a truncated bundle). */
-int analyze_open(struct replay *rp, const char *path);
-
-/* Prints to stdout in `fmt` and frees the report. 0, or 1 when writing failed. */
-int analyze_print(struct report *r, enum out_format fmt);
 
 /* ---- groups of durations ----------------------------------------------- */
 
