@@ -43,6 +43,8 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 
 /* The op path of a block ("step/forward/layer.3/attn/softmax"), else its op name, else "". */
 const char *memory_block_op(const struct replay *rp, const struct mem_block *b);
+/* The op of the event that made point p (a block's op, or an OOM's): its path, else its name, else "". */
+const char *memory_point_op(const struct replay *rp, const struct mem_timeline *tl, int32_t p);
 /* The NVTX range path covering the event that made point p, "" when none. */
 const char *memory_point_range(const struct replay *rp, const struct mem_timeline *tl, int32_t p);
 
