@@ -79,7 +79,7 @@ int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct 
 			table_row(c);
 			table_str(c, st_mem_category_name(k));
 			table_int(c, (int64_t)cap.by_category[k]);
-			table_float(c, cap.by_category[k] / (1024.0 * 1024.0));
+			table_float(c, cap.by_category[k] / MIB);
 		}
 		report_note(r, "does not fit in %s: the %s %s request of %s overshoots by %s",
 			    human_bytes(b1, sizeof(b1), (double)cap.capacity), st_mem_category_name(b->category),

@@ -56,4 +56,7 @@ void nsys_stat_cells(struct table *t, const struct dur_stats *s, uint64_t grand_
 /* "12.345 ms" style helpers for notes */
 double ns_to_ms(uint64_t ns);
 
+/* Bytes in a MiB, for the MiB columns. */
+#define MIB (1024.0 * 1024.0)
+
 #endif

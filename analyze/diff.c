@@ -435,7 +435,6 @@ static int memory_table(struct report *r, const struct replay *a, const struct r
 {
 	struct mem_timeline ta, tb;
 	struct table *t;
-	const double mib = 1024.0 * 1024.0;
 	bool ha, hb;
 	char name[96];
 
@@ -456,21 +455,21 @@ static int memory_table(struct report *r, const struct replay *a, const struct r
 	t = report_add_table(r, "memory", "Memory peaks (live bytes)");
 	table_add_column(t, "Metric", COL_STR, 0);
 	compare_columns(t, " (MiB)", 3);
-	metric(t, "peak", ha, (double)ta.peak.bytes / mib, hb, (double)tb.peak.bytes / mib);
+	metric(t, "peak", ha, (double)ta.peak.bytes / MIB, hb, (double)tb.peak.bytes / MIB);
 	for (int p = 0; p < MEM_PHASE_OTHER; p++) {
 		bool pa = ha && ta.phase_peak[p].bytes > 0, pb = hb && tb.phase_peak[p].bytes > 0;
 		if (!pa && !pb)
 			continue;
 		snprintf(name, sizeof(name), "peak in %s", mem_phase_name((enum mem_phase)p));
-		metric(t, name, pa, (double)ta.phase_peak[p].bytes / mib, pb,
-		       (double)tb.phase_peak[p].bytes / mib);
+		metric(t, name, pa, (double)ta.phase_peak[p].bytes / MIB, pb,
+		       (double)tb.phase_peak[p].bytes / MIB);
 	}
 	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++) {
 		uint64_t va = ha ? ta.peak.by_category[c] : 0, vb = hb ? tb.peak.by_category[c] : 0;
 		if (!va && !vb)
 			continue;
 		snprintf(name, sizeof(name), "at peak: %s", st_mem_category_name(c));
-		metric(t, name, ha, (double)va / mib, hb, (double)vb / mib);
+		metric(t, name, ha, (double)va / MIB, hb, (double)vb / MIB);
 	}
 out:
 	mem_timeline_release(&ta);

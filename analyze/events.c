@@ -1,4 +1,5 @@
-/* events.c: the event listing of `steptrace replay` (see events.h). */#include "analyze/events.h"
+/* events.c: the event listing of `steptrace replay` (see events.h). */
+#include "analyze/events.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -10,8 +10,6 @@
 #include "lib/error.h"
 #include "lib/human.h"
 
-#define MIB (1024.0 * 1024.0)
-
 const char *memory_block_op(const struct replay *rp, const struct mem_block *b)
 {
 	const struct replay_op *op = replay_op(rp, b->op);

@@ -3,15 +3,16 @@
  * same helpers as the text reports (replay's projection, replay/memory.h,
  * flops.h, diff.h, common.h's statistics), so the page and
  * `steptrace summary|memory|flops|diff` always agree.
- */#include <errno.h>
+ */
+#include "analyze/report.h"
+
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "analyze/report.h"
 
 #include "analyze/category.h"
 #include "analyze/common.h"
@@ -21,6 +22,7 @@
 #include "analyze/memory.h"
 #include "analyze/svg.h"
 #include "lib/error.h"
+#include "lib/human.h"
 #include "replay/memory.h"
 
 #define PAGE_W 1180          /* content width in CSS pixels; charts are drawn at it */
@@ -75,16 +77,6 @@ static const char page_css[] =
 	"@media print{body{background:#fff}section.card{break-inside:avoid}}";
 
 /* ---- small formatting ----------------------------------------------------- */
-
-static const char *fmt_time(char *buf, size_t n, double ns)
-{
-	return human_time(buf, n, ns);
-}
-
-static const char *fmt_bytes(char *buf, size_t n, double b)
-{
-	return human_bytes(buf, n, b);
-}
 
 static const char *fmt_version(char *buf, size_t n, uint32_t v)
 {
@@ -372,7 +364,7 @@ static void write_run(FILE *out, const struct replay *rp)
 	fputs("</dl>\n<dl class=\"kv\">\n", out);
 	if (h->has_device) {
 		kv(out, "Device", "%s, %" PRIu32 " SMs, cc %" PRIu32 ".%" PRIu32 ", %s", dv->name,
-		   dv->sm_count, dv->cc_major, dv->cc_minor, fmt_bytes(b1, sizeof(b1), (double)dv->memory_bytes));
+		   dv->sm_count, dv->cc_major, dv->cc_minor, human_bytes(b1, sizeof(b1), (double)dv->memory_bytes));
 		kv(out, "Peak matrix FLOP/s", "bf16 %.0f, tf32 %.0f, fp32 %.1f TFLOP/s", dv->peak_bf16_flops / 1e12,
 		   dv->peak_tf32_flops / 1e12, dv->peak_fp32_flops / 1e12);
 		kv(out, "Peak bandwidth", "%.2f TB/s (%s%s%s)", dv->peak_bandwidth / 1e12,
@@ -417,24 +409,24 @@ static void write_kpis(FILE *out, const struct page_data *d)
 		snprintf(n, sizeof(n), "the bundle has no measured steps");
 	}
 	kpi(out, "Step time", v, n);
-	snprintf(v, sizeof(v), "%s", fmt_time(b1, sizeof(b1), d->have_steps ? d->busy.mean * 1e6 : d->kernel_ns));
+	snprintf(v, sizeof(v), "%s", human_time(b1, sizeof(b1), d->have_steps ? d->busy.mean * 1e6 : d->kernel_ns));
 	snprintf(n, sizeof(n), "%.0f%% of the step's wall time",
 		 d->have_steps && d->wall.mean > 0 ? 100.0 * d->busy.mean / d->wall.mean : 0.0);
 	kpi(out, "GPU busy per step", v, d->have_steps ? n : "kernel time, all work");
 	snprintf(v, sizeof(v), "%.1f%%", d->kernel_ns > 0 ? 100.0 * gemm / d->kernel_ns : 0.0);
-	snprintf(n, sizeof(n), "%s of GEMM per step", fmt_time(b1, sizeof(b1), gemm));
+	snprintf(n, sizeof(n), "%s of GEMM per step", human_time(b1, sizeof(b1), gemm));
 	kpi(out, "GEMM share", v, n);
-	snprintf(v, sizeof(v), "%s", fmt_bytes(b1, sizeof(b1), (double)d->tl.peak.bytes));
+	snprintf(v, sizeof(v), "%s", human_bytes(b1, sizeof(b1), (double)d->tl.peak.bytes));
 	if (d->rp->run.has_device && d->rp->run.device.memory_bytes)
 		snprintf(n, sizeof(n), "%.0f%% of %s, %s view",
 			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->run.device.memory_bytes,
-			 fmt_bytes(b2, sizeof(b2), (double)d->rp->run.device.memory_bytes),
+			 human_bytes(b2, sizeof(b2), (double)d->rp->run.device.memory_bytes),
 			 mem_view_name(d->tl.view));
 	else
 		snprintf(n, sizeof(n), "%s view", mem_view_name(d->tl.view));
 	kpi(out, "Peak memory", v, n);
 	snprintf(v, sizeof(v), "%.0f", (double)d->kernels / (double)d->divisor);
-	snprintf(n, sizeof(n), "%s of kernels and copies", fmt_time(b1, sizeof(b1), d->kernel_ns));
+	snprintf(n, sizeof(n), "%s of kernels and copies", human_time(b1, sizeof(b1), d->kernel_ns));
 	kpi(out, "Kernels per step", v, n);
 }
 
@@ -468,7 +460,7 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 		svg_rect(out, label_w, yy + 5, bw < 2 ? 2 : bw, 18, svg_series_color(colors[i]), "rx=\"4\"");
 		svg_text(out, w - value_w + 10, yy + 18, SVG_START, 13, "#1d2330",
 			 "style=\"font-variant-numeric:tabular-nums\"", "%s  (%.1f%%)",
-			 fmt_time(b, sizeof(b), values[i]), total > 0 ? 100.0 * values[i] / total : 0.0);
+			 human_time(b, sizeof(b), values[i]), total > 0 ? 100.0 * values[i] / total : 0.0);
 	}
 	svg_end(out);
 }
@@ -501,7 +493,7 @@ static void phase_bar(FILE *out, const struct page_data *d)
 	for (int p = 0; p < PH_COUNT; p++)
 		if (d->phase_gpu[p] > 0)
 			fprintf(out, "<span><i style=\"background:%s\"></i>%s: %s</span>", svg_series_color(p),
-				phase_names[p], fmt_time(b, sizeof(b), d->phase_gpu[p]));
+				phase_names[p], human_time(b, sizeof(b), d->phase_gpu[p]));
 	fputs("</div>\n", out);
 }
 
@@ -596,8 +588,8 @@ static void write_phases(FILE *out, const struct page_data *d)
 			continue;
 		fprintf(out, "<tr><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td>"
 			"<td class=\"num\">%s</td><td class=\"num\">%.0f</td></tr>\n", phase_names[p],
-			fmt_time(b1, sizeof(b1), d->phase_gpu[p]), total > 0 ? 100.0 * d->phase_gpu[p] / total : 0.0,
-			d->phase_cpu[p] > 0 ? fmt_time(b2, sizeof(b2), d->phase_cpu[p]) : "",
+			human_time(b1, sizeof(b1), d->phase_gpu[p]), total > 0 ? 100.0 * d->phase_gpu[p] / total : 0.0,
+			d->phase_cpu[p] > 0 ? human_time(b2, sizeof(b2), d->phase_cpu[p]) : "",
 			(double)d->phase_kernels[p] / (double)d->divisor);
 	}
 	fputs("</tbody></table></div>\n", out);
@@ -698,21 +690,21 @@ static int write_memory(FILE *out, const struct page_data *d)
 		return -1;
 
 	fputs("<div class=\"grid2\" style=\"margin-top:14px\"><div>\n<h3>At the peak</h3>\n<dl class=\"kv\">", out);
-	kv(out, "Peak", "%s at %s", fmt_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
-	   fmt_time(b2, sizeof(b2), (double)(tl->peak.t - rp->t_min)));
+	kv(out, "Peak", "%s at %s", human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
+	   human_time(b2, sizeof(b2), (double)(tl->peak.t - rp->t_min)));
 	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++)
 		if (tl->peak.by_category[c])
 			kv(out, st_mem_category_name(c), "%s (%.1f%%)",
-			   fmt_bytes(b1, sizeof(b1), (double)tl->peak.by_category[c]),
+			   human_bytes(b1, sizeof(b1), (double)tl->peak.by_category[c]),
 			   100.0 * (double)tl->peak.by_category[c] / (double)(tl->peak.bytes ? tl->peak.bytes : 1));
 	fputs("</dl></div><div>\n<h3>Peak by phase</h3>\n<dl class=\"kv\">", out);
 	for (int p = 0; p < MEM_PHASE_COUNT; p++)
 		if (tl->phase_peak[p].bytes)
 			kv(out, mem_phase_name((enum mem_phase)p), "%s",
-			   fmt_bytes(b1, sizeof(b1), (double)tl->phase_peak[p].bytes));
+			   human_bytes(b1, sizeof(b1), (double)tl->phase_peak[p].bytes));
 	if (tl->n_never_freed)
 		kv(out, "never freed", "%zu blocks, %s", tl->n_never_freed,
-		   fmt_bytes(b1, sizeof(b1), (double)tl->never_freed_bytes));
+		   human_bytes(b1, sizeof(b1), (double)tl->never_freed_bytes));
 	fputs("</dl></div></div>\n", out);
 
 	live = mem_timeline_live_at(tl, tl->peak.point, idx, TOP_BLOCKS);
@@ -724,12 +716,12 @@ static int write_memory(FILE *out, const struct page_data *d)
 		const struct mem_block *b = &tl->blocks[idx[i]];
 		const char *op = memory_block_op(rp, b);
 		fprintf(out, "<tr><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td><td>%s</td><td class=\"long\">",
-			fmt_bytes(b1, sizeof(b1), (double)b->size),
+			human_bytes(b1, sizeof(b1), (double)b->size),
 			100.0 * (double)b->size / (double)(tl->peak.bytes ? tl->peak.bytes : 1),
 			st_mem_category_name(b->category));
 		html_escape(out, *op ? op : "(none)");
 		fprintf(out, "</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
-			fmt_time(b2, sizeof(b2), (double)(b->t_alloc - rp->t_min)), mem_phase_name((enum mem_phase)b->phase));
+			human_time(b2, sizeof(b2), (double)(b->t_alloc - rp->t_min)), mem_phase_name((enum mem_phase)b->phase));
 	}
 	fputs("</tbody></table></div>\n", out);
 	if (live > n)
