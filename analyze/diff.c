@@ -557,6 +557,18 @@ static size_t group_end(const struct named_list *l, size_t i)
 	return j;
 }
 
+/* A side's one-sided kernels and their time, or two empty cells. */
+static void one_side_cells(struct table *t, const char *kernels, double ns)
+{
+	if (kernels) {
+		table_str(t, kernels);
+		table_float(t, ns / 1e6);
+	} else {
+		table_empty(t);
+		table_empty(t);
+	}
+}
+
 static int kernels_table(struct report *r, const struct replay *a, const struct replay *b,
 			 const struct diff_options *opt)
 {
@@ -602,20 +614,8 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 	for (size_t k = 0; k < shown; k++) {
 		table_row(t);
 		table_str(t, rows[k].op);
-		if (rows[k].only_a) {
-			table_str(t, rows[k].only_a);
-			table_float(t, rows[k].a_ns / 1e6);
-		} else {
-			table_empty(t);
-			table_empty(t);
-		}
-		if (rows[k].only_b) {
-			table_str(t, rows[k].only_b);
-			table_float(t, rows[k].b_ns / 1e6);
-		} else {
-			table_empty(t);
-			table_empty(t);
-		}
+		one_side_cells(t, rows[k].only_a, rows[k].a_ns);
+		one_side_cells(t, rows[k].only_b, rows[k].b_ns);
 	}
 	if (n == 0)
 		report_note(r, "both bundles ran the same kernels");

@@ -7,11 +7,18 @@
 #ifndef STEPTRACE_ANALYZE_HTML_H
 #define STEPTRACE_ANALYZE_HTML_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "lib/table.h"
 
-/* Writes s with &, <, >, " and ' escaped (NULL writes nothing). */
+/*
+ * Writes s with &, <, >, " and ' escaped and control characters dropped,
+ * newlines and tabs too unless keep_breaks (NULL writes nothing). The
+ * entities are XML's as well: SVG text comes through here (svg_escape).
+ */
+void markup_escape(FILE *out, const char *s, bool keep_breaks);
+/* markup_escape keeping newlines and tabs: the page's text. */
 void html_escape(FILE *out, const char *s);
 
 /* printf-style, the result escaped. */

@@ -394,11 +394,13 @@ static void write_run(FILE *out, const struct replay *rp)
 	}
 }
 
+/* The row of key numbers: step time, GPU busy, GEMM share, peak memory, kernels. */
 static void write_kpis(FILE *out, const struct page_data *d)
 {
 	char v[128], n[256], b1[32], b2[32];
 	double gemm = d->category_ns[CAT_GEMM];
 
+	fputs("<div class=\"kpis\">\n", out);
 	if (d->have_steps) {
 		int dec = d->wall.stddev > 0 && d->wall.stddev < 0.01 ? 3 : 2;
 		snprintf(v, sizeof(v), "%.2f ms", d->wall.mean);
@@ -428,6 +430,7 @@ static void write_kpis(FILE *out, const struct page_data *d)
 	snprintf(v, sizeof(v), "%.0f", (double)d->kernels / (double)d->divisor);
 	snprintf(n, sizeof(n), "%s of kernels and copies", human_time(b1, sizeof(b1), d->kernel_ns));
 	kpi(out, "Kernels per step", v, n);
+	fputs("</div>\n", out);
 }
 
 /* ---- charts of our own ---------------------------------------------------- */
@@ -841,9 +844,7 @@ static int write_single(FILE *out, const struct replay *rp)
 		goto out;
 	page_begin(out, base_name(rp->path));
 	page_top(out, rp, NULL);
-	fputs("<div class=\"kpis\">\n", out);
 	write_kpis(out, &d);
-	fputs("</div>\n", out);
 	section_begin(out, "run", "Run", NULL);
 	write_run(out, rp);
 	section_end(out);
@@ -856,13 +857,16 @@ out:
 	return rc;
 }
 
-static void bundle_heading(FILE *out, const char *label, const struct replay *rp)
+/* One bundle of a pair: its heading, its key numbers and its sections. */
+static int write_pair_part(FILE *out, const char *label, const struct page_data *d)
 {
 	fputs("<h2 style=\"margin:28px 4px 12px;font-size:19px\">", out);
-	html_printf(out, "%s: %s", label, base_name(rp->path));
+	html_printf(out, "%s: %s", label, base_name(d->rp->path));
 	fputs("</h2>\n", out);
-	write_chips(out, rp);
+	write_chips(out, d->rp);
 	fputs("<div style=\"height:12px\"></div>\n", out);
+	write_kpis(out, d);
+	return write_bundle_sections(out, d);
 }
 
 static int write_pair(FILE *out, const struct replay *a, const struct replay *b)
@@ -886,17 +890,7 @@ static int write_pair(FILE *out, const struct replay *a, const struct replay *b)
 	section_end(out);
 	if (write_diff(out, a, b) < 0)
 		goto out;
-	bundle_heading(out, "A", a);
-	fputs("<div class=\"kpis\">\n", out);
-	write_kpis(out, &da);
-	fputs("</div>\n", out);
-	if (write_bundle_sections(out, &da) < 0)
-		goto out;
-	bundle_heading(out, "B", b);
-	fputs("<div class=\"kpis\">\n", out);
-	write_kpis(out, &db);
-	fputs("</div>\n", out);
-	if (write_bundle_sections(out, &db) < 0)
+	if (write_pair_part(out, "A", &da) < 0 || write_pair_part(out, "B", &db) < 0)
 		goto out;
 	page_end(out);
 	rc = 0;

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "analyze/html.h"
 #include "trace/types.h"
 
 /* Shortest round-trip-ish coordinate: two decimals, trailing zeros dropped. */
@@ -27,20 +28,7 @@ static void put_num(FILE *out, double v)
 
 void svg_escape(FILE *out, const char *s)
 {
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		switch (c) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&#39;", out); break;
-		default:
-			if (c >= 0x20 && c != 0x7f)
-				fputc(c, out);
-		}
-	}
+	markup_escape(out, s, false);
 }
 
 void svg_begin(FILE *out, int width, int height, const char *title)
