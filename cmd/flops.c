@@ -2,7 +2,6 @@
 #include "analyze/flops.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
-#include "lib/error.h"
 
 struct flops_cmd_opts {
 	struct flops_options flops;
@@ -14,12 +13,11 @@ static const char *const usage[] = {
 	NULL,
 };
 
+/* --phase by name, as flops_options holds it. */
 static int check(void *ctx)
 {
 	struct flops_cmd_opts *o = ctx;
 
-	if (o->flops.top < 0)
-		return error("--top must be positive");
 	if (o->phase >= 0)
 		o->flops.phase = flops_phase_names[o->phase];
 	return 0;
@@ -49,7 +47,7 @@ int cmd_flops(int argc, const char **argv)
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.flops.range,
-		.format = &format, .check = check, .run = run, .ctx = &o,
+		.top = &o.flops.top, .format = &format, .check = check, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -13,8 +13,8 @@ static int check(void *ctx)
 {
 	const struct ranges_opts *o = ctx;
 
-	if (o->top < 0 || o->depth < 0)
-		return error("--top and --depth must be positive");
+	if (o->depth < 0)
+		return error("--depth must be positive");
 	return 0;
 }
 
@@ -37,7 +37,7 @@ int cmd_ranges(int argc, const char **argv)
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .range = &o.range,
+		.usage = usage, .options = opts, .bundles = 1, .range = &o.range, .top = &o.top,
 		.format = &format, .check = check, .run = run, .ctx = &o,
 	};
 
