@@ -127,3 +127,32 @@ double ns_to_ms(uint64_t ns)
 {
 	return (double)ns / 1e6;
 }
+
+/* The file name of a bundle without its folder and ".stb"; its length. */
+static int bundle_stem(const char *path, const char **stem)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 4 && strcmp(base + n - 4, ".stb") == 0)
+		n -= 4;
+	*stem = base;
+	return (int)n;
+}
+
+char *bundle_output_name(const char *a, const char *b, const char *ext)
+{
+	const char *sa, *sb;
+	int la = bundle_stem(a, &sa);
+	char buf[4096];
+
+	if (b) {
+		int lb = bundle_stem(b, &sb);
+		snprintf(buf, sizeof(buf), "%.*s-vs-%.*s%s", la, sa, lb, sb, ext);
+	} else {
+		snprintf(buf, sizeof(buf), "%.*s%s", la, sa, ext);
+	}
+	return strdup(buf);
+}

@@ -56,6 +56,13 @@ void nsys_stat_cells(struct table *t, const struct dur_stats *s, uint64_t grand_
 /* "12.345 ms" style helpers for notes */
 double ns_to_ms(uint64_t ns);
 
+/*
+ * The default name of a file made from a bundle, in the current directory:
+ * "runs/a.stb" -> "a" + ext; with a second bundle, "a-vs-b" + ext. Owned by
+ * the caller; NULL when out of memory.
+ */
+char *bundle_output_name(const char *a, const char *b, const char *ext);
+
 /* Bytes in a MiB, for the MiB columns. */
 #define MIB (1024.0 * 1024.0)
 

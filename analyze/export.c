@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/common.h"
 #include "lib/error.h"
 #include "lib/grow.h"
 
@@ -683,26 +684,6 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 	return rc;
 }
 
-/* "run.stb" -> "run.pftrace" / "run.json" in the current directory. */
-static char *default_output(const char *bundle, int f)
-{
-	const char *base = strrchr(bundle, '/');
-	const char *ext = f == EXPORT_PERFETTO ? ".pftrace" : ".json";
-	size_t n;
-	char *out;
-
-	base = base ? base + 1 : bundle;
-	n = strlen(base);
-	if (n > 4 && strcmp(base + n - 4, ".stb") == 0)
-		n -= 4;
-	out = malloc(n + strlen(ext) + 1);
-	if (out) {
-		memcpy(out, base, n);
-		strcpy(out + n, ext);
-	}
-	return out;
-}
-
 int export_run(const struct replay *rp, const struct export_options *opt)
 {
 	const char *output = opt->output;
@@ -713,7 +694,8 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 	bool to_stdout;
 
 	if (!output)
-		output = owned = default_output(rp->path, opt->format);
+		output = owned = bundle_output_name(rp->path, NULL,
+						    opt->format == EXPORT_PERFETTO ? ".pftrace" : ".json");
 	if (!output)
 		return error("out of memory");
 	to_stdout = strcmp(output, "-") == 0;

@@ -413,7 +413,6 @@ static void cell(struct table *t, double v)
 static void notes(struct report *r, const struct flops_result *res)
 {
 	const struct flops_peaks *pk = &res->peaks;
-	static const char *const phases[] = { "forward", "backward", "optimizer" };
 
 	if (res->peaks_missing) {
 		report_note(r, "the header has no device peaks: roofline columns are left empty (record on a GPU to get them)");
@@ -431,7 +430,7 @@ static void notes(struct report *r, const struct flops_result *res)
 		for (int p = 0; p < 3; p++)
 			if (res->phase_kernel_ns[p] > 0 && n >= 0 && (size_t)n < sizeof(buf))
 				n += snprintf(buf + n, sizeof(buf) - n, "%s%s %.1f%%", n ? ", " : "; ",
-					      phases[p], 100.0 * res->phase_gemm_ns[p] / res->phase_kernel_ns[p]);
+					      flops_phase_names[p], 100.0 * res->phase_gemm_ns[p] / res->phase_kernel_ns[p]);
 		report_note(r, "GEMM share of GPU time: %.1f%% (%.3f of %.3f ms of kernels per step)%s",
 			    100.0 * res->gemm_ns / res->kernel_ns, res->gemm_ns / 1e6, res->kernel_ns / 1e6,
 			    n ? buf : "");
@@ -443,7 +442,7 @@ static void notes(struct report *r, const struct flops_result *res)
 		double tr = at->softmax_ns / at->matmul_ns, fr = at->softmax_flops / at->matmul_flops;
 		report_note(r, "attention %s: softmax takes %.3fx the time of scores+av (%.3f vs %.3f ms) "
 			       "for %.4fx their FLOPs (%.3f vs %.3f GFLOP): %.1fx the time per FLOP",
-			    phases[p], tr, at->softmax_ns / 1e6, at->matmul_ns / 1e6, fr,
+			    flops_phase_names[p], tr, at->softmax_ns / 1e6, at->matmul_ns / 1e6, fr,
 			    at->softmax_flops / 1e9, at->matmul_flops / 1e9, fr > 0 ? tr / fr : NAN);
 	}
 }

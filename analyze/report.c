@@ -900,24 +900,6 @@ out:
 	return rc;
 }
 
-/* "run.stb" -> "run.html"; "a.stb b.stb" -> "a-vs-b.html". */
-static char *default_output(const char *a, const char *b)
-{
-	char buf[4096];
-	const char *na = base_name(a), *nb = b ? base_name(b) : NULL;
-	int la = (int)strlen(na), lb = nb ? (int)strlen(nb) : 0;
-
-	if (la > 4 && strcmp(na + la - 4, ".stb") == 0)
-		la -= 4;
-	if (nb && lb > 4 && strcmp(nb + lb - 4, ".stb") == 0)
-		lb -= 4;
-	if (nb)
-		snprintf(buf, sizeof(buf), "%.*s-vs-%.*s.html", la, na, lb, nb);
-	else
-		snprintf(buf, sizeof(buf), "%.*s.html", la, na);
-	return strdup(buf);
-}
-
 int report_html_write(const struct replay *a, const struct replay *b, const char *output)
 {
 	char *owned = NULL;
@@ -925,7 +907,7 @@ int report_html_write(const struct replay *a, const struct replay *b, const char
 	int rc = -1;
 
 	if (!output)
-		output = owned = default_output(a->path, b ? b->path : NULL);
+		output = owned = bundle_output_name(a->path, b ? b->path : NULL, ".html");
 	if (!output)
 		return error("out of memory");
 	out = fopen(output, "w");
