@@ -5,13 +5,13 @@
  * per op kind summed over layers: achieved TFLOP/s and GB/s, arithmetic
  * intensity, and where that sits under the device's roofline.
  *
- * The roofline rule. Against the header's peaks (DeviceInfo):
+ * The roofline rule. Against the device peaks the header records (rp->run.device):
  *   bound = min(peak(precision), intensity x bandwidth)
  * where precision is the peak an op may use:
  *   - a matrix-product op (its kind is a GEMM by category_from_op: the
  *     projections, ffn/w1..w3, lm_head, attn/scores, attn/av) uses the peak
  *     of its input dtype: bf16 -> bf16 peak, f16 -> fp16 peak, f32 -> fp32
- *     peak, or the tf32 peak when the run's precision (Header.config) is
+ *     peak, or the tf32 peak when the run's precision (rp->run.config) is
  *     tf32; with no dtypes recorded, the run's precision decides;
  *   - every other op (norms, softmax, RoPE, SwiGLU, residuals, the loss,
  *     AdamW) runs on CUDA cores and uses the fp32 peak, whatever its dtype.

@@ -1,6 +1,6 @@
 /*
  * html.c: see html.h. Report tables go through their JSON form (the one
- * typed view cli/table.h offers outside table.c): columns in order, numbers
+ * typed view lib/table.h offers outside table.c): columns in order, numbers
  * as numbers, empty cells as null.
  */
 #include "analyze/html.h"

@@ -1,6 +1,6 @@
 /*
  * html.h: the few HTML pieces `steptrace report` writes: escaped text and
- * the tables of a struct report (cli/table.h) rendered as HTML tables, so a
+ * the tables of a struct report (lib/table.h) rendered as HTML tables, so a
  * report built for the terminal (kernel summary, flops, diff) shows on the
  * page with the same columns. Numbers are right-aligned with grouped digits.
  */
