@@ -123,21 +123,6 @@ enum kernel_category category_pick(enum kernel_category by_op, enum kernel_categ
 	return by_op;
 }
 
-enum kernel_category category_of(const struct replay *rp, const struct replay_activity *a)
-{
-	enum kernel_category by_name;
-	const struct replay_op *op;
-
-	if (a->kind == ST_MEMCPY || a->kind == ST_MEMSET)
-		return CAT_MEMCPY;
-	by_name = category_from_kernel_name(replay_str(rp, a->name));
-	op = replay_op(rp, a->op);
-	if (!op)
-		return by_name;
-	return category_pick(category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase)),
-			     by_name);
-}
-
 int category_cache_init(struct category_cache *cc, const struct replay *rp)
 {
 	cc->rp = rp;
@@ -152,7 +137,6 @@ int category_cache_init(struct category_cache *cc, const struct replay *rp)
 	return 0;
 }
 
-/* The same rule as category_of, each op's and each name's category worked out once. */
 enum kernel_category category_cached(struct category_cache *cc, const struct replay_activity *a)
 {
 	const struct replay *rp = cc->rp;

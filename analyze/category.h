@@ -33,11 +33,11 @@ enum kernel_category category_from_kernel_name(const char *name);
  * says nothing either.
  */
 enum kernel_category category_pick(enum kernel_category by_op, enum kernel_category by_name);
-enum kernel_category category_of(const struct replay *rp, const struct replay_activity *a);
 
 /*
- * category_of, memoised per op and per kernel name, for reports that
- * classify every activity of a large bundle.
+ * An activity's category: copies and memsets are CAT_MEMCPY; a kernel's is
+ * category_pick of its op's and its name's, each op's and each name's worked
+ * out once (reports classify every activity of a large bundle).
  */
 struct category_cache {
 	const struct replay *rp;

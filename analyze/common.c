@@ -6,49 +6,7 @@
 #include <string.h>
 
 #include "lib/error.h"
-
-int analyze_parse(int argc, const char **argv, const struct option *opts,
-		  const char *const usage[], int nfiles, const char *const *format, enum out_format *fmt)
-{
-	int n = parse_options(argc, argv, opts, usage);
-
-	if (n < 0)
-		return n == PARSE_OPT_HELP ? -2 : -1;
-	if (n != nfiles) {
-		error(n < nfiles ? "missing bundle argument" : "too many arguments");
-		usage_with_options(usage, opts, false);
-		return -1;
-	}
-	*fmt = OUT_TABLE;
-	if (format && *format) {
-		int i;
-
-		if (parse_choice(*format, out_format_names, "--format", &i) < 0) {
-			usage_with_options(usage, opts, false);
-			return -1;
-		}
-		*fmt = (enum out_format)i;
-	}
-	return n;
-}
-
-int analyze_exit(int parse_result)
-{
-	return parse_result == -2 ? 0 : EXIT_USAGE;
-}
-
-int analyze_open(struct replay *rp, const char *path)
-{
-	return replay_load(rp, path, NULL);
-}
-
-int analyze_print(struct report *r, enum out_format fmt)
-{
-	int rc = report_print(r, fmt, stdout);
-
-	report_free(r);
-	return rc < 0 ? 1 : 0;
-}
+#include "lib/grow.h"
 
 void dur_collect_init(struct dur_collect *c)
 {
@@ -57,18 +15,9 @@ void dur_collect_init(struct dur_collect *c)
 
 int dur_collect_add(struct dur_collect *c, uint64_t key, uint64_t dur)
 {
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? 2 * c->cap : 1024;
-		struct replay_key *k = realloc(c->keys, nc * sizeof(*k));
-		if (k)
-			c->keys = k;
-		uint64_t *d = realloc(c->durs, nc * sizeof(*d));
-		if (d)
-			c->durs = d;
-		if (!k || !d)
-			return error("out of memory");
-		c->cap = nc;
-	}
+	if (ALLOC_GROW(c->keys, c->n + 1, c->alloc_keys) < 0 ||
+	    ALLOC_GROW(c->durs, c->n + 1, c->alloc_durs) < 0)
+		return -1;
 	if (c->n >= UINT32_MAX)
 		return error("too many durations");
 	c->keys[c->n].key = key;
@@ -179,14 +128,31 @@ double ns_to_ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
-int analyze_check_range(const char *pattern)
+/* The file name of a bundle without its folder and ".stb"; its length. */
+static int bundle_stem(const char *path, const char **stem)
 {
-	struct range_pattern p;
+	const char *base = strrchr(path, '/');
+	size_t n;
 
-	if (!pattern)
-		return 0;
-	if (range_pattern_compile(&p, pattern) < 0)
-		return -1;
-	range_pattern_release(&p);
-	return 0;
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 4 && strcmp(base + n - 4, ".stb") == 0)
+		n -= 4;
+	*stem = base;
+	return (int)n;
+}
+
+char *bundle_output_name(const char *a, const char *b, const char *ext)
+{
+	const char *sa, *sb;
+	int la = bundle_stem(a, &sa);
+	char buf[4096];
+
+	if (b) {
+		int lb = bundle_stem(b, &sb);
+		snprintf(buf, sizeof(buf), "%.*s-vs-%.*s%s", la, sa, lb, sb, ext);
+	} else {
+		snprintf(buf, sizeof(buf), "%.*s%s", la, sa, ext);
+	}
+	return strdup(buf);
 }

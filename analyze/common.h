@@ -1,6 +1,5 @@
 /*
- * common.h: what the reports share: option parsing with --format, opening a
- * bundle into a replay, printing, and Nsight-style statistics rows over
+ * common.h: what the reports share: Nsight-style statistics rows over
  * groups of durations (one helper for summary, ranges and the rest).
  */
 #ifndef STEPTRACE_ANALYZE_COMMON_H
@@ -10,36 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/options.h"
 #include "lib/stats.h"
 #include "lib/table.h"
 #include "replay/replay.h"
-
-#include "lib/error.h"
-
-/* Until every command goes through cmd/analysis.h: --format as a string. */
-#define OPT_FORMAT_NAME(v) OPT_STRING(0, "format", (v), "FMT", "output format: table, csv, json or md")
-
-/*
- * Parses options (the table must hold OPT_FORMAT(format)), requires exactly
- * `nfiles` positional arguments and a valid --format. Returns the number of
- * positionals (then argv[0..] are they), or a negative number: pass it to
- * analyze_exit() and return that.
- */
-int analyze_parse(int argc, const char **argv, const struct option *opts,
-		  const char *const usage[], int nfiles, const char *const *format, enum out_format *fmt);
-/* The exit status for a negative analyze_parse result: 0 after --help, 129 for bad usage. */
-int analyze_exit(int parse_result);
-
-/* Checks a --range pattern (NULL: none) before any reading, so a bad one is
- * a usage error with one line. 0 or -1. */
-int analyze_check_range(const char *pattern);
-
-/* replay_load with the default options (one warning for a truncated bundle). */
-int analyze_open(struct replay *rp, const char *path);
-
-/* Prints to stdout in `fmt` and frees the report. 0, or 1 when writing failed. */
-int analyze_print(struct report *r, enum out_format fmt);
 
 /* ---- groups of durations ----------------------------------------------- */
 
@@ -47,7 +19,7 @@ int analyze_print(struct report *r, enum out_format fmt);
 struct dur_collect {
 	struct replay_key *keys;   /* key = group, idx = index into durs */
 	uint64_t *durs;
-	size_t n, cap;
+	size_t n, alloc_keys, alloc_durs;
 };
 
 struct dur_group {
@@ -83,5 +55,15 @@ void nsys_stat_cells(struct table *t, const struct dur_stats *s, uint64_t grand_
 
 /* "12.345 ms" style helpers for notes */
 double ns_to_ms(uint64_t ns);
+
+/*
+ * The default name of a file made from a bundle, in the current directory:
+ * "runs/a.stb" -> "a" + ext; with a second bundle, "a-vs-b" + ext. Owned by
+ * the caller; NULL when out of memory.
+ */
+char *bundle_output_name(const char *a, const char *b, const char *ext);
+
+/* Bytes in a MiB, for the MiB columns. */
+#define MIB (1024.0 * 1024.0)
 
 #endif

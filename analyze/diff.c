@@ -1,5 +1,5 @@
 /*
- * diff.c: `steptrace diff A B`, two bundles aligned by op kind, range path,
+ * diff.c: two bundles aligned by op kind, range path,
  * category or kernel (see diff.h). Each side is summed on its own into
  * (name, time per step) lists sorted by name; the report merges them, so a
  * name present on one side only gets empty cells on the other.
@@ -14,9 +14,10 @@
 
 #include "analyze/category.h"
 #include "analyze/common.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
 #include "replay/memory.h"
+
+const char *const diff_by_names[] = { "op", "range", "category", "kernel", NULL };
 
 /* ---- one side: (name, time per step) sorted by name ------------------- */
 
@@ -99,7 +100,7 @@ static bool counted(const struct replay *rp, const struct replay_filter *f, cons
 /* The grouping key of an activity under --by, and the group's name. */
 /* cc is used (and must be initialised) for DIFF_BY_CATEGORY only. */
 static uint64_t row_key(const struct replay *rp, struct category_cache *cc,
-		       const struct replay_activity *a, enum diff_by by)
+		       const struct replay_activity *a, int by)
 {
 	const struct replay_op *op;
 
@@ -116,7 +117,7 @@ static uint64_t row_key(const struct replay *rp, struct category_cache *cc,
 	}
 }
 
-static char *row_name(const struct replay *rp, uint64_t key, enum diff_by by)
+static char *row_name(const struct replay *rp, uint64_t key, int by)
 {
 	switch (by) {
 	case DIFF_BY_OP:
@@ -434,7 +435,6 @@ static int memory_table(struct report *r, const struct replay *a, const struct r
 {
 	struct mem_timeline ta, tb;
 	struct table *t;
-	const double mib = 1024.0 * 1024.0;
 	bool ha, hb;
 	char name[96];
 
@@ -455,21 +455,21 @@ static int memory_table(struct report *r, const struct replay *a, const struct r
 	t = report_add_table(r, "memory", "Memory peaks (live bytes)");
 	table_add_column(t, "Metric", COL_STR, 0);
 	compare_columns(t, " (MiB)", 3);
-	metric(t, "peak", ha, (double)ta.peak.bytes / mib, hb, (double)tb.peak.bytes / mib);
+	metric(t, "peak", ha, (double)ta.peak.bytes / MIB, hb, (double)tb.peak.bytes / MIB);
 	for (int p = 0; p < MEM_PHASE_OTHER; p++) {
 		bool pa = ha && ta.phase_peak[p].bytes > 0, pb = hb && tb.phase_peak[p].bytes > 0;
 		if (!pa && !pb)
 			continue;
 		snprintf(name, sizeof(name), "peak in %s", mem_phase_name((enum mem_phase)p));
-		metric(t, name, pa, (double)ta.phase_peak[p].bytes / mib, pb,
-		       (double)tb.phase_peak[p].bytes / mib);
+		metric(t, name, pa, (double)ta.phase_peak[p].bytes / MIB, pb,
+		       (double)tb.phase_peak[p].bytes / MIB);
 	}
 	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++) {
 		uint64_t va = ha ? ta.peak.by_category[c] : 0, vb = hb ? tb.peak.by_category[c] : 0;
 		if (!va && !vb)
 			continue;
 		snprintf(name, sizeof(name), "at peak: %s", st_mem_category_name(c));
-		metric(t, name, ha, (double)va / mib, hb, (double)vb / mib);
+		metric(t, name, ha, (double)va / MIB, hb, (double)vb / MIB);
 	}
 out:
 	mem_timeline_release(&ta);
@@ -557,6 +557,18 @@ static size_t group_end(const struct named_list *l, size_t i)
 	return j;
 }
 
+/* A side's one-sided kernels and their time, or two empty cells. */
+static void one_side_cells(struct table *t, const char *kernels, double ns)
+{
+	if (kernels) {
+		table_str(t, kernels);
+		table_float(t, ns / 1e6);
+	} else {
+		table_empty(t);
+		table_empty(t);
+	}
+}
+
 static int kernels_table(struct report *r, const struct replay *a, const struct replay *b,
 			 const struct diff_options *opt)
 {
@@ -602,20 +614,8 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 	for (size_t k = 0; k < shown; k++) {
 		table_row(t);
 		table_str(t, rows[k].op);
-		if (rows[k].only_a) {
-			table_str(t, rows[k].only_a);
-			table_float(t, rows[k].a_ns / 1e6);
-		} else {
-			table_empty(t);
-			table_empty(t);
-		}
-		if (rows[k].only_b) {
-			table_str(t, rows[k].only_b);
-			table_float(t, rows[k].b_ns / 1e6);
-		} else {
-			table_empty(t);
-			table_empty(t);
-		}
+		one_side_cells(t, rows[k].only_a, rows[k].a_ns);
+		one_side_cells(t, rows[k].only_b, rows[k].b_ns);
 	}
 	if (n == 0)
 		report_note(r, "both bundles ran the same kernels");
@@ -649,21 +649,17 @@ static void add_diff(char *buf, size_t len, const char *field, const char *va, c
 
 bool diff_headers(const struct replay *a, const struct replay *b, char *buf, size_t len)
 {
-	const Steptrace__RunConfig *ca, *cb;
-	const Steptrace__DeviceInfo *da, *db;
+	const struct replay_config *ca = &a->run.config, *cb = &b->run.config;
 	bool structural = false;
 	char x[32], y[32];
 
 	if (len)
 		buf[0] = '\0';
-	if (!a->header || !b->header)
+	if (!a->run.has_header || !b->run.has_header)
 		return false;
-	ca = a->header->config;
-	cb = b->header->config;
-	if (ca && cb) {
-#define STR_FIELD(f, structure) do { \
-		const char *va_ = ca->f ? ca->f : "", *vb_ = cb->f ? cb->f : ""; \
-		if (strcmp(va_, vb_)) { add_diff(buf, len, #f, va_, vb_); structural |= (structure); } \
+	if (a->run.has_config && b->run.has_config) {
+#define STR_FIELD(name, f, structure) do { \
+		if (strcmp(ca->f, cb->f)) { add_diff(buf, len, name, ca->f, cb->f); structural |= (structure); } \
 	} while (0)
 #define NUM_FIELD(f) do { \
 		if (ca->f != cb->f) { \
@@ -672,7 +668,7 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 			add_diff(buf, len, #f, x, y); structural = true; \
 		} \
 	} while (0)
-		STR_FIELD(model, true);
+		STR_FIELD("model", model, true);
 		NUM_FIELD(d_model);
 		NUM_FIELD(d_ff);
 		NUM_FIELD(layers);
@@ -680,16 +676,14 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		NUM_FIELD(vocab);
 		NUM_FIELD(batch);
 		NUM_FIELD(ctx);
-		STR_FIELD(mode, true);
-		STR_FIELD(precision, false);
-		STR_FIELD(attention, false);
+		STR_FIELD("mode", mode_name, true);
+		STR_FIELD("precision", precision_name, false);
+		STR_FIELD("attention", attention_name, false);
 #undef STR_FIELD
 #undef NUM_FIELD
 	}
-	da = a->header->device;
-	db = b->header->device;
-	if (da && db && cmp_str(da->name, db->name) != 0) {
-		add_diff(buf, len, "device", da->name ? da->name : "", db->name ? db->name : "");
+	if (a->run.has_device && b->run.has_device && strcmp(a->run.device.name, b->run.device.name) != 0) {
+		add_diff(buf, len, "device", a->run.device.name, b->run.device.name);
 		structural = true;
 	}
 	return structural;
@@ -697,8 +691,8 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 
 /* ---- the report --------------------------------------------------------- */
 
-int diff_report(struct report *r, const struct replay *a, const struct replay *b,
-		const struct diff_options *opt)
+int diff_run(const struct replay *a, const struct replay *b, const struct diff_options *opt,
+	     struct report *r)
 {
 	char what[1024];
 	bool structural = diff_headers(a, b, what, sizeof(what));
@@ -713,61 +707,4 @@ int diff_report(struct report *r, const struct replay *a, const struct replay *b
 	    kernels_table(r, a, b, opt) < 0)
 		return -1;
 	return 0;
-}
-
-/* ---- the command -------------------------------------------------------- */
-
-static const char *const diff_usage[] = {
-	"steptrace diff [<options>] BASELINE OTHER",
-	NULL,
-};
-
-int cmd_diff(int argc, const char **argv)
-{
-	struct diff_options opt = { .by = DIFF_BY_OP, .warn = true };
-	const char *by = "op", *format = NULL;
-	struct replay ra, rb;
-	struct report *r;
-	enum out_format fmt;
-	int n, rc = 1;
-	const struct option opts[] = {
-		OPT_STRING(0, "by", &by, "WHAT", "align by op (kind per phase), range (NVTX path), category or kernel"),
-		OPT_STRING(0, "range", &opt.range, "PATH", "keep GPU work under this NVTX path on both sides"),
-		OPT_INTEGER('n', "top", &opt.top, "show the N rows that changed most"),
-		OPT_BOOLEAN(0, "include-warmup", &opt.include_warmup, "count warm-up steps and work outside steps"),
-		OPT_FORMAT_NAME(&format),
-		OPT_END(),
-	};
-	static const char *const bys[] = { "op", "range", "category", "kernel" };
-
-	n = analyze_parse(argc, argv, opts, diff_usage, 2, &format, &fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	for (n = 0; n < 4 && strcmp(by, bys[n]); n++)
-		;
-	if (n == 4) {
-		error("unknown --by '%s': use op, range, category or kernel", by);
-		return EXIT_USAGE;
-	}
-	opt.by = (enum diff_by)n;
-	if (opt.top < 0) {
-		error("--top must be positive");
-		return EXIT_USAGE;
-	}
-	if (analyze_check_range(opt.range) < 0)
-		return EXIT_USAGE;
-	if (analyze_open(&ra, argv[0]) < 0)
-		return 1;
-	if (analyze_open(&rb, argv[1]) < 0) {
-		replay_release(&ra);
-		return 1;
-	}
-	r = report_new();
-	if (diff_report(r, &ra, &rb, &opt) == 0)
-		rc = analyze_print(r, fmt);
-	else
-		report_free(r);
-	replay_release(&ra);
-	replay_release(&rb);
-	return rc;
 }

@@ -31,9 +31,10 @@
 #include "replay/replay.h"
 
 enum diff_by { DIFF_BY_OP, DIFF_BY_RANGE, DIFF_BY_CATEGORY, DIFF_BY_KERNEL };
+extern const char *const diff_by_names[];   /* "op", "range", "category", "kernel" */
 
 struct diff_options {
-	enum diff_by by;
+	int by;                     /* enum diff_by */
 	const char *range;          /* keep GPU work under this NVTX path on both sides, NULL = all */
 	bool include_warmup;
 	int top;                    /* > 0: the N rows with the largest |delta| (tables "diff" and "kernels") */
@@ -45,8 +46,8 @@ struct diff_options {
  * "kernels" (one-sided kernels paired by op), and notes naming header
  * differences. -1 with one error line (r then holds what was added).
  */
-int diff_report(struct report *r, const struct replay *a, const struct replay *b,
-		const struct diff_options *opt);
+int diff_run(const struct replay *a, const struct replay *b, const struct diff_options *opt,
+	     struct report *r);
 
 /*
  * What differs between the two headers, as "precision (fp32 -> bf16), ctx

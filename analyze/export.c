@@ -1,69 +1,33 @@
 /*
- * export.c: `steptrace export`, a replay written as a trace for timeline
- * viewers (see export.h).
+ * export.c: a replay written as a trace for timeline viewers (see
+ * export.h): the layout both writers walk (export_internal.h) and the
+ * entry points.
  *
  * The layout comes first: tracks (host process and threads, steps, one
  * process per GPU with its streams, memory counters) and slices placed on
  * them so that every track nests properly; then "marks" (slice begins and
  * ends, counter values) sorted by time, stably, so that a track's marks keep
  * the order that makes them nest even when times tie. The two writers only
- * encode marks: Perfetto packets (begin/end track events with interned names)
- * or Chrome JSON events.
+ * encode marks: Perfetto packets (export_perfetto.c) or Chrome JSON events
+ * (export_chrome.c).
  */
-#include "analyze/export.h"
+#include "analyze/export_internal.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
-#include <jansson.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/common.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
-#include "perfetto_trace.pb-c.h"
-#include "replay/memory.h"
+#include "lib/grow.h"
 
-#define HOST_PID 1
-#define GPU_PID(dev) (100 + (int32_t)(dev))
-#define STEPS_TID 0
+const char *const export_format_names[] = { "perfetto", "chrome", "json", NULL };
+
 #define MAX_TREE_DEPTH 100000
 
 /* ---- layout ------------------------------------------------------------ */
-
-enum track_kind { TK_PROCESS, TK_THREAD, TK_CHILD, TK_COUNTER };
-
-struct xtrack {
-	uint64_t uuid, parent;        /* parent 0: a root */
-	char *name;                   /* owned */
-	uint8_t kind;
-	int32_t pid, tid;             /* processes and threads; Chrome: every slice track */
-};
-
-enum slice_what { SL_ACTIVITY, SL_RANGE, SL_API, SL_STEP };
-
-struct xslice {
-	uint64_t start, end;
-	uint32_t track, idx;          /* idx into the replay array of `what` */
-	uint8_t what;
-};
-
-enum mark_type { MK_BEGIN, MK_END, MK_COUNTER, MK_INSTANT };
-
-struct xmark {
-	uint32_t ref;                 /* slice, counter value or OOM (rp->mem) index */
-	uint8_t type;
-};
-
-/* One value of one counter track. */
-struct xcount {
-	uint64_t t;
-	int64_t value;
-	uint32_t track;
-	uint16_t series;              /* Chrome: the series within its counter */
-	uint16_t group;               /* Chrome: one "C" event per (group, t) */
-};
 
 /* A stack of open slices: one lane of a stream or thread. */
 struct lane {
@@ -75,42 +39,12 @@ struct lane {
 /* A stream or thread and the lanes its slices needed. */
 struct lane_group {
 	struct lane *lanes;
-	size_t n;
+	size_t n, cap;
 	bool flat;                    /* GPU streams, steps: slices never nest */
 	uint64_t extra_parent;        /* parent uuid of extra lanes */
 	int32_t pid;
 	const char *base;             /* name extra lanes derive from */
 };
-
-struct layout {
-	const struct replay *rp;
-	const struct export_options *opt;
-	struct xtrack *tracks;
-	size_t n_tracks, cap_tracks;
-	struct xslice *slices;
-	size_t n_slices, cap_slices;
-	struct xmark *marks;
-	struct replay_key *keys;      /* key = time, idx = mark */
-	size_t n_marks, cap_marks;
-	struct xcount *counts;
-	size_t n_counts, cap_counts;
-	uint8_t *act_kept;            /* per activity: exported */
-	int32_t *thread_tid;          /* per rp->threads */
-	uint32_t *thread_track;       /* per rp->threads: its track */
-	int32_t next_tid;             /* Chrome tids of extra lanes */
-	uint64_t extra_lanes;
-	/* memory counters: per view, total + per category track (UINT32_MAX none) */
-	uint32_t mem_track[2][ST_MEM_CATEGORY_COUNT + 1];
-	int mem_device;
-	uint32_t steps_track;         /* OOM instants go there */
-};
-
-static int grow(void **p, size_t *cap, size_t elem, size_t need)
-{
-	if (replay_grow(p, cap, elem, need) < 0)
-		return error("out of memory while laying out the trace");
-	return 0;
-}
 
 static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pid, int32_t tid,
 		     uint32_t *out, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
@@ -122,7 +56,7 @@ static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pi
 	va_list ap;
 	char buf[512];
 
-	if (grow((void **)&L->tracks, &L->cap_tracks, sizeof(*L->tracks), L->n_tracks + 1) < 0)
+	if (ALLOC_GROW(L->tracks, L->n_tracks + 1, L->cap_tracks) < 0)
 		return -1;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -144,14 +78,9 @@ static int add_mark(struct layout *L, uint64_t t, uint8_t type, uint32_t ref)
 {
 	if (L->n_marks >= UINT32_MAX - 1)
 		return error("too many events to export");
-	if (grow((void **)&L->marks, &L->cap_marks, sizeof(*L->marks), L->n_marks + 1) < 0)
+	if (ALLOC_GROW(L->marks, L->n_marks + 1, L->cap_marks) < 0 ||
+	    ALLOC_GROW(L->keys, L->n_marks + 1, L->cap_keys) < 0)
 		return -1;
-	if (L->cap_marks > 0) {
-		struct replay_key *k = realloc(L->keys, L->cap_marks * sizeof(*k));
-		if (!k)
-			return error("out of memory while laying out the trace");
-		L->keys = k;
-	}
 	L->marks[L->n_marks].ref = ref;
 	L->marks[L->n_marks].type = type;
 	L->keys[L->n_marks].key = t;
@@ -217,8 +146,8 @@ static int lane_push(struct layout *L, struct lane *ln, const struct node *n)
 {
 	struct xslice *s;
 
-	if (grow((void **)&L->slices, &L->cap_slices, sizeof(*L->slices), L->n_slices + 1) < 0 ||
-	    grow((void **)&ln->stack, &ln->cap, sizeof(*ln->stack), ln->n + 1) < 0)
+	if (ALLOC_GROW(L->slices, L->n_slices + 1, L->cap_slices) < 0 ||
+	    ALLOC_GROW(ln->stack, ln->n + 1, ln->cap) < 0)
 		return -1;
 	s = &L->slices[L->n_slices];
 	s->start = n->start;
@@ -236,10 +165,8 @@ static int place(struct layout *L, struct lane_group *g, const struct node *n)
 	for (size_t i = 0;; i++) {
 		if (i == g->n) {
 			uint32_t track;
-			struct lane *more = realloc(g->lanes, (g->n + 1) * sizeof(*g->lanes));
-			if (!more)
-				return error("out of memory");
-			g->lanes = more;
+			if (ALLOC_GROW(g->lanes, g->n + 1, g->cap) < 0)
+				return -1;
 			if (add_track(L, TK_CHILD, g->extra_parent, g->pid, L->next_tid++, &track,
 				      "%s (overlap %zu)", g->base, i) < 0)
 				return -1;
@@ -267,7 +194,7 @@ static int group_close(struct layout *L, struct lane_group *g)
 	}
 	free(g->lanes);
 	g->lanes = NULL;
-	g->n = 0;
+	g->n = g->cap = 0;
 	return rc;
 }
 
@@ -275,9 +202,9 @@ static int group_init(struct lane_group *g, uint32_t track, bool flat, uint64_t 
 		      int32_t pid, const char *base)
 {
 	memset(g, 0, sizeof(*g));
-	g->lanes = calloc(1, sizeof(*g->lanes));
-	if (!g->lanes)
-		return error("out of memory");
+	if (ALLOC_GROW(g->lanes, 1, g->cap) < 0)
+		return -1;
+	memset(&g->lanes[0], 0, sizeof(g->lanes[0]));
 	g->lanes[0].track = track;
 	g->n = 1;
 	g->flat = flat;
@@ -318,9 +245,8 @@ static bool keep_api(const struct layout *L, const struct replay_api *a)
 
 static const char *device_name(const struct replay *rp, uint32_t device)
 {
-	if (rp->header && rp->header->device && rp->header->device->index == device &&
-	    rp->header->device->name && *rp->header->device->name)
-		return rp->header->device->name;
+	if (rp->run.has_device && rp->run.device.index == device && *rp->run.device.name)
+		return rp->run.device.name;
 	return NULL;
 }
 
@@ -482,7 +408,7 @@ static int layout_host(struct layout *L)
 static int add_count(struct layout *L, uint64_t t, uint32_t track, int64_t value, uint16_t group,
 		     uint16_t series)
 {
-	if (grow((void **)&L->counts, &L->cap_counts, sizeof(*L->counts), L->n_counts + 1) < 0)
+	if (ALLOC_GROW(L->counts, L->n_counts + 1, L->cap_counts) < 0)
 		return -1;
 	L->counts[L->n_counts] = (struct xcount){ t, value, track, series, group };
 	return add_mark(L, t, MK_COUNTER, (uint32_t)L->n_counts++);
@@ -565,7 +491,7 @@ out:
 	return rc;
 }
 
-static void layout_release(struct layout *L)
+void export_layout_release(struct layout *L)
 {
 	for (size_t i = 0; i < L->n_tracks; i++)
 		free(L->tracks[i].name);
@@ -580,7 +506,7 @@ static void layout_release(struct layout *L)
 	memset(L, 0, sizeof(*L));
 }
 
-static int layout_build(struct layout *L, const struct replay *rp, const struct export_options *opt)
+int export_layout_build(struct layout *L, const struct replay *rp, const struct export_options *opt)
 {
 	struct replay_key *tmp;
 
@@ -607,7 +533,7 @@ static int layout_build(struct layout *L, const struct replay *rp, const struct 
 /* ---- shared event details ------------------------------------------------ */
 
 /* The flow from a launch call to the first activity it launched: its correlation id, 0 none. */
-static uint64_t launch_flow(const struct layout *L, const struct replay_api *api)
+uint64_t export_launch_flow(const struct layout *L, const struct replay_api *api)
 {
 	if (L->opt->no_api || api->activity < 0 || (size_t)api->activity >= L->rp->n_activities ||
 	    !L->act_kept[api->activity] || api->correlation == 0)
@@ -615,7 +541,7 @@ static uint64_t launch_flow(const struct layout *L, const struct replay_api *api
 	return api->correlation;
 }
 
-static uint64_t activity_flow(const struct layout *L, const struct replay_activity *a, uint32_t idx)
+uint64_t export_activity_flow(const struct layout *L, const struct replay_activity *a, uint32_t idx)
 {
 	const struct replay_api *api;
 
@@ -624,10 +550,10 @@ static uint64_t activity_flow(const struct layout *L, const struct replay_activi
 	api = &L->rp->apis[a->api];
 	if (api->activity != (int32_t)idx || !keep_api(L, api))
 		return 0;
-	return launch_flow(L, api);
+	return export_launch_flow(L, api);
 }
 
-static const char *slice_name(const struct layout *L, const struct xslice *s, char *buf, size_t len)
+const char *export_slice_name(const struct layout *L, const struct xslice *s, char *buf, size_t len)
 {
 	const struct replay *rp = L->rp;
 
@@ -645,27 +571,11 @@ static const char *slice_name(const struct layout *L, const struct xslice *s, ch
 	}
 }
 
-static const char *const slice_category[] = { "gpu", "nvtx", "cuda_api", "step" };
-
-/* Annotation keys; the Perfetto writer interns them as iid = index + 1. */
-enum ann_key {
-	ANN_OP, ANN_NVTX, ANN_CORRELATION, ANN_GRID, ANN_BLOCK, ANN_REGISTERS, ANN_SMEM,
-	ANN_BYTES, ANN_PATH, ANN_GPU_NS, ANN_KERNELS, ANN_DTYPES, ANN_COUNT
-};
-static const char *const ann_names[ANN_COUNT] = {
+const char *const export_slice_category[] = { "gpu", "nvtx", "cuda_api", "step" };
+const char *const export_ann_names[ANN_COUNT] = {
 	"op", "nvtx", "correlation", "grid", "block", "registers per thread",
 	"shared memory (B)", "bytes", "path", "gpu time (ns)", "kernels", "dtypes",
 };
-
-/* One annotation: a string or an unsigned value. */
-struct ann {
-	uint8_t key;
-	bool is_str;
-	const char *str;
-	uint64_t u;
-};
-
-#define MAX_ANN 8
 
 static void fmt_dim(char *buf, size_t len, const uint32_t d[3])
 {
@@ -684,7 +594,7 @@ static void fmt_dtypes(char *buf, size_t len, const struct replay_op *op)
 }
 
 /* The slice's annotations into a (at most MAX_ANN); strings may point into the three buffers. */
-static size_t slice_annotations(const struct layout *L, const struct xslice *s, struct ann *a,
+size_t export_slice_annotations(const struct layout *L, const struct xslice *s, struct ann *a,
 				char bufs[3][256])
 {
 	const struct replay *rp = L->rp;
@@ -737,7 +647,7 @@ static size_t slice_annotations(const struct layout *L, const struct xslice *s, 
 	return n;
 }
 
-static void oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t len)
+void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t len)
 {
 	const struct st_event *e = &rp->mem[mem].ev;
 	const struct replay_op *op = replay_op(rp, e->oom.op);
@@ -745,518 +655,6 @@ static void oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t le
 	snprintf(buf, len, "OOM: %" PRIu64 " B %s request%s%s", e->oom.requested,
 		 st_mem_category_name((int)e->oom.category), op ? " by " : "",
 		 op ? replay_str(rp, op->path) : "");
-}
-
-/* ---- Perfetto writer ------------------------------------------------------ */
-
-#define SEQ_ID 1
-
-/* Strings to interning ids, per field: open addressing, keys owned. */
-struct interner {
-	char **keys;
-	uint64_t *iids;
-	size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-/* The iid of s (>= 1); *fresh when s was not interned before. 0 on allocation failure. */
-static uint64_t intern(struct interner *in, const char *s, bool *fresh)
-{
-	size_t i;
-
-	if (in->n * 2 >= in->cap) {
-		size_t nc = in->cap ? in->cap * 2 : 1024;
-		char **k = calloc(nc, sizeof(*k));
-		uint64_t *v = calloc(nc, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return 0;
-		}
-		for (size_t j = 0; j < in->cap; j++) {
-			if (!in->keys[j])
-				continue;
-			for (i = hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
-				;
-			k[i] = in->keys[j];
-			v[i] = in->iids[j];
-		}
-		free(in->keys);
-		free(in->iids);
-		in->keys = k;
-		in->iids = v;
-		in->cap = nc;
-	}
-	for (i = hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
-		if (strcmp(in->keys[i], s) == 0) {
-			*fresh = false;
-			return in->iids[i];
-		}
-	in->keys[i] = strdup(s);
-	if (!in->keys[i])
-		return 0;
-	in->iids[i] = ++in->n;
-	*fresh = true;
-	return in->iids[i];
-}
-
-static void interner_release(struct interner *in)
-{
-	for (size_t i = 0; i < in->cap; i++)
-		free(in->keys[i]);
-	free(in->keys);
-	free(in->iids);
-	memset(in, 0, sizeof(*in));
-}
-
-struct pf_writer {
-	FILE *out;
-	uint8_t *buf;
-	size_t cap;
-	struct interner names, strings;
-	bool failed;
-};
-
-/* Writes one packet as Trace.packet (field 1, length-delimited): the file is a Trace. */
-static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
-{
-	size_t len = perfetto__protos__trace_packet__get_packed_size(p);
-	uint8_t head[11];
-	size_t h = 0;
-
-	if (len + 1 > w->cap) {
-		size_t nc = len + 1024;
-		uint8_t *b = realloc(w->buf, nc);
-		if (!b)
-			return error("out of memory");
-		w->buf = b;
-		w->cap = nc;
-	}
-	perfetto__protos__trace_packet__pack(p, w->buf);
-	head[h++] = 0x0a;
-	for (uint64_t v = len; ; v >>= 7) {
-		head[h++] = (uint8_t)(v & 0x7f) | (v >= 0x80 ? 0x80 : 0);
-		if (v < 0x80)
-			break;
-	}
-	if (fwrite(head, 1, h, w->out) != h || fwrite(w->buf, 1, len, w->out) != len) {
-		w->failed = true;
-		return error("cannot write the trace: %s", strerror(errno));
-	}
-	return 0;
-}
-
-static int pf_tracks(struct pf_writer *w, const struct layout *L)
-{
-	Perfetto__Protos__DebugAnnotationName names[ANN_COUNT];
-	Perfetto__Protos__DebugAnnotationName *name_ptrs[ANN_COUNT];
-
-	for (int i = 0; i < ANN_COUNT; i++) {
-		perfetto__protos__debug_annotation_name__init(&names[i]);
-		names[i].has_iid = 1;
-		names[i].iid = (uint64_t)i + 1;
-		names[i].name = (char *)ann_names[i];
-		name_ptrs[i] = &names[i];
-	}
-	for (size_t i = 0; i < L->n_tracks; i++) {
-		const struct xtrack *t = &L->tracks[i];
-		Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-		Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
-		Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
-		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
-		Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
-
-		p.has_trusted_packet_sequence_id = 1;
-		p.trusted_packet_sequence_id = SEQ_ID;
-		if (i == 0) {
-			/* the first packet clears the sequence's state and interns the annotation names */
-			p.has_sequence_flags = 1;
-			p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
-			p.has_first_packet_on_sequence = 1;
-			p.first_packet_on_sequence = 1;
-			id.n_debug_annotation_names = ANN_COUNT;
-			id.debug_annotation_names = name_ptrs;
-			p.interned_data = &id;
-		}
-		p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
-		p.track_descriptor = &td;
-		td.has_uuid = 1;
-		td.uuid = t->uuid;
-		if (t->parent) {
-			td.has_parent_uuid = 1;
-			td.parent_uuid = t->parent;
-		}
-		switch (t->kind) {
-		case TK_PROCESS:
-			pd.has_pid = 1;
-			pd.pid = t->pid;
-			pd.process_name = t->name;
-			td.process = &pd;
-			break;
-		case TK_THREAD:
-			thd.has_pid = 1;
-			thd.pid = t->pid;
-			thd.has_tid = 1;
-			thd.tid = t->tid;
-			thd.thread_name = t->name;
-			td.thread = &thd;
-			break;
-		case TK_COUNTER:
-			cd.has_unit = 1;
-			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
-			td.counter = &cd;
-			td.name = t->name;
-			break;
-		default:
-			td.name = t->name;
-			break;
-		}
-		if (pf_write(w, &p) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* Interns s in `in`; a fresh string is appended to the packet's interned entries. */
-static uint64_t pf_intern(struct interner *in, const char *s, Perfetto__Protos__InternedString *fresh_out,
-			  size_t *n_fresh)
-{
-	bool fresh = false;
-	uint64_t iid = intern(in, s, &fresh);
-
-	if (iid && fresh) {
-		Perfetto__Protos__InternedString *e = &fresh_out[(*n_fresh)++];
-		perfetto__protos__interned_string__init(e);
-		e->has_iid = 1;
-		e->iid = iid;
-		e->has_str = 1;
-		e->str.data = (uint8_t *)s;
-		e->str.len = strlen(s);
-	}
-	return iid;
-}
-
-static int pf_event(struct pf_writer *w, const struct layout *L, const struct xmark *m, uint64_t t)
-{
-	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	Perfetto__Protos__TrackEvent ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
-	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *en_ptr = &en;
-	Perfetto__Protos__InternedString istr[MAX_ANN], *istr_ptrs[MAX_ANN];
-	Perfetto__Protos__DebugAnnotation da[MAX_ANN], *da_ptrs[MAX_ANN];
-	struct ann ann[MAX_ANN];
-	char bufs[3][256], namebuf[512];
-	uint64_t flow;
-	size_t n_istr = 0;
-
-	p.has_timestamp = 1;
-	p.timestamp = t;
-	p.has_trusted_packet_sequence_id = 1;
-	p.trusted_packet_sequence_id = SEQ_ID;
-	p.has_sequence_flags = 1;
-	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
-	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
-	p.track_event = &ev;
-	ev.has_type = 1;
-	ev.has_track_uuid = 1;
-
-	if (m->type == MK_COUNTER) {
-		const struct xcount *c = &L->counts[m->ref];
-		ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
-		ev.track_uuid = L->tracks[c->track].uuid;
-		ev.counter_value_field_case = PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
-		ev.counter_value = c->value;
-		return pf_write(w, &p);
-	}
-	if (m->type == MK_INSTANT) {
-		oom_name(L->rp, m->ref, namebuf, sizeof(namebuf));
-		ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
-		ev.track_uuid = L->tracks[L->steps_track].uuid;
-		ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
-		ev.name = namebuf;
-		return pf_write(w, &p);
-	}
-
-	const struct xslice *s = &L->slices[m->ref];
-	ev.track_uuid = L->tracks[s->track].uuid;
-	if (m->type == MK_END) {
-		ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
-		return pf_write(w, &p);
-	}
-	ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-
-	/* name: interned (kernel names are long and repeat) */
-	const char *name = slice_name(L, s, namebuf, sizeof(namebuf));
-	bool fresh = false;
-	uint64_t iid = intern(&w->names, name, &fresh);
-	if (!iid)
-		return error("out of memory");
-	ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
-	ev.name_iid = iid;
-	if (fresh) {
-		en.has_iid = 1;
-		en.iid = iid;
-		en.name = (char *)name;
-		id.n_event_names = 1;
-		id.event_names = &en_ptr;
-	}
-
-	size_t n_ann = slice_annotations(L, s, ann, bufs);
-	for (size_t i = 0; i < n_ann; i++) {
-		Perfetto__Protos__DebugAnnotation *d = &da[i];
-		perfetto__protos__debug_annotation__init(d);
-		d->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
-		d->name_iid = (uint64_t)ann[i].key + 1;
-		if (ann[i].is_str) {
-			uint64_t sid = pf_intern(&w->strings, ann[i].str, istr, &n_istr);
-			if (!sid)
-				return error("out of memory");
-			d->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;
-			d->string_value_iid = sid;
-		} else {
-			d->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
-			d->uint_value = ann[i].u;
-		}
-		da_ptrs[i] = d;
-	}
-	ev.n_debug_annotations = n_ann;
-	ev.debug_annotations = da_ptrs;
-	for (size_t i = 0; i < n_istr; i++)
-		istr_ptrs[i] = &istr[i];
-	if (n_istr) {
-		id.n_debug_annotation_string_values = n_istr;
-		id.debug_annotation_string_values = istr_ptrs;
-	}
-	if (fresh || n_istr)
-		p.interned_data = &id;
-
-	flow = 0;
-	if (s->what == SL_API)
-		flow = launch_flow(L, &L->rp->apis[s->idx]);
-	else if (s->what == SL_ACTIVITY)
-		flow = activity_flow(L, &L->rp->activities[s->idx], s->idx);
-	if (flow && s->what == SL_API) {
-		ev.n_flow_ids = 1;
-		ev.flow_ids = &flow;
-	} else if (flow) {
-		ev.n_terminating_flow_ids = 1;
-		ev.terminating_flow_ids = &flow;
-	}
-	return pf_write(w, &p);
-}
-
-static int write_perfetto(const struct layout *L, FILE *out)
-{
-	struct pf_writer w = { .out = out };
-	int rc = -1;
-
-	if (pf_tracks(&w, L) < 0)
-		goto out;
-	for (size_t i = 0; i < L->n_marks; i++) {
-		const struct replay_key *k = &L->keys[i];
-		if (pf_event(&w, L, &L->marks[k->idx], k->key) < 0)
-			goto out;
-	}
-	rc = 0;
-out:
-	free(w.buf);
-	interner_release(&w.names);
-	interner_release(&w.strings);
-	return rc;
-}
-
-/* ---- Chrome JSON writer -------------------------------------------------- */
-
-/* µs with the ns kept: 15 significant digits print any ns below 10^15 exactly. */
-#define CHROME_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
-
-static json_t *us(uint64_t ns)
-{
-	return json_real((double)ns / 1000.0);
-}
-
-struct chrome_writer {
-	FILE *out;
-	bool first;
-	bool failed;
-};
-
-/* Writes ev (and drops the reference) as the next element of traceEvents. */
-static int chrome_emit(struct chrome_writer *w, json_t *ev)
-{
-	int rc;
-
-	if (!ev)
-		return error("out of memory");
-	if (!w->first)
-		fputs(",\n", w->out);
-	w->first = false;
-	rc = json_dumpf(ev, w->out, CHROME_DUMP_FLAGS);
-	json_decref(ev);
-	if (rc < 0 || ferror(w->out)) {
-		w->failed = true;
-		return error("cannot write the trace: %s", strerror(errno));
-	}
-	return 0;
-}
-
-static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
-{
-	for (size_t i = 0; i < L->n_tracks; i++) {
-		const struct xtrack *t = &L->tracks[i];
-		const char *what = t->kind == TK_PROCESS ? "process_name" : "thread_name";
-		if (t->kind == TK_COUNTER)
-			continue;
-		json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M",
-				       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid,
-				       "args", "name", t->name);
-		if (chrome_emit(w, ev) < 0)
-			return -1;
-		if (t->kind == TK_PROCESS) {
-			ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "process_sort_index",
-				       "ph", "M", "pid", (json_int_t)t->pid, "tid", (json_int_t)0,
-				       "args", "sort_index", (json_int_t)(t->pid == HOST_PID ? 0 : t->pid));
-			if (chrome_emit(w, ev) < 0)
-				return -1;
-		}
-	}
-	return 0;
-}
-
-static json_t *chrome_args(const struct layout *L, const struct xslice *s)
-{
-	struct ann ann[MAX_ANN];
-	char bufs[3][256];
-	size_t n = slice_annotations(L, s, ann, bufs);
-	json_t *args = json_object();
-
-	for (size_t i = 0; args && i < n; i++)
-		json_object_set_new(args, ann_names[ann[i].key],
-				    ann[i].is_str ? json_string(ann[i].str)
-						  : json_integer((json_int_t)ann[i].u));
-	return args;
-}
-
-static int chrome_slice(struct chrome_writer *w, const struct layout *L, const struct xslice *s)
-{
-	const struct xtrack *t = &L->tracks[s->track];
-	char namebuf[512];
-	uint64_t flow = 0;
-	json_t *ev;
-
-	ev = json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:o}",
-		       "name", slice_name(L, s, namebuf, sizeof(namebuf)),
-		       "cat", slice_category[s->what], "ph", "X", "ts", us(s->start),
-		       "dur", us(s->end - s->start), "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid,
-		       "args", chrome_args(L, s));
-	if (chrome_emit(w, ev) < 0)
-		return -1;
-	if (s->what == SL_API)
-		flow = launch_flow(L, &L->rp->apis[s->idx]);
-	else if (s->what == SL_ACTIVITY)
-		flow = activity_flow(L, &L->rp->activities[s->idx], s->idx);
-	if (!flow)
-		return 0;
-	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", "launch", "cat", "launch",
-		       "ph", s->what == SL_API ? "s" : "f", "id", (json_int_t)flow, "ts", us(s->start),
-		       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid);
-	if (ev && s->what != SL_API)
-		json_object_set_new(ev, "bp", json_string("e"));
-	return chrome_emit(w, ev);
-}
-
-/*
- * Memory: one "C" event per view and instant carrying every series of that
- * view (Chrome stacks the series of one counter); values are carried over
- * from the last event.
- */
-static int chrome_counter(struct chrome_writer *w, const struct layout *L, const struct xcount *c,
-			  int64_t values[2][ST_MEM_CATEGORY_COUNT + 1], bool last_of_instant)
-{
-	const uint32_t *tr = L->mem_track[c->group];
-	json_t *args, *ev;
-	bool any = false;
-
-	values[c->group][c->series] = c->value;
-	if (!last_of_instant)
-		return 0;
-	/* the model view's categories stack up to its total; the driver view has only the total */
-	args = json_object();
-	for (int k = 0; args && k < ST_MEM_CATEGORY_COUNT; k++)
-		if (tr[k] != UINT32_MAX) {
-			json_object_set_new(args, st_mem_category_name(k), json_integer(values[c->group][k]));
-			any = true;
-		}
-	if (args && !any)
-		json_object_set_new(args, "total", json_integer(values[c->group][ST_MEM_CATEGORY_COUNT]));
-	ev = json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", "name",
-		       c->group == MEM_VIEW_MODEL ? "live memory (model allocator)"
-						  : "live memory (cudaMalloc)",
-		       "ph", "C", "ts", us(c->t), "pid", (json_int_t)GPU_PID(L->mem_device),
-		       "tid", (json_int_t)0, "args", args);
-	return chrome_emit(w, ev);
-}
-
-static int write_chrome(const struct layout *L, FILE *out)
-{
-	struct chrome_writer w = { out, true, false };
-	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
-	const struct replay *rp = L->rp;
-	char namebuf[512];
-	json_t *other;
-
-	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":", out);
-	other = json_pack("{s:s, s:s}", "generator", "steptrace export --format chrome",
-			  "bundle", rp->path ? rp->path : "");
-	if (other && rp->header) {
-		json_object_set_new(other, "time_base_ns", json_integer((json_int_t)rp->header->time_base_ns));
-		json_object_set_new(other, "command_line",
-				    json_string(rp->header->command_line ? rp->header->command_line : ""));
-	}
-	if (!other || json_dumpf(other, out, CHROME_DUMP_FLAGS) < 0) {
-		json_decref(other);
-		return error("cannot write the trace");
-	}
-	json_decref(other);
-	fputs(",\"traceEvents\":[\n", out);
-	if (chrome_metadata(&w, L) < 0)
-		return -1;
-	for (size_t i = 0; i < L->n_marks; i++) {
-		const struct replay_key *k = &L->keys[i];
-		const struct xmark *m = &L->marks[k->idx];
-		int rc = 0;
-
-		if (m->type == MK_BEGIN) {
-			rc = chrome_slice(&w, L, &L->slices[m->ref]);
-		} else if (m->type == MK_COUNTER) {
-			const struct xcount *c = &L->counts[m->ref];
-			bool last = true;
-			if (i + 1 < L->n_marks) {
-				const struct xmark *nx = &L->marks[L->keys[i + 1].idx];
-				last = !(nx->type == MK_COUNTER && L->keys[i + 1].key == k->key &&
-					 L->counts[nx->ref].group == c->group);
-			}
-			rc = chrome_counter(&w, L, c, values, last);
-		} else if (m->type == MK_INSTANT) {
-			oom_name(rp, m->ref, namebuf, sizeof(namebuf));
-			rc = chrome_emit(&w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
-						       "ph", "i", "s", "g", "ts", us(k->key),
-						       "pid", (json_int_t)HOST_PID, "tid", (json_int_t)STEPS_TID));
-		}
-		if (rc < 0)
-			return -1;
-	}
-	fputs("\n]}\n", out);
-	return ferror(out) ? error("cannot write the trace: %s", strerror(errno)) : 0;
 }
 
 /* ---- entry points ---------------------------------------------------------- */
@@ -1269,9 +667,9 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 
 	if (opt->step >= 0 && (size_t)opt->step >= rp->n_steps)
 		return error("no step %" PRId32 " in the bundle (it has %zu)", opt->step, rp->n_steps);
-	rc = layout_build(&L, rp, opt);
+	rc = export_layout_build(&L, rp, opt);
 	if (rc == 0)
-		rc = opt->format == EXPORT_PERFETTO ? write_perfetto(&L, out) : write_chrome(&L, out);
+		rc = opt->format == EXPORT_PERFETTO ? export_write_perfetto(&L, out) : export_write_chrome(&L, out);
 	if (rc == 0 && stats) {
 		memset(stats, 0, sizeof(*stats));
 		stats->tracks = L.n_tracks;
@@ -1279,94 +677,38 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 		stats->counters = L.n_counts;
 		stats->extra_lanes = L.extra_lanes;
 		for (size_t i = 0; i < L.n_slices; i++)
-			if (L.slices[i].what == SL_API && launch_flow(&L, &rp->apis[L.slices[i].idx]))
+			if (L.slices[i].what == SL_API && export_launch_flow(&L, &rp->apis[L.slices[i].idx]))
 				stats->flows++;
 	}
-	layout_release(&L);
+	export_layout_release(&L);
 	return rc;
 }
 
-static const char *const export_usage[] = {
-	"steptrace export [<options>] FILE",
-	NULL,
-};
-
-/* "run.stb" -> "run.pftrace" / "run.json" in the current directory. */
-static char *default_output(const char *bundle, enum export_format f)
+int export_run(const struct replay *rp, const struct export_options *opt)
 {
-	const char *base = strrchr(bundle, '/');
-	const char *ext = f == EXPORT_PERFETTO ? ".pftrace" : ".json";
-	size_t n;
-	char *out;
-
-	base = base ? base + 1 : bundle;
-	n = strlen(base);
-	if (n > 4 && strcmp(base + n - 4, ".stb") == 0)
-		n -= 4;
-	out = malloc(n + strlen(ext) + 1);
-	if (out) {
-		memcpy(out, base, n);
-		strcpy(out + n, ext);
-	}
-	return out;
-}
-
-int cmd_export(int argc, const char **argv)
-{
-	const char *format = "perfetto", *output = NULL;
-	struct export_options opt = { EXPORT_PERFETTO, -1, false };
+	const char *output = opt->output;
 	struct export_stats stats;
-	enum out_format unused;
-	struct replay rp;
 	char *owned = NULL;
 	FILE *out;
-	int step = -1, n, rc = 1;
+	int rc = -1;
 	bool to_stdout;
-	const struct option opts[] = {
-		OPT_STRING(0, "format", &format, "FMT", "perfetto (protobuf, ui.perfetto.dev) or chrome (JSON)"),
-		OPT_STRING('o', "output", &output, "FILE",
-			   "write here ('-' for stdout; default: the bundle's name with .pftrace or .json)"),
-		OPT_INTEGER(0, "step", &step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
-		OPT_BOOLEAN(0, "no-api", &opt.no_api, "leave host API calls (and launch flows) out"),
-		OPT_END(),
-	};
 
-	n = analyze_parse(argc, argv, opts, export_usage, 1, NULL, &unused);
-	if (n < 0)
-		return analyze_exit(n);
-	if (strcmp(format, "perfetto") == 0) {
-		opt.format = EXPORT_PERFETTO;
-	} else if (strcmp(format, "chrome") == 0 || strcmp(format, "json") == 0) {
-		opt.format = EXPORT_CHROME;
-	} else {
-		error("unknown --format '%s': use perfetto or chrome", format);
-		usage_with_options(export_usage, opts, false);
-		return EXIT_USAGE;
-	}
-	if (step < -1) {
-		error("--step must be a step index (0 or more)");
-		return EXIT_USAGE;
-	}
-	opt.step = step;
 	if (!output)
-		output = owned = default_output(argv[0], opt.format);
-	if (!output) {
-		error("out of memory");
-		return 1;
-	}
-	if (analyze_open(&rp, argv[0]) < 0)
-		goto out_name;
+		output = owned = bundle_output_name(rp->path, NULL,
+						    opt->format == EXPORT_PERFETTO ? ".pftrace" : ".json");
+	if (!output)
+		return error("out of memory");
 	to_stdout = strcmp(output, "-") == 0;
 	out = to_stdout ? stdout : fopen(output, "wb");
 	if (!out) {
 		error("cannot create '%s': %s", output, strerror(errno));
-		goto out_replay;
+		goto out;
 	}
-	rc = export_write(&rp, &opt, out, &stats) < 0 ? 1 : 0;
+	rc = export_write(rp, opt, out, &stats);
 	if (to_stdout ? fflush(out) != 0 : fclose(out) != 0) {
 		if (rc == 0)
 			error("cannot write '%s': %s", output, strerror(errno));
-		rc = 1;
+		rc = -1;
 	}
 	if (rc != 0 && !to_stdout) {
 		remove(output);
@@ -1377,13 +719,11 @@ int cmd_export(int argc, const char **argv)
 		if (stats.extra_lanes)
 			fprintf(stderr, " (%" PRIu64 " extra lanes for slices that overlap without nesting)",
 				stats.extra_lanes);
-		fprintf(stderr, "\n%s\n", opt.format == EXPORT_PERFETTO
+		fprintf(stderr, "\n%s\n", opt->format == EXPORT_PERFETTO
 			? "open it at https://ui.perfetto.dev (Open trace file); the file stays on your machine"
 			: "open it at https://ui.perfetto.dev or chrome://tracing");
 	}
-out_replay:
-	replay_release(&rp);
-out_name:
+out:
 	free(owned);
 	return rc;
 }

@@ -24,12 +24,16 @@
 
 #include "replay/replay.h"
 
-enum export_format { EXPORT_PERFETTO, EXPORT_CHROME };
+/* "json" is the name chrome had first: the same format. */
+enum export_format { EXPORT_PERFETTO, EXPORT_CHROME, EXPORT_JSON };
+extern const char *const export_format_names[];   /* "perfetto", "chrome", "json" */
 
 struct export_options {
-	enum export_format format;
+	int format;            /* enum export_format */
 	int32_t step;          /* only this step's work (index into rp->steps); -1 = everything */
 	bool no_api;           /* leave host API calls out (smaller files) */
+	const char *output;    /* export_run: the file, "-" for stdout; NULL: the bundle's name
+				  with .pftrace or .json, in the current directory */
 };
 
 struct export_stats {
@@ -40,5 +44,12 @@ struct export_stats {
 /* Writes the trace to `out`. -1 after one error line (out of memory or a write error). */
 int export_write(const struct replay *rp, const struct export_options *opt, FILE *out,
 		 struct export_stats *stats);
+
+/*
+ * `steptrace export`: export_write into opt->output, then what was written
+ * and where to open it on stderr. A file left incomplete by an error is
+ * removed. 0, or -1 after an error line.
+ */
+int export_run(const struct replay *rp, const struct export_options *opt);
 
 #endif

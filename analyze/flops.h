@@ -5,13 +5,13 @@
  * per op kind summed over layers: achieved TFLOP/s and GB/s, arithmetic
  * intensity, and where that sits under the device's roofline.
  *
- * The roofline rule. Against the header's peaks (DeviceInfo):
+ * The roofline rule. Against the device peaks the header records (rp->run.device):
  *   bound = min(peak(precision), intensity x bandwidth)
  * where precision is the peak an op may use:
  *   - a matrix-product op (its kind is a GEMM by category_from_op: the
  *     projections, ffn/w1..w3, lm_head, attn/scores, attn/av) uses the peak
  *     of its input dtype: bf16 -> bf16 peak, f16 -> fp16 peak, f32 -> fp32
- *     peak, or the tf32 peak when the run's precision (Header.config) is
+ *     peak, or the tf32 peak when the run's precision (rp->run.config) is
  *     tf32; with no dtypes recorded, the run's precision decides;
  *   - every other op (norms, softmax, RoPE, SwiGLU, residuals, the loss,
  *     AdamW) runs on CUDA cores and uses the fp32 peak, whatever its dtype.
@@ -39,12 +39,17 @@
 #include "replay/replay.h"
 
 enum flops_by { FLOPS_BY_KIND, FLOPS_BY_OP };
+extern const char *const flops_by_names[];       /* "kind", "op" */
+extern const char *const flops_phase_names[];    /* "forward", "backward", "optimizer" */
 
 struct flops_options {
-	enum flops_by by;
+	int by;                     /* enum flops_by */
 	const char *range;          /* NVTX path pattern (see range_pattern), NULL = all */
-	const char *phase;          /* op phase ("forward", ...), NULL = all */
+	const char *phase;          /* op phase, one of flops_phase_names; NULL = all */
 	bool include_warmup;
+	/* what flops_run shows besides */
+	int top;                    /* rows shown, 0 = all */
+	const char *svg;            /* write the roofline chart here, NULL = none */
 };
 
 enum flops_precision { FP_FP32, FP_TF32, FP_BF16, FP_FP16, FP_COUNT, FP_NONE = -1 };
@@ -127,5 +132,13 @@ int flops_svg(FILE *out, const struct flops_result *res, int width, int height);
 
 /* flops_compute by kind over measured steps, then flops_svg: what the HTML report embeds. */
 int flops_roofline_svg(FILE *out, const struct replay *rp, int width, int height);
+
+/*
+ * `steptrace flops`: flops_compute under o, flops_report of the top rows,
+ * and with o->svg the chart written there. 0; 1 when only the chart could
+ * not be written (r is complete, an error line printed); -1 after an error
+ * line when nothing was computed.
+ */
+int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r);
 
 #endif

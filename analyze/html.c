@@ -1,6 +1,6 @@
 /*
  * html.c: see html.h. Report tables go through their JSON form (the one
- * typed view cli/table.h offers outside table.c): columns in order, numbers
+ * typed view lib/table.h offers outside table.c): columns in order, numbers
  * as numbers, empty cells as null.
  */
 #include "analyze/html.h"
@@ -15,20 +15,27 @@
 
 #include "lib/error.h"
 
-void html_escape(FILE *out, const char *s)
+void markup_escape(FILE *out, const char *s, bool keep_breaks)
 {
 	for (; s && *s; s++) {
-		switch (*s) {
+		unsigned char c = (unsigned char)*s;
+
+		switch (c) {
 		case '&': fputs("&amp;", out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
 		case '"': fputs("&quot;", out); break;
 		case '\'': fputs("&#39;", out); break;
 		default:
-			if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-				fputc(*s, out);
+			if ((c >= 0x20 && c != 0x7f) || (keep_breaks && (c == '\n' || c == '\t')))
+				fputc(c, out);
 		}
 	}
+}
+
+void html_escape(FILE *out, const char *s)
+{
+	markup_escape(out, s, true);
 }
 
 void html_printf(FILE *out, const char *fmt, ...)

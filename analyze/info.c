@@ -1,23 +1,13 @@
-/*
- * info.c: `steptrace info`, what a bundle is: its header (format, tool,
- * command line, run configuration, device and peaks with their source), its
- * footer (complete or not, why it ended), event counts per kind as the
- * footer states them and as read, dropped records (loudly), truncation.
- */
+/* info.c: a bundle's header, footer and counts (see info.h). */
+#include "analyze/info.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "analyze/common.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
-
-static const char *const info_usage[] = {
-	"steptrace info [<options>] FILE",
-	NULL,
-};
 
 static void kv_str(struct table *t, const char *k, const char *v)
 {
@@ -39,13 +29,6 @@ static void kv_fmt(struct table *t, const char *k, const char *fmt, ...)
 	kv_str(t, k, buf);
 }
 
-static const char *peak_source(int s)
-{
-	return s == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED    ? "measured"
-	       : s == STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET ? "datasheet"
-							     : "unknown";
-}
-
 static void unix_time(char *buf, size_t len, int64_t ns)
 {
 	time_t s = (time_t)(ns / 1000000000);
@@ -57,14 +40,14 @@ static void unix_time(char *buf, size_t len, int64_t ns)
 
 static void header_table(struct report *r, const struct replay *rp)
 {
-	const Steptrace__Header *h = rp->header;
+	const struct replay_run *h = &rp->run;
 	struct table *t = report_add_table(r, "header", "Header");
 	char buf[64];
 
 	table_add_column(t, "Field", COL_STR, 0);
 	table_add_column(t, "Value", COL_STR, 0);
 	kv_str(t, "file", rp->path);
-	if (!h)
+	if (!h->has_header)
 		return;
 	kv_fmt(t, "format", "%" PRIu32 ".%" PRIu32, h->format_major, h->format_minor);
 	kv_str(t, "tool", h->tool_version);
@@ -74,22 +57,23 @@ static void header_table(struct report *r, const struct replay *rp)
 	kv_str(t, "created", buf);
 	kv_fmt(t, "clock", "%s (time base %" PRIu64 " ns)", h->clock, h->time_base_ns);
 	if (!strcmp(h->clock, "cupti"))
-		kv_str(t, "API calls recorded", h->api_calls && *h->api_calls ? h->api_calls : "all");
-	if (h->config) {
-		const Steptrace__RunConfig *c = h->config;
+		kv_str(t, "API calls recorded", *h->api_calls ? h->api_calls : "all");
+	if (h->has_config) {
+		const struct replay_config *c = &h->config;
 		kv_fmt(t, "model", "%s: d_model %" PRIu32 ", d_ff %" PRIu32 ", layers %" PRIu32
 		       ", heads %" PRIu32 ", vocab %" PRIu32, c->model, c->d_model, c->d_ff,
 		       c->layers, c->heads, c->vocab);
 		kv_fmt(t, "parameters", "%" PRIu64, c->parameters);
 		kv_fmt(t, "batch x ctx", "%" PRIu32 " x %" PRIu32, c->batch, c->ctx);
-		kv_fmt(t, "precision / mode / attention", "%s / %s / %s", c->precision, c->mode,
-		       c->attention);
+		kv_fmt(t, "precision / mode / attention", "%s / %s / %s", c->precision_name, c->mode_name,
+		       c->attention_name);
 		kv_fmt(t, "steps", "%" PRIu32 " warm-up, %" PRIu32 " measured", c->warmup_steps,
 		       c->measured_steps);
 		kv_fmt(t, "seed / lr", "%" PRIu64 " / %g", c->seed, c->lr);
 	}
-	if (h->device) {
-		const Steptrace__DeviceInfo *d = h->device;
+	if (h->has_device) {
+		const struct replay_device *d = &h->device;
+		const char *source = st_name(st_peak_source_names, d->peak_source);
 		kv_fmt(t, "device", "%s (index %" PRIu32 ", sm_%" PRIu32 "%" PRIu32 ", %" PRIu32 " SMs)",
 		       d->name, d->index, d->cc_major, d->cc_minor, d->sm_count);
 		kv_fmt(t, "device memory", "%.1f GiB, L2 %.1f MiB, %" PRIu32 "-bit bus",
@@ -99,10 +83,8 @@ static void header_table(struct report *r, const struct replay *rp)
 		       d->mem_clock_khz / 1000);
 		kv_fmt(t, "peak FLOP/s", "fp32 %.1f, tf32 %.1f, bf16 %.1f, fp16 %.1f TFLOP/s (%s%s%s)",
 		       d->peak_fp32_flops / 1e12, d->peak_tf32_flops / 1e12, d->peak_bf16_flops / 1e12,
-		       d->peak_fp16_flops / 1e12, peak_source(d->peak_source),
-		       d->peak_note && *d->peak_note ? ": " : "", d->peak_note ? d->peak_note : "");
-		kv_fmt(t, "peak bandwidth", "%.1f GB/s (%s)", d->peak_bandwidth / 1e9,
-		       peak_source(d->peak_source));
+		       d->peak_fp16_flops / 1e12, source, *d->peak_note ? ": " : "", d->peak_note);
+		kv_fmt(t, "peak bandwidth", "%.1f GB/s (%s)", d->peak_bandwidth / 1e9, source);
 		kv_fmt(t, "versions", "CUDA runtime %" PRIu32 ", driver %" PRIu32 " (%s), CUPTI %" PRIu32
 		       ", cuBLAS %" PRIu32, d->cuda_runtime_version, d->cuda_driver_version,
 		       d->driver_version, d->cupti_version, d->cublas_version);
@@ -111,13 +93,13 @@ static void header_table(struct report *r, const struct replay *rp)
 
 static void footer_table(struct report *r, const struct replay *rp)
 {
-	const Steptrace__Footer *f = rp->footer;
+	const struct replay_footer *f = &rp->run.footer;
 	struct table *t = report_add_table(r, "footer", "Footer");
 	char buf[64];
 
 	table_add_column(t, "Field", COL_STR, 0);
 	table_add_column(t, "Value", COL_STR, 0);
-	if (!f) {
+	if (!rp->run.has_footer) {
 		kv_str(t, "complete", "no (no footer)");
 	} else {
 		kv_str(t, "complete", f->complete ? "yes" : "no");
@@ -134,18 +116,9 @@ static void footer_table(struct report *r, const struct replay *rp)
 	kv_str(t, "truncated", rp->truncated ? (rp->truncation ? rp->truncation : "yes") : "no");
 }
 
-static const Steptrace__KindCount *footer_count(const Steptrace__Footer *f, const char *kind)
-{
-	if (!f)
-		return NULL;
-	for (size_t i = 0; i < f->n_counts; i++)
-		if (f->counts[i] && f->counts[i]->kind && strcmp(f->counts[i]->kind, kind) == 0)
-			return f->counts[i];
-	return NULL;
-}
-
 static uint64_t counts_table(struct report *r, const struct replay *rp)
 {
+	const struct replay_footer *f = &rp->run.footer;
 	struct table *t = report_add_table(r, "counts", "Events per kind");
 	uint64_t dropped = 0;
 
@@ -154,68 +127,48 @@ static uint64_t counts_table(struct report *r, const struct replay *rp)
 	table_add_column(t, "Read", COL_INT, 0);
 	table_add_column(t, "Dropped", COL_INT, 0);
 	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++) {
-		const char *name = st_kind_name(k);
-		const Steptrace__KindCount *c = footer_count(rp->footer, name);
-
 		table_row(t);
-		table_str(t, name);
-		if (c)
-			table_int(t, (int64_t)c->events);
+		table_str(t, st_kind_name(k));
+		if (f->has_count[k])
+			table_int(t, (int64_t)f->count_events[k]);
 		else
 			table_empty(t);
 		table_int(t, (int64_t)rp->counts[k]);
-		if (c) {
-			table_int(t, (int64_t)c->dropped);
-			dropped += c->dropped;
+		if (f->has_count[k]) {
+			table_int(t, (int64_t)f->count_dropped[k]);
+			dropped += f->count_dropped[k];
 		} else {
 			table_empty(t);
 		}
 	}
-	if (rp->footer && rp->footer->dropped > dropped)
-		dropped = rp->footer->dropped;
+	if (rp->run.has_footer && f->dropped > dropped)
+		dropped = f->dropped;
 	return dropped;
 }
 
-int cmd_info(int argc, const char **argv)
+int info_run(const struct replay *rp, struct report *r)
 {
-	const char *format = NULL;
-	enum out_format fmt;
-	struct replay rp;
-	struct report *r;
 	uint64_t dropped, footer_events = 0;
-	int n;
-	const struct option opts[] = {
-		OPT_FORMAT_NAME(&format),
-		OPT_END(),
-	};
 
-	n = analyze_parse(argc, argv, opts, info_usage, 1, &format, &fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	r = report_new();
-	header_table(r, &rp);
-	footer_table(r, &rp);
-	dropped = counts_table(r, &rp);
-	if (rp.footer)
-		footer_events = rp.footer->events;
+	header_table(r, rp);
+	footer_table(r, rp);
+	dropped = counts_table(r, rp);
+	if (rp->run.has_footer)
+		footer_events = rp->run.footer.events;
 
 	if (dropped) {
 		warning("'%s': %" PRIu64 " records were dropped while recording; totals undercount",
-			   argv[0], dropped);
+			rp->path, dropped);
 		report_note(r, "WARNING: %" PRIu64 " records were dropped while recording: totals undercount "
 			    "(enlarge CUPTI's buffers)", dropped);
 	}
-	if (rp.truncated)
+	if (rp->truncated)
 		report_note(r, "incomplete bundle (%s): everything above covers only the %" PRIu64
-			    " events read", rp.truncation ? rp.truncation : "no footer", rp.events_read);
-	else if (footer_events != rp.events_read)
+			    " events read", rp->truncation ? rp->truncation : "no footer", rp->events_read);
+	else if (footer_events != rp->events_read)
 		report_note(r, "the footer counts %" PRIu64 " events but %" PRIu64 " were read",
-			    footer_events, rp.events_read);
+			    footer_events, rp->events_read);
 	else
-		report_note(r, "complete: %" PRIu64 " events", rp.events_read);
-	n = analyze_print(r, fmt);
-	replay_release(&rp);
-	return n;
+		report_note(r, "complete: %" PRIu64 " events", rp->events_read);
+	return 0;
 }

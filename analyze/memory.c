@@ -1,24 +1,14 @@
-/*
- * memory.c: `steptrace memory`, the memory timeline's peaks (overall, per
- * phase, per step, model allocator beside the driver's view), the category
- * breakdown and the largest live blocks at the peak, what never paired up,
- * and with --svg the active-memory chart (memory_svg_write, also used by
- * the HTML report).
- */
+/* memory.c: the memory report (see memory.h); the chart is in memory_svg.c. */
 #include "analyze/memory.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/common.h"
-#include "analyze/svg.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
-
-#define MIB (1024.0 * 1024.0)
+#include "lib/human.h"
 
 const char *memory_block_op(const struct replay *rp, const struct mem_block *b)
 {
@@ -41,8 +31,7 @@ const char *memory_point_range(const struct replay *rp, const struct mem_timelin
 	return replay_range_path(rp, &rp->ranges[m->range]);
 }
 
-/* The op of the event at point p (a block's op, or an OOM's). */
-static const char *point_op(const struct replay *rp, const struct mem_timeline *tl, int32_t p)
+const char *memory_point_op(const struct replay *rp, const struct mem_timeline *tl, int32_t p)
 {
 	const struct st_event *ev;
 	const struct replay_op *op;
@@ -65,24 +54,12 @@ static double rel_ms(const struct replay *rp, uint64_t t)
 
 /* ---- the report ------------------------------------------------------- */
 
-struct memory_args {
-	const char *format, *svg, *view;
-	int top, step;
-	enum out_format fmt;
-	enum mem_view primary;
-};
-
-static const char *const memory_usage[] = {
-	"steptrace memory [<options>] FILE",
-	NULL,
-};
-
 static void peak_row(struct table *t, const struct replay *rp, const struct mem_timeline *tl,
 		     const char *scope, const struct mem_peak *p, int32_t step)
 {
 	table_row(t);
 	table_str(t, scope);
-	table_str(t, tl->view == MEM_VIEW_DRIVER ? "driver" : "model");
+	table_str(t, mem_view_short_names[tl->view]);
 	if (p->point < 0) {
 		table_int(t, 0);
 		table_float(t, 0);
@@ -97,7 +74,7 @@ static void peak_row(struct table *t, const struct replay *rp, const struct mem_
 		table_float(t, ns_to_ms(p->t - rp->steps[step].start));
 	else
 		table_empty(t);
-	table_str(t, point_op(rp, tl, p->point));
+	table_str(t, memory_point_op(rp, tl, p->point));
 	table_str(t, memory_point_range(rp, tl, p->point));
 }
 
@@ -212,7 +189,7 @@ static int add_largest(struct report *r, const struct replay *rp, const struct m
 /* Never-freed blocks and unknown frees: tables of the first --top, notes with the totals. */
 static void add_unpaired(struct report *r, const struct replay *rp, const struct mem_timeline *tl, int top)
 {
-	const char *vname = tl->view == MEM_VIEW_DRIVER ? "driver" : "model";
+	const char *vname = mem_view_short_names[tl->view];
 	char buf[32];
 
 	if (tl->n_never_freed) {
@@ -264,38 +241,65 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 			table_str(t, buf);
 			table_int(t, (int64_t)ev->mem.size);
 			table_float(t, rel_ms(rp, ev->start));
-			table_str(t, point_op(rp, tl, p));
+			table_str(t, memory_point_op(rp, tl, p));
 			table_str(t, memory_point_range(rp, tl, p));
 		}
 	}
 }
 
-static int memory_report(const struct replay *rp, struct memory_args *a)
+/* The chart of the whole run, or of step a->step, into a->svg; -1 after an error line. */
+static int write_svg(const struct replay *rp, const struct memory_opts *a, const struct mem_timeline *tl)
+{
+	FILE *f = fopen(a->svg, "w");
+	uint64_t t0 = 0, t1 = 0;
+
+	if (!f)
+		return error("cannot write '%s': %s", a->svg, strerror(errno));
+	if (a->step >= 0) {
+		for (size_t s = 0; s < rp->n_steps; s++) {
+			if (rp->steps[s].index == (uint32_t)a->step) {
+				t0 = rp->steps[s].start;
+				t1 = rp->steps[s].end;
+			}
+		}
+	}
+	if (memory_svg_write(f, rp, tl, t0, t1, 1200, 640) < 0) {
+		fclose(f);
+		return -1;
+	}
+	if (fclose(f) != 0)
+		return error("cannot write '%s': %s", a->svg, strerror(errno));
+	return 0;
+}
+
+int memory_run(const struct replay *rp, const struct memory_opts *a, struct report *r)
 {
 	struct mem_timeline views[2];
 	struct mem_timeline *tl, *other;
-	struct report *r;
 	char b1[32], b2[32];
-	int rc = 1;
+	int rc = -1;
 
+	if (a->step >= 0) {
+		bool found = false;
+
+		for (size_t s = 0; s < rp->n_steps; s++)
+			found |= rp->steps[s].index == (uint32_t)a->step;
+		if (!found)
+			return error("no step %d in '%s' (it has %zu steps)", a->step, rp->path, rp->n_steps);
+	}
 	if (mem_timeline_build(&views[MEM_VIEW_MODEL], rp, MEM_VIEW_MODEL) < 0)
-		return 1;
+		return -1;
 	if (mem_timeline_build(&views[MEM_VIEW_DRIVER], rp, MEM_VIEW_DRIVER) < 0) {
 		mem_timeline_release(&views[MEM_VIEW_MODEL]);
-		return 1;
+		return -1;
 	}
-	tl = &views[a->primary];
-	other = &views[!a->primary];
-	r = report_new();
-	if (!r) {
-		error("out of memory");
-		goto out;
-	}
+	tl = &views[a->view];
+	other = &views[!a->view];
 	if (!views[MEM_VIEW_MODEL].n_points && !views[MEM_VIEW_DRIVER].n_points)
 		report_note(r, "the bundle holds no allocation events: nothing to report");
 	else if (!tl->n_blocks && other->n_blocks)
 		report_note(r, "the %s view is empty; see --view %s", mem_view_name(tl->view),
-			    other->view == MEM_VIEW_DRIVER ? "driver" : "model");
+			    mem_view_short_names[other->view]);
 
 	add_peaks(r, rp, tl, other);
 	add_categories(r, &tl->peak);
@@ -307,525 +311,21 @@ static int memory_report(const struct replay *rp, struct memory_args *a)
 	if (tl->peak.point >= 0)
 		report_note(r, "%s peak %s at %.3f ms (%s); driver-level (cudaMalloc) peak %s",
 			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
-			    rel_ms(rp, tl->peak.t), *point_op(rp, tl, tl->peak.point) ? point_op(rp, tl, tl->peak.point) : "no op",
-			    a->primary == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
+			    rel_ms(rp, tl->peak.t), *memory_point_op(rp, tl, tl->peak.point) ? memory_point_op(rp, tl, tl->peak.point) : "no op",
+			    a->view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
 			    : human_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
 	if (tl->n_ooms)
 		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them", tl->n_ooms);
 	report_note(r, "times in ms since the bundle's first event; a phase's or step's peak is the highest live total its own allocations reached");
 
 	if (a->svg) {
-		FILE *f = fopen(a->svg, "w");
-		uint64_t t0 = 0, t1 = 0;
-
-		if (!f) {
-			error("cannot write '%s': %s", a->svg, strerror(errno));
+		if (write_svg(rp, a, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl) < 0)
 			goto out;
-		}
-		if (a->step >= 0) {
-			for (size_t s = 0; s < rp->n_steps; s++) {
-				if (rp->steps[s].index == (uint32_t)a->step) {
-					t0 = rp->steps[s].start;
-					t1 = rp->steps[s].end;
-				}
-			}
-		}
-		if (memory_svg_write(f, rp, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl,
-				     t0, t1, 1200, 640) < 0) {
-			fclose(f);
-			goto out;
-		}
-		if (fclose(f) != 0) {
-			error("cannot write '%s': %s", a->svg, strerror(errno));
-			goto out;
-		}
 		report_note(r, "wrote the active-memory timeline to '%s'", a->svg);
 	}
-	rc = analyze_print(r, a->fmt);
-	r = NULL;
+	rc = 0;
 out:
-	if (r)
-		report_free(r);
 	mem_timeline_release(&views[0]);
 	mem_timeline_release(&views[1]);
-	return rc;
-}
-
-int cmd_memory(int argc, const char **argv)
-{
-	struct memory_args args = { .top = 10, .step = -1, .view = "model" };
-	struct replay rp;
-	int n, rc;
-	const struct option opts[] = {
-		OPT_INTEGER('n', "top", &args.top, "list the N largest live blocks at the peak (default 10)"),
-		OPT_STRING(0, "view", &args.view, "WHO", "model (the allocator's categories, default) or driver (cudaMalloc)"),
-		OPT_STRING(0, "svg", &args.svg, "FILE", "draw the active-memory timeline stacked by category"),
-		OPT_INTEGER(0, "step", &args.step, "with --svg, draw only step N"),
-		OPT_FORMAT_NAME(&args.format),
-		OPT_END(),
-	};
-
-	n = analyze_parse(argc, argv, opts, memory_usage, 1, &args.format, &args.fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (args.top < 1) {
-		error("--top must be at least 1");
-		return EXIT_USAGE;
-	}
-	if (!strcmp(args.view, "model")) {
-		args.primary = MEM_VIEW_MODEL;
-	} else if (!strcmp(args.view, "driver")) {
-		args.primary = MEM_VIEW_DRIVER;
-	} else {
-		error("unknown --view '%s': use model or driver", args.view);
-		return EXIT_USAGE;
-	}
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	if (args.step >= 0) {
-		bool found = false;
-
-		for (size_t s = 0; s < rp.n_steps; s++)
-			found |= rp.steps[s].index == (uint32_t)args.step;
-		if (!found) {
-			error("no step %d in '%s' (it has %zu steps)", args.step, argv[0], rp.n_steps);
-			replay_release(&rp);
-			return 1;
-		}
-	}
-	rc = memory_report(&rp, &args);
-	replay_release(&rp);
-	return rc;
-}
-
-/* ---- the chart -------------------------------------------------------- */
-
-/* Bottom-to-top stacking: what lives longest first, as memory_viz tends to show. */
-static const int stack_order[ST_MEM_CATEGORY_COUNT] = {
-	ST_MEM_PARAMETER, ST_MEM_OPTIMIZER, ST_MEM_GRADIENT, ST_MEM_INPUT,
-	ST_MEM_WORKSPACE, ST_MEM_ACTIVATION, ST_MEM_TEMPORARY, ST_MEM_UNKNOWN,
-};
-
-static const char *phase_fill(int p)
-{
-	static const char *const fills[] = { "#e8f0fa", "#fcefe3", "#f3ecf6" };
-
-	return p >= 0 && p < 3 ? fills[p] : "#f4f4f4";
-}
-
-struct chart {
-	FILE *out;
-	const struct replay *rp;
-	const struct mem_timeline *tl;
-	uint64_t t0, t1;                /* window, bundle ns */
-	double x0, x1, y0, y1;          /* plot area: x0 left, y0 bottom */
-	struct svg_scale xs, ys;
-	double ymax;
-};
-
-/*
- * Per-pixel-column samples of the per-category live bytes: in each column,
- * the state at its highest total (so no peak is lost), else the state carried
- * from before. cols * ST_MEM_CATEGORY_COUNT values.
- */
-static int sample_columns(const struct mem_timeline *tl, uint64_t t0, uint64_t t1, size_t cols,
-			  uint64_t *out)
-{
-	uint64_t cat[ST_MEM_CATEGORY_COUNT] = { 0 };
-	double span = (double)(t1 - t0);
-	size_t i = 0;
-
-	/* the state at t0 */
-	for (; i < tl->n_points && tl->points[i].t < t0; i++)
-		if (tl->points[i].block >= 0)
-			cat[tl->points[i].category] += (uint64_t)tl->points[i].delta;
-	for (size_t c = 0; c < cols; c++) {
-		uint64_t *dst = &out[c * ST_MEM_CATEGORY_COUNT], best = 0;
-		bool any = false;
-
-		for (; i < tl->n_points && tl->points[i].t <= t1; i++) {
-			const struct mem_point *pt = &tl->points[i];
-			size_t pc = span > 0 ? (size_t)((double)(pt->t - t0) / span * (double)cols) : 0;
-
-			if (pc > c && pc < cols)
-				break;
-			if (pt->block >= 0)
-				cat[pt->category] += (uint64_t)pt->delta;
-			/* equal totals: the later state */
-			if (!any || pt->live >= best) {
-				best = pt->live;
-				any = true;
-				memcpy(dst, cat, sizeof(cat));
-			}
-		}
-		if (!any)
-			memcpy(dst, cat, sizeof(cat));
-	}
-	return 0;
-}
-
-/* Phase bands: from NVTX ranges named forward/backward/optimizer when there are any, else from runs of the points' phases. */
-static void draw_phases(struct chart *ch)
-{
-	const struct replay *rp = ch->rp;
-	const struct mem_timeline *tl = ch->tl;
-	bool from_ranges = false;
-
-	for (size_t i = 0; i < rp->n_ranges; i++) {
-		const char *name = replay_str(rp, rp->ranges[i].name);
-		int p = -1;
-
-		for (int k = 0; k < MEM_PHASE_OTHER; k++)
-			if (!strcmp(name, mem_phase_name((enum mem_phase)k)))
-				p = k;
-		if (p < 0 || rp->ranges[i].end < ch->t0 || rp->ranges[i].start > ch->t1)
-			continue;
-		from_ranges = true;
-		double xa = svg_scale_map(&ch->xs, (double)(rp->ranges[i].start > ch->t0 ? rp->ranges[i].start - ch->t0 : 0));
-		double xb = svg_scale_map(&ch->xs, (double)((rp->ranges[i].end < ch->t1 ? rp->ranges[i].end : ch->t1) - ch->t0));
-		svg_rect(ch->out, xa, ch->y1, xb - xa, ch->y0 - ch->y1, phase_fill(p), NULL);
-		if (xb - xa > svg_text_width(name, 11) + 6)
-			svg_text(ch->out, (xa + xb) / 2, ch->y1 + 14, SVG_MIDDLE, 11, "#667", NULL, "%s", name);
-	}
-	if (from_ranges)
-		return;
-	/* runs of equal phase among the points inside the window */
-	size_t i = 0;
-	while (i < tl->n_points && tl->points[i].t < ch->t0)
-		i++;
-	while (i < tl->n_points && tl->points[i].t <= ch->t1) {
-		size_t j = i;
-		int p = tl->points[i].phase;
-		uint64_t end;
-
-		while (j < tl->n_points && tl->points[j].t <= ch->t1 && tl->points[j].phase == p)
-			j++;
-		end = j < tl->n_points && tl->points[j].t <= ch->t1 ? tl->points[j].t : tl->points[j - 1].t;
-		if (p != MEM_PHASE_OTHER) {
-			const char *name = mem_phase_name((enum mem_phase)p);
-			double xa = svg_scale_map(&ch->xs, (double)(tl->points[i].t - ch->t0));
-			double xb = svg_scale_map(&ch->xs, (double)(end - ch->t0));
-
-			svg_rect(ch->out, xa, ch->y1, xb - xa, ch->y0 - ch->y1, phase_fill(p), NULL);
-			if (xb - xa > svg_text_width(name, 11) + 6)
-				svg_text(ch->out, (xa + xb) / 2, ch->y1 + 14, SVG_MIDDLE, 11, "#667", NULL, "%s", name);
-		}
-		i = j;
-	}
-}
-
-static void draw_axes(struct chart *ch, double unit, const char *uname, double tunit, const char *tname)
-{
-	double ticks[32], step;
-	char buf[32];
-	int n;
-
-	n = svg_ticks_linear(0, ch->ymax / unit, 7, ticks, 32, &step);
-	for (int i = 0; i < n; i++) {
-		double y = svg_scale_map(&ch->ys, ticks[i] * unit);
-
-		svg_line(ch->out, ch->x0, y, ch->x1, y, ticks[i] == 0 ? "#888" : "#e2e2e2", 1, NULL);
-		svg_text(ch->out, ch->x0 - 8, y + 4, SVG_END, 12, "#444", NULL, "%s",
-			 svg_fmt_tick(buf, sizeof(buf), ticks[i], step));
-	}
-	{
-		char rot[80];
-
-		/* the y label, rotated about its own anchor */
-		snprintf(rot, sizeof(rot), "transform=\"rotate(-90 20 %.1f)\"", (ch->y0 + ch->y1) / 2);
-		svg_text(ch->out, 20, (ch->y0 + ch->y1) / 2, SVG_MIDDLE, 13, "#333", rot, "live memory (%s)", uname);
-	}
-	n = svg_ticks_linear(0, (double)(ch->t1 - ch->t0) / tunit, 10, ticks, 32, &step);
-	for (int i = 0; i < n; i++) {
-		double x = svg_scale_map(&ch->xs, ticks[i] * tunit);
-
-		svg_line(ch->out, x, ch->y0, x, ch->y0 + 5, "#888", 1, NULL);
-		svg_text(ch->out, x, ch->y0 + 19, SVG_MIDDLE, 12, "#444", NULL, "%s",
-			 svg_fmt_tick(buf, sizeof(buf), ticks[i], step));
-	}
-	svg_line(ch->out, ch->x0, ch->y0, ch->x1, ch->y0, "#888", 1, NULL);
-	svg_text(ch->out, (ch->x0 + ch->x1) / 2, ch->y0 + 40, SVG_MIDDLE, 13, "#333", NULL, "time (%s)", tname);
-}
-
-static void draw_peak(struct chart *ch, double unit, const char *uname)
-{
-	const struct mem_timeline *tl = ch->tl;
-	const struct mem_peak *pk = &tl->peak;
-	int32_t p = pk->point;
-	char b1[32], b2[32];
-	const char *op;
-	double x, y, w;
-	char label[400];
-
-	/* the highest point inside the window, when the overall one is outside it */
-	if (p < 0 || pk->t < ch->t0 || pk->t > ch->t1) {
-		p = -1;
-		for (size_t i = 0; i < tl->n_points; i++)
-			if (tl->points[i].t >= ch->t0 && tl->points[i].t <= ch->t1 &&
-			    tl->points[i].kind == ST_ALLOC && (p < 0 || tl->points[i].live > tl->points[p].live))
-				p = (int32_t)i;
-		if (p < 0)
-			return;
-	}
-	x = svg_scale_map(&ch->xs, (double)(tl->points[p].t - ch->t0));
-	y = svg_scale_map(&ch->ys, (double)tl->points[p].live);
-	svg_line(ch->out, x, y, x, ch->y0, "#c0392b", 1.2, "stroke-dasharray=\"4 3\"");
-	svg_line(ch->out, ch->x0, y, ch->x1, y, "#c0392b", 0.8, "stroke-dasharray=\"2 4\" opacity=\"0.6\"");
-	fprintf(ch->out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"4.5\" fill=\"#c0392b\" stroke=\"#fff\" stroke-width=\"1.5\"/>\n", x, y);
-	op = point_op(ch->rp, tl, p);
-	snprintf(label, sizeof(label), "peak %s at %s%s%s", human_bytes(b1, sizeof(b1), (double)tl->points[p].live),
-		 human_time(b2, sizeof(b2), (double)(tl->points[p].t - ch->t0)), *op ? " \xe2\x80\x94 " : "", op);
-	(void)unit;
-	(void)uname;
-	w = svg_text_width(label, 12.5) + 12;
-	{
-		/* the label box above the point, kept inside the plot */
-		double bx = x - w / 2, by = y - 30;
-
-		if (bx < ch->x0 + 2)
-			bx = ch->x0 + 2;
-		if (bx + w > ch->x1 - 2)
-			bx = ch->x1 - 2 - w;
-		if (by < ch->y1 + 18)
-			by = y + 10;
-		svg_rect(ch->out, bx, by, w, 20, "#ffffff", "stroke=\"#c0392b\" stroke-width=\"1\" rx=\"3\" opacity=\"0.95\"");
-		svg_text(ch->out, bx + w / 2, by + 14.5, SVG_MIDDLE, 12.5, "#c0392b", "font-weight=\"bold\" class=\"peak-label\"",
-			 "%s", label);
-	}
-}
-
-static void draw_legend(struct chart *ch, const uint64_t *at_peak, const bool *present, bool driver_line)
-{
-	double lx = ch->x1 + 24, ly = ch->y1 + 4;
-	char buf[32];
-
-	svg_group_begin(ch->out, "class=\"legend\"");
-	svg_text(ch->out, lx, ly + 8, SVG_START, 13, "#222", "font-weight=\"bold\"", "Category");
-	svg_text(ch->out, lx + 170, ly + 8, SVG_END, 11, "#666", NULL, "at peak");
-	ly += 26;
-	for (int k = ST_MEM_CATEGORY_COUNT - 1; k >= 0; k--) {
-		int c = stack_order[k];
-
-		if (!present[c])
-			continue;
-		svg_rect(ch->out, lx, ly - 10, 13, 13, svg_mem_color(c), "rx=\"2\"");
-		svg_text(ch->out, lx + 20, ly + 1, SVG_START, 12.5, "#222", NULL, "%s", st_mem_category_name(c));
-		svg_text(ch->out, lx + 170, ly + 1, SVG_END, 11.5, "#555", NULL, "%s",
-			 human_bytes(buf, sizeof(buf), (double)at_peak[c]));
-		ly += 22;
-	}
-	if (driver_line) {
-		ly += 6;
-		svg_line(ch->out, lx, ly - 4, lx + 13, ly - 4, "#333", 1.5, "stroke-dasharray=\"5 3\"");
-		svg_text(ch->out, lx + 20, ly, SVG_START, 12, "#222", NULL, "cudaMalloc total");
-		ly += 22;
-	}
-	ly += 8;
-	for (int p = 0; p < MEM_PHASE_OTHER; p++) {
-		svg_rect(ch->out, lx, ly - 10, 13, 13, phase_fill(p), "stroke=\"#ccd\" stroke-width=\"0.8\"");
-		svg_text(ch->out, lx + 20, ly + 1, SVG_START, 12, "#444", NULL, "%s phase", mem_phase_name((enum mem_phase)p));
-		ly += 20;
-	}
-	svg_group_end(ch->out);
-}
-
-/* The driver view's total as a dashed step line, sampled per column like the areas. */
-static int draw_driver_line(struct chart *ch, const struct mem_timeline *drv, size_t cols, double colw)
-{
-	uint64_t *s = malloc(cols * ST_MEM_CATEGORY_COUNT * sizeof(*s));
-
-	if (!s || sample_columns(drv, ch->t0, ch->t1, cols, s) < 0) {
-		free(s);
-		return -1;
-	}
-	svg_path_begin(ch->out, NULL, "#333", 1.5, "stroke-dasharray=\"5 3\" class=\"driver-total\"");
-	for (size_t c = 0; c < cols; c++) {
-		uint64_t tot = 0;
-
-		for (int k = 0; k < ST_MEM_CATEGORY_COUNT; k++)
-			tot += s[c * ST_MEM_CATEGORY_COUNT + k];
-		double y = svg_scale_map(&ch->ys, (double)tot);
-		if (c == 0)
-			svg_path_move(ch->out, ch->x0, y);
-		else
-			svg_path_line(ch->out, ch->x0 + c * colw, y);
-		svg_path_line(ch->out, ch->x0 + (c + 1) * colw, y);
-	}
-	svg_path_end(ch->out);
-	free(s);
-	return 0;
-}
-
-int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeline *tl_in,
-		     uint64_t t0, uint64_t t1, int width, int height)
-{
-	struct mem_timeline own, drv;
-	const struct mem_timeline *tl = tl_in;
-	struct chart ch = { .out = out, .rp = rp };
-	uint64_t *samples = NULL, at_peak[ST_MEM_CATEGORY_COUNT] = { 0 }, top = 0;
-	bool present[ST_MEM_CATEGORY_COUNT] = { false };
-	double unit, tunit, colw;
-	const char *uname, *tname;
-	size_t cols;
-	char b1[32], b2[32];
-	int rc = -1;
-
-	if (width < 400)
-		width = 400;
-	if (height < 250)
-		height = 250;
-	if (!tl) {
-		if (mem_timeline_build(&own, rp, MEM_VIEW_MODEL) < 0)
-			return -1;
-		tl = &own;
-	}
-	if (mem_timeline_build(&drv, rp, MEM_VIEW_DRIVER) < 0)
-		goto out_own;
-	if (t0 == 0 && t1 == 0) {
-		t0 = tl->n_points ? tl->points[0].t : rp->t_min;
-		t1 = tl->n_points ? tl->points[tl->n_points - 1].t : rp->t_max;
-		if (rp->n_steps) {
-			t0 = t0 < rp->steps[0].start ? t0 : rp->steps[0].start;
-			t1 = t1 > rp->steps[rp->n_steps - 1].end ? t1 : rp->steps[rp->n_steps - 1].end;
-		}
-	}
-	if (t1 <= t0)
-		t1 = t0 + 1;
-	ch.t0 = t0;
-	ch.t1 = t1;
-	ch.tl = tl;
-	ch.x0 = 78;
-	ch.x1 = width - 220;
-	ch.y1 = 62;
-	ch.y0 = height - 58;
-	cols = (size_t)(ch.x1 - ch.x0);
-	colw = (ch.x1 - ch.x0) / (double)cols;
-	samples = malloc(cols * ST_MEM_CATEGORY_COUNT * sizeof(*samples));
-	if (!samples || sample_columns(tl, t0, t1, cols, samples) < 0) {
-		error("out of memory for the memory chart");
-		goto out;
-	}
-	for (size_t c = 0; c < cols; c++) {
-		uint64_t tot = 0;
-
-		for (int k = 0; k < ST_MEM_CATEGORY_COUNT; k++) {
-			tot += samples[c * ST_MEM_CATEGORY_COUNT + k];
-			present[k] |= samples[c * ST_MEM_CATEGORY_COUNT + k] != 0;
-		}
-		top = tot > top ? tot : top;
-	}
-	for (size_t i = 0; i < drv.n_points; i++)
-		if (drv.points[i].t >= t0 && drv.points[i].t <= t1 && drv.points[i].live > top)
-			top = drv.points[i].live;
-	ch.ymax = top ? (double)top * 1.12 : 1024.0 * 1024;
-	unit = human_byte_unit(ch.ymax, &uname);
-	{
-		double step, ticks[32];
-		int n = svg_ticks_linear(0, ch.ymax / unit, 7, ticks, 32, &step);
-		/* round the axis up to the next tick so the top gridline closes the plot */
-		if (n > 0 && ticks[n - 1] * unit < ch.ymax)
-			ch.ymax = (ticks[n - 1] + step) * unit;
-	}
-	tunit = human_time_unit((double)(t1 - t0), &tname);
-	svg_scale_linear(&ch.xs, 0, (double)(t1 - t0), ch.x0, ch.x1);
-	svg_scale_linear(&ch.ys, 0, ch.ymax, ch.y0, ch.y1);
-	if (tl->peak.point >= 0)
-		memcpy(at_peak, tl->peak.by_category, sizeof(at_peak));
-
-	svg_begin(out, width, height, "Active memory timeline");
-	svg_rect(out, 0, 0, width, height, "#ffffff", NULL);
-	{
-		const Steptrace__Header *h = rp->header;
-		const char *model = h && h->config && h->config->model && *h->config->model ? h->config->model : NULL;
-
-		if (model)
-			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"",
-				 "Active memory \xe2\x80\x94 %s, ctx %u, batch %u, %s, %s", model, h->config->ctx,
-				 h->config->batch, h->config->precision ? h->config->precision : "", h->config->mode ? h->config->mode : "");
-		else
-			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"", "Active memory timeline");
-		svg_text(out, ch.x0, 46, SVG_START, 12.5, "#555", NULL,
-			 "%s, live bytes stacked by category; peak %s; %zu allocations over %s",
-			 mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes), tl->n_allocs,
-			 human_time(b2, sizeof(b2), (double)(t1 - t0)));
-	}
-	draw_phases(&ch);
-	draw_axes(&ch, unit, uname, tunit, tname);
-
-	/* the stacked areas, bottom category first */
-	{
-		uint64_t *base = calloc(cols, sizeof(*base));
-
-		if (!base) {
-			error("out of memory for the memory chart");
-			goto out;
-		}
-		for (int k = 0; k < ST_MEM_CATEGORY_COUNT; k++) {
-			int c = stack_order[k];
-			char attrs[64];
-
-			if (!present[c])
-				continue;
-			snprintf(attrs, sizeof(attrs), "class=\"area-%s\" fill-opacity=\"0.9\"", st_mem_category_name(c));
-			svg_path_begin(out, svg_mem_color(c), NULL, 0, attrs);
-			for (size_t i = 0; i < cols; i++) {
-				double y = svg_scale_map(&ch.ys, (double)(base[i] + samples[i * ST_MEM_CATEGORY_COUNT + c]));
-				if (i == 0)
-					svg_path_move(out, ch.x0, y);
-				else
-					svg_path_line(out, ch.x0 + i * colw, y);
-				svg_path_line(out, ch.x0 + (i + 1) * colw, y);
-			}
-			for (size_t i = cols; i-- > 0;) {
-				double y = svg_scale_map(&ch.ys, (double)base[i]);
-				svg_path_line(out, ch.x0 + (i + 1) * colw, y);
-				svg_path_line(out, ch.x0 + i * colw, y);
-			}
-			svg_path_close(out);
-			svg_path_end(out);
-			for (size_t i = 0; i < cols; i++)
-				base[i] += samples[i * ST_MEM_CATEGORY_COUNT + c];
-		}
-		free(base);
-	}
-	if (drv.n_points && draw_driver_line(&ch, &drv, cols, colw) < 0) {
-		error("out of memory for the memory chart");
-		goto out;
-	}
-	/* recorded OOMs */
-	for (size_t i = 0; i < tl->n_points; i++) {
-		const struct mem_point *pt = &tl->points[i];
-
-		if (pt->kind != ST_OOM || pt->t < t0 || pt->t > t1)
-			continue;
-		double x = svg_scale_map(&ch.xs, (double)(pt->t - t0));
-		svg_line(out, x, ch.y1, x, ch.y0, "#b00020", 2, NULL);
-		svg_text(out, x - 4, ch.y1 + 30, SVG_END, 12, "#b00020", "font-weight=\"bold\"", "OOM");
-	}
-	/* step boundaries along the bottom of the plot */
-	for (size_t i = 0; i < rp->n_steps; i++) {
-		const struct replay_step *st = &rp->steps[i];
-
-		if (st->start < t0 || st->start > t1)
-			continue;
-		double x = svg_scale_map(&ch.xs, (double)(st->start - t0));
-		svg_line(out, x, ch.y1, x, ch.y0, "#777", 1, "stroke-dasharray=\"1 3\"");
-		svg_text(out, x + 4, ch.y1 + 30, SVG_START, 11, "#555", NULL, "step %" PRIu32 "%s", st->index,
-			 st->warmup ? " (warm-up)" : "");
-	}
-	draw_peak(&ch, unit, uname);
-	svg_rect(out, ch.x0, ch.y1, ch.x1 - ch.x0, ch.y0 - ch.y1, NULL, "stroke=\"#bbb\" stroke-width=\"1\"");
-	draw_legend(&ch, at_peak, present, drv.n_points > 0);
-	svg_end(out);
-	if (ferror(out))
-		error("cannot write the memory chart: write error");
-	else
-		rc = 0;
-out:
-	free(samples);
-	mem_timeline_release(&drv);
-out_own:
-	if (tl == &own)
-		mem_timeline_release(&own);
 	return rc;
 }

@@ -1,47 +1,27 @@
-/*
- * ranges.c: `steptrace ranges`, NVTX ranges with Nsight's nvtx_sum columns
- * (CPU time), grouped by full range path, plus the GPU projection summed
- * over instances: GPU Time (first kernel start to last kernel end) and
- * GPU Busy (union of the GPU work's intervals). Ranges of warm-up steps are
- * left out unless --include-warmup (a range belongs to the step covering its
- * midpoint).
- */
+/* ranges.c: NVTX ranges with CPU and projected GPU time (see ranges.h). */
+#include "analyze/ranges.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/common.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
 
-struct ranges_args {
-	const char *range;
-	const char *format;
-	int top, depth;
-	bool include_warmup;
-	enum out_format fmt;
-};
-
-static const char *const ranges_usage[] = {
-	"steptrace ranges [<options>] FILE",
-	NULL,
-};
-
-static int ranges_report(const struct replay *rp, const struct ranges_args *args)
+int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct report *r)
 {
 	struct replay_filter filter;
 	struct dur_collect dc;
 	struct dur_groups groups = { NULL, 0, 0 };
 	uint64_t *gpu_time = NULL, *gpu_busy = NULL;
-	struct report *r = NULL;
 	struct table *t;
 	char title[512];
 	size_t shown;
-	int rc = 1;
+	int rc = -1;
 
 	dur_collect_init(&dc);
 	if (replay_filter_init(&filter, rp, args->range) < 0)
-		return EXIT_USAGE;
+		return -1;
 	gpu_time = calloc(rp->n_paths + 1, sizeof(*gpu_time));
 	gpu_busy = calloc(rp->n_paths + 1, sizeof(*gpu_busy));
 	if (!gpu_time || !gpu_busy) {
@@ -75,7 +55,6 @@ static int ranges_report(const struct replay *rp, const struct ranges_args *args
 		 rp->n_steps == 0 ? "all ranges (no steps in the bundle)"
 		 : args->include_warmup ? "all steps (warm-up included)"
 					: "measured steps (warm-up excluded)");
-	r = report_new();
 	t = report_add_table(r, "ranges", title);
 	nsys_stat_columns(t, 1.0);
 	table_add_column(t, "Style", COL_STR, 0);
@@ -99,45 +78,12 @@ static int ranges_report(const struct replay *rp, const struct ranges_args *args
 			    args->range ? args->range : "", args->range ? "'" : "");
 	else if (shown < groups.n)
 		report_note(r, "%zu of %zu rows shown (--top %d)", shown, groups.n, args->top);
-	rc = analyze_print(r, args->fmt);
-	r = NULL;
+	rc = 0;
 out:
-	report_free(r);
 	free(gpu_time);
 	free(gpu_busy);
 	dur_groups_release(&groups);
 	dur_collect_release(&dc);
 	replay_filter_release(&filter);
-	return rc;
-}
-
-int cmd_ranges(int argc, const char **argv)
-{
-	struct ranges_args args = { 0 };
-	struct replay rp;
-	int n, rc;
-	const struct option opts[] = {
-		OPT_STRING(0, "range", &args.range, "PATH",
-			   "keep ranges under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_INTEGER('n', "top", &args.top, "show the N largest rows"),
-		OPT_INTEGER(0, "depth", &args.depth, "keep paths of at most N components"),
-		OPT_BOOLEAN(0, "include-warmup", &args.include_warmup, "count ranges of warm-up steps and outside steps"),
-		OPT_FORMAT_NAME(&args.format),
-		OPT_END(),
-	};
-
-	n = analyze_parse(argc, argv, opts, ranges_usage, 1, &args.format, &args.fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (args.top < 0 || args.depth < 0) {
-		error("--top and --depth must be positive");
-		return EXIT_USAGE;
-	}
-	if (analyze_check_range(args.range) < 0)
-		return EXIT_USAGE;
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	rc = ranges_report(&rp, &args);
-	replay_release(&rp);
 	return rc;
 }

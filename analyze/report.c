@@ -1,15 +1,11 @@
 /*
- * report.c: `steptrace report`, one self-contained HTML page per bundle (or
- * per pair, for a diff): the run's header, step time, the time breakdown by
- * phase (NVTX range projection) and by kernel category, the top kernels with
- * Nsight's columns, the memory timeline with its peak and the largest live
- * blocks, and the roofline. No network, no scripts, no fonts: inline CSS and
- * inline SVG only, so the file opens anywhere and can be mailed around.
- *
- * Every number comes from the same helpers as the text reports (replay's
- * projection, replay/memory.h, flops.h, diff.h, common.h's statistics), so
- * the page and `steptrace summary|memory|flops|diff` always agree.
+ * report.c: the HTML report (see report.h). Every number comes from the
+ * same helpers as the text reports (replay's projection, replay/memory.h,
+ * flops.h, diff.h, common.h's statistics), so the page and
+ * `steptrace summary|memory|flops|diff` always agree.
  */
+#include "analyze/report.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -25,19 +21,13 @@
 #include "analyze/html.h"
 #include "analyze/memory.h"
 #include "analyze/svg.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
+#include "lib/human.h"
 #include "replay/memory.h"
 
 #define PAGE_W 1180          /* content width in CSS pixels; charts are drawn at it */
 #define TOP_KERNELS 15
 #define TOP_BLOCKS 10
-
-static const char *const report_usage[] = {
-	"steptrace report [<options>] FILE [-o report.html]",
-	"steptrace report [<options>] A B [-o diff.html]",
-	NULL,
-};
 
 static const char page_css[] =
 	":root{--bg:#f5f6f8;--card:#fff;--ink:#1d2330;--muted:#667085;--line:#e4e7ec;"
@@ -87,16 +77,6 @@ static const char page_css[] =
 	"@media print{body{background:#fff}section.card{break-inside:avoid}}";
 
 /* ---- small formatting ----------------------------------------------------- */
-
-static const char *fmt_time(char *buf, size_t n, double ns)
-{
-	return human_time(buf, n, ns);
-}
-
-static const char *fmt_bytes(char *buf, size_t n, double b)
-{
-	return human_bytes(buf, n, b);
-}
 
 static const char *fmt_version(char *buf, size_t n, uint32_t v)
 {
@@ -293,7 +273,7 @@ static int compute_categories(struct page_data *d)
 
 static int page_data_init(struct page_data *d, const struct replay *rp, const char *label)
 {
-	struct flops_options fo = { FLOPS_BY_KIND, NULL, NULL, false };
+	struct flops_options fo = { .by = FLOPS_BY_KIND };
 
 	memset(d, 0, sizeof(*d));
 	d->rp = rp;
@@ -328,104 +308,99 @@ static void page_data_release(struct page_data *d)
 
 /* ---- header ---------------------------------------------------------------- */
 
+/* A chip with s in it; nothing for "". */
+static void chip(FILE *out, const char *s)
+{
+	if (!*s)
+		return;
+	fputs("<span class=\"chip\">", out);
+	html_escape(out, s);
+	fputs("</span>", out);
+}
+
 static void write_chips(FILE *out, const struct replay *rp)
 {
-	const Steptrace__RunConfig *c = rp->header ? rp->header->config : NULL;
-	const Steptrace__DeviceInfo *dv = rp->header ? rp->header->device : NULL;
+	const struct replay_config *c = &rp->run.config;
 
 	fputs("<div class=\"chips\">", out);
-	if (c) {
-		if (c->model && *c->model) {
-			fputs("<span class=\"chip\">", out);
-			html_escape(out, c->model);
-			fputs("</span>", out);
-		}
-		if (c->precision && *c->precision) {
-			fputs("<span class=\"chip\">", out);
-			html_escape(out, c->precision);
-			fputs("</span>", out);
-		}
-		if (c->mode && *c->mode) {
-			fputs("<span class=\"chip\">", out);
-			html_escape(out, c->mode);
-			fputs("</span>", out);
-		}
+	if (rp->run.has_config) {
+		chip(out, c->model);
+		chip(out, c->precision_name);
+		chip(out, c->mode_name);
 		fprintf(out, "<span class=\"chip\">batch %" PRIu32 " &middot; ctx %" PRIu32 "</span>", c->batch, c->ctx);
 	}
-	if (dv && dv->name && *dv->name) {
-		fputs("<span class=\"chip\">", out);
-		html_escape(out, dv->name);
-		fputs("</span>", out);
-	}
+	if (rp->run.has_device)
+		chip(out, rp->run.device.name);
 	fputs("</div>\n", out);
 }
 
 static void write_run(FILE *out, const struct replay *rp)
 {
-	const Steptrace__Header *h = rp->header;
-	const Steptrace__RunConfig *c = h ? h->config : NULL;
-	const Steptrace__DeviceInfo *dv = h ? h->device : NULL;
+	const struct replay_run *h = &rp->run;
+	const struct replay_config *c = &h->config;
+	const struct replay_device *dv = &h->device;
 	char b1[64], b2[64], b3[64], b4[64];
 
 	fputs("<div class=\"grid2\">\n<dl class=\"kv\">\n", out);
-	if (c) {
-		kv(out, "Model", "%s", c->model && *c->model ? c->model : "custom");
+	if (h->has_config) {
+		kv(out, "Model", "%s", *c->model ? c->model : "custom");
 		kv(out, "Parameters", "%.1f M", (double)c->parameters / 1e6);
 		kv(out, "Sizes", "d_model %" PRIu32 ", d_ff %" PRIu32 ", %" PRIu32 " layers, %" PRIu32 " heads",
 		   c->d_model, c->d_ff, c->layers, c->heads);
 		kv(out, "Batch, context, vocab", "%" PRIu32 " x %" PRIu32 ", vocab %" PRIu32, c->batch, c->ctx, c->vocab);
-		kv(out, "Precision, mode", "%s, %s", c->precision ? c->precision : "", c->mode ? c->mode : "");
-		kv(out, "Attention", "%s", c->attention && *c->attention ? c->attention : "naive");
+		kv(out, "Precision, mode", "%s, %s", c->precision_name, c->mode_name);
+		kv(out, "Attention", "%s", *c->attention_name ? c->attention_name : "naive");
 		kv(out, "Steps", "%" PRIu32 " warm-up + %" PRIu32 " measured", c->warmup_steps, c->measured_steps);
 	} else {
 		kv(out, "Run", "no header (built without a bundle)");
 	}
-	if (rp->footer)
+	if (h->has_footer)
 		kv(out, "Bundle", "%s, %" PRIu64 " events in %" PRIu32 " chunks, %s%s", base_name(rp->path),
-		   rp->footer->events, rp->footer->chunks, rp->footer->complete ? "complete" : "incomplete",
-		   rp->footer->dropped ? ", records dropped" : "");
+		   h->footer.events, h->footer.chunks, h->footer.complete ? "complete" : "incomplete",
+		   h->footer.dropped ? ", records dropped" : "");
 	else if (rp->path)
 		kv(out, "Bundle", "%s, %" PRIu64 " events, truncated (%s)", base_name(rp->path), rp->events_read,
 		   rp->truncation ? rp->truncation : "no footer");
 	fputs("</dl>\n<dl class=\"kv\">\n", out);
-	if (dv) {
-		kv(out, "Device", "%s, %" PRIu32 " SMs, cc %" PRIu32 ".%" PRIu32 ", %s", dv->name ? dv->name : "",
-		   dv->sm_count, dv->cc_major, dv->cc_minor, fmt_bytes(b1, sizeof(b1), (double)dv->memory_bytes));
+	if (h->has_device) {
+		kv(out, "Device", "%s, %" PRIu32 " SMs, cc %" PRIu32 ".%" PRIu32 ", %s", dv->name,
+		   dv->sm_count, dv->cc_major, dv->cc_minor, human_bytes(b1, sizeof(b1), (double)dv->memory_bytes));
 		kv(out, "Peak matrix FLOP/s", "bf16 %.0f, tf32 %.0f, fp32 %.1f TFLOP/s", dv->peak_bf16_flops / 1e12,
 		   dv->peak_tf32_flops / 1e12, dv->peak_fp32_flops / 1e12);
 		kv(out, "Peak bandwidth", "%.2f TB/s (%s%s%s)", dv->peak_bandwidth / 1e12,
-		   dv->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED ? "measured"
-		   : dv->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET ? "datasheet" : "unknown source",
-		   dv->peak_note && *dv->peak_note ? ": " : "", dv->peak_note ? dv->peak_note : "");
+		   dv->peak_source == ST_PEAK_UNKNOWN ? "unknown source" : st_name(st_peak_source_names, dv->peak_source),
+		   *dv->peak_note ? ": " : "", dv->peak_note);
 		kv(out, "CUDA", "runtime %s, driver %s (%s), CUPTI %" PRIu32 ", cuBLAS %" PRIu32,
 		   fmt_version(b2, sizeof(b2), dv->cuda_runtime_version),
 		   fmt_version(b3, sizeof(b3), dv->cuda_driver_version),
-		   dv->driver_version && *dv->driver_version ? dv->driver_version : "?", dv->cupti_version,
+		   *dv->driver_version ? dv->driver_version : "?", dv->cupti_version,
 		   dv->cublas_version);
 	}
-	if (h) {
+	if (h->has_header) {
 		time_t t = (time_t)(h->created_unix_ns / 1000000000);
 		struct tm tm;
 		if (h->created_unix_ns && gmtime_r(&t, &tm))
 			strftime(b4, sizeof(b4), "%Y-%m-%d %H:%M UTC", &tm);
 		else
 			snprintf(b4, sizeof(b4), "unknown");
-		kv(out, "Recorded", "%s on %s (%s)", b4, h->hostname && *h->hostname ? h->hostname : "?",
-		   h->tool_version && *h->tool_version ? h->tool_version : "unknown tool version");
+		kv(out, "Recorded", "%s on %s (%s)", b4, *h->hostname ? h->hostname : "?",
+		   *h->tool_version ? h->tool_version : "unknown tool version");
 	}
 	fputs("</dl>\n</div>\n", out);
-	if (h && h->command_line && *h->command_line) {
+	if (h->has_header && *h->command_line) {
 		fputs("<pre class=\"cmd mono\">", out);
 		html_escape(out, h->command_line);
 		fputs("</pre>\n", out);
 	}
 }
 
+/* The row of key numbers: step time, GPU busy, GEMM share, peak memory, kernels. */
 static void write_kpis(FILE *out, const struct page_data *d)
 {
 	char v[128], n[256], b1[32], b2[32];
 	double gemm = d->category_ns[CAT_GEMM];
 
+	fputs("<div class=\"kpis\">\n", out);
 	if (d->have_steps) {
 		int dec = d->wall.stddev > 0 && d->wall.stddev < 0.01 ? 3 : 2;
 		snprintf(v, sizeof(v), "%.2f ms", d->wall.mean);
@@ -436,25 +411,26 @@ static void write_kpis(FILE *out, const struct page_data *d)
 		snprintf(n, sizeof(n), "the bundle has no measured steps");
 	}
 	kpi(out, "Step time", v, n);
-	snprintf(v, sizeof(v), "%s", fmt_time(b1, sizeof(b1), d->have_steps ? d->busy.mean * 1e6 : d->kernel_ns));
+	snprintf(v, sizeof(v), "%s", human_time(b1, sizeof(b1), d->have_steps ? d->busy.mean * 1e6 : d->kernel_ns));
 	snprintf(n, sizeof(n), "%.0f%% of the step's wall time",
 		 d->have_steps && d->wall.mean > 0 ? 100.0 * d->busy.mean / d->wall.mean : 0.0);
 	kpi(out, "GPU busy per step", v, d->have_steps ? n : "kernel time, all work");
 	snprintf(v, sizeof(v), "%.1f%%", d->kernel_ns > 0 ? 100.0 * gemm / d->kernel_ns : 0.0);
-	snprintf(n, sizeof(n), "%s of GEMM per step", fmt_time(b1, sizeof(b1), gemm));
+	snprintf(n, sizeof(n), "%s of GEMM per step", human_time(b1, sizeof(b1), gemm));
 	kpi(out, "GEMM share", v, n);
-	snprintf(v, sizeof(v), "%s", fmt_bytes(b1, sizeof(b1), (double)d->tl.peak.bytes));
-	if (d->rp->header && d->rp->header->device && d->rp->header->device->memory_bytes)
+	snprintf(v, sizeof(v), "%s", human_bytes(b1, sizeof(b1), (double)d->tl.peak.bytes));
+	if (d->rp->run.has_device && d->rp->run.device.memory_bytes)
 		snprintf(n, sizeof(n), "%.0f%% of %s, %s view",
-			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->header->device->memory_bytes,
-			 fmt_bytes(b2, sizeof(b2), (double)d->rp->header->device->memory_bytes),
+			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->run.device.memory_bytes,
+			 human_bytes(b2, sizeof(b2), (double)d->rp->run.device.memory_bytes),
 			 mem_view_name(d->tl.view));
 	else
 		snprintf(n, sizeof(n), "%s view", mem_view_name(d->tl.view));
 	kpi(out, "Peak memory", v, n);
 	snprintf(v, sizeof(v), "%.0f", (double)d->kernels / (double)d->divisor);
-	snprintf(n, sizeof(n), "%s of kernels and copies", fmt_time(b1, sizeof(b1), d->kernel_ns));
+	snprintf(n, sizeof(n), "%s of kernels and copies", human_time(b1, sizeof(b1), d->kernel_ns));
 	kpi(out, "Kernels per step", v, n);
+	fputs("</div>\n", out);
 }
 
 /* ---- charts of our own ---------------------------------------------------- */
@@ -487,7 +463,7 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 		svg_rect(out, label_w, yy + 5, bw < 2 ? 2 : bw, 18, svg_series_color(colors[i]), "rx=\"4\"");
 		svg_text(out, w - value_w + 10, yy + 18, SVG_START, 13, "#1d2330",
 			 "style=\"font-variant-numeric:tabular-nums\"", "%s  (%.1f%%)",
-			 fmt_time(b, sizeof(b), values[i]), total > 0 ? 100.0 * values[i] / total : 0.0);
+			 human_time(b, sizeof(b), values[i]), total > 0 ? 100.0 * values[i] / total : 0.0);
 	}
 	svg_end(out);
 }
@@ -520,7 +496,7 @@ static void phase_bar(FILE *out, const struct page_data *d)
 	for (int p = 0; p < PH_COUNT; p++)
 		if (d->phase_gpu[p] > 0)
 			fprintf(out, "<span><i style=\"background:%s\"></i>%s: %s</span>", svg_series_color(p),
-				phase_names[p], fmt_time(b, sizeof(b), d->phase_gpu[p]));
+				phase_names[p], human_time(b, sizeof(b), d->phase_gpu[p]));
 	fputs("</div>\n", out);
 }
 
@@ -615,8 +591,8 @@ static void write_phases(FILE *out, const struct page_data *d)
 			continue;
 		fprintf(out, "<tr><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td>"
 			"<td class=\"num\">%s</td><td class=\"num\">%.0f</td></tr>\n", phase_names[p],
-			fmt_time(b1, sizeof(b1), d->phase_gpu[p]), total > 0 ? 100.0 * d->phase_gpu[p] / total : 0.0,
-			d->phase_cpu[p] > 0 ? fmt_time(b2, sizeof(b2), d->phase_cpu[p]) : "",
+			human_time(b1, sizeof(b1), d->phase_gpu[p]), total > 0 ? 100.0 * d->phase_gpu[p] / total : 0.0,
+			d->phase_cpu[p] > 0 ? human_time(b2, sizeof(b2), d->phase_cpu[p]) : "",
 			(double)d->phase_kernels[p] / (double)d->divisor);
 	}
 	fputs("</tbody></table></div>\n", out);
@@ -717,21 +693,21 @@ static int write_memory(FILE *out, const struct page_data *d)
 		return -1;
 
 	fputs("<div class=\"grid2\" style=\"margin-top:14px\"><div>\n<h3>At the peak</h3>\n<dl class=\"kv\">", out);
-	kv(out, "Peak", "%s at %s", fmt_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
-	   fmt_time(b2, sizeof(b2), (double)(tl->peak.t - rp->t_min)));
+	kv(out, "Peak", "%s at %s", human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
+	   human_time(b2, sizeof(b2), (double)(tl->peak.t - rp->t_min)));
 	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++)
 		if (tl->peak.by_category[c])
 			kv(out, st_mem_category_name(c), "%s (%.1f%%)",
-			   fmt_bytes(b1, sizeof(b1), (double)tl->peak.by_category[c]),
+			   human_bytes(b1, sizeof(b1), (double)tl->peak.by_category[c]),
 			   100.0 * (double)tl->peak.by_category[c] / (double)(tl->peak.bytes ? tl->peak.bytes : 1));
 	fputs("</dl></div><div>\n<h3>Peak by phase</h3>\n<dl class=\"kv\">", out);
 	for (int p = 0; p < MEM_PHASE_COUNT; p++)
 		if (tl->phase_peak[p].bytes)
 			kv(out, mem_phase_name((enum mem_phase)p), "%s",
-			   fmt_bytes(b1, sizeof(b1), (double)tl->phase_peak[p].bytes));
+			   human_bytes(b1, sizeof(b1), (double)tl->phase_peak[p].bytes));
 	if (tl->n_never_freed)
 		kv(out, "never freed", "%zu blocks, %s", tl->n_never_freed,
-		   fmt_bytes(b1, sizeof(b1), (double)tl->never_freed_bytes));
+		   human_bytes(b1, sizeof(b1), (double)tl->never_freed_bytes));
 	fputs("</dl></div></div>\n", out);
 
 	live = mem_timeline_live_at(tl, tl->peak.point, idx, TOP_BLOCKS);
@@ -743,12 +719,12 @@ static int write_memory(FILE *out, const struct page_data *d)
 		const struct mem_block *b = &tl->blocks[idx[i]];
 		const char *op = memory_block_op(rp, b);
 		fprintf(out, "<tr><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td><td>%s</td><td class=\"long\">",
-			fmt_bytes(b1, sizeof(b1), (double)b->size),
+			human_bytes(b1, sizeof(b1), (double)b->size),
 			100.0 * (double)b->size / (double)(tl->peak.bytes ? tl->peak.bytes : 1),
 			st_mem_category_name(b->category));
 		html_escape(out, *op ? op : "(none)");
 		fprintf(out, "</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
-			fmt_time(b2, sizeof(b2), (double)(b->t_alloc - rp->t_min)), mem_phase_name((enum mem_phase)b->phase));
+			human_time(b2, sizeof(b2), (double)(b->t_alloc - rp->t_min)), mem_phase_name((enum mem_phase)b->phase));
 	}
 	fputs("</tbody></table></div>\n", out);
 	if (live > n)
@@ -791,7 +767,7 @@ static int write_diff(FILE *out, const struct replay *a, const struct replay *b)
 		{ "diff", "By op kind (largest changes first)" },
 		{ "kernels", "Kernels in one bundle only" },
 	};
-	struct diff_options opt = { DIFF_BY_OP, NULL, false, 25, false };
+	struct diff_options opt = { .by = DIFF_BY_OP, .top = 25 };
 	struct report *r = report_new();
 	char lead[2048], what[512];
 	int rc = -1;
@@ -801,7 +777,7 @@ static int write_diff(FILE *out, const struct replay *a, const struct replay *b)
 		 "measured step. %s%s Reproduce: steptrace diff %s %s", base_name(a->path), base_name(b->path),
 		 *what ? "Headers differ in: " : "", what, base_name(a->path), base_name(b->path));
 	section_begin(out, "diff", "Diff", lead);
-	if (diff_report(r, a, b, &opt) < 0)
+	if (diff_run(a, b, &opt, r) < 0)
 		goto out;
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		fputs("<h3>", out);
@@ -868,9 +844,7 @@ static int write_single(FILE *out, const struct replay *rp)
 		goto out;
 	page_begin(out, base_name(rp->path));
 	page_top(out, rp, NULL);
-	fputs("<div class=\"kpis\">\n", out);
 	write_kpis(out, &d);
-	fputs("</div>\n", out);
 	section_begin(out, "run", "Run", NULL);
 	write_run(out, rp);
 	section_end(out);
@@ -883,13 +857,16 @@ out:
 	return rc;
 }
 
-static void bundle_heading(FILE *out, const char *label, const struct replay *rp)
+/* One bundle of a pair: its heading, its key numbers and its sections. */
+static int write_pair_part(FILE *out, const char *label, const struct page_data *d)
 {
 	fputs("<h2 style=\"margin:28px 4px 12px;font-size:19px\">", out);
-	html_printf(out, "%s: %s", label, base_name(rp->path));
+	html_printf(out, "%s: %s", label, base_name(d->rp->path));
 	fputs("</h2>\n", out);
-	write_chips(out, rp);
+	write_chips(out, d->rp);
 	fputs("<div style=\"height:12px\"></div>\n", out);
+	write_kpis(out, d);
+	return write_bundle_sections(out, d);
 }
 
 static int write_pair(FILE *out, const struct replay *a, const struct replay *b)
@@ -913,17 +890,7 @@ static int write_pair(FILE *out, const struct replay *a, const struct replay *b)
 	section_end(out);
 	if (write_diff(out, a, b) < 0)
 		goto out;
-	bundle_heading(out, "A", a);
-	fputs("<div class=\"kpis\">\n", out);
-	write_kpis(out, &da);
-	fputs("</div>\n", out);
-	if (write_bundle_sections(out, &da) < 0)
-		goto out;
-	bundle_heading(out, "B", b);
-	fputs("<div class=\"kpis\">\n", out);
-	write_kpis(out, &db);
-	fputs("</div>\n", out);
-	if (write_bundle_sections(out, &db) < 0)
+	if (write_pair_part(out, "A", &da) < 0 || write_pair_part(out, "B", &db) < 0)
 		goto out;
 	page_end(out);
 	rc = 0;
@@ -933,83 +900,31 @@ out:
 	return rc;
 }
 
-/* "run.stb" -> "run.html"; "a.stb b.stb" -> "a-vs-b.html". */
-static char *default_output(const char *a, const char *b)
+int report_html_write(const struct replay *a, const struct replay *b, const char *output)
 {
-	char buf[4096];
-	const char *na = base_name(a), *nb = b ? base_name(b) : NULL;
-	int la = (int)strlen(na), lb = nb ? (int)strlen(nb) : 0;
-
-	if (la > 4 && strcmp(na + la - 4, ".stb") == 0)
-		la -= 4;
-	if (nb && lb > 4 && strcmp(nb + lb - 4, ".stb") == 0)
-		lb -= 4;
-	if (nb)
-		snprintf(buf, sizeof(buf), "%.*s-vs-%.*s.html", la, na, lb, nb);
-	else
-		snprintf(buf, sizeof(buf), "%.*s.html", la, na);
-	return strdup(buf);
-}
-
-int cmd_report(int argc, const char **argv)
-{
-	const char *output = NULL;
-	struct replay a, b;
-	bool have_b = false;
 	char *owned = NULL;
 	FILE *out;
-	int n, rc = 1;
-	const struct option opts[] = {
-		OPT_STRING('o', "output", &output, "FILE",
-			   "write the page here (default: the bundle's name with .html)"),
-		OPT_END(),
-	};
+	int rc = -1;
 
-	n = parse_options(argc, argv, opts, report_usage);
-	if (n < 0)
-		return n == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
-	if (n < 1 || n > 2) {
-		error(n < 1 ? "missing bundle argument" : "too many arguments: one bundle, or two for a diff");
-		usage_with_options(report_usage, opts, false);
-		return EXIT_USAGE;
-	}
 	if (!output)
-		output = owned = default_output(argv[0], n == 2 ? argv[1] : NULL);
-	if (!output) {
-		error("out of memory");
-		return 1;
-	}
-	if (analyze_open(&a, argv[0]) < 0)
-		goto out_name;
-	if (n == 2) {
-		if (analyze_open(&b, argv[1]) < 0)
-			goto out_a;
-		have_b = true;
-	}
+		output = owned = bundle_output_name(a->path, b ? b->path : NULL, ".html");
+	if (!output)
+		return error("out of memory");
 	out = fopen(output, "w");
 	if (!out) {
 		error("cannot create '%s': %s", output, strerror(errno));
-		goto out_b;
+		goto out;
 	}
-	rc = (have_b ? write_pair(out, &a, &b) : write_single(out, &a)) < 0 ? 1 : 0;
-	if (ferror(out) && rc == 0) {
-		error("cannot write '%s': %s", output, strerror(errno));
-		rc = 1;
-	}
-	if (fclose(out) != 0 && rc == 0) {
-		error("cannot write '%s': %s", output, strerror(errno));
-		rc = 1;
-	}
+	rc = b ? write_pair(out, a, b) : write_single(out, a);
+	if (ferror(out) && rc == 0)
+		rc = error("cannot write '%s': %s", output, strerror(errno));
+	if (fclose(out) != 0 && rc == 0)
+		rc = error("cannot write '%s': %s", output, strerror(errno));
 	if (rc != 0)
 		remove(output);
 	else
 		fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
-out_b:
-	if (have_b)
-		replay_release(&b);
-out_a:
-	replay_release(&a);
-out_name:
+out:
 	free(owned);
 	return rc;
 }

@@ -5,7 +5,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "trace/bundle.h"
+#include "analyze/html.h"
+#include "trace/types.h"
 
 /* Shortest round-trip-ish coordinate: two decimals, trailing zeros dropped. */
 static void put_num(FILE *out, double v)
@@ -27,20 +28,7 @@ static void put_num(FILE *out, double v)
 
 void svg_escape(FILE *out, const char *s)
 {
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		switch (c) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&#39;", out); break;
-		default:
-			if (c >= 0x20 && c != 0x7f)
-				fputc(c, out);
-		}
-	}
+	markup_escape(out, s, false);
 }
 
 void svg_begin(FILE *out, int width, int height, const char *title)
@@ -111,24 +99,6 @@ void svg_line(FILE *out, double x1, double y1, double x2, double y2, const char 
 	fputs("/>\n", out);
 }
 
-void svg_polyline(FILE *out, const double *x, const double *y, size_t n, const char *stroke,
-		  double stroke_width, const char *attrs)
-{
-	fputs("<polyline fill=\"none\" points=\"", out);
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			fputc(' ', out);
-		put_num(out, x[i]);
-		fputc(',', out);
-		put_num(out, y[i]);
-	}
-	fprintf(out, "\" stroke=\"%s\" stroke-width=\"", stroke ? stroke : "#000");
-	put_num(out, stroke_width);
-	fputc('"', out);
-	put_attrs(out, attrs);
-	fputs("/>\n", out);
-}
-
 void svg_path_begin(FILE *out, const char *fill, const char *stroke, double stroke_width,
 		    const char *attrs)
 {
@@ -166,21 +136,6 @@ void svg_path_close(FILE *out)
 void svg_path_end(FILE *out)
 {
 	fputs("\"/>\n", out);
-}
-
-void svg_area(FILE *out, const double *x, const double *top, const double *bottom, double base,
-	      size_t n, const char *fill, const char *attrs)
-{
-	if (n == 0)
-		return;
-	svg_path_begin(out, fill, NULL, 0, attrs);
-	svg_path_move(out, x[0], top[0]);
-	for (size_t i = 1; i < n; i++)
-		svg_path_line(out, x[i], top[i]);
-	for (size_t i = n; i-- > 0;)
-		svg_path_line(out, x[i], bottom ? bottom[i] : base);
-	svg_path_close(out);
-	svg_path_end(out);
 }
 
 void svg_text(FILE *out, double x, double y, enum svg_anchor anchor, double size, const char *fill,

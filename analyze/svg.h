@@ -51,17 +51,6 @@ void svg_group_end(FILE *out);
 void svg_rect(FILE *out, double x, double y, double w, double h, const char *fill, const char *attrs);
 void svg_line(FILE *out, double x1, double y1, double x2, double y2, const char *stroke,
 	      double stroke_width, const char *attrs);
-/* n points (x[i], y[i]), unfilled. */
-void svg_polyline(FILE *out, const double *x, const double *y, size_t n, const char *stroke,
-		  double stroke_width, const char *attrs);
-/*
- * A filled band between two curves sharing x: along top left to right, back
- * along bottom right to left (a stacked-area layer). bottom NULL = baseline
- * at y = base.
- */
-void svg_area(FILE *out, const double *x, const double *top, const double *bottom, double base,
-	      size_t n, const char *fill, const char *attrs);
-
 /*
  * A path built point by point, for shapes too long to hold (streaming):
  * svg_path_begin writes `<path fill stroke attrs d="`, then M/L/Z commands,

@@ -15,6 +15,10 @@ static int parse(const struct analysis_cmd *c, int argc, const char **argv)
 		usage_with_options(c->usage, c->options, false);
 		return PARSE_OPT_ERROR;
 	}
+	if (c->top && *c->top < 0) {
+		error("--top must be positive");
+		return PARSE_OPT_ERROR;
+	}
 	if (c->check && c->check(c->ctx) < 0)
 		return PARSE_OPT_ERROR;
 	if (c->range && *c->range) {
@@ -45,7 +49,9 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	rc = c->run(rps, n, c->ctx, r);
 	if (rc < 0)
 		rc = 1;
-	if (rc == 0 && c->format && report_print(r, (enum out_format)*c->format, stdout) < 0)
+	else if (rc == ANALYSIS_NO_REPORT)
+		rc = 0;
+	else if (c->format && report_print(r, (enum out_format)*c->format, stdout) < 0)
 		rc = 1;
 out:
 	report_free(r);

@@ -2,21 +2,11 @@
 #include "analyze/summary.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
-#include "lib/error.h"
 
 static const char *const usage[] = {
 	"steptrace summary [<options>] FILE",
 	NULL,
 };
-
-static int check(void *ctx)
-{
-	const struct summary_opts *o = ctx;
-
-	if (o->top < 0)
-		return error("--top must be positive");
-	return 0;
-}
 
 static int run(const struct replay *rps, int n, void *ctx, struct report *r)
 {
@@ -40,8 +30,8 @@ int cmd_summary(int argc, const char **argv)
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .range = &o.range,
-		.format = &format, .check = check, .run = run, .ctx = &o,
+		.usage = usage, .options = opts, .bundles = 1, .range = &o.range, .top = &o.top,
+		.format = &format, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -1,8 +1,9 @@
-/* internal.h: replay's builder state, shared by replay.c and project.c only. */
+/* internal.h: replay's builder state, shared by the files of replay/ only. */
 #ifndef STEPTRACE_REPLAY_INTERNAL_H
 #define STEPTRACE_REPLAY_INTERNAL_H
 
 #include "replay/replay.h"
+#include "trace/bundle.h"
 
 struct arena_block {
 	struct arena_block *next;
@@ -20,6 +21,8 @@ struct replay_priv {
 };
 
 char *replay_arena_strdup(struct replay *rp, const char *s, size_t len);
+/* The run's facts from the header and footer (either may be NULL); see run.c. */
+void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const Steptrace__Footer *f);
 /* Tree, paths, projection, steps: the second half of replay_build. */
 int replay_project(struct replay *rp);
 

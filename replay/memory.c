@@ -14,6 +14,8 @@
 
 #include "lib/error.h"
 
+const char *const mem_view_short_names[] = { [MEM_VIEW_MODEL] = "model", [MEM_VIEW_DRIVER] = "driver", NULL };
+
 const char *mem_view_name(enum mem_view v)
 {
 	return v == MEM_VIEW_DRIVER ? "driver (cudaMalloc)" : "model allocator";
@@ -67,18 +69,10 @@ static int phase_of_op(const struct replay *rp, const struct replay_op *op)
 	return phase_from_word(s, strlen(s));
 }
 
-enum mem_phase mem_event_phase(const struct replay *rp, const struct replay_mem *m)
-{
-	int p = phase_of_op(rp, replay_op(rp, event_op(&m->ev)));
-
-	if (p >= 0)
-		return (enum mem_phase)p;
-	if (m->range >= 0 && (size_t)m->range < rp->n_ranges)
-		return phase_of_path(replay_range_path(rp, &rp->ranges[m->range]));
-	return MEM_PHASE_OTHER;
-}
-
-/* mem_event_phase with a cache per op and per range path: one string scan each. */
+/*
+ * The phase of a memory event (see Peaks in memory.h), with a cache per op
+ * and per range path: one string scan each.
+ */
 struct phase_cache {
 	int8_t *by_op;          /* n_ops, -2 = not yet */
 	int8_t *by_path;        /* n_paths */

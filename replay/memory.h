@@ -53,6 +53,7 @@ enum mem_view {
 	MEM_VIEW_DRIVER = ST_SRC_DRIVER,
 };
 const char *mem_view_name(enum mem_view v);   /* "model allocator", "driver (cudaMalloc)" */
+extern const char *const mem_view_short_names[];   /* "model", "driver": the --view names */
 
 enum mem_phase {
 	MEM_PHASE_FORWARD,
@@ -62,8 +63,6 @@ enum mem_phase {
 	MEM_PHASE_COUNT
 };
 const char *mem_phase_name(enum mem_phase p);   /* "forward", "backward", "optimizer", "other" */
-/* The phase of rp->mem[i] (see Peaks above). */
-enum mem_phase mem_event_phase(const struct replay *rp, const struct replay_mem *m);
 
 /* One block of the view: an allocation and, when seen, its free. */
 struct mem_block {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/grow.h"
 
 static int32_t thread_index(const struct replay *rp, uint64_t thread)
 {
@@ -118,7 +119,10 @@ static int build_tree(struct replay *rp)
 	return 0;
 }
 
-/* Distinct paths, interned by (parent path, name); parents precede children in range order. */
+/*
+ * Distinct paths, interned by (parent path, name); parents precede children
+ * in range order. -1 after an error line.
+ */
 static int build_paths(struct replay *rp)
 {
 	size_t cap = 16, cap_paths = 0;
@@ -129,7 +133,7 @@ static int build_paths(struct replay *rp)
 		cap *= 2;
 	table = malloc(cap * sizeof(*table));
 	if (!table)
-		return -1;
+		return error("out of memory while rebuilding the timeline");
 	memset(table, 0xff, cap * sizeof(*table));
 	for (size_t i = 0; i < rp->n_ranges; i++) {
 		struct replay_range *r = &rp->ranges[i];
@@ -149,14 +153,14 @@ static int build_paths(struct replay *rp)
 			const char *name = replay_str(rp, r->name);
 			const char *pstr = ppath >= 0 ? rp->paths[ppath].str : NULL;
 			size_t nl = strlen(name), pl = pstr ? strlen(pstr) : 0;
-			char *buf = malloc(pl + nl + 2), *s;
+			char *buf, *s;
 			struct replay_path *p;
 
-			if (!buf || replay_grow((void **)&rp->paths, &cap_paths, sizeof(*rp->paths),
-						rp->n_paths + 1) < 0) {
-				free(buf);
+			if (ALLOC_GROW(rp->paths, rp->n_paths + 1, cap_paths) < 0)
 				goto out;
-			}
+			buf = malloc(pl + nl + 2);
+			if (!buf)
+				goto oom;
 			if (pstr) {
 				memcpy(buf, pstr, pl);
 				buf[pl++] = '/';
@@ -165,7 +169,7 @@ static int build_paths(struct replay *rp)
 			s = replay_arena_strdup(rp, buf, pl + nl);
 			free(buf);
 			if (!s)
-				goto out;
+				goto oom;
 			p = &rp->paths[rp->n_paths];
 			p->str = s;
 			p->name = r->name;
@@ -176,6 +180,9 @@ static int build_paths(struct replay *rp)
 		r->path = (uint32_t)table[slot];
 	}
 	rc = 0;
+	goto out;
+oom:
+	error("out of memory while rebuilding the timeline");
 out:
 	free(table);
 	return rc;
@@ -421,8 +428,10 @@ static void time_bounds(struct replay *rp)
 
 int replay_project(struct replay *rp)
 {
-	if (build_threads(rp) < 0 || build_tree(rp) < 0 || build_paths(rp) < 0)
+	if (build_threads(rp) < 0 || build_tree(rp) < 0)
 		goto oom;
+	if (build_paths(rp) < 0)
+		return -1;
 	project_apis(rp);
 	if (link_launches(rp) < 0 || project_activities(rp) < 0 || build_streams(rp) < 0)
 		goto oom;

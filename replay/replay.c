@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/grow.h"
 
 #define ARENA_BLOCK (64 * 1024)
 
@@ -34,27 +35,6 @@ char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
 	b->used += len + 1;
 	return p;
 }
-
-int replay_grow(void **p, size_t *cap, size_t elem, size_t need)
-{
-	size_t nc = *cap ? *cap : 256;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (nc < need)
-		nc *= 2;
-	q = realloc(*p, nc * elem);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = nc;
-	return 0;
-}
-
-#define GROW(rp, arr, n, capname) \
-	replay_grow((void **)&(rp)->arr, &((struct replay_priv *)(rp)->priv)->capname, \
-		    sizeof(*(rp)->arr), (rp)->n + 1)
 
 void replay_init(struct replay *rp)
 {
@@ -106,8 +86,8 @@ int replay_set_strings(struct replay *rp, const char *const *strings, uint32_t n
 
 	if (!pv)
 		return error("replay used before replay_init");
-	if (replay_grow((void **)&rp->strings, &pv->cap_strings, sizeof(*rp->strings), n ? n : 1) < 0)
-		return error("out of memory for %" PRIu32 " strings", n);
+	if (ALLOC_GROW(rp->strings, n ? n : 1, pv->cap_strings) < 0)
+		return -1;
 	rp->strings[0] = "";
 	for (uint32_t i = 1; i < n; i++) {
 		const char *s = strings[i] ? strings[i] : "";
@@ -145,9 +125,9 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	case ST_KERNEL: {
 		struct replay_activity *a;
 		struct replay_kernel_cfg *k;
-		if (GROW(rp, activities, n_activities, cap_activities) < 0 ||
-		    GROW(rp, kernel_cfg, n_kernel_cfg, cap_kernel_cfg) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->activities, rp->n_activities + 1, pv->cap_activities) < 0 ||
+		    ALLOC_GROW(rp->kernel_cfg, rp->n_kernel_cfg + 1, pv->cap_kernel_cfg) < 0)
+			return -1;
 		a = &rp->activities[rp->n_activities++];
 		add_activity(a, &e);
 		a->name = e.kernel.name;
@@ -167,9 +147,9 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	case ST_MEMCPY: {
 		struct replay_activity *a;
 		struct replay_copy *c;
-		if (GROW(rp, activities, n_activities, cap_activities) < 0 ||
-		    GROW(rp, copies, n_copies, cap_copies) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->activities, rp->n_activities + 1, pv->cap_activities) < 0 ||
+		    ALLOC_GROW(rp->copies, rp->n_copies + 1, pv->cap_copies) < 0)
+			return -1;
 		a = &rp->activities[rp->n_activities++];
 		add_activity(a, &e);
 		a->stream = e.memcpy.stream;
@@ -186,8 +166,8 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	}
 	case ST_MEMSET: {
 		struct replay_activity *a;
-		if (GROW(rp, activities, n_activities, cap_activities) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->activities, rp->n_activities + 1, pv->cap_activities) < 0)
+			return -1;
 		a = &rp->activities[rp->n_activities++];
 		add_activity(a, &e);
 		a->stream = e.memset.stream;
@@ -200,8 +180,8 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	}
 	case ST_API: {
 		struct replay_api *c;
-		if (GROW(rp, apis, n_apis, cap_apis) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->apis, rp->n_apis + 1, pv->cap_apis) < 0)
+			return -1;
 		c = &rp->apis[rp->n_apis++];
 		memset(c, 0, sizeof(*c));
 		c->start = e.start;
@@ -217,8 +197,8 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	}
 	case ST_RANGE: {
 		struct replay_range *r;
-		if (GROW(rp, ranges, n_ranges, cap_ranges) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->ranges, rp->n_ranges + 1, pv->cap_ranges) < 0)
+			return -1;
 		r = &rp->ranges[rp->n_ranges++];
 		memset(r, 0, sizeof(*r));
 		r->start = e.start;
@@ -234,8 +214,8 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 		struct replay_op *o;
 		if (e.op.id == 0)
 			break; /* not a valid op; counted, not kept */
-		if (GROW(rp, ops, n_ops, cap_ops) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->ops, rp->n_ops + 1, pv->cap_ops) < 0)
+			return -1;
 		o = &rp->ops[rp->n_ops++];
 		memset(o, 0, sizeof(*o));
 		o->id = e.op.id;
@@ -253,8 +233,8 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	}
 	case ST_STEP: {
 		struct replay_step *s;
-		if (GROW(rp, steps, n_steps, cap_steps) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->steps, rp->n_steps + 1, pv->cap_steps) < 0)
+			return -1;
 		s = &rp->steps[rp->n_steps++];
 		memset(s, 0, sizeof(*s));
 		s->index = e.step.index;
@@ -268,8 +248,8 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	case ST_FREE:
 	case ST_OOM: {
 		struct replay_mem *m;
-		if (GROW(rp, mem, n_mem, cap_mem) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->mem, rp->n_mem + 1, pv->cap_mem) < 0)
+			return -1;
 		m = &rp->mem[rp->n_mem++];
 		m->ev = e;
 		m->step = m->range = -1;
@@ -277,16 +257,14 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	}
 	case ST_OVERHEAD:
 	case ST_SYNC:
-		if (GROW(rp, others, n_others, cap_others) < 0)
-			goto oom;
+		if (ALLOC_GROW(rp->others, rp->n_others + 1, pv->cap_others) < 0)
+			return -1;
 		rp->others[rp->n_others++] = e;
 		break;
 	default:
 		break; /* unknown kinds from a newer minor version are skipped */
 	}
 	return 0;
-oom:
-	return error("out of memory while reading events");
 }
 
 int replay_load(struct replay *rp, const char *path, const struct replay_options *opt)
@@ -309,8 +287,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 		goto fail;
 
 	rp->path = bundle_reader_path(r);
-	rp->header = bundle_reader_header(r);
-	rp->footer = bundle_reader_footer(r);
+	replay_run_fill(&rp->run, bundle_reader_header(r), bundle_reader_footer(r));
 	rp->truncated = bundle_reader_truncated(r);
 	rp->truncation = bundle_reader_truncation(r);
 	rp->chunks_read = bundle_reader_chunks(r);
@@ -327,10 +304,8 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 		uint32_t n = bundle_reader_string_count(r);
 		if (n == 0)
 			n = 1;
-		if (replay_grow((void **)&rp->strings, &pv->cap_strings, sizeof(*rp->strings), n) < 0) {
-			error("out of memory for %" PRIu32 " strings of '%s'", n, path);
+		if (ALLOC_GROW(rp->strings, n, pv->cap_strings) < 0)
 			goto fail;
-		}
 		for (uint32_t i = 0; i < n; i++) {
 			const char *s = bundle_reader_string(r, i);
 			rp->strings[i] = s ? s : "";
@@ -355,14 +330,14 @@ static uint32_t synthetic_name(struct replay *rp, const char *s)
 	for (uint32_t i = rp->n_strings; i-- > 1;)
 		if (strcmp(rp->strings[i], s) == 0)
 			return i;
-	if (replay_grow((void **)&rp->strings, &pv->cap_strings, sizeof(*rp->strings),
-			rp->n_strings + 1) < 0)
+	if (ALLOC_GROW(rp->strings, rp->n_strings + 1, pv->cap_strings) < 0)
 		return 0;
 	rp->strings[rp->n_strings] = s; /* static storage */
 	return rp->n_strings++;
 }
 
-const char *replay_memcpy_name(uint32_t copy_kind)
+/* "[CUDA memcpy Host-to-Device]" for a CUPTI memcpy kind (Nsight's names). */
+static const char *memcpy_name(uint32_t copy_kind)
 {
 	static const char *const names[] = {
 		"[CUDA memcpy Unknown]",
@@ -499,8 +474,8 @@ int replay_build(struct replay *rp)
 			uint32_t ck = a->kind == ST_MEMSET ? 0 : rp->copies[a->detail].copy_kind;
 			unsigned slot = a->kind == ST_MEMSET ? 0 : (ck <= 10 ? ck + 1 : 1);
 			if (!copy_names[slot])
-				copy_names[slot] = synthetic_name(rp, a->kind == ST_MEMSET ? REPLAY_MEMSET_NAME
-								  : replay_memcpy_name(ck));
+				copy_names[slot] = synthetic_name(rp, a->kind == ST_MEMSET ? "[CUDA memset]"
+								  : memcpy_name(ck));
 			a->name = copy_names[slot];
 		} else if (a->name >= rp->n_strings) {
 			a->name = 0;

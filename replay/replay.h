@@ -58,7 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace/bundle.h"
+#include "trace/types.h"
 
 struct replay_options {
 	bool quiet;            /* no truncation warning (the caller reports it) */
@@ -165,10 +165,64 @@ struct replay_thread {
 	size_t n_ranges;
 };
 
+/*
+ * The run's facts, from the bundle's header and footer: what was recorded,
+ * on what, and how the recording ended. Strings are "" when absent and
+ * owned by the replay. A replay built without a file has none of them
+ * (every has_* false).
+ */
+struct replay_config {
+	const char *model;             /* "small", "medium", ..., or "custom" */
+	uint32_t d_model, d_ff, layers, heads, vocab, batch, ctx;
+	int precision;                 /* enum st_precision; -1 when precision_name is none of them */
+	int mode;                      /* enum st_mode; -1 likewise */
+	int attention;                 /* enum st_attention; -1 likewise */
+	const char *precision_name, *mode_name, *attention_name;   /* as recorded */
+	uint32_t warmup_steps, measured_steps;
+	uint64_t parameters, seed;
+	double lr;
+};
+
+struct replay_device {
+	const char *name;
+	uint32_t index, sm_count, cc_major, cc_minor;
+	uint64_t memory_bytes, l2_bytes;
+	uint32_t sm_clock_khz, mem_clock_khz, mem_bus_bits;
+	/* peaks in FLOP/s and bytes/s, 0 when unknown */
+	double peak_fp32_flops, peak_tf32_flops, peak_bf16_flops, peak_fp16_flops, peak_bandwidth;
+	enum st_peak_source peak_source;
+	const char *peak_note;
+	uint32_t cuda_runtime_version, cuda_driver_version, cupti_version, cublas_version;
+	const char *driver_version;    /* e.g. "580.159.04" */
+};
+
+struct replay_footer {
+	bool complete;
+	const char *end_reason;        /* "ok", "oom", "error", "interrupted" */
+	uint64_t events, dropped;
+	uint32_t chunks, strings;
+	int64_t finished_unix_ns;
+	/* per enum st_kind, as the footer counts them; has_count false where it names the kind not */
+	bool has_count[ST_KIND_COUNT];
+	uint64_t count_events[ST_KIND_COUNT], count_dropped[ST_KIND_COUNT];
+};
+
+struct replay_run {
+	bool has_header, has_config, has_device;   /* config and device only with a header */
+	bool has_footer;               /* false for a truncated bundle */
+	uint32_t format_major, format_minor;
+	const char *tool_version, *command_line, *hostname;
+	int64_t created_unix_ns;
+	const char *clock;             /* "cupti" or "synthetic" */
+	uint64_t time_base_ns;         /* event times are ns since this instant of the clock */
+	const char *api_calls;         /* the API calls recorded: "all", or the rule leaving some out; "" all */
+	struct replay_config config;
+	struct replay_device device;
+	struct replay_footer footer;
+};
+
 struct replay {
-	/* From the file; NULL after replay_build without a file. Owned by the replay. */
-	const Steptrace__Header *header;
-	const Steptrace__Footer *footer;
+	struct replay_run run;         /* zero (no facts) after replay_build without a file */
 	const char *path;              /* the bundle's path, NULL without a file */
 	bool truncated;
 	const char *truncation;        /* why, NULL when complete */
@@ -304,10 +358,6 @@ void replay_filter_release(struct replay_filter *f);
 
 /* ---- helpers --------------------------------------------------------- */
 
-/* "[CUDA memcpy Host-to-Device]" for a CUPTI memcpy kind (Nsight's names). */
-const char *replay_memcpy_name(uint32_t copy_kind);
-#define REPLAY_MEMSET_NAME "[CUDA memset]"
-
 /*
  * Stable sort of (key, index) pairs by key, LSD radix: O(n), what every
  * ordering here uses. `tmp` must hold n pairs.
@@ -317,12 +367,5 @@ struct replay_key {
 	uint32_t idx;
 };
 void replay_sort_keys(struct replay_key *a, struct replay_key *tmp, size_t n);
-
-/*
- * Grows the array *p of *cap elements of elem bytes to hold at least need
- * (doubling, 256 at first); 0, or -1 with *p untouched when memory is short.
- * For replay's own tables and for reports that build tables of their own.
- */
-int replay_grow(void **p, size_t *cap, size_t elem, size_t need);
 
 #endif

@@ -5,10 +5,12 @@
  * proto/steptrace.proto; the reader hands them back one at a time with
  * absolute times, whatever chunk they came from. Nothing else in steptrace
  * touches libarchive or the generated protobuf-c code for events; the header
- * and footer messages are exposed read-only because reports print them.
+ * and footer messages are exposed read-only for the recorder, which fills
+ * the header, and for replay, which turns both into the run's facts
+ * (struct replay_run): reports never see them.
  *
  * Errors: functions return -1 (or NULL) after printing one line through
- * error() (cli/error.h); the command layer decides to exit.
+ * error() (lib/error.h); the command layer decides to exit.
  */
 #ifndef STEPTRACE_TRACE_BUNDLE_H
 #define STEPTRACE_TRACE_BUNDLE_H
@@ -47,9 +49,6 @@ int bundle_writer_add(struct bundle_writer *w, const struct st_event *ev);
 
 /* Counts records the source dropped, per kind, for the footer. */
 void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n);
-
-/* Writes pending strings and events as members now (a crash after this loses nothing before it). */
-int bundle_writer_flush(struct bundle_writer *w);
 
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"

@@ -5,22 +5,15 @@
  */
 #include "trace/codec.h"
 
-#include <stdlib.h>
 #include <string.h>
+
+#include "lib/grow.h"
 
 int byte_buf_reserve(struct byte_buf *b, size_t extra)
 {
 	if (b->len + extra <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : 1 << 16;
-	while (cap < b->len + extra)
-		cap *= 2;
-	uint8_t *p = realloc(b->data, cap);
-	if (!p)
-		return -1;
-	b->data = p;
-	b->cap = cap;
-	return 0;
+		return 0;      /* every event comes through here: no call when it fits */
+	return ALLOC_GROW(b->data, b->len + extra, b->cap);
 }
 
 static size_t put_varint(uint8_t *p, uint64_t v)

@@ -13,15 +13,18 @@ struct chunk_state {
 	uint64_t prev_correlation;
 };
 
-/*
- * Encodes `ev` as one Event message appended to `buf` as field 3 of
- * EventChunk (tag, length, bytes). Returns bytes appended, 0 on out of memory.
- */
+/* A growing byte buffer; reserving room for `extra` more bytes: 0, or -1 after an error line. */
 struct byte_buf {
 	uint8_t *data;
 	size_t len, cap;
 };
 int byte_buf_reserve(struct byte_buf *b, size_t extra);
+
+/*
+ * Encodes `ev` as one Event message appended to `buf` as field 3 of
+ * EventChunk (tag, length, bytes). Returns bytes appended, 0 on out of
+ * memory (the error line printed).
+ */
 size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct st_event *ev);
 
 /*

@@ -78,6 +78,10 @@ const char *st_dtype_name(int dtype); /* "f32", "bf16", ... */
 
 enum st_mem_source { ST_SRC_MODEL = 0, ST_SRC_DRIVER = 1 };
 
+/* Where a device's peak FLOP/s and bandwidth came from; the schema's PeakSource numbering. */
+enum st_peak_source { ST_PEAK_UNKNOWN = 0, ST_PEAK_MEASURED = 1, ST_PEAK_DATASHEET = 2 };
+extern const char *const st_peak_source_names[];   /* "unknown", "measured", "datasheet" */
+
 #define ST_OP_MAX_INPUTS 8
 #define ST_OP_MAX_OUTPUTS 4
 

@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "lib/error.h"
+#include "lib/grow.h"
 #include "trace/codec.h"
 
 #define DEFAULT_CHUNK_BYTES (4u << 20)
@@ -50,6 +51,7 @@ struct bundle_writer {
 	struct intern_slot *slots;
 	size_t n_slots; /* power of two */
 	char **by_id;   /* by_id[id] */
+	size_t alloc_by_id;
 	uint32_t n_strings, strings_written;
 	uint32_t string_members;
 
@@ -214,7 +216,7 @@ static int flush_chunk(struct bundle_writer *w)
 	n += put_field_varint(head + n, 1, w->chunks);
 	n += put_field_varint(head + n, 2, w->chunk_base);
 	if (byte_buf_reserve(&w->chunk, n))
-		return error("cannot write bundle '%s': out of memory", w->path);
+		return -1;
 	memmove(w->chunk.data + n, w->chunk.data, w->chunk.len);
 	memcpy(w->chunk.data, head, n);
 	w->chunk.len += n;
@@ -241,6 +243,7 @@ struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Head
 	w->n_slots = 1024;
 	w->slots = calloc(w->n_slots, sizeof(*w->slots));
 	w->by_id = calloc(w->n_slots, sizeof(*w->by_id));
+	w->alloc_by_id = w->n_slots;
 	w->zbuf_size = ZSTD_CStreamOutSize();
 	w->zbuf = malloc(w->zbuf_size);
 	w->zc = ZSTD_createCCtx();
@@ -290,19 +293,14 @@ fail:
 	return NULL;
 }
 
+/* Doubles the hash table of interned strings. */
 static int grow_strings(struct bundle_writer *w)
 {
 	size_t n = w->n_slots * 2;
 	struct intern_slot *slots = calloc(n, sizeof(*slots));
-	char **by_id = realloc(w->by_id, n * sizeof(*by_id));
 
-	if (!slots || !by_id) {
-		free(slots);
-		if (by_id)
-			w->by_id = by_id;
+	if (!slots)
 		return -1;
-	}
-	w->by_id = by_id;
 	for (size_t i = 0; i < w->n_slots; i++) {
 		struct intern_slot *s = &w->slots[i];
 		if (!s->s)
@@ -338,6 +336,10 @@ uint32_t bundle_writer_intern(struct bundle_writer *w, const char *s)
 		for (i = h & (w->n_slots - 1); w->slots[i].s; i = (i + 1) & (w->n_slots - 1))
 			;
 	}
+	if (ALLOC_GROW(w->by_id, w->n_strings + 2, w->alloc_by_id) < 0) {
+		w->failed = 1;
+		return 0;
+	}
 	char *copy = strdup(s);
 	if (!copy) {
 		w->failed = 1;
@@ -362,7 +364,7 @@ int bundle_writer_add(struct bundle_writer *w, const struct st_event *ev)
 	}
 	if (!event_encode(&w->chunk, &w->state, ev)) {
 		w->failed = 1;
-		return error("cannot write bundle '%s': out of memory", w->path);
+		return -1;
 	}
 	w->chunk_events++;
 	w->counts[ev->kind]++;
@@ -376,11 +378,6 @@ void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n)
 {
 	if (kind >= ST_KIND_FIRST && kind <= ST_KIND_LAST)
 		w->dropped[kind] += n;
-}
-
-int bundle_writer_flush(struct bundle_writer *w)
-{
-	return flush_chunk(w);
 }
 
 /* Ends the tar and the zstd frame and closes the file; -1 (message printed) on error. */

@@ -50,7 +50,7 @@ grep -q 'differ in' "$tmp/out" && fail "diff B B: header difference reported"
 # usage and bad input
 (cd "$tmp" && "$st" diff A.stb B.stb --by nothing) >/dev/null 2>"$tmp/err"
 [ $? = 129 ] || fail "--by nothing: want exit 129"
-grep -q "^error: unknown --by 'nothing'" "$tmp/err" || fail "--by nothing: '$(cat "$tmp/err")'"
+grep -q "^error: option '--by' expects op, range, category or kernel, not 'nothing'" "$tmp/err" || fail "--by nothing: '$(cat "$tmp/err")'"
 (cd "$tmp" && "$st" diff A.stb) >/dev/null 2>&1
 [ $? = 129 ] || fail "one bundle: want exit 129"
 (cd "$tmp" && "$st" diff A.stb missing.stb) >/dev/null 2>"$tmp/err"

@@ -145,25 +145,26 @@ static char *render(const struct flops_result *res, int top, enum out_format fmt
 	return buf;
 }
 
-static Steptrace__Header header;
-static Steptrace__RunConfig config;
-static Steptrace__DeviceInfo device;
-
 static void set_header(struct replay *rp, double tf32_peak)
 {
-	steptrace__header__init(&header);
-	steptrace__run_config__init(&config);
-	steptrace__device_info__init(&device);
-	config.precision = "tf32";
-	device.peak_fp32_flops = 50e12;
-	device.peak_tf32_flops = tf32_peak;
-	device.peak_bf16_flops = 800e12;
-	device.peak_fp16_flops = 800e12;
-	device.peak_bandwidth = 2e12;
-	device.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET;
-	header.config = &config;
-	header.device = &device;
-	rp->header = &header;
+	struct replay_run *run = &rp->run;
+
+	memset(run, 0, sizeof(*run));
+	run->has_header = run->has_config = run->has_device = true;
+	run->config.precision = ST_TF32;
+	run->config.precision_name = "tf32";
+	run->device.peak_fp32_flops = 50e12;
+	run->device.peak_tf32_flops = tf32_peak;
+	run->device.peak_bf16_flops = 800e12;
+	run->device.peak_fp16_flops = 800e12;
+	run->device.peak_bandwidth = 2e12;
+	run->device.peak_source = ST_PEAK_DATASHEET;
+}
+
+/* No header at all, as a replay built without a file. */
+static void clear_header(struct replay *rp)
+{
+	memset(&rp->run, 0, sizeof(rp->run));
 }
 
 static void test_by_kind(struct replay *rp)
@@ -290,7 +291,7 @@ static void test_missing_peaks(struct replay *rp)
 	free(text);
 	flops_result_release(&res);
 
-	rp->header = NULL;                 /* no header at all */
+	clear_header(rp);
 	CHECK(flops_compute(rp, &opt, &res) == 0);
 	CHECK(res.peaks_missing);
 	text = render(&res, 0, OUT_CSV);
@@ -327,7 +328,7 @@ static void test_svg(struct replay *rp)
 	free(buf);
 	flops_result_release(&res);
 
-	rp->header = NULL;
+	clear_header(rp);
 	buf = NULL;
 	f = open_memstream(&buf, &len);
 	CHECK(flops_compute(rp, &opt, &res) == 0);
@@ -350,7 +351,6 @@ int main(void)
 	test_by_op_and_filters(&rp);
 	test_missing_peaks(&rp);
 	test_svg(&rp);
-	rp.header = NULL;
 	replay_release(&rp);
 	return check_done("test_flops");
 }

@@ -80,7 +80,7 @@ grep -q "unknown address" "$tmp/all.txt" || fail "the unknown free is not flagge
 n=$(grep -v '^#' "$tmp/r.txt" | grep -c ' range ')
 [ "$n" -eq 34 ] || { cat "$tmp/r.txt"; fail "--range forward kept $n ranges, want 34 (2 x (forward + 8 layers + 8 ffn))"; }
 "$st" replay --kind bogus "$tmp/x.stb" 2> "$tmp/e.txt" && fail "--kind bogus succeeded"
-grep -q "unknown event kind 'bogus'" "$tmp/e.txt" || fail "no message for a bad kind"
+grep -q "option '--kind' expects .*, not 'bogus'" "$tmp/e.txt" || fail "no message for a bad kind"
 
 # the chart parses as XML and carries its legend and peak label
 for b in x train; do

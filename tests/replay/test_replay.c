@@ -266,7 +266,7 @@ static void test_round_trip(const char *dir)
 	CHECK(replay_load(&rp, path, NULL) == 0, "load");
 	if (!rp.priv)
 		return;
-	CHECK(!rp.truncated && rp.footer && rp.footer->complete && rp.events_read == 12, "complete");
+	CHECK(!rp.truncated && rp.run.has_footer && rp.run.footer.complete && rp.events_read == 12, "complete");
 	for (int kind = ST_KIND_FIRST; kind <= ST_KIND_LAST; kind++)
 		CHECK(rp.counts[kind] == 1, "count of %s", st_kind_name(kind));
 	CHECK(rp.n_activities == 3, "activities");

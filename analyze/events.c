@@ -1,49 +1,20 @@
-/*
- * replay_cmd.c: `steptrace replay`, the rebuilt event stream in time order,
- * one line per event with its context (time, kind, duration, stream or
- * thread, live memory, range path, name), like `perf script`; filterable by
- * kind, range path and time window. With --capacity SIZE it instead replays
- * the allocations against a device of that size (replay/memory.h) and names
- * the first request that would not fit.
- *
- * The listing streams: a merge of replay's sorted arrays, integer-only
- * formatting and one big stdio buffer, so a million events print in well
- * under a second.
- */
+/* events.c: the event listing of `steptrace replay` (see events.h). */
+#include "analyze/events.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/common.h"
-#include "analyze/memory.h"
-#include "analyze/svg.h"
-#include "cmd/commands.h"
 #include "lib/error.h"
+#include "lib/human.h"
 #include "replay/memory.h"
-
-struct replay_args {
-	const char *kinds, *range, *format, *view;
-	double from_ms, to_ms;
-	uint64_t capacity;
-	enum out_format fmt;
-	enum mem_view view_id;
-	bool kind_ok[ST_KIND_COUNT];
-};
-
-static const char *const replay_usage[] = {
-	"steptrace replay [<options>] FILE",
-	"steptrace replay --capacity SIZE [<options>] FILE",
-	NULL,
-};
-
-/* ---- the listing ------------------------------------------------------ */
 
 enum src { SRC_ACT, SRC_API, SRC_RANGE, SRC_MEM, SRC_STEP, SRC_OTHER, SRC_COUNT };
 
 struct lister {
 	const struct replay *rp;
-	const struct replay_args *a;
+	const struct events_opts *a;
 	struct replay_filter filter;
 	bool filtering;
 	const struct mem_timeline *tl;
@@ -234,7 +205,7 @@ static void list_one(struct lister *l, int s, size_t i)
 	}
 }
 
-static int list_events(const struct replay *rp, struct replay_args *a)
+int events_list(const struct replay *rp, const struct events_opts *a)
 {
 	struct mem_timeline tl;
 	struct lister l = { .rp = rp, .a = a, .out = stdout };
@@ -243,20 +214,20 @@ static int list_events(const struct replay *rp, struct replay_args *a)
 	static char buf[1 << 20];
 	int rc = 0;
 
-	if (mem_timeline_build(&tl, rp, a->view_id) < 0)
-		return 1;
+	if (mem_timeline_build(&tl, rp, a->view) < 0)
+		return -1;
 	l.tl = &tl;
 	l.point_of_mem = malloc((rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
 	if (!l.point_of_mem) {
 		mem_timeline_release(&tl);
-		return error("out of memory"), 1;
+		return error("out of memory");
 	}
 	memset(l.point_of_mem, 0xff, (rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
 	for (size_t p = 0; p < tl.n_points; p++)
 		l.point_of_mem[tl.points[p].mem] = (int32_t)p;
 	if (a->range) {
 		if (replay_filter_init(&l.filter, rp, a->range) < 0) {
-			rc = EXIT_USAGE;
+			rc = -1;
 			goto out;
 		}
 		l.filtering = true;
@@ -293,8 +264,7 @@ static int list_events(const struct replay *rp, struct replay_args *a)
 		head[best]++;
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		error("cannot write the event listing");
-		rc = 1;
+		rc = error("cannot write the event listing");
 	}
 	if (l.filtering)
 		replay_filter_release(&l.filter);
@@ -302,174 +272,5 @@ out:
 	setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
 	free(l.point_of_mem);
 	mem_timeline_release(&tl);
-	return rc;
-}
-
-/* ---- capacity --------------------------------------------------------- */
-
-static void kv_row(struct table *t, const char *what, const char *value, int64_t bytes, bool has_bytes)
-{
-	table_row(t);
-	table_str(t, what);
-	table_str(t, value);
-	if (has_bytes)
-		table_int(t, bytes);
-	else
-		table_empty(t);
-}
-
-static int capacity_report(const struct replay *rp, struct replay_args *a)
-{
-	struct mem_timeline tl;
-	struct mem_capacity cap;
-	struct report *r;
-	struct table *t;
-	char b1[64], b2[64];
-
-	if (mem_timeline_build(&tl, rp, a->view_id) < 0)
-		return 1;
-	r = report_new();
-	if (!r) {
-		mem_timeline_release(&tl);
-		return error("out of memory"), 1;
-	}
-	mem_timeline_capacity(&tl, a->capacity, &cap);
-	t = report_add_table(r, "capacity", "Capacity replay");
-	table_add_column(t, "What", COL_STR, 0);
-	table_add_column(t, "Value", COL_STR, 0);
-	table_add_column(t, "Bytes", COL_INT, 0);
-	kv_row(t, "capacity", human_bytes(b1, sizeof(b1), (double)cap.capacity), (int64_t)cap.capacity, true);
-	kv_row(t, "view", mem_view_name(tl.view), 0, false);
-	if (cap.fits) {
-		kv_row(t, "result", "fits", 0, false);
-		kv_row(t, "peak", human_bytes(b1, sizeof(b1), (double)cap.peak), (int64_t)cap.peak, true);
-		kv_row(t, "headroom at the peak", human_bytes(b1, sizeof(b1), (double)cap.headroom), (int64_t)cap.headroom, true);
-		if (tl.peak.point >= 0) {
-			snprintf(b2, sizeof(b2), "%.3f ms", ns_to_ms(tl.peak.t - rp->t_min));
-			kv_row(t, "peak time", b2, 0, false);
-			kv_row(t, "peak op", memory_block_op(rp, &tl.blocks[tl.peak.block]), 0, false);
-		}
-		report_note(r, "the whole run fits in %s: peak %s, headroom %s",
-			    human_bytes(b1, sizeof(b1), (double)cap.capacity),
-			    human_bytes(b2, sizeof(b2), (double)cap.peak),
-			    human_bytes((char[32]){ 0 }, 32, (double)cap.headroom));
-	} else {
-		const struct mem_block *b = &tl.blocks[cap.block];
-		const struct replay_mem *m = &rp->mem[tl.points[cap.point].mem];
-		struct table *c;
-
-		kv_row(t, "result", "out of memory", 0, false);
-		kv_row(t, "request", human_bytes(b1, sizeof(b1), (double)cap.request), (int64_t)cap.request, true);
-		kv_row(t, "category", st_mem_category_name(b->category), 0, false);
-		kv_row(t, "op", memory_block_op(rp, b), 0, false);
-		kv_row(t, "range", memory_point_range(rp, &tl, cap.point), 0, false);
-		kv_row(t, "phase", mem_phase_name((enum mem_phase)b->phase), 0, false);
-		if (m->step >= 0 && (size_t)m->step < rp->n_steps)
-			snprintf(b2, sizeof(b2), "%" PRIu32 "%s", rp->steps[m->step].index,
-				 rp->steps[m->step].warmup ? " (warm-up)" : "");
-		else
-			snprintf(b2, sizeof(b2), "outside steps");
-		kv_row(t, "step", b2, 0, false);
-		snprintf(b2, sizeof(b2), "%.3f ms", ns_to_ms(b->t_alloc - rp->t_min));
-		kv_row(t, "time", b2, 0, false);
-		kv_row(t, "live before it", human_bytes(b1, sizeof(b1), (double)cap.live_before), (int64_t)cap.live_before, true);
-		kv_row(t, "overshoot", human_bytes(b1, sizeof(b1), (double)cap.overshoot), (int64_t)cap.overshoot, true);
-		c = report_add_table(r, "live_at_failure", "Live by category when it fails");
-		table_add_column(c, "Category", COL_STR, 0);
-		table_add_column(c, "Bytes", COL_INT, 0);
-		table_add_column(c, "MiB", COL_FLOAT, 1);
-		for (int k = 0; k < ST_MEM_CATEGORY_COUNT; k++) {
-			if (!cap.by_category[k])
-				continue;
-			table_row(c);
-			table_str(c, st_mem_category_name(k));
-			table_int(c, (int64_t)cap.by_category[k]);
-			table_float(c, cap.by_category[k] / (1024.0 * 1024.0));
-		}
-		report_note(r, "does not fit in %s: the %s %s request of %s overshoots by %s",
-			    human_bytes(b1, sizeof(b1), (double)cap.capacity), st_mem_category_name(b->category),
-			    *memory_block_op(rp, b) ? memory_block_op(rp, b) : "(no op)",
-			    human_bytes(b2, sizeof(b2), (double)cap.request),
-			    human_bytes((char[32]){ 0 }, 32, (double)cap.overshoot));
-	}
-	report_note(r, "counts live bytes of the %s's blocks only, not allocator fragmentation, caching or the CUDA context: "
-		    "a real device of this size runs out somewhat sooner", mem_view_name(tl.view));
-	if (!tl.n_blocks)
-		report_note(r, "warning: the bundle holds no %s allocations", mem_view_name(tl.view));
-	mem_timeline_release(&tl);
-	return analyze_print(r, a->fmt);
-}
-
-/* ---- the command ------------------------------------------------------ */
-
-static int parse_kinds(struct replay_args *a)
-{
-	const char *items[ST_KIND_COUNT + 4];
-	char *storage = NULL;
-	int n;
-
-	if (!a->kinds) {
-		for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
-			a->kind_ok[k] = k != ST_OP;
-		return 0;
-	}
-	n = split_list(a->kinds, items, ST_KIND_COUNT + 4, &storage);
-	if (n < 0)
-		return -1;
-	for (int i = 0; i < n; i++) {
-		int k = st_kind_from_name(items[i]);
-
-		if (k < 0 || k == ST_OP) {
-			error("unknown event kind '%s': use kernel, memcpy, memset, api, range, alloc, free, "
-				 "oom, step, overhead or sync", items[i]);
-			free(storage);
-			return -1;
-		}
-		a->kind_ok[k] = true;
-	}
-	free(storage);
-	return 0;
-}
-
-int cmd_replay(int argc, const char **argv)
-{
-	struct replay_args args = { .from_ms = -1, .to_ms = -1, .view = "model" };
-	struct replay rp;
-	int n, rc;
-	const struct option opts[] = {
-		OPT_STRING(0, "kind", &args.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync"),
-		OPT_STRING(0, "range", &args.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_DOUBLE(0, "from", &args.from_ms, "start at this time (ms since the first event)"),
-		OPT_DOUBLE(0, "to", &args.to_ms, "stop after this time (ms since the first event)"),
-		OPT_SIZE(0, "capacity", &args.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
-		OPT_STRING(0, "view", &args.view, "WHO", "memory view: model (allocator, default) or driver (cudaMalloc)"),
-		OPT_FORMAT_NAME(&args.format),
-		OPT_END(),
-	};
-
-	n = analyze_parse(argc, argv, opts, replay_usage, 1, &args.format, &args.fmt);
-	if (n < 0)
-		return analyze_exit(n);
-	if (!strcmp(args.view, "model")) {
-		args.view_id = MEM_VIEW_MODEL;
-	} else if (!strcmp(args.view, "driver")) {
-		args.view_id = MEM_VIEW_DRIVER;
-	} else {
-		error("unknown --view '%s': use model or driver", args.view);
-		return EXIT_USAGE;
-	}
-	if (parse_kinds(&args) < 0)
-		return EXIT_USAGE;
-	if ((args.from_ms < 0 && args.from_ms != -1) || (args.to_ms < 0 && args.to_ms != -1) ||
-	    (args.to_ms >= 0 && args.from_ms > args.to_ms)) {
-		error("--from and --to must be times in ms with --from <= --to");
-		return EXIT_USAGE;
-	}
-	if (analyze_check_range(args.range) < 0)
-		return EXIT_USAGE;
-	if (analyze_open(&rp, argv[0]) < 0)
-		return 1;
-	rc = args.capacity ? capacity_report(&rp, &args) : list_events(&rp, &args);
-	replay_release(&rp);
 	return rc;
 }

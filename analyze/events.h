@@ -1,0 +1,28 @@
+/*
+ * events.h: `steptrace replay`'s listing: the rebuilt event stream in time
+ * order, one line per event with its context (time, kind, duration, stream
+ * or thread, live memory, range path, name), like `perf script`; filtered
+ * by kind, range path and time window.
+ *
+ * The listing streams: a merge of replay's sorted arrays, integer-only
+ * formatting and one big stdio buffer, so a million events print in well
+ * under a second.
+ */
+#ifndef STEPTRACE_ANALYZE_EVENTS_H
+#define STEPTRACE_ANALYZE_EVENTS_H
+
+#include <stdbool.h>
+
+#include "replay/replay.h"
+
+struct events_opts {
+	bool kind_ok[ST_KIND_COUNT];   /* the kinds listed, by enum st_kind */
+	const char *range;             /* only events under this NVTX path pattern, NULL: all */
+	double from_ms, to_ms;         /* the window, ms since the first event; -1: open */
+	int view;                      /* enum mem_view of the live-memory column */
+};
+
+/* Writes the listing to stdout. 0, or -1 after an error line. */
+int events_list(const struct replay *rp, const struct events_opts *o);
+
+#endif

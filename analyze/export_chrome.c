@@ -1,0 +1,194 @@
+/*
+ * export_chrome.c: the layout's marks as the JSON Trace Event Format
+ * (chrome://tracing, Perfetto too): complete "X" events in microseconds with
+ * the nanoseconds kept, "M" names, "C" memory counters, "s"/"f" launch flows.
+ */
+#include "analyze/export_internal.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "lib/error.h"
+
+/* µs with the ns kept: 15 significant digits print any ns below 10^15 exactly. */
+#define CHROME_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
+static json_t *us(uint64_t ns)
+{
+	return json_real((double)ns / 1000.0);
+}
+
+struct chrome_writer {
+	FILE *out;
+	bool first;
+	bool failed;
+};
+
+/* Writes ev (and drops the reference) as the next element of traceEvents. */
+static int chrome_emit(struct chrome_writer *w, json_t *ev)
+{
+	int rc;
+
+	if (!ev)
+		return error("out of memory");
+	if (!w->first)
+		fputs(",\n", w->out);
+	w->first = false;
+	rc = json_dumpf(ev, w->out, CHROME_DUMP_FLAGS);
+	json_decref(ev);
+	if (rc < 0 || ferror(w->out)) {
+		w->failed = true;
+		return error("cannot write the trace: %s", strerror(errno));
+	}
+	return 0;
+}
+
+static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
+{
+	for (size_t i = 0; i < L->n_tracks; i++) {
+		const struct xtrack *t = &L->tracks[i];
+		const char *what = t->kind == TK_PROCESS ? "process_name" : "thread_name";
+		if (t->kind == TK_COUNTER)
+			continue;
+		json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M",
+				       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid,
+				       "args", "name", t->name);
+		if (chrome_emit(w, ev) < 0)
+			return -1;
+		if (t->kind == TK_PROCESS) {
+			ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "process_sort_index",
+				       "ph", "M", "pid", (json_int_t)t->pid, "tid", (json_int_t)0,
+				       "args", "sort_index", (json_int_t)(t->pid == HOST_PID ? 0 : t->pid));
+			if (chrome_emit(w, ev) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static json_t *chrome_args(const struct layout *L, const struct xslice *s)
+{
+	struct ann ann[MAX_ANN];
+	char bufs[3][256];
+	size_t n = export_slice_annotations(L, s, ann, bufs);
+	json_t *args = json_object();
+
+	for (size_t i = 0; args && i < n; i++)
+		json_object_set_new(args, export_ann_names[ann[i].key],
+				    ann[i].is_str ? json_string(ann[i].str)
+						  : json_integer((json_int_t)ann[i].u));
+	return args;
+}
+
+static int chrome_slice(struct chrome_writer *w, const struct layout *L, const struct xslice *s)
+{
+	const struct xtrack *t = &L->tracks[s->track];
+	char namebuf[512];
+	uint64_t flow = 0;
+	json_t *ev;
+
+	ev = json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:o}",
+		       "name", export_slice_name(L, s, namebuf, sizeof(namebuf)),
+		       "cat", export_slice_category[s->what], "ph", "X", "ts", us(s->start),
+		       "dur", us(s->end - s->start), "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid,
+		       "args", chrome_args(L, s));
+	if (chrome_emit(w, ev) < 0)
+		return -1;
+	if (s->what == SL_API)
+		flow = export_launch_flow(L, &L->rp->apis[s->idx]);
+	else if (s->what == SL_ACTIVITY)
+		flow = export_activity_flow(L, &L->rp->activities[s->idx], s->idx);
+	if (!flow)
+		return 0;
+	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", "launch", "cat", "launch",
+		       "ph", s->what == SL_API ? "s" : "f", "id", (json_int_t)flow, "ts", us(s->start),
+		       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid);
+	if (ev && s->what != SL_API)
+		json_object_set_new(ev, "bp", json_string("e"));
+	return chrome_emit(w, ev);
+}
+
+/*
+ * Memory: one "C" event per view and instant carrying every series of that
+ * view (Chrome stacks the series of one counter); values are carried over
+ * from the last event.
+ */
+static int chrome_counter(struct chrome_writer *w, const struct layout *L, const struct xcount *c,
+			  int64_t values[2][ST_MEM_CATEGORY_COUNT + 1], bool last_of_instant)
+{
+	const uint32_t *tr = L->mem_track[c->group];
+	json_t *args, *ev;
+	bool any = false;
+
+	values[c->group][c->series] = c->value;
+	if (!last_of_instant)
+		return 0;
+	/* the model view's categories stack up to its total; the driver view has only the total */
+	args = json_object();
+	for (int k = 0; args && k < ST_MEM_CATEGORY_COUNT; k++)
+		if (tr[k] != UINT32_MAX) {
+			json_object_set_new(args, st_mem_category_name(k), json_integer(values[c->group][k]));
+			any = true;
+		}
+	if (args && !any)
+		json_object_set_new(args, "total", json_integer(values[c->group][ST_MEM_CATEGORY_COUNT]));
+	ev = json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", "name",
+		       c->group == MEM_VIEW_MODEL ? "live memory (model allocator)"
+						  : "live memory (cudaMalloc)",
+		       "ph", "C", "ts", us(c->t), "pid", (json_int_t)GPU_PID(L->mem_device),
+		       "tid", (json_int_t)0, "args", args);
+	return chrome_emit(w, ev);
+}
+
+int export_write_chrome(const struct layout *L, FILE *out)
+{
+	struct chrome_writer w = { out, true, false };
+	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
+	const struct replay *rp = L->rp;
+	char namebuf[512];
+	json_t *other;
+
+	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":", out);
+	other = json_pack("{s:s, s:s}", "generator", "steptrace export --format chrome",
+			  "bundle", rp->path ? rp->path : "");
+	if (other && rp->run.has_header) {
+		json_object_set_new(other, "time_base_ns", json_integer((json_int_t)rp->run.time_base_ns));
+		json_object_set_new(other, "command_line", json_string(rp->run.command_line));
+	}
+	if (!other || json_dumpf(other, out, CHROME_DUMP_FLAGS) < 0) {
+		json_decref(other);
+		return error("cannot write the trace");
+	}
+	json_decref(other);
+	fputs(",\"traceEvents\":[\n", out);
+	if (chrome_metadata(&w, L) < 0)
+		return -1;
+	for (size_t i = 0; i < L->n_marks; i++) {
+		const struct replay_key *k = &L->keys[i];
+		const struct xmark *m = &L->marks[k->idx];
+		int rc = 0;
+
+		if (m->type == MK_BEGIN) {
+			rc = chrome_slice(&w, L, &L->slices[m->ref]);
+		} else if (m->type == MK_COUNTER) {
+			const struct xcount *c = &L->counts[m->ref];
+			bool last = true;
+			if (i + 1 < L->n_marks) {
+				const struct xmark *nx = &L->marks[L->keys[i + 1].idx];
+				last = !(nx->type == MK_COUNTER && L->keys[i + 1].key == k->key &&
+					 L->counts[nx->ref].group == c->group);
+			}
+			rc = chrome_counter(&w, L, c, values, last);
+		} else if (m->type == MK_INSTANT) {
+			export_oom_name(rp, m->ref, namebuf, sizeof(namebuf));
+			rc = chrome_emit(&w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
+						       "ph", "i", "s", "g", "ts", us(k->key),
+						       "pid", (json_int_t)HOST_PID, "tid", (json_int_t)STEPS_TID));
+		}
+		if (rc < 0)
+			return -1;
+	}
+	fputs("\n]}\n", out);
+	return ferror(out) ? error("cannot write the trace: %s", strerror(errno)) : 0;
+}

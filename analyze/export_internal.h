@@ -1,0 +1,122 @@
+/*
+ * export_internal.h: private to analyze/export*.c. The track layout that
+ * export.c builds and both writers walk (export_perfetto.c,
+ * export_chrome.c): tracks, slices placed on them so that every track nests,
+ * counter values, and "marks" (slice begins and ends, counter values, OOM
+ * instants) in time order; and the details of a slice both writers print.
+ */
+#ifndef STEPTRACE_ANALYZE_EXPORT_INTERNAL_H
+#define STEPTRACE_ANALYZE_EXPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyze/export.h"
+#include "replay/memory.h"
+
+#define HOST_PID 1
+#define GPU_PID(dev) (100 + (int32_t)(dev))
+#define STEPS_TID 0
+
+enum track_kind { TK_PROCESS, TK_THREAD, TK_CHILD, TK_COUNTER };
+
+struct xtrack {
+	uint64_t uuid, parent;        /* parent 0: a root */
+	char *name;                   /* owned */
+	uint8_t kind;
+	int32_t pid, tid;             /* processes and threads; Chrome: every slice track */
+};
+
+enum slice_what { SL_ACTIVITY, SL_RANGE, SL_API, SL_STEP };
+
+struct xslice {
+	uint64_t start, end;
+	uint32_t track, idx;          /* idx into the replay array of `what` */
+	uint8_t what;
+};
+
+enum mark_type { MK_BEGIN, MK_END, MK_COUNTER, MK_INSTANT };
+
+struct xmark {
+	uint32_t ref;                 /* slice, counter value or OOM (rp->mem) index */
+	uint8_t type;
+};
+
+/* One value of one counter track. */
+struct xcount {
+	uint64_t t;
+	int64_t value;
+	uint32_t track;
+	uint16_t series;              /* Chrome: the series within its counter */
+	uint16_t group;               /* Chrome: one "C" event per (group, t) */
+};
+
+/* One export: everything the writers walk. */
+struct layout {
+	const struct replay *rp;
+	const struct export_options *opt;
+	struct xtrack *tracks;
+	size_t n_tracks, cap_tracks;
+	struct xslice *slices;
+	size_t n_slices, cap_slices;
+	struct xmark *marks;
+	struct replay_key *keys;      /* key = time, idx = mark */
+	size_t n_marks, cap_marks, cap_keys;
+	struct xcount *counts;
+	size_t n_counts, cap_counts;
+	uint8_t *act_kept;            /* per activity: exported */
+	int32_t *thread_tid;          /* per rp->threads */
+	uint32_t *thread_track;       /* per rp->threads: its track */
+	int32_t next_tid;             /* Chrome tids of extra lanes */
+	uint64_t extra_lanes;
+	/* memory counters: per view, total + per category track (UINT32_MAX none) */
+	uint32_t mem_track[2][ST_MEM_CATEGORY_COUNT + 1];
+	int mem_device;
+	uint32_t steps_track;         /* OOM instants go there */
+};
+
+/* Lays out rp's tracks, slices, counters and marks under opt. -1 after an error line. */
+int export_layout_build(struct layout *L, const struct replay *rp, const struct export_options *opt);
+void export_layout_release(struct layout *L);
+
+/* The flow from a launch call to the first activity it launched: its correlation id, 0 none. */
+uint64_t export_launch_flow(const struct layout *L, const struct replay_api *api);
+/* The flow that ends at activity idx (a), 0 none. */
+uint64_t export_activity_flow(const struct layout *L, const struct replay_activity *a, uint32_t idx);
+
+/* The slice's name; a step's is formatted into buf. */
+const char *export_slice_name(const struct layout *L, const struct xslice *s, char *buf, size_t len);
+
+extern const char *const export_slice_category[];   /* by enum slice_what: "gpu", "nvtx", "cuda_api", "step" */
+
+/* Annotation keys; the Perfetto writer interns them as iid = index + 1. */
+enum ann_key {
+	ANN_OP, ANN_NVTX, ANN_CORRELATION, ANN_GRID, ANN_BLOCK, ANN_REGISTERS, ANN_SMEM,
+	ANN_BYTES, ANN_PATH, ANN_GPU_NS, ANN_KERNELS, ANN_DTYPES, ANN_COUNT
+};
+extern const char *const export_ann_names[ANN_COUNT];
+
+/* One annotation: a string or an unsigned value. */
+struct ann {
+	uint8_t key;
+	bool is_str;
+	const char *str;
+	uint64_t u;
+};
+
+#define MAX_ANN 8
+
+/* The slice's annotations into a (at most MAX_ANN); strings may point into the three buffers. */
+size_t export_slice_annotations(const struct layout *L, const struct xslice *s, struct ann *a,
+				char bufs[3][256]);
+
+/* "OOM: N B category request by op" for rp->mem[mem]. */
+void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t len);
+
+/* The writers: L's marks to out. -1 after an error line. */
+int export_write_perfetto(const struct layout *L, FILE *out);
+int export_write_chrome(const struct layout *L, FILE *out);
+
+#endif

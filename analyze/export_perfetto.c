@@ -1,0 +1,333 @@
+/*
+ * export_perfetto.c: the layout's marks as Perfetto's own protobuf trace
+ * (proto/perfetto_trace.proto): track descriptors, then begin/end track
+ * events with interned names and annotations, counter values, flows.
+ */
+#include "analyze/export_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/error.h"
+#include "lib/grow.h"
+#include "perfetto_trace.pb-c.h"
+
+#define SEQ_ID 1
+
+/* Strings to interning ids, per field: open addressing, keys owned. */
+struct interner {
+	char **keys;
+	uint64_t *iids;
+	size_t cap, n;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* The iid of s (>= 1); *fresh when s was not interned before. 0 on allocation failure. */
+static uint64_t intern(struct interner *in, const char *s, bool *fresh)
+{
+	size_t i;
+
+	if (in->n * 2 >= in->cap) {
+		size_t nc = in->cap ? in->cap * 2 : 1024;
+		char **k = calloc(nc, sizeof(*k));
+		uint64_t *v = calloc(nc, sizeof(*v));
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return 0;
+		}
+		for (size_t j = 0; j < in->cap; j++) {
+			if (!in->keys[j])
+				continue;
+			for (i = hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
+				;
+			k[i] = in->keys[j];
+			v[i] = in->iids[j];
+		}
+		free(in->keys);
+		free(in->iids);
+		in->keys = k;
+		in->iids = v;
+		in->cap = nc;
+	}
+	for (i = hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
+		if (strcmp(in->keys[i], s) == 0) {
+			*fresh = false;
+			return in->iids[i];
+		}
+	in->keys[i] = strdup(s);
+	if (!in->keys[i])
+		return 0;
+	in->iids[i] = ++in->n;
+	*fresh = true;
+	return in->iids[i];
+}
+
+static void interner_release(struct interner *in)
+{
+	for (size_t i = 0; i < in->cap; i++)
+		free(in->keys[i]);
+	free(in->keys);
+	free(in->iids);
+	memset(in, 0, sizeof(*in));
+}
+
+struct pf_writer {
+	FILE *out;
+	uint8_t *buf;
+	size_t cap;
+	struct interner names, strings;
+	bool failed;
+};
+
+/* Writes one packet as Trace.packet (field 1, length-delimited): the file is a Trace. */
+static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
+{
+	size_t len = perfetto__protos__trace_packet__get_packed_size(p);
+	uint8_t head[11];
+	size_t h = 0;
+
+	if (ALLOC_GROW(w->buf, len + 1, w->cap) < 0)
+		return -1;
+	perfetto__protos__trace_packet__pack(p, w->buf);
+	head[h++] = 0x0a;
+	for (uint64_t v = len; ; v >>= 7) {
+		head[h++] = (uint8_t)(v & 0x7f) | (v >= 0x80 ? 0x80 : 0);
+		if (v < 0x80)
+			break;
+	}
+	if (fwrite(head, 1, h, w->out) != h || fwrite(w->buf, 1, len, w->out) != len) {
+		w->failed = true;
+		return error("cannot write the trace: %s", strerror(errno));
+	}
+	return 0;
+}
+
+static int pf_tracks(struct pf_writer *w, const struct layout *L)
+{
+	Perfetto__Protos__DebugAnnotationName names[ANN_COUNT];
+	Perfetto__Protos__DebugAnnotationName *name_ptrs[ANN_COUNT];
+
+	for (int i = 0; i < ANN_COUNT; i++) {
+		perfetto__protos__debug_annotation_name__init(&names[i]);
+		names[i].has_iid = 1;
+		names[i].iid = (uint64_t)i + 1;
+		names[i].name = (char *)export_ann_names[i];
+		name_ptrs[i] = &names[i];
+	}
+	for (size_t i = 0; i < L->n_tracks; i++) {
+		const struct xtrack *t = &L->tracks[i];
+		Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
+		Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
+		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+		Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+
+		p.has_trusted_packet_sequence_id = 1;
+		p.trusted_packet_sequence_id = SEQ_ID;
+		if (i == 0) {
+			/* the first packet clears the sequence's state and interns the annotation names */
+			p.has_sequence_flags = 1;
+			p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
+			p.has_first_packet_on_sequence = 1;
+			p.first_packet_on_sequence = 1;
+			id.n_debug_annotation_names = ANN_COUNT;
+			id.debug_annotation_names = name_ptrs;
+			p.interned_data = &id;
+		}
+		p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+		p.track_descriptor = &td;
+		td.has_uuid = 1;
+		td.uuid = t->uuid;
+		if (t->parent) {
+			td.has_parent_uuid = 1;
+			td.parent_uuid = t->parent;
+		}
+		switch (t->kind) {
+		case TK_PROCESS:
+			pd.has_pid = 1;
+			pd.pid = t->pid;
+			pd.process_name = t->name;
+			td.process = &pd;
+			break;
+		case TK_THREAD:
+			thd.has_pid = 1;
+			thd.pid = t->pid;
+			thd.has_tid = 1;
+			thd.tid = t->tid;
+			thd.thread_name = t->name;
+			td.thread = &thd;
+			break;
+		case TK_COUNTER:
+			cd.has_unit = 1;
+			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
+			td.counter = &cd;
+			td.name = t->name;
+			break;
+		default:
+			td.name = t->name;
+			break;
+		}
+		if (pf_write(w, &p) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Interns s in `in`; a fresh string is appended to the packet's interned entries. */
+static uint64_t pf_intern(struct interner *in, const char *s, Perfetto__Protos__InternedString *fresh_out,
+			  size_t *n_fresh)
+{
+	bool fresh = false;
+	uint64_t iid = intern(in, s, &fresh);
+
+	if (iid && fresh) {
+		Perfetto__Protos__InternedString *e = &fresh_out[(*n_fresh)++];
+		perfetto__protos__interned_string__init(e);
+		e->has_iid = 1;
+		e->iid = iid;
+		e->has_str = 1;
+		e->str.data = (uint8_t *)s;
+		e->str.len = strlen(s);
+	}
+	return iid;
+}
+
+static int pf_event(struct pf_writer *w, const struct layout *L, const struct xmark *m, uint64_t t)
+{
+	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TrackEvent ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *en_ptr = &en;
+	Perfetto__Protos__InternedString istr[MAX_ANN], *istr_ptrs[MAX_ANN];
+	Perfetto__Protos__DebugAnnotation da[MAX_ANN], *da_ptrs[MAX_ANN];
+	struct ann ann[MAX_ANN];
+	char bufs[3][256], namebuf[512];
+	uint64_t flow;
+	size_t n_istr = 0;
+
+	p.has_timestamp = 1;
+	p.timestamp = t;
+	p.has_trusted_packet_sequence_id = 1;
+	p.trusted_packet_sequence_id = SEQ_ID;
+	p.has_sequence_flags = 1;
+	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = &ev;
+	ev.has_type = 1;
+	ev.has_track_uuid = 1;
+
+	if (m->type == MK_COUNTER) {
+		const struct xcount *c = &L->counts[m->ref];
+		ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+		ev.track_uuid = L->tracks[c->track].uuid;
+		ev.counter_value_field_case = PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
+		ev.counter_value = c->value;
+		return pf_write(w, &p);
+	}
+	if (m->type == MK_INSTANT) {
+		export_oom_name(L->rp, m->ref, namebuf, sizeof(namebuf));
+		ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+		ev.track_uuid = L->tracks[L->steps_track].uuid;
+		ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
+		ev.name = namebuf;
+		return pf_write(w, &p);
+	}
+
+	const struct xslice *s = &L->slices[m->ref];
+	ev.track_uuid = L->tracks[s->track].uuid;
+	if (m->type == MK_END) {
+		ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+		return pf_write(w, &p);
+	}
+	ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+
+	/* name: interned (kernel names are long and repeat) */
+	const char *name = export_slice_name(L, s, namebuf, sizeof(namebuf));
+	bool fresh = false;
+	uint64_t iid = intern(&w->names, name, &fresh);
+	if (!iid)
+		return error("out of memory");
+	ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
+	ev.name_iid = iid;
+	if (fresh) {
+		en.has_iid = 1;
+		en.iid = iid;
+		en.name = (char *)name;
+		id.n_event_names = 1;
+		id.event_names = &en_ptr;
+	}
+
+	size_t n_ann = export_slice_annotations(L, s, ann, bufs);
+	for (size_t i = 0; i < n_ann; i++) {
+		Perfetto__Protos__DebugAnnotation *d = &da[i];
+		perfetto__protos__debug_annotation__init(d);
+		d->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
+		d->name_iid = (uint64_t)ann[i].key + 1;
+		if (ann[i].is_str) {
+			uint64_t sid = pf_intern(&w->strings, ann[i].str, istr, &n_istr);
+			if (!sid)
+				return error("out of memory");
+			d->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;
+			d->string_value_iid = sid;
+		} else {
+			d->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+			d->uint_value = ann[i].u;
+		}
+		da_ptrs[i] = d;
+	}
+	ev.n_debug_annotations = n_ann;
+	ev.debug_annotations = da_ptrs;
+	for (size_t i = 0; i < n_istr; i++)
+		istr_ptrs[i] = &istr[i];
+	if (n_istr) {
+		id.n_debug_annotation_string_values = n_istr;
+		id.debug_annotation_string_values = istr_ptrs;
+	}
+	if (fresh || n_istr)
+		p.interned_data = &id;
+
+	flow = 0;
+	if (s->what == SL_API)
+		flow = export_launch_flow(L, &L->rp->apis[s->idx]);
+	else if (s->what == SL_ACTIVITY)
+		flow = export_activity_flow(L, &L->rp->activities[s->idx], s->idx);
+	if (flow && s->what == SL_API) {
+		ev.n_flow_ids = 1;
+		ev.flow_ids = &flow;
+	} else if (flow) {
+		ev.n_terminating_flow_ids = 1;
+		ev.terminating_flow_ids = &flow;
+	}
+	return pf_write(w, &p);
+}
+
+int export_write_perfetto(const struct layout *L, FILE *out)
+{
+	struct pf_writer w = { .out = out };
+	int rc = -1;
+
+	if (pf_tracks(&w, L) < 0)
+		goto out;
+	for (size_t i = 0; i < L->n_marks; i++) {
+		const struct replay_key *k = &L->keys[i];
+		if (pf_event(&w, L, &L->marks[k->idx], k->key) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(w.buf);
+	interner_release(&w.names);
+	interner_release(&w.strings);
+	return rc;
+}

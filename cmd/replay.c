@@ -1,0 +1,102 @@
+/*
+ * replay.c: `steptrace replay`, the events in time order (analyze/events.c),
+ * or with --capacity the allocations replayed against a device of that size
+ * (analyze/capacity.c).
+ */
+#include <stdlib.h>
+
+#include "analyze/capacity.h"
+#include "analyze/events.h"
+#include "cmd/analysis.h"
+#include "cmd/commands.h"
+#include "lib/error.h"
+#include "replay/memory.h"
+
+struct replay_opts {
+	const char *kinds;             /* --kind, a comma-separated list */
+	uint64_t capacity;             /* --capacity, 0: the listing */
+	struct events_opts events;     /* events.view is --view for both */
+};
+
+static const char *const usage[] = {
+	"steptrace replay [<options>] FILE",
+	"steptrace replay --capacity SIZE [<options>] FILE",
+	NULL,
+};
+
+/* What --kind may name: every kind but ops, which are not timed events. */
+static const char *const kind_names[] = {
+	"kernel", "memcpy", "memset", "api", "range", "alloc", "free", "oom", "step", "overhead", "sync", NULL,
+};
+
+static int parse_kinds(struct replay_opts *o)
+{
+	const char *items[ST_KIND_COUNT + 4];
+	char *storage = NULL;
+	int n, i;
+
+	if (!o->kinds) {
+		for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
+			o->events.kind_ok[k] = k != ST_OP;
+		return 0;
+	}
+	n = split_list(o->kinds, items, ST_KIND_COUNT + 4, &storage);
+	if (n < 0)
+		return -1;
+	for (int j = 0; j < n; j++) {
+		if (parse_choice(items[j], kind_names, "--kind", &i) < 0) {
+			free(storage);
+			return -1;
+		}
+		o->events.kind_ok[st_kind_from_name(kind_names[i])] = true;
+	}
+	free(storage);
+	return 0;
+}
+
+static int check(void *ctx)
+{
+	struct replay_opts *o = ctx;
+	double from = o->events.from_ms, to = o->events.to_ms;
+
+	if (parse_kinds(o) < 0)
+		return -1;
+	if ((from < 0 && from != -1) || (to < 0 && to != -1) || (to >= 0 && from > to))
+		return error("--from and --to must be times in ms with --from <= --to");
+	return 0;
+}
+
+static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+{
+	const struct replay_opts *o = ctx;
+
+	if (o->capacity) {
+		const struct capacity_opts c = { o->capacity, o->events.view };
+
+		return capacity_run(&rps[0], &c, r);
+	}
+	return events_list(&rps[0], &o->events) < 0 ? -1 : ANALYSIS_NO_REPORT;
+}
+
+int cmd_replay(int argc, const char **argv)
+{
+	struct replay_opts o = { .events = { .from_ms = -1, .to_ms = -1, .view = MEM_VIEW_MODEL } };
+	int format = OUT_TABLE;
+	const struct option opts[] = {
+		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync"),
+		OPT_STRING(0, "range", &o.events.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn')"),
+		OPT_DOUBLE(0, "from", &o.events.from_ms, "start at this time (ms since the first event)"),
+		OPT_DOUBLE(0, "to", &o.events.to_ms, "stop after this time (ms since the first event)"),
+		OPT_SIZE(0, "capacity", &o.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
+		OPT_CHOICE(0, "view", &o.events.view, mem_view_short_names,
+			   "memory view: model (allocator, default) or driver (cudaMalloc)"),
+		OPT_FORMAT(&format),
+		OPT_END(),
+	};
+	const struct analysis_cmd c = {
+		.usage = usage, .options = opts, .bundles = 1, .range = &o.events.range,
+		.format = &format, .check = check, .run = run, .ctx = &o,
+	};
+
+	return analysis_main(&c, argc, argv);
+}

@@ -1,0 +1,121 @@
+/*
+ * run.c: the run's facts (struct replay_run) from the bundle's header and
+ * footer messages, so that no report reads a generated protobuf type. The
+ * strings point into the messages, which the reader keeps as long as the
+ * replay lives.
+ */
+#include "replay/internal.h"
+
+#include <string.h>
+
+static const char *str(const char *s)
+{
+	return s ? s : "";
+}
+
+static void config_fill(struct replay_config *c, const Steptrace__RunConfig *m)
+{
+	c->model = str(m->model);
+	c->d_model = m->d_model;
+	c->d_ff = m->d_ff;
+	c->layers = m->layers;
+	c->heads = m->heads;
+	c->vocab = m->vocab;
+	c->batch = m->batch;
+	c->ctx = m->ctx;
+	c->precision_name = str(m->precision);
+	c->mode_name = str(m->mode);
+	c->attention_name = str(m->attention);
+	c->precision = st_lookup(st_precision_names, c->precision_name);
+	c->mode = st_lookup(st_mode_names, c->mode_name);
+	c->attention = st_lookup(st_attention_names, c->attention_name);
+	c->warmup_steps = m->warmup_steps;
+	c->measured_steps = m->measured_steps;
+	c->parameters = m->parameters;
+	c->seed = m->seed;
+	c->lr = m->lr;
+}
+
+static void device_fill(struct replay_device *d, const Steptrace__DeviceInfo *m)
+{
+	d->name = str(m->name);
+	d->index = m->index;
+	d->sm_count = m->sm_count;
+	d->cc_major = m->cc_major;
+	d->cc_minor = m->cc_minor;
+	d->memory_bytes = m->memory_bytes;
+	d->l2_bytes = m->l2_bytes;
+	d->sm_clock_khz = m->sm_clock_khz;
+	d->mem_clock_khz = m->mem_clock_khz;
+	d->mem_bus_bits = m->mem_bus_bits;
+	d->peak_fp32_flops = m->peak_fp32_flops;
+	d->peak_tf32_flops = m->peak_tf32_flops;
+	d->peak_bf16_flops = m->peak_bf16_flops;
+	d->peak_fp16_flops = m->peak_fp16_flops;
+	d->peak_bandwidth = m->peak_bandwidth;
+	d->peak_source = m->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED    ? ST_PEAK_MEASURED
+			 : m->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET ? ST_PEAK_DATASHEET
+										    : ST_PEAK_UNKNOWN;
+	d->peak_note = str(m->peak_note);
+	d->cuda_runtime_version = m->cuda_runtime_version;
+	d->cuda_driver_version = m->cuda_driver_version;
+	d->cupti_version = m->cupti_version;
+	d->cublas_version = m->cublas_version;
+	d->driver_version = str(m->driver_version);
+}
+
+static void footer_fill(struct replay_footer *f, const Steptrace__Footer *m)
+{
+	f->complete = m->complete;
+	f->end_reason = str(m->end_reason);
+	f->events = m->events;
+	f->dropped = m->dropped;
+	f->chunks = m->chunks;
+	f->strings = m->strings;
+	f->finished_unix_ns = m->finished_unix_ns;
+	for (size_t i = 0; i < m->n_counts; i++) {
+		const Steptrace__KindCount *c = m->counts[i];
+		int k = c && c->kind ? st_kind_from_name(c->kind) : -1;
+
+		if (k < 0 || f->has_count[k])
+			continue;      /* the first count of a kind is the one that counts */
+		f->has_count[k] = true;
+		f->count_events[k] = c->events;
+		f->count_dropped[k] = c->dropped;
+	}
+}
+
+void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const Steptrace__Footer *f)
+{
+	memset(run, 0, sizeof(*run));
+	run->tool_version = run->command_line = run->hostname = run->clock = run->api_calls = "";
+	run->config.model = run->config.precision_name = run->config.mode_name = "";
+	run->config.attention_name = "";
+	run->config.precision = run->config.mode = run->config.attention = -1;
+	run->device.name = run->device.peak_note = run->device.driver_version = "";
+	run->footer.end_reason = "";
+	if (h) {
+		run->has_header = true;
+		run->format_major = h->format_major;
+		run->format_minor = h->format_minor;
+		run->tool_version = str(h->tool_version);
+		run->command_line = str(h->command_line);
+		run->hostname = str(h->hostname);
+		run->created_unix_ns = h->created_unix_ns;
+		run->clock = str(h->clock);
+		run->time_base_ns = h->time_base_ns;
+		run->api_calls = str(h->api_calls);
+		if (h->config) {
+			run->has_config = true;
+			config_fill(&run->config, h->config);
+		}
+		if (h->device) {
+			run->has_device = true;
+			device_fill(&run->device, h->device);
+		}
+	}
+	if (f) {
+		run->has_footer = true;
+		footer_fill(&run->footer, f);
+	}
+}
