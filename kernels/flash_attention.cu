@@ -1,0 +1,1132 @@
+/*
+ * flash_attention.cu: FlashAttention-2 (Dao, 2023) forward and backward.
+ *
+ * BF16 runs on the tensor cores (mma.sync m16n8k16, FP32 accumulators,
+ * ldmatrix from shared memory filled by cp.async). The forward gives each
+ * block BM query rows and walks the keys in tiles of BN: S = Q K^T in
+ * registers, online softmax (running max and sum per row), O += P V with P
+ * taken straight from the S accumulators. The backward gives each block BN
+ * keys and walks the queries in tiles of BM, double-buffered: each warp owns
+ * 16 keys, so S^T = K Q^T, P^T, dP^T = V dO^T and dS^T stay in its
+ * registers and dV += P^T dO, dK += dS^T Q need no shared memory for P or
+ * dS; dS^T alone goes through shared memory for dQ += dS K, which is summed
+ * across key blocks with FP32 atomics in a workspace and scaled into dq by a
+ * last pass. Head sizes are padded to a multiple of 16 in shared memory
+ * (zeros), sequence tails are zero-filled and masked.
+ *
+ * F32 (and BF16 backward above d_head 128) runs on CUDA cores in FP32: 32 x
+ * 32 tiles, one warp per score row for the softmax.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kernels/common.cuh"
+#include "kernels/flash_attention.h"
+
+typedef __nv_bfloat16 bf16;
+
+#define FLASH_LOG2E 1.4426950408889634f
+#define FLASH_LN2 0.6931471805599453f
+
+/* ---- device helpers: async copies, ldmatrix, mma ---- */
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16 bytes global -> shared; src_bytes 0 writes zeros (and reads nothing). */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+		     "l"(src), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void cp_async4(void *dst, const void *src, int src_bytes)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
+		     "l"(src), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit(void)
+{
+	asm volatile("cp.async.commit_group;\n" ::);
+}
+
+__device__ __forceinline__ void cp_async_wait_all(void)
+{
+	asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+/* Four 8x8 b16 matrices; lane i gives the address of row i % 8 of matrix i / 8. */
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const bf16 *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const bf16 *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(smem_addr(p)));
+}
+
+/* c (16x8 f32) += a (16x16 bf16, row) * b (16x8 bf16, col). */
+__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+	    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+
+	return *(uint32_t *)&v;
+}
+
+/*
+ * Fragment addresses inside a tile stored row-major with `stride` elements
+ * per row, for the 16x16 block at (r0, c0):
+ *  - a_frag: the A operand (rows r0.., k = columns c0..), ldmatrix;
+ *  - b_pair: B operands of the two n-tiles r0, r0 + 8 when the tile holds
+ *    B^T (rows are n, columns k), ldmatrix: regs {b0, b1} of each n-tile;
+ *  - b_pair_trans: B operands of the n-tiles c0, c0 + 8 when the tile holds
+ *    B itself (rows are k, columns n), ldmatrix.trans;
+ *  - a_frag_trans: the A operand when the tile holds A^T (rows are k,
+ *    columns m), ldmatrix.trans.
+ */
+__device__ __forceinline__ const bf16 *a_frag(const bf16 *s, int stride, int r0, int c0, int lane)
+{
+	return s + (r0 + lane % 16) * stride + c0 + (lane / 16) * 8;
+}
+
+__device__ __forceinline__ const bf16 *b_pair(const bf16 *s, int stride, int r0, int c0, int lane)
+{
+	return s + (r0 + lane % 8 + (lane / 16) * 8) * stride + c0 + ((lane / 8) % 2) * 8;
+}
+
+__device__ __forceinline__ const bf16 *b_pair_trans(const bf16 *s, int stride, int r0, int c0,
+						     int lane)
+{
+	return s + (r0 + lane % 8 + ((lane / 8) % 2) * 8) * stride + c0 + (lane / 16) * 8;
+}
+
+__device__ __forceinline__ const bf16 *a_frag_trans(const bf16 *s, int stride, int r0, int c0,
+						     int lane)
+{
+	return s + (r0 + lane % 8 + (lane / 16) * 8) * stride + c0 + ((lane / 8) % 2) * 8;
+}
+
+/*
+ * Rows [row0, row0 + ROWS) of a (t, d) matrix into shared memory (row
+ * stride D + 8), D / 8 chunks of 16 bytes a row; rows >= t and columns >= d
+ * become zeros.
+ */
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void tile_load(bf16 *s, const bf16 *g, int row0, int t, int d)
+{
+	constexpr int chunks = D / 8, total = ROWS * chunks;
+
+#pragma unroll
+	for (int i = 0; i < (total + THREADS - 1) / THREADS; i++) {
+		int c = i * THREADS + threadIdx.x;
+		if (total % THREADS == 0 || c < total) {
+			int r = c / chunks, col = (c % chunks) * 8, gr = row0 + r;
+			bool ok = gr < t && col < d;
+			cp_async16(s + r * (D + 8) + col, ok ? g + (size_t)gr * d + col : g, ok ? 16 : 0);
+		}
+	}
+}
+
+/* v[row0 .. row0 + n) into shared memory, zeros past t. */
+template <int N, int THREADS>
+__device__ __forceinline__ void vec_load(float *s, const float *g, int row0, int t)
+{
+	for (int i = threadIdx.x; i < N; i += THREADS) {
+		bool ok = row0 + i < t;
+		cp_async4(s + i, ok ? g + row0 + i : g, ok ? 4 : 0);
+	}
+}
+
+/* ---- BF16 forward ---- */
+
+template <int D, int BM, int BN, int NW> struct fwd_tile {
+	static constexpr int threads = NW * 32;
+	static constexpr int mt = BM / (16 * NW);       /* m-tiles of 16 query rows per warp */
+	static constexpr int row = D + 8;               /* +16 bytes a row: conflict-free ldmatrix */
+	static constexpr size_t smem = (size_t)(BM + 2 * BN) * row * sizeof(bf16);
+	static_assert(D % 16 == 0 && BN % 16 == 0 && BM % (16 * NW) == 0, "tile shape");
+};
+
+/*
+ * Grid (bh, query blocks), the last query block first (causal: the longest).
+ * Warp w owns query rows [w * 16 * MT, (w + 1) * 16 * MT) of the block.
+ * Shared memory holds one tile each of Q, K and V: V(j) loads while
+ * S(j) is computed, K(j + 1) while O += P V(j) is.
+ */
+template <int D, int BM, int BN, int NW>
+__global__ void __launch_bounds__(NW * 32)
+flash_fwd_bf16(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__restrict__ q,
+	       const bf16 *__restrict__ k, const bf16 *__restrict__ v, int t, int d,
+	       float scale_log2, bool causal)
+{
+	typedef fwd_tile<D, BM, BN, NW> C;
+	constexpr int MT = C::mt, R = C::row, NT = BN / 8, DT = D / 8;
+	extern __shared__ __align__(16) unsigned char smem[];
+	bf16 *sq = (bf16 *)smem, *sk = sq + BM * R, *sv = sk + BN * R;
+	const int bh = blockIdx.x, m0 = (gridDim.y - 1 - blockIdx.y) * BM;
+	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+	const int wr = warp * 16 * MT, wrow = m0 + wr;   /* the warp's first row: local, global */
+	const size_t base = (size_t)bh * t * d;
+	const int n_end = causal ? min(t, m0 + BM) : t;
+	const int nblocks = (n_end + BN - 1) / BN;
+
+	q += base, k += base, v += base, o += base;
+	tile_load<BM, D, C::threads>(sq, q, m0, t, d);
+	tile_load<BN, D, C::threads>(sk, k, 0, t, d);
+	cp_async_commit();
+
+	float acc[MT][DT][4], mx[MT][2], sum[MT][2];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+		for (int dt = 0; dt < DT; dt++)
+			acc[mt][dt][0] = acc[mt][dt][1] = acc[mt][dt][2] = acc[mt][dt][3] = 0.0f;
+		mx[mt][0] = mx[mt][1] = -INFINITY;
+		sum[mt][0] = sum[mt][1] = 0.0f;
+	}
+
+	for (int j = 0; j < nblocks; j++) {
+		const int n0 = j * BN;
+		/* causal: keys past the warp's last row contribute nothing */
+		const bool active = !causal || n0 <= wrow + 16 * MT - 1;
+		float s[MT][NT][4];
+
+		cp_async_wait_all();
+		__syncthreads();
+		tile_load<BN, D, C::threads>(sv, v, n0, t, d);
+		cp_async_commit();
+
+		if (active) {
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+				for (int nt = 0; nt < NT; nt++)
+					s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
+#pragma unroll
+			for (int kc = 0; kc < D / 16; kc++) {
+				uint32_t a[MT][4];
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++)
+					ldsm_x4(a[mt], a_frag(sq, R, wr + mt * 16, kc * 16, lane));
+#pragma unroll
+				for (int np = 0; np < NT / 2; np++) {
+					uint32_t b[4];
+					ldsm_x4(b, b_pair(sk, R, np * 16, kc * 16, lane));
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						mma_bf16(s[mt][2 * np], a[mt], b[0], b[1]);
+						mma_bf16(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+					}
+				}
+			}
+			if (n0 + BN > t || (causal && n0 + BN - 1 > wrow)) {
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+					for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+						for (int e = 0; e < 4; e++) {
+							int row = wrow + mt * 16 + g + (e / 2) * 8;
+							int col = n0 + nt * 8 + 2 * tq + e % 2;
+							if (col >= t || (causal && col > row))
+								s[mt][nt][e] = -INFINITY;
+						}
+			}
+			/* online softmax; the 4 threads of a quad share a row */
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					float m_new = mx[mt][h];
+#pragma unroll
+					for (int nt = 0; nt < NT; nt++)
+						m_new = fmaxf(m_new, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+					m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
+					m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
+					float ms = m_new == -INFINITY ? 0.0f : m_new * scale_log2;
+					float alpha = exp2f(mx[mt][h] * scale_log2 - ms);
+					mx[mt][h] = m_new;
+					sum[mt][h] *= alpha;
+#pragma unroll
+					for (int dt = 0; dt < DT; dt++) {
+						acc[mt][dt][2 * h] *= alpha;
+						acc[mt][dt][2 * h + 1] *= alpha;
+					}
+#pragma unroll
+					for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+						for (int e = 2 * h; e < 2 * h + 2; e++) {
+							float p = exp2f(fmaf(s[mt][nt][e], scale_log2, -ms));
+							s[mt][nt][e] = p;
+							sum[mt][h] += p;
+						}
+				}
+		}
+
+		cp_async_wait_all();
+		__syncthreads();
+		if (j + 1 < nblocks)
+			tile_load<BN, D, C::threads>(sk, k, n0 + BN, t, d);
+		cp_async_commit();
+
+		if (active) {
+#pragma unroll
+			for (int kc = 0; kc < BN / 16; kc++) {
+				uint32_t pa[MT][4];
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					pa[mt][0] = pack_bf16(s[mt][2 * kc][0], s[mt][2 * kc][1]);
+					pa[mt][1] = pack_bf16(s[mt][2 * kc][2], s[mt][2 * kc][3]);
+					pa[mt][2] = pack_bf16(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
+					pa[mt][3] = pack_bf16(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+				}
+#pragma unroll
+				for (int dp = 0; dp < D / 16; dp++) {
+					uint32_t b[4];
+					ldsm_x4_trans(b, b_pair_trans(sv, R, kc * 16, dp * 16, lane));
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						mma_bf16(acc[mt][2 * dp], pa[mt], b[0], b[1]);
+						mma_bf16(acc[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+					}
+				}
+			}
+		}
+	}
+
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			float l = sum[mt][h];
+			l += __shfl_xor_sync(0xffffffffu, l, 1);
+			l += __shfl_xor_sync(0xffffffffu, l, 2);
+			int row = wrow + mt * 16 + g + h * 8;
+			if (row >= t)
+				continue;
+			float inv = 1.0f / l;
+#pragma unroll
+			for (int dt = 0; dt < DT; dt++) {
+				int col = dt * 8 + 2 * tq;
+				if (col < d)
+					*(__nv_bfloat162 *)(o + (size_t)row * d + col) =
+						__floats2bfloat162_rn(acc[mt][dt][2 * h] * inv,
+								      acc[mt][dt][2 * h + 1] * inv);
+			}
+			if (lse && tq == 0)
+				lse[(size_t)bh * t + row] = (mx[mt][h] * scale_log2 + log2f(l)) * FLASH_LN2;
+		}
+}
+
+/* ---- BF16 backward ---- */
+
+template <int D, int BN, int BM, int NW> struct bwd_tile {
+	static constexpr int threads = NW * 32;
+	static constexpr int mt = BN / (16 * NW);       /* m-tiles of 16 keys per warp */
+	static constexpr int row = D + 8;
+	static constexpr int srow = BM + 8;             /* dS^T rows */
+	/* dQ = dS K: warps split BM/16 m-tiles by wm, the D/16 column pairs by wn */
+	static constexpr int qm = BM / 16;
+	static constexpr int wm = qm < NW ? qm : NW, wn = NW / wm, mq = qm / wm;
+	static constexpr int np = (D / 16 + wn - 1) / wn;
+	static constexpr size_t smem = (size_t)(2 * BN + 4 * BM) * row * sizeof(bf16) +
+				       (size_t)BN * srow * sizeof(bf16) + 4 * BM * sizeof(float);
+	static_assert(D % 16 == 0 && BM % 16 == 0 && BN % (16 * NW) == 0, "tile shape");
+	static_assert(NW % wm == 0 && qm % wm == 0, "dQ warp split");
+};
+
+/*
+ * Grid (bh, key blocks), the first key block first (causal: the longest).
+ * K and V stay in shared memory; Q, dO, lse and D = rowsum(dO o O) are
+ * double-buffered per query block.
+ */
+template <int D, int BN, int BM, int NW>
+__global__ void __launch_bounds__(NW * 32)
+flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__ dq_acc,
+	       const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+	       const bf16 *__restrict__ dout, const float *__restrict__ lse,
+	       const float *__restrict__ drow, int t, int d, float scale, float scale_log2,
+	       bool causal)
+{
+	typedef bwd_tile<D, BN, BM, NW> C;
+	constexpr int MT = C::mt, R = C::row, SR = C::srow, QT = BM / 8, DT = D / 8;
+	extern __shared__ __align__(16) unsigned char smem[];
+	bf16 *sk = (bf16 *)smem, *sv = sk + BN * R, *sq = sv + BN * R, *sdo = sq + 2 * BM * R;
+	bf16 *sds = sdo + 2 * BM * R;
+	float *slse = (float *)(sds + BN * SR), *sdr = slse + 2 * BM;
+	const int bh = blockIdx.x, n0 = blockIdx.y * BN;
+	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+	const int wk = warp * 16 * MT, wkey = n0 + wk;   /* the warp's first key: local, global */
+	const size_t base = (size_t)bh * t * d;
+	const int i0 = causal ? n0 / BM : 0, iend = (t + BM - 1) / BM;
+
+	q += base, k += base, v += base, dout += base, dk += base, dv += base, dq_acc += base;
+	lse += (size_t)bh * t, drow += (size_t)bh * t;
+
+	tile_load<BN, D, C::threads>(sk, k, n0, t, d);
+	tile_load<BN, D, C::threads>(sv, v, n0, t, d);
+	tile_load<BM, D, C::threads>(sq, q, i0 * BM, t, d);
+	tile_load<BM, D, C::threads>(sdo, dout, i0 * BM, t, d);
+	vec_load<BM, C::threads>(slse, lse, i0 * BM, t);
+	vec_load<BM, C::threads>(sdr, drow, i0 * BM, t);
+	cp_async_commit();
+
+	float dka[MT][DT][4], dva[MT][DT][4];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				dka[mt][dt][e] = dva[mt][dt][e] = 0.0f;
+
+	for (int i = i0; i < iend; i++) {
+		const int m0 = i * BM, buf = (i - i0) & 1;
+		const bf16 *cq = sq + buf * BM * R, *cdo = sdo + buf * BM * R;
+		const float *cl = slse + buf * BM, *cd = sdr + buf * BM;
+		/* causal: queries before the warp's first key see none of its keys */
+		const bool active = !causal || m0 + BM - 1 >= wkey;
+
+		cp_async_wait_all();
+		__syncthreads();
+		if (i + 1 < iend) {
+			int nb = buf ^ 1;
+			tile_load<BM, D, C::threads>(sq + nb * BM * R, q, m0 + BM, t, d);
+			tile_load<BM, D, C::threads>(sdo + nb * BM * R, dout, m0 + BM, t, d);
+			vec_load<BM, C::threads>(slse + nb * BM, lse, m0 + BM, t);
+			vec_load<BM, C::threads>(sdr + nb * BM, drow, m0 + BM, t);
+		}
+		cp_async_commit();
+
+		if (active) {
+			float st[MT][QT][4], dpt[MT][QT][4];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+				for (int nt = 0; nt < QT; nt++)
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+						st[mt][nt][e] = dpt[mt][nt][e] = 0.0f;
+			/* S^T = K Q^T and dP^T = V dO^T */
+#pragma unroll
+			for (int kc = 0; kc < D / 16; kc++) {
+				uint32_t a[MT][4], av[MT][4];
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					ldsm_x4(a[mt], a_frag(sk, R, wk + mt * 16, kc * 16, lane));
+					ldsm_x4(av[mt], a_frag(sv, R, wk + mt * 16, kc * 16, lane));
+				}
+#pragma unroll
+				for (int np = 0; np < QT / 2; np++) {
+					uint32_t b[4], bo[4];
+					ldsm_x4(b, b_pair(cq, R, np * 16, kc * 16, lane));
+					ldsm_x4(bo, b_pair(cdo, R, np * 16, kc * 16, lane));
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						mma_bf16(st[mt][2 * np], a[mt], b[0], b[1]);
+						mma_bf16(st[mt][2 * np + 1], a[mt], b[2], b[3]);
+						mma_bf16(dpt[mt][2 * np], av[mt], bo[0], bo[1]);
+						mma_bf16(dpt[mt][2 * np + 1], av[mt], bo[2], bo[3]);
+					}
+				}
+			}
+			/* P^T = exp(scale S^T - lse), then dS^T = P^T (dP^T - D) */
+			const bool mask = m0 + BM > t || n0 + BN > t ||
+					  (causal && wkey + 16 * MT - 1 > m0);
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+				for (int nt = 0; nt < QT; nt++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						int key = wkey + mt * 16 + g + (e / 2) * 8;
+						int ql = nt * 8 + 2 * tq + e % 2;
+						float p = exp2f(fmaf(st[mt][nt][e], scale_log2,
+								     -cl[ql] * FLASH_LOG2E));
+						if (mask && (m0 + ql >= t || key >= t ||
+							     (causal && key > m0 + ql)))
+							p = 0.0f;
+						st[mt][nt][e] = p;
+						dpt[mt][nt][e] = p * (dpt[mt][nt][e] - cd[ql]);
+					}
+			/* dV += P^T dO and dK += dS^T Q; dS^T to shared memory for dQ */
+#pragma unroll
+			for (int kc = 0; kc < BM / 16; kc++) {
+				uint32_t pa[MT][4], sa[MT][4];
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					pa[mt][0] = pack_bf16(st[mt][2 * kc][0], st[mt][2 * kc][1]);
+					pa[mt][1] = pack_bf16(st[mt][2 * kc][2], st[mt][2 * kc][3]);
+					pa[mt][2] = pack_bf16(st[mt][2 * kc + 1][0], st[mt][2 * kc + 1][1]);
+					pa[mt][3] = pack_bf16(st[mt][2 * kc + 1][2], st[mt][2 * kc + 1][3]);
+					sa[mt][0] = pack_bf16(dpt[mt][2 * kc][0], dpt[mt][2 * kc][1]);
+					sa[mt][1] = pack_bf16(dpt[mt][2 * kc][2], dpt[mt][2 * kc][3]);
+					sa[mt][2] = pack_bf16(dpt[mt][2 * kc + 1][0], dpt[mt][2 * kc + 1][1]);
+					sa[mt][3] = pack_bf16(dpt[mt][2 * kc + 1][2], dpt[mt][2 * kc + 1][3]);
+					bf16 *row0 = sds + (wk + mt * 16 + g) * SR + kc * 16 + 2 * tq;
+					*(uint32_t *)row0 = sa[mt][0];
+					*(uint32_t *)(row0 + 8 * SR) = sa[mt][1];
+					*(uint32_t *)(row0 + 8) = sa[mt][2];
+					*(uint32_t *)(row0 + 8 * SR + 8) = sa[mt][3];
+				}
+#pragma unroll
+				for (int dp = 0; dp < D / 16; dp++) {
+					uint32_t b[4], bq[4];
+					ldsm_x4_trans(b, b_pair_trans(cdo, R, kc * 16, dp * 16, lane));
+					ldsm_x4_trans(bq, b_pair_trans(cq, R, kc * 16, dp * 16, lane));
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						mma_bf16(dva[mt][2 * dp], pa[mt], b[0], b[1]);
+						mma_bf16(dva[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+						mma_bf16(dka[mt][2 * dp], sa[mt], bq[0], bq[1]);
+						mma_bf16(dka[mt][2 * dp + 1], sa[mt], bq[2], bq[3]);
+					}
+				}
+			}
+		} else {
+			/* the warp's dS^T rows are zero */
+			for (int c = lane; c < 16 * MT * BM / 8; c += 32) {
+				int r = c / (BM / 8), col = (c % (BM / 8)) * 8;
+				*(uint4 *)(sds + (wk + r) * SR + col) = make_uint4(0, 0, 0, 0);
+			}
+		}
+		__syncthreads();
+
+		/* dQ (BM x D) += dS K over this block's keys, into the FP32 workspace */
+		{
+			const int wmi = warp % C::wm, wni = warp / C::wm;
+			float dq[C::mq][C::np][2][4];
+#pragma unroll
+			for (int mi = 0; mi < C::mq; mi++)
+#pragma unroll
+				for (int pi = 0; pi < C::np; pi++)
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+						dq[mi][pi][0][e] = dq[mi][pi][1][e] = 0.0f;
+#pragma unroll
+			for (int kc = 0; kc < BN / 16; kc++) {
+				uint32_t a[C::mq][4];
+#pragma unroll
+				for (int mi = 0; mi < C::mq; mi++)
+					ldsm_x4_trans(a[mi], a_frag_trans(sds, SR, kc * 16,
+									  (wmi * C::mq + mi) * 16, lane));
+#pragma unroll
+				for (int pi = 0; pi < C::np; pi++) {
+					int dp = wni + pi * C::wn;
+					if (C::np * C::wn == D / 16 || dp < D / 16) {
+						uint32_t b[4];
+						ldsm_x4_trans(b, b_pair_trans(sk, R, kc * 16, dp * 16, lane));
+#pragma unroll
+						for (int mi = 0; mi < C::mq; mi++) {
+							mma_bf16(dq[mi][pi][0], a[mi], b[0], b[1]);
+							mma_bf16(dq[mi][pi][1], a[mi], b[2], b[3]);
+						}
+					}
+				}
+			}
+#pragma unroll
+			for (int mi = 0; mi < C::mq; mi++) {
+				int qrow = m0 + (wmi * C::mq + mi) * 16;
+				if (causal && qrow + 15 < n0)
+					continue;       /* rows that see none of these keys */
+#pragma unroll
+				for (int pi = 0; pi < C::np; pi++) {
+					int dp = wni + pi * C::wn;
+					if (dp >= D / 16)
+						continue;
+#pragma unroll
+					for (int half = 0; half < 2; half++)
+#pragma unroll
+						for (int h = 0; h < 2; h++) {
+							int row = qrow + g + h * 8, col = dp * 16 + half * 8 + 2 * tq;
+							if (row < t && col < d)
+								atomicAdd((float2 *)(dq_acc + (size_t)row * d + col),
+									  make_float2(dq[mi][pi][half][2 * h],
+										      dq[mi][pi][half][2 * h + 1]));
+						}
+				}
+			}
+		}
+	}
+
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			int key = wkey + mt * 16 + g + h * 8;
+			if (key >= t)
+				continue;
+#pragma unroll
+			for (int dt = 0; dt < DT; dt++) {
+				int col = dt * 8 + 2 * tq;
+				if (col < d) {
+					size_t at = (size_t)key * d + col;
+					*(__nv_bfloat162 *)(dk + at) = __floats2bfloat162_rn(
+						dka[mt][dt][2 * h] * scale, dka[mt][dt][2 * h + 1] * scale);
+					*(__nv_bfloat162 *)(dv + at) = __floats2bfloat162_rn(
+						dva[mt][dt][2 * h], dva[mt][dt][2 * h + 1]);
+				}
+			}
+		}
+}
+
+/* ---- FP32 (CUDA cores), any dtype: 32 x 32 tiles, 256 threads ---- */
+
+#define SIMT_TILE 32
+#define SIMT_THREADS 256
+
+/* Rows [row0, row0 + 32) of a (t, d) matrix as floats, row stride DMAX + 1, zeros outside. */
+template <typename E, int DMAX>
+__device__ __forceinline__ void simt_tile_load(float *s, const E *g, int row0, int t, int d)
+{
+	for (int i = threadIdx.x; i < SIMT_TILE * DMAX; i += SIMT_THREADS) {
+		int r = i / DMAX, c = i % DMAX, gr = row0 + r;
+		s[r * (DMAX + 1) + c] = gr < t && c < d ? to_f32(g[(size_t)gr * d + c]) : 0.0f;
+	}
+}
+
+__device__ __forceinline__ float simt_dot(const float *a, const float *b, int d)
+{
+	float s = 0.0f;
+
+#pragma unroll 8
+	for (int c = 0; c < d; c++)
+		s = fmaf(a[c], b[c], s);
+	return s;
+}
+
+template <int DMAX> struct simt_fwd_smem {
+	static constexpr size_t bytes =
+		(size_t)(3 * SIMT_TILE * (DMAX + 1) + SIMT_TILE * (SIMT_TILE + 1) + 3 * SIMT_TILE) *
+		sizeof(float);
+};
+
+/*
+ * Grid (bh, query blocks of 32). Warp w computes the scores of rows w, w+8,
+ * w+16, w+24 (lane = key) and their softmax; thread (r = tid / 8, c = tid %
+ * 8) accumulates row r of O in columns c, c + 8, ...
+ */
+template <typename E, int DMAX>
+__global__ void __launch_bounds__(SIMT_THREADS)
+flash_fwd_simt(E *__restrict__ o, float *__restrict__ lse, const E *__restrict__ q,
+	       const E *__restrict__ k, const E *__restrict__ v, int t, int d, float scale,
+	       bool causal)
+{
+	constexpr int TL = SIMT_TILE, DP = DMAX + 1, CPT = DMAX / 8;
+	extern __shared__ float fsm[];
+	float *sq = fsm, *sk = sq + TL * DP, *sv = sk + TL * DP, *ss = sv + TL * DP;
+	float *sm = ss + TL * (TL + 1), *sl = sm + TL, *sa = sl + TL;
+	const int bh = blockIdx.x, m0 = (gridDim.y - 1 - blockIdx.y) * TL;
+	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, r = tid / 8, c8 = tid % 8;
+	const size_t base = (size_t)bh * t * d;
+	const int n_end = causal ? min(t, m0 + TL) : t;
+	float acc[CPT];
+
+	q += base, k += base, v += base, o += base;
+	simt_tile_load<E, DMAX>(sq, q, m0, t, d);
+	if (tid < TL)
+		sm[tid] = -INFINITY, sl[tid] = 0.0f;
+#pragma unroll
+	for (int i = 0; i < CPT; i++)
+		acc[i] = 0.0f;
+
+	for (int n0 = 0; n0 < n_end; n0 += TL) {
+		__syncthreads();
+		simt_tile_load<E, DMAX>(sk, k, n0, t, d);
+		simt_tile_load<E, DMAX>(sv, v, n0, t, d);
+		__syncthreads();
+#pragma unroll
+		for (int rr = 0; rr < TL / 8; rr++) {
+			int ql = warp + 8 * rr, key = n0 + lane;
+			float s = simt_dot(sq + ql * DP, sk + lane * DP, d) * scale;
+			if (key >= t || (causal && key > m0 + ql))
+				s = -INFINITY;
+			float m_old = sm[ql], m_new = fmaxf(m_old, warp_max(s));
+			float p = m_new == -INFINITY ? 0.0f : __expf(s - m_new);
+			float alpha = m_new == -INFINITY ? 1.0f : __expf(m_old - m_new);
+			float ps = warp_sum(p);
+			ss[ql * (TL + 1) + lane] = p;
+			__syncwarp();
+			if (lane == 0) {
+				sm[ql] = m_new;
+				sl[ql] = sl[ql] * alpha + ps;
+				sa[ql] = alpha;
+			}
+		}
+		__syncthreads();
+		float alpha = sa[r];
+#pragma unroll
+		for (int i = 0; i < CPT; i++)
+			acc[i] *= alpha;
+		for (int key = 0; key < TL; key++) {
+			float p = ss[r * (TL + 1) + key];
+#pragma unroll
+			for (int i = 0; i < CPT; i++)
+				acc[i] = fmaf(p, sv[key * DP + c8 + 8 * i], acc[i]);
+		}
+	}
+	__syncthreads();
+	int row = m0 + r;
+	if (row < t) {
+		float l = sl[r];
+#pragma unroll
+		for (int i = 0; i < CPT; i++) {
+			int c = c8 + 8 * i;
+			if (c < d)
+				o[(size_t)row * d + c] = from_f32<E>(acc[i] / l);
+		}
+		if (lse && c8 == 0)
+			lse[(size_t)bh * t + row] = sm[r] + logf(l);
+	}
+}
+
+template <int DMAX> struct simt_bwd_smem {
+	static constexpr size_t bytes =
+		(size_t)(4 * SIMT_TILE * (DMAX + 1) + 2 * SIMT_TILE * (SIMT_TILE + 1) + 2 * SIMT_TILE) *
+		sizeof(float);
+};
+
+/*
+ * Grid (bh, key blocks of 32). Warp w computes P^T and dS^T for query rows
+ * w, w+8, ... (lane = key); thread (r, c) accumulates dK and dV of key r and
+ * the block's dQ of query r in columns c, c + 8, ...
+ */
+template <typename E, int DMAX>
+__global__ void __launch_bounds__(SIMT_THREADS)
+flash_bwd_simt(E *__restrict__ dk, E *__restrict__ dv, float *__restrict__ dq_acc,
+	       const E *__restrict__ q, const E *__restrict__ k, const E *__restrict__ v,
+	       const E *__restrict__ dout, const float *__restrict__ lse,
+	       const float *__restrict__ drow, int t, int d, float scale, bool causal)
+{
+	constexpr int TL = SIMT_TILE, DP = DMAX + 1, CPT = DMAX / 8, SP = TL + 1;
+	extern __shared__ float fsm[];
+	float *sk = fsm, *sv = sk + TL * DP, *sq = sv + TL * DP, *sdo = sq + TL * DP;
+	float *sp = sdo + TL * DP, *sds = sp + TL * SP, *sl = sds + TL * SP, *sd = sl + TL;
+	const int bh = blockIdx.x, n0 = blockIdx.y * TL;
+	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, r = tid / 8, c8 = tid % 8;
+	const size_t base = (size_t)bh * t * d;
+	float dka[CPT], dva[CPT];
+
+	q += base, k += base, v += base, dout += base, dk += base, dv += base, dq_acc += base;
+	lse += (size_t)bh * t, drow += (size_t)bh * t;
+	simt_tile_load<E, DMAX>(sk, k, n0, t, d);
+	simt_tile_load<E, DMAX>(sv, v, n0, t, d);
+#pragma unroll
+	for (int i = 0; i < CPT; i++)
+		dka[i] = dva[i] = 0.0f;
+
+	for (int m0 = causal ? n0 : 0; m0 < t; m0 += TL) {
+		__syncthreads();
+		simt_tile_load<E, DMAX>(sq, q, m0, t, d);
+		simt_tile_load<E, DMAX>(sdo, dout, m0, t, d);
+		if (tid < TL) {
+			sl[tid] = m0 + tid < t ? lse[m0 + tid] : 0.0f;
+			sd[tid] = m0 + tid < t ? drow[m0 + tid] : 0.0f;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int rr = 0; rr < TL / 8; rr++) {
+			int ql = warp + 8 * rr, qg = m0 + ql, key = n0 + lane;
+			float s = simt_dot(sq + ql * DP, sk + lane * DP, d);
+			float dp = simt_dot(sdo + ql * DP, sv + lane * DP, d);
+			float p = qg < t && key < t && !(causal && key > qg) ? __expf(s * scale - sl[ql])
+									    : 0.0f;
+			sp[lane * SP + ql] = p;
+			sds[lane * SP + ql] = p * (dp - sd[ql]);
+		}
+		__syncthreads();
+		float dqa[CPT];
+#pragma unroll
+		for (int i = 0; i < CPT; i++)
+			dqa[i] = 0.0f;
+		for (int j = 0; j < TL; j++) {
+			float p = sp[r * SP + j], ds = sds[r * SP + j], dsq = sds[j * SP + r];
+#pragma unroll
+			for (int i = 0; i < CPT; i++) {
+				int c = c8 + 8 * i;
+				dva[i] = fmaf(p, sdo[j * DP + c], dva[i]);
+				dka[i] = fmaf(ds, sq[j * DP + c], dka[i]);
+				dqa[i] = fmaf(dsq, sk[j * DP + c], dqa[i]);
+			}
+		}
+		int qg = m0 + r;
+		if (qg < t)
+#pragma unroll
+			for (int i = 0; i < CPT; i++) {
+				int c = c8 + 8 * i;
+				if (c < d)
+					atomicAdd(dq_acc + (size_t)qg * d + c, dqa[i]);
+			}
+	}
+	int key = n0 + r;
+	if (key < t)
+#pragma unroll
+		for (int i = 0; i < CPT; i++) {
+			int c = c8 + 8 * i;
+			if (c < d) {
+				dk[(size_t)key * d + c] = from_f32<E>(dka[i] * scale);
+				dv[(size_t)key * d + c] = from_f32<E>(dva[i]);
+			}
+		}
+}
+
+/* ---- backward's first and last passes ---- */
+
+/* drow[r] = sum_c dout[r][c] * o[r][c] and a zeroed dq_acc row; one warp per row. */
+template <typename E>
+__global__ void flash_bwd_prep(float *__restrict__ drow, float *__restrict__ dq_acc,
+			       const E *__restrict__ dout, const E *__restrict__ o, long long rows,
+			       int d)
+{
+	long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+	int lane = threadIdx.x % 32;
+	float s = 0.0f;
+
+	if (row >= rows)
+		return;
+	for (int c = lane; c < d; c += 32) {
+		size_t at = (size_t)row * d + c;
+		s = fmaf(to_f32(dout[at]), to_f32(o[at]), s);
+		dq_acc[at] = 0.0f;
+	}
+	s = warp_sum(s);
+	if (lane == 0)
+		drow[row] = s;
+}
+
+template <typename E>
+__global__ void flash_bwd_dq(E *__restrict__ dq, const float *__restrict__ dq_acc, long long n,
+			     float scale)
+{
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (long long)gridDim.x * blockDim.x)
+		dq[i] = from_f32<E>(dq_acc[i] * scale);
+}
+
+/* ---- launchers ---- */
+
+/* Raises a kernel's dynamic shared memory limit once; 48 KB needs no raise. */
+template <typename K>
+static cudaError_t allow_smem(K kernel, size_t bytes, bool *done)
+{
+	cudaError_t e;
+
+	if (*done || bytes <= 48 * 1024)
+		return cudaSuccess;
+	e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+	*done = e == cudaSuccess;
+	return e;
+}
+
+struct flash_args {
+	void *o, *dq, *dk, *dv;
+	float *lse, *dq_acc, *drow;
+	const void *q, *k, *v, *dout;
+	const float *lse_in;
+	int bh, t, d;
+	float scale;
+	bool causal;
+	cudaStream_t stream;
+};
+
+template <int D, int BM, int BN, int NW>
+static cudaError_t fwd_bf16(const flash_args &a)
+{
+	typedef fwd_tile<D, BM, BN, NW> C;
+	static bool raised;
+	cudaError_t e = allow_smem(flash_fwd_bf16<D, BM, BN, NW>, C::smem, &raised);
+
+	if (e != cudaSuccess)
+		return e;
+	dim3 grid(a.bh, ceil_div(a.t, BM));
+	flash_fwd_bf16<D, BM, BN, NW><<<grid, C::threads, C::smem, a.stream>>>(
+		(bf16 *)a.o, a.lse, (const bf16 *)a.q, (const bf16 *)a.k, (const bf16 *)a.v, a.t,
+		a.d, a.scale * FLASH_LOG2E, a.causal);
+	return cudaGetLastError();
+}
+
+template <int D, int BN, int BM, int NW>
+static cudaError_t bwd_bf16(const flash_args &a)
+{
+	typedef bwd_tile<D, BN, BM, NW> C;
+	static bool raised;
+	cudaError_t e = allow_smem(flash_bwd_bf16<D, BN, BM, NW>, C::smem, &raised);
+
+	if (e != cudaSuccess)
+		return e;
+	dim3 grid(a.bh, ceil_div(a.t, BN));
+	flash_bwd_bf16<D, BN, BM, NW><<<grid, C::threads, C::smem, a.stream>>>(
+		(bf16 *)a.dk, (bf16 *)a.dv, a.dq_acc, (const bf16 *)a.q, (const bf16 *)a.k,
+		(const bf16 *)a.v, (const bf16 *)a.dout, a.lse_in, a.drow, a.t, a.d, a.scale,
+		a.scale * FLASH_LOG2E, a.causal);
+	return cudaGetLastError();
+}
+
+template <typename E, int DMAX>
+static cudaError_t fwd_simt(const flash_args &a)
+{
+	typedef simt_fwd_smem<DMAX> C;
+	static bool raised;
+	cudaError_t e = allow_smem(flash_fwd_simt<E, DMAX>, C::bytes, &raised);
+
+	if (e != cudaSuccess)
+		return e;
+	dim3 grid(a.bh, ceil_div(a.t, SIMT_TILE));
+	flash_fwd_simt<E, DMAX><<<grid, SIMT_THREADS, C::bytes, a.stream>>>(
+		(E *)a.o, a.lse, (const E *)a.q, (const E *)a.k, (const E *)a.v, a.t, a.d, a.scale,
+		a.causal);
+	return cudaGetLastError();
+}
+
+template <typename E, int DMAX>
+static cudaError_t bwd_simt(const flash_args &a)
+{
+	typedef simt_bwd_smem<DMAX> C;
+	static bool raised;
+	cudaError_t e = allow_smem(flash_bwd_simt<E, DMAX>, C::bytes, &raised);
+
+	if (e != cudaSuccess)
+		return e;
+	dim3 grid(a.bh, ceil_div(a.t, SIMT_TILE));
+	flash_bwd_simt<E, DMAX><<<grid, SIMT_THREADS, C::bytes, a.stream>>>(
+		(E *)a.dk, (E *)a.dv, a.dq_acc, (const E *)a.q, (const E *)a.k, (const E *)a.v,
+		(const E *)a.dout, a.lse_in, a.drow, a.t, a.d, a.scale, a.causal);
+	return cudaGetLastError();
+}
+
+/* The CUDA-core kernels' register width: the smallest of 64, 128, 256 that holds d. */
+template <typename E>
+static cudaError_t fwd_simt_any(const flash_args &a)
+{
+	return a.d <= 64 ? fwd_simt<E, 64>(a) : a.d <= 128 ? fwd_simt<E, 128>(a)
+							    : fwd_simt<E, 256>(a);
+}
+
+template <typename E>
+static cudaError_t bwd_simt_any(const flash_args &a)
+{
+	return a.d <= 64 ? bwd_simt<E, 64>(a) : a.d <= 128 ? bwd_simt<E, 128>(a)
+							    : bwd_simt<E, 256>(a);
+}
+
+/*
+ * BF16 tile shapes by head size, padded up to the next specialised width:
+ * 16, 32, 48 (40), 64, 80, 128 and 256 (everything past 128). Shapes are
+ * the fastest measured that keep every accumulator in registers (ptxas -v:
+ * no spills); kernels/flash_attention.notes.md has the measurements.
+ */
+static cudaError_t fwd_bf16_any(const flash_args &a)
+{
+	if (a.d <= 16)
+		return fwd_bf16<16, 128, 64, 4>(a);
+	if (a.d <= 32)
+		return fwd_bf16<32, 128, 64, 4>(a);
+	if (a.d <= 48)
+		return fwd_bf16<48, 128, 64, 4>(a);
+	if (a.d <= 64)
+		return fwd_bf16<64, 128, 64, 4>(a);
+	if (a.d <= 80)
+		return fwd_bf16<80, 128, 64, 4>(a);
+	if (a.d <= 128)
+		return fwd_bf16<128, 128, 32, 4>(a);
+	return fwd_bf16<256, 128, 32, 8>(a);
+}
+
+/* Past 128 the dK and dV accumulators no longer fit a warp's registers: CUDA cores. */
+static cudaError_t bwd_bf16_any(const flash_args &a)
+{
+	if (a.d <= 16)
+		return bwd_bf16<16, 128, 64, 8>(a);
+	if (a.d <= 32)
+		return bwd_bf16<32, 128, 64, 8>(a);
+	if (a.d <= 48)
+		return bwd_bf16<48, 128, 64, 8>(a);
+	if (a.d <= 64)
+		return bwd_bf16<64, 128, 64, 8>(a);
+	if (a.d <= 80)
+		return bwd_bf16<80, 128, 64, 8>(a);
+	if (a.d <= 128)
+		return bwd_bf16<128, 64, 32, 4>(a);
+	return bwd_simt_any<bf16>(a);
+}
+
+extern "C" int flash_attention_supported(int d_head, enum st_dtype dtype, char *why, size_t len)
+{
+	const char *fmt = NULL;
+
+	if (dtype != ST_DT_F32 && dtype != ST_DT_BF16)
+		fmt = "dtype %d is neither f32 nor bf16";
+	else if (d_head < 8 || d_head > 256)
+		fmt = "d_head %d is outside 8..256";
+	else if (d_head % 8)
+		fmt = "d_head %d is not a multiple of 8";
+	if (fmt && why && len)
+		snprintf(why, len, fmt, dtype != ST_DT_F32 && dtype != ST_DT_BF16 ? (int)dtype : d_head);
+	return fmt == NULL;
+}
+
+/* Sizes the grids can hold and pointers the 16-byte copies can read. */
+static bool flash_args_ok(int bh, int t, int d_head, float scale, enum st_dtype dtype,
+			  const void *const *ptrs, int n)
+{
+	if (!flash_attention_supported(d_head, dtype, NULL, 0) || bh < 0 || t < 0 ||
+	    !(scale > 0.0f) || (t + SIMT_TILE - 1) / SIMT_TILE > 65535)
+		return false;
+	for (int i = 0; i < n; i++)
+		if ((uintptr_t)ptrs[i] % 16)
+			return false;
+	return true;
+}
+
+extern "C" cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const void *k,
+					       const void *v, int bh, int t, int d_head, float scale,
+					       bool causal, enum st_dtype dtype, cudaStream_t stream)
+{
+	const void *ptrs[] = { o, q, k, v };
+	flash_args a = {};
+
+	if (!flash_args_ok(bh, t, d_head, scale, dtype, ptrs, 4))
+		return cudaErrorInvalidValue;
+	if (bh == 0 || t == 0)
+		return cudaSuccess;
+	a.o = o, a.lse = lse, a.q = q, a.k = k, a.v = v;
+	a.bh = bh, a.t = t, a.d = d_head, a.scale = scale, a.causal = causal, a.stream = stream;
+	return dtype == ST_DT_BF16 ? fwd_bf16_any(a) : fwd_simt_any<float>(a);
+}
+
+static size_t align256(size_t n)
+{
+	return (n + 255) & ~(size_t)255;
+}
+
+extern "C" size_t flash_attention_backward_workspace(int bh, int t, int d_head)
+{
+	size_t rows = (size_t)(bh > 0 ? bh : 0) * (size_t)(t > 0 ? t : 0);
+
+	return align256(rows * (size_t)(d_head > 0 ? d_head : 0) * sizeof(float)) +
+	       align256(rows * sizeof(float));
+}
+
+typedef cudaError_t (*flash_pass)(const flash_args &a);
+
+/* rowsum(dout * o) and a zeroed dQ accumulator, the main pass, then dq = scale * dQ. */
+static cudaError_t backward_with(flash_pass main_pass, void *dq, void *dk, void *dv,
+				 const void *dout, const void *q, const void *k, const void *v,
+				 const void *o, const float *lse, void *workspace, int bh, int t,
+				 int d_head, float scale, bool causal, enum st_dtype dtype,
+				 cudaStream_t stream)
+{
+	const void *ptrs[] = { dq, dk, dv, dout, q, k, v, o, workspace };
+	flash_args a = {};
+	long long rows = (long long)bh * t, n = rows * d_head;
+	cudaError_t e;
+
+	if (!flash_args_ok(bh, t, d_head, scale, dtype, ptrs, 9) || !lse || !workspace)
+		return cudaErrorInvalidValue;
+	if (bh == 0 || t == 0)
+		return cudaSuccess;
+	a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v;
+	a.lse_in = lse;
+	a.dq_acc = (float *)workspace;
+	a.drow = (float *)((char *)workspace + align256((size_t)n * sizeof(float)));
+	a.bh = bh, a.t = t, a.d = d_head, a.scale = scale, a.causal = causal, a.stream = stream;
+
+	unsigned prep_blocks = (unsigned)((rows + 7) / 8);
+	DISPATCH_DTYPE(dtype == ST_DT_BF16 ? KDT_BF16 : KDT_F32, E,
+		flash_bwd_prep<E><<<prep_blocks, 256, 0, stream>>>(a.drow, a.dq_acc,
+			(const E *)dout, (const E *)o, rows, d_head));
+	if ((e = cudaGetLastError()) != cudaSuccess)
+		return e;
+	if ((e = main_pass(a)) != cudaSuccess)
+		return e;
+	unsigned dq_blocks = (unsigned)(n / 256 + 1 < 132 * 16 ? n / 256 + 1 : 132 * 16);
+	DISPATCH_DTYPE(dtype == ST_DT_BF16 ? KDT_BF16 : KDT_F32, E,
+		flash_bwd_dq<E><<<dq_blocks, 256, 0, stream>>>((E *)dq, a.dq_acc, n, scale));
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t flash_attention_backward(void *dq, void *dk, void *dv, const void *dout,
+						const void *q, const void *k, const void *v,
+						const void *o, const float *lse, void *workspace,
+						int bh, int t, int d_head, float scale, bool causal,
+						enum st_dtype dtype, cudaStream_t stream)
+{
+	return backward_with(dtype == ST_DT_BF16 ? bwd_bf16_any : bwd_simt_any<float>, dq, dk, dv,
+			     dout, q, k, v, o, lse, workspace, bh, t, d_head, scale, causal, dtype,
+			     stream);
+}
+
+#ifdef FLASH_ATTENTION_VARIANTS
+/*
+ * Development only (tests/gpu/flash_bench.c, built with
+ * -DFLASH_ATTENTION_VARIANTS): other BF16 tile shapes, timed beside the
+ * chosen ones. Not part of the library.
+ */
+struct flash_variant {
+	const char *name;
+	int d, backward;
+	flash_pass pass;
+};
+
+static const struct flash_variant flash_variants[] = {
+	{ "fwd64 128x64 w4", 64, 0, fwd_bf16<64, 128, 64, 4> },
+	{ "fwd64 64x64 w4", 64, 0, fwd_bf16<64, 64, 64, 4> },
+	{ "fwd64 128x32 w4", 64, 0, fwd_bf16<64, 128, 32, 4> },
+	{ "fwd64 128x64 w8", 64, 0, fwd_bf16<64, 128, 64, 8> },
+	{ "fwd128 128x32 w4", 128, 0, fwd_bf16<128, 128, 32, 4> },
+	{ "fwd128 128x64 w8", 128, 0, fwd_bf16<128, 128, 64, 8> },
+	{ "fwd128 64x64 w4", 128, 0, fwd_bf16<128, 64, 64, 4> },
+	{ "bwd64 128x64 w8", 64, 1, bwd_bf16<64, 128, 64, 8> },
+	{ "bwd64 64x64 w4", 64, 1, bwd_bf16<64, 64, 64, 4> },
+	{ "bwd64 128x32 w8", 64, 1, bwd_bf16<64, 128, 32, 8> },
+	{ "bwd128 64x32 w4", 128, 1, bwd_bf16<128, 64, 32, 4> },
+	{ "bwd128 128x32 w8", 128, 1, bwd_bf16<128, 128, 32, 8> },
+};
+
+extern "C" int flash_dev_variants(void)
+{
+	return (int)(sizeof(flash_variants) / sizeof(flash_variants[0]));
+}
+
+/* Variant i's name, head size and direction. */
+extern "C" const char *flash_dev_variant(int i, int *d, int *backward)
+{
+	*d = flash_variants[i].d;
+	*backward = flash_variants[i].backward;
+	return flash_variants[i].name;
+}
+
+/* Runs variant i: the forward (o, lse) or the whole backward, BF16. */
+extern "C" cudaError_t flash_dev_run(int i, void *o, float *lse, void *dq, void *dk, void *dv,
+				     const void *dout, const void *q, const void *k,
+				     const void *v, void *workspace, int bh, int t, float scale,
+				     bool causal, cudaStream_t stream)
+{
+	const struct flash_variant *fv = &flash_variants[i];
+
+	if (fv->backward)
+		return backward_with(fv->pass, dq, dk, dv, dout, q, k, v, o, lse, workspace, bh, t,
+				     fv->d, scale, causal, ST_DT_BF16, stream);
+	flash_args a = {};
+	a.o = o, a.lse = lse, a.q = q, a.k = k, a.v = v;
+	a.bh = bh, a.t = t, a.d = fv->d, a.scale = scale, a.causal = causal, a.stream = stream;
+	return fv->pass(a);
+}
+#endif
