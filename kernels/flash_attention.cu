@@ -31,22 +31,27 @@ typedef __nv_bfloat16 bf16;
 
 /* ---- device helpers: async copies, ldmatrix, mma ---- */
 
+/*
+ * Shared memory is addressed by 32-bit shared-window addresses: each lane's
+ * part of an address is computed once per kernel, and the tile offsets the
+ * loops add are compile-time constants the instructions carry.
+ */
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
 	return (uint32_t)__cvta_generic_to_shared(p);
 }
 
 /* 16 bytes global -> shared; src_bytes 0 writes zeros (and reads nothing). */
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes)
 {
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-		     "l"(src), "r"(src_bytes));
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+		     "r"(src_bytes));
 }
 
-__device__ __forceinline__ void cp_async4(void *dst, const void *src, int src_bytes)
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int src_bytes)
 {
-	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
-		     "l"(src), "r"(src_bytes));
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+		     "r"(src_bytes));
 }
 
 __device__ __forceinline__ void cp_async_commit(void)
@@ -60,18 +65,25 @@ __device__ __forceinline__ void cp_async_wait_all(void)
 }
 
 /* Four 8x8 b16 matrices; lane i gives the address of row i % 8 of matrix i / 8. */
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const bf16 *p)
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr)
 {
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(smem_addr(p)));
+		     : "r"(addr));
 }
 
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const bf16 *p)
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], uint32_t addr)
 {
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(smem_addr(p)));
+		     : "r"(addr));
+}
+
+/* The inverse of ldsm_x4: four 8x8 b16 matrices from registers to shared memory. */
+__device__ __forceinline__ void stsm_x4(uint32_t addr, const uint32_t r[4])
+{
+	asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(addr),
+		     "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]));
 }
 
 /* c (16x8 f32) += a (16x16 bf16, row) * b (16x8 bf16, col). */
@@ -91,66 +103,94 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 }
 
 /*
- * Fragment addresses inside a tile stored row-major with `stride` elements
- * per row, for the 16x16 block at (r0, c0):
- *  - a_frag: the A operand (rows r0.., k = columns c0..), ldmatrix;
- *  - b_pair: B operands of the two n-tiles r0, r0 + 8 when the tile holds
- *    B^T (rows are n, columns k), ldmatrix: regs {b0, b1} of each n-tile;
- *  - b_pair_trans: B operands of the n-tiles c0, c0 + 8 when the tile holds
- *    B itself (rows are k, columns n), ldmatrix.trans;
- *  - a_frag_trans: the A operand when the tile holds A^T (rows are k,
- *    columns m), ldmatrix.trans.
+ * The A operand of an m16n8k16 from four 16x8 accumulator tiles' worth of
+ * registers: c0 (columns 0..7) and c1 (columns 8..15) of one 16-row block.
  */
-__device__ __forceinline__ const bf16 *a_frag(const bf16 *s, int stride, int r0, int c0, int lane)
+__device__ __forceinline__ void acc_to_a(uint32_t a[4], const float c0[4], const float c1[4])
 {
-	return s + (r0 + lane % 16) * stride + c0 + (lane / 16) * 8;
-}
-
-__device__ __forceinline__ const bf16 *b_pair(const bf16 *s, int stride, int r0, int c0, int lane)
-{
-	return s + (r0 + lane % 8 + (lane / 16) * 8) * stride + c0 + ((lane / 8) % 2) * 8;
-}
-
-__device__ __forceinline__ const bf16 *b_pair_trans(const bf16 *s, int stride, int r0, int c0,
-						     int lane)
-{
-	return s + (r0 + lane % 8 + ((lane / 8) % 2) * 8) * stride + c0 + (lane / 16) * 8;
-}
-
-__device__ __forceinline__ const bf16 *a_frag_trans(const bf16 *s, int stride, int r0, int c0,
-						     int lane)
-{
-	return s + (r0 + lane % 8 + (lane / 16) * 8) * stride + c0 + ((lane / 8) % 2) * 8;
+	a[0] = pack_bf16(c0[0], c0[1]);
+	a[1] = pack_bf16(c0[2], c0[3]);
+	a[2] = pack_bf16(c1[0], c1[1]);
+	a[3] = pack_bf16(c1[2], c1[3]);
 }
 
 /*
- * Rows [row0, row0 + ROWS) of a (t, d) matrix into shared memory (row
- * stride D + 8), D / 8 chunks of 16 bytes a row; rows >= t and columns >= d
- * become zeros.
+ * The element offset of the row address a lane gives ldmatrix.x4 for the
+ * 16x16 block at (0, 0) of a row-major tile with `stride` elements a row
+ * (add r0 * stride + c0 for another block):
+ *  - lane_a: the A operand (rows m, columns k);
+ *  - lane_b: B operands when the tile holds B^T (rows n, columns k):
+ *    {b0, b1} of n-tile r0, then of r0 + 8; with .trans, also the A
+ *    operand when the tile holds A^T (rows k, columns m);
+ *  - lane_bt: B operands when the tile holds B (rows k, columns n), with
+ *    .trans: {b0, b1} of n-tile c0, then of c0 + 8.
  */
-template <int ROWS, int D, int THREADS>
-__device__ __forceinline__ void tile_load(bf16 *s, const bf16 *g, int row0, int t, int d)
+__device__ __forceinline__ int lane_a(int stride, int lane)
 {
-	constexpr int chunks = D / 8, total = ROWS * chunks;
-
-#pragma unroll
-	for (int i = 0; i < (total + THREADS - 1) / THREADS; i++) {
-		int c = i * THREADS + threadIdx.x;
-		if (total % THREADS == 0 || c < total) {
-			int r = c / chunks, col = (c % chunks) * 8, gr = row0 + r;
-			bool ok = gr < t && col < d;
-			cp_async16(s + r * (D + 8) + col, ok ? g + (size_t)gr * d + col : g, ok ? 16 : 0);
-		}
-	}
+	return (lane % 16) * stride + (lane / 16) * 8;
 }
 
-/* v[row0 .. row0 + n) into shared memory, zeros past t. */
+__device__ __forceinline__ int lane_b(int stride, int lane)
+{
+	return (lane % 8 + (lane / 16) * 8) * stride + ((lane / 8) % 2) * 8;
+}
+
+__device__ __forceinline__ int lane_bt(int stride, int lane)
+{
+	return (lane % 8 + ((lane / 8) % 2) * 8) * stride + (lane / 16) * 8;
+}
+
+/*
+ * Copies rows [row0, row0 + ROWS) of a (t, d) matrix into a shared tile
+ * with row stride D + 8 elements (+16 bytes: conflict-free ldmatrix), 16
+ * bytes per cp.async; rows >= t and columns >= d become zeros. Each
+ * thread's chunks are fixed, so their offsets are computed once.
+ */
+template <int ROWS, int D, int THREADS> struct tile_copy {
+	static constexpr int chunks = D / 8, total = ROWS * chunks;
+	static constexpr int iters = (total + THREADS - 1) / THREADS;
+	static constexpr bool regular = THREADS % chunks == 0 && total % THREADS == 0;
+	static constexpr int rstep = THREADS / chunks;
+	int r, col;
+
+	__device__ __forceinline__ tile_copy()
+		: r((int)threadIdx.x / chunks), col(((int)threadIdx.x % chunks) * 8)
+	{
+	}
+
+	__device__ __forceinline__ void load(uint32_t s, const bf16 *g, int row0, int t, int d) const
+	{
+		if constexpr (regular) {
+			const bf16 *src = g + (size_t)(row0 + r) * d + col;
+			const uint32_t dst = s + 2 * (r * (D + 8) + col);
+#pragma unroll
+			for (int i = 0; i < iters; i++) {
+				bool ok = row0 + r + i * rstep < t && col < d;
+				cp_async16(dst + 2 * i * rstep * (D + 8),
+					   ok ? src + (size_t)i * rstep * d : g, ok ? 16 : 0);
+			}
+		} else {
+#pragma unroll
+			for (int i = 0; i < iters; i++) {
+				int c = i * THREADS + threadIdx.x;
+				if (total % THREADS == 0 || c < total) {
+					int rr = c / chunks, cc = (c % chunks) * 8, gr = row0 + rr;
+					bool ok = gr < t && cc < d;
+					cp_async16(s + 2 * (rr * (D + 8) + cc),
+						   ok ? g + (size_t)gr * d + cc : g, ok ? 16 : 0);
+				}
+			}
+		}
+	}
+};
+
+/* v[row0 .. row0 + N) into shared memory, zeros past t. */
 template <int N, int THREADS>
-__device__ __forceinline__ void vec_load(float *s, const float *g, int row0, int t)
+__device__ __forceinline__ void vec_load(uint32_t s, const float *g, int row0, int t)
 {
 	for (int i = threadIdx.x; i < N; i += THREADS) {
 		bool ok = row0 + i < t;
-		cp_async4(s + i, ok ? g + row0 + i : g, ok ? 4 : 0);
+		cp_async4(s + 4 * i, ok ? g + row0 + i : g, ok ? 4 : 0);
 	}
 }
 
@@ -159,7 +199,7 @@ __device__ __forceinline__ void vec_load(float *s, const float *g, int row0, int
 template <int D, int BM, int BN, int NW> struct fwd_tile {
 	static constexpr int threads = NW * 32;
 	static constexpr int mt = BM / (16 * NW);       /* m-tiles of 16 query rows per warp */
-	static constexpr int row = D + 8;               /* +16 bytes a row: conflict-free ldmatrix */
+	static constexpr int row = D + 8;
 	static constexpr size_t smem = (size_t)(BM + 2 * BN) * row * sizeof(bf16);
 	static_assert(D % 16 == 0 && BN % 16 == 0 && BM % (16 * NW) == 0, "tile shape");
 };
@@ -179,17 +219,21 @@ flash_fwd_bf16(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__rest
 	typedef fwd_tile<D, BM, BN, NW> C;
 	constexpr int MT = C::mt, R = C::row, NT = BN / 8, DT = D / 8;
 	extern __shared__ __align__(16) unsigned char smem[];
-	bf16 *sq = (bf16 *)smem, *sk = sq + BM * R, *sv = sk + BN * R;
+	const uint32_t sq = smem_addr(smem), sk = sq + 2 * BM * R, sv = sk + 2 * BN * R;
 	const int bh = blockIdx.x, m0 = (gridDim.y - 1 - blockIdx.y) * BM;
 	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
 	const int wr = warp * 16 * MT, wrow = m0 + wr;   /* the warp's first row: local, global */
+	const uint32_t q_a = sq + 2 * (wr * R + lane_a(R, lane));
+	const uint32_t k_b = sk + 2 * lane_b(R, lane), v_bt = sv + 2 * lane_bt(R, lane);
 	const size_t base = (size_t)bh * t * d;
 	const int n_end = causal ? min(t, m0 + BM) : t;
 	const int nblocks = (n_end + BN - 1) / BN;
+	const tile_copy<BM, D, C::threads> q_copy;
+	const tile_copy<BN, D, C::threads> kv_copy;
 
 	q += base, k += base, v += base, o += base;
-	tile_load<BM, D, C::threads>(sq, q, m0, t, d);
-	tile_load<BN, D, C::threads>(sk, k, 0, t, d);
+	q_copy.load(sq, q, m0, t, d);
+	kv_copy.load(sk, k, 0, t, d);
 	cp_async_commit();
 
 	float acc[MT][DT][4], mx[MT][2], sum[MT][2];
@@ -210,7 +254,7 @@ flash_fwd_bf16(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__rest
 
 		cp_async_wait_all();
 		__syncthreads();
-		tile_load<BN, D, C::threads>(sv, v, n0, t, d);
+		kv_copy.load(sv, v, n0, t, d);
 		cp_async_commit();
 
 		if (active) {
@@ -224,11 +268,11 @@ flash_fwd_bf16(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__rest
 				uint32_t a[MT][4];
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++)
-					ldsm_x4(a[mt], a_frag(sq, R, wr + mt * 16, kc * 16, lane));
+					ldsm_x4(a[mt], q_a + 2 * (mt * 16 * R + kc * 16));
 #pragma unroll
 				for (int np = 0; np < NT / 2; np++) {
 					uint32_t b[4];
-					ldsm_x4(b, b_pair(sk, R, np * 16, kc * 16, lane));
+					ldsm_x4(b, k_b + 2 * (np * 16 * R + kc * 16));
 #pragma unroll
 					for (int mt = 0; mt < MT; mt++) {
 						mma_bf16(s[mt][2 * np], a[mt], b[0], b[1]);
@@ -283,7 +327,7 @@ flash_fwd_bf16(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__rest
 		cp_async_wait_all();
 		__syncthreads();
 		if (j + 1 < nblocks)
-			tile_load<BN, D, C::threads>(sk, k, n0 + BN, t, d);
+			kv_copy.load(sk, k, n0 + BN, t, d);
 		cp_async_commit();
 
 		if (active) {
@@ -291,16 +335,12 @@ flash_fwd_bf16(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__rest
 			for (int kc = 0; kc < BN / 16; kc++) {
 				uint32_t pa[MT][4];
 #pragma unroll
-				for (int mt = 0; mt < MT; mt++) {
-					pa[mt][0] = pack_bf16(s[mt][2 * kc][0], s[mt][2 * kc][1]);
-					pa[mt][1] = pack_bf16(s[mt][2 * kc][2], s[mt][2 * kc][3]);
-					pa[mt][2] = pack_bf16(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
-					pa[mt][3] = pack_bf16(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
-				}
+				for (int mt = 0; mt < MT; mt++)
+					acc_to_a(pa[mt], s[mt][2 * kc], s[mt][2 * kc + 1]);
 #pragma unroll
 				for (int dp = 0; dp < D / 16; dp++) {
 					uint32_t b[4];
-					ldsm_x4_trans(b, b_pair_trans(sv, R, kc * 16, dp * 16, lane));
+					ldsm_x4_trans(b, v_bt + 2 * (kc * 16 * R + dp * 16));
 #pragma unroll
 					for (int mt = 0; mt < MT; mt++) {
 						mma_bf16(acc[mt][2 * dp], pa[mt], b[0], b[1]);
@@ -337,6 +377,22 @@ flash_fwd_bf16(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__rest
 
 /* ---- BF16 backward ---- */
 
+/*
+ * The backward's grid is 1-D: block -> (head, key block). Heads go in groups
+ * of hg, a group's key blocks in order (the longest first, causal) with its
+ * heads side by side, so the dQ rows the running blocks add to are a few
+ * heads' and stay in L2 (all heads' at once, at 16k tokens, are more than it
+ * holds: the atomics then go to DRAM).
+ */
+__device__ __forceinline__ void bwd_block(int nkb, int bh, int hg, int *head, int *kb)
+{
+	int per = hg * nkb, grp = (int)blockIdx.x / per, r = (int)blockIdx.x % per;
+	int n = min(hg, bh - grp * hg);
+
+	*kb = r / n;
+	*head = grp * hg + r % n;
+}
+
 template <int D, int BN, int BM, int NW> struct bwd_tile {
 	static constexpr int threads = NW * 32;
 	static constexpr int mt = BN / (16 * NW);       /* m-tiles of 16 keys per warp */
@@ -353,8 +409,39 @@ template <int D, int BN, int BM, int NW> struct bwd_tile {
 };
 
 /*
- * Grid (bh, key blocks), the first key block first (causal: the longest).
- * K and V stay in shared memory; Q, dO, lse and D = rowsum(dO o O) are
+ * P^T = exp(scale S^T - lse) and dS^T = P^T (dP^T - D) in place of S^T and
+ * dP^T; MASK zeroes what lies past t or above the diagonal.
+ */
+template <bool MASK, int MT, int QT>
+__device__ __forceinline__ void bwd_probs(float (&st)[MT][QT][4], float (&dpt)[MT][QT][4],
+					  const float *cl, const float *cd, int wkey, int m0,
+					  int t, bool causal, float scale_log2, int g, int tq)
+{
+#pragma unroll
+	for (int nt = 0; nt < QT; nt++)
+#pragma unroll
+		for (int e2 = 0; e2 < 2; e2++) {
+			int ql = nt * 8 + 2 * tq + e2;
+			float nl = -cl[ql] * FLASH_LOG2E, dr = cd[ql];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					int e = 2 * h + e2;
+					float p = exp2f(fmaf(st[mt][nt][e], scale_log2, nl));
+					if (MASK) {
+						int key = wkey + mt * 16 + g + h * 8, qg = m0 + ql;
+						if (qg >= t || key >= t || (causal && key > qg))
+							p = 0.0f;
+					}
+					st[mt][nt][e] = p;
+					dpt[mt][nt][e] = p * (dpt[mt][nt][e] - dr);
+				}
+		}
+}
+
+/*
+ * Block (head, key block) from bwd_block. K and V stay in shared memory; Q, dO, lse and D = rowsum(dO o O) are
  * double-buffered per query block.
  */
 template <int D, int BN, int BM, int NW>
@@ -362,28 +449,43 @@ __global__ void __launch_bounds__(NW * 32)
 flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__ dq_acc,
 	       const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
 	       const bf16 *__restrict__ dout, const float *__restrict__ lse,
-	       const float *__restrict__ drow, int t, int d, float scale, float scale_log2,
-	       bool causal)
+	       const float *__restrict__ drow, int bh, int hg, int t, int d, float scale,
+	       float scale_log2, bool causal)
 {
 	typedef bwd_tile<D, BN, BM, NW> C;
 	constexpr int MT = C::mt, R = C::row, SR = C::srow, QT = BM / 8, DT = D / 8;
+	constexpr uint32_t QBUF = 2 * BM * R;   /* bytes between the two Q (or dO) buffers */
 	extern __shared__ __align__(16) unsigned char smem[];
-	bf16 *sk = (bf16 *)smem, *sv = sk + BN * R, *sq = sv + BN * R, *sdo = sq + 2 * BM * R;
-	bf16 *sds = sdo + 2 * BM * R;
-	float *slse = (float *)(sds + BN * SR), *sdr = slse + 2 * BM;
-	const int bh = blockIdx.x, n0 = blockIdx.y * BN;
+	bf16 *sds_p = (bf16 *)smem + (2 * BN + 4 * BM) * R;
+	float *slse_p = (float *)(sds_p + BN * SR), *sdr_p = slse_p + 2 * BM;
+	const uint32_t sk = smem_addr(smem), sv = sk + 2 * BN * R, sq = sv + 2 * BN * R;
+	const uint32_t sdo = sq + 2 * QBUF, sds = smem_addr(sds_p);
+	const uint32_t slse = smem_addr(slse_p), sdr = smem_addr(sdr_p);
+	int head, kb;
+	bwd_block((t + BN - 1) / BN, bh, hg, &head, &kb);
+	const int n0 = kb * BN;
 	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
 	const int wk = warp * 16 * MT, wkey = n0 + wk;   /* the warp's first key: local, global */
-	const size_t base = (size_t)bh * t * d;
+	const int wmi = warp % C::wm, wni = warp / C::wm;    /* the warp's dQ part */
+	const uint32_t k_a = sk + 2 * (wk * R + lane_a(R, lane));
+	const uint32_t v_a = sv + 2 * (wk * R + lane_a(R, lane));
+	const uint32_t q_b = sq + 2 * lane_b(R, lane), do_b = sdo + 2 * lane_b(R, lane);
+	const uint32_t q_bt = sq + 2 * lane_bt(R, lane), do_bt = sdo + 2 * lane_bt(R, lane);
+	const uint32_t ds_at = sds + 2 * (lane_b(SR, lane) + wmi * C::mq * 16);
+	const uint32_t k_bt = sk + 2 * (lane_bt(R, lane) + wni * 16);
+	const uint32_t ds_st = sds + 2 * (wk * SR + lane_a(SR, lane));
+	const size_t base = (size_t)head * t * d;
 	const int i0 = causal ? n0 / BM : 0, iend = (t + BM - 1) / BM;
+	const tile_copy<BN, D, C::threads> kv_copy;
+	const tile_copy<BM, D, C::threads> q_copy;
 
 	q += base, k += base, v += base, dout += base, dk += base, dv += base, dq_acc += base;
-	lse += (size_t)bh * t, drow += (size_t)bh * t;
+	lse += (size_t)head * t, drow += (size_t)head * t;
 
-	tile_load<BN, D, C::threads>(sk, k, n0, t, d);
-	tile_load<BN, D, C::threads>(sv, v, n0, t, d);
-	tile_load<BM, D, C::threads>(sq, q, i0 * BM, t, d);
-	tile_load<BM, D, C::threads>(sdo, dout, i0 * BM, t, d);
+	kv_copy.load(sk, k, n0, t, d);
+	kv_copy.load(sv, v, n0, t, d);
+	q_copy.load(sq, q, i0 * BM, t, d);
+	q_copy.load(sdo, dout, i0 * BM, t, d);
 	vec_load<BM, C::threads>(slse, lse, i0 * BM, t);
 	vec_load<BM, C::threads>(sdr, drow, i0 * BM, t);
 	cp_async_commit();
@@ -399,19 +501,18 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 
 	for (int i = i0; i < iend; i++) {
 		const int m0 = i * BM, buf = (i - i0) & 1;
-		const bf16 *cq = sq + buf * BM * R, *cdo = sdo + buf * BM * R;
-		const float *cl = slse + buf * BM, *cd = sdr + buf * BM;
+		const uint32_t qo = buf * QBUF;
+		const float *cl = slse_p + buf * BM, *cd = sdr_p + buf * BM;
 		/* causal: queries before the warp's first key see none of its keys */
 		const bool active = !causal || m0 + BM - 1 >= wkey;
 
 		cp_async_wait_all();
 		__syncthreads();
 		if (i + 1 < iend) {
-			int nb = buf ^ 1;
-			tile_load<BM, D, C::threads>(sq + nb * BM * R, q, m0 + BM, t, d);
-			tile_load<BM, D, C::threads>(sdo + nb * BM * R, dout, m0 + BM, t, d);
-			vec_load<BM, C::threads>(slse + nb * BM, lse, m0 + BM, t);
-			vec_load<BM, C::threads>(sdr + nb * BM, drow, m0 + BM, t);
+			q_copy.load(sq + (QBUF - qo), q, m0 + BM, t, d);
+			q_copy.load(sdo + (QBUF - qo), dout, m0 + BM, t, d);
+			vec_load<BM, C::threads>(slse + 4 * BM * (1 - buf), lse, m0 + BM, t);
+			vec_load<BM, C::threads>(sdr + 4 * BM * (1 - buf), drow, m0 + BM, t);
 		}
 		cp_async_commit();
 
@@ -430,14 +531,14 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 				uint32_t a[MT][4], av[MT][4];
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
-					ldsm_x4(a[mt], a_frag(sk, R, wk + mt * 16, kc * 16, lane));
-					ldsm_x4(av[mt], a_frag(sv, R, wk + mt * 16, kc * 16, lane));
+					ldsm_x4(a[mt], k_a + 2 * (mt * 16 * R + kc * 16));
+					ldsm_x4(av[mt], v_a + 2 * (mt * 16 * R + kc * 16));
 				}
 #pragma unroll
 				for (int np = 0; np < QT / 2; np++) {
 					uint32_t b[4], bo[4];
-					ldsm_x4(b, b_pair(cq, R, np * 16, kc * 16, lane));
-					ldsm_x4(bo, b_pair(cdo, R, np * 16, kc * 16, lane));
+					ldsm_x4(b, q_b + qo + 2 * (np * 16 * R + kc * 16));
+					ldsm_x4(bo, do_b + qo + 2 * (np * 16 * R + kc * 16));
 #pragma unroll
 					for (int mt = 0; mt < MT; mt++) {
 						mma_bf16(st[mt][2 * np], a[mt], b[0], b[1]);
@@ -447,50 +548,25 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 					}
 				}
 			}
-			/* P^T = exp(scale S^T - lse), then dS^T = P^T (dP^T - D) */
-			const bool mask = m0 + BM > t || n0 + BN > t ||
-					  (causal && wkey + 16 * MT - 1 > m0);
-#pragma unroll
-			for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-				for (int nt = 0; nt < QT; nt++)
-#pragma unroll
-					for (int e = 0; e < 4; e++) {
-						int key = wkey + mt * 16 + g + (e / 2) * 8;
-						int ql = nt * 8 + 2 * tq + e % 2;
-						float p = exp2f(fmaf(st[mt][nt][e], scale_log2,
-								     -cl[ql] * FLASH_LOG2E));
-						if (mask && (m0 + ql >= t || key >= t ||
-							     (causal && key > m0 + ql)))
-							p = 0.0f;
-						st[mt][nt][e] = p;
-						dpt[mt][nt][e] = p * (dpt[mt][nt][e] - cd[ql]);
-					}
+			if (m0 + BM > t || n0 + BN > t || (causal && wkey + 16 * MT - 1 > m0))
+				bwd_probs<true>(st, dpt, cl, cd, wkey, m0, t, causal, scale_log2, g, tq);
+			else
+				bwd_probs<false>(st, dpt, cl, cd, wkey, m0, t, causal, scale_log2, g, tq);
 			/* dV += P^T dO and dK += dS^T Q; dS^T to shared memory for dQ */
 #pragma unroll
 			for (int kc = 0; kc < BM / 16; kc++) {
 				uint32_t pa[MT][4], sa[MT][4];
 #pragma unroll
 				for (int mt = 0; mt < MT; mt++) {
-					pa[mt][0] = pack_bf16(st[mt][2 * kc][0], st[mt][2 * kc][1]);
-					pa[mt][1] = pack_bf16(st[mt][2 * kc][2], st[mt][2 * kc][3]);
-					pa[mt][2] = pack_bf16(st[mt][2 * kc + 1][0], st[mt][2 * kc + 1][1]);
-					pa[mt][3] = pack_bf16(st[mt][2 * kc + 1][2], st[mt][2 * kc + 1][3]);
-					sa[mt][0] = pack_bf16(dpt[mt][2 * kc][0], dpt[mt][2 * kc][1]);
-					sa[mt][1] = pack_bf16(dpt[mt][2 * kc][2], dpt[mt][2 * kc][3]);
-					sa[mt][2] = pack_bf16(dpt[mt][2 * kc + 1][0], dpt[mt][2 * kc + 1][1]);
-					sa[mt][3] = pack_bf16(dpt[mt][2 * kc + 1][2], dpt[mt][2 * kc + 1][3]);
-					bf16 *row0 = sds + (wk + mt * 16 + g) * SR + kc * 16 + 2 * tq;
-					*(uint32_t *)row0 = sa[mt][0];
-					*(uint32_t *)(row0 + 8 * SR) = sa[mt][1];
-					*(uint32_t *)(row0 + 8) = sa[mt][2];
-					*(uint32_t *)(row0 + 8 * SR + 8) = sa[mt][3];
+					acc_to_a(pa[mt], st[mt][2 * kc], st[mt][2 * kc + 1]);
+					acc_to_a(sa[mt], dpt[mt][2 * kc], dpt[mt][2 * kc + 1]);
+					stsm_x4(ds_st + 2 * (mt * 16 * SR + kc * 16), sa[mt]);
 				}
 #pragma unroll
 				for (int dp = 0; dp < D / 16; dp++) {
 					uint32_t b[4], bq[4];
-					ldsm_x4_trans(b, b_pair_trans(cdo, R, kc * 16, dp * 16, lane));
-					ldsm_x4_trans(bq, b_pair_trans(cq, R, kc * 16, dp * 16, lane));
+					ldsm_x4_trans(b, do_bt + qo + 2 * (kc * 16 * R + dp * 16));
+					ldsm_x4_trans(bq, q_bt + qo + 2 * (kc * 16 * R + dp * 16));
 #pragma unroll
 					for (int mt = 0; mt < MT; mt++) {
 						mma_bf16(dva[mt][2 * dp], pa[mt], b[0], b[1]);
@@ -504,14 +580,13 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 			/* the warp's dS^T rows are zero */
 			for (int c = lane; c < 16 * MT * BM / 8; c += 32) {
 				int r = c / (BM / 8), col = (c % (BM / 8)) * 8;
-				*(uint4 *)(sds + (wk + r) * SR + col) = make_uint4(0, 0, 0, 0);
+				*(uint4 *)(sds_p + (wk + r) * SR + col) = make_uint4(0, 0, 0, 0);
 			}
 		}
 		__syncthreads();
 
 		/* dQ (BM x D) += dS K over this block's keys, into the FP32 workspace */
 		{
-			const int wmi = warp % C::wm, wni = warp / C::wm;
 			float dq[C::mq][C::np][2][4];
 #pragma unroll
 			for (int mi = 0; mi < C::mq; mi++)
@@ -525,14 +600,12 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 				uint32_t a[C::mq][4];
 #pragma unroll
 				for (int mi = 0; mi < C::mq; mi++)
-					ldsm_x4_trans(a[mi], a_frag_trans(sds, SR, kc * 16,
-									  (wmi * C::mq + mi) * 16, lane));
+					ldsm_x4_trans(a[mi], ds_at + 2 * (kc * 16 * SR + mi * 16));
 #pragma unroll
 				for (int pi = 0; pi < C::np; pi++) {
-					int dp = wni + pi * C::wn;
-					if (C::np * C::wn == D / 16 || dp < D / 16) {
+					if (C::np * C::wn == D / 16 || wni + pi * C::wn < D / 16) {
 						uint32_t b[4];
-						ldsm_x4_trans(b, b_pair_trans(sk, R, kc * 16, dp * 16, lane));
+						ldsm_x4_trans(b, k_bt + 2 * (kc * 16 * R + pi * C::wn * 16));
 #pragma unroll
 						for (int mi = 0; mi < C::mq; mi++) {
 							mma_bf16(dq[mi][pi][0], a[mi], b[0], b[1]);
@@ -541,23 +614,24 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 					}
 				}
 			}
+			const bool full = m0 + BM <= t && d == D;
+			const int qrow = m0 + wmi * C::mq * 16 + g, col = wni * 16 + 2 * tq;
+			float *dst = dq_acc + (size_t)qrow * d + col;
 #pragma unroll
 			for (int mi = 0; mi < C::mq; mi++) {
-				int qrow = m0 + (wmi * C::mq + mi) * 16;
-				if (causal && qrow + 15 < n0)
+				if (causal && qrow - g + mi * 16 + 15 < n0)
 					continue;       /* rows that see none of these keys */
 #pragma unroll
 				for (int pi = 0; pi < C::np; pi++) {
-					int dp = wni + pi * C::wn;
-					if (dp >= D / 16)
+					if (C::np * C::wn != D / 16 && wni + pi * C::wn >= D / 16)
 						continue;
 #pragma unroll
 					for (int half = 0; half < 2; half++)
 #pragma unroll
 						for (int h = 0; h < 2; h++) {
-							int row = qrow + g + h * 8, col = dp * 16 + half * 8 + 2 * tq;
-							if (row < t && col < d)
-								atomicAdd((float2 *)(dq_acc + (size_t)row * d + col),
+							int r = mi * 16 + h * 8, c = pi * C::wn * 16 + half * 8;
+							if (full || (qrow + r < t && col + c < d))
+								atomicAdd((float2 *)(dst + (size_t)r * d + c),
 									  make_float2(dq[mi][pi][half][2 * h],
 										      dq[mi][pi][half][2 * h + 1]));
 						}
@@ -576,6 +650,247 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 #pragma unroll
 			for (int dt = 0; dt < DT; dt++) {
 				int col = dt * 8 + 2 * tq;
+				if (col < d) {
+					size_t at = (size_t)key * d + col;
+					*(__nv_bfloat162 *)(dk + at) = __floats2bfloat162_rn(
+						dka[mt][dt][2 * h] * scale, dka[mt][dt][2 * h + 1] * scale);
+					*(__nv_bfloat162 *)(dv + at) = __floats2bfloat162_rn(
+						dva[mt][dt][2 * h], dva[mt][dt][2 * h + 1]);
+				}
+			}
+		}
+}
+
+/*
+ * The backward for wide heads (d_head 128), where a warp's dK and dV rows
+ * leave no registers for larger tiles: P^T and dS^T go through shared
+ * memory instead, so each product has its own warp layout with 32-row warp
+ * tiles, and every ldmatrix feeds more mma. S^T and dP^T (keys x queries):
+ * 4 x 2 warps of 32 x 32; dV and dK (keys x d): 4 x 2 warps of 32 x D/2;
+ * dQ (queries x d): 2 x 4 warps of 32 x D/4. 128 keys a block, 64 queries a
+ * step, 8 warps.
+ */
+template <int D> struct bwd_sp_tile {
+	static constexpr int bn = 128, bm = 64, threads = 256;
+	static constexpr int row = D + 8, srow = bm + 8;
+	static constexpr size_t smem = (size_t)(2 * bn + 4 * bm) * row * sizeof(bf16) +
+				       (size_t)2 * bn * srow * sizeof(bf16) + 4 * bm * sizeof(float);
+	static_assert(D % 64 == 0, "d_head a multiple of 64");
+};
+
+template <int D>
+__global__ void __launch_bounds__(256)
+flash_bwd_bf16_sp(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__ dq_acc,
+		  const bf16 *__restrict__ q, const bf16 *__restrict__ k,
+		  const bf16 *__restrict__ v, const bf16 *__restrict__ dout,
+		  const float *__restrict__ lse, const float *__restrict__ drow, int bh, int hg,
+		  int t, int d, float scale, float scale_log2, bool causal)
+{
+	typedef bwd_sp_tile<D> C;
+	constexpr int BN = C::bn, BM = C::bm, R = C::row, SR = C::srow, DH = D / 2, DQ = D / 4;
+	constexpr uint32_t QBUF = 2 * BM * R;
+	extern __shared__ __align__(16) unsigned char smem[];
+	bf16 *sp_p = (bf16 *)smem + (2 * BN + 4 * BM) * R, *sds_p = sp_p + BN * SR;
+	float *slse_p = (float *)(sds_p + BN * SR), *sdr_p = slse_p + 2 * BM;
+	const uint32_t sk = smem_addr(smem), sv = sk + 2 * BN * R, sq = sv + 2 * BN * R;
+	const uint32_t sdo = sq + 2 * QBUF, sp = smem_addr(sp_p), sds = smem_addr(sds_p);
+	const uint32_t slse = smem_addr(slse_p), sdr = smem_addr(sdr_p);
+	int head, kb;
+	bwd_block((t + BN - 1) / BN, bh, hg, &head, &kb);
+	const int n0 = kb * BN;
+	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+	/* the warp's tiles: S (keys s_k.., queries s_q..), dK dV (keys, d kv_d..), dQ (dq_q.., dq_d..) */
+	const int s_k = (warp % 4) * 32, s_q = (warp / 4) * 32, kv_d = (warp / 4) * DH;
+	const int dq_q = (warp % 2) * 32, dq_d = (warp / 2) * DQ;
+	const uint32_t k_a = sk + 2 * (s_k * R + lane_a(R, lane));
+	const uint32_t v_a = sv + 2 * (s_k * R + lane_a(R, lane));
+	const uint32_t q_b = sq + 2 * (s_q * R + lane_b(R, lane));
+	const uint32_t do_b = sdo + 2 * (s_q * R + lane_b(R, lane));
+	const uint32_t p_a = sp + 2 * (s_k * SR + lane_a(SR, lane));
+	const uint32_t ds_a = sds + 2 * (s_k * SR + lane_a(SR, lane));
+	const uint32_t q_bt = sq + 2 * (kv_d + lane_bt(R, lane));
+	const uint32_t do_bt = sdo + 2 * (kv_d + lane_bt(R, lane));
+	const uint32_t ds_at = sds + 2 * (dq_q + lane_b(SR, lane));
+	const uint32_t k_bt = sk + 2 * (dq_d + lane_bt(R, lane));
+	const uint32_t p_st = sp + 2 * (s_k * SR + s_q + lane_a(SR, lane));
+	const uint32_t ds_st = sds + 2 * (s_k * SR + s_q + lane_a(SR, lane));
+	const size_t base = (size_t)head * t * d;
+	const int i0 = causal ? n0 / BM : 0, iend = (t + BM - 1) / BM;
+	const tile_copy<BN, D, C::threads> kv_copy;
+	const tile_copy<BM, D, C::threads> q_copy;
+
+	q += base, k += base, v += base, dout += base, dk += base, dv += base, dq_acc += base;
+	lse += (size_t)head * t, drow += (size_t)head * t;
+
+	kv_copy.load(sk, k, n0, t, d);
+	kv_copy.load(sv, v, n0, t, d);
+	q_copy.load(sq, q, i0 * BM, t, d);
+	q_copy.load(sdo, dout, i0 * BM, t, d);
+	vec_load<BM, C::threads>(slse, lse, i0 * BM, t);
+	vec_load<BM, C::threads>(sdr, drow, i0 * BM, t);
+	cp_async_commit();
+
+	float dka[2][DH / 8][4], dva[2][DH / 8][4];
+#pragma unroll
+	for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+		for (int dt = 0; dt < DH / 8; dt++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				dka[mt][dt][e] = dva[mt][dt][e] = 0.0f;
+
+	for (int i = i0; i < iend; i++) {
+		const int m0 = i * BM, buf = (i - i0) & 1;
+		const uint32_t qo = buf * QBUF;
+		const float *cl = slse_p + buf * BM + s_q, *cd = sdr_p + buf * BM + s_q;
+		/* causal: the warp's S tile holds a key no later than a query */
+		const bool active = !causal || m0 + s_q + 31 >= n0 + s_k;
+
+		cp_async_wait_all();
+		__syncthreads();
+		if (i + 1 < iend) {
+			q_copy.load(sq + (QBUF - qo), q, m0 + BM, t, d);
+			q_copy.load(sdo + (QBUF - qo), dout, m0 + BM, t, d);
+			vec_load<BM, C::threads>(slse + 4 * BM * (1 - buf), lse, m0 + BM, t);
+			vec_load<BM, C::threads>(sdr + 4 * BM * (1 - buf), drow, m0 + BM, t);
+		}
+		cp_async_commit();
+
+		if (active) {
+			float st[2][4][4], dpt[2][4][4];
+#pragma unroll
+			for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+						st[mt][nt][e] = dpt[mt][nt][e] = 0.0f;
+#pragma unroll
+			for (int kc = 0; kc < D / 16; kc++) {
+				uint32_t a[2][4], av[2][4];
+#pragma unroll
+				for (int mt = 0; mt < 2; mt++) {
+					ldsm_x4(a[mt], k_a + 2 * (mt * 16 * R + kc * 16));
+					ldsm_x4(av[mt], v_a + 2 * (mt * 16 * R + kc * 16));
+				}
+#pragma unroll
+				for (int np = 0; np < 2; np++) {
+					uint32_t b[4], bo[4];
+					ldsm_x4(b, q_b + qo + 2 * (np * 16 * R + kc * 16));
+					ldsm_x4(bo, do_b + qo + 2 * (np * 16 * R + kc * 16));
+#pragma unroll
+					for (int mt = 0; mt < 2; mt++) {
+						mma_bf16(st[mt][2 * np], a[mt], b[0], b[1]);
+						mma_bf16(st[mt][2 * np + 1], a[mt], b[2], b[3]);
+						mma_bf16(dpt[mt][2 * np], av[mt], bo[0], bo[1]);
+						mma_bf16(dpt[mt][2 * np + 1], av[mt], bo[2], bo[3]);
+					}
+				}
+			}
+			if (m0 + BM > t || n0 + BN > t || (causal && n0 + s_k + 31 > m0 + s_q))
+				bwd_probs<true>(st, dpt, cl, cd, n0 + s_k, m0 + s_q, t, causal, scale_log2,
+						g, tq);
+			else
+				bwd_probs<false>(st, dpt, cl, cd, n0 + s_k, m0 + s_q, t, causal, scale_log2,
+						 g, tq);
+#pragma unroll
+			for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+				for (int np = 0; np < 2; np++) {
+					uint32_t r[4];
+					acc_to_a(r, st[mt][2 * np], st[mt][2 * np + 1]);
+					stsm_x4(p_st + 2 * (mt * 16 * SR + np * 16), r);
+					acc_to_a(r, dpt[mt][2 * np], dpt[mt][2 * np + 1]);
+					stsm_x4(ds_st + 2 * (mt * 16 * SR + np * 16), r);
+				}
+		} else {
+			/* the warp's 32 x 32 of P^T and dS^T are zero */
+			for (int c = lane; c < 32 * 4; c += 32) {
+				int at = (s_k + c / 4) * SR + s_q + (c % 4) * 8;
+				*(uint4 *)(sp_p + at) = make_uint4(0, 0, 0, 0);
+				*(uint4 *)(sds_p + at) = make_uint4(0, 0, 0, 0);
+			}
+		}
+		__syncthreads();
+
+		/* dV += P^T dO, dK += dS^T Q: keys s_k.., columns kv_d.. */
+#pragma unroll
+		for (int kc = 0; kc < BM / 16; kc++) {
+			uint32_t pa[2][4], sa[2][4];
+#pragma unroll
+			for (int mt = 0; mt < 2; mt++) {
+				ldsm_x4(pa[mt], p_a + 2 * (mt * 16 * SR + kc * 16));
+				ldsm_x4(sa[mt], ds_a + 2 * (mt * 16 * SR + kc * 16));
+			}
+#pragma unroll
+			for (int dp = 0; dp < DH / 16; dp++) {
+				uint32_t b[4], bq[4];
+				ldsm_x4_trans(b, do_bt + qo + 2 * (kc * 16 * R + dp * 16));
+				ldsm_x4_trans(bq, q_bt + qo + 2 * (kc * 16 * R + dp * 16));
+#pragma unroll
+				for (int mt = 0; mt < 2; mt++) {
+					mma_bf16(dva[mt][2 * dp], pa[mt], b[0], b[1]);
+					mma_bf16(dva[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+					mma_bf16(dka[mt][2 * dp], sa[mt], bq[0], bq[1]);
+					mma_bf16(dka[mt][2 * dp + 1], sa[mt], bq[2], bq[3]);
+				}
+			}
+		}
+
+		/* dQ (queries dq_q.., columns dq_d..) += dS K, into the FP32 workspace */
+		if (!causal || m0 + dq_q + 31 >= n0) {
+			float dq[2][DQ / 8][4];
+#pragma unroll
+			for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+				for (int nt = 0; nt < DQ / 8; nt++)
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+						dq[mi][nt][e] = 0.0f;
+#pragma unroll
+			for (int kc = 0; kc < BN / 16; kc++) {
+				uint32_t a[2][4];
+#pragma unroll
+				for (int mi = 0; mi < 2; mi++)
+					ldsm_x4_trans(a[mi], ds_at + 2 * (kc * 16 * SR + mi * 16));
+#pragma unroll
+				for (int dp = 0; dp < DQ / 16; dp++) {
+					uint32_t b[4];
+					ldsm_x4_trans(b, k_bt + 2 * (kc * 16 * R + dp * 16));
+#pragma unroll
+					for (int mi = 0; mi < 2; mi++) {
+						mma_bf16(dq[mi][2 * dp], a[mi], b[0], b[1]);
+						mma_bf16(dq[mi][2 * dp + 1], a[mi], b[2], b[3]);
+					}
+				}
+			}
+			const bool full = m0 + BM <= t && d == D;
+			const int qrow = m0 + dq_q + g, col = dq_d + 2 * tq;
+			float *dst = dq_acc + (size_t)qrow * d + col;
+#pragma unroll
+			for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+				for (int nt = 0; nt < DQ / 8; nt++)
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						int r = mi * 16 + h * 8, c = nt * 8;
+						if (full || (qrow + r < t && col + c < d))
+							atomicAdd((float2 *)(dst + (size_t)r * d + c),
+								  make_float2(dq[mi][nt][2 * h], dq[mi][nt][2 * h + 1]));
+					}
+		}
+	}
+
+#pragma unroll
+	for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			int key = n0 + s_k + mt * 16 + g + h * 8;
+			if (key >= t)
+				continue;
+#pragma unroll
+			for (int dt = 0; dt < DH / 8; dt++) {
+				int col = kv_d + dt * 8 + 2 * tq;
 				if (col < d) {
 					size_t at = (size_t)key * d + col;
 					*(__nv_bfloat162 *)(dk + at) = __floats2bfloat162_rn(
@@ -862,6 +1177,35 @@ static cudaError_t fwd_bf16(const flash_args &a)
 	return cudaGetLastError();
 }
 
+/* The current device's multiprocessor count and L2 size, read once per device. */
+static void device_facts(int *sms, int *l2)
+{
+	static int cached_dev = -1, cached_sms = 132, cached_l2 = 50 << 20;
+	int dev = 0;
+
+	if (cudaGetDevice(&dev) == cudaSuccess && dev != cached_dev) {
+		int v;
+		if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
+			cached_sms = v;
+		if (cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, dev) == cudaSuccess && v > 0)
+			cached_l2 = v;
+		cached_dev = dev;
+	}
+	*sms = cached_sms;
+	*l2 = cached_l2;
+}
+
+/* Heads whose FP32 dQ rows together fill half of L2 (at least one). */
+static int head_group(const flash_args &a)
+{
+	int sms, l2;
+	size_t per_head = (size_t)a.t * a.d * sizeof(float);
+
+	device_facts(&sms, &l2);
+	size_t hg = per_head ? (size_t)l2 / 2 / per_head : (size_t)a.bh;
+	return hg < 1 ? 1 : hg > (size_t)a.bh ? a.bh : (int)hg;
+}
+
 template <int D, int BN, int BM, int NW>
 static cudaError_t bwd_bf16(const flash_args &a)
 {
@@ -871,11 +1215,26 @@ static cudaError_t bwd_bf16(const flash_args &a)
 
 	if (e != cudaSuccess)
 		return e;
-	dim3 grid(a.bh, ceil_div(a.t, BN));
-	flash_bwd_bf16<D, BN, BM, NW><<<grid, C::threads, C::smem, a.stream>>>(
+	flash_bwd_bf16<D, BN, BM, NW><<<a.bh * ceil_div(a.t, BN), C::threads, C::smem, a.stream>>>(
 		(bf16 *)a.dk, (bf16 *)a.dv, a.dq_acc, (const bf16 *)a.q, (const bf16 *)a.k,
-		(const bf16 *)a.v, (const bf16 *)a.dout, a.lse_in, a.drow, a.t, a.d, a.scale,
-		a.scale * FLASH_LOG2E, a.causal);
+		(const bf16 *)a.v, (const bf16 *)a.dout, a.lse_in, a.drow, a.bh, head_group(a), a.t,
+		a.d, a.scale, a.scale * FLASH_LOG2E, a.causal);
+	return cudaGetLastError();
+}
+
+template <int D>
+static cudaError_t bwd_bf16_sp(const flash_args &a)
+{
+	typedef bwd_sp_tile<D> C;
+	static bool raised;
+	cudaError_t e = allow_smem(flash_bwd_bf16_sp<D>, C::smem, &raised);
+
+	if (e != cudaSuccess)
+		return e;
+	flash_bwd_bf16_sp<D><<<a.bh * ceil_div(a.t, C::bn), C::threads, C::smem, a.stream>>>(
+		(bf16 *)a.dk, (bf16 *)a.dv, a.dq_acc, (const bf16 *)a.q, (const bf16 *)a.k,
+		(const bf16 *)a.v, (const bf16 *)a.dout, a.lse_in, a.drow, a.bh, head_group(a), a.t,
+		a.d, a.scale, a.scale * FLASH_LOG2E, a.causal);
 	return cudaGetLastError();
 }
 
@@ -935,35 +1294,40 @@ static cudaError_t bwd_simt_any(const flash_args &a)
 static cudaError_t fwd_bf16_any(const flash_args &a)
 {
 	if (a.d <= 16)
-		return fwd_bf16<16, 128, 64, 4>(a);
+		return fwd_bf16<16, 128, 128, 4>(a);
 	if (a.d <= 32)
-		return fwd_bf16<32, 128, 64, 4>(a);
+		return fwd_bf16<32, 128, 128, 4>(a);
 	if (a.d <= 48)
 		return fwd_bf16<48, 128, 64, 4>(a);
 	if (a.d <= 64)
-		return fwd_bf16<64, 128, 64, 4>(a);
+		return fwd_bf16<64, 128, 128, 4>(a);
 	if (a.d <= 80)
 		return fwd_bf16<80, 128, 64, 4>(a);
 	if (a.d <= 128)
-		return fwd_bf16<128, 128, 32, 4>(a);
+		return fwd_bf16<128, 128, 64, 4>(a);
 	return fwd_bf16<256, 128, 32, 8>(a);
 }
 
 /* Past 128 the dK and dV accumulators no longer fit a warp's registers: CUDA cores. */
 static cudaError_t bwd_bf16_any(const flash_args &a)
 {
+	int sms, l2;
+
+	device_facts(&sms, &l2);
+	/* 32 keys a warp (4 warps, 128 keys) when the grid fills the GPU twice; 16 otherwise */
+	bool wide = (long long)a.bh * ceil_div(a.t, 128) > 2LL * sms;
 	if (a.d <= 16)
 		return bwd_bf16<16, 128, 64, 8>(a);
 	if (a.d <= 32)
-		return bwd_bf16<32, 128, 64, 8>(a);
+		return wide ? bwd_bf16<32, 128, 32, 4>(a) : bwd_bf16<32, 128, 64, 8>(a);
 	if (a.d <= 48)
 		return bwd_bf16<48, 128, 64, 8>(a);
 	if (a.d <= 64)
-		return bwd_bf16<64, 128, 64, 8>(a);
+		return wide ? bwd_bf16<64, 128, 32, 4>(a) : bwd_bf16<64, 128, 64, 8>(a);
 	if (a.d <= 80)
 		return bwd_bf16<80, 128, 64, 8>(a);
 	if (a.d <= 128)
-		return bwd_bf16<128, 64, 32, 4>(a);
+		return bwd_bf16_sp<128>(a);
 	return bwd_simt_any<bf16>(a);
 }
 
@@ -1086,18 +1450,14 @@ struct flash_variant {
 };
 
 static const struct flash_variant flash_variants[] = {
-	{ "fwd64 128x64 w4", 64, 0, fwd_bf16<64, 128, 64, 4> },
-	{ "fwd64 64x64 w4", 64, 0, fwd_bf16<64, 64, 64, 4> },
-	{ "fwd64 128x32 w4", 64, 0, fwd_bf16<64, 128, 32, 4> },
-	{ "fwd64 128x64 w8", 64, 0, fwd_bf16<64, 128, 64, 8> },
 	{ "fwd128 128x32 w4", 128, 0, fwd_bf16<128, 128, 32, 4> },
-	{ "fwd128 128x64 w8", 128, 0, fwd_bf16<128, 128, 64, 8> },
-	{ "fwd128 64x64 w4", 128, 0, fwd_bf16<128, 64, 64, 4> },
+	{ "fwd128 128x64 w4", 128, 0, fwd_bf16<128, 128, 64, 4> },
+	{ "bwd32 128x64 w8", 32, 1, bwd_bf16<32, 128, 64, 8> },
+	{ "bwd32 128x32 w4", 32, 1, bwd_bf16<32, 128, 32, 4> },
 	{ "bwd64 128x64 w8", 64, 1, bwd_bf16<64, 128, 64, 8> },
-	{ "bwd64 64x64 w4", 64, 1, bwd_bf16<64, 64, 64, 4> },
-	{ "bwd64 128x32 w8", 64, 1, bwd_bf16<64, 128, 32, 8> },
-	{ "bwd128 64x32 w4", 128, 1, bwd_bf16<128, 64, 32, 4> },
-	{ "bwd128 128x32 w8", 128, 1, bwd_bf16<128, 128, 32, 8> },
+	{ "bwd64 128x32 w4", 64, 1, bwd_bf16<64, 128, 32, 4> },
+	{ "bwd128 128x64 w8", 128, 1, bwd_bf16<128, 128, 64, 8> },
+	{ "bwd128 sp", 128, 1, bwd_bf16_sp<128> },
 };
 
 extern "C" int flash_dev_variants(void)

@@ -16,7 +16,10 @@ forward 4 B H T^2 d / 2, backward 2.5 times that. A configuration that does
 not fit prints an OOM row, its memory is returned and the sweep goes on.
 
   python3 scripts/torch_attention.py [--impl sdpa,naive] [--d-head 16,32,64,128]
-      [--seq 256,1024,4096,8192,16384] [--runs 20] [--fp32-too]
+      [--seq 256,1024,4096,8192,16384] [--runs 20] [--fp32-too] [--flash LOG]
+
+--flash LOG reads tests/gpu/flash_bench's output (same columns) and ends with
+one markdown table: flash beside SDPA and naive, ms and TFLOP/s.
 """
 
 import argparse
@@ -91,6 +94,7 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--fp32-too", action="store_true", help="naive also in FP32 (d_head 64, seq <= 4096)")
+    ap.add_argument("--flash", help="flash_bench output to merge into one table")
     a = ap.parse_args()
     ds = [int(x) for x in a.d_head.split(",")]
     seqs = [int(x) for x in a.seq.split(",")]
@@ -105,6 +109,7 @@ def main():
                 rows.append((impl, torch.bfloat16, d, t))
     if a.fp32_too:
         rows += [("naive", torch.float32, 64, t) for t in seqs if t <= 4096]
+    results = {}
     for impl, dtype, d, t in rows:
         name = "bf16" if dtype == torch.bfloat16 else "f32"
         flops = 4.0 * a.batch * a.heads * t * t * d / 2
@@ -112,10 +117,38 @@ def main():
             fwd, bwd = bench(impl, dtype, d, t, a.batch, a.heads, a.runs if t < 16384 else max(5, a.runs // 2), a.warmup)
             print(f"{'torch-' + impl:<18} {name:<4} {d:>4} {t:>6} {fwd:>9.3f} {flops / fwd / 1e9:>7.1f} "
                   f"{bwd:>9.3f} {2.5 * flops / bwd / 1e9:>7.1f}", flush=True)
+            results[(impl, name, d, t)] = (fwd, bwd)
         except torch.cuda.OutOfMemoryError:
             print(f"{'torch-' + impl:<18} {name:<4} {d:>4} {t:>6} OOM", flush=True)
+            results[(impl, name, d, t)] = None
         gc.collect()
         torch.cuda.empty_cache()
+    if a.flash:
+        merge_table(a.flash, results, a.batch * a.heads)
+
+
+def merge_table(path, results, bh):
+    """flash_bench's rows beside PyTorch's, as one markdown table."""
+    for line in open(path):
+        f = line.split()
+        if len(f) == 8 and f[0] == "flash":
+            results[("flash", f[1], int(f[2]), int(f[3]))] = (float(f[4]), float(f[6]))
+    keys = sorted({(k[1], k[2], k[3]) for k in results}, key=lambda k: (k[0] != "bf16", k[1], k[2]))
+
+    def cell(impl, dt, d, t, i):
+        r = results.get((impl, dt, d, t), "absent")
+        if r == "absent":
+            return ""
+        if r is None:
+            return "OOM"
+        flops = 4.0 * bh * t * t * d / 2 * (2.5 if i else 1)
+        return f"{r[i]:.3f} ({flops / r[i] / 1e9:.0f})"
+
+    print("\n| dtype | d_head | seq | flash fwd | SDPA fwd | naive fwd | flash bwd | SDPA bwd | naive bwd |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for dt, d, t in keys:
+        cells = [cell(impl, dt, d, t, i) for i in (0, 1) for impl in ("flash", "sdpa", "naive")]
+        print(f"| {dt} | {d} | {t} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

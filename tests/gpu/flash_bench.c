@@ -8,7 +8,10 @@
  *
  *   flash_bench              the grid
  *   flash_bench D T [f32]    one configuration
- *   flash_bench variants     other tile shapes (built with -DFLASH_ATTENTION_VARIANTS)
+ *   flash_bench variants     other tile shapes (built with -DFLASH_ATTENTION_VARIANTS),
+ *                            each also checked against the library's own
+ *                            launchers (err: worst relative error of o, or
+ *                            of dq, dk, dv)
  *
  * One line per configuration: impl dtype d_head seq fwd_ms fwd_tflops bwd_ms bwd_tflops.
  */
@@ -99,6 +102,37 @@ static int fill_inputs(struct bufs *b, size_t n, size_t es)
 	return 0;
 }
 
+#ifdef FLASH_ATTENTION_VARIANTS
+static double bf16_value(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* ||a - b|| / ||b|| of two BF16 device buffers; -1 if they cannot be read. */
+static double rel_err_bf16(const void *a, const void *b, size_t n)
+{
+	uint16_t *ha = malloc(n * 2), *hb = malloc(n * 2);
+	double num = 0, den = 0;
+
+	if (!ha || !hb || cudaMemcpy(ha, a, n * 2, cudaMemcpyDeviceToHost) ||
+	    cudaMemcpy(hb, b, n * 2, cudaMemcpyDeviceToHost)) {
+		free(ha), free(hb);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		double x = bf16_value(ha[i]), y = bf16_value(hb[i]);
+		num += (x - y) * (x - y);
+		den += y * y;
+	}
+	free(ha), free(hb);
+	return isfinite(num) ? sqrt(num / den) : INFINITY;
+}
+#endif
+
 /* what: 0 forward, 1 backward; variant < 0 the library's launchers. */
 static cudaError_t launch(int what, int variant, struct bufs *b, int bh, int t, int d,
 			  enum st_dtype dt)
@@ -172,12 +206,41 @@ static void bench(const char *impl, int variant, int d, int t, enum st_dtype dt)
 	if (variant >= 0)
 		flash_dev_variant(variant, &d_var, &bwd_var);
 #endif
+	double err = 0;
+#ifdef FLASH_ATTENTION_VARIANTS
+	if (variant >= 0) {
+		/* the library's outputs, then the variant's; o is the forward's either way */
+		void *ref[3] = { 0 }, *out[3] = { b.o, b.dq, b.dk };
+		int nout = bwd_var ? 3 : 1;
+		if (bwd_var)
+			out[0] = b.dv;
+		for (int i = 0; i < nout; i++)
+			TRY(cudaMalloc(&ref[i], n * es));
+		TRY(launch(0, -1, &b, bh, t, d_var, dt));
+		if (bwd_var)
+			TRY(launch(1, -1, &b, bh, t, d_var, dt));
+		for (int i = 0; i < nout; i++)
+			TRY(cudaMemcpy(ref[i], out[i], n * es, cudaMemcpyDeviceToDevice));
+		for (int i = 0; i < nout; i++)
+			TRY(cudaMemset(out[i], 0xff, n * es));
+		if (bwd_var)
+			TRY(launch(0, -1, &b, bh, t, d_var, dt));
+		TRY(launch(bwd_var, variant, &b, bh, t, d_var, dt));
+		TRY(cudaDeviceSynchronize());
+		for (int i = 0; i < nout; i++) {
+			double e = rel_err_bf16(out[i], ref[i], n);
+			err = e > err || !(e == e) ? e : err;
+			cudaFree(ref[i]);
+		}
+	}
+#endif
 	if (variant < 0 || !bwd_var)
 		f = time_ms(0, variant, &b, bh, t, d_var, dt);
 	if (variant < 0 || bwd_var)
 		g = time_ms(1, variant, &b, bh, t, d_var, dt);
-	printf("%-18s %-4s %4d %6d %9.3f %7.1f %9.3f %7.1f\n", impl, dt == ST_DT_BF16 ? "bf16" : "f32",
+	printf("%-18s %-4s %4d %6d %9.3f %7.1f %9.3f %7.1f", impl, dt == ST_DT_BF16 ? "bf16" : "f32",
 	       d, t, f, f > 0 ? fwd_flops / f / 1e9 : 0, g, g > 0 ? 2.5 * fwd_flops / g / 1e9 : 0);
+	printf(variant >= 0 ? "  err %.1e\n" : "\n", err);
 	fflush(stdout);
 	goto done;
 fail:
@@ -205,9 +268,9 @@ int main(int argc, char **argv)
 	       "bwd_ms", "bwd_tf");
 	if (argc > 1 && !strcmp(argv[1], "variants")) {
 #ifdef FLASH_ATTENTION_VARIANTS
-		int tv[] = { 4096, 16384 };
+		int tv[] = { 4096, 8192, 16384 };
 		for (int i = 0; i < flash_dev_variants(); i++)
-			for (int j = 0; j < 2; j++) {
+			for (int j = 0; j < 3; j++) {
 				int d, bwd;
 				const char *name = flash_dev_variant(i, &d, &bwd);
 				bench(name, i, d, tv[j], ST_DT_BF16);

@@ -2,8 +2,9 @@
  * test_flash: FlashAttention forward and backward (kernels/flash_attention.h)
  * against a double-precision CPU reference written here, at awkward sizes
  * (T = 1, 77, 1000; d_head 40 and 128, and 16, 24, 64, 80, 96, 136, 256 at
- * small T), causal and not, F32 and BF16; and one large case (T 4096, d_head
- * 64, BF16) against a naive FP32 attention on the GPU (flash_naive.cu).
+ * small T), causal and not, F32 and BF16; and large cases (T 4096, d_head
+ * 64; 20 heads of T 2048, d_head 32 and 64; BF16) against a naive FP32
+ * attention on the GPU (flash_naive.cu).
  * Inputs are fresh random normals (never zeros); outputs are poisoned with
  * NaN before each run, so an element left unwritten fails.
  *
@@ -14,7 +15,8 @@
  *         cores, outputs to BF16), lse 1e-4 (FP32 sums of exact products).
  * Also: unsupported head sizes are refused with a reason.
  *
- * `test_flash quick` runs the small cases only (for compute-sanitizer).
+ * `test_flash quick` runs the small cases only, `test_flash race` a handful
+ * (for compute-sanitizer's memcheck and racecheck).
  */
 #include <math.h>
 #include <stdint.h>
@@ -344,6 +346,14 @@ int main(int argc, char **argv)
 		return SKIP_NO_GPU;
 	}
 	refusals();
+	if (argc > 1 && !strcmp(argv[1], "race")) {
+		case_cpu(1, 77, 64, true, ST_DT_BF16);
+		case_cpu(1, 130, 128, false, ST_DT_BF16);
+		case_cpu(1, 77, 40, true, ST_DT_BF16);
+		case_cpu(1, 40, 256, true, ST_DT_BF16);
+		case_cpu(1, 77, 40, true, ST_DT_F32);
+		return check_done("test_flash");
+	}
 	for (int di = 0; di < 2; di++)
 		for (int causal = 0; causal < 2; causal++) {
 			enum st_dtype dt = dts[di];
@@ -357,8 +367,12 @@ int main(int argc, char **argv)
 				case_cpu(2, 77, small_ds[j], causal, dt);
 			case_cpu(1, quick ? 130 : 333, 64, causal, dt);
 		}
-	if (!quick)
+	if (!quick) {
 		for (int causal = 0; causal < 2; causal++)
 			case_naive(4, 4096, 64, causal, ST_DT_BF16);
+		/* grids that fill an H100 twice over, where the backward takes wider warp tiles */
+		case_naive(20, 2048, 64, true, ST_DT_BF16);
+		case_naive(20, 2048, 32, false, ST_DT_BF16);
+	}
 	return check_done("test_flash");
 }
