@@ -6,13 +6,17 @@
  * block BM query rows and walks the keys in tiles of BN: S = Q K^T in
  * registers, online softmax (running max and sum per row), O += P V with P
  * taken straight from the S accumulators. The backward gives each block BN
- * keys and walks the queries in tiles of BM, double-buffered: each warp owns
- * 16 keys, so S^T = K Q^T, P^T, dP^T = V dO^T and dS^T stay in its
- * registers and dV += P^T dO, dK += dS^T Q need no shared memory for P or
- * dS; dS^T alone goes through shared memory for dQ += dS K, which is summed
- * across key blocks with FP32 atomics in a workspace and scaled into dq by a
- * last pass. Head sizes are padded to a multiple of 16 in shared memory
- * (zeros), sequence tails are zero-filled and masked.
+ * keys and walks the queries in tiles of BM, double-buffered, after a pass
+ * that computes D = rowsum(dO o O). Up to d_head 80 each warp owns 16 or 32
+ * keys, so S^T = K Q^T, P^T, dP^T = V dO^T and dS^T stay in its registers
+ * and dV += P^T dO, dK += dS^T Q need no shared memory for P or dS; for
+ * d_head 128 the dK and dV rows fill a warp's registers, so P^T and dS^T go
+ * through shared memory and each product gets its own warp layout
+ * (flash_bwd_bf16_sp). dQ += dS K is summed across key blocks with FP32
+ * atomics in a workspace and scaled into dq by a last pass. Head sizes are
+ * padded to a multiple of 16 in shared memory (zeros), sequence tails are
+ * zero-filled and masked. Tile shapes were chosen by measurement
+ * (flash_attention.notes.md).
  *
  * F32 (and BF16 backward above d_head 128) runs on CUDA cores in FP32: 32 x
  * 32 tiles, one warp per score row for the softmax.
@@ -379,10 +383,9 @@ flash_fwd_bf16(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__rest
 
 /*
  * The backward's grid is 1-D: block -> (head, key block). Heads go in groups
- * of hg, a group's key blocks in order (the longest first, causal) with its
- * heads side by side, so the dQ rows the running blocks add to are a few
- * heads' and stay in L2 (all heads' at once, at 16k tokens, are more than it
- * holds: the atomics then go to DRAM).
+ * of hg (head_group), a group's key blocks in order (the longest first,
+ * causal) with its heads side by side, so that when the FP32 dQ accumulator
+ * of all heads outgrows L2, the rows the running blocks add to still fit.
  */
 __device__ __forceinline__ void bwd_block(int nkb, int bh, int hg, int *head, int *kb)
 {
@@ -1137,16 +1140,26 @@ __global__ void flash_bwd_dq(E *__restrict__ dq, const float *__restrict__ dq_ac
 
 /* ---- launchers ---- */
 
-/* Raises a kernel's dynamic shared memory limit once; 48 KB needs no raise. */
+/*
+ * Raises a kernel's dynamic shared memory limit, once per device (the
+ * attribute is per device; `raised` holds a bit per device id); 48 KB
+ * needs no raise.
+ */
 template <typename K>
-static cudaError_t allow_smem(K kernel, size_t bytes, bool *done)
+static cudaError_t allow_smem(K kernel, size_t bytes, unsigned *raised)
 {
+	int dev = 0;
 	cudaError_t e;
 
-	if (*done || bytes <= 48 * 1024)
+	if (bytes <= 48 * 1024)
+		return cudaSuccess;
+	if ((e = cudaGetDevice(&dev)) != cudaSuccess)
+		return e;
+	if (dev < 32 && (*raised >> dev & 1u))
 		return cudaSuccess;
 	e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-	*done = e == cudaSuccess;
+	if (e == cudaSuccess && dev < 32)
+		*raised |= 1u << dev;
 	return e;
 }
 
@@ -1165,7 +1178,7 @@ template <int D, int BM, int BN, int NW>
 static cudaError_t fwd_bf16(const flash_args &a)
 {
 	typedef fwd_tile<D, BM, BN, NW> C;
-	static bool raised;
+	static unsigned raised;
 	cudaError_t e = allow_smem(flash_fwd_bf16<D, BM, BN, NW>, C::smem, &raised);
 
 	if (e != cudaSuccess)
@@ -1195,14 +1208,22 @@ static void device_facts(int *sms, int *l2)
 	*l2 = cached_l2;
 }
 
-/* Heads whose FP32 dQ rows together fill half of L2 (at least one). */
+/*
+ * The heads the backward runs side by side: all of them while the whole
+ * FP32 dQ accumulator fits in L2, else as many as fill half of it (at least
+ * one). Grouping costs a tail at each group's end (measured: 1.31 -> 1.52 ms
+ * at d_head 128, T 8192, 8 heads, where everything fits), and pays once
+ * the accumulator is well past L2 (d_head 64, T 32768: 9.38 -> 9.22 ms).
+ */
 static int head_group(const flash_args &a)
 {
 	int sms, l2;
 	size_t per_head = (size_t)a.t * a.d * sizeof(float);
 
 	device_facts(&sms, &l2);
-	size_t hg = per_head ? (size_t)l2 / 2 / per_head : (size_t)a.bh;
+	if (per_head * a.bh <= (size_t)l2)
+		return a.bh;
+	size_t hg = (size_t)l2 / 2 / per_head;
 	return hg < 1 ? 1 : hg > (size_t)a.bh ? a.bh : (int)hg;
 }
 
@@ -1210,7 +1231,7 @@ template <int D, int BN, int BM, int NW>
 static cudaError_t bwd_bf16(const flash_args &a)
 {
 	typedef bwd_tile<D, BN, BM, NW> C;
-	static bool raised;
+	static unsigned raised;
 	cudaError_t e = allow_smem(flash_bwd_bf16<D, BN, BM, NW>, C::smem, &raised);
 
 	if (e != cudaSuccess)
@@ -1226,7 +1247,7 @@ template <int D>
 static cudaError_t bwd_bf16_sp(const flash_args &a)
 {
 	typedef bwd_sp_tile<D> C;
-	static bool raised;
+	static unsigned raised;
 	cudaError_t e = allow_smem(flash_bwd_bf16_sp<D>, C::smem, &raised);
 
 	if (e != cudaSuccess)
@@ -1242,7 +1263,7 @@ template <typename E, int DMAX>
 static cudaError_t fwd_simt(const flash_args &a)
 {
 	typedef simt_fwd_smem<DMAX> C;
-	static bool raised;
+	static unsigned raised;
 	cudaError_t e = allow_smem(flash_fwd_simt<E, DMAX>, C::bytes, &raised);
 
 	if (e != cudaSuccess)
@@ -1258,7 +1279,7 @@ template <typename E, int DMAX>
 static cudaError_t bwd_simt(const flash_args &a)
 {
 	typedef simt_bwd_smem<DMAX> C;
-	static bool raised;
+	static unsigned raised;
 	cudaError_t e = allow_smem(flash_bwd_simt<E, DMAX>, C::bytes, &raised);
 
 	if (e != cudaSuccess)
