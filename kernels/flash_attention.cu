@@ -443,9 +443,203 @@ __device__ __forceinline__ void bwd_probs(float (&st)[MT][QT][4], float (&dpt)[M
 		}
 }
 
+template <int M, int N>
+__device__ __forceinline__ void zero_tiles(float (&a)[M][N][4])
+{
+#pragma unroll
+	for (int i = 0; i < M; i++)
+#pragma unroll
+		for (int j = 0; j < N; j++)
+			a[i][j][0] = a[i][j][1] = a[i][j][2] = a[i][j][3] = 0.0f;
+}
+
+/* Query rows [m0, m0 + BM) of Q and dO, and their lse and D, into one buffer. */
+template <int BM, int D, int THREADS>
+__device__ __forceinline__ void bwd_load_queries(const tile_copy<BM, D, THREADS> &copy, uint32_t sq,
+						 uint32_t sdo, uint32_t slse, uint32_t sdr,
+						 const bf16 *q, const bf16 *dout, const float *lse,
+						 const float *drow, int m0, int t, int d)
+{
+	copy.load(sq, q, m0, t, d);
+	copy.load(sdo, dout, m0, t, d);
+	vec_load<BM, THREADS>(slse, lse, m0, t);
+	vec_load<BM, THREADS>(sdr, drow, m0, t);
+}
+
+/* Starts the copies of the block's K and V (rows n0..) and of the first query block (m0..). */
+template <int BN, int BM, int D, int THREADS>
+__device__ __forceinline__ void bwd_begin(const tile_copy<BM, D, THREADS> &q_copy, const bf16 *q,
+					  const bf16 *k, const bf16 *v, const bf16 *dout,
+					  const float *lse, const float *drow, int n0, int m0, int t,
+					  int d, uint32_t sk, uint32_t sv, uint32_t sq, uint32_t sdo,
+					  uint32_t slse, uint32_t sdr)
+{
+	const tile_copy<BN, D, THREADS> kv_copy;
+
+	kv_copy.load(sk, k, n0, t, d);
+	kv_copy.load(sv, v, n0, t, d);
+	bwd_load_queries(q_copy, sq, sdo, slse, sdr, q, dout, lse, drow, m0, t, d);
+	cp_async_commit();
+}
+
 /*
- * Block (head, key block) from bwd_block. K and V stay in shared memory; Q, dO, lse and D = rowsum(dO o O) are
- * double-buffered per query block.
+ * S^T = K Q^T and dP^T = V dO^T for MT m-tiles of 16 keys and NP pairs of
+ * 8-query n-tiles: k_a, v_a address the warp's K and V rows (lane_a), q_b,
+ * do_b the queries (lane_b).
+ */
+template <int MT, int NP, int D, int R>
+__device__ __forceinline__ void bwd_scores(float (&st)[MT][2 * NP][4], float (&dpt)[MT][2 * NP][4],
+					   uint32_t k_a, uint32_t v_a, uint32_t q_b, uint32_t do_b)
+{
+	zero_tiles(st);
+	zero_tiles(dpt);
+#pragma unroll
+	for (int kc = 0; kc < D / 16; kc++) {
+		uint32_t a[MT][4], av[MT][4];
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
+			ldsm_x4(a[mt], k_a + 2 * (mt * 16 * R + kc * 16));
+			ldsm_x4(av[mt], v_a + 2 * (mt * 16 * R + kc * 16));
+		}
+#pragma unroll
+		for (int np = 0; np < NP; np++) {
+			uint32_t b[4], bo[4];
+			ldsm_x4(b, q_b + 2 * (np * 16 * R + kc * 16));
+			ldsm_x4(bo, do_b + 2 * (np * 16 * R + kc * 16));
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) {
+				mma_bf16(st[mt][2 * np], a[mt], b[0], b[1]);
+				mma_bf16(st[mt][2 * np + 1], a[mt], b[2], b[3]);
+				mma_bf16(dpt[mt][2 * np], av[mt], bo[0], bo[1]);
+				mma_bf16(dpt[mt][2 * np + 1], av[mt], bo[2], bo[3]);
+			}
+		}
+	}
+}
+
+/*
+ * dV += P^T dO and dK += dS^T Q over one chunk of 16 queries: pa and sa are
+ * the A operands of MT m-tiles of keys; do_bt, q_bt address NDP column
+ * pairs of dO and Q (lane_bt).
+ */
+template <int MT, int NDP, int R>
+__device__ __forceinline__ void bwd_dkdv_step(float (&dva)[MT][2 * NDP][4],
+					      float (&dka)[MT][2 * NDP][4],
+					      const uint32_t (&pa)[MT][4], const uint32_t (&sa)[MT][4],
+					      uint32_t do_bt, uint32_t q_bt)
+{
+#pragma unroll
+	for (int dp = 0; dp < NDP; dp++) {
+		uint32_t b[4], bq[4];
+		ldsm_x4_trans(b, do_bt + 2 * dp * 16);
+		ldsm_x4_trans(bq, q_bt + 2 * dp * 16);
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
+			mma_bf16(dva[mt][2 * dp], pa[mt], b[0], b[1]);
+			mma_bf16(dva[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+			mma_bf16(dka[mt][2 * dp], sa[mt], bq[0], bq[1]);
+			mma_bf16(dka[mt][2 * dp + 1], sa[mt], bq[2], bq[3]);
+		}
+	}
+}
+
+/*
+ * dq (MQ m-tiles of 16 queries x NP column pairs) = dS K over BN keys, pair
+ * pi being column pair p0 + pi * WN of the NPAIRS there are (those past it
+ * skipped): ds_at addresses dS^T (lane_b, .trans), k_bt K at pair p0
+ * (lane_bt).
+ */
+template <int MQ, int NP, int WN, int NPAIRS, int BN, int SR, int R>
+__device__ __forceinline__ void bwd_dq_tile(float (&dq)[MQ][2 * NP][4], uint32_t ds_at,
+					    uint32_t k_bt, int p0)
+{
+	zero_tiles(dq);
+#pragma unroll
+	for (int kc = 0; kc < BN / 16; kc++) {
+		uint32_t a[MQ][4];
+#pragma unroll
+		for (int mi = 0; mi < MQ; mi++)
+			ldsm_x4_trans(a[mi], ds_at + 2 * (kc * 16 * SR + mi * 16));
+#pragma unroll
+		for (int pi = 0; pi < NP; pi++) {
+			if (NP * WN == NPAIRS || p0 + pi * WN < NPAIRS) {
+				uint32_t b[4];
+				ldsm_x4_trans(b, k_bt + 2 * (kc * 16 * R + pi * WN * 16));
+#pragma unroll
+				for (int mi = 0; mi < MQ; mi++) {
+					mma_bf16(dq[mi][2 * pi], a[mi], b[0], b[1]);
+					mma_bf16(dq[mi][2 * pi + 1], a[mi], b[2], b[3]);
+				}
+			}
+		}
+	}
+}
+
+/*
+ * The dq tile of bwd_dq_tile added to the FP32 accumulator (t, d): rows
+ * row0 + 16 mi + g (+8), m-tiles whose rows all lie before min_row skipped
+ * (causal: they see none of the block's keys); bounds checked unless full.
+ */
+template <int MQ, int NP, int WN, int NPAIRS>
+__device__ __forceinline__ void bwd_dq_add(float *dq_acc, const float (&dq)[MQ][2 * NP][4],
+					   int row0, int p0, int min_row, int t, int d, bool full,
+					   int g, int tq)
+{
+#pragma unroll
+	for (int mi = 0; mi < MQ; mi++) {
+		if (row0 + mi * 16 + 15 < min_row)
+			continue;
+#pragma unroll
+		for (int pi = 0; pi < NP; pi++) {
+			if (NP * WN != NPAIRS && p0 + pi * WN >= NPAIRS)
+				continue;
+#pragma unroll
+			for (int half = 0; half < 2; half++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					int row = row0 + mi * 16 + g + h * 8;
+					int col = (p0 + pi * WN) * 16 + half * 8 + 2 * tq;
+					if (full || (row < t && col < d))
+						atomicAdd((float2 *)(dq_acc + (size_t)row * d + col),
+							  make_float2(dq[mi][2 * pi + half][2 * h],
+								      dq[mi][2 * pi + half][2 * h + 1]));
+				}
+		}
+	}
+}
+
+/* dK (times scale) and dV rows key0 + 16 mt + g (+8), columns col0 + 8 dt + 2 tq, inside (t, d). */
+template <int MT, int NT>
+__device__ __forceinline__ void bwd_store_dkdv(bf16 *dk, bf16 *dv, const float (&dka)[MT][NT][4],
+					       const float (&dva)[MT][NT][4], int key0, int col0,
+					       int t, int d, float scale, int g, int tq)
+{
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			int key = key0 + mt * 16 + g + h * 8;
+			if (key >= t)
+				continue;
+#pragma unroll
+			for (int dt = 0; dt < NT; dt++) {
+				int col = col0 + dt * 8 + 2 * tq;
+				if (col < d) {
+					size_t at = (size_t)key * d + col;
+					*(__nv_bfloat162 *)(dk + at) = __floats2bfloat162_rn(
+						dka[mt][dt][2 * h] * scale, dka[mt][dt][2 * h + 1] * scale);
+					*(__nv_bfloat162 *)(dv + at) = __floats2bfloat162_rn(
+						dva[mt][dt][2 * h], dva[mt][dt][2 * h + 1]);
+				}
+			}
+		}
+}
+
+/*
+ * Block (head, key block) from bwd_block. K and V stay in shared memory;
+ * Q, dO, lse and D = rowsum(dO o O) are double-buffered per query block.
+ * Warp w owns keys [16 MT w, 16 MT (w + 1)) of the block for S^T, dP^T,
+ * dV and dK; dQ's tile is its own (bwd_tile's wm x wn split).
  */
 template <int D, int BN, int BM, int NW>
 __global__ void __launch_bounds__(NW * 32)
@@ -477,30 +671,18 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 	const uint32_t ds_at = sds + 2 * (lane_b(SR, lane) + wmi * C::mq * 16);
 	const uint32_t k_bt = sk + 2 * (lane_bt(R, lane) + wni * 16);
 	const uint32_t ds_st = sds + 2 * (wk * SR + lane_a(SR, lane));
-	const size_t base = (size_t)head * t * d;
 	const int i0 = causal ? n0 / BM : 0, iend = (t + BM - 1) / BM;
-	const tile_copy<BN, D, C::threads> kv_copy;
+	const size_t base = (size_t)head * t * d;
 	const tile_copy<BM, D, C::threads> q_copy;
 
 	q += base, k += base, v += base, dout += base, dk += base, dv += base, dq_acc += base;
 	lse += (size_t)head * t, drow += (size_t)head * t;
-
-	kv_copy.load(sk, k, n0, t, d);
-	kv_copy.load(sv, v, n0, t, d);
-	q_copy.load(sq, q, i0 * BM, t, d);
-	q_copy.load(sdo, dout, i0 * BM, t, d);
-	vec_load<BM, C::threads>(slse, lse, i0 * BM, t);
-	vec_load<BM, C::threads>(sdr, drow, i0 * BM, t);
-	cp_async_commit();
+	bwd_begin<BN>(q_copy, q, k, v, dout, lse, drow, n0, i0 * BM, t, d, sk, sv, sq, sdo, slse,
+		      sdr);
 
 	float dka[MT][DT][4], dva[MT][DT][4];
-#pragma unroll
-	for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-		for (int dt = 0; dt < DT; dt++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				dka[mt][dt][e] = dva[mt][dt][e] = 0.0f;
+	zero_tiles(dka);
+	zero_tiles(dva);
 
 	for (int i = i0; i < iend; i++) {
 		const int m0 = i * BM, buf = (i - i0) & 1;
@@ -511,46 +693,15 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 
 		cp_async_wait_all();
 		__syncthreads();
-		if (i + 1 < iend) {
-			q_copy.load(sq + (QBUF - qo), q, m0 + BM, t, d);
-			q_copy.load(sdo + (QBUF - qo), dout, m0 + BM, t, d);
-			vec_load<BM, C::threads>(slse + 4 * BM * (1 - buf), lse, m0 + BM, t);
-			vec_load<BM, C::threads>(sdr + 4 * BM * (1 - buf), drow, m0 + BM, t);
-		}
+		if (i + 1 < iend)
+			bwd_load_queries(q_copy, sq + (QBUF - qo), sdo + (QBUF - qo),
+					 slse + 4 * BM * (1 - buf), sdr + 4 * BM * (1 - buf), q, dout,
+					 lse, drow, m0 + BM, t, d);
 		cp_async_commit();
 
 		if (active) {
 			float st[MT][QT][4], dpt[MT][QT][4];
-#pragma unroll
-			for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-				for (int nt = 0; nt < QT; nt++)
-#pragma unroll
-					for (int e = 0; e < 4; e++)
-						st[mt][nt][e] = dpt[mt][nt][e] = 0.0f;
-			/* S^T = K Q^T and dP^T = V dO^T */
-#pragma unroll
-			for (int kc = 0; kc < D / 16; kc++) {
-				uint32_t a[MT][4], av[MT][4];
-#pragma unroll
-				for (int mt = 0; mt < MT; mt++) {
-					ldsm_x4(a[mt], k_a + 2 * (mt * 16 * R + kc * 16));
-					ldsm_x4(av[mt], v_a + 2 * (mt * 16 * R + kc * 16));
-				}
-#pragma unroll
-				for (int np = 0; np < QT / 2; np++) {
-					uint32_t b[4], bo[4];
-					ldsm_x4(b, q_b + qo + 2 * (np * 16 * R + kc * 16));
-					ldsm_x4(bo, do_b + qo + 2 * (np * 16 * R + kc * 16));
-#pragma unroll
-					for (int mt = 0; mt < MT; mt++) {
-						mma_bf16(st[mt][2 * np], a[mt], b[0], b[1]);
-						mma_bf16(st[mt][2 * np + 1], a[mt], b[2], b[3]);
-						mma_bf16(dpt[mt][2 * np], av[mt], bo[0], bo[1]);
-						mma_bf16(dpt[mt][2 * np + 1], av[mt], bo[2], bo[3]);
-					}
-				}
-			}
+			bwd_scores<MT, QT / 2, D, R>(st, dpt, k_a, v_a, q_b + qo, do_b + qo);
 			if (m0 + BM > t || n0 + BN > t || (causal && wkey + 16 * MT - 1 > m0))
 				bwd_probs<true>(st, dpt, cl, cd, wkey, m0, t, causal, scale_log2, g, tq);
 			else
@@ -565,19 +716,8 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 					acc_to_a(sa[mt], dpt[mt][2 * kc], dpt[mt][2 * kc + 1]);
 					stsm_x4(ds_st + 2 * (mt * 16 * SR + kc * 16), sa[mt]);
 				}
-#pragma unroll
-				for (int dp = 0; dp < D / 16; dp++) {
-					uint32_t b[4], bq[4];
-					ldsm_x4_trans(b, do_bt + qo + 2 * (kc * 16 * R + dp * 16));
-					ldsm_x4_trans(bq, q_bt + qo + 2 * (kc * 16 * R + dp * 16));
-#pragma unroll
-					for (int mt = 0; mt < MT; mt++) {
-						mma_bf16(dva[mt][2 * dp], pa[mt], b[0], b[1]);
-						mma_bf16(dva[mt][2 * dp + 1], pa[mt], b[2], b[3]);
-						mma_bf16(dka[mt][2 * dp], sa[mt], bq[0], bq[1]);
-						mma_bf16(dka[mt][2 * dp + 1], sa[mt], bq[2], bq[3]);
-					}
-				}
+				bwd_dkdv_step<MT, D / 16, R>(dva, dka, pa, sa, do_bt + qo + 2 * kc * 16 * R,
+							     q_bt + qo + 2 * kc * 16 * R);
 			}
 		} else {
 			/* the warp's dS^T rows are zero */
@@ -589,79 +729,13 @@ flash_bwd_bf16(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__
 		__syncthreads();
 
 		/* dQ (BM x D) += dS K over this block's keys, into the FP32 workspace */
-		{
-			float dq[C::mq][C::np][2][4];
-#pragma unroll
-			for (int mi = 0; mi < C::mq; mi++)
-#pragma unroll
-				for (int pi = 0; pi < C::np; pi++)
-#pragma unroll
-					for (int e = 0; e < 4; e++)
-						dq[mi][pi][0][e] = dq[mi][pi][1][e] = 0.0f;
-#pragma unroll
-			for (int kc = 0; kc < BN / 16; kc++) {
-				uint32_t a[C::mq][4];
-#pragma unroll
-				for (int mi = 0; mi < C::mq; mi++)
-					ldsm_x4_trans(a[mi], ds_at + 2 * (kc * 16 * SR + mi * 16));
-#pragma unroll
-				for (int pi = 0; pi < C::np; pi++) {
-					if (C::np * C::wn == D / 16 || wni + pi * C::wn < D / 16) {
-						uint32_t b[4];
-						ldsm_x4_trans(b, k_bt + 2 * (kc * 16 * R + pi * C::wn * 16));
-#pragma unroll
-						for (int mi = 0; mi < C::mq; mi++) {
-							mma_bf16(dq[mi][pi][0], a[mi], b[0], b[1]);
-							mma_bf16(dq[mi][pi][1], a[mi], b[2], b[3]);
-						}
-					}
-				}
-			}
-			const bool full = m0 + BM <= t && d == D;
-			const int qrow = m0 + wmi * C::mq * 16 + g, col = wni * 16 + 2 * tq;
-			float *dst = dq_acc + (size_t)qrow * d + col;
-#pragma unroll
-			for (int mi = 0; mi < C::mq; mi++) {
-				if (causal && qrow - g + mi * 16 + 15 < n0)
-					continue;       /* rows that see none of these keys */
-#pragma unroll
-				for (int pi = 0; pi < C::np; pi++) {
-					if (C::np * C::wn != D / 16 && wni + pi * C::wn >= D / 16)
-						continue;
-#pragma unroll
-					for (int half = 0; half < 2; half++)
-#pragma unroll
-						for (int h = 0; h < 2; h++) {
-							int r = mi * 16 + h * 8, c = pi * C::wn * 16 + half * 8;
-							if (full || (qrow + r < t && col + c < d))
-								atomicAdd((float2 *)(dst + (size_t)r * d + c),
-									  make_float2(dq[mi][pi][half][2 * h],
-										      dq[mi][pi][half][2 * h + 1]));
-						}
-				}
-			}
-		}
+		float dq[C::mq][2 * C::np][4];
+		bwd_dq_tile<C::mq, C::np, C::wn, D / 16, BN, SR, R>(dq, ds_at, k_bt, wni);
+		bwd_dq_add<C::mq, C::np, C::wn, D / 16>(dq_acc, dq, m0 + wmi * C::mq * 16, wni,
+							 causal ? n0 : 0, t, d, m0 + BM <= t && d == D,
+							 g, tq);
 	}
-
-#pragma unroll
-	for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-		for (int h = 0; h < 2; h++) {
-			int key = wkey + mt * 16 + g + h * 8;
-			if (key >= t)
-				continue;
-#pragma unroll
-			for (int dt = 0; dt < DT; dt++) {
-				int col = dt * 8 + 2 * tq;
-				if (col < d) {
-					size_t at = (size_t)key * d + col;
-					*(__nv_bfloat162 *)(dk + at) = __floats2bfloat162_rn(
-						dka[mt][dt][2 * h] * scale, dka[mt][dt][2 * h + 1] * scale);
-					*(__nv_bfloat162 *)(dv + at) = __floats2bfloat162_rn(
-						dva[mt][dt][2 * h], dva[mt][dt][2 * h + 1]);
-				}
-			}
-		}
+	bwd_store_dkdv(dk, dv, dka, dva, wkey, 0, t, d, scale, g, tq);
 }
 
 /*
@@ -717,30 +791,18 @@ flash_bwd_bf16_sp(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restric
 	const uint32_t k_bt = sk + 2 * (dq_d + lane_bt(R, lane));
 	const uint32_t p_st = sp + 2 * (s_k * SR + s_q + lane_a(SR, lane));
 	const uint32_t ds_st = sds + 2 * (s_k * SR + s_q + lane_a(SR, lane));
-	const size_t base = (size_t)head * t * d;
 	const int i0 = causal ? n0 / BM : 0, iend = (t + BM - 1) / BM;
-	const tile_copy<BN, D, C::threads> kv_copy;
+	const size_t base = (size_t)head * t * d;
 	const tile_copy<BM, D, C::threads> q_copy;
 
 	q += base, k += base, v += base, dout += base, dk += base, dv += base, dq_acc += base;
 	lse += (size_t)head * t, drow += (size_t)head * t;
-
-	kv_copy.load(sk, k, n0, t, d);
-	kv_copy.load(sv, v, n0, t, d);
-	q_copy.load(sq, q, i0 * BM, t, d);
-	q_copy.load(sdo, dout, i0 * BM, t, d);
-	vec_load<BM, C::threads>(slse, lse, i0 * BM, t);
-	vec_load<BM, C::threads>(sdr, drow, i0 * BM, t);
-	cp_async_commit();
+	bwd_begin<BN>(q_copy, q, k, v, dout, lse, drow, n0, i0 * BM, t, d, sk, sv, sq, sdo, slse,
+		      sdr);
 
 	float dka[2][DH / 8][4], dva[2][DH / 8][4];
-#pragma unroll
-	for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-		for (int dt = 0; dt < DH / 8; dt++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				dka[mt][dt][e] = dva[mt][dt][e] = 0.0f;
+	zero_tiles(dka);
+	zero_tiles(dva);
 
 	for (int i = i0; i < iend; i++) {
 		const int m0 = i * BM, buf = (i - i0) & 1;
@@ -751,45 +813,15 @@ flash_bwd_bf16_sp(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restric
 
 		cp_async_wait_all();
 		__syncthreads();
-		if (i + 1 < iend) {
-			q_copy.load(sq + (QBUF - qo), q, m0 + BM, t, d);
-			q_copy.load(sdo + (QBUF - qo), dout, m0 + BM, t, d);
-			vec_load<BM, C::threads>(slse + 4 * BM * (1 - buf), lse, m0 + BM, t);
-			vec_load<BM, C::threads>(sdr + 4 * BM * (1 - buf), drow, m0 + BM, t);
-		}
+		if (i + 1 < iend)
+			bwd_load_queries(q_copy, sq + (QBUF - qo), sdo + (QBUF - qo),
+					 slse + 4 * BM * (1 - buf), sdr + 4 * BM * (1 - buf), q, dout,
+					 lse, drow, m0 + BM, t, d);
 		cp_async_commit();
 
 		if (active) {
 			float st[2][4][4], dpt[2][4][4];
-#pragma unroll
-			for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-				for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-					for (int e = 0; e < 4; e++)
-						st[mt][nt][e] = dpt[mt][nt][e] = 0.0f;
-#pragma unroll
-			for (int kc = 0; kc < D / 16; kc++) {
-				uint32_t a[2][4], av[2][4];
-#pragma unroll
-				for (int mt = 0; mt < 2; mt++) {
-					ldsm_x4(a[mt], k_a + 2 * (mt * 16 * R + kc * 16));
-					ldsm_x4(av[mt], v_a + 2 * (mt * 16 * R + kc * 16));
-				}
-#pragma unroll
-				for (int np = 0; np < 2; np++) {
-					uint32_t b[4], bo[4];
-					ldsm_x4(b, q_b + qo + 2 * (np * 16 * R + kc * 16));
-					ldsm_x4(bo, do_b + qo + 2 * (np * 16 * R + kc * 16));
-#pragma unroll
-					for (int mt = 0; mt < 2; mt++) {
-						mma_bf16(st[mt][2 * np], a[mt], b[0], b[1]);
-						mma_bf16(st[mt][2 * np + 1], a[mt], b[2], b[3]);
-						mma_bf16(dpt[mt][2 * np], av[mt], bo[0], bo[1]);
-						mma_bf16(dpt[mt][2 * np + 1], av[mt], bo[2], bo[3]);
-					}
-				}
-			}
+			bwd_scores<2, 2, D, R>(st, dpt, k_a, v_a, q_b + qo, do_b + qo);
 			if (m0 + BM > t || n0 + BN > t || (causal && n0 + s_k + 31 > m0 + s_q))
 				bwd_probs<true>(st, dpt, cl, cd, n0 + s_k, m0 + s_q, t, causal, scale_log2,
 						g, tq);
@@ -825,84 +857,20 @@ flash_bwd_bf16_sp(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restric
 				ldsm_x4(pa[mt], p_a + 2 * (mt * 16 * SR + kc * 16));
 				ldsm_x4(sa[mt], ds_a + 2 * (mt * 16 * SR + kc * 16));
 			}
-#pragma unroll
-			for (int dp = 0; dp < DH / 16; dp++) {
-				uint32_t b[4], bq[4];
-				ldsm_x4_trans(b, do_bt + qo + 2 * (kc * 16 * R + dp * 16));
-				ldsm_x4_trans(bq, q_bt + qo + 2 * (kc * 16 * R + dp * 16));
-#pragma unroll
-				for (int mt = 0; mt < 2; mt++) {
-					mma_bf16(dva[mt][2 * dp], pa[mt], b[0], b[1]);
-					mma_bf16(dva[mt][2 * dp + 1], pa[mt], b[2], b[3]);
-					mma_bf16(dka[mt][2 * dp], sa[mt], bq[0], bq[1]);
-					mma_bf16(dka[mt][2 * dp + 1], sa[mt], bq[2], bq[3]);
-				}
-			}
+			bwd_dkdv_step<2, DH / 16, R>(dva, dka, pa, sa, do_bt + qo + 2 * kc * 16 * R,
+						     q_bt + qo + 2 * kc * 16 * R);
 		}
 
 		/* dQ (queries dq_q.., columns dq_d..) += dS K, into the FP32 workspace */
 		if (!causal || m0 + dq_q + 31 >= n0) {
 			float dq[2][DQ / 8][4];
-#pragma unroll
-			for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-				for (int nt = 0; nt < DQ / 8; nt++)
-#pragma unroll
-					for (int e = 0; e < 4; e++)
-						dq[mi][nt][e] = 0.0f;
-#pragma unroll
-			for (int kc = 0; kc < BN / 16; kc++) {
-				uint32_t a[2][4];
-#pragma unroll
-				for (int mi = 0; mi < 2; mi++)
-					ldsm_x4_trans(a[mi], ds_at + 2 * (kc * 16 * SR + mi * 16));
-#pragma unroll
-				for (int dp = 0; dp < DQ / 16; dp++) {
-					uint32_t b[4];
-					ldsm_x4_trans(b, k_bt + 2 * (kc * 16 * R + dp * 16));
-#pragma unroll
-					for (int mi = 0; mi < 2; mi++) {
-						mma_bf16(dq[mi][2 * dp], a[mi], b[0], b[1]);
-						mma_bf16(dq[mi][2 * dp + 1], a[mi], b[2], b[3]);
-					}
-				}
-			}
-			const bool full = m0 + BM <= t && d == D;
-			const int qrow = m0 + dq_q + g, col = dq_d + 2 * tq;
-			float *dst = dq_acc + (size_t)qrow * d + col;
-#pragma unroll
-			for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-				for (int nt = 0; nt < DQ / 8; nt++)
-#pragma unroll
-					for (int h = 0; h < 2; h++) {
-						int r = mi * 16 + h * 8, c = nt * 8;
-						if (full || (qrow + r < t && col + c < d))
-							atomicAdd((float2 *)(dst + (size_t)r * d + c),
-								  make_float2(dq[mi][nt][2 * h], dq[mi][nt][2 * h + 1]));
-					}
+			bwd_dq_tile<2, DQ / 16, 1, DQ / 16, BN, SR, R>(dq, ds_at, k_bt, 0);
+			bwd_dq_add<2, DQ / 16, 1, D / 16>(dq_acc, dq, m0 + dq_q, dq_d / 16,
+							  causal ? n0 : 0, t, d,
+							  m0 + BM <= t && d == D, g, tq);
 		}
 	}
-
-#pragma unroll
-	for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-		for (int h = 0; h < 2; h++) {
-			int key = n0 + s_k + mt * 16 + g + h * 8;
-			if (key >= t)
-				continue;
-#pragma unroll
-			for (int dt = 0; dt < DH / 8; dt++) {
-				int col = kv_d + dt * 8 + 2 * tq;
-				if (col < d) {
-					size_t at = (size_t)key * d + col;
-					*(__nv_bfloat162 *)(dk + at) = __floats2bfloat162_rn(
-						dka[mt][dt][2 * h] * scale, dka[mt][dt][2 * h + 1] * scale);
-					*(__nv_bfloat162 *)(dv + at) = __floats2bfloat162_rn(
-						dva[mt][dt][2 * h], dva[mt][dt][2 * h + 1]);
-				}
-			}
-		}
+	bwd_store_dkdv(dk, dv, dka, dva, n0 + s_k, kv_d, t, d, scale, g, tq);
 }
 
 /* ---- FP32 (CUDA cores), any dtype: 32 x 32 tiles, 256 threads ---- */
@@ -1163,6 +1131,19 @@ static cudaError_t allow_smem(K kernel, size_t bytes, unsigned *raised)
 	return e;
 }
 
+/* Raises the kernel's shared memory limit if it needs it, then launches it. */
+template <typename... P, typename... A>
+static cudaError_t launch(void (*kernel)(P...), dim3 grid, int threads, size_t smem,
+			  unsigned *raised, cudaStream_t stream, A... args)
+{
+	cudaError_t e = allow_smem(kernel, smem, raised);
+
+	if (e != cudaSuccess)
+		return e;
+	kernel<<<grid, threads, smem, stream>>>(args...);
+	return cudaGetLastError();
+}
+
 struct flash_args {
 	void *o, *dq, *dk, *dv;
 	float *lse, *dq_acc, *drow;
@@ -1179,15 +1160,11 @@ static cudaError_t fwd_bf16(const flash_args &a)
 {
 	typedef fwd_tile<D, BM, BN, NW> C;
 	static unsigned raised;
-	cudaError_t e = allow_smem(flash_fwd_bf16<D, BM, BN, NW>, C::smem, &raised);
 
-	if (e != cudaSuccess)
-		return e;
-	dim3 grid(a.bh, ceil_div(a.t, BM));
-	flash_fwd_bf16<D, BM, BN, NW><<<grid, C::threads, C::smem, a.stream>>>(
-		(bf16 *)a.o, a.lse, (const bf16 *)a.q, (const bf16 *)a.k, (const bf16 *)a.v, a.t,
-		a.d, a.scale * FLASH_LOG2E, a.causal);
-	return cudaGetLastError();
+	return launch(flash_fwd_bf16<D, BM, BN, NW>, dim3(a.bh, ceil_div(a.t, BM)), C::threads,
+		      C::smem, &raised, a.stream, (bf16 *)a.o, a.lse, (const bf16 *)a.q,
+		      (const bf16 *)a.k, (const bf16 *)a.v, a.t, a.d, a.scale * FLASH_LOG2E,
+		      a.causal);
 }
 
 /* The current device's multiprocessor count and L2 size, read once per device. */
@@ -1227,20 +1204,24 @@ static int head_group(const flash_args &a)
 	return hg < 1 ? 1 : hg > (size_t)a.bh ? a.bh : (int)hg;
 }
 
+/* Launches a BF16 backward kernel (both share one signature) over bwd_block's 1-D grid. */
+template <typename K>
+static cudaError_t bwd_bf16_launch(K kernel, size_t smem, int threads, int bn, unsigned *raised,
+				   const flash_args &a)
+{
+	return launch(kernel, dim3(a.bh * ceil_div(a.t, bn)), threads, smem, raised, a.stream,
+		      (bf16 *)a.dk, (bf16 *)a.dv, a.dq_acc, (const bf16 *)a.q, (const bf16 *)a.k,
+		      (const bf16 *)a.v, (const bf16 *)a.dout, a.lse_in, a.drow, a.bh,
+		      head_group(a), a.t, a.d, a.scale, a.scale * FLASH_LOG2E, a.causal);
+}
+
 template <int D, int BN, int BM, int NW>
 static cudaError_t bwd_bf16(const flash_args &a)
 {
 	typedef bwd_tile<D, BN, BM, NW> C;
 	static unsigned raised;
-	cudaError_t e = allow_smem(flash_bwd_bf16<D, BN, BM, NW>, C::smem, &raised);
 
-	if (e != cudaSuccess)
-		return e;
-	flash_bwd_bf16<D, BN, BM, NW><<<a.bh * ceil_div(a.t, BN), C::threads, C::smem, a.stream>>>(
-		(bf16 *)a.dk, (bf16 *)a.dv, a.dq_acc, (const bf16 *)a.q, (const bf16 *)a.k,
-		(const bf16 *)a.v, (const bf16 *)a.dout, a.lse_in, a.drow, a.bh, head_group(a), a.t,
-		a.d, a.scale, a.scale * FLASH_LOG2E, a.causal);
-	return cudaGetLastError();
+	return bwd_bf16_launch(flash_bwd_bf16<D, BN, BM, NW>, C::smem, C::threads, BN, &raised, a);
 }
 
 template <int D>
@@ -1248,47 +1229,29 @@ static cudaError_t bwd_bf16_sp(const flash_args &a)
 {
 	typedef bwd_sp_tile<D> C;
 	static unsigned raised;
-	cudaError_t e = allow_smem(flash_bwd_bf16_sp<D>, C::smem, &raised);
 
-	if (e != cudaSuccess)
-		return e;
-	flash_bwd_bf16_sp<D><<<a.bh * ceil_div(a.t, C::bn), C::threads, C::smem, a.stream>>>(
-		(bf16 *)a.dk, (bf16 *)a.dv, a.dq_acc, (const bf16 *)a.q, (const bf16 *)a.k,
-		(const bf16 *)a.v, (const bf16 *)a.dout, a.lse_in, a.drow, a.bh, head_group(a), a.t,
-		a.d, a.scale, a.scale * FLASH_LOG2E, a.causal);
-	return cudaGetLastError();
+	return bwd_bf16_launch(flash_bwd_bf16_sp<D>, C::smem, C::threads, C::bn, &raised, a);
 }
 
 template <typename E, int DMAX>
 static cudaError_t fwd_simt(const flash_args &a)
 {
-	typedef simt_fwd_smem<DMAX> C;
 	static unsigned raised;
-	cudaError_t e = allow_smem(flash_fwd_simt<E, DMAX>, C::bytes, &raised);
 
-	if (e != cudaSuccess)
-		return e;
-	dim3 grid(a.bh, ceil_div(a.t, SIMT_TILE));
-	flash_fwd_simt<E, DMAX><<<grid, SIMT_THREADS, C::bytes, a.stream>>>(
-		(E *)a.o, a.lse, (const E *)a.q, (const E *)a.k, (const E *)a.v, a.t, a.d, a.scale,
-		a.causal);
-	return cudaGetLastError();
+	return launch(flash_fwd_simt<E, DMAX>, dim3(a.bh, ceil_div(a.t, SIMT_TILE)), SIMT_THREADS,
+		      simt_fwd_smem<DMAX>::bytes, &raised, a.stream, (E *)a.o, a.lse,
+		      (const E *)a.q, (const E *)a.k, (const E *)a.v, a.t, a.d, a.scale, a.causal);
 }
 
 template <typename E, int DMAX>
 static cudaError_t bwd_simt(const flash_args &a)
 {
-	typedef simt_bwd_smem<DMAX> C;
 	static unsigned raised;
-	cudaError_t e = allow_smem(flash_bwd_simt<E, DMAX>, C::bytes, &raised);
 
-	if (e != cudaSuccess)
-		return e;
-	dim3 grid(a.bh, ceil_div(a.t, SIMT_TILE));
-	flash_bwd_simt<E, DMAX><<<grid, SIMT_THREADS, C::bytes, a.stream>>>(
-		(E *)a.dk, (E *)a.dv, a.dq_acc, (const E *)a.q, (const E *)a.k, (const E *)a.v,
-		(const E *)a.dout, a.lse_in, a.drow, a.t, a.d, a.scale, a.causal);
-	return cudaGetLastError();
+	return launch(flash_bwd_simt<E, DMAX>, dim3(a.bh, ceil_div(a.t, SIMT_TILE)), SIMT_THREADS,
+		      simt_bwd_smem<DMAX>::bytes, &raised, a.stream, (E *)a.dk, (E *)a.dv,
+		      a.dq_acc, (const E *)a.q, (const E *)a.k, (const E *)a.v, (const E *)a.dout,
+		      a.lse_in, a.drow, a.t, a.d, a.scale, a.causal);
 }
 
 /* The CUDA-core kernels' register width: the smallest of 64, 128, 256 that holds d. */

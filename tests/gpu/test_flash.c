@@ -133,6 +133,12 @@ static double *download(const void *d, size_t n, enum st_dtype dt)
 	return v;
 }
 
+static void free_device(void *const *bufs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		CUDA_OK(cudaFree(bufs[i]));
+}
+
 /* ||a - b|| / ||b||; +inf if a holds a NaN or inf (an element left poisoned). */
 static double rel_err(const double *a, const double *b, size_t n)
 {
@@ -222,98 +228,128 @@ static const char *dt_name(enum st_dtype dt)
 	return dt == ST_DT_BF16 ? "bf16" : "f32";
 }
 
-static void check_err(const char *what, int bh, int t, int d, bool causal, enum st_dtype dt,
-		      double err, double tol)
+/* One configuration: random inputs (rounded to dt) on both sides, poisoned outputs. */
+struct flash_run {
+	int bh, t, d;
+	bool causal;
+	enum st_dtype dt;
+	float scale;
+	size_t n;                                  /* bh * t * d */
+	double *q, *k, *v, *dout;                  /* host */
+	void *gq, *gk, *gv, *gdout;                /* device inputs */
+	void *o, *dq, *dk, *dv, *ws;               /* device outputs and workspace */
+	float *lse;
+};
+
+static void run_init(struct flash_run *r, int bh, int t, int d, bool causal, enum st_dtype dt)
 {
-	printf("  %-4s bh %d t %5d d %3d %-6s %-4s rel err %.3e (tol %.0e) %s\n", what, bh, t, d,
-	       causal ? "causal" : "full", dt_name(dt), err, tol, err <= tol ? "ok" : "FAIL");
-	CHECK(err <= tol, "%s bh %d t %d d %d %s %s: rel err %.3e > %.0e", what, bh, t, d,
-	      causal ? "causal" : "full", dt_name(dt), err, tol);
+	size_t es = dtype_size(dt);
+
+	r->bh = bh, r->t = t, r->d = d, r->causal = causal, r->dt = dt;
+	r->scale = (float)(1.0 / sqrt((double)d));
+	r->n = (size_t)bh * t * d;
+	r->q = random_input(r->n, dt), r->k = random_input(r->n, dt);
+	r->v = random_input(r->n, dt), r->dout = random_input(r->n, dt);
+	r->gq = upload(r->q, r->n, dt), r->gk = upload(r->k, r->n, dt);
+	r->gv = upload(r->v, r->n, dt), r->gdout = upload(r->dout, r->n, dt);
+	r->o = poisoned(r->n * es), r->dq = poisoned(r->n * es);
+	r->dk = poisoned(r->n * es), r->dv = poisoned(r->n * es);
+	r->lse = poisoned((size_t)bh * t * sizeof(float));
+	r->ws = poisoned(flash_attention_backward_workspace(bh, t, d));
+}
+
+static void run_release(struct flash_run *r)
+{
+	void *bufs[] = { r->gq, r->gk, r->gv, r->gdout, r->o, r->dq, r->dk, r->dv, r->lse, r->ws };
+
+	free(r->q), free(r->k), free(r->v), free(r->dout);
+	free_device(bufs, sizeof(bufs) / sizeof(bufs[0]));
+}
+
+static void run_forward(struct flash_run *r)
+{
+	CUDA_OK(flash_attention_forward(r->o, r->lse, r->gq, r->gk, r->gv, r->bh, r->t, r->d,
+					r->scale, r->causal, r->dt, 0));
+}
+
+static void run_backward(struct flash_run *r)
+{
+	CUDA_OK(flash_attention_backward(r->dq, r->dk, r->dv, r->gdout, r->gq, r->gk, r->gv, r->o,
+					 r->lse, r->ws, r->bh, r->t, r->d, r->scale, r->causal,
+					 r->dt, 0));
+}
+
+/*
+ * One output against its reference: got (n, in dt; lse F32) on the device.
+ * Tolerance: 1e-5 in F32; 1e-2 in BF16, except lse's 1e-4.
+ */
+static void run_check(const struct flash_run *r, const char *what, const void *got,
+		      const double *want, size_t n)
+{
+	bool is_lse = !strcmp(what, "lse");
+	double *g = download(got, n, is_lse ? ST_DT_F32 : r->dt);
+	double err = rel_err(g, want, n);
+	double tol = r->dt == ST_DT_F32 ? 1e-5 : is_lse ? 1e-4 : 1e-2;
+
+	printf("  %-4s bh %d t %5d d %3d %-6s %-4s rel err %.3e (tol %.0e) %s\n", what, r->bh,
+	       r->t, r->d, r->causal ? "causal" : "full", dt_name(r->dt), err, tol,
+	       err <= tol ? "ok" : "FAIL");
+	CHECK(err <= tol, "%s bh %d t %d d %d %s %s: rel err %.3e > %.0e", what, r->bh, r->t, r->d,
+	      r->causal ? "causal" : "full", dt_name(r->dt), err, tol);
+	free(g);
 }
 
 /* Forward and backward of one configuration against the CPU reference. */
 static void case_cpu(int bh, int t, int d, bool causal, enum st_dtype dt)
 {
-	size_t n = (size_t)bh * t * d, es = dtype_size(dt);
-	double *q = random_input(n, dt), *k = random_input(n, dt), *v = random_input(n, dt);
-	double *dout = random_input(n, dt);
-	double scale = 1.0 / sqrt((double)d);
-	double tol = dt == ST_DT_BF16 ? 1e-2 : 1e-5, tol_lse = dt == ST_DT_BF16 ? 1e-4 : 1e-5;
-	struct ref r;
-	void *qd = upload(q, n, dt), *kd = upload(k, n, dt), *vd = upload(v, n, dt);
-	void *ddo = upload(dout, n, dt);
-	void *o = poisoned(n * es), *gq = poisoned(n * es), *gk = poisoned(n * es);
-	void *gv = poisoned(n * es);
-	float *lse = poisoned((size_t)bh * t * sizeof(float));
-	void *ws = poisoned(flash_attention_backward_workspace(bh, t, d));
+	struct flash_run r;
+	struct ref ref;
 
-	reference(&r, q, k, v, dout, bh, t, d, scale, causal);
-	CUDA_OK(flash_attention_forward(o, lse, qd, kd, vd, bh, t, d, (float)scale, causal, dt,
-					0));
-	double *go = download(o, n, dt), *glse = download(lse, (size_t)bh * t, ST_DT_F32);
-	check_err("o", bh, t, d, causal, dt, rel_err(go, r.o, n), tol);
-	check_err("lse", bh, t, d, causal, dt, rel_err(glse, r.lse, (size_t)bh * t), tol_lse);
-
-	CUDA_OK(flash_attention_backward(gq, gk, gv, ddo, qd, kd, vd, o, lse, ws, bh, t, d,
-					 (float)scale, causal, dt, 0));
-	double *rq = download(gq, n, dt), *rk = download(gk, n, dt), *rv = download(gv, n, dt);
-	check_err("dq", bh, t, d, causal, dt, rel_err(rq, r.dq, n), tol);
-	check_err("dk", bh, t, d, causal, dt, rel_err(rk, r.dk, n), tol);
-	check_err("dv", bh, t, d, causal, dt, rel_err(rv, r.dv, n), tol);
-
+	run_init(&r, bh, t, d, causal, dt);
+	reference(&ref, r.q, r.k, r.v, r.dout, bh, t, d, r.scale, causal);
+	run_forward(&r);
+	run_check(&r, "o", r.o, ref.o, r.n);
+	run_check(&r, "lse", r.lse, ref.lse, (size_t)bh * t);
+	run_backward(&r);
+	run_check(&r, "dq", r.dq, ref.dq, r.n);
+	run_check(&r, "dk", r.dk, ref.dk, r.n);
+	run_check(&r, "dv", r.dv, ref.dv, r.n);
 	/* the same inputs again: the backward must not depend on its workspace's contents */
-	CUDA_OK(cudaMemset(gq, 0xff, n * es));
-	CUDA_OK(flash_attention_backward(gq, gk, gv, ddo, qd, kd, vd, o, lse, ws, bh, t, d,
-					 (float)scale, causal, dt, 0));
-	double *rq2 = download(gq, n, dt);
-	check_err("dq'", bh, t, d, causal, dt, rel_err(rq2, r.dq, n), tol);
-
-	free(go), free(glse), free(rq), free(rk), free(rv), free(rq2);
-	ref_free(&r);
-	free(q), free(k), free(v), free(dout);
-	void *bufs[] = { qd, kd, vd, ddo, o, gq, gk, gv, lse, ws };
-	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-		CUDA_OK(cudaFree(bufs[i]));
+	CUDA_OK(cudaMemset(r.dq, 0xff, r.n * dtype_size(dt)));
+	run_backward(&r);
+	run_check(&r, "dq'", r.dq, ref.dq, r.n);
+	ref_free(&ref);
+	run_release(&r);
 }
 
 /* Flash against the naive FP32 attention on the GPU, at a size the CPU is too slow for. */
 static void case_naive(int bh, int t, int d, bool causal, enum st_dtype dt)
 {
-	size_t n = (size_t)bh * t * d, es = dtype_size(dt), nf = n * sizeof(float);
-	double *q = random_input(n, dt), *k = random_input(n, dt), *v = random_input(n, dt);
-	double *dout = random_input(n, dt);
-	float scale = (float)(1.0 / sqrt((double)d));
-	double tol = dt == ST_DT_BF16 ? 1e-2 : 1e-5, tol_lse = dt == ST_DT_BF16 ? 1e-4 : 1e-5;
-	void *gq_in = upload(q, n, dt), *gk_in = upload(k, n, dt), *gv_in = upload(v, n, dt);
-	void *ddo = upload(dout, n, dt);
-	void *o = poisoned(n * es), *gq = poisoned(n * es), *gk = poisoned(n * es);
-	void *gv = poisoned(n * es);
-	float *lse = poisoned((size_t)bh * t * sizeof(float));
-	void *ws = poisoned(flash_attention_backward_workspace(bh, t, d));
-	float *ro = poisoned(nf), *rlse = poisoned((size_t)bh * t * sizeof(float));
-	float *rq = poisoned(nf), *rk = poisoned(nf), *rv = poisoned(nf);
+	struct flash_run r;
+	size_t rows = (size_t)bh * t;
 
-	CUDA_OK(naive_attention_forward(ro, rlse, gq_in, gk_in, gv_in, bh, t, d, scale, causal, dt));
-	CUDA_OK(naive_attention_backward(rq, rk, rv, ddo, gq_in, gk_in, gv_in, ro, rlse, bh, t, d,
-					 scale, causal, dt));
-	CUDA_OK(flash_attention_forward(o, lse, gq_in, gk_in, gv_in, bh, t, d, scale, causal, dt, 0));
-	CUDA_OK(flash_attention_backward(gq, gk, gv, ddo, gq_in, gk_in, gv_in, o, lse, ws, bh, t, d,
-					 scale, causal, dt, 0));
+	run_init(&r, bh, t, d, causal, dt);
+	float *o = poisoned(r.n * sizeof(float)), *lse = poisoned(rows * sizeof(float));
+	float *dq = poisoned(r.n * sizeof(float)), *dk = poisoned(r.n * sizeof(float));
+	float *dv = poisoned(r.n * sizeof(float));
+	CUDA_OK(naive_attention_forward(o, lse, r.gq, r.gk, r.gv, bh, t, d, r.scale, causal, dt));
+	CUDA_OK(naive_attention_backward(dq, dk, dv, r.gdout, r.gq, r.gk, r.gv, o, lse, bh, t, d,
+					 r.scale, causal, dt));
+	run_forward(&r);
+	run_backward(&r);
 
-	struct { const char *name; void *got; float *want; size_t n; enum st_dtype dt; double tol; } c[] = {
-		{ "o", o, ro, n, dt, tol }, { "lse", lse, rlse, (size_t)bh * t, ST_DT_F32, tol_lse },
-		{ "dq", gq, rq, n, dt, tol }, { "dk", gk, rk, n, dt, tol }, { "dv", gv, rv, n, dt, tol },
+	struct { const char *name; const void *got; float *want; size_t n; } c[] = {
+		{ "o", r.o, o, r.n }, { "lse", r.lse, lse, rows },
+		{ "dq", r.dq, dq, r.n }, { "dk", r.dk, dk, r.n }, { "dv", r.dv, dv, r.n },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		double *got = download(c[i].got, c[i].n, c[i].dt);
 		double *want = download(c[i].want, c[i].n, ST_DT_F32);
-		check_err(c[i].name, bh, t, d, causal, dt, rel_err(got, want, c[i].n), c[i].tol);
-		free(got), free(want);
+		run_check(&r, c[i].name, c[i].got, want, c[i].n);
+		free(want);
 	}
-	free(q), free(k), free(v), free(dout);
-	void *bufs[] = { gq_in, gk_in, gv_in, ddo, o, gq, gk, gv, lse, ws, ro, rlse, rq, rk, rv };
-	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-		CUDA_OK(cudaFree(bufs[i]));
+	void *bufs[] = { o, lse, dq, dk, dv };
+	free_device(bufs, sizeof(bufs) / sizeof(bufs[0]));
+	run_release(&r);
 }
 
 static void refusals(void)
