@@ -571,7 +571,12 @@ const char *export_slice_name(const struct layout *L, const struct xslice *s, ch
 	}
 }
 
-const char *const export_slice_category[] = { "gpu", "nvtx", "cuda_api", "step" };
+/*
+ * Launch calls and GPU work share "cuda": DevTools joins a flow's start and
+ * end only when they have one category (with name and id), and binds each
+ * to the slice of that category at the same ts, pid and tid.
+ */
+const char *const export_slice_category[] = { "cuda", "nvtx", "cuda", "step" };
 const char *const export_ann_names[ANN_COUNT] = {
 	"op", "nvtx", "correlation", "grid", "block", "registers per thread",
 	"shared memory (B)", "bytes", "path", "gpu time (ns)", "kernels", "dtypes",

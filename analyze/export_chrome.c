@@ -6,6 +6,7 @@
 #include "analyze/export_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <string.h>
 
@@ -101,8 +102,10 @@ static int chrome_slice(struct chrome_writer *w, const struct layout *L, const s
 		flow = export_activity_flow(L, &L->rp->activities[s->idx], s->idx);
 	if (!flow)
 		return 0;
-	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", "launch", "cat", "launch",
-		       "ph", s->what == SL_API ? "s" : "f", "id", (json_int_t)flow, "ts", us(s->start),
+	/* the flow's category is its slices' (see export_slice_category) */
+	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", "launch",
+		       "cat", export_slice_category[s->what], "ph", s->what == SL_API ? "s" : "f",
+		       "id", (json_int_t)flow, "ts", us(s->start),
 		       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid);
 	if (ev && s->what != SL_API)
 		json_object_set_new(ev, "bp", json_string("e"));
@@ -149,11 +152,14 @@ int export_write_chrome(const struct layout *L, FILE *out)
 	char namebuf[512];
 	json_t *other;
 
-	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":", out);
+	fputs("{\"otherData\":", out);
 	other = json_pack("{s:s, s:s}", "generator", "steptrace export --format chrome",
 			  "bundle", rp->path ? rp->path : "");
 	if (other && rp->run.has_header) {
-		json_object_set_new(other, "time_base_ns", json_integer((json_int_t)rp->run.time_base_ns));
+		char base[24];
+		/* a string: the value exceeds 2^53, which JavaScript's numbers would round */
+		snprintf(base, sizeof(base), "%" PRIu64, rp->run.time_base_ns);
+		json_object_set_new(other, "time_base_ns", json_string(base));
 		json_object_set_new(other, "command_line", json_string(rp->run.command_line));
 	}
 	if (!other || json_dumpf(other, out, CHROME_DUMP_FLAGS) < 0) {

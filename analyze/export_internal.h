@@ -89,7 +89,7 @@ uint64_t export_activity_flow(const struct layout *L, const struct replay_activi
 /* The slice's name; a step's is formatted into buf. */
 const char *export_slice_name(const struct layout *L, const struct xslice *s, char *buf, size_t len);
 
-extern const char *const export_slice_category[];   /* by enum slice_what: "gpu", "nvtx", "cuda_api", "step" */
+extern const char *const export_slice_category[];   /* by enum slice_what: "cuda", "nvtx", "cuda", "step" */
 
 /* Annotation keys; the Perfetto writer interns them as iid = index + 1. */
 enum ann_key {

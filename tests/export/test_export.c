@@ -53,6 +53,7 @@ static int write_bundle(const char *path)
 	b.config.mode = "train";
 	b.device.name = "Synthetic GPU";
 	b.header.command_line = "test_export";
+	b.header.time_base_ns = 1795232136753811151ull;   /* above 2^53, as real ones are */
 	b.thread = 100;
 	b.geometry = (struct builder_geometry){ .grid = { 128, 2, 1 }, .block = { 256, 1, 1 }, .registers = 64 };
 	if (builder_open(&b, path) < 0)
