@@ -46,6 +46,51 @@ struct lane_group {
 	const char *base;             /* name extra lanes derive from */
 };
 
+/* splitmix64's finalizer: a bijection, so distinct inputs give distinct outputs */
+static uint64_t mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+#define GOLDEN_GAMMA 0x9e3779b97f4a7c15ull
+
+/*
+ * The bundle's identity: its header's created time, host and pid (and time
+ * base). Track uuids and Perfetto's sequence id derive from it, so traces
+ * exported from several bundles can be merged without collisions, and the
+ * same bundle always exports the same bytes. A replay without a header gets
+ * a fixed one.
+ */
+static uint64_t bundle_identity(const struct replay_run *run)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	if (!run->has_header)
+		return GOLDEN_GAMMA;
+	for (const char *c = run->hostname; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	h = mix64(h ^ (uint64_t)run->created_unix_ns);
+	h = mix64(h ^ run->time_base_ns);
+	return mix64(h ^ run->pid);
+}
+
+/* Distinct and never 0 (0 means "no parent") within one identity. */
+static uint64_t track_uuid(uint64_t identity, size_t index)
+{
+	uint64_t u = mix64(identity + (index + 1) * GOLDEN_GAMMA);
+
+	return u ? u : GOLDEN_GAMMA;
+}
+
+uint32_t export_sequence_id(const struct layout *L)
+{
+	uint32_t id = (uint32_t)(mix64(L->identity ^ GOLDEN_GAMMA) >> 32);
+
+	return id ? id : 1;
+}
+
 static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pid, int32_t tid,
 		     uint32_t *out, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
@@ -65,7 +110,7 @@ static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pi
 	t->name = strdup(buf);
 	if (!t->name)
 		return error("out of memory");
-	t->uuid = L->n_tracks + 1;
+	t->uuid = track_uuid(L->identity, L->n_tracks);
 	t->parent = parent;
 	t->kind = kind;
 	t->pid = pid;
@@ -250,19 +295,23 @@ static const char *device_name(const struct replay *rp, uint32_t device)
 	return NULL;
 }
 
-/* One process track per device that has a stream, in stream order; returns its track. */
+/* One device track per device that has a stream, in stream order; returns its track. */
 static int gpu_process(struct layout *L, uint32_t device, uint32_t *track)
 {
+	int32_t pid = export_gpu_pid(L, device);
+	const char *name = device_name(L->rp, device);
+	char whose[32] = "";
+
 	for (size_t i = 0; i < L->n_tracks; i++)
-		if (L->tracks[i].kind == TK_PROCESS && L->tracks[i].pid == GPU_PID(device)) {
+		if (L->tracks[i].kind == TK_DEVICE && L->tracks[i].pid == pid) {
 			*track = (uint32_t)i;
 			return 0;
 		}
-	const char *name = device_name(L->rp, device);
-	if (name)
-		return add_track(L, TK_PROCESS, 0, GPU_PID(device), 0, track, "GPU %" PRIu32 " %s",
-				 device, name);
-	return add_track(L, TK_PROCESS, 0, GPU_PID(device), 0, track, "GPU %" PRIu32, device);
+	/* whose GPU work it is, for traces merged from several processes */
+	if (L->rp->run.pid)
+		snprintf(whose, sizeof(whose), " (pid %" PRIu32 ")", L->rp->run.pid);
+	return add_track(L, TK_DEVICE, 0, pid, 0, track, "GPU %" PRIu32 "%s%s%s", device,
+			 name ? " " : "", name ? name : "", whose);
 }
 
 static int layout_streams(struct layout *L)
@@ -276,9 +325,9 @@ static int layout_streams(struct layout *L)
 		int rc = 0;
 
 		if (gpu_process(L, st->device, &proc) < 0 ||
-		    add_track(L, TK_CHILD, L->tracks[proc].uuid, GPU_PID(st->device),
+		    add_track(L, TK_CHILD, L->tracks[proc].uuid, export_gpu_pid(L, st->device),
 			      (int32_t)(st->stream & 0x7fffffff), &track, "stream %" PRIu32, st->stream) < 0 ||
-		    group_init(&g, track, true, L->tracks[proc].uuid, GPU_PID(st->device),
+		    group_init(&g, track, true, L->tracks[proc].uuid, export_gpu_pid(L, st->device),
 			       L->tracks[track].name) < 0)
 			return -1;
 		for (size_t i = 0; i < st->n && rc == 0; i++) {
@@ -351,7 +400,7 @@ static int layout_thread(struct layout *L, size_t ti)
 						    th->apis[i], depth, SL_API };
 	}
 	qsort(nodes, n, sizeof(*nodes), cmp_node);
-	if (group_init(&g, L->thread_track[ti], false, L->tracks[L->thread_track[ti]].uuid, HOST_PID,
+	if (group_init(&g, L->thread_track[ti], false, L->tracks[L->thread_track[ti]].uuid, L->host_pid,
 		       L->tracks[L->thread_track[ti]].name) < 0) {
 		free(nodes);
 		return -1;
@@ -371,19 +420,19 @@ static int layout_host(struct layout *L)
 	uint32_t proc, steps;
 	int rc = 0;
 
-	if (add_track(L, TK_PROCESS, 0, HOST_PID, 0, &proc, "host") < 0)
+	if (add_track(L, TK_PROCESS, 0, L->host_pid, 0, &proc, "host") < 0)
 		return -1;
 	assign_tids(L);
 	for (size_t i = 0; i < rp->n_threads; i++) {
 		uint64_t id = rp->threads[i].thread;
-		if (add_track(L, TK_THREAD, L->tracks[proc].uuid, HOST_PID, L->thread_tid[i],
+		if (add_track(L, TK_THREAD, L->tracks[proc].uuid, L->host_pid, L->thread_tid[i],
 			      &L->thread_track[i], "thread %" PRIu64 "%s", id,
 			      id == rp->main_thread ? " (main)" : "") < 0)
 			return -1;
 	}
 	if (rp->n_steps || rp->counts[ST_OOM]) {
-		if (add_track(L, TK_CHILD, L->tracks[proc].uuid, HOST_PID, STEPS_TID, &steps, "steps") < 0 ||
-		    group_init(&g, steps, true, L->tracks[proc].uuid, HOST_PID, "steps") < 0)
+		if (add_track(L, TK_CHILD, L->tracks[proc].uuid, L->host_pid, STEPS_TID, &steps, "steps") < 0 ||
+		    group_init(&g, steps, true, L->tracks[proc].uuid, L->host_pid, "steps") < 0)
 			return -1;
 		L->steps_track = steps;
 		for (size_t i = 0; i < rp->n_steps && rc == 0; i++) {
@@ -439,11 +488,12 @@ static int layout_memory_view(struct layout *L, enum mem_view view)
 			seen[tl.blocks[i].category] = true;
 	if (gpu_process(L, (uint32_t)L->mem_device, &proc) < 0)
 		goto out;
-	if (add_track(L, TK_COUNTER, L->tracks[proc].uuid, GPU_PID(L->mem_device), 0,
+	if (add_track(L, TK_COUNTER, L->tracks[proc].uuid, export_gpu_pid(L, (uint32_t)L->mem_device), 0,
 		      &tr[ST_MEM_CATEGORY_COUNT], "live memory, %s: total", mem_view_name(view)) < 0)
 		goto out;
 	for (int c = 0; view == MEM_VIEW_MODEL && c < ST_MEM_CATEGORY_COUNT; c++)
-		if (seen[c] && add_track(L, TK_COUNTER, L->tracks[proc].uuid, GPU_PID(L->mem_device), 0,
+		if (seen[c] && add_track(L, TK_COUNTER, L->tracks[proc].uuid,
+					 export_gpu_pid(L, (uint32_t)L->mem_device), 0,
 					 &tr[c], "live memory, %s: %s", mem_view_name(view),
 					 st_mem_category_name(c)) < 0)
 			goto out;
@@ -519,6 +569,10 @@ int export_layout_build(struct layout *L, const struct replay *rp, const struct 
 	if (!L->act_kept || !L->thread_tid || !L->thread_track)
 		return error("out of memory");
 	L->mem_device = rp->n_streams ? (int)rp->streams[0].device : 0;
+	L->identity = bundle_identity(&rp->run);
+	L->host_pid = rp->run.pid && rp->run.pid <= INT32_MAX ? (int32_t)rp->run.pid : OLD_BUNDLE_PID;
+	/* GPU processes after the host's pid when it falls where they would be */
+	L->gpu_pid_base = L->host_pid >= 100 && L->host_pid <= 100 + 0xffff ? L->host_pid + 1 : 100;
 	if (layout_host(L) < 0 || layout_streams(L) < 0 ||
 	    layout_memory_view(L, MEM_VIEW_MODEL) < 0 || layout_memory_view(L, MEM_VIEW_DRIVER) < 0)
 		return -1;

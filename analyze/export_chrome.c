@@ -49,7 +49,8 @@ static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
 {
 	for (size_t i = 0; i < L->n_tracks; i++) {
 		const struct xtrack *t = &L->tracks[i];
-		const char *what = t->kind == TK_PROCESS ? "process_name" : "thread_name";
+		bool process = t->kind == TK_PROCESS || t->kind == TK_DEVICE;
+		const char *what = process ? "process_name" : "thread_name";
 		if (t->kind == TK_COUNTER)
 			continue;
 		json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M",
@@ -57,10 +58,12 @@ static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
 				       "args", "name", t->name);
 		if (chrome_emit(w, ev) < 0)
 			return -1;
-		if (t->kind == TK_PROCESS) {
+		if (process) {
+			/* the host first, then the GPUs in device order */
+			json_int_t order = t->kind == TK_PROCESS ? 0 : 1 + t->pid - L->gpu_pid_base;
 			ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "process_sort_index",
 				       "ph", "M", "pid", (json_int_t)t->pid, "tid", (json_int_t)0,
-				       "args", "sort_index", (json_int_t)(t->pid == HOST_PID ? 0 : t->pid));
+				       "args", "sort_index", order);
 			if (chrome_emit(w, ev) < 0)
 				return -1;
 		}
@@ -139,7 +142,7 @@ static int chrome_counter(struct chrome_writer *w, const struct layout *L, const
 	ev = json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", "name",
 		       c->group == MEM_VIEW_MODEL ? "live memory (model allocator)"
 						  : "live memory (cudaMalloc)",
-		       "ph", "C", "ts", us(c->t), "pid", (json_int_t)GPU_PID(L->mem_device),
+		       "ph", "C", "ts", us(c->t), "pid", (json_int_t)export_gpu_pid(L, (uint32_t)L->mem_device),
 		       "tid", (json_int_t)0, "args", args);
 	return chrome_emit(w, ev);
 }
@@ -190,7 +193,7 @@ int export_write_chrome(const struct layout *L, FILE *out)
 			export_oom_name(rp, m->ref, namebuf, sizeof(namebuf));
 			rc = chrome_emit(&w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
 						       "ph", "i", "s", "g", "ts", us(k->key),
-						       "pid", (json_int_t)HOST_PID, "tid", (json_int_t)STEPS_TID));
+						       "pid", (json_int_t)L->host_pid, "tid", (json_int_t)STEPS_TID));
 		}
 		if (rc < 0)
 			return -1;

@@ -16,14 +16,18 @@
 #include "analyze/export.h"
 #include "replay/memory.h"
 
-#define HOST_PID 1
-#define GPU_PID(dev) (100 + (int32_t)(dev))
+#define OLD_BUNDLE_PID 1         /* the host's pid when the bundle does not say (before 1.2) */
 #define STEPS_TID 0
 
-enum track_kind { TK_PROCESS, TK_THREAD, TK_CHILD, TK_COUNTER };
+/*
+ * TK_PROCESS is the recording process (its real pid); TK_DEVICE a GPU, a
+ * process of its own in Chrome (a pid after the host's range), a named
+ * top-level track in Perfetto (no pid that could collide with a real one).
+ */
+enum track_kind { TK_PROCESS, TK_DEVICE, TK_THREAD, TK_CHILD, TK_COUNTER };
 
 struct xtrack {
-	uint64_t uuid, parent;        /* parent 0: a root */
+	uint64_t uuid, parent;        /* parent 0: a root; uuids derive from the bundle's identity */
 	char *name;                   /* owned */
 	uint8_t kind;
 	int32_t pid, tid;             /* processes and threads; Chrome: every slice track */
@@ -75,11 +79,23 @@ struct layout {
 	uint32_t mem_track[2][ST_MEM_CATEGORY_COUNT + 1];
 	int mem_device;
 	uint32_t steps_track;         /* OOM instants go there */
+	uint64_t identity;            /* hash of the header's created time, host and pid */
+	int32_t host_pid;             /* the run's pid, or OLD_BUNDLE_PID */
+	int32_t gpu_pid_base;         /* Chrome pid of GPU n: base + n, never the host's */
 };
+
+/* Chrome's pid of a device's process. */
+static inline int32_t export_gpu_pid(const struct layout *L, uint32_t device)
+{
+	return L->gpu_pid_base + (int32_t)(device & 0xffff);
+}
 
 /* Lays out rp's tracks, slices, counters and marks under opt. -1 after an error line. */
 int export_layout_build(struct layout *L, const struct replay *rp, const struct export_options *opt);
 void export_layout_release(struct layout *L);
+
+/* Perfetto's trusted_packet_sequence_id for this bundle: nonzero, from its identity. */
+uint32_t export_sequence_id(const struct layout *L);
 
 /* The flow from a launch call to the first activity it launched: its correlation id, 0 none. */
 uint64_t export_launch_flow(const struct layout *L, const struct replay_api *api);

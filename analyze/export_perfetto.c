@@ -1,7 +1,16 @@
 /*
  * export_perfetto.c: the layout's marks as Perfetto's own protobuf trace
- * (proto/perfetto_trace.proto): track descriptors, then begin/end track
- * events with interned names and annotations, counter values, flows.
+ * (proto/perfetto_trace.proto), on one packet sequence: a first packet
+ * that starts the sequence's state (its clock and interned annotation
+ * names), track descriptors, then begin/end track events with interned
+ * names and annotations, counter values, flows.
+ *
+ * Time: packets carry the bundle's times (ns since its time base) on a
+ * clock of the sequence's own (BUNDLE_CLOCK_ID), which the first packet's
+ * clock snapshot pairs with CLOCK_REALTIME: time base = the header's
+ * created_unix_ns, read right after it (format 1.2; close to it before).
+ * Perfetto then shows events at their wall-clock time and lines them up
+ * with other traces that know CLOCK_REALTIME (their own snapshots).
  */
 #include "analyze/export_internal.h"
 
@@ -13,7 +22,8 @@
 #include "lib/grow.h"
 #include "perfetto_trace.pb-c.h"
 
-#define SEQ_ID 1
+/* Clock ids 64-127 are the writer's own, valid on its sequence. */
+#define BUNDLE_CLOCK_ID 64
 
 /* Strings to interning ids, per field: open addressing, keys owned. */
 struct interner {
@@ -86,8 +96,19 @@ struct pf_writer {
 	uint8_t *buf;
 	size_t cap;
 	struct interner names, strings;
+	uint32_t seq;                 /* trusted_packet_sequence_id */
 	bool failed;
 };
+
+/* Every packet after the first: on the sequence, needing its state. */
+static void pf_packet_init(const struct pf_writer *w, Perfetto__Protos__TracePacket *p)
+{
+	perfetto__protos__trace_packet__init(p);
+	p->has_trusted_packet_sequence_id = 1;
+	p->trusted_packet_sequence_id = w->seq;
+	p->has_sequence_flags = 1;
+	p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+}
 
 /* Writes one packet as Trace.packet (field 1, length-delimited): the file is a Trace. */
 static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
@@ -112,10 +133,22 @@ static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
 	return 0;
 }
 
-static int pf_tracks(struct pf_writer *w, const struct layout *L)
+/*
+ * The first packet: clears the sequence's state and sets it up again (as
+ * Perfetto's own SDK does): packets' timestamps default to the bundle's
+ * clock, a snapshot pairs that clock with CLOCK_REALTIME, the trace's clock
+ * is CLOCK_REALTIME, and the annotation names are interned.
+ */
+static int pf_sequence_start(struct pf_writer *w, const struct layout *L)
 {
+	Perfetto__Protos__TracePacket p;
+	Perfetto__Protos__TracePacketDefaults defaults = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+	Perfetto__Protos__ClockSnapshot snap = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock clocks[2], *clock_ptrs[2];
+	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__DebugAnnotationName names[ANN_COUNT];
 	Perfetto__Protos__DebugAnnotationName *name_ptrs[ANN_COUNT];
+	const struct replay_run *run = &L->rp->run;
 
 	for (int i = 0; i < ANN_COUNT; i++) {
 		perfetto__protos__debug_annotation_name__init(&names[i]);
@@ -124,27 +157,47 @@ static int pf_tracks(struct pf_writer *w, const struct layout *L)
 		names[i].name = (char *)export_ann_names[i];
 		name_ptrs[i] = &names[i];
 	}
+	for (int i = 0; i < 2; i++) {
+		perfetto__protos__clock_snapshot__clock__init(&clocks[i]);
+		clocks[i].has_clock_id = clocks[i].has_timestamp = 1;
+		clock_ptrs[i] = &clocks[i];
+	}
+	clocks[0].clock_id = BUNDLE_CLOCK_ID;
+	clocks[0].timestamp = 0;                               /* the time base */
+	clocks[1].clock_id = PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME;
+	clocks[1].timestamp = run->created_unix_ns > 0 ? (uint64_t)run->created_unix_ns : 0;
+	snap.n_clocks = 2;
+	snap.clocks = clock_ptrs;
+	snap.has_primary_trace_clock = 1;
+	snap.primary_trace_clock = PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME;
+	defaults.has_timestamp_clock_id = 1;
+	defaults.timestamp_clock_id = BUNDLE_CLOCK_ID;
+	id.n_debug_annotation_names = ANN_COUNT;
+	id.debug_annotation_names = name_ptrs;
+
+	pf_packet_init(w, &p);
+	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED |
+			   PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+	p.has_first_packet_on_sequence = 1;
+	p.first_packet_on_sequence = 1;
+	p.trace_packet_defaults = &defaults;
+	p.interned_data = &id;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
+	p.clock_snapshot = &snap;
+	return pf_write(w, &p);
+}
+
+static int pf_tracks(struct pf_writer *w, const struct layout *L)
+{
 	for (size_t i = 0; i < L->n_tracks; i++) {
 		const struct xtrack *t = &L->tracks[i];
-		Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+		Perfetto__Protos__TracePacket p;
 		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 		Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
 		Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
 		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
-		Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 
-		p.has_trusted_packet_sequence_id = 1;
-		p.trusted_packet_sequence_id = SEQ_ID;
-		if (i == 0) {
-			/* the first packet clears the sequence's state and interns the annotation names */
-			p.has_sequence_flags = 1;
-			p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
-			p.has_first_packet_on_sequence = 1;
-			p.first_packet_on_sequence = 1;
-			id.n_debug_annotation_names = ANN_COUNT;
-			id.debug_annotation_names = name_ptrs;
-			p.interned_data = &id;
-		}
+		pf_packet_init(w, &p);
 		p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
 		p.track_descriptor = &td;
 		td.has_uuid = 1;
@@ -174,7 +227,7 @@ static int pf_tracks(struct pf_writer *w, const struct layout *L)
 			td.counter = &cd;
 			td.name = t->name;
 			break;
-		default:
+		default:      /* devices (no pid of their own here), streams, lanes, steps */
 			td.name = t->name;
 			break;
 		}
@@ -205,7 +258,7 @@ static uint64_t pf_intern(struct interner *in, const char *s, Perfetto__Protos__
 
 static int pf_event(struct pf_writer *w, const struct layout *L, const struct xmark *m, uint64_t t)
 {
-	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TracePacket p;
 	Perfetto__Protos__TrackEvent ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *en_ptr = &en;
@@ -216,12 +269,9 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	uint64_t flow;
 	size_t n_istr = 0;
 
+	pf_packet_init(w, &p);
 	p.has_timestamp = 1;
 	p.timestamp = t;
-	p.has_trusted_packet_sequence_id = 1;
-	p.trusted_packet_sequence_id = SEQ_ID;
-	p.has_sequence_flags = 1;
-	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	p.track_event = &ev;
 	ev.has_type = 1;
@@ -314,10 +364,10 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 
 int export_write_perfetto(const struct layout *L, FILE *out)
 {
-	struct pf_writer w = { .out = out };
+	struct pf_writer w = { .out = out, .seq = export_sequence_id(L) };
 	int rc = -1;
 
-	if (pf_tracks(&w, L) < 0)
+	if (pf_sequence_start(&w, L) < 0 || pf_tracks(&w, L) < 0)
 		goto out;
 	for (size_t i = 0; i < L->n_marks; i++) {
 		const struct replay_key *k = &L->keys[i];
