@@ -31,7 +31,9 @@ extern const char *const export_format_names[];   /* "perfetto", "chrome", "json
 struct export_options {
 	int format;            /* enum export_format */
 	int32_t step;          /* only this step's work (index into rp->steps); -1 = everything */
+	const char *range;     /* only work under NVTX ranges matching this (--range); NULL = all */
 	bool no_api;           /* leave host API calls out (smaller files) */
+	uint64_t max_size;     /* export_run: refuse an output estimated larger; 0 = no limit */
 	const char *output;    /* export_run: the file, "-" for stdout; NULL: the bundle's name
 				  with .pftrace or .json, in the current directory */
 };

@@ -147,12 +147,10 @@ static int chrome_counter(struct chrome_writer *w, const struct layout *L, const
 	return chrome_emit(w, ev);
 }
 
-int export_write_chrome(const struct layout *L, FILE *out)
+/* Everything before the events: otherData, then the array's opening. */
+static int chrome_prologue(FILE *out, const struct layout *L)
 {
-	struct chrome_writer w = { out, true, false };
-	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
 	const struct replay *rp = L->rp;
-	char namebuf[512];
 	json_t *other;
 
 	fputs("{\"otherData\":", out);
@@ -171,33 +169,77 @@ int export_write_chrome(const struct layout *L, FILE *out)
 	}
 	json_decref(other);
 	fputs(",\"traceEvents\":[\n", out);
-	if (chrome_metadata(&w, L) < 0)
-		return -1;
-	for (size_t i = 0; i < L->n_marks; i++) {
-		const struct replay_key *k = &L->keys[i];
-		const struct xmark *m = &L->marks[k->idx];
-		int rc = 0;
+	return 0;
+}
 
-		if (m->type == MK_BEGIN) {
-			rc = chrome_slice(&w, L, &L->slices[m->ref]);
-		} else if (m->type == MK_COUNTER) {
-			const struct xcount *c = &L->counts[m->ref];
-			bool last = true;
-			if (i + 1 < L->n_marks) {
-				const struct xmark *nx = &L->marks[L->keys[i + 1].idx];
-				last = !(nx->type == MK_COUNTER && L->keys[i + 1].key == k->key &&
-					 L->counts[nx->ref].group == c->group);
-			}
-			rc = chrome_counter(&w, L, c, values, last);
-		} else if (m->type == MK_INSTANT) {
-			export_oom_name(rp, m->ref, namebuf, sizeof(namebuf));
-			rc = chrome_emit(&w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
-						       "ph", "i", "s", "g", "ts", us(k->key),
-						       "pid", (json_int_t)L->host_pid, "tid", (json_int_t)STEPS_TID));
+#define CHROME_EPILOGUE "\n]}\n"
+
+/* The events of mark i (in time order): a slice and its flow, a counter, an OOM. */
+static int chrome_mark(struct chrome_writer *w, const struct layout *L, size_t i,
+		       int64_t values[2][ST_MEM_CATEGORY_COUNT + 1])
+{
+	const struct replay_key *k = &L->keys[i];
+	const struct xmark *m = &L->marks[k->idx];
+	char namebuf[512];
+
+	if (m->type == MK_BEGIN)
+		return chrome_slice(w, L, &L->slices[m->ref]);
+	if (m->type == MK_COUNTER) {
+		const struct xcount *c = &L->counts[m->ref];
+		bool last = true;
+		if (i + 1 < L->n_marks) {
+			const struct xmark *nx = &L->marks[L->keys[i + 1].idx];
+			last = !(nx->type == MK_COUNTER && L->keys[i + 1].key == k->key &&
+				 L->counts[nx->ref].group == c->group);
 		}
-		if (rc < 0)
-			return -1;
+		return chrome_counter(w, L, c, values, last);
 	}
-	fputs("\n]}\n", out);
+	if (m->type == MK_INSTANT) {
+		export_oom_name(L->rp, m->ref, namebuf, sizeof(namebuf));
+		return chrome_emit(w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
+						"ph", "i", "s", "g", "ts", us(k->key),
+						"pid", (json_int_t)L->host_pid, "tid", (json_int_t)STEPS_TID));
+	}
+	return 0;
+}
+
+int export_write_chrome(const struct layout *L, FILE *out)
+{
+	struct chrome_writer w = { out, true, false };
+	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
+
+	if (chrome_prologue(out, L) < 0 || chrome_metadata(&w, L) < 0)
+		return -1;
+	for (size_t i = 0; i < L->n_marks; i++)
+		if (chrome_mark(&w, L, i, values) < 0)
+			return -1;
+	fputs(CHROME_EPILOGUE, out);
 	return ferror(out) ? error("cannot write the trace: %s", strerror(errno)) : 0;
+}
+
+/* The exact size when the layout has few marks, else extrapolated from an even sample. */
+int export_estimate_chrome(const struct layout *L, uint64_t *bytes)
+{
+	struct export_counter c;
+	struct chrome_writer w = { NULL, true, false };
+	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
+	size_t stride = export_sample_stride(L), sampled = 0;
+	uint64_t fixed;
+	int rc = -1;
+
+	if (export_counter_open(&c) < 0)
+		return -1;
+	w.out = c.f;
+	if (chrome_prologue(c.f, L) < 0 || chrome_metadata(&w, L) < 0)
+		goto out;
+	fputs(CHROME_EPILOGUE, c.f);
+	fixed = export_counter_bytes(&c);
+	for (size_t i = 0; i < L->n_marks; i += stride, sampled++)
+		if (chrome_mark(&w, L, i, values) < 0)
+			goto out;
+	*bytes = export_extrapolate(fixed, export_counter_bytes(&c) - fixed, sampled, L->n_marks);
+	rc = 0;
+out:
+	export_counter_close(&c);
+	return rc;
 }

@@ -57,10 +57,36 @@ struct xcount {
 	uint16_t group;               /* Chrome: one "C" event per (group, t) */
 };
 
+/*
+ * What an export keeps (--step, --range, --no-api) and the time window they
+ * leave: the step's span, narrowed by --range to the span of the kept
+ * ranges and activities. Memory counters start with what was live when the
+ * window opens. Every format walks the same filter.
+ */
+struct export_filter {
+	const struct replay *rp;
+	int32_t step;                 /* -1: every step */
+	bool no_api;
+	bool has_range;
+	struct replay_filter paths;   /* --range, when has_range */
+	bool windowed;                /* false: everything */
+	uint64_t from, to;            /* the window, inclusive */
+};
+
+/* -1 after one error line: no such step, a bad pattern, a pattern that keeps nothing. */
+int export_filter_init(struct export_filter *f, const struct replay *rp, const struct export_options *opt);
+void export_filter_release(struct export_filter *f);
+bool export_keep_time(const struct export_filter *f, uint64_t t);
+bool export_keep_activity(const struct export_filter *f, const struct replay_activity *a);
+bool export_keep_range(const struct export_filter *f, const struct replay_range *r);
+bool export_keep_api(const struct export_filter *f, const struct replay_api *a);
+bool export_keep_step(const struct export_filter *f, size_t step_index);
+
 /* One export: everything the writers walk. */
 struct layout {
 	const struct replay *rp;
 	const struct export_options *opt;
+	struct export_filter filter;
 	struct xtrack *tracks;
 	size_t n_tracks, cap_tracks;
 	struct xslice *slices;
@@ -134,5 +160,47 @@ void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t le
 /* The writers: L's marks to out. -1 after an error line. */
 int export_write_perfetto(const struct layout *L, FILE *out);
 int export_write_chrome(const struct layout *L, FILE *out);
+
+/*
+ * The output file (export.c has the rules): opened as a temporary beside
+ * `path` (or `path` itself when it is not a regular file, or stdout for
+ * "-"), made final by export_file_finish(o, true). file_only refuses
+ * standard output and non-regular files (SQLite needs a real file: it
+ * opens o->tmp by name after the caller closes o->f). input is the
+ * bundle's path, which is never overwritten. -1 after an error line.
+ */
+struct export_file {
+	const char *path;
+	char *tmp;                    /* the temporary; NULL when writing in place */
+	FILE *f;
+	uint64_t bytes;               /* written, once finished (0 when not known) */
+};
+int export_file_open(struct export_file *o, const char *path, const char *input, bool file_only);
+int export_file_finish(struct export_file *o, bool ok);
+
+/* Refuses an estimate above opt->max_size; says a large one before it is written. */
+int export_check_size(const struct export_options *opt, uint64_t estimate, const char *what,
+		      const char *output);
+
+/*
+ * Size estimates, before writing: each writer encodes its fixed parts and
+ * an even sample of the marks (all of them when there are few) into a
+ * stream that only counts bytes, and extrapolates. -1 after an error line.
+ */
+int export_estimate_perfetto(const struct layout *L, uint64_t *bytes);
+int export_estimate_chrome(const struct layout *L, uint64_t *bytes);
+
+struct export_counter {
+	FILE *f;                      /* writes go nowhere, counted */
+	uint64_t n;
+};
+int export_counter_open(struct export_counter *c);
+uint64_t export_counter_bytes(struct export_counter *c);   /* flushes first */
+void export_counter_close(struct export_counter *c);
+
+/* Every how many marks the estimate encodes one. */
+size_t export_sample_stride(const struct layout *L);
+/* fixed + sampled_bytes scaled from `sampled` marks to `total`. */
+uint64_t export_extrapolate(uint64_t fixed, uint64_t sampled_bytes, size_t sampled, size_t total);
 
 #endif

@@ -362,6 +362,39 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	return pf_write(w, &p);
 }
 
+static void pf_writer_release(struct pf_writer *w)
+{
+	free(w->buf);
+	interner_release(&w->names);
+	interner_release(&w->strings);
+}
+
+/* The exact size when the layout has few marks, else extrapolated from an even sample. */
+int export_estimate_perfetto(const struct layout *L, uint64_t *bytes)
+{
+	struct export_counter c;
+	struct pf_writer w = { .seq = export_sequence_id(L) };
+	size_t stride = export_sample_stride(L), sampled = 0;
+	uint64_t fixed;
+	int rc = -1;
+
+	if (export_counter_open(&c) < 0)
+		return -1;
+	w.out = c.f;
+	if (pf_sequence_start(&w, L) < 0 || pf_tracks(&w, L) < 0)
+		goto out;
+	fixed = export_counter_bytes(&c);
+	for (size_t i = 0; i < L->n_marks; i += stride, sampled++)
+		if (pf_event(&w, L, &L->marks[L->keys[i].idx], L->keys[i].key) < 0)
+			goto out;
+	*bytes = export_extrapolate(fixed, export_counter_bytes(&c) - fixed, sampled, L->n_marks);
+	rc = 0;
+out:
+	export_counter_close(&c);
+	pf_writer_release(&w);
+	return rc;
+}
+
 int export_write_perfetto(const struct layout *L, FILE *out)
 {
 	struct pf_writer w = { .out = out, .seq = export_sequence_id(L) };
@@ -376,8 +409,6 @@ int export_write_perfetto(const struct layout *L, FILE *out)
 	}
 	rc = 0;
 out:
-	free(w.buf);
-	interner_release(&w.names);
-	interner_release(&w.strings);
+	pf_writer_release(&w);
 	return rc;
 }

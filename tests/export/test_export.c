@@ -544,6 +544,37 @@ static void check_perfetto_filtered(const char *path)
 	view_release(v, tr);
 }
 
+/* --range attn: attn and softmax with their two calls and kernels, memory from when attn opens. */
+static void check_perfetto_range(const char *path)
+{
+	Perfetto__Protos__Trace *tr = NULL;
+	struct perfetto_view *v = view_open(path, &tr);
+	struct ptrack *t;
+
+	if (!v)
+		return;
+	t = track_by_name(v, "thread 100 (main)");
+	CHECK(t && t->slices == 4, "--range attn: thread 100 has %d slices, expected attn, softmax "
+	      "and 2 calls", t ? t->slices : -1);
+	check_span(v, "softmax", 2000, 3000, "attn", "thread 100 (main)");
+	CHECK(slice_named(v, "layer.0") == NULL && slice_named(v, "backward") == NULL,
+	      "--range attn kept ranges outside attn");
+	t = track_by_name(v, "stream 7");
+	CHECK(t && t->slices == 2, "--range attn: stream 7 has %d slices, expected 2", t ? t->slices : -1);
+	t = track_by_name(v, "stream 8");
+	CHECK(!t || t->slices == 0, "--range attn kept the memcpy and memset of backward");
+	t = track_by_name(v, "thread 200");
+	CHECK(!t || t->slices == 0, "--range attn kept thread 200's loader");
+	CHECK(v->flows_out == 2 && v->flows_in == 2, "--range attn: %d/%d flows, expected 2/2",
+	      v->flows_out, v->flows_in);
+	/* the window [1000, 3000]: 1 MiB live at 1000, +4096 at 1200, +2048 at 2000, -2048 at 2100 */
+	t = track_by_name(v, "live memory, model allocator: total");
+	CHECK(t && t->counters == 4 && t->counter_max == (1 << 20) + 4096 + 2048 &&
+	      t->counter_last == (1 << 20) + 4096, "--range attn: model total %d values, max %" PRId64
+	      ", last %" PRId64, t ? t->counters : -1, t ? t->counter_max : -1, t ? t->counter_last : -1);
+	view_release(v, tr);
+}
+
 /* ---- checking the Chrome JSON ----------------------------------------------- */
 
 static json_t *find_x(json_t *events, const char *name)
@@ -605,7 +636,7 @@ static void check_chrome(const char *path)
 
 int main(int argc, char **argv)
 {
-	char path[4096], pf[4096], js[4096], pf2[4096], other[4096], old[4096];
+	char path[4096], pf[4096], js[4096], pf2[4096], pf3[4096], other[4096], old[4096];
 
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)
 		return write_bundle(argv[2]);
@@ -617,16 +648,19 @@ int main(int argc, char **argv)
 	snprintf(pf, sizeof(pf), "%s/x.pftrace", argv[2]);
 	snprintf(pf2, sizeof(pf2), "%s/x-step0.pftrace", argv[2]);
 	snprintf(js, sizeof(js), "%s/x.json", argv[2]);
+	snprintf(pf3, sizeof(pf3), "%s/x-attn.pftrace", argv[2]);
 	if (write_bundle(path) != 0) {
 		fprintf(stderr, "cannot write the test bundle\n");
 		return 1;
 	}
 	if (run("'%s' export '%s' -o '%s'", argv[1], path, pf) != 0 ||
 	    run("'%s' export '%s' --format chrome -o '%s'", argv[1], path, js) != 0 ||
-	    run("'%s' export '%s' --step 0 --no-api -o '%s'", argv[1], path, pf2) != 0)
+	    run("'%s' export '%s' --step 0 --no-api -o '%s'", argv[1], path, pf2) != 0 ||
+	    run("'%s' export '%s' --range attn -o '%s'", argv[1], path, pf3) != 0)
 		return 1;
 	check_perfetto(pf);
 	check_perfetto_filtered(pf2);
+	check_perfetto_range(pf3);
 	check_chrome(js);
 	/* identity: the same bundle twice, the same run 1 ns later, an old bundle without a pid */
 	snprintf(other, sizeof(other), "%s/other.stb", argv[2]);
