@@ -28,7 +28,7 @@
 #include "lib/grow.h"
 #include "lib/human.h"
 
-const char *const export_format_names[] = { "perfetto", "chrome", "json", NULL };
+const char *const export_format_names[] = { "perfetto", "chrome", "json", "sqlite", NULL };
 
 #define MAX_TREE_DEPTH 100000
 
@@ -70,13 +70,11 @@ static uint64_t mix64(uint64_t x)
  */
 static uint64_t bundle_identity(const struct replay_run *run)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h;
 
 	if (!run->has_header)
 		return GOLDEN_GAMMA;
-	for (const char *c = run->hostname; *c; c++)
-		h = (h ^ (unsigned char)*c) * 1099511628211ull;
-	h = mix64(h ^ (uint64_t)run->created_unix_ns);
+	h = mix64(export_hash_str(run->hostname) ^ (uint64_t)run->created_unix_ns);
 	h = mix64(h ^ run->time_base_ns);
 	return mix64(h ^ run->pid);
 }
@@ -795,6 +793,66 @@ void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t le
 		 op ? replay_str(rp, op->path) : "");
 }
 
+/* ---- interning ------------------------------------------------------------ */
+
+uint64_t export_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+uint64_t export_intern(struct export_interner *in, const char *s, bool *fresh)
+{
+	size_t i;
+
+	if (in->n * 2 >= in->cap) {
+		size_t nc = in->cap ? in->cap * 2 : 1024;
+		char **k = calloc(nc, sizeof(*k));
+		uint64_t *v = calloc(nc, sizeof(*v));
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return 0;
+		}
+		for (size_t j = 0; j < in->cap; j++) {
+			if (!in->keys[j])
+				continue;
+			for (i = export_hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
+				;
+			k[i] = in->keys[j];
+			v[i] = in->iids[j];
+		}
+		free(in->keys);
+		free(in->iids);
+		in->keys = k;
+		in->iids = v;
+		in->cap = nc;
+	}
+	for (i = export_hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
+		if (strcmp(in->keys[i], s) == 0) {
+			*fresh = false;
+			return in->iids[i];
+		}
+	in->keys[i] = strdup(s);
+	if (!in->keys[i])
+		return 0;
+	in->iids[i] = ++in->n;
+	*fresh = true;
+	return in->iids[i];
+}
+
+void export_interner_release(struct export_interner *in)
+{
+	for (size_t i = 0; i < in->cap; i++)
+		free(in->keys[i]);
+	free(in->keys);
+	free(in->iids);
+	memset(in, 0, sizeof(*in));
+}
+
 /* ---- size estimates -------------------------------------------------------- */
 
 #define ESTIMATE_SAMPLE 20000   /* marks encoded at most */
@@ -992,7 +1050,7 @@ int export_check_size(const struct export_options *opt, uint64_t estimate, const
 }
 
 static const char *const format_what[] = { "Perfetto trace", "Chrome JSON", "Chrome JSON" };
-static const char *const format_ext[] = { ".pftrace", ".json", ".json" };
+static const char *const format_ext[] = { ".pftrace", ".json", ".json", ".sqlite" };
 
 int export_run(const struct replay *rp, const struct export_options *opt)
 {
@@ -1009,6 +1067,11 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 		output = owned = bundle_output_name(rp->path, NULL, format_ext[opt->format]);
 	if (!output)
 		return error("out of memory");
+	if (opt->format == EXPORT_SQLITE) {
+		rc = export_sqlite_run(rp, opt, output);
+		free(owned);
+		return rc;
+	}
 	if (export_layout_build(&L, rp, opt) < 0 ||
 	    (opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L, &estimate)
 					    : export_estimate_chrome(&L, &estimate)) < 0 ||

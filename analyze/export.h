@@ -25,8 +25,8 @@
 #include "replay/replay.h"
 
 /* "json" is the name chrome had first: the same format. */
-enum export_format { EXPORT_PERFETTO, EXPORT_CHROME, EXPORT_JSON };
-extern const char *const export_format_names[];   /* "perfetto", "chrome", "json" */
+enum export_format { EXPORT_PERFETTO, EXPORT_CHROME, EXPORT_JSON, EXPORT_SQLITE };
+extern const char *const export_format_names[];   /* "perfetto", "chrome", "json", "sqlite" */
 
 struct export_options {
 	int format;            /* enum export_format */

@@ -157,6 +157,20 @@ size_t export_slice_annotations(const struct layout *L, const struct xslice *s, 
 /* "OOM: N B category request by op" for rp->mem[mem]. */
 void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t len);
 
+/* Strings to ids 1, 2, 3... in first-seen order: open addressing, keys owned. */
+struct export_interner {
+	char **keys;
+	uint64_t *iids;
+	size_t cap, n;
+};
+/* The id of s; *fresh when it is new. 0 on allocation failure (no line printed). */
+uint64_t export_intern(struct export_interner *in, const char *s, bool *fresh);
+void export_interner_release(struct export_interner *in);
+uint64_t export_hash_str(const char *s);   /* FNV-1a */
+
+/* `export --format sqlite` into output (export_sqlite.c). -1 after an error line. */
+int export_sqlite_run(const struct replay *rp, const struct export_options *opt, const char *output);
+
 /* The writers: L's marks to out. -1 after an error line. */
 int export_write_perfetto(const struct layout *L, FILE *out);
 int export_write_chrome(const struct layout *L, FILE *out);

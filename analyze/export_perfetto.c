@@ -25,77 +25,11 @@
 /* Clock ids 64-127 are the writer's own, valid on its sequence. */
 #define BUNDLE_CLOCK_ID 64
 
-/* Strings to interning ids, per field: open addressing, keys owned. */
-struct interner {
-	char **keys;
-	uint64_t *iids;
-	size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-/* The iid of s (>= 1); *fresh when s was not interned before. 0 on allocation failure. */
-static uint64_t intern(struct interner *in, const char *s, bool *fresh)
-{
-	size_t i;
-
-	if (in->n * 2 >= in->cap) {
-		size_t nc = in->cap ? in->cap * 2 : 1024;
-		char **k = calloc(nc, sizeof(*k));
-		uint64_t *v = calloc(nc, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return 0;
-		}
-		for (size_t j = 0; j < in->cap; j++) {
-			if (!in->keys[j])
-				continue;
-			for (i = hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
-				;
-			k[i] = in->keys[j];
-			v[i] = in->iids[j];
-		}
-		free(in->keys);
-		free(in->iids);
-		in->keys = k;
-		in->iids = v;
-		in->cap = nc;
-	}
-	for (i = hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
-		if (strcmp(in->keys[i], s) == 0) {
-			*fresh = false;
-			return in->iids[i];
-		}
-	in->keys[i] = strdup(s);
-	if (!in->keys[i])
-		return 0;
-	in->iids[i] = ++in->n;
-	*fresh = true;
-	return in->iids[i];
-}
-
-static void interner_release(struct interner *in)
-{
-	for (size_t i = 0; i < in->cap; i++)
-		free(in->keys[i]);
-	free(in->keys);
-	free(in->iids);
-	memset(in, 0, sizeof(*in));
-}
-
 struct pf_writer {
 	FILE *out;
 	uint8_t *buf;
 	size_t cap;
-	struct interner names, strings;
+	struct export_interner names, strings;
 	uint32_t seq;                 /* trusted_packet_sequence_id */
 	bool failed;
 };
@@ -238,11 +172,11 @@ static int pf_tracks(struct pf_writer *w, const struct layout *L)
 }
 
 /* Interns s in `in`; a fresh string is appended to the packet's interned entries. */
-static uint64_t pf_intern(struct interner *in, const char *s, Perfetto__Protos__InternedString *fresh_out,
+static uint64_t pf_intern(struct export_interner *in, const char *s, Perfetto__Protos__InternedString *fresh_out,
 			  size_t *n_fresh)
 {
 	bool fresh = false;
-	uint64_t iid = intern(in, s, &fresh);
+	uint64_t iid = export_intern(in, s, &fresh);
 
 	if (iid && fresh) {
 		Perfetto__Protos__InternedString *e = &fresh_out[(*n_fresh)++];
@@ -305,7 +239,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	/* name: interned (kernel names are long and repeat) */
 	const char *name = export_slice_name(L, s, namebuf, sizeof(namebuf));
 	bool fresh = false;
-	uint64_t iid = intern(&w->names, name, &fresh);
+	uint64_t iid = export_intern(&w->names, name, &fresh);
 	if (!iid)
 		return error("out of memory");
 	ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
@@ -365,8 +299,8 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 static void pf_writer_release(struct pf_writer *w)
 {
 	free(w->buf);
-	interner_release(&w->names);
-	interner_release(&w->strings);
+	export_interner_release(&w->names);
+	export_interner_release(&w->strings);
 }
 
 /* The exact size when the layout has few marks, else extrapolated from an even sample. */

@@ -1,4 +1,8 @@
-/* export.c: `steptrace export`, a trace for ui.perfetto.dev, Perfetto or Chrome JSON (analyze/export.c). */
+/*
+ * export.c: `steptrace export`, a trace for ui.perfetto.dev (Perfetto protobuf
+ * or Chrome JSON) or an SQLite database with Nsight Systems' tables
+ * (analyze/export.c).
+ */
 #include "analyze/export.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
@@ -24,6 +28,9 @@ static int check(void *ctx)
 	if (o->format == EXPORT_JSON)
 		o->format = EXPORT_CHROME;
 	o->no_api = !c->api;
+	/* a trace over 512 MiB does not open in Chrome (longer than V8's longest string) */
+	if (o->max_size == UINT64_MAX)
+		o->max_size = o->format == EXPORT_SQLITE ? 0 : 512ull << 20;
 	return 0;
 }
 
@@ -34,21 +41,20 @@ static int run(const struct replay *rps, int n, void *ctx, struct report *r)
 
 int cmd_export(int argc, const char **argv)
 {
-	/* a trace over 512 MiB does not open in Chrome (longer than V8's longest string) */
-	struct export_cmd e = { .o = { .format = EXPORT_PERFETTO, .step = -1, .max_size = 512ull << 20 },
+	struct export_cmd e = { .o = { .format = EXPORT_PERFETTO, .step = -1, .max_size = UINT64_MAX },
 				.api = true };
 	struct export_options *o = &e.o;
 	const struct option opts[] = {
 		OPT_CHOICE(0, "format", &o->format, export_format_names,
-			   "perfetto (protobuf, ui.perfetto.dev) or chrome (JSON)"),
+			   "perfetto (protobuf, ui.perfetto.dev), chrome (JSON) or sqlite (Nsight Systems' tables)"),
 		OPT_STRING('o', "output", &o->output, "FILE",
-			   "write here ('-' for stdout; default: the bundle's name with .pftrace or .json)"),
+			   "write here ('-' for stdout but sqlite; default: the bundle's name with .pftrace, .json or .sqlite)"),
 		OPT_INTEGER(0, "step", &o->step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
 		OPT_STRING(0, "range", &o->range, "PATH",
 			   "only work under NVTX ranges matching PATH (* wildcards, e.g. forward or layer.0/attn)"),
 		OPT_BOOLEAN(0, "api", &e.api, "host API calls and launch flows (--no-api leaves them out)"),
 		OPT_SIZE(0, "max-size", &o->max_size,
-			 "refuse a trace estimated larger than SIZE (default 512MiB; 0: no limit)"),
+			 "refuse an output estimated larger than SIZE (default 512MiB, sqlite none; 0: no limit)"),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
