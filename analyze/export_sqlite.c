@@ -617,6 +617,9 @@ int export_sqlite_run(const struct replay *rp, const struct export_options *opt,
 			PRIu64 " strings\n", output, human_bytes(size, sizeof(size), (double)file.bytes),
 			rows[T_KERNEL], rows[T_MEMCPY], rows[T_MEMSET], rows[T_RUNTIME], rows[T_NVTX],
 			rows[T_ALLOC], rows[T_STRING]);
+	if (rc == 0)
+		fprintf(stderr, "query it with sqlite3 or pandas: Nsight Systems' tables (CUPTI_ACTIVITY_KIND_KERNEL, "
+			"...) and steptrace's (OPS, STEPS, ...)\n");
 out:
 	export_filter_release(&f);
 	return rc;
