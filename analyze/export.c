@@ -864,7 +864,13 @@ static ssize_t count_write(void *cookie, const char *buf, size_t n)
 	return (ssize_t)n;
 }
 
-int export_counter_open(struct export_counter *c)
+/* A stream whose writes go nowhere, counted. */
+struct export_counter {
+	FILE *f;
+	uint64_t n;
+};
+
+static int export_counter_open(struct export_counter *c)
 {
 	cookie_io_functions_t io = { .write = count_write };
 
@@ -873,29 +879,41 @@ int export_counter_open(struct export_counter *c)
 	return c->f ? 0 : error("out of memory");
 }
 
-uint64_t export_counter_bytes(struct export_counter *c)
+static uint64_t export_counter_bytes(struct export_counter *c)
 {
 	fflush(c->f);
 	return c->n;
 }
 
-void export_counter_close(struct export_counter *c)
+static void export_counter_close(struct export_counter *c)
 {
 	if (c->f)
 		fclose(c->f);
 	c->f = NULL;
 }
 
-size_t export_sample_stride(const struct layout *L)
+int export_estimate(const struct layout *L, void *ctx, int (*begin)(void *ctx, FILE *f),
+		    int (*mark)(void *ctx, size_t i), uint64_t *bytes)
 {
-	return L->n_marks / ESTIMATE_SAMPLE + 1;
-}
+	struct export_counter c;
+	size_t stride = L->n_marks / ESTIMATE_SAMPLE + 1, sampled = 0;
+	uint64_t fixed, marks;
+	int rc = -1;
 
-uint64_t export_extrapolate(uint64_t fixed, uint64_t sampled_bytes, size_t sampled, size_t total)
-{
-	if (!sampled)
-		return fixed;
-	return fixed + (uint64_t)((double)sampled_bytes * (double)total / (double)sampled);
+	if (export_counter_open(&c) < 0)
+		return -1;
+	if (begin(ctx, c.f) < 0)
+		goto out;
+	fixed = export_counter_bytes(&c);
+	for (size_t i = 0; i < L->n_marks; i += stride, sampled++)
+		if (mark(ctx, i) < 0)
+			goto out;
+	marks = export_counter_bytes(&c) - fixed;
+	*bytes = fixed + (sampled ? (uint64_t)((double)marks * (double)L->n_marks / (double)sampled) : 0);
+	rc = 0;
+out:
+	export_counter_close(&c);
+	return rc;
 }
 
 /* ---- output files ----------------------------------------------------------

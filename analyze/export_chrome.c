@@ -217,29 +217,33 @@ int export_write_chrome(const struct layout *L, FILE *out)
 	return ferror(out) ? error("cannot write the trace: %s", strerror(errno)) : 0;
 }
 
-/* The exact size when the layout has few marks, else extrapolated from an even sample. */
+struct chrome_estimate {
+	const struct layout *L;
+	struct chrome_writer w;
+	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1];
+};
+
+static int chrome_estimate_begin(void *ctx, FILE *f)
+{
+	struct chrome_estimate *e = ctx;
+
+	e->w.out = f;
+	if (chrome_prologue(f, e->L) < 0 || chrome_metadata(&e->w, e->L) < 0)
+		return -1;
+	fputs(CHROME_EPILOGUE, f);
+	return 0;
+}
+
+static int chrome_estimate_mark(void *ctx, size_t i)
+{
+	struct chrome_estimate *e = ctx;
+
+	return chrome_mark(&e->w, e->L, i, e->values);
+}
+
 int export_estimate_chrome(const struct layout *L, uint64_t *bytes)
 {
-	struct export_counter c;
-	struct chrome_writer w = { NULL, true, false };
-	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
-	size_t stride = export_sample_stride(L), sampled = 0;
-	uint64_t fixed;
-	int rc = -1;
+	struct chrome_estimate e = { .L = L, .w = { NULL, true, false } };
 
-	if (export_counter_open(&c) < 0)
-		return -1;
-	w.out = c.f;
-	if (chrome_prologue(c.f, L) < 0 || chrome_metadata(&w, L) < 0)
-		goto out;
-	fputs(CHROME_EPILOGUE, c.f);
-	fixed = export_counter_bytes(&c);
-	for (size_t i = 0; i < L->n_marks; i += stride, sampled++)
-		if (chrome_mark(&w, L, i, values) < 0)
-			goto out;
-	*bytes = export_extrapolate(fixed, export_counter_bytes(&c) - fixed, sampled, L->n_marks);
-	rc = 0;
-out:
-	export_counter_close(&c);
-	return rc;
+	return export_estimate(L, &e, chrome_estimate_begin, chrome_estimate_mark, bytes);
 }

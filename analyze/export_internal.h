@@ -197,24 +197,15 @@ int export_check_size(const struct export_options *opt, uint64_t estimate, const
 		      const char *output);
 
 /*
- * Size estimates, before writing: each writer encodes its fixed parts and
- * an even sample of the marks (all of them when there are few) into a
- * stream that only counts bytes, and extrapolates. -1 after an error line.
+ * Size estimates, before writing: a writer encodes its fixed parts (begin,
+ * given the stream) and an even sample of the marks (mark, by index; all of
+ * them when there are at most 20,000, so the estimate is exact) into a
+ * stream that only counts bytes; export_estimate extrapolates. -1 after an
+ * error line.
  */
+int export_estimate(const struct layout *L, void *ctx, int (*begin)(void *ctx, FILE *f),
+		    int (*mark)(void *ctx, size_t i), uint64_t *bytes);
 int export_estimate_perfetto(const struct layout *L, uint64_t *bytes);
 int export_estimate_chrome(const struct layout *L, uint64_t *bytes);
-
-struct export_counter {
-	FILE *f;                      /* writes go nowhere, counted */
-	uint64_t n;
-};
-int export_counter_open(struct export_counter *c);
-uint64_t export_counter_bytes(struct export_counter *c);   /* flushes first */
-void export_counter_close(struct export_counter *c);
-
-/* Every how many marks the estimate encodes one. */
-size_t export_sample_stride(const struct layout *L);
-/* fixed + sampled_bytes scaled from `sampled` marks to `total`. */
-uint64_t export_extrapolate(uint64_t fixed, uint64_t sampled_bytes, size_t sampled, size_t total);
 
 #endif

@@ -303,29 +303,32 @@ static void pf_writer_release(struct pf_writer *w)
 	export_interner_release(&w->strings);
 }
 
-/* The exact size when the layout has few marks, else extrapolated from an even sample. */
+struct pf_estimate {
+	const struct layout *L;
+	struct pf_writer w;
+};
+
+static int pf_estimate_begin(void *ctx, FILE *f)
+{
+	struct pf_estimate *e = ctx;
+
+	e->w.out = f;
+	return pf_sequence_start(&e->w, e->L) < 0 || pf_tracks(&e->w, e->L) < 0 ? -1 : 0;
+}
+
+static int pf_estimate_mark(void *ctx, size_t i)
+{
+	struct pf_estimate *e = ctx;
+
+	return pf_event(&e->w, e->L, &e->L->marks[e->L->keys[i].idx], e->L->keys[i].key);
+}
+
 int export_estimate_perfetto(const struct layout *L, uint64_t *bytes)
 {
-	struct export_counter c;
-	struct pf_writer w = { .seq = export_sequence_id(L) };
-	size_t stride = export_sample_stride(L), sampled = 0;
-	uint64_t fixed;
-	int rc = -1;
+	struct pf_estimate e = { .L = L, .w = { .seq = export_sequence_id(L) } };
+	int rc = export_estimate(L, &e, pf_estimate_begin, pf_estimate_mark, bytes);
 
-	if (export_counter_open(&c) < 0)
-		return -1;
-	w.out = c.f;
-	if (pf_sequence_start(&w, L) < 0 || pf_tracks(&w, L) < 0)
-		goto out;
-	fixed = export_counter_bytes(&c);
-	for (size_t i = 0; i < L->n_marks; i += stride, sampled++)
-		if (pf_event(&w, L, &L->marks[L->keys[i].idx], L->keys[i].key) < 0)
-			goto out;
-	*bytes = export_extrapolate(fixed, export_counter_bytes(&c) - fixed, sampled, L->n_marks);
-	rc = 0;
-out:
-	export_counter_close(&c);
-	pf_writer_release(&w);
+	pf_writer_release(&e.w);
 	return rc;
 }
 
