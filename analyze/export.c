@@ -11,19 +11,24 @@
  * encode marks: Perfetto packets (export_perfetto.c) or Chrome JSON events
  * (export_chrome.c).
  */
+#define _GNU_SOURCE   /* fopencookie */
 #include "analyze/export_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "analyze/common.h"
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/human.h"
 
-const char *const export_format_names[] = { "perfetto", "chrome", "json", NULL };
+const char *const export_format_names[] = { "perfetto", "chrome", "json", "sqlite", NULL };
 
 #define MAX_TREE_DEPTH 100000
 
@@ -46,6 +51,49 @@ struct lane_group {
 	const char *base;             /* name extra lanes derive from */
 };
 
+/* splitmix64's finalizer: a bijection, so distinct inputs give distinct outputs */
+static uint64_t mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+#define GOLDEN_GAMMA 0x9e3779b97f4a7c15ull
+
+/*
+ * The bundle's identity: its header's created time, host and pid (and time
+ * base). Track uuids and Perfetto's sequence id derive from it, so traces
+ * exported from several bundles can be merged without collisions, and the
+ * same bundle always exports the same bytes. A replay without a header gets
+ * a fixed one.
+ */
+static uint64_t bundle_identity(const struct replay_run *run)
+{
+	uint64_t h;
+
+	if (!run->has_header)
+		return GOLDEN_GAMMA;
+	h = mix64(export_hash_str(run->hostname) ^ (uint64_t)run->created_unix_ns);
+	h = mix64(h ^ run->time_base_ns);
+	return mix64(h ^ run->pid);
+}
+
+/* Distinct and never 0 (0 means "no parent") within one identity. */
+static uint64_t track_uuid(uint64_t identity, size_t index)
+{
+	uint64_t u = mix64(identity + (index + 1) * GOLDEN_GAMMA);
+
+	return u ? u : GOLDEN_GAMMA;
+}
+
+uint32_t export_sequence_id(const struct layout *L)
+{
+	uint32_t id = (uint32_t)(mix64(L->identity ^ GOLDEN_GAMMA) >> 32);
+
+	return id ? id : 1;
+}
+
 static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pid, int32_t tid,
 		     uint32_t *out, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
@@ -65,7 +113,7 @@ static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pi
 	t->name = strdup(buf);
 	if (!t->name)
 		return error("out of memory");
-	t->uuid = L->n_tracks + 1;
+	t->uuid = track_uuid(L->identity, L->n_tracks);
 	t->parent = parent;
 	t->kind = kind;
 	t->pid = pid;
@@ -216,29 +264,100 @@ static int group_init(struct lane_group *g, uint32_t track, bool flat, uint64_t 
 
 /* ---- what is exported ---------------------------------------------------- */
 
-static bool in_window(const struct layout *L, uint64_t start)
+bool export_keep_time(const struct export_filter *f, uint64_t t)
 {
-	const struct replay_step *s;
+	return !f->windowed || (t >= f->from && t <= f->to);
+}
 
-	if (L->opt->step < 0)
+bool export_keep_activity(const struct export_filter *f, const struct replay_activity *a)
+{
+	return (f->step < 0 || a->step == f->step) &&
+	       (!f->has_range || replay_filter_activity(&f->paths, f->rp, a));
+}
+
+bool export_keep_range(const struct export_filter *f, const struct replay_range *r)
+{
+	return (f->step < 0 || r->step == f->step) &&
+	       (!f->has_range || replay_filter_range(&f->paths, r));
+}
+
+/* A call under a kept range, or (in a bundle without ranges) one that launched kept work. */
+bool export_keep_api(const struct export_filter *f, const struct replay_api *a)
+{
+	const struct replay *rp = f->rp;
+
+	if (f->no_api || !export_keep_time(f, a->start))
+		return false;
+	if (!f->has_range)
 		return true;
-	s = &L->rp->steps[L->opt->step];
-	return start >= s->start && start <= s->end;
+	if (a->range >= 0 && (size_t)a->range < rp->n_ranges)
+		return replay_filter_range(&f->paths, &rp->ranges[a->range]);
+	return a->activity >= 0 && (size_t)a->activity < rp->n_activities &&
+	       export_keep_activity(f, &rp->activities[a->activity]);
 }
 
-static bool keep_activity(const struct layout *L, const struct replay_activity *a)
+bool export_keep_step(const struct export_filter *f, size_t i)
 {
-	return L->opt->step < 0 || a->step == L->opt->step;
+	const struct replay_step *s = &f->rp->steps[i];
+
+	if (f->step >= 0)
+		return (int32_t)i == f->step;
+	return !f->windowed || (s->end >= f->from && s->start <= f->to);
 }
 
-static bool keep_range(const struct layout *L, const struct replay_range *r)
+static void widen(uint64_t *from, uint64_t *to, uint64_t start, uint64_t end)
 {
-	return L->opt->step < 0 || r->step == L->opt->step;
+	*from = start < *from ? start : *from;
+	*to = end > *to ? end : *to;
 }
 
-static bool keep_api(const struct layout *L, const struct replay_api *a)
+int export_filter_init(struct export_filter *f, const struct replay *rp, const struct export_options *opt)
 {
-	return !L->opt->no_api && in_window(L, a->start);
+	memset(f, 0, sizeof(*f));
+	f->rp = rp;
+	f->step = opt->step;
+	f->no_api = opt->no_api;
+	if (opt->step >= 0 && (size_t)opt->step >= rp->n_steps)
+		return error("no step %" PRId32 " in the bundle (it has %zu)", opt->step, rp->n_steps);
+	if (opt->step >= 0) {
+		f->windowed = true;
+		f->from = rp->steps[opt->step].start;
+		f->to = rp->steps[opt->step].end;
+	}
+	if (!opt->range || !*opt->range)
+		return 0;
+	if (replay_filter_init(&f->paths, rp, opt->range) < 0)
+		return -1;
+	f->has_range = true;
+
+	/* the window: the kept ranges and activities, within the step's */
+	uint64_t from = UINT64_MAX, to = 0;
+	for (size_t i = 0; i < rp->n_ranges; i++)
+		if (export_keep_range(f, &rp->ranges[i]))
+			widen(&from, &to, rp->ranges[i].start, rp->ranges[i].end);
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (export_keep_activity(f, &rp->activities[i]))
+			widen(&from, &to, rp->activities[i].start, rp->activities[i].end);
+	if (from > to) {
+		replay_filter_release(&f->paths);
+		return error("--range '%s' matches no NVTX range%s in '%s'", opt->range,
+			     opt->step >= 0 ? " of that step" : "", rp->path ? rp->path : "the bundle");
+	}
+	if (f->windowed) {
+		from = from > f->from ? from : f->from;
+		to = to < f->to ? to : f->to;
+	}
+	f->windowed = true;
+	f->from = from;
+	f->to = to;
+	return 0;
+}
+
+void export_filter_release(struct export_filter *f)
+{
+	if (f->has_range)
+		replay_filter_release(&f->paths);
+	memset(f, 0, sizeof(*f));
 }
 
 /* ---- tracks and slices ------------------------------------------------- */
@@ -250,19 +369,23 @@ static const char *device_name(const struct replay *rp, uint32_t device)
 	return NULL;
 }
 
-/* One process track per device that has a stream, in stream order; returns its track. */
+/* One device track per device that has a stream, in stream order; returns its track. */
 static int gpu_process(struct layout *L, uint32_t device, uint32_t *track)
 {
+	int32_t pid = export_gpu_pid(L, device);
+	const char *name = device_name(L->rp, device);
+	char whose[32] = "";
+
 	for (size_t i = 0; i < L->n_tracks; i++)
-		if (L->tracks[i].kind == TK_PROCESS && L->tracks[i].pid == GPU_PID(device)) {
+		if (L->tracks[i].kind == TK_DEVICE && L->tracks[i].pid == pid) {
 			*track = (uint32_t)i;
 			return 0;
 		}
-	const char *name = device_name(L->rp, device);
-	if (name)
-		return add_track(L, TK_PROCESS, 0, GPU_PID(device), 0, track, "GPU %" PRIu32 " %s",
-				 device, name);
-	return add_track(L, TK_PROCESS, 0, GPU_PID(device), 0, track, "GPU %" PRIu32, device);
+	/* whose GPU work it is, for traces merged from several processes */
+	if (L->rp->run.pid)
+		snprintf(whose, sizeof(whose), " (pid %" PRIu32 ")", L->rp->run.pid);
+	return add_track(L, TK_DEVICE, 0, pid, 0, track, "GPU %" PRIu32 "%s%s%s", device,
+			 name ? " " : "", name ? name : "", whose);
 }
 
 static int layout_streams(struct layout *L)
@@ -276,16 +399,16 @@ static int layout_streams(struct layout *L)
 		int rc = 0;
 
 		if (gpu_process(L, st->device, &proc) < 0 ||
-		    add_track(L, TK_CHILD, L->tracks[proc].uuid, GPU_PID(st->device),
+		    add_track(L, TK_CHILD, L->tracks[proc].uuid, export_gpu_pid(L, st->device),
 			      (int32_t)(st->stream & 0x7fffffff), &track, "stream %" PRIu32, st->stream) < 0 ||
-		    group_init(&g, track, true, L->tracks[proc].uuid, GPU_PID(st->device),
+		    group_init(&g, track, true, L->tracks[proc].uuid, export_gpu_pid(L, st->device),
 			       L->tracks[track].name) < 0)
 			return -1;
 		for (size_t i = 0; i < st->n && rc == 0; i++) {
 			const struct replay_activity *a = &rp->activities[st->acts[i]];
 			struct node n = { a->start, a->end < a->start ? a->start : a->end, st->acts[i], 0,
 					  SL_ACTIVITY };
-			if (!keep_activity(L, a))
+			if (!export_keep_activity(&L->filter, a))
 				continue;
 			L->act_kept[st->acts[i]] = 1;
 			rc = place(L, &g, &n);
@@ -338,7 +461,7 @@ static int layout_thread(struct layout *L, size_t ti)
 		return error("out of memory");
 	for (size_t i = 0; i < th->n_ranges; i++) {
 		const struct replay_range *r = &rp->ranges[th->ranges[i]];
-		if (keep_range(L, r))
+		if (export_keep_range(&L->filter, r))
 			nodes[n++] = (struct node){ r->start, r->end < r->start ? r->start : r->end,
 						    th->ranges[i], r->depth, SL_RANGE };
 	}
@@ -346,12 +469,12 @@ static int layout_thread(struct layout *L, size_t ti)
 		const struct replay_api *a = &rp->apis[th->apis[i]];
 		uint32_t depth = a->range >= 0 && (size_t)a->range < rp->n_ranges
 					 ? rp->ranges[a->range].depth + 1 : 0;
-		if (keep_api(L, a))
+		if (export_keep_api(&L->filter, a))
 			nodes[n++] = (struct node){ a->start, a->end < a->start ? a->start : a->end,
 						    th->apis[i], depth, SL_API };
 	}
 	qsort(nodes, n, sizeof(*nodes), cmp_node);
-	if (group_init(&g, L->thread_track[ti], false, L->tracks[L->thread_track[ti]].uuid, HOST_PID,
+	if (group_init(&g, L->thread_track[ti], false, L->tracks[L->thread_track[ti]].uuid, L->host_pid,
 		       L->tracks[L->thread_track[ti]].name) < 0) {
 		free(nodes);
 		return -1;
@@ -371,31 +494,31 @@ static int layout_host(struct layout *L)
 	uint32_t proc, steps;
 	int rc = 0;
 
-	if (add_track(L, TK_PROCESS, 0, HOST_PID, 0, &proc, "host") < 0)
+	if (add_track(L, TK_PROCESS, 0, L->host_pid, 0, &proc, "host") < 0)
 		return -1;
 	assign_tids(L);
 	for (size_t i = 0; i < rp->n_threads; i++) {
 		uint64_t id = rp->threads[i].thread;
-		if (add_track(L, TK_THREAD, L->tracks[proc].uuid, HOST_PID, L->thread_tid[i],
+		if (add_track(L, TK_THREAD, L->tracks[proc].uuid, L->host_pid, L->thread_tid[i],
 			      &L->thread_track[i], "thread %" PRIu64 "%s", id,
 			      id == rp->main_thread ? " (main)" : "") < 0)
 			return -1;
 	}
 	if (rp->n_steps || rp->counts[ST_OOM]) {
-		if (add_track(L, TK_CHILD, L->tracks[proc].uuid, HOST_PID, STEPS_TID, &steps, "steps") < 0 ||
-		    group_init(&g, steps, true, L->tracks[proc].uuid, HOST_PID, "steps") < 0)
+		if (add_track(L, TK_CHILD, L->tracks[proc].uuid, L->host_pid, STEPS_TID, &steps, "steps") < 0 ||
+		    group_init(&g, steps, true, L->tracks[proc].uuid, L->host_pid, "steps") < 0)
 			return -1;
 		L->steps_track = steps;
 		for (size_t i = 0; i < rp->n_steps && rc == 0; i++) {
 			const struct replay_step *s = &rp->steps[i];
 			struct node n = { s->start, s->end < s->start ? s->start : s->end, (uint32_t)i, 0, SL_STEP };
-			if (L->opt->step < 0 || (int32_t)i == L->opt->step)
+			if (export_keep_step(&L->filter, i))
 				rc = place(L, &g, &n);
 		}
 		if (group_close(L, &g) < 0 || rc < 0)
 			return -1;
 		for (size_t i = 0; i < rp->n_mem; i++)
-			if (rp->mem[i].ev.kind == ST_OOM && in_window(L, rp->mem[i].ev.start) &&
+			if (rp->mem[i].ev.kind == ST_OOM && export_keep_time(&L->filter, rp->mem[i].ev.start) &&
 			    add_mark(L, rp->mem[i].ev.start, MK_INSTANT, (uint32_t)i) < 0)
 				return -1;
 	}
@@ -439,28 +562,29 @@ static int layout_memory_view(struct layout *L, enum mem_view view)
 			seen[tl.blocks[i].category] = true;
 	if (gpu_process(L, (uint32_t)L->mem_device, &proc) < 0)
 		goto out;
-	if (add_track(L, TK_COUNTER, L->tracks[proc].uuid, GPU_PID(L->mem_device), 0,
+	if (add_track(L, TK_COUNTER, L->tracks[proc].uuid, export_gpu_pid(L, (uint32_t)L->mem_device), 0,
 		      &tr[ST_MEM_CATEGORY_COUNT], "live memory, %s: total", mem_view_name(view)) < 0)
 		goto out;
 	for (int c = 0; view == MEM_VIEW_MODEL && c < ST_MEM_CATEGORY_COUNT; c++)
-		if (seen[c] && add_track(L, TK_COUNTER, L->tracks[proc].uuid, GPU_PID(L->mem_device), 0,
+		if (seen[c] && add_track(L, TK_COUNTER, L->tracks[proc].uuid,
+					 export_gpu_pid(L, (uint32_t)L->mem_device), 0,
 					 &tr[c], "live memory, %s: %s", mem_view_name(view),
 					 st_mem_category_name(c)) < 0)
 			goto out;
 
-	/* with --step, start from what was live when the step began */
-	if (L->opt->step >= 0) {
-		const struct replay_step *s = &rp->steps[L->opt->step];
-		int32_t p = mem_timeline_point_at(&tl, s->start);
+	/* with --step or --range, start from what was live when the window opens */
+	if (L->filter.windowed) {
+		uint64_t from = L->filter.from;
+		int32_t p = mem_timeline_point_at(&tl, from);
 		mem_timeline_categories_at(&tl, p, cat);
 		live = p >= 0 ? tl.points[p].live : 0;
 		first = p + 1;
-		if (add_count(L, s->start, tr[ST_MEM_CATEGORY_COUNT], (int64_t)live, (uint16_t)view,
+		if (add_count(L, from, tr[ST_MEM_CATEGORY_COUNT], (int64_t)live, (uint16_t)view,
 			      ST_MEM_CATEGORY_COUNT) < 0)
 			goto out;
 		for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++)
 			if (tr[c] != UINT32_MAX &&
-			    add_count(L, s->start, tr[c], (int64_t)cat[c], (uint16_t)view, (uint16_t)c) < 0)
+			    add_count(L, from, tr[c], (int64_t)cat[c], (uint16_t)view, (uint16_t)c) < 0)
 				goto out;
 	} else {
 		uint64_t t0 = tl.points[0].t;
@@ -472,7 +596,7 @@ static int layout_memory_view(struct layout *L, enum mem_view view)
 		const struct mem_point *p = &tl.points[i];
 		if (p->delta == 0)
 			continue;
-		if (!in_window(L, p->t))
+		if (!export_keep_time(&L->filter, p->t))
 			break;
 		if (p->category < ST_MEM_CATEGORY_COUNT) {
 			cat[p->category] += (uint64_t)p->delta;
@@ -503,6 +627,7 @@ void export_layout_release(struct layout *L)
 	free(L->act_kept);
 	free(L->thread_tid);
 	free(L->thread_track);
+	export_filter_release(&L->filter);
 	memset(L, 0, sizeof(*L));
 }
 
@@ -513,12 +638,18 @@ int export_layout_build(struct layout *L, const struct replay *rp, const struct 
 	memset(L, 0, sizeof(*L));
 	L->rp = rp;
 	L->opt = opt;
+	if (export_filter_init(&L->filter, rp, opt) < 0)
+		return -1;
 	L->act_kept = calloc(rp->n_activities + 1, 1);
 	L->thread_tid = calloc(rp->n_threads + 1, sizeof(*L->thread_tid));
 	L->thread_track = calloc(rp->n_threads + 1, sizeof(*L->thread_track));
 	if (!L->act_kept || !L->thread_tid || !L->thread_track)
 		return error("out of memory");
 	L->mem_device = rp->n_streams ? (int)rp->streams[0].device : 0;
+	L->identity = bundle_identity(&rp->run);
+	L->host_pid = rp->run.pid && rp->run.pid <= INT32_MAX ? (int32_t)rp->run.pid : OLD_BUNDLE_PID;
+	/* GPU processes after the host's pid when it falls where they would be */
+	L->gpu_pid_base = L->host_pid >= 100 && L->host_pid <= 100 + 0xffff ? L->host_pid + 1 : 100;
 	if (layout_host(L) < 0 || layout_streams(L) < 0 ||
 	    layout_memory_view(L, MEM_VIEW_MODEL) < 0 || layout_memory_view(L, MEM_VIEW_DRIVER) < 0)
 		return -1;
@@ -535,7 +666,7 @@ int export_layout_build(struct layout *L, const struct replay *rp, const struct 
 /* The flow from a launch call to the first activity it launched: its correlation id, 0 none. */
 uint64_t export_launch_flow(const struct layout *L, const struct replay_api *api)
 {
-	if (L->opt->no_api || api->activity < 0 || (size_t)api->activity >= L->rp->n_activities ||
+	if (L->filter.no_api || api->activity < 0 || (size_t)api->activity >= L->rp->n_activities ||
 	    !L->act_kept[api->activity] || api->correlation == 0)
 		return 0;
 	return api->correlation;
@@ -548,7 +679,7 @@ uint64_t export_activity_flow(const struct layout *L, const struct replay_activi
 	if (a->api < 0 || (size_t)a->api >= L->rp->n_apis)
 		return 0;
 	api = &L->rp->apis[a->api];
-	if (api->activity != (int32_t)idx || !keep_api(L, api))
+	if (api->activity != (int32_t)idx || !export_keep_api(&L->filter, api))
 		return 0;
 	return export_launch_flow(L, api);
 }
@@ -571,7 +702,12 @@ const char *export_slice_name(const struct layout *L, const struct xslice *s, ch
 	}
 }
 
-const char *const export_slice_category[] = { "gpu", "nvtx", "cuda_api", "step" };
+/*
+ * Launch calls and GPU work share "cuda": DevTools joins a flow's start and
+ * end only when they have one category (with name and id), and binds each
+ * to the slice of that category at the same ts, pid and tid.
+ */
+const char *const export_slice_category[] = { "cuda", "nvtx", "cuda", "step" };
 const char *const export_ann_names[ANN_COUNT] = {
 	"op", "nvtx", "correlation", "grid", "block", "registers per thread",
 	"shared memory (B)", "bytes", "path", "gpu time (ns)", "kernels", "dtypes",
@@ -657,7 +793,244 @@ void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t le
 		 op ? replay_str(rp, op->path) : "");
 }
 
+/* ---- interning ------------------------------------------------------------ */
+
+uint64_t export_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+uint64_t export_intern(struct export_interner *in, const char *s, bool *fresh)
+{
+	size_t i;
+
+	if (in->n * 2 >= in->cap) {
+		size_t nc = in->cap ? in->cap * 2 : 1024;
+		char **k = calloc(nc, sizeof(*k));
+		uint64_t *v = calloc(nc, sizeof(*v));
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return 0;
+		}
+		for (size_t j = 0; j < in->cap; j++) {
+			if (!in->keys[j])
+				continue;
+			for (i = export_hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
+				;
+			k[i] = in->keys[j];
+			v[i] = in->iids[j];
+		}
+		free(in->keys);
+		free(in->iids);
+		in->keys = k;
+		in->iids = v;
+		in->cap = nc;
+	}
+	for (i = export_hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
+		if (strcmp(in->keys[i], s) == 0) {
+			*fresh = false;
+			return in->iids[i];
+		}
+	in->keys[i] = strdup(s);
+	if (!in->keys[i])
+		return 0;
+	in->iids[i] = ++in->n;
+	*fresh = true;
+	return in->iids[i];
+}
+
+void export_interner_release(struct export_interner *in)
+{
+	for (size_t i = 0; i < in->cap; i++)
+		free(in->keys[i]);
+	free(in->keys);
+	free(in->iids);
+	memset(in, 0, sizeof(*in));
+}
+
+/* ---- size estimates -------------------------------------------------------- */
+
+#define ESTIMATE_SAMPLE 20000   /* marks encoded at most */
+
+static ssize_t count_write(void *cookie, const char *buf, size_t n)
+{
+	(void)buf;
+	*(uint64_t *)cookie += n;
+	return (ssize_t)n;
+}
+
+/* A stream whose writes go nowhere, counted. */
+struct export_counter {
+	FILE *f;
+	uint64_t n;
+};
+
+static int export_counter_open(struct export_counter *c)
+{
+	cookie_io_functions_t io = { .write = count_write };
+
+	c->n = 0;
+	c->f = fopencookie(&c->n, "w", io);
+	return c->f ? 0 : error("out of memory");
+}
+
+static uint64_t export_counter_bytes(struct export_counter *c)
+{
+	fflush(c->f);
+	return c->n;
+}
+
+static void export_counter_close(struct export_counter *c)
+{
+	if (c->f)
+		fclose(c->f);
+	c->f = NULL;
+}
+
+int export_estimate(const struct layout *L, void *ctx, int (*begin)(void *ctx, FILE *f),
+		    int (*mark)(void *ctx, size_t i), uint64_t *bytes)
+{
+	struct export_counter c;
+	size_t stride = L->n_marks / ESTIMATE_SAMPLE + 1, sampled = 0;
+	uint64_t fixed, marks;
+	int rc = -1;
+
+	if (export_counter_open(&c) < 0)
+		return -1;
+	if (begin(ctx, c.f) < 0)
+		goto out;
+	fixed = export_counter_bytes(&c);
+	for (size_t i = 0; i < L->n_marks; i += stride, sampled++)
+		if (mark(ctx, i) < 0)
+			goto out;
+	marks = export_counter_bytes(&c) - fixed;
+	*bytes = fixed + (sampled ? (uint64_t)((double)marks * (double)L->n_marks / (double)sampled) : 0);
+	rc = 0;
+out:
+	export_counter_close(&c);
+	return rc;
+}
+
+/* ---- output files ----------------------------------------------------------
+ *
+ * The one place where export opens and closes its files (lib/'s output
+ * helper can take it over): "-" is standard output; a regular file, or a new
+ * one, is written to a temporary beside it and renamed over it only once
+ * everything is written (and synced); anything else (a pipe, a device) is
+ * written in place and never removed; the bundle being exported is never
+ * the output.
+ */
+
+int export_file_open(struct export_file *o, const char *path, const char *input, bool file_only)
+{
+	struct stat st, in;
+	const char *slash = strrchr(path, '/');
+	int fd;
+	mode_t mask;
+
+	memset(o, 0, sizeof(*o));
+	o->path = path;
+	if (strcmp(path, "-") == 0) {
+		if (file_only)
+			return error("this format needs a file: give -o FILE, not standard output");
+		o->f = stdout;
+		return 0;
+	}
+	if (stat(path, &st) == 0) {
+		if (input && stat(input, &in) == 0 && st.st_dev == in.st_dev && st.st_ino == in.st_ino)
+			return error("'%s' is the bundle being exported: choose another output", path);
+		if (!S_ISREG(st.st_mode)) {
+			if (file_only)
+				return error("cannot write '%s': this format needs a regular file", path);
+			o->f = fopen(path, "wb");
+			return o->f ? 0 : error("cannot write '%s': %s", path, strerror(errno));
+		}
+	}
+	/* ".NAME.XXXXXX" beside the target */
+	if (asprintf(&o->tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path,
+		     slash ? slash + 1 : path) < 0) {
+		o->tmp = NULL;
+		return error("out of memory");
+	}
+	fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		error("cannot create a file beside '%s': %s", path, strerror(errno));
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask) < 0 || !(o->f = fdopen(fd, "wb"))) {
+		error("cannot write '%s': %s", o->tmp, strerror(errno));
+		close(fd);
+		export_file_finish(o, false);
+		return -1;
+	}
+	return 0;
+}
+
+/* Closes o; with ok, makes the output final (-1 after an error line if that fails), else discards it. */
+int export_file_finish(struct export_file *o, bool ok)
+{
+	bool ours = o->f != NULL;      /* else SQLite wrote the temporary and closed it */
+	int rc = ok ? 0 : -1;
+
+	if (o->f && o->f != stdout) {
+		if (ok && (fflush(o->f) != 0 || (o->tmp && fsync(fileno(o->f)) != 0)))
+			rc = error("cannot write '%s': %s", o->path, strerror(errno));
+		if (rc == 0 && o->tmp)
+			o->bytes = (uint64_t)ftello(o->f);
+		if (fclose(o->f) != 0 && rc == 0)
+			rc = error("cannot write '%s': %s", o->path, strerror(errno));
+	} else if (o->f && ok && fflush(o->f) != 0) {
+		rc = error("cannot write to standard output: %s", strerror(errno));
+	}
+	o->f = NULL;
+	if (o->tmp) {
+		if (rc == 0 && !ours) {
+			struct stat st;
+			int fd = open(o->tmp, O_RDONLY);
+			if (fd < 0 || fsync(fd) != 0 || fstat(fd, &st) != 0)
+				rc = error("cannot write '%s': %s", o->path, strerror(errno));
+			else
+				o->bytes = (uint64_t)st.st_size;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (rc == 0 && rename(o->tmp, o->path) != 0)
+			rc = error("cannot write '%s': %s", o->path, strerror(errno));
+		if (rc != 0)
+			unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+	}
+	return rc;
+}
+
 /* ---- entry points ---------------------------------------------------------- */
+
+static void layout_stats(const struct layout *L, struct export_stats *stats)
+{
+	memset(stats, 0, sizeof(*stats));
+	stats->tracks = L->n_tracks;
+	stats->slices = L->n_slices;
+	stats->counters = L->n_counts;
+	stats->extra_lanes = L->extra_lanes;
+	for (size_t i = 0; i < L->n_slices; i++)
+		if (L->slices[i].what == SL_API && export_launch_flow(L, &L->rp->apis[L->slices[i].idx]))
+			stats->flows++;
+}
+
+static int layout_write(const struct layout *L, FILE *out)
+{
+	return L->opt->format == EXPORT_PERFETTO ? export_write_perfetto(L, out) : export_write_chrome(L, out);
+}
 
 int export_write(const struct replay *rp, const struct export_options *opt, FILE *out,
 		 struct export_stats *stats)
@@ -665,56 +1038,74 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 	struct layout L;
 	int rc;
 
-	if (opt->step >= 0 && (size_t)opt->step >= rp->n_steps)
-		return error("no step %" PRId32 " in the bundle (it has %zu)", opt->step, rp->n_steps);
 	rc = export_layout_build(&L, rp, opt);
 	if (rc == 0)
-		rc = opt->format == EXPORT_PERFETTO ? export_write_perfetto(&L, out) : export_write_chrome(&L, out);
-	if (rc == 0 && stats) {
-		memset(stats, 0, sizeof(*stats));
-		stats->tracks = L.n_tracks;
-		stats->slices = L.n_slices;
-		stats->counters = L.n_counts;
-		stats->extra_lanes = L.extra_lanes;
-		for (size_t i = 0; i < L.n_slices; i++)
-			if (L.slices[i].what == SL_API && export_launch_flow(&L, &rp->apis[L.slices[i].idx]))
-				stats->flows++;
-	}
+		rc = layout_write(&L, out);
+	if (rc == 0 && stats)
+		layout_stats(&L, stats);
 	export_layout_release(&L);
 	return rc;
 }
+
+/* Above this, say how large the trace will be before writing it. */
+#define NOTE_BYTES (16u << 20)
+
+/* The estimate against --max-size, and a note before a large write. */
+int export_check_size(const struct export_options *opt, uint64_t estimate, const char *what,
+		      const char *output)
+{
+	char size[32], limit[32];
+
+	human_bytes(size, sizeof(size), (double)estimate);
+	if (opt->max_size && estimate > opt->max_size)
+		return error("'%s' would be about %s of %s, more than --max-size %s: keep less with "
+			     "--step N, --range PATH or --no-api, or raise --max-size (0: no limit)",
+			     output, size, what, human_bytes(limit, sizeof(limit), (double)opt->max_size));
+	if (estimate >= NOTE_BYTES)
+		fprintf(stderr, "writing about %s of %s to '%s' (--step N or --range PATH write less)\n",
+			size, what, output);
+	return 0;
+}
+
+static const char *const format_what[] = { "Perfetto trace", "Chrome JSON", "Chrome JSON" };
+static const char *const format_ext[] = { ".pftrace", ".json", ".json", ".sqlite" };
 
 int export_run(const struct replay *rp, const struct export_options *opt)
 {
 	const char *output = opt->output;
 	struct export_stats stats;
+	struct export_file file;
+	struct layout L;
 	char *owned = NULL;
-	FILE *out;
+	uint64_t estimate = 0;
+	char size[32];
 	int rc = -1;
-	bool to_stdout;
 
 	if (!output)
-		output = owned = bundle_output_name(rp->path, NULL,
-						    opt->format == EXPORT_PERFETTO ? ".pftrace" : ".json");
+		output = owned = bundle_output_name(rp->path, NULL, format_ext[opt->format]);
 	if (!output)
 		return error("out of memory");
-	to_stdout = strcmp(output, "-") == 0;
-	out = to_stdout ? stdout : fopen(output, "wb");
-	if (!out) {
-		error("cannot create '%s': %s", output, strerror(errno));
+	if (opt->format == EXPORT_SQLITE) {
+		rc = export_sqlite_run(rp, opt, output);
+		free(owned);
+		return rc;
+	}
+	if (export_layout_build(&L, rp, opt) < 0 ||
+	    (opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L, &estimate)
+					    : export_estimate_chrome(&L, &estimate)) < 0 ||
+	    export_check_size(opt, estimate, format_what[opt->format], output) < 0 ||
+	    export_file_open(&file, output, rp->path, false) < 0)
 		goto out;
-	}
-	rc = export_write(rp, opt, out, &stats);
-	if (to_stdout ? fflush(out) != 0 : fclose(out) != 0) {
-		if (rc == 0)
-			error("cannot write '%s': %s", output, strerror(errno));
+	rc = layout_write(&L, file.f);
+	if (export_file_finish(&file, rc == 0) < 0)
 		rc = -1;
-	}
-	if (rc != 0 && !to_stdout) {
-		remove(output);
-	} else if (rc == 0) {
-		fprintf(stderr, "wrote '%s': %" PRIu64 " tracks, %" PRIu64 " slices, %" PRIu64
-			" counter values, %" PRIu64 " launch flows", output, stats.tracks, stats.slices,
+	if (rc == 0) {
+		layout_stats(&L, &stats);
+		fprintf(stderr, "wrote '%s'", output);
+		if (file.bytes)
+			fprintf(stderr, " (%s)", human_bytes(size, sizeof(size), (double)file.bytes));
+		fprintf(stderr, ": %" PRIu64 " tracks, %" PRIu64 " slices, %" PRIu64
+			" counter values, %" PRIu64 " launch flows", stats.tracks, stats.slices,
 			stats.counters, stats.flows);
 		if (stats.extra_lanes)
 			fprintf(stderr, " (%" PRIu64 " extra lanes for slices that overlap without nesting)",
@@ -724,6 +1115,7 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 			: "open it at https://ui.perfetto.dev or chrome://tracing");
 	}
 out:
+	export_layout_release(&L);
 	free(owned);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /*
- * export.h: a replay written as a trace for timeline viewers.
+ * export.h: a replay written for other tools: traces for timeline viewers,
+ * or a database for SQL.
  *
  *   perfetto  Perfetto's own protobuf trace (proto/perfetto_trace.proto), for
  *             ui.perfetto.dev: one track per GPU stream, one per host thread
@@ -9,11 +10,15 @@
  *   chrome    the JSON Trace Event Format (chrome://tracing, Perfetto too):
  *             complete "X" events in microseconds with the nanoseconds kept,
  *             "M" names, "C" memory counters, "s"/"f" launch flows.
+ *   sqlite    one SQLite database with Nsight Systems' export tables and
+ *             column names where they exist, plus OPS, ALLOCATIONS, STEPS
+ *             and RUN (export_sqlite.c).
  *
- * Both walk one layout: every slice placed on a track so that slices on a
- * track nest properly (a slice that would overlap its neighbour without
- * nesting goes to an extra lane of its stream or thread), then ordered by
- * time. Times are the bundle's, exact to the nanosecond.
+ * The two traces walk one layout: every slice placed on a track so that
+ * slices on a track nest properly (a slice that would overlap its neighbour
+ * without nesting goes to an extra lane of its stream or thread), then
+ * ordered by time. Every format keeps what --step, --range and --no-api
+ * keep. Times are the bundle's, exact to the nanosecond.
  */
 #ifndef STEPTRACE_ANALYZE_EXPORT_H
 #define STEPTRACE_ANALYZE_EXPORT_H
@@ -25,15 +30,17 @@
 #include "replay/replay.h"
 
 /* "json" is the name chrome had first: the same format. */
-enum export_format { EXPORT_PERFETTO, EXPORT_CHROME, EXPORT_JSON };
-extern const char *const export_format_names[];   /* "perfetto", "chrome", "json" */
+enum export_format { EXPORT_PERFETTO, EXPORT_CHROME, EXPORT_JSON, EXPORT_SQLITE };
+extern const char *const export_format_names[];   /* "perfetto", "chrome", "json", "sqlite" */
 
 struct export_options {
 	int format;            /* enum export_format */
 	int32_t step;          /* only this step's work (index into rp->steps); -1 = everything */
+	const char *range;     /* only work under NVTX ranges matching this (--range); NULL = all */
 	bool no_api;           /* leave host API calls out (smaller files) */
+	uint64_t max_size;     /* export_run: refuse an output estimated larger; 0 = no limit */
 	const char *output;    /* export_run: the file, "-" for stdout; NULL: the bundle's name
-				  with .pftrace or .json, in the current directory */
+				  with .pftrace, .json or .sqlite, in the current directory */
 };
 
 struct export_stats {
@@ -41,14 +48,16 @@ struct export_stats {
 	uint64_t extra_lanes;  /* lanes added for slices that did not nest */
 };
 
-/* Writes the trace to `out`. -1 after one error line (out of memory or a write error). */
+/* Writes the trace (perfetto or chrome) to `out`. -1 after one error line. */
 int export_write(const struct replay *rp, const struct export_options *opt, FILE *out,
 		 struct export_stats *stats);
 
 /*
- * `steptrace export`: export_write into opt->output, then what was written
- * and where to open it on stderr. A file left incomplete by an error is
- * removed. 0, or -1 after an error line.
+ * `steptrace export`: estimates the size (refusing one above
+ * opt->max_size, announcing a large one), writes opt->output through a
+ * temporary renamed over it on success (export_file_open), then says on
+ * stderr what was written and where to open it. 0, or -1 after an error
+ * line; an existing output is left as it was on failure.
  */
 int export_run(const struct replay *rp, const struct export_options *opt);
 

@@ -6,6 +6,7 @@
 #include "analyze/export_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <string.h>
 
@@ -48,7 +49,8 @@ static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
 {
 	for (size_t i = 0; i < L->n_tracks; i++) {
 		const struct xtrack *t = &L->tracks[i];
-		const char *what = t->kind == TK_PROCESS ? "process_name" : "thread_name";
+		bool process = t->kind == TK_PROCESS || t->kind == TK_DEVICE;
+		const char *what = process ? "process_name" : "thread_name";
 		if (t->kind == TK_COUNTER)
 			continue;
 		json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M",
@@ -56,10 +58,12 @@ static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
 				       "args", "name", t->name);
 		if (chrome_emit(w, ev) < 0)
 			return -1;
-		if (t->kind == TK_PROCESS) {
+		if (process) {
+			/* the host first, then the GPUs in device order */
+			json_int_t order = t->kind == TK_PROCESS ? 0 : 1 + t->pid - L->gpu_pid_base;
 			ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "process_sort_index",
 				       "ph", "M", "pid", (json_int_t)t->pid, "tid", (json_int_t)0,
-				       "args", "sort_index", (json_int_t)(t->pid == HOST_PID ? 0 : t->pid));
+				       "args", "sort_index", order);
 			if (chrome_emit(w, ev) < 0)
 				return -1;
 		}
@@ -101,8 +105,10 @@ static int chrome_slice(struct chrome_writer *w, const struct layout *L, const s
 		flow = export_activity_flow(L, &L->rp->activities[s->idx], s->idx);
 	if (!flow)
 		return 0;
-	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", "launch", "cat", "launch",
-		       "ph", s->what == SL_API ? "s" : "f", "id", (json_int_t)flow, "ts", us(s->start),
+	/* the flow's category is its slices' (see export_slice_category) */
+	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", "launch",
+		       "cat", export_slice_category[s->what], "ph", s->what == SL_API ? "s" : "f",
+		       "id", (json_int_t)flow, "ts", us(s->start),
 		       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid);
 	if (ev && s->what != SL_API)
 		json_object_set_new(ev, "bp", json_string("e"));
@@ -136,24 +142,25 @@ static int chrome_counter(struct chrome_writer *w, const struct layout *L, const
 	ev = json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", "name",
 		       c->group == MEM_VIEW_MODEL ? "live memory (model allocator)"
 						  : "live memory (cudaMalloc)",
-		       "ph", "C", "ts", us(c->t), "pid", (json_int_t)GPU_PID(L->mem_device),
+		       "ph", "C", "ts", us(c->t), "pid", (json_int_t)export_gpu_pid(L, (uint32_t)L->mem_device),
 		       "tid", (json_int_t)0, "args", args);
 	return chrome_emit(w, ev);
 }
 
-int export_write_chrome(const struct layout *L, FILE *out)
+/* Everything before the events: otherData, then the array's opening. */
+static int chrome_prologue(FILE *out, const struct layout *L)
 {
-	struct chrome_writer w = { out, true, false };
-	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
 	const struct replay *rp = L->rp;
-	char namebuf[512];
 	json_t *other;
 
-	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":", out);
+	fputs("{\"otherData\":", out);
 	other = json_pack("{s:s, s:s}", "generator", "steptrace export --format chrome",
 			  "bundle", rp->path ? rp->path : "");
 	if (other && rp->run.has_header) {
-		json_object_set_new(other, "time_base_ns", json_integer((json_int_t)rp->run.time_base_ns));
+		char base[24];
+		/* a string: the value exceeds 2^53, which JavaScript's numbers would round */
+		snprintf(base, sizeof(base), "%" PRIu64, rp->run.time_base_ns);
+		json_object_set_new(other, "time_base_ns", json_string(base));
 		json_object_set_new(other, "command_line", json_string(rp->run.command_line));
 	}
 	if (!other || json_dumpf(other, out, CHROME_DUMP_FLAGS) < 0) {
@@ -162,33 +169,81 @@ int export_write_chrome(const struct layout *L, FILE *out)
 	}
 	json_decref(other);
 	fputs(",\"traceEvents\":[\n", out);
-	if (chrome_metadata(&w, L) < 0)
-		return -1;
-	for (size_t i = 0; i < L->n_marks; i++) {
-		const struct replay_key *k = &L->keys[i];
-		const struct xmark *m = &L->marks[k->idx];
-		int rc = 0;
+	return 0;
+}
 
-		if (m->type == MK_BEGIN) {
-			rc = chrome_slice(&w, L, &L->slices[m->ref]);
-		} else if (m->type == MK_COUNTER) {
-			const struct xcount *c = &L->counts[m->ref];
-			bool last = true;
-			if (i + 1 < L->n_marks) {
-				const struct xmark *nx = &L->marks[L->keys[i + 1].idx];
-				last = !(nx->type == MK_COUNTER && L->keys[i + 1].key == k->key &&
-					 L->counts[nx->ref].group == c->group);
-			}
-			rc = chrome_counter(&w, L, c, values, last);
-		} else if (m->type == MK_INSTANT) {
-			export_oom_name(rp, m->ref, namebuf, sizeof(namebuf));
-			rc = chrome_emit(&w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
-						       "ph", "i", "s", "g", "ts", us(k->key),
-						       "pid", (json_int_t)HOST_PID, "tid", (json_int_t)STEPS_TID));
+#define CHROME_EPILOGUE "\n]}\n"
+
+/* The events of mark i (in time order): a slice and its flow, a counter, an OOM. */
+static int chrome_mark(struct chrome_writer *w, const struct layout *L, size_t i,
+		       int64_t values[2][ST_MEM_CATEGORY_COUNT + 1])
+{
+	const struct replay_key *k = &L->keys[i];
+	const struct xmark *m = &L->marks[k->idx];
+	char namebuf[512];
+
+	if (m->type == MK_BEGIN)
+		return chrome_slice(w, L, &L->slices[m->ref]);
+	if (m->type == MK_COUNTER) {
+		const struct xcount *c = &L->counts[m->ref];
+		bool last = true;
+		if (i + 1 < L->n_marks) {
+			const struct xmark *nx = &L->marks[L->keys[i + 1].idx];
+			last = !(nx->type == MK_COUNTER && L->keys[i + 1].key == k->key &&
+				 L->counts[nx->ref].group == c->group);
 		}
-		if (rc < 0)
-			return -1;
+		return chrome_counter(w, L, c, values, last);
 	}
-	fputs("\n]}\n", out);
+	if (m->type == MK_INSTANT) {
+		export_oom_name(L->rp, m->ref, namebuf, sizeof(namebuf));
+		return chrome_emit(w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
+						"ph", "i", "s", "g", "ts", us(k->key),
+						"pid", (json_int_t)L->host_pid, "tid", (json_int_t)STEPS_TID));
+	}
+	return 0;
+}
+
+int export_write_chrome(const struct layout *L, FILE *out)
+{
+	struct chrome_writer w = { out, true, false };
+	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
+
+	if (chrome_prologue(out, L) < 0 || chrome_metadata(&w, L) < 0)
+		return -1;
+	for (size_t i = 0; i < L->n_marks; i++)
+		if (chrome_mark(&w, L, i, values) < 0)
+			return -1;
+	fputs(CHROME_EPILOGUE, out);
 	return ferror(out) ? error("cannot write the trace: %s", strerror(errno)) : 0;
+}
+
+struct chrome_estimate {
+	const struct layout *L;
+	struct chrome_writer w;
+	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1];
+};
+
+static int chrome_estimate_begin(void *ctx, FILE *f)
+{
+	struct chrome_estimate *e = ctx;
+
+	e->w.out = f;
+	if (chrome_prologue(f, e->L) < 0 || chrome_metadata(&e->w, e->L) < 0)
+		return -1;
+	fputs(CHROME_EPILOGUE, f);
+	return 0;
+}
+
+static int chrome_estimate_mark(void *ctx, size_t i)
+{
+	struct chrome_estimate *e = ctx;
+
+	return chrome_mark(&e->w, e->L, i, e->values);
+}
+
+int export_estimate_chrome(const struct layout *L, uint64_t *bytes)
+{
+	struct chrome_estimate e = { .L = L, .w = { NULL, true, false } };
+
+	return export_estimate(L, &e, chrome_estimate_begin, chrome_estimate_mark, bytes);
 }

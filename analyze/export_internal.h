@@ -16,14 +16,18 @@
 #include "analyze/export.h"
 #include "replay/memory.h"
 
-#define HOST_PID 1
-#define GPU_PID(dev) (100 + (int32_t)(dev))
+#define OLD_BUNDLE_PID 1         /* the host's pid when the bundle does not say (before 1.2) */
 #define STEPS_TID 0
 
-enum track_kind { TK_PROCESS, TK_THREAD, TK_CHILD, TK_COUNTER };
+/*
+ * TK_PROCESS is the recording process (its real pid); TK_DEVICE a GPU, a
+ * process of its own in Chrome (a pid after the host's range), a named
+ * top-level track in Perfetto (no pid that could collide with a real one).
+ */
+enum track_kind { TK_PROCESS, TK_DEVICE, TK_THREAD, TK_CHILD, TK_COUNTER };
 
 struct xtrack {
-	uint64_t uuid, parent;        /* parent 0: a root */
+	uint64_t uuid, parent;        /* parent 0: a root; uuids derive from the bundle's identity */
 	char *name;                   /* owned */
 	uint8_t kind;
 	int32_t pid, tid;             /* processes and threads; Chrome: every slice track */
@@ -53,10 +57,36 @@ struct xcount {
 	uint16_t group;               /* Chrome: one "C" event per (group, t) */
 };
 
+/*
+ * What an export keeps (--step, --range, --no-api) and the time window they
+ * leave: the step's span, narrowed by --range to the span of the kept
+ * ranges and activities. Memory counters start with what was live when the
+ * window opens. Every format walks the same filter.
+ */
+struct export_filter {
+	const struct replay *rp;
+	int32_t step;                 /* -1: every step */
+	bool no_api;
+	bool has_range;
+	struct replay_filter paths;   /* --range, when has_range */
+	bool windowed;                /* false: everything */
+	uint64_t from, to;            /* the window, inclusive */
+};
+
+/* -1 after one error line: no such step, a bad pattern, a pattern that keeps nothing. */
+int export_filter_init(struct export_filter *f, const struct replay *rp, const struct export_options *opt);
+void export_filter_release(struct export_filter *f);
+bool export_keep_time(const struct export_filter *f, uint64_t t);
+bool export_keep_activity(const struct export_filter *f, const struct replay_activity *a);
+bool export_keep_range(const struct export_filter *f, const struct replay_range *r);
+bool export_keep_api(const struct export_filter *f, const struct replay_api *a);
+bool export_keep_step(const struct export_filter *f, size_t step_index);
+
 /* One export: everything the writers walk. */
 struct layout {
 	const struct replay *rp;
 	const struct export_options *opt;
+	struct export_filter filter;
 	struct xtrack *tracks;
 	size_t n_tracks, cap_tracks;
 	struct xslice *slices;
@@ -75,11 +105,23 @@ struct layout {
 	uint32_t mem_track[2][ST_MEM_CATEGORY_COUNT + 1];
 	int mem_device;
 	uint32_t steps_track;         /* OOM instants go there */
+	uint64_t identity;            /* hash of the header's created time, host and pid */
+	int32_t host_pid;             /* the run's pid, or OLD_BUNDLE_PID */
+	int32_t gpu_pid_base;         /* Chrome pid of GPU n: base + n, never the host's */
 };
+
+/* Chrome's pid of a device's process. */
+static inline int32_t export_gpu_pid(const struct layout *L, uint32_t device)
+{
+	return L->gpu_pid_base + (int32_t)(device & 0xffff);
+}
 
 /* Lays out rp's tracks, slices, counters and marks under opt. -1 after an error line. */
 int export_layout_build(struct layout *L, const struct replay *rp, const struct export_options *opt);
 void export_layout_release(struct layout *L);
+
+/* Perfetto's trusted_packet_sequence_id for this bundle: nonzero, from its identity. */
+uint32_t export_sequence_id(const struct layout *L);
 
 /* The flow from a launch call to the first activity it launched: its correlation id, 0 none. */
 uint64_t export_launch_flow(const struct layout *L, const struct replay_api *api);
@@ -89,7 +131,7 @@ uint64_t export_activity_flow(const struct layout *L, const struct replay_activi
 /* The slice's name; a step's is formatted into buf. */
 const char *export_slice_name(const struct layout *L, const struct xslice *s, char *buf, size_t len);
 
-extern const char *const export_slice_category[];   /* by enum slice_what: "gpu", "nvtx", "cuda_api", "step" */
+extern const char *const export_slice_category[];   /* by enum slice_what: "cuda", "nvtx", "cuda", "step" */
 
 /* Annotation keys; the Perfetto writer interns them as iid = index + 1. */
 enum ann_key {
@@ -115,8 +157,55 @@ size_t export_slice_annotations(const struct layout *L, const struct xslice *s, 
 /* "OOM: N B category request by op" for rp->mem[mem]. */
 void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t len);
 
+/* Strings to ids 1, 2, 3... in first-seen order: open addressing, keys owned. */
+struct export_interner {
+	char **keys;
+	uint64_t *iids;
+	size_t cap, n;
+};
+/* The id of s; *fresh when it is new. 0 on allocation failure (no line printed). */
+uint64_t export_intern(struct export_interner *in, const char *s, bool *fresh);
+void export_interner_release(struct export_interner *in);
+uint64_t export_hash_str(const char *s);   /* FNV-1a */
+
+/* `export --format sqlite` into output (export_sqlite.c). -1 after an error line. */
+int export_sqlite_run(const struct replay *rp, const struct export_options *opt, const char *output);
+
 /* The writers: L's marks to out. -1 after an error line. */
 int export_write_perfetto(const struct layout *L, FILE *out);
 int export_write_chrome(const struct layout *L, FILE *out);
+
+/*
+ * The output file (export.c has the rules): opened as a temporary beside
+ * `path` (or `path` itself when it is not a regular file, or stdout for
+ * "-"), made final by export_file_finish(o, true). file_only refuses
+ * standard output and non-regular files (SQLite needs a real file: it
+ * opens o->tmp by name after the caller closes o->f). input is the
+ * bundle's path, which is never overwritten. -1 after an error line.
+ */
+struct export_file {
+	const char *path;
+	char *tmp;                    /* the temporary; NULL when writing in place */
+	FILE *f;
+	uint64_t bytes;               /* written, once finished (0 when not known) */
+};
+int export_file_open(struct export_file *o, const char *path, const char *input, bool file_only);
+int export_file_finish(struct export_file *o, bool ok);
+
+/* Refuses an estimate above opt->max_size; says a large one before it is written. */
+int export_check_size(const struct export_options *opt, uint64_t estimate, const char *what,
+		      const char *output);
+
+/*
+ * Size estimates, before writing: a writer encodes its fixed parts (begin,
+ * given the stream) and an even sample of the marks (mark, by index; all of
+ * them when there are at most 20,000, so the estimate is exact) into a
+ * stream that only counts bytes; export_estimate extrapolates. -1 after an
+ * error line.
+ */
+int export_estimate(const struct layout *L, void *ctx, int (*begin)(void *ctx, FILE *f),
+		    int (*mark)(void *ctx, size_t i), uint64_t *bytes);
+int export_estimate_perfetto(const struct layout *L, uint64_t *bytes);
+int export_estimate_chrome(const struct layout *L, uint64_t *bytes);
 
 #endif

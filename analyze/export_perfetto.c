@@ -1,7 +1,16 @@
 /*
  * export_perfetto.c: the layout's marks as Perfetto's own protobuf trace
- * (proto/perfetto_trace.proto): track descriptors, then begin/end track
- * events with interned names and annotations, counter values, flows.
+ * (proto/perfetto_trace.proto), on one packet sequence: a first packet
+ * that starts the sequence's state (its clock and interned annotation
+ * names), track descriptors, then begin/end track events with interned
+ * names and annotations, counter values, flows.
+ *
+ * Time: packets carry the bundle's times (ns since its time base) on a
+ * clock of the sequence's own (BUNDLE_CLOCK_ID), which the first packet's
+ * clock snapshot pairs with CLOCK_REALTIME: time base = the header's
+ * created_unix_ns, read right after it (format 1.2; close to it before).
+ * Perfetto then shows events at their wall-clock time and lines them up
+ * with other traces that know CLOCK_REALTIME (their own snapshots).
  */
 #include "analyze/export_internal.h"
 
@@ -13,81 +22,27 @@
 #include "lib/grow.h"
 #include "perfetto_trace.pb-c.h"
 
-#define SEQ_ID 1
-
-/* Strings to interning ids, per field: open addressing, keys owned. */
-struct interner {
-	char **keys;
-	uint64_t *iids;
-	size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-/* The iid of s (>= 1); *fresh when s was not interned before. 0 on allocation failure. */
-static uint64_t intern(struct interner *in, const char *s, bool *fresh)
-{
-	size_t i;
-
-	if (in->n * 2 >= in->cap) {
-		size_t nc = in->cap ? in->cap * 2 : 1024;
-		char **k = calloc(nc, sizeof(*k));
-		uint64_t *v = calloc(nc, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return 0;
-		}
-		for (size_t j = 0; j < in->cap; j++) {
-			if (!in->keys[j])
-				continue;
-			for (i = hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
-				;
-			k[i] = in->keys[j];
-			v[i] = in->iids[j];
-		}
-		free(in->keys);
-		free(in->iids);
-		in->keys = k;
-		in->iids = v;
-		in->cap = nc;
-	}
-	for (i = hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
-		if (strcmp(in->keys[i], s) == 0) {
-			*fresh = false;
-			return in->iids[i];
-		}
-	in->keys[i] = strdup(s);
-	if (!in->keys[i])
-		return 0;
-	in->iids[i] = ++in->n;
-	*fresh = true;
-	return in->iids[i];
-}
-
-static void interner_release(struct interner *in)
-{
-	for (size_t i = 0; i < in->cap; i++)
-		free(in->keys[i]);
-	free(in->keys);
-	free(in->iids);
-	memset(in, 0, sizeof(*in));
-}
+/* Clock ids 64-127 are the writer's own, valid on its sequence. */
+#define BUNDLE_CLOCK_ID 64
 
 struct pf_writer {
 	FILE *out;
 	uint8_t *buf;
 	size_t cap;
-	struct interner names, strings;
+	struct export_interner names, strings;
+	uint32_t seq;                 /* trusted_packet_sequence_id */
 	bool failed;
 };
+
+/* Every packet after the first: on the sequence, needing its state. */
+static void pf_packet_init(const struct pf_writer *w, Perfetto__Protos__TracePacket *p)
+{
+	perfetto__protos__trace_packet__init(p);
+	p->has_trusted_packet_sequence_id = 1;
+	p->trusted_packet_sequence_id = w->seq;
+	p->has_sequence_flags = 1;
+	p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+}
 
 /* Writes one packet as Trace.packet (field 1, length-delimited): the file is a Trace. */
 static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
@@ -112,10 +67,22 @@ static int pf_write(struct pf_writer *w, const Perfetto__Protos__TracePacket *p)
 	return 0;
 }
 
-static int pf_tracks(struct pf_writer *w, const struct layout *L)
+/*
+ * The first packet: clears the sequence's state and sets it up again (as
+ * Perfetto's own SDK does): packets' timestamps default to the bundle's
+ * clock, a snapshot pairs that clock with CLOCK_REALTIME, the trace's clock
+ * is CLOCK_REALTIME, and the annotation names are interned.
+ */
+static int pf_sequence_start(struct pf_writer *w, const struct layout *L)
 {
+	Perfetto__Protos__TracePacket p;
+	Perfetto__Protos__TracePacketDefaults defaults = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+	Perfetto__Protos__ClockSnapshot snap = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock clocks[2], *clock_ptrs[2];
+	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__DebugAnnotationName names[ANN_COUNT];
 	Perfetto__Protos__DebugAnnotationName *name_ptrs[ANN_COUNT];
+	const struct replay_run *run = &L->rp->run;
 
 	for (int i = 0; i < ANN_COUNT; i++) {
 		perfetto__protos__debug_annotation_name__init(&names[i]);
@@ -124,27 +91,47 @@ static int pf_tracks(struct pf_writer *w, const struct layout *L)
 		names[i].name = (char *)export_ann_names[i];
 		name_ptrs[i] = &names[i];
 	}
+	for (int i = 0; i < 2; i++) {
+		perfetto__protos__clock_snapshot__clock__init(&clocks[i]);
+		clocks[i].has_clock_id = clocks[i].has_timestamp = 1;
+		clock_ptrs[i] = &clocks[i];
+	}
+	clocks[0].clock_id = BUNDLE_CLOCK_ID;
+	clocks[0].timestamp = 0;                               /* the time base */
+	clocks[1].clock_id = PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME;
+	clocks[1].timestamp = run->created_unix_ns > 0 ? (uint64_t)run->created_unix_ns : 0;
+	snap.n_clocks = 2;
+	snap.clocks = clock_ptrs;
+	snap.has_primary_trace_clock = 1;
+	snap.primary_trace_clock = PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME;
+	defaults.has_timestamp_clock_id = 1;
+	defaults.timestamp_clock_id = BUNDLE_CLOCK_ID;
+	id.n_debug_annotation_names = ANN_COUNT;
+	id.debug_annotation_names = name_ptrs;
+
+	pf_packet_init(w, &p);
+	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED |
+			   PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+	p.has_first_packet_on_sequence = 1;
+	p.first_packet_on_sequence = 1;
+	p.trace_packet_defaults = &defaults;
+	p.interned_data = &id;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
+	p.clock_snapshot = &snap;
+	return pf_write(w, &p);
+}
+
+static int pf_tracks(struct pf_writer *w, const struct layout *L)
+{
 	for (size_t i = 0; i < L->n_tracks; i++) {
 		const struct xtrack *t = &L->tracks[i];
-		Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+		Perfetto__Protos__TracePacket p;
 		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 		Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
 		Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
 		Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
-		Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 
-		p.has_trusted_packet_sequence_id = 1;
-		p.trusted_packet_sequence_id = SEQ_ID;
-		if (i == 0) {
-			/* the first packet clears the sequence's state and interns the annotation names */
-			p.has_sequence_flags = 1;
-			p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
-			p.has_first_packet_on_sequence = 1;
-			p.first_packet_on_sequence = 1;
-			id.n_debug_annotation_names = ANN_COUNT;
-			id.debug_annotation_names = name_ptrs;
-			p.interned_data = &id;
-		}
+		pf_packet_init(w, &p);
 		p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
 		p.track_descriptor = &td;
 		td.has_uuid = 1;
@@ -174,7 +161,7 @@ static int pf_tracks(struct pf_writer *w, const struct layout *L)
 			td.counter = &cd;
 			td.name = t->name;
 			break;
-		default:
+		default:      /* devices (no pid of their own here), streams, lanes, steps */
 			td.name = t->name;
 			break;
 		}
@@ -185,11 +172,11 @@ static int pf_tracks(struct pf_writer *w, const struct layout *L)
 }
 
 /* Interns s in `in`; a fresh string is appended to the packet's interned entries. */
-static uint64_t pf_intern(struct interner *in, const char *s, Perfetto__Protos__InternedString *fresh_out,
+static uint64_t pf_intern(struct export_interner *in, const char *s, Perfetto__Protos__InternedString *fresh_out,
 			  size_t *n_fresh)
 {
 	bool fresh = false;
-	uint64_t iid = intern(in, s, &fresh);
+	uint64_t iid = export_intern(in, s, &fresh);
 
 	if (iid && fresh) {
 		Perfetto__Protos__InternedString *e = &fresh_out[(*n_fresh)++];
@@ -205,7 +192,7 @@ static uint64_t pf_intern(struct interner *in, const char *s, Perfetto__Protos__
 
 static int pf_event(struct pf_writer *w, const struct layout *L, const struct xmark *m, uint64_t t)
 {
-	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TracePacket p;
 	Perfetto__Protos__TrackEvent ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *en_ptr = &en;
@@ -216,12 +203,9 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	uint64_t flow;
 	size_t n_istr = 0;
 
+	pf_packet_init(w, &p);
 	p.has_timestamp = 1;
 	p.timestamp = t;
-	p.has_trusted_packet_sequence_id = 1;
-	p.trusted_packet_sequence_id = SEQ_ID;
-	p.has_sequence_flags = 1;
-	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	p.track_event = &ev;
 	ev.has_type = 1;
@@ -255,7 +239,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	/* name: interned (kernel names are long and repeat) */
 	const char *name = export_slice_name(L, s, namebuf, sizeof(namebuf));
 	bool fresh = false;
-	uint64_t iid = intern(&w->names, name, &fresh);
+	uint64_t iid = export_intern(&w->names, name, &fresh);
 	if (!iid)
 		return error("out of memory");
 	ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
@@ -312,12 +296,48 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	return pf_write(w, &p);
 }
 
+static void pf_writer_release(struct pf_writer *w)
+{
+	free(w->buf);
+	export_interner_release(&w->names);
+	export_interner_release(&w->strings);
+}
+
+struct pf_estimate {
+	const struct layout *L;
+	struct pf_writer w;
+};
+
+static int pf_estimate_begin(void *ctx, FILE *f)
+{
+	struct pf_estimate *e = ctx;
+
+	e->w.out = f;
+	return pf_sequence_start(&e->w, e->L) < 0 || pf_tracks(&e->w, e->L) < 0 ? -1 : 0;
+}
+
+static int pf_estimate_mark(void *ctx, size_t i)
+{
+	struct pf_estimate *e = ctx;
+
+	return pf_event(&e->w, e->L, &e->L->marks[e->L->keys[i].idx], e->L->keys[i].key);
+}
+
+int export_estimate_perfetto(const struct layout *L, uint64_t *bytes)
+{
+	struct pf_estimate e = { .L = L, .w = { .seq = export_sequence_id(L) } };
+	int rc = export_estimate(L, &e, pf_estimate_begin, pf_estimate_mark, bytes);
+
+	pf_writer_release(&e.w);
+	return rc;
+}
+
 int export_write_perfetto(const struct layout *L, FILE *out)
 {
-	struct pf_writer w = { .out = out };
+	struct pf_writer w = { .out = out, .seq = export_sequence_id(L) };
 	int rc = -1;
 
-	if (pf_tracks(&w, L) < 0)
+	if (pf_sequence_start(&w, L) < 0 || pf_tracks(&w, L) < 0)
 		goto out;
 	for (size_t i = 0; i < L->n_marks; i++) {
 		const struct replay_key *k = &L->keys[i];
@@ -326,8 +346,6 @@ int export_write_perfetto(const struct layout *L, FILE *out)
 	}
 	rc = 0;
 out:
-	free(w.buf);
-	interner_release(&w.names);
-	interner_release(&w.strings);
+	pf_writer_release(&w);
 	return rc;
 }

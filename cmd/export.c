@@ -1,4 +1,8 @@
-/* export.c: `steptrace export`, a trace for ui.perfetto.dev, Perfetto or Chrome JSON (analyze/export.c). */
+/*
+ * export.c: `steptrace export`, a trace for ui.perfetto.dev (Perfetto protobuf
+ * or Chrome JSON) or an SQLite database with Nsight Systems' tables
+ * (analyze/export.c).
+ */
 #include "analyze/export.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
@@ -9,36 +13,53 @@ static const char *const usage[] = {
 	NULL,
 };
 
+struct export_cmd {
+	struct export_options o;
+	bool api;                     /* --[no-]api */
+};
+
 static int check(void *ctx)
 {
-	struct export_options *o = ctx;
+	struct export_cmd *c = ctx;
+	struct export_options *o = &c->o;
 
 	if (o->step < -1)
 		return error("--step must be a step index (0 or more)");
 	if (o->format == EXPORT_JSON)
 		o->format = EXPORT_CHROME;
+	o->no_api = !c->api;
+	/* a trace over 512 MiB does not open in Chrome (longer than V8's longest string) */
+	if (o->max_size == UINT64_MAX)
+		o->max_size = o->format == EXPORT_SQLITE ? 0 : 512ull << 20;
 	return 0;
 }
 
 static int run(const struct replay *rps, int n, void *ctx, struct report *r)
 {
-	return export_run(&rps[0], ctx);
+	return export_run(&rps[0], &((struct export_cmd *)ctx)->o);
 }
 
 int cmd_export(int argc, const char **argv)
 {
-	struct export_options o = { .format = EXPORT_PERFETTO, .step = -1 };
+	struct export_cmd e = { .o = { .format = EXPORT_PERFETTO, .step = -1, .max_size = UINT64_MAX },
+				.api = true };
+	struct export_options *o = &e.o;
 	const struct option opts[] = {
-		OPT_CHOICE(0, "format", &o.format, export_format_names,
-			   "perfetto (protobuf, ui.perfetto.dev) or chrome (JSON)"),
-		OPT_STRING('o', "output", &o.output, "FILE",
-			   "write here ('-' for stdout; default: the bundle's name with .pftrace or .json)"),
-		OPT_INTEGER(0, "step", &o.step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
-		OPT_BOOLEAN(0, "no-api", &o.no_api, "leave host API calls (and launch flows) out"),
+		OPT_CHOICE(0, "format", &o->format, export_format_names,
+			   "perfetto (protobuf, ui.perfetto.dev), chrome (JSON) or sqlite (Nsight Systems' tables)"),
+		OPT_STRING('o', "output", &o->output, "FILE",
+			   "write here ('-' for stdout but sqlite; default: the bundle's name with .pftrace, .json or .sqlite)"),
+		OPT_INTEGER(0, "step", &o->step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
+		OPT_STRING(0, "range", &o->range, "PATH",
+			   "only work under NVTX ranges matching PATH (* wildcards, e.g. forward or layer.0/attn)"),
+		OPT_BOOLEAN(0, "api", &e.api, "host API calls and launch flows (--no-api leaves them out)"),
+		OPT_SIZE(0, "max-size", &o->max_size,
+			 "refuse an output estimated larger than SIZE (default 512MiB, sqlite none; 0: no limit)"),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .check = check, .run = run, .ctx = &o,
+		.usage = usage, .options = opts, .bundles = 1, .range = &o->range, .check = check,
+		.run = run, .ctx = &e,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -312,12 +312,14 @@ enum record_outcome record_run(const struct record_opts *o, const struct model_c
 	gethostname(host, sizeof(host) - 1);
 	hdr.command_line = (char *)(o->command_line ? o->command_line : "steptrace record");
 	hdr.hostname = host;
-	hdr.created_unix_ns = unix_ns();
+	hdr.pid = (uint32_t)getpid();
 	hdr.config = &rc;
 	hdr.device = &dev.info;
 	hdr.clock = "cupti";
 	hdr.api_calls = (char *)capture_api_rule(o->api);
+	/* back to back: the pair maps CUPTI's clock to CLOCK_REALTIME (export's clock snapshot) */
 	hdr.time_base_ns = capture_now();
+	hdr.created_unix_ns = unix_ns();
 	if (rec_session_open(&r.s, o->output, &hdr))
 		goto fail_early;
 	rec_hooks_init(&r.h, &r.s);

@@ -216,6 +216,7 @@ struct replay_run {
 	const char *clock;             /* "cupti" or "synthetic" */
 	uint64_t time_base_ns;         /* event times are ns since this instant of the clock */
 	const char *api_calls;         /* the API calls recorded: "all", or the rule leaving some out; "" all */
+	uint32_t pid;                  /* the recording process, 0 when unknown (format before 1.2) */
 	struct replay_config config;
 	struct replay_device device;
 	struct replay_footer footer;

@@ -105,6 +105,7 @@ void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const S
 		run->clock = str(h->clock);
 		run->time_base_ns = h->time_base_ns;
 		run->api_calls = str(h->api_calls);
+		run->pid = h->pid;
 		if (h->config) {
 			run->has_config = true;
 			config_fill(&run->config, h->config);

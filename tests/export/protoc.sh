@@ -19,6 +19,14 @@ descs=$(count 'track_descriptor {')
 grep -q 'name: "gemm_kernel"' "$tmp/x.txt" || { echo "kernel name not interned"; exit 1; }
 grep -q 'unit: UNIT_SIZE_BYTES' "$tmp/x.txt" || { echo "no memory counter track"; exit 1; }
 grep -q 'thread_name: "thread 100 (main)"' "$tmp/x.txt" || { echo "no main thread track"; exit 1; }
+# the first packet: state cleared and needed, the bundle's clock (64) paired with
+# REALTIME at the header's creation time; the recording's pid
+grep -m1 'sequence_flags:' "$tmp/x.txt" | grep -q 'sequence_flags: 3$' ||
+	{ echo "first packet's sequence_flags are not 3"; exit 1; }
+tr -d '\n ' < "$tmp/x.txt" | grep -q 'clock_snapshot{clocks{clock_id:64timestamp:0}clocks{clock_id:1timestamp:1767225600123456789}primary_trace_clock:BUILTIN_CLOCK_REALTIME}' ||
+	{ echo "no clock snapshot pairing clock 64 with REALTIME"; exit 1; }
+grep -q 'timestamp_clock_id: 64' "$tmp/x.txt" || { echo "packets do not default to clock 64"; exit 1; }
+grep -q 'pid: 4242' "$tmp/x.txt" || { echo "the process id is not the recording's"; exit 1; }
 # exported to stdout too
 "$steptrace" export "$tmp/x.stb" --format chrome -o - 2>/dev/null | python3 -c '
 import json, sys

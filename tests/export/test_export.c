@@ -5,7 +5,11 @@
  *                                 the Perfetto file (decoded with protobuf-c
  *                                 against proto/perfetto_trace.proto) and the
  *                                 Chrome JSON (parsed with jansson)
- *   test_export --write FILE      only writes the bundle (for export_protoc.sh)
+ *   test_export --write FILE      only writes the bundle (for the shell tests)
+ *
+ * The header: pid 4242, created at CREATED (Unix ns), time base above 2^53.
+ * Variants: the same run recorded 1 ns later (another identity), and a
+ * bundle from before format 1.2 (no pid).
  *
  * The bundle (thread 100 unless said; times in ns):
  *   ranges  step [1000,9000] > forward [1000,5000] > layer.0 [1000,3000]
@@ -39,7 +43,11 @@
 
 /* ---- the bundle ---------------------------------------------------------- */
 
-static int write_bundle(const char *path)
+#define PID 4242
+#define CREATED 1767225600123456789ll
+#define TIME_BASE 1795232136753811151ull
+
+static int write_bundle_as(const char *path, int64_t created, uint32_t pid)
 {
 	static const struct builder_span ranges[] = {   /* thread 100, closed innermost first */
 		{ "softmax", 4, 2000, 3000 }, { "attn", 3, 1000, 3000 }, { "layer.0", 2, 1000, 3000 },
@@ -53,6 +61,10 @@ static int write_bundle(const char *path)
 	b.config.mode = "train";
 	b.device.name = "Synthetic GPU";
 	b.header.command_line = "test_export";
+	b.header.hostname = "testhost";
+	b.header.created_unix_ns = created;
+	b.header.pid = pid;
+	b.header.time_base_ns = TIME_BASE;   /* above 2^53, as real ones are */
 	b.thread = 100;
 	b.geometry = (struct builder_geometry){ .grid = { 128, 2, 1 }, .block = { 256, 1, 1 }, .registers = 64 };
 	if (builder_open(&b, path) < 0)
@@ -92,6 +104,11 @@ static int write_bundle(const char *path)
 	builder_free(&b, 6000, 0x2000, 4096, ST_MEM_ACTIVATION, 0);
 	builder_step(&b, 0, false, 1000, 9000);
 	return builder_close(&b, "ok") < 0;
+}
+
+static int write_bundle(const char *path)
+{
+	return write_bundle_as(path, CREATED, PID);
 }
 
 /* ---- running the program ----------------------------------------------------- */
@@ -148,7 +165,8 @@ struct pslice {
 };
 
 struct ptrack {
-	uint64_t uuid;
+	uint64_t uuid, parent;
+	int32_t pid;                     /* process and thread descriptors; -1 none */
 	char name[128];
 	int open[64];       /* stack of slice indices */
 	int depth;
@@ -167,6 +185,9 @@ struct perfetto_view {
 	char *strings[512];                /* annotation strings by iid */
 	char *ann_names[64];
 	int flows_out, flows_in;
+	uint32_t seq;                      /* the packets' sequence id */
+	const Perfetto__Protos__ClockSnapshot *clock;   /* of the first packet */
+	uint32_t default_clock;            /* its defaults' timestamp_clock_id */
 };
 
 static struct ptrack *track_by_uuid(struct perfetto_view *v, uint64_t uuid)
@@ -222,7 +243,6 @@ static void track_event(struct perfetto_view *v, const Perfetto__Protos__TracePa
 
 	CHECK(t != NULL, "event on undeclared track %" PRIu64, e->track_uuid);
 	CHECK(p->has_timestamp, "track event without timestamp");
-	CHECK(p->sequence_flags == 2, "track event without SEQ_NEEDS_INCREMENTAL_STATE");
 	if (!t)
 		return;
 	CHECK(p->timestamp >= t->last_ts, "time goes back on track '%s'", t->name);
@@ -299,10 +319,26 @@ static int decode_perfetto(const char *path, struct perfetto_view *v, Perfetto__
 		return -1;
 	for (size_t i = 0; i < tr->n_packet; i++) {
 		const Perfetto__Protos__TracePacket *p = tr->packet[i];
-		CHECK(p->has_trusted_packet_sequence_id && p->trusted_packet_sequence_id == 1,
-		      "packet %zu without sequence id", i);
 		if (i == 0)
-			CHECK(p->sequence_flags == 1, "first packet does not clear the incremental state");
+			v->seq = p->trusted_packet_sequence_id;
+		CHECK(p->has_trusted_packet_sequence_id && p->trusted_packet_sequence_id == v->seq && v->seq,
+		      "packet %zu is not on the first packet's sequence", i);
+		if (i == 0) {
+			/* SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE */
+			CHECK(p->sequence_flags == 3, "first packet's flags are %" PRIu32 ", expected 3",
+			      p->sequence_flags);
+			CHECK(p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT,
+			      "first packet is not a clock snapshot");
+			if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT)
+				v->clock = p->clock_snapshot;
+			CHECK(p->trace_packet_defaults && p->trace_packet_defaults->has_timestamp_clock_id,
+			      "first packet sets no default clock");
+			if (p->trace_packet_defaults)
+				v->default_clock = p->trace_packet_defaults->timestamp_clock_id;
+		} else {
+			CHECK(p->sequence_flags == 2, "packet %zu without SEQ_NEEDS_INCREMENTAL_STATE", i);
+			CHECK(!p->has_timestamp_clock_id, "packet %zu overrides the default clock", i);
+		}
 		if (p->interned_data)
 			intern_all(v, p->interned_data);
 		if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR) {
@@ -313,6 +349,9 @@ static int decode_perfetto(const char *path, struct perfetto_view *v, Perfetto__
 				break;
 			CHECK(!track_by_uuid(v, d->uuid), "track uuid %" PRIu64 " declared twice", d->uuid);
 			t->uuid = d->uuid;
+			t->parent = d->has_parent_uuid ? d->parent_uuid : 0;
+			t->pid = d->process && d->process->has_pid ? d->process->pid
+				 : d->thread && d->thread->has_pid ? d->thread->pid : -1;
 			snprintf(t->name, sizeof(t->name), "%s",
 				 d->name ? d->name
 				 : d->thread && d->thread->thread_name ? d->thread->thread_name
@@ -433,7 +472,57 @@ static void check_perfetto(const char *path)
 	t = track_by_name(v, "live memory, driver (cudaMalloc): total");
 	CHECK(t && t->counter_max == 2 << 20, "driver total counter wrong");
 
+	/* the real process id; the GPU a named track without a pid, streams under it */
+	t = track_by_name(v, "host");
+	CHECK(t && t->pid == PID, "host process has pid %d, expected %d", t ? t->pid : -1, PID);
+	t = track_by_name(v, "thread 100 (main)");
+	CHECK(t && t->pid == PID, "thread 100 has pid %d", t ? t->pid : -1);
+	t = track_by_name(v, "GPU 0 Synthetic GPU (pid 4242)");
+	CHECK(t && t->pid == -1 && t->parent == 0, "no top-level GPU track without a pid");
+	{
+		struct ptrack *st = track_by_name(v, "stream 7");
+		CHECK(t && st && st->parent == t->uuid, "stream 7 is not under the GPU track");
+	}
+	/* uuids: 64-bit, not counters */
+	for (int i = 0; i < v->n_tracks; i++)
+		CHECK(v->tracks[i].uuid >> 32, "track '%s' has a small uuid %" PRIu64, v->tracks[i].name,
+		      v->tracks[i].uuid);
+	/* the clock: the bundle's (id 64, what packets use) is the time base at created_unix_ns */
+	CHECK(v->default_clock == 64, "packets default to clock %" PRIu32 ", expected 64", v->default_clock);
+	if (v->clock) {
+		const Perfetto__Protos__ClockSnapshot *c = v->clock;
+		CHECK(c->n_clocks == 2 && c->clocks[0]->clock_id == 64 && c->clocks[0]->timestamp == 0 &&
+		      c->clocks[1]->clock_id == PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME &&
+		      c->clocks[1]->timestamp == (uint64_t)CREATED,
+		      "clock snapshot does not pair clock 64 at 0 with REALTIME at the creation time");
+		CHECK(c->has_primary_trace_clock &&
+		      c->primary_trace_clock == PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME,
+		      "trace clock is not REALTIME");
+	}
 	view_release(v, tr);
+}
+
+/* Another identity: no track uuid or sequence id shared; the host's pid as given. */
+static void check_identity(const char *a_path, const char *b_path, int32_t b_pid)
+{
+	Perfetto__Protos__Trace *ta = NULL, *tb = NULL;
+	struct perfetto_view *a = view_open(a_path, &ta), *b = view_open(b_path, &tb);
+	int shared = 0;
+	struct ptrack *host;
+
+	if (a && b) {
+		for (int i = 0; i < a->n_tracks; i++)
+			shared += track_by_uuid(b, a->tracks[i].uuid) != NULL;
+		CHECK(a->n_tracks == b->n_tracks, "%d and %d tracks", a->n_tracks, b->n_tracks);
+		CHECK(shared == 0 && a->seq != b->seq, "%d track uuids (or the sequence id) shared by "
+		      "two bundles", shared);
+		host = track_by_name(b, "host");
+		CHECK(host && host->pid == b_pid, "host pid %d, expected %d", host ? host->pid : -1, b_pid);
+	}
+	if (a)
+		view_release(a, ta);
+	if (b)
+		view_release(b, tb);
 }
 
 /* Only step 0 and no API calls: the calls and flows go, the rest stays. */
@@ -452,6 +541,37 @@ static void check_perfetto_filtered(const char *path)
 	CHECK(v->flows_out == 0 && v->flows_in == 0, "--no-api still has flows");
 	t = track_by_name(v, "live memory, model allocator: total");
 	CHECK(t && t->counter_max == (1 << 20) + 4096 + 2048, "--step 0 lost the memory live before it");
+	view_release(v, tr);
+}
+
+/* --range attn: attn and softmax with their two calls and kernels, memory from when attn opens. */
+static void check_perfetto_range(const char *path)
+{
+	Perfetto__Protos__Trace *tr = NULL;
+	struct perfetto_view *v = view_open(path, &tr);
+	struct ptrack *t;
+
+	if (!v)
+		return;
+	t = track_by_name(v, "thread 100 (main)");
+	CHECK(t && t->slices == 4, "--range attn: thread 100 has %d slices, expected attn, softmax "
+	      "and 2 calls", t ? t->slices : -1);
+	check_span(v, "softmax", 2000, 3000, "attn", "thread 100 (main)");
+	CHECK(slice_named(v, "layer.0") == NULL && slice_named(v, "backward") == NULL,
+	      "--range attn kept ranges outside attn");
+	t = track_by_name(v, "stream 7");
+	CHECK(t && t->slices == 2, "--range attn: stream 7 has %d slices, expected 2", t ? t->slices : -1);
+	t = track_by_name(v, "stream 8");
+	CHECK(!t || t->slices == 0, "--range attn kept the memcpy and memset of backward");
+	t = track_by_name(v, "thread 200");
+	CHECK(!t || t->slices == 0, "--range attn kept thread 200's loader");
+	CHECK(v->flows_out == 2 && v->flows_in == 2, "--range attn: %d/%d flows, expected 2/2",
+	      v->flows_out, v->flows_in);
+	/* the window [1000, 3000]: 1 MiB live at 1000, +4096 at 1200, +2048 at 2000, -2048 at 2100 */
+	t = track_by_name(v, "live memory, model allocator: total");
+	CHECK(t && t->counters == 4 && t->counter_max == (1 << 20) + 4096 + 2048 &&
+	      t->counter_last == (1 << 20) + 4096, "--range attn: model total %d values, max %" PRId64
+	      ", last %" PRId64, t ? t->counters : -1, t ? t->counter_max : -1, t ? t->counter_last : -1);
 	view_release(v, tr);
 }
 
@@ -516,7 +636,7 @@ static void check_chrome(const char *path)
 
 int main(int argc, char **argv)
 {
-	char path[4096], pf[4096], js[4096], pf2[4096];
+	char path[4096], pf[4096], js[4096], pf2[4096], pf3[4096], other[4096], old[4096];
 
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)
 		return write_bundle(argv[2]);
@@ -528,17 +648,35 @@ int main(int argc, char **argv)
 	snprintf(pf, sizeof(pf), "%s/x.pftrace", argv[2]);
 	snprintf(pf2, sizeof(pf2), "%s/x-step0.pftrace", argv[2]);
 	snprintf(js, sizeof(js), "%s/x.json", argv[2]);
+	snprintf(pf3, sizeof(pf3), "%s/x-attn.pftrace", argv[2]);
 	if (write_bundle(path) != 0) {
 		fprintf(stderr, "cannot write the test bundle\n");
 		return 1;
 	}
 	if (run("'%s' export '%s' -o '%s'", argv[1], path, pf) != 0 ||
 	    run("'%s' export '%s' --format chrome -o '%s'", argv[1], path, js) != 0 ||
-	    run("'%s' export '%s' --step 0 --no-api -o '%s'", argv[1], path, pf2) != 0)
+	    run("'%s' export '%s' --step 0 --no-api -o '%s'", argv[1], path, pf2) != 0 ||
+	    run("'%s' export '%s' --range attn -o '%s'", argv[1], path, pf3) != 0)
 		return 1;
 	check_perfetto(pf);
 	check_perfetto_filtered(pf2);
+	check_perfetto_range(pf3);
 	check_chrome(js);
+	/* identity: the same bundle twice, the same run 1 ns later, an old bundle without a pid */
+	snprintf(other, sizeof(other), "%s/other.stb", argv[2]);
+	snprintf(old, sizeof(old), "%s/old.stb", argv[2]);
+	CHECK(write_bundle_as(other, CREATED + 1, PID) == 0 && write_bundle_as(old, CREATED, 0) == 0,
+	      "cannot write the variant bundles");
+	if (run("'%s' export '%s' -o '%s/again.pftrace' 2>/dev/null", argv[1], path, argv[2]) == 0 &&
+	    run("cmp -s '%s' '%s/again.pftrace'", pf, argv[2]) != 0)
+		CHECK(0, "exporting the same bundle twice gives different bytes");
+	if (run("'%s' export '%s' -o '%s/other.pftrace' 2>/dev/null", argv[1], other, argv[2]) == 0 &&
+	    run("'%s' export '%s' -o '%s/old.pftrace' 2>/dev/null", argv[1], old, argv[2]) == 0) {
+		snprintf(other, sizeof(other), "%s/other.pftrace", argv[2]);
+		snprintf(old, sizeof(old), "%s/old.pftrace", argv[2]);
+		check_identity(pf, other, PID);
+		check_identity(pf, old, 1);   /* before 1.2: the fixed pid */
+	}
 	/* bad input: one error line and a non-zero status, no output left behind */
 	expect_failure = true;
 	CHECK(run("'%s' export '%s' --step 5 -o '%s/bad.pftrace' 2>/dev/null", argv[1], path, argv[2]) != 0,

@@ -1,0 +1,114 @@
+#!/bin/sh
+# `steptrace export --format sqlite`, read with the sqlite3 command-line tool:
+# Nsight Systems' tables and columns, the values of a bundle with known
+# contents, --step and --range, the output rules, and on every sample the
+# README's query (kernel_summary.sql) against `steptrace summary --format csv`.
+set -eu
+steptrace=$1; writer=$2; samples=$3
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+q() { sqlite3 -batch "$db" "$1"; }
+expect() {   # SQL, expected output, what
+	got=$(q "$1") || fail "$3: the query failed"
+	[ "$got" = "$2" ] || fail "$3: got '$got', expected '$2'"
+}
+"$writer" --write "$tmp/x.stb"
+db=$tmp/x.sqlite
+"$steptrace" export "$tmp/x.stb" --format sqlite -o "$db" 2> "$tmp/log" || { cat "$tmp/log"; fail "export"; }
+grep -q "^wrote '$db' (.*): 5 kernels, 2 memcpys, 1 memsets, 7 API calls, 7 NVTX ranges, 4 allocations" "$tmp/log" ||
+	fail "wrote line: $(cat "$tmp/log")"
+
+# Nsight Systems' column names (a query written for nsys finds them)
+cols() { q "SELECT group_concat(name, ' ') FROM pragma_table_info('$1')"; }
+for c in start end deviceId contextId streamId correlationId globalPid demangledName shortName mangledName \
+	 gridX gridY gridZ blockX blockY blockZ registersPerThread staticSharedMemory dynamicSharedMemory; do
+	cols CUPTI_ACTIVITY_KIND_KERNEL | tr ' ' '\n' | grep -qx "$c" || fail "CUPTI_ACTIVITY_KIND_KERNEL has no $c"
+done
+for t in MEMCPY MEMSET; do
+	for c in start end deviceId streamId correlationId globalPid bytes; do
+		cols CUPTI_ACTIVITY_KIND_$t | tr ' ' '\n' | grep -qx "$c" || fail "CUPTI_ACTIVITY_KIND_$t has no $c"
+	done
+done
+for c in start end eventClass globalTid correlationId nameId returnValue; do
+	cols CUPTI_ACTIVITY_KIND_RUNTIME | tr ' ' '\n' | grep -qx "$c" || fail "CUPTI_ACTIVITY_KIND_RUNTIME has no $c"
+done
+for c in start end eventType text textId globalTid domainId; do
+	cols NVTX_EVENTS | tr ' ' '\n' | grep -qx "$c" || fail "NVTX_EVENTS has no $c"
+done
+expect "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE '%correlationId'" 4 "correlation indexes"
+
+# the test bundle's values (tests/export/test_export.c)
+K=CUPTI_ACTIVITY_KIND_KERNEL
+expect "SELECT s.value, k.start, k.end, k.streamId, k.gridX, k.blockX, k.registersPerThread
+        FROM $K k JOIN StringIds s ON s.id = k.demangledName WHERE k.start = 1501" \
+       "gemm_kernel|1501|2499|7|128|256|64" "gemm_kernel's row"
+expect "SELECT o.path FROM $K k JOIN StringIds s ON s.id = k.demangledName JOIN OPS o ON o.id = k.opId
+        WHERE s.value = 'gemm_kernel'" "step/forward/layer.0/attn/q_proj" "gemm_kernel's op"
+expect "SELECT p.value FROM $K k JOIN StringIds p ON p.id = k.nvtxPathId WHERE k.start = 2499" \
+       "step/forward/layer.0/attn/softmax" "softmax_kernel's NVTX path"
+expect "SELECT count(*) FROM $K WHERE demangledName = shortName" 5 "short names of plain names"
+expect "SELECT count(*), sum(correlationId IS NULL) FROM $K" "5|1" "the orphan kernel has no correlationId"
+# each launch joins its call, as nsys users join them
+expect "SELECT group_concat(s.value || '@' || r.start, ' ') FROM $K k
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId JOIN StringIds s ON s.id = r.nameId
+        ORDER BY k.start" \
+       "cudaLaunchKernel@1100 cudaLaunchKernel@2000 cudaLaunchKernel@7000 cudaLaunchKernel@7150" "kernel-to-call join"
+expect "SELECT copyKind, bytes, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start" "1|64|8
+8|4096|8" "memcpys"
+expect "SELECT value, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET" "0|1024" "memset"
+expect "SELECT DISTINCT globalPid FROM $K" $((4242 << 24)) "globalPid = pid << 24"
+expect "SELECT globalTid / 16777216 % 16777216, globalTid % 16777216, count(*) FROM NVTX_EVENTS
+        GROUP BY globalTid ORDER BY 2" "4242|100|6
+4242|200|1" "NVTX ranges per thread (nsys' PID/TID recipe)"
+expect "SELECT s.value, n.end - n.start, n.eventType, n.depth FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId
+        WHERE s.value IN ('attn', 'softmax') ORDER BY n.start" "attn|2000|59|3
+softmax|1000|59|4" "NVTX ranges"
+expect "SELECT source, category, bytes, end FROM ALLOCATIONS ORDER BY start" "driver|unknown|2097152|
+model|parameter|1048576|
+model|activation|4096|6000
+model|temporary|2048|2100" "allocations, freed or not"
+expect "SELECT id, stepIndex, warmup, start, end FROM STEPS" "0|0|0|1000|9000" "steps"
+expect "SELECT value FROM RUN WHERE key IN ('pid', 'model', 'device') ORDER BY key" "Synthetic GPU
+tiny
+4242" "run facts"
+expect "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME" 1767225600123456789 "session start"
+
+# --step and --range keep what they keep in the traces
+"$steptrace" export "$tmp/x.stb" --format sqlite --range attn -o "$tmp/attn.sqlite" 2> /dev/null || fail "--range attn"
+db=$tmp/attn.sqlite
+expect "SELECT group_concat(s.value, ' ') FROM $K k JOIN StringIds s ON s.id = k.demangledName" \
+       "gemm_kernel softmax_kernel" "--range attn: kernels"
+expect "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY" 0 "--range attn: memcpys"
+expect "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME" 2 "--range attn: calls"
+expect "SELECT value FROM RUN WHERE key = 'exported_range'" attn "--range recorded in RUN"
+
+# output rules: a file, never standard output, never the bundle
+! "$steptrace" export "$tmp/x.stb" --format sqlite -o - > /dev/null 2> "$tmp/log" || fail "-o - accepted"
+grep -q "needs a file" "$tmp/log" || fail "-o -: $(cat "$tmp/log")"
+! "$steptrace" export "$tmp/x.stb" --format sqlite -o "$tmp/x.stb" 2> /dev/null || fail "-o the bundle accepted"
+printf 'keep me\n' > "$tmp/keep.sqlite"
+! "$steptrace" export "$tmp/x.stb" --format sqlite --step 3 -o "$tmp/keep.sqlite" 2> /dev/null || fail "--step 3 accepted"
+[ "$(cat "$tmp/keep.sqlite")" = "keep me" ] || fail "a failed export changed the existing file"
+"$steptrace" export "$tmp/x.stb" --format sqlite -o "$tmp/keep.sqlite" 2> /dev/null || fail "export over a file"
+db=$tmp/keep.sqlite
+expect "SELECT count(*) FROM $K" 5 "an existing file replaced"
+[ "$(ls -A "$tmp" | grep -c '^\.')" -eq 0 ] || fail "temporaries left: $(ls -A "$tmp")"
+
+# the README's query on every sample, against steptrace summary
+n=0
+for f in "$samples"/*.stb; do
+	[ -e "$f" ] || continue
+	db=$tmp/s.sqlite
+	"$steptrace" export "$f" --format sqlite -o "$db" 2> /dev/null || fail "export $f"
+	sqlite3 -batch -csv "$db" < "$here/kernel_summary.sql" > "$tmp/sql.csv" || fail "query on $f"
+	"$steptrace" summary "$f" --format csv > "$tmp/want.csv" || fail "summary $f"
+	python3 "$here/sqlite_summary.py" "$f" "$tmp/sql.csv" "$tmp/want.csv" > "$tmp/out" || { cat "$tmp/out"; exit 1; }
+	# nsys' short names: templates, parameters and return type gone
+	case $f in *bf16-train*)
+		expect "SELECT count(*) FROM $K k JOIN StringIds s ON s.id = k.shortName WHERE s.value = 'permute_heads_kernel'" \
+		       144 "short name of 'void permute_heads_kernel<__nv_bfloat16>(...)'" ;;
+	esac
+	n=$((n + 1))
+done
+echo "sqlite: nsys' tables and the test bundle's values; kernel_summary.sql matches steptrace summary on $n samples"
