@@ -23,6 +23,17 @@ static const char *const record_usage[] = {
 	NULL
 };
 
+/* The output flags of both forms: the bundle, the peaks, the API calls recorded. */
+#define OPT_RECORD_OUTPUT(o, api)                                                            \
+	OPT_GROUP("Output"),                                                                 \
+	OPT_STRING('o', "output", &(o)->output, "FILE", "the bundle to write (FILE.stb)"),   \
+	OPT_BOOLEAN(0, "calibrate", &(o)->calibrate,                                         \
+		    "measure peak FLOP/s and bandwidth before recording (default; "           \
+		    "--no-calibrate takes datasheet figures)"),                               \
+	OPT_CHOICE(0, "api", (api), capture_api_names,                                       \
+		   "runtime and driver calls to record: all but queries such as "             \
+		   "cudaGetDevice, which do nothing on the device (work, default), or all")
+
 static const char *const attention_usage[] = {
 	"steptrace record attention [--d-head LIST] [--seq LIST] [--batch LIST] [--heads LIST]\n"
 	"                           [--precision LIST] [--impl naive,flash] [--no-causal] [<options>] -o FILE.stb",
@@ -49,13 +60,7 @@ static int record_attention(int argc, const char **argv, char *command_line)
 		OPT_INTEGER('n', "steps", &a.steps, "measured iterations per configuration, one step "
 			    "each (default 1)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the random q, k, v and dout (default 0)"),
-		OPT_GROUP("Output"),
-		OPT_STRING('o', "output", &o.output, "FILE", "the bundle to write (FILE.stb)"),
-		OPT_BOOLEAN(0, "calibrate", &o.calibrate,
-			    "measure peak FLOP/s and bandwidth before recording (default; "
-			    "--no-calibrate takes datasheet figures)"),
-		OPT_CHOICE(0, "api", &api, capture_api_names,
-			   "runtime and driver calls to record: work (default) or all"),
+		OPT_RECORD_OUTPUT(&o, &api),
 		OPT_END(),
 	};
 
@@ -93,14 +98,7 @@ int cmd_record(int argc, const char **argv)
 		OPT_INTEGER('n', "steps", &o.steps, "measured steps (default 2)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the weights and the batch (default 0)"),
 		OPT_DOUBLE(0, "lr", &a.lr, "AdamW learning rate (default 1e-3)"),
-		OPT_GROUP("Output"),
-		OPT_STRING('o', "output", &o.output, "FILE", "the bundle to write (FILE.stb)"),
-		OPT_BOOLEAN(0, "calibrate", &o.calibrate,
-			    "measure peak FLOP/s and bandwidth before recording (default; "
-			    "--no-calibrate takes datasheet figures)"),
-		OPT_CHOICE(0, "api", &api, capture_api_names,
-			   "runtime and driver calls to record: all but queries such as "
-			   "cudaGetDevice, which do nothing on the device (work, default), or all"),
+		OPT_RECORD_OUTPUT(&o, &api),
 		OPT_END(),
 	};
 	char *command_line = record_command_line(argc, argv);
