@@ -2,9 +2,12 @@
 #include "analyze/capacity.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "analyze/common.h"
 #include "analyze/memory.h"
+#include "lib/error.h"
 #include "lib/human.h"
 #include "replay/memory.h"
 
@@ -17,6 +20,88 @@ static void kv_row(struct table *t, const char *what, const char *value, int64_t
 		table_int(t, bytes);
 	else
 		table_empty(t);
+}
+
+/*
+ * When the steps carry different labels (an attention sweep: one
+ * configuration each), whether each configuration fits on its own: its
+ * steps' peak, or at least what was live plus the request that failed where
+ * it ran out when recorded. Steps of one label are one row, warm-up
+ * included. 0, or -1 after an error line.
+ */
+static int add_by_label(struct report *r, const struct replay *rp, const struct mem_timeline *tl,
+			uint64_t capacity)
+{
+	bool differ;
+	const char **label = step_labels(rp, &differ);
+	uint64_t *need = calloc(rp->n_steps + 1, sizeof(*need));
+	bool *oom = calloc(rp->n_steps + 1, sizeof(*oom)), *done = calloc(rp->n_steps + 1, sizeof(*done));
+	size_t fit = 0, rows = 0;
+	struct table *t;
+	int rc = -1;
+
+	if (!label || !need || !oom || !done) {
+		if (label)
+			error("out of memory");
+		goto out;
+	}
+	rc = 0;
+	if (!differ || tl->n_steps != rp->n_steps)
+		goto out;
+	for (size_t s = 0; s < rp->n_steps; s++)
+		need[s] = tl->step_peak[s].bytes;
+	for (size_t i = 0; i < tl->n_points; i++) {
+		const struct replay_mem *m = &rp->mem[tl->points[i].mem];
+
+		if (tl->points[i].kind != ST_OOM || m->step < 0 || (size_t)m->step >= rp->n_steps)
+			continue;
+		oom[m->step] = true;
+		if (m->ev.oom.live_bytes + m->ev.oom.requested > need[m->step])
+			need[m->step] = m->ev.oom.live_bytes + m->ev.oom.requested;
+	}
+	t = report_add_table(r, "capacity_by_range", "Each step's range against the capacity");
+	table_add_column(t, "Range", COL_STR, 0);
+	table_add_column(t, "Steps", COL_INT, 0);
+	table_add_column(t, "Peak (MiB)", COL_FLOAT, 1);
+	table_add_column(t, "Needs (MiB)", COL_FLOAT, 1);
+	table_add_column(t, "Recorded", COL_STR, 0);
+	table_add_column(t, "Fits", COL_STR, 0);
+	for (size_t s = 0; s < rp->n_steps; s++) {
+		uint64_t peak = 0, needs = 0;
+		size_t n = 0;
+		bool ran_out = false;
+
+		if (done[s])
+			continue;
+		for (size_t u = s; u < rp->n_steps; u++) {
+			if (done[u] || strcmp(label[u], label[s]))
+				continue;
+			done[u] = true;
+			n++;
+			peak = tl->step_peak[u].bytes > peak ? tl->step_peak[u].bytes : peak;
+			needs = need[u] > needs ? need[u] : needs;
+			ran_out |= oom[u];
+		}
+		table_row(t);
+		table_str(t, label[s]);
+		table_int(t, (int64_t)n);
+		table_float(t, peak / MIB);
+		table_float(t, needs / MIB);
+		table_str(t, ran_out ? "OOM" : "ok");
+		table_str(t, needs > capacity ? "no" : ran_out ? "maybe" : "yes");
+		fit += needs <= capacity && !ran_out;
+		rows++;
+	}
+	report_note(r, "%zu of %zu step ranges fit in %s on their own (Needs: the steps' peak, or "
+		    "where the recording ran out, at least the live bytes plus the failed request: "
+		    "\"maybe\" if that fits)", fit, rows,
+		    human_bytes((char[32]){ 0 }, 32, (double)capacity));
+out:
+	free(label);
+	free(need);
+	free(oom);
+	free(done);
+	return rc;
 }
 
 int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct report *r)
@@ -91,6 +176,7 @@ int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct 
 		    "a real device of this size runs out somewhat sooner", mem_view_name(tl.view));
 	if (!tl.n_blocks)
 		report_note(r, "warning: the bundle holds no %s allocations", mem_view_name(tl.view));
+	int rc = add_by_label(r, rp, &tl, a->capacity);
 	mem_timeline_release(&tl);
-	return 0;
+	return rc;
 }

@@ -156,3 +156,27 @@ char *bundle_output_name(const char *a, const char *b, const char *ext)
 	}
 	return strdup(buf);
 }
+
+const char **step_labels(const struct replay *rp, bool *differ)
+{
+	const char **label = calloc(rp->n_steps + 1, sizeof(*label));
+
+	*differ = false;
+	if (!label) {
+		error("out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		const struct replay_range *g = &rp->ranges[i];
+
+		if (g->parent < 0 && g->step >= 0 && (size_t)g->step < rp->n_steps &&
+		    !label[g->step] && g->thread == rp->steps[g->step].thread)
+			label[g->step] = replay_str(rp, g->name);
+	}
+	for (size_t s = 0; s < rp->n_steps; s++) {
+		if (!label[s])
+			label[s] = "";
+		*differ |= strcmp(label[s], label[0]) != 0;
+	}
+	return label;
+}

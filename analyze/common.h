@@ -63,6 +63,16 @@ double ns_to_ms(uint64_t ns);
  */
 char *bundle_output_name(const char *a, const char *b, const char *ext);
 
+/*
+ * Each step's label: the name of its outermost NVTX range on the step's
+ * thread ("step" for the model's steps; the configuration's name, e.g.
+ * "attn d64 seq4096 b8 h1 bf16 naive", in an attention sweep), "" where
+ * none. An array of rp->n_steps strings owned by the replay (free the array
+ * only), NULL after an error line. *differ: the labels are not all equal,
+ * so a report should show them.
+ */
+const char **step_labels(const struct replay *rp, bool *differ);
+
 /* Bytes in a MiB, for the MiB columns. */
 #define MIB (1024.0 * 1024.0)
 

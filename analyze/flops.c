@@ -81,9 +81,12 @@ static int run_precision(const struct replay *rp)
 	return rp->run.has_config ? rp->run.config.precision : -1;
 }
 
+/* Matrix products, fused attention (FlashAttention's FLOPs are its products) included. */
 static bool op_is_matmul(const struct replay *rp, const struct replay_op *op)
 {
-	return category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase)) == CAT_GEMM;
+	enum kernel_category c = category_from_op(replay_str(rp, op->kind), replay_str(rp, op->phase));
+
+	return c == CAT_GEMM || c == CAT_ATTENTION;
 }
 
 static enum flops_precision op_precision(const struct replay *rp, const struct replay_op *op, bool matmul)
@@ -279,6 +282,8 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	struct op_acc *acc = NULL;
 	struct category_cache cc = { 0 };
 	uint64_t *keys = NULL;
+	uint8_t *ran = NULL;      /* per step: a selected kernel ran in it */
+	size_t steps_ran = 0;
 	uint64_t noop_time = 0, noop_kernels = 0;
 	size_t cap = rp->n_ops + 1;
 	int rc = -1;
@@ -295,7 +300,8 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	acc = calloc(rp->n_ops + 1, sizeof(*acc));
 	keys = calloc(cap, sizeof(*keys));
 	out->rows = calloc(cap, sizeof(*out->rows));
-	if (!acc || !keys || !out->rows) {
+	ran = calloc(rp->n_steps + 1, 1);
+	if (!acc || !keys || !out->rows || !ran) {
 		error("out of memory");
 		goto out;
 	}
@@ -326,6 +332,10 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 			continue;
 		}
 		dur = a->end > a->start ? a->end - a->start : 0;
+		if (a->step >= 0 && (size_t)a->step < rp->n_steps && !ran[a->step]) {
+			ran[a->step] = 1;
+			steps_ran++;
+		}
 		if (oa) {
 			oa->time += dur;
 			oa->kernels++;
@@ -378,12 +388,20 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		row->time_ns = (double)noop_time;
 		row->roof_ns = -1;
 	}
+	/*
+	 * Per step of those where the selected work ran: every step for a
+	 * model's run, the steps of one configuration of an attention sweep
+	 * under its --range
+	 */
+	if (steps_ran)
+		out->divisor = (double)steps_ran;
 	divide(out);
 	if (out->n_rows > 1)
 		qsort(out->rows, out->n_rows, sizeof(*out->rows), cmp_row);
 	rc = 0;
 out:
 	free(acc);
+	free(ran);
 	category_cache_release(&cc);
 	free(keys);
 	replay_filter_release(&filter);

@@ -9,7 +9,8 @@
  *   bound = min(peak(precision), intensity x bandwidth)
  * where precision is the peak an op may use:
  *   - a matrix-product op (its kind is a GEMM by category_from_op: the
- *     projections, ffn/w1..w3, lm_head, attn/scores, attn/av) uses the peak
+ *     projections, ffn/w1..w3, lm_head, attn/scores, attn/av; or fused
+ *     attention, attn/flash, whose FLOPs are its products) uses the peak
  *     of its input dtype: bf16 -> bf16 peak, f16 -> fp16 peak, f32 -> fp32
  *     peak, or the tf32 peak when the run's precision (rp->run.config) is
  *     tf32; with no dtypes recorded, the run's precision decides;
@@ -22,8 +23,10 @@
  * movement: bandwidth reached / peak bandwidth). A zero peak or bandwidth
  * means "unknown": those cells stay empty.
  *
- * Times are per step: totals over the counted kernels divided by
- * replay_step_divisor (measured steps only unless include_warmup). Only
+ * Times are per step: totals over the counted kernels divided by the
+ * number of counted steps (measured only unless include_warmup) in which
+ * a selected kernel ran: every step of a model's run, or under --range one
+ * configuration's steps of an attention sweep (`record attention`). Only
  * kernels count (memcpy and memset are not an op's arithmetic). Kernels no
  * op launched form one "(no op)" row, never dropped.
  */
@@ -101,7 +104,7 @@ struct flops_result {
 	size_t n_rows;
 	struct flops_peaks peaks;
 	bool peaks_missing;         /* every peak and the bandwidth are 0 */
-	double divisor;             /* steps the totals were divided by */
+	double divisor;             /* steps the totals were divided by (those where selected kernels ran) */
 	double kernel_ns;           /* per step, every kernel counted */
 	double gemm_ns;             /* per step, kernels of category GEMM */
 	double phase_kernel_ns[3], phase_gemm_ns[3];   /* forward, backward, optimizer (by op phase) */

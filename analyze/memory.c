@@ -186,6 +186,49 @@ static int add_largest(struct report *r, const struct replay *rp, const struct m
 	return 0;
 }
 
+/*
+ * What was live when the first out-of-memory happened: the largest blocks
+ * then, and the request that failed. Nothing when the run had none.
+ */
+static int add_at_oom(struct report *r, const struct replay *rp, const struct mem_timeline *tl, int top)
+{
+	struct table *t;
+	uint32_t *idx;
+	size_t live, shown;
+	int32_t p = -1;
+	char b1[32], b2[32], b3[32];
+
+	for (size_t i = 0; i < tl->n_points && p < 0; i++)
+		if (tl->points[i].kind == ST_OOM)
+			p = (int32_t)i;
+	if (p < 0)
+		return 0;
+	idx = malloc(((size_t)top + 1) * sizeof(*idx));
+	if (!idx)
+		return error("out of memory");
+	t = report_add_table(r, "largest_at_oom", "Largest live blocks at the first out-of-memory");
+	table_add_column(t, "Rank", COL_INT, 0);
+	block_columns(t);
+	live = mem_timeline_live_at(tl, p, idx, (size_t)top);
+	shown = live < (size_t)top ? live : (size_t)top;
+	for (size_t i = 0; i < shown; i++) {
+		table_row(t);
+		table_int(t, (int64_t)i + 1);
+		block_cells(t, rp, tl, &tl->blocks[idx[i]]);
+	}
+	const struct st_event *ev = &rp->mem[tl->points[p].mem].ev;
+	report_note(r, "the first out-of-memory, at %.3f ms: %s (%s) requested by '%s' in '%s' with %s "
+		    "live of %s; %zu blocks were live%s", rel_ms(rp, ev->start),
+		    human_bytes(b1, sizeof(b1), (double)ev->oom.requested),
+		    st_mem_category_name((int)ev->oom.category),
+		    *memory_point_op(rp, tl, p) ? memory_point_op(rp, tl, p) : "no op",
+		    memory_point_range(rp, tl, p), human_bytes(b2, sizeof(b2), (double)tl->points[p].live),
+		    human_bytes(b3, sizeof(b3), (double)ev->oom.capacity), live,
+		    live > shown ? " (--top N lists more)" : "");
+	free(idx);
+	return 0;
+}
+
 /* Never-freed blocks and unknown frees: tables of the first --top, notes with the totals. */
 static void add_unpaired(struct report *r, const struct replay *rp, const struct mem_timeline *tl, int top)
 {
@@ -303,7 +346,7 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 
 	add_peaks(r, rp, tl, other);
 	add_categories(r, &tl->peak);
-	if (add_largest(r, rp, tl, a->top) < 0)
+	if (add_largest(r, rp, tl, a->top) < 0 || add_at_oom(r, rp, tl, a->top) < 0)
 		goto out;
 	add_unpaired(r, rp, tl, a->top);
 	if (other->n_points)
@@ -315,7 +358,8 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 			    a->view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
 			    : human_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
 	if (tl->n_ooms)
-		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them", tl->n_ooms);
+		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them, "
+			    "and the table above shows the first", tl->n_ooms);
 	report_note(r, "times in ms since the bundle's first event; a phase's or step's peak is the highest live total its own allocations reached");
 
 	if (a->svg) {

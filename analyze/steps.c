@@ -64,15 +64,22 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 								       : "Measured steps");
 	struct table *s;
 	uint64_t *buf = malloc((rp->n_steps + 1) * sizeof(*buf));
+	bool labelled;
+	const char **label = step_labels(rp, &labelled);
 
-	if (!buf)
-		return error("out of memory");
+	if (!buf || !label) {
+		free(buf);
+		free(label);
+		return label ? error("out of memory") : -1;
+	}
 	table_add_column(t, "Step", COL_INT, 0);
 	table_add_column(t, "Warm-up", COL_STR, 0);
 	table_add_column(t, "Wall (ms)", COL_FLOAT, 3);
 	table_add_column(t, "GPU Busy (ms)", COL_FLOAT, 3);
 	table_add_column(t, "GPU Span (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Kernels", COL_INT, 0);
+	if (labelled)     /* steps of different things (an attention sweep): say which */
+		table_add_column(t, "Range", COL_STR, 0);
 	for (size_t i = 0; i < rp->n_steps; i++) {
 		const struct replay_step *st = &rp->steps[i];
 		if (st->warmup && !include_warmup)
@@ -84,7 +91,10 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 		table_float(t, ns_to_ms(st->gpu_busy));
 		table_float(t, ns_to_ms(st->gpu_end - st->gpu_start));
 		table_int(t, st->kernels);
+		if (labelled)
+			table_str(t, label[i]);
 	}
+	free(label);
 
 	s = report_add_table(r, "stats", "Mean ± std over steps");
 	table_add_column(s, "Steps", COL_STR, 0);

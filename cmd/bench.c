@@ -1,21 +1,79 @@
 /*
  * bench.c: `steptrace bench`, the seeds' end-to-end benchmark without
  * CUPTI over a sweep of sizes, context lengths, precisions and modes
- * (model/bench.c).
+ * (model/bench.c); `steptrace bench attention`, the seeds' attention
+ * benchmark over a grid of head sizes, sequence lengths, batches, heads,
+ * precisions and implementations (model/attention_bench.c).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd/commands.h"
 #include "cmd/gpu.h"
 #include "lib/error.h"
 #include "lib/table.h"
+#include "model/attention_bench.h"
 #include "model/bench.h"
 #include "model/model.h"
 
 static const char *const bench_usage[] = {
 	"steptrace bench [--model LIST] [--ctx LIST] [--precision LIST] [--mode LIST] [<options>]",
+	"steptrace bench attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>]",
 	NULL,
 };
+
+static const char *const attention_usage[] = {
+	"steptrace bench attention [--d-head LIST] [--seq LIST] [--batch LIST] [--heads LIST]\n"
+	"                          [--precision LIST] [--impl naive,flash] [--no-causal] [<options>]",
+	NULL,
+};
+
+static int bench_attention(int argc, const char **argv)
+{
+	struct attn_grid g = ATTN_GRID_INIT;
+	struct attn_bench_opts o = { .warmup = 3, .steps = 10 };
+	struct attn_bench_totals totals;
+	struct attn_config *configs;
+	struct report *rep;
+	int fmt = OUT_TABLE, n, status;
+	const struct option opts[] = {
+		OPT_GROUP("grid (comma-separated lists; the default is the seeds' grid)"),
+		OPT_ATTN_GRID(&g),
+		OPT_GROUP("measurement"),
+		OPT_INTEGER('w', "warmup", &o.warmup, "warm-up iterations, not measured (default 3)"),
+		OPT_INTEGER('n', "steps", &o.steps, "measured iterations (default 10)"),
+		OPT_U64(0, "seed", &o.seed, "seed of the random q, k, v and dout (default 0)"),
+		OPT_FORMAT(&fmt),
+		OPT_END(),
+	};
+
+	status = gpu_parse(argc, argv, opts, attention_usage);
+	if (status != GPU_GO)
+		return status;
+	if (gpu_check_steps(o.warmup, o.steps))
+		return EXIT_USAGE;
+	n = attn_grid_configs(&g, &configs);
+	if (n < 0)
+		return EXIT_USAGE;
+	if (attn_bench_check(configs, (size_t)n)) {
+		free(configs);
+		return EXIT_USAGE;
+	}
+	if (!model_gpu_available()) {
+		free(configs);
+		return 1;
+	}
+	o.configs = configs;
+	o.n_configs = (size_t)n;
+	rep = report_new();
+	status = attn_bench_run(&o, rep, &totals);
+	if (report_print(rep, (enum out_format)fmt, stdout))
+		status = -1;
+	status = status || totals.errors ? 1 : 0;
+	report_free(rep);
+	free(configs);
+	return status;
+}
 
 int cmd_bench(int argc, const char **argv)
 {
@@ -42,6 +100,8 @@ int cmd_bench(int argc, const char **argv)
 		OPT_END(),
 	};
 
+	if (argc > 1 && !strcmp(argv[1], "attention"))
+		return bench_attention(argc - 1, argv + 1);
 	status = gpu_parse(argc, argv, opts, bench_usage);
 	if (status != GPU_GO)
 		return status;

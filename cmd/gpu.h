@@ -64,6 +64,21 @@ struct gpu_model_args {
 	OPT_CHOICE(0, "attention", &(a)->attention, st_attention_names,                       \
 		   "attention implementation (default naive)")
 
+/*
+ * The attention sweep's grid (model/attention_sweep.h), shared by `bench
+ * attention` and `record attention`: every axis a comma-separated list.
+ */
+#define OPT_ATTN_GRID(g)                                                                      \
+	OPT_STRING(0, "d-head", &(g)->d_head, "LIST", "head sizes (default 16,32,64,128)"),  \
+	OPT_STRING(0, "seq", &(g)->seq, "LIST",                                               \
+		   "sequence lengths (default 256,1024,4096,8192,16384)"),                    \
+	OPT_STRING(0, "batch", &(g)->batch, "LIST", "batch sizes (default 8)"),               \
+	OPT_STRING(0, "heads", &(g)->heads, "LIST", "heads (default 1)"),                     \
+	OPT_STRING(0, "precision", &(g)->precision, "LIST",                                   \
+		   "fp32, tf32 (naive's products; flash runs fp32), bf16 (default fp32)"),    \
+	OPT_STRING(0, "impl", &(g)->impl, "LIST", "naive, flash (default naive)"),            \
+	OPT_BOOLEAN(0, "causal", &(g)->causal, "causal mask (default; --no-causal for none)")
+
 /* gpu_parse's "go on" */
 #define GPU_GO (-1)
 

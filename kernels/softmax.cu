@@ -1,5 +1,5 @@
 /*
- * softmax.cu: the "naive" attention's middle: scale, causal mask and softmax
+ * softmax.cu: the "naive" attention's middle: scale, causal mask (or none) and softmax
  * with max subtraction over materialised (B, H, T, T) scores, and its
  * backward. One warp per query row; the masked upper triangle is written as
  * zeros so the following batched matmuls see a dense matrix.
@@ -10,13 +10,14 @@
 #define SOFTMAX_WARPS 8
 
 template <typename T>
-__global__ void causal_softmax_forward_kernel(T *p, const T *s, long long rows, int T_, float scale)
+__global__ void causal_softmax_forward_kernel(T *p, const T *s, long long rows, int T_, float scale,
+					      bool causal)
 {
 	long long row = (long long)blockIdx.x * SOFTMAX_WARPS + threadIdx.x / 32;
 	int lane = threadIdx.x % 32;
 	if (row >= rows)
 		return;
-	int last = (int)(row % T_);          /* query position: keys 0..last are visible */
+	int last = causal ? (int)(row % T_) : T_ - 1;   /* query position: keys 0..last are visible */
 	const T *sr = s + row * T_;
 	T *pr = p + row * T_;
 	float mx = -INFINITY, sum = 0.0f;
@@ -34,13 +35,13 @@ __global__ void causal_softmax_forward_kernel(T *p, const T *s, long long rows, 
 
 template <typename T>
 __global__ void causal_softmax_backward_kernel(T *ds, const T *dp, const T *p, long long rows, int T_,
-					       float scale)
+					       float scale, bool causal)
 {
 	long long row = (long long)blockIdx.x * SOFTMAX_WARPS + threadIdx.x / 32;
 	int lane = threadIdx.x % 32;
 	if (row >= rows)
 		return;
-	int last = (int)(row % T_);
+	int last = causal ? (int)(row % T_) : T_ - 1;
 	const T *dpr = dp + row * T_, *pr = p + row * T_;
 	T *dsr = ds + row * T_;
 	float dot = 0.0f;
@@ -52,15 +53,34 @@ __global__ void causal_softmax_backward_kernel(T *ds, const T *dp, const T *p, l
 		dsr[j] = from_f32<T>(j <= last ? scale * to_f32(pr[j]) * (to_f32(dpr[j]) - dot) : 0.0f);
 }
 
-extern "C" cudaError_t causal_softmax_forward(void *p, const void *s, int bh, int T, float scale,
-					      enum st_dtype dtype, cudaStream_t st)
+extern "C" cudaError_t attn_softmax_forward(void *p, const void *s, int bh, int T, float scale,
+					    bool causal, enum st_dtype dtype, cudaStream_t st)
 {
 	long long rows = (long long)bh * T;
 	if (rows == 0)
 		return cudaSuccess;
 	DISPATCH_DTYPE(dtype, E,
 		causal_softmax_forward_kernel<E><<<ceil_div(rows, SOFTMAX_WARPS), 32 * SOFTMAX_WARPS, 0, st>>>(
-			(E *)p, (const E *)s, rows, T, scale));
+			(E *)p, (const E *)s, rows, T, scale, causal));
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t causal_softmax_forward(void *p, const void *s, int bh, int T, float scale,
+					      enum st_dtype dtype, cudaStream_t st)
+{
+	return attn_softmax_forward(p, s, bh, T, scale, true, dtype, st);
+}
+
+extern "C" cudaError_t attn_softmax_backward(void *ds, const void *dp, const void *p, int bh,
+					     int T, float scale, bool causal, enum st_dtype dtype,
+					     cudaStream_t st)
+{
+	long long rows = (long long)bh * T;
+	if (rows == 0)
+		return cudaSuccess;
+	DISPATCH_DTYPE(dtype, E,
+		causal_softmax_backward_kernel<E><<<ceil_div(rows, SOFTMAX_WARPS), 32 * SOFTMAX_WARPS, 0, st>>>(
+			(E *)ds, (const E *)dp, (const E *)p, rows, T, scale, causal));
 	return cudaGetLastError();
 }
 
@@ -68,11 +88,5 @@ extern "C" cudaError_t causal_softmax_backward(void *ds, const void *dp, const v
 					       int T, float scale, enum st_dtype dtype,
 					       cudaStream_t st)
 {
-	long long rows = (long long)bh * T;
-	if (rows == 0)
-		return cudaSuccess;
-	DISPATCH_DTYPE(dtype, E,
-		causal_softmax_backward_kernel<E><<<ceil_div(rows, SOFTMAX_WARPS), 32 * SOFTMAX_WARPS, 0, st>>>(
-			(E *)ds, (const E *)dp, (const E *)p, rows, T, scale));
-	return cudaGetLastError();
+	return attn_softmax_backward(ds, dp, p, bh, T, scale, true, dtype, st);
 }

@@ -321,3 +321,25 @@ int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int 
 					   C, p->c, &p->algo, g->workspace, g->workspace_bytes,
 					   g->stream));
 }
+
+int gemm_attention(const struct gemm *g, enum attn_gemm kind, int bh, int T, int dh,
+		   enum st_dtype dtype, void *out, const void *x, const void *y)
+{
+	long long td = (long long)T * dh, tt = (long long)T * T;
+
+	switch (kind) {
+	case S_QK:
+	case DP_DOV:
+		return gemm_rm(g, false, true, T, T, dh, 1.0f, x, dh, td, y, dh, td, dtype, 0.0f, out,
+			       T, tt, dtype, bh);
+	case O_PV:
+	case DQ_DSK:
+		return gemm_rm(g, false, false, T, dh, T, 1.0f, x, T, tt, y, dh, td, dtype, 0.0f, out,
+			       dh, td, dtype, bh);
+	case DV_PDO:
+	case DK_DSQ:
+		return gemm_rm(g, true, false, T, dh, T, 1.0f, x, T, tt, y, dh, td, dtype, 0.0f, out,
+			       dh, td, dtype, bh);
+	}
+	return -1;
+}

@@ -47,4 +47,22 @@ int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int 
 	    enum st_dtype ab_dtype, float beta, void *C, int ldc, long long sC,
 	    enum st_dtype c_dtype, int batch);
 
+/*
+ * Attention's products, each one strided-batched GEMM over bh heads: q, k,
+ * v and the attention output are head-major (bh, T, dh), so one head's (T,
+ * dh) matrix is contiguous (row stride dh, heads T*dh apart); scores are
+ * (bh, T, T) (row stride T, heads T*T apart). kind selects the product:
+ *   S_QK    s = q k^T        (x = q, y = k)
+ *   O_PV    out = p v        (x = p, y = v)
+ *   DP_DOV  dp = dout v^T    (x = dout, y = v)
+ *   DV_PDO  dv = p^T dout    (x = p, y = dout)
+ *   DQ_DSK  dq = ds k        (x = ds, y = k)
+ *   DK_DSQ  dk = ds^T q      (x = ds, y = q)
+ * Every operand and the output in dtype. 0, or -1 as gemm_rm.
+ */
+enum attn_gemm { S_QK, O_PV, DP_DOV, DV_PDO, DQ_DSK, DK_DSQ };
+
+int gemm_attention(const struct gemm *g, enum attn_gemm kind, int bh, int T, int dh,
+		   enum st_dtype dtype, void *out, const void *x, const void *y);
+
 #endif

@@ -34,9 +34,12 @@ struct layer_params {
 	size_t ln1, proj[4], ln2, w1, w3, w2;
 };
 
-/* Per-layer ops, in forward order; the backward runs them in reverse. */
+/*
+ * Per-layer ops, in forward order; the backward runs them in reverse.
+ * Attention is either scores, softmax and av (naive) or flash.
+ */
 enum layer_op {
-	L_LN1, L_QKV, L_ROPE, L_SCORES, L_SOFTMAX, L_AV, L_O, L_RES1,
+	L_LN1, L_QKV, L_ROPE, L_SCORES, L_SOFTMAX, L_AV, L_FLASH, L_O, L_RES1,
 	L_LN2, L_W13, L_SWIGLU, L_W2, L_RES2, L_COUNT
 };
 
@@ -60,7 +63,9 @@ enum layer_block {
 	A_RSTD1,      /* (n) F32 */
 	A_XN1,        /* (n, d) adt: rmsnorm1(x), the qkv input */
 	A_Q, A_K, A_V,/* (B, H, T, dh) adt: head-major, q and k after RoPE */
-	A_P,          /* (B, H, T, T) adt: softmax probabilities */
+	A_P,          /* (B, H, T, T) adt: softmax probabilities (naive) */
+	A_O,          /* (B, H, T, dh) adt: attention output, head-major (flash) */
+	A_LSE,        /* (B, H, T) F32: each score row's log-sum-exp (flash) */
 	A_ATT,        /* (n, d) adt: p v, heads merged */
 	A_XMID,       /* (n, d) F32: residual stream after attention */
 	A_RSTD2,      /* (n) F32 */
@@ -95,6 +100,7 @@ enum top_block {
 	T_DP,         /* (B, H, T, T) adt: dp, then ds in place */
 	T_DQH, T_DKH, T_DVH, /* (B, H, T, dh) adt: from the attention matmuls */
 	T_DQKV,       /* (n, 3d) adt: rows [dq | dk | dv], after rope, for the projection */
+	T_FLASH_WS,   /* flash backward's workspace: FP32 dQ accumulator and rowsum(dO o) */
 	T_COUNT
 };
 

@@ -15,6 +15,7 @@
 
 #include "lib/error.h"
 #include "lib/gpu_check.h"
+#include "kernels/flash_attention.h"
 #include "kernels/init.h"
 #include "kernels/rope.h"
 #include "model/internal.h"
@@ -179,9 +180,14 @@ int model_create(struct model **out, const struct model_config *c,
 	*out = NULL;
 	if (model_config_validate(c))
 		return MODEL_ERROR;
-	if (c->attention != ST_ATTN_NAIVE)
-		return error("attention '%s' is not implemented yet; use --attention naive",
-				st_name(st_attention_names, c->attention));
+	if (c->attention == ST_ATTN_FLASH) {
+		char why[96];
+
+		if (!flash_attention_supported(c->d_model / c->heads,
+					       c->precision == ST_BF16 ? ST_DT_BF16 : ST_DT_F32,
+					       why, sizeof(why)))
+			return error("--attention flash cannot run this model: %s", why);
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return error("out of host memory for the model");

@@ -48,16 +48,24 @@ void op_registry_release(struct op_registry *r)
 	r->n = r->alloc = 0;
 }
 
-/* "step/backward/layer.12/attn/softmax" -> "attn/softmax"; "setup/init" -> "init". */
-static char *op_kind(const char *path)
+/*
+ * The op's kind: its path after the phase's component, without "layer.N/":
+ * "step/backward/layer.12/attn/softmax" -> "attn/softmax", "setup/init" ->
+ * "init", "attn d64 seq4096 b8 h1 bf16 flash/forward/attn/flash" ->
+ * "attn/flash". A path without the phase's component loses its first.
+ */
+static char *op_kind(const char *path, const char *phase)
 {
-	const char *p = path;
+	size_t n = strlen(phase);
+	const char *p = NULL, *slash;
 
-	if (!strncmp(p, "step/", 5))
-		p += 5;
-	const char *slash = strchr(p, '/');
-	if (slash)
-		p = slash + 1;                         /* the phase */
+	for (const char *c = path; c; c = strchr(c, '/'), c = c ? c + 1 : NULL)
+		if (n && !strncmp(c, phase, n) && c[n] == '/') {
+			p = c + n + 1;
+			break;
+		}
+	if (!p)
+		p = (slash = strchr(path, '/')) ? slash + 1 : path;
 	if (!strncmp(p, "layer.", 6) && (slash = strchr(p, '/')))
 		p = slash + 1;
 	return strdup(p);
@@ -72,7 +80,7 @@ uint32_t op_registry_add(struct op_registry *r, const char *path, const char *ph
 	struct model_op *op = &r->op[r->n];
 	memset(op, 0, sizeof(*op));
 	op->path = strdup(path);
-	op->kind = op_kind(path);
+	op->kind = op_kind(path, phase);
 	op->phase = strdup(phase);
 	if (!op->path || !op->kind || !op->phase) {
 		free((char *)op->path);

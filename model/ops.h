@@ -33,7 +33,9 @@ void op_registry_release(struct op_registry *r);
 
 /*
  * Registers "step/forward/layer.3/attn/softmax" (the NVTX path): name is its
- * last component, kind the path without "step/", the phase and "layer.N/".
+ * last component, kind what follows the phase's component, without
+ * "layer.N/" ("attn/softmax"; the attention sweep's "attn d64 ... naive/
+ * forward/attn/softmax" too).
  * in/out: enum st_dtype values. Tells the observer. Returns the id, 0 with
  * an error line when out of host memory.
  */

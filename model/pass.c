@@ -7,8 +7,11 @@
  * temporaries right after use. Nothing here waits for the device.
  *
  * Shapes: n = batch * ctx rows, d = d_model, f = d_ff, heads split d in
- * order (B, T, H, dh); the attention matmuls work head-major, (B, H, T, dh),
- * and the rope op and a permute in av move between the two. Projections that
+ * order (B, T, H, dh); attention works head-major, (B, H, T, dh), and the
+ * rope op and a permute in av (naive) or flash move between the two. Naive
+ * attention materialises the (B, H, T, T) scores and probabilities for
+ * batched GEMMs and the softmax kernels; flash (FlashAttention-2) saves the
+ * head-major output and each row's log-sum-exp instead. Projections that
  * share an input run as one GEMM on their stacked weights (adjacent in the
  * parameter buffers): q, k, v (n, 3d) and w1, w3 (n, 2f), each row the parts
  * side by side; their backward is one weight GEMM and one data GEMM. "adt"
@@ -23,6 +26,7 @@
 #include "kernels/cast.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/embedding.h"
+#include "kernels/flash_attention.h"
 #include "kernels/residual.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -124,39 +128,18 @@ static int linear_bwd_weight(struct model *m, size_t w, const void *dy, const vo
 		       m->adt, 0.0f, grad(m, w), in, 0, ST_DT_F32, 1);
 }
 
-/*
- * Attention's matmuls, each one strided-batched GEMM over the B*H heads:
- * q, k, v and the attention output are head-major (B, H, T, dh), so one
- * head's (T, dh) matrix is contiguous (row stride dh, heads T*dh apart);
- * scores are (B, H, T, T) (row stride T, heads T*T apart). kind selects the
- * product; products of one shape share a call.
- */
-enum attn_gemm { S_QK, O_PV, DP_DOV, DV_PDO, DQ_DSK, DK_DSQ };
-
+/* Attention's products (gemm_attention) at the model's shape. */
 static int attn_gemm(struct model *m, enum attn_gemm kind, void *out, const void *x,
 		     const void *y)
 {
-	int T = m->c.ctx, dh = m->dh, bh = m->c.batch * m->c.heads, rc = 0;
-	long long td = (long long)T * dh, tt = (long long)T * T;
+	return gemm_attention(&m->gemm, kind, m->c.batch * m->c.heads, m->c.ctx, m->dh, m->adt, out,
+			      x, y) ? MODEL_ERROR : MODEL_OK;
+}
 
-	switch (kind) {
-	case S_QK:     /* s = q k^T: x = q, y = k */
-	case DP_DOV:   /* dp = dout v^T: x = dout, y = v */
-		rc = gemm_rm(&m->gemm, false, true, T, T, dh, 1.0f, x, dh, td, y, dh, td, m->adt,
-			     0.0f, out, T, tt, m->adt, bh);
-		break;
-	case O_PV:     /* out = p v: x = p, y = v */
-	case DQ_DSK:   /* dq = ds k: x = ds, y = k */
-		rc = gemm_rm(&m->gemm, false, false, T, dh, T, 1.0f, x, T, tt, y, dh, td, m->adt,
-			     0.0f, out, dh, td, m->adt, bh);
-		break;
-	case DV_PDO:   /* dv = p^T dout: x = p, y = dout */
-	case DK_DSQ:   /* dk = ds^T q: x = ds, y = q */
-		rc = gemm_rm(&m->gemm, true, false, T, dh, T, 1.0f, x, T, tt, y, dh, td, m->adt,
-			     0.0f, out, dh, td, m->adt, bh);
-		break;
-	}
-	return rc ? MODEL_ERROR : MODEL_OK;
+/* Attention's score scale, 1 / sqrt(d_head). */
+static float attn_scale(const struct model *m)
+{
+	return (float)(1.0 / sqrt((double)m->dh));
 }
 
 /* The residual stream entering layer l. */
@@ -201,6 +184,75 @@ static int residual_fwd(struct model *m, uint32_t op, struct mem_block *out, str
 	return MODEL_OK;
 }
 
+/* p = softmax(q k^T / sqrt(dh)) (saved), att = p v with its heads merged (saved). */
+static int naive_fwd(struct model *m, int l)
+{
+	const struct model_config *c = &m->c;
+	const uint32_t *op = m->plan[l].fwd;
+	int B = c->batch, T = c->ctx, H = c->heads, dh = m->dh;
+	size_t n = rows(m), d = c->d_model, a = m->adt_size;
+	size_t bhtt = (size_t)B * H * T * T;
+	struct mem_block *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K), *vh = lb(m, l, A_V);
+	struct mem_block *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
+	struct mem_block *s = tb(m, T_SCORES), *atth = tb(m, T_ATTH);
+
+	op_begin(&m->ops, op[L_SCORES]);
+	TRY(get(m, s, bhtt * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, S_QK, s->ptr, qh->ptr, kh->ptr));
+	drop(m, qh);
+	drop(m, kh);
+	op_end(&m->ops);
+
+	op_begin(&m->ops, op[L_SOFTMAX]);
+	TRY(get(m, p, bhtt * a, m->saved_category));
+	TRY(CUDA_CHECK(causal_softmax_forward(p->ptr, s->ptr, B * H, T, attn_scale(m), m->adt,
+					      m->stream)));
+	put(m, s);
+	op_end(&m->ops);
+
+	op_begin(&m->ops, op[L_AV]);
+	TRY(get(m, atth, n * d * a, ST_MEM_TEMPORARY));
+	TRY(attn_gemm(m, O_PV, atth->ptr, p->ptr, vh->ptr));
+	drop(m, p);
+	drop(m, vh);
+	TRY(get(m, att, n * d * a, m->saved_category));
+	TRY(CUDA_CHECK(heads_permute(att->ptr, atth->ptr, B, T, H, dh, 0, m->adt, m->stream)));
+	put(m, atth);
+	op_end(&m->ops);
+
+	return MODEL_OK;
+}
+
+/*
+ * FlashAttention-2: o (head-major) and each row's log-sum-exp saved for the
+ * backward, no (T, T) matrix; then o's heads merged into att (saved).
+ */
+static int flash_fwd(struct model *m, int l)
+{
+	const struct model_config *c = &m->c;
+	int B = c->batch, T = c->ctx, H = c->heads, dh = m->dh;
+	size_t n = rows(m), d = c->d_model, a = m->adt_size;
+	bool keep = c->mode != ST_MODE_FORWARD;
+	struct mem_block *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K), *vh = lb(m, l, A_V);
+	struct mem_block *o = lb(m, l, A_O), *lse = lb(m, l, A_LSE), *att = lb(m, l, A_ATT);
+
+	op_begin(&m->ops, m->plan[l].fwd[L_FLASH]);
+	TRY(get(m, o, n * d * a, m->saved_category));
+	if (keep)
+		TRY(get(m, lse, (size_t)B * H * T * sizeof(float), m->saved_category));
+	TRY(CUDA_CHECK(flash_attention_forward(o->ptr, keep ? lse->ptr : NULL, qh->ptr, kh->ptr,
+					       vh->ptr, B * H, T, dh, attn_scale(m), true, m->adt,
+					       m->stream)));
+	drop(m, qh);
+	drop(m, kh);
+	drop(m, vh);
+	TRY(get(m, att, n * d * a, m->saved_category));
+	TRY(CUDA_CHECK(heads_permute(att->ptr, o->ptr, B, T, H, dh, 0, m->adt, m->stream)));
+	drop(m, o);
+	op_end(&m->ops);
+	return MODEL_OK;
+}
+
 static int attn_fwd(struct model *m, int l)
 {
 	const struct model_config *c = &m->c;
@@ -208,11 +260,9 @@ static int attn_fwd(struct model *m, int l)
 	const struct layer_params *lp = &m->lp[l];
 	int B = c->batch, T = c->ctx, H = c->heads, dh = m->dh;
 	size_t n = rows(m), d = c->d_model, a = m->adt_size;
-	size_t bhtt = (size_t)B * H * T * T;
 	struct mem_block *xn = lb(m, l, A_XN1), *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K);
-	struct mem_block *vh = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
-	struct mem_block *qkv = tb(m, T_QKV), *s = tb(m, T_SCORES), *atth = tb(m, T_ATTH);
-	struct mem_block *y = tb(m, T_Y);
+	struct mem_block *vh = lb(m, l, A_V), *att = lb(m, l, A_ATT);
+	struct mem_block *qkv = tb(m, T_QKV), *y = tb(m, T_Y);
 
 	/* [q | k | v] = xn [Wq; Wk; Wv]^T: one GEMM */
 	op_begin(&m->ops, op[L_QKV]);
@@ -232,29 +282,10 @@ static int attn_fwd(struct model *m, int l)
 	put(m, qkv);
 	op_end(&m->ops);
 
-	op_begin(&m->ops, op[L_SCORES]);
-	TRY(get(m, s, bhtt * a, ST_MEM_TEMPORARY));
-	TRY(attn_gemm(m, S_QK, s->ptr, qh->ptr, kh->ptr));
-	drop(m, qh);
-	drop(m, kh);
-	op_end(&m->ops);
-
-	op_begin(&m->ops, op[L_SOFTMAX]);
-	TRY(get(m, p, bhtt * a, m->saved_category));
-	TRY(CUDA_CHECK(causal_softmax_forward(p->ptr, s->ptr, B * H, T,
-					      (float)(1.0 / sqrt((double)dh)), m->adt, m->stream)));
-	put(m, s);
-	op_end(&m->ops);
-
-	op_begin(&m->ops, op[L_AV]);
-	TRY(get(m, atth, n * d * a, ST_MEM_TEMPORARY));
-	TRY(attn_gemm(m, O_PV, atth->ptr, p->ptr, vh->ptr));
-	drop(m, p);
-	drop(m, vh);
-	TRY(get(m, att, n * d * a, m->saved_category));
-	TRY(CUDA_CHECK(heads_permute(att->ptr, atth->ptr, B, T, H, dh, 0, m->adt, m->stream)));
-	put(m, atth);
-	op_end(&m->ops);
+	if (c->attention == ST_ATTN_FLASH)
+		TRY(flash_fwd(m, l));
+	else
+		TRY(naive_fwd(m, l));
 
 	op_begin(&m->ops, op[L_O]);
 	TRY(get(m, y, n * d * a, ST_MEM_TEMPORARY));
@@ -469,28 +500,20 @@ static int ffn_bwd(struct model *m, int l)
 	return MODEL_OK;
 }
 
-static int attn_bwd(struct model *m, int l)
+/*
+ * dq, dk, dv (head-major, T_DQH, T_DKH, T_DVH) from datt: the naive path's
+ * products and softmax backward over a (T, T) dp.
+ */
+static int naive_bwd(struct model *m, int l, struct mem_block *datt)
 {
 	const struct model_config *c = &m->c;
 	const uint32_t *op = m->plan[l].bwd;
-	const struct layer_params *lp = &m->lp[l];
 	int B = c->batch, T = c->ctx, H = c->heads, dh = m->dh;
 	size_t n = rows(m), d = c->d_model, a = m->adt_size;
 	size_t bhtt = (size_t)B * H * T * T;
-	struct mem_block *xn = lb(m, l, A_XN1), *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K);
-	struct mem_block *vh = lb(m, l, A_V), *p = lb(m, l, A_P), *att = lb(m, l, A_ATT);
-	struct mem_block *datt = tb(m, T_DATT), *datth = tb(m, T_DATTH), *dp = tb(m, T_DP);
-	struct mem_block *dxn = tb(m, T_DXN), *dqkv = tb(m, T_DQKV);
+	struct mem_block *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K), *vh = lb(m, l, A_V);
+	struct mem_block *p = lb(m, l, A_P), *datth = tb(m, T_DATTH), *dp = tb(m, T_DP);
 	struct mem_block *dqkvh[3] = { tb(m, T_DQH), tb(m, T_DKH), tb(m, T_DVH) };
-	const void *dy = branch_grad(m);
-
-	op_begin(&m->ops, op[L_O]);
-	TRY(linear_bwd_weight(m, lp->proj[3], dy, att->ptr, (int)d, (int)d));
-	TRY(get(m, datt, n * d * a, ST_MEM_TEMPORARY));
-	TRY(linear_bwd_data(m, datt->ptr, m->adt, dy, lp->proj[3], (int)d, (int)d, false));
-	put(m, att);
-	put(m, tb(m, T_DY));
-	op_end(&m->ops);
 
 	op_begin(&m->ops, op[L_AV]);
 	TRY(get(m, datth, n * d * a, ST_MEM_TEMPORARY));
@@ -505,9 +528,8 @@ static int attn_bwd(struct model *m, int l)
 	op_end(&m->ops);
 
 	op_begin(&m->ops, op[L_SOFTMAX]);
-	TRY(CUDA_CHECK(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, B * H, T,
-					       (float)(1.0 / sqrt((double)dh)), m->adt,
-					       m->stream)));
+	TRY(CUDA_CHECK(causal_softmax_backward(dp->ptr, dp->ptr, p->ptr, B * H, T, attn_scale(m),
+					       m->adt, m->stream)));
 	put(m, p);
 	op_end(&m->ops);
 
@@ -520,6 +542,69 @@ static int attn_bwd(struct model *m, int l)
 	put(m, qh);
 	put(m, kh);
 	op_end(&m->ops);
+	return MODEL_OK;
+}
+
+/*
+ * The same by FlashAttention-2's backward, which recomputes the
+ * probabilities tile by tile from q, k and the saved log-sum-exp.
+ */
+static int flash_bwd(struct model *m, int l, struct mem_block *datt)
+{
+	const struct model_config *c = &m->c;
+	int B = c->batch, T = c->ctx, H = c->heads, dh = m->dh;
+	size_t n = rows(m), d = c->d_model, a = m->adt_size;
+	struct mem_block *qh = lb(m, l, A_Q), *kh = lb(m, l, A_K), *vh = lb(m, l, A_V);
+	struct mem_block *o = lb(m, l, A_O), *lse = lb(m, l, A_LSE), *datth = tb(m, T_DATTH);
+	struct mem_block *ws = tb(m, T_FLASH_WS);
+	struct mem_block *dqkvh[3] = { tb(m, T_DQH), tb(m, T_DKH), tb(m, T_DVH) };
+
+	op_begin(&m->ops, m->plan[l].bwd[L_FLASH]);
+	TRY(get(m, datth, n * d * a, ST_MEM_TEMPORARY));
+	TRY(CUDA_CHECK(heads_permute(datth->ptr, datt->ptr, B, T, H, dh, 1, m->adt, m->stream)));
+	put(m, datt);
+	TRY(get(m, ws, flash_attention_backward_workspace(B * H, T, dh), ST_MEM_WORKSPACE));
+	for (int j = 0; j < 3; j++)
+		TRY(get(m, dqkvh[j], n * d * a, ST_MEM_TEMPORARY));
+	TRY(CUDA_CHECK(flash_attention_backward(dqkvh[0]->ptr, dqkvh[1]->ptr, dqkvh[2]->ptr,
+						datth->ptr, qh->ptr, kh->ptr, vh->ptr, o->ptr,
+						lse->ptr, ws->ptr, B * H, T, dh, attn_scale(m),
+						true, m->adt, m->stream)));
+	put(m, ws);
+	put(m, datth);
+	put(m, o);
+	put(m, lse);
+	put(m, qh);
+	put(m, kh);
+	put(m, vh);
+	op_end(&m->ops);
+	return MODEL_OK;
+}
+
+static int attn_bwd(struct model *m, int l)
+{
+	const struct model_config *c = &m->c;
+	const uint32_t *op = m->plan[l].bwd;
+	const struct layer_params *lp = &m->lp[l];
+	int B = c->batch, T = c->ctx, H = c->heads, dh = m->dh;
+	size_t n = rows(m), d = c->d_model, a = m->adt_size;
+	struct mem_block *xn = lb(m, l, A_XN1), *att = lb(m, l, A_ATT), *datt = tb(m, T_DATT);
+	struct mem_block *dxn = tb(m, T_DXN), *dqkv = tb(m, T_DQKV);
+	struct mem_block *dqkvh[3] = { tb(m, T_DQH), tb(m, T_DKH), tb(m, T_DVH) };
+	const void *dy = branch_grad(m);
+
+	op_begin(&m->ops, op[L_O]);
+	TRY(linear_bwd_weight(m, lp->proj[3], dy, att->ptr, (int)d, (int)d));
+	TRY(get(m, datt, n * d * a, ST_MEM_TEMPORARY));
+	TRY(linear_bwd_data(m, datt->ptr, m->adt, dy, lp->proj[3], (int)d, (int)d, false));
+	put(m, att);
+	put(m, tb(m, T_DY));
+	op_end(&m->ops);
+
+	if (c->attention == ST_ATTN_FLASH)
+		TRY(flash_bwd(m, l, datt));
+	else
+		TRY(naive_bwd(m, l, datt));
 
 	/* back to (B, T, H, dh), into the rows [dq | dk | dv] of one buffer for the projection */
 	op_begin(&m->ops, op[L_ROPE]);

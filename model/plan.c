@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "lib/error.h"
+#include "model/attention_sweep.h"
 #include "model/internal.h"
 #include "trace/types.h"
 
@@ -17,6 +18,7 @@ static const struct {
 	[L_LN1] = { "ln1", NULL },          [L_QKV] = { "qkv_proj", "attn" },
 	[L_ROPE] = { "rope", "attn" },      [L_SCORES] = { "scores", "attn" },
 	[L_SOFTMAX] = { "softmax", "attn" },[L_AV] = { "av", "attn" },
+	[L_FLASH] = { "flash", "attn" },
 	[L_O] = { "output_proj", "attn" },  [L_RES1] = { "residual", "attn" },
 	[L_LN2] = { "ln2", NULL },          [L_W13] = { "w1w3", "ffn" },
 	[L_SWIGLU] = { "swiglu", "ffn" },   [L_W2] = { "w2", "ffn" },
@@ -87,11 +89,31 @@ static void norm_cost(const struct model *m, struct cost *k, bool backward, bool
 		DT(k, L(F, F, F, F), L(F, F));
 }
 
+/* One of attention's parts at the model's shape: B * H causal heads of (ctx, d_head). */
+static void attn_cost(const struct model *m, struct cost *k, enum attn_part part, bool bwd)
+{
+	struct attn_shape s = { .bh = (uint64_t)m->c.batch * m->c.heads, .t = (uint64_t)m->c.ctx,
+				.d = (uint64_t)m->dh, .a = m->adt_size, .causal = true };
+	struct attn_cost c = attn_part_cost(&s, part, bwd);
+
+	k->flops = c.flops;
+	k->bytes = c.bytes;
+}
+
+/* Does op run under the configured attention? */
+static bool layer_op_runs(const struct model *m, enum layer_op op)
+{
+	bool flash = m->c.attention == ST_ATTN_FLASH;
+
+	if (op == L_FLASH)
+		return flash;
+	return !(flash && (op == L_SCORES || op == L_SOFTMAX || op == L_AV));
+}
+
 static void layer_cost(const struct model *m, int l, enum layer_op op, bool bwd, struct cost *k)
 {
 	uint64_t n = (uint64_t)m->c.batch * m->c.ctx, d = m->c.d_model, f = m->c.d_ff;
-	uint64_t T = m->c.ctx, a = m->adt_size;
-	uint64_t bhtt = (uint64_t)m->c.batch * m->c.heads * T * T;
+	uint64_t a = m->adt_size;
 	int A = m->adt, F = ST_DT_F32;
 
 	k->flops = k->bytes = 0;
@@ -117,34 +139,33 @@ static void layer_cost(const struct model *m, int l, enum layer_op op, bool bwd,
 		k->bytes = 6 * n * d * a;
 		DT(k, L(A, A, A), L(A, A, A));
 		break;
+	/*
+	 * Attention's parts (model/attention_sweep.c has the formulas). av also
+	 * moves out (forward) or dout (backward) between head-major and
+	 * token-major, and flash moves o and dout the same way: another 2 n d a
+	 * bytes each, not counted: a layout choice, not the minimum.
+	 */
 	case L_SCORES:      /* s = q k^T; backward dq = ds k, dk = ds^T q */
-		k->flops = (bwd ? 4 : 2) * n * T * d;
-		k->bytes = bwd ? bhtt * a + 4 * n * d * a : 2 * n * d * a + bhtt * a;
+	case L_AV:          /* out = p v; backward dp = dout v^T, dv = p^T dout */
+		attn_cost(m, k, op == L_SCORES ? ATTN_SCORES : ATTN_AV, bwd);
 		if (bwd)
 			DT(k, L(A, A, A), L(A, A));
 		else
 			DT(k, L(A, A), L(A));
 		break;
 	case L_SOFTMAX:
-		k->flops = (bwd ? 4 : 5) * bhtt;
-		k->bytes = (bwd ? 3 : 2) * bhtt * a;
+		attn_cost(m, k, ATTN_SOFTMAX, bwd);
 		if (bwd)
 			DT(k, L(A, A), L(A));
 		else
 			DT(k, L(A), L(A));
 		break;
-	/*
-	 * out = p v; backward dp = dout v^T, dv = p^T dout. The op also moves
-	 * out (forward) or dout (backward) between head-major and token-major,
-	 * another 2 n d a bytes, not counted: a layout choice, not the minimum.
-	 */
-	case L_AV:
-		k->flops = (bwd ? 4 : 2) * n * T * d;
-		k->bytes = bwd ? 2 * bhtt * a + 3 * n * d * a : bhtt * a + 2 * n * d * a;
+	case L_FLASH:       /* o, lse from q, k, v; backward dq, dk, dv from dout, q, k, v, o, lse */
+		attn_cost(m, k, ATTN_FLASH, bwd);
 		if (bwd)
-			DT(k, L(A, A, A), L(A, A));
+			DT(k, L(A, A, A, A, A, F), L(A, A, A));
 		else
-			DT(k, L(A, A), L(A));
+			DT(k, L(A, A, A), L(A, F));
 		break;
 	case L_RES1:
 	case L_RES2:        /* forward only: no backward op (model_plan) */
@@ -218,7 +239,7 @@ int model_plan(struct model *m)
 	REG(embedding, "step/forward/embedding", "forward");
 	for (int l = 0; l < c->layers; l++)
 		for (int op = 0; op < L_COUNT; op++)
-			if (reg_layer(m, l, op, false))
+			if (layer_op_runs(m, op) && reg_layer(m, l, op, false))
 				return -1;
 	norm_cost(m, &k, false, false);
 	REG(ln_final, "step/forward/ln_final", "forward");
@@ -248,7 +269,7 @@ int model_plan(struct model *m)
 			 * the backward of a residual add is the identity; under BF16 the
 			 * norm backward before a branch writes its gradient's BF16 copy
 			 */
-			if (op == L_RES1 || op == L_RES2)
+			if (op == L_RES1 || op == L_RES2 || !layer_op_runs(m, op))
 				continue;
 			if (reg_layer(m, l, op, true))
 				return -1;

@@ -12,6 +12,7 @@
 
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/table.h"
 #include "model/model.h"
 #include "record/device.h"
 #include "record/hooks.h"
@@ -191,7 +192,7 @@ static void print_summary(const char *path, const struct rec_session *s, const d
 	double sum = 0;
 	uint32_t i, measured = 0;
 
-	for (i = warmup; i < done; i++, measured++)
+	for (i = warmup; wall && i < done; i++, measured++)
 		sum += wall[i];
 	if (measured)
 		fprintf(stderr, "record: %u warm-up + %u measured steps, measured step mean %.3f ms\n",
@@ -225,7 +226,8 @@ static void warn_losses(const struct capture_totals *t)
 
 struct run {
 	const struct record_opts *o;
-	const struct model_config *c;
+	const struct model_config *c;             /* the model's run */
+	const struct attn_bench_opts *attn;       /* or the attention sweep's */
 	struct rec_session s;
 	struct rec_hooks h;
 	struct model *m;
@@ -284,17 +286,101 @@ static void run_steps(struct run *r)
 	}
 }
 
+/*
+ * The attention sweep under the recorder: its table on stdout, each
+ * iteration a step. An OOM is a row of the sweep, not the end of the run.
+ */
+static void run_attention(struct run *r)
+{
+	struct model_observer obs = rec_hooks_observer(&r->h);
+	struct attn_bench_opts a = *r->attn;
+	struct attn_bench_totals t;
+	struct report *rep = report_new();
+
+	a.obs = &obs;
+	a.stop = &interrupted;
+	if (attn_bench_run(&a, rep, &t) || t.errors) {
+		error("the attention sweep failed; the bundle holds the run up to the failure");
+		r->reason = "error";
+		r->status = RECORD_ERROR;
+	}
+	if (report_print(rep, OUT_TABLE, stdout) && r->status == RECORD_OK) {
+		r->reason = "error";
+		r->status = RECORD_ERROR;
+	}
+	report_free(rep);
+	r->done = t.steps;
+	if (interrupted && r->status == RECORD_OK) {
+		fprintf(stderr, "record: interrupted after %u of %u steps; closing the bundle\n",
+			r->done, r->total);
+		r->reason = "interrupted";
+		r->status = RECORD_INTERRUPTED;
+	}
+}
+
+/* The header's run configuration of the sweep: what its configurations share, "mixed" where they differ. */
+static void fill_attention_config(Steptrace__RunConfig *rc, const struct attn_bench_opts *a)
+{
+	const struct attn_config *c = a->configs;
+	bool one_prec = true, one_impl = true;
+
+	for (size_t i = 1; i < a->n_configs; i++) {
+		one_prec &= c[i].precision == c[0].precision;
+		one_impl &= c[i].impl == c[0].impl;
+		if (c[i].seq > (int)rc->ctx)
+			rc->ctx = (uint32_t)c[i].seq;
+	}
+	rc->model = "attention";
+	rc->batch = (uint32_t)c[0].batch;
+	rc->heads = (uint32_t)c[0].heads;
+	if (c[0].seq > (int)rc->ctx)
+		rc->ctx = (uint32_t)c[0].seq;
+	rc->precision = (char *)(one_prec ? st_name(st_precision_names, c[0].precision) : "mixed");
+	rc->mode = (char *)st_name(st_mode_names, ST_MODE_FWDBWD);
+	rc->attention = (char *)(one_impl ? st_name(st_attention_names, c[0].impl) : "mixed");
+	rc->warmup_steps = (uint32_t)(a->warmup * a->n_configs);
+	rc->measured_steps = (uint32_t)(a->steps * a->n_configs);
+	rc->seed = a->seed;
+}
+
+static enum record_outcome record_with(struct run *r, Steptrace__RunConfig *rc,
+				       void (*body)(struct run *));
+
 enum record_outcome record_run(const struct record_opts *o, const struct model_config *c)
 {
-	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
 	Steptrace__RunConfig rc = STEPTRACE__RUN_CONFIG__INIT;
+	struct run r = { .o = o, .c = c, .reason = "ok" };
+
+	fill_run_config(&rc, c, o);
+	r.total = (uint32_t)o->warmup + (uint32_t)o->steps;
+	return record_with(&r, &rc, run_steps);
+}
+
+enum record_outcome record_attention_run(const struct record_opts *o,
+					 const struct attn_bench_opts *a)
+{
+	Steptrace__RunConfig rc = STEPTRACE__RUN_CONFIG__INIT;
+	struct run r = { .o = o, .attn = a, .reason = "ok" };
+
+	if (!a->n_configs)
+		return RECORD_OK;
+	fill_attention_config(&rc, a);
+	r.total = (uint32_t)((a->warmup + a->steps) * a->n_configs);
+	return record_with(&r, &rc, run_attention);
+}
+
+/* Everything around the body: device facts, the bundle, CUPTI, signals, the summary. */
+static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
+				       void (*body)(struct run *))
+{
+	const struct record_opts *o = rp->o;
+	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
 	struct device_facts dev;
 	struct capture_totals totals;
-	struct run r = { .o = o, .c = c, .reason = "ok" };
+	struct run r = *rp;
 	const char *stats = getenv("STEPTRACE_RECORD_STATS");
 	char host[256] = "";
 
-	r.total = (uint32_t)o->warmup + (uint32_t)o->steps;
 	r.wall = calloc(r.total, sizeof(*r.wall));
 	if (!r.wall) {
 		error("out of memory");
@@ -308,12 +394,11 @@ enum record_outcome record_run(const struct record_opts *o, const struct model_c
 	else if (device_calibrate(&dev))
 		device_datasheet(&dev, "calibration failed");
 
-	fill_run_config(&rc, c, o);
 	gethostname(host, sizeof(host) - 1);
 	hdr.command_line = (char *)(o->command_line ? o->command_line : "steptrace record");
 	hdr.hostname = host;
 	hdr.pid = (uint32_t)getpid();
-	hdr.config = &rc;
+	hdr.config = rc;
 	hdr.device = &dev.info;
 	hdr.clock = "cupti";
 	hdr.api_calls = (char *)capture_api_rule(o->api);
@@ -330,7 +415,7 @@ enum record_outcome record_run(const struct record_opts *o, const struct model_c
 	}
 
 	signals_install();
-	run_steps(&r);
+	body(&r);
 	/* Freed under the recorder: every allocation in the bundle gets its free. */
 	if (r.m)
 		model_free(r.m);
@@ -346,8 +431,8 @@ enum record_outcome record_run(const struct record_opts *o, const struct model_c
 	if (rec_session_close(&r.s, r.reason) && r.status == RECORD_OK)
 		r.status = RECORD_ERROR;
 	if (stats)
-		write_stats(stats, r.done, (uint32_t)o->warmup, &r.s, &totals, r.reason);
-	print_summary(o->output, &r.s, r.wall, r.done, (uint32_t)o->warmup);
+		write_stats(stats, r.done, r.c ? (uint32_t)o->warmup : 0, &r.s, &totals, r.reason);
+	print_summary(o->output, &r.s, r.c ? r.wall : NULL, r.done, (uint32_t)o->warmup);
 	rec_hooks_release(&r.h);
 	rec_session_release(&r.s);
 	free(r.wall);

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 
+#include "model/attention_bench.h"
 #include "model/config.h"
 #include "record/capture.h"
 
@@ -44,6 +45,15 @@ enum record_outcome {
 
 /* Records configuration c into o->output, with progress and a summary on stderr. */
 enum record_outcome record_run(const struct record_opts *o, const struct model_config *c);
+
+/*
+ * The attention sweep a (model/attention_bench.h; its observer and stop
+ * flag are the recorder's) into o->output, its table on stdout: each
+ * iteration of each configuration a step (o->warmup and o->steps are
+ * unused). An OOM is a row of the sweep: the run goes on and ends "ok".
+ */
+enum record_outcome record_attention_run(const struct record_opts *o,
+					 const struct attn_bench_opts *a);
 
 /*
  * "steptrace record --model 'a b' ..." from the command's argv, before

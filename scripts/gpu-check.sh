@@ -3,7 +3,10 @@
 # Stages: tests (ctest -L gpu), samples (re-record samples/), overhead
 # (record vs bench step time, scripts/overhead.sh), sweep (Table 1 of the
 # README), every-size (record each size at ctx 512, and the 2.7B ctx 1024
-# OOM), torch (agreement with PyTorch). Default: tests samples overhead torch.
+# OOM), torch (agreement with PyTorch), attention (issue 14's measurements:
+# bench attention beside PyTorch's SDPA and naive attention, the model with
+# flash, record attention and naive/flash bundles; README "Attention").
+# Default: tests samples overhead torch.
 # The build must have been configured at the path its CTest files name; on
 # the GPU machine link that path to the checkout first (see README).
 set -uo pipefail
@@ -49,6 +52,42 @@ every-size)
 		--no-calibrate -o "$out/size.stb" 2>&1 | grep -E "error|record:"; echo "exit ${PIPESTATUS[0]}"
 	$st info "$out/size.stb" | grep -E "^(complete|end reason|events) "
 	rm -f "$out/size.stb"
+	;;
+attention)
+	seq=256,1024,4096,8192,16384,32768,65536
+	echo "== $st bench attention --impl naive,flash --precision bf16 --seq $seq --warmup 3 --steps 10"
+	$st bench attention --impl naive,flash --precision bf16 --seq $seq --warmup 3 --steps 10 \
+		--format csv > "$out/st-bf16.csv" 2>/dev/null
+	echo "== $st bench attention --impl naive,flash --precision fp32 --seq ${seq%,65536} --warmup 2 --steps 5"
+	$st bench attention --impl naive,flash --precision fp32 --seq "${seq%,65536}" --warmup 2 --steps 5 \
+		--format csv > "$out/st-fp32.csv" 2>/dev/null
+	for a in naive flash; do
+		echo "== $st bench --model large --ctx 512 --precision bf16 --attention $a --warmup 3 --steps 10"
+		$st bench --model large --ctx 512 --precision bf16 --attention $a --warmup 3 --steps 10 2>/dev/null
+	done
+	for a in naive flash; do
+		echo "== $st bench --model small --ctx 4096,8192,16384 --precision bf16 --attention $a --warmup 1 --steps 3"
+		$st bench --model small --ctx 4096,8192,16384 --precision bf16 --attention $a --warmup 1 --steps 3 2>/dev/null
+	done
+	for a in naive flash; do
+		echo "== $st record --model small --ctx 512 --precision bf16 --attention $a --warmup 1 --steps 2 -o $a.stb"
+		$st record --model small --ctx 512 --precision bf16 --attention $a --warmup 1 --steps 2 \
+			-o "$out/$a.stb" 2>&1 | tail -2
+	done
+	for p in fp32 bf16; do
+		echo "== $st record attention --impl naive,flash --precision $p --seq $seq -o attn-$p.stb"
+		$st record attention --impl naive,flash --precision $p --seq $seq -o "$out/attn-$p.stb" \
+			2>&1 >/dev/null | tail -1
+	done
+	for p in fp32 bf16; do
+		echo "== torch_check.py run --steptrace $st --precision $p --mode train --attention flash"
+		PYTHONUNBUFFERED=1 python3 scripts/torch_check.py run --steptrace "$st" --precision $p \
+			--mode train --attention flash --workdir "$out/torch-check-flash-$p" 2>&1 | tail -4
+	done
+	echo "== python3 scripts/torch_attention.py --seq $seq --sdpa-extra-seq '' --runs 10 --fp32-too --steptrace st-bf16.csv --steptrace st-fp32.csv"
+	PYTHONUNBUFFERED=1 python3 scripts/torch_attention.py --seq $seq --sdpa-extra-seq '' --runs 10 \
+		--fp32-too --steptrace "$out/st-bf16.csv" --steptrace "$out/st-fp32.csv" > "$out/torch-attention.log" 2>&1
+	tail -140 "$out/torch-attention.log" | grep "^|"
 	;;
 torch)
 	for p in fp32 tf32 bf16; do

@@ -17,12 +17,22 @@ not fit prints an OOM row, its memory is returned and the sweep goes on.
 
   python3 scripts/torch_attention.py [--impl sdpa,naive] [--d-head 16,32,64,128]
       [--seq 256,1024,4096,8192,16384] [--runs 20] [--fp32-too] [--flash LOG]
+      [--steptrace CSV]
+
+Memory, as the seeds measure it: torch.cuda.memory_allocated() after the
+forward (what the backward starts with: q, k, v, dout and what autograd
+saved) and max_memory_allocated() over a forward and backward, in MiB.
 
 --flash LOG reads tests/gpu/flash_bench's output (same columns) and ends with
 one markdown table: flash beside SDPA and naive, ms and TFLOP/s.
+--steptrace CSV (repeatable) reads `steptrace bench attention --format csv` and ends with
+two markdown tables: steptrace's flash and naive beside SDPA and PyTorch's
+naive attention, ms (TFLOP/s) of the forward and the backward, then memory
+before the backward and peak (MiB).
 """
 
 import argparse
+import csv
 import gc
 import math
 import statistics
@@ -80,7 +90,19 @@ def bench(impl, dtype, d, t, batch, heads, runs, warmup):
     torch.cuda.synchronize()
     fwd = median_ms(lambda: None, lambda _: f(q, k, v), runs, warmup)
     bwd = median_ms(fresh_forward, lambda out: out.backward(dout), runs, warmup)
-    return fwd, bwd
+    # memory: what the backward starts with, and the peak of a forward and backward
+    for x in (q, k, v):
+        x.grad = None
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    out = f(q, k, v)
+    before = torch.cuda.memory_allocated()
+    out.backward(dout)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    del out
+    return fwd, bwd, before / 2**20, peak / 2**20
 
 
 def main():
@@ -93,31 +115,35 @@ def main():
     ap.add_argument("--heads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--fp32-too", action="store_true", help="naive also in FP32 (d_head 64, seq <= 4096)")
+    ap.add_argument("--fp32-too", action="store_true", help="naive also in FP32")
     ap.add_argument("--flash", help="flash_bench output to merge into one table")
+    ap.add_argument("--steptrace", action="append",
+                    help="`steptrace bench attention --format csv` output to merge (repeatable)")
     a = ap.parse_args()
     ds = [int(x) for x in a.d_head.split(",")]
     seqs = [int(x) for x in a.seq.split(",")]
     extra = [int(x) for x in a.sdpa_extra_seq.split(",") if x]
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, batch {a.batch}, "
           f"heads {a.heads}, causal; median ms of {a.runs} runs")
-    print(f"{'impl':<18} {'dt':<4} {'d':>4} {'seq':>6} {'fwd_ms':>9} {'fwd_tf':>7} {'bwd_ms':>9} {'bwd_tf':>7}")
+    print(f"{'impl':<18} {'dt':<4} {'d':>4} {'seq':>6} {'fwd_ms':>9} {'fwd_tf':>7} {'bwd_ms':>9} {'bwd_tf':>7} "
+          f"{'before_mib':>9} {'peak_mib':>9}")
     rows = []
     for impl in a.impl.split(","):
         for d in ds:
             for t in seqs + (extra if impl == "sdpa" else []):
                 rows.append((impl, torch.bfloat16, d, t))
     if a.fp32_too:
-        rows += [("naive", torch.float32, 64, t) for t in seqs if t <= 4096]
+        rows += [("naive", torch.float32, d, t) for d in ds for t in seqs]
     results = {}
     for impl, dtype, d, t in rows:
         name = "bf16" if dtype == torch.bfloat16 else "f32"
         flops = 4.0 * a.batch * a.heads * t * t * d / 2
         try:
-            fwd, bwd = bench(impl, dtype, d, t, a.batch, a.heads, a.runs if t < 16384 else max(5, a.runs // 2), a.warmup)
+            fwd, bwd, before, peak = bench(impl, dtype, d, t, a.batch, a.heads,
+                                           a.runs if t < 16384 else max(5, a.runs // 2), a.warmup)
             print(f"{'torch-' + impl:<18} {name:<4} {d:>4} {t:>6} {fwd:>9.3f} {flops / fwd / 1e9:>7.1f} "
-                  f"{bwd:>9.3f} {2.5 * flops / bwd / 1e9:>7.1f}", flush=True)
-            results[(impl, name, d, t)] = (fwd, bwd)
+                  f"{bwd:>9.3f} {2.5 * flops / bwd / 1e9:>7.1f} {before:>9.1f} {peak:>9.1f}", flush=True)
+            results[(impl, name, d, t)] = (fwd, bwd, before, peak)
         except torch.cuda.OutOfMemoryError:
             print(f"{'torch-' + impl:<18} {name:<4} {d:>4} {t:>6} OOM", flush=True)
             results[(impl, name, d, t)] = None
@@ -125,6 +151,8 @@ def main():
         torch.cuda.empty_cache()
     if a.flash:
         merge_table(a.flash, results, a.batch * a.heads)
+    if a.steptrace:
+        steptrace_tables(a.steptrace, results, a.batch * a.heads)
 
 
 def merge_table(path, results, bh):
@@ -148,6 +176,54 @@ def merge_table(path, results, bh):
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for dt, d, t in keys:
         cells = [cell(impl, dt, d, t, i) for i in (0, 1) for impl in ("flash", "sdpa", "naive")]
+        print(f"| {dt} | {d} | {t} | " + " | ".join(cells) + " |")
+
+
+def steptrace_tables(paths, results, bh):
+    """`steptrace bench attention --format csv` beside PyTorch: times, then memory."""
+    st = {}
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            lines = [line for line in f if line.strip() and not line.startswith("#")]
+        rows += list(csv.DictReader(lines))
+    for r in rows:
+        if r.get("impl") not in ("naive", "flash") or int(r["batch"]) * int(r["heads"]) != bh:
+            continue
+        dt = "bf16" if r["precision"] == "bf16" else "f32"
+        key = (r["impl"], dt, int(r["d_head"]), int(r["seq"]))
+        st[key] = None if r["status"] != "ok" else tuple(
+            float(r[c]) for c in ("forward_ms", "backward_ms", "before_backward_mib", "peak_mib"))
+        if r["status"] == "OOM" and r.get("peak_mib"):
+            st[key] = ("OOM", float(r["peak_mib"]))
+    keys = sorted({k[1:] for k in st} | {k[1:] for k in results},
+                  key=lambda k: (k[0] != "bf16", k[1], k[2]))
+
+    def cell(src, impl, dt, d, t, i):
+        r = src.get((impl, dt, d, t), "absent")
+        if r == "absent":
+            return ""
+        if r is None or r[0] == "OOM":
+            return "OOM"
+        if i >= 2:
+            return f"{r[i]:.0f}"
+        flops = 4.0 * bh * t * t * d / 2 * (2.5 if i else 1)
+        return f"{r[i]:.3f} ({flops / r[i] / 1e9:.0f})"
+
+    impls = [(st, "flash"), (results, "sdpa"), (st, "naive"), (results, "naive")]
+    print("\n| dtype | d_head | seq | flash fwd | SDPA fwd | naive fwd | torch naive fwd "
+          "| flash bwd | SDPA bwd | naive bwd | torch naive bwd |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for dt, d, t in keys:
+        cells = [cell(src, impl, dt, d, t, i) for i in (0, 1) for src, impl in impls]
+        print(f"| {dt} | {d} | {t} | " + " | ".join(cells) + " |")
+    print("\n| dtype | d_head | seq | flash before bwd / peak | SDPA | naive | torch naive |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for dt, d, t in keys:
+        cells = []
+        for src, impl in impls:
+            b, p = cell(src, impl, dt, d, t, 2), cell(src, impl, dt, d, t, 3)
+            cells.append(b if b in ("", "OOM") else f"{b} / {p}")
         print(f"| {dt} | {d} | {t} | " + " | ".join(cells) + " |")
 
 

@@ -4,7 +4,9 @@
  * reference: the same random weights (model_load_weights) and batch go into
  * both; the loss and every gradient are compared (fwdbwd), then two train
  * steps' updated weights against the reference AdamW, and the op and memory
- * bookkeeping the observer sees.
+ * bookkeeping the observer sees. Then the same fwdbwd (FP32, BF16), observer
+ * and forward-mode checks with --attention flash (FlashAttention-2), against
+ * the same reference and tolerances.
  *
  * Tolerances (relative error ||gpu - ref|| / ||ref||, per tensor):
  *   fp32: loss and gradients 1e-5; weights after two AdamW steps (lr 1e-2)
@@ -19,6 +21,8 @@
 
 #include "model/model.h"
 
+static enum st_attention attention = ST_ATTN_NAIVE;   /* of the configurations tiny() makes */
+
 static struct model_config tiny(enum st_precision p, enum st_mode mode)
 {
 	struct model_config c;
@@ -30,7 +34,7 @@ static struct model_config tiny(enum st_precision p, enum st_mode mode)
 	c.batch = 2, c.ctx = 16;
 	c.precision = p;
 	c.mode = mode;
-	c.attention = ST_ATTN_NAIVE;
+	c.attention = attention;
 	c.lr = 1e-2;
 	c.weight_decay = 0.1;
 	return c;
@@ -85,7 +89,8 @@ static void fwdbwd(enum st_precision p, const struct tensor_set *w, const int32_
 	struct tensor_set grads;
 	char what[96];
 
-	printf("%s fwdbwd:\n", st_name(st_precision_names, p));
+	printf("%s fwdbwd (%s attention):\n", st_name(st_precision_names, p),
+	       st_name(st_attention_names, attention));
 	if (model_create(&m, &c, NULL, NULL) != MODEL_OK) {
 		CHECK(0, "model_create failed");
 		return;
@@ -96,11 +101,13 @@ static void fwdbwd(enum st_precision p, const struct tensor_set *w, const int32_
 		CHECK(model_step(m, s, false, &st) == MODEL_OK, "model_step");
 	printf("  loss gpu %.9f ref %.9f; forward %.3f ms backward %.3f ms wall %.3f ms\n", st.loss,
 	       ref_loss, st.forward_ms, st.backward_ms, st.wall_ms);
-	snprintf(what, sizeof(what), "loss [%s]", st_name(st_precision_names, p));
+	snprintf(what, sizeof(what), "loss [%s %s]", st_name(st_precision_names, p),
+		 st_name(st_attention_names, attention));
 	check_err(what, fabs(st.loss - ref_loss) / fabs(ref_loss), tol_loss);
 	tensor_set_init(&grads);
 	CHECK(model_export(m, NULL, &grads) == MODEL_OK, "model_export");
-	snprintf(what, sizeof(what), "every gradient [%s]", st_name(st_precision_names, p));
+	snprintf(what, sizeof(what), "every gradient [%s %s]", st_name(st_precision_names, p),
+		 st_name(st_attention_names, attention));
 	compare_sets(what, &grads, ref_grads, tol_grad);
 	tensor_set_release(&grads);
 	model_free(m);
@@ -239,7 +246,8 @@ static void observer(enum st_precision p)
 	struct model *m;
 	struct model_step_times st;
 
-	printf("observer (%s train):\n", st_name(st_precision_names, p));
+	printf("observer (%s train, %s attention):\n", st_name(st_precision_names, p),
+	       st_name(st_attention_names, attention));
 	if (model_create(&m, &c, &obs, NULL) != MODEL_OK) {
 		CHECK(0, "model_create failed");
 		free(w);
@@ -260,7 +268,11 @@ static void observer(enum st_precision p)
 	CHECK(w->begins == w->ends, "op_begin %u != op_end %u", w->begins, w->ends);
 	CHECK(w->alloc_without_op == 0, "%u allocations without an op or category", w->alloc_without_op);
 	CHECK(w->steps_begun == 3 && w->steps_ended == 3, "step hooks %u/%u", w->steps_begun, w->steps_ended);
-	const char *want[] = { "step/forward/embedding", "step/forward/layer.1/attn/softmax",
+	const char *want[] = { "step/forward/embedding",
+			       attention == ST_ATTN_FLASH ? "step/forward/layer.1/attn/flash"
+							  : "step/forward/layer.1/attn/softmax",
+			       attention == ST_ATTN_FLASH ? "step/backward/layer.0/attn/flash"
+							  : "step/backward/layer.0/attn/scores",
 			       "step/forward/layer.0/ln1", "step/forward/layer.1/ffn/swiglu",
 			       "step/forward/lm_head", "step/forward/cross_entropy",
 			       "step/backward/layer.0/attn/qkv_proj", "step/forward/layer.1/ffn/w1w3",
@@ -275,6 +287,13 @@ static void observer(enum st_precision p)
 			CHECK((op->n_inputs > 0 || !strcmp(op->path, "step/backward/zero_grad")) &&
 			      op->n_outputs > 0,
 			      "op '%s' has no dtypes", op->path);
+		if (attention == ST_ATTN_FLASH)
+			CHECK(!strstr(op->path, "/softmax") && !strstr(op->path, "/scores") &&
+			      !strstr(op->path, "/av"), "flash model has naive op '%s'", op->path);
+		if (strstr(op->path, "/flash"))
+			CHECK(!strcmp(op->kind, "attn/flash") && op->flops > 0 && op->bytes > 0 &&
+			      op->outputs[0] == (p == ST_BF16 ? ST_DT_BF16 : ST_DT_F32),
+			      "flash op: kind '%s' flops %llu", op->kind, (unsigned long long)op->flops);
 		if (strstr(op->path, "/softmax") && !strncmp(op->path, "step/forward", 12))
 			CHECK(!strcmp(op->kind, "attn/softmax") && op->flops > 0 && op->bytes > 0 &&
 			      op->outputs[0] == (p == ST_BF16 ? ST_DT_BF16 : ST_DT_F32),
@@ -284,6 +303,27 @@ static void observer(enum st_precision p)
 	CHECK(w->live == 0, "model_free leaves %llu bytes", (unsigned long long)w->live);
 	printf("  ops, nesting and memory balance %s\n", check_failures ? "checked (see failures)" : "ok");
 	free(w);
+}
+
+/* forward mode: the same loss, nothing kept */
+static void forward_mode(const struct tensor_set *w, const int32_t *tok, double loss)
+{
+	struct model_config cf = tiny(ST_FP32, ST_MODE_FORWARD);
+	struct model *m;
+	struct model_step_times st;
+	char what[64];
+
+	if (model_create(&m, &cf, NULL, NULL) != MODEL_OK) {
+		CHECK(0, "model_create (forward)");
+		return;
+	}
+	CHECK(model_load_weights(m, w) == MODEL_OK, "model_load_weights");
+	CHECK(model_set_batch(m, tok, tok + 1) == MODEL_OK, "model_set_batch");
+	CHECK(model_step(m, 0, false, &st) == MODEL_OK, "model_step");
+	snprintf(what, sizeof(what), "forward-mode loss [fp32 %s]",
+		 st_name(st_attention_names, attention));
+	check_err(what, fabs(st.loss - loss) / loss, 1e-5);
+	model_free(m);
 }
 
 int main(void)
@@ -309,20 +349,17 @@ int main(void)
 	train(&w, tok, tok + 1);
 	observer(ST_FP32);
 	observer(ST_BF16);
+	forward_mode(&w, tok, loss);
 
-	/* forward mode: the same loss, nothing kept */
-	struct model_config cf = tiny(ST_FP32, ST_MODE_FORWARD);
-	struct model *m;
-	struct model_step_times st;
-	if (model_create(&m, &cf, NULL, NULL) == MODEL_OK) {
-		CHECK(model_load_weights(m, &w) == MODEL_OK, "model_load_weights");
-		CHECK(model_set_batch(m, tok, tok + 1) == MODEL_OK, "model_set_batch");
-		CHECK(model_step(m, 0, false, &st) == MODEL_OK, "model_step");
-		check_err("forward-mode loss [fp32]", fabs(st.loss - loss) / loss, 1e-5);
-		model_free(m);
-	} else {
-		CHECK(0, "model_create (forward)");
-	}
+	/* the same step with FlashAttention-2: the same reference, the same tolerances */
+	attention = ST_ATTN_FLASH;
+	fwdbwd(ST_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
+	fwdbwd(ST_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
+	observer(ST_FP32);
+	observer(ST_BF16);
+	forward_mode(&w, tok, loss);
+	attention = ST_ATTN_NAIVE;
+
 	tensor_set_release(&w), tensor_set_release(&grads);
 	free(tok);
 	return check_done("test_gpu_step");

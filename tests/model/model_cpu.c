@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "lib/error.h"
+#include "model/attention_bench.h"
 #include "model/model.h"
 #include "tests/lib/reference.h"
 #include "trace/types.h"
@@ -193,4 +194,17 @@ void model_free(struct model *m)
 	free(m->inputs);
 	free(m->targets);
 	free(m);
+}
+
+/* `bench attention` needs the GPU: here only its command line is tested. */
+int attn_bench_check(const struct attn_config *c, size_t n)
+{
+	return 0;
+}
+
+int attn_bench_run(const struct attn_bench_opts *o, struct report *rep,
+		   struct attn_bench_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	return error("the CPU stand-in of the model runs no attention sweep");
 }

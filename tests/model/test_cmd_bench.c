@@ -92,6 +92,17 @@ int main(void)
 	CHECK(BENCH(buf, "extra") == 129, "positional argument");
 	setenv("ST_TEST_NO_GPU", "1", 1);
 	CHECK(BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2") == 1, "no GPU");
+
+	/* bench attention: its grid is checked before the GPU is asked for */
+	CHECK(BENCH(buf, "attention", "--help") == 0, "attention --help");
+	CHECK(BENCH(buf, "attention", "--seq", "256,x") == 129, "attention: bad seq");
+	CHECK(BENCH(buf, "attention", "--d-head", "0") == 129, "attention: zero d_head");
+	CHECK(BENCH(buf, "attention", "--impl", "sdpa") == 129, "attention: unknown impl");
+	CHECK(BENCH(buf, "attention", "--precision", "fp32,") == 129, "attention: empty item");
+	CHECK(BENCH(buf, "attention", "--steps", "0") == 129, "attention: no steps");
+	CHECK(BENCH(buf, "attention", "--model", "small") == 129, "attention: a model flag");
+	CHECK(BENCH(buf, "attention", "extra") == 129, "attention: positional argument");
+	CHECK(BENCH(buf, "attention", "--seq", "256", "--no-causal") == 1, "attention: no GPU");
 	unsetenv("ST_TEST_NO_GPU");
 	return check_done("model_cmd_bench");
 }
