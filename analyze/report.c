@@ -1,8 +1,10 @@
 /*
  * report.c: the HTML report (see report.h). Every number comes from the
  * same helpers as the text reports (replay's projection, replay/memory.h,
- * flops.h, diff.h, common.h's statistics), so the page and
- * `steptrace summary|memory|flops|diff` always agree.
+ * flops.h, ranges.h, diff.h, common.h's statistics), so the page and
+ * `steptrace summary|ranges|memory|flops|diff` always agree. The page's
+ * style and scripts are analyze/report.css, report_guard.js and report.js
+ * (report_assets.h); the timeline's data is report_timeline.c's.
  */
 #include "analyze/report.h"
 
@@ -20,61 +22,19 @@
 #include "analyze/flops.h"
 #include "analyze/html.h"
 #include "analyze/memory.h"
+#include "analyze/ranges.h"
+#include "analyze/report_assets.h"
+#include "analyze/report_timeline.h"
 #include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/human.h"
 #include "replay/memory.h"
 
-#define PAGE_W 1180          /* content width in CSS pixels; charts are drawn at it */
-#define TOP_KERNELS 15
-#define TOP_BLOCKS 10
-
-static const char page_css[] =
-	":root{--bg:#f5f6f8;--card:#fff;--ink:#1d2330;--muted:#667085;--line:#e4e7ec;"
-	"--accent:#3b5bdb;--good:#2b8a3e;--bad:#c92a2a}"
-	"*{box-sizing:border-box}"
-	"body{margin:0;background:var(--bg);color:var(--ink);"
-	"font:14px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif}"
-	"main{max-width:1240px;margin:0 auto;padding:28px 30px 48px}"
-	"header.top{display:flex;justify-content:space-between;align-items:flex-end;gap:24px;margin-bottom:20px}"
-	"header.top h1{font-size:24px;margin:0 0 4px;letter-spacing:-.01em}"
-	".sub{color:var(--muted)}"
-	".chips{display:flex;flex-wrap:wrap;gap:6px;margin-top:8px}"
-	".chip{background:#eef2ff;color:#364fc7;border-radius:999px;padding:2px 10px;font-size:12px;font-weight:600}"
-	".brand{font-size:12px;color:var(--muted);text-align:right;white-space:nowrap}"
-	".brand b{color:var(--accent);font-size:14px}"
-	".kpis{display:grid;grid-template-columns:repeat(auto-fit,minmax(180px,1fr));gap:12px;margin-bottom:18px}"
-	".kpi{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:14px 16px}"
-	".kpi .label{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}"
-	".kpi .value{font-size:22px;font-weight:650;margin-top:2px;font-variant-numeric:tabular-nums}"
-	".kpi .note{font-size:12px;color:var(--muted)}"
-	"section.card{background:var(--card);border:1px solid var(--line);border-radius:12px;"
-	"padding:18px 20px;margin-bottom:18px;box-shadow:0 1px 2px rgba(16,24,40,.04)}"
-	"section.card h2{font-size:17px;margin:0 0 4px}"
-	"section.card h3{font-size:14px;margin:18px 0 6px}"
-	".lead{color:var(--muted);margin:0 0 12px;font-size:13px}"
-	".grid2{display:grid;grid-template-columns:1fr 1fr;gap:8px 32px}"
-	"dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:0}"
-	"dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;font-variant-numeric:tabular-nums}"
-	"code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}"
-	"pre.cmd{background:#f8f9fb;border:1px solid var(--line);border-radius:8px;padding:8px 10px;"
-	"white-space:pre-wrap;word-break:break-all;margin:6px 0 0}"
-	".scroll{overflow-x:auto}"
-	"table.data{border-collapse:collapse;width:100%;font-size:12.5px;font-variant-numeric:tabular-nums}"
-	"table.data th{text-align:left;font-weight:600;color:var(--muted);border-bottom:1px solid var(--line);"
-	"padding:6px 8px;white-space:nowrap;background:#fafbfc}"
-	"table.data td{padding:5px 8px;border-bottom:1px solid #f0f2f5;white-space:nowrap}"
-	"table.data tr:nth-child(even) td{background:#fcfcfd}"
-	"table.data .num{text-align:right}"
-	"table.data td{max-width:400px;overflow:hidden;text-overflow:ellipsis}"
-	"svg{max-width:100%;height:auto;display:block}"
-	".muted{color:var(--muted)}"
-	"ul.notes{color:var(--muted);font-size:12.5px;margin:10px 0 0;padding-left:18px}"
-	".legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12.5px;margin-top:8px}"
-	".legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:6px;vertical-align:-1px}"
-	".pair{display:grid;grid-template-columns:1fr 1fr;gap:18px}.pair .grid2{grid-template-columns:1fr}"
-	"footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}"
-	"@media print{body{background:#fff}section.card{break-inside:avoid}}";
+#define CHART_W 1140         /* natural width of the charts, CSS pixels; they shrink with the page */
+#define VISIBLE_ROWS 15      /* rows of a long table shown before "show all" */
+#define KERNEL_ROWS 500      /* kernel names written at most */
+#define RANGE_ROWS 400       /* range paths written at most */
+#define DIFF_BARS 20         /* op kinds in the diff's diverging chart */
 
 /* ---- small formatting ----------------------------------------------------- */
 
@@ -110,12 +70,15 @@ static void kv(FILE *out, const char *key, const char *fmt, ...)
 	fputs("</dd>", out);
 }
 
-static void kpi(FILE *out, const char *label, const char *value, const char *note)
+/* A key number; `delta` (may be NULL) is raw HTML: the diff's coloured change. */
+static void kpi(FILE *out, const char *label, const char *value, const char *note, const char *delta)
 {
 	fputs("<div class=\"kpi\"><div class=\"label\">", out);
 	html_escape(out, label);
 	fputs("</div><div class=\"value\">", out);
 	html_escape(out, value);
+	if (delta)
+		fprintf(out, " %s", delta);
 	fputs("</div>", out);
 	if (note && *note) {
 		fputs("<div class=\"note\">", out);
@@ -125,21 +88,21 @@ static void kpi(FILE *out, const char *label, const char *value, const char *not
 	fputs("</div>\n", out);
 }
 
-static void section_begin(FILE *out, const char *id, const char *title, const char *lead)
+/* A rect whose value shows on hover (report.js's tooltip); tip is printf-style. */
+static void tip_rect(FILE *out, double x, double y, double w, double h, const char *fill, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+static void tip_rect(FILE *out, double x, double y, double w, double h, const char *fill, const char *fmt, ...)
 {
-	fprintf(out, "<section class=\"card\" id=\"%s\">\n<h2>", id);
-	html_escape(out, title);
-	fputs("</h2>\n", out);
-	if (lead) {
-		fputs("<p class=\"lead\">", out);
-		html_escape(out, lead);
-		fputs("</p>\n", out);
-	}
-}
+	char buf[1024];
+	va_list ap;
 
-static void section_end(FILE *out)
-{
-	fputs("</section>\n", out);
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" rx=\"2\"", x, y,
+		w > 0 ? w : 0, h > 0 ? h : 0, fill);
+	html_attr(out, "data-tip", "%s", buf);
+	fputs("/>\n", out);
 }
 
 /* ---- what the page shows, computed once per bundle -------------------------- */
@@ -150,6 +113,7 @@ static const char *const phase_names[PH_COUNT] = { "forward", "backward", "optim
 struct page_data {
 	const struct replay *rp;
 	const char *label;                 /* "A", "B" or NULL */
+	const char *prefix;                /* of the element ids: "", "a-", "b-" */
 	size_t divisor;                    /* measured steps (>= 1) */
 	struct real_stats wall, busy;      /* ms over measured steps */
 	bool have_steps;
@@ -271,13 +235,14 @@ static int compute_categories(struct page_data *d)
 	return 0;
 }
 
-static int page_data_init(struct page_data *d, const struct replay *rp, const char *label)
+static int page_data_init(struct page_data *d, const struct replay *rp, const char *label, const char *prefix)
 {
 	struct flops_options fo = { .by = FLOPS_BY_KIND };
 
 	memset(d, 0, sizeof(*d));
 	d->rp = rp;
 	d->label = label;
+	d->prefix = prefix;
 	d->divisor = replay_step_divisor(rp, false);
 	compute_steps(d);
 	compute_phases(d);
@@ -304,6 +269,24 @@ static void page_data_release(struct page_data *d)
 	if (d->have_flops)
 		flops_result_release(&d->fl);
 	memset(d, 0, sizeof(*d));
+}
+
+/* A card; its id carries the bundle's prefix (d may be NULL: the diff's own cards). */
+static void section_begin(FILE *out, const struct page_data *d, const char *id, const char *title, const char *lead)
+{
+	fprintf(out, "<section class=\"card\" id=\"%s%s\">\n<h2>", d ? d->prefix : "", id);
+	html_escape(out, title);
+	fputs("</h2>\n", out);
+	if (lead) {
+		fputs("<p class=\"lead\">", out);
+		html_escape(out, lead);
+		fputs("</p>\n", out);
+	}
+}
+
+static void section_end(FILE *out)
+{
+	fputs("</section>\n", out);
 }
 
 /* ---- header ---------------------------------------------------------------- */
@@ -334,11 +317,47 @@ static void write_chips(FILE *out, const struct replay *rp)
 	fputs("</div>\n", out);
 }
 
+/*
+ * What is wrong with the bundle, above everything else: a truncated bundle
+ * (no footer), an incomplete one, dropped records. Nothing for a sound one.
+ */
+static void write_banner(FILE *out, const struct replay *rp, const char *label)
+{
+	const struct replay_footer *f = &rp->run.footer;
+	char who[512];
+
+	snprintf(who, sizeof(who), "%s%s'%s'", label ? label : "", label ? ", " : "", base_name(rp->path));
+	if (!rp->run.has_footer && rp->path) {
+		fputs("<div class=\"banner\" role=\"alert\"><b>Truncated bundle.</b> ", out);
+		html_printf(out, "%s is truncated (%s): read %" PRIu32 " chunk%s, %" PRIu64 " events. Every number "
+			    "on this page covers only that part of the recording.", who,
+			    rp->truncation ? rp->truncation : "no footer", rp->chunks_read,
+			    rp->chunks_read == 1 ? "" : "s", rp->events_read);
+		fputs("</div>\n", out);
+		return;
+	}
+	if (rp->run.has_footer && (!f->complete || f->dropped)) {
+		fputs("<div class=\"banner\" role=\"alert\"><b>Incomplete recording.</b> ", out);
+		html_printf(out, "%s: the recording %s%s", who,
+			    !f->complete ? "says it is incomplete" : "is complete",
+			    *f->end_reason && strcmp(f->end_reason, "ok") != 0 ? " (it ended: " : "");
+		if (*f->end_reason && strcmp(f->end_reason, "ok") != 0)
+			html_printf(out, "%s)", f->end_reason);
+		if (f->dropped)
+			html_printf(out, "; %" PRIu64 " records were dropped, so some work is missing from the numbers",
+				    f->dropped);
+		fputs(".</div>\n", out);
+	}
+}
+
 static void write_run(FILE *out, const struct replay *rp)
 {
 	const struct replay_run *h = &rp->run;
 	const struct replay_config *c = &h->config;
 	const struct replay_device *dv = &h->device;
+	const char *source = dv->peak_source == ST_PEAK_UNKNOWN ? "unknown source"
+			   : st_name(st_peak_source_names, dv->peak_source);
+	const char *mark = *dv->peak_note ? "*" : "";
 	char b1[64], b2[64], b3[64], b4[64];
 
 	fputs("<div class=\"grid2\">\n<dl class=\"kv\">\n", out);
@@ -359,17 +378,15 @@ static void write_run(FILE *out, const struct replay *rp)
 		   h->footer.events, h->footer.chunks, h->footer.complete ? "complete" : "incomplete",
 		   h->footer.dropped ? ", records dropped" : "");
 	else if (rp->path)
-		kv(out, "Bundle", "%s, %" PRIu64 " events, truncated (%s)", base_name(rp->path), rp->events_read,
+		kv(out, "Bundle", "%s, %" PRIu64 " events read, truncated (%s)", base_name(rp->path), rp->events_read,
 		   rp->truncation ? rp->truncation : "no footer");
 	fputs("</dl>\n<dl class=\"kv\">\n", out);
 	if (h->has_device) {
 		kv(out, "Device", "%s, %" PRIu32 " SMs, cc %" PRIu32 ".%" PRIu32 ", %s", dv->name,
 		   dv->sm_count, dv->cc_major, dv->cc_minor, human_bytes(b1, sizeof(b1), (double)dv->memory_bytes));
-		kv(out, "Peak matrix FLOP/s", "bf16 %.0f, tf32 %.0f, fp32 %.1f TFLOP/s", dv->peak_bf16_flops / 1e12,
-		   dv->peak_tf32_flops / 1e12, dv->peak_fp32_flops / 1e12);
-		kv(out, "Peak bandwidth", "%.2f TB/s (%s%s%s)", dv->peak_bandwidth / 1e12,
-		   dv->peak_source == ST_PEAK_UNKNOWN ? "unknown source" : st_name(st_peak_source_names, dv->peak_source),
-		   *dv->peak_note ? ": " : "", dv->peak_note);
+		kv(out, "Peak matrix FLOP/s", "bf16 %.0f, tf32 %.0f, fp32 %.1f TFLOP/s (%s%s)", dv->peak_bf16_flops / 1e12,
+		   dv->peak_tf32_flops / 1e12, dv->peak_fp32_flops / 1e12, source, mark);
+		kv(out, "Peak bandwidth", "%.2f TB/s (%s%s)", dv->peak_bandwidth / 1e12, source, mark);
 		kv(out, "CUDA", "runtime %s, driver %s (%s), CUPTI %" PRIu32 ", cuBLAS %" PRIu32,
 		   fmt_version(b2, sizeof(b2), dv->cuda_runtime_version),
 		   fmt_version(b3, sizeof(b3), dv->cuda_driver_version),
@@ -387,6 +404,11 @@ static void write_run(FILE *out, const struct replay *rp)
 		   *h->tool_version ? h->tool_version : "unknown tool version");
 	}
 	fputs("</dl>\n</div>\n", out);
+	if (h->has_device && *dv->peak_note) {
+		fputs("<p class=\"footnote\">", out);
+		html_printf(out, "* How the peaks were found (%s): %s", source, dv->peak_note);
+		fputs("</p>\n", out);
+	}
 	if (h->has_header && *h->command_line) {
 		fputs("<pre class=\"cmd mono\">", out);
 		html_escape(out, h->command_line);
@@ -394,42 +416,100 @@ static void write_run(FILE *out, const struct replay *rp)
 	}
 }
 
+/* ---- key numbers ------------------------------------------------------------- */
+
+enum kpi_id { KPI_STEP, KPI_BUSY, KPI_GEMM, KPI_PEAK, KPI_KERNELS, KPI_COUNT };
+
+struct kpi_text {
+	char value[128], note[256];
+	double raw;           /* for the diff's change */
+	bool lower_better;    /* colours the change; neither for a share */
+	bool neutral;
+};
+
+static void kpi_texts(const struct page_data *d, struct kpi_text k[KPI_COUNT])
+{
+	char b1[32], b2[32];
+	double gemm = d->category_ns[CAT_GEMM];
+
+	memset(k, 0, sizeof(struct kpi_text) * KPI_COUNT);
+	if (d->have_steps) {
+		int dec = d->wall.stddev > 0 && d->wall.stddev < 0.01 ? 3 : 2;
+		snprintf(k[KPI_STEP].value, sizeof(k[0].value), "%.2f ms", d->wall.mean);
+		snprintf(k[KPI_STEP].note, sizeof(k[0].note), "± %.*f ms (std), host wall over %zu measured step%s",
+			 dec, d->wall.stddev, d->wall.n, d->wall.n == 1 ? "" : "s");
+		k[KPI_STEP].raw = d->wall.mean;
+	} else {
+		snprintf(k[KPI_STEP].value, sizeof(k[0].value), "n/a");
+		snprintf(k[KPI_STEP].note, sizeof(k[0].note), "the bundle has no measured steps");
+		k[KPI_STEP].raw = NAN;
+	}
+	k[KPI_BUSY].raw = d->have_steps ? d->busy.mean * 1e6 : d->kernel_ns;
+	human_time(k[KPI_BUSY].value, sizeof(k[0].value), k[KPI_BUSY].raw);
+	if (d->have_steps)
+		snprintf(k[KPI_BUSY].note, sizeof(k[0].note), "%.0f%% of the step's wall time",
+			 d->wall.mean > 0 ? 100.0 * d->busy.mean / d->wall.mean : 0.0);
+	else
+		snprintf(k[KPI_BUSY].note, sizeof(k[0].note), "kernel time, all work");
+	k[KPI_GEMM].raw = d->kernel_ns > 0 ? 100.0 * gemm / d->kernel_ns : 0.0;
+	snprintf(k[KPI_GEMM].value, sizeof(k[0].value), "%.1f%%", k[KPI_GEMM].raw);
+	snprintf(k[KPI_GEMM].note, sizeof(k[0].note), "%s of GEMM per step", human_time(b1, sizeof(b1), gemm));
+	k[KPI_GEMM].neutral = true;
+	k[KPI_PEAK].raw = (double)d->tl.peak.bytes;
+	human_bytes(k[KPI_PEAK].value, sizeof(k[0].value), k[KPI_PEAK].raw);
+	if (d->rp->run.has_device && d->rp->run.device.memory_bytes)
+		snprintf(k[KPI_PEAK].note, sizeof(k[0].note), "%.0f%% of %s, %s view",
+			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->run.device.memory_bytes,
+			 human_bytes(b2, sizeof(b2), (double)d->rp->run.device.memory_bytes), mem_view_name(d->tl.view));
+	else
+		snprintf(k[KPI_PEAK].note, sizeof(k[0].note), "%s view", mem_view_name(d->tl.view));
+	k[KPI_KERNELS].raw = (double)d->kernels / (double)d->divisor;
+	snprintf(k[KPI_KERNELS].value, sizeof(k[0].value), "%.0f", k[KPI_KERNELS].raw);
+	snprintf(k[KPI_KERNELS].note, sizeof(k[0].note), "%s of kernels and copies", human_time(b1, sizeof(b1), d->kernel_ns));
+	for (int i = 0; i < KPI_COUNT; i++)
+		k[i].lower_better = !k[i].neutral;
+}
+
+static const char *const kpi_labels[KPI_COUNT] = {
+	"Step time", "GPU busy per step", "GEMM share", "Peak memory", "Kernels per step",
+};
+
 /* The row of key numbers: step time, GPU busy, GEMM share, peak memory, kernels. */
 static void write_kpis(FILE *out, const struct page_data *d)
 {
-	char v[128], n[256], b1[32], b2[32];
-	double gemm = d->category_ns[CAT_GEMM];
+	struct kpi_text k[KPI_COUNT];
 
+	kpi_texts(d, k);
 	fputs("<div class=\"kpis\">\n", out);
-	if (d->have_steps) {
-		int dec = d->wall.stddev > 0 && d->wall.stddev < 0.01 ? 3 : 2;
-		snprintf(v, sizeof(v), "%.2f ms", d->wall.mean);
-		snprintf(n, sizeof(n), "± %.*f ms (std), host wall over %zu measured step%s", dec, d->wall.stddev,
-			 d->wall.n, d->wall.n == 1 ? "" : "s");
-	} else {
-		snprintf(v, sizeof(v), "n/a");
-		snprintf(n, sizeof(n), "the bundle has no measured steps");
+	for (int i = 0; i < KPI_COUNT; i++)
+		kpi(out, kpi_labels[i], k[i].value, k[i].note, NULL);
+	fputs("</div>\n", out);
+}
+
+/* B's key numbers with A's beside them and the change, green where B is better. */
+static void write_kpis_diff(FILE *out, const struct page_data *a, const struct page_data *b)
+{
+	struct kpi_text ka[KPI_COUNT], kb[KPI_COUNT];
+	char delta[256], note[300];
+
+	kpi_texts(a, ka);
+	kpi_texts(b, kb);
+	fputs("<div class=\"kpis\">\n", out);
+	for (int i = 0; i < KPI_COUNT; i++) {
+		double x = ka[i].raw, y = kb[i].raw;
+		const char *cls = "";
+
+		delta[0] = 0;
+		if (isfinite(x) && isfinite(y) && x != 0) {
+			double change = i == KPI_GEMM ? y - x : 100.0 * (y - x) / x;
+			if (!ka[i].neutral && change != 0)
+				cls = (change < 0) == ka[i].lower_better ? " good" : " bad";
+			snprintf(delta, sizeof(delta), "<span class=\"delta%s\">%+.1f%s</span>", cls, change,
+				 i == KPI_GEMM ? " pt" : "%");
+		}
+		snprintf(note, sizeof(note), "A: %.100s", ka[i].value);
+		kpi(out, kpi_labels[i], kb[i].value, note, *delta ? delta : NULL);
 	}
-	kpi(out, "Step time", v, n);
-	snprintf(v, sizeof(v), "%s", human_time(b1, sizeof(b1), d->have_steps ? d->busy.mean * 1e6 : d->kernel_ns));
-	snprintf(n, sizeof(n), "%.0f%% of the step's wall time",
-		 d->have_steps && d->wall.mean > 0 ? 100.0 * d->busy.mean / d->wall.mean : 0.0);
-	kpi(out, "GPU busy per step", v, d->have_steps ? n : "kernel time, all work");
-	snprintf(v, sizeof(v), "%.1f%%", d->kernel_ns > 0 ? 100.0 * gemm / d->kernel_ns : 0.0);
-	snprintf(n, sizeof(n), "%s of GEMM per step", human_time(b1, sizeof(b1), gemm));
-	kpi(out, "GEMM share", v, n);
-	snprintf(v, sizeof(v), "%s", human_bytes(b1, sizeof(b1), (double)d->tl.peak.bytes));
-	if (d->rp->run.has_device && d->rp->run.device.memory_bytes)
-		snprintf(n, sizeof(n), "%.0f%% of %s, %s view",
-			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->run.device.memory_bytes,
-			 human_bytes(b2, sizeof(b2), (double)d->rp->run.device.memory_bytes),
-			 mem_view_name(d->tl.view));
-	else
-		snprintf(n, sizeof(n), "%s view", mem_view_name(d->tl.view));
-	kpi(out, "Peak memory", v, n);
-	snprintf(v, sizeof(v), "%.0f", (double)d->kernels / (double)d->divisor);
-	snprintf(n, sizeof(n), "%s of kernels and copies", human_time(b1, sizeof(b1), d->kernel_ns));
-	kpi(out, "Kernels per step", v, n);
 	fputs("</div>\n", out);
 }
 
@@ -440,7 +520,7 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 		      const int *colors, int n, double total)
 {
 	const double label_w = 170, value_w = 170, row = 28, top = 6;
-	double max = 0, w = PAGE_W - 40;
+	double max = 0, w = CHART_W;
 	int shown = 0;
 	char b[32];
 
@@ -458,12 +538,14 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 			continue;
 		double yy = top + row * y++;
 		double bw = (w - label_w - value_w) * values[i] / max;
+		double share = total > 0 ? 100.0 * values[i] / total : 0.0;
 		svg_text(out, label_w - 10, yy + 18, SVG_END, 13, "#344054", NULL, "%s", labels[i]);
 		svg_rect(out, label_w, yy + 5, w - label_w - value_w, 18, "#f2f4f7", "rx=\"4\"");
-		svg_rect(out, label_w, yy + 5, bw < 2 ? 2 : bw, 18, svg_series_color(colors[i]), "rx=\"4\"");
+		tip_rect(out, label_w, yy + 5, bw < 2 ? 2 : bw, 18, svg_series_color(colors[i]),
+			 "%s: %s per step, %.1f%% of the kernel time", labels[i], human_time(b, sizeof(b), values[i]), share);
 		svg_text(out, w - value_w + 10, yy + 18, SVG_START, 13, "#1d2330",
 			 "style=\"font-variant-numeric:tabular-nums\"", "%s  (%.1f%%)",
-			 human_time(b, sizeof(b), values[i]), total > 0 ? 100.0 * values[i] / total : 0.0);
+			 human_time(b, sizeof(b), values[i]), share);
 	}
 	svg_end(out);
 }
@@ -471,7 +553,7 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 /* One horizontal stacked bar of the phases, with a legend below. */
 static void phase_bar(FILE *out, const struct page_data *d)
 {
-	double total = 0, x = 0, w = PAGE_W - 40;
+	double total = 0, x = 0, w = CHART_W;
 	char b[32];
 
 	for (int p = 0; p < PH_COUNT; p++)
@@ -485,10 +567,11 @@ static void phase_bar(FILE *out, const struct page_data *d)
 		double bw = w * d->phase_gpu[p] / total;
 		if (bw <= 0)
 			continue;
-		svg_rect(out, x, 4, bw, 36, svg_series_color(p), NULL);
+		tip_rect(out, x, 4, bw, 36, svg_series_color(p), "%s: %s per step (%.1f%%)", phase_names[p],
+			 human_time(b, sizeof(b), d->phase_gpu[p]), 100.0 * d->phase_gpu[p] / total);
 		if (bw > 120)
-			svg_text(out, x + 10, 27, SVG_START, 13, "#fff", "font-weight=\"600\"", "%s %.0f%%",
-				 phase_names[p], 100.0 * d->phase_gpu[p] / total);
+			svg_text(out, x + 10, 27, SVG_START, 13, "#fff", "font-weight=\"600\" pointer-events=\"none\"",
+				 "%s %.0f%%", phase_names[p], 100.0 * d->phase_gpu[p] / total);
 		x += bw;
 	}
 	svg_end(out);
@@ -507,7 +590,7 @@ static void phase_bar(FILE *out, const struct page_data *d)
  */
 static void steps_chart(FILE *out, const struct replay *rp)
 {
-	const double h = 150, left = 60, bottom = 24, w = PAGE_W - 40;
+	const double h = 150, left = 60, bottom = 24, w = CHART_W;
 	double max = 0, max_all = 0, ticks[8], step;
 	char b[32];
 	int nt;
@@ -534,11 +617,13 @@ static void steps_chart(FILE *out, const struct replay *rp)
 	for (size_t i = 0; i < rp->n_steps; i++) {
 		const struct replay_step *s = &rp->steps[i];
 		double v = (double)(s->end - s->start) / 1e6, bh = (h - bottom - 8) * fmin(v, max) / max;
-		svg_rect(out, left + cw * (double)i + cw * 0.15, h - bottom - bh, cw * 0.7, bh,
-			 s->warmup ? "#c4c9d2" : "#3b5bdb", "rx=\"3\"");
+		tip_rect(out, left + cw * (double)i + cw * 0.15, h - bottom - bh, cw * 0.7, bh,
+			 s->warmup ? "#c4c9d2" : "#3b5bdb", "step %" PRIu32 "%s: %.3f ms host wall, %.3f ms GPU busy, "
+			 "%" PRIu32 " kernels", s->index, s->warmup ? " (warm-up)" : "", v, (double)s->gpu_busy / 1e6,
+			 s->kernels);
 		if (v > max && rp->n_steps <= 40)   /* cut: say how tall it is */
 			svg_text(out, left + cw * ((double)i + 0.5), h - bottom - bh + 14, SVG_MIDDLE, 11,
-				 "#344054", NULL, "%.1f ms", v);
+				 "#344054", "pointer-events=\"none\"", "%.1f ms", v);
 		if (rp->n_steps <= 40)
 			svg_text(out, left + cw * ((double)i + 0.5), h - 7, SVG_MIDDLE, 11, "#667085", NULL,
 				 "%" PRIu32 "%s", s->index, s->warmup ? " (w)" : "");
@@ -548,13 +633,31 @@ static void steps_chart(FILE *out, const struct replay *rp)
 
 /* ---- sections ---------------------------------------------------------------- */
 
+static int write_timeline(FILE *out, const struct page_data *d)
+{
+	char id[64];
+
+	snprintf(id, sizeof(id), "%stimeline-data", d->prefix);
+	section_begin(out, d, "timeline", "Timeline",
+		      "One step as recorded: kernels and copies on each GPU stream (coloured by category), the NVTX "
+		      "ranges of each host thread nested by depth, and live memory as a counter. Wheel or +/- to "
+		      "zoom, drag to pan, hover for values, click to pin a slice's details, double-click to fit the "
+		      "step.");
+	fprintf(out, "<div class=\"tl\" data-src=\"%s\"><noscript><p class=\"muted\">The timeline is drawn by the "
+		"page's script; it needs JavaScript.</p></noscript></div>\n", id);
+	if (report_timeline_write(out, d->rp, &d->tl, id, REPORT_TIMELINE_BUDGET) < 0)
+		return -1;
+	section_end(out);
+	return 0;
+}
+
 static void write_steps(FILE *out, const struct page_data *d)
 {
 	char lead[256];
 
 	snprintf(lead, sizeof(lead), "Host wall time of each step (synchronised); warm-up steps in grey are "
 		 "left out of the mean. Reproduce: steptrace steps %s --include-warmup", base_name(d->rp->path));
-	section_begin(out, "steps", "Step time", lead);
+	section_begin(out, d, "steps", "Step time", lead);
 	if (!d->have_steps) {
 		fputs("<p class=\"muted\">No measured steps in this bundle.</p>\n", out);
 	} else {
@@ -573,7 +676,7 @@ static void write_phases(FILE *out, const struct page_data *d)
 	char b1[32], b2[32];
 	double total = 0;
 
-	section_begin(out, "phases", "Time by phase",
+	section_begin(out, d, "phases", "Time by phase",
 		      d->phase_from_ranges
 		      ? "GPU busy time per measured step projected onto the forward, backward and optimizer NVTX "
 			"ranges (as Nsight Systems projects ranges); other = the rest of the step's GPU time."
@@ -621,10 +724,270 @@ static void write_categories(FILE *out, const struct page_data *d)
 	}
 	snprintf(lead, sizeof(lead), "Kernel and copy time per measured step by kind of work. Reproduce: "
 		 "steptrace summary %s --by category", base_name(d->rp->path));
-	section_begin(out, "categories", "Time by category", lead);
+	section_begin(out, d, "categories", "Time by category", lead);
 	bar_chart(out, "GPU time by kernel category", labels, values, colors, CAT_COUNT, d->kernel_ns);
 	section_end(out);
 }
+
+/* ---- per layer ---------------------------------------------------------------- */
+
+#define LAYER_PARTS 6        /* columns: the first five parts met, then "other" */
+#define LAYER_MAX 4096       /* a larger layer index counts as outside the layers */
+
+struct layer_split {
+	size_t n_layers;
+	char part[LAYER_PARTS][32];
+	int n_parts;
+	double *ns;              /* [layer][part][phase: forward, backward, other], per step */
+	double outside;          /* per step: work in no layer */
+	double total;
+};
+
+#define LAYER_NS(ls, l, p, ph) ((ls)->ns[((size_t)(l) * LAYER_PARTS + (size_t)(p)) * 3 + (size_t)(ph)])
+
+/*
+ * "step/forward/layer.3/attn/softmax" -> layer 3, part "attn"; the norms
+ * ("ln1", "rmsnorm", "norm2") are one part. -1 when no component is a layer.
+ */
+static long layer_of(const char *path, char *part, size_t n)
+{
+	const char *c = path;
+
+	while (c && *c) {
+		const char *end = strchr(c, '/');
+		size_t len = end ? (size_t)(end - c) : strlen(c);
+
+		if (len > 6 && strncmp(c, "layer", 5) == 0 && (c[5] == '.' || c[5] == '_') &&
+		    strspn(c + 6, "0123456789") == len - 6 && len - 6 <= 4) {
+			long layer = strtol(c + 6, NULL, 10);
+			const char *p = end ? end + 1 : "";
+			size_t plen = strcspn(p, "/");
+
+			snprintf(part, n, "%.*s", (int)plen, p);
+			if (plen == 0)
+				snprintf(part, n, "(layer)");
+			else if (strncmp(part, "ln", 2) == 0 || strstr(part, "norm"))
+				snprintf(part, n, "norm");
+			return layer < LAYER_MAX ? layer : -1;
+		}
+		c = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
+static int layer_part_index(struct layer_split *ls, const char *name)
+{
+	for (int i = 0; i < ls->n_parts; i++)
+		if (strcmp(ls->part[i], name) == 0)
+			return i;
+	if (ls->n_parts < LAYER_PARTS - 1) {
+		snprintf(ls->part[ls->n_parts], sizeof(ls->part[0]), "%s", name);
+		return ls->n_parts++;
+	}
+	if (ls->n_parts == LAYER_PARTS - 1)
+		snprintf(ls->part[ls->n_parts++], sizeof(ls->part[0]), "other");
+	return LAYER_PARTS - 1;
+}
+
+static double layer_part_ns(const struct layer_split *ls, size_t l, int p)
+{
+	return LAYER_NS(ls, l, p, 0) + LAYER_NS(ls, l, p, 1) + LAYER_NS(ls, l, p, 2);
+}
+
+/* The parts by their time over every layer, largest first ("other" stays last). */
+static void layer_split_order(struct layer_split *ls)
+{
+	int n = ls->n_parts - (ls->n_parts == LAYER_PARTS), order[LAYER_PARTS];
+	double total[LAYER_PARTS] = { 0 }, moved[LAYER_PARTS * 3];
+	char names[LAYER_PARTS][32];
+
+	for (int p = 0; p < ls->n_parts; p++) {
+		order[p] = p;
+		for (size_t l = 0; l < ls->n_layers; l++)
+			total[p] += layer_part_ns(ls, l, p);
+	}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && total[order[j]] > total[order[j - 1]]; j--) {
+			int t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	memcpy(names, ls->part, sizeof(names));
+	for (int p = 0; p < ls->n_parts; p++)
+		memcpy(ls->part[p], names[order[p]], sizeof(names[0]));
+	for (size_t l = 0; l < ls->n_layers; l++) {
+		memcpy(moved, &LAYER_NS(ls, l, 0, 0), sizeof(moved));
+		for (int p = 0; p < ls->n_parts; p++)
+			for (int ph = 0; ph < 3; ph++)
+				LAYER_NS(ls, l, p, ph) = moved[order[p] * 3 + ph];
+	}
+}
+
+/* Kernel and copy time per measured step by layer and part, from each activity's op path (else its range's). */
+static int layer_split_compute(struct layer_split *ls, const struct page_data *d)
+{
+	const struct replay *rp = d->rp;
+	char part[32];
+
+	memset(ls, 0, sizeof(*ls));
+	for (int pass = 0; pass < 2; pass++) {   /* the first pass counts the layers */
+		for (size_t i = 0; i < rp->n_activities; i++) {
+			const struct replay_activity *a = &rp->activities[i];
+			const struct replay_op *op = replay_op(rp, a->op);
+			const char *path = op && op->path ? replay_str(rp, op->path) : replay_activity_path(rp, a);
+			double ns = (double)(a->end - a->start) / (double)d->divisor;
+			long layer;
+
+			if (!replay_counts(rp, a->step, false))
+				continue;
+			layer = layer_of(path, part, sizeof(part));
+			if (pass == 0) {
+				if (layer >= 0 && (size_t)layer >= ls->n_layers)
+					ls->n_layers = (size_t)layer + 1;
+				continue;
+			}
+			ls->total += ns;
+			if (layer < 0) {
+				ls->outside += ns;
+				continue;
+			}
+			int ph = strstr(path, "backward") ? 1 : strstr(path, "forward") ? 0 : 2;
+			if (op && *replay_str(rp, op->phase))
+				ph = strcmp(replay_str(rp, op->phase), "forward") == 0 ? 0
+				   : strcmp(replay_str(rp, op->phase), "backward") == 0 ? 1 : 2;
+			LAYER_NS(ls, layer, layer_part_index(ls, part), ph) += ns;
+		}
+		if (pass == 0) {
+			if (ls->n_layers == 0)
+				return 0;
+			ls->ns = calloc(ls->n_layers * LAYER_PARTS * 3, sizeof(*ls->ns));
+			if (!ls->ns)
+				return error("out of memory for the layer breakdown");
+		}
+	}
+	layer_split_order(ls);
+	return 0;
+}
+
+/* Stacked columns, one per layer, a colour per part. */
+static void layer_chart(FILE *out, const struct layer_split *ls)
+{
+	const double w = CHART_W, h = 200, left = 64, bottom = 26, top = 10;
+	double max = 0, ticks[8], step, unit, cw = (w - left) / (double)ls->n_layers;
+	const char *uname;
+	char b[32], b1[32], b2[32];
+	int nt;
+
+	for (size_t l = 0; l < ls->n_layers; l++) {
+		double sum = 0;
+		for (int p = 0; p < ls->n_parts; p++)
+			sum += layer_part_ns(ls, l, p);
+		max = fmax(max, sum);
+	}
+	if (max <= 0)
+		return;
+	unit = human_time_unit(max, &uname);
+	nt = svg_ticks_linear(0, max / unit, 4, ticks, 8, &step);
+	if (nt > 0 && nt < 8 && ticks[nt - 1] * unit < max) {   /* end on the tick above the tallest column */
+		ticks[nt] = ticks[nt - 1] + step;
+		nt++;
+	}
+	max = nt > 0 ? ticks[nt - 1] * unit : max;
+	svg_begin(out, (int)w, (int)h, "Kernel time per layer, by part");
+	for (int i = 0; i < nt; i++) {
+		double y = h - bottom - (h - bottom - top) * ticks[i] * unit / max;
+		svg_line(out, left, y, w, y, "#eaecf0", 1, NULL);
+		svg_text(out, left - 6, y + 4, SVG_END, 11, "#667085", NULL, "%s %s",
+			 svg_fmt_tick(b, sizeof(b), ticks[i], step), uname);
+	}
+	for (size_t l = 0; l < ls->n_layers; l++) {
+		double y = h - bottom, x = left + cw * (double)l + cw * 0.14;
+
+		for (int p = 0; p < ls->n_parts; p++) {
+			double ns = layer_part_ns(ls, l, p), bh = (h - bottom - top) * ns / max;
+			if (ns <= 0)
+				continue;
+			y -= bh;
+			tip_rect(out, x, y, cw * 0.72, bh, svg_series_color(p), "layer.%zu %s: %s per step\n"
+				 "forward %s, backward %s", l, ls->part[p], human_time(b, sizeof(b), ns),
+				 human_time(b1, sizeof(b1), LAYER_NS(ls, l, p, 0)),
+				 human_time(b2, sizeof(b2), LAYER_NS(ls, l, p, 1)));
+		}
+		if (cw >= 18 || l % (size_t)ceil(18 / cw) == 0)
+			svg_text(out, left + cw * ((double)l + 0.5), h - 8, SVG_MIDDLE, 11, "#667085", NULL, "%zu", l);
+	}
+	svg_end(out);
+	fputs("<div class=\"legend\">", out);
+	for (int p = 0; p < ls->n_parts; p++)
+		fprintf(out, "<span><i style=\"background:%s\"></i>%s</span>", svg_series_color(p), ls->part[p]);
+	fputs("</div>\n", out);
+}
+
+static int write_layers(FILE *out, const struct page_data *d)
+{
+	struct layer_split ls;
+	struct report *r = NULL;
+	struct table *t;
+	char col[64], lead[512], b1[32], b2[32];
+	int rc = -1;
+
+	if (layer_split_compute(&ls, d) < 0)
+		goto out;
+	snprintf(lead, sizeof(lead), "Kernel and copy time per measured step in each layer.N of the ops' NVTX paths, "
+		 "split by the part under the layer (norms together); %s per step is outside every layer "
+		 "(embedding, head, loss, optimizer). Reproduce: steptrace summary %s --range 'layer.*/attn'",
+		 human_time(b1, sizeof(b1), ls.outside), base_name(d->rp->path));
+	section_begin(out, d, "layers", "Per layer", lead);
+	if (ls.n_layers == 0) {
+		fputs("<p class=\"muted\">No op or range path names a layer (layer.N).</p>\n", out);
+		section_end(out);
+		rc = 0;
+		goto out;
+	}
+	layer_chart(out, &ls);
+	r = report_new();
+	t = report_add_table(r, "layers", NULL);
+	table_add_column(t, "Layer", COL_STR, 0);
+	for (int p = 0; p < ls.n_parts; p++) {
+		snprintf(col, sizeof(col), "%s (us)", ls.part[p]);
+		table_add_column(t, col, COL_FLOAT, 3);
+	}
+	table_add_column(t, "Forward (us)", COL_FLOAT, 3);
+	table_add_column(t, "Backward (us)", COL_FLOAT, 3);
+	table_add_column(t, "Total (us)", COL_FLOAT, 3);
+	table_add_column(t, "Share (%)", COL_FLOAT, 1);
+	for (size_t l = 0; l < ls.n_layers; l++) {
+		double fwd = 0, bwd = 0, sum = 0;
+		table_row(t);
+		snprintf(col, sizeof(col), "layer.%zu", l);
+		table_str(t, col);
+		for (int p = 0; p < ls.n_parts; p++) {
+			table_float(t, layer_part_ns(&ls, l, p) / 1e3);
+			fwd += LAYER_NS(&ls, l, p, 0);
+			bwd += LAYER_NS(&ls, l, p, 1);
+			sum += layer_part_ns(&ls, l, p);
+		}
+		table_float(t, fwd / 1e3);
+		table_float(t, bwd / 1e3);
+		table_float(t, sum / 1e3);
+		table_float(t, ls.total > 0 ? 100.0 * sum / ls.total : 0.0);
+	}
+	snprintf(col, sizeof(col), "%slayers-table", d->prefix);
+	if (html_report_tables(out, r, &(struct html_tables){ .name = "layers", .id = col, .visible = 48 }) < 0)
+		goto out;
+	fputs("<p class=\"footnote\">", out);
+	html_printf(out, "All layers: %s of %s per step.", human_time(b1, sizeof(b1), ls.total - ls.outside),
+		    human_time(b2, sizeof(b2), ls.total));
+	fputs("</p>\n", out);
+	section_end(out);
+	rc = 0;
+out:
+	report_free(r);
+	free(ls.ns);
+	return rc;
+}
+
+/* ---- tables of the text reports ------------------------------------------------- */
 
 static int write_top_kernels(FILE *out, const struct page_data *d)
 {
@@ -633,7 +996,7 @@ static int write_top_kernels(FILE *out, const struct page_data *d)
 	struct dur_groups g = { NULL, 0, 0 };
 	struct report *r = NULL;
 	struct table *t;
-	char lead[256];
+	char lead[256], id[64];
 	int rc = -1;
 
 	dur_collect_init(&dc);
@@ -652,17 +1015,19 @@ static int write_top_kernels(FILE *out, const struct page_data *d)
 	t = report_add_table(r, "kernels", NULL);
 	nsys_stat_columns(t, 1.0);
 	table_add_column(t, "Name", COL_STR, 0);
-	for (size_t i = 0; i < g.n && i < TOP_KERNELS; i++) {
+	for (size_t i = 0; i < g.n && i < KERNEL_ROWS; i++) {
 		table_row(t);
 		nsys_stat_cells(t, &g.g[i].s, g.total, 1.0);
 		table_str(t, g.g[i].name);
 	}
 	snprintf(lead, sizeof(lead), "Nsight Systems' cuda_gpu_kern_sum columns over the measured steps (%zu "
-		 "kernel names in all). Reproduce: steptrace summary %s --top %d", g.n, base_name(rp->path),
-		 TOP_KERNELS);
-	section_begin(out, "kernels", "Top kernels", lead);
-	if (html_report_tables(out, r, "kernels", 0, 0) < 0)
+		 "kernel names). Reproduce: steptrace summary %s", g.n, base_name(rp->path));
+	section_begin(out, d, "kernels", "Top kernels", lead);
+	snprintf(id, sizeof(id), "%skernels-table", d->prefix);
+	if (html_report_tables(out, r, &(struct html_tables){ .name = "kernels", .id = id, .visible = VISIBLE_ROWS }) < 0)
 		goto out;
+	if (g.n > KERNEL_ROWS)
+		fprintf(out, "<p class=\"muted\">The %d kernels with the most time of %zu.</p>\n", KERNEL_ROWS, g.n);
 	section_end(out);
 	rc = 0;
 out:
@@ -672,28 +1037,129 @@ out:
 	return rc;
 }
 
+static int write_ops(FILE *out, const struct page_data *d)
+{
+	struct report *r;
+	char lead[512], id[64];
+	int rc;
+
+	snprintf(lead, sizeof(lead), "Each op kind (summed over layers) per measured step: FLOPs and minimum bytes "
+		 "against GPU time, and the share of the roofline bound reached (%s peaks). Reproduce: steptrace "
+		 "flops %s", d->fl.peaks.source ? d->fl.peaks.source : "unknown", base_name(d->rp->path));
+	section_begin(out, d, "ops", "Ops", lead);
+	if (d->fl.n_rows == 0) {
+		fputs("<p class=\"muted\">No kernels launched by registered ops.</p>\n", out);
+		section_end(out);
+		return 0;
+	}
+	r = report_new();
+	flops_report(r, &d->fl, 0, NULL);
+	snprintf(id, sizeof(id), "%sops-table", d->prefix);
+	rc = html_report_tables(out, r, &(struct html_tables){ .name = "flops", .id = id, .visible = VISIBLE_ROWS,
+			       .notes = true });
+	report_free(r);
+	section_end(out);
+	return rc < 0 ? -1 : 0;
+}
+
+static int write_ranges(FILE *out, const struct page_data *d)
+{
+	static const char *const hide[] = { "Style", NULL };
+	struct report *r = report_new();
+	char lead[512], id[64];
+	int rc = -1;
+
+	snprintf(lead, sizeof(lead), "NVTX ranges grouped by path, Nsight Systems' nvtx_sum columns (host time) "
+		 "and the GPU work projected onto them, over the measured steps. Reproduce: steptrace ranges %s",
+		 base_name(d->rp->path));
+	section_begin(out, d, "ranges", "Ranges", lead);
+	if (ranges_run(d->rp, &(struct ranges_opts){ .top = RANGE_ROWS }, r) < 0)
+		goto out;
+	snprintf(id, sizeof(id), "%sranges-table", d->prefix);
+	if (html_report_tables(out, r, &(struct html_tables){ .id = id, .hide = hide, .visible = VISIBLE_ROWS }) < 0)
+		goto out;
+	section_end(out);
+	rc = 0;
+out:
+	report_free(r);
+	return rc;
+}
+
+/* ---- memory -------------------------------------------------------------------- */
+
+/*
+ * The chart's window: the measured steps, so that a long warm-up step (and
+ * the setup before it) does not squeeze them into a sliver; *cut says so.
+ * t0 == t1 == 0 (everything) when there is nothing to cut.
+ */
+static void memory_window(const struct replay *rp, uint64_t *t0, uint64_t *t1, bool *cut)
+{
+	*t0 = *t1 = 0;
+	*cut = false;
+	for (size_t i = 0; i < rp->n_steps; i++) {
+		const struct replay_step *s = &rp->steps[i];
+		uint64_t end = s->end > s->gpu_end ? s->end : s->gpu_end;
+		if (s->warmup)
+			continue;
+		if (*t1 == 0)
+			*t0 = s->start;
+		*t1 = end > *t1 ? end : *t1;
+	}
+	for (size_t i = 0; i < rp->n_steps && *t1; i++)
+		*cut |= rp->steps[i].warmup && rp->steps[i].start < *t0;
+	if (!*cut)
+		*t0 = *t1 = 0;
+}
+
+static void memory_cut_label(FILE *out, const struct page_data *d, uint64_t t0)
+{
+	const struct replay *rp = d->rp;
+	const struct mem_timeline *tl = &d->tl;
+	uint64_t warm_peak = 0;
+	char b1[32], b2[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i < rp->n_steps; i++)
+		if (rp->steps[i].warmup && rp->steps[i].start < t0) {
+			n++;
+			if (i < tl->n_steps && tl->step_peak[i].bytes > warm_peak)
+				warm_peak = tl->step_peak[i].bytes;
+		}
+	fputs("<div class=\"cut\">", out);
+	html_printf(out, "\xe2\x9c\x82 Cut on the left: the first %s of the recording (setup and %zu warm-up step%s, "
+		    "peak %s), so the measured steps fill the chart. Times below count from the first measured "
+		    "step; steptrace memory %s --svg FILE draws everything.", human_time(b1, sizeof(b1), (double)(t0 - rp->t_min)),
+		    n, n == 1 ? "" : "s", human_bytes(b2, sizeof(b2), (double)warm_peak), base_name(rp->path));
+	fputs("</div>\n", out);
+}
+
 static int write_memory(FILE *out, const struct page_data *d)
 {
 	const struct replay *rp = d->rp;
 	const struct mem_timeline *tl = &d->tl;
-	uint32_t idx[TOP_BLOCKS];
+	uint32_t idx[10];
 	size_t live, n;
+	uint64_t t0, t1;
+	bool cut;
 	char b1[32], b2[32], lead[512];
 
 	snprintf(lead, sizeof(lead), "Live device memory over time (%s view), stacked by category; the peak is "
 		 "marked. Reproduce: steptrace memory %s --svg memory.svg", mem_view_name(tl->view),
 		 base_name(rp->path));
-	section_begin(out, "memory", "Memory", lead);
+	section_begin(out, d, "memory", "Memory", lead);
 	if (tl->n_blocks == 0) {
 		fputs("<p class=\"muted\">No allocation events in this bundle.</p>\n", out);
 		section_end(out);
 		return 0;
 	}
-	if (memory_svg_write(out, rp, tl, 0, 0, PAGE_W - 40, 380) < 0)
+	memory_window(rp, &t0, &t1, &cut);
+	if (cut)
+		memory_cut_label(out, d, t0);
+	if (memory_svg_write(out, rp, tl, t0, t1, CHART_W, 380) < 0)
 		return -1;
 
 	fputs("<div class=\"grid2\" style=\"margin-top:14px\"><div>\n<h3>At the peak</h3>\n<dl class=\"kv\">", out);
-	kv(out, "Peak", "%s at %s", human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
+	kv(out, "Peak", "%s at %s (from the first event)", human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
 	   human_time(b2, sizeof(b2), (double)(tl->peak.t - rp->t_min)));
 	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++)
 		if (tl->peak.by_category[c])
@@ -710,18 +1176,20 @@ static int write_memory(FILE *out, const struct page_data *d)
 		   human_bytes(b1, sizeof(b1), (double)tl->never_freed_bytes));
 	fputs("</dl></div></div>\n", out);
 
-	live = mem_timeline_live_at(tl, tl->peak.point, idx, TOP_BLOCKS);
-	n = live < TOP_BLOCKS ? live : TOP_BLOCKS;
+	live = mem_timeline_live_at(tl, tl->peak.point, idx, sizeof(idx) / sizeof(idx[0]));
+	n = live < sizeof(idx) / sizeof(idx[0]) ? live : sizeof(idx) / sizeof(idx[0]);
 	fprintf(out, "<h3>Largest live allocations at the peak</h3>\n<div class=\"scroll\"><table class=\"data\">"
 		"<thead><tr><th class=\"num\">Size</th><th class=\"num\">Share of peak</th><th>Category</th>"
 		"<th>Op</th><th class=\"num\">Allocated at</th><th>Phase</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct mem_block *b = &tl->blocks[idx[i]];
 		const char *op = memory_block_op(rp, b);
-		fprintf(out, "<tr><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td><td>%s</td><td class=\"long\">",
+		fprintf(out, "<tr><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td><td>%s</td><td class=\"name\"",
 			human_bytes(b1, sizeof(b1), (double)b->size),
 			100.0 * (double)b->size / (double)(tl->peak.bytes ? tl->peak.bytes : 1),
 			st_mem_category_name(b->category));
+		html_attr(out, "title", "%s", *op ? op : "(none)");
+		fputc('>', out);
 		html_escape(out, *op ? op : "(none)");
 		fprintf(out, "</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
 			human_time(b2, sizeof(b2), (double)(b->t_alloc - rp->t_min)), mem_phase_name((enum mem_phase)b->phase));
@@ -735,62 +1203,19 @@ static int write_memory(FILE *out, const struct page_data *d)
 
 static int write_roofline(FILE *out, const struct page_data *d)
 {
-	struct report *r;
 	char lead[512];
-	int rc;
 
 	snprintf(lead, sizeof(lead), "Each op kind (summed over layers) at its arithmetic intensity and achieved "
-		 "TFLOP/s against the device's ceilings (%s peaks). Reproduce: steptrace flops %s",
-		 d->fl.peaks.source ? d->fl.peaks.source : "unknown", base_name(d->rp->path));
-	section_begin(out, "roofline", "Roofline", lead);
-	if (d->fl.n_rows == 0) {
+		 "TFLOP/s against the device's ceilings (%s peaks); the Ops table holds the numbers. Reproduce: "
+		 "steptrace flops %s --svg roofline.svg", d->fl.peaks.source ? d->fl.peaks.source : "unknown",
+		 base_name(d->rp->path));
+	section_begin(out, d, "roofline", "Roofline", lead);
+	if (d->fl.n_rows == 0)
 		fputs("<p class=\"muted\">No kernels launched by registered ops.</p>\n", out);
-		section_end(out);
-		return 0;
-	}
-	if (flops_roofline_svg(out, d->rp, PAGE_W - 40, 520) < 0)
-		return -1;
-	r = report_new();
-	flops_report(r, &d->fl, 12, NULL);
-	fputs("<h3>Ops by GPU time per step</h3>\n", out);
-	rc = html_report_tables(out, r, "flops", 0, 1);
-	report_free(r);
+	else if (flops_svg(out, &d->fl, CHART_W, 520) < 0)
+		return error("cannot write the roofline chart");
 	section_end(out);
-	return rc < 0 ? -1 : 0;
-}
-
-static int write_diff(FILE *out, const struct replay *a, const struct replay *b)
-{
-	static const struct { const char *name, *title; } parts[] = {
-		{ "steps", "Step time" },
-		{ "memory", "Memory peaks" },
-		{ "diff", "By op kind (largest changes first)" },
-		{ "kernels", "Kernels in one bundle only" },
-	};
-	struct diff_options opt = { .by = DIFF_BY_OP, .top = 25 };
-	struct report *r = report_new();
-	char lead[2048], what[512];
-	int rc = -1;
-
-	diff_headers(a, b, what, sizeof(what));
-	snprintf(lead, sizeof(lead), "A = %s (baseline), B = %s. Rows aligned by op kind and phase, times per "
-		 "measured step. %s%s Reproduce: steptrace diff %s %s", base_name(a->path), base_name(b->path),
-		 *what ? "Headers differ in: " : "", what, base_name(a->path), base_name(b->path));
-	section_begin(out, "diff", "Diff", lead);
-	if (diff_run(a, b, &opt, r) < 0)
-		goto out;
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		fputs("<h3>", out);
-		html_escape(out, parts[i].title);
-		fputs("</h3>\n", out);
-		if (html_report_tables(out, r, parts[i].name, 0, i + 1 == sizeof(parts) / sizeof(parts[0])) < 0)
-			goto out;
-	}
-	section_end(out);
-	rc = 0;
-out:
-	report_free(r);
-	return rc;
+	return 0;
 }
 
 /* ---- the page -------------------------------------------------------------- */
@@ -801,13 +1226,16 @@ static void page_begin(FILE *out, const char *title)
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	      "<meta name=\"generator\" content=\"steptrace report\">\n<title>", out);
 	html_escape(out, title);
-	fprintf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n", page_css);
+	fprintf(out, "</title>\n<style>\n%s</style>\n<script>\n%s</script>\n</head>\n<body>\n"
+		"<div id=\"js-errors\" class=\"banner error\" role=\"alert\" hidden></div>\n<main>\n",
+		report_css, report_guard_js);
 }
 
 static void page_end(FILE *out)
 {
-	fputs("<footer>Made by <b>steptrace report</b> from the bundles alone: inline SVG and CSS, "
-	      "no scripts, no network.</footer>\n</main>\n</body>\n</html>\n", out);
+	fprintf(out, "<footer>Made by <b>steptrace report</b> from the bundles alone: one file, inline CSS, SVG "
+		"and script, nothing loaded from the network.</footer>\n</main>\n<script>\n%s</script>\n"
+		"</body>\n</html>\n", report_js);
 }
 
 static void page_top(FILE *out, const struct replay *rp, const struct replay *other)
@@ -824,13 +1252,32 @@ static void page_top(FILE *out, const struct replay *rp, const struct replay *ot
 	fputs("</div><div class=\"brand\"><b>steptrace</b><br>training-step profile</div></header>\n", out);
 }
 
-/* The sections of one bundle; `suffix` (" (A)") tells them apart in a diff. */
+static const struct { const char *id, *title; } bundle_sections[] = {
+	{ "timeline", "Timeline" }, { "steps", "Steps" }, { "phases", "Phases" }, { "categories", "Categories" },
+	{ "layers", "Layers" }, { "kernels", "Kernels" }, { "ops", "Ops" }, { "ranges", "Ranges" },
+	{ "memory", "Memory" }, { "roofline", "Roofline" },
+};
+
+static void write_nav(FILE *out, const char *prefix, bool run)
+{
+	fputs("<nav class=\"toc\">", out);
+	if (run)
+		fprintf(out, "<a href=\"#%srun\">Run</a>", prefix);
+	for (size_t i = 0; i < sizeof(bundle_sections) / sizeof(bundle_sections[0]); i++)
+		fprintf(out, "<a href=\"#%s%s\">%s</a>", prefix, bundle_sections[i].id, bundle_sections[i].title);
+	fputs("</nav>\n", out);
+}
+
+/* The sections of one bundle, in the order of bundle_sections. */
 static int write_bundle_sections(FILE *out, const struct page_data *d)
 {
+	if (write_timeline(out, d) < 0)
+		return -1;
 	write_steps(out, d);
 	write_phases(out, d);
 	write_categories(out, d);
-	if (write_top_kernels(out, d) < 0 || write_memory(out, d) < 0 || write_roofline(out, d) < 0)
+	if (write_layers(out, d) < 0 || write_top_kernels(out, d) < 0 || write_ops(out, d) < 0 ||
+	    write_ranges(out, d) < 0 || write_memory(out, d) < 0 || write_roofline(out, d) < 0)
 		return -1;
 	return 0;
 }
@@ -840,12 +1287,14 @@ static int write_single(FILE *out, const struct replay *rp)
 	struct page_data d;
 	int rc = -1;
 
-	if (page_data_init(&d, rp, NULL) < 0)
+	if (page_data_init(&d, rp, NULL, "") < 0)
 		goto out;
 	page_begin(out, base_name(rp->path));
 	page_top(out, rp, NULL);
+	write_banner(out, rp, NULL);
+	write_nav(out, "", true);
 	write_kpis(out, &d);
-	section_begin(out, "run", "Run", NULL);
+	section_begin(out, &d, "run", "Run", NULL);
 	write_run(out, rp);
 	section_end(out);
 	if (write_bundle_sections(out, &d) < 0)
@@ -857,29 +1306,268 @@ out:
 	return rc;
 }
 
-/* One bundle of a pair: its heading, its key numbers and its sections. */
-static int write_pair_part(FILE *out, const char *label, const struct page_data *d)
+/* ---- the diff ---------------------------------------------------------------- */
+
+static double json_num(const json_t *row, const char *key)
 {
-	fputs("<h2 style=\"margin:28px 4px 12px;font-size:19px\">", out);
-	html_printf(out, "%s: %s", label, base_name(d->rp->path));
-	fputs("</h2>\n", out);
+	const json_t *v = json_object_get(row, key);
+
+	return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static const char *json_str(const json_t *row, const char *key)
+{
+	const char *s = json_string_value(json_object_get(row, key));
+
+	return s ? s : "";
+}
+
+static int cmp_delta(const void *x, const void *y)
+{
+	const json_t *a = *(const json_t *const *)x, *b = *(const json_t *const *)y;
+	double da = json_num(a, "B (ms)") - json_num(a, "A (ms)"), db = json_num(b, "B (ms)") - json_num(b, "A (ms)");
+
+	return da < db ? -1 : da > db;
+}
+
+static int cmp_abs_delta(const void *x, const void *y)
+{
+	const json_t *a = *(const json_t *const *)x, *b = *(const json_t *const *)y;
+	double da = fabs(json_num(a, "B (ms)") - json_num(a, "A (ms)"));
+	double db = fabs(json_num(b, "B (ms)") - json_num(b, "A (ms)"));
+
+	return da > db ? -1 : da < db;
+}
+
+/*
+ * The diff's rows (A (ms), B (ms), Name) as a diverging bar chart of B - A:
+ * the largest changes, faster to the left in green, slower to the right in
+ * red, each labelled on the other side of the axis with both times.
+ */
+static int diverging_chart(FILE *out, const json_t *rows, const char *title)
+{
+	const double w = CHART_W, name_w = 270, row = 24, top = 26;
+	size_t n = json_array_size(rows), shown;
+	const json_t **r = calloc(n + 1, sizeof(*r));
+	double max = 0, mid, half;
+	char b1[32], b2[32], b3[32];
+
+	if (!r)
+		return error("out of memory for the diff chart");
+	for (size_t i = 0; i < n; i++)
+		r[i] = json_array_get(rows, i);
+	qsort(r, n, sizeof(*r), cmp_abs_delta);
+	shown = n < DIFF_BARS ? n : DIFF_BARS;
+	qsort(r, shown, sizeof(*r), cmp_delta);
+	for (size_t i = 0; i < shown; i++)
+		max = fmax(max, fabs(json_num(r[i], "B (ms)") - json_num(r[i], "A (ms)")));
+	if (shown == 0 || max <= 0) {
+		fputs("<p class=\"muted\">No time changed.</p>\n", out);
+		free(r);
+		return 0;
+	}
+	mid = name_w + (w - name_w) / 2;
+	half = (w - name_w) / 2 - 8;
+	svg_begin(out, (int)w, (int)(top + row * (double)shown + 8), title);
+	svg_text(out, mid - 8, 14, SVG_END, 12, "#2b8a3e", "font-weight=\"600\"", "\xe2\x97\x80 B faster");
+	svg_text(out, mid + 8, 14, SVG_START, 12, "#c92a2a", "font-weight=\"600\"", "B slower \xe2\x96\xb6");
+	for (size_t i = 0; i < shown; i++) {
+		double a = json_num(r[i], "A (ms)") * 1e6, b = json_num(r[i], "B (ms)") * 1e6, dlt = b - a;
+		double y = top + row * (double)i, bw = half * fabs(dlt) / (max * 1e6);
+		const char *name = json_str(r[i], "Name");
+
+		if (i % 2)
+			svg_rect(out, 0, y, w, row, "#fafbfc", NULL);
+		svg_text(out, name_w - 10, y + 16, SVG_END, 12.5, "#344054", NULL, "%.40s%s", name,
+			 strlen(name) > 40 ? "\xe2\x80\xa6" : "");
+		tip_rect(out, dlt < 0 ? mid - bw : mid, y + 4, bw < 1.5 ? 1.5 : bw, row - 8, dlt < 0 ? "#40c057" : "#fa5252",
+			 "%s\nA %s, B %s per step: %s%s (B/A %.2f)", name, human_time(b1, sizeof(b1), a),
+			 human_time(b2, sizeof(b2), b), dlt < 0 ? "-" : "+", human_time(b3, sizeof(b3), fabs(dlt)),
+			 a > 0 ? b / a : NAN);
+		svg_text(out, dlt < 0 ? mid + 8 : mid - 8, y + 16, dlt < 0 ? SVG_START : SVG_END, 11.5, "#475467",
+			 "style=\"font-variant-numeric:tabular-nums\"", "%s%s  (%s \xe2\x86\x92 %s)", dlt < 0 ? "\xe2\x88\x92" : "+",
+			 human_time(b3, sizeof(b3), fabs(dlt)), human_time(b1, sizeof(b1), a), human_time(b2, sizeof(b2), b));
+	}
+	svg_line(out, mid, top - 4, mid, top + row * (double)shown, "#98a2b3", 1, NULL);
+	svg_end(out);
+	if (n > shown)
+		fprintf(out, "<p class=\"muted\">The %zu largest changes of %zu op kinds; the table below has them all.</p>\n",
+			shown, n);
+	free(r);
+	return 0;
+}
+
+/* Two bars per row, A grey and B blue, with both values and B's change; fmt formats a value. */
+static void paired_chart(FILE *out, const char *title, const char *const *labels, const double *a, const double *b,
+			 int n, char *(*fmt)(char *, size_t, double))
+{
+	const double w = CHART_W, label_w = 190, value_w = 250, row = 34, top = 4;
+	double max = 0;
+	char b1[32], b2[32];
+	int shown = 0;
+
+	for (int i = 0; i < n; i++) {
+		max = fmax(max, fmax(a[i], b[i]));
+		shown += a[i] > 0 || b[i] > 0;
+	}
+	if (!shown) {
+		fputs("<p class=\"muted\">Nothing on either side.</p>\n", out);
+		return;
+	}
+	svg_begin(out, (int)w, (int)(top * 2 + row * shown), title);
+	for (int i = 0, k = 0; i < n; i++) {
+		if (a[i] <= 0 && b[i] <= 0)
+			continue;
+		double y = top + row * k++, span = w - label_w - value_w;
+		double change = a[i] > 0 ? 100.0 * (b[i] - a[i]) / a[i] : NAN;
+		svg_text(out, label_w - 10, y + 20, SVG_END, 13, "#344054", NULL, "%s", labels[i]);
+		tip_rect(out, label_w, y + 4, fmax(1.5, span * a[i] / max), 12, "#98a2b3", "%s, A: %s", labels[i],
+			 fmt(b1, sizeof(b1), a[i]));
+		tip_rect(out, label_w, y + 17, fmax(1.5, span * b[i] / max), 12, "#3b5bdb", "%s, B: %s", labels[i],
+			 fmt(b2, sizeof(b2), b[i]));
+		if (isfinite(change))
+			svg_text(out, w - value_w + 12, y + 20, SVG_START, 12.5, "#1d2330",
+				 "style=\"font-variant-numeric:tabular-nums\"", "%s \xe2\x86\x92 %s  (%+.1f%%)",
+				 fmt(b1, sizeof(b1), a[i]), fmt(b2, sizeof(b2), b[i]), change);
+		else
+			svg_text(out, w - value_w + 12, y + 20, SVG_START, 12.5, "#1d2330", NULL, "only in B: %s",
+				 fmt(b2, sizeof(b2), b[i]));
+	}
+	svg_end(out);
+}
+
+static char *fmt_time(char *buf, size_t n, double ns)
+{
+	return human_time(buf, n, ns);
+}
+
+static char *fmt_bytes(char *buf, size_t n, double bytes)
+{
+	return human_bytes(buf, n, bytes);
+}
+
+static void ab_legend(FILE *out, const struct replay *a, const struct replay *b)
+{
+	fputs("<div class=\"legend\"><span><i style=\"background:#98a2b3\"></i>A: ", out);
+	html_escape(out, base_name(a->path));
+	fputs("</span><span><i style=\"background:#3b5bdb\"></i>B: ", out);
+	html_escape(out, base_name(b->path));
+	fputs("</span></div>\n", out);
+}
+
+static int write_diff_charts(FILE *out, const struct page_data *da, const struct page_data *db, const json_t *doc)
+{
+	const json_t *mem = json_object_get(doc, "memory");
+	const char *labels[CAT_COUNT > 16 ? CAT_COUNT : 16];
+	double va[CAT_COUNT > 16 ? CAT_COUNT : 16], vb[CAT_COUNT > 16 ? CAT_COUNT : 16];
+	int n = 0;
+
+	section_begin(out, NULL, "charts", "What changed",
+		      "Per measured step. Hover over a bar for its values; the tables below hold every row.");
+	fputs("<h3>Time by op kind, B \xe2\x88\x92 A</h3>\n", out);
+	if (diverging_chart(out, json_object_get(doc, "diff"), "Change in GPU time per op kind") < 0)
+		return -1;
+
+	fputs("<h3>Time by category</h3>\n", out);
+	for (int c = 0; c < CAT_COUNT; c++) {
+		labels[n] = category_name((enum kernel_category)c);
+		va[n] = da->category_ns[c];
+		vb[n++] = db->category_ns[c];
+	}
+	paired_chart(out, "Kernel time per category, A and B", labels, va, vb, n, fmt_time);
+	ab_legend(out, da->rp, db->rp);
+
+	fputs("<h3>Time by phase</h3>\n", out);
+	n = 0;
+	for (int p = 0; p < PH_COUNT; p++) {
+		labels[n] = phase_names[p];
+		va[n] = da->phase_gpu[p];
+		vb[n++] = db->phase_gpu[p];
+	}
+	paired_chart(out, "GPU time per phase, A and B", labels, va, vb, n, fmt_time);
+
+	fputs("<h3>Memory peaks</h3>\n", out);
+	n = 0;
+	for (size_t i = 0; i < json_array_size(mem) && n < 16; i++) {
+		const json_t *row = json_array_get(mem, i);
+		labels[n] = json_str(row, "Metric");
+		va[n] = json_num(row, "A (MiB)") * MIB;
+		vb[n++] = json_num(row, "B (MiB)") * MIB;
+	}
+	paired_chart(out, "Memory peaks, A and B", labels, va, vb, n, fmt_bytes);
+	ab_legend(out, da->rp, db->rp);
+	section_end(out);
+	return 0;
+}
+
+static int write_diff_tables(FILE *out, const struct replay *a, const struct replay *b, const struct report *r)
+{
+	static const struct { const char *name, *title; int visible; } parts[] = {
+		{ "diff", "By op kind", VISIBLE_ROWS },
+		{ "steps", "Step time", 0 },
+		{ "memory", "Memory peaks", 0 },
+		{ "kernels", "Kernels in one bundle only, paired by op", 8 },
+	};
+	char lead[2048], what[512], id[64];
+
+	diff_headers(a, b, what, sizeof(what));
+	snprintf(lead, sizeof(lead), "A = %s (baseline), B = %s. Rows aligned by op kind and phase, times per "
+		 "measured step. %s%s Reproduce: steptrace diff %s %s", base_name(a->path), base_name(b->path),
+		 *what ? "Headers differ in: " : "", what, base_name(a->path), base_name(b->path));
+	section_begin(out, NULL, "tables", "Diff", lead);
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		fputs("<h3>", out);
+		html_escape(out, parts[i].title);
+		fputs("</h3>\n", out);
+		snprintf(id, sizeof(id), "diff-%s-table", parts[i].name);
+		if (html_report_tables(out, r, &(struct html_tables){ .name = parts[i].name, .id = id,
+				       .visible = parts[i].visible, .notes = i + 1 == sizeof(parts) / sizeof(parts[0]) }) < 0)
+			return -1;
+	}
+	section_end(out);
+	return 0;
+}
+
+/* One bundle of a pair, folded: its key numbers, its run and its sections. */
+static int write_pair_part(FILE *out, const struct page_data *d)
+{
+	fprintf(out, "<details class=\"bundle\" id=\"%s\"><summary>", d->label[0] == 'A' ? "a" : "b");
+	html_printf(out, "%s: %s", d->label, base_name(d->rp->path));
+	fputs(" <span class=\"muted\">&mdash; its whole report</span></summary>\n", out);
 	write_chips(out, d->rp);
 	fputs("<div style=\"height:12px\"></div>\n", out);
+	write_nav(out, d->prefix, true);
 	write_kpis(out, d);
-	return write_bundle_sections(out, d);
+	section_begin(out, d, "run", "Run", NULL);
+	write_run(out, d->rp);
+	section_end(out);
+	if (write_bundle_sections(out, d) < 0)
+		return -1;
+	fputs("</details>\n", out);
+	return 0;
 }
 
 static int write_pair(FILE *out, const struct replay *a, const struct replay *b)
 {
+	struct diff_options opt = { .by = DIFF_BY_OP };
 	struct page_data da, db;
+	struct report *r = report_new();
+	json_t *doc = NULL;
 	int rc = -1;
 
 	memset(&db, 0, sizeof(db));
-	if (page_data_init(&da, a, "A") < 0 || page_data_init(&db, b, "B") < 0)
+	if (page_data_init(&da, a, "A", "a-") < 0 || page_data_init(&db, b, "B", "b-") < 0)
+		goto out;
+	if (diff_run(a, b, &opt, r) < 0 || !(doc = html_report_json(r)))
 		goto out;
 	page_begin(out, "steptrace diff");
 	page_top(out, a, b);
-	section_begin(out, "run", "Run", NULL);
+	write_banner(out, a, "A");
+	write_banner(out, b, "B");
+	fputs("<nav class=\"toc\"><a href=\"#summary\">Run</a><a href=\"#charts\">What changed</a>"
+	      "<a href=\"#tables\">Diff tables</a><a href=\"#a\">A's report</a><a href=\"#b\">B's report</a></nav>\n", out);
+	write_kpis_diff(out, &da, &db);
+	section_begin(out, NULL, "summary", "Run", NULL);
 	fputs("<div class=\"pair\"><div><h3>A</h3>\n", out);
 	write_chips(out, a);
 	write_run(out, a);
@@ -888,18 +1576,21 @@ static int write_pair(FILE *out, const struct replay *a, const struct replay *b)
 	write_run(out, b);
 	fputs("</div></div>\n", out);
 	section_end(out);
-	if (write_diff(out, a, b) < 0)
+	if (write_diff_charts(out, &da, &db, doc) < 0 || write_diff_tables(out, a, b, r) < 0)
 		goto out;
-	if (write_pair_part(out, "A", &da) < 0 || write_pair_part(out, "B", &db) < 0)
+	if (write_pair_part(out, &da) < 0 || write_pair_part(out, &db) < 0)
 		goto out;
 	page_end(out);
 	rc = 0;
 out:
+	json_decref(doc);
+	report_free(r);
 	page_data_release(&da);
 	page_data_release(&db);
 	return rc;
 }
 
+/* The one place the page reaches the disk: an error leaves no page behind. */
 int report_html_write(const struct replay *a, const struct replay *b, const char *output)
 {
 	char *owned = NULL;

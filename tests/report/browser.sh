@@ -1,0 +1,35 @@
+#!/bin/sh
+# The report's script in headless Chromium, read back through --dump-dom
+# (check_dom.py): it runs without an error, the timeline draws and zooms, a
+# click pins a kernel, a header click sorts, nothing is wider than its card
+# at 1280 and 1920 px (the diff with its folded reports open), and a
+# truncated bundle says so. Skipped (77) without Chromium.
+set -eu
+steptrace=$1; gen=$2
+here=$(dirname "$0")
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. "$here/chromium.sh"
+check() { python3 "$here/check_dom.py" "$@"; }
+"$gen" --precision bf16 -o "$tmp/bf16.stb"
+"$gen" --precision fp32 -o "$tmp/fp32.stb"
+"$gen" --precision bf16 --truncated -o "$tmp/cut.stb"
+"$steptrace" report "$tmp/bf16.stb" -o "$tmp/one.html" 2>/dev/null
+"$steptrace" report "$tmp/fp32.stb" "$tmp/bf16.stb" -o "$tmp/diff.html" 2>/dev/null
+"$steptrace" report "$tmp/cut.stb" -o "$tmp/cut.html" 2>/dev/null
+
+page_dom "$tmp/one.html#check&sort=kernels-table:3:asc,ops-table:1:desc&probe=longest" 1280 "$tmp/one.dom"
+check "$tmp/one.dom" --overflow --timelines 1 --drawn-min 300 --sorted kernels-table:3:asc \
+  --sorted ops-table:1:desc --pinned
+# zoomed in 16 times, the view holds fewer slices
+page_dom "$tmp/one.html#zoom=16" 1280 "$tmp/zoom.dom"
+all=$(check "$tmp/one.dom" --print-drawn); zoomed=$(check "$tmp/zoom.dom" --drawn-min 1 --print-drawn)
+[ "$zoomed" -lt "$all" ] || { echo "zooming in drew $zoomed slices, the whole step $all"; exit 1; }
+page_dom "$tmp/one.html#check" 1920 "$tmp/wide.dom"
+check "$tmp/wide.dom" --overflow
+for width in 1280 1920; do
+  page_dom "$tmp/diff.html#check&open" $width "$tmp/diff.dom"
+  check "$tmp/diff.dom" --overflow --timelines 2 --drawn-min 300 --banner 'What changed'
+done
+page_dom "$tmp/cut.html#check" 1280 "$tmp/cut.dom"
+check "$tmp/cut.dom" --overflow --timelines 1 --drawn-min 100 --banner "Truncated bundle. 'cut.stb' is truncated"
+echo "browser: $all slices drawn, $zoomed zoomed in"
