@@ -4,7 +4,8 @@
  * flops.h, ranges.h, diff.h, common.h's statistics), so the page and
  * `steptrace summary|ranges|memory|flops|diff` always agree. The page's
  * style and scripts are analyze/report.css, report_guard.js and report.js
- * (report_assets.h); the timeline's data is report_timeline.c's.
+ * (report_assets.h); the timeline's data is report_timeline.c's, the
+ * per-layer card report_layers.c's, the diff page report_diff.c's.
  */
 #include "analyze/report.h"
 
@@ -18,23 +19,20 @@
 
 #include "analyze/category.h"
 #include "analyze/common.h"
-#include "analyze/diff.h"
 #include "analyze/flops.h"
 #include "analyze/html.h"
 #include "analyze/memory.h"
 #include "analyze/ranges.h"
 #include "analyze/report_assets.h"
+#include "analyze/report_page.h"
 #include "analyze/report_timeline.h"
 #include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/human.h"
 #include "replay/memory.h"
 
-#define CHART_W 1140         /* natural width of the charts, CSS pixels; they shrink with the page */
-#define VISIBLE_ROWS 15      /* rows of a long table shown before "show all" */
 #define KERNEL_ROWS 500      /* kernel names written at most */
 #define RANGE_ROWS 400       /* range paths written at most */
-#define DIFF_BARS 20         /* op kinds in the diff's diverging chart */
 
 /* ---- small formatting ----------------------------------------------------- */
 
@@ -47,7 +45,7 @@ static const char *fmt_version(char *buf, size_t n, uint32_t v)
 	return buf;
 }
 
-static const char *base_name(const char *path)
+const char *page_base_name(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
 
@@ -70,8 +68,7 @@ static void kv(FILE *out, const char *key, const char *fmt, ...)
 	fputs("</dd>", out);
 }
 
-/* A key number; `delta` (may be NULL) is raw HTML: the diff's coloured change. */
-static void kpi(FILE *out, const char *label, const char *value, const char *note, const char *delta)
+void page_kpi(FILE *out, const char *label, const char *value, const char *note, const char *delta)
 {
 	fputs("<div class=\"kpi\"><div class=\"label\">", out);
 	html_escape(out, label);
@@ -88,10 +85,7 @@ static void kpi(FILE *out, const char *label, const char *value, const char *not
 	fputs("</div>\n", out);
 }
 
-/* A rect whose value shows on hover (report.js's tooltip); tip is printf-style. */
-static void tip_rect(FILE *out, double x, double y, double w, double h, const char *fill, const char *fmt, ...)
-	__attribute__((format(printf, 7, 8)));
-static void tip_rect(FILE *out, double x, double y, double w, double h, const char *fill, const char *fmt, ...)
+void page_tip_rect(FILE *out, double x, double y, double w, double h, const char *fill, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
@@ -107,28 +101,7 @@ static void tip_rect(FILE *out, double x, double y, double w, double h, const ch
 
 /* ---- what the page shows, computed once per bundle -------------------------- */
 
-enum { PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_OTHER, PH_COUNT };
-static const char *const phase_names[PH_COUNT] = { "forward", "backward", "optimizer", "other" };
-
-struct page_data {
-	const struct replay *rp;
-	const char *label;                 /* "A", "B" or NULL */
-	const char *prefix;                /* of the element ids: "", "a-", "b-" */
-	size_t divisor;                    /* measured steps (>= 1) */
-	struct real_stats wall, busy;      /* ms over measured steps */
-	bool have_steps;
-	double phase_gpu[PH_COUNT];        /* ns per step: GPU busy under each phase range */
-	double phase_cpu[PH_COUNT];        /* ns per step: host time of the phase ranges */
-	uint32_t phase_kernels[PH_COUNT];
-	bool phase_from_ranges;            /* else from the ops' phases */
-	double category_ns[CAT_COUNT];     /* per step */
-	double kernel_ns;                  /* per step, kernels + copies */
-	uint64_t kernels;                  /* counted kernel launches */
-	struct mem_timeline tl;
-	bool have_mem;
-	struct flops_result fl;
-	bool have_flops;
-};
+const char *const page_phase_names[PH_COUNT] = { "forward", "backward", "optimizer", "other" };
 
 static void compute_steps(struct page_data *d)
 {
@@ -155,7 +128,7 @@ out:
 static int phase_of_name(const char *s)
 {
 	for (int p = 0; p < PH_OTHER; p++)
-		if (strcmp(s, phase_names[p]) == 0)
+		if (strcmp(s, page_phase_names[p]) == 0)
 			return p;
 	return -1;
 }
@@ -235,7 +208,7 @@ static int compute_categories(struct page_data *d)
 	return 0;
 }
 
-static int page_data_init(struct page_data *d, const struct replay *rp, const char *label, const char *prefix)
+int page_data_init(struct page_data *d, const struct replay *rp, const char *label, const char *prefix)
 {
 	struct flops_options fo = { .by = FLOPS_BY_KIND };
 
@@ -262,7 +235,7 @@ static int page_data_init(struct page_data *d, const struct replay *rp, const ch
 	return 0;
 }
 
-static void page_data_release(struct page_data *d)
+void page_data_release(struct page_data *d)
 {
 	if (d->have_mem)
 		mem_timeline_release(&d->tl);
@@ -272,7 +245,7 @@ static void page_data_release(struct page_data *d)
 }
 
 /* A card; its id carries the bundle's prefix (d may be NULL: the diff's own cards). */
-static void section_begin(FILE *out, const struct page_data *d, const char *id, const char *title, const char *lead)
+void page_section_begin(FILE *out, const struct page_data *d, const char *id, const char *title, const char *lead)
 {
 	fprintf(out, "<section class=\"card\" id=\"%s%s\">\n<h2>", d ? d->prefix : "", id);
 	html_escape(out, title);
@@ -284,7 +257,7 @@ static void section_begin(FILE *out, const struct page_data *d, const char *id, 
 	}
 }
 
-static void section_end(FILE *out)
+void page_section_end(FILE *out)
 {
 	fputs("</section>\n", out);
 }
@@ -301,7 +274,7 @@ static void chip(FILE *out, const char *s)
 	fputs("</span>", out);
 }
 
-static void write_chips(FILE *out, const struct replay *rp)
+void page_chips(FILE *out, const struct replay *rp)
 {
 	const struct replay_config *c = &rp->run.config;
 
@@ -321,12 +294,12 @@ static void write_chips(FILE *out, const struct replay *rp)
  * What is wrong with the bundle, above everything else: a truncated bundle
  * (no footer), an incomplete one, dropped records. Nothing for a sound one.
  */
-static void write_banner(FILE *out, const struct replay *rp, const char *label)
+void page_banner(FILE *out, const struct replay *rp, const char *label)
 {
 	const struct replay_footer *f = &rp->run.footer;
 	char who[512];
 
-	snprintf(who, sizeof(who), "%s%s'%s'", label ? label : "", label ? ", " : "", base_name(rp->path));
+	snprintf(who, sizeof(who), "%s%s'%s'", label ? label : "", label ? ", " : "", page_base_name(rp->path));
 	if (!rp->run.has_footer && rp->path) {
 		fputs("<div class=\"banner\" role=\"alert\"><b>Truncated bundle.</b> ", out);
 		html_printf(out, "%s is truncated (%s): read %" PRIu32 " chunk%s, %" PRIu64 " events. Every number "
@@ -350,7 +323,7 @@ static void write_banner(FILE *out, const struct replay *rp, const char *label)
 	}
 }
 
-static void write_run(FILE *out, const struct replay *rp)
+void page_run(FILE *out, const struct replay *rp)
 {
 	const struct replay_run *h = &rp->run;
 	const struct replay_config *c = &h->config;
@@ -374,11 +347,11 @@ static void write_run(FILE *out, const struct replay *rp)
 		kv(out, "Run", "no header (built without a bundle)");
 	}
 	if (h->has_footer)
-		kv(out, "Bundle", "%s, %" PRIu64 " events in %" PRIu32 " chunks, %s%s", base_name(rp->path),
+		kv(out, "Bundle", "%s, %" PRIu64 " events in %" PRIu32 " chunks, %s%s", page_base_name(rp->path),
 		   h->footer.events, h->footer.chunks, h->footer.complete ? "complete" : "incomplete",
 		   h->footer.dropped ? ", records dropped" : "");
 	else if (rp->path)
-		kv(out, "Bundle", "%s, %" PRIu64 " events read, truncated (%s)", base_name(rp->path), rp->events_read,
+		kv(out, "Bundle", "%s, %" PRIu64 " events read, truncated (%s)", page_base_name(rp->path), rp->events_read,
 		   rp->truncation ? rp->truncation : "no footer");
 	fputs("</dl>\n<dl class=\"kv\">\n", out);
 	if (h->has_device) {
@@ -418,21 +391,12 @@ static void write_run(FILE *out, const struct replay *rp)
 
 /* ---- key numbers ------------------------------------------------------------- */
 
-enum kpi_id { KPI_STEP, KPI_BUSY, KPI_GEMM, KPI_PEAK, KPI_KERNELS, KPI_COUNT };
-
-struct kpi_text {
-	char value[128], note[256];
-	double raw;           /* for the diff's change */
-	bool lower_better;    /* colours the change; neither for a share */
-	bool neutral;
-};
-
-static void kpi_texts(const struct page_data *d, struct kpi_text k[KPI_COUNT])
+void page_kpi_texts(const struct page_data *d, struct page_kpi_text k[KPI_COUNT])
 {
 	char b1[32], b2[32];
 	double gemm = d->category_ns[CAT_GEMM];
 
-	memset(k, 0, sizeof(struct kpi_text) * KPI_COUNT);
+	memset(k, 0, sizeof(struct page_kpi_text) * KPI_COUNT);
 	if (d->have_steps) {
 		int dec = d->wall.stddev > 0 && d->wall.stddev < 0.01 ? 3 : 2;
 		snprintf(k[KPI_STEP].value, sizeof(k[0].value), "%.2f ms", d->wall.mean);
@@ -466,52 +430,24 @@ static void kpi_texts(const struct page_data *d, struct kpi_text k[KPI_COUNT])
 	k[KPI_KERNELS].raw = (double)d->kernels / (double)d->divisor;
 	snprintf(k[KPI_KERNELS].value, sizeof(k[0].value), "%.0f", k[KPI_KERNELS].raw);
 	snprintf(k[KPI_KERNELS].note, sizeof(k[0].note), "%s of kernels and copies", human_time(b1, sizeof(b1), d->kernel_ns));
-	for (int i = 0; i < KPI_COUNT; i++)
-		k[i].lower_better = !k[i].neutral;
 }
 
-static const char *const kpi_labels[KPI_COUNT] = {
+const char *const page_kpi_labels[KPI_COUNT] = {
 	"Step time", "GPU busy per step", "GEMM share", "Peak memory", "Kernels per step",
 };
 
 /* The row of key numbers: step time, GPU busy, GEMM share, peak memory, kernels. */
-static void write_kpis(FILE *out, const struct page_data *d)
+void page_kpis(FILE *out, const struct page_data *d)
 {
-	struct kpi_text k[KPI_COUNT];
+	struct page_kpi_text k[KPI_COUNT];
 
-	kpi_texts(d, k);
+	page_kpi_texts(d, k);
 	fputs("<div class=\"kpis\">\n", out);
 	for (int i = 0; i < KPI_COUNT; i++)
-		kpi(out, kpi_labels[i], k[i].value, k[i].note, NULL);
+		page_kpi(out, page_kpi_labels[i], k[i].value, k[i].note, NULL);
 	fputs("</div>\n", out);
 }
 
-/* B's key numbers with A's beside them and the change, green where B is better. */
-static void write_kpis_diff(FILE *out, const struct page_data *a, const struct page_data *b)
-{
-	struct kpi_text ka[KPI_COUNT], kb[KPI_COUNT];
-	char delta[256], note[300];
-
-	kpi_texts(a, ka);
-	kpi_texts(b, kb);
-	fputs("<div class=\"kpis\">\n", out);
-	for (int i = 0; i < KPI_COUNT; i++) {
-		double x = ka[i].raw, y = kb[i].raw;
-		const char *cls = "";
-
-		delta[0] = 0;
-		if (isfinite(x) && isfinite(y) && x != 0) {
-			double change = i == KPI_GEMM ? y - x : 100.0 * (y - x) / x;
-			if (!ka[i].neutral && change != 0)
-				cls = (change < 0) == ka[i].lower_better ? " good" : " bad";
-			snprintf(delta, sizeof(delta), "<span class=\"delta%s\">%+.1f%s</span>", cls, change,
-				 i == KPI_GEMM ? " pt" : "%");
-		}
-		snprintf(note, sizeof(note), "A: %.100s", ka[i].value);
-		kpi(out, kpi_labels[i], kb[i].value, note, *delta ? delta : NULL);
-	}
-	fputs("</div>\n", out);
-}
 
 /* ---- charts of our own ---------------------------------------------------- */
 
@@ -541,7 +477,7 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 		double share = total > 0 ? 100.0 * values[i] / total : 0.0;
 		svg_text(out, label_w - 10, yy + 18, SVG_END, 13, "#344054", NULL, "%s", labels[i]);
 		svg_rect(out, label_w, yy + 5, w - label_w - value_w, 18, "#f2f4f7", "rx=\"4\"");
-		tip_rect(out, label_w, yy + 5, bw < 2 ? 2 : bw, 18, svg_series_color(colors[i]),
+		page_tip_rect(out, label_w, yy + 5, bw < 2 ? 2 : bw, 18, svg_series_color(colors[i]),
 			 "%s: %s per step, %.1f%% of the kernel time", labels[i], human_time(b, sizeof(b), values[i]), share);
 		svg_text(out, w - value_w + 10, yy + 18, SVG_START, 13, "#1d2330",
 			 "style=\"font-variant-numeric:tabular-nums\"", "%s  (%.1f%%)",
@@ -567,11 +503,11 @@ static void phase_bar(FILE *out, const struct page_data *d)
 		double bw = w * d->phase_gpu[p] / total;
 		if (bw <= 0)
 			continue;
-		tip_rect(out, x, 4, bw, 36, svg_series_color(p), "%s: %s per step (%.1f%%)", phase_names[p],
+		page_tip_rect(out, x, 4, bw, 36, svg_series_color(p), "%s: %s per step (%.1f%%)", page_phase_names[p],
 			 human_time(b, sizeof(b), d->phase_gpu[p]), 100.0 * d->phase_gpu[p] / total);
 		if (bw > 120)
 			svg_text(out, x + 10, 27, SVG_START, 13, "#fff", "font-weight=\"600\" pointer-events=\"none\"",
-				 "%s %.0f%%", phase_names[p], 100.0 * d->phase_gpu[p] / total);
+				 "%s %.0f%%", page_phase_names[p], 100.0 * d->phase_gpu[p] / total);
 		x += bw;
 	}
 	svg_end(out);
@@ -579,7 +515,7 @@ static void phase_bar(FILE *out, const struct page_data *d)
 	for (int p = 0; p < PH_COUNT; p++)
 		if (d->phase_gpu[p] > 0)
 			fprintf(out, "<span><i style=\"background:%s\"></i>%s: %s</span>", svg_series_color(p),
-				phase_names[p], human_time(b, sizeof(b), d->phase_gpu[p]));
+				page_phase_names[p], human_time(b, sizeof(b), d->phase_gpu[p]));
 	fputs("</div>\n", out);
 }
 
@@ -617,7 +553,7 @@ static void steps_chart(FILE *out, const struct replay *rp)
 	for (size_t i = 0; i < rp->n_steps; i++) {
 		const struct replay_step *s = &rp->steps[i];
 		double v = (double)(s->end - s->start) / 1e6, bh = (h - bottom - 8) * fmin(v, max) / max;
-		tip_rect(out, left + cw * (double)i + cw * 0.15, h - bottom - bh, cw * 0.7, bh,
+		page_tip_rect(out, left + cw * (double)i + cw * 0.15, h - bottom - bh, cw * 0.7, bh,
 			 s->warmup ? "#c4c9d2" : "#3b5bdb", "step %" PRIu32 "%s: %.3f ms host wall, %.3f ms GPU busy, "
 			 "%" PRIu32 " kernels", s->index, s->warmup ? " (warm-up)" : "", v, (double)s->gpu_busy / 1e6,
 			 s->kernels);
@@ -638,7 +574,7 @@ static int write_timeline(FILE *out, const struct page_data *d)
 	char id[64];
 
 	snprintf(id, sizeof(id), "%stimeline-data", d->prefix);
-	section_begin(out, d, "timeline", "Timeline",
+	page_section_begin(out, d, "timeline", "Timeline",
 		      "One step as recorded: kernels and copies on each GPU stream (coloured by category), the NVTX "
 		      "ranges of each host thread nested by depth, and live memory as a counter. Wheel or +/- to "
 		      "zoom, drag to pan, hover for values, click to pin a slice's details, double-click to fit the "
@@ -647,7 +583,7 @@ static int write_timeline(FILE *out, const struct page_data *d)
 		"page's script; it needs JavaScript.</p></noscript></div>\n", id);
 	if (report_timeline_write(out, d->rp, &d->tl, id, REPORT_TIMELINE_BUDGET) < 0)
 		return -1;
-	section_end(out);
+	page_section_end(out);
 	return 0;
 }
 
@@ -656,8 +592,8 @@ static void write_steps(FILE *out, const struct page_data *d)
 	char lead[256];
 
 	snprintf(lead, sizeof(lead), "Host wall time of each step (synchronised); warm-up steps in grey are "
-		 "left out of the mean. Reproduce: steptrace steps %s --include-warmup", base_name(d->rp->path));
-	section_begin(out, d, "steps", "Step time", lead);
+		 "left out of the mean. Reproduce: steptrace steps %s --include-warmup", page_base_name(d->rp->path));
+	page_section_begin(out, d, "steps", "Step time", lead);
 	if (!d->have_steps) {
 		fputs("<p class=\"muted\">No measured steps in this bundle.</p>\n", out);
 	} else {
@@ -668,7 +604,7 @@ static void write_steps(FILE *out, const struct page_data *d)
 		fputs("</dl>\n", out);
 		steps_chart(out, d->rp);
 	}
-	section_end(out);
+	page_section_end(out);
 }
 
 static void write_phases(FILE *out, const struct page_data *d)
@@ -676,7 +612,7 @@ static void write_phases(FILE *out, const struct page_data *d)
 	char b1[32], b2[32];
 	double total = 0;
 
-	section_begin(out, d, "phases", "Time by phase",
+	page_section_begin(out, d, "phases", "Time by phase",
 		      d->phase_from_ranges
 		      ? "GPU busy time per measured step projected onto the forward, backward and optimizer NVTX "
 			"ranges (as Nsight Systems projects ranges); other = the rest of the step's GPU time."
@@ -693,13 +629,13 @@ static void write_phases(FILE *out, const struct page_data *d)
 		if (d->phase_gpu[p] <= 0 && d->phase_cpu[p] <= 0)
 			continue;
 		fprintf(out, "<tr><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td>"
-			"<td class=\"num\">%s</td><td class=\"num\">%.0f</td></tr>\n", phase_names[p],
+			"<td class=\"num\">%s</td><td class=\"num\">%.0f</td></tr>\n", page_phase_names[p],
 			human_time(b1, sizeof(b1), d->phase_gpu[p]), total > 0 ? 100.0 * d->phase_gpu[p] / total : 0.0,
 			d->phase_cpu[p] > 0 ? human_time(b2, sizeof(b2), d->phase_cpu[p]) : "",
 			(double)d->phase_kernels[p] / (double)d->divisor);
 	}
 	fputs("</tbody></table></div>\n", out);
-	section_end(out);
+	page_section_end(out);
 }
 
 static void write_categories(FILE *out, const struct page_data *d)
@@ -723,268 +659,10 @@ static void write_categories(FILE *out, const struct page_data *d)
 		colors[i] = order[i];
 	}
 	snprintf(lead, sizeof(lead), "Kernel and copy time per measured step by kind of work. Reproduce: "
-		 "steptrace summary %s --by category", base_name(d->rp->path));
-	section_begin(out, d, "categories", "Time by category", lead);
+		 "steptrace summary %s --by category", page_base_name(d->rp->path));
+	page_section_begin(out, d, "categories", "Time by category", lead);
 	bar_chart(out, "GPU time by kernel category", labels, values, colors, CAT_COUNT, d->kernel_ns);
-	section_end(out);
-}
-
-/* ---- per layer ---------------------------------------------------------------- */
-
-#define LAYER_PARTS 6        /* columns: the first five parts met, then "other" */
-#define LAYER_MAX 4096       /* a larger layer index counts as outside the layers */
-
-struct layer_split {
-	size_t n_layers;
-	char part[LAYER_PARTS][32];
-	int n_parts;
-	double *ns;              /* [layer][part][phase: forward, backward, other], per step */
-	double outside;          /* per step: work in no layer */
-	double total;
-};
-
-#define LAYER_NS(ls, l, p, ph) ((ls)->ns[((size_t)(l) * LAYER_PARTS + (size_t)(p)) * 3 + (size_t)(ph)])
-
-/*
- * "step/forward/layer.3/attn/softmax" -> layer 3, part "attn"; the norms
- * ("ln1", "rmsnorm", "norm2") are one part. -1 when no component is a layer.
- */
-static long layer_of(const char *path, char *part, size_t n)
-{
-	const char *c = path;
-
-	while (c && *c) {
-		const char *end = strchr(c, '/');
-		size_t len = end ? (size_t)(end - c) : strlen(c);
-
-		if (len > 6 && strncmp(c, "layer", 5) == 0 && (c[5] == '.' || c[5] == '_') &&
-		    strspn(c + 6, "0123456789") == len - 6 && len - 6 <= 4) {
-			long layer = strtol(c + 6, NULL, 10);
-			const char *p = end ? end + 1 : "";
-			size_t plen = strcspn(p, "/");
-
-			snprintf(part, n, "%.*s", (int)plen, p);
-			if (plen == 0)
-				snprintf(part, n, "(layer)");
-			else if (strncmp(part, "ln", 2) == 0 || strstr(part, "norm"))
-				snprintf(part, n, "norm");
-			return layer < LAYER_MAX ? layer : -1;
-		}
-		c = end ? end + 1 : NULL;
-	}
-	return -1;
-}
-
-static int layer_part_index(struct layer_split *ls, const char *name)
-{
-	for (int i = 0; i < ls->n_parts; i++)
-		if (strcmp(ls->part[i], name) == 0)
-			return i;
-	if (ls->n_parts < LAYER_PARTS - 1) {
-		snprintf(ls->part[ls->n_parts], sizeof(ls->part[0]), "%s", name);
-		return ls->n_parts++;
-	}
-	if (ls->n_parts == LAYER_PARTS - 1)
-		snprintf(ls->part[ls->n_parts++], sizeof(ls->part[0]), "other");
-	return LAYER_PARTS - 1;
-}
-
-static double layer_part_ns(const struct layer_split *ls, size_t l, int p)
-{
-	return LAYER_NS(ls, l, p, 0) + LAYER_NS(ls, l, p, 1) + LAYER_NS(ls, l, p, 2);
-}
-
-/* The parts by their time over every layer, largest first ("other" stays last). */
-static void layer_split_order(struct layer_split *ls)
-{
-	int n = ls->n_parts - (ls->n_parts == LAYER_PARTS), order[LAYER_PARTS];
-	double total[LAYER_PARTS] = { 0 }, moved[LAYER_PARTS * 3];
-	char names[LAYER_PARTS][32];
-
-	for (int p = 0; p < ls->n_parts; p++) {
-		order[p] = p;
-		for (size_t l = 0; l < ls->n_layers; l++)
-			total[p] += layer_part_ns(ls, l, p);
-	}
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && total[order[j]] > total[order[j - 1]]; j--) {
-			int t = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = t;
-		}
-	memcpy(names, ls->part, sizeof(names));
-	for (int p = 0; p < ls->n_parts; p++)
-		memcpy(ls->part[p], names[order[p]], sizeof(names[0]));
-	for (size_t l = 0; l < ls->n_layers; l++) {
-		memcpy(moved, &LAYER_NS(ls, l, 0, 0), sizeof(moved));
-		for (int p = 0; p < ls->n_parts; p++)
-			for (int ph = 0; ph < 3; ph++)
-				LAYER_NS(ls, l, p, ph) = moved[order[p] * 3 + ph];
-	}
-}
-
-/* Kernel and copy time per measured step by layer and part, from each activity's op path (else its range's). */
-static int layer_split_compute(struct layer_split *ls, const struct page_data *d)
-{
-	const struct replay *rp = d->rp;
-	char part[32];
-
-	memset(ls, 0, sizeof(*ls));
-	for (int pass = 0; pass < 2; pass++) {   /* the first pass counts the layers */
-		for (size_t i = 0; i < rp->n_activities; i++) {
-			const struct replay_activity *a = &rp->activities[i];
-			const struct replay_op *op = replay_op(rp, a->op);
-			const char *path = op && op->path ? replay_str(rp, op->path) : replay_activity_path(rp, a);
-			double ns = (double)(a->end - a->start) / (double)d->divisor;
-			long layer;
-
-			if (!replay_counts(rp, a->step, false))
-				continue;
-			layer = layer_of(path, part, sizeof(part));
-			if (pass == 0) {
-				if (layer >= 0 && (size_t)layer >= ls->n_layers)
-					ls->n_layers = (size_t)layer + 1;
-				continue;
-			}
-			ls->total += ns;
-			if (layer < 0) {
-				ls->outside += ns;
-				continue;
-			}
-			int ph = strstr(path, "backward") ? 1 : strstr(path, "forward") ? 0 : 2;
-			if (op && *replay_str(rp, op->phase))
-				ph = strcmp(replay_str(rp, op->phase), "forward") == 0 ? 0
-				   : strcmp(replay_str(rp, op->phase), "backward") == 0 ? 1 : 2;
-			LAYER_NS(ls, layer, layer_part_index(ls, part), ph) += ns;
-		}
-		if (pass == 0) {
-			if (ls->n_layers == 0)
-				return 0;
-			ls->ns = calloc(ls->n_layers * LAYER_PARTS * 3, sizeof(*ls->ns));
-			if (!ls->ns)
-				return error("out of memory for the layer breakdown");
-		}
-	}
-	layer_split_order(ls);
-	return 0;
-}
-
-/* Stacked columns, one per layer, a colour per part. */
-static void layer_chart(FILE *out, const struct layer_split *ls)
-{
-	const double w = CHART_W, h = 200, left = 64, bottom = 26, top = 10;
-	double max = 0, ticks[8], step, unit, cw = (w - left) / (double)ls->n_layers;
-	const char *uname;
-	char b[32], b1[32], b2[32];
-	int nt;
-
-	for (size_t l = 0; l < ls->n_layers; l++) {
-		double sum = 0;
-		for (int p = 0; p < ls->n_parts; p++)
-			sum += layer_part_ns(ls, l, p);
-		max = fmax(max, sum);
-	}
-	if (max <= 0)
-		return;
-	unit = human_time_unit(max, &uname);
-	nt = svg_ticks_linear(0, max / unit, 4, ticks, 8, &step);
-	if (nt > 0 && nt < 8 && ticks[nt - 1] * unit < max) {   /* end on the tick above the tallest column */
-		ticks[nt] = ticks[nt - 1] + step;
-		nt++;
-	}
-	max = nt > 0 ? ticks[nt - 1] * unit : max;
-	svg_begin(out, (int)w, (int)h, "Kernel time per layer, by part");
-	for (int i = 0; i < nt; i++) {
-		double y = h - bottom - (h - bottom - top) * ticks[i] * unit / max;
-		svg_line(out, left, y, w, y, "#eaecf0", 1, NULL);
-		svg_text(out, left - 6, y + 4, SVG_END, 11, "#667085", NULL, "%s %s",
-			 svg_fmt_tick(b, sizeof(b), ticks[i], step), uname);
-	}
-	for (size_t l = 0; l < ls->n_layers; l++) {
-		double y = h - bottom, x = left + cw * (double)l + cw * 0.14;
-
-		for (int p = 0; p < ls->n_parts; p++) {
-			double ns = layer_part_ns(ls, l, p), bh = (h - bottom - top) * ns / max;
-			if (ns <= 0)
-				continue;
-			y -= bh;
-			tip_rect(out, x, y, cw * 0.72, bh, svg_series_color(p), "layer.%zu %s: %s per step\n"
-				 "forward %s, backward %s", l, ls->part[p], human_time(b, sizeof(b), ns),
-				 human_time(b1, sizeof(b1), LAYER_NS(ls, l, p, 0)),
-				 human_time(b2, sizeof(b2), LAYER_NS(ls, l, p, 1)));
-		}
-		if (cw >= 18 || l % (size_t)ceil(18 / cw) == 0)
-			svg_text(out, left + cw * ((double)l + 0.5), h - 8, SVG_MIDDLE, 11, "#667085", NULL, "%zu", l);
-	}
-	svg_end(out);
-	fputs("<div class=\"legend\">", out);
-	for (int p = 0; p < ls->n_parts; p++)
-		fprintf(out, "<span><i style=\"background:%s\"></i>%s</span>", svg_series_color(p), ls->part[p]);
-	fputs("</div>\n", out);
-}
-
-static int write_layers(FILE *out, const struct page_data *d)
-{
-	struct layer_split ls;
-	struct report *r = NULL;
-	struct table *t;
-	char col[64], lead[512], b1[32], b2[32];
-	int rc = -1;
-
-	if (layer_split_compute(&ls, d) < 0)
-		goto out;
-	snprintf(lead, sizeof(lead), "Kernel and copy time per measured step in each layer.N of the ops' NVTX paths, "
-		 "split by the part under the layer (norms together); %s per step is outside every layer "
-		 "(embedding, head, loss, optimizer). Reproduce: steptrace summary %s --range 'layer.*/attn'",
-		 human_time(b1, sizeof(b1), ls.outside), base_name(d->rp->path));
-	section_begin(out, d, "layers", "Per layer", lead);
-	if (ls.n_layers == 0) {
-		fputs("<p class=\"muted\">No op or range path names a layer (layer.N).</p>\n", out);
-		section_end(out);
-		rc = 0;
-		goto out;
-	}
-	layer_chart(out, &ls);
-	r = report_new();
-	t = report_add_table(r, "layers", NULL);
-	table_add_column(t, "Layer", COL_STR, 0);
-	for (int p = 0; p < ls.n_parts; p++) {
-		snprintf(col, sizeof(col), "%s (us)", ls.part[p]);
-		table_add_column(t, col, COL_FLOAT, 3);
-	}
-	table_add_column(t, "Forward (us)", COL_FLOAT, 3);
-	table_add_column(t, "Backward (us)", COL_FLOAT, 3);
-	table_add_column(t, "Total (us)", COL_FLOAT, 3);
-	table_add_column(t, "Share (%)", COL_FLOAT, 1);
-	for (size_t l = 0; l < ls.n_layers; l++) {
-		double fwd = 0, bwd = 0, sum = 0;
-		table_row(t);
-		snprintf(col, sizeof(col), "layer.%zu", l);
-		table_str(t, col);
-		for (int p = 0; p < ls.n_parts; p++) {
-			table_float(t, layer_part_ns(&ls, l, p) / 1e3);
-			fwd += LAYER_NS(&ls, l, p, 0);
-			bwd += LAYER_NS(&ls, l, p, 1);
-			sum += layer_part_ns(&ls, l, p);
-		}
-		table_float(t, fwd / 1e3);
-		table_float(t, bwd / 1e3);
-		table_float(t, sum / 1e3);
-		table_float(t, ls.total > 0 ? 100.0 * sum / ls.total : 0.0);
-	}
-	snprintf(col, sizeof(col), "%slayers-table", d->prefix);
-	if (html_report_tables(out, r, &(struct html_tables){ .name = "layers", .id = col, .visible = 48 }) < 0)
-		goto out;
-	fputs("<p class=\"footnote\">", out);
-	html_printf(out, "All layers: %s of %s per step.", human_time(b1, sizeof(b1), ls.total - ls.outside),
-		    human_time(b2, sizeof(b2), ls.total));
-	fputs("</p>\n", out);
-	section_end(out);
-	rc = 0;
-out:
-	report_free(r);
-	free(ls.ns);
-	return rc;
+	page_section_end(out);
 }
 
 /* ---- tables of the text reports ------------------------------------------------- */
@@ -1021,14 +699,14 @@ static int write_top_kernels(FILE *out, const struct page_data *d)
 		table_str(t, g.g[i].name);
 	}
 	snprintf(lead, sizeof(lead), "Nsight Systems' cuda_gpu_kern_sum columns over the measured steps (%zu "
-		 "kernel names). Reproduce: steptrace summary %s", g.n, base_name(rp->path));
-	section_begin(out, d, "kernels", "Top kernels", lead);
+		 "kernel names). Reproduce: steptrace summary %s", g.n, page_base_name(rp->path));
+	page_section_begin(out, d, "kernels", "Top kernels", lead);
 	snprintf(id, sizeof(id), "%skernels-table", d->prefix);
 	if (html_report_tables(out, r, &(struct html_tables){ .name = "kernels", .id = id, .visible = VISIBLE_ROWS }) < 0)
 		goto out;
 	if (g.n > KERNEL_ROWS)
 		fprintf(out, "<p class=\"muted\">The %d kernels with the most time of %zu.</p>\n", KERNEL_ROWS, g.n);
-	section_end(out);
+	page_section_end(out);
 	rc = 0;
 out:
 	report_free(r);
@@ -1045,11 +723,11 @@ static int write_ops(FILE *out, const struct page_data *d)
 
 	snprintf(lead, sizeof(lead), "Each op kind (summed over layers) per measured step: FLOPs and minimum bytes "
 		 "against GPU time, and the share of the roofline bound reached (%s peaks). Reproduce: steptrace "
-		 "flops %s", d->fl.peaks.source ? d->fl.peaks.source : "unknown", base_name(d->rp->path));
-	section_begin(out, d, "ops", "Ops", lead);
+		 "flops %s", d->fl.peaks.source ? d->fl.peaks.source : "unknown", page_base_name(d->rp->path));
+	page_section_begin(out, d, "ops", "Ops", lead);
 	if (d->fl.n_rows == 0) {
 		fputs("<p class=\"muted\">No kernels launched by registered ops.</p>\n", out);
-		section_end(out);
+		page_section_end(out);
 		return 0;
 	}
 	r = report_new();
@@ -1058,7 +736,7 @@ static int write_ops(FILE *out, const struct page_data *d)
 	rc = html_report_tables(out, r, &(struct html_tables){ .name = "flops", .id = id, .visible = VISIBLE_ROWS,
 			       .notes = true });
 	report_free(r);
-	section_end(out);
+	page_section_end(out);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -1071,14 +749,14 @@ static int write_ranges(FILE *out, const struct page_data *d)
 
 	snprintf(lead, sizeof(lead), "NVTX ranges grouped by path, Nsight Systems' nvtx_sum columns (host time) "
 		 "and the GPU work projected onto them, over the measured steps. Reproduce: steptrace ranges %s",
-		 base_name(d->rp->path));
-	section_begin(out, d, "ranges", "Ranges", lead);
+		 page_base_name(d->rp->path));
+	page_section_begin(out, d, "ranges", "Ranges", lead);
 	if (ranges_run(d->rp, &(struct ranges_opts){ .top = RANGE_ROWS }, r) < 0)
 		goto out;
 	snprintf(id, sizeof(id), "%sranges-table", d->prefix);
 	if (html_report_tables(out, r, &(struct html_tables){ .id = id, .hide = hide, .visible = VISIBLE_ROWS }) < 0)
 		goto out;
-	section_end(out);
+	page_section_end(out);
 	rc = 0;
 out:
 	report_free(r);
@@ -1129,7 +807,7 @@ static void memory_cut_label(FILE *out, const struct page_data *d, uint64_t t0)
 	html_printf(out, "\xe2\x9c\x82 Cut on the left: the first %s of the recording (setup and %zu warm-up step%s, "
 		    "peak %s), so the measured steps fill the chart. Times below count from the first measured "
 		    "step; steptrace memory %s --svg FILE draws everything.", human_time(b1, sizeof(b1), (double)(t0 - rp->t_min)),
-		    n, n == 1 ? "" : "s", human_bytes(b2, sizeof(b2), (double)warm_peak), base_name(rp->path));
+		    n, n == 1 ? "" : "s", human_bytes(b2, sizeof(b2), (double)warm_peak), page_base_name(rp->path));
 	fputs("</div>\n", out);
 }
 
@@ -1145,11 +823,11 @@ static int write_memory(FILE *out, const struct page_data *d)
 
 	snprintf(lead, sizeof(lead), "Live device memory over time (%s view), stacked by category; the peak is "
 		 "marked. Reproduce: steptrace memory %s --svg memory.svg", mem_view_name(tl->view),
-		 base_name(rp->path));
-	section_begin(out, d, "memory", "Memory", lead);
+		 page_base_name(rp->path));
+	page_section_begin(out, d, "memory", "Memory", lead);
 	if (tl->n_blocks == 0) {
 		fputs("<p class=\"muted\">No allocation events in this bundle.</p>\n", out);
-		section_end(out);
+		page_section_end(out);
 		return 0;
 	}
 	memory_window(rp, &t0, &t1, &cut);
@@ -1197,7 +875,7 @@ static int write_memory(FILE *out, const struct page_data *d)
 	fputs("</tbody></table></div>\n", out);
 	if (live > n)
 		fprintf(out, "<p class=\"muted\">%zu of %zu live blocks shown; times from the first event.</p>\n", n, live);
-	section_end(out);
+	page_section_end(out);
 	return 0;
 }
 
@@ -1208,19 +886,19 @@ static int write_roofline(FILE *out, const struct page_data *d)
 	snprintf(lead, sizeof(lead), "Each op kind (summed over layers) at its arithmetic intensity and achieved "
 		 "TFLOP/s against the device's ceilings (%s peaks); the Ops table holds the numbers. Reproduce: "
 		 "steptrace flops %s --svg roofline.svg", d->fl.peaks.source ? d->fl.peaks.source : "unknown",
-		 base_name(d->rp->path));
-	section_begin(out, d, "roofline", "Roofline", lead);
+		 page_base_name(d->rp->path));
+	page_section_begin(out, d, "roofline", "Roofline", lead);
 	if (d->fl.n_rows == 0)
 		fputs("<p class=\"muted\">No kernels launched by registered ops.</p>\n", out);
 	else if (flops_svg(out, &d->fl, CHART_W, 520) < 0)
 		return error("cannot write the roofline chart");
-	section_end(out);
+	page_section_end(out);
 	return 0;
 }
 
 /* ---- the page -------------------------------------------------------------- */
 
-static void page_begin(FILE *out, const char *title)
+void page_begin(FILE *out, const char *title)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -1231,23 +909,23 @@ static void page_begin(FILE *out, const char *title)
 		report_css, report_guard_js);
 }
 
-static void page_end(FILE *out)
+void page_end(FILE *out)
 {
 	fprintf(out, "<footer>Made by <b>steptrace report</b> from the bundles alone: one file, inline CSS, SVG "
 		"and script, nothing loaded from the network.</footer>\n</main>\n<script>\n%s</script>\n"
 		"</body>\n</html>\n", report_js);
 }
 
-static void page_top(FILE *out, const struct replay *rp, const struct replay *other)
+void page_top(FILE *out, const struct replay *rp, const struct replay *other)
 {
 	fputs("<header class=\"top\"><div><h1>", out);
 	if (other) {
-		html_printf(out, "%s vs %s", base_name(rp->path), base_name(other->path));
+		html_printf(out, "%s vs %s", page_base_name(rp->path), page_base_name(other->path));
 		fputs("</h1><div class=\"sub\">Training-step diff: A (baseline) against B</div>", out);
 	} else {
-		html_escape(out, base_name(rp->path));
+		html_escape(out, page_base_name(rp->path));
 		fputs("</h1><div class=\"sub\">One training step, recorded through CUPTI</div>", out);
-		write_chips(out, rp);
+		page_chips(out, rp);
 	}
 	fputs("</div><div class=\"brand\"><b>steptrace</b><br>training-step profile</div></header>\n", out);
 }
@@ -1258,25 +936,26 @@ static const struct { const char *id, *title; } bundle_sections[] = {
 	{ "memory", "Memory" }, { "roofline", "Roofline" },
 };
 
-static void write_nav(FILE *out, const char *prefix, bool run)
+void page_nav(FILE *out, const char *prefix)
 {
 	fputs("<nav class=\"toc\">", out);
-	if (run)
-		fprintf(out, "<a href=\"#%srun\">Run</a>", prefix);
+	fprintf(out, "<a href=\"#%srun\">Run</a>", prefix);
 	for (size_t i = 0; i < sizeof(bundle_sections) / sizeof(bundle_sections[0]); i++)
 		fprintf(out, "<a href=\"#%s%s\">%s</a>", prefix, bundle_sections[i].id, bundle_sections[i].title);
 	fputs("</nav>\n", out);
 }
 
-/* The sections of one bundle, in the order of bundle_sections. */
-static int write_bundle_sections(FILE *out, const struct page_data *d)
+int page_bundle_sections(FILE *out, const struct page_data *d)
 {
+	page_section_begin(out, d, "run", "Run", NULL);
+	page_run(out, d->rp);
+	page_section_end(out);
 	if (write_timeline(out, d) < 0)
 		return -1;
 	write_steps(out, d);
 	write_phases(out, d);
 	write_categories(out, d);
-	if (write_layers(out, d) < 0 || write_top_kernels(out, d) < 0 || write_ops(out, d) < 0 ||
+	if (page_layers(out, d) < 0 || write_top_kernels(out, d) < 0 || write_ops(out, d) < 0 ||
 	    write_ranges(out, d) < 0 || write_memory(out, d) < 0 || write_roofline(out, d) < 0)
 		return -1;
 	return 0;
@@ -1289,304 +968,17 @@ static int write_single(FILE *out, const struct replay *rp)
 
 	if (page_data_init(&d, rp, NULL, "") < 0)
 		goto out;
-	page_begin(out, base_name(rp->path));
+	page_begin(out, page_base_name(rp->path));
 	page_top(out, rp, NULL);
-	write_banner(out, rp, NULL);
-	write_nav(out, "", true);
-	write_kpis(out, &d);
-	section_begin(out, &d, "run", "Run", NULL);
-	write_run(out, rp);
-	section_end(out);
-	if (write_bundle_sections(out, &d) < 0)
+	page_banner(out, rp, NULL);
+	page_nav(out, "");
+	page_kpis(out, &d);
+	if (page_bundle_sections(out, &d) < 0)
 		goto out;
 	page_end(out);
 	rc = 0;
 out:
 	page_data_release(&d);
-	return rc;
-}
-
-/* ---- the diff ---------------------------------------------------------------- */
-
-static double json_num(const json_t *row, const char *key)
-{
-	const json_t *v = json_object_get(row, key);
-
-	return json_is_number(v) ? json_number_value(v) : 0.0;
-}
-
-static const char *json_str(const json_t *row, const char *key)
-{
-	const char *s = json_string_value(json_object_get(row, key));
-
-	return s ? s : "";
-}
-
-static int cmp_delta(const void *x, const void *y)
-{
-	const json_t *a = *(const json_t *const *)x, *b = *(const json_t *const *)y;
-	double da = json_num(a, "B (ms)") - json_num(a, "A (ms)"), db = json_num(b, "B (ms)") - json_num(b, "A (ms)");
-
-	return da < db ? -1 : da > db;
-}
-
-static int cmp_abs_delta(const void *x, const void *y)
-{
-	const json_t *a = *(const json_t *const *)x, *b = *(const json_t *const *)y;
-	double da = fabs(json_num(a, "B (ms)") - json_num(a, "A (ms)"));
-	double db = fabs(json_num(b, "B (ms)") - json_num(b, "A (ms)"));
-
-	return da > db ? -1 : da < db;
-}
-
-/*
- * The diff's rows (A (ms), B (ms), Name) as a diverging bar chart of B - A:
- * the largest changes, faster to the left in green, slower to the right in
- * red, each labelled on the other side of the axis with both times.
- */
-static int diverging_chart(FILE *out, const json_t *rows, const char *title)
-{
-	const double w = CHART_W, name_w = 270, row = 24, top = 26;
-	size_t n = json_array_size(rows), shown;
-	const json_t **r = calloc(n + 1, sizeof(*r));
-	double max = 0, mid, half;
-	char b1[32], b2[32], b3[32];
-
-	if (!r)
-		return error("out of memory for the diff chart");
-	for (size_t i = 0; i < n; i++)
-		r[i] = json_array_get(rows, i);
-	qsort(r, n, sizeof(*r), cmp_abs_delta);
-	shown = n < DIFF_BARS ? n : DIFF_BARS;
-	qsort(r, shown, sizeof(*r), cmp_delta);
-	for (size_t i = 0; i < shown; i++)
-		max = fmax(max, fabs(json_num(r[i], "B (ms)") - json_num(r[i], "A (ms)")));
-	if (shown == 0 || max <= 0) {
-		fputs("<p class=\"muted\">No time changed.</p>\n", out);
-		free(r);
-		return 0;
-	}
-	mid = name_w + (w - name_w) / 2;
-	half = (w - name_w) / 2 - 8;
-	svg_begin(out, (int)w, (int)(top + row * (double)shown + 8), title);
-	svg_text(out, mid - 8, 14, SVG_END, 12, "#2b8a3e", "font-weight=\"600\"", "\xe2\x97\x80 B faster");
-	svg_text(out, mid + 8, 14, SVG_START, 12, "#c92a2a", "font-weight=\"600\"", "B slower \xe2\x96\xb6");
-	for (size_t i = 0; i < shown; i++) {
-		double a = json_num(r[i], "A (ms)") * 1e6, b = json_num(r[i], "B (ms)") * 1e6, dlt = b - a;
-		double y = top + row * (double)i, bw = half * fabs(dlt) / (max * 1e6);
-		const char *name = json_str(r[i], "Name");
-
-		if (i % 2)
-			svg_rect(out, 0, y, w, row, "#fafbfc", NULL);
-		svg_text(out, name_w - 10, y + 16, SVG_END, 12.5, "#344054", NULL, "%.40s%s", name,
-			 strlen(name) > 40 ? "\xe2\x80\xa6" : "");
-		tip_rect(out, dlt < 0 ? mid - bw : mid, y + 4, bw < 1.5 ? 1.5 : bw, row - 8, dlt < 0 ? "#40c057" : "#fa5252",
-			 "%s\nA %s, B %s per step: %s%s (B/A %.2f)", name, human_time(b1, sizeof(b1), a),
-			 human_time(b2, sizeof(b2), b), dlt < 0 ? "-" : "+", human_time(b3, sizeof(b3), fabs(dlt)),
-			 a > 0 ? b / a : NAN);
-		svg_text(out, dlt < 0 ? mid + 8 : mid - 8, y + 16, dlt < 0 ? SVG_START : SVG_END, 11.5, "#475467",
-			 "style=\"font-variant-numeric:tabular-nums\"", "%s%s  (%s \xe2\x86\x92 %s)", dlt < 0 ? "\xe2\x88\x92" : "+",
-			 human_time(b3, sizeof(b3), fabs(dlt)), human_time(b1, sizeof(b1), a), human_time(b2, sizeof(b2), b));
-	}
-	svg_line(out, mid, top - 4, mid, top + row * (double)shown, "#98a2b3", 1, NULL);
-	svg_end(out);
-	if (n > shown)
-		fprintf(out, "<p class=\"muted\">The %zu largest changes of %zu op kinds; the table below has them all.</p>\n",
-			shown, n);
-	free(r);
-	return 0;
-}
-
-/* Two bars per row, A grey and B blue, with both values and B's change; fmt formats a value. */
-static void paired_chart(FILE *out, const char *title, const char *const *labels, const double *a, const double *b,
-			 int n, char *(*fmt)(char *, size_t, double))
-{
-	const double w = CHART_W, label_w = 190, value_w = 250, row = 34, top = 4;
-	double max = 0;
-	char b1[32], b2[32];
-	int shown = 0;
-
-	for (int i = 0; i < n; i++) {
-		max = fmax(max, fmax(a[i], b[i]));
-		shown += a[i] > 0 || b[i] > 0;
-	}
-	if (!shown) {
-		fputs("<p class=\"muted\">Nothing on either side.</p>\n", out);
-		return;
-	}
-	svg_begin(out, (int)w, (int)(top * 2 + row * shown), title);
-	for (int i = 0, k = 0; i < n; i++) {
-		if (a[i] <= 0 && b[i] <= 0)
-			continue;
-		double y = top + row * k++, span = w - label_w - value_w;
-		double change = a[i] > 0 ? 100.0 * (b[i] - a[i]) / a[i] : NAN;
-		svg_text(out, label_w - 10, y + 20, SVG_END, 13, "#344054", NULL, "%s", labels[i]);
-		tip_rect(out, label_w, y + 4, fmax(1.5, span * a[i] / max), 12, "#98a2b3", "%s, A: %s", labels[i],
-			 fmt(b1, sizeof(b1), a[i]));
-		tip_rect(out, label_w, y + 17, fmax(1.5, span * b[i] / max), 12, "#3b5bdb", "%s, B: %s", labels[i],
-			 fmt(b2, sizeof(b2), b[i]));
-		if (isfinite(change))
-			svg_text(out, w - value_w + 12, y + 20, SVG_START, 12.5, "#1d2330",
-				 "style=\"font-variant-numeric:tabular-nums\"", "%s \xe2\x86\x92 %s  (%+.1f%%)",
-				 fmt(b1, sizeof(b1), a[i]), fmt(b2, sizeof(b2), b[i]), change);
-		else
-			svg_text(out, w - value_w + 12, y + 20, SVG_START, 12.5, "#1d2330", NULL, "only in B: %s",
-				 fmt(b2, sizeof(b2), b[i]));
-	}
-	svg_end(out);
-}
-
-static char *fmt_time(char *buf, size_t n, double ns)
-{
-	return human_time(buf, n, ns);
-}
-
-static char *fmt_bytes(char *buf, size_t n, double bytes)
-{
-	return human_bytes(buf, n, bytes);
-}
-
-static void ab_legend(FILE *out, const struct replay *a, const struct replay *b)
-{
-	fputs("<div class=\"legend\"><span><i style=\"background:#98a2b3\"></i>A: ", out);
-	html_escape(out, base_name(a->path));
-	fputs("</span><span><i style=\"background:#3b5bdb\"></i>B: ", out);
-	html_escape(out, base_name(b->path));
-	fputs("</span></div>\n", out);
-}
-
-static int write_diff_charts(FILE *out, const struct page_data *da, const struct page_data *db, const json_t *doc)
-{
-	const json_t *mem = json_object_get(doc, "memory");
-	const char *labels[CAT_COUNT > 16 ? CAT_COUNT : 16];
-	double va[CAT_COUNT > 16 ? CAT_COUNT : 16], vb[CAT_COUNT > 16 ? CAT_COUNT : 16];
-	int n = 0;
-
-	section_begin(out, NULL, "charts", "What changed",
-		      "Per measured step. Hover over a bar for its values; the tables below hold every row.");
-	fputs("<h3>Time by op kind, B \xe2\x88\x92 A</h3>\n", out);
-	if (diverging_chart(out, json_object_get(doc, "diff"), "Change in GPU time per op kind") < 0)
-		return -1;
-
-	fputs("<h3>Time by category</h3>\n", out);
-	for (int c = 0; c < CAT_COUNT; c++) {
-		labels[n] = category_name((enum kernel_category)c);
-		va[n] = da->category_ns[c];
-		vb[n++] = db->category_ns[c];
-	}
-	paired_chart(out, "Kernel time per category, A and B", labels, va, vb, n, fmt_time);
-	ab_legend(out, da->rp, db->rp);
-
-	fputs("<h3>Time by phase</h3>\n", out);
-	n = 0;
-	for (int p = 0; p < PH_COUNT; p++) {
-		labels[n] = phase_names[p];
-		va[n] = da->phase_gpu[p];
-		vb[n++] = db->phase_gpu[p];
-	}
-	paired_chart(out, "GPU time per phase, A and B", labels, va, vb, n, fmt_time);
-
-	fputs("<h3>Memory peaks</h3>\n", out);
-	n = 0;
-	for (size_t i = 0; i < json_array_size(mem) && n < 16; i++) {
-		const json_t *row = json_array_get(mem, i);
-		labels[n] = json_str(row, "Metric");
-		va[n] = json_num(row, "A (MiB)") * MIB;
-		vb[n++] = json_num(row, "B (MiB)") * MIB;
-	}
-	paired_chart(out, "Memory peaks, A and B", labels, va, vb, n, fmt_bytes);
-	ab_legend(out, da->rp, db->rp);
-	section_end(out);
-	return 0;
-}
-
-static int write_diff_tables(FILE *out, const struct replay *a, const struct replay *b, const struct report *r)
-{
-	static const struct { const char *name, *title; int visible; } parts[] = {
-		{ "diff", "By op kind", VISIBLE_ROWS },
-		{ "steps", "Step time", 0 },
-		{ "memory", "Memory peaks", 0 },
-		{ "kernels", "Kernels in one bundle only, paired by op", 8 },
-	};
-	char lead[2048], what[512], id[64];
-
-	diff_headers(a, b, what, sizeof(what));
-	snprintf(lead, sizeof(lead), "A = %s (baseline), B = %s. Rows aligned by op kind and phase, times per "
-		 "measured step. %s%s Reproduce: steptrace diff %s %s", base_name(a->path), base_name(b->path),
-		 *what ? "Headers differ in: " : "", what, base_name(a->path), base_name(b->path));
-	section_begin(out, NULL, "tables", "Diff", lead);
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		fputs("<h3>", out);
-		html_escape(out, parts[i].title);
-		fputs("</h3>\n", out);
-		snprintf(id, sizeof(id), "diff-%s-table", parts[i].name);
-		if (html_report_tables(out, r, &(struct html_tables){ .name = parts[i].name, .id = id,
-				       .visible = parts[i].visible, .notes = i + 1 == sizeof(parts) / sizeof(parts[0]) }) < 0)
-			return -1;
-	}
-	section_end(out);
-	return 0;
-}
-
-/* One bundle of a pair, folded: its key numbers, its run and its sections. */
-static int write_pair_part(FILE *out, const struct page_data *d)
-{
-	fprintf(out, "<details class=\"bundle\" id=\"%s\"><summary>", d->label[0] == 'A' ? "a" : "b");
-	html_printf(out, "%s: %s", d->label, base_name(d->rp->path));
-	fputs(" <span class=\"muted\">&mdash; its whole report</span></summary>\n", out);
-	write_chips(out, d->rp);
-	fputs("<div style=\"height:12px\"></div>\n", out);
-	write_nav(out, d->prefix, true);
-	write_kpis(out, d);
-	section_begin(out, d, "run", "Run", NULL);
-	write_run(out, d->rp);
-	section_end(out);
-	if (write_bundle_sections(out, d) < 0)
-		return -1;
-	fputs("</details>\n", out);
-	return 0;
-}
-
-static int write_pair(FILE *out, const struct replay *a, const struct replay *b)
-{
-	struct diff_options opt = { .by = DIFF_BY_OP };
-	struct page_data da, db;
-	struct report *r = report_new();
-	json_t *doc = NULL;
-	int rc = -1;
-
-	memset(&db, 0, sizeof(db));
-	if (page_data_init(&da, a, "A", "a-") < 0 || page_data_init(&db, b, "B", "b-") < 0)
-		goto out;
-	if (diff_run(a, b, &opt, r) < 0 || !(doc = html_report_json(r)))
-		goto out;
-	page_begin(out, "steptrace diff");
-	page_top(out, a, b);
-	write_banner(out, a, "A");
-	write_banner(out, b, "B");
-	fputs("<nav class=\"toc\"><a href=\"#summary\">Run</a><a href=\"#charts\">What changed</a>"
-	      "<a href=\"#tables\">Diff tables</a><a href=\"#a\">A's report</a><a href=\"#b\">B's report</a></nav>\n", out);
-	write_kpis_diff(out, &da, &db);
-	section_begin(out, NULL, "summary", "Run", NULL);
-	fputs("<div class=\"pair\"><div><h3>A</h3>\n", out);
-	write_chips(out, a);
-	write_run(out, a);
-	fputs("</div><div><h3>B</h3>\n", out);
-	write_chips(out, b);
-	write_run(out, b);
-	fputs("</div></div>\n", out);
-	section_end(out);
-	if (write_diff_charts(out, &da, &db, doc) < 0 || write_diff_tables(out, a, b, r) < 0)
-		goto out;
-	if (write_pair_part(out, &da) < 0 || write_pair_part(out, &db) < 0)
-		goto out;
-	page_end(out);
-	rc = 0;
-out:
-	json_decref(doc);
-	report_free(r);
-	page_data_release(&da);
-	page_data_release(&db);
 	return rc;
 }
 
@@ -1606,7 +998,7 @@ int report_html_write(const struct replay *a, const struct replay *b, const char
 		error("cannot create '%s': %s", output, strerror(errno));
 		goto out;
 	}
-	rc = b ? write_pair(out, a, b) : write_single(out, a);
+	rc = b ? page_diff(out, a, b) : write_single(out, a);
 	if (ferror(out) && rc == 0)
 		rc = error("cannot write '%s': %s", output, strerror(errno));
 	if (fclose(out) != 0 && rc == 0)

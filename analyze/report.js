@@ -234,10 +234,12 @@
       lane.t = [];
       lane.v = [];
       lane.max = 0;
+      lane.min = Infinity;
       for (var i = 0; i + 1 < mem.length; i += 2) {
         lane.t.push(mem[i]);
         lane.v.push(mem[i + 1]);
         lane.max = Math.max(lane.max, mem[i + 1]);
+        lane.min = Math.min(lane.min, mem[i + 1]);
       }
       self.lanes.push(lane);
     }
@@ -441,9 +443,11 @@
     return n;
   };
 
+  /* The counter between its lowest and highest value, so that what changes shows. */
   Timeline.prototype.drawMemory = function (ctx, lane) {
-    var top = lane.y + 4, h = lane.h - 8, max = lane.max || 1, self = this;
-    function y(v) { return top + h - h * v / max; }
+    var top = lane.y + 4, h = lane.h - 8, self = this;
+    var base = lane.max > lane.min ? lane.min : 0, range = lane.max - base || 1;
+    function y(v) { return top + h - h * (0.1 + 0.9 * (v - base) / range); }
     var i = Math.max(0, lowerBound(lane.t, this.v0) - 1);
     ctx.beginPath();
     ctx.moveTo(GUTTER, top + h);
@@ -466,7 +470,7 @@
     ctx.fillStyle = '#475467';
     ctx.font = '10.5px system-ui, sans-serif';
     ctx.textAlign = 'right';
-    ctx.fillText('max ' + fmtBytes(lane.max), this.w - 4, top + 6);
+    ctx.fillText(fmtBytes(base) + ' \u2013 ' + fmtBytes(lane.max), this.w - 4, top + 6);
   };
 
   Timeline.prototype.draw = function () {

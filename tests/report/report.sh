@@ -33,6 +33,7 @@ for f in one diff cut; do
   grep -q 'class="data sortable"' "$page" || fail "$f.html has no sortable table"
   grep -q '<svg' "$page" || fail "$f.html has no inline SVG"
   grep -q 'data-tip="' "$page" || fail "$f.html has no values on hover"
+  grep -q '<div class="kpi"><div class="label">Step time</div>' "$page" || fail "$f.html has no key numbers"
   tail -c 20 "$page" | grep -q '</html>' || fail "$f.html is cut short"
 done
 # the calibration note is a footnote, not part of the bandwidth's cell
