@@ -146,7 +146,7 @@ static enum col_kind column_kind(const json_t *rows, const char *key)
 		if (c && !json_is_null(c) && !json_is_number(c))
 			numeric = false;
 	}
-	return numeric ? COL_NUMBER : longest > 24 ? COL_NAME : COL_TEXT;
+	return numeric ? COL_NUMBER : longest > 40 ? COL_NAME : COL_TEXT;
 }
 
 static void write_table(FILE *out, const json_t *rows, const struct html_tables *o, bool first)

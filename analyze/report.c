@@ -620,6 +620,13 @@ static void write_phases(FILE *out, const struct page_data *d)
 			"no phase ranges).");
 	phase_bar(out, d);
 	for (int p = 0; p < PH_COUNT; p++)
+		total += d->phase_gpu[p] + d->phase_cpu[p];
+	if (total <= 0) {
+		page_section_end(out);
+		return;
+	}
+	total = 0;
+	for (int p = 0; p < PH_COUNT; p++)
 		total += d->phase_gpu[p];
 	fputs("<div class=\"scroll\"><table class=\"data\" style=\"margin-top:12px\"><thead><tr><th>Phase</th>"
 	      "<th class=\"num\">GPU time / step</th><th class=\"num\">Share</th>"

@@ -684,7 +684,16 @@
     document.querySelectorAll('.tl[data-src]').forEach(function (el) {
       var src = document.getElementById(el.getAttribute('data-src'));
       if (!src) return;
-      all.push(new Timeline(el, JSON.parse(src.textContent)));
+      var data = JSON.parse(src.textContent);
+      if (!data.streams.length && !data.threads.length && data.mem.p.length < 4) {
+        var p = document.createElement('p');
+        p.className = 'muted';
+        p.textContent = 'Nothing to draw: the bundle holds no GPU work, NVTX range or allocation in its steps.';
+        el.appendChild(p);
+        el.setAttribute('data-drawn', '0');
+        return;
+      }
+      all.push(new Timeline(el, data));
     });
     return all;
   }

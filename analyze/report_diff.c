@@ -87,8 +87,8 @@ static int diverging_chart(FILE *out, const json_t *rows, const char *title)
 	const double w = CHART_W, name_w = 270, row = 24, top = 26;
 	size_t n = json_array_size(rows), shown;
 	const json_t **r = calloc(n + 1, sizeof(*r));
-	double max = 0, mid, half;
-	char b1[32], b2[32], b3[32];
+	double neg = 0, pos = 0, scale, mid, span = w - name_w - 16, room = 240;
+	char b1[32], b2[32], b3[32], change[80];
 
 	if (!r)
 		return error("out of memory for the diff chart");
@@ -97,21 +97,29 @@ static int diverging_chart(FILE *out, const json_t *rows, const char *title)
 	qsort(r, n, sizeof(*r), cmp_abs_delta);
 	shown = n < DIFF_BARS ? n : DIFF_BARS;
 	qsort(r, shown, sizeof(*r), cmp_delta);
-	for (size_t i = 0; i < shown; i++)
-		max = fmax(max, fabs(json_num(r[i], "B (ms)") - json_num(r[i], "A (ms)")));
-	if (shown == 0 || max <= 0) {
+	for (size_t i = 0; i < shown; i++) {
+		double dlt = (json_num(r[i], "B (ms)") - json_num(r[i], "A (ms)")) * 1e6;
+		neg = dlt < 0 ? fmax(neg, -dlt) : neg;
+		pos = dlt > 0 ? fmax(pos, dlt) : pos;
+	}
+	if (shown == 0 || neg + pos <= 0) {
 		fputs("<p class=\"muted\">No time changed.</p>\n", out);
 		free(r);
 		return 0;
 	}
-	mid = name_w + (w - name_w) / 2;
-	half = (w - name_w) / 2 - 8;
+	/* each side as wide as its longest bar, and wide enough for the other side's labels */
+	scale = span / (neg + pos);
+	if (neg > 0 && pos * scale < room)
+		scale = (span - room) / neg;
+	if (pos > 0 && neg * scale < room)
+		scale = (span - room) / pos;
+	mid = name_w + 8 + fmax(neg * scale, pos > 0 ? room : 0);
 	svg_begin(out, (int)w, (int)(top + row * (double)shown + 8), title);
 	svg_text(out, mid - 8, 14, SVG_END, 12, "#2b8a3e", "font-weight=\"600\"", "\xe2\x97\x80 B faster");
 	svg_text(out, mid + 8, 14, SVG_START, 12, "#c92a2a", "font-weight=\"600\"", "B slower \xe2\x96\xb6");
 	for (size_t i = 0; i < shown; i++) {
 		double a = json_num(r[i], "A (ms)") * 1e6, b = json_num(r[i], "B (ms)") * 1e6, dlt = b - a;
-		double y = top + row * (double)i, bw = half * fabs(dlt) / (max * 1e6);
+		double y = top + row * (double)i, bw = scale * fabs(dlt);
 		const char *name = json_str(r[i], "Name");
 
 		if (i % 2)
@@ -122,9 +130,16 @@ static int diverging_chart(FILE *out, const json_t *rows, const char *title)
 			 "%s\nA %s, B %s per step: %s%s (B/A %.2f)", name, human_time(b1, sizeof(b1), a),
 			 human_time(b2, sizeof(b2), b), dlt < 0 ? "-" : "+", human_time(b3, sizeof(b3), fabs(dlt)),
 			 a > 0 ? b / a : NAN);
+		if (!json_is_number(json_object_get(r[i], "A (ms)")))
+			snprintf(change, sizeof(change), "only in B");
+		else if (!json_is_number(json_object_get(r[i], "B (ms)")))
+			snprintf(change, sizeof(change), "only in A");
+		else
+			snprintf(change, sizeof(change), "%s \xe2\x86\x92 %s", human_time(b1, sizeof(b1), a),
+				 human_time(b2, sizeof(b2), b));
 		svg_text(out, dlt < 0 ? mid + 8 : mid - 8, y + 16, dlt < 0 ? SVG_START : SVG_END, 11.5, "#475467",
-			 "style=\"font-variant-numeric:tabular-nums\"", "%s%s  (%s \xe2\x86\x92 %s)", dlt < 0 ? "\xe2\x88\x92" : "+",
-			 human_time(b3, sizeof(b3), fabs(dlt)), human_time(b1, sizeof(b1), a), human_time(b2, sizeof(b2), b));
+			 "style=\"font-variant-numeric:tabular-nums\"", "%s%s  (%s)", dlt < 0 ? "\xe2\x88\x92" : "+",
+			 human_time(b3, sizeof(b3), fabs(dlt)), change);
 	}
 	svg_line(out, mid, top - 4, mid, top + row * (double)shown, "#98a2b3", 1, NULL);
 	svg_end(out);
