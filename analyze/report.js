@@ -525,6 +525,7 @@
     ctx.fillStyle = '#e4e7ec';
     ctx.fillRect(GUTTER - 2, 0, 1, this.height);
     this.el.setAttribute('data-drawn', String(drawn));
+    this.el.setAttribute('data-view', Math.round(this.v0) + ' ' + Math.round(this.v1));
     this.el.setAttribute('data-slices', String(this.slices));
     this.el.setAttribute('data-lanes', String(this.lanes.length));
     this.info.textContent = 'showing ' + fmtTime(this.v1 - this.v0) + ' from ' + fmtTime(this.v0 - this.origin) +
@@ -660,7 +661,27 @@
     });
   };
 
-  /* Dispatches a real click (pointerdown, pointerup) on the centre of the longest kernel in view. */
+  /* Dispatches `type` at canvas point (x, y) as the browser would. */
+  Timeline.prototype.dispatch = function (Type, type, x, y, extra) {
+    var r = this.canvas.getBoundingClientRect(), opts = { clientX: r.left + x, clientY: r.top + y, button: 0,
+                                                          bubbles: true, cancelable: true };
+    for (var k in extra || {}) opts[k] = extra[k];
+    this.canvas.dispatchEvent(new Type(type, opts));
+  };
+
+  /* A drag of dx pixels in the middle of the first lane, then a wheel turn there (deltaY, negative zooms in). */
+  Timeline.prototype.probeGestures = function (dx, deltaY) {
+    var x = (GUTTER + this.w) / 2, y = this.lanes[0].y + this.lanes[0].h / 2;
+    this.el.setAttribute('data-view-fit', Math.round(this.v0) + ' ' + Math.round(this.v1));
+    this.dispatch(PointerEvent, 'pointerdown', x, y);
+    this.dispatch(PointerEvent, 'pointermove', x + dx / 2, y);
+    this.dispatch(PointerEvent, 'pointermove', x + dx, y);
+    this.dispatch(PointerEvent, 'pointerup', x + dx, y);
+    this.el.setAttribute('data-view-dragged', Math.round(this.v0) + ' ' + Math.round(this.v1));
+    this.dispatch(WheelEvent, 'wheel', x, y, { deltaY: deltaY, deltaMode: 0 });
+  };
+
+  /* Hovers over, then clicks (pointerdown, pointerup), the centre of the longest kernel in view. */
   Timeline.prototype.probeLongest = function () {
     var best = null, self = this;
     this.lanes.forEach(function (lane) {
@@ -670,12 +691,12 @@
       });
     });
     if (!best) return false;
-    var r = this.canvas.getBoundingClientRect();
     var x = (Math.max(GUTTER, this.xOf(best.lane.starts[best.i])) +
              Math.min(this.w, this.xOf(best.lane.starts[best.i] + best.lane.durs[best.i]))) / 2;
-    var opts = { clientX: r.left + x, clientY: r.top + best.lane.y + best.lane.h / 2, button: 0, bubbles: true };
-    this.canvas.dispatchEvent(new PointerEvent('pointerdown', opts));
-    this.canvas.dispatchEvent(new PointerEvent('pointerup', opts));
+    var y = best.lane.y + best.lane.h / 2;
+    this.dispatch(PointerEvent, 'pointermove', x, y);
+    this.dispatch(PointerEvent, 'pointerdown', x, y);
+    this.dispatch(PointerEvent, 'pointerup', x, y);
     return true;
   };
 
@@ -735,7 +756,10 @@
    *                         list sorts several: data-sorted="ID ..."
    * #open                   opens every <details> (the diff's folded reports)
    * #zoom=F                 zooms every timeline in by F around its middle
-   * #probe=longest          clicks the longest kernel in view: data-pinned on its .tl
+   * #probe=longest          hovers over and clicks the longest kernel in view: data-pinned on
+   *                         its .tl, the tooltip (#tip) shows it
+   * #probe=gestures         drags the view 200 px to the left, then turns the wheel to zoom in:
+   *                         data-view-fit, data-view-dragged and data-view ("v0 v1" in ns)
    * #check                  data-overflow="N" and data-overflow-what (the first lines)
    */
   function testHooks(timelines) {
@@ -758,6 +782,7 @@
     }
     if (args.zoom) timelines.forEach(function (t) { t.zoom(1 / parseFloat(args.zoom)); });
     if (args.probe === 'longest') timelines.forEach(function (t) { t.probeLongest(); });
+    if (args.probe === 'gestures') timelines.forEach(function (t) { t.probeGestures(-200, -400); });
     if ('check' in args) {
       var bad = overflowing();
       root.setAttribute('data-overflow', String(bad.length));

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The report's script in headless Chromium, read back through --dump-dom
-# (check_dom.py): it runs without an error, the timeline draws and zooms, a
-# click pins a kernel, a header click sorts, nothing is wider than its card
+# (check_dom.py): it runs without an error, the timeline draws, zooms and
+# pans (by the hook and by dispatched drag and wheel events), hovering shows
+# a kernel and a click pins it, a header click sorts, nothing is wider than its card
 # at 1280 and 1920 px (the diff with its folded reports open), and a
 # truncated bundle says so. Skipped (77) without Chromium.
 set -eu
@@ -21,8 +22,8 @@ page_dom "$tmp/one.html#check&sort=kernels-table:3:asc,ops-table:1:desc&probe=lo
 check "$tmp/one.dom" --overflow --timelines 1 --drawn-min 300 --sorted kernels-table:3:asc \
   --sorted ops-table:1:desc --pinned
 # zoomed in 16 times, the view holds fewer slices
-page_dom "$tmp/one.html#zoom=16" 1280 "$tmp/zoom.dom"
-all=$(check "$tmp/one.dom" --print-drawn); zoomed=$(check "$tmp/zoom.dom" --drawn-min 1 --print-drawn)
+page_dom "$tmp/one.html#zoom=16&probe=gestures" 1280 "$tmp/zoom.dom"
+all=$(check "$tmp/one.dom" --print-drawn); zoomed=$(check "$tmp/zoom.dom" --drawn-min 1 --gestures --print-drawn)
 [ "$zoomed" -lt "$all" ] || { echo "zooming in drew $zoomed slices, the whole step $all"; exit 1; }
 page_dom "$tmp/one.html#check" 1920 "$tmp/wide.dom"
 check "$tmp/wide.dom" --overflow

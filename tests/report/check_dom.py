@@ -4,7 +4,8 @@ after report.js ran and its test hooks (the URL's #fragment) wrote their
 results into data-* attributes. Standard library only.
 
   check_dom.py PAGE.dom [--overflow] [--timelines N] [--drawn-min N]
-               [--sorted TABLE:COL:asc|desc ...] [--pinned] [--banner TEXT] [--print-drawn]
+               [--sorted TABLE:COL:asc|desc ...] [--pinned] [--gestures] [--banner TEXT]
+               [--print-drawn]
 
 Always: report.js finished (data-ready) and no script error was collected
 (data-js-errors is 0). Prints one line per failure and exits 1.
@@ -21,6 +22,8 @@ class Page(html.parser.HTMLParser):
         self.timelines = []     # attrs of each .tl
         self.tables = {}        # id -> rows of [data-v or text of each cell]
         self.text = []
+        self.tip = ''           # the tooltip's text
+        self._in_tip = False
         self._table = None
         self._row = None
         self._text_cell = False
@@ -30,6 +33,8 @@ class Page(html.parser.HTMLParser):
         classes = (a.get('class') or '').split()
         if tag == 'html':
             self.root = a
+        elif a.get('id') == 'tip':
+            self._in_tip = 'hidden' not in a
         elif 'tl' in classes and 'data-src' in a:
             self.timelines.append(a)
         elif tag == 'table' and a.get('id'):
@@ -51,9 +56,13 @@ class Page(html.parser.HTMLParser):
             self._table = None
         elif tag == 'td':
             self._text_cell = False
+        elif tag == 'div':
+            self._in_tip = False
 
     def handle_data(self, data):
         self.text.append(data)
+        if self._in_tip:
+            self.tip += data
         if self._text_cell and self._row:
             self._row[-1] += data
 
@@ -67,6 +76,8 @@ def main():
     ap.add_argument('--sorted', action='append', default=[],
                     help='TABLE:COL:asc|desc, the order the hook asked for (repeatable)')
     ap.add_argument('--pinned', action='store_true', help='a click pinned a kernel in every timeline')
+    ap.add_argument('--gestures', action='store_true',
+                    help='the drag moved the view later by the same span, the wheel then zoomed in')
     ap.add_argument('--banner', help='text the page must show')
     ap.add_argument('--print-drawn', action='store_true', help='print the first timeline\'s drawn count')
     args = ap.parse_args()
@@ -97,6 +108,16 @@ def main():
                          % (t.get('data-src'), n, args.drawn_min, t.get('data-slices')))
         if args.pinned and not t.get('data-pinned'):
             fails.append('timeline %s pinned nothing' % t.get('data-src'))
+        if args.pinned and t.get('data-pinned') and t['data-pinned'] not in page.tip:
+            fails.append('the tooltip does not show %r: %r' % (t['data-pinned'], page.tip))
+        if args.gestures:
+            fit, dragged, now = ([float(v) for v in t.get(k, '0 0').split()]
+                                 for k in ('data-view-fit', 'data-view-dragged', 'data-view'))
+            span = fit[1] - fit[0]
+            if not (dragged[0] > fit[0] and abs((dragged[1] - dragged[0]) - span) <= 0.01 * span):
+                fails.append('dragging left did not pan later: %s -> %s' % (fit, dragged))
+            if not (0 < now[1] - now[0] < 0.8 * (dragged[1] - dragged[0])):
+                fails.append('the wheel did not zoom in: %s -> %s' % (dragged, now))
     for spec in args.sorted:
         table, col, direction = spec.split(':')
         col = int(col)
