@@ -213,6 +213,22 @@ static void write_steps(FILE *out, const struct replay *rp, const struct selecti
 	fprintf(out, "],\"first\":%d,\n", first);
 }
 
+/*
+ * Before a track's item: the track's object ({"name": ..., "KEY": [) for
+ * its first, a comma for the others. *n counts the track's items, *tracks
+ * the tracks written; a track without items is not written at all.
+ */
+static void track_item(FILE *out, size_t *n, int *tracks, const char *name, const char *key)
+{
+	if ((*n)++) {
+		fputc(',', out);
+		return;
+	}
+	fprintf(out, "%s\n{\"name\":", (*tracks)++ ? "," : "");
+	html_json_string(out, name);
+	fprintf(out, ",\"%s\":[", key);
+}
+
 static int write_streams(FILE *out, const struct replay *rp, const struct selection *s, struct strtab *st)
 {
 	struct category_cache cc;
@@ -226,8 +242,13 @@ static int write_streams(FILE *out, const struct replay *rp, const struct select
 	fputs("\"streams\":[", out);
 	for (size_t i = 0; i < rp->n_streams; i++) {
 		const struct replay_stream *sm = &rp->streams[i];
+		char name[64];
 		size_t n = 0;
 
+		if (devices)
+			snprintf(name, sizeof(name), "GPU %" PRIu32 " stream %" PRIu32, sm->device, sm->stream);
+		else
+			snprintf(name, sizeof(name), "stream %" PRIu32, sm->stream);
 		for (size_t k = 0; k < sm->n; k++) {
 			const struct replay_activity *a = &rp->activities[sm->acts[k]];
 			const struct replay_op *op = replay_op(rp, a->op);
@@ -235,18 +256,7 @@ static int write_streams(FILE *out, const struct replay *rp, const struct select
 
 			if (!selected(s, rp, a->step, a->start))
 				continue;
-			if (n++ == 0) {
-				char name[64];
-				if (devices)
-					snprintf(name, sizeof(name), "GPU %" PRIu32 " stream %" PRIu32, sm->device, sm->stream);
-				else
-					snprintf(name, sizeof(name), "stream %" PRIu32, sm->stream);
-				fprintf(out, "%s\n{\"name\":", written++ ? "," : "");
-				html_json_string(out, name);
-				fputs(",\"s\":[", out);
-			} else {
-				fputc(',', out);
-			}
+			track_item(out, &n, &written, name, "s");
 			path = op && op->path ? strtab_add(st, op->path, false)
 			     : a->range >= 0 ? strtab_add(st, rp->ranges[a->range].path, true) : 0;
 			fprintf(out, "%" PRId64 ",%" PRIu64 ",%" PRIu32 ",%d,%" PRIu32, rel(a->start, s->t0),
@@ -269,8 +279,11 @@ static size_t write_threads(FILE *out, const struct replay *rp, const struct sel
 	fputs("\"threads\":[", out);
 	for (size_t i = 0; i < rp->n_threads; i++) {
 		const struct replay_thread *th = &rp->threads[i];
+		char name[64];
 		size_t n = 0;
 
+		snprintf(name, sizeof(name), "thread %" PRIu64 "%s", th->thread,
+			 th->thread == rp->main_thread ? " (main)" : "");
 		for (size_t k = 0; k < th->n_ranges; k++) {
 			const struct replay_range *r = &rp->ranges[th->ranges[k]];
 
@@ -280,16 +293,7 @@ static size_t write_threads(FILE *out, const struct replay *rp, const struct sel
 				too_deep++;
 				continue;
 			}
-			if (n++ == 0) {
-				char name[64];
-				snprintf(name, sizeof(name), "thread %" PRIu64 "%s", th->thread,
-					 th->thread == rp->main_thread ? " (main)" : "");
-				fprintf(out, "%s\n{\"name\":", written++ ? "," : "");
-				html_json_string(out, name);
-				fputs(",\"r\":[", out);
-			} else {
-				fputc(',', out);
-			}
+			track_item(out, &n, &written, name, "r");
 			fprintf(out, "%" PRId64 ",%" PRIu64 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu64,
 				rel(r->start, s->t0), dur(r->start, r->end), r->depth, strtab_add(st, r->name, false),
 				strtab_add(st, r->path, true), r->gpu_busy);
