@@ -2,9 +2,10 @@
 # The report's script in headless Chromium, read back through --dump-dom
 # (check_dom.py): it runs without an error, the timeline draws, zooms and
 # pans (by the hook and by dispatched drag and wheel events), hovering shows
-# a kernel and a click pins it, a header click sorts, nothing is wider than its card
-# at 1280 and 1920 px (the diff with its folded reports open), and a
-# truncated bundle says so. Skipped (77) without Chromium.
+# a kernel and a click pins it, a header click sorts, nothing is wider than
+# its card at 1280 and 1920 px (synthetic bundles and samples/, the diff
+# with its folded reports open), and a truncated bundle says so. Skipped
+# (77) without Chromium.
 set -eu
 steptrace=$1; gen=$2
 here=$(dirname "$0")
@@ -25,12 +26,18 @@ check "$tmp/one.dom" --overflow --timelines 1 --drawn-min 300 --sorted kernels-t
 page_dom "$tmp/one.html#zoom=16&probe=gestures" 1280 "$tmp/zoom.dom"
 all=$(check "$tmp/one.dom" --print-drawn); zoomed=$(check "$tmp/zoom.dom" --drawn-min 1 --gestures --print-drawn)
 [ "$zoomed" -lt "$all" ] || { echo "zooming in drew $zoomed slices, the whole step $all"; exit 1; }
-page_dom "$tmp/one.html#check" 1920 "$tmp/wide.dom"
-check "$tmp/wide.dom" --overflow
+page_dom "$tmp/diff.html#check&open" 1280 "$tmp/diff.dom"
+check "$tmp/diff.dom" --overflow --timelines 2 --drawn-min 300 --banner 'What changed'
+# the real recordings in samples/, at both widths
+samples="$here/../../samples"
+"$steptrace" report "$samples/small-bf16-train.stb" -o "$tmp/real.html" 2>/dev/null
+"$steptrace" report "$samples/small-fp32-train.stb" "$samples/small-bf16-train.stb" -o "$tmp/real-diff.html" 2>/dev/null
 for width in 1280 1920; do
-  page_dom "$tmp/diff.html#check&open" $width "$tmp/diff.dom"
-  check "$tmp/diff.dom" --overflow --timelines 2 --drawn-min 300 --banner 'What changed'
+  page_dom "$tmp/real.html#check" $width "$tmp/real.dom"
+  check "$tmp/real.dom" --overflow --timelines 1 --drawn-min 300
 done
+page_dom "$tmp/real-diff.html#check&open" 1920 "$tmp/real-diff.dom"
+check "$tmp/real-diff.dom" --overflow --timelines 2 --drawn-min 300
 page_dom "$tmp/cut.html#check" 1280 "$tmp/cut.dom"
 check "$tmp/cut.dom" --overflow --timelines 1 --drawn-min 100 --banner "Truncated bundle. 'cut.stb' is truncated"
 echo "browser: $all slices drawn, $zoomed zoomed in"
