@@ -49,6 +49,35 @@ void html_printf(FILE *out, const char *fmt, ...)
 	html_escape(out, buf);
 }
 
+void html_attr(FILE *out, const char *name, const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(out, " %s=\"", name);
+	html_escape(out, buf);
+	fputc('"', out);
+}
+
+void html_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&')
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
 /* 1234567 -> "1,234,567" */
 static void grouped(FILE *out, const char *digits)
 {
@@ -64,6 +93,15 @@ static void grouped(FILE *out, const char *digits)
 		fputc(p[i], out);
 	}
 	fputs(p + n, out);
+}
+
+/* The exact value, for sorting: integers as they are, reals to 17 digits. */
+static void sort_value(FILE *out, const json_t *v)
+{
+	if (json_is_integer(v))
+		fprintf(out, " data-v=\"%" JSON_INTEGER_FORMAT "\"", json_integer_value(v));
+	else if (isfinite(json_real_value(v)))
+		fprintf(out, " data-v=\"%.17g\"", json_real_value(v));
 }
 
 static void number_cell(FILE *out, const json_t *v, const char *column)
@@ -84,86 +122,145 @@ static void number_cell(FILE *out, const json_t *v, const char *column)
 	grouped(out, buf);
 }
 
-static void write_table(FILE *out, const json_t *rows, int max_rows)
+static bool hidden(const struct html_tables *o, const char *column)
 {
-	const json_t *first = json_array_get(rows, 0), *row;
+	for (const char *const *h = o->hide; h && *h; h++)
+		if (strcmp(*h, column) == 0)
+			return true;
+	return false;
+}
+
+/* Per column: numeric when every non-empty cell is a number; a name when a cell is long. */
+enum col_kind { COL_TEXT, COL_NUMBER, COL_NAME };
+
+static enum col_kind column_kind(const json_t *rows, const char *key)
+{
+	const json_t *row;
+	size_t i, longest = 0;
+	bool numeric = true;
+
+	json_array_foreach(rows, i, row) {
+		const json_t *c = json_object_get(row, key);
+		if (json_is_string(c) && strlen(json_string_value(c)) > longest)
+			longest = strlen(json_string_value(c));
+		if (c && !json_is_null(c) && !json_is_number(c))
+			numeric = false;
+	}
+	return numeric ? COL_NUMBER : longest > 40 ? COL_NAME : COL_TEXT;
+}
+
+static void write_table(FILE *out, const json_t *rows, const struct html_tables *o, bool first)
+{
+	const json_t *head = json_array_get(rows, 0), *row;
+	enum col_kind kinds[64];
 	const char *key;
 	json_t *v;
-	size_t i;
+	size_t i, k;
 
-	if (!first) {
+	if (!head) {
 		fputs("<p class=\"muted\">No rows.</p>\n", out);
 		return;
 	}
-	/* a column is numeric when every non-empty cell is a number */
-	fputs("<div class=\"scroll\"><table class=\"data\">\n<thead><tr>", out);
-	json_object_foreach((json_t *)first, key, v) {
-		bool numeric = true;
-		json_array_foreach(rows, i, row) {
-			const json_t *c = json_object_get(row, key);
-			if (c && !json_is_null(c) && !json_is_number(c))
-				numeric = false;
+	fputs("<div class=\"tbl\"><div class=\"scroll\"><table class=\"data sortable\"", out);
+	if (first && o->id)
+		html_attr(out, "id", "%s", o->id);
+	if (o->visible > 0)
+		fprintf(out, " data-visible=\"%d\"", o->visible);
+	fputs(">\n<thead><tr>", out);
+	k = 0;
+	json_object_foreach((json_t *)head, key, v) {
+		if (k >= sizeof(kinds) / sizeof(kinds[0]))
+			break;
+		kinds[k] = column_kind(rows, key);
+		if (!hidden(o, key)) {
+			fprintf(out, "<th%s>", kinds[k] == COL_NUMBER ? " class=\"num\"" : "");
+			html_escape(out, key);
+			fputs("</th>", out);
 		}
-		fprintf(out, "<th%s>", numeric ? " class=\"num\"" : "");
-		html_escape(out, key);
-		fputs("</th>", out);
+		k++;
 	}
 	fputs("</tr></thead>\n<tbody>\n", out);
 	json_array_foreach(rows, i, row) {
-		if (max_rows > 0 && i >= (size_t)max_rows)
-			break;
-		fputs("<tr>", out);
-		json_object_foreach((json_t *)first, key, v) {
+		fputs(o->visible > 0 && i >= (size_t)o->visible ? "<tr class=\"more\">" : "<tr>", out);
+		k = 0;
+		json_object_foreach((json_t *)head, key, v) {
 			const json_t *c = json_object_get(row, key);
+			if (k >= sizeof(kinds) / sizeof(kinds[0]))
+				break;
+			if (hidden(o, key)) {
+				k++;
+				continue;
+			}
 			if (json_is_number(c)) {
-				fputs("<td class=\"num\">", out);
+				fputs("<td class=\"num\"", out);
+				sort_value(out, c);
+				fputc('>', out);
 				number_cell(out, c, key);
-			} else if (json_is_string(c)) {
+			} else if (json_is_string(c) && kinds[k] == COL_NAME) {
 				const char *s = json_string_value(c);
-				fprintf(out, "<td%s title=\"", strlen(s) > 60 ? " class=\"long\"" : "");
+				fputs("<td class=\"name\"", out);
+				html_attr(out, "title", "%s", s);
+				fputc('>', out);
 				html_escape(out, s);
-				fputs("\">", out);
-				html_escape(out, s);
-			} else {
+			} else if (json_is_string(c)) {
 				fputs("<td>", out);
+				html_escape(out, json_string_value(c));
+			} else {
+				fputs(kinds[k] == COL_NUMBER ? "<td class=\"num\">" : "<td>", out);
 			}
 			fputs("</td>", out);
+			k++;
 		}
 		fputs("</tr>\n", out);
 	}
 	fputs("</tbody></table></div>\n", out);
-	if (max_rows > 0 && json_array_size(rows) > (size_t)max_rows)
-		fprintf(out, "<p class=\"muted\">%d of %zu rows shown.</p>\n", max_rows, json_array_size(rows));
+	if (o->visible > 0 && json_array_size(rows) > (size_t)o->visible)
+		fprintf(out, "<p class=\"muted rows\">%d of %zu rows shown; a click on a header sorts all of them. "
+			"<button class=\"more\" type=\"button\">Show all %zu</button></p>\n", o->visible,
+			json_array_size(rows), json_array_size(rows));
+	fputs("</div>\n", out);
 }
 
-int html_report_tables(FILE *out, const struct report *r, const char *name, int max_rows, int notes)
+json_t *html_report_json(const struct report *r)
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);
-	json_t *doc, *v;
 	json_error_t err;
-	const char *key;
-	int n = 0;
+	json_t *doc;
 
-	if (!mem)
-		return error("out of memory");
+	if (!mem) {
+		error("out of memory");
+		return NULL;
+	}
 	if (report_print(r, OUT_JSON, mem) < 0 || fclose(mem) != 0) {
 		free(text);
-		return error("cannot render a report table");
+		error("cannot render a report table");
+		return NULL;
 	}
 	doc = json_loadb(text, len, 0, &err);
 	free(text);
 	if (!doc)
-		return error("cannot render a report table: %s", err.text);
+		error("cannot render a report table: %s", err.text);
+	return doc;
+}
+
+int html_report_tables(FILE *out, const struct report *r, const struct html_tables *o)
+{
+	json_t *doc = html_report_json(r), *v;
+	const char *key;
+	int n = 0;
+
+	if (!doc)
+		return -1;
 	json_object_foreach(doc, key, v) {
-		if (strcmp(key, "notes") == 0 || !json_is_array(v) || (name && strcmp(key, name) != 0))
+		if (strcmp(key, "notes") == 0 || !json_is_array(v) || (o->name && strcmp(key, o->name) != 0))
 			continue;
-		write_table(out, v, max_rows);
+		write_table(out, v, o, n == 0);
 		n++;
 	}
 	v = json_object_get(doc, "notes");
-	if (notes && json_array_size(v)) {
+	if (o->notes && json_array_size(v)) {
 		size_t i;
 		json_t *note;
 		fputs("<ul class=\"notes\">\n", out);

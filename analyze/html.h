@@ -1,12 +1,15 @@
 /*
- * html.h: the few HTML pieces `steptrace report` writes: escaped text and
- * the tables of a struct report (lib/table.h) rendered as HTML tables, so a
- * report built for the terminal (kernel summary, flops, diff) shows on the
- * page with the same columns. Numbers are right-aligned with grouped digits.
+ * html.h: the HTML pieces `steptrace report` writes: escaped text and
+ * attributes, JSON strings safe inside a <script> element, and the tables
+ * of a struct report (lib/table.h) rendered as sortable HTML tables, so a
+ * report built for the terminal (kernel summary, flops, ranges, diff) shows
+ * on the page with the same columns. Numbers are right-aligned with grouped
+ * digits and carry their exact value for sorting.
  */
 #ifndef STEPTRACE_ANALYZE_HTML_H
 #define STEPTRACE_ANALYZE_HTML_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -24,12 +27,31 @@ void html_escape(FILE *out, const char *s);
 /* printf-style, the result escaped. */
 void html_printf(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ` name="value"`, the printf-style value escaped (newlines kept: tooltips use them). */
+void html_attr(FILE *out, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /*
- * Writes table `name` of r (every table when name is NULL) as
- * <table class="data">, and with notes true the report's notes as a list
- * below. max_rows > 0 keeps the first rows. Returns the number of tables
- * written, -1 with one error line.
+ * s as a JSON string literal that is also safe inside <script>: quotes,
+ * backslashes and control characters escaped, and <, > and & as \u00XX.
  */
-int html_report_tables(FILE *out, const struct report *r, const char *name, int max_rows, int notes);
+void html_json_string(FILE *out, const char *s);
+
+/* The report as its JSON document (lib/table.h's typed view); NULL with an error line. json_decref it. */
+json_t *html_report_json(const struct report *r);
+
+struct html_tables {
+	const char *name;          /* the report's table to write; NULL: every table */
+	const char *id;            /* id of the <table> (the first one), NULL: none */
+	const char *const *hide;   /* column names left out, NULL-terminated; NULL: none */
+	int visible;               /* > 0: rows past this are folded behind a "show all" button */
+	bool notes;                /* the report's notes as a list below */
+};
+
+/*
+ * Writes tables of r as <table class="data sortable">: a click on a header
+ * sorts by that column (report.js). Returns the number of tables written,
+ * -1 with one error line.
+ */
+int html_report_tables(FILE *out, const struct report *r, const struct html_tables *o);
 
 #endif

@@ -1,8 +1,11 @@
 /*
  * report.c: the HTML report (see report.h). Every number comes from the
  * same helpers as the text reports (replay's projection, replay/memory.h,
- * flops.h, diff.h, common.h's statistics), so the page and
- * `steptrace summary|memory|flops|diff` always agree.
+ * flops.h, ranges.h, diff.h, common.h's statistics), so the page and
+ * `steptrace summary|ranges|memory|flops|diff` always agree. The page's
+ * style and scripts are analyze/report.css, report_guard.js and report.js
+ * (report_assets.h); the timeline's data is report_timeline.c's, the
+ * per-layer card report_layers.c's, the diff page report_diff.c's.
  */
 #include "analyze/report.h"
 
@@ -16,65 +19,20 @@
 
 #include "analyze/category.h"
 #include "analyze/common.h"
-#include "analyze/diff.h"
 #include "analyze/flops.h"
 #include "analyze/html.h"
 #include "analyze/memory.h"
+#include "analyze/ranges.h"
+#include "analyze/report_assets.h"
+#include "analyze/report_page.h"
+#include "analyze/report_timeline.h"
 #include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/human.h"
 #include "replay/memory.h"
 
-#define PAGE_W 1180          /* content width in CSS pixels; charts are drawn at it */
-#define TOP_KERNELS 15
-#define TOP_BLOCKS 10
-
-static const char page_css[] =
-	":root{--bg:#f5f6f8;--card:#fff;--ink:#1d2330;--muted:#667085;--line:#e4e7ec;"
-	"--accent:#3b5bdb;--good:#2b8a3e;--bad:#c92a2a}"
-	"*{box-sizing:border-box}"
-	"body{margin:0;background:var(--bg);color:var(--ink);"
-	"font:14px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif}"
-	"main{max-width:1240px;margin:0 auto;padding:28px 30px 48px}"
-	"header.top{display:flex;justify-content:space-between;align-items:flex-end;gap:24px;margin-bottom:20px}"
-	"header.top h1{font-size:24px;margin:0 0 4px;letter-spacing:-.01em}"
-	".sub{color:var(--muted)}"
-	".chips{display:flex;flex-wrap:wrap;gap:6px;margin-top:8px}"
-	".chip{background:#eef2ff;color:#364fc7;border-radius:999px;padding:2px 10px;font-size:12px;font-weight:600}"
-	".brand{font-size:12px;color:var(--muted);text-align:right;white-space:nowrap}"
-	".brand b{color:var(--accent);font-size:14px}"
-	".kpis{display:grid;grid-template-columns:repeat(auto-fit,minmax(180px,1fr));gap:12px;margin-bottom:18px}"
-	".kpi{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:14px 16px}"
-	".kpi .label{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}"
-	".kpi .value{font-size:22px;font-weight:650;margin-top:2px;font-variant-numeric:tabular-nums}"
-	".kpi .note{font-size:12px;color:var(--muted)}"
-	"section.card{background:var(--card);border:1px solid var(--line);border-radius:12px;"
-	"padding:18px 20px;margin-bottom:18px;box-shadow:0 1px 2px rgba(16,24,40,.04)}"
-	"section.card h2{font-size:17px;margin:0 0 4px}"
-	"section.card h3{font-size:14px;margin:18px 0 6px}"
-	".lead{color:var(--muted);margin:0 0 12px;font-size:13px}"
-	".grid2{display:grid;grid-template-columns:1fr 1fr;gap:8px 32px}"
-	"dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:0}"
-	"dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;font-variant-numeric:tabular-nums}"
-	"code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}"
-	"pre.cmd{background:#f8f9fb;border:1px solid var(--line);border-radius:8px;padding:8px 10px;"
-	"white-space:pre-wrap;word-break:break-all;margin:6px 0 0}"
-	".scroll{overflow-x:auto}"
-	"table.data{border-collapse:collapse;width:100%;font-size:12.5px;font-variant-numeric:tabular-nums}"
-	"table.data th{text-align:left;font-weight:600;color:var(--muted);border-bottom:1px solid var(--line);"
-	"padding:6px 8px;white-space:nowrap;background:#fafbfc}"
-	"table.data td{padding:5px 8px;border-bottom:1px solid #f0f2f5;white-space:nowrap}"
-	"table.data tr:nth-child(even) td{background:#fcfcfd}"
-	"table.data .num{text-align:right}"
-	"table.data td{max-width:400px;overflow:hidden;text-overflow:ellipsis}"
-	"svg{max-width:100%;height:auto;display:block}"
-	".muted{color:var(--muted)}"
-	"ul.notes{color:var(--muted);font-size:12.5px;margin:10px 0 0;padding-left:18px}"
-	".legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12.5px;margin-top:8px}"
-	".legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:6px;vertical-align:-1px}"
-	".pair{display:grid;grid-template-columns:1fr 1fr;gap:18px}.pair .grid2{grid-template-columns:1fr}"
-	"footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}"
-	"@media print{body{background:#fff}section.card{break-inside:avoid}}";
+#define KERNEL_ROWS 500      /* kernel names written at most */
+#define RANGE_ROWS 400       /* range paths written at most */
 
 /* ---- small formatting ----------------------------------------------------- */
 
@@ -87,7 +45,7 @@ static const char *fmt_version(char *buf, size_t n, uint32_t v)
 	return buf;
 }
 
-static const char *base_name(const char *path)
+const char *page_base_name(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
 
@@ -110,12 +68,14 @@ static void kv(FILE *out, const char *key, const char *fmt, ...)
 	fputs("</dd>", out);
 }
 
-static void kpi(FILE *out, const char *label, const char *value, const char *note)
+void page_kpi(FILE *out, const char *label, const char *value, const char *note, const char *delta)
 {
 	fputs("<div class=\"kpi\"><div class=\"label\">", out);
 	html_escape(out, label);
 	fputs("</div><div class=\"value\">", out);
 	html_escape(out, value);
+	if (delta)
+		fprintf(out, " %s", delta);
 	fputs("</div>", out);
 	if (note && *note) {
 		fputs("<div class=\"note\">", out);
@@ -125,46 +85,23 @@ static void kpi(FILE *out, const char *label, const char *value, const char *not
 	fputs("</div>\n", out);
 }
 
-static void section_begin(FILE *out, const char *id, const char *title, const char *lead)
+void page_tip_rect(FILE *out, double x, double y, double w, double h, const char *fill, const char *fmt, ...)
 {
-	fprintf(out, "<section class=\"card\" id=\"%s\">\n<h2>", id);
-	html_escape(out, title);
-	fputs("</h2>\n", out);
-	if (lead) {
-		fputs("<p class=\"lead\">", out);
-		html_escape(out, lead);
-		fputs("</p>\n", out);
-	}
-}
+	char buf[1024];
+	va_list ap;
 
-static void section_end(FILE *out)
-{
-	fputs("</section>\n", out);
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" rx=\"2\"", x, y,
+		w > 0 ? w : 0, h > 0 ? h : 0, fill);
+	html_attr(out, "data-tip", "%s", buf);
+	fputs("/>\n", out);
 }
 
 /* ---- what the page shows, computed once per bundle -------------------------- */
 
-enum { PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_OTHER, PH_COUNT };
-static const char *const phase_names[PH_COUNT] = { "forward", "backward", "optimizer", "other" };
-
-struct page_data {
-	const struct replay *rp;
-	const char *label;                 /* "A", "B" or NULL */
-	size_t divisor;                    /* measured steps (>= 1) */
-	struct real_stats wall, busy;      /* ms over measured steps */
-	bool have_steps;
-	double phase_gpu[PH_COUNT];        /* ns per step: GPU busy under each phase range */
-	double phase_cpu[PH_COUNT];        /* ns per step: host time of the phase ranges */
-	uint32_t phase_kernels[PH_COUNT];
-	bool phase_from_ranges;            /* else from the ops' phases */
-	double category_ns[CAT_COUNT];     /* per step */
-	double kernel_ns;                  /* per step, kernels + copies */
-	uint64_t kernels;                  /* counted kernel launches */
-	struct mem_timeline tl;
-	bool have_mem;
-	struct flops_result fl;
-	bool have_flops;
-};
+const char *const page_phase_names[PH_COUNT] = { "forward", "backward", "optimizer", "other" };
 
 static void compute_steps(struct page_data *d)
 {
@@ -191,7 +128,7 @@ out:
 static int phase_of_name(const char *s)
 {
 	for (int p = 0; p < PH_OTHER; p++)
-		if (strcmp(s, phase_names[p]) == 0)
+		if (strcmp(s, page_phase_names[p]) == 0)
 			return p;
 	return -1;
 }
@@ -271,13 +208,14 @@ static int compute_categories(struct page_data *d)
 	return 0;
 }
 
-static int page_data_init(struct page_data *d, const struct replay *rp, const char *label)
+int page_data_init(struct page_data *d, const struct replay *rp, const char *label, const char *prefix)
 {
 	struct flops_options fo = { .by = FLOPS_BY_KIND };
 
 	memset(d, 0, sizeof(*d));
 	d->rp = rp;
 	d->label = label;
+	d->prefix = prefix;
 	d->divisor = replay_step_divisor(rp, false);
 	compute_steps(d);
 	compute_phases(d);
@@ -297,13 +235,31 @@ static int page_data_init(struct page_data *d, const struct replay *rp, const ch
 	return 0;
 }
 
-static void page_data_release(struct page_data *d)
+void page_data_release(struct page_data *d)
 {
 	if (d->have_mem)
 		mem_timeline_release(&d->tl);
 	if (d->have_flops)
 		flops_result_release(&d->fl);
 	memset(d, 0, sizeof(*d));
+}
+
+/* A card; its id carries the bundle's prefix (d may be NULL: the diff's own cards). */
+void page_section_begin(FILE *out, const struct page_data *d, const char *id, const char *title, const char *lead)
+{
+	fprintf(out, "<section class=\"card\" id=\"%s%s\">\n<h2>", d ? d->prefix : "", id);
+	html_escape(out, title);
+	fputs("</h2>\n", out);
+	if (lead) {
+		fputs("<p class=\"lead\">", out);
+		html_escape(out, lead);
+		fputs("</p>\n", out);
+	}
+}
+
+void page_section_end(FILE *out)
+{
+	fputs("</section>\n", out);
 }
 
 /* ---- header ---------------------------------------------------------------- */
@@ -318,7 +274,7 @@ static void chip(FILE *out, const char *s)
 	fputs("</span>", out);
 }
 
-static void write_chips(FILE *out, const struct replay *rp)
+void page_chips(FILE *out, const struct replay *rp)
 {
 	const struct replay_config *c = &rp->run.config;
 
@@ -334,11 +290,47 @@ static void write_chips(FILE *out, const struct replay *rp)
 	fputs("</div>\n", out);
 }
 
-static void write_run(FILE *out, const struct replay *rp)
+/*
+ * What is wrong with the bundle, above everything else: a truncated bundle
+ * (no footer), an incomplete one, dropped records. Nothing for a sound one.
+ */
+void page_banner(FILE *out, const struct replay *rp, const char *label)
+{
+	const struct replay_footer *f = &rp->run.footer;
+	char who[512];
+
+	snprintf(who, sizeof(who), "%s%s'%s'", label ? label : "", label ? ", " : "", page_base_name(rp->path));
+	if (!rp->run.has_footer && rp->path) {
+		fputs("<div class=\"banner\" role=\"alert\"><b>Truncated bundle.</b> ", out);
+		html_printf(out, "%s is truncated (%s): read %" PRIu32 " chunk%s, %" PRIu64 " events. Every number "
+			    "on this page covers only that part of the recording.", who,
+			    rp->truncation ? rp->truncation : "no footer", rp->chunks_read,
+			    rp->chunks_read == 1 ? "" : "s", rp->events_read);
+		fputs("</div>\n", out);
+		return;
+	}
+	if (rp->run.has_footer && (!f->complete || f->dropped)) {
+		fputs("<div class=\"banner\" role=\"alert\"><b>Incomplete recording.</b> ", out);
+		html_printf(out, "%s: the recording %s%s", who,
+			    !f->complete ? "says it is incomplete" : "is complete",
+			    *f->end_reason && strcmp(f->end_reason, "ok") != 0 ? " (it ended: " : "");
+		if (*f->end_reason && strcmp(f->end_reason, "ok") != 0)
+			html_printf(out, "%s)", f->end_reason);
+		if (f->dropped)
+			html_printf(out, "; %" PRIu64 " records were dropped, so some work is missing from the numbers",
+				    f->dropped);
+		fputs(".</div>\n", out);
+	}
+}
+
+void page_run(FILE *out, const struct replay *rp)
 {
 	const struct replay_run *h = &rp->run;
 	const struct replay_config *c = &h->config;
 	const struct replay_device *dv = &h->device;
+	const char *source = dv->peak_source == ST_PEAK_UNKNOWN ? "unknown source"
+			   : st_name(st_peak_source_names, dv->peak_source);
+	const char *mark = *dv->peak_note ? "*" : "";
 	char b1[64], b2[64], b3[64], b4[64];
 
 	fputs("<div class=\"grid2\">\n<dl class=\"kv\">\n", out);
@@ -355,21 +347,19 @@ static void write_run(FILE *out, const struct replay *rp)
 		kv(out, "Run", "no header (built without a bundle)");
 	}
 	if (h->has_footer)
-		kv(out, "Bundle", "%s, %" PRIu64 " events in %" PRIu32 " chunks, %s%s", base_name(rp->path),
+		kv(out, "Bundle", "%s, %" PRIu64 " events in %" PRIu32 " chunks, %s%s", page_base_name(rp->path),
 		   h->footer.events, h->footer.chunks, h->footer.complete ? "complete" : "incomplete",
 		   h->footer.dropped ? ", records dropped" : "");
 	else if (rp->path)
-		kv(out, "Bundle", "%s, %" PRIu64 " events, truncated (%s)", base_name(rp->path), rp->events_read,
+		kv(out, "Bundle", "%s, %" PRIu64 " events read, truncated (%s)", page_base_name(rp->path), rp->events_read,
 		   rp->truncation ? rp->truncation : "no footer");
 	fputs("</dl>\n<dl class=\"kv\">\n", out);
 	if (h->has_device) {
 		kv(out, "Device", "%s, %" PRIu32 " SMs, cc %" PRIu32 ".%" PRIu32 ", %s", dv->name,
 		   dv->sm_count, dv->cc_major, dv->cc_minor, human_bytes(b1, sizeof(b1), (double)dv->memory_bytes));
-		kv(out, "Peak matrix FLOP/s", "bf16 %.0f, tf32 %.0f, fp32 %.1f TFLOP/s", dv->peak_bf16_flops / 1e12,
-		   dv->peak_tf32_flops / 1e12, dv->peak_fp32_flops / 1e12);
-		kv(out, "Peak bandwidth", "%.2f TB/s (%s%s%s)", dv->peak_bandwidth / 1e12,
-		   dv->peak_source == ST_PEAK_UNKNOWN ? "unknown source" : st_name(st_peak_source_names, dv->peak_source),
-		   *dv->peak_note ? ": " : "", dv->peak_note);
+		kv(out, "Peak matrix FLOP/s", "bf16 %.0f, tf32 %.0f, fp32 %.1f TFLOP/s (%s%s)", dv->peak_bf16_flops / 1e12,
+		   dv->peak_tf32_flops / 1e12, dv->peak_fp32_flops / 1e12, source, mark);
+		kv(out, "Peak bandwidth", "%.2f TB/s (%s%s)", dv->peak_bandwidth / 1e12, source, mark);
 		kv(out, "CUDA", "runtime %s, driver %s (%s), CUPTI %" PRIu32 ", cuBLAS %" PRIu32,
 		   fmt_version(b2, sizeof(b2), dv->cuda_runtime_version),
 		   fmt_version(b3, sizeof(b3), dv->cuda_driver_version),
@@ -387,6 +377,11 @@ static void write_run(FILE *out, const struct replay *rp)
 		   *h->tool_version ? h->tool_version : "unknown tool version");
 	}
 	fputs("</dl>\n</div>\n", out);
+	if (h->has_device && *dv->peak_note) {
+		fputs("<p class=\"footnote\">", out);
+		html_printf(out, "* How the peaks were found (%s): %s", source, dv->peak_note);
+		fputs("</p>\n", out);
+	}
 	if (h->has_header && *h->command_line) {
 		fputs("<pre class=\"cmd mono\">", out);
 		html_escape(out, h->command_line);
@@ -394,44 +389,65 @@ static void write_run(FILE *out, const struct replay *rp)
 	}
 }
 
-/* The row of key numbers: step time, GPU busy, GEMM share, peak memory, kernels. */
-static void write_kpis(FILE *out, const struct page_data *d)
+/* ---- key numbers ------------------------------------------------------------- */
+
+void page_kpi_texts(const struct page_data *d, struct page_kpi_text k[KPI_COUNT])
 {
-	char v[128], n[256], b1[32], b2[32];
+	char b1[32], b2[32];
 	double gemm = d->category_ns[CAT_GEMM];
 
-	fputs("<div class=\"kpis\">\n", out);
+	memset(k, 0, sizeof(struct page_kpi_text) * KPI_COUNT);
 	if (d->have_steps) {
 		int dec = d->wall.stddev > 0 && d->wall.stddev < 0.01 ? 3 : 2;
-		snprintf(v, sizeof(v), "%.2f ms", d->wall.mean);
-		snprintf(n, sizeof(n), "± %.*f ms (std), host wall over %zu measured step%s", dec, d->wall.stddev,
-			 d->wall.n, d->wall.n == 1 ? "" : "s");
+		snprintf(k[KPI_STEP].value, sizeof(k[0].value), "%.2f ms", d->wall.mean);
+		snprintf(k[KPI_STEP].note, sizeof(k[0].note), "± %.*f ms (std), host wall over %zu measured step%s",
+			 dec, d->wall.stddev, d->wall.n, d->wall.n == 1 ? "" : "s");
+		k[KPI_STEP].raw = d->wall.mean;
 	} else {
-		snprintf(v, sizeof(v), "n/a");
-		snprintf(n, sizeof(n), "the bundle has no measured steps");
+		snprintf(k[KPI_STEP].value, sizeof(k[0].value), "n/a");
+		snprintf(k[KPI_STEP].note, sizeof(k[0].note), "the bundle has no measured steps");
+		k[KPI_STEP].raw = NAN;
 	}
-	kpi(out, "Step time", v, n);
-	snprintf(v, sizeof(v), "%s", human_time(b1, sizeof(b1), d->have_steps ? d->busy.mean * 1e6 : d->kernel_ns));
-	snprintf(n, sizeof(n), "%.0f%% of the step's wall time",
-		 d->have_steps && d->wall.mean > 0 ? 100.0 * d->busy.mean / d->wall.mean : 0.0);
-	kpi(out, "GPU busy per step", v, d->have_steps ? n : "kernel time, all work");
-	snprintf(v, sizeof(v), "%.1f%%", d->kernel_ns > 0 ? 100.0 * gemm / d->kernel_ns : 0.0);
-	snprintf(n, sizeof(n), "%s of GEMM per step", human_time(b1, sizeof(b1), gemm));
-	kpi(out, "GEMM share", v, n);
-	snprintf(v, sizeof(v), "%s", human_bytes(b1, sizeof(b1), (double)d->tl.peak.bytes));
-	if (d->rp->run.has_device && d->rp->run.device.memory_bytes)
-		snprintf(n, sizeof(n), "%.0f%% of %s, %s view",
-			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->run.device.memory_bytes,
-			 human_bytes(b2, sizeof(b2), (double)d->rp->run.device.memory_bytes),
-			 mem_view_name(d->tl.view));
+	k[KPI_BUSY].raw = d->have_steps ? d->busy.mean * 1e6 : d->kernel_ns;
+	human_time(k[KPI_BUSY].value, sizeof(k[0].value), k[KPI_BUSY].raw);
+	if (d->have_steps)
+		snprintf(k[KPI_BUSY].note, sizeof(k[0].note), "%.0f%% of the step's wall time",
+			 d->wall.mean > 0 ? 100.0 * d->busy.mean / d->wall.mean : 0.0);
 	else
-		snprintf(n, sizeof(n), "%s view", mem_view_name(d->tl.view));
-	kpi(out, "Peak memory", v, n);
-	snprintf(v, sizeof(v), "%.0f", (double)d->kernels / (double)d->divisor);
-	snprintf(n, sizeof(n), "%s of kernels and copies", human_time(b1, sizeof(b1), d->kernel_ns));
-	kpi(out, "Kernels per step", v, n);
+		snprintf(k[KPI_BUSY].note, sizeof(k[0].note), "kernel time, all work");
+	k[KPI_GEMM].raw = d->kernel_ns > 0 ? 100.0 * gemm / d->kernel_ns : 0.0;
+	snprintf(k[KPI_GEMM].value, sizeof(k[0].value), "%.1f%%", k[KPI_GEMM].raw);
+	snprintf(k[KPI_GEMM].note, sizeof(k[0].note), "%s of GEMM per step", human_time(b1, sizeof(b1), gemm));
+	k[KPI_GEMM].neutral = true;
+	k[KPI_PEAK].raw = (double)d->tl.peak.bytes;
+	human_bytes(k[KPI_PEAK].value, sizeof(k[0].value), k[KPI_PEAK].raw);
+	if (d->rp->run.has_device && d->rp->run.device.memory_bytes)
+		snprintf(k[KPI_PEAK].note, sizeof(k[0].note), "%.0f%% of %s, %s view",
+			 100.0 * (double)d->tl.peak.bytes / (double)d->rp->run.device.memory_bytes,
+			 human_bytes(b2, sizeof(b2), (double)d->rp->run.device.memory_bytes), mem_view_name(d->tl.view));
+	else
+		snprintf(k[KPI_PEAK].note, sizeof(k[0].note), "%s view", mem_view_name(d->tl.view));
+	k[KPI_KERNELS].raw = (double)d->kernels / (double)d->divisor;
+	snprintf(k[KPI_KERNELS].value, sizeof(k[0].value), "%.0f", k[KPI_KERNELS].raw);
+	snprintf(k[KPI_KERNELS].note, sizeof(k[0].note), "%s of kernels and copies", human_time(b1, sizeof(b1), d->kernel_ns));
+}
+
+const char *const page_kpi_labels[KPI_COUNT] = {
+	"Step time", "GPU busy per step", "GEMM share", "Peak memory", "Kernels per step",
+};
+
+/* The row of key numbers: step time, GPU busy, GEMM share, peak memory, kernels. */
+void page_kpis(FILE *out, const struct page_data *d)
+{
+	struct page_kpi_text k[KPI_COUNT];
+
+	page_kpi_texts(d, k);
+	fputs("<div class=\"kpis\">\n", out);
+	for (int i = 0; i < KPI_COUNT; i++)
+		page_kpi(out, page_kpi_labels[i], k[i].value, k[i].note, NULL);
 	fputs("</div>\n", out);
 }
+
 
 /* ---- charts of our own ---------------------------------------------------- */
 
@@ -440,7 +456,7 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 		      const int *colors, int n, double total)
 {
 	const double label_w = 170, value_w = 170, row = 28, top = 6;
-	double max = 0, w = PAGE_W - 40;
+	double max = 0, w = CHART_W;
 	int shown = 0;
 	char b[32];
 
@@ -458,12 +474,14 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 			continue;
 		double yy = top + row * y++;
 		double bw = (w - label_w - value_w) * values[i] / max;
+		double share = total > 0 ? 100.0 * values[i] / total : 0.0;
 		svg_text(out, label_w - 10, yy + 18, SVG_END, 13, "#344054", NULL, "%s", labels[i]);
 		svg_rect(out, label_w, yy + 5, w - label_w - value_w, 18, "#f2f4f7", "rx=\"4\"");
-		svg_rect(out, label_w, yy + 5, bw < 2 ? 2 : bw, 18, svg_series_color(colors[i]), "rx=\"4\"");
+		page_tip_rect(out, label_w, yy + 5, bw < 2 ? 2 : bw, 18, svg_series_color(colors[i]),
+			 "%s: %s per step, %.1f%% of the kernel time", labels[i], human_time(b, sizeof(b), values[i]), share);
 		svg_text(out, w - value_w + 10, yy + 18, SVG_START, 13, "#1d2330",
 			 "style=\"font-variant-numeric:tabular-nums\"", "%s  (%.1f%%)",
-			 human_time(b, sizeof(b), values[i]), total > 0 ? 100.0 * values[i] / total : 0.0);
+			 human_time(b, sizeof(b), values[i]), share);
 	}
 	svg_end(out);
 }
@@ -471,7 +489,7 @@ static void bar_chart(FILE *out, const char *title, const char *const *labels, c
 /* One horizontal stacked bar of the phases, with a legend below. */
 static void phase_bar(FILE *out, const struct page_data *d)
 {
-	double total = 0, x = 0, w = PAGE_W - 40;
+	double total = 0, x = 0, w = CHART_W;
 	char b[32];
 
 	for (int p = 0; p < PH_COUNT; p++)
@@ -485,10 +503,11 @@ static void phase_bar(FILE *out, const struct page_data *d)
 		double bw = w * d->phase_gpu[p] / total;
 		if (bw <= 0)
 			continue;
-		svg_rect(out, x, 4, bw, 36, svg_series_color(p), NULL);
+		page_tip_rect(out, x, 4, bw, 36, svg_series_color(p), "%s: %s per step (%.1f%%)", page_phase_names[p],
+			 human_time(b, sizeof(b), d->phase_gpu[p]), 100.0 * d->phase_gpu[p] / total);
 		if (bw > 120)
-			svg_text(out, x + 10, 27, SVG_START, 13, "#fff", "font-weight=\"600\"", "%s %.0f%%",
-				 phase_names[p], 100.0 * d->phase_gpu[p] / total);
+			svg_text(out, x + 10, 27, SVG_START, 13, "#fff", "font-weight=\"600\" pointer-events=\"none\"",
+				 "%s %.0f%%", page_phase_names[p], 100.0 * d->phase_gpu[p] / total);
 		x += bw;
 	}
 	svg_end(out);
@@ -496,7 +515,7 @@ static void phase_bar(FILE *out, const struct page_data *d)
 	for (int p = 0; p < PH_COUNT; p++)
 		if (d->phase_gpu[p] > 0)
 			fprintf(out, "<span><i style=\"background:%s\"></i>%s: %s</span>", svg_series_color(p),
-				phase_names[p], human_time(b, sizeof(b), d->phase_gpu[p]));
+				page_phase_names[p], human_time(b, sizeof(b), d->phase_gpu[p]));
 	fputs("</div>\n", out);
 }
 
@@ -507,7 +526,7 @@ static void phase_bar(FILE *out, const struct page_data *d)
  */
 static void steps_chart(FILE *out, const struct replay *rp)
 {
-	const double h = 150, left = 60, bottom = 24, w = PAGE_W - 40;
+	const double h = 150, left = 60, bottom = 24, w = CHART_W;
 	double max = 0, max_all = 0, ticks[8], step;
 	char b[32];
 	int nt;
@@ -534,11 +553,13 @@ static void steps_chart(FILE *out, const struct replay *rp)
 	for (size_t i = 0; i < rp->n_steps; i++) {
 		const struct replay_step *s = &rp->steps[i];
 		double v = (double)(s->end - s->start) / 1e6, bh = (h - bottom - 8) * fmin(v, max) / max;
-		svg_rect(out, left + cw * (double)i + cw * 0.15, h - bottom - bh, cw * 0.7, bh,
-			 s->warmup ? "#c4c9d2" : "#3b5bdb", "rx=\"3\"");
+		page_tip_rect(out, left + cw * (double)i + cw * 0.15, h - bottom - bh, cw * 0.7, bh,
+			 s->warmup ? "#c4c9d2" : "#3b5bdb", "step %" PRIu32 "%s: %.3f ms host wall, %.3f ms GPU busy, "
+			 "%" PRIu32 " kernels", s->index, s->warmup ? " (warm-up)" : "", v, (double)s->gpu_busy / 1e6,
+			 s->kernels);
 		if (v > max && rp->n_steps <= 40)   /* cut: say how tall it is */
 			svg_text(out, left + cw * ((double)i + 0.5), h - bottom - bh + 14, SVG_MIDDLE, 11,
-				 "#344054", NULL, "%.1f ms", v);
+				 "#344054", "pointer-events=\"none\"", "%.1f ms", v);
 		if (rp->n_steps <= 40)
 			svg_text(out, left + cw * ((double)i + 0.5), h - 7, SVG_MIDDLE, 11, "#667085", NULL,
 				 "%" PRIu32 "%s", s->index, s->warmup ? " (w)" : "");
@@ -548,13 +569,31 @@ static void steps_chart(FILE *out, const struct replay *rp)
 
 /* ---- sections ---------------------------------------------------------------- */
 
+static int write_timeline(FILE *out, const struct page_data *d)
+{
+	char id[64];
+
+	snprintf(id, sizeof(id), "%stimeline-data", d->prefix);
+	page_section_begin(out, d, "timeline", "Timeline",
+		      "One step as recorded: kernels and copies on each GPU stream (coloured by category), the NVTX "
+		      "ranges of each host thread nested by depth, and live memory as a counter. Wheel or +/- to "
+		      "zoom, drag to pan, hover for values, click to pin a slice's details, double-click to fit the "
+		      "step.");
+	fprintf(out, "<div class=\"tl\" data-src=\"%s\"><noscript><p class=\"muted\">The timeline is drawn by the "
+		"page's script; it needs JavaScript.</p></noscript></div>\n", id);
+	if (report_timeline_write(out, d->rp, &d->tl, id, REPORT_TIMELINE_BUDGET) < 0)
+		return -1;
+	page_section_end(out);
+	return 0;
+}
+
 static void write_steps(FILE *out, const struct page_data *d)
 {
 	char lead[256];
 
 	snprintf(lead, sizeof(lead), "Host wall time of each step (synchronised); warm-up steps in grey are "
-		 "left out of the mean. Reproduce: steptrace steps %s --include-warmup", base_name(d->rp->path));
-	section_begin(out, "steps", "Step time", lead);
+		 "left out of the mean. Reproduce: steptrace steps %s --include-warmup", page_base_name(d->rp->path));
+	page_section_begin(out, d, "steps", "Step time", lead);
 	if (!d->have_steps) {
 		fputs("<p class=\"muted\">No measured steps in this bundle.</p>\n", out);
 	} else {
@@ -565,7 +604,7 @@ static void write_steps(FILE *out, const struct page_data *d)
 		fputs("</dl>\n", out);
 		steps_chart(out, d->rp);
 	}
-	section_end(out);
+	page_section_end(out);
 }
 
 static void write_phases(FILE *out, const struct page_data *d)
@@ -573,13 +612,20 @@ static void write_phases(FILE *out, const struct page_data *d)
 	char b1[32], b2[32];
 	double total = 0;
 
-	section_begin(out, "phases", "Time by phase",
+	page_section_begin(out, d, "phases", "Time by phase",
 		      d->phase_from_ranges
 		      ? "GPU busy time per measured step projected onto the forward, backward and optimizer NVTX "
 			"ranges (as Nsight Systems projects ranges); other = the rest of the step's GPU time."
 		      : "Kernel time per measured step by the phase of the op that launched it (the bundle has "
 			"no phase ranges).");
 	phase_bar(out, d);
+	for (int p = 0; p < PH_COUNT; p++)
+		total += d->phase_gpu[p] + d->phase_cpu[p];
+	if (total <= 0) {
+		page_section_end(out);
+		return;
+	}
+	total = 0;
 	for (int p = 0; p < PH_COUNT; p++)
 		total += d->phase_gpu[p];
 	fputs("<div class=\"scroll\"><table class=\"data\" style=\"margin-top:12px\"><thead><tr><th>Phase</th>"
@@ -590,13 +636,13 @@ static void write_phases(FILE *out, const struct page_data *d)
 		if (d->phase_gpu[p] <= 0 && d->phase_cpu[p] <= 0)
 			continue;
 		fprintf(out, "<tr><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td>"
-			"<td class=\"num\">%s</td><td class=\"num\">%.0f</td></tr>\n", phase_names[p],
+			"<td class=\"num\">%s</td><td class=\"num\">%.0f</td></tr>\n", page_phase_names[p],
 			human_time(b1, sizeof(b1), d->phase_gpu[p]), total > 0 ? 100.0 * d->phase_gpu[p] / total : 0.0,
 			d->phase_cpu[p] > 0 ? human_time(b2, sizeof(b2), d->phase_cpu[p]) : "",
 			(double)d->phase_kernels[p] / (double)d->divisor);
 	}
 	fputs("</tbody></table></div>\n", out);
-	section_end(out);
+	page_section_end(out);
 }
 
 static void write_categories(FILE *out, const struct page_data *d)
@@ -620,11 +666,13 @@ static void write_categories(FILE *out, const struct page_data *d)
 		colors[i] = order[i];
 	}
 	snprintf(lead, sizeof(lead), "Kernel and copy time per measured step by kind of work. Reproduce: "
-		 "steptrace summary %s --by category", base_name(d->rp->path));
-	section_begin(out, "categories", "Time by category", lead);
+		 "steptrace summary %s --by category", page_base_name(d->rp->path));
+	page_section_begin(out, d, "categories", "Time by category", lead);
 	bar_chart(out, "GPU time by kernel category", labels, values, colors, CAT_COUNT, d->kernel_ns);
-	section_end(out);
+	page_section_end(out);
 }
+
+/* ---- tables of the text reports ------------------------------------------------- */
 
 static int write_top_kernels(FILE *out, const struct page_data *d)
 {
@@ -633,7 +681,7 @@ static int write_top_kernels(FILE *out, const struct page_data *d)
 	struct dur_groups g = { NULL, 0, 0 };
 	struct report *r = NULL;
 	struct table *t;
-	char lead[256];
+	char lead[256], id[64];
 	int rc = -1;
 
 	dur_collect_init(&dc);
@@ -652,18 +700,20 @@ static int write_top_kernels(FILE *out, const struct page_data *d)
 	t = report_add_table(r, "kernels", NULL);
 	nsys_stat_columns(t, 1.0);
 	table_add_column(t, "Name", COL_STR, 0);
-	for (size_t i = 0; i < g.n && i < TOP_KERNELS; i++) {
+	for (size_t i = 0; i < g.n && i < KERNEL_ROWS; i++) {
 		table_row(t);
 		nsys_stat_cells(t, &g.g[i].s, g.total, 1.0);
 		table_str(t, g.g[i].name);
 	}
 	snprintf(lead, sizeof(lead), "Nsight Systems' cuda_gpu_kern_sum columns over the measured steps (%zu "
-		 "kernel names in all). Reproduce: steptrace summary %s --top %d", g.n, base_name(rp->path),
-		 TOP_KERNELS);
-	section_begin(out, "kernels", "Top kernels", lead);
-	if (html_report_tables(out, r, "kernels", 0, 0) < 0)
+		 "kernel names). Reproduce: steptrace summary %s", g.n, page_base_name(rp->path));
+	page_section_begin(out, d, "kernels", "Top kernels", lead);
+	snprintf(id, sizeof(id), "%skernels-table", d->prefix);
+	if (html_report_tables(out, r, &(struct html_tables){ .name = "kernels", .id = id, .visible = VISIBLE_ROWS }) < 0)
 		goto out;
-	section_end(out);
+	if (g.n > KERNEL_ROWS)
+		fprintf(out, "<p class=\"muted\">The %d kernels with the most time of %zu.</p>\n", KERNEL_ROWS, g.n);
+	page_section_end(out);
 	rc = 0;
 out:
 	report_free(r);
@@ -672,28 +722,129 @@ out:
 	return rc;
 }
 
+static int write_ops(FILE *out, const struct page_data *d)
+{
+	struct report *r;
+	char lead[512], id[64];
+	int rc;
+
+	snprintf(lead, sizeof(lead), "Each op kind (summed over layers) per measured step: FLOPs and minimum bytes "
+		 "against GPU time, and the share of the roofline bound reached (%s peaks). Reproduce: steptrace "
+		 "flops %s", d->fl.peaks.source ? d->fl.peaks.source : "unknown", page_base_name(d->rp->path));
+	page_section_begin(out, d, "ops", "Ops", lead);
+	if (d->fl.n_rows == 0) {
+		fputs("<p class=\"muted\">No kernels launched by registered ops.</p>\n", out);
+		page_section_end(out);
+		return 0;
+	}
+	r = report_new();
+	flops_report(r, &d->fl, 0, NULL);
+	snprintf(id, sizeof(id), "%sops-table", d->prefix);
+	rc = html_report_tables(out, r, &(struct html_tables){ .name = "flops", .id = id, .visible = VISIBLE_ROWS,
+			       .notes = true });
+	report_free(r);
+	page_section_end(out);
+	return rc < 0 ? -1 : 0;
+}
+
+static int write_ranges(FILE *out, const struct page_data *d)
+{
+	static const char *const hide[] = { "Style", NULL };
+	struct report *r = report_new();
+	char lead[512], id[64];
+	int rc = -1;
+
+	snprintf(lead, sizeof(lead), "NVTX ranges grouped by path, Nsight Systems' nvtx_sum columns (host time) "
+		 "and the GPU work projected onto them, over the measured steps. Reproduce: steptrace ranges %s",
+		 page_base_name(d->rp->path));
+	page_section_begin(out, d, "ranges", "Ranges", lead);
+	if (ranges_run(d->rp, &(struct ranges_opts){ .top = RANGE_ROWS }, r) < 0)
+		goto out;
+	snprintf(id, sizeof(id), "%sranges-table", d->prefix);
+	if (html_report_tables(out, r, &(struct html_tables){ .id = id, .hide = hide, .visible = VISIBLE_ROWS }) < 0)
+		goto out;
+	page_section_end(out);
+	rc = 0;
+out:
+	report_free(r);
+	return rc;
+}
+
+/* ---- memory -------------------------------------------------------------------- */
+
+/*
+ * The chart's window: the measured steps, so that a long warm-up step (and
+ * the setup before it) does not squeeze them into a sliver; *cut says so.
+ * t0 == t1 == 0 (everything) when there is nothing to cut.
+ */
+static void memory_window(const struct replay *rp, uint64_t *t0, uint64_t *t1, bool *cut)
+{
+	*t0 = *t1 = 0;
+	*cut = false;
+	for (size_t i = 0; i < rp->n_steps; i++) {
+		const struct replay_step *s = &rp->steps[i];
+		uint64_t end = s->end > s->gpu_end ? s->end : s->gpu_end;
+		if (s->warmup)
+			continue;
+		if (*t1 == 0)
+			*t0 = s->start;
+		*t1 = end > *t1 ? end : *t1;
+	}
+	for (size_t i = 0; i < rp->n_steps && *t1; i++)
+		*cut |= rp->steps[i].warmup && rp->steps[i].start < *t0;
+	if (!*cut)
+		*t0 = *t1 = 0;
+}
+
+static void memory_cut_label(FILE *out, const struct page_data *d, uint64_t t0)
+{
+	const struct replay *rp = d->rp;
+	const struct mem_timeline *tl = &d->tl;
+	uint64_t warm_peak = 0;
+	char b1[32], b2[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i < rp->n_steps; i++)
+		if (rp->steps[i].warmup && rp->steps[i].start < t0) {
+			n++;
+			if (i < tl->n_steps && tl->step_peak[i].bytes > warm_peak)
+				warm_peak = tl->step_peak[i].bytes;
+		}
+	fputs("<div class=\"cut\">", out);
+	html_printf(out, "\xe2\x9c\x82 Cut on the left: the first %s of the recording (setup and %zu warm-up step%s, "
+		    "peak %s), so the measured steps fill the chart. Times below count from the first measured "
+		    "step; steptrace memory %s --svg FILE draws everything.", human_time(b1, sizeof(b1), (double)(t0 - rp->t_min)),
+		    n, n == 1 ? "" : "s", human_bytes(b2, sizeof(b2), (double)warm_peak), page_base_name(rp->path));
+	fputs("</div>\n", out);
+}
+
 static int write_memory(FILE *out, const struct page_data *d)
 {
 	const struct replay *rp = d->rp;
 	const struct mem_timeline *tl = &d->tl;
-	uint32_t idx[TOP_BLOCKS];
+	uint32_t idx[10];
 	size_t live, n;
+	uint64_t t0, t1;
+	bool cut;
 	char b1[32], b2[32], lead[512];
 
 	snprintf(lead, sizeof(lead), "Live device memory over time (%s view), stacked by category; the peak is "
 		 "marked. Reproduce: steptrace memory %s --svg memory.svg", mem_view_name(tl->view),
-		 base_name(rp->path));
-	section_begin(out, "memory", "Memory", lead);
+		 page_base_name(rp->path));
+	page_section_begin(out, d, "memory", "Memory", lead);
 	if (tl->n_blocks == 0) {
 		fputs("<p class=\"muted\">No allocation events in this bundle.</p>\n", out);
-		section_end(out);
+		page_section_end(out);
 		return 0;
 	}
-	if (memory_svg_write(out, rp, tl, 0, 0, PAGE_W - 40, 380) < 0)
+	memory_window(rp, &t0, &t1, &cut);
+	if (cut)
+		memory_cut_label(out, d, t0);
+	if (memory_svg_write(out, rp, tl, t0, t1, CHART_W, 380) < 0)
 		return -1;
 
 	fputs("<div class=\"grid2\" style=\"margin-top:14px\"><div>\n<h3>At the peak</h3>\n<dl class=\"kv\">", out);
-	kv(out, "Peak", "%s at %s", human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
+	kv(out, "Peak", "%s at %s (from the first event)", human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
 	   human_time(b2, sizeof(b2), (double)(tl->peak.t - rp->t_min)));
 	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++)
 		if (tl->peak.by_category[c])
@@ -710,18 +861,20 @@ static int write_memory(FILE *out, const struct page_data *d)
 		   human_bytes(b1, sizeof(b1), (double)tl->never_freed_bytes));
 	fputs("</dl></div></div>\n", out);
 
-	live = mem_timeline_live_at(tl, tl->peak.point, idx, TOP_BLOCKS);
-	n = live < TOP_BLOCKS ? live : TOP_BLOCKS;
+	live = mem_timeline_live_at(tl, tl->peak.point, idx, sizeof(idx) / sizeof(idx[0]));
+	n = live < sizeof(idx) / sizeof(idx[0]) ? live : sizeof(idx) / sizeof(idx[0]);
 	fprintf(out, "<h3>Largest live allocations at the peak</h3>\n<div class=\"scroll\"><table class=\"data\">"
 		"<thead><tr><th class=\"num\">Size</th><th class=\"num\">Share of peak</th><th>Category</th>"
 		"<th>Op</th><th class=\"num\">Allocated at</th><th>Phase</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct mem_block *b = &tl->blocks[idx[i]];
 		const char *op = memory_block_op(rp, b);
-		fprintf(out, "<tr><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td><td>%s</td><td class=\"long\">",
+		fprintf(out, "<tr><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td><td>%s</td><td class=\"name\"",
 			human_bytes(b1, sizeof(b1), (double)b->size),
 			100.0 * (double)b->size / (double)(tl->peak.bytes ? tl->peak.bytes : 1),
 			st_mem_category_name(b->category));
+		html_attr(out, "title", "%s", *op ? op : "(none)");
+		fputc('>', out);
 		html_escape(out, *op ? op : "(none)");
 		fprintf(out, "</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
 			human_time(b2, sizeof(b2), (double)(b->t_alloc - rp->t_min)), mem_phase_name((enum mem_phase)b->phase));
@@ -729,108 +882,88 @@ static int write_memory(FILE *out, const struct page_data *d)
 	fputs("</tbody></table></div>\n", out);
 	if (live > n)
 		fprintf(out, "<p class=\"muted\">%zu of %zu live blocks shown; times from the first event.</p>\n", n, live);
-	section_end(out);
+	page_section_end(out);
 	return 0;
 }
 
 static int write_roofline(FILE *out, const struct page_data *d)
 {
-	struct report *r;
 	char lead[512];
-	int rc;
 
 	snprintf(lead, sizeof(lead), "Each op kind (summed over layers) at its arithmetic intensity and achieved "
-		 "TFLOP/s against the device's ceilings (%s peaks). Reproduce: steptrace flops %s",
-		 d->fl.peaks.source ? d->fl.peaks.source : "unknown", base_name(d->rp->path));
-	section_begin(out, "roofline", "Roofline", lead);
-	if (d->fl.n_rows == 0) {
+		 "TFLOP/s against the device's ceilings (%s peaks); the Ops table holds the numbers. Reproduce: "
+		 "steptrace flops %s --svg roofline.svg", d->fl.peaks.source ? d->fl.peaks.source : "unknown",
+		 page_base_name(d->rp->path));
+	page_section_begin(out, d, "roofline", "Roofline", lead);
+	if (d->fl.n_rows == 0)
 		fputs("<p class=\"muted\">No kernels launched by registered ops.</p>\n", out);
-		section_end(out);
-		return 0;
-	}
-	if (flops_roofline_svg(out, d->rp, PAGE_W - 40, 520) < 0)
-		return -1;
-	r = report_new();
-	flops_report(r, &d->fl, 12, NULL);
-	fputs("<h3>Ops by GPU time per step</h3>\n", out);
-	rc = html_report_tables(out, r, "flops", 0, 1);
-	report_free(r);
-	section_end(out);
-	return rc < 0 ? -1 : 0;
-}
-
-static int write_diff(FILE *out, const struct replay *a, const struct replay *b)
-{
-	static const struct { const char *name, *title; } parts[] = {
-		{ "steps", "Step time" },
-		{ "memory", "Memory peaks" },
-		{ "diff", "By op kind (largest changes first)" },
-		{ "kernels", "Kernels in one bundle only" },
-	};
-	struct diff_options opt = { .by = DIFF_BY_OP, .top = 25 };
-	struct report *r = report_new();
-	char lead[2048], what[512];
-	int rc = -1;
-
-	diff_headers(a, b, what, sizeof(what));
-	snprintf(lead, sizeof(lead), "A = %s (baseline), B = %s. Rows aligned by op kind and phase, times per "
-		 "measured step. %s%s Reproduce: steptrace diff %s %s", base_name(a->path), base_name(b->path),
-		 *what ? "Headers differ in: " : "", what, base_name(a->path), base_name(b->path));
-	section_begin(out, "diff", "Diff", lead);
-	if (diff_run(a, b, &opt, r) < 0)
-		goto out;
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		fputs("<h3>", out);
-		html_escape(out, parts[i].title);
-		fputs("</h3>\n", out);
-		if (html_report_tables(out, r, parts[i].name, 0, i + 1 == sizeof(parts) / sizeof(parts[0])) < 0)
-			goto out;
-	}
-	section_end(out);
-	rc = 0;
-out:
-	report_free(r);
-	return rc;
+	else if (flops_svg(out, &d->fl, CHART_W, 520) < 0)
+		return error("cannot write the roofline chart");
+	page_section_end(out);
+	return 0;
 }
 
 /* ---- the page -------------------------------------------------------------- */
 
-static void page_begin(FILE *out, const char *title)
+void page_begin(FILE *out, const char *title)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	      "<meta name=\"generator\" content=\"steptrace report\">\n<title>", out);
 	html_escape(out, title);
-	fprintf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n", page_css);
+	fprintf(out, "</title>\n<style>\n%s</style>\n<script>\n%s</script>\n</head>\n<body>\n"
+		"<div id=\"js-errors\" class=\"banner error\" role=\"alert\" hidden></div>\n<main>\n",
+		report_css, report_guard_js);
 }
 
-static void page_end(FILE *out)
+void page_end(FILE *out)
 {
-	fputs("<footer>Made by <b>steptrace report</b> from the bundles alone: inline SVG and CSS, "
-	      "no scripts, no network.</footer>\n</main>\n</body>\n</html>\n", out);
+	fprintf(out, "<footer>Made by <b>steptrace report</b> from the bundles alone: one file, inline CSS, SVG "
+		"and script, nothing loaded from the network.</footer>\n</main>\n<script>\n%s</script>\n"
+		"</body>\n</html>\n", report_js);
 }
 
-static void page_top(FILE *out, const struct replay *rp, const struct replay *other)
+void page_top(FILE *out, const struct replay *rp, const struct replay *other)
 {
 	fputs("<header class=\"top\"><div><h1>", out);
 	if (other) {
-		html_printf(out, "%s vs %s", base_name(rp->path), base_name(other->path));
+		html_printf(out, "%s vs %s", page_base_name(rp->path), page_base_name(other->path));
 		fputs("</h1><div class=\"sub\">Training-step diff: A (baseline) against B</div>", out);
 	} else {
-		html_escape(out, base_name(rp->path));
+		html_escape(out, page_base_name(rp->path));
 		fputs("</h1><div class=\"sub\">One training step, recorded through CUPTI</div>", out);
-		write_chips(out, rp);
+		page_chips(out, rp);
 	}
 	fputs("</div><div class=\"brand\"><b>steptrace</b><br>training-step profile</div></header>\n", out);
 }
 
-/* The sections of one bundle; `suffix` (" (A)") tells them apart in a diff. */
-static int write_bundle_sections(FILE *out, const struct page_data *d)
+static const struct { const char *id, *title; } bundle_sections[] = {
+	{ "timeline", "Timeline" }, { "steps", "Steps" }, { "phases", "Phases" }, { "categories", "Categories" },
+	{ "layers", "Layers" }, { "kernels", "Kernels" }, { "ops", "Ops" }, { "ranges", "Ranges" },
+	{ "memory", "Memory" }, { "roofline", "Roofline" },
+};
+
+void page_nav(FILE *out, const char *prefix)
 {
+	fputs("<nav class=\"toc\">", out);
+	fprintf(out, "<a href=\"#%srun\">Run</a>", prefix);
+	for (size_t i = 0; i < sizeof(bundle_sections) / sizeof(bundle_sections[0]); i++)
+		fprintf(out, "<a href=\"#%s%s\">%s</a>", prefix, bundle_sections[i].id, bundle_sections[i].title);
+	fputs("</nav>\n", out);
+}
+
+int page_bundle_sections(FILE *out, const struct page_data *d)
+{
+	page_section_begin(out, d, "run", "Run", NULL);
+	page_run(out, d->rp);
+	page_section_end(out);
+	if (write_timeline(out, d) < 0)
+		return -1;
 	write_steps(out, d);
 	write_phases(out, d);
 	write_categories(out, d);
-	if (write_top_kernels(out, d) < 0 || write_memory(out, d) < 0 || write_roofline(out, d) < 0)
+	if (page_layers(out, d) < 0 || write_top_kernels(out, d) < 0 || write_ops(out, d) < 0 ||
+	    write_ranges(out, d) < 0 || write_memory(out, d) < 0 || write_roofline(out, d) < 0)
 		return -1;
 	return 0;
 }
@@ -840,15 +973,14 @@ static int write_single(FILE *out, const struct replay *rp)
 	struct page_data d;
 	int rc = -1;
 
-	if (page_data_init(&d, rp, NULL) < 0)
+	if (page_data_init(&d, rp, NULL, "") < 0)
 		goto out;
-	page_begin(out, base_name(rp->path));
+	page_begin(out, page_base_name(rp->path));
 	page_top(out, rp, NULL);
-	write_kpis(out, &d);
-	section_begin(out, "run", "Run", NULL);
-	write_run(out, rp);
-	section_end(out);
-	if (write_bundle_sections(out, &d) < 0)
+	page_banner(out, rp, NULL);
+	page_nav(out, "");
+	page_kpis(out, &d);
+	if (page_bundle_sections(out, &d) < 0)
 		goto out;
 	page_end(out);
 	rc = 0;
@@ -857,49 +989,7 @@ out:
 	return rc;
 }
 
-/* One bundle of a pair: its heading, its key numbers and its sections. */
-static int write_pair_part(FILE *out, const char *label, const struct page_data *d)
-{
-	fputs("<h2 style=\"margin:28px 4px 12px;font-size:19px\">", out);
-	html_printf(out, "%s: %s", label, base_name(d->rp->path));
-	fputs("</h2>\n", out);
-	write_chips(out, d->rp);
-	fputs("<div style=\"height:12px\"></div>\n", out);
-	write_kpis(out, d);
-	return write_bundle_sections(out, d);
-}
-
-static int write_pair(FILE *out, const struct replay *a, const struct replay *b)
-{
-	struct page_data da, db;
-	int rc = -1;
-
-	memset(&db, 0, sizeof(db));
-	if (page_data_init(&da, a, "A") < 0 || page_data_init(&db, b, "B") < 0)
-		goto out;
-	page_begin(out, "steptrace diff");
-	page_top(out, a, b);
-	section_begin(out, "run", "Run", NULL);
-	fputs("<div class=\"pair\"><div><h3>A</h3>\n", out);
-	write_chips(out, a);
-	write_run(out, a);
-	fputs("</div><div><h3>B</h3>\n", out);
-	write_chips(out, b);
-	write_run(out, b);
-	fputs("</div></div>\n", out);
-	section_end(out);
-	if (write_diff(out, a, b) < 0)
-		goto out;
-	if (write_pair_part(out, "A", &da) < 0 || write_pair_part(out, "B", &db) < 0)
-		goto out;
-	page_end(out);
-	rc = 0;
-out:
-	page_data_release(&da);
-	page_data_release(&db);
-	return rc;
-}
-
+/* The one place the page reaches the disk: an error leaves no page behind. */
 int report_html_write(const struct replay *a, const struct replay *b, const char *output)
 {
 	char *owned = NULL;
@@ -915,7 +1005,7 @@ int report_html_write(const struct replay *a, const struct replay *b, const char
 		error("cannot create '%s': %s", output, strerror(errno));
 		goto out;
 	}
-	rc = b ? write_pair(out, a, b) : write_single(out, a);
+	rc = b ? page_diff(out, a, b) : write_single(out, a);
 	if (ferror(out) && rc == 0)
 		rc = error("cannot write '%s': %s", output, strerror(errno));
 	if (fclose(out) != 0 && rc == 0)

@@ -1,10 +1,12 @@
 /*
  * report.h: one self-contained HTML page per bundle (or per pair, for a
- * diff): the run's header, step time, the time breakdown by phase (NVTX
- * range projection) and by kernel category, the top kernels with Nsight's
- * columns, the memory timeline with its peak and the largest live blocks,
- * and the roofline. No network, no scripts, no fonts: inline CSS and inline
- * SVG only, so the file opens anywhere and can be mailed around.
+ * diff): the run's header, a zoomable timeline of a step, step time, the
+ * time breakdown by phase (NVTX range projection), by kernel category and
+ * per layer, the top kernels with Nsight's columns, ops against the
+ * roofline, NVTX ranges, the memory timeline with its peak and the largest
+ * live blocks. No network and no fonts: inline CSS, SVG and the page's own
+ * script (analyze/report.js), so the file opens anywhere and can be mailed
+ * around; without JavaScript everything but the timeline still shows.
  */
 #ifndef STEPTRACE_ANALYZE_REPORT_H
 #define STEPTRACE_ANALYZE_REPORT_H

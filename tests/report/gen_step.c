@@ -6,9 +6,11 @@
  * step > forward|backward|optimizer > layer.N > attn|ffn > op, launch calls
  * on the host running ahead of the GPU, and the model allocator's events
  * (parameters, gradients, AdamW state, activations saved for backward,
- * temporaries, a cuBLAS workspace). One warm-up and three measured steps.
+ * temporaries, a cuBLAS workspace). One warm-up and three measured steps;
+ * --truncated stops after the second measured step without a footer, as a
+ * recording that died leaves the bundle.
  *
- *   gen_step [--precision fp32|bf16] -o x.stb
+ *   gen_step [--precision fp32|bf16] [--truncated] -o x.stb
  */
 #include <inttypes.h>
 #include <math.h>
@@ -286,6 +288,7 @@ int main(int argc, char **argv)
 	Steptrace__RunConfig *cfg = &bundle.config;
 	Steptrace__DeviceInfo *dev = &bundle.device;
 	const char *out = NULL;
+	bool truncated = false;
 	char cmd[256];
 
 	for (int i = 1; i < argc; i++) {
@@ -293,11 +296,13 @@ int main(int argc, char **argv)
 			out = argv[++i];
 		else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc)
 			bf16 = strcmp(argv[++i], "bf16") == 0;
+		else if (strcmp(argv[i], "--truncated") == 0)
+			truncated = true;
 		else
 			out = NULL, i = argc;
 	}
 	if (!out) {
-		fprintf(stderr, "usage: gen_step [--precision fp32|bf16] -o FILE\n");
+		fprintf(stderr, "usage: gen_step [--precision fp32|bf16] [--truncated] -o FILE\n");
 		return 2;
 	}
 	builder_init(&bundle);
@@ -328,7 +333,11 @@ int main(int argc, char **argv)
 	alloc(32ull << 20, ST_MEM_WORKSPACE, 0);
 	cpu_t += 200000;
 	gpu_t = cpu_t;
-	for (uint32_t s = 0; s < 4; s++)
+	for (uint32_t s = 0; s < (truncated ? 3u : 4u); s++)
 		step(s, s == 0, s == 0);
+	if (truncated) {
+		builder_abort(&bundle);
+		return 0;
+	}
 	return builder_close(&bundle, "ok") < 0;
 }

@@ -1,0 +1,273 @@
+/*
+ * report_layers.c: the report's per-layer card. Kernel and copy time per
+ * measured step in each layer.N of the ops' NVTX paths ("step/forward/
+ * layer.3/attn/softmax"; an activity without an op goes by its range's
+ * path), split by the part under the layer (attn, ffn, the norms as one),
+ * as stacked columns and a sortable table.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/html.h"
+#include "analyze/report_page.h"
+#include "analyze/svg.h"
+#include "lib/error.h"
+#include "lib/human.h"
+#include "lib/table.h"
+
+#define LAYER_PARTS 6        /* columns: the first five parts met, then "other" */
+#define LAYER_MAX 4096       /* a larger layer index counts as outside the layers */
+
+struct layer_split {
+	size_t n_layers;
+	char part[LAYER_PARTS][32];
+	int n_parts;
+	double *ns;              /* [layer][part][phase: forward, backward, other], per step */
+	double outside;          /* per step: work in no layer */
+	double total;
+};
+
+#define LAYER_NS(ls, l, p, ph) ((ls)->ns[((size_t)(l) * LAYER_PARTS + (size_t)(p)) * 3 + (size_t)(ph)])
+
+/*
+ * "step/forward/layer.3/attn/softmax" -> layer 3, part "attn"; the norms
+ * ("ln1", "rmsnorm", "norm2") are one part. -1 when no component is a layer.
+ */
+static long layer_of(const char *path, char *part, size_t n)
+{
+	const char *c = path;
+
+	while (c && *c) {
+		const char *end = strchr(c, '/');
+		size_t len = end ? (size_t)(end - c) : strlen(c);
+
+		if (len > 6 && strncmp(c, "layer", 5) == 0 && (c[5] == '.' || c[5] == '_') &&
+		    strspn(c + 6, "0123456789") == len - 6 && len - 6 <= 4) {
+			long layer = strtol(c + 6, NULL, 10);
+			const char *p = end ? end + 1 : "";
+			size_t plen = strcspn(p, "/");
+
+			snprintf(part, n, "%.*s", (int)plen, p);
+			if (plen == 0)
+				snprintf(part, n, "(layer)");
+			else if (strncmp(part, "ln", 2) == 0 || strstr(part, "norm"))
+				snprintf(part, n, "norm");
+			return layer < LAYER_MAX ? layer : -1;
+		}
+		c = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
+static int layer_part_index(struct layer_split *ls, const char *name)
+{
+	for (int i = 0; i < ls->n_parts; i++)
+		if (strcmp(ls->part[i], name) == 0)
+			return i;
+	if (ls->n_parts < LAYER_PARTS - 1) {
+		snprintf(ls->part[ls->n_parts], sizeof(ls->part[0]), "%s", name);
+		return ls->n_parts++;
+	}
+	if (ls->n_parts == LAYER_PARTS - 1)
+		snprintf(ls->part[ls->n_parts++], sizeof(ls->part[0]), "other");
+	return LAYER_PARTS - 1;
+}
+
+static double layer_part_ns(const struct layer_split *ls, size_t l, int p)
+{
+	return LAYER_NS(ls, l, p, 0) + LAYER_NS(ls, l, p, 1) + LAYER_NS(ls, l, p, 2);
+}
+
+/* The parts by their time over every layer, largest first ("other" stays last). */
+static void layer_split_order(struct layer_split *ls)
+{
+	int n = ls->n_parts - (ls->n_parts == LAYER_PARTS), order[LAYER_PARTS];
+	double total[LAYER_PARTS] = { 0 }, moved[LAYER_PARTS * 3];
+	char names[LAYER_PARTS][32];
+
+	for (int p = 0; p < ls->n_parts; p++) {
+		order[p] = p;
+		for (size_t l = 0; l < ls->n_layers; l++)
+			total[p] += layer_part_ns(ls, l, p);
+	}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && total[order[j]] > total[order[j - 1]]; j--) {
+			int t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	memcpy(names, ls->part, sizeof(names));
+	for (int p = 0; p < ls->n_parts; p++)
+		memcpy(ls->part[p], names[order[p]], sizeof(names[0]));
+	for (size_t l = 0; l < ls->n_layers; l++) {
+		memcpy(moved, &LAYER_NS(ls, l, 0, 0), sizeof(moved));
+		for (int p = 0; p < ls->n_parts; p++)
+			for (int ph = 0; ph < 3; ph++)
+				LAYER_NS(ls, l, p, ph) = moved[order[p] * 3 + ph];
+	}
+}
+
+/* Kernel and copy time per measured step by layer and part, from each activity's op path (else its range's). */
+static int layer_split_compute(struct layer_split *ls, const struct page_data *d)
+{
+	const struct replay *rp = d->rp;
+	char part[32];
+
+	memset(ls, 0, sizeof(*ls));
+	for (int pass = 0; pass < 2; pass++) {   /* the first pass counts the layers */
+		for (size_t i = 0; i < rp->n_activities; i++) {
+			const struct replay_activity *a = &rp->activities[i];
+			const struct replay_op *op = replay_op(rp, a->op);
+			const char *path = op && op->path ? replay_str(rp, op->path) : replay_activity_path(rp, a);
+			double ns = (double)(a->end - a->start) / (double)d->divisor;
+			long layer;
+
+			if (!replay_counts(rp, a->step, false))
+				continue;
+			layer = layer_of(path, part, sizeof(part));
+			if (pass == 0) {
+				if (layer >= 0 && (size_t)layer >= ls->n_layers)
+					ls->n_layers = (size_t)layer + 1;
+				continue;
+			}
+			ls->total += ns;
+			if (layer < 0) {
+				ls->outside += ns;
+				continue;
+			}
+			int ph = strstr(path, "backward") ? 1 : strstr(path, "forward") ? 0 : 2;
+			if (op && *replay_str(rp, op->phase))
+				ph = strcmp(replay_str(rp, op->phase), "forward") == 0 ? 0
+				   : strcmp(replay_str(rp, op->phase), "backward") == 0 ? 1 : 2;
+			LAYER_NS(ls, layer, layer_part_index(ls, part), ph) += ns;
+		}
+		if (pass == 0) {
+			if (ls->n_layers == 0)
+				return 0;
+			ls->ns = calloc(ls->n_layers * LAYER_PARTS * 3, sizeof(*ls->ns));
+			if (!ls->ns)
+				return error("out of memory for the layer breakdown");
+		}
+	}
+	layer_split_order(ls);
+	return 0;
+}
+
+/* Stacked columns, one per layer, a colour per part. */
+static void layer_chart(FILE *out, const struct layer_split *ls)
+{
+	const double w = CHART_W, h = 200, left = 64, bottom = 26, top = 10;
+	double max = 0, ticks[8], step, unit, cw = (w - left) / (double)ls->n_layers;
+	const char *uname;
+	char b[32], b1[32], b2[32];
+	int nt;
+
+	for (size_t l = 0; l < ls->n_layers; l++) {
+		double sum = 0;
+		for (int p = 0; p < ls->n_parts; p++)
+			sum += layer_part_ns(ls, l, p);
+		max = fmax(max, sum);
+	}
+	if (max <= 0)
+		return;
+	unit = human_time_unit(max, &uname);
+	nt = svg_ticks_linear(0, max / unit, 4, ticks, 8, &step);
+	if (nt > 0 && nt < 8 && ticks[nt - 1] * unit < max) {   /* end on the tick above the tallest column */
+		ticks[nt] = ticks[nt - 1] + step;
+		nt++;
+	}
+	max = nt > 0 ? ticks[nt - 1] * unit : max;
+	svg_begin(out, (int)w, (int)h, "Kernel time per layer, by part");
+	for (int i = 0; i < nt; i++) {
+		double y = h - bottom - (h - bottom - top) * ticks[i] * unit / max;
+		svg_line(out, left, y, w, y, "#eaecf0", 1, NULL);
+		svg_text(out, left - 6, y + 4, SVG_END, 11, "#667085", NULL, "%s %s",
+			 svg_fmt_tick(b, sizeof(b), ticks[i], step), uname);
+	}
+	for (size_t l = 0; l < ls->n_layers; l++) {
+		double y = h - bottom, x = left + cw * (double)l + cw * 0.14;
+
+		for (int p = 0; p < ls->n_parts; p++) {
+			double ns = layer_part_ns(ls, l, p), bh = (h - bottom - top) * ns / max;
+			if (ns <= 0)
+				continue;
+			y -= bh;
+			page_tip_rect(out, x, y, cw * 0.72, bh, svg_series_color(p), "layer.%zu %s: %s per step\n"
+				 "forward %s, backward %s", l, ls->part[p], human_time(b, sizeof(b), ns),
+				 human_time(b1, sizeof(b1), LAYER_NS(ls, l, p, 0)),
+				 human_time(b2, sizeof(b2), LAYER_NS(ls, l, p, 1)));
+		}
+		if (cw >= 18 || l % (size_t)ceil(18 / cw) == 0)
+			svg_text(out, left + cw * ((double)l + 0.5), h - 8, SVG_MIDDLE, 11, "#667085", NULL, "%zu", l);
+	}
+	svg_end(out);
+	fputs("<div class=\"legend\">", out);
+	for (int p = 0; p < ls->n_parts; p++)
+		fprintf(out, "<span><i style=\"background:%s\"></i>%s</span>", svg_series_color(p), ls->part[p]);
+	fputs("</div>\n", out);
+}
+
+int page_layers(FILE *out, const struct page_data *d)
+{
+	struct layer_split ls;
+	struct report *r = NULL;
+	struct table *t;
+	char col[64], lead[512], b1[32], b2[32];
+	int rc = -1;
+
+	if (layer_split_compute(&ls, d) < 0)
+		goto out;
+	snprintf(lead, sizeof(lead), "Kernel and copy time per measured step in each layer.N of the ops' NVTX paths, "
+		 "split by the part under the layer (norms together); %s per step is outside every layer "
+		 "(embedding, head, loss, optimizer). Reproduce: steptrace summary %s --range 'layer.*/attn'",
+		 human_time(b1, sizeof(b1), ls.outside), page_base_name(d->rp->path));
+	page_section_begin(out, d, "layers", "Per layer", lead);
+	if (ls.n_layers == 0) {
+		fputs("<p class=\"muted\">No op or range path names a layer (layer.N).</p>\n", out);
+		page_section_end(out);
+		rc = 0;
+		goto out;
+	}
+	layer_chart(out, &ls);
+	r = report_new();
+	t = report_add_table(r, "layers", NULL);
+	table_add_column(t, "Layer", COL_STR, 0);
+	for (int p = 0; p < ls.n_parts; p++) {
+		snprintf(col, sizeof(col), "%s (us)", ls.part[p]);
+		table_add_column(t, col, COL_FLOAT, 3);
+	}
+	table_add_column(t, "Forward (us)", COL_FLOAT, 3);
+	table_add_column(t, "Backward (us)", COL_FLOAT, 3);
+	table_add_column(t, "Total (us)", COL_FLOAT, 3);
+	table_add_column(t, "Share (%)", COL_FLOAT, 1);
+	for (size_t l = 0; l < ls.n_layers; l++) {
+		double fwd = 0, bwd = 0, sum = 0;
+		table_row(t);
+		snprintf(col, sizeof(col), "layer.%zu", l);
+		table_str(t, col);
+		for (int p = 0; p < ls.n_parts; p++) {
+			table_float(t, layer_part_ns(&ls, l, p) / 1e3);
+			fwd += LAYER_NS(&ls, l, p, 0);
+			bwd += LAYER_NS(&ls, l, p, 1);
+			sum += layer_part_ns(&ls, l, p);
+		}
+		table_float(t, fwd / 1e3);
+		table_float(t, bwd / 1e3);
+		table_float(t, sum / 1e3);
+		table_float(t, ls.total > 0 ? 100.0 * sum / ls.total : 0.0);
+	}
+	snprintf(col, sizeof(col), "%slayers-table", d->prefix);
+	if (html_report_tables(out, r, &(struct html_tables){ .name = "layers", .id = col, .visible = 48 }) < 0)
+		goto out;
+	fputs("<p class=\"footnote\">", out);
+	html_printf(out, "All layers: %s of %s per step.", human_time(b1, sizeof(b1), ls.total - ls.outside),
+		    human_time(b2, sizeof(b2), ls.total));
+	fputs("</p>\n", out);
+	page_section_end(out);
+	rc = 0;
+out:
+	report_free(r);
+	free(ls.ns);
+	return rc;
+}

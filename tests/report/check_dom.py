@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""check_dom.py: checks a report page as headless Chromium left it (--dump-dom),
+after report.js ran and its test hooks (the URL's #fragment) wrote their
+results into data-* attributes. Standard library only.
+
+  check_dom.py PAGE.dom [--overflow] [--timelines N] [--drawn-min N]
+               [--sorted TABLE:COL:asc|desc ...] [--pinned] [--gestures] [--banner TEXT]
+               [--print-drawn]
+
+Always: report.js finished (data-ready) and no script error was collected
+(data-js-errors is 0). Prints one line per failure and exits 1.
+"""
+import argparse
+import html.parser
+import sys
+
+
+class Page(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.root = {}
+        self.timelines = []     # attrs of each .tl
+        self.tables = {}        # id -> rows of [data-v or text of each cell]
+        self.text = []
+        self.tip = ''           # the tooltip's text
+        self._in_tip = False
+        self._table = None
+        self._row = None
+        self._text_cell = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = (a.get('class') or '').split()
+        if tag == 'html':
+            self.root = a
+        elif a.get('id') == 'tip':
+            self._in_tip = 'hidden' not in a
+        elif 'tl' in classes and 'data-src' in a:
+            self.timelines.append(a)
+        elif tag == 'table' and a.get('id'):
+            self._table = a['id']
+            self.tables[self._table] = []
+        elif tag == 'tr' and self._table:
+            self._row = []
+        elif tag == 'td' and self._row is not None:
+            # a number's exact value, else the cell's text
+            self._row.append(a.get('data-v', ''))
+            self._text_cell = 'data-v' not in a
+
+    def handle_endtag(self, tag):
+        if tag == 'tr' and self._table and self._row is not None:
+            if self._row:
+                self.tables[self._table].append(self._row)
+            self._row = None
+        elif tag == 'table':
+            self._table = None
+        elif tag == 'td':
+            self._text_cell = False
+        elif tag == 'div':
+            self._in_tip = False
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._in_tip:
+            self.tip += data
+        if self._text_cell and self._row:
+            self._row[-1] += data
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('dom')
+    ap.add_argument('--overflow', action='store_true', help='the width check ran and found nothing')
+    ap.add_argument('--timelines', type=int, help='this many timelines drew')
+    ap.add_argument('--drawn-min', type=int, default=0, help='each timeline drew at least this many slices')
+    ap.add_argument('--sorted', action='append', default=[],
+                    help='TABLE:COL:asc|desc, the order the hook asked for (repeatable)')
+    ap.add_argument('--pinned', action='store_true', help='a click pinned a kernel in every timeline')
+    ap.add_argument('--gestures', action='store_true',
+                    help='the drag moved the view later by the same span, the wheel then zoomed in')
+    ap.add_argument('--banner', help='text the page must show')
+    ap.add_argument('--print-drawn', action='store_true', help='print the first timeline\'s drawn count')
+    args = ap.parse_args()
+
+    page = Page()
+    with open(args.dom, encoding='utf-8', errors='replace') as f:
+        page.feed(f.read())
+    fails = []
+    root = page.root
+    if root.get('data-ready') != '1':
+        fails.append('report.js did not finish (no data-ready on <html>)')
+    if root.get('data-js-errors') != '0':
+        fails.append('script errors: %s' % root.get('data-js-errors'))
+    if args.overflow:
+        if root.get('data-overflow') is None:
+            fails.append('the width check did not run')
+        elif root.get('data-overflow') != '0':
+            fails.append('%s elements wider than their card: %s' % (root['data-overflow'],
+                                                                    root.get('data-overflow-what')))
+    if args.timelines is not None:
+        drawn = [t for t in page.timelines if 'data-drawn' in t]
+        if len(drawn) != args.timelines:
+            fails.append('%d timelines drew, want %d' % (len(drawn), args.timelines))
+    for t in page.timelines:
+        n = int(t.get('data-drawn', '-1'))
+        if n < args.drawn_min:
+            fails.append('timeline %s drew %d slices, want at least %d (of %s)'
+                         % (t.get('data-src'), n, args.drawn_min, t.get('data-slices')))
+        if args.pinned and not t.get('data-pinned'):
+            fails.append('timeline %s pinned nothing' % t.get('data-src'))
+        if args.pinned and t.get('data-pinned') and t['data-pinned'] not in page.tip:
+            fails.append('the tooltip does not show %r: %r' % (t['data-pinned'], page.tip))
+        if args.gestures:
+            fit, dragged, now = ([float(v) for v in t.get(k, '0 0').split()]
+                                 for k in ('data-view-fit', 'data-view-dragged', 'data-view'))
+            span = fit[1] - fit[0]
+            if not (dragged[0] > fit[0] and abs((dragged[1] - dragged[0]) - span) <= 0.01 * span):
+                fails.append('dragging left did not pan later: %s -> %s' % (fit, dragged))
+            if not (0 < now[1] - now[0] < 0.8 * (dragged[1] - dragged[0])):
+                fails.append('the wheel did not zoom in: %s -> %s' % (dragged, now))
+    for spec in args.sorted:
+        table, col, direction = spec.split(':')
+        col = int(col)
+        if table not in root.get('data-sorted', '').split():
+            fails.append('the hook did not sort %s' % table)
+        rows = page.tables.get(table, [])
+        values = [float(r[col]) for r in rows if col < len(r) and r[col] != '']
+        want = sorted(values, reverse=direction == 'desc')
+        if len(set(values)) < 3:
+            fails.append('table %s has %d distinct values in column %d' % (table, len(set(values)), col))
+        elif values != want:
+            fails.append('table %s column %d is not %s: %s' % (table, col, direction, values[:6]))
+    if args.banner and args.banner not in ' '.join(''.join(page.text).split()):
+        fails.append('the page does not say %r' % args.banner)
+    for f in fails:
+        print('%s: %s' % (args.dom, f))
+    if args.print_drawn and page.timelines:
+        print(page.timelines[0].get('data-drawn', '-1'))
+    return 1 if fails else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
