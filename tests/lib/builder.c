@@ -59,6 +59,26 @@ void builder_h100(struct builder *b, const char *name)
 	b->device.cuda_runtime_version = 13000;
 }
 
+void builder_rank(struct builder *b, uint32_t rank, uint32_t world, uint64_t run_id, const char *ddp)
+{
+	b->header.rank = rank;
+	b->header.world_size = world;
+	b->header.local_rank = rank;
+	b->header.run_id = run_id;
+	b->header.nccl_version = "2.28.9";
+	b->config.ddp = (char *)(ddp ? ddp : "");
+	b->device.index = rank;
+}
+
+uint32_t builder_comm_op(struct builder *b, const char *path, uint64_t bytes)
+{
+	const char *kind = strstr(path, "comm/");
+
+	return builder_op(b, &(struct builder_op){ .path = path, .kind = kind ? kind + 5 : path,
+				  .phase = "comm", .bytes = bytes, .inputs = { ST_DT_F32 },
+				  .outputs = { ST_DT_F32 } });
+}
+
 int builder_open(struct builder *b, const char *path)
 {
 	b->writer = bundle_writer_open(path, &b->header, NULL);
