@@ -122,6 +122,13 @@ static struct corr_map corrs;
 
 static _Thread_local uint32_t current_op;
 static _Thread_local int api_depth;
+/*
+ * The op open on the thread that drives the step, for launches from threads
+ * of the libraries it calls: NCCL's non-blocking communicators may launch a
+ * collective's kernel from a thread of their own while the op that started
+ * it is open.
+ */
+static _Atomic uint32_t driving_op;
 
 /* ---- NVTX injection and the clock ------------------------------------ */
 
@@ -159,11 +166,13 @@ uint64_t capture_thread_id(void)
 void capture_op_begin(uint32_t op)
 {
 	current_op = op;
+	atomic_store_explicit(&driving_op, op, memory_order_release);
 }
 
 void capture_op_end(void)
 {
 	current_op = 0;
+	atomic_store_explicit(&driving_op, 0, memory_order_release);
 }
 
 void capture_step_begin(uint32_t index)
@@ -197,8 +206,10 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 	}
 	/* Both the runtime call and the driver call it makes (if CUPTI reports
 	 * it) get the op: the activity record carries one of their ids. */
-	if (current_op)
-		corr_map_put(&corrs, cb->correlationId, current_op);
+	uint32_t op = current_op ? current_op : atomic_load_explicit(&driving_op, memory_order_acquire);
+
+	if (op)
+		corr_map_put(&corrs, cb->correlationId, op);
 	if (api_depth++ > 0 || cls == CB_ALLOC)
 		return;
 	c = atomic_load_explicit(&cap.bucket, memory_order_acquire);
