@@ -15,11 +15,14 @@
 #include "cmd/gpu.h"
 #include "lib/error.h"
 #include "model/attention_sweep.h"
+#include "model/comm.h"
+#include "model/ranks.h"
 #include "record/record.h"
 
 static const char *const record_usage[] = {
 	"steptrace record [--model NAME | --d-model N --layers N --heads N] [<options>] -o FILE.stb",
 	"steptrace record attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>] -o FILE.stb",
+	"steptrace record --ddp MODE [--nproc N] [<options>] -o FILE.stb   (FILE.rankN.stb per rank)",
 	NULL
 };
 
@@ -83,9 +86,31 @@ static int record_attention(int argc, const char **argv, char *command_line)
 	return status;
 }
 
+/* What each rank of a data-parallel recording gets. */
+struct record_job {
+	const struct record_opts *o;
+	const struct model_config *c;
+};
+
+/* One rank: its own bundle, FILE.rankR.stb. */
+static int record_rank(const struct rank_info *ri, struct comm *comm, void *ctx)
+{
+	const struct record_job *j = ctx;
+	struct record_opts o = *j->o;
+	char path[4096];
+
+	if (rank_output_path(o.output, ri->rank, ri->size, path, sizeof(path)))
+		return 1;
+	o.output = path;
+	o.comm = comm;
+	o.rank = ri;
+	return (int)record_run(&o, j->c);
+}
+
 int cmd_record(int argc, const char **argv)
 {
 	struct gpu_model_args a = GPU_MODEL_ARGS_INIT;
+	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
 	struct record_opts o = { .warmup = 1, .steps = 2, .calibrate = true };
 	int api = CAPTURE_API_WORK, status;
 	struct model_config c;
@@ -98,7 +123,9 @@ int cmd_record(int argc, const char **argv)
 		OPT_INTEGER('n', "steps", &o.steps, "measured steps (default 2)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the weights and the batch (default 0)"),
 		OPT_DOUBLE(0, "lr", &a.lr, "AdamW learning rate (default 1e-3)"),
+		OPT_GPU_DDP(&a.ddp, &a.bucket_mb),
 		OPT_RECORD_OUTPUT(&o, &api),
+		OPT_GPU_RANKS(&ranks),
 		OPT_END(),
 	};
 	char *command_line = record_command_line(argc, argv);
@@ -111,11 +138,22 @@ int cmd_record(int argc, const char **argv)
 	status = gpu_parse(argc, argv, opts, record_usage);
 	if (status == GPU_GO && !o.output)
 		status = gpu_usage_error(record_usage, opts, "no output file: use -o FILE.stb");
-	if (status == GPU_GO && (gpu_model_config(&a, &c) || gpu_check_steps(o.warmup, o.steps)))
+	if (status == GPU_GO && (gpu_model_config(&a, &c) || gpu_check_steps(o.warmup, o.steps) ||
+				 gpu_ranks_check(&ranks)))
 		status = EXIT_USAGE;
+	if (status == GPU_GO && ranks.nproc > 1 && c.ddp == ST_DDP_NONE)
+		status = gpu_usage_error(record_usage, opts, "--nproc %d records a data-parallel run: "
+					 "give --ddp naive, flat, overlap or bucket", ranks.nproc);
 	if (status == GPU_GO) {
 		o.api = (enum capture_api)api;
 		o.command_line = command_line;
+	}
+	if (status == GPU_GO && c.ddp != ST_DDP_NONE) {
+		struct record_job job = { &o, &c };
+
+		/* NCCL has NVTX ranges of its own: injection first, for every rank */
+		status = capture_nvtx_setup() ? 1 : gpu_ranks_run(&ranks, record_rank, &job);
+	} else if (status == GPU_GO) {
 		status = (int)record_run(&o, &c);
 	}
 	free(command_line);

@@ -9,6 +9,9 @@
 #include "lib/human.h"
 #include "lib/stats.h"
 
+const char *const allreduce_dtype_names[] = { "f32", "bf16", "f16", NULL };
+const int allreduce_dtypes[] = { ST_DT_F32, ST_DT_BF16, ST_DT_F16 };
+
 double comm_gbps(uint64_t bytes, double us)
 {
 	return us > 0 ? (double)bytes / (us * 1e3) : 0;

@@ -27,6 +27,10 @@
 #include "lib/table.h"
 #include "model/config.h"
 
+/* The dtypes `bench allreduce --dtype` takes ("f32", "bf16", "f16") and their enum st_dtype. */
+extern const char *const allreduce_dtype_names[];
+extern const int allreduce_dtypes[];
+
 /* GB/s (10^9 bytes per second) of `bytes` moved in `us` microseconds; 0 when us <= 0. */
 double comm_gbps(uint64_t bytes, double us);
 

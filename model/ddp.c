@@ -18,9 +18,11 @@
  * the path it is registered with is the one its kernels are found under.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/error.h"
 #include "lib/gpu_check.h"
@@ -177,10 +179,37 @@ int ddp_grads_final(struct model *m, size_t offset)
 	return MODEL_OK;
 }
 
-void ddp_step_begin(struct model *m)
+/*
+ * STEPTRACE_FAULT=RANK:WHAT:STEP, for the tests of failure handling
+ * (tests/gpu2): at the start of step STEP, rank RANK exits with status 3
+ * (exit), dies by SIGKILL (kill), or stops answering (hang).
+ */
+static void fault(const struct model *m, uint32_t index)
 {
-	if (m->ddp)
-		m->ddp->next = 0;
+	const char *s = getenv("STEPTRACE_FAULT");
+	char what[16] = "";
+	int rank = -1;
+	unsigned step = 0;
+
+	if (!s || sscanf(s, "%d:%15[a-z]:%u", &rank, what, &step) != 3 ||
+	    rank != comm_rank(m->ddp->comm) || step != index)
+		return;
+	fprintf(stderr, "STEPTRACE_FAULT: rank %d: %s at step %u\n", rank, what, step);
+	if (!strcmp(what, "exit"))
+		exit(3);
+	if (!strcmp(what, "kill"))
+		raise(SIGKILL);
+	if (!strcmp(what, "hang"))
+		for (;;)
+			pause();
+}
+
+void ddp_step_begin(struct model *m, uint32_t index)
+{
+	if (!m->ddp)
+		return;
+	m->ddp->next = 0;
+	fault(m, index);
 }
 
 int ddp_finish_backward(struct model *m)

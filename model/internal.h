@@ -154,7 +154,7 @@ int model_plan(struct model *m);
  * optimizer's; ddp_sync waits for the compute stream, bounded.
  */
 struct ddp;
-void ddp_step_begin(struct model *m);
+void ddp_step_begin(struct model *m, uint32_t index);
 int ddp_grads_final(struct model *m, size_t offset);
 int ddp_finish_backward(struct model *m);
 void ddp_step_times(struct model *m, struct model_step_times *t);

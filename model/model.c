@@ -444,7 +444,7 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	if (c->ddp != ST_DDP_NONE && !m->ddp)
 		return error("--ddp %s needs the rank's communicator (model_set_comm)",
 			     st_name(st_ddp_names, c->ddp));
-	ddp_step_begin(m);
+	ddp_step_begin(m, index);
 	if (m->ops.obs)
 		m->ops.obs->step_begin(m->ops.obs->ctx, index, warmup);
 	clock_gettime(CLOCK_MONOTONIC, &t0);

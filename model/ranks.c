@@ -140,6 +140,22 @@ void rank_env_defaults(void)
 	setenv("NVSHMEM_DISABLE_NVLS", "1", 0);
 }
 
+int rank_output_path(const char *path, int rank, int size, char *buf, size_t len)
+{
+	size_t n = strlen(path);
+	int k;
+
+	if (size <= 1)
+		k = snprintf(buf, len, "%s", path);
+	else if (n > 4 && !strcmp(path + n - 4, ".stb"))
+		k = snprintf(buf, len, "%.*s.rank%d.stb", (int)(n - 4), path, rank);
+	else
+		k = snprintf(buf, len, "%s.rank%d", path, rank);
+	if (k < 0 || (size_t)k >= len)
+		return error("output path '%s' is too long for rank %d's file", path, rank);
+	return 0;
+}
+
 int rank_device(const struct rank_info *ri, int devices)
 {
 	return devices > 0 ? ri->local_rank % devices : 0;

@@ -66,6 +66,13 @@ int rank_rendezvous_dir(struct rank_info *ri, const char *given);
  */
 void rank_env_defaults(void);
 
+/*
+ * A rank's file from the run's: "run.stb" -> "run.rank1.stb" ("run" ->
+ * "run.rank1"); the path itself for a run of one process. -1 after a line
+ * when it does not fit in len.
+ */
+int rank_output_path(const char *path, int rank, int size, char *buf, size_t len);
+
 /* The CUDA device of a rank: its local rank modulo the devices it sees. */
 int rank_device(const struct rank_info *ri, int devices);
 

@@ -128,6 +128,16 @@ static void test_dir_and_device(void)
 	detect(&ri, (const char *const[]){ NULL });
 	CHECK(rank_rendezvous_dir(&ri, NULL) == 0 && ri.rendezvous[0] == '\0', "one process needs none");
 
+	CHECK(rank_output_path("out/run.stb", 1, 2, want, sizeof(want)) == 0);
+	CHECK_STR(want, "out/run.rank1.stb");
+	CHECK(rank_output_path("run", 0, 4, want, sizeof(want)) == 0);
+	CHECK_STR(want, "run.rank0");
+	CHECK(rank_output_path("run.stb", 0, 1, want, sizeof(want)) == 0);
+	CHECK_STR(want, "run.stb");
+	error_set_stream(fopen("/dev/null", "w"));
+	CHECK(rank_output_path("long-name.stb", 10, 11, want, 12) < 0, "too long");
+	error_set_stream(NULL);
+
 	ri.local_rank = 5;
 	CHECK(rank_device(&ri, 2) == 1 && rank_device(&ri, 8) == 5 && rank_device(&ri, 0) == 0,
 	      "local rank modulo the devices");
