@@ -34,9 +34,9 @@ static int check(void *ctx)
 	return 0;
 }
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
-	return export_run(&rps[0], &((struct export_cmd *)ctx)->o);
+	return export_run(rps[0], &((struct export_cmd *)ctx)->o);
 }
 
 int cmd_export(int argc, const char **argv)

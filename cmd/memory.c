@@ -18,9 +18,9 @@ static int check(void *ctx)
 	return 0;
 }
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
-	return memory_run(&rps[0], ctx, r);
+	return memory_run(rps[0], ctx, r);
 }
 
 int cmd_memory(int argc, const char **argv)
@@ -38,6 +38,7 @@ int cmd_memory(int argc, const char **argv)
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .format = &format,
+		.ranks = RANKS_SPLIT, .output = &o.svg, .output_option = "--svg",
 		.check = check, .run = run, .ctx = &o,
 	};
 

@@ -9,9 +9,9 @@ static const char *const usage[] = {
 	NULL,
 };
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
-	return report_html_write(&rps[0], n == 2 ? &rps[1] : NULL, *(const char **)ctx);
+	return report_html_write(rps[0], n == 2 ? rps[1] : NULL, *(const char **)ctx);
 }
 
 int cmd_report(int argc, const char **argv)

@@ -68,6 +68,7 @@ void builder_rank(struct builder *b, uint32_t rank, uint32_t world, uint64_t run
 	b->header.nccl_version = "2.28.9";
 	b->config.ddp = (char *)(ddp ? ddp : "");
 	b->device.index = rank;
+	b->gpu = rank;
 }
 
 uint32_t builder_comm_op(struct builder *b, const char *path, uint64_t bytes)
@@ -216,6 +217,7 @@ void builder_kernel(struct builder *b, const char *name, uint64_t correlation, u
 	ev.kernel.name = builder_string(b, name);
 	ev.kernel.correlation = correlation;
 	ev.kernel.stream = stream;
+	ev.kernel.device = b->gpu;
 	ev.kernel.op = op;
 	memcpy(ev.kernel.grid, g->grid, sizeof(g->grid));
 	memcpy(ev.kernel.block, g->block, sizeof(g->block));
@@ -234,6 +236,7 @@ void builder_memcpy(struct builder *b, uint32_t copy_kind, uint64_t bytes, uint6
 	ev.memcpy.bytes = bytes;
 	ev.memcpy.correlation = correlation;
 	ev.memcpy.stream = stream;
+	ev.memcpy.device = b->gpu;
 	ev.memcpy.op = op;
 	builder_add(b, &ev);
 }
@@ -246,6 +249,7 @@ void builder_memset(struct builder *b, uint64_t bytes, uint64_t correlation, uin
 	ev.memset.bytes = bytes;
 	ev.memset.correlation = correlation;
 	ev.memset.stream = stream;
+	ev.memset.device = b->gpu;
 	ev.memset.op = op;
 	builder_add(b, &ev);
 }

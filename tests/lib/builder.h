@@ -61,6 +61,7 @@ struct builder {
 	uint64_t thread;                    /* of ranges, calls and steps (1) */
 	uint32_t cbid;                      /* CUPTI callback id written on calls (0) */
 	uint32_t source;                    /* enum st_mem_source of allocations (model) */
+	uint32_t gpu;                       /* CUDA device of kernels, copies and memsets (0) */
 	struct builder_geometry geometry;   /* of the kernels written next */
 
 	uint64_t correlation;               /* the last call's */
@@ -96,7 +97,8 @@ void builder_h100(struct builder *b, const char *name);
 /*
  * One rank of a run of several (format 1.3): rank `rank` of `world` in run
  * `run_id`, data parallelism `ddp` ("bucket", ...; NULL for none), NCCL
- * 2.28.9. b->header.time_base_ns and hostname are the test's to set.
+ * 2.28.9, on device `rank` (b->gpu and the header's). b->header.time_base_ns
+ * and hostname are the test's to set.
  */
 void builder_rank(struct builder *b, uint32_t rank, uint32_t world, uint64_t run_id, const char *ddp);
 
