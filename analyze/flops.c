@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analyze/category.h"
+#include "analyze/comm.h"
 #include "lib/error.h"
 
 const char *const flops_by_names[] = { "kind", "op", NULL };
@@ -262,6 +263,7 @@ static void divide(struct flops_result *res)
 			r->roof_ns /= d;
 	}
 	res->kernel_ns /= d;
+	res->comm_ns /= d;
 	res->gemm_ns /= d;
 	for (int p = 0; p < 3; p++) {
 		res->phase_kernel_ns[p] /= d;
@@ -322,6 +324,10 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		if (a->kind != ST_KERNEL || !replay_counts(rp, a->step, opt->include_warmup) ||
 		    !replay_filter_activity(&filter, rp, a))
 			continue;
+		if (comm_is_collective(rp, a)) {   /* moves data between GPUs: no FLOPs, no roofline */
+			out->comm_ns += (double)(a->end - a->start);
+			continue;
+		}
 		op = replay_op(rp, a->op);
 		if (op) {
 			if (opt->phase && strcmp(replay_str(rp, op->phase), opt->phase) != 0)
@@ -453,6 +459,9 @@ static void notes(struct report *r, const struct flops_result *res)
 			    100.0 * res->gemm_ns / res->kernel_ns, res->gemm_ns / 1e6, res->kernel_ns / 1e6,
 			    n ? buf : "");
 	}
+	if (res->comm_ns > 0)
+		report_note(r, "collectives left out: %.3f ms per step of communication kernels (steptrace comm)",
+			    res->comm_ns / 1e6);
 	for (int p = 0; p < 2; p++) {
 		const struct flops_attention *at = &res->attention[p];
 		if (!at->present || at->matmul_ns <= 0 || at->matmul_flops <= 0)
