@@ -141,7 +141,7 @@ struct comm *comm_init(const struct rank_info *ri, double timeout_s)
 		}
 		clock_gettime(CLOCK_REALTIME, &ts);
 		boot.run_id = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
-			      (uint64_t)boot.id.internal[0] << 56;
+			      (uint64_t)(uint8_t)boot.id.internal[0] << 56;
 	}
 	if (rendezvous_exchange(ri->rendezvous, ri->rank, ri->size, &boot, sizeof(boot), timeout_s))
 		goto fail;
