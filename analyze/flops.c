@@ -324,11 +324,12 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		if (a->kind != ST_KERNEL || !replay_counts(rp, a->step, opt->include_warmup) ||
 		    !replay_filter_activity(&filter, rp, a))
 			continue;
-		if (comm_is_collective(rp, a)) {   /* moves data between GPUs: no FLOPs, no roofline */
+		op = replay_op(rp, a->op);
+		/* a communication op's kernels move data between GPUs: no FLOPs, no roofline */
+		if (op && comm_is_collective(rp, a)) {
 			out->comm_ns += (double)(a->end - a->start);
 			continue;
 		}
-		op = replay_op(rp, a->op);
 		if (op) {
 			if (opt->phase && strcmp(replay_str(rp, op->phase), opt->phase) != 0)
 				continue;

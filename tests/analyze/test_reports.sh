@@ -91,7 +91,7 @@ expect summary-category 0 "$H
 24.6,320,4,80.0,80.0,60,100,23.1,softmax
 20.0,260,6,43.3,40.0,40,50,5.2,elementwise
 15.4,200,2,100.0,100.0,100,100,0.0,optimizer
-6.2,80,2,40.0,40.0,40,40,0.0,other
+6.2,80,2,40.0,40.0,40,40,0.0,communication
 4.6,60,4,15.0,15.0,10,20,5.8,memcpy/memset" -- summary "$dir/basic.stb" --format csv --by category
 
 expect summary-forward-category 0 "$H
