@@ -101,6 +101,14 @@ want "$tmp/steps.csv" "1,2,no,9.000,7.500,7.500,5"
 "$st" info $B --format csv >"$tmp/info.csv" 2>&1 || fail "info of two ranks"
 want "$tmp/info.csv" "1,rank,\"1 of 2 (local rank 1, run 0000000000abcdef, NCCL 2.28.9)\""
 want "$tmp/info.csv" "0,data parallel,bucket (buckets of 25 MB)"
+# memory per rank (rank 1's activations are twice rank 0's); diff's pooled peak is the largest rank's
+# shellcheck disable=SC2086
+"$st" memory $B --format csv >"$tmp/mem.csv" 2>&1 || fail "memory of two ranks"
+want "$tmp/mem.csv" "0,overall,model,83886080,80.0,6.100,1.100,step/forward/layer.0/ffn/w1,step"
+want "$tmp/mem.csv" "1,overall,model,100663296,96.0,6.100,1.100,step/forward/layer.0/ffn/w1,step"
+# shellcheck disable=SC2086
+"$st" diff $B $N --format csv >"$tmp/dmem.csv" 2>&1
+want "$tmp/dmem.csv" "peak,96.000,96.000,0.000,1.000"
 # shellcheck disable=SC2086
 "$st" memory $B --svg "$tmp/m.svg" >"$tmp/out" 2>"$tmp/err"
 [ $? = 1 ] || fail "memory --svg of two ranks: not refused"

@@ -12,6 +12,8 @@
  *
  *   compute (stream 7): forward 1-3, backward 3-6, optimizer after the
  *   last all-reduce for 1 ms
+ *   memory: 64 MiB of parameters throughout, 16 MiB (rank 1: 32 MiB) of
+ *   activations from 1.1 to 5 ms of each step
  *   bucket: bucket.0 (100 MB) rank 0 4.0-5.0, rank 1 4.2-5.0
  *           bucket.1 (200 MB) rank 0 5.5-7.5, rank 1 5.6-7.5; step 9 ms
  *   naive:  layers.0.ffn.w1.weight (100 MB) rank 0 6.0-7.0, rank 1 6.3-7.0
@@ -73,8 +75,14 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 					     .phase = "optimizer" });
 	for (int k = 0; k < 2; k++)
 		comm_op[k] = builder_comm_op(&b, cl[k].path, cl[k].bytes);
+	/* parameters for the run; each step's activations (rank 1's twice rank 0's), freed by its end */
+	builder_alloc(&b, 5 * MS - shift, 0x7f0000000000ull, 64 << 20, ST_MEM_PARAMETER, 0);
 	for (uint32_t s = 0; s < 3; s++) {
 		uint64_t S = 10 * MS + s * 20 * MS - shift;   /* the step's start, in this rank's time */
+
+		builder_alloc(&b, S + 1100 * US, 0x7f1000000000ull, (uint64_t)(16 << 20) * (rank + 1),
+			      ST_MEM_ACTIVATION, 1);
+		builder_free(&b, S + 5000 * US, 0x7f1000000000ull, 0, 0, 2);
 
 		builder_push(&b, "step", S);
 		builder_push(&b, "forward", S + 500 * US);
@@ -106,6 +114,7 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 		builder_pop(&b, S + step_len);
 		builder_step(&b, s, s == 0, S, S + step_len);
 	}
+	builder_free(&b, 70 * MS - shift, 0x7f0000000000ull, 0, 0, 0);
 	return builder_close(&b, "ok");
 }
 
