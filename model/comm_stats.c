@@ -19,23 +19,35 @@ double comm_gbps(uint64_t bytes, double us)
 
 /* ---- all-reduce ------------------------------------------------------------ */
 
+/* A table's columns, declared. */
+struct column_def {
+	const char *name;
+	enum column_type type;
+	int precision;
+};
+
+static struct table *table_with(struct report *r, const char *name, const char *title,
+				const struct column_def *cols, size_t n)
+{
+	struct table *t = report_add_table(r, name, title);
+
+	for (size_t i = 0; i < n; i++)
+		table_add_column(t, cols[i].name, cols[i].type, cols[i].precision);
+	return t;
+}
+
 struct table *allreduce_table(struct report *r)
 {
-	static const char *const floats[] = { "mean_us", "min_us", "max_us", "std_us",
-					      "algbw_gbs", "busbw_gbs" };
-	struct table *t = report_add_table(r, "allreduce",
-					   "All-reduce (us per iteration; bandwidths in GB/s, nccl-tests' definitions)");
+	static const struct column_def cols[] = {
+		{ "size", COL_STR, 0 }, { "bytes", COL_INT, 0 }, { "dtype", COL_STR, 0 },
+		{ "ranks", COL_INT, 0 }, { "rank", COL_STR, 0 }, { "iters", COL_INT, 0 },
+		{ "mean_us", COL_FLOAT, 1 }, { "min_us", COL_FLOAT, 1 }, { "max_us", COL_FLOAT, 1 },
+		{ "std_us", COL_FLOAT, 1 }, { "algbw_gbs", COL_FLOAT, 2 }, { "busbw_gbs", COL_FLOAT, 2 },
+		{ "check", COL_STR, 0 },
+	};
 
-	table_add_column(t, "size", COL_STR, 0);
-	table_add_column(t, "bytes", COL_INT, 0);
-	table_add_column(t, "dtype", COL_STR, 0);
-	table_add_column(t, "ranks", COL_INT, 0);
-	table_add_column(t, "rank", COL_STR, 0);
-	table_add_column(t, "iters", COL_INT, 0);
-	for (size_t i = 0; i < sizeof(floats) / sizeof(floats[0]); i++)
-		table_add_column(t, floats[i], COL_FLOAT, i < 4 ? 1 : 2);
-	table_add_column(t, "check", COL_STR, 0);
-	return t;
+	return table_with(r, "allreduce", "All-reduce (us per iteration; bandwidths in GB/s, nccl-tests' "
+			  "definitions)", cols, sizeof(cols) / sizeof(cols[0]));
 }
 
 static void allreduce_row(struct table *t, const struct allreduce_result *res, const char *rank,
@@ -89,33 +101,23 @@ void allreduce_rows(struct table *t, const struct allreduce_result *res)
 
 /* ---- data parallelism -------------------------------------------------------- */
 
-static const char *const phase_columns[DP_COUNT] = {
-	"forward_ms", "backward_ms", "comm_ms", "exposed_ms", "optimizer_ms", "step_ms",
-};
-
 struct table *ddp_table(struct report *r)
 {
-	static const char *const pct[] = { "forward_pct", "backward_pct", "exposed_pct", "optimizer_pct",
-					   "comm_pct", "hidden_pct" };
-	struct table *t = report_add_table(r, "ddp",
-		"Data-parallel training step (ms: mean over measured steps; shares of the step time)");
+	static const struct column_def cols[] = {
+		{ "model", COL_STR, 0 }, { "ctx", COL_INT, 0 }, { "precision", COL_STR, 0 },
+		{ "ddp", COL_STR, 0 }, { "ranks", COL_INT, 0 }, { "rank", COL_STR, 0 },
+		{ "batch", COL_INT, 0 },
+		/* enum ddp_phase's order */
+		{ "forward_ms", COL_FLOAT, 3 }, { "backward_ms", COL_FLOAT, 3 }, { "comm_ms", COL_FLOAT, 3 },
+		{ "exposed_ms", COL_FLOAT, 3 }, { "optimizer_ms", COL_FLOAT, 3 }, { "step_ms", COL_FLOAT, 3 },
+		{ "step_std", COL_FLOAT, 3 },
+		{ "forward_pct", COL_FLOAT, 1 }, { "backward_pct", COL_FLOAT, 1 }, { "exposed_pct", COL_FLOAT, 1 },
+		{ "optimizer_pct", COL_FLOAT, 1 }, { "comm_pct", COL_FLOAT, 1 }, { "hidden_pct", COL_FLOAT, 1 },
+		{ "tokens_per_s", COL_FLOAT, 0 }, { "peak_gib", COL_FLOAT, 3 }, { "status", COL_STR, 0 },
+	};
 
-	table_add_column(t, "model", COL_STR, 0);
-	table_add_column(t, "ctx", COL_INT, 0);
-	table_add_column(t, "precision", COL_STR, 0);
-	table_add_column(t, "ddp", COL_STR, 0);
-	table_add_column(t, "ranks", COL_INT, 0);
-	table_add_column(t, "rank", COL_STR, 0);
-	table_add_column(t, "batch", COL_INT, 0);
-	for (int p = 0; p < DP_COUNT; p++)
-		table_add_column(t, phase_columns[p], COL_FLOAT, 3);
-	table_add_column(t, "step_std", COL_FLOAT, 3);
-	for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++)
-		table_add_column(t, pct[i], COL_FLOAT, 1);
-	table_add_column(t, "tokens_per_s", COL_FLOAT, 0);
-	table_add_column(t, "peak_gib", COL_FLOAT, 3);
-	table_add_column(t, "status", COL_STR, 0);
-	return t;
+	return table_with(r, "ddp", "Data-parallel training step (ms: mean over measured steps; shares of "
+			  "the step time)", cols, sizeof(cols) / sizeof(cols[0]));
 }
 
 static void lead_cells(struct table *t, const struct model_config *c, int ranks, const char *rank)

@@ -27,7 +27,9 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_ranks import print_rows, run_ranks  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 COLUMNS = ["size", "bytes", "dtype", "ranks", "rank", "iters", "mean_us", "min_us", "max_us",
@@ -77,6 +79,7 @@ def rows_of(bytes_, dtype, ranks, times, wrong):
 
 
 def worker(rank, a, queue):
+    """One rank: every size and dtype; rank 0 puts the rows."""
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(a.port)
     device = torch.device(a.device, rank) if a.device == "cuda" else torch.device("cpu")
@@ -129,42 +132,10 @@ def worker(rank, a, queue):
     dist.destroy_process_group()
 
 
-def wait_rows(queue, procs):
-    """Rank 0's rows; None when a rank died first (the others are stopped)."""
-    import queue as q
-    while True:
-        try:
-            return queue.get(timeout=2)
-        except q.Empty:
-            if any(p.exitcode not in (None, 0) for p in procs):
-                for p in procs:
-                    if p.exitcode is None:
-                        p.terminate()
-                return None
-
-
 def fmt(v, col):
     if isinstance(v, float):
         return f"{v:.2f}" if col.endswith("gbs") else f"{v:.1f}"
     return str(v)
-
-
-def print_rows(rows, form, note):
-    cells = [[fmt(r[c], c) for c in COLUMNS] for r in rows]
-    if form == "csv":
-        print(",".join(COLUMNS))
-        for c in cells:
-            print(",".join(c))
-        return
-    w = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(COLUMNS)]
-    line = lambda c: "  ".join(x.ljust(w[i]) if COLUMNS[i] in ("size", "dtype", "rank", "check")
-                               else x.rjust(w[i]) for i, x in enumerate(c))
-    print("PyTorch all-reduce (us per iteration; bandwidths in GB/s, nccl-tests' definitions)\n")
-    print(line(COLUMNS))
-    print(line(["-" * n for n in w]))
-    for c in cells:
-        print(line(c))
-    print("\n" + note)
 
 
 def main():
@@ -183,29 +154,18 @@ def main():
     for d in a.dtype.split(","):
         if d not in DTYPES:
             raise SystemExit(f"error: --dtype expects f32, bf16 or f16, not '{d}'")
-    for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                 ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(k, v)
     if a.device == "cuda" and torch.cuda.device_count() < a.nproc:
         print(f"error: {a.nproc} ranks need {a.nproc} GPUs; this machine has "
               f"{torch.cuda.device_count()}", file=sys.stderr)
         return 1
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, a, queue)) for r in range(a.nproc)]
-    for p in procs:
-        p.start()
-    rows = wait_rows(queue, procs)
-    for p in procs:
-        p.join()
-    if rows is None or any(p.exitcode for p in procs):
-        print("error: a rank failed: " + ", ".join(f"rank {r} exit {p.exitcode}"
-              for r, p in enumerate(procs) if p.exitcode), file=sys.stderr)
+    rows = run_ranks(worker, a.nproc, a)
+    if rows is None:
         return 1
     note = (f"{a.warmup} warm-up and {a.iters} timed iterations per size; torch {torch.__version__}, "
             f"backend {a.backend}" + (f", NCCL {'.'.join(map(str, torch.cuda.nccl.version()))} on "
                                       f"{torch.cuda.get_device_name(0)}" if a.device == "cuda" else ""))
-    print_rows(rows, a.format, note)
+    print_rows(rows, COLUMNS, a.format, "PyTorch all-reduce (us per iteration; bandwidths in GB/s, "
+               "nccl-tests' definitions)", note, fmt, {"size", "dtype", "rank", "check"})
     return 1 if any(r["check"] != "ok" for r in rows) else 0
 
 

@@ -29,10 +29,10 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_check import TransformerLM, add_size_args, config_from_args, loss_fn, param_count, precision_context  # noqa: E402
+from torch_ranks import print_rows, run_ranks  # noqa: E402
 
 COLUMNS = ["impl", "model", "params", "ctx", "precision", "ranks", "batch", "bucket_mb", "forward_ms",
            "backward_ms", "optimizer_ms", "step_ms", "step_std", "tokens_per_s", "peak_gib", "status"]
@@ -85,6 +85,7 @@ def one(cfg, precision, a, rank, device):
 
 
 def worker(rank, a, configs, queue):
+    """One rank: every configuration; rank 0 gathers the ranks' times and puts the rows."""
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(a.port)
     device = torch.device("cuda", rank)
@@ -132,39 +133,6 @@ def fmt(v, col):
     return str(v)
 
 
-def print_rows(rows, form, note):
-    cells = [[fmt(r.get(c), c) for c in COLUMNS] for r in rows]
-    if form == "csv":
-        print(",".join(COLUMNS))
-        for c in cells:
-            print(",".join(c))
-        return
-    w = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(COLUMNS)]
-    left = {"impl", "model", "precision", "status"}
-    line = lambda c: "  ".join(x.ljust(w[i]) if COLUMNS[i] in left else x.rjust(w[i])
-                               for i, x in enumerate(c))
-    print("PyTorch DistributedDataParallel training step (ms: mean over measured steps)\n")
-    print(line(COLUMNS))
-    print(line(["-" * n for n in w]))
-    for c in cells:
-        print(line(c))
-    print("\n" + note)
-
-
-def wait_rows(queue, procs):
-    """Rank 0's rows; None when a rank died first (the others are stopped)."""
-    import queue as q
-    while True:
-        try:
-            return queue.get(timeout=2)
-        except q.Empty:
-            if any(p.exitcode not in (None, 0) for p in procs):
-                for p in procs:
-                    if p.exitcode is None:
-                        p.terminate()
-                return None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_size_args(ap, ctx=False)
@@ -179,9 +147,6 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds a collective may take")
     ap.add_argument("--format", default="table", choices=("table", "csv"))
     a = ap.parse_args()
-    for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                 ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(k, v)
     if torch.cuda.device_count() < a.nproc:
         print(f"error: {a.nproc} ranks need {a.nproc} GPUs; this machine has "
               f"{torch.cuda.device_count()}", file=sys.stderr)
@@ -193,21 +158,14 @@ def main():
                 ns = argparse.Namespace(**vars(a))
                 ns.ctx = ctx
                 configs.append((config_from_args(ns, name), precision))
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, a, configs, queue)) for r in range(a.nproc)]
-    for p in procs:
-        p.start()
-    rows = wait_rows(queue, procs)
-    for p in procs:
-        p.join()
-    if rows is None or any(p.exitcode for p in procs):
-        print("error: a rank failed: " + ", ".join(f"rank {r} exit {p.exitcode}"
-              for r, p in enumerate(procs) if p.exitcode), file=sys.stderr)
+    rows = run_ranks(worker, a.nproc, a, configs)
+    if rows is None:
         return 1
-    print_rows(rows, a.format, f"{a.warmup} warm-up and {a.steps} measured steps per configuration, "
+    print_rows(rows, COLUMNS, a.format, "PyTorch DistributedDataParallel training step (ms: mean over "
+               "measured steps)", f"{a.warmup} warm-up and {a.steps} measured steps per configuration, "
                f"batch per rank; torch {torch.__version__}, NCCL "
-               f"{'.'.join(map(str, torch.cuda.nccl.version()))} on {torch.cuda.get_device_name(0)}")
+               f"{'.'.join(map(str, torch.cuda.nccl.version()))} on {torch.cuda.get_device_name(0)}",
+               fmt, {"impl", "model", "precision", "status"})
     return 0
 
 

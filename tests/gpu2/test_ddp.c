@@ -20,10 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cuda_runtime.h>
-
-#include "tests/lib/check.h"
-#include "tests/lib/reference.h"
+#include "tests/gpu/gpu_test.h"
 #include "lib/error.h"
 #include "model/comm.h"
 #include "model/model.h"
@@ -192,19 +189,6 @@ static double *slurp(const char *name, size_t *n_floats, double *loss, uint64_t 
 	return v;
 }
 
-static double norm_err(const double *a, const double *b, size_t n)
-{
-	double num = 0, den = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (!isfinite(a[i]))
-			return INFINITY;
-		num += (a[i] - b[i]) * (a[i] - b[i]);
-		den += b[i] * b[i];
-	}
-	return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 static void compare(const struct job *j)
 {
 	double tol_loss = j->precision == ST_BF16 ? 1e-2 : 1e-5, tol_grad = j->precision == ST_BF16 ? 3e-2 : 1e-4;
@@ -222,7 +206,7 @@ static void compare(const struct job *j)
 	}
 	if (g[0] && g[1] && g[RANKS] && n[0] == n[1] && n[0] == n[RANKS]) {
 		double lerr = fabs((loss[0] + loss[1]) / 2 - loss[RANKS]) / fabs(loss[RANKS]);
-		double gerr = norm_err(g[0], g[RANKS], n[0]);
+		double gerr = rel_err(g[0], g[RANKS], n[0]);
 
 		printf("%-24s mean loss %.6f vs %.6f (rel err %.2e, tol %.0e); gradients rel err %.2e "
 		       "(tol %.0e)\n", j->name, (loss[0] + loss[1]) / 2, loss[RANKS], lerr, tol_loss, gerr,

@@ -369,6 +369,17 @@ static void read_file(const char *name, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
+/* What the fake ranks wrote, removed. */
+static void clear_rank_files(int n)
+{
+	char name[32], buf[256];
+
+	for (int r = 0; r < n; r++) {
+		snprintf(name, sizeof(name), "rank%d", r);
+		read_file(name, buf, sizeof(buf));
+	}
+}
+
 /* ranks_launch with the launcher's own lines appended to msgs */
 static int launch(int n, struct fake *f, double grace)
 {
@@ -414,10 +425,7 @@ static void test_launch(void)
 	CHECK(strstr(buf, "error: rank 1: failing on purpose\n"), "rank 1's own line:\n%s", buf);
 	CHECK(strstr(buf, "error: rank 1 exited with status 3; stopping the other ranks\n"),
 	      "the launcher names it:\n%s", buf);
-	for (int r = 0; r < 3; r++) {
-		snprintf(name, sizeof(name), "rank%d", r);
-		read_file(name, buf, sizeof(buf));
-	}
+	clear_rank_files(3);
 
 	/* rank 1 dies by a signal */
 	f.rank1 = B_KILLED;
@@ -426,10 +434,7 @@ static void test_launch(void)
 	read_msgs(buf, sizeof(buf));
 	CHECK(strstr(buf, "error: rank 1 was killed by signal 9 (Killed); stopping the other ranks\n"),
 	      "the signal is named:\n%s", buf);
-	for (int r = 0; r < 3; r++) {
-		snprintf(name, sizeof(name), "rank%d", r);
-		read_file(name, buf, sizeof(buf));
-	}
+	clear_rank_files(3);
 
 	/* rank 2 ignores SIGTERM: SIGKILL after the grace period */
 	f.rank1 = B_STUBBORN;
@@ -439,10 +444,7 @@ static void test_launch(void)
 	CHECK(now_s() - t0 >= 0.5 && now_s() - t0 < 8, "killed after the grace period (%.2f s)",
 	      now_s() - t0);
 	read_msgs(buf, sizeof(buf));
-	for (int r = 0; r < 3; r++) {
-		snprintf(name, sizeof(name), "rank%d", r);
-		read_file(name, buf, sizeof(buf));
-	}
+	clear_rank_files(3);
 	CHECK(entries(tmpdir) == 0, "nothing left behind (%d entries)", entries(tmpdir));
 }
 
