@@ -32,6 +32,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_check import TransformerLM, add_size_args, config_from_args, loss_fn, param_count, precision_context  # noqa: E402
+from torch_bench import fmt  # noqa: E402
 from torch_ranks import print_rows, run_ranks  # noqa: E402
 
 COLUMNS = ["impl", "model", "params", "ctx", "precision", "ranks", "batch", "bucket_mb", "forward_ms",
@@ -123,14 +124,6 @@ def worker(rank, a, configs, queue):
         queue.put(rows)
     dist.barrier()
     dist.destroy_process_group()
-
-
-def fmt(v, col):
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.0f}" if col == "tokens_per_s" else f"{v:.3f}"
-    return str(v)
 
 
 def main():
