@@ -2,7 +2,8 @@
  * steptrace.c: the program. One table of subcommands, as git and perf do;
  * each command parses its own options. Analysis commands are linked in; the
  * GPU commands come from libsteptrace_gpu, loaded only when one of them runs
- * so that analyses work where CUDA is absent.
+ * so that analyses work where CUDA is absent. A build without the GPU part
+ * (no CUDA toolkit: STEPTRACE_HAVE_GPU undefined) lists them and says so.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -72,7 +73,11 @@ static void print_main_usage(FILE *f)
 	fputs(main_usage, f);
 	fputs("\nAnalysis commands (read a bundle; no GPU needed):\n", f);
 	list_commands(f, false);
+#ifdef STEPTRACE_HAVE_GPU
 	fputs("\nGPU commands (need a GPU build and a CUDA GPU):\n", f);
+#else
+	fputs("\nGPU commands (not in this build: it has no GPU part):\n", f);
+#endif
 	list_commands(f, true);
 	fputs("\nOther commands:\n", f);
 	fprintf(f, "   %-10s %s\n", "help", "show this list, or a command's options");
@@ -81,6 +86,7 @@ static void print_main_usage(FILE *f)
 	fflush(f);
 }
 
+#ifdef STEPTRACE_HAVE_GPU
 /*
  * Loads GPU_LIBRARY from the program's own directory, then through the
  * library search path. NULL with the dlerror() text that explains why in
@@ -138,6 +144,14 @@ static cmd_fn resolve_gpu_command(const struct cmd_struct *c)
 			 c->name, GPU_LIBRARY, sym);
 	return fn;
 }
+#else
+static cmd_fn resolve_gpu_command(const struct cmd_struct *c)
+{
+	error("'%s' needs the GPU part of steptrace, and this build has none "
+	      "(configured without CUDA)", c->name);
+	return NULL;
+}
+#endif
 
 /* A command's return value as an exit status. */
 static int exit_status(int ret)
