@@ -13,7 +13,6 @@
  */
 #include "analyze/export_internal.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include "analyze/common.h"
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/output.h"
 
 const char *const export_format_names[] = { "perfetto", "chrome", "json", NULL };
 
@@ -688,41 +688,33 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 {
 	const char *output = opt->output;
 	struct export_stats stats;
+	struct output out;
 	char *owned = NULL;
-	FILE *out;
 	int rc = -1;
-	bool to_stdout;
 
 	if (!output)
 		output = owned = bundle_output_name(rp->path, NULL,
 						    opt->format == EXPORT_PERFETTO ? ".pftrace" : ".json");
 	if (!output)
 		return error("out of memory");
-	to_stdout = strcmp(output, "-") == 0;
-	out = to_stdout ? stdout : fopen(output, "wb");
-	if (!out) {
-		error("cannot create '%s': %s", output, strerror(errno));
+	if (output_open(&out, output, (const char *[]){ rp->path, NULL }) < 0)
+		goto out;
+	if (export_write(rp, opt, out.f, &stats) < 0) {
+		output_discard(&out);
 		goto out;
 	}
-	rc = export_write(rp, opt, out, &stats);
-	if (to_stdout ? fflush(out) != 0 : fclose(out) != 0) {
-		if (rc == 0)
-			error("cannot write '%s': %s", output, strerror(errno));
-		rc = -1;
-	}
-	if (rc != 0 && !to_stdout) {
-		remove(output);
-	} else if (rc == 0) {
-		fprintf(stderr, "wrote '%s': %" PRIu64 " tracks, %" PRIu64 " slices, %" PRIu64
-			" counter values, %" PRIu64 " launch flows", output, stats.tracks, stats.slices,
-			stats.counters, stats.flows);
-		if (stats.extra_lanes)
-			fprintf(stderr, " (%" PRIu64 " extra lanes for slices that overlap without nesting)",
-				stats.extra_lanes);
-		fprintf(stderr, "\n%s\n", opt->format == EXPORT_PERFETTO
-			? "open it at https://ui.perfetto.dev (Open trace file); the file stays on your machine"
-			: "open it at https://ui.perfetto.dev or chrome://tracing");
-	}
+	if (output_close(&out) < 0)
+		goto out;
+	rc = 0;
+	fprintf(stderr, "wrote '%s': %" PRIu64 " tracks, %" PRIu64 " slices, %" PRIu64
+		" counter values, %" PRIu64 " launch flows", output, stats.tracks, stats.slices,
+		stats.counters, stats.flows);
+	if (stats.extra_lanes)
+		fprintf(stderr, " (%" PRIu64 " extra lanes for slices that overlap without nesting)",
+			stats.extra_lanes);
+	fprintf(stderr, "\n%s\n", opt->format == EXPORT_PERFETTO
+		? "open it at https://ui.perfetto.dev (Open trace file); the file stays on your machine"
+		: "open it at https://ui.perfetto.dev or chrome://tracing");
 out:
 	free(owned);
 	return rc;

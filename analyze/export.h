@@ -46,9 +46,10 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 		 struct export_stats *stats);
 
 /*
- * `steptrace export`: export_write into opt->output, then what was written
- * and where to open it on stderr. A file left incomplete by an error is
- * removed. 0, or -1 after an error line.
+ * `steptrace export`: export_write into opt->output through lib/output.h
+ * (never the bundle itself; a failed write leaves the target as it was),
+ * then what was written and where to open it on stderr. 0, or -1 after an
+ * error line.
  */
 int export_run(const struct replay *rp, const struct export_options *opt);
 

@@ -5,13 +5,13 @@
  */
 #include "analyze/flops.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/category.h"
 #include "lib/error.h"
+#include "lib/output.h"
 
 const char *const flops_by_names[] = { "kind", "op", NULL };
 const char *const flops_phase_names[] = { "forward", "backward", "optimizer", NULL };
@@ -517,33 +517,32 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 
 /* ---- the command ------------------------------------------------------- */
 
-static int write_svg(const struct flops_result *res, const char *path)
-{
-	FILE *f = fopen(path, "w");
-	int rc;
-
-	if (!f)
-		return error("cannot write '%s': %s", path, strerror(errno));
-	rc = flops_svg(f, res, 1000, 700);
-	if (fclose(f) != 0 || rc < 0)
-		return error("cannot write '%s'", path);
-	return 0;
-}
-
 int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r)
 {
 	struct flops_result res;
+	struct output svg = { 0 };
 	char extra[300];
-	int rc = 0;
+	int rc = -1;
 
-	if (flops_compute(rp, o, &res) < 0)
+	/* the chart's file first: a bad path prints no table */
+	if (o->svg && output_open(&svg, o->svg, (const char *[]){ rp->path, NULL }) < 0)
 		return -1;
+	if (flops_compute(rp, o, &res) < 0)
+		goto out;
 	snprintf(extra, sizeof(extra), " by %s%s%s%s%s%s", o->by == FLOPS_BY_OP ? "op" : "op kind",
 		 o->range ? " under '" : "", o->range ? o->range : "", o->range ? "'" : "",
 		 o->phase ? ", phase " : "", o->phase ? o->phase : "");
 	flops_report(r, &res, o->top, extra);
-	if (o->svg && write_svg(&res, o->svg) < 0)
-		rc = 1;
+	if (!o->svg) {
+		rc = 0;
+	} else if (flops_svg(svg.f, &res, 1000, 700) == 0) {
+		rc = output_close(&svg);
+		if (rc == 0)
+			fprintf(stderr, "wrote '%s': the roofline chart (SVG)\n", o->svg);
+	}
 	flops_result_release(&res);
+out:
+	if (svg.f)
+		output_discard(&svg);
 	return rc;
 }

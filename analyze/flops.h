@@ -126,7 +126,9 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
  * The roofline chart as a standalone <svg> (embeddable in HTML): log-log
  * FLOP/byte against TFLOP/s, a ceiling per precision with a peak in the
  * header and the bandwidth slope, one labelled point per row with FLOPs,
- * sized by its share of time. Returns 0, -1 when writing failed.
+ * sized by its share of time. Returns 0, or -1 after an error line (out of
+ * memory); a write error stays in out's error flag, for whoever closes it
+ * (lib/output.h names it once).
  */
 int flops_svg(FILE *out, const struct flops_result *res, int width, int height);
 
@@ -135,9 +137,9 @@ int flops_roofline_svg(FILE *out, const struct replay *rp, int width, int height
 
 /*
  * `steptrace flops`: flops_compute under o, flops_report of the top rows,
- * and with o->svg the chart written there. 0; 1 when only the chart could
- * not be written (r is complete, an error line printed); -1 after an error
- * line when nothing was computed.
+ * and with o->svg the chart written there through lib/output.h (its path is
+ * opened first, so a bad one fails before any work), named on stderr once
+ * written. 0, or -1 after an error line.
  */
 int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r);
 

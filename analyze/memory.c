@@ -1,7 +1,6 @@
 /* memory.c: the memory report (see memory.h); the chart is in memory_svg.c. */
 #include "analyze/memory.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "analyze/common.h"
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/output.h"
 
 const char *memory_block_op(const struct replay *rp, const struct mem_block *b)
 {
@@ -247,14 +247,12 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 	}
 }
 
-/* The chart of the whole run, or of step a->step, into a->svg; -1 after an error line. */
-static int write_svg(const struct replay *rp, const struct memory_opts *a, const struct mem_timeline *tl)
+/* The chart of the whole run, or of step a->step, into out; -1 after an error line. */
+static int write_svg(const struct replay *rp, const struct memory_opts *a, const struct mem_timeline *tl,
+		     FILE *out)
 {
-	FILE *f = fopen(a->svg, "w");
 	uint64_t t0 = 0, t1 = 0;
 
-	if (!f)
-		return error("cannot write '%s': %s", a->svg, strerror(errno));
 	if (a->step >= 0) {
 		for (size_t s = 0; s < rp->n_steps; s++) {
 			if (rp->steps[s].index == (uint32_t)a->step) {
@@ -263,13 +261,7 @@ static int write_svg(const struct replay *rp, const struct memory_opts *a, const
 			}
 		}
 	}
-	if (memory_svg_write(f, rp, tl, t0, t1, 1200, 640) < 0) {
-		fclose(f);
-		return -1;
-	}
-	if (fclose(f) != 0)
-		return error("cannot write '%s': %s", a->svg, strerror(errno));
-	return 0;
+	return memory_svg_write(out, rp, tl, t0, t1, 1200, 640);
 }
 
 int memory_run(const struct replay *rp, const struct memory_opts *a, struct report *r)
@@ -277,6 +269,7 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 	struct mem_timeline views[2];
 	struct mem_timeline *tl, *other;
 	char b1[32], b2[32];
+	struct output svg = { 0 };
 	int rc = -1;
 
 	if (a->step >= 0) {
@@ -287,10 +280,18 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 		if (!found)
 			return error("no step %d in '%s' (it has %zu steps)", a->step, rp->path, rp->n_steps);
 	}
-	if (mem_timeline_build(&views[MEM_VIEW_MODEL], rp, MEM_VIEW_MODEL) < 0)
+	/* the chart's file first: a bad path costs no work and prints no report */
+	if (a->svg && output_open(&svg, a->svg, (const char *[]){ rp->path, NULL }) < 0)
 		return -1;
+	if (mem_timeline_build(&views[MEM_VIEW_MODEL], rp, MEM_VIEW_MODEL) < 0) {
+		if (svg.f)
+			output_discard(&svg);
+		return -1;
+	}
 	if (mem_timeline_build(&views[MEM_VIEW_DRIVER], rp, MEM_VIEW_DRIVER) < 0) {
 		mem_timeline_release(&views[MEM_VIEW_MODEL]);
+		if (svg.f)
+			output_discard(&svg);
 		return -1;
 	}
 	tl = &views[a->view];
@@ -319,12 +320,16 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 	report_note(r, "times in ms since the bundle's first event; a phase's or step's peak is the highest live total its own allocations reached");
 
 	if (a->svg) {
-		if (write_svg(rp, a, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl) < 0)
+		if (write_svg(rp, a, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl, svg.f) < 0)
 			goto out;
-		report_note(r, "wrote the active-memory timeline to '%s'", a->svg);
+		if (output_close(&svg) < 0)
+			goto out;
+		fprintf(stderr, "wrote '%s': the active-memory timeline (SVG)\n", a->svg);
 	}
 	rc = 0;
 out:
+	if (svg.f)
+		output_discard(&svg);
 	mem_timeline_release(&views[0]);
 	mem_timeline_release(&views[1]);
 	return rc;

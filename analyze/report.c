@@ -6,7 +6,6 @@
  */
 #include "analyze/report.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,6 +22,7 @@
 #include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/output.h"
 #include "replay/memory.h"
 
 #define PAGE_W 1180          /* content width in CSS pixels; charts are drawn at it */
@@ -902,28 +902,24 @@ out:
 
 int report_html_write(const struct replay *a, const struct replay *b, const char *output)
 {
+	struct output out;
 	char *owned = NULL;
-	FILE *out;
 	int rc = -1;
 
 	if (!output)
 		output = owned = bundle_output_name(a->path, b ? b->path : NULL, ".html");
 	if (!output)
 		return error("out of memory");
-	out = fopen(output, "w");
-	if (!out) {
-		error("cannot create '%s': %s", output, strerror(errno));
+	if (output_open(&out, output, (const char *[]){ a->path, b ? b->path : NULL, NULL }) < 0)
+		goto out;
+	if ((b ? write_pair(out.f, a, b) : write_single(out.f, a)) < 0) {
+		output_discard(&out);
 		goto out;
 	}
-	rc = b ? write_pair(out, a, b) : write_single(out, a);
-	if (ferror(out) && rc == 0)
-		rc = error("cannot write '%s': %s", output, strerror(errno));
-	if (fclose(out) != 0 && rc == 0)
-		rc = error("cannot write '%s': %s", output, strerror(errno));
-	if (rc != 0)
-		remove(output);
-	else
-		fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
+	if (output_close(&out) < 0)
+		goto out;
+	rc = 0;
+	fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
 out:
 	free(owned);
 	return rc;

@@ -1,4 +1,6 @@
 /* flops.c: `steptrace flops`, FLOPs and bytes against GPU time per op, the roofline (analyze/flops.c). */
+#include <string.h>
+
 #include "analyze/flops.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
@@ -41,7 +43,7 @@ int cmd_flops(int argc, const char **argv)
 		OPT_CHOICE(0, "phase", &o.phase, flops_phase_names, "keep ops of this phase"),
 		OPT_INTEGER('n', "top", &o.flops.top, "show the N rows with the most GPU time"),
 		OPT_BOOLEAN(0, "include-warmup", &o.flops.include_warmup, "count warm-up steps and work outside steps"),
-		OPT_STRING(0, "svg", &o.flops.svg, "FILE", "write the roofline chart to FILE"),
+		OPT_STRING(0, "svg", &o.flops.svg, "FILE", "write the roofline chart to FILE ('-': the chart alone, on stdout)"),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};

@@ -1,4 +1,6 @@
 /* memory.c: `steptrace memory`, memory peaks, breakdown at the peak, --svg (analyze/memory.c). */
+#include <string.h>
+
 #include "analyze/memory.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
@@ -20,7 +22,11 @@ static int check(void *ctx)
 
 static int run(const struct replay *rps, int n, void *ctx, struct report *r)
 {
-	return memory_run(&rps[0], ctx, r);
+	const struct memory_opts *o = ctx;
+	int rc = memory_run(&rps[0], o, r);
+
+	/* the chart on standard output is the whole output */
+	return rc == 0 && o->svg && !strcmp(o->svg, "-") ? ANALYSIS_NO_REPORT : rc;
 }
 
 int cmd_memory(int argc, const char **argv)
@@ -31,7 +37,7 @@ int cmd_memory(int argc, const char **argv)
 		OPT_INTEGER('n', "top", &o.top, "list the N largest live blocks at the peak (default 10)"),
 		OPT_CHOICE(0, "view", &o.view, mem_view_short_names,
 			   "model (the allocator's categories, default) or driver (cudaMalloc)"),
-		OPT_STRING(0, "svg", &o.svg, "FILE", "draw the active-memory timeline stacked by category"),
+		OPT_STRING(0, "svg", &o.svg, "FILE", "draw the active-memory timeline stacked by category ('-': the chart alone, on stdout)"),
 		OPT_INTEGER(0, "step", &o.step, "with --svg, draw only step N"),
 		OPT_FORMAT(&format),
 		OPT_END(),
