@@ -2,7 +2,6 @@
 #include "analyze/export.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
-#include "lib/error.h"
 
 static const char *const usage[] = {
 	"steptrace export [<options>] FILE",
@@ -13,8 +12,6 @@ static int check(void *ctx)
 {
 	struct export_options *o = ctx;
 
-	if (o->step < -1)
-		return error("--step must be a step index (0 or more)");
 	if (o->format == EXPORT_JSON)
 		o->format = EXPORT_CHROME;
 	return 0;
@@ -33,7 +30,7 @@ int cmd_export(int argc, const char **argv)
 			   "perfetto (protobuf, ui.perfetto.dev) or chrome (JSON)"),
 		OPT_STRING('o', "output", &o.output, "FILE",
 			   "write here ('-' for stdout; default: the bundle's name with .pftrace or .json)"),
-		OPT_INTEGER(0, "step", &o.step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
+		OPT_COUNT(0, "step", &o.step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
 		OPT_BOOLEAN(0, "no-api", &o.no_api, "leave host API calls (and launch flows) out"),
 		OPT_END(),
 	};

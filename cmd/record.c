@@ -30,8 +30,8 @@ int cmd_record(int argc, const char **argv)
 		OPT_GPU_MODEL(&a),
 		OPT_GPU_STEP(&a),
 		OPT_GPU_ATTENTION(&a),
-		OPT_INTEGER('w', "warmup", &o.warmup, "warm-up steps, recorded and flagged (default 1)"),
-		OPT_INTEGER('n', "steps", &o.steps, "measured steps (default 2)"),
+		OPT_COUNT('w', "warmup", &o.warmup, "warm-up steps, recorded and flagged (default 1)"),
+		OPT_POSITIVE('n', "steps", &o.steps, "measured steps (default 2)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the weights and the batch (default 0)"),
 		OPT_DOUBLE(0, "lr", &a.lr, "AdamW learning rate (default 1e-3)"),
 		OPT_GROUP("Output"),
@@ -49,7 +49,7 @@ int cmd_record(int argc, const char **argv)
 	status = gpu_parse(argc, argv, opts, record_usage);
 	if (status == GPU_GO && !o.output)
 		status = gpu_usage_error(record_usage, opts, "no output file: use -o FILE.stb");
-	if (status == GPU_GO && (gpu_model_config(&a, &c) || gpu_check_steps(o.warmup, o.steps)))
+	if (status == GPU_GO && gpu_model_config(&a, &c))
 		status = EXIT_USAGE;
 	if (status == GPU_GO) {
 		o.api = (enum capture_api)api;
