@@ -41,6 +41,8 @@ struct table {
 	struct cell *cells;     /* row-major, nrows * ncols */
 	size_t nrows, cap_rows;
 	size_t next_col;        /* column the next cell call fills in the last row */
+	bool streamed;          /* table_stream_row has begun printing it */
+	size_t rows_streamed;
 	struct table *next;
 };
 
@@ -222,6 +224,16 @@ void table_empty(struct table *t)
 size_t table_rows(const struct table *t)
 {
 	return t->nrows;
+}
+
+/* Forgets the rows, keeping the columns (and the memory for the next rows). */
+static void table_clear_rows(struct table *t)
+{
+	for (size_t i = 0; i < t->nrows * t->ncols; i++)
+		if (t->cells[i].kind == CELL_STR)
+			free(t->cells[i].v.s);
+	t->nrows = 0;
+	t->next_col = 0;
 }
 
 /* ---- rendering cells ---- */
@@ -411,25 +423,33 @@ static void put_csv_field(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void print_csv(const struct table *t, FILE *out)
+static void print_csv_header(const struct table *t, FILE *out)
 {
-	char buf[96];
-	size_t r, c;
-
-	for (c = 0; c < t->ncols; c++) {
+	for (size_t c = 0; c < t->ncols; c++) {
 		if (c)
 			fputc(',', out);
 		put_csv_field(out, t->cols[c].name);
 	}
 	fputc('\n', out);
-	for (r = 0; r < t->nrows; r++) {
-		for (c = 0; c < t->ncols; c++) {
-			if (c)
-				fputc(',', out);
-			put_csv_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
-		}
-		fputc('\n', out);
+}
+
+static void print_csv_row(const struct table *t, size_t r, FILE *out)
+{
+	char buf[96];
+
+	for (size_t c = 0; c < t->ncols; c++) {
+		if (c)
+			fputc(',', out);
+		put_csv_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
 	}
+	fputc('\n', out);
+}
+
+static void print_csv(const struct table *t, FILE *out)
+{
+	print_csv_header(t, out);
+	for (size_t r = 0; r < t->nrows; r++)
+		print_csv_row(t, r, out);
 }
 
 /* ---- markdown ---- */
@@ -446,10 +466,9 @@ static void put_md_field(FILE *out, const char *s)
 	}
 }
 
-static void print_md(const struct table *t, FILE *out)
+static void print_md_header(const struct table *t, FILE *out)
 {
-	char buf[96];
-	size_t r, c;
+	size_t c;
 
 	if (t->title)
 		fprintf(out, "### %s\n\n", t->title);
@@ -463,15 +482,26 @@ static void print_md(const struct table *t, FILE *out)
 	for (c = 0; c < t->ncols; c++)
 		fputs(column_is_numeric(&t->cols[c]) ? " ---: |" : " --- |", out);
 	fputc('\n', out);
-	for (r = 0; r < t->nrows; r++) {
-		fputc('|', out);
-		for (c = 0; c < t->ncols; c++) {
-			fputc(' ', out);
-			put_md_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
-			fputs(" |", out);
-		}
-		fputc('\n', out);
+}
+
+static void print_md_row(const struct table *t, size_t r, FILE *out)
+{
+	char buf[96];
+
+	fputc('|', out);
+	for (size_t c = 0; c < t->ncols; c++) {
+		fputc(' ', out);
+		put_md_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
+		fputs(" |", out);
 	}
+	fputc('\n', out);
+}
+
+static void print_md(const struct table *t, FILE *out)
+{
+	print_md_header(t, out);
+	for (size_t r = 0; r < t->nrows; r++)
+		print_md_row(t, r, out);
 }
 
 /* ---- json ---- */
@@ -515,22 +545,26 @@ static json_t *json_cell(const struct table *t, size_t col, const struct cell *c
 	return json_null();
 }
 
+static json_t *json_row(const struct table *t, size_t row)
+{
+	json_t *obj = json_object();
+
+	for (size_t c = 0; c < t->ncols; c++)
+		json_object_set_new(obj, t->cols[c].name, json_cell(t, c, cell_at(t, row, c)));
+	return obj;
+}
+
 static json_t *report_json(const struct report *r)
 {
 	json_t *doc = json_object();
 	const struct table *t;
-	size_t i, row, c;
+	size_t i, row;
 
 	for (t = r->first; t; t = t->next) {
 		json_t *rows = json_array();
 
-		for (row = 0; row < t->nrows; row++) {
-			json_t *obj = json_object();
-
-			for (c = 0; c < t->ncols; c++)
-				json_object_set_new(obj, t->cols[c].name, json_cell(t, c, cell_at(t, row, c)));
-			json_array_append_new(rows, obj);
-		}
+		for (row = 0; row < t->nrows; row++)
+			json_array_append_new(rows, json_row(t, row));
 		json_object_set_new(doc, t->name, rows);
 	}
 	if (r->nnotes) {
@@ -541,6 +575,73 @@ static json_t *report_json(const struct report *r)
 		json_object_set_new(doc, "notes", notes);
 	}
 	return doc;
+}
+
+/* ---- streaming ---- */
+
+#define JSON_FLAGS (JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
+/* The document's opening: the header row, or JSON's key; once, before the first row. */
+static void stream_begin(struct table *t, enum out_format f, FILE *out)
+{
+	json_t *key;
+
+	t->streamed = true;
+	switch (f) {
+	case OUT_CSV:
+		print_csv_header(t, out);
+		break;
+	case OUT_MD:
+		print_md_header(t, out);
+		break;
+	case OUT_JSON:
+		key = json_string_lossy(t->name);
+		fputs("{\n  ", out);
+		json_dumpf(key, out, JSON_ENCODE_ANY);
+		fputs(": [", out);
+		json_decref(key);
+		break;
+	default:
+		break;
+	}
+}
+
+void table_stream_row(struct table *t, enum out_format f, FILE *out)
+{
+	if (!t->streamed)
+		stream_begin(t, f, out);
+	for (size_t r = 0; r < t->nrows; r++) {
+		json_t *obj;
+
+		switch (f) {
+		case OUT_CSV:
+			print_csv_row(t, r, out);
+			break;
+		case OUT_MD:
+			print_md_row(t, r, out);
+			break;
+		case OUT_JSON:
+			obj = json_row(t, r);
+			fputs(t->rows_streamed ? ",\n    " : "\n    ", out);
+			json_dumpf(obj, out, JSON_FLAGS);
+			json_decref(obj);
+			break;
+		default:
+			print_text(t, out);
+			r = t->nrows;
+			break;
+		}
+		t->rows_streamed++;
+	}
+	table_clear_rows(t);
+}
+
+void table_stream_end(struct table *t, enum out_format f, FILE *out)
+{
+	if (!t->streamed)
+		stream_begin(t, f, out);
+	if (f == OUT_JSON)
+		fputs(t->rows_streamed ? "\n  ]\n}\n" : "]\n}\n", out);
 }
 
 /* ---- reports ---- */
@@ -562,8 +663,7 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 
 	if (f == OUT_JSON) {
 		json_t *doc = report_json(r);
-		int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-				    JSON_REAL_PRECISION(15));
+		int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_FLAGS);
 
 		json_decref(doc);
 		if (rc < 0)

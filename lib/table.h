@@ -49,4 +49,16 @@ void table_float(struct table *t, double v);
 void table_empty(struct table *t);                  /* an empty cell (null in JSON) */
 size_t table_rows(const struct table *t);
 
+/*
+ * A table too long to keep (replay's event listing), printed as it is
+ * built: after each row (or a few), table_stream_row prints the rows added
+ * since its last call and forgets them, the header first; table_stream_end
+ * closes the document. csv, json and md come out as report_print prints a
+ * report of this one table (JSON with one row per line); OUT_TABLE prints
+ * each batch as its own aligned block, so callers that stream text print
+ * their own fixed-width lines instead.
+ */
+void table_stream_row(struct table *t, enum out_format f, FILE *out);
+void table_stream_end(struct table *t, enum out_format f, FILE *out);
+
 #endif

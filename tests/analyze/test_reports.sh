@@ -191,6 +191,11 @@ grep -q "2 records were dropped" "$dir/stderr" || { echo "FAIL info: no dropped 
 got=$("$ST" info "$dir/trunc.stb" --format csv 2>/dev/null)
 printf '%s\n' "$got" | grep -qxF 'complete,no (no footer)' || { echo "FAIL info truncated"; fail=1; }
 
+# CUPTI's overhead kinds and synchronization types by name, not number
+expect replay-names 0 "Time (ms),Kind,Duration (ms),Where,Live (bytes),Range,Name
+29.900100,overhead,0.000100,thread 100,0,,driver compiler
+29.900300,sync,0.000100,thread 100,0,,\"stream synchronize, stream 7\"" -- replay "$dir/basic.stb" --kind overhead,sync --format csv
+
 # bad input and bad flags
 expect bad-file 1 "" -- summary /etc/passwd
 expect bad-flag 129 "" -- summary "$dir/basic.stb" --by nonsense

@@ -75,6 +75,25 @@ n=$("$st" replay --kind alloc "$tmp/x.stb" | grep -c ' alloc ')
 n=$("$st" replay --kind free --from 0.0005 --to 0.0009 "$tmp/x.stb" | grep -c -v '^#')
 [ "$n" -eq 4 ] || fail "--kind free --from 0.0005 --to 0.0009 gave $n, want 4"
 grep -q "unknown address" "$tmp/all.txt" || fail "the unknown free is not flagged"
+# the same listing in csv, json and md: one row per event, live memory in bytes
+for f in csv json md; do
+  "$st" replay "$tmp/x.stb" --format $f > "$tmp/all.$f" || fail "replay --format $f failed"
+done
+[ "$(head -n 1 "$tmp/all.csv")" = "Time (ms),Kind,Duration (ms),Where,Live (bytes),Range,Name" ] ||
+  fail "replay --format csv header: $(head -n 1 "$tmp/all.csv")"
+[ "$(($(wc -l < "$tmp/all.csv") - 1))" -eq 22 ] || fail "replay --format csv rows: $(wc -l < "$tmp/all.csv")"
+[ "$(grep -c '^| [0-9]' "$tmp/all.md")" -eq 22 ] || fail "replay --format md rows"
+python3 - "$tmp/all.json" <<'PY' || fail "replay --format json is wrong"
+import json, sys
+ev = json.load(open(sys.argv[1]))["events"]
+assert len(ev) == 22, len(ev)
+times = [e["Time (ms)"] for e in ev]
+assert times == sorted(times), times
+assert max(e["Live (bytes)"] for e in ev) == 2100
+assert sum(e["Kind"] == "alloc" for e in ev) == 11
+assert any("unknown address" in e["Name"] for e in ev)
+PY
+"$st" replay "$tmp/x.stb" --kind alloc --format csv | grep -c ',alloc,' | grep -qx 11 || fail "--kind with --format csv"
 # live MiB after g3 (2100 B) prints 0.0; the training bundle has real sizes
 "$st" replay --kind range --range forward "$tmp/train.stb" > "$tmp/r.txt" || fail "replay --range failed"
 n=$(grep -v '^#' "$tmp/r.txt" | grep -c ' range ')
