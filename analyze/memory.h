@@ -21,7 +21,7 @@ struct memory_opts {
 	int top;                  /* largest live blocks listed (and unpaired ones), >= 1 */
 	int view;                 /* enum mem_view of the tables; the other view's peaks follow */
 	const char *svg;          /* write the chart here, NULL: no chart */
-	int step;                 /* the chart shows only the step of this index; -1: the whole run */
+	int step;                 /* report and chart only the step of this index; -1: the whole run */
 };
 
 /*

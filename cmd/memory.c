@@ -28,7 +28,7 @@ int cmd_memory(int argc, const char **argv)
 		OPT_CHOICE(0, "view", &o.view, mem_view_short_names,
 			   "model (the allocator's categories, default) or driver (cudaMalloc)"),
 		OPT_STRING(0, "svg", &o.svg, "FILE", "draw the active-memory timeline stacked by category ('-': the chart alone, on stdout)"),
-		OPT_COUNT(0, "step", &o.step, "with --svg, draw only step N"),
+		OPT_COUNT(0, "step", &o.step, "only step N (its index in 'steptrace steps'): its peaks, blocks and chart"),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
