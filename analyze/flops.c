@@ -155,6 +155,7 @@ static int group_of(struct flops_result *res, size_t *cap, const struct replay *
 	memset(row, 0, sizeof(*row));
 	row->precision = FP_NONE;
 	if (by == FLOPS_BY_OP) {
+		row->op = op;
 		row->name = strdup(*replay_str(rp, op->path) ? replay_str(rp, op->path) : replay_str(rp, op->name));
 	} else {
 		const char *phase = replay_str(rp, op->phase);
@@ -290,6 +291,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		if (out->peaks.flops[p] > 0)
 			out->peaks_missing = false;
 	out->divisor = (double)replay_step_divisor(rp, opt->include_warmup);
+	out->by_op = opt->by == FLOPS_BY_OP;
 	if (replay_filter_init(&filter, rp, opt->range) < 0)
 		return -1;
 	acc = calloc(rp->n_ops + 1, sizeof(*acc));
@@ -447,6 +449,22 @@ static void notes(struct report *r, const struct flops_result *res)
 	}
 }
 
+/* An op's input or output dtypes, "bf16,f32" (as recorded, in order); empty when none. */
+static void dtype_cell(struct table *t, const uint8_t *dtypes, size_t n)
+{
+	char buf[128];
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < sizeof(buf); i++)
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "," : "",
+					 st_dtype_name(dtypes[i]) ? st_dtype_name(dtypes[i]) : "?");
+	if (n)
+		table_str(t, buf);
+	else
+		table_empty(t);
+}
+
 void flops_report(struct report *r, const struct flops_result *res, int top, const char *title_extra)
 {
 	char title[512];
@@ -469,6 +487,10 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 	table_add_column(t, "Bound (TFLOP/s)", COL_FLOAT, 2);
 	table_add_column(t, "Bound by", COL_STR, 0);
 	table_add_column(t, "Of Bound (%)", COL_FLOAT, 1);
+	if (res->by_op) {
+		table_add_column(t, "Inputs", COL_STR, 0);
+		table_add_column(t, "Outputs", COL_STR, 0);
+	}
 	table_add_column(t, "Name", COL_STR, 0);
 	for (size_t i = 0; i < shown; i++) {
 		const struct flops_row *row = &res->rows[i];
@@ -480,9 +502,9 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 		if (row->no_op) {
 			table_empty(t);
 		} else {
-			table_float(t, row->instances);
+			table_count(t, row->instances);
 		}
-		table_float(t, row->kernels);
+		table_count(t, row->kernels);
 		if (row->no_op) {
 			for (int c = 0; c < 5; c++)
 				table_empty(t);
@@ -505,6 +527,10 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 			table_empty(t);
 			table_empty(t);
 			table_empty(t);
+		}
+		if (res->by_op) {
+			dtype_cell(t, row->op ? row->op->inputs : NULL, row->op ? row->op->n_inputs : 0);
+			dtype_cell(t, row->op ? row->op->outputs : NULL, row->op ? row->op->n_outputs : 0);
 		}
 		table_str(t, row->name);
 	}

@@ -68,6 +68,7 @@ struct flops_peaks {
 /* One row: an op, an op kind of one phase ("forward/attn/softmax"), or "(no op)". */
 struct flops_row {
 	char *name;                 /* owned */
+	const struct replay_op *op; /* --by op: the op (its dtypes), else NULL */
 	bool no_op;
 	bool matmul;                /* some op of the row is a matrix product */
 	int precision;              /* enum flops_precision of its ops; FP_NONE when none or mixed */
@@ -102,6 +103,7 @@ struct flops_result {
 	struct flops_peaks peaks;
 	bool peaks_missing;         /* every peak and the bandwidth are 0 */
 	double divisor;             /* steps the totals were divided by */
+	bool by_op;                 /* one row per op: the table shows each op's dtypes */
 	double kernel_ns;           /* per step, every kernel counted */
 	double gemm_ns;             /* per step, kernels of category GEMM */
 	double phase_kernel_ns[3], phase_gemm_ns[3];   /* forward, backward, optimizer (by op phase) */

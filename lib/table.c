@@ -32,6 +32,7 @@ struct column {
 	char *name;
 	enum column_type type;
 	int precision;
+	size_t max_width;       /* text format: longer cells are cut to this; 0: none */
 };
 
 struct table {
@@ -71,6 +72,9 @@ static char *xstrdup(const char *s)
 }
 
 const char *const out_format_names[] = { "table", "csv", "json", "md", NULL };
+
+/* The widest a column may be cut to (table_column_max_width). */
+#define CLIP_MAX 256
 
 /* ---- building ---- */
 
@@ -160,7 +164,14 @@ void table_add_column(struct table *t, const char *name, enum column_type type, 
 	t->cols[t->ncols].name = xstrdup(name);
 	t->cols[t->ncols].type = type;
 	t->cols[t->ncols].precision = precision < 0 ? 0 : precision > 17 ? 17 : precision;
+	t->cols[t->ncols].max_width = 0;
 	t->ncols++;
+}
+
+void table_column_max_width(struct table *t, size_t width)
+{
+	if (t->ncols)
+		t->cols[t->ncols - 1].max_width = width < 4 ? 4 : width > CLIP_MAX ? CLIP_MAX : width;
 }
 
 void table_row(struct table *t)
@@ -214,6 +225,14 @@ void table_float(struct table *t, double v)
 		return;
 	c->kind = CELL_FLOAT;
 	c->v.f = v;
+}
+
+void table_count(struct table *t, double v)
+{
+	if (v == floor(v) && fabs(v) < 9.2e18)
+		table_int(t, (int64_t)v);
+	else
+		table_float(t, v);
 }
 
 void table_empty(struct table *t)
@@ -282,10 +301,8 @@ static const char *format_cell(const struct table *t, size_t col, const struct c
 	case CELL_STR:
 		return c->v.s;
 	case CELL_INT:
-		if (t->cols[col].type == COL_FLOAT)
-			snprintf(raw, sizeof(raw), "%.*f", prec, (double)c->v.i);
-		else
-			snprintf(raw, sizeof(raw), "%" PRId64, c->v.i);
+		/* a whole number stays whole, even in a column of fractions */
+		snprintf(raw, sizeof(raw), "%" PRId64, c->v.i);
 		break;
 	case CELL_FLOAT:
 		if (isnan(c->v.f))
@@ -316,6 +333,22 @@ static size_t text_width(const char *s)
 		if (((unsigned char)*s & 0xC0) != 0x80)
 			w++;
 	return w;
+}
+
+/* s cut to the column's width in the text format, "..." marking the cut (whole code points). */
+static const char *clip(const struct column *c, const char *s, char *buf)
+{
+	size_t w = 0, i = 0;
+
+	if (!c->max_width || text_width(s) <= c->max_width)
+		return s;
+	for (; s[i]; i++) {
+		if (((unsigned char)s[i] & 0xC0) != 0x80 && ++w > c->max_width - 3)
+			break;
+	}
+	memcpy(buf, s, i);
+	memcpy(buf + i, "...", 4);
+	return buf;
 }
 
 static bool column_is_numeric(const struct column *c)
@@ -374,13 +407,14 @@ static void print_text(const struct table *t, FILE *out)
 {
 	size_t *width = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*width));
 	struct line l = { NULL, 0, 0 };
-	char buf[96];
+	char buf[96], cut[4 * CLIP_MAX + 4];
 	size_t r, c;
 
 	for (c = 0; c < t->ncols; c++) {
 		width[c] = text_width(t->cols[c].name);
 		for (r = 0; r < t->nrows; r++) {
-			size_t w = text_width(format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)));
+			size_t w = text_width(clip(&t->cols[c], format_cell(t, c, cell_at(t, r, c), true, buf,
+									    sizeof(buf)), cut));
 			if (w > width[c])
 				width[c] = w;
 		}
@@ -398,7 +432,8 @@ static void print_text(const struct table *t, FILE *out)
 	line_flush(&l, out);
 	for (r = 0; r < t->nrows; r++) {
 		for (c = 0; c < t->ncols; c++)
-			line_cell(&l, c, format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)),
+			line_cell(&l, c, clip(&t->cols[c], format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)),
+					      cut),
 				  width[c], column_is_numeric(&t->cols[c]));
 		line_flush(&l, out);
 	}
@@ -530,8 +565,6 @@ static json_t *json_cell(const struct table *t, size_t col, const struct cell *c
 	case CELL_STR:
 		return json_string_lossy(c->v.s);
 	case CELL_INT:
-		if (t->cols[col].type == COL_FLOAT)
-			return json_real((double)c->v.i);
 		return json_integer((json_int_t)c->v.i);
 	case CELL_FLOAT:
 		if (!isfinite(c->v.f))
