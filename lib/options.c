@@ -293,7 +293,6 @@ void usage_with_options(const char *const usage[], const struct option *opts, bo
 				  o->help);
 	}
 	print_option_line(f, 'h', "help", false, NULL, "show this help");
-	fflush(f);
 }
 
 /* ---- parsing ---- */

@@ -155,11 +155,11 @@ static void output_release(struct output *o)
 	o->f = NULL;
 }
 
-/* "'x.svg'", or "standard output" for "-": the subject of a message. */
+/* "'x.svg'", or "to standard output" for "-": what a message says cannot be written. */
 static const char *subject(const struct output *o, char *buf, size_t len)
 {
 	if (!strcmp(o->path, "-"))
-		return "standard output";
+		return "to standard output";
 	snprintf(buf, len, "'%s'", o->path);
 	return buf;
 }

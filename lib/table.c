@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -689,18 +690,29 @@ static size_t report_table_count(const struct report *r)
 	return n;
 }
 
+/* One line for a failed write of `out`, with the reason. */
+static int write_failed(FILE *out)
+{
+	int e = errno ? errno : EIO;
+
+	if (out == stdout)
+		return error("cannot write to standard output: %s", strerror(e));
+	return error("cannot write the report: %s", strerror(e));
+}
+
 int report_print(const struct report *r, enum out_format f, FILE *out)
 {
 	const struct table *t;
 	size_t i, ntables = report_table_count(r);
 
+	errno = 0;
 	if (f == OUT_JSON) {
 		json_t *doc = report_json(r);
 		int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_FLAGS);
 
 		json_decref(doc);
 		if (rc < 0)
-			return error("cannot write JSON output");
+			return write_failed(out);
 		fputc('\n', out);
 	} else {
 		for (t = r->first; t; t = t->next) {
@@ -733,6 +745,6 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 		}
 	}
 	if (fflush(out) != 0 || ferror(out))
-		return error("cannot write output");
+		return write_failed(out);
 	return 0;
 }

@@ -38,6 +38,7 @@ struct report *report_new(void);
 struct table *report_add_table(struct report *r, const char *name, const char *title);
 /* A free-text line printed after the tables (printf-style). */
 void report_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0, or -1 after one line naming the write error ("cannot write to standard output: ..."). */
 int report_print(const struct report *r, enum out_format f, FILE *out);
 void report_free(struct report *r);
 

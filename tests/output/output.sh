@@ -13,6 +13,8 @@
 #             no temporary file left; 77 where mounting is not permitted
 #   readonly  a read-only directory (chmod, or a read-only tmpfs as root);
 #             77 where neither can be had
+#   stdout    every report with standard output on /dev/full: exit 1 and
+#             one line, "cannot write to standard output: No space left..."
 set -u
 . "$(dirname "$0")/../lib/check.sh"
 st=$1 gen=$2 case=$3
@@ -178,8 +180,28 @@ readonly_dir() {
 	chmod 755 "$d"
 }
 
+full_stdout() {
+	[ -c /dev/full ] || { echo "skip: no /dev/full"; exit 77; }
+	want="error: cannot write to standard output: No space left on device"
+	for args in "info $b" "steps $b" "summary $b" "summary $b --format json" "ranges $b" \
+		    "memory $b" "flops $b" "replay $b" "replay $b --format csv" "replay $b --capacity 1GiB" \
+		    "diff $b $b" "export $b -o -" "memory $b --svg -" "help" "summary --help" "--version"; do
+		# shellcheck disable=SC2086
+		"$st" $args > /dev/full 2> "$tmp/all"
+		rc=$?
+		grep -v '^warning: ' "$tmp/all" > "$tmp/err"   # the bundle says it dropped records
+		[ $rc = 1 ] || fail "$args > /dev/full: exit $rc, want 1"
+		case $args in
+		export*) grep -q "No space left on device" "$tmp/err" && [ "$(wc -l < "$tmp/err")" = 1 ] ||
+			fail "$args > /dev/full: $(cat "$tmp/err")" ;;
+		*) [ "$(cat "$tmp/err")" = "$want" ] || fail "$args > /dev/full said: $(cat "$tmp/err")" ;;
+		esac
+	done
+}
+
 case $case in
 files) files ;;
+stdout) full_stdout ;;
 same) same ;;
 full) full ;;
 readonly) readonly_dir ;;
