@@ -47,4 +47,10 @@ refused "error: option '--step' expects a non-negative integer, not '-1'" export
 refused "error: option '--step' expects a non-negative integer, not '-1'" memory "$b" --step -1
 [ -e "$tmp/t" ] && fail "a refused export wrote its file"
 accepted memory "$b" --step 0
+# export's switch reads well both ways: --api (the default) and --no-api
+accepted export "$b" --no-api -o "$tmp/noapi.pftrace"
+grep -q ', 0 launch flows' "$tmp/err" || fail "export --no-api: $(head -n 1 "$tmp/err")"
+accepted export "$b" --api -o "$tmp/api.pftrace"
+grep -q ', 0 launch flows' "$tmp/err" && fail "export --api: $(head -n 1 "$tmp/err")"
+refused "error: unknown option '--no-no-api'" export "$b" --no-no-api -o "$tmp/x"
 check_done cli.values
