@@ -28,10 +28,10 @@ accepted() {
 for c in summary ranges flops diff memory; do
 	case $c in diff) args="$b $b" ;; *) args=$b ;; esac
 	refused "error: option '--top' expects a positive integer, not '0'" $c $args --top 0
-	refused "error: option '--top' expects a positive integer, not '-1'" $c $args --top -1
-	refused "error: option '-n' expects a positive integer, not 'x'" $c $args -n x
 	accepted $c $args --top 1
 done
+refused "error: option '--top' expects a positive integer, not '-1'" summary "$b" --top -1
+refused "error: option '-n' expects a positive integer, not 'x'" summary "$b" -n x
 refused "error: option '--depth' expects a positive integer, not '-1'" ranges "$b" --depth -1
 refused "error: option '--depth' expects a positive integer, not '0'" ranges "$b" --depth 0
 accepted ranges "$b" --depth 1
