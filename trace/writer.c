@@ -256,7 +256,7 @@ struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Head
 	}
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, opt && opt->zstd_level ? opt->zstd_level : 3);
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
-	if (output_open(&w->out, path, NULL) < 0)
+	if (output_open(&w->out, w->path, NULL) < 0)
 		goto fail;
 	w->file = w->out.f;
 	/* Unblocked tar output: each write reaches zstd as it is made. */
