@@ -203,12 +203,23 @@ out:
 	return rc;
 }
 
+/* Kernel names beside other columns are cut to this in the text format (csv and json keep them whole). */
+#define KERNEL_NAME_WIDTH 60
+
 /* ---- cells ------------------------------------------------------------ */
 
 static void cell_or_empty(struct table *t, bool ok, double v)
 {
 	if (ok && isfinite(v))
 		table_float(t, v);
+	else
+		table_empty(t);
+}
+
+static void count_or_empty(struct table *t, bool ok, double v)
+{
+	if (ok && isfinite(v))
+		table_count(t, v);
 	else
 		table_empty(t);
 }
@@ -308,13 +319,15 @@ static int rows_table(struct report *r, const struct replay *a, const struct rep
 	table_add_column(t, "A Count", COL_FLOAT, 2);
 	table_add_column(t, "B Count", COL_FLOAT, 2);
 	table_add_column(t, "Name", COL_STR, 0);
+	if (opt->by == DIFF_BY_KERNEL)
+		table_column_max_width(t, KERNEL_NAME_WIDTH);
 	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
 	for (size_t i = 0; i < shown; i++) {
 		const struct diff_row *d = &rows[i];
 		table_row(t);
 		compare_cells(t, d->a, d->a ? d->a->time_ns / 1e6 : 0, d->b, d->b ? d->b->time_ns / 1e6 : 0);
-		cell_or_empty(t, d->a, d->a ? d->a->count : 0);
-		cell_or_empty(t, d->b, d->b ? d->b->count : 0);
+		count_or_empty(t, d->a, d->a ? d->a->count : 0);
+		count_or_empty(t, d->b, d->b ? d->b->count : 0);
 		table_str(t, d->a ? d->a->name : d->b->name);
 	}
 	if (shown < n)
@@ -410,7 +423,13 @@ static int steps_table(struct report *r, const struct replay *a, const struct re
 	metric(t, "step wall (ms)", fa.has_steps, fa.wall_ns / 1e6, fb.has_steps, fb.wall_ns / 1e6);
 	metric(t, "GPU busy (ms)", fa.has_steps, fa.busy_ns / 1e6, fb.has_steps, fb.busy_ns / 1e6);
 	metric(t, "kernel time (ms)", true, fa.kernel_ns / 1e6, true, fb.kernel_ns / 1e6);
-	metric(t, "kernels", true, fa.kernels, true, fb.kernels);
+	/* a count: whole numbers print whole */
+	table_row(t);
+	table_str(t, "kernels");
+	table_count(t, fa.kernels);
+	table_count(t, fb.kernels);
+	table_count(t, fb.kernels - fa.kernels);
+	cell_or_empty(t, fa.kernels != 0, fb.kernels / fa.kernels);
 	metric(t, "GEMM share (%)", fa.kernel_ns > 0, 100 * fa.gemm_ns / fa.kernel_ns, fb.kernel_ns > 0,
 	       100 * fb.gemm_ns / fb.kernel_ns);
 	metric(t, "GEMM share, forward (%)", fa.fwd_kernel_ns > 0, 100 * fa.fwd_gemm_ns / fa.fwd_kernel_ns,
@@ -607,8 +626,10 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 	t = report_add_table(r, "kernels", "Kernels in one bundle only, paired by the op kind that launched them");
 	table_add_column(t, "Op", COL_STR, 0);
 	table_add_column(t, "Only in A", COL_STR, 0);
+	table_column_max_width(t, KERNEL_NAME_WIDTH);
 	table_add_column(t, "A (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Only in B", COL_STR, 0);
+	table_column_max_width(t, KERNEL_NAME_WIDTH);
 	table_add_column(t, "B (ms)", COL_FLOAT, 3);
 	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
 	for (size_t k = 0; k < shown; k++) {

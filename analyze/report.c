@@ -9,7 +9,6 @@
  */
 #include "analyze/report.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -29,6 +28,7 @@
 #include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/output.h"
 #include "replay/memory.h"
 
 #define KERNEL_ROWS 500      /* kernel names written at most */
@@ -992,28 +992,24 @@ out:
 /* The one place the page reaches the disk: an error leaves no page behind. */
 int report_html_write(const struct replay *a, const struct replay *b, const char *output)
 {
+	struct output out;
 	char *owned = NULL;
-	FILE *out;
 	int rc = -1;
 
 	if (!output)
 		output = owned = bundle_output_name(a->path, b ? b->path : NULL, ".html");
 	if (!output)
 		return error("out of memory");
-	out = fopen(output, "w");
-	if (!out) {
-		error("cannot create '%s': %s", output, strerror(errno));
+	if (output_open(&out, output, (const char *[]){ a->path, b ? b->path : NULL, NULL }) < 0)
+		goto out;
+	if ((b ? page_diff(out.f, a, b) : write_single(out.f, a)) < 0) {
+		output_discard(&out);
 		goto out;
 	}
-	rc = b ? page_diff(out, a, b) : write_single(out, a);
-	if (ferror(out) && rc == 0)
-		rc = error("cannot write '%s': %s", output, strerror(errno));
-	if (fclose(out) != 0 && rc == 0)
-		rc = error("cannot write '%s': %s", output, strerror(errno));
-	if (rc != 0)
-		remove(output);
-	else
-		fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
+	if (output_close(&out) < 0)
+		goto out;
+	rc = 0;
+	fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
 out:
 	free(owned);
 	return rc;

@@ -16,8 +16,9 @@
 /*
  * Writes the page of a (b NULL), or of the diff a -> b, to `output` (NULL:
  * the bundle's name with .html, "a-vs-b.html" for a pair, in the current
- * directory), then names it on stderr. A page left incomplete by an error
- * is removed. 0, or -1 after an error line.
+ * directory) through lib/output.h (never one of the bundles; a failed write
+ * leaves the target as it was), then names it on stderr. 0, or -1 after an
+ * error line.
  */
 int report_html_write(const struct replay *a, const struct replay *b, const char *output);
 

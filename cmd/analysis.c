@@ -15,10 +15,6 @@ static int parse(const struct analysis_cmd *c, int argc, const char **argv)
 		usage_with_options(c->usage, c->options, false);
 		return PARSE_OPT_ERROR;
 	}
-	if (c->top && *c->top < 0) {
-		error("--top must be positive");
-		return PARSE_OPT_ERROR;
-	}
 	if (c->check && c->check(c->ctx) < 0)
 		return PARSE_OPT_ERROR;
 	if (c->range && *c->range) {

@@ -41,7 +41,6 @@ struct analysis_cmd {
 	int bundles;                  /* positional bundles required */
 	int bundles_max;              /* more allowed up to this (0: exactly `bundles`) */
 	const char *const *range;     /* a --range pattern to check before reading, or NULL */
-	const int *top;               /* a --top N to check (not negative) before reading, or NULL */
 	const int *format;            /* the OPT_FORMAT value; NULL when the command prints no report */
 	/* Checks option values once parsed; -1 (one line printed) is a usage error. May be NULL. */
 	int (*check)(void *ctx);

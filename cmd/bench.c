@@ -40,8 +40,8 @@ static int bench_attention(int argc, const char **argv)
 		OPT_GROUP("grid (comma-separated lists; the default is the seeds' grid)"),
 		OPT_ATTN_GRID(&g),
 		OPT_GROUP("measurement"),
-		OPT_INTEGER('w', "warmup", &o.warmup, "warm-up iterations, not measured (default 3)"),
-		OPT_INTEGER('n', "steps", &o.steps, "measured iterations (default 10)"),
+		OPT_COUNT('w', "warmup", &o.warmup, "warm-up iterations, not measured (default 3)"),
+		OPT_POSITIVE('n', "steps", &o.steps, "measured iterations (default 10)"),
 		OPT_U64(0, "seed", &o.seed, "seed of the random q, k, v and dout (default 0)"),
 		OPT_FORMAT(&fmt),
 		OPT_END(),
@@ -50,8 +50,6 @@ static int bench_attention(int argc, const char **argv)
 	status = gpu_parse(argc, argv, opts, attention_usage);
 	if (status != GPU_GO)
 		return status;
-	if (gpu_check_steps(o.warmup, o.steps))
-		return EXIT_USAGE;
 	n = attn_grid_configs(&g, &configs);
 	if (n < 0)
 		return EXIT_USAGE;
@@ -93,8 +91,8 @@ int cmd_bench(int argc, const char **argv)
 		OPT_GROUP("sizes (custom model, or overrides of a preset)"),
 		OPT_MODEL_DIMS(&a.dims),
 		OPT_GROUP("measurement"),
-		OPT_INTEGER('w', "warmup", &o.warmup, "warm-up steps, not measured (default 5)"),
-		OPT_INTEGER('n', "steps", &o.steps, "measured steps (default 10)"),
+		OPT_COUNT('w', "warmup", &o.warmup, "warm-up steps, not measured (default 5)"),
+		OPT_POSITIVE('n', "steps", &o.steps, "measured steps (default 10)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the random weights and batch (default 0)"),
 		OPT_FORMAT(&fmt),
 		OPT_END(),
@@ -105,8 +103,6 @@ int cmd_bench(int argc, const char **argv)
 	status = gpu_parse(argc, argv, opts, bench_usage);
 	if (status != GPU_GO)
 		return status;
-	if (gpu_check_steps(o.warmup, o.steps))
-		return EXIT_USAGE;
 	n = gpu_sweep_configs(&sweep, &a, &configs);
 	if (n < 0)
 		return 1;

@@ -21,13 +21,13 @@ int cmd_diff(int argc, const char **argv)
 		OPT_CHOICE(0, "by", &o.by, diff_by_names,
 			   "align by op (kind per phase), range (NVTX path), category or kernel"),
 		OPT_STRING(0, "range", &o.range, "PATH", "keep GPU work under this NVTX path on both sides"),
-		OPT_INTEGER('n', "top", &o.top, "show the N rows that changed most"),
+		OPT_POSITIVE('n', "top", &o.top, "show the N rows that changed most"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count warm-up steps and work outside steps"),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 2, .range = &o.range, .top = &o.top,
+		.usage = usage, .options = opts, .bundles = 2, .range = &o.range,
 		.format = &format, .run = run, .ctx = &o,
 	};
 

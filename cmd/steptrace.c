@@ -83,7 +83,6 @@ static void print_main_usage(FILE *f)
 	fprintf(f, "   %-10s %s\n", "help", "show this list, or a command's options");
 	fprintf(f, "   %-10s %s\n", "version", "print the version");
 	fputs("\nSee 'steptrace help <command>' for a command's options.\n", f);
-	fflush(f);
 }
 
 #ifdef STEPTRACE_HAVE_GPU
@@ -163,11 +162,16 @@ static int exit_status(int ret)
 	return ret;
 }
 
-/* Reports a failed write of stdout (full disk, closed pipe) instead of exiting 0. */
+/*
+ * Reports a failed write of stdout (full disk, closed pipe) instead of
+ * exiting 0; a command that failed has said why already, once.
+ */
 static int finish_stdout(int status)
 {
+	errno = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		error("cannot write output: %s", strerror(errno));
+		if (status == 0)
+			error("cannot write to standard output: %s", strerror(errno ? errno : EIO));
 		return status ? status : 1;
 	}
 	return status;

@@ -206,6 +206,51 @@ static void peak_offer(struct mem_peak *p, const struct mem_point *pt, size_t id
 	p->block = pt->block;
 }
 
+/*
+ * Offers p the live total carried into [start, end] (within the window):
+ * what was live after the last event before start, when no allocation in
+ * the span reached more. Such a peak has no block: its time is the span's
+ * start, its point that last event (the state it carries). The earliest
+ * wins a tie.
+ */
+static void peak_offer_carried(const struct mem_timeline *tl, struct mem_peak *p, uint64_t start,
+			       uint64_t end)
+{
+	int32_t before;
+	uint64_t live;
+
+	start = start > tl->t0 ? start : tl->t0;
+	end = end < tl->t1 ? end : tl->t1;
+	if (start > end || start == 0)
+		return;
+	before = mem_timeline_point_at(tl, start - 1);
+	if (before < 0)
+		return;
+	live = tl->points[before].live;
+	if (live == 0 || (p->point >= 0 && (live < p->bytes || (live == p->bytes && start >= p->t))))
+		return;
+	p->bytes = live;
+	p->t = start;
+	p->point = before;
+	p->block = -1;
+}
+
+/* Spans' carried totals: each step's, each phase's ranges' ("forward" ...), the window's. */
+static void offer_spans(struct mem_timeline *tl, const struct replay *rp)
+{
+	for (size_t s = 0; s < tl->n_steps; s++)
+		peak_offer_carried(tl, &tl->step_peak[s], rp->steps[s].start, rp->steps[s].end);
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		const char *name = replay_str(rp, rp->ranges[i].name);
+
+		for (int p = 0; p < MEM_PHASE_OTHER; p++)
+			if (!strcmp(name, mem_phase_name((enum mem_phase)p)))
+				peak_offer_carried(tl, &tl->phase_peak[p], rp->ranges[i].start, rp->ranges[i].end);
+	}
+	if (tl->t0 || tl->t1 != UINT64_MAX)
+		peak_offer_carried(tl, &tl->peak, tl->t0, tl->t1);
+}
+
 static int cmp_peak_point(const void *a, const void *b)
 {
 	const struct mem_peak *x = *(struct mem_peak *const *)a, *y = *(struct mem_peak *const *)b;
@@ -245,6 +290,12 @@ static int fill_peak_categories(struct mem_timeline *tl)
 
 int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum mem_view view)
 {
+	return mem_timeline_build_window(tl, rp, view, 0, UINT64_MAX);
+}
+
+int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, enum mem_view view,
+			      uint64_t t0, uint64_t t1)
+{
 	struct replay_key *keys = NULL, *tmp = NULL;
 	struct phase_cache pc = { NULL, NULL };
 	struct live_table lt = { 0 };
@@ -253,6 +304,8 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 
 	memset(tl, 0, sizeof(*tl));
 	tl->view = view;
+	tl->t0 = t0;
+	tl->t1 = t1;
 	peak_reset(&tl->peak);
 	peak_reset(&tl->outside_steps_peak);
 	for (int p = 0; p < MEM_PHASE_COUNT; p++)
@@ -326,8 +379,10 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 			pt->delta = (int64_t)b->size;
 			pt->category = b->category;
 			pt->block = (int32_t)tl->n_blocks++;
-			tl->n_allocs++;
-			tl->allocated_total += b->size;
+			if (pt->t >= t0 && pt->t <= t1) {
+				tl->n_allocs++;
+				tl->allocated_total += b->size;
+			}
 		} else {
 			slot = live_table_find(&lt, ev->mem.address, ev->mem.device);
 			if (lt.block[slot] >= 0) {
@@ -340,14 +395,14 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 				pt->category = b->category;
 				pt->block = lt.block[slot];
 				live_table_remove(&lt, slot);
-				tl->n_frees++;
+				tl->n_frees += pt->t >= t0 && pt->t <= t1;
 			} else {
 				pt->category = ev->mem.category < ST_MEM_CATEGORY_COUNT ? (uint8_t)ev->mem.category : 0;
 				tl->n_unknown_frees++;
 			}
 		}
 		pt->live = live;
-		if (ev->kind == ST_ALLOC) {
+		if (ev->kind == ST_ALLOC && pt->t >= t0 && pt->t <= t1) {
 			peak_offer(&tl->peak, pt, tl->n_points);
 			peak_offer(&tl->phase_peak[pt->phase], pt, tl->n_points);
 			if (m->step >= 0 && (size_t)m->step < tl->n_steps)
@@ -358,6 +413,7 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 		tl->n_points++;
 	}
 	tl->final_live = live;
+	offer_spans(tl, rp);
 
 	/* the lists of what did not pair up */
 	tl->unknown_frees = malloc((tl->n_unknown_frees ? tl->n_unknown_frees : 1) * sizeof(uint32_t));

@@ -35,11 +35,18 @@ struct bundle_writer_options {
 };
 
 /*
- * Creates `path` and writes the header member. `hdr` is copied; format
+ * Starts the bundle `path` and writes the header member. The bundle is
+ * written through lib/output.h: under a temporary name beside `path`
+ * (bundle_writer_file) until bundle_writer_close or _abort renames it onto
+ * `path`, so a process that dies first leaves that temporary file, readable
+ * up to its last whole chunk, and `path` as it was. `hdr` is copied; format
  * version and tool version are filled in by the writer. Returns NULL on error.
  */
 struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Header *hdr,
 					 const struct bundle_writer_options *opt);
+
+/* The file being written: the temporary name until the bundle is closed. */
+const char *bundle_writer_file(const struct bundle_writer *w);
 
 /* Interns a string; returns its id (>= 1; 0 for NULL or ""). Ids are stable. */
 uint32_t bundle_writer_intern(struct bundle_writer *w, const char *s);
@@ -52,13 +59,16 @@ void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n);
 
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"
- * or "oom") and closes the archive. Frees `w` whatever happens. -1 on error.
+ * or "oom"), closes the archive and renames the file onto its path. A write
+ * that failed (a full disk) removes the temporary file instead and leaves
+ * the path as it was. Frees `w` whatever happens. -1 on error.
  */
 int bundle_writer_close(struct bundle_writer *w, const char *end_reason);
 
 /*
  * Closes without a footer, as a crash would leave it only tidier: flushes
- * what it has and closes the archive. For signal paths and tests.
+ * what it has, closes the archive and renames the file onto its path (unless
+ * a write failed). For exit paths and tests.
  */
 void bundle_writer_abort(struct bundle_writer *w);
 
