@@ -53,6 +53,8 @@ static void header_table(struct report *r, const struct replay *rp)
 	kv_str(t, "tool", h->tool_version);
 	kv_str(t, "command line", h->command_line);
 	kv_str(t, "host", h->hostname);
+	if (h->pid)
+		kv_fmt(t, "process id", "%" PRIu32, h->pid);
 	unix_time(buf, sizeof(buf), h->created_unix_ns);
 	kv_str(t, "created", buf);
 	kv_fmt(t, "clock", "%s (time base %" PRIu64 " ns)", h->clock, h->time_base_ns);
