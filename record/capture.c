@@ -14,7 +14,7 @@
 #define _GNU_SOURCE
 #include "record/capture.h"
 
-#include <cuda_runtime.h>
+#include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -97,7 +97,13 @@ static struct capture {
 	struct done_buffer { uint8_t *buf; size_t valid; } queue[BUFFER_MAX];
 	uint32_t q_head, q_len;
 	bool decoder_stop, decoder_running;
+	bool kick;                              /* drain requested without a buffer */
 	pthread_t decoder;
+
+	/* Hooks of a capture that opens its session late (record/inject.c). */
+	void (*drain)(struct rec_session *s);   /* after each buffer, under the session lock */
+	void (*on_context)(void *ctx, uint32_t device);
+	bool attached;                          /* s is set: the decoder may decode */
 
 	/* Decode state, under the session lock. */
 	uint32_t rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
@@ -184,6 +190,15 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 	enum cb_class cls = CB_NONE;
 	struct counters *c;
 
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+		const CUpti_ResourceData *rd = data;
+		uint32_t device = 0;
+
+		if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && cap.on_context &&
+		    cuptiGetDeviceId(rd->context, &device) == CUPTI_SUCCESS)
+			cap.on_context(rd->context, device);
+		return;
+	}
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
 		cls = cap.rt_class[cbid];
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
@@ -730,27 +745,50 @@ static void decode_buffer(uint8_t *buffer, size_t valid)
 		while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
 			decode(rec);
 		count_drops_locked();
+		if (cap.drain)
+			cap.drain(s);
 		rec_session_unlock(s);
 	}
 	memset(buffer, 0, BUFFER_BYTES);
 	pool_put(buffer);
 }
 
+/* Runs the drain hook alone (capture_kick). */
+static void drain_only(void)
+{
+	struct rec_session *s = cap.s;
+
+	if (!s || !cap.drain)
+		return;
+	rec_session_lock(s);
+	cap.drain(s);
+	rec_session_unlock(s);
+}
+
+/* Decodes buffers in completion order once a session is attached. */
 static void *decoder_main(void *arg)
 {
 	pthread_mutex_lock(&cap.queue_lock);
 	for (;;) {
-		struct done_buffer d;
+		struct done_buffer d = { NULL, 0 };
+		bool kick;
 
-		while (!cap.q_len && !cap.decoder_stop)
+		while (!cap.decoder_stop && (!cap.attached || (!cap.q_len && !cap.kick)))
 			pthread_cond_wait(&cap.queue_filled, &cap.queue_lock);
-		if (!cap.q_len)
+		if (!cap.q_len && !cap.kick)
 			break;              /* stopping, and nothing left */
-		d = cap.queue[cap.q_head];
-		cap.q_head = (cap.q_head + 1) % BUFFER_MAX;
-		cap.q_len--;
+		kick = cap.kick;
+		cap.kick = false;
+		if (cap.q_len) {
+			d = cap.queue[cap.q_head];
+			cap.q_head = (cap.q_head + 1) % BUFFER_MAX;
+			cap.q_len--;
+		}
 		pthread_mutex_unlock(&cap.queue_lock);
-		decode_buffer(d.buf, d.valid);
+		if (d.buf)
+			decode_buffer(d.buf, d.valid);
+		else if (kick)
+			drain_only();
 		pthread_mutex_lock(&cap.queue_lock);
 	}
 	pthread_mutex_unlock(&cap.queue_lock);
@@ -792,6 +830,52 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
 
 /* ---- start and stop -------------------------------------------------- */
 
+/*
+ * Lets the current context's work finish, through the driver, which is
+ * loaded by then: the capture itself needs no CUDA runtime.
+ */
+static void sync_device(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CUresult (*get_current)(CUcontext *) = NULL;
+	CUresult (*synchronize)(void) = NULL;
+	CUcontext ctx = NULL;
+
+	if (!h)
+		return;
+	*(void **)&get_current = dlsym(h, "cuCtxGetCurrent");
+	*(void **)&synchronize = dlsym(h, "cuCtxSynchronize");
+	if (get_current && synchronize && get_current(&ctx) == CUDA_SUCCESS && ctx)
+		synchronize();
+	dlclose(h);
+}
+
+void capture_set_hooks(void (*on_context)(void *ctx, uint32_t device),
+		       void (*drain)(struct rec_session *s))
+{
+	cap.on_context = on_context;
+	cap.drain = drain;
+}
+
+void capture_attach(struct rec_session *s)
+{
+	pthread_mutex_lock(&cap.queue_lock);
+	cap.s = s;
+	cap.attached = true;
+	pthread_cond_signal(&cap.queue_filled);
+	pthread_mutex_unlock(&cap.queue_lock);
+}
+
+void capture_kick(void)
+{
+	pthread_mutex_lock(&cap.queue_lock);
+	if (cap.decoder_running) {
+		cap.kick = true;
+		pthread_cond_signal(&cap.queue_filled);
+	}
+	pthread_mutex_unlock(&cap.queue_lock);
+}
+
 static void capture_atexit(void)
 {
 	/* A path that exits without capture_stop (a library calling exit()):
@@ -801,7 +885,18 @@ static void capture_atexit(void)
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	decoder_end();
 	cap.active = false;
-	rec_session_abort(cap.s);
+	if (cap.s)
+		rec_session_abort(cap.s);
+}
+
+void capture_forget(void)
+{
+	/* The child of a fork: no decoder thread, and the bundle is the parent's. */
+	cap.active = false;
+	cap.decoder_running = false;
+	cap.s = NULL;
+	cap.attached = false;
+	cap.q_len = 0;
 }
 
 static void disable_all(void)
@@ -825,6 +920,7 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	if (cap.active)
 		return error("CUPTI capture is already running");
 	cap.s = s;
+	cap.attached = s != NULL;
 	cap.steps = calloc(steps ? steps : 1, sizeof(*cap.steps));
 	if (!cap.steps)
 		return error("out of memory for %u step counters", steps);
@@ -850,13 +946,19 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	 * finding where recording overhead goes; bundles made with it are
 	 * incomplete by design. */
 	const char *off = getenv("STEPTRACE_CUPTI_OFF");
-	if (!off || !strstr(off, "callbacks")) {
+	bool callbacks = !off || !strstr(off, "callbacks");
+	if (callbacks || cap.on_context) {
 		if (CUPTI_CHECK(cuptiSubscribe(&cap.subscriber, (CUpti_CallbackFunc)on_api_callback, NULL)))
 			goto fail;
-		if (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
-		    subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE))
+		if (cap.on_context &&
+		    CUPTI_CHECK(cuptiEnableCallback(1, cap.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+						    CUPTI_CBID_RESOURCE_CONTEXT_CREATED)))
 			goto fail;
 	}
+	if (callbacks &&
+	    (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
+	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE)))
+		goto fail;
 	uint8_t zeroed = 1;
 	size_t zeroed_size = sizeof(zeroed);
 	if (CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
@@ -887,6 +989,7 @@ fail:
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	decoder_end();
 	cap.s = NULL;
+	cap.attached = false;
 	free(cap.steps);
 	cap.steps = NULL;
 	cap.n_steps = 0;
@@ -902,7 +1005,7 @@ int capture_stop(void)
 		return 0;
 	cap.active = false;
 	/* Let every kernel finish so its record is complete, then take them all. */
-	cudaDeviceSynchronize();
+	sync_device();
 	if (CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)))
 		rc = -1;
 	disable_all();
@@ -910,13 +1013,18 @@ int capture_stop(void)
 		rc = -1;
 	decoder_end();   /* every buffer CUPTI handed back is decoded now */
 	s = cap.s;
-	rec_session_lock(s);
-	count_drops_locked();
-	/* Ends whose start never came: their starts were lost. */
-	cap.unpaired_ends = cap.n_early;
-	rec_session_count_dropped_locked(s, ST_RANGE, cap.n_early);
-	cap.s = NULL;   /* a buffer CUPTI hands back after this is not decoded */
-	rec_session_unlock(s);
+	if (s) {
+		rec_session_lock(s);
+		count_drops_locked();
+		if (cap.drain)
+			cap.drain(s);
+		/* Ends whose start never came: their starts were lost. */
+		cap.unpaired_ends = cap.n_early;
+		rec_session_count_dropped_locked(s, ST_RANGE, cap.n_early);
+		cap.s = NULL;   /* a buffer CUPTI hands back after this is not decoded */
+		rec_session_unlock(s);
+	}
+	cap.attached = false;
 	capture_op_end();
 	pool_release();
 	corr_map_release(&corrs);   /* unsubscribed and decoded: nothing reads or writes it now */
