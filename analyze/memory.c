@@ -277,7 +277,7 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 	struct mem_timeline views[2];
 	struct mem_timeline *tl, *other;
 	char b1[32], b2[32];
-	int rc = -1;
+	int rc = -1, view;
 
 	if (a->step >= 0) {
 		bool found = false;
@@ -293,8 +293,11 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 		mem_timeline_release(&views[MEM_VIEW_MODEL]);
 		return -1;
 	}
-	tl = &views[a->view];
-	other = &views[!a->view];
+	/* no --view: the model allocator's, or CUDA's when the model reported nothing (a program recorded with -- COMMAND) */
+	view = a->view >= 0 ? a->view
+	       : !views[MEM_VIEW_MODEL].n_blocks && views[MEM_VIEW_DRIVER].n_blocks ? MEM_VIEW_DRIVER : MEM_VIEW_MODEL;
+	tl = &views[view];
+	other = &views[!view];
 	if (!views[MEM_VIEW_MODEL].n_points && !views[MEM_VIEW_DRIVER].n_points)
 		report_note(r, "the bundle holds no allocation events: nothing to report");
 	else if (!tl->n_blocks && other->n_blocks)
@@ -312,7 +315,7 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 		report_note(r, "%s peak %s at %.3f ms (%s); driver-level (cudaMalloc) peak %s",
 			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
 			    rel_ms(rp, tl->peak.t), *memory_point_op(rp, tl, tl->peak.point) ? memory_point_op(rp, tl, tl->peak.point) : "no op",
-			    a->view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
+			    view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
 			    : human_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
 	if (tl->n_ooms)
 		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them", tl->n_ooms);

@@ -94,6 +94,8 @@ static struct {
 
 	struct st_event *q;              /* string ids are ours until drained */
 	size_t n_q, cap_q;
+	struct st_event *spare;          /* the queue drained last, kept for reuse */
+	size_t cap_spare;
 	bool kicked;
 
 	uint64_t ranges, unpaired, lost;
@@ -311,7 +313,11 @@ static uint32_t node_get_locked(uint32_t parent, uint32_t name, uint32_t domain)
 	return (uint32_t)R.n_nodes++;
 }
 
-/* The op of the node's next execution in this step, registered on first use. */
+/*
+ * The op of the node's next execution in this step, registered on first
+ * use. Outside the steps of a step range every execution shares the first
+ * op: that work is not counted, and it would grow the table without end.
+ */
 static uint32_t op_next_locked(uint32_t id)
 {
 	struct node *n = &R.nodes[id];
@@ -321,7 +327,7 @@ static uint32_t op_next_locked(uint32_t id)
 		n->gen = R.gen;
 		n->occ = 0;
 	}
-	k = n->occ++;
+	k = R.step_name && !R.step_open ? 0 : n->occ++;
 	if (k < n->n_ops)
 		return n->ops[k];
 	if (R.n_ops >= OPS_CAP || ALLOC_GROW(R.op_node, R.n_ops + 1, R.cap_ops) ||
@@ -391,7 +397,7 @@ static void step_event_locked(uint32_t index, uint64_t thread, uint64_t start, u
 void ranges_drain_locked(struct rec_session *s)
 {
 	struct st_event *q, *ops = NULL;
-	size_t n, n_ops = 0;
+	size_t n, cap, n_ops = 0;
 
 	pthread_mutex_lock(&R.lock);
 	if (R.sess_of != s) {
@@ -417,8 +423,11 @@ void ranges_drain_locked(struct rec_session *s)
 	}
 	q = R.q;
 	n = R.n_q;
-	R.q = NULL;
-	R.n_q = R.cap_q = 0;
+	cap = R.cap_q;
+	R.q = R.spare;               /* the last drained queue, its pages still mapped */
+	R.cap_q = R.cap_spare;
+	R.spare = NULL;
+	R.n_q = 0;
 	R.kicked = false;
 	for (size_t i = 0; i < n; i++) {
 		struct st_event *ev = &q[i];
@@ -437,6 +446,13 @@ void ranges_drain_locked(struct rec_session *s)
 	for (size_t i = 0; i < n; i++)
 		rec_session_add_locked(s, &q[i]);
 	free(ops);
+	pthread_mutex_lock(&R.lock);
+	if (!R.spare) {
+		R.spare = q;
+		R.cap_spare = cap;
+		q = NULL;
+	}
+	pthread_mutex_unlock(&R.lock);
 	free(q);
 }
 
