@@ -701,7 +701,11 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		buf[0] = '\0';
 	if (!a->run.has_header || !b->run.has_header)
 		return false;
-	if (a->run.has_config && b->run.has_config) {
+	if (a->run.has_config && b->run.has_config && (!ca->d_model || !cb->d_model)) {
+		/* a program recorded with `record -- COMMAND` states its precision only */
+		if (strcmp(ca->precision_name, cb->precision_name))
+			add_diff(buf, len, "precision", ca->precision_name, cb->precision_name);
+	} else if (a->run.has_config && b->run.has_config) {
 #define STR_FIELD(name, f, structure) do { \
 		if (strcmp(ca->f, cb->f)) { add_diff(buf, len, name, ca->f, cb->f); structural |= (structure); } \
 	} while (0)

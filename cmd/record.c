@@ -123,7 +123,8 @@ int cmd_record(int argc, const char **argv)
 			    "built-in step; --no-calibrate takes datasheet figures, the default with -- COMMAND)"),
 		OPT_CHOICE(0, "api", &api, capture_api_names,
 			   "runtime and driver calls to record: all but queries such as "
-			   "cudaGetDevice, which do nothing on the device (work, default), or all"),
+			   "cudaGetDevice, which do nothing on the device (work, default), all, or "
+			   "launches (launches, copies, memsets, allocations: the cheapest)"),
 		OPT_END(),
 	};
 	char *command_line = record_command_line(argc, argv);

@@ -103,6 +103,7 @@ static struct capture {
 	/* Hooks of a capture that opens its session late (record/inject.c). */
 	void (*drain)(struct rec_session *s);   /* after each buffer, under the session lock */
 	void (*on_context)(void *ctx, uint32_t device);
+	void (*stackless)(void);                /* a launch on a thread without an op took the lead's */
 	bool attached;                          /* s is set: the decoder may decode */
 
 	/* Decode state, under the session lock. */
@@ -126,7 +127,19 @@ static struct capture {
 /* Big and zero-initialised: kept apart from `cap` so it lives in .bss only. */
 static struct corr_map corrs;
 
+/* --api launches: API events made in the callbacks, queued for the decoder thread. */
+#define API_NEST 8
+static struct {
+	bool on;
+	pthread_mutex_t lock;
+	struct st_event *q;          /* api.name holds the domain's cbid until drained */
+	size_t n, cap;
+} apiq = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static _Thread_local struct { uint64_t start; } api_open[API_NEST];
+static _Thread_local uint64_t my_tid;
+
 static _Thread_local uint32_t current_op;
+static _Atomic uint32_t lead_op;   /* the op of threads without one (capture_set_lead_op) */
 static _Thread_local int api_depth;
 
 /* ---- NVTX injection and the clock ------------------------------------ */
@@ -183,12 +196,38 @@ void capture_step_end(void)
 	atomic_store_explicit(&cap.bucket, &cap.outside, memory_order_release);
 }
 
+/* The outermost call just ended: queue its API event. */
+static void api_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	struct st_event *ev;
+	uint64_t end = capture_now();
+	int32_t status = cb->functionReturnValue ? *(const int32_t *)cb->functionReturnValue : 0;
+
+	if (!my_tid)
+		my_tid = capture_thread_id();
+	pthread_mutex_lock(&apiq.lock);
+	if (apiq.n < (1u << 22) && !ALLOC_GROW(apiq.q, apiq.n + 1, apiq.cap)) {
+		ev = &apiq.q[apiq.n++];
+		memset(ev, 0, sizeof(*ev));
+		ev->kind = ST_API;
+		ev->start = api_open[0].start;
+		ev->end = end;
+		ev->api.domain = domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0;
+		ev->api.cbid = cbid;
+		ev->api.status = status;
+		ev->api.thread = my_tid;
+		ev->api.correlation = cb->correlationId;
+	}
+	pthread_mutex_unlock(&apiq.lock);
+}
+
 static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
 				     CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 	enum cb_class cls = CB_NONE;
 	struct counters *c;
+	uint32_t op;
 
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
 		const CUpti_ResourceData *rd = data;
@@ -208,12 +247,21 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 	if (cb->callbackSite == CUPTI_API_EXIT) {
 		if (api_depth > 0)
 			api_depth--;
+		if (apiq.on && api_depth == 0)
+			api_event(domain, cbid, cb);
 		return;
 	}
+	if (apiq.on && api_depth == 0)
+		api_open[0].start = capture_now();
 	/* Both the runtime call and the driver call it makes (if CUPTI reports
-	 * it) get the op: the activity record carries one of their ids. */
-	if (current_op)
-		corr_map_put(&corrs, cb->correlationId, current_op);
+	 * it) get the op: the activity record carries one of their ids. A
+	 * thread with no op of its own works for the lead thread (autograd's
+	 * thread for the training loop's): the lead's op. */
+	op = current_op;
+	if (!op && (op = atomic_load_explicit(&lead_op, memory_order_relaxed)) && cap.stackless)
+		cap.stackless();
+	if (op)
+		corr_map_put(&corrs, cb->correlationId, op);
 	if (api_depth++ > 0 || cls == CB_ALLOC)
 		return;
 	c = atomic_load_explicit(&cap.bucket, memory_order_acquire);
@@ -259,11 +307,12 @@ static enum cb_class classify(const char *name)
 const char *capture_api_rule(enum capture_api which)
 {
 	return which == CAPTURE_API_ALL ? "all" :
+	       which == CAPTURE_API_LAUNCHES ? "launches, copies, memsets, allocations and frees only (from callbacks)" :
 	       "all but queries (names holding 'Get', and cudaPeekAtLastError)";
 }
 
 const char *const capture_api_names[] = {
-	[CAPTURE_API_WORK] = "work", [CAPTURE_API_ALL] = "all", NULL,
+	[CAPTURE_API_WORK] = "work", [CAPTURE_API_ALL] = "all", [CAPTURE_API_LAUNCHES] = "launches", NULL,
 };
 
 static bool api_is_query(const char *base)
@@ -715,6 +764,31 @@ static void decode(const CUpti_Activity *rec)
 	}
 }
 
+/* Writes the API events the callbacks queued (--api launches); the session lock is held. */
+static void api_drain_locked(struct rec_session *s)
+{
+	struct st_event *q;
+	size_t n;
+
+	if (!apiq.on)
+		return;
+	pthread_mutex_lock(&apiq.lock);
+	q = apiq.q;
+	n = apiq.n;
+	apiq.q = NULL;
+	apiq.n = apiq.cap = 0;
+	pthread_mutex_unlock(&apiq.lock);
+	for (size_t i = 0; i < n; i++) {
+		struct st_event *ev = &q[i];
+		uint64_t start = ev->start, end = ev->end;
+
+		ev->api.name = api_name(ev->api.domain ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+					ev->api.cbid);
+		add(ev, start, end);
+	}
+	free(q);
+}
+
 /*
  * CUPTI cannot say which kind a dropped record was; the bundle's footer
  * counts drops per kind, so they are booked under "kernel", by far the most
@@ -745,6 +819,7 @@ static void decode_buffer(uint8_t *buffer, size_t valid)
 		while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
 			decode(rec);
 		count_drops_locked();
+		api_drain_locked(s);
 		if (cap.drain)
 			cap.drain(s);
 		rec_session_unlock(s);
@@ -758,10 +833,12 @@ static void drain_only(void)
 {
 	struct rec_session *s = cap.s;
 
-	if (!s || !cap.drain)
+	if (!s)
 		return;
 	rec_session_lock(s);
-	cap.drain(s);
+	api_drain_locked(s);
+	if (cap.drain)
+		cap.drain(s);
 	rec_session_unlock(s);
 }
 
@@ -857,6 +934,16 @@ void capture_set_hooks(void (*on_context)(void *ctx, uint32_t device),
 	cap.drain = drain;
 }
 
+void capture_set_lead(void (*stackless)(void))
+{
+	cap.stackless = stackless;
+}
+
+void capture_set_lead_op(uint32_t op)
+{
+	atomic_store_explicit(&lead_op, op, memory_order_relaxed);
+}
+
 void capture_attach(struct rec_session *s)
 {
 	pthread_mutex_lock(&cap.queue_lock);
@@ -921,6 +1008,7 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 		return error("CUPTI capture is already running");
 	cap.s = s;
 	cap.attached = s != NULL;
+	apiq.on = api == CAPTURE_API_LAUNCHES;
 	cap.steps = calloc(steps ? steps : 1, sizeof(*cap.steps));
 	if (!cap.steps)
 		return error("out of memory for %u step counters", steps);
@@ -972,6 +1060,9 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 		cap.enabled = i + 1;
 		if (off && strstr(off, names[i]))
 			continue;
+		if (api == CAPTURE_API_LAUNCHES && (activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME ||
+						   activity_kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER))
+			continue;   /* the callbacks make the API events */
 		if (CUPTI_CHECK(cuptiActivityEnable(activity_kinds[i])))
 			goto fail;
 	}
@@ -1016,6 +1107,7 @@ int capture_stop(void)
 	if (s) {
 		rec_session_lock(s);
 		count_drops_locked();
+		api_drain_locked(s);
 		if (cap.drain)
 			cap.drain(s);
 		/* Ends whose start never came: their starts were lost. */

@@ -102,7 +102,8 @@ static void setup(void)
 	in.command_line = env("STEPTRACE_COMMAND_LINE");
 	in.peaks = env("STEPTRACE_PEAKS");
 	in.warmup = warmup ? (uint32_t)strtoul(warmup, NULL, 10) : 0;
-	in.api = api && !strcmp(api, "all") ? CAPTURE_API_ALL : CAPTURE_API_WORK;
+	in.api = api && !strcmp(api, "all") ? CAPTURE_API_ALL
+		 : api && !strcmp(api, "launches") ? CAPTURE_API_LAUNCHES : CAPTURE_API_WORK;
 	rc.step_range = in.step_range;
 	rc.warmup = in.warmup;
 	rc.elem_bytes = in.precision && (!strcmp(in.precision, "bf16") || !strcmp(in.precision, "fp16")) ? 2 : 4;
@@ -249,7 +250,6 @@ static void open_bundle(uint32_t device)
 		/* what the program's matrix products run in, as steptrace record --precision said */
 		rc.model = "program";
 		rc.precision = (char *)in.precision;
-		rc.warmup_steps = in.warmup;
 		hdr.config = &rc;
 	}
 	hdr.device = &dev.info;
@@ -385,6 +385,7 @@ EXPORT int InitializeInjection(void)
 	if (!in.configured || in.capturing || getpid() != in.pid)
 		return 1;
 	capture_set_hooks(on_context, ranges_drain_locked);
+	capture_set_lead(ranges_stackless);
 	if (capture_start(NULL, STEP_COUNTERS, in.api)) {
 		warning("steptrace: CUPTI capture could not start in pid %d; recording nothing",
 			(int)in.pid);

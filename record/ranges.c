@@ -14,6 +14,7 @@
 #include "record/ranges.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,9 @@
 #define MAX_DEPTH 256             /* per thread; deeper pushes are counted, not recorded */
 #define OPS_CAP (1u << 20)        /* ops registered at most (an op per execution per step) */
 #define QUEUE_KICK (1u << 16)     /* queued events that wake the decoder thread */
-#define QUEUE_MAX (1u << 23)      /* queued events past which new ones are lost */
+#define QUEUE_MAX (1u << 20)      /* queued events past which new ones are lost */
 #define NAME_BUF 1024             /* names longer than this are normalised on the heap */
+#define MIRROR_DOMAIN "steptrace.mirror"
 
 struct ranges_domain {
 	uint32_t name;
@@ -45,14 +47,17 @@ struct node {
 
 struct frame {
 	uint32_t node, op, name, domain_name;
+	uint32_t depth;                  /* written depth: a helper thread's sit under the lead's */
 	struct ranges_domain *domain;
-	uint64_t start;
+	uint64_t start, epoch;
 	bool step;
 };
 
 struct tstate {
 	uint64_t thread;
 	int depth, too_deep;
+	bool adopted;                    /* a helper of the lead thread (R.adopted) */
+	_Atomic uint64_t active;         /* R.epoch when it last pushed a root range or launched without one */
 	struct frame f[MAX_DEPTH];
 };
 
@@ -86,6 +91,22 @@ static struct {
 
 	uint32_t gen, n_steps, n_warmup, step_index;
 	bool step_open;
+
+	/*
+	 * The lead thread: the one with the step range (else the first to
+	 * push a range). Other threads (autograd's, which runs the backward
+	 * pass) are its helpers: their root ranges are children of the lead's
+	 * innermost range, their launches outside any range of theirs take the
+	 * lead's op (capture_set_lead_op), and each lead range open while a
+	 * helper worked is copied onto the helper's thread, in domain
+	 * MIRROR_DOMAIN, so that NVTX projection puts the helper's kernels
+	 * under it too ("train_step/backward").
+	 */
+	struct tstate *lead;
+	uint32_t lead_node, lead_depth, mirror_domain;
+	_Atomic uint64_t epoch;          /* lead pushes so far */
+	struct tstate **adopted;
+	size_t n_adopted, cap_adopted;
 	uint64_t open;                   /* ranges pushed and not popped, every thread */
 
 	struct open_se *se;
@@ -532,9 +553,29 @@ uint32_t ranges_register(const char *s)
 
 /* ---- the range stacks ---------------------------------------------------- */
 
+/* A thread ends: it is no helper or lead any more. */
+static void tstate_free(void *p)
+{
+	struct tstate *s = p;
+
+	pthread_mutex_lock(&R.lock);
+	for (size_t i = 0; i < R.n_adopted; i++)
+		if (R.adopted[i] == s) {
+			R.adopted[i] = R.adopted[--R.n_adopted];
+			break;
+		}
+	if (R.lead == s) {
+		R.lead = NULL;
+		R.lead_node = R.lead_depth = 0;
+		capture_set_lead_op(0);
+	}
+	pthread_mutex_unlock(&R.lock);
+	free(s);
+}
+
 static void tkey_make(void)
 {
-	pthread_key_create(&tkey, free);
+	pthread_key_create(&tkey, tstate_free);
 }
 
 static struct tstate *tstate(void)
@@ -569,11 +610,46 @@ static void current_op(const struct tstate *t)
 		capture_op_end();
 }
 
+/* Registers a helper thread of the lead; with the mutex held. */
+static void adopt_locked(struct tstate *s)
+{
+	if (s->adopted || ALLOC_GROW(R.adopted, R.n_adopted + 1, R.cap_adopted))
+		return;
+	R.adopted[R.n_adopted++] = s;
+	s->adopted = true;
+}
+
+/* The lead's innermost range changed: its node, depth and op for the helpers. */
+static void lead_top_locked(const struct tstate *s)
+{
+	const struct frame *top = s->depth ? &s->f[s->depth - 1] : NULL;
+
+	R.lead_node = top ? top->node : 0;
+	R.lead_depth = top ? top->depth + 1 : 0;
+	capture_set_lead_op(top ? top->op : 0);
+}
+
+void ranges_stackless(void)
+{
+	struct tstate *s = tstate();
+
+	if (!s || s == R.lead)
+		return;
+	if (!s->adopted) {
+		pthread_mutex_lock(&R.lock);
+		adopt_locked(s);
+		pthread_mutex_unlock(&R.lock);
+	}
+	atomic_store_explicit(&s->active, atomic_load_explicit(&R.epoch, memory_order_relaxed),
+			      memory_order_relaxed);
+}
+
 int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t)
 {
 	struct tstate *s = tstate();
 	char buf[NAME_BUF], *norm = NULL;
 	struct frame f = { .domain = d, .start = t };
+	const struct frame *top;
 	bool kick;
 
 	if (!s)
@@ -587,30 +663,60 @@ int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_
 	}
 	if (!reg && name)
 		norm = normalized(name, buf, sizeof(buf));
+	top = s->depth ? &s->f[s->depth - 1] : NULL;
 	pthread_mutex_lock(&R.lock);
 	f.name = message_id_locked(name, reg, norm);
 	f.domain_name = d ? d->name : 0;
+	if (!R.lead)
+		R.lead = s;
 	if (!R.finished && R.init) {
-		f.node = node_get_locked(s->depth ? s->f[s->depth - 1].node : 0, f.name, f.domain_name);
+		uint32_t parent = top ? top->node : s == R.lead ? 0 : R.lead_node;
+
+		f.depth = top ? top->depth + 1 : s == R.lead ? 0 : R.lead_depth;
+		f.node = node_get_locked(parent, f.name, f.domain_name);
 		if (f.node && R.nodes[f.node].step && !R.step_open) {
 			R.step_open = true;
 			R.step_index = R.n_steps;
 			R.gen++;
 			f.step = true;
+			R.lead = s;   /* the training loop's thread leads */
 			capture_step_begin(R.step_index);
 		}
 		f.op = f.node ? op_next_locked(f.node) : 0;
 	}
+	if (s == R.lead) {
+		f.epoch = atomic_fetch_add_explicit(&R.epoch, 1, memory_order_relaxed) + 1;
+	} else if (!top) {
+		adopt_locked(s);
+		atomic_store_explicit(&s->active, atomic_load_explicit(&R.epoch, memory_order_relaxed),
+				      memory_order_relaxed);
+	}
+	s->f[s->depth++] = f;
+	if (s == R.lead)
+		lead_top_locked(s);
 	R.open++;
 	kick = want_kick_locked();
 	pthread_mutex_unlock(&R.lock);
 	if (norm && norm != buf)
 		free(norm);
-	s->f[s->depth++] = f;
 	current_op(s);
 	if (kick)
 		capture_kick();
 	return s->depth - 1;
+}
+
+/* Copies a lead range that closed onto each helper that worked while it was open. */
+static void mirror_locked(const struct frame *f, uint64_t end)
+{
+	for (size_t i = 0; i < R.n_adopted; i++) {
+		struct tstate *h = R.adopted[i];
+
+		if (h == R.lead || atomic_load_explicit(&h->active, memory_order_relaxed) < f->epoch)
+			continue;
+		if (!R.mirror_domain)
+			R.mirror_domain = intern_locked(MIRROR_DOMAIN);
+		range_event_locked(f->name, R.mirror_domain, h->thread, f->depth, f->start, end);
+	}
 }
 
 int ranges_pop(struct ranges_domain *d, uint64_t t)
@@ -635,10 +741,14 @@ int ranges_pop(struct ranges_domain *d, uint64_t t)
 		return -1;
 	}
 	f = s->f[i];
+	pthread_mutex_lock(&R.lock);
 	memmove(&s->f[i], &s->f[i + 1], (size_t)(s->depth - i - 1) * sizeof(s->f[0]));
 	s->depth--;
-	pthread_mutex_lock(&R.lock);
-	range_event_locked(f.name, f.domain_name, s->thread, (uint32_t)i, f.start, t);
+	range_event_locked(f.name, f.domain_name, s->thread, f.depth, f.start, t);
+	if (s == R.lead) {
+		mirror_locked(&f, t);
+		lead_top_locked(s);
+	}
 	if (f.step) {
 		step_event_locked(R.step_index, s->thread, f.start, t);
 		R.step_open = false;

@@ -14,6 +14,16 @@
  * correlation id, as for the built-in step. An op per execution keeps
  * `flops` right: its report counts an op's cost once per step it ran in.
  *
+ * Threads: the lead thread (the step range's, else the first to push a
+ * range) runs the loop; another thread (autograd's, for the backward pass)
+ * is its helper: a helper's root ranges are children of the lead's
+ * innermost range (so their ops' paths and phases are the lead's:
+ * "train_step/backward/autograd::engine::evaluate_function: MmBackward0"),
+ * its launches outside any range of its own take the lead's op, and every
+ * lead range open while the helper worked is copied onto the helper's
+ * thread (domain "steptrace.mirror"), so that NVTX projection puts the
+ * helper's kernels under it as well.
+ *
  * Steps: every range named `step_range` (after normalisation, any thread,
  * not nested in another) is a step, the first `warmup` of them flagged
  * warm-up; without a step range the whole run is one step, written by
@@ -61,6 +71,8 @@ uint32_t ranges_register(const char *s);
  */
 int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t);
 int ranges_pop(struct ranges_domain *d, uint64_t t);
+/* A launch on a thread with no range open took the lead's op (capture_set_lead's hook). */
+void ranges_stackless(void);
 /* Start/end ranges (any thread may end one) and instantaneous marks. */
 uint64_t ranges_start(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t);
 void ranges_end(uint64_t id, uint64_t t);

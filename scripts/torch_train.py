@@ -118,11 +118,13 @@ def main():
             times.append((time.perf_counter() - t0) * 1e3)
             if a.kernel_counts:
                 counts.append(count_kernels(prof))
+    with nvtx.range("report"):
+        last_loss = loss.item()
     measured = times[a.warmup:]
     out = dict(model=cfg["name"], ctx=cfg["ctx"], batch=cfg["batch"], precision=a.precision,
                warmup=a.warmup, steps_ms=[round(t, 3) for t in times],
                median_ms=round(statistics.median(measured), 3) if measured else None,
-               loss=round(float(loss), 4), pid=os.getpid(), rank=os.environ.get("RANK"))
+               loss=round(last_loss, 4), pid=os.getpid(), rank=os.environ.get("RANK"))
     if a.kernel_counts:
         with open(a.kernel_counts, "w") as f:
             json.dump({"kernels": counts}, f)

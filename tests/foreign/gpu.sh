@@ -54,6 +54,8 @@ ls "$out"/tiny.*.stb >/dev/null 2>&1 && fail "tiny: a per-process bundle was lef
 grep -q "tiny.stb': .* 4 steps (1 warm-up)" "$out/tiny.err" ||
 	fail "tiny: the summary line does not say 4 steps (1 warm-up)"
 grep -q "launched outside every NVTX range" "$out/tiny.err" && fail "tiny: unattributed kernels"
+"$st" summary "$b" --range 'train_step/backward' --format csv >"$out/tiny.bwd" || fail "tiny: summary --range backward"
+grep -q 'Memset\|gemm\|nvjet\|Kernel' "$out/tiny.bwd" || fail "tiny: no kernels under train_step/backward (autograd's thread)"
 "$st" steps "$b" --include-warmup --format csv >"$out/tiny.steps" || fail "tiny: steps failed"
 awk -F, '/^[0-9]+,(yes|no),/ { print $1, $2 }' "$out/tiny.steps" >"$out/tiny.flags"
 printf '0 yes\n1 no\n2 no\n3 no\n' | cmp -s - "$out/tiny.flags" || fail "tiny: steps and warm-up flags: $(cat "$out/tiny.flags")"
@@ -78,9 +80,25 @@ got=$(awk -F, '/^[0-9]+,(yes|no),/ { printf "%s%s", sep, $6; sep = " " }' "$out/
 echo "kernels per step: steptrace $got, torch.profiler $want"
 [ -n "$want" ] && [ "$got" = "$want" ] || fail "kernels per step: steptrace '$got', torch.profiler '$want'"
 
+# 2b. without emit_nvtx: autograd's kernels fall under the loop's backward range
+record plain 0 -o "$out/plain.stb" --step-range train_step -- "$py" "$train" -w 0 -n 2
+grep -q "launched outside every NVTX range" "$out/plain.err" && fail "plain: unattributed kernels"
+"$st" summary "$out/plain.stb" --by op --format csv >"$out/plain.byop"
+grep -q '^[^#].*,backward/backward$' "$out/plain.byop" || fail "plain: no backward op: $(cat "$out/plain.byop")"
+n=$("$st" summary "$out/plain.stb" --range 'train_step/backward' --format csv | grep -c '^[0-9]')
+[ "$n" -gt 3 ] || fail "plain: $n kernel names under train_step/backward"
+
+# 2c. --api launches: API events from the callbacks, the same kernels per step
+record launches 0 -o "$out/launches.stb" --step-range train_step --api launches -- "$py" "$train" -w 0 -n 2
+"$st" info "$out/launches.stb" | grep -q "API calls recorded.*launches, copies" || fail "launches: the header does not say --api launches"
+k1=$("$st" steps "$out/plain.stb" --format csv | awk -F, '/^[0-9]+,no,/ { printf "%s ", $6 }')
+k2=$("$st" steps "$out/launches.stb" --format csv | awk -F, '/^[0-9]+,no,/ { printf "%s ", $6 }')
+[ "$k1" = "$k2" ] || fail "launches: kernels per step '$k2', with --api work '$k1'"
+n=$("$st" summary "$out/launches.stb" --range 'train_step/forward' --format csv | grep -c '^[0-9]')
+[ "$n" -gt 3 ] || fail "launches: $n kernel names under train_step/forward"
+
 # 3. --torch-alloc async: tensor allocations reach CUPTI
 record alloc 0 -o "$out/alloc.stb" --step-range train_step --torch-alloc async -- "$py" "$train" -w 0 -n 2
-record plain 0 -o "$out/plain.stb" --step-range train_step -- "$py" "$train" -w 0 -n 2
 a_async=$("$st" info "$out/alloc.stb" --format csv | awk -F, '$1 == "alloc" { print $2 }')
 a_plain=$("$st" info "$out/plain.stb" --format csv | awk -F, '$1 == "alloc" { print $2 }')
 echo "allocations: $a_plain with PyTorch's caching allocator, $a_async with cudaMallocAsync"
@@ -91,8 +109,9 @@ grep -q "Largest live blocks" "$out/alloc.memory" || fail "memory: no largest li
 # 4. crashes mid-step
 record raise 1 -o "$out/raise.stb" --step-range train_step -- "$py" "$train" -w 0 -n 4 --crash-at 2 --crash raise
 [ "$(field "$out/raise.stb" complete)" = yes ] || fail "raise: bundle not complete"
+# Python's with statements close the ranges as the exception unwinds: step 2 ends early
 n=$("$st" steps "$out/raise.stb" --include-warmup --format csv | grep -c '^[0-9]*,no,')
-[ "$n" = 2 ] || fail "raise: $n whole steps, want 2"
+[ "$n" = 3 ] || fail "raise: $n steps, want 3"
 record abort 134 -o "$out/abort.stb" --step-range train_step -- "$py" "$train" -w 0 -n 4 --crash-at 2 --crash abort
 grep -q "got signal 6" "$out/abort.err" || fail "abort: no signal line"
 [ "$(field "$out/abort.stb" "end reason")" = error ] || fail "abort: end reason '$(field "$out/abort.stb" "end reason")'"

@@ -23,6 +23,32 @@
 
 static uint64_t clock_ns = BASE + 500;
 
+/*
+ * Helpers live on after their work, as autograd's thread does: each waits
+ * here until the step range has closed (a helper that has ended gets no
+ * copies of the lead's ranges).
+ */
+static pthread_barrier_t step_closed;
+static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work_done = PTHREAD_COND_INITIALIZER;
+static int works_done;
+
+static void work_finished(void)
+{
+	pthread_mutex_lock(&work_lock);
+	works_done++;
+	pthread_cond_signal(&work_done);
+	pthread_mutex_unlock(&work_lock);
+}
+
+static void wait_work(int n)
+{
+	pthread_mutex_lock(&work_lock);
+	while (works_done < n)
+		pthread_cond_wait(&work_done, &work_lock);
+	pthread_mutex_unlock(&work_lock);
+}
+
 static uint64_t tick(void)
 {
 	return clock_ns += 1000;
@@ -32,7 +58,16 @@ struct step_args {
 	int step;
 };
 
-/* autograd's device thread: no parent range, so the phase comes from the node's name */
+/* a helper that launches without a range of its own while the optimizer runs */
+static void *stackless_thread(void *arg)
+{
+	ranges_stackless();
+	work_finished();
+	pthread_barrier_wait(&step_closed);
+	return arg;
+}
+
+/* autograd's device thread: a helper of the lead; its phase comes from the node's name */
 static void *backward_thread(void *arg)
 {
 	const struct step_args *a = arg;
@@ -42,18 +77,22 @@ static void *backward_thread(void *arg)
 	ranges_push(NULL, name, 0, tick());
 	snprintf(name, sizeof(name), "aten::mm, seq = %d, op_id = %d, sizes = [[8, 16], [16, 8]], "
 		 "input_op_ids = [(1,0), (2,0)]", 40 + a->step, 900 + a->step);
-	CHECK(ranges_push(NULL, name, 0, tick()) == 1);
+	CHECK(ranges_push(NULL, name, 0, tick()) == 1);   /* its own depth */
 	CHECK(ranges_pop(NULL, tick()) == 1);
 	CHECK(ranges_pop(NULL, tick()) == 0);
+	work_finished();
+	pthread_barrier_wait(&step_closed);
 	return NULL;
 }
 
 static void one_step(int step)
 {
 	struct step_args a = { step };
-	pthread_t t;
+	pthread_t t, u;
 	char name[160];
 
+	works_done = 0;
+	pthread_barrier_init(&step_closed, NULL, 3);
 	CHECK(ranges_push(NULL, "train_step", 0, tick()) == 0);
 	ranges_push(NULL, "forward", 0, tick());
 	for (int i = 0; i < 2; i++) {   /* one path, two executions: two ops */
@@ -64,12 +103,18 @@ static void one_step(int step)
 	}
 	ranges_pop(NULL, tick());
 	CHECK(pthread_create(&t, NULL, backward_thread, &a) == 0);
-	pthread_join(t, NULL);
+	wait_work(1);
 	ranges_push(NULL, "Optimizer.step#AdamW.step", 0, tick());
 	ranges_push(NULL, "aten::_foreach_add_, op_id = 5, sizes = [[10, 10], [10, 10], []]", 0, tick());
 	ranges_pop(NULL, tick());
+	CHECK(pthread_create(&u, NULL, stackless_thread, NULL) == 0);
+	wait_work(2);
 	ranges_pop(NULL, tick());
 	CHECK(ranges_pop(NULL, tick()) == 0);
+	pthread_barrier_wait(&step_closed);
+	pthread_join(t, NULL);
+	pthread_join(u, NULL);
+	pthread_barrier_destroy(&step_closed);
 }
 
 struct op_seen {
@@ -91,6 +136,7 @@ static void read_back(const char *path)
 	struct bundle_reader *r = bundle_reader_open(path);
 	struct op_seen ops[32];
 	size_t n_ops = 0, n_ranges = 0, n_steps = 0, linear = 0, marks = 0, domain_ranges = 0, loads = 0;
+	size_t mirrors_step = 0, mirrors_opt = 0, mirrors_other = 0;
 	int warmup[STEPS] = { -1, -1, -1 };
 	struct st_event ev;
 	bool normalised = true, depths = true;
@@ -129,7 +175,15 @@ static void read_back(const char *path)
 				depths &= ev.range.depth == 2;
 			}
 			if (!strncmp(name, "aten::mm", 8))
-				depths &= ev.range.depth == 1;
+				depths &= ev.range.depth == 2;   /* under the lead's train_step (0) */
+			if (!strcmp(dom, "steptrace.mirror")) {
+				if (!strcmp(name, "train_step"))
+					mirrors_step++, depths &= ev.range.depth == 0;
+				else if (!strcmp(name, "Optimizer.step#AdamW.step"))
+					mirrors_opt++, depths &= ev.range.depth == 1;
+				else
+					mirrors_other++;
+			}
 			if (!strcmp(name, "train_step"))
 				depths &= ev.range.depth == 0;
 			marks += !strcmp(name, "checkpoint") && ev.start == ev.end;
@@ -146,8 +200,12 @@ static void read_back(const char *path)
 	CHECK_U64(n_steps, STEPS);
 	CHECK(warmup[0] == 1 && warmup[1] == 0 && warmup[2] == 0, "warm-up flags %d %d %d", warmup[0],
 	      warmup[1], warmup[2]);
-	/* 8 per step, the domain range, the start/end range and the mark */
-	CHECK_U64(n_ranges, 8 * STEPS + 3);
+	/* 8 per step, 3 mirrors per step (train_step on both helpers, Optimizer.step on
+	 * the stackless one), the domain range, the start/end range and the mark */
+	CHECK_U64(n_ranges, 11 * STEPS + 3);
+	CHECK_U64(mirrors_step, 2 * STEPS);
+	CHECK_U64(mirrors_opt, STEPS);
+	CHECK_U64(mirrors_other, 0);
 	CHECK_U64(linear, 2 * STEPS);
 	CHECK(normalised, "a range name kept emit_nvtx's seq, op_id or input_op_ids");
 	CHECK(depths, "a range has the wrong depth");
@@ -164,7 +222,7 @@ static void read_back(const char *path)
 		CHECK_U64(o->flops, 2 * 4 * 8 * 16);
 		CHECK_U64(o->bytes, 2 * (4 * 8 + 16 * 8 + 4 * 16));   /* elem_bytes 2 */
 	}
-	o = find_op(ops, n_ops, "autograd::engine::evaluate_function: MmBackward0/aten::mm, sizes = [[8, 16], [16, 8]]");
+	o = find_op(ops, n_ops, "train_step/autograd::engine::evaluate_function: MmBackward0/aten::mm, sizes = [[8, 16], [16, 8]]");
 	CHECK(o != NULL);
 	if (o) {
 		CHECK_STR(o->kind, "matmul/aten::mm");
