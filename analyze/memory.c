@@ -311,7 +311,12 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 	add_unpaired(r, rp, tl, a->top);
 	if (other->n_points)
 		add_unpaired(r, rp, other, a->top);
-	if (tl->peak.point >= 0)
+	if (tl->peak.point >= 0 && view == MEM_VIEW_DRIVER && a->view < 0)
+		report_note(r, "%s peak %s at %.3f ms (%s); the model allocator recorded nothing",
+			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
+			    rel_ms(rp, tl->peak.t),
+			    *memory_point_op(rp, tl, tl->peak.point) ? memory_point_op(rp, tl, tl->peak.point) : "no op");
+	else if (tl->peak.point >= 0)
 		report_note(r, "%s peak %s at %.3f ms (%s); driver-level (cudaMalloc) peak %s",
 			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
 			    rel_ms(rp, tl->peak.t), *memory_point_op(rp, tl, tl->peak.point) ? memory_point_op(rp, tl, tl->peak.point) : "no op",
