@@ -109,6 +109,9 @@ static struct {
 	size_t n_adopted, cap_adopted;
 	uint64_t open;                   /* ranges pushed and not popped, every thread */
 
+	struct ranges_domain **domains;  /* every domain made: its name may be in queued events */
+	size_t n_domains, cap_domains;
+
 	struct open_se *se;
 	size_t n_se, cap_se;
 	uint64_t next_id;
@@ -137,24 +140,30 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-static int str_rehash(void)
+/* Doubles an open-addressing table of the ids 1..n-1, placed by key(id). -1 when out of memory. */
+static int table_grow(uint32_t **table, size_t *cap, size_t n, uint64_t (*key)(size_t id))
 {
-	size_t cap = R.str_hash_cap ? R.str_hash_cap * 2 : 1024;
-	uint32_t *h = calloc(cap, sizeof(*h));
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	uint32_t *h = calloc(ncap, sizeof(*h));
 
 	if (!h)
 		return -1;
-	for (size_t id = 1; id < R.n_str; id++) {
-		size_t j = hash_str(R.str[id]) & (cap - 1);
+	for (size_t id = 1; id < n; id++) {
+		size_t j = key(id) & (ncap - 1);
 
 		while (h[j])
-			j = (j + 1) & (cap - 1);
+			j = (j + 1) & (ncap - 1);
 		h[j] = (uint32_t)id;
 	}
-	free(R.str_hash);
-	R.str_hash = h;
-	R.str_hash_cap = cap;
+	free(*table);
+	*table = h;
+	*cap = ncap;
 	return 0;
+}
+
+static uint64_t str_key(size_t id)
+{
+	return hash_str(R.str[id]);
 }
 
 /* The id of s (0 for NULL or ""; 0 too when out of memory). */
@@ -165,7 +174,7 @@ static uint32_t intern_locked(const char *s)
 
 	if (!s || !*s)
 		return 0;
-	if ((R.n_str + 1) * 2 > R.str_hash_cap && str_rehash())
+	if ((R.n_str + 1) * 2 > R.str_hash_cap && table_grow(&R.str_hash, &R.str_hash_cap, R.n_str, str_key))
 		return 0;
 	j = hash_str(s) & (R.str_hash_cap - 1);
 	while (R.str_hash[j]) {
@@ -212,25 +221,11 @@ static uint64_t hash_node(uint32_t parent, uint32_t name, uint32_t domain)
 	return (h ^ (h >> 29) ^ (uint64_t)domain * 0xBF58476D1CE4E5B9ull) * 0x94D049BB133111EBull;
 }
 
-static int node_rehash(void)
+static uint64_t node_key(size_t id)
 {
-	size_t cap = R.node_hash_cap ? R.node_hash_cap * 2 : 1024;
-	uint32_t *h = calloc(cap, sizeof(*h));
+	const struct node *n = &R.nodes[id];
 
-	if (!h)
-		return -1;
-	for (size_t id = 1; id < R.n_nodes; id++) {
-		const struct node *n = &R.nodes[id];
-		size_t j = hash_node(n->parent, n->name, n->domain) & (cap - 1);
-
-		while (h[j])
-			j = (j + 1) & (cap - 1);
-		h[j] = (uint32_t)id;
-	}
-	free(R.node_hash);
-	R.node_hash = h;
-	R.node_hash_cap = cap;
-	return 0;
+	return hash_node(n->parent, n->name, n->domain);
 }
 
 /* The text of name up to its first ", " (the op of an emit_nvtx name) into buf. */
@@ -311,7 +306,8 @@ static uint32_t node_get_locked(uint32_t parent, uint32_t name, uint32_t domain)
 	struct node *n;
 	size_t j;
 
-	if ((R.n_nodes + 1) * 2 > R.node_hash_cap && node_rehash())
+	if ((R.n_nodes + 1) * 2 > R.node_hash_cap &&
+	    table_grow(&R.node_hash, &R.node_hash_cap, R.n_nodes, node_key))
 		return 0;
 	j = hash_node(parent, name, domain) & (R.node_hash_cap - 1);
 	while (R.node_hash[j]) {
@@ -517,6 +513,12 @@ struct ranges_domain *ranges_domain_create(const char *name)
 		return NULL;
 	pthread_mutex_lock(&R.lock);
 	d->name = intern_locked(name);
+	if (ALLOC_GROW(R.domains, R.n_domains + 1, R.cap_domains)) {
+		free(d);
+		d = NULL;
+	} else {
+		R.domains[R.n_domains++] = d;
+	}
 	pthread_mutex_unlock(&R.lock);
 	return d;
 }
