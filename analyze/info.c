@@ -60,7 +60,10 @@ static void header_table(struct report *r, const struct replay *rp)
 	kv_fmt(t, "clock", "%s (time base %" PRIu64 " ns)", h->clock, h->time_base_ns);
 	if (!strcmp(h->clock, "cupti"))
 		kv_str(t, "API calls recorded", *h->api_calls ? h->api_calls : "all");
-	if (h->has_config) {
+	if (h->has_config && !h->config.d_model) {
+		/* a program recorded with `record -- COMMAND`: only what it was told */
+		kv_fmt(t, "precision", "%s (as `record --precision` said)", h->config.precision_name);
+	} else if (h->has_config) {
 		const struct replay_config *c = &h->config;
 		kv_fmt(t, "model", "%s: d_model %" PRIu32 ", d_ff %" PRIu32 ", layers %" PRIu32
 		       ", heads %" PRIu32 ", vocab %" PRIu32, c->model, c->d_model, c->d_ff,

@@ -320,7 +320,7 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 	uint64_t t0 = 0, t1 = UINT64_MAX;
 	int32_t only = -1;
 	const char *op;
-	int rc = -1;
+	int rc = -1, view;
 
 	if (a->step >= 0) {
 		for (size_t s = 0; s < rp->n_steps; s++)
@@ -345,8 +345,11 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 			output_discard(&svg);
 		return -1;
 	}
-	tl = &views[a->view];
-	other = &views[!a->view];
+	/* no --view: the model allocator's, or CUDA's when the model reported nothing (a program recorded with -- COMMAND) */
+	view = a->view >= 0 ? a->view
+	       : !views[MEM_VIEW_MODEL].n_blocks && views[MEM_VIEW_DRIVER].n_blocks ? MEM_VIEW_DRIVER : MEM_VIEW_MODEL;
+	tl = &views[view];
+	other = &views[!view];
 	if (!views[MEM_VIEW_MODEL].n_points && !views[MEM_VIEW_DRIVER].n_points)
 		report_note(r, "the bundle holds no allocation events: nothing to report");
 	else if (!tl->n_blocks && other->n_blocks)
@@ -365,11 +368,15 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 	if (other->n_points)
 		add_unpaired(r, rp, other, a->top);
 	op = tl->peak.block < 0 ? "live when the step began" : memory_point_op(rp, tl, tl->peak.point);
-	if (tl->peak.point >= 0)
+	if (tl->peak.point >= 0 && view == MEM_VIEW_DRIVER && a->view < 0)
+		report_note(r, "%s peak %s at %.3f ms (%s); the model allocator recorded nothing",
+			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
+			    rel_ms(rp, tl->peak.t), *op ? op : "no op");
+	else if (tl->peak.point >= 0)
 		report_note(r, "%s peak %s at %.3f ms (%s); driver-level (cudaMalloc) peak %s",
 			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
 			    rel_ms(rp, tl->peak.t), *op ? op : "no op",
-			    a->view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
+			    view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
 			    : human_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
 	if (tl->n_ooms)
 		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them, "

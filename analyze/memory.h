@@ -19,7 +19,8 @@
 
 struct memory_opts {
 	int top;                  /* largest live blocks listed (and unpaired ones), >= 1 */
-	int view;                 /* enum mem_view of the tables; the other view's peaks follow */
+	int view;                 /* enum mem_view of the tables (the other view's peaks follow); -1: the
+				     model's, or the driver's when the model reported no allocation */
 	const char *svg;          /* write the chart here, NULL: no chart */
 	int step;                 /* report and chart only the step of this index; -1: the whole run */
 };

@@ -15,11 +15,11 @@ static int run(const struct replay *rps, int n, void *ctx, struct report *r)
 
 int cmd_diff(int argc, const char **argv)
 {
-	struct diff_options o = { .by = DIFF_BY_OP, .warn = true };
+	struct diff_options o = { .by = -1, .warn = true };
 	int format = OUT_TABLE;
 	const struct option opts[] = {
 		OPT_CHOICE(0, "by", &o.by, diff_by_names,
-			   "align by op (kind per phase), range (NVTX path), category or kernel"),
+			   "align by op (kind per phase; the default, or phase when the op kinds differ), range (NVTX path), category, kernel or phase (phase and kernel category)"),
 		OPT_STRING(0, "range", &o.range, "PATH", "keep GPU work under this NVTX path on both sides"),
 		OPT_POSITIVE('n', "top", &o.top, "show the N rows that changed most"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count warm-up steps and work outside steps"),

@@ -28,6 +28,16 @@ int main(void)
 	/* an op kind that says nothing ("ln1") leaves it to the kernel's name */
 	CHECK(of("ln1", "forward", "void rmsnorm_forward_kernel<float>(...)") == CAT_REDUCTION);
 	CHECK(of("adamw", "optimizer", "cast_kernel") == CAT_OPTIMIZER);
+	/* PyTorch's kernels carry lambdas in their names: not the LAMB optimizer */
+	CHECK(category_from_kernel_name("void at::native::vectorized_elementwise_kernel<8, at::native::"
+					"bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, "
+					"std::array<char*, 2ul> >(...)") == CAT_ELEMENTWISE);
+	CHECK(category_from_kernel_name("void multi_tensor_apply_kernel<LAMB_stage1<float>>(...)") ==
+	      CAT_OPTIMIZER);
+	/* PyTorch ops recorded with `record -- COMMAND`: the family leads the kind */
+	CHECK(of("matmul/aten::addmm", "forward", "nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN") == CAT_GEMM);
+	CHECK(of("softmax/aten::_softmax", "forward", "void (anonymous namespace)::softmax_warp_forward"
+		 "<float, float, float, 9, false, false>(...)") == CAT_SOFTMAX);
 	CHECK(category_pick(CAT_SOFTMAX, CAT_ELEMENTWISE) == CAT_SOFTMAX);
 	CHECK(category_pick(CAT_GEMM, CAT_OTHER) == CAT_GEMM);
 	CHECK(category_pick(CAT_GEMM, CAT_REDUCTION) == CAT_REDUCTION);
