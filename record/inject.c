@@ -260,7 +260,9 @@ static void open_bundle(uint32_t device)
 		warning("steptrace: pid %d records nothing", (int)in.pid);
 		return;
 	}
-	claim_report("bundle %s\n", in.path);
+	/* the writer fills a temporary beside in.path and renames it at the end; after a
+	 * SIGKILL only steptrace can put it in place, so it is told the name */
+	claim_report("bundle %s\nwriting %s\n", in.path, bundle_writer_file(in.s.w));
 	in.opened = true;
 	capture_attach(&in.s);
 }

@@ -174,6 +174,7 @@ static void signals_give_back(const struct saved_signals *saved)
 struct bundle_claim {
 	char id[64];
 	char path[PATH_MAX];
+	char writing[PATH_MAX];    /* the temporary the process wrote into, renamed onto path at its end */
 	long long events, bytes, dropped, steps, warmup, ops, unattributed, open, unpaired, lost;
 	int capped, signal;
 	char end[32];              /* "" when the process never closed it */
@@ -197,6 +198,10 @@ static void claim_read(const char *file, struct bundle_claim *c)
 		line[strcspn(line, "\n")] = '\0';
 		if (!strncmp(line, "bundle ", 7)) {
 			snprintf(c->path, sizeof(c->path), "%.*s", (int)sizeof(c->path) - 1, line + 7);
+			continue;
+		}
+		if (!strncmp(line, "writing ", 8)) {
+			snprintf(c->writing, sizeof(c->writing), "%.*s", (int)sizeof(c->writing) - 1, line + 8);
 			continue;
 		}
 		if (!strncmp(line, "end ", 4)) {
@@ -304,6 +309,11 @@ static void report(const struct launch_opts *o, const char *output, struct bundl
 		warning("no process of '%s' created a CUDA context: no bundle written", o->argv[0]);
 		return;
 	}
+	/* a process killed before it closed its bundle left it under the writer's temporary name */
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].end[0] && v[i].writing[0] && strcmp(v[i].writing, v[i].path) &&
+		    access(v[i].writing, F_OK) == 0 && rename(v[i].writing, v[i].path))
+			warning("cannot rename '%s' to '%s': %s", v[i].writing, v[i].path, strerror(errno));
 	if (n == 1 && strcmp(v[0].path, output)) {
 		if (rename(v[0].path, output))
 			warning("cannot rename '%s' to '%s': %s", v[0].path, output, strerror(errno));
