@@ -280,6 +280,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	if (!r)
 		goto fail;
 	((struct replay_priv *)rp->priv)->reader = r;
+	bundle_reader_set_budget(r, opt ? opt->memory_limit : 0, REPLAY_EVENT_BYTES);
 	while ((rc = bundle_reader_next(r, &ev)) > 0)
 		if (replay_add(rp, &ev) < 0)
 			goto fail;
@@ -292,6 +293,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	rp->truncation = bundle_reader_truncation(r);
 	rp->chunks_read = bundle_reader_chunks(r);
 	rp->events_read = bundle_reader_events(r);
+	rp->memory = bundle_reader_memory(r);
 	if (rp->truncated && !(opt && opt->quiet))
 		warning("'%s' is truncated (%s): read %" PRIu32 " chunks, %" PRIu64
 			   " events; results cover only that part", path,

@@ -62,7 +62,20 @@
 
 struct replay_options {
 	bool quiet;            /* no truncation warning (the caller reports it) */
+	/*
+	 * Bytes the replay may need, 0 for no limit: loading ends with one line
+	 * before it would need more (bundle_reader_set_budget), counting
+	 * REPLAY_EVENT_BYTES for every event.
+	 */
+	uint64_t memory_limit;
 };
+
+/*
+ * What loading and building a replay take per event, its share of the sorts
+ * and the reports' own arrays included (bytes): measured peaks are 130-150
+ * (`summary` of a million events of st-gen's bench, of 1.7 million kernels).
+ */
+#define REPLAY_EVENT_BYTES 200
 
 /* A kernel, memcpy or memset on the GPU. */
 struct replay_activity {
@@ -228,6 +241,7 @@ struct replay {
 	const char *truncation;        /* why, NULL when complete */
 	uint32_t chunks_read;
 	uint64_t events_read;
+	uint64_t memory;                      /* bytes the budget counted for it (replay_options) */
 	uint64_t counts[ST_KIND_COUNT];   /* events read, per enum st_kind */
 
 	/* Strings: id < n_strings; the bundle's, then synthetic ones. */
