@@ -244,6 +244,18 @@ static bool path_has_component(const char *path, const char *word)
 	return false;
 }
 
+/* Per path, whether it has a component equal to `word` (paths come parent first). NULL: out of memory. */
+static uint8_t *paths_with_component(const struct replay *rp, const char *word)
+{
+	uint8_t *has = malloc(rp->n_paths + 1);
+
+	for (size_t i = 0; has && i < rp->n_paths; i++) {
+		int32_t parent = rp->paths[i].parent;
+		has[i] = (parent >= 0 && has[parent]) || path_has_component(replay_str(rp, rp->paths[i].name), word);
+	}
+	return has;
+}
+
 static void divide(struct flops_result *res)
 {
 	double d = res->divisor;
@@ -279,6 +291,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	struct op_acc *acc = NULL;
 	struct category_cache cc = { 0 };
 	uint64_t *keys = NULL;
+	uint8_t *phase_paths = NULL;
 	uint64_t noop_time = 0, noop_kernels = 0;
 	size_t cap = rp->n_ops + 1;
 	int rc = -1;
@@ -295,7 +308,9 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	acc = calloc(rp->n_ops + 1, sizeof(*acc));
 	keys = calloc(cap, sizeof(*keys));
 	out->rows = calloc(cap, sizeof(*out->rows));
-	if (!acc || !keys || !out->rows) {
+	if (opt->phase)
+		phase_paths = paths_with_component(rp, opt->phase);
+	if (!acc || !keys || !out->rows || (opt->phase && !phase_paths)) {
 		error("out of memory");
 		goto out;
 	}
@@ -322,7 +337,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 				continue;
 			oa = &acc[op - rp->ops];
 			ph = phase_index(replay_str(rp, op->phase));
-		} else if (opt->phase && !path_has_component(replay_activity_path(rp, a), opt->phase)) {
+		} else if (opt->phase && !(a->range >= 0 && phase_paths[rp->ranges[a->range].path])) {
 			continue;
 		}
 		dur = a->end > a->start ? a->end - a->start : 0;
@@ -383,6 +398,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		qsort(out->rows, out->n_rows, sizeof(*out->rows), cmp_row);
 	rc = 0;
 out:
+	free(phase_paths);
 	free(acc);
 	category_cache_release(&cc);
 	free(keys);

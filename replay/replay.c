@@ -14,7 +14,8 @@
 
 #define ARENA_BLOCK (64 * 1024)
 
-char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
+/* len + 1 bytes in the arena, the last one '\0'. NULL when out of memory. */
+static char *arena_alloc(struct replay *rp, size_t len)
 {
 	struct replay_priv *pv = rp->priv;
 	struct arena_block *b = pv->arena;
@@ -30,9 +31,17 @@ char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
 		pv->arena = b;
 	}
 	char *p = b->data + b->used;
-	memcpy(p, s, len);
 	p[len] = '\0';
 	b->used += len + 1;
+	return p;
+}
+
+char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
+{
+	char *p = arena_alloc(rp, len);
+
+	if (p)
+		memcpy(p, s, len);
 	return p;
 }
 
@@ -56,6 +65,9 @@ void replay_release(struct replay *rp)
 		}
 		if (pv->reader)
 			bundle_reader_free(pv->reader);
+		free(pv->path_strs);
+		free(pv->jump);
+		free(pv->jump_end);
 		free(pv);
 	}
 	for (size_t i = 0; i < rp->n_streams; i++)
@@ -511,9 +523,41 @@ const struct replay_op *replay_op(const struct replay *rp, uint32_t id)
 	return lo < rp->n_ops && rp->ops[lo].id == id ? &rp->ops[lo] : NULL;
 }
 
+const char *replay_path_str(const struct replay *rp, uint32_t path)
+{
+	struct replay_priv *pv = rp->priv;
+	size_t len = 0;
+	char *s, *end;
+
+	if (path >= rp->n_paths || !pv)
+		return "";
+	if (!pv->path_strs && !(pv->path_strs = calloc(rp->n_paths, sizeof(*pv->path_strs))))
+		goto oom;
+	if (pv->path_strs[path])
+		return pv->path_strs[path];
+	for (int32_t p = (int32_t)path; p >= 0; p = rp->paths[p].parent)
+		len += strlen(replay_str(rp, rp->paths[p].name)) + (rp->paths[p].parent >= 0);
+	s = arena_alloc((struct replay *)rp, len); /* only the cache changes, not the replay */
+	if (!s)
+		goto oom;
+	end = s + len;
+	for (int32_t p = (int32_t)path; p >= 0; p = rp->paths[p].parent) {
+		const char *name = replay_str(rp, rp->paths[p].name);
+		size_t n = strlen(name);
+		end -= n;
+		memcpy(end, name, n);
+		if (rp->paths[p].parent >= 0)
+			*--end = '/';
+	}
+	return pv->path_strs[path] = s;
+oom:
+	error("out of memory for a range path");
+	return "";
+}
+
 const char *replay_range_path(const struct replay *rp, const struct replay_range *r)
 {
-	return r->path < rp->n_paths ? rp->paths[r->path].str : "";
+	return replay_path_str(rp, r->path);
 }
 
 const char *replay_activity_path(const struct replay *rp, const struct replay_activity *a)
