@@ -68,22 +68,32 @@ void range_pattern_release(struct range_pattern *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* Does the glob match the component s[0..len)? */
+static bool glob_match(const char *glob, const char *s, size_t len)
+{
+	char buf[256], *comp = len < sizeof(buf) ? buf : malloc(len + 1);
+	bool match;
+
+	if (!comp)
+		return false;
+	memcpy(comp, s, len);
+	comp[len] = '\0';
+	match = fnmatch(glob, comp, 0) == 0;
+	if (comp != buf)
+		free(comp);
+	return match;
+}
+
 /* Does the pattern match the components starting at `s`? */
 static bool match_at(const struct range_pattern *p, const char *s)
 {
-	char comp[1024];
-
 	for (int i = 0; i < p->n; i++) {
 		const char *end = strchr(s, '/');
 		size_t len = end ? (size_t)(end - s) : strlen(s);
 
 		if (*s == '\0' && !end)
 			return false; /* ran out of components */
-		if (len >= sizeof(comp))
-			return false;
-		memcpy(comp, s, len);
-		comp[len] = '\0';
-		if (fnmatch(p->comp[i], comp, 0) != 0)
+		if (!glob_match(p->comp[i], s, len))
 			return false;
 		if (!end) {
 			if (i + 1 < p->n)
@@ -132,15 +142,10 @@ struct match_state {
 /* Which of the pattern's components match the component s[0..len). */
 static uint64_t component_mask(const struct range_pattern *p, const char *s, size_t len)
 {
-	char comp[1024];
 	uint64_t m = 0;
 
-	if (len >= sizeof(comp))
-		return 0; /* as match_at */
-	memcpy(comp, s, len);
-	comp[len] = '\0';
 	for (int i = 0; i < p->n; i++)
-		if (fnmatch(p->comp[i], comp, 0) == 0)
+		if (glob_match(p->comp[i], s, len))
 			m |= UINT64_C(1) << i;
 	return m;
 }
