@@ -66,6 +66,18 @@ expect kernels-budget 1 "bundle '.*k160.stb' needs at least .* of memory .*over 
 expect kernels-diff 1 "k160.stb' needs at least .*over the limit of" diff "$dir/k2.stb" "$dir/k160.stb" \
 	--memory-limit 256MiB
 
+# Memory that runs out all the same (address space limited under the budget
+# given) is reported as memory; a sanitizer build cannot run under ulimit -v.
+gen kernels "$dir/k8.stb" 8
+if (ulimit -v 400000 && "$st" --version) > /dev/null 2>&1; then
+	for kib in 60000 100000 150000; do
+		( ulimit -v $kib; exec "$st" summary "$dir/k8.stb" --memory-limit 100GiB ) > /dev/null 2> "$dir/err"
+		got=$?
+		{ [ $got = 1 ] && [ "$(wc -l < "$dir/err")" = 1 ] && grep -q "^error: .*out of memory" "$dir/err"; } ||
+			{ fail "out of memory under ulimit -v $kib: status $got"; head -3 "$dir/err" >&2; }
+	done
+fi
+
 # 4,096 nested ranges: paths stored once per node, projection linear.
 for bytes in 64 1024; do
 	gen nested "$dir/n$bytes.stb" $bytes 1
