@@ -20,8 +20,8 @@ static struct option *common_options(const struct option *own, uint64_t *memory_
 		return NULL;
 	memcpy(all, own, n * sizeof(*all));
 	all[n] = (struct option)OPT_SIZE(0, "memory-limit", memory_limit,
-					 "stop with one line when the bundles need more memory than SIZE "
-					 "(default: half of the memory available)");
+					 "refuse bundles that need more memory than SIZE "
+					 "(default: half of what is available)");
 	all[n + 1] = (struct option)OPT_END();
 	return all;
 }
