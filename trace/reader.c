@@ -384,9 +384,10 @@ static int out_of_memory(struct bundle_reader *r, const char *doing, const char 
  * bytes for every event claimed. Before each of these grows, the reader
  * checks that the total stays within the limit, and commits the growth:
  * `member` bytes of member buffer, a chunk of `events`, `strings` bytes of
- * strings. 0, or -1 with the line in r->err.
+ * strings, for the member `name`. 0, or -1 with the line in r->err.
  */
-static int memory_check(struct bundle_reader *r, size_t member, size_t events, uint64_t strings)
+static int memory_check(struct bundle_reader *r, const char *name, size_t member, size_t events,
+			uint64_t strings)
 {
 	size_t m = member > r->largest_member ? member : r->largest_member;
 	size_t c = events > r->largest_chunk ? events : r->largest_chunk;
@@ -396,9 +397,9 @@ static int memory_check(struct bundle_reader *r, size_t member, size_t events, u
 	char h[32], l[32];
 
 	if (r->limit && need > r->limit)
-		return read_error(r, "bundle '%s' needs at least %s of memory (%u strings and %llu events so far), "
+		return read_error(r, "bundle '%s' needs at least %s of memory by '%s' (%llu events), "
 				  "over the limit of %s: raise it with --memory-limit", r->path,
-				  human_bytes(h, sizeof(h), (double)need), r->n_strings - 1,
+				  human_bytes(h, sizeof(h), (double)need), name,
 				  (unsigned long long)(r->events_claimed + events),
 				  human_bytes(l, sizeof(l), (double)r->limit));
 	r->largest_member = m;
@@ -576,7 +577,7 @@ static int next_member(struct bundle_reader *r, struct member_buf *mb, const cha
 				  r->path, *name, (long long)size, human_bytes(h, sizeof(h), (double)max));
 	}
 	if ((size_t)size > mb->cap) {
-		if (memory_check(r, (size_t)size, 0, 0) < 0)
+		if (memory_check(r, *name, (size_t)size, 0, 0) < 0)
 			return -1;
 		big_free(mb->data, mb->cap);
 		mb->cap = 0;
@@ -639,7 +640,7 @@ static int add_strings(struct bundle_reader *r, const uint8_t *data, size_t len,
 	if (r->string_bytes + bytes > MAX_STRING_BYTES)
 		return read_error(r, "bundle '%s' is damaged: string table over 1 GiB", r->path);
 	/* the block, and a page slot per id */
-	if (memory_check(r, 0, 0, bytes + n + n * sizeof(char *)) < 0)
+	if (memory_check(r, member, 0, 0, bytes + n + n * sizeof(char *)) < 0)
 		return -1;
 	char **blocks = realloc(r->string_blocks, (r->n_string_blocks + 1) * sizeof(*blocks));
 	if (!blocks)
@@ -816,7 +817,7 @@ static int read_chunk_member(struct bundle_reader *r, struct worker *w)
 				return fail_counted(&r->err, r->chunks, "bundle '%s' is damaged: chunk '%s' %s "
 						    "(event %zu)", r->path, name, why, at);
 			}
-			if (memory_check(r, 0, w->chunk.n_events, 0) < 0)
+			if (memory_check(r, name, 0, w->chunk.n_events, 0) < 0)
 				return -1;
 			return 1;
 		} else if (!strcmp(name, "footer.pb")) {
