@@ -17,7 +17,7 @@ int byte_buf_reserve(struct byte_buf *b, size_t extra)
 	return ALLOC_GROW(b->data, b->len + extra, b->cap);
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
+size_t pb_put_varint(uint8_t *p, uint64_t v)
 {
 	size_t n = 0;
 
@@ -196,8 +196,8 @@ size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct s
 	if (byte_buf_reserve(buf, len + 16))
 		return 0;
 	uint8_t *p = buf->data + buf->len;
-	size_t n = put_varint(p, (3u << 3) | 2u); /* EventChunk.events, length-delimited */
-	n += put_varint(p + n, len);
+	size_t n = pb_put_varint(p, (3u << 3) | 2u); /* EventChunk.events, length-delimited */
+	n += pb_put_varint(p + n, len);
 	n += steptrace__event__pack(&m, p + n);
 	buf->len += n;
 	return n;

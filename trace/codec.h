@@ -40,6 +40,9 @@ struct pb_field {
 	size_t len;
 };
 
+/* Writes v as a varint at p (up to 10 bytes); returns its length. */
+size_t pb_put_varint(uint8_t *p, uint64_t v);
+
 /* The field at buf[*pos], *pos moved past it: 1, 0 at the end of buf, -1 when malformed. */
 int pb_field_next(const uint8_t *buf, size_t len, size_t *pos, struct pb_field *f);
 

@@ -28,20 +28,9 @@
 #include <unistd.h>
 
 #include "tests/lib/builder.h"
+#include "trace/codec.h"
 
 #define CHUNK_BYTES (4u << 20)
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
 
 static uint8_t *header(size_t *len)
 {
@@ -123,7 +112,7 @@ static int repeated_events(const char *out, const uint8_t *ev, size_t ev_len, ui
 
 		if (c) { /* index (field 1), before the events; 0 is not written */
 			idx[k++] = 0x08;
-			k += put_varint(idx + k, c);
+			k += pb_put_varint(idx + k, c);
 		}
 		memcpy(chunk + 16 - k, idx, k);
 		snprintf(name, sizeof(name), "events-%06u.pb", c);
