@@ -517,7 +517,7 @@ static int check_stream_end(struct bundle_reader *r)
 		uint8_t magic[4] = { 0 };
 		size_t have = r->in.size - r->in.pos;
 		if (have >= 4)
-			memcpy(magic, r->in.src + r->in.pos, 4);
+			memcpy(magic, (const uint8_t *)r->in.src + r->in.pos, 4);
 		snprintf(text, sizeof(text), "%llu bytes of trailing data follow its end%s",
 			 (unsigned long long)(r->file_size - end),
 			 have >= 4 && !memcmp(magic, "\x28\xb5\x2f\xfd", 4) ? ": another zstd frame, two bundles concatenated?"
