@@ -1,8 +1,11 @@
 /*
  * reader.c: the bundle reader. Every byte is hostile: member sizes are
- * bounded before anything is allocated, every protobuf unpack is checked,
- * every string id and enum is validated, and the reader never loops on a bad
- * archive (libarchive's FATAL/WARN results end reading).
+ * bounded before anything is allocated, chunks and string tables are scanned
+ * field by field before they are (an event or a string without content is
+ * damage), what reading will need is checked against the memory budget
+ * before each allocation that grows with the bundle, every protobuf unpack
+ * is checked, every string id and enum is validated, and the reader never
+ * loops on a bad archive (libarchive's FATAL/WARN results end reading).
  *
  * libzstd decompresses (streaming, block by block) and libarchive reads the
  * tar from what it produced, so a cut file yields every zstd block before
@@ -10,14 +13,15 @@
  * consumed, the recording was cut short (a crash, a kill): the events before
  * the cut are delivered and the bundle is marked truncated. When zstd reports
  * damage, or libarchive fails with input still unread, bytes inside the file
- * are damaged: that is an error naming what could be read.
+ * are damaged: that is an error naming what could be read. At the archive's
+ * end the zstd frame must end too, and the file with it (check_stream_end).
  *
  * Threads. bundle_reader_open() reads the header on the caller's thread;
  * the first bundle_reader_next() starts N_WORKERS workers. A worker, holding
  * read_lock, reads members up to the next chunk (string tables and the footer
- * on the way) and claims that chunk by its index; then, unlocked, it unpacks
- * the chunk into its own arena and decodes it into slots[index % N_BATCHES]
- * once the caller has given that slot back. Chunks decode independently (the
+ * on the way), scans that chunk and claims it by its index; then, unlocked,
+ * it unpacks its events one by one into its own arena and decodes them into
+ * slots[index % N_BATCHES] once the caller has given that slot back. Chunks decode independently (the
  * delta state restarts at each; the string count they may name is taken at
  * the claim), so two workers decode two chunks while the caller reads a
  * third, and at most N_BATCHES decoded chunks exist. The end of the archive,
