@@ -605,6 +605,55 @@ static void test_threads(void)
 	CHECK(read_back(big, &truncated, 0) == N_EVENTS && !truncated, "big chunks read back wrong");
 }
 
+/* Reads `path` under a budget: the events read, -1 when reading failed; *need: what it counted. */
+static long read_budget(const char *path, uint64_t limit, uint64_t per_event, uint64_t *need)
+{
+	struct bundle_reader *r = bundle_reader_open(path);
+	struct st_event ev;
+	long n = 0;
+	int ret;
+
+	if (!r)
+		return -1;
+	bundle_reader_set_budget(r, limit, per_event);
+	while ((ret = bundle_reader_next(r, &ev)) == 1)
+		n++;
+	*need = bundle_reader_memory(r);
+	bundle_reader_free(r);
+	return ret < 0 ? -1 : n;
+}
+
+/*
+ * The budget counts before it allocates, so a limit of exactly what reading
+ * counted reads everything, and a byte less stops with one line; with or
+ * without worker threads (chunks of 16 KiB and of 128 KiB).
+ */
+static void test_budget(void)
+{
+	char path[256];
+
+	for (int big = 0; big < 2; big++) {
+		uint64_t need = 0, again = 0;
+		char line[512] = "";
+		FILE *err = tmpfile();
+
+		path_in_tmp(path, sizeof(path), big ? "budget-big.stb" : "budget.stb");
+		CHECK(write_sample_chunked(path, N_EVENTS, 1, big ? 128 << 10 : 16 << 10) == 0, "writing failed");
+		CHECK(read_budget(path, 0, 200, &need) == N_EVENTS, "no limit: everything");
+		CHECK(need > 200ull * N_EVENTS && need < 300ull * N_EVENTS, "counted %llu for %d events",
+		      (unsigned long long)need, N_EVENTS);
+		CHECK(read_budget(path, need, 200, &again) == N_EVENTS && again == need, "a limit of what it needs");
+		error_set_stream(err);
+		CHECK(read_budget(path, need - 1, 200, &again) == -1, "a byte less");
+		error_set_stream(fopen("/dev/null", "w"));
+		rewind(err);
+		CHECK(fgets(line, sizeof(line), err) && strstr(line, "needs at least") &&
+		      strstr(line, "raise it with --memory-limit") && !fgets(line, sizeof(line), err),
+		      "one line: %s", line);
+		fclose(err);
+	}
+}
+
 /* A missing chunk in the middle is damage, not truncation. */
 static void test_missing_chunk(const char *full)
 {
@@ -650,6 +699,7 @@ int main(int argc, char **argv)
 	test_truncation(full);
 	test_flipped_bytes(full);
 	test_threads();
+	test_budget();
 	test_missing_chunk(full);
 	error_set_stream(NULL);
 	test_not_bundles();
