@@ -11,6 +11,7 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/memlimit.h"
 
 #define ARENA_BLOCK (64 * 1024)
 
@@ -292,7 +293,8 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	if (!r)
 		goto fail;
 	((struct replay_priv *)rp->priv)->reader = r;
-	bundle_reader_set_budget(r, opt ? opt->memory_limit : 0, REPLAY_EVENT_BYTES);
+	bundle_reader_set_budget(r, opt && opt->memory_limit ? opt->memory_limit : memory_limit_default(),
+				 REPLAY_EVENT_BYTES);
 	while ((rc = bundle_reader_next(r, &ev)) > 0)
 		if (replay_add(rp, &ev) < 0)
 			goto fail;

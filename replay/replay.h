@@ -63,9 +63,9 @@
 struct replay_options {
 	bool quiet;            /* no truncation warning (the caller reports it) */
 	/*
-	 * Bytes the replay may need, 0 for no limit: loading ends with one line
-	 * before it would need more (bundle_reader_set_budget), counting
-	 * REPLAY_EVENT_BYTES for every event.
+	 * Bytes the replay may need (0: memory_limit_default()): loading ends
+	 * with one line before it would need more (bundle_reader_set_budget),
+	 * counting REPLAY_EVENT_BYTES for every event.
 	 */
 	uint64_t memory_limit;
 };

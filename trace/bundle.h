@@ -85,10 +85,12 @@ struct bundle_reader *bundle_reader_open(const char *path);
  * reading ends with one error line ("bundle 'x.stb' needs at least 5.10 GiB
  * of memory ..., over the limit of 4.00 GiB: raise it with --memory-limit")
  * before an allocation would take what it needs over `limit` bytes (0: no
- * limit). What it counts: the strings, the buffers of the members and of the
- * decoded chunks, and `per_event` bytes for every event read, what the
- * caller keeps of each (replay's cost), all known before the allocations
- * (member sizes from the archive, event counts from a scan of each chunk).
+ * limit; without a call, memory_limit_default() of lib/memlimit.h and no
+ * per-event cost). What it counts: the strings, the buffers of the members
+ * and of the decoded chunks, and `per_event` bytes for every event read,
+ * what the caller keeps of each (replay's cost), all known before the
+ * allocations (member sizes from the archive, event counts from a scan of
+ * each chunk).
  */
 void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event);
 /* What the budget has counted so far, in bytes. */

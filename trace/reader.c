@@ -61,6 +61,7 @@
 
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/memlimit.h"
 #include "trace/codec.h"
 
 #define MAX_MEMBER_BYTES (256u << 20)
@@ -724,6 +725,7 @@ struct bundle_reader *bundle_reader_open(const char *path)
 	}
 	r->string_pages[0][0] = "";
 	r->n_strings = 1;
+	r->limit = memory_limit_default();
 	r->out.n_strings = 1;
 	r->file = fopen(path, "rb");
 	if (!r->file) {
