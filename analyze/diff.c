@@ -154,7 +154,7 @@ static char *row_name(const struct replay *rp, uint64_t key, int by)
 	case DIFF_BY_OP:
 		return op_group_name(rp, key ? &rp->ops[key - 1] : NULL);
 	case DIFF_BY_RANGE:
-		return strdup(key ? rp->paths[key - 1].str : "(no range)");
+		return strdup(key ? replay_path_str(rp, (uint32_t)(key - 1)) : "(no range)");
 	case DIFF_BY_CATEGORY:
 		return strdup(category_name((enum kernel_category)key));
 	case DIFF_BY_PHASE: {

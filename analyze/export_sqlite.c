@@ -305,9 +305,12 @@ static int sq_strings(struct sq *q)
 			return -1;
 	if (!rp->n_strings && !(q->sid[0] = sq_string(q, "")))
 		return -1;
-	for (size_t i = 0; i < rp->n_paths; i++)
-		if (!(q->path_sid[i] = sq_string(q, rp->paths[i].str ? rp->paths[i].str : "")))
+	for (size_t i = 0; i < rp->n_paths; i++) {
+		const char *path = replay_path_str(rp, (uint32_t)i);
+
+		if (!(q->path_sid[i] = sq_string(q, path ? path : "")))
 			return -1;
+	}
 	return 0;
 }
 

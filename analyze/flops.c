@@ -248,6 +248,18 @@ static bool path_has_component(const char *path, const char *word)
 	return false;
 }
 
+/* Per path, whether it has a component equal to `word` (paths come parent first). NULL: out of memory. */
+static uint8_t *paths_with_component(const struct replay *rp, const char *word)
+{
+	uint8_t *has = malloc(rp->n_paths + 1);
+
+	for (size_t i = 0; has && i < rp->n_paths; i++) {
+		int32_t parent = rp->paths[i].parent;
+		has[i] = (parent >= 0 && has[parent]) || path_has_component(replay_str(rp, rp->paths[i].name), word);
+	}
+	return has;
+}
+
 static void divide(struct flops_result *res)
 {
 	double d = res->divisor;
@@ -285,6 +297,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	uint64_t *keys = NULL;
 	uint8_t *ran = NULL;      /* per step: a selected kernel ran in it */
 	size_t steps_ran = 0;
+	uint8_t *phase_paths = NULL;
 	uint64_t noop_time = 0, noop_kernels = 0;
 	size_t cap = rp->n_ops + 1;
 	int rc = -1;
@@ -303,7 +316,9 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	keys = calloc(cap, sizeof(*keys));
 	out->rows = calloc(cap, sizeof(*out->rows));
 	ran = calloc(rp->n_steps + 1, 1);
-	if (!acc || !keys || !out->rows || !ran) {
+	if (opt->phase)
+		phase_paths = paths_with_component(rp, opt->phase);
+	if (!acc || !keys || !out->rows || !ran || (opt->phase && !phase_paths)) {
 		error("out of memory");
 		goto out;
 	}
@@ -330,7 +345,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 				continue;
 			oa = &acc[op - rp->ops];
 			ph = phase_index(replay_str(rp, op->phase));
-		} else if (opt->phase && !path_has_component(replay_activity_path(rp, a), opt->phase)) {
+		} else if (opt->phase && !(a->range >= 0 && phase_paths[rp->ranges[a->range].path])) {
 			continue;
 		}
 		dur = a->end > a->start ? a->end - a->start : 0;
@@ -402,6 +417,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		qsort(out->rows, out->n_rows, sizeof(*out->rows), cmp_row);
 	rc = 0;
 out:
+	free(phase_paths);
 	free(acc);
 	free(ran);
 	category_cache_release(&cc);

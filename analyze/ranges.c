@@ -50,7 +50,7 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 		goto out;
 	for (size_t i = 0; i < groups.n; i++) {
 		struct dur_group *g = &groups.g[i];
-		g->name = rp->paths[g->key].str;
+		g->name = replay_path_str(rp, (uint32_t)g->key);
 		g->extra[0] = gpu_time[g->key];
 		g->extra[1] = gpu_busy[g->key];
 	}

@@ -39,7 +39,7 @@ static int phase_from_word(const char *s, size_t len)
 	return -1;
 }
 
-/* The first component of a range path that names a phase. */
+/* The first component of a range path (or name) that names a phase. */
 static enum mem_phase phase_of_path(const char *path)
 {
 	while (path && *path) {
@@ -71,12 +71,22 @@ static int phase_of_op(const struct replay *rp, const struct replay_op *op)
 
 /*
  * The phase of a memory event (see Peaks in memory.h), with a cache per op
- * and per range path: one string scan each.
+ * and per range path: one scan of each name.
  */
 struct phase_cache {
 	int8_t *by_op;          /* n_ops, -2 = not yet */
-	int8_t *by_path;        /* n_paths */
+	int8_t *by_path;        /* n_paths, all filled */
 };
+
+/* Every path's phase: its parent's, or the first of its own name's components that names one. */
+static void path_phases(int8_t *by_path, const struct replay *rp)
+{
+	for (size_t i = 0; i < rp->n_paths; i++) {
+		int32_t parent = rp->paths[i].parent;
+		by_path[i] = parent >= 0 && by_path[parent] != MEM_PHASE_OTHER
+			     ? by_path[parent] : (int8_t)phase_of_path(replay_str(rp, rp->paths[i].name));
+	}
+}
 
 static enum mem_phase cached_phase(struct phase_cache *pc, const struct replay *rp,
 				   const struct replay_mem *m)
@@ -94,13 +104,8 @@ static enum mem_phase cached_phase(struct phase_cache *pc, const struct replay *
 	if (m->range >= 0 && (size_t)m->range < rp->n_ranges) {
 		const struct replay_range *r = &rp->ranges[m->range];
 
-		if (r->path < rp->n_paths) {
-			int8_t *slot = &pc->by_path[r->path];
-
-			if (*slot == -2)
-				*slot = (int8_t)phase_of_path(rp->paths[r->path].str);
-			return (enum mem_phase)*slot;
-		}
+		if (r->path < rp->n_paths)
+			return (enum mem_phase)pc->by_path[r->path];
 		return phase_of_path(replay_range_path(rp, r));
 	}
 	return MEM_PHASE_OTHER;
@@ -328,7 +333,7 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 	    live_table_init(&lt, n_alloc_ev) < 0)
 		goto oom;
 	memset(pc.by_op, -2, rp->n_ops + 1);
-	memset(pc.by_path, -2, rp->n_paths + 1);
+	path_phases(pc.by_path, rp);
 	tl->n_steps = rp->n_steps;
 	for (size_t s = 0; s < tl->n_steps; s++)
 		peak_reset(&tl->step_peak[s]);

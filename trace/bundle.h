@@ -90,6 +90,22 @@ struct bundle_reader;
  */
 struct bundle_reader *bundle_reader_open(const char *path);
 
+/*
+ * A memory budget for reading, set before the first bundle_reader_next():
+ * reading ends with one error line ("bundle 'x.stb' needs at least 5.10 GiB
+ * of memory ..., over the limit of 4.00 GiB: raise it with --memory-limit")
+ * before an allocation would take what it needs over `limit` bytes (0: no
+ * limit; without a call, memory_limit_default() of lib/memlimit.h and no
+ * per-event cost). What it counts: the strings, the buffers of the members
+ * and of the decoded chunks, and `per_event` bytes for every event read,
+ * what the caller keeps of each (replay's cost), all known before the
+ * allocations (member sizes from the archive, event counts from a scan of
+ * each chunk).
+ */
+void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event);
+/* What the budget has counted so far, in bytes. */
+uint64_t bundle_reader_memory(const struct bundle_reader *r);
+
 /* The decoded header; owned by the reader. */
 const Steptrace__Header *bundle_reader_header(const struct bundle_reader *r);
 
@@ -108,7 +124,11 @@ uint32_t bundle_reader_string_count(const struct bundle_reader *r); /* ids are <
 /* After reading to the end: the footer, or NULL when the bundle has none. */
 const Steptrace__Footer *bundle_reader_footer(const struct bundle_reader *r);
 
-/* True when the bundle ended early (no footer, cut member, bad trailing data). */
+/*
+ * True when the bundle ended early: no footer, a cut member, a zstd frame
+ * without its end (a cut in its last bytes), or data after the frame's end
+ * (garbage, a second bundle).
+ */
 bool bundle_reader_truncated(const struct bundle_reader *r);
 /* Why it ended early, for the warning line; NULL when it did not. */
 const char *bundle_reader_truncation(const struct bundle_reader *r);

@@ -2,8 +2,9 @@
 # man.sh STEPTRACE MANPAGE VERSION: the man page (docs/steptrace.1) keeps up
 # with the program: it carries the version, has an entry for every command
 # `steptrace help` lists, and names in each analysis command's entry every
-# long option that command's --help prints. Where man(1) is installed, the
-# page must also render without a warning.
+# long option that command's --help prints (in its entry, or under COMMON
+# OPTIONS, which every analysis command shares). Where man(1) is installed,
+# the page must also render without a warning.
 set -u
 st=$1
 page=$2
@@ -25,6 +26,8 @@ entry() {
 	' "$tmp/page"
 }
 
+sed -n '/^\.SH COMMON OPTIONS/,/^\.SH/p' "$tmp/page" >"$tmp/common"
+
 "$st" help >"$tmp/help" || fail "steptrace help failed"
 cmds=$(awk '/^   [a-z]/ { print $1 }' "$tmp/help" | grep -v -x -e help -e version)
 [ -n "$cmds" ] || fail "steptrace help lists no command"
@@ -42,7 +45,7 @@ for c in $cmds; do
 	"$st" "$c" --help >"$tmp/cmdhelp" || fail "steptrace $c --help failed"
 	for o in $(grep -o -e '--\(\[no-\]\)\?[a-z][a-z-]*' "$tmp/cmdhelp" | sed 's/^--\(\[no-\]\)\?//' | sort -u); do
 		[ "$o" = help ] && continue
-		grep -q -e "--$o\\b" "$tmp/entry" || fail "the man page's '$c' entry does not name --$o"
+		grep -q -e "--$o\\b" "$tmp/entry" "$tmp/common" || fail "the man page's '$c' entry does not name --$o"
 	done
 done
 
