@@ -39,7 +39,7 @@ static const struct cmd_struct commands[] = {
 	{ "replay",  cmd_replay,  false, "the events in time order with range path and live memory" },
 	{ "flops",   cmd_flops,   false, "per-op FLOPs, bytes, achieved rates and roofline bound" },
 	{ "diff",    cmd_diff,    false, "compare two bundles by op, range path and kernel category" },
-	{ "export",  cmd_export,  false, "write a trace for ui.perfetto.dev (perfetto or chrome)" },
+	{ "export",  cmd_export,  false, "write the bundle for Perfetto, Chrome DevTools or SQL (perfetto, chrome, sqlite)" },
 	{ "report",  cmd_report,  false, "write one self-contained HTML page" },
 	{ "bench",   NULL,        true,  "benchmark the training step without CUPTI (sizes, contexts, precisions)" },
 	{ "step",    NULL,        true,  "run the training step on the GPU and check it" },
