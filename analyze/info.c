@@ -117,7 +117,7 @@ static void footer_table(struct report *r, const struct replay *rp)
 		kv_str(t, "finished", buf);
 	}
 	kv_fmt(t, "read", "%" PRIu32 " chunks, %" PRIu64 " events, %" PRIu32 " strings",
-	       rp->chunks_read, rp->events_read, rp->n_strings ? rp->n_strings - 1 : 0);
+	       rp->chunks_read, rp->events_read, rp->strings_read ? rp->strings_read - 1 : 0);
 	kv_str(t, "truncated", rp->truncated ? (rp->truncation ? rp->truncation : "yes") : "no");
 }
 

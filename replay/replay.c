@@ -326,7 +326,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 			const char *s = bundle_reader_string(r, i);
 			rp->strings[i] = s ? s : "";
 		}
-		rp->n_strings = n;
+		rp->n_strings = rp->strings_read = n;
 	}
 	if (replay_build(rp) < 0)
 		goto fail;

@@ -249,9 +249,10 @@ struct replay {
 	uint64_t memory;                      /* bytes the budget counted for it (replay_options) */
 	uint64_t counts[ST_KIND_COUNT];   /* events read, per enum st_kind */
 
-	/* Strings: id < n_strings; the bundle's, then synthetic ones. */
+	/* Strings: id < n_strings; the bundle's (ids < strings_read), then synthetic ones. */
 	const char **strings;
 	uint32_t n_strings;
+	uint32_t strings_read;                /* the bundle's own, id 0 included */
 
 	struct replay_activity *activities;   /* by start (stable) */
 	size_t n_activities;
