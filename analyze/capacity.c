@@ -125,7 +125,7 @@ int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct 
 		kv_row(t, "peak", human_bytes(b1, sizeof(b1), (double)cap.peak), (int64_t)cap.peak, true);
 		kv_row(t, "headroom at the peak", human_bytes(b1, sizeof(b1), (double)cap.headroom), (int64_t)cap.headroom, true);
 		if (tl.peak.point >= 0) {
-			snprintf(b2, sizeof(b2), "%.3f ms", ns_to_ms(tl.peak.t - rp->t_min));
+			snprintf(b2, sizeof(b2), "%.3f ms since the first event", ns_to_ms(tl.peak.t - rp->t_min));
 			kv_row(t, "peak time", b2, 0, false);
 			kv_row(t, "peak op", memory_block_op(rp, &tl.blocks[tl.peak.block]), 0, false);
 		}
@@ -150,7 +150,7 @@ int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct 
 		else
 			snprintf(b2, sizeof(b2), "outside steps");
 		kv_row(t, "step", b2, 0, false);
-		snprintf(b2, sizeof(b2), "%.3f ms", ns_to_ms(b->t_alloc - rp->t_min));
+		snprintf(b2, sizeof(b2), "%.3f ms since the first event", ns_to_ms(b->t_alloc - rp->t_min));
 		kv_row(t, "time", b2, 0, false);
 		kv_row(t, "live before it", human_bytes(b1, sizeof(b1), (double)cap.live_before), (int64_t)cap.live_before, true);
 		kv_row(t, "overshoot", human_bytes(b1, sizeof(b1), (double)cap.overshoot), (int64_t)cap.overshoot, true);

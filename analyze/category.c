@@ -58,7 +58,8 @@ static enum kernel_category classify(const char *text, const struct rule *rules)
 static const char *const w_comm[] = { "nccl", NULL };
 static const char *const w_attention[] = { "flash", "fmha", "attention", "sdpa", "mha_", NULL };
 static const char *const w_softmax[] = { "softmax", NULL };
-static const char *const w_optimizer[] = { "adam", "optimizer", "sgd", "lamb", NULL };
+/* not "lamb": every PyTorch kernel built from a lambda would be an optimizer's */
+static const char *const w_optimizer[] = { "adam", "optimizer", "sgd", "lamb_", "_lamb", NULL };
 static const char *const w_gemm_kernel[] = {
 	"gemm", "xmma", "cutlass", "nvjet", "sm90_", "sm80_", "sm89_", "sm100_", "ampere_",
 	"hopper_", "volta_", "turing_", "cublas", "matmul", "gemv", "wgmma", "hmma", NULL,

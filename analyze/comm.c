@@ -315,7 +315,7 @@ static void coll_row(struct table *t, const char *name, double count, uint64_t b
 
 	table_row(t);
 	table_str(t, name);
-	table_float(t, count);
+	table_count(t, count);
 	if (bytes)
 		table_int(t, (int64_t)bytes);
 	else

@@ -111,7 +111,7 @@ void nsys_stat_cells(struct table *t, const struct dur_stats *s, uint64_t grand_
 	table_float(t, grand_total ? 100.0 * (double)s->total / (double)grand_total : 0.0);
 	if (per_step > 1.0) {
 		table_float(t, (double)s->total / per_step);
-		table_float(t, (double)s->n / per_step);
+		table_count(t, (double)s->n / per_step);
 	} else {
 		table_int(t, (int64_t)s->total);
 		table_int(t, (int64_t)s->n);

@@ -18,7 +18,14 @@
 #include "lib/error.h"
 #include "replay/memory.h"
 
-const char *const diff_by_names[] = { "op", "range", "category", "kernel", NULL };
+const char *const diff_by_names[] = { "op", "range", "category", "kernel", "phase", NULL };
+
+/* Phases of --by phase rows, "other" last. */
+static const char *const phase_names[] = { "forward", "backward", "optimizer", "other", NULL };
+#define PHASE_OTHER 3
+
+/* Below this share of GPU time in op kinds both sides have, --by op aligns by phase instead. */
+#define OP_OVERLAP_MIN 0.5
 
 /* ---- one side: (name, time per step) sorted by name ------------------- */
 
@@ -98,14 +105,38 @@ static bool counted(const struct replay *rp, const struct replay_filter *f, cons
 	return replay_counts(rp, a->step, opt->include_warmup) && replay_filter_activity(f, rp, a);
 }
 
+/* Index into phase_names of a path's first phase component, PHASE_OTHER if none. */
+static int phase_of_path(const char *path)
+{
+	for (const char *p = path; p && *p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		for (int i = 0; i < PHASE_OTHER; i++) {
+			size_t n = strlen(phase_names[i]);
+
+			if (!strncmp(p, phase_names[i], n) && (p[n] == '/' || p[n] == '\0'))
+				return i;
+		}
+	return PHASE_OTHER;
+}
+
+/* An activity's phase: its op's, else its NVTX path's. */
+static int activity_phase(const struct replay *rp, const struct replay_activity *a)
+{
+	const struct replay_op *op = replay_op(rp, a->op);
+	int p = op ? st_lookup(phase_names, replay_str(rp, op->phase)) : -1;
+
+	return p >= 0 ? p : phase_of_path(replay_activity_path(rp, a));
+}
+
 /* The grouping key of an activity under --by, and the group's name. */
-/* cc is used (and must be initialised) for DIFF_BY_CATEGORY only. */
+/* cc is used (and must be initialised) for DIFF_BY_CATEGORY and DIFF_BY_PHASE only. */
 static uint64_t row_key(const struct replay *rp, struct category_cache *cc,
 		       const struct replay_activity *a, int by)
 {
 	const struct replay_op *op;
 
 	switch (by) {
+	case DIFF_BY_PHASE:
+		return (uint64_t)activity_phase(rp, a) << 8 | (uint64_t)category_cached(cc, a);
 	case DIFF_BY_OP:
 		op = replay_op(rp, a->op);
 		return op ? (uint64_t)(op - rp->ops) + 1 : 0;
@@ -124,9 +155,16 @@ static char *row_name(const struct replay *rp, uint64_t key, int by)
 	case DIFF_BY_OP:
 		return op_group_name(rp, key ? &rp->ops[key - 1] : NULL);
 	case DIFF_BY_RANGE:
-		return strdup(key ? rp->paths[key - 1].str : "(no range)");
+		return strdup(key ? replay_path_str(rp, (uint32_t)(key - 1)) : "(no range)");
 	case DIFF_BY_CATEGORY:
 		return strdup(category_name((enum kernel_category)key));
+	case DIFF_BY_PHASE: {
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "%s/%s", phase_names[(key >> 8) & 3],
+			 category_name((enum kernel_category)(key & 0xff)));
+		return strdup(buf);
+	}
 	default:
 		return strdup(replay_str(rp, (uint32_t)key));
 	}
@@ -134,7 +172,8 @@ static char *row_name(const struct replay *rp, uint64_t key, int by)
 
 /*
  * Sums one side. pairs = false: one entry per --by group. pairs = true:
- * one entry per (op kind, kernel name), for the kernels table.
+ * one entry per (op kind, or phase and category under --by phase, kernel
+ * name), for the kernels table.
  */
 static int side_collect(const struct replay *rp, const struct diff_options *opt, bool pairs,
 			struct named_list *out)
@@ -144,6 +183,7 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 	struct dur_groups groups = { NULL, 0, 0 };
 	double div = (double)replay_step_divisor(rp, opt->include_warmup);
 	bool kernels_only = pairs || opt->by != DIFF_BY_CATEGORY;
+	int pair_by = opt->by == DIFF_BY_PHASE ? DIFF_BY_PHASE : DIFF_BY_OP;
 	struct category_cache cc = { 0 };
 	int rc = -1;
 
@@ -151,7 +191,8 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 	dur_collect_init(&dc);
 	if (replay_filter_init(&filter, rp, opt->range) < 0)
 		return -1;
-	if (!pairs && opt->by == DIFF_BY_CATEGORY && category_cache_init(&cc, rp) < 0) {
+	if ((opt->by == DIFF_BY_PHASE || (!pairs && opt->by == DIFF_BY_CATEGORY)) &&
+	    category_cache_init(&cc, rp) < 0) {
 		replay_filter_release(&filter);
 		return -1;
 	}
@@ -162,7 +203,7 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 		if (!counted(rp, &filter, opt, a, kernels_only))
 			continue;
 		if (pairs)
-			key = row_key(rp, &cc, a, DIFF_BY_OP) << 32 | a->name;
+			key = row_key(rp, &cc, a, pair_by) << 32 | a->name;
 		else
 			key = row_key(rp, &cc, a, opt->by);
 		if (dur_collect_add(&dc, key, a->end > a->start ? a->end - a->start : 0) < 0)
@@ -180,7 +221,7 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 		struct named *e = &out->v[out->n++];
 
 		if (pairs) {
-			e->name = row_name(rp, g->key >> 32, DIFF_BY_OP);
+			e->name = row_name(rp, g->key >> 32, pair_by);
 			e->sub = strdup(replay_str(rp, (uint32_t)g->key));
 		} else {
 			e->name = row_name(rp, g->key, opt->by);
@@ -204,12 +245,23 @@ out:
 	return rc;
 }
 
+/* Kernel names beside other columns are cut to this in the text format (csv and json keep them whole). */
+#define KERNEL_NAME_WIDTH 60
+
 /* ---- cells ------------------------------------------------------------ */
 
 static void cell_or_empty(struct table *t, bool ok, double v)
 {
 	if (ok && isfinite(v))
 		table_float(t, v);
+	else
+		table_empty(t);
+}
+
+static void count_or_empty(struct table *t, bool ok, double v)
+{
+	if (ok && isfinite(v))
+		table_count(t, v);
 	else
 		table_empty(t);
 }
@@ -282,7 +334,8 @@ static struct diff_row *merge_rows(const struct named_list *la, const struct nam
 static int rows_table(struct report *r, const struct replay *a, const struct replay *b,
 		      const struct diff_options *opt)
 {
-	static const char *const by_name[] = { "op kind", "range path", "category", "kernel" };
+	static const char *const by_name[] = { "op kind", "range path", "category", "kernel",
+					       "phase and kernel category" };
 	struct named_list la, lb;
 	struct diff_row *rows;
 	struct table *t;
@@ -309,13 +362,15 @@ static int rows_table(struct report *r, const struct replay *a, const struct rep
 	table_add_column(t, "A Count", COL_FLOAT, 2);
 	table_add_column(t, "B Count", COL_FLOAT, 2);
 	table_add_column(t, "Name", COL_STR, 0);
+	if (opt->by == DIFF_BY_KERNEL)
+		table_column_max_width(t, KERNEL_NAME_WIDTH);
 	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
 	for (size_t i = 0; i < shown; i++) {
 		const struct diff_row *d = &rows[i];
 		table_row(t);
 		compare_cells(t, d->a, d->a ? d->a->time_ns / 1e6 : 0, d->b, d->b ? d->b->time_ns / 1e6 : 0);
-		cell_or_empty(t, d->a, d->a ? d->a->count : 0);
-		cell_or_empty(t, d->b, d->b ? d->b->count : 0);
+		count_or_empty(t, d->a, d->a ? d->a->count : 0);
+		count_or_empty(t, d->b, d->b ? d->b->count : 0);
 		table_str(t, d->a ? d->a->name : d->b->name);
 	}
 	if (shown < n)
@@ -411,7 +466,13 @@ static int steps_table(struct report *r, const struct replay *a, const struct re
 	metric(t, "step wall (ms)", fa.has_steps, fa.wall_ns / 1e6, fb.has_steps, fb.wall_ns / 1e6);
 	metric(t, "GPU busy (ms)", fa.has_steps, fa.busy_ns / 1e6, fb.has_steps, fb.busy_ns / 1e6);
 	metric(t, "kernel time (ms)", true, fa.kernel_ns / 1e6, true, fb.kernel_ns / 1e6);
-	metric(t, "kernels", true, fa.kernels, true, fb.kernels);
+	/* a count: whole numbers print whole */
+	table_row(t);
+	table_str(t, "kernels");
+	table_count(t, fa.kernels);
+	table_count(t, fb.kernels);
+	table_count(t, fb.kernels - fa.kernels);
+	cell_or_empty(t, fa.kernels != 0, fb.kernels / fa.kernels);
 	metric(t, "GEMM share (%)", fa.kernel_ns > 0, 100 * fa.gemm_ns / fa.kernel_ns, fb.kernel_ns > 0,
 	       100 * fb.gemm_ns / fb.kernel_ns);
 	metric(t, "GEMM share, forward (%)", fa.fwd_kernel_ns > 0, 100 * fa.fwd_gemm_ns / fa.fwd_kernel_ns,
@@ -632,11 +693,15 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 	}
 	if (n > 1)
 		qsort(rows, n, sizeof(*rows), cmp_pair);
-	t = report_add_table(r, "kernels", "Kernels in one bundle only, paired by the op kind that launched them");
+	t = report_add_table(r, "kernels", opt->by == DIFF_BY_PHASE
+				   ? "Kernels in one bundle only, paired by phase and kernel category"
+				   : "Kernels in one bundle only, paired by the op kind that launched them");
 	table_add_column(t, "Op", COL_STR, 0);
 	table_add_column(t, "Only in A", COL_STR, 0);
+	table_column_max_width(t, KERNEL_NAME_WIDTH);
 	table_add_column(t, "A (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Only in B", COL_STR, 0);
+	table_column_max_width(t, KERNEL_NAME_WIDTH);
 	table_add_column(t, "B (ms)", COL_FLOAT, 3);
 	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
 	for (size_t k = 0; k < shown; k++) {
@@ -685,7 +750,11 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		buf[0] = '\0';
 	if (!a->run.has_header || !b->run.has_header)
 		return false;
-	if (a->run.has_config && b->run.has_config) {
+	if (a->run.has_config && b->run.has_config && (!ca->d_model || !cb->d_model)) {
+		/* a program recorded with `record -- COMMAND` states its precision only */
+		if (strcmp(ca->precision_name, cb->precision_name))
+			add_diff(buf, len, "precision", ca->precision_name, cb->precision_name);
+	} else if (a->run.has_config && b->run.has_config) {
 #define STR_FIELD(name, f, structure) do { \
 		if (strcmp(ca->f, cb->f)) { add_diff(buf, len, name, ca->f, cb->f); structural |= (structure); } \
 	} while (0)
@@ -720,12 +789,64 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 
 /* ---- the report --------------------------------------------------------- */
 
-int diff_run(const struct replay *a, const struct replay *b, const struct diff_options *opt,
+/*
+ * The share of both sides' GPU time (per step) in op kinds both have; 1
+ * when there is no time. -1 on error.
+ */
+static double op_overlap(const struct replay *a, const struct replay *b, const struct diff_options *opt)
+{
+	struct named_list la, lb;
+	double common = 0, total = 0;
+	size_t i = 0, j = 0;
+
+	if (side_collect(a, opt, false, &la) < 0)
+		return -1;
+	if (side_collect(b, opt, false, &lb) < 0) {
+		named_list_release(&la);
+		return -1;
+	}
+	for (size_t k = 0; k < la.n; k++)
+		total += la.v[k].time_ns;
+	for (size_t k = 0; k < lb.n; k++)
+		total += lb.v[k].time_ns;
+	while (i < la.n && j < lb.n) {
+		int c = strcmp(la.v[i].name, lb.v[j].name);
+
+		if (c == 0)
+			common += la.v[i++].time_ns + lb.v[j++].time_ns;
+		else if (c < 0)
+			i++;
+		else
+			j++;
+	}
+	named_list_release(&la);
+	named_list_release(&lb);
+	return total > 0 ? common / total : 1;
+}
+
+int diff_run(const struct replay *a, const struct replay *b, const struct diff_options *options,
 	     struct report *r)
 {
 	char what[1024];
 	bool structural = diff_headers(a, b, what, sizeof(what));
+	struct diff_options o = *options;
+	const struct diff_options *opt = &o;
 
+	if (o.by < 0) {
+		double overlap;
+
+		o.by = DIFF_BY_OP;
+		overlap = op_overlap(a, b, opt);
+
+		if (overlap < 0)
+			return -1;
+		if (overlap < OP_OVERLAP_MIN) {
+			o.by = DIFF_BY_PHASE;
+			report_note(r, "only %.0f%% of the GPU time is in op kinds both bundles have (different "
+				    "implementations?): rows are aligned by phase and kernel category",
+				    100 * overlap);
+		}
+	}
 	if (*what) {
 		report_note(r, "A and B differ in %s", what);
 		if (structural && opt->warn)

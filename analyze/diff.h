@@ -17,6 +17,16 @@
  * the kernels that appear in one bundle only, paired by the op kind that
  * launched them ("forward/ffn/w1: ampere_sgemm_128x64_nn -> sm90_xmma_gemm_bf16...").
  *
+ * Across implementations (a PyTorch step recorded with `record -- COMMAND`
+ * against steptrace's own), op kinds do not match ("forward/matmul/aten::mm"
+ * against "forward/ffn/w1w3"): when less than half of the two sides' GPU
+ * time is in op kinds both have, the rows and the one-sided kernels are
+ * aligned by phase and kernel category instead ("forward/GEMM"), and a note
+ * says so (by = -1, the command's default; --by op keeps op kinds). --by
+ * phase asks for that alignment directly. An activity's phase
+ * is its op's, else the first of forward, backward, optimizer in its NVTX
+ * path, else "other".
+ *
  * Bundles of different models or sizes are still diffed where their names
  * match; what differs in the headers is listed in a note, and, when it is
  * more than the precision or attention implementation (the comparisons
@@ -31,11 +41,11 @@
 #include "lib/table.h"
 #include "replay/replay.h"
 
-enum diff_by { DIFF_BY_OP, DIFF_BY_RANGE, DIFF_BY_CATEGORY, DIFF_BY_KERNEL };
-extern const char *const diff_by_names[];   /* "op", "range", "category", "kernel" */
+enum diff_by { DIFF_BY_OP, DIFF_BY_RANGE, DIFF_BY_CATEGORY, DIFF_BY_KERNEL, DIFF_BY_PHASE };
+extern const char *const diff_by_names[];   /* "op", "range", "category", "kernel", "phase" */
 
 struct diff_options {
-	int by;                     /* enum diff_by */
+	int by;                     /* enum diff_by; -1: op, or phase when the op kinds differ */
 	const char *range;          /* keep GPU work under this NVTX path on both sides, NULL = all */
 	bool include_warmup;
 	int top;                    /* > 0: the N rows with the largest |delta| (tables "diff" and "kernels") */

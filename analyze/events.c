@@ -1,12 +1,14 @@
 /* events.c: the event listing of `steptrace replay` (see events.h). */
 #include "analyze/events.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/error.h"
+#include "analyze/common.h"
 #include "lib/human.h"
 #include "replay/memory.h"
 
@@ -22,6 +24,8 @@ struct lister {
 	size_t next_point;          /* first tl point not yet applied */
 	uint64_t live;
 	FILE *out;
+	struct table *t;            /* the row of csv, json and md; NULL for text */
+	enum out_format format;
 };
 
 static uint64_t src_time(const struct replay *rp, int s, size_t i)
@@ -66,22 +70,41 @@ static bool path_ok(const struct lister *l, int32_t range)
 static const char *range_path(const struct replay *rp, int32_t range)
 {
 	if (range < 0 || (size_t)range >= rp->n_ranges)
-		return "-";
+		return "";
 	return replay_range_path(rp, &rp->ranges[range]);
 }
 
-static void put_line(struct lister *l, uint64_t t, const char *kind, uint64_t dur, const char *where_fmt,
-		     uint64_t where, const char *path, const char *name)
+/* One event: `where` is "stream", "thread" or "device" with its number, or NULL. */
+static void put_line(struct lister *l, uint64_t t, const char *kind, uint64_t dur, const char *where,
+		     uint64_t where_id, const char *path, const char *name)
 {
 	FILE *out = l->out;
 	uint64_t tenths = (l->live * 10 + 524288) / 1048576;
+	char buf[48];
 
+	if (l->t) {
+		table_row(l->t);
+		table_float(l->t, ns_to_ms(t - l->rp->t_min));
+		table_str(l->t, kind);
+		table_float(l->t, ns_to_ms(dur));
+		if (where) {
+			snprintf(buf, sizeof(buf), "%s %" PRIu64, where, where_id);
+			table_str(l->t, buf);
+		} else {
+			table_empty(l->t);
+		}
+		table_int(l->t, (int64_t)l->live);
+		table_str(l->t, *path ? path : NULL);
+		table_str(l->t, name);
+		table_stream_row(l->t, l->format, out);
+		return;
+	}
 	put_ms(out, t - l->rp->t_min, 8);
 	fprintf(out, " %-8s ", kind);
 	put_ms(out, dur, 4);
 	fputc(' ', out);
-	if (where_fmt)
-		fprintf(out, where_fmt, where);
+	if (where)
+		fprintf(out, "%s %-5" PRIu64, where, where_id);
 	else
 		fputs("-           ", out);
 	fprintf(out, " %7" PRIu64 ".%" PRIu64 " %s %s\n", tenths / 10, tenths % 10, *path ? path : "-", name);
@@ -134,7 +157,7 @@ static void list_mem(struct lister *l, size_t i)
 			 op ? replay_str(rp, op->path) : "");
 		if (unknown)
 			strncat(name, " (unknown address)", sizeof(name) - strlen(name) - 1);
-		put_line(l, ev->start, ev->kind == ST_ALLOC ? "alloc" : "free", 0, "device %-5" PRIu64,
+		put_line(l, ev->start, ev->kind == ST_ALLOC ? "alloc" : "free", 0, "device",
 			 ev->mem.device, range_path(rp, m->range), name);
 	}
 }
@@ -158,7 +181,7 @@ static void list_one(struct lister *l, int s, size_t i)
 			return;
 		if (l->filtering && !replay_filter_activity(&l->filter, rp, a))
 			return;
-		put_line(l, a->start, kinds[a->kind] ? kinds[a->kind] : "gpu", a->end - a->start, "stream %-5" PRIu64,
+		put_line(l, a->start, kinds[a->kind] ? kinds[a->kind] : "gpu", a->end - a->start, "stream",
 			 a->stream, range_path(rp, a->range), replay_str(rp, a->name));
 		break;
 	}
@@ -167,7 +190,7 @@ static void list_one(struct lister *l, int s, size_t i)
 
 		if (!l->a->kind_ok[ST_API] || !path_ok(l, a->range))
 			return;
-		put_line(l, a->start, "api", a->end - a->start, "thread %-5" PRIu64, a->thread,
+		put_line(l, a->start, "api", a->end - a->start, "thread", a->thread,
 			 range_path(rp, a->range), replay_str(rp, a->name));
 		break;
 	}
@@ -176,7 +199,7 @@ static void list_one(struct lister *l, int s, size_t i)
 
 		if (!l->a->kind_ok[ST_RANGE] || (l->filtering && !replay_filter_range(&l->filter, r)))
 			return;
-		put_line(l, r->start, "range", r->end - r->start, "thread %-5" PRIu64, r->thread,
+		put_line(l, r->start, "range", r->end - r->start, "thread", r->thread,
 			 replay_range_path(rp, r), replay_str(rp, r->name));
 		break;
 	}
@@ -186,7 +209,7 @@ static void list_one(struct lister *l, int s, size_t i)
 		if (!l->a->kind_ok[ST_STEP] || l->filtering)
 			return;
 		snprintf(name, sizeof(name), "step %" PRIu32 "%s", st->index, st->warmup ? " (warm-up)" : "");
-		put_line(l, st->start, "step", st->end - st->start, "thread %-5" PRIu64, st->thread, "", name);
+		put_line(l, st->start, "step", st->end - st->start, "thread", st->thread, "", name);
 		break;
 	}
 	default: {
@@ -194,12 +217,21 @@ static void list_one(struct lister *l, int s, size_t i)
 
 		if (ev->kind < 0 || ev->kind >= ST_KIND_COUNT || !l->a->kind_ok[ev->kind] || l->filtering)
 			return;
-		if (ev->kind == ST_SYNC)
-			snprintf(name, sizeof(name), "sync type %" PRIu32 " stream %" PRIu32, ev->sync.type, ev->sync.stream);
-		else
+		if (ev->kind == ST_SYNC) {
+			const char *type = st_sync_type_name(ev->sync.type);
+			int n = type ? snprintf(name, sizeof(name), "%s", type)
+				     : snprintf(name, sizeof(name), "sync type %" PRIu32, ev->sync.type);
+
+			/* CUPTI's invalid id where no one stream is concerned */
+			if (ev->sync.stream != UINT32_MAX)
+				snprintf(name + n, sizeof(name) - (size_t)n, ", stream %" PRIu32, ev->sync.stream);
+		} else if (st_overhead_kind_name(ev->overhead.kind)) {
+			snprintf(name, sizeof(name), "%s", st_overhead_kind_name(ev->overhead.kind));
+		} else {
 			snprintf(name, sizeof(name), "overhead kind %" PRIu32, ev->overhead.kind);
+		}
 		put_line(l, ev->start, st_kind_name(ev->kind) ? st_kind_name(ev->kind) : "other", ev->end - ev->start,
-			 "thread %-5" PRIu64, ev->kind == ST_SYNC ? ev->sync.thread : ev->overhead.thread, "", name);
+			 "thread", ev->kind == ST_SYNC ? ev->sync.thread : ev->overhead.thread, "", name);
 		break;
 	}
 	}
@@ -208,7 +240,8 @@ static void list_one(struct lister *l, int s, size_t i)
 int events_list(const struct replay *rp, const struct events_opts *a)
 {
 	struct mem_timeline tl;
-	struct lister l = { .rp = rp, .a = a, .out = stdout };
+	struct lister l = { .rp = rp, .a = a, .out = stdout, .format = a->format };
+	struct report *r = NULL;
 	size_t head[SRC_COUNT] = { 0 }, n[SRC_COUNT];
 	uint64_t from = 0, to = UINT64_MAX;
 	static char buf[1 << 20];
@@ -240,7 +273,20 @@ int events_list(const struct replay *rp, const struct events_opts *a)
 		n[s] = src_count(rp, s);
 
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
-	fputs("# time(ms)   kind    dur(ms)     where        live(MiB) range name\n", stdout);
+	if (l.format == OUT_TABLE) {
+		fputs("# time(ms)   kind    dur(ms)     where        live(MiB) range name"
+		      "   (time: ms since the bundle's first event)\n", stdout);
+	} else {
+		r = report_new();
+		l.t = report_add_table(r, "events", "Events in time order (ms since the bundle's first event)");
+		table_add_column(l.t, "Time (ms)", COL_FLOAT, 6);
+		table_add_column(l.t, "Kind", COL_STR, 0);
+		table_add_column(l.t, "Duration (ms)", COL_FLOAT, 6);
+		table_add_column(l.t, "Where", COL_STR, 0);
+		table_add_column(l.t, "Live (bytes)", COL_INT, 0);
+		table_add_column(l.t, "Range", COL_STR, 0);
+		table_add_column(l.t, "Name", COL_STR, 0);
+	}
 	for (;;) {
 		int best = -1;
 		uint64_t bt = 0;
@@ -263,13 +309,15 @@ int events_list(const struct replay *rp, const struct events_opts *a)
 			l.live = tl.points[l.point_of_mem[head[best]]].live, l.next_point = (size_t)l.point_of_mem[head[best]] + 1;
 		head[best]++;
 	}
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		rc = error("cannot write the event listing");
-	}
+	if (l.t)
+		table_stream_end(l.t, l.format, stdout);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = error("cannot write to standard output: %s", strerror(errno ? errno : EIO));
 	if (l.filtering)
 		replay_filter_release(&l.filter);
 out:
 	setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
+	report_free(r);
 	free(l.point_of_mem);
 	mem_timeline_release(&tl);
 	return rc;

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 
+#include "lib/table.h"
 #include "replay/replay.h"
 
 struct events_opts {
@@ -20,9 +21,14 @@ struct events_opts {
 	const char *range;             /* only events under this NVTX path pattern, NULL: all */
 	double from_ms, to_ms;         /* the window, ms since the first event; -1: open */
 	int view;                      /* enum mem_view of the live-memory column */
+	int format;                    /* enum out_format: text columns, or csv/json/md rows */
 };
 
-/* Writes the listing to stdout. 0, or -1 after an error line. */
+/*
+ * Writes the listing to stdout: fixed text columns (live memory in MiB), or
+ * one row per event in csv, json or md (live memory in bytes), streamed as
+ * it goes. 0, or -1 after an error line.
+ */
 int events_list(const struct replay *rp, const struct events_opts *o);
 
 #endif

@@ -14,8 +14,6 @@
 #define _GNU_SOURCE   /* fopencookie */
 #include "analyze/export_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -27,6 +25,7 @@
 #include "lib/error.h"
 #include "lib/grow.h"
 #include "lib/human.h"
+#include "lib/output.h"
 
 const char *const export_format_names[] = { "perfetto", "chrome", "json", "sqlite", NULL };
 
@@ -937,103 +936,6 @@ out:
 	return rc;
 }
 
-/* ---- output files ----------------------------------------------------------
- *
- * The one place where export opens and closes its files (lib/'s output
- * helper can take it over): "-" is standard output; a regular file, or a new
- * one, is written to a temporary beside it and renamed over it only once
- * everything is written (and synced); anything else (a pipe, a device) is
- * written in place and never removed; the bundle being exported is never
- * the output.
- */
-
-int export_file_open(struct export_file *o, const char *path, const char *input, bool file_only)
-{
-	struct stat st, in;
-	const char *slash = strrchr(path, '/');
-	int fd;
-	mode_t mask;
-
-	memset(o, 0, sizeof(*o));
-	o->path = path;
-	if (strcmp(path, "-") == 0) {
-		if (file_only)
-			return error("this format needs a file: give -o FILE, not standard output");
-		o->f = stdout;
-		return 0;
-	}
-	if (stat(path, &st) == 0) {
-		if (input && stat(input, &in) == 0 && st.st_dev == in.st_dev && st.st_ino == in.st_ino)
-			return error("'%s' is the bundle being exported: choose another output", path);
-		if (!S_ISREG(st.st_mode)) {
-			if (file_only)
-				return error("cannot write '%s': this format needs a regular file", path);
-			o->f = fopen(path, "wb");
-			return o->f ? 0 : error("cannot write '%s': %s", path, strerror(errno));
-		}
-	}
-	/* ".NAME.XXXXXX" beside the target */
-	if (asprintf(&o->tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path,
-		     slash ? slash + 1 : path) < 0) {
-		o->tmp = NULL;
-		return error("out of memory");
-	}
-	fd = mkstemp(o->tmp);
-	if (fd < 0) {
-		error("cannot create a file beside '%s': %s", path, strerror(errno));
-		free(o->tmp);
-		o->tmp = NULL;
-		return -1;
-	}
-	mask = umask(0);
-	umask(mask);
-	if (fchmod(fd, 0666 & ~mask) < 0 || !(o->f = fdopen(fd, "wb"))) {
-		error("cannot write '%s': %s", o->tmp, strerror(errno));
-		close(fd);
-		export_file_finish(o, false);
-		return -1;
-	}
-	return 0;
-}
-
-/* Closes o; with ok, makes the output final (-1 after an error line if that fails), else discards it. */
-int export_file_finish(struct export_file *o, bool ok)
-{
-	bool ours = o->f != NULL;      /* else SQLite wrote the temporary and closed it */
-	int rc = ok ? 0 : -1;
-
-	if (o->f && o->f != stdout) {
-		if (ok && (fflush(o->f) != 0 || (o->tmp && fsync(fileno(o->f)) != 0)))
-			rc = error("cannot write '%s': %s", o->path, strerror(errno));
-		if (rc == 0 && o->tmp)
-			o->bytes = (uint64_t)ftello(o->f);
-		if (fclose(o->f) != 0 && rc == 0)
-			rc = error("cannot write '%s': %s", o->path, strerror(errno));
-	} else if (o->f && ok && fflush(o->f) != 0) {
-		rc = error("cannot write to standard output: %s", strerror(errno));
-	}
-	o->f = NULL;
-	if (o->tmp) {
-		if (rc == 0 && !ours) {
-			struct stat st;
-			int fd = open(o->tmp, O_RDONLY);
-			if (fd < 0 || fsync(fd) != 0 || fstat(fd, &st) != 0)
-				rc = error("cannot write '%s': %s", o->path, strerror(errno));
-			else
-				o->bytes = (uint64_t)st.st_size;
-			if (fd >= 0)
-				close(fd);
-		}
-		if (rc == 0 && rename(o->tmp, o->path) != 0)
-			rc = error("cannot write '%s': %s", o->path, strerror(errno));
-		if (rc != 0)
-			unlink(o->tmp);
-		free(o->tmp);
-		o->tmp = NULL;
-	}
-	return rc;
-}
-
 /* ---- entry points ---------------------------------------------------------- */
 
 static void layout_stats(const struct layout *L, struct export_stats *stats)
@@ -1095,10 +997,10 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 {
 	const char *output = opt->output;
 	struct export_stats stats;
-	struct export_file file;
+	struct output out;
 	struct layout L;
 	char *owned = NULL;
-	uint64_t estimate = 0;
+	uint64_t estimate = 0, bytes;
 	char size[32];
 	int rc = -1;
 
@@ -1115,26 +1017,29 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 	    (opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L, &estimate)
 					    : export_estimate_chrome(&L, &estimate)) < 0 ||
 	    export_check_size(opt, estimate, format_what[opt->format], output) < 0 ||
-	    export_file_open(&file, output, rp->path, false) < 0)
+	    output_open(&out, output, (const char *[]){ rp->path, NULL }) < 0)
 		goto out;
-	rc = layout_write(&L, file.f);
-	if (export_file_finish(&file, rc == 0) < 0)
-		rc = -1;
-	if (rc == 0) {
-		layout_stats(&L, &stats);
-		fprintf(stderr, "wrote '%s'", output);
-		if (file.bytes)
-			fprintf(stderr, " (%s)", human_bytes(size, sizeof(size), (double)file.bytes));
-		fprintf(stderr, ": %" PRIu64 " tracks, %" PRIu64 " slices, %" PRIu64
-			" counter values, %" PRIu64 " launch flows", stats.tracks, stats.slices,
-			stats.counters, stats.flows);
-		if (stats.extra_lanes)
-			fprintf(stderr, " (%" PRIu64 " extra lanes for slices that overlap without nesting)",
-				stats.extra_lanes);
-		fprintf(stderr, "\n%s\n", opt->format == EXPORT_PERFETTO
-			? "open it at https://ui.perfetto.dev (Open trace file); the file stays on your machine"
-			: "open it at https://ui.perfetto.dev or chrome://tracing");
+	if (layout_write(&L, out.f) < 0) {
+		output_discard(&out);
+		goto out;
 	}
+	bytes = output_bytes(&out);
+	if (output_close(&out) < 0)
+		goto out;
+	rc = 0;
+	layout_stats(&L, &stats);
+	fprintf(stderr, "wrote '%s'", output);
+	if (bytes)
+		fprintf(stderr, " (%s)", human_bytes(size, sizeof(size), (double)bytes));
+	fprintf(stderr, ": %" PRIu64 " tracks, %" PRIu64 " slices, %" PRIu64
+		" counter values, %" PRIu64 " launch flows", stats.tracks, stats.slices,
+		stats.counters, stats.flows);
+	if (stats.extra_lanes)
+		fprintf(stderr, " (%" PRIu64 " extra lanes for slices that overlap without nesting)",
+			stats.extra_lanes);
+	fprintf(stderr, "\n%s\n", opt->format == EXPORT_PERFETTO
+		? "open it at https://ui.perfetto.dev (Open trace file); the file stays on your machine"
+		: "open it at https://ui.perfetto.dev or chrome://tracing");
 out:
 	export_layout_release(&L);
 	free(owned);
@@ -1166,8 +1071,10 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 	const char *output = opt->output;
 	struct layout *L = calloc(rs->n, sizeof(*L));
 	const struct layout **view = calloc(rs->n, sizeof(*view));
+	const char **inputs = calloc(rs->n + 1, sizeof(*inputs));
 	struct export_stats stats, all = { 0 };
-	struct export_file file;
+	struct output out;
+	unsigned long long bytes;
 	bool pids_clash = false;
 	int64_t realtime = 0;
 	uint64_t estimate = 0, one;
@@ -1175,10 +1082,12 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 	size_t built = 0;
 	int rc = -1;
 
-	if (!L || !view) {
+	if (!L || !view || !inputs) {
 		error("out of memory");
 		goto out;
 	}
+	for (size_t r = 0; r < rs->n; r++)
+		inputs[r] = rs->rank[r]->path;
 	if (rs->n == 1) {
 		rc = export_run(rs->rank[0], opt);
 		goto out;
@@ -1216,17 +1125,21 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 		estimate += one;
 	}
 	if (export_check_size(opt, estimate, format_what[opt->format], output) < 0 ||
-	    export_file_open(&file, output, rs->rank[0]->path, false) < 0)
+	    output_open(&out, output, inputs) < 0)
 		goto out;
 	rc = 0;
 	if (opt->format == EXPORT_PERFETTO) {
 		for (size_t r = 0; r < rs->n && rc == 0; r++)
-			rc = export_write_perfetto(&L[r], file.f);
+			rc = export_write_perfetto(&L[r], out.f);
 	} else {
-		rc = export_write_chrome_ranks(view, rs->n, file.f);
+		rc = export_write_chrome_ranks(view, rs->n, out.f);
 	}
-	if (export_file_finish(&file, rc == 0) < 0)
-		rc = -1;
+	if (rc < 0) {
+		output_discard(&out);
+	} else {
+		bytes = output_bytes(&out);
+		rc = output_close(&out);
+	}
 	if (rc == 0) {
 		for (size_t r = 0; r < rs->n; r++) {
 			layout_stats(&L[r], &stats);
@@ -1236,8 +1149,8 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 			all.flows += stats.flows;
 		}
 		fprintf(stderr, "wrote '%s'", output);
-		if (file.bytes)
-			fprintf(stderr, " (%s)", human_bytes(size, sizeof(size), (double)file.bytes));
+		if (bytes)
+			fprintf(stderr, " (%s)", human_bytes(size, sizeof(size), (double)bytes));
 		fprintf(stderr, ": %zu ranks, each its own process, on one time line (%s): %" PRIu64
 			" tracks, %" PRIu64 " slices, %" PRIu64 " counter values, %" PRIu64 " launch flows\n",
 			rs->n, rs->alignment, all.tracks, all.slices, all.counters, all.flows);
@@ -1250,6 +1163,7 @@ out:
 		export_layout_release(&L[r]);
 	free(L);
 	free(view);
+	free(inputs);
 	free(owned);
 	return rc;
 }

@@ -55,10 +55,10 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 
 /*
  * `steptrace export`: estimates the size (refusing one above
- * opt->max_size, announcing a large one), writes opt->output through a
- * temporary renamed over it on success (export_file_open), then says on
- * stderr what was written and where to open it. 0, or -1 after an error
- * line; an existing output is left as it was on failure.
+ * opt->max_size, announcing a large one), writes opt->output through
+ * lib/output.h (never the bundle itself; a failed write leaves the target
+ * as it was), then says on stderr what was written and where to open it.
+ * 0, or -1 after an error line.
  */
 int export_run(const struct replay *rp, const struct export_options *opt);
 

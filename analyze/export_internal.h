@@ -191,23 +191,6 @@ int export_write_chrome(const struct layout *L, FILE *out);
 /* Several ranks' layouts as one trace: one JSON document, or one Perfetto sequence each. */
 int export_write_chrome_ranks(const struct layout *const *L, size_t n, FILE *out);
 
-/*
- * The output file (export.c has the rules): opened as a temporary beside
- * `path` (or `path` itself when it is not a regular file, or stdout for
- * "-"), made final by export_file_finish(o, true). file_only refuses
- * standard output and non-regular files (SQLite needs a real file: it
- * opens o->tmp by name after the caller closes o->f). input is the
- * bundle's path, which is never overwritten. -1 after an error line.
- */
-struct export_file {
-	const char *path;
-	char *tmp;                    /* the temporary; NULL when writing in place */
-	FILE *f;
-	uint64_t bytes;               /* written, once finished (0 when not known) */
-};
-int export_file_open(struct export_file *o, const char *path, const char *input, bool file_only);
-int export_file_finish(struct export_file *o, bool ok);
-
 /* Refuses an estimate above opt->max_size; says a large one before it is written. */
 int export_check_size(const struct export_options *opt, uint64_t estimate, const char *what,
 		      const char *output);

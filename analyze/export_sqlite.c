@@ -15,7 +15,7 @@
  *
  * --step and --range keep what they keep in the other formats (struct
  * export_filter). The database is built in a temporary file beside the
- * output and renamed over it when complete (export_file_open).
+ * output and renamed over it when complete (lib/output.h).
  */
 #include "analyze/export_internal.h"
 
@@ -27,6 +27,7 @@
 
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/output.h"
 #include "replay/memory.h"
 
 /* Nsight Systems' NVTX event types (ENUM_NSYS_EVENT_TYPE). */
@@ -304,9 +305,12 @@ static int sq_strings(struct sq *q)
 			return -1;
 	if (!rp->n_strings && !(q->sid[0] = sq_string(q, "")))
 		return -1;
-	for (size_t i = 0; i < rp->n_paths; i++)
-		if (!(q->path_sid[i] = sq_string(q, rp->paths[i].str ? rp->paths[i].str : "")))
+	for (size_t i = 0; i < rp->n_paths; i++) {
+		const char *path = replay_path_str(rp, (uint32_t)i);
+
+		if (!(q->path_sid[i] = sq_string(q, path ? path : "")))
 			return -1;
+	}
 	return 0;
 }
 
@@ -546,7 +550,7 @@ static int sq_write(struct sq *q, const char *path, const struct export_options 
 {
 	if (sqlite3_open_v2(path, &q->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
 		return q->db ? sq_fail(q) : error("out of memory");
-	/* a fresh temporary, renamed only when complete: no journal needed; export_file_finish syncs */
+	/* a fresh temporary, renamed only when complete: no journal needed; output_close syncs */
 	if (sq_exec(q, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN") < 0 ||
 	    sq_exec(q, schema) < 0)
 		return -1;
@@ -590,9 +594,9 @@ static uint64_t sq_count_rows(const struct replay *rp, const struct export_filte
 int export_sqlite_run(const struct replay *rp, const struct export_options *opt, const char *output)
 {
 	struct export_filter f;
-	struct export_file file;
+	struct output out;
 	struct sq q = { .rp = rp, .f = &f, .output = output };
-	uint64_t strings = 0, rows[T_COUNT];
+	uint64_t strings = 0, rows[T_COUNT], bytes = 0;
 	char size[32];
 	int rc = -1;
 
@@ -601,20 +605,28 @@ int export_sqlite_run(const struct replay *rp, const struct export_options *opt,
 	for (uint32_t i = 0; i < rp->n_strings; i++)
 		strings += rp->strings[i] ? strlen(rp->strings[i]) + 8 : 8;
 	if (export_check_size(opt, sq_count_rows(rp, &f) * SQLITE_ROW_BYTES + strings, "SQLite", output) < 0 ||
-	    export_file_open(&file, output, rp->path, true) < 0)
+	    output_open(&out, output, (const char *[]){ rp->path, NULL }) < 0)
 		goto out;
-	fclose(file.f);   /* SQLite writes the temporary by name */
-	file.f = NULL;
+	if (!out.tmp) {   /* SQLite opens its file by name: standard output, a pipe or a device won't do */
+		output_discard(&out);
+		rc = error("cannot write '%s': the sqlite format needs a regular file, not %s", output,
+			   strcmp(output, "-") == 0 ? "standard output" : "a pipe or a device");
+		goto out;
+	}
 	q.global_pid = (int64_t)(rp->run.pid ? rp->run.pid : OLD_BUNDLE_PID) << 24;
-	rc = sq_write(&q, file.tmp, opt);
+	rc = sq_write(&q, out.tmp, opt);   /* SQLite writes the temporary by name */
 	memcpy(rows, q.rows, sizeof(rows));
 	sq_release(&q);   /* closes the database before it is renamed */
-	if (export_file_finish(&file, rc == 0) < 0)
-		rc = -1;
+	if (rc == 0) {
+		bytes = output_bytes(&out);
+		rc = output_close(&out);
+	} else {
+		output_discard(&out);
+	}
 	if (rc == 0)
 		fprintf(stderr, "wrote '%s' (%s): %" PRIu64 " kernels, %" PRIu64 " memcpys, %" PRIu64
 			" memsets, %" PRIu64 " API calls, %" PRIu64 " NVTX ranges, %" PRIu64 " allocations, %"
-			PRIu64 " strings\n", output, human_bytes(size, sizeof(size), (double)file.bytes),
+			PRIu64 " strings\n", output, human_bytes(size, sizeof(size), (double)bytes),
 			rows[T_KERNEL], rows[T_MEMCPY], rows[T_MEMSET], rows[T_RUNTIME], rows[T_NVTX],
 			rows[T_ALLOC], rows[T_STRING]);
 	if (rc == 0)

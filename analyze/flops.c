@@ -5,7 +5,6 @@
  */
 #include "analyze/flops.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "analyze/category.h"
 #include "analyze/comm.h"
 #include "lib/error.h"
+#include "lib/output.h"
 
 const char *const flops_by_names[] = { "kind", "op", NULL };
 const char *const flops_phase_names[] = { "forward", "backward", "optimizer", NULL };
@@ -159,6 +159,7 @@ static int group_of(struct flops_result *res, size_t *cap, const struct replay *
 	memset(row, 0, sizeof(*row));
 	row->precision = FP_NONE;
 	if (by == FLOPS_BY_OP) {
+		row->op = op;
 		row->name = strdup(*replay_str(rp, op->path) ? replay_str(rp, op->path) : replay_str(rp, op->name));
 	} else {
 		const char *phase = replay_str(rp, op->phase);
@@ -248,6 +249,18 @@ static bool path_has_component(const char *path, const char *word)
 	return false;
 }
 
+/* Per path, whether it has a component equal to `word` (paths come parent first). NULL: out of memory. */
+static uint8_t *paths_with_component(const struct replay *rp, const char *word)
+{
+	uint8_t *has = malloc(rp->n_paths + 1);
+
+	for (size_t i = 0; has && i < rp->n_paths; i++) {
+		int32_t parent = rp->paths[i].parent;
+		has[i] = (parent >= 0 && has[parent]) || path_has_component(replay_str(rp, rp->paths[i].name), word);
+	}
+	return has;
+}
+
 static void divide(struct flops_result *res)
 {
 	double d = res->divisor;
@@ -286,6 +299,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	uint64_t *keys = NULL;
 	uint8_t *ran = NULL;      /* per step: a selected kernel ran in it */
 	size_t steps_ran = 0;
+	uint8_t *phase_paths = NULL;
 	uint64_t noop_time = 0, noop_kernels = 0;
 	size_t cap = rp->n_ops + 1;
 	int rc = -1;
@@ -297,13 +311,16 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		if (out->peaks.flops[p] > 0)
 			out->peaks_missing = false;
 	out->divisor = (double)replay_step_divisor(rp, opt->include_warmup);
+	out->by_op = opt->by == FLOPS_BY_OP;
 	if (replay_filter_init(&filter, rp, opt->range) < 0)
 		return -1;
 	acc = calloc(rp->n_ops + 1, sizeof(*acc));
 	keys = calloc(cap, sizeof(*keys));
 	out->rows = calloc(cap, sizeof(*out->rows));
 	ran = calloc(rp->n_steps + 1, 1);
-	if (!acc || !keys || !out->rows || !ran) {
+	if (opt->phase)
+		phase_paths = paths_with_component(rp, opt->phase);
+	if (!acc || !keys || !out->rows || !ran || (opt->phase && !phase_paths)) {
 		error("out of memory");
 		goto out;
 	}
@@ -335,7 +352,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 				continue;
 			oa = &acc[op - rp->ops];
 			ph = phase_index(replay_str(rp, op->phase));
-		} else if (opt->phase && !path_has_component(replay_activity_path(rp, a), opt->phase)) {
+		} else if (opt->phase && !(a->range >= 0 && phase_paths[rp->ranges[a->range].path])) {
 			continue;
 		}
 		dur = a->end > a->start ? a->end - a->start : 0;
@@ -407,6 +424,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		qsort(out->rows, out->n_rows, sizeof(*out->rows), cmp_row);
 	rc = 0;
 out:
+	free(phase_paths);
 	free(acc);
 	free(ran);
 	category_cache_release(&cc);
@@ -475,6 +493,22 @@ static void notes(struct report *r, const struct flops_result *res)
 	}
 }
 
+/* An op's input or output dtypes, "bf16,f32" (as recorded, in order); empty when none. */
+static void dtype_cell(struct table *t, const uint8_t *dtypes, size_t n)
+{
+	char buf[128];
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < sizeof(buf); i++)
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "," : "",
+					 st_dtype_name(dtypes[i]) ? st_dtype_name(dtypes[i]) : "?");
+	if (n)
+		table_str(t, buf);
+	else
+		table_empty(t);
+}
+
 void flops_report(struct report *r, const struct flops_result *res, int top, const char *title_extra)
 {
 	char title[512];
@@ -497,6 +531,10 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 	table_add_column(t, "Bound (TFLOP/s)", COL_FLOAT, 2);
 	table_add_column(t, "Bound by", COL_STR, 0);
 	table_add_column(t, "Of Bound (%)", COL_FLOAT, 1);
+	if (res->by_op) {
+		table_add_column(t, "Inputs", COL_STR, 0);
+		table_add_column(t, "Outputs", COL_STR, 0);
+	}
 	table_add_column(t, "Name", COL_STR, 0);
 	for (size_t i = 0; i < shown; i++) {
 		const struct flops_row *row = &res->rows[i];
@@ -508,9 +546,9 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 		if (row->no_op) {
 			table_empty(t);
 		} else {
-			table_float(t, row->instances);
+			table_count(t, row->instances);
 		}
-		table_float(t, row->kernels);
+		table_count(t, row->kernels);
 		if (row->no_op) {
 			for (int c = 0; c < 5; c++)
 				table_empty(t);
@@ -534,6 +572,10 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 			table_empty(t);
 			table_empty(t);
 		}
+		if (res->by_op) {
+			dtype_cell(t, row->op ? row->op->inputs : NULL, row->op ? row->op->n_inputs : 0);
+			dtype_cell(t, row->op ? row->op->outputs : NULL, row->op ? row->op->n_outputs : 0);
+		}
 		table_str(t, row->name);
 	}
 	if (res->n_rows == 0)
@@ -545,33 +587,32 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 
 /* ---- the command ------------------------------------------------------- */
 
-static int write_svg(const struct flops_result *res, const char *path)
-{
-	FILE *f = fopen(path, "w");
-	int rc;
-
-	if (!f)
-		return error("cannot write '%s': %s", path, strerror(errno));
-	rc = flops_svg(f, res, 1000, 700);
-	if (fclose(f) != 0 || rc < 0)
-		return error("cannot write '%s'", path);
-	return 0;
-}
-
 int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r)
 {
 	struct flops_result res;
+	struct output svg = { 0 };
 	char extra[300];
-	int rc = 0;
+	int rc = -1;
 
-	if (flops_compute(rp, o, &res) < 0)
+	/* the chart's file first: a bad path prints no table */
+	if (o->svg && output_open(&svg, o->svg, (const char *[]){ rp->path, NULL }) < 0)
 		return -1;
+	if (flops_compute(rp, o, &res) < 0)
+		goto out;
 	snprintf(extra, sizeof(extra), " by %s%s%s%s%s%s", o->by == FLOPS_BY_OP ? "op" : "op kind",
 		 o->range ? " under '" : "", o->range ? o->range : "", o->range ? "'" : "",
 		 o->phase ? ", phase " : "", o->phase ? o->phase : "");
 	flops_report(r, &res, o->top, extra);
-	if (o->svg && write_svg(&res, o->svg) < 0)
-		rc = 1;
+	if (!o->svg) {
+		rc = 0;
+	} else if (flops_svg(svg.f, &res, 1000, 700) == 0) {
+		rc = output_close(&svg);
+		if (rc == 0)
+			fprintf(stderr, "wrote '%s': the roofline chart (SVG)\n", o->svg);
+	}
 	flops_result_release(&res);
+out:
+	if (svg.f)
+		output_discard(&svg);
 	return rc;
 }

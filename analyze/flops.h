@@ -71,6 +71,7 @@ struct flops_peaks {
 /* One row: an op, an op kind of one phase ("forward/attn/softmax"), or "(no op)". */
 struct flops_row {
 	char *name;                 /* owned */
+	const struct replay_op *op; /* --by op: the op (its dtypes), else NULL */
 	bool no_op;
 	bool matmul;                /* some op of the row is a matrix product */
 	int precision;              /* enum flops_precision of its ops; FP_NONE when none or mixed */
@@ -105,6 +106,7 @@ struct flops_result {
 	struct flops_peaks peaks;
 	bool peaks_missing;         /* every peak and the bandwidth are 0 */
 	double divisor;             /* steps the totals were divided by (those where selected kernels ran) */
+	bool by_op;                 /* one row per op: the table shows each op's dtypes */
 	double kernel_ns;           /* per step, every kernel counted */
 	double gemm_ns;             /* per step, kernels of category GEMM */
 	double phase_kernel_ns[3], phase_gemm_ns[3];   /* forward, backward, optimizer (by op phase) */
@@ -130,7 +132,9 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
  * The roofline chart as a standalone <svg> (embeddable in HTML): log-log
  * FLOP/byte against TFLOP/s, a ceiling per precision with a peak in the
  * header and the bandwidth slope, one labelled point per row with FLOPs,
- * sized by its share of time. Returns 0, -1 when writing failed.
+ * sized by its share of time. Returns 0, or -1 after an error line (out of
+ * memory); a write error stays in out's error flag, for whoever closes it
+ * (lib/output.h names it once).
  */
 int flops_svg(FILE *out, const struct flops_result *res, int width, int height);
 
@@ -139,9 +143,9 @@ int flops_roofline_svg(FILE *out, const struct replay *rp, int width, int height
 
 /*
  * `steptrace flops`: flops_compute under o, flops_report of the top rows,
- * and with o->svg the chart written there. 0; 1 when only the chart could
- * not be written (r is complete, an error line printed); -1 after an error
- * line when nothing was computed.
+ * and with o->svg the chart written there through lib/output.h (its path is
+ * opened first, so a bad one fails before any work), named on stderr once
+ * written. 0, or -1 after an error line.
  */
 int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r);
 

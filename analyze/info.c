@@ -53,12 +53,17 @@ static void header_table(struct report *r, const struct replay *rp)
 	kv_str(t, "tool", h->tool_version);
 	kv_str(t, "command line", h->command_line);
 	kv_str(t, "host", h->hostname);
+	if (h->pid)
+		kv_fmt(t, "process id", "%" PRIu32, h->pid);
 	unix_time(buf, sizeof(buf), h->created_unix_ns);
 	kv_str(t, "created", buf);
 	kv_fmt(t, "clock", "%s (time base %" PRIu64 " ns)", h->clock, h->time_base_ns);
 	if (!strcmp(h->clock, "cupti"))
 		kv_str(t, "API calls recorded", *h->api_calls ? h->api_calls : "all");
-	if (h->has_config) {
+	if (h->has_config && !h->config.d_model) {
+		/* a program recorded with `record -- COMMAND`: only what it was told */
+		kv_fmt(t, "precision", "%s (as `record --precision` said)", h->config.precision_name);
+	} else if (h->has_config) {
 		const struct replay_config *c = &h->config;
 		kv_fmt(t, "model", "%s: d_model %" PRIu32 ", d_ff %" PRIu32 ", layers %" PRIu32
 		       ", heads %" PRIu32 ", vocab %" PRIu32, c->model, c->d_model, c->d_ff,
@@ -120,7 +125,7 @@ static void footer_table(struct report *r, const struct replay *rp)
 		kv_str(t, "finished", buf);
 	}
 	kv_fmt(t, "read", "%" PRIu32 " chunks, %" PRIu64 " events, %" PRIu32 " strings",
-	       rp->chunks_read, rp->events_read, rp->n_strings ? rp->n_strings - 1 : 0);
+	       rp->chunks_read, rp->events_read, rp->strings_read ? rp->strings_read - 1 : 0);
 	kv_str(t, "truncated", rp->truncated ? (rp->truncation ? rp->truncation : "yes") : "no");
 }
 

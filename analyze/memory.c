@@ -1,7 +1,6 @@
 /* memory.c: the memory report (see memory.h); the chart is in memory_svg.c. */
 #include "analyze/memory.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "analyze/common.h"
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/output.h"
 
 const char *memory_block_op(const struct replay *rp, const struct mem_block *b)
 {
@@ -54,9 +54,27 @@ static double rel_ms(const struct replay *rp, uint64_t t)
 
 /* ---- the report ------------------------------------------------------- */
 
-static void peak_row(struct table *t, const struct replay *rp, const struct mem_timeline *tl,
-		     const char *scope, const struct mem_peak *p, int32_t step)
+/* The step whose span holds t (rp->steps index), -1 when none. */
+static int32_t step_at(const struct replay *rp, uint64_t t)
 {
+	for (size_t s = 0; s < rp->n_steps; s++)
+		if (t >= rp->steps[s].start && t <= rp->steps[s].end)
+			return (int32_t)s;
+	return -1;
+}
+
+/* "step 1", "step 0 (warm-up)" */
+static const char *step_name(const struct replay *rp, size_t s, char *buf, size_t len)
+{
+	snprintf(buf, len, "step %" PRIu32 "%s", rp->steps[s].index, rp->steps[s].warmup ? " (warm-up)" : "");
+	return buf;
+}
+
+static void peak_row(struct table *t, const struct replay *rp, const struct mem_timeline *tl,
+		     const char *scope, const struct mem_peak *p)
+{
+	int32_t step = step_at(rp, p->t);
+
 	table_row(t);
 	table_str(t, scope);
 	table_str(t, mem_view_short_names[tl->view]);
@@ -70,20 +88,25 @@ static void peak_row(struct table *t, const struct replay *rp, const struct mem_
 	table_int(t, (int64_t)p->bytes);
 	table_float(t, p->bytes / MIB);
 	table_float(t, rel_ms(rp, p->t));
-	if (step >= 0 && (size_t)step < rp->n_steps && p->t >= rp->steps[step].start)
+	if (step >= 0)
 		table_float(t, ns_to_ms(p->t - rp->steps[step].start));
 	else
 		table_empty(t);
-	table_str(t, memory_point_op(rp, tl, p->point));
-	table_str(t, memory_point_range(rp, tl, p->point));
+	/* carried into its span: no allocation of its own, so no op */
+	table_str(t, p->block >= 0 ? memory_point_op(rp, tl, p->point) : "");
+	table_str(t, p->block >= 0 ? memory_point_range(rp, tl, p->point) : "");
 }
 
+/* The peaks of view tl, then of the other view; only >= 0: of that step alone (--step). */
 static void add_peaks(struct report *r, const struct replay *rp, const struct mem_timeline *tl,
-		      const struct mem_timeline *other)
+		      const struct mem_timeline *other, int32_t only)
 {
-	struct table *t = report_add_table(r, "peaks", "Peak live memory");
-	char scope[64];
+	char scope[64], title[96];
+	struct table *t;
 
+	snprintf(title, sizeof(title), "Peak live memory%s%s", only >= 0 ? " in " : "",
+		 only >= 0 ? step_name(rp, (size_t)only, scope, sizeof(scope)) : "");
+	t = report_add_table(r, "peaks", title);
 	table_add_column(t, "Scope", COL_STR, 0);
 	table_add_column(t, "View", COL_STR, 0);
 	table_add_column(t, "Peak (bytes)", COL_INT, 0);
@@ -93,37 +116,30 @@ static void add_peaks(struct report *r, const struct replay *rp, const struct me
 	table_add_column(t, "Op", COL_STR, 0);
 	table_add_column(t, "Range", COL_STR, 0);
 
-	peak_row(t, rp, tl, "overall", &tl->peak, rp->mem && tl->peak.point >= 0 ?
-		 rp->mem[tl->points[tl->peak.point].mem].step : -1);
-	for (int p = 0; p < MEM_PHASE_COUNT; p++) {
-		const struct mem_peak *pk = &tl->phase_peak[p];
-
-		if (p == MEM_PHASE_OTHER && pk->point < 0)
-			continue;
-		snprintf(scope, sizeof(scope), "phase %s", mem_phase_name((enum mem_phase)p));
-		peak_row(t, rp, tl, scope, pk, pk->point >= 0 ? rp->mem[tl->points[pk->point].mem].step : -1);
-	}
-	for (size_t s = 0; s < tl->n_steps; s++) {
-		snprintf(scope, sizeof(scope), "step %" PRIu32 "%s", rp->steps[s].index,
-			 rp->steps[s].warmup ? " (warm-up)" : "");
-		peak_row(t, rp, tl, scope, &tl->step_peak[s], (int32_t)s);
-	}
-	if (tl->n_steps && tl->outside_steps_peak.point >= 0)
-		peak_row(t, rp, tl, "outside steps", &tl->outside_steps_peak, -1);
-	if (other && other->n_points) {
-		peak_row(t, rp, other, "overall", &other->peak,
-			 other->peak.point >= 0 ? rp->mem[other->points[other->peak.point].mem].step : -1);
-		for (size_t s = 0; s < other->n_steps; s++) {
-			snprintf(scope, sizeof(scope), "step %" PRIu32 "%s", rp->steps[s].index,
-				 rp->steps[s].warmup ? " (warm-up)" : "");
-			peak_row(t, rp, other, scope, &other->step_peak[s], (int32_t)s);
+	for (const struct mem_timeline *v = tl; v; v = v == tl && other && other->n_points ? other : NULL) {
+		peak_row(t, rp, v, only >= 0 ? step_name(rp, (size_t)only, scope, sizeof(scope)) : "overall",
+			 &v->peak);
+		/* phases with a span or an allocation in the bundle (or the step) */
+		for (int p = 0; v == tl && p < MEM_PHASE_COUNT; p++) {
+			if (v->phase_peak[p].point < 0)
+				continue;
+			snprintf(scope, sizeof(scope), "phase %s", mem_phase_name((enum mem_phase)p));
+			peak_row(t, rp, v, scope, &v->phase_peak[p]);
 		}
+		for (size_t s = 0; only < 0 && s < v->n_steps; s++)
+			peak_row(t, rp, v, step_name(rp, s, scope, sizeof(scope)), &v->step_peak[s]);
+		if (v == tl && only < 0 && v->n_steps && v->outside_steps_peak.point >= 0)
+			peak_row(t, rp, v, "outside steps", &v->outside_steps_peak);
 	}
 }
 
-static void add_categories(struct report *r, const struct mem_peak *p)
+static void add_categories(struct report *r, const struct mem_peak *p, const char *peak_name)
 {
-	struct table *t = report_add_table(r, "at_peak", "By category at the overall peak");
+	char title[96];
+	struct table *t;
+
+	snprintf(title, sizeof(title), "By category at %s", peak_name);
+	t = report_add_table(r, "at_peak", title);
 
 	table_add_column(t, "Category", COL_STR, 0);
 	table_add_column(t, "Bytes", COL_INT, 0);
@@ -163,11 +179,16 @@ static void block_columns(struct table *t)
 	table_add_column(t, "Allocated (ms)", COL_FLOAT, 3);
 }
 
-static int add_largest(struct report *r, const struct replay *rp, const struct mem_timeline *tl, int top)
+static int add_largest(struct report *r, const struct replay *rp, const struct mem_timeline *tl, int top,
+		       const char *peak_name)
 {
-	struct table *t = report_add_table(r, "largest_at_peak", "Largest live blocks at the overall peak");
 	uint32_t *idx = malloc(((size_t)top + 1) * sizeof(*idx));
 	size_t live, shown;
+	char title[96];
+	struct table *t;
+
+	snprintf(title, sizeof(title), "Largest live blocks at %s", peak_name);
+	t = report_add_table(r, "largest_at_peak", title);
 
 	if (!idx)
 		return error("out of memory");
@@ -290,85 +311,94 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 	}
 }
 
-/* The chart of the whole run, or of step a->step, into a->svg; -1 after an error line. */
-static int write_svg(const struct replay *rp, const struct memory_opts *a, const struct mem_timeline *tl)
-{
-	FILE *f = fopen(a->svg, "w");
-	uint64_t t0 = 0, t1 = 0;
-
-	if (!f)
-		return error("cannot write '%s': %s", a->svg, strerror(errno));
-	if (a->step >= 0) {
-		for (size_t s = 0; s < rp->n_steps; s++) {
-			if (rp->steps[s].index == (uint32_t)a->step) {
-				t0 = rp->steps[s].start;
-				t1 = rp->steps[s].end;
-			}
-		}
-	}
-	if (memory_svg_write(f, rp, tl, t0, t1, 1200, 640) < 0) {
-		fclose(f);
-		return -1;
-	}
-	if (fclose(f) != 0)
-		return error("cannot write '%s': %s", a->svg, strerror(errno));
-	return 0;
-}
-
 int memory_run(const struct replay *rp, const struct memory_opts *a, struct report *r)
 {
 	struct mem_timeline views[2];
 	struct mem_timeline *tl, *other;
-	char b1[32], b2[32];
-	int rc = -1;
+	char b1[32], b2[32], peak_name[64];
+	struct output svg = { 0 };
+	uint64_t t0 = 0, t1 = UINT64_MAX;
+	int32_t only = -1;
+	const char *op;
+	int rc = -1, view;
 
 	if (a->step >= 0) {
-		bool found = false;
-
 		for (size_t s = 0; s < rp->n_steps; s++)
-			found |= rp->steps[s].index == (uint32_t)a->step;
-		if (!found)
+			if (rp->steps[s].index == (uint32_t)a->step)
+				only = (int32_t)s;
+		if (only < 0)
 			return error("no step %d in '%s' (it has %zu steps)", a->step, rp->path, rp->n_steps);
+		t0 = rp->steps[only].start;
+		t1 = rp->steps[only].end;
 	}
-	if (mem_timeline_build(&views[MEM_VIEW_MODEL], rp, MEM_VIEW_MODEL) < 0)
+	/* the chart's file first: a bad path costs no work and prints no report */
+	if (a->svg && output_open(&svg, a->svg, (const char *[]){ rp->path, NULL }) < 0)
 		return -1;
-	if (mem_timeline_build(&views[MEM_VIEW_DRIVER], rp, MEM_VIEW_DRIVER) < 0) {
+	if (mem_timeline_build_window(&views[MEM_VIEW_MODEL], rp, MEM_VIEW_MODEL, t0, t1) < 0) {
+		if (svg.f)
+			output_discard(&svg);
+		return -1;
+	}
+	if (mem_timeline_build_window(&views[MEM_VIEW_DRIVER], rp, MEM_VIEW_DRIVER, t0, t1) < 0) {
 		mem_timeline_release(&views[MEM_VIEW_MODEL]);
+		if (svg.f)
+			output_discard(&svg);
 		return -1;
 	}
-	tl = &views[a->view];
-	other = &views[!a->view];
+	/* no --view: the model allocator's, or CUDA's when the model reported nothing (a program recorded with -- COMMAND) */
+	view = a->view >= 0 ? a->view
+	       : !views[MEM_VIEW_MODEL].n_blocks && views[MEM_VIEW_DRIVER].n_blocks ? MEM_VIEW_DRIVER : MEM_VIEW_MODEL;
+	tl = &views[view];
+	other = &views[!view];
 	if (!views[MEM_VIEW_MODEL].n_points && !views[MEM_VIEW_DRIVER].n_points)
 		report_note(r, "the bundle holds no allocation events: nothing to report");
 	else if (!tl->n_blocks && other->n_blocks)
 		report_note(r, "the %s view is empty; see --view %s", mem_view_name(tl->view),
 			    mem_view_short_names[other->view]);
 
-	add_peaks(r, rp, tl, other);
-	add_categories(r, &tl->peak);
-	if (add_largest(r, rp, tl, a->top) < 0 || add_at_oom(r, rp, tl, a->top) < 0)
+	if (only >= 0)
+		snprintf(peak_name, sizeof(peak_name), "the peak of %s", step_name(rp, (size_t)only, b1, sizeof(b1)));
+	else
+		snprintf(peak_name, sizeof(peak_name), "the overall peak");
+	add_peaks(r, rp, tl, other, only);
+	add_categories(r, &tl->peak, peak_name);
+	if (add_largest(r, rp, tl, a->top, peak_name) < 0 || add_at_oom(r, rp, tl, a->top) < 0)
 		goto out;
 	add_unpaired(r, rp, tl, a->top);
 	if (other->n_points)
 		add_unpaired(r, rp, other, a->top);
-	if (tl->peak.point >= 0)
+	op = tl->peak.block < 0 ? "live when the step began" : memory_point_op(rp, tl, tl->peak.point);
+	if (tl->peak.point >= 0 && view == MEM_VIEW_DRIVER && a->view < 0)
+		report_note(r, "%s peak %s at %.3f ms (%s); the model allocator recorded nothing",
+			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
+			    rel_ms(rp, tl->peak.t), *op ? op : "no op");
+	else if (tl->peak.point >= 0)
 		report_note(r, "%s peak %s at %.3f ms (%s); driver-level (cudaMalloc) peak %s",
 			    mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes),
-			    rel_ms(rp, tl->peak.t), *memory_point_op(rp, tl, tl->peak.point) ? memory_point_op(rp, tl, tl->peak.point) : "no op",
-			    a->view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
+			    rel_ms(rp, tl->peak.t), *op ? op : "no op",
+			    view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
 			    : human_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
 	if (tl->n_ooms)
 		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them, "
 			    "and the table above shows the first", tl->n_ooms);
-	report_note(r, "times in ms since the bundle's first event; a phase's or step's peak is the highest live total its own allocations reached");
+	if (only >= 0)
+		report_note(r, "peaks and blocks of %s alone (--step %d); blocks never freed are the whole bundle's",
+			    step_name(rp, (size_t)only, b1, sizeof(b1)), a->step);
+	report_note(r, "times in ms since the bundle's first event; a phase's or step's peak is the highest "
+		    "live total during it, allocations or not (no op: what was live when it began)");
 
 	if (a->svg) {
-		if (write_svg(rp, a, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl) < 0)
+		if (memory_svg_write(svg.f, rp, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl,
+				     t0, only >= 0 ? t1 : 0, 1200, 640) < 0)
 			goto out;
-		report_note(r, "wrote the active-memory timeline to '%s'", a->svg);
+		if (output_close(&svg) < 0)
+			goto out;
+		fprintf(stderr, "wrote '%s': the active-memory timeline (SVG)\n", a->svg);
 	}
 	rc = 0;
 out:
+	if (svg.f)
+		output_discard(&svg);
 	mem_timeline_release(&views[0]);
 	mem_timeline_release(&views[1]);
 	return rc;

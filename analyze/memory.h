@@ -19,9 +19,10 @@
 
 struct memory_opts {
 	int top;                  /* largest live blocks listed (and unpaired ones), >= 1 */
-	int view;                 /* enum mem_view of the tables; the other view's peaks follow */
+	int view;                 /* enum mem_view of the tables (the other view's peaks follow); -1: the
+				     model's, or the driver's when the model reported no allocation */
 	const char *svg;          /* write the chart here, NULL: no chart */
-	int step;                 /* the chart shows only the step of this index; -1: the whole run */
+	int step;                 /* report and chart only the step of this index; -1: the whole run */
 };
 
 /*
@@ -35,8 +36,8 @@ int memory_run(const struct replay *rp, const struct memory_opts *o, struct repo
  * HTML as is). tl: the model view's timeline, or NULL to build it here (the
  * driver view is built here either way, for its dashed total line).
  * [t0, t1]: the time window in bundle ns; t0 == t1 == 0 means everything.
- * Returns 0, or -1 with an error line (allocation failure, or a write error
- * seen through ferror(out)).
+ * Returns 0, or -1 with an error line (allocation failure); a write error
+ * stays in out's error flag, for whoever closes it (lib/output.h names it).
  */
 int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeline *tl,
 		     uint64_t t0, uint64_t t1, int width, int height);

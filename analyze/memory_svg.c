@@ -30,6 +30,7 @@ struct chart {
 	const struct replay *rp;
 	const struct mem_timeline *tl;
 	uint64_t t0, t1;                /* window, bundle ns */
+	uint64_t origin;                /* the bundle's first event: every time printed counts from it */
 	double x0, x1, y0, y1;          /* plot area: x0 left, y0 bottom */
 	struct svg_scale xs, ys;
 	double ymax;
@@ -76,6 +77,12 @@ static int sample_columns(const struct mem_timeline *tl, uint64_t t0, uint64_t t
 	return 0;
 }
 
+/* The x of bundle time t (clamped to the plot). */
+static double xpos(const struct chart *ch, uint64_t t)
+{
+	return svg_scale_map(&ch->xs, t >= ch->origin ? (double)(t - ch->origin) : 0);
+}
+
 /* Phase bands: from NVTX ranges named forward/backward/optimizer when there are any, else from runs of the points' phases. */
 static void draw_phases(struct chart *ch)
 {
@@ -93,8 +100,8 @@ static void draw_phases(struct chart *ch)
 		if (p < 0 || rp->ranges[i].end < ch->t0 || rp->ranges[i].start > ch->t1)
 			continue;
 		from_ranges = true;
-		double xa = svg_scale_map(&ch->xs, (double)(rp->ranges[i].start > ch->t0 ? rp->ranges[i].start - ch->t0 : 0));
-		double xb = svg_scale_map(&ch->xs, (double)((rp->ranges[i].end < ch->t1 ? rp->ranges[i].end : ch->t1) - ch->t0));
+		double xa = xpos(ch, rp->ranges[i].start > ch->t0 ? rp->ranges[i].start : ch->t0);
+		double xb = xpos(ch, rp->ranges[i].end < ch->t1 ? rp->ranges[i].end : ch->t1);
 		svg_rect(ch->out, xa, ch->y1, xb - xa, ch->y0 - ch->y1, phase_fill(p), NULL);
 		if (xb - xa > svg_text_width(name, 11) + 6)
 			svg_text(ch->out, (xa + xb) / 2, ch->y1 + 14, SVG_MIDDLE, 11, "#667", NULL, "%s", name);
@@ -115,8 +122,8 @@ static void draw_phases(struct chart *ch)
 		end = j < tl->n_points && tl->points[j].t <= ch->t1 ? tl->points[j].t : tl->points[j - 1].t;
 		if (p != MEM_PHASE_OTHER) {
 			const char *name = mem_phase_name((enum mem_phase)p);
-			double xa = svg_scale_map(&ch->xs, (double)(tl->points[i].t - ch->t0));
-			double xb = svg_scale_map(&ch->xs, (double)(end - ch->t0));
+			double xa = xpos(ch, tl->points[i].t);
+			double xb = xpos(ch, end);
 
 			svg_rect(ch->out, xa, ch->y1, xb - xa, ch->y0 - ch->y1, phase_fill(p), NULL);
 			if (xb - xa > svg_text_width(name, 11) + 6)
@@ -147,7 +154,8 @@ static void draw_axes(struct chart *ch, double unit, const char *uname, double t
 		snprintf(rot, sizeof(rot), "transform=\"rotate(-90 20 %.1f)\"", (ch->y0 + ch->y1) / 2);
 		svg_text(ch->out, 20, (ch->y0 + ch->y1) / 2, SVG_MIDDLE, 13, "#333", rot, "live memory (%s)", uname);
 	}
-	n = svg_ticks_linear(0, (double)(ch->t1 - ch->t0) / tunit, 10, ticks, 32, &step);
+	n = svg_ticks_linear((double)(ch->t0 - ch->origin) / tunit, (double)(ch->t1 - ch->origin) / tunit, 10,
+			     ticks, 32, &step);
 	for (int i = 0; i < n; i++) {
 		double x = svg_scale_map(&ch->xs, ticks[i] * tunit);
 
@@ -156,39 +164,43 @@ static void draw_axes(struct chart *ch, double unit, const char *uname, double t
 			 svg_fmt_tick(buf, sizeof(buf), ticks[i], step));
 	}
 	svg_line(ch->out, ch->x0, ch->y0, ch->x1, ch->y0, "#888", 1, NULL);
-	svg_text(ch->out, (ch->x0 + ch->x1) / 2, ch->y0 + 40, SVG_MIDDLE, 13, "#333", NULL, "time (%s)", tname);
+	svg_text(ch->out, (ch->x0 + ch->x1) / 2, ch->y0 + 40, SVG_MIDDLE, 13, "#333", NULL,
+		 "time (%s since the bundle's first event)", tname);
 }
 
-static void draw_peak(struct chart *ch, double unit, const char *uname)
+static void draw_peak(struct chart *ch)
 {
 	const struct mem_timeline *tl = ch->tl;
 	const struct mem_peak *pk = &tl->peak;
-	int32_t p = pk->point;
-	char b1[32], b2[32];
-	const char *op;
+	uint64_t t = pk->t, live = pk->bytes;
+	const char *op = "";
 	double x, y, w;
-	char label[400];
+	char b1[32], label[400];
 
-	/* the highest point inside the window, when the overall one is outside it */
-	if (p < 0 || pk->t < ch->t0 || pk->t > ch->t1) {
-		p = -1;
+	if (pk->point >= 0 && pk->block >= 0)
+		op = memory_point_op(ch->rp, tl, pk->point);
+	/* the highest allocation inside the window, when the peak is outside it */
+	if (pk->point < 0 || pk->t < ch->t0 || pk->t > ch->t1) {
+		int32_t p = -1;
+
 		for (size_t i = 0; i < tl->n_points; i++)
 			if (tl->points[i].t >= ch->t0 && tl->points[i].t <= ch->t1 &&
 			    tl->points[i].kind == ST_ALLOC && (p < 0 || tl->points[i].live > tl->points[p].live))
 				p = (int32_t)i;
 		if (p < 0)
 			return;
+		t = tl->points[p].t;
+		live = tl->points[p].live;
+		op = memory_point_op(ch->rp, tl, p);
 	}
-	x = svg_scale_map(&ch->xs, (double)(tl->points[p].t - ch->t0));
-	y = svg_scale_map(&ch->ys, (double)tl->points[p].live);
+	x = xpos(ch, t);
+	y = svg_scale_map(&ch->ys, (double)live);
 	svg_line(ch->out, x, y, x, ch->y0, "#c0392b", 1.2, "stroke-dasharray=\"4 3\"");
 	svg_line(ch->out, ch->x0, y, ch->x1, y, "#c0392b", 0.8, "stroke-dasharray=\"2 4\" opacity=\"0.6\"");
 	fprintf(ch->out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"4.5\" fill=\"#c0392b\" stroke=\"#fff\" stroke-width=\"1.5\"/>\n", x, y);
-	op = memory_point_op(ch->rp, tl, p);
-	snprintf(label, sizeof(label), "peak %s at %s%s%s", human_bytes(b1, sizeof(b1), (double)tl->points[p].live),
-		 human_time(b2, sizeof(b2), (double)(tl->points[p].t - ch->t0)), *op ? " \xe2\x80\x94 " : "", op);
-	(void)unit;
-	(void)uname;
+	/* the time as the text reports print it: ms since the bundle's first event */
+	snprintf(label, sizeof(label), "peak %s at %.3f ms%s%s", human_bytes(b1, sizeof(b1), (double)live),
+		 (double)(t - ch->origin) / 1e6, *op ? " \xe2\x80\x94 " : "", op);
 	w = svg_text_width(label, 12.5) + 12;
 	{
 		/* the label box above the point, kept inside the plot */
@@ -257,6 +269,7 @@ static int draw_driver_line(struct chart *ch, const struct mem_timeline *drv, si
 		for (int k = 0; k < ST_MEM_CATEGORY_COUNT; k++)
 			tot += s[c * ST_MEM_CATEGORY_COUNT + k];
 		double y = svg_scale_map(&ch->ys, (double)tot);
+
 		if (c == 0)
 			svg_path_move(ch->out, ch->x0, y);
 		else
@@ -266,6 +279,37 @@ static int draw_driver_line(struct chart *ch, const struct mem_timeline *drv, si
 	svg_path_end(ch->out);
 	free(s);
 	return 0;
+}
+
+/* "step 1" when [t0, t1] is exactly a step's span, else "". */
+static const char *window_name(const struct replay *rp, uint64_t t0, uint64_t t1, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (size_t s = 0; s < rp->n_steps; s++)
+		if (rp->steps[s].start == t0 && rp->steps[s].end == t1)
+			snprintf(buf, len, "step %" PRIu32 "%s", rp->steps[s].index,
+				 rp->steps[s].warmup ? " (warm-up)" : "");
+	return buf;
+}
+
+/* The highest live total in [t0, t1], what was live at t0 included. */
+static uint64_t window_peak(const struct mem_timeline *tl, uint64_t t0, uint64_t t1)
+{
+	int32_t p = t0 ? mem_timeline_point_at(tl, t0 - 1) : -1;
+	uint64_t top = p >= 0 ? tl->points[p].live : 0;
+
+	for (size_t i = (size_t)(p + 1); i < tl->n_points && tl->points[i].t <= t1; i++)
+		top = tl->points[i].live > top ? tl->points[i].live : top;
+	return top;
+}
+
+static size_t window_allocs(const struct mem_timeline *tl, uint64_t t0, uint64_t t1)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tl->n_points; i++)
+		n += tl->points[i].kind == ST_ALLOC && tl->points[i].t >= t0 && tl->points[i].t <= t1;
+	return n;
 }
 
 int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeline *tl_in,
@@ -279,7 +323,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 	double unit, tunit, colw;
 	const char *uname, *tname;
 	size_t cols;
-	char b1[32], b2[32];
+	char b1[32], b2[32], b3[48];
 	int rc = -1;
 
 	if (width < 400)
@@ -338,8 +382,10 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 		if (n > 0 && ticks[n - 1] * unit < ch.ymax)
 			ch.ymax = (ticks[n - 1] + step) * unit;
 	}
-	tunit = human_time_unit((double)(t1 - t0), &tname);
-	svg_scale_linear(&ch.xs, 0, (double)(t1 - t0), ch.x0, ch.x1);
+	/* the axis counts from the bundle's first event, as every report does */
+	ch.origin = rp->t_min < t0 ? rp->t_min : t0;
+	tunit = human_time_unit((double)(t1 - ch.origin), &tname);
+	svg_scale_linear(&ch.xs, (double)(t0 - ch.origin), (double)(t1 - ch.origin), ch.x0, ch.x1);
 	svg_scale_linear(&ch.ys, 0, ch.ymax, ch.y0, ch.y1);
 	if (tl->peak.point >= 0)
 		memcpy(at_peak, tl->peak.by_category, sizeof(at_peak));
@@ -355,9 +401,11 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 				 c->batch, c->precision_name, c->mode_name);
 		else
 			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"", "Active memory timeline");
+		window_name(rp, t0, t1, b3, sizeof(b3));
 		svg_text(out, ch.x0, 46, SVG_START, 12.5, "#555", NULL,
-			 "%s, live bytes stacked by category; peak %s; %zu allocations over %s",
-			 mem_view_name(tl->view), human_bytes(b1, sizeof(b1), (double)tl->peak.bytes), tl->n_allocs,
+			 "%s, live bytes stacked by category; %s%speak %s; %zu allocations over %s",
+			 mem_view_name(tl->view), b3, *b3 ? ": " : "",
+			 human_bytes(b1, sizeof(b1), (double)window_peak(tl, t0, t1)), window_allocs(tl, t0, t1),
 			 human_time(b2, sizeof(b2), (double)(t1 - t0)));
 	}
 	draw_phases(&ch);
@@ -409,7 +457,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 
 		if (pt->kind != ST_OOM || pt->t < t0 || pt->t > t1)
 			continue;
-		double x = svg_scale_map(&ch.xs, (double)(pt->t - t0));
+		double x = xpos(&ch, pt->t);
 		svg_line(out, x, ch.y1, x, ch.y0, "#b00020", 2, NULL);
 		svg_text(out, x - 4, ch.y1 + 30, SVG_END, 12, "#b00020", "font-weight=\"bold\"", "OOM");
 	}
@@ -419,19 +467,16 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 
 		if (st->start < t0 || st->start > t1)
 			continue;
-		double x = svg_scale_map(&ch.xs, (double)(st->start - t0));
+		double x = xpos(&ch, st->start);
 		svg_line(out, x, ch.y1, x, ch.y0, "#777", 1, "stroke-dasharray=\"1 3\"");
 		svg_text(out, x + 4, ch.y1 + 30, SVG_START, 11, "#555", NULL, "step %" PRIu32 "%s", st->index,
 			 st->warmup ? " (warm-up)" : "");
 	}
-	draw_peak(&ch, unit, uname);
+	draw_peak(&ch);
 	svg_rect(out, ch.x0, ch.y1, ch.x1 - ch.x0, ch.y0 - ch.y1, NULL, "stroke=\"#bbb\" stroke-width=\"1\"");
 	draw_legend(&ch, at_peak, present, drv.n_points > 0);
 	svg_end(out);
-	if (ferror(out))
-		error("cannot write the memory chart: write error");
-	else
-		rc = 0;
+	rc = 0;
 out:
 	free(samples);
 	mem_timeline_release(&drv);

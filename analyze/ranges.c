@@ -35,6 +35,12 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 			continue;
 		if (args->depth > 0 && rp->paths[g->path].depth >= (uint32_t)args->depth)
 			continue;
+		/* A copy of a lead thread's range on a helper thread (`record -- COMMAND`,
+		 * record/ranges.h) adds its GPU work, not another instance or its span. */
+		if (g->domain && !strcmp(replay_str(rp, g->domain), "steptrace.mirror")) {
+			gpu_busy[g->path] += g->gpu_busy;
+			continue;
+		}
 		if (dur_collect_add(&dc, g->path, g->end - g->start) < 0)
 			goto out;
 		gpu_time[g->path] += g->gpu_end - g->gpu_start;
@@ -44,7 +50,7 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 		goto out;
 	for (size_t i = 0; i < groups.n; i++) {
 		struct dur_group *g = &groups.g[i];
-		g->name = rp->paths[g->key].str;
+		g->name = replay_path_str(rp, (uint32_t)g->key);
 		g->extra[0] = gpu_time[g->key];
 		g->extra[1] = gpu_busy[g->key];
 	}

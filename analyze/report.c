@@ -9,7 +9,6 @@
  */
 #include "analyze/report.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -30,6 +29,7 @@
 #include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/output.h"
 #include "replay/memory.h"
 
 #define KERNEL_ROWS 500      /* kernel names written at most */
@@ -1010,29 +1010,36 @@ out:
 /* The one place the page reaches the disk: an error leaves no page behind. */
 int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b, const char *output)
 {
+	size_t n = a->n + (b ? b->n : 0), k = 0;
+	const char **inputs = calloc(n + 1, sizeof(*inputs));
+	struct output out;
 	char *owned = NULL;
-	FILE *out;
 	int rc = -1;
 
+	if (!inputs)
+		return error("out of memory");
+	for (size_t r = 0; r < a->n; r++)
+		inputs[k++] = a->rank[r]->path;
+	for (size_t r = 0; b && r < b->n; r++)
+		inputs[k++] = b->rank[r]->path;
 	if (!output)
 		output = owned = bundle_output_name(a->rank[0]->path, b ? b->rank[0]->path : NULL, ".html");
-	if (!output)
+	if (!output) {
+		free(inputs);
 		return error("out of memory");
-	out = fopen(output, "w");
-	if (!out) {
-		error("cannot create '%s': %s", output, strerror(errno));
+	}
+	if (output_open(&out, output, inputs) < 0)
+		goto out;
+	if ((b ? page_diff(out.f, a, b) : write_single(out.f, a)) < 0) {
+		output_discard(&out);
 		goto out;
 	}
-	rc = b ? page_diff(out, a, b) : write_single(out, a);
-	if (ferror(out) && rc == 0)
-		rc = error("cannot write '%s': %s", output, strerror(errno));
-	if (fclose(out) != 0 && rc == 0)
-		rc = error("cannot write '%s': %s", output, strerror(errno));
-	if (rc != 0)
-		remove(output);
-	else
-		fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
+	if (output_close(&out) < 0)
+		goto out;
+	rc = 0;
+	fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
 out:
+	free(inputs);
 	free(owned);
 	return rc;
 }

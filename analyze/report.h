@@ -17,11 +17,11 @@
 /*
  * Writes the page of run a (b NULL), or of the diff a -> b, to `output`
  * (NULL: the bundle's name with .html, "a-vs-b.html" for a pair, in the
- * current directory), then names it on stderr. A run of several ranks
- * (replay/ranks.h) shows its rank 0's cards, and a Communication card of
- * every rank (collectives, hidden and exposed time, skew), as does a bundle
- * with collectives. A page left incomplete by an error is removed. 0, or
- * -1 after an error line.
+ * current directory) through lib/output.h (never one of the bundles; a
+ * failed write leaves the target as it was), then names it on stderr. A run
+ * of several ranks (replay/ranks.h) shows its rank 0's cards, and a
+ * Communication card of every rank (collectives, hidden and exposed time,
+ * skew), as does a bundle with collectives. 0, or -1 after an error line.
  */
 int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b, const char *output);
 

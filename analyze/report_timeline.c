@@ -74,7 +74,7 @@ static void strtab_write(FILE *out, const struct strtab *t)
 
 		if (i)
 			fputc(',', out);
-		html_json_string(out, e->path ? t->rp->paths[e->id].str : replay_str(t->rp, e->id));
+		html_json_string(out, e->path ? replay_path_str(t->rp, e->id) : replay_str(t->rp, e->id));
 	}
 }
 

@@ -6,6 +6,10 @@
  * "forward/attn/softmax" is every layer's forward softmax. Kernels no op
  * launched fall in "(no op)". Memcpys and memsets are left out, as nsys
  * keeps them in other reports, except with --by category or --all.
+ *
+ * Time (%) is a share of kernel time, memcpys and memsets left out of the
+ * total even where they have a row: so the GEMM share here is the one
+ * flops, diff and report print (GEMM kernel time over all kernel time).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -44,8 +48,9 @@ static const char *op_group_name(const struct replay *rp, uint64_t key, char *bu
 	return buf;
 }
 
+/* Groups the selected work into dc; *kernel_ns gets the kernels' total. */
 static int collect(const struct replay *rp, const struct summary_opts *args,
-		   const struct replay_filter *filter, struct dur_collect *dc)
+		   const struct replay_filter *filter, struct dur_collect *dc, uint64_t *kernel_ns)
 {
 	struct category_cache cc = { 0 };
 	int rc = -1;
@@ -74,6 +79,8 @@ static int collect(const struct replay *rp, const struct summary_opts *args,
 		}
 		if (dur_collect_add(dc, key, a->end - a->start) < 0)
 			goto out;
+		if (a->kind == ST_KERNEL)
+			*kernel_ns += a->end - a->start;
 	}
 	rc = 0;
 out:
@@ -111,13 +118,14 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 	struct table *t;
 	char title[512], buf[512];
 	double per_step = 1.0;
+	uint64_t kernel_ns = 0;
 	size_t shown;
 	int rc = -1;
 
 	dur_collect_init(&dc);
 	if (replay_filter_init(&filter, rp, args->range) < 0)
 		return -1;
-	if (collect(rp, args, &filter, &dc) < 0 || dur_collect_groups(&dc, &groups) < 0)
+	if (collect(rp, args, &filter, &dc, &kernel_ns) < 0 || dur_collect_groups(&dc, &groups) < 0)
 		goto out;
 
 	/* names first: the sort breaks ties by name; --by op names live in one buffer per group */
@@ -146,7 +154,7 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 	shown = args->top > 0 && (size_t)args->top < groups.n ? (size_t)args->top : groups.n;
 	for (size_t i = 0; i < shown; i++) {
 		table_row(t);
-		nsys_stat_cells(t, &groups.g[i].s, groups.total, per_step);
+		nsys_stat_cells(t, &groups.g[i].s, kernel_ns, per_step);
 		table_str(t, groups.g[i].name);
 	}
 	if (groups.n == 0)
@@ -154,6 +162,9 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 			    args->range ? args->range : "", args->range ? "'" : "");
 	else if (shown < groups.n)
 		report_note(r, "%zu of %zu rows shown (--top %d)", shown, groups.n, args->top);
+	if (groups.total > kernel_ns)
+		report_note(r, "Time (%%) is a share of kernel time: memcpy and memset rows are measured "
+			    "against it, not part of it");
 	if (per_step > 1.0)
 		report_note(r, "totals and instances are per %s step: divided by %.0f steps",
 			    args->include_warmup ? "recorded" : "measured", per_step);

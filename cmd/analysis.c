@@ -3,14 +3,35 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/error.h"
+#include "lib/memlimit.h"
 
 #define MAX_RUNS 2
 
-static int parse(const struct analysis_cmd *c, int argc, const char **argv)
+/* The command's options, then those every analysis command takes. NULL when out of memory. */
+static struct option *common_options(const struct option *own, uint64_t *memory_limit)
 {
-	int n = parse_options(argc, argv, c->options, c->usage);
+	size_t n = 0;
+	struct option *all;
+
+	while (own[n].type != OPTION_END)
+		n++;
+	all = malloc((n + 2) * sizeof(*all));
+	if (!all)
+		return NULL;
+	memcpy(all, own, n * sizeof(*all));
+	all[n] = (struct option)OPT_SIZE(0, "memory-limit", memory_limit,
+					 "refuse bundles that need more memory than SIZE "
+					 "(default: half of what is available)");
+	all[n + 1] = (struct option)OPT_END();
+	return all;
+}
+
+static int parse(const struct analysis_cmd *c, const struct option *opts, int argc, const char **argv)
+{
+	int n = parse_options(argc, argv, opts, c->usage);
 
 	if (n < 0)
 		return n;
@@ -19,11 +40,7 @@ static int parse(const struct analysis_cmd *c, int argc, const char **argv)
 			error("missing bundle argument");
 		else
 			error("too many bundles: at most %d", ANALYSIS_MAX_BUNDLES);
-		usage_with_options(c->usage, c->options, false);
-		return PARSE_OPT_ERROR;
-	}
-	if (c->top && *c->top < 0) {
-		error("--top must be positive");
+		usage_with_options(c->usage, opts, false);
 		return PARSE_OPT_ERROR;
 	}
 	if (c->check && c->check(c->ctx) < 0)
@@ -137,21 +154,35 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	const char *name = argv[0];
 	struct replay_ranks runs[MAX_RUNS];
 	struct replay *rps = NULL;
+	struct replay_options ro = { 0 };
+	uint64_t memory_limit = UINT64_MAX;
+	struct option *opts = common_options(c->options, &memory_limit);
 	struct report *r = NULL;
 	int n, loaded = 0, nruns = 0, rc = 1;
 	char what[128];
 
-	n = parse(c, argc, argv);
+	if (!opts)
+		return error("out of memory"), 1;
+	n = parse(c, opts, argc, argv);
+	free(opts);
 	if (n < 0)
 		return n == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
+	if (memory_limit == 0)
+		return error("option '--memory-limit' expects a size above 0"), EXIT_USAGE;
+	ro.memory_limit = memory_limit != UINT64_MAX ? memory_limit : memory_limit_default();
 	if (max > MAX_RUNS)
 		max = MAX_RUNS;
 	rps = calloc((size_t)n, sizeof(*rps));
 	if (!rps)
 		return error("out of memory"), 1;
-	for (; loaded < n; loaded++)
-		if (replay_load(&rps[loaded], argv[loaded], NULL) < 0)
+	for (; loaded < n; loaded++) {
+		if (replay_load(&rps[loaded], argv[loaded], &ro) < 0)
 			goto out;
+		/* the next bundle gets what this one left */
+		if (ro.memory_limit)
+			ro.memory_limit -= rps[loaded].memory < ro.memory_limit ? rps[loaded].memory
+										: ro.memory_limit - 1;
+	}
 	snprintf(what, sizeof(what), "'%s' reads %s", name,
 		 max == 1 ? "one run (a bundle, or the bundles of one run's ranks)" : "at most two runs");
 	nruns = replay_runs_group(rps, (size_t)n, runs, (size_t)max, what);

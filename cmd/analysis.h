@@ -65,7 +65,6 @@ struct analysis_cmd {
 	int bundles;                  /* runs required (a bundle, or the rank bundles of a run) */
 	int bundles_max;              /* more allowed up to this (0: exactly `bundles`) */
 	const char *const *range;     /* a --range pattern to check before reading, or NULL */
-	const int *top;               /* a --top N to check (not negative) before reading, or NULL */
 	const int *format;            /* the OPT_FORMAT value; NULL when the command prints no report */
 	enum analysis_ranks ranks;    /* what a run of several ranks becomes (see above) */
 	const bool *per_rank;         /* --per-rank, for RANKS_POOL; or NULL */

@@ -55,8 +55,8 @@ static int bench_attention(int argc, const char **argv)
 		OPT_GROUP("grid (comma-separated lists; the default is the seeds' grid)"),
 		OPT_ATTN_GRID(&g),
 		OPT_GROUP("measurement"),
-		OPT_INTEGER('w', "warmup", &o.warmup, "warm-up iterations, not measured (default 3)"),
-		OPT_INTEGER('n', "steps", &o.steps, "measured iterations (default 10)"),
+		OPT_COUNT('w', "warmup", &o.warmup, "warm-up iterations, not measured (default 3)"),
+		OPT_POSITIVE('n', "steps", &o.steps, "measured iterations (default 10)"),
 		OPT_U64(0, "seed", &o.seed, "seed of the random q, k, v and dout (default 0)"),
 		OPT_FORMAT(&fmt),
 		OPT_END(),
@@ -65,8 +65,6 @@ static int bench_attention(int argc, const char **argv)
 	status = gpu_parse(argc, argv, opts, attention_usage);
 	if (status != GPU_GO)
 		return status;
-	if (gpu_check_steps(o.warmup, o.steps))
-		return EXIT_USAGE;
 	n = attn_grid_configs(&g, &configs);
 	if (n < 0)
 		return EXIT_USAGE;
@@ -157,8 +155,8 @@ static int bench_allreduce(int argc, const char **argv)
 	const struct option opts[] = {
 		OPT_STRING(0, "sizes", &sizes, "LIST", "buffer sizes (default 1MiB,10MiB,100MiB,1GiB)"),
 		OPT_STRING(0, "dtype", &dtypes, "LIST", "f32, bf16, f16 (default f32)"),
-		OPT_INTEGER('w', "warmup", &o.warmup, "warm-up iterations per size (default 5)"),
-		OPT_INTEGER('n', "iters", &o.iters, "timed iterations per size (default 20)"),
+		OPT_COUNT('w', "warmup", &o.warmup, "warm-up iterations per size (default 5)"),
+		OPT_POSITIVE('n', "iters", &o.iters, "timed iterations per size (default 20)"),
 		OPT_GPU_RANKS(&ranks),
 		OPT_FORMAT(&fmt),
 		OPT_END(),
@@ -215,8 +213,8 @@ int cmd_bench(int argc, const char **argv)
 		OPT_GROUP("sizes (custom model, or overrides of a preset)"),
 		OPT_MODEL_DIMS(&a.dims),
 		OPT_GROUP("measurement"),
-		OPT_INTEGER('w', "warmup", &o.warmup, "warm-up steps, not measured (default 5)"),
-		OPT_INTEGER('n', "steps", &o.steps, "measured steps (default 10)"),
+		OPT_COUNT('w', "warmup", &o.warmup, "warm-up steps, not measured (default 5)"),
+		OPT_POSITIVE('n', "steps", &o.steps, "measured steps (default 10)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the random weights and batch (default 0)"),
 		OPT_GPU_DDP(&a.ddp, &a.bucket_mb),
 		OPT_GPU_RANKS(&ranks),
@@ -231,8 +229,6 @@ int cmd_bench(int argc, const char **argv)
 	status = gpu_parse(argc, argv, opts, bench_usage);
 	if (status != GPU_GO)
 		return status;
-	if (gpu_check_steps(o.warmup, o.steps))
-		return EXIT_USAGE;
 	if (gpu_ranks_check(&ranks))
 		return EXIT_USAGE;
 	if (ranks.nproc > 1 && a.ddp == ST_DDP_NONE)

@@ -19,13 +19,13 @@ int cmd_comm(int argc, const char **argv)
 	struct comm_opts o = { 0 };
 	int format = OUT_TABLE;
 	const struct option opts[] = {
-		OPT_INTEGER('n', "top", &o.top, "show the N collectives with the most time"),
+		OPT_POSITIVE('n', "top", &o.top, "show the N collectives with the most time"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count warm-up steps and work outside steps"),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .top = &o.top, .format = &format,
+		.usage = usage, .options = opts, .bundles = 1, .format = &format,
 		.ranks = RANKS_OWN, .run_ranks = run, .ctx = &o,
 	};
 

@@ -6,7 +6,6 @@
 #include "analyze/export.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
-#include "lib/error.h"
 
 static const char *const usage[] = {
 	"steptrace export [<options>] FILE",
@@ -16,7 +15,7 @@ static const char *const usage[] = {
 
 struct export_cmd {
 	struct export_options o;
-	bool api;                     /* --[no-]api */
+	bool api;                      /* --api (default), --no-api */
 };
 
 static int check(void *ctx)
@@ -24,8 +23,6 @@ static int check(void *ctx)
 	struct export_cmd *c = ctx;
 	struct export_options *o = &c->o;
 
-	if (o->step < -1)
-		return error("--step must be a step index (0 or more)");
 	if (o->format == EXPORT_JSON)
 		o->format = EXPORT_CHROME;
 	o->no_api = !c->api;
@@ -50,10 +47,10 @@ int cmd_export(int argc, const char **argv)
 			   "perfetto (protobuf, ui.perfetto.dev), chrome (JSON) or sqlite (Nsight Systems' tables)"),
 		OPT_STRING('o', "output", &o->output, "FILE",
 			   "write here ('-' for stdout but sqlite; default: the bundle's name with .pftrace, .json or .sqlite)"),
-		OPT_INTEGER(0, "step", &o->step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
+		OPT_COUNT(0, "step", &o->step, "only step N (its index in 'steptrace steps'), with memory live at its start"),
 		OPT_STRING(0, "range", &o->range, "PATH",
 			   "only work under NVTX ranges matching PATH (* wildcards, e.g. forward or layer.0/attn)"),
-		OPT_BOOLEAN(0, "api", &e.api, "host API calls and launch flows (--no-api leaves them out)"),
+		OPT_BOOLEAN(0, "api", &e.api, "host API calls and their launch flows (default; --no-api leaves them out)"),
 		OPT_SIZE(0, "max-size", &o->max_size,
 			 "refuse an output estimated larger than SIZE (default 512MiB, sqlite none; 0: no limit)"),
 		OPT_END(),

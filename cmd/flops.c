@@ -1,4 +1,6 @@
 /* flops.c: `steptrace flops`, FLOPs and bytes against GPU time per op, the roofline (analyze/flops.c). */
+#include <string.h>
+
 #include "analyze/flops.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
@@ -40,16 +42,16 @@ int cmd_flops(int argc, const char **argv)
 			   "one row per op kind summed over layers (kind) or per op (op)"),
 		OPT_STRING(0, "range", &o.flops.range, "PATH", "keep kernels under this NVTX path ('forward', 'layer.*/attn')"),
 		OPT_CHOICE(0, "phase", &o.phase, flops_phase_names, "keep ops of this phase"),
-		OPT_INTEGER('n', "top", &o.flops.top, "show the N rows with the most GPU time"),
+		OPT_POSITIVE('n', "top", &o.flops.top, "show the N rows with the most GPU time"),
 		OPT_BOOLEAN(0, "include-warmup", &o.flops.include_warmup, "count warm-up steps and work outside steps"),
-		OPT_STRING(0, "svg", &o.flops.svg, "FILE", "write the roofline chart to FILE"),
+		OPT_STRING(0, "svg", &o.flops.svg, "FILE", "write the roofline chart to FILE ('-': the chart alone, on stdout)"),
 		OPT_PER_RANK(&per_rank),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.flops.range,
-		.top = &o.flops.top, .format = &format, .per_rank = &per_rank, .output = &o.flops.svg,
+		.format = &format, .per_rank = &per_rank, .output = &o.flops.svg,
 		.output_option = "--svg", .check = check, .run = run, .ctx = &o,
 	};
 

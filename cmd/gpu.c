@@ -55,15 +55,6 @@ int gpu_model_config(const struct gpu_model_args *a, struct model_config *c)
 	return model_config_validate(c);
 }
 
-int gpu_check_steps(int warmup, int steps)
-{
-	if (warmup < 0)
-		return error("--warmup must be 0 or more, not %d", warmup);
-	if (steps < 1)
-		return error("--steps must be 1 or more, not %d", steps);
-	return 0;
-}
-
 static int ctx_parse(const char *s, int *out)
 {
 	char *end;
@@ -72,7 +63,7 @@ static int ctx_parse(const char *s, int *out)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || *end || end == s || v <= 0 || v > (1 << 24))
-		return error("bad context length '%s'", s);
+		return error("option '--ctx' expects positive integers up to %d, not '%s'", 1 << 24, s);
 	*out = (int)v;
 	return 0;
 }

@@ -42,19 +42,19 @@ struct gpu_model_args {
 
 /* The size flags; --ctx aside: bench takes a list of context lengths. */
 #define OPT_MODEL_DIMS(dims)                                                                  \
-	OPT_INTEGER(0, "d-model", &(dims)->d_model, "model width (custom, or override)"),     \
-	OPT_INTEGER(0, "d-ff", &(dims)->d_ff, "feed-forward width (default 4 * d-model)"),    \
-	OPT_INTEGER(0, "layers", &(dims)->layers, "number of blocks"),                        \
-	OPT_INTEGER(0, "heads", &(dims)->heads, "attention heads"),                           \
-	OPT_INTEGER(0, "vocab", &(dims)->vocab, "vocabulary size (default 10000)"),           \
-	OPT_INTEGER(0, "batch", &(dims)->batch, "batch size (default 4)")
+	OPT_POSITIVE(0, "d-model", &(dims)->d_model, "model width (custom, or override)"),    \
+	OPT_POSITIVE(0, "d-ff", &(dims)->d_ff, "feed-forward width (default 4 * d-model)"),   \
+	OPT_POSITIVE(0, "layers", &(dims)->layers, "number of blocks"),                       \
+	OPT_POSITIVE(0, "heads", &(dims)->heads, "attention heads"),                          \
+	OPT_POSITIVE(0, "vocab", &(dims)->vocab, "vocabulary size (default 10000)"),          \
+	OPT_POSITIVE(0, "batch", &(dims)->batch, "batch size (default 4)")
 
 /* One configuration's model: --model, the sizes and --ctx. */
 #define OPT_GPU_MODEL(a)                                                                      \
 	OPT_STRING(0, "model", &(a)->model, "NAME",                                           \
 		   "small (default), medium, large, xl, 2.7B or custom"),                     \
 	OPT_MODEL_DIMS(&(a)->dims),                                                           \
-	OPT_INTEGER(0, "ctx", &(a)->dims.ctx, "context length (default 128)")
+	OPT_POSITIVE(0, "ctx", &(a)->dims.ctx, "context length (default 128)")
 
 /* What one step runs: --precision and --mode. */
 #define OPT_GPU_STEP(a)                                                                       \
@@ -148,9 +148,6 @@ int gpu_usage_error(const char *const usage[], const struct option *opts, const 
  * -1 with an error line.
  */
 int gpu_model_config(const struct gpu_model_args *a, struct model_config *c);
-
-/* -1 with an error line unless warmup >= 0 and steps >= 1. */
-int gpu_check_steps(int warmup, int steps);
 
 /* bench's sweep: comma-separated lists, each NULL for its default. */
 struct gpu_sweep {

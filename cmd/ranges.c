@@ -2,21 +2,11 @@
 #include "analyze/ranges.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
-#include "lib/error.h"
 
 static const char *const usage[] = {
 	"steptrace ranges [<options>] FILE",
 	NULL,
 };
-
-static int check(void *ctx)
-{
-	const struct ranges_opts *o = ctx;
-
-	if (o->depth < 0)
-		return error("--depth must be positive");
-	return 0;
-}
 
 static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
@@ -31,16 +21,16 @@ int cmd_ranges(int argc, const char **argv)
 	const struct option opts[] = {
 		OPT_STRING(0, "range", &o.range, "PATH",
 			   "keep ranges under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_INTEGER('n', "top", &o.top, "show the N largest rows"),
-		OPT_INTEGER(0, "depth", &o.depth, "keep paths of at most N components"),
+		OPT_POSITIVE('n', "top", &o.top, "show the N largest rows"),
+		OPT_POSITIVE(0, "depth", &o.depth, "keep paths of at most N components"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count ranges of warm-up steps and outside steps"),
 		OPT_PER_RANK(&per_rank),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .range = &o.range, .top = &o.top,
-		.format = &format, .per_rank = &per_rank, .check = check, .run = run, .ctx = &o,
+		.usage = usage, .options = opts, .bundles = 1, .range = &o.range,
+		.format = &format, .per_rank = &per_rank, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -15,7 +15,7 @@
 struct replay_opts {
 	const char *kinds;             /* --kind, a comma-separated list */
 	uint64_t capacity;             /* --capacity, 0: the listing */
-	struct events_opts events;     /* events.view is --view for both */
+	struct events_opts events;     /* events.view is --view, events.format --format, for both */
 };
 
 static const char *const usage[] = {
@@ -61,8 +61,9 @@ static int check(void *ctx)
 
 	if (parse_kinds(o) < 0)
 		return -1;
-	if ((from < 0 && from != -1) || (to < 0 && to != -1) || (to >= 0 && from > to))
-		return error("--from and --to must be times in ms with --from <= --to");
+	/* each is 0 or more (the option's type) or -1, not given */
+	if (from >= 0 && to >= 0 && from > to)
+		return error("option '--to' expects a time at or after --from's %g ms, not '%g'", from, to);
 	return 0;
 }
 
@@ -75,27 +76,30 @@ static int run(const struct replay *const *rps, int n, void *ctx, struct report 
 
 		return capacity_run(rps[0], &c, r);
 	}
+	/* one listing per rank, one after the other: say whose */
+	if (rps[0]->run.world_size > 1 && o->events.format == OUT_TABLE)
+		printf("%s# rank %u: %s\n", rps[0]->run.rank ? "\n" : "", (unsigned)rps[0]->run.rank,
+		       rps[0]->path);
 	return events_list(rps[0], &o->events) < 0 ? -1 : ANALYSIS_NO_REPORT;
 }
 
 int cmd_replay(int argc, const char **argv)
 {
 	struct replay_opts o = { .events = { .from_ms = -1, .to_ms = -1, .view = MEM_VIEW_MODEL } };
-	int format = OUT_TABLE;
 	const struct option opts[] = {
 		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync"),
 		OPT_STRING(0, "range", &o.events.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_DOUBLE(0, "from", &o.events.from_ms, "start at this time (ms since the first event)"),
-		OPT_DOUBLE(0, "to", &o.events.to_ms, "stop after this time (ms since the first event)"),
+		OPT_NONNEGATIVE(0, "from", &o.events.from_ms, "MS", "start at this time (ms since the bundle's first event)"),
+		OPT_NONNEGATIVE(0, "to", &o.events.to_ms, "MS", "stop after this time (ms since the bundle's first event)"),
 		OPT_SIZE(0, "capacity", &o.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
 		OPT_CHOICE(0, "view", &o.events.view, mem_view_short_names,
 			   "memory view: model (allocator, default) or driver (cudaMalloc)"),
-		OPT_FORMAT(&format),
+		OPT_FORMAT(&o.events.format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.events.range,
-		.format = &format, .ranks = RANKS_SPLIT, .check = check, .run = run, .ctx = &o,
+		.format = &o.events.format, .ranks = RANKS_SPLIT, .check = check, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -2,7 +2,8 @@
  * steptrace.c: the program. One table of subcommands, as git and perf do;
  * each command parses its own options. Analysis commands are linked in; the
  * GPU commands come from libsteptrace_gpu, loaded only when one of them runs
- * so that analyses work where CUDA is absent.
+ * so that analyses work where CUDA is absent. A build without the GPU part
+ * (no CUDA toolkit: STEPTRACE_HAVE_GPU undefined) lists them and says so.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,7 +39,7 @@ static const struct cmd_struct commands[] = {
 	{ "replay",  cmd_replay,  false, "the events in time order with range path and live memory" },
 	{ "flops",   cmd_flops,   false, "per-op FLOPs, bytes, achieved rates and roofline bound" },
 	{ "diff",    cmd_diff,    false, "compare two bundles by op, range path and kernel category" },
-	{ "export",  cmd_export,  false, "write a trace for ui.perfetto.dev (perfetto or chrome)" },
+	{ "export",  cmd_export,  false, "write the bundle for Perfetto, Chrome DevTools or SQL (perfetto, chrome, sqlite)" },
 	{ "report",  cmd_report,  false, "write one self-contained HTML page" },
 	{ "comm",    cmd_comm,    false, "collectives of a multi-GPU run: bandwidth, hidden vs exposed, skew" },
 	{ "bench",   NULL,        true,  "benchmark the training step without CUPTI (sizes, contexts, precisions)" },
@@ -73,15 +74,19 @@ static void print_main_usage(FILE *f)
 	fputs(main_usage, f);
 	fputs("\nAnalysis commands (read a bundle; no GPU needed):\n", f);
 	list_commands(f, false);
+#ifdef STEPTRACE_HAVE_GPU
 	fputs("\nGPU commands (need a GPU build and a CUDA GPU):\n", f);
+#else
+	fputs("\nGPU commands (not in this build: it has no GPU part):\n", f);
+#endif
 	list_commands(f, true);
 	fputs("\nOther commands:\n", f);
 	fprintf(f, "   %-10s %s\n", "help", "show this list, or a command's options");
 	fprintf(f, "   %-10s %s\n", "version", "print the version");
 	fputs("\nSee 'steptrace help <command>' for a command's options.\n", f);
-	fflush(f);
 }
 
+#ifdef STEPTRACE_HAVE_GPU
 /*
  * Loads GPU_LIBRARY from the program's own directory, then through the
  * library search path. NULL with the dlerror() text that explains why in
@@ -139,6 +144,14 @@ static cmd_fn resolve_gpu_command(const struct cmd_struct *c)
 			 c->name, GPU_LIBRARY, sym);
 	return fn;
 }
+#else
+static cmd_fn resolve_gpu_command(const struct cmd_struct *c)
+{
+	error("'%s' needs the GPU part of steptrace, and this build has none "
+	      "(configured without CUDA)", c->name);
+	return NULL;
+}
+#endif
 
 /* A command's return value as an exit status. */
 static int exit_status(int ret)
@@ -150,11 +163,16 @@ static int exit_status(int ret)
 	return ret;
 }
 
-/* Reports a failed write of stdout (full disk, closed pipe) instead of exiting 0. */
+/*
+ * Reports a failed write of stdout (full disk, closed pipe) instead of
+ * exiting 0; a command that failed has said why already, once.
+ */
 static int finish_stdout(int status)
 {
+	errno = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		error("cannot write output: %s", strerror(errno));
+		if (status == 0)
+			error("cannot write to standard output: %s", strerror(errno ? errno : EIO));
 		return status ? status : 1;
 	}
 	return status;

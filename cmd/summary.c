@@ -23,7 +23,7 @@ int cmd_summary(int argc, const char **argv)
 			   "keep GPU work under this NVTX path ('forward', 'layer.*/attn/softmax')"),
 		OPT_CHOICE(0, "by", &o.by, summary_by_names,
 			   "group by kernel (name), op (kind, over layers) or category"),
-		OPT_INTEGER('n', "top", &o.top, "show the N largest rows"),
+		OPT_POSITIVE('n', "top", &o.top, "show the N largest rows"),
 		OPT_BOOLEAN(0, "per-step", &o.per_step, "divide totals by the number of measured steps"),
 		OPT_BOOLEAN(0, "all", &o.all, "include memcpy and memset rows"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count warm-up steps and work outside steps"),
@@ -32,7 +32,7 @@ int cmd_summary(int argc, const char **argv)
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .range = &o.range, .top = &o.top,
+		.usage = usage, .options = opts, .bundles = 1, .range = &o.range,
 		.format = &format, .per_rank = &per_rank, .run = run, .ctx = &o,
 	};
 

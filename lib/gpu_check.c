@@ -1,8 +1,6 @@
 /* gpu_check.c: see gpu_check.h. */
 #include "lib/gpu_check.h"
 
-#include <cupti.h>
-
 #include "lib/error.h"
 
 int cuda_check_at(cudaError_t e, const char *call, const char *file, int line)
@@ -18,15 +16,4 @@ int cublas_check_at(cublasStatus_t s, const char *call, const char *file, int li
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 0;
 	return error("%s failed: %s (%s:%d)", call, cublasGetStatusString(s), file, line);
-}
-
-int cupti_check_at(CUptiResult r, const char *call, const char *file, int line)
-{
-	const char *msg = NULL;
-
-	if (r == CUPTI_SUCCESS)
-		return 0;
-	if (cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg)
-		msg = "unknown CUPTI error";
-	return error("%s failed: %s (%s:%d)", call, msg, file, line);
 }

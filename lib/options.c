@@ -293,7 +293,6 @@ void usage_with_options(const char *const usage[], const struct option *opts, bo
 				  o->help);
 	}
 	print_option_line(f, 'h', "help", false, NULL, "show this help");
-	fflush(f);
 }
 
 /* ---- parsing ---- */
@@ -322,6 +321,16 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 		if (parse_int_value(arg, o->value) < 0)
 			what = "an integer";
 		break;
+	case OPTION_COUNT:
+	case OPTION_POSITIVE: {
+		int min = o->type == OPTION_COUNT ? 0 : 1, v;
+
+		if (parse_int_value(arg, &v) < 0 || v < min)
+			what = min ? "a positive integer" : "a non-negative integer";
+		else
+			*(int *)o->value = v;
+		break;
+	}
 	case OPTION_U64:
 		if (parse_u64_value(arg, o->value) < 0)
 			what = "a non-negative integer";
@@ -330,13 +339,27 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 		if (parse_double_value(arg, o->value) < 0)
 			what = "a number";
 		break;
+	case OPTION_NONNEGATIVE: {
+		double v;
+
+		if (parse_double_value(arg, &v) < 0 || v < 0)
+			what = "a non-negative number";
+		else
+			*(double *)o->value = v;
+		break;
+	}
 	case OPTION_STRING:
 		*(const char **)o->value = arg;
 		break;
-	case OPTION_SIZE:
-		if (parse_size_quiet(arg, o->value) < 0)
-			what = "a size such as 4096, 512MiB, 1.5GiB or 80GB";
+	case OPTION_SIZE: {
+		uint64_t v;
+
+		if (parse_size_quiet(arg, &v) < 0 || v == 0)
+			what = "a positive size such as 4096, 512MiB, 1.5GiB or 80GB";
+		else
+			*(uint64_t *)o->value = v;
 		break;
+	}
 	case OPTION_CHOICE:
 		return parse_choice(arg, o->choices, name, o->value);
 	default:

@@ -18,7 +18,12 @@
  * usage to stdout and returns PARSE_OPT_HELP.
  *
  * Every malformed value gets the same line: "option '--by' expects kernel,
- * op or category, not 'x'".
+ * op or category, not 'x'". One rule per kind of value, in the type: a
+ * count (0 or more) is OPT_COUNT, a number of things that cannot be none
+ * (--top, --depth, --steps) OPT_POSITIVE, a size is positive, a time or
+ * other measure that cannot be negative OPT_NONNEGATIVE. A variable's
+ * initial value (say -1 for "not given") is never checked: only what the
+ * user typed is.
  */
 #ifndef STEPTRACE_LIB_OPTIONS_H
 #define STEPTRACE_LIB_OPTIONS_H
@@ -31,10 +36,13 @@ enum option_type {
 	OPTION_END,
 	OPTION_BOOLEAN,   /* bool *; --no-NAME clears it */
 	OPTION_INTEGER,   /* int * */
+	OPTION_COUNT,     /* int *, 0 or more */
+	OPTION_POSITIVE,  /* int *, 1 or more */
 	OPTION_U64,       /* uint64_t * */
 	OPTION_DOUBLE,    /* double * */
+	OPTION_NONNEGATIVE, /* double *, 0 or more */
 	OPTION_STRING,    /* const char ** (points into argv) */
-	OPTION_SIZE,      /* uint64_t * bytes: 1024, 24GiB, 80GB, 512MiB, 1.5GiB */
+	OPTION_SIZE,      /* uint64_t * bytes, more than 0: 1024, 24GiB, 80GB, 512MiB, 1.5GiB */
 	OPTION_CHOICE,    /* int *: the index of the value in a NULL-terminated name list */
 	OPTION_GROUP,     /* a heading in the usage screen */
 };
@@ -53,8 +61,11 @@ struct option {
 #define OPT_GROUP(h)                      { OPTION_GROUP, 0, NULL, NULL, NULL, (h), NULL }
 #define OPT_BOOLEAN(s, l, v, h)           { OPTION_BOOLEAN, (s), (l), (v), NULL, (h), NULL }
 #define OPT_INTEGER(s, l, v, h)           { OPTION_INTEGER, (s), (l), (v), "N", (h), NULL }
+#define OPT_COUNT(s, l, v, h)             { OPTION_COUNT, (s), (l), (v), "N", (h), NULL }
+#define OPT_POSITIVE(s, l, v, h)          { OPTION_POSITIVE, (s), (l), (v), "N", (h), NULL }
 #define OPT_U64(s, l, v, h)               { OPTION_U64, (s), (l), (v), "N", (h), NULL }
 #define OPT_DOUBLE(s, l, v, h)            { OPTION_DOUBLE, (s), (l), (v), "X", (h), NULL }
+#define OPT_NONNEGATIVE(s, l, v, a, h)    { OPTION_NONNEGATIVE, (s), (l), (v), (a), (h), NULL }
 #define OPT_STRING(s, l, v, a, h)         { OPTION_STRING, (s), (l), (v), (a), (h), NULL }
 #define OPT_SIZE(s, l, v, h)              { OPTION_SIZE, (s), (l), (v), "SIZE", (h), NULL }
 /*

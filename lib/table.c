@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ struct column {
 	char *name;
 	enum column_type type;
 	int precision;
+	size_t max_width;       /* text format: longer cells are cut to this; 0: none */
 };
 
 struct table {
@@ -41,6 +43,8 @@ struct table {
 	struct cell *cells;     /* row-major, nrows * ncols */
 	size_t nrows, cap_rows;
 	size_t next_col;        /* column the next cell call fills in the last row */
+	bool streamed;          /* table_stream_row has begun printing it */
+	size_t rows_streamed;
 	struct table *next;
 };
 
@@ -69,6 +73,9 @@ static char *xstrdup(const char *s)
 }
 
 const char *const out_format_names[] = { "table", "csv", "json", "md", NULL };
+
+/* The widest a column may be cut to (table_column_max_width). */
+#define CLIP_MAX 256
 
 /* ---- building ---- */
 
@@ -158,7 +165,14 @@ void table_add_column(struct table *t, const char *name, enum column_type type, 
 	t->cols[t->ncols].name = xstrdup(name);
 	t->cols[t->ncols].type = type;
 	t->cols[t->ncols].precision = precision < 0 ? 0 : precision > 17 ? 17 : precision;
+	t->cols[t->ncols].max_width = 0;
 	t->ncols++;
+}
+
+void table_column_max_width(struct table *t, size_t width)
+{
+	if (t->ncols)
+		t->cols[t->ncols - 1].max_width = width < 4 ? 4 : width > CLIP_MAX ? CLIP_MAX : width;
 }
 
 void table_row(struct table *t)
@@ -214,6 +228,14 @@ void table_float(struct table *t, double v)
 	c->v.f = v;
 }
 
+void table_count(struct table *t, double v)
+{
+	if (v == floor(v) && fabs(v) < 9.2e18)
+		table_int(t, (int64_t)v);
+	else
+		table_float(t, v);
+}
+
 void table_empty(struct table *t)
 {
 	next_cell(t);
@@ -222,6 +244,16 @@ void table_empty(struct table *t)
 size_t table_rows(const struct table *t)
 {
 	return t->nrows;
+}
+
+/* Forgets the rows, keeping the columns (and the memory for the next rows). */
+static void table_clear_rows(struct table *t)
+{
+	for (size_t i = 0; i < t->nrows * t->ncols; i++)
+		if (t->cells[i].kind == CELL_STR)
+			free(t->cells[i].v.s);
+	t->nrows = 0;
+	t->next_col = 0;
 }
 
 /* ---- rendering cells ---- */
@@ -352,10 +384,8 @@ static const char *format_cell(const struct table *t, size_t col, const struct c
 	case CELL_STR:
 		return c->v.s;
 	case CELL_INT:
-		if (t->cols[col].type == COL_FLOAT)
-			snprintf(raw, sizeof(raw), "%.*f", prec, (double)c->v.i);
-		else
-			snprintf(raw, sizeof(raw), "%" PRId64, c->v.i);
+		/* a whole number stays whole, even in a column of fractions */
+		snprintf(raw, sizeof(raw), "%" PRId64, c->v.i);
 		break;
 	case CELL_FLOAT:
 		if (isnan(c->v.f))
@@ -386,6 +416,22 @@ static size_t text_width(const char *s)
 		if (((unsigned char)*s & 0xC0) != 0x80)
 			w++;
 	return w;
+}
+
+/* s cut to the column's width in the text format, "..." marking the cut (whole code points). */
+static const char *clip(const struct column *c, const char *s, char *buf)
+{
+	size_t w = 0, i = 0;
+
+	if (!c->max_width || text_width(s) <= c->max_width)
+		return s;
+	for (; s[i]; i++) {
+		if (((unsigned char)s[i] & 0xC0) != 0x80 && ++w > c->max_width - 3)
+			break;
+	}
+	memcpy(buf, s, i);
+	memcpy(buf + i, "...", 4);
+	return buf;
 }
 
 static bool column_is_numeric(const struct column *c)
@@ -444,13 +490,14 @@ static void print_text(const struct table *t, FILE *out)
 {
 	size_t *width = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*width));
 	struct line l = { NULL, 0, 0 };
-	char buf[96];
+	char buf[96], cut[4 * CLIP_MAX + 4];
 	size_t r, c;
 
 	for (c = 0; c < t->ncols; c++) {
 		width[c] = text_width(t->cols[c].name);
 		for (r = 0; r < t->nrows; r++) {
-			size_t w = text_width(format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)));
+			size_t w = text_width(clip(&t->cols[c], format_cell(t, c, cell_at(t, r, c), true, buf,
+									    sizeof(buf)), cut));
 			if (w > width[c])
 				width[c] = w;
 		}
@@ -468,7 +515,8 @@ static void print_text(const struct table *t, FILE *out)
 	line_flush(&l, out);
 	for (r = 0; r < t->nrows; r++) {
 		for (c = 0; c < t->ncols; c++)
-			line_cell(&l, c, format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)),
+			line_cell(&l, c, clip(&t->cols[c], format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)),
+					      cut),
 				  width[c], column_is_numeric(&t->cols[c]));
 		line_flush(&l, out);
 	}
@@ -493,25 +541,33 @@ static void put_csv_field(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void print_csv(const struct table *t, FILE *out)
+static void print_csv_header(const struct table *t, FILE *out)
 {
-	char buf[96];
-	size_t r, c;
-
-	for (c = 0; c < t->ncols; c++) {
+	for (size_t c = 0; c < t->ncols; c++) {
 		if (c)
 			fputc(',', out);
 		put_csv_field(out, t->cols[c].name);
 	}
 	fputc('\n', out);
-	for (r = 0; r < t->nrows; r++) {
-		for (c = 0; c < t->ncols; c++) {
-			if (c)
-				fputc(',', out);
-			put_csv_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
-		}
-		fputc('\n', out);
+}
+
+static void print_csv_row(const struct table *t, size_t r, FILE *out)
+{
+	char buf[96];
+
+	for (size_t c = 0; c < t->ncols; c++) {
+		if (c)
+			fputc(',', out);
+		put_csv_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
 	}
+	fputc('\n', out);
+}
+
+static void print_csv(const struct table *t, FILE *out)
+{
+	print_csv_header(t, out);
+	for (size_t r = 0; r < t->nrows; r++)
+		print_csv_row(t, r, out);
 }
 
 /* ---- markdown ---- */
@@ -528,10 +584,9 @@ static void put_md_field(FILE *out, const char *s)
 	}
 }
 
-static void print_md(const struct table *t, FILE *out)
+static void print_md_header(const struct table *t, FILE *out)
 {
-	char buf[96];
-	size_t r, c;
+	size_t c;
 
 	if (t->title)
 		fprintf(out, "### %s\n\n", t->title);
@@ -545,15 +600,26 @@ static void print_md(const struct table *t, FILE *out)
 	for (c = 0; c < t->ncols; c++)
 		fputs(column_is_numeric(&t->cols[c]) ? " ---: |" : " --- |", out);
 	fputc('\n', out);
-	for (r = 0; r < t->nrows; r++) {
-		fputc('|', out);
-		for (c = 0; c < t->ncols; c++) {
-			fputc(' ', out);
-			put_md_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
-			fputs(" |", out);
-		}
-		fputc('\n', out);
+}
+
+static void print_md_row(const struct table *t, size_t r, FILE *out)
+{
+	char buf[96];
+
+	fputc('|', out);
+	for (size_t c = 0; c < t->ncols; c++) {
+		fputc(' ', out);
+		put_md_field(out, format_cell(t, c, cell_at(t, r, c), false, buf, sizeof(buf)));
+		fputs(" |", out);
 	}
+	fputc('\n', out);
+}
+
+static void print_md(const struct table *t, FILE *out)
+{
+	print_md_header(t, out);
+	for (size_t r = 0; r < t->nrows; r++)
+		print_md_row(t, r, out);
 }
 
 /* ---- json ---- */
@@ -582,8 +648,6 @@ static json_t *json_cell(const struct table *t, size_t col, const struct cell *c
 	case CELL_STR:
 		return json_string_lossy(c->v.s);
 	case CELL_INT:
-		if (t->cols[col].type == COL_FLOAT)
-			return json_real((double)c->v.i);
 		return json_integer((json_int_t)c->v.i);
 	case CELL_FLOAT:
 		if (!isfinite(c->v.f))
@@ -597,22 +661,26 @@ static json_t *json_cell(const struct table *t, size_t col, const struct cell *c
 	return json_null();
 }
 
+static json_t *json_row(const struct table *t, size_t row)
+{
+	json_t *obj = json_object();
+
+	for (size_t c = 0; c < t->ncols; c++)
+		json_object_set_new(obj, t->cols[c].name, json_cell(t, c, cell_at(t, row, c)));
+	return obj;
+}
+
 static json_t *report_json(const struct report *r)
 {
 	json_t *doc = json_object();
 	const struct table *t;
-	size_t i, row, c;
+	size_t i, row;
 
 	for (t = r->first; t; t = t->next) {
 		json_t *rows = json_array();
 
-		for (row = 0; row < t->nrows; row++) {
-			json_t *obj = json_object();
-
-			for (c = 0; c < t->ncols; c++)
-				json_object_set_new(obj, t->cols[c].name, json_cell(t, c, cell_at(t, row, c)));
-			json_array_append_new(rows, obj);
-		}
+		for (row = 0; row < t->nrows; row++)
+			json_array_append_new(rows, json_row(t, row));
 		json_object_set_new(doc, t->name, rows);
 	}
 	if (r->nnotes) {
@@ -623,6 +691,73 @@ static json_t *report_json(const struct report *r)
 		json_object_set_new(doc, "notes", notes);
 	}
 	return doc;
+}
+
+/* ---- streaming ---- */
+
+#define JSON_FLAGS (JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
+/* The document's opening: the header row, or JSON's key; once, before the first row. */
+static void stream_begin(struct table *t, enum out_format f, FILE *out)
+{
+	json_t *key;
+
+	t->streamed = true;
+	switch (f) {
+	case OUT_CSV:
+		print_csv_header(t, out);
+		break;
+	case OUT_MD:
+		print_md_header(t, out);
+		break;
+	case OUT_JSON:
+		key = json_string_lossy(t->name);
+		fputs("{\n  ", out);
+		json_dumpf(key, out, JSON_ENCODE_ANY);
+		fputs(": [", out);
+		json_decref(key);
+		break;
+	default:
+		break;
+	}
+}
+
+void table_stream_row(struct table *t, enum out_format f, FILE *out)
+{
+	if (!t->streamed)
+		stream_begin(t, f, out);
+	for (size_t r = 0; r < t->nrows; r++) {
+		json_t *obj;
+
+		switch (f) {
+		case OUT_CSV:
+			print_csv_row(t, r, out);
+			break;
+		case OUT_MD:
+			print_md_row(t, r, out);
+			break;
+		case OUT_JSON:
+			obj = json_row(t, r);
+			fputs(t->rows_streamed ? ",\n    " : "\n    ", out);
+			json_dumpf(obj, out, JSON_FLAGS);
+			json_decref(obj);
+			break;
+		default:
+			print_text(t, out);
+			r = t->nrows;
+			break;
+		}
+		t->rows_streamed++;
+	}
+	table_clear_rows(t);
+}
+
+void table_stream_end(struct table *t, enum out_format f, FILE *out)
+{
+	if (!t->streamed)
+		stream_begin(t, f, out);
+	if (f == OUT_JSON)
+		fputs(t->rows_streamed ? "\n  ]\n}\n" : "]\n}\n", out);
 }
 
 /* ---- reports ---- */
@@ -637,19 +772,29 @@ static size_t report_table_count(const struct report *r)
 	return n;
 }
 
+/* One line for a failed write of `out`, with the reason. */
+static int write_failed(FILE *out)
+{
+	int e = errno ? errno : EIO;
+
+	if (out == stdout)
+		return error("cannot write to standard output: %s", strerror(e));
+	return error("cannot write the report: %s", strerror(e));
+}
+
 int report_print(const struct report *r, enum out_format f, FILE *out)
 {
 	const struct table *t;
 	size_t i, ntables = report_table_count(r);
 
+	errno = 0;
 	if (f == OUT_JSON) {
 		json_t *doc = report_json(r);
-		int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-				    JSON_REAL_PRECISION(15));
+		int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_FLAGS);
 
 		json_decref(doc);
 		if (rc < 0)
-			return error("cannot write JSON output");
+			return write_failed(out);
 		fputc('\n', out);
 	} else {
 		for (t = r->first; t; t = t->next) {
@@ -682,6 +827,6 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 		}
 	}
 	if (fflush(out) != 0 || ferror(out))
-		return error("cannot write output");
+		return write_failed(out);
 	return 0;
 }

@@ -10,7 +10,8 @@
  *   md     GitHub-flavoured Markdown tables with a "### title" line
  *
  * Build with table_new / table_add_column, then per row table_row followed by
- * one table_* cell call per column, in column order.
+ * one table_* cell call per column, in column order. A cell keeps its own
+ * type: an integer cell prints as an integer in any column.
  */
 #ifndef STEPTRACE_LIB_TABLE_H
 #define STEPTRACE_LIB_TABLE_H
@@ -37,15 +38,24 @@ struct report *report_new(void);
 struct table *report_add_table(struct report *r, const char *name, const char *title);
 /* A free-text line printed after the tables (printf-style). */
 void report_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0, or -1 after one line naming the write error ("cannot write to standard output: ..."). */
 int report_print(const struct report *r, enum out_format f, FILE *out);
 void report_free(struct report *r);
 
 /* `precision`: digits after the point for COL_FLOAT (ignored otherwise). */
 void table_add_column(struct table *t, const char *name, enum column_type type, int precision);
+/*
+ * The last column added is cut to `width` characters in the text format
+ * ("..." at the end); csv, json and md keep every cell whole. For long
+ * kernel names beside other columns.
+ */
+void table_column_max_width(struct table *t, size_t width);
 void table_row(struct table *t);
 void table_str(struct table *t, const char *s);     /* copied */
 void table_int(struct table *t, int64_t v);
 void table_float(struct table *t, double v);
+/* A count, or a count per step: whole numbers print as integers, others with the column's precision. */
+void table_count(struct table *t, double v);
 void table_empty(struct table *t);                  /* an empty cell (null in JSON) */
 size_t table_rows(const struct table *t);
 
@@ -59,5 +69,17 @@ size_t table_rows(const struct table *t);
  */
 void report_stack(struct report *dst, struct report *const *src, const char *const *labels, size_t n,
 		  const char *column);
+
+/*
+ * A table too long to keep (replay's event listing), printed as it is
+ * built: after each row (or a few), table_stream_row prints the rows added
+ * since its last call and forgets them, the header first; table_stream_end
+ * closes the document. csv, json and md come out as report_print prints a
+ * report of this one table (JSON with one row per line); OUT_TABLE prints
+ * each batch as its own aligned block, so callers that stream text print
+ * their own fixed-width lines instead.
+ */
+void table_stream_row(struct table *t, enum out_format f, FILE *out);
+void table_stream_end(struct table *t, enum out_format f, FILE *out);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/error.h"
 #include "lib/gpu_check.h"
@@ -28,15 +29,19 @@ int model_gpu_available(void)
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 
-	if (e != cudaSuccess) {
-		error("no CUDA GPU available (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
-		return 0;
-	}
-	if (n == 0) {
-		error("no CUDA GPU available (cudaGetDeviceCount found no device)");
-		return 0;
-	}
-	return 1;
+	if (e == cudaSuccess && n > 0)
+		return 1;
+	/* the runtime says "driver insufficient" where no driver is loaded at all */
+	if (e == cudaSuccess || e == cudaErrorNoDevice ||
+	    (e == cudaErrorInsufficientDriver && access("/proc/driver/nvidia/version", F_OK) != 0))
+		error("no NVIDIA GPU found (cudaGetDeviceCount: %s)",
+		      e == cudaSuccess ? "no device" : cudaGetErrorString(e));
+	else if (e == cudaErrorInsufficientDriver)
+		error("the NVIDIA driver is older than this build's CUDA runtime needs "
+		      "(cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+	else
+		error("cannot use the GPU (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+	return 0;
 }
 
 /* ---- Parameter layout: PyTorch's names, one flat FP32 buffer ---- */

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "lib/error.h"
+#include "lib/output.h"
 #include "trace/types.h"
 
 
@@ -311,25 +312,23 @@ int safetensors_write(const char *path, const struct tensor_set *s,
 {
 	unsigned char lenbuf[8];
 	size_t len = 0, i;
+	struct output out;
 	char *header;
-	FILE *f;
 	int ok;
 
 	header = header_build(s, metadata_kv, path, &len);
 	if (!header)
 		return -1;
-	f = fopen(path, "wb");
-	if (!f) {
+	if (output_open(&out, path, NULL) < 0) {
 		free(header);
-		return error("cannot create '%s': %s", path, strerror(errno));
+		return -1;
 	}
 	for (i = 0; i < 8; i++)
 		lenbuf[i] = (unsigned char)((uint64_t)len >> (8 * i));
-	ok = fwrite(lenbuf, 1, 8, f) == 8 && fwrite(header, 1, len, f) == len;
+	ok = fwrite(lenbuf, 1, 8, out.f) == 8 && fwrite(header, 1, len, out.f) == len;
 	for (i = 0; ok && i < s->n; i++)
-		ok = fwrite(s->t[i].data, 1, s->t[i].bytes, f) == s->t[i].bytes;
+		ok = fwrite(s->t[i].data, 1, s->t[i].bytes, out.f) == s->t[i].bytes;
 	free(header);
-	if (fclose(f) || !ok)
-		return error("cannot write '%s': %s", path, strerror(errno ? errno : EIO));
-	return 0;
+	/* a short write leaves the stream's error flag set: output_close names it */
+	return output_close(&out);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "lib/error.h"
+#include "lib/output.h"
 #include "model/model.h"
 #include "model/params.h"
 #include "model/tensors.h"
@@ -122,6 +123,10 @@ int step_file_run(const struct step_file_opts *o, const struct model_config *c)
 
 	tensor_set_init(&w);
 	tensor_set_init(&g);
+	/* before any work: the output must not be one of the inputs */
+	if (output_check_inputs(o->output, (const char *[]){ o->weights ? o->weights : "",
+							    o->batch, NULL }) < 0)
+		goto release;
 	if (o->weights) {
 		char what[600];
 

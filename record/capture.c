@@ -14,7 +14,7 @@
 #define _GNU_SOURCE
 #include "record/capture.h"
 
-#include <cuda_runtime.h>
+#include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -97,7 +97,14 @@ static struct capture {
 	struct done_buffer { uint8_t *buf; size_t valid; } queue[BUFFER_MAX];
 	uint32_t q_head, q_len;
 	bool decoder_stop, decoder_running;
+	bool kick;                              /* drain requested without a buffer */
 	pthread_t decoder;
+
+	/* Hooks of a capture that opens its session late (record/inject.c). */
+	void (*drain)(struct rec_session *s);   /* after each buffer, under the session lock */
+	void (*on_context)(void *ctx, uint32_t device);
+	void (*stackless)(void);                /* a launch on a thread without an op took the lead's */
+	bool attached;                          /* s is set: the decoder may decode */
 
 	/* Decode state, under the session lock. */
 	uint32_t rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
@@ -120,7 +127,19 @@ static struct capture {
 /* Big and zero-initialised: kept apart from `cap` so it lives in .bss only. */
 static struct corr_map corrs;
 
+/* --api launches: API events made in the callbacks, queued for the decoder thread. */
+#define API_NEST 8
+static struct {
+	bool on;
+	pthread_mutex_t lock;
+	struct st_event *q;          /* api.name holds the domain's cbid until drained */
+	size_t n, cap;
+} apiq = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static _Thread_local struct { uint64_t start; } api_open[API_NEST];
+static _Thread_local uint64_t my_tid;
+
 static _Thread_local uint32_t current_op;
+static _Atomic uint32_t lead_op;   /* the op of threads without one (capture_set_lead_op) */
 static _Thread_local int api_depth;
 /*
  * The op open on the thread that drives the step, for launches from threads
@@ -186,13 +205,48 @@ void capture_step_end(void)
 	atomic_store_explicit(&cap.bucket, &cap.outside, memory_order_release);
 }
 
+/* The outermost call just ended: queue its API event. */
+static void api_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	struct st_event *ev;
+	uint64_t end = capture_now();
+	int32_t status = cb->functionReturnValue ? *(const int32_t *)cb->functionReturnValue : 0;
+
+	if (!my_tid)
+		my_tid = capture_thread_id();
+	pthread_mutex_lock(&apiq.lock);
+	if (apiq.n < (1u << 22) && !ALLOC_GROW(apiq.q, apiq.n + 1, apiq.cap)) {
+		ev = &apiq.q[apiq.n++];
+		memset(ev, 0, sizeof(*ev));
+		ev->kind = ST_API;
+		ev->start = api_open[0].start;
+		ev->end = end;
+		ev->api.domain = domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0;
+		ev->api.cbid = cbid;
+		ev->api.status = status;
+		ev->api.thread = my_tid;
+		ev->api.correlation = cb->correlationId;
+	}
+	pthread_mutex_unlock(&apiq.lock);
+}
+
 static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
 				     CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 	enum cb_class cls = CB_NONE;
 	struct counters *c;
+	uint32_t op;
 
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+		const CUpti_ResourceData *rd = data;
+		uint32_t device = 0;
+
+		if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && cap.on_context &&
+		    cuptiGetDeviceId(rd->context, &device) == CUPTI_SUCCESS)
+			cap.on_context(rd->context, device);
+		return;
+	}
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
 		cls = cap.rt_class[cbid];
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
@@ -202,12 +256,22 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 	if (cb->callbackSite == CUPTI_API_EXIT) {
 		if (api_depth > 0)
 			api_depth--;
+		if (apiq.on && api_depth == 0)
+			api_event(domain, cbid, cb);
 		return;
 	}
+	if (apiq.on && api_depth == 0)
+		api_open[0].start = capture_now();
 	/* Both the runtime call and the driver call it makes (if CUPTI reports
-	 * it) get the op: the activity record carries one of their ids. */
-	uint32_t op = current_op ? current_op : atomic_load_explicit(&driving_op, memory_order_acquire);
-
+	 * it) get the op: the activity record carries one of their ids. A
+	 * thread with no op of its own works for the thread that drives the
+	 * step (NCCL's own threads for the built-in step's op), or for the lead
+	 * thread (autograd's thread for the training loop's): that op. */
+	op = current_op;
+	if (!op)
+		op = atomic_load_explicit(&driving_op, memory_order_acquire);
+	if (!op && (op = atomic_load_explicit(&lead_op, memory_order_relaxed)) && cap.stackless)
+		cap.stackless();
 	if (op)
 		corr_map_put(&corrs, cb->correlationId, op);
 	if (api_depth++ > 0 || cls == CB_ALLOC)
@@ -255,11 +319,12 @@ static enum cb_class classify(const char *name)
 const char *capture_api_rule(enum capture_api which)
 {
 	return which == CAPTURE_API_ALL ? "all" :
+	       which == CAPTURE_API_LAUNCHES ? "launches, copies, memsets, allocations and frees only (from callbacks)" :
 	       "all but queries (names holding 'Get', and cudaPeekAtLastError)";
 }
 
 const char *const capture_api_names[] = {
-	[CAPTURE_API_WORK] = "work", [CAPTURE_API_ALL] = "all", NULL,
+	[CAPTURE_API_WORK] = "work", [CAPTURE_API_ALL] = "all", [CAPTURE_API_LAUNCHES] = "launches", NULL,
 };
 
 static bool api_is_query(const char *base)
@@ -711,6 +776,31 @@ static void decode(const CUpti_Activity *rec)
 	}
 }
 
+/* Writes the API events the callbacks queued (--api launches); the session lock is held. */
+static void api_drain_locked(struct rec_session *s)
+{
+	struct st_event *q;
+	size_t n;
+
+	if (!apiq.on)
+		return;
+	pthread_mutex_lock(&apiq.lock);
+	q = apiq.q;
+	n = apiq.n;
+	apiq.q = NULL;
+	apiq.n = apiq.cap = 0;
+	pthread_mutex_unlock(&apiq.lock);
+	for (size_t i = 0; i < n; i++) {
+		struct st_event *ev = &q[i];
+		uint64_t start = ev->start, end = ev->end;
+
+		ev->api.name = api_name(ev->api.domain ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+					ev->api.cbid);
+		add(ev, start, end);
+	}
+	free(q);
+}
+
 /*
  * CUPTI cannot say which kind a dropped record was; the bundle's footer
  * counts drops per kind, so they are booked under "kernel", by far the most
@@ -741,27 +831,53 @@ static void decode_buffer(uint8_t *buffer, size_t valid)
 		while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
 			decode(rec);
 		count_drops_locked();
+		api_drain_locked(s);
+		if (cap.drain)
+			cap.drain(s);
 		rec_session_unlock(s);
 	}
 	memset(buffer, 0, BUFFER_BYTES);
 	pool_put(buffer);
 }
 
+/* Runs the drain hook alone (capture_kick). */
+static void drain_only(void)
+{
+	struct rec_session *s = cap.s;
+
+	if (!s)
+		return;
+	rec_session_lock(s);
+	api_drain_locked(s);
+	if (cap.drain)
+		cap.drain(s);
+	rec_session_unlock(s);
+}
+
+/* Decodes buffers in completion order once a session is attached. */
 static void *decoder_main(void *arg)
 {
 	pthread_mutex_lock(&cap.queue_lock);
 	for (;;) {
-		struct done_buffer d;
+		struct done_buffer d = { NULL, 0 };
+		bool kick;
 
-		while (!cap.q_len && !cap.decoder_stop)
+		while (!cap.decoder_stop && (!cap.attached || (!cap.q_len && !cap.kick)))
 			pthread_cond_wait(&cap.queue_filled, &cap.queue_lock);
-		if (!cap.q_len)
+		if (!cap.q_len && !cap.kick)
 			break;              /* stopping, and nothing left */
-		d = cap.queue[cap.q_head];
-		cap.q_head = (cap.q_head + 1) % BUFFER_MAX;
-		cap.q_len--;
+		kick = cap.kick;
+		cap.kick = false;
+		if (cap.q_len) {
+			d = cap.queue[cap.q_head];
+			cap.q_head = (cap.q_head + 1) % BUFFER_MAX;
+			cap.q_len--;
+		}
 		pthread_mutex_unlock(&cap.queue_lock);
-		decode_buffer(d.buf, d.valid);
+		if (d.buf)
+			decode_buffer(d.buf, d.valid);
+		else if (kick)
+			drain_only();
 		pthread_mutex_lock(&cap.queue_lock);
 	}
 	pthread_mutex_unlock(&cap.queue_lock);
@@ -803,6 +919,62 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
 
 /* ---- start and stop -------------------------------------------------- */
 
+/*
+ * Lets the current context's work finish, through the driver, which is
+ * loaded by then: the capture itself needs no CUDA runtime.
+ */
+static void sync_device(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CUresult (*get_current)(CUcontext *) = NULL;
+	CUresult (*synchronize)(void) = NULL;
+	CUcontext ctx = NULL;
+
+	if (!h)
+		return;
+	*(void **)&get_current = dlsym(h, "cuCtxGetCurrent");
+	*(void **)&synchronize = dlsym(h, "cuCtxSynchronize");
+	if (get_current && synchronize && get_current(&ctx) == CUDA_SUCCESS && ctx)
+		synchronize();
+	dlclose(h);
+}
+
+void capture_set_hooks(void (*on_context)(void *ctx, uint32_t device),
+		       void (*drain)(struct rec_session *s))
+{
+	cap.on_context = on_context;
+	cap.drain = drain;
+}
+
+void capture_set_lead(void (*stackless)(void))
+{
+	cap.stackless = stackless;
+}
+
+void capture_set_lead_op(uint32_t op)
+{
+	atomic_store_explicit(&lead_op, op, memory_order_relaxed);
+}
+
+void capture_attach(struct rec_session *s)
+{
+	pthread_mutex_lock(&cap.queue_lock);
+	cap.s = s;
+	cap.attached = true;
+	pthread_cond_signal(&cap.queue_filled);
+	pthread_mutex_unlock(&cap.queue_lock);
+}
+
+void capture_kick(void)
+{
+	pthread_mutex_lock(&cap.queue_lock);
+	if (cap.decoder_running) {
+		cap.kick = true;
+		pthread_cond_signal(&cap.queue_filled);
+	}
+	pthread_mutex_unlock(&cap.queue_lock);
+}
+
 static void capture_atexit(void)
 {
 	/* A path that exits without capture_stop (a library calling exit()):
@@ -812,7 +984,18 @@ static void capture_atexit(void)
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	decoder_end();
 	cap.active = false;
-	rec_session_abort(cap.s);
+	if (cap.s)
+		rec_session_abort(cap.s);
+}
+
+void capture_forget(void)
+{
+	/* The child of a fork: no decoder thread, and the bundle is the parent's. */
+	cap.active = false;
+	cap.decoder_running = false;
+	cap.s = NULL;
+	cap.attached = false;
+	cap.q_len = 0;
 }
 
 static void disable_all(void)
@@ -836,6 +1019,8 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	if (cap.active)
 		return error("CUPTI capture is already running");
 	cap.s = s;
+	cap.attached = s != NULL;
+	apiq.on = api == CAPTURE_API_LAUNCHES;
 	cap.steps = calloc(steps ? steps : 1, sizeof(*cap.steps));
 	if (!cap.steps)
 		return error("out of memory for %u step counters", steps);
@@ -861,13 +1046,19 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	 * finding where recording overhead goes; bundles made with it are
 	 * incomplete by design. */
 	const char *off = getenv("STEPTRACE_CUPTI_OFF");
-	if (!off || !strstr(off, "callbacks")) {
+	bool callbacks = !off || !strstr(off, "callbacks");
+	if (callbacks || cap.on_context) {
 		if (CUPTI_CHECK(cuptiSubscribe(&cap.subscriber, (CUpti_CallbackFunc)on_api_callback, NULL)))
 			goto fail;
-		if (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
-		    subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE))
+		if (cap.on_context &&
+		    CUPTI_CHECK(cuptiEnableCallback(1, cap.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+						    CUPTI_CBID_RESOURCE_CONTEXT_CREATED)))
 			goto fail;
 	}
+	if (callbacks &&
+	    (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
+	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE)))
+		goto fail;
 	uint8_t zeroed = 1;
 	size_t zeroed_size = sizeof(zeroed);
 	if (CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
@@ -881,6 +1072,9 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 		cap.enabled = i + 1;
 		if (off && strstr(off, names[i]))
 			continue;
+		if (api == CAPTURE_API_LAUNCHES && (activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME ||
+						   activity_kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER))
+			continue;   /* the callbacks make the API events */
 		if (CUPTI_CHECK(cuptiActivityEnable(activity_kinds[i])))
 			goto fail;
 	}
@@ -898,6 +1092,7 @@ fail:
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	decoder_end();
 	cap.s = NULL;
+	cap.attached = false;
 	free(cap.steps);
 	cap.steps = NULL;
 	cap.n_steps = 0;
@@ -913,7 +1108,7 @@ int capture_stop(void)
 		return 0;
 	cap.active = false;
 	/* Let every kernel finish so its record is complete, then take them all. */
-	cudaDeviceSynchronize();
+	sync_device();
 	if (CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)))
 		rc = -1;
 	disable_all();
@@ -921,13 +1116,19 @@ int capture_stop(void)
 		rc = -1;
 	decoder_end();   /* every buffer CUPTI handed back is decoded now */
 	s = cap.s;
-	rec_session_lock(s);
-	count_drops_locked();
-	/* Ends whose start never came: their starts were lost. */
-	cap.unpaired_ends = cap.n_early;
-	rec_session_count_dropped_locked(s, ST_RANGE, cap.n_early);
-	cap.s = NULL;   /* a buffer CUPTI hands back after this is not decoded */
-	rec_session_unlock(s);
+	if (s) {
+		rec_session_lock(s);
+		count_drops_locked();
+		api_drain_locked(s);
+		if (cap.drain)
+			cap.drain(s);
+		/* Ends whose start never came: their starts were lost. */
+		cap.unpaired_ends = cap.n_early;
+		rec_session_count_dropped_locked(s, ST_RANGE, cap.n_early);
+		cap.s = NULL;   /* a buffer CUPTI hands back after this is not decoded */
+		rec_session_unlock(s);
+	}
+	cap.attached = false;
 	capture_op_end();
 	pool_release();
 	corr_map_release(&corrs);   /* unsubscribed and decoded: nothing reads or writes it now */

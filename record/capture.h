@@ -37,20 +37,54 @@ uint64_t capture_thread_id(void);
  * cuKernelGetAttribute twice per launch. Leaving them out is the default;
  * kernel launches, copies, memsets, allocations and synchronisation are
  * always recorded.
+ *
+ * CAPTURE_API_LAUNCHES records only the calls that put work on the device
+ * (launches, copies, memsets, allocations and frees) and takes them from
+ * the launch callbacks (times from CUPTI's clock at their entry and exit)
+ * instead of CUPTI's RUNTIME and DRIVER activity, which intercepts every
+ * call of the process: the cheapest on a program that makes many calls
+ * (PyTorch: ~10 runtime calls per kernel).
  */
-enum capture_api { CAPTURE_API_WORK, CAPTURE_API_ALL };
-/* Their names for --api, NULL-terminated: "work", "all". */
+enum capture_api { CAPTURE_API_WORK, CAPTURE_API_ALL, CAPTURE_API_LAUNCHES };
+/* Their names for --api, NULL-terminated: "work", "all", "launches". */
 extern const char *const capture_api_names[];
 /* The rule as the header's api_calls states it. */
 const char *capture_api_rule(enum capture_api which);
 
 /*
  * Subscribes the launch, memcpy, memset and allocation callbacks, registers
- * the buffer pool and enables the activity kinds; decoded events go to `s`.
+ * the buffer pool and enables the activity kinds; decoded events go to `s`
+ * (NULL: to the session capture_attach names later).
  * `steps` sizes the per-step launch counters. -1 (one error line) on failure,
  * with CUPTI left as it was.
  */
 int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api);
+
+/*
+ * A capture that opens its session late (record/inject.c, in a program
+ * steptrace did not write): capture_start(NULL, ...) enables everything at
+ * once, and the decoder thread holds completed buffers until
+ * capture_attach() names the session. Hooks, set before capture_start:
+ * on_context runs on the thread that created a CUDA context (CUPTI's
+ * resource callback) with its device; drain runs on the decoder thread,
+ * session lock held, after each buffer, after capture_kick() and at
+ * capture_stop().
+ */
+void capture_set_hooks(void (*on_context)(void *ctx, uint32_t device),
+		       void (*drain)(struct rec_session *s));
+void capture_attach(struct rec_session *s);
+/*
+ * The lead thread's op (record/ranges.c: the training loop's innermost
+ * range): launches and allocations on a thread that has no op of its own
+ * are attributed to it, and `stackless` (set before capture_start) runs on
+ * that thread. 0: none (the built-in step never sets it).
+ */
+void capture_set_lead(void (*stackless)(void));
+void capture_set_lead_op(uint32_t op);
+/* Asks the decoder thread to run the drain hook soon. */
+void capture_kick(void);
+/* In the child of a fork: drop the parent's capture without touching it. */
+void capture_forget(void);
 
 /* The observer's op_begin/op_end: the op later launches on this thread belong to. */
 void capture_op_begin(uint32_t op);
@@ -61,7 +95,7 @@ void capture_step_begin(uint32_t index);
 void capture_step_end(void);
 
 /*
- * Synchronises the device, flushes every buffer (forced), disables the
+ * Synchronises the current context (through the driver), flushes every buffer (forced), disables the
  * activity kinds, unsubscribes, and counts CUPTI's dropped records into the
  * session. Safe to call more than once and on every exit path. -1 if a
  * flush failed (events may be missing; said in one line).

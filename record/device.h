@@ -27,6 +27,16 @@ int device_facts_read(int device, struct device_facts *f);
  */
 int device_calibrate(struct device_facts *f);
 
+/*
+ * The same facts through the driver API alone, for the injection library
+ * in a program that brings its own CUDA runtime (record/device_info.c):
+ * no runtime or cuBLAS version. -1 with an error line.
+ */
+int device_facts_read_driver(int device, struct device_facts *f);
+
+/* The NVIDIA kernel module's version ("580.95.05") into out, "" when unknown. */
+void device_driver_version(char *out, size_t len);
+
 /* Datasheet peaks for known GPUs (H100 SXM, H200), PEAK_UNKNOWN otherwise. `why` opens the note (may be NULL). */
 void device_datasheet(struct device_facts *f, const char *why);
 

@@ -14,6 +14,7 @@
 #include "lib/human.h"
 #include "lib/table.h"
 #include "model/comm.h"
+#include "lib/output.h"
 #include "model/model.h"
 #include "model/ranks.h"
 #include "record/device.h"
@@ -166,13 +167,13 @@ static void write_stats(const char *path, uint32_t steps_done, uint32_t warmup,
 			const char *reason)
 {
 	struct capture_counts c;
-	FILE *f = fopen(path, "w");
+	struct output out;
+	FILE *f;
 	uint32_t i;
 
-	if (!f) {
-		warning("cannot write STEPTRACE_RECORD_STATS file '%s'", path);
+	if (output_open(&out, path, NULL) < 0)
 		return;
-	}
+	f = out.f;
 	fprintf(f, "# steptrace record stats 1\n");
 	for (i = 0; i < steps_done; i++)
 		if (capture_counts_of(i, &c) == 0)
@@ -186,8 +187,7 @@ static void write_stats(const char *path, uint32_t steps_done, uint32_t warmup,
 	fprintf(f, "unattributed %llu\n", (unsigned long long)t->unattributed);
 	fprintf(f, "open_ranges %llu\n", (unsigned long long)t->open_ranges);
 	fprintf(f, "end_reason %s\n", reason);
-	if (fclose(f))
-		warning("cannot write STEPTRACE_RECORD_STATS file '%s'", path);
+	output_close(&out);
 }
 
 static void print_summary(const char *path, const struct rec_session *s, const double *wall,
@@ -400,6 +400,7 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 	struct run r = *rp;
 	const char *stats = getenv("STEPTRACE_RECORD_STATS");
 	char host[256] = "";
+	bool closed;
 
 	r.wall = calloc(r.total, sizeof(*r.wall));
 	if (!r.wall) {
@@ -441,6 +442,9 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 	hdr.created_unix_ns = unix_ns();
 	if (rec_session_open(&r.s, o->output, &hdr))
 		goto fail_early;
+	fprintf(stderr, "record: writing '%s'; it becomes '%s' when the recording ends "
+		"(should the process die first, it is readable up to its last whole chunk)\n",
+		bundle_writer_file(r.s.w), o->output);
 	rec_hooks_init(&r.h, &r.s);
 	r.h.device = dev.info.index;
 	if (capture_start(&r.s, r.total, o->api)) {
@@ -463,11 +467,13 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 
 	capture_totals(&totals);
 	warn_losses(&totals);
-	if (rec_session_close(&r.s, r.reason) && r.status == RECORD_OK)
+	closed = rec_session_close(&r.s, r.reason) == 0;
+	if (!closed && r.status == RECORD_OK)
 		r.status = RECORD_ERROR;
 	if (stats)
 		write_stats(stats, r.done, r.c ? (uint32_t)o->warmup : 0, &r.s, &totals, r.reason);
-	print_summary(o->output, &r.s, r.c ? r.wall : NULL, r.done, (uint32_t)o->warmup);
+	if (closed)
+		print_summary(o->output, &r.s, r.c ? r.wall : NULL, r.done, (uint32_t)o->warmup);
 	rec_hooks_release(&r.h);
 	rec_session_release(&r.s);
 	free(r.wall);

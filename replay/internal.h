@@ -17,8 +17,26 @@ struct replay_priv {
 	size_t cap_strings, cap_activities, cap_kernel_cfg, cap_copies, cap_apis;
 	size_t cap_ranges, cap_ops, cap_steps, cap_mem, cap_others;
 	bool strings_owned;             /* rp->strings is ours (not the reader's table) */
+	const char **path_strs;         /* n_paths, each NULL until replay_path_str() builds it */
+	/*
+	 * Jump pointers over the range tree (project.c): for each range an
+	 * ancestor (-1: past the root) whose depth depends only on its own, and
+	 * the latest end among the ranges from it up to that ancestor
+	 * (excluded): searches up the tree take O(log depth), not O(depth).
+	 */
+	int32_t *jump;
+	uint64_t *jump_end;
 	bool built;
 };
+
+/*
+ * Walking each activity's chain of ranges costs its depth: little for the
+ * trees real recordings make (a few levels), 4 billion steps for 4,096
+ * nested ranges over a million launches. Beyond this many steps per
+ * activity and range, project.c's sweep computes the same in
+ * O((activities + ranges) log).
+ */
+#define WALK_STEPS_PER_ITEM 16
 
 char *replay_arena_strdup(struct replay *rp, const char *s, size_t len);
 /* The run's facts from the header and footer (either may be NULL); see run.c. */

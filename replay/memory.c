@@ -39,7 +39,7 @@ static int phase_from_word(const char *s, size_t len)
 	return -1;
 }
 
-/* The first component of a range path that names a phase. */
+/* The first component of a range path (or name) that names a phase. */
 static enum mem_phase phase_of_path(const char *path)
 {
 	while (path && *path) {
@@ -71,12 +71,22 @@ static int phase_of_op(const struct replay *rp, const struct replay_op *op)
 
 /*
  * The phase of a memory event (see Peaks in memory.h), with a cache per op
- * and per range path: one string scan each.
+ * and per range path: one scan of each name.
  */
 struct phase_cache {
 	int8_t *by_op;          /* n_ops, -2 = not yet */
-	int8_t *by_path;        /* n_paths */
+	int8_t *by_path;        /* n_paths, all filled */
 };
+
+/* Every path's phase: its parent's, or the first of its own name's components that names one. */
+static void path_phases(int8_t *by_path, const struct replay *rp)
+{
+	for (size_t i = 0; i < rp->n_paths; i++) {
+		int32_t parent = rp->paths[i].parent;
+		by_path[i] = parent >= 0 && by_path[parent] != MEM_PHASE_OTHER
+			     ? by_path[parent] : (int8_t)phase_of_path(replay_str(rp, rp->paths[i].name));
+	}
+}
 
 static enum mem_phase cached_phase(struct phase_cache *pc, const struct replay *rp,
 				   const struct replay_mem *m)
@@ -94,13 +104,8 @@ static enum mem_phase cached_phase(struct phase_cache *pc, const struct replay *
 	if (m->range >= 0 && (size_t)m->range < rp->n_ranges) {
 		const struct replay_range *r = &rp->ranges[m->range];
 
-		if (r->path < rp->n_paths) {
-			int8_t *slot = &pc->by_path[r->path];
-
-			if (*slot == -2)
-				*slot = (int8_t)phase_of_path(rp->paths[r->path].str);
-			return (enum mem_phase)*slot;
-		}
+		if (r->path < rp->n_paths)
+			return (enum mem_phase)pc->by_path[r->path];
 		return phase_of_path(replay_range_path(rp, r));
 	}
 	return MEM_PHASE_OTHER;
@@ -206,6 +211,51 @@ static void peak_offer(struct mem_peak *p, const struct mem_point *pt, size_t id
 	p->block = pt->block;
 }
 
+/*
+ * Offers p the live total carried into [start, end] (within the window):
+ * what was live after the last event before start, when no allocation in
+ * the span reached more. Such a peak has no block: its time is the span's
+ * start, its point that last event (the state it carries). The earliest
+ * wins a tie.
+ */
+static void peak_offer_carried(const struct mem_timeline *tl, struct mem_peak *p, uint64_t start,
+			       uint64_t end)
+{
+	int32_t before;
+	uint64_t live;
+
+	start = start > tl->t0 ? start : tl->t0;
+	end = end < tl->t1 ? end : tl->t1;
+	if (start > end || start == 0)
+		return;
+	before = mem_timeline_point_at(tl, start - 1);
+	if (before < 0)
+		return;
+	live = tl->points[before].live;
+	if (live == 0 || (p->point >= 0 && (live < p->bytes || (live == p->bytes && start >= p->t))))
+		return;
+	p->bytes = live;
+	p->t = start;
+	p->point = before;
+	p->block = -1;
+}
+
+/* Spans' carried totals: each step's, each phase's ranges' ("forward" ...), the window's. */
+static void offer_spans(struct mem_timeline *tl, const struct replay *rp)
+{
+	for (size_t s = 0; s < tl->n_steps; s++)
+		peak_offer_carried(tl, &tl->step_peak[s], rp->steps[s].start, rp->steps[s].end);
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		const char *name = replay_str(rp, rp->ranges[i].name);
+
+		for (int p = 0; p < MEM_PHASE_OTHER; p++)
+			if (!strcmp(name, mem_phase_name((enum mem_phase)p)))
+				peak_offer_carried(tl, &tl->phase_peak[p], rp->ranges[i].start, rp->ranges[i].end);
+	}
+	if (tl->t0 || tl->t1 != UINT64_MAX)
+		peak_offer_carried(tl, &tl->peak, tl->t0, tl->t1);
+}
+
 static int cmp_peak_point(const void *a, const void *b)
 {
 	const struct mem_peak *x = *(struct mem_peak *const *)a, *y = *(struct mem_peak *const *)b;
@@ -245,6 +295,12 @@ static int fill_peak_categories(struct mem_timeline *tl)
 
 int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum mem_view view)
 {
+	return mem_timeline_build_window(tl, rp, view, 0, UINT64_MAX);
+}
+
+int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, enum mem_view view,
+			      uint64_t t0, uint64_t t1)
+{
 	struct replay_key *keys = NULL, *tmp = NULL;
 	struct phase_cache pc = { NULL, NULL };
 	struct live_table lt = { 0 };
@@ -253,6 +309,8 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 
 	memset(tl, 0, sizeof(*tl));
 	tl->view = view;
+	tl->t0 = t0;
+	tl->t1 = t1;
 	peak_reset(&tl->peak);
 	peak_reset(&tl->outside_steps_peak);
 	for (int p = 0; p < MEM_PHASE_COUNT; p++)
@@ -275,7 +333,7 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 	    live_table_init(&lt, n_alloc_ev) < 0)
 		goto oom;
 	memset(pc.by_op, -2, rp->n_ops + 1);
-	memset(pc.by_path, -2, rp->n_paths + 1);
+	path_phases(pc.by_path, rp);
 	tl->n_steps = rp->n_steps;
 	for (size_t s = 0; s < tl->n_steps; s++)
 		peak_reset(&tl->step_peak[s]);
@@ -326,8 +384,10 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 			pt->delta = (int64_t)b->size;
 			pt->category = b->category;
 			pt->block = (int32_t)tl->n_blocks++;
-			tl->n_allocs++;
-			tl->allocated_total += b->size;
+			if (pt->t >= t0 && pt->t <= t1) {
+				tl->n_allocs++;
+				tl->allocated_total += b->size;
+			}
 		} else {
 			slot = live_table_find(&lt, ev->mem.address, ev->mem.device);
 			if (lt.block[slot] >= 0) {
@@ -340,14 +400,14 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 				pt->category = b->category;
 				pt->block = lt.block[slot];
 				live_table_remove(&lt, slot);
-				tl->n_frees++;
+				tl->n_frees += pt->t >= t0 && pt->t <= t1;
 			} else {
 				pt->category = ev->mem.category < ST_MEM_CATEGORY_COUNT ? (uint8_t)ev->mem.category : 0;
 				tl->n_unknown_frees++;
 			}
 		}
 		pt->live = live;
-		if (ev->kind == ST_ALLOC) {
+		if (ev->kind == ST_ALLOC && pt->t >= t0 && pt->t <= t1) {
 			peak_offer(&tl->peak, pt, tl->n_points);
 			peak_offer(&tl->phase_peak[pt->phase], pt, tl->n_points);
 			if (m->step >= 0 && (size_t)m->step < tl->n_steps)
@@ -358,6 +418,7 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 		tl->n_points++;
 	}
 	tl->final_live = live;
+	offer_spans(tl, rp);
 
 	/* the lists of what did not pair up */
 	tl->unknown_frees = malloc((tl->n_unknown_frees ? tl->n_unknown_frees : 1) * sizeof(uint32_t));

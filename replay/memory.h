@@ -30,12 +30,23 @@
  * record (which may say 0).
  *
  * Peaks. Live bytes only grow at allocations, so every peak is the live
- * total right after some allocation. The overall peak is the largest; a
- * step's peak is the largest reached by an allocation of that step
- * (rp->mem[i].step); a phase's peak the largest reached by an allocation of
- * that phase. The earliest wins a tie. Phase of an event: its op's phase
- * ("forward", "backward", "optimizer"), else the first of those words among
- * the components of its covering NVTX range's path, else "other".
+ * total right after some allocation, or what a span starts with. The
+ * overall peak is the largest; a step's peak is the highest live total
+ * during the step, allocations or not: the largest reached by an
+ * allocation of that step (rp->mem[i].step), or what was live when it
+ * began; a phase's peak likewise, over the allocations of that phase and
+ * the spans of its NVTX ranges (named "forward", "backward", "optimizer"),
+ * so the optimizer, which allocates nothing, shows what it runs with. A
+ * peak carried into its span has block -1, the span's start as its time,
+ * and as its point the last event before it. The earliest wins a tie.
+ * Phase of an event: its op's phase ("forward", "backward", "optimizer"),
+ * else the first of those words among the components of its covering NVTX
+ * range's path, else "other".
+ *
+ * Window. mem_timeline_build_window keeps every event (the live set is
+ * the whole bundle's) but takes peaks, allocation and free counts only
+ * within [t0, t1], the live total at t0 counting as reached at t0: what
+ * `steptrace memory --step N` reports.
  *
  * Memory is O(number of memory events).
  */
@@ -90,9 +101,9 @@ struct mem_point {
 
 struct mem_peak {
 	uint64_t bytes;             /* live total at the peak; 0 when nothing was allocated */
-	uint64_t t;                 /* time of the allocation that reached it */
+	uint64_t t;                 /* time of the allocation that reached it (or its span's start) */
 	int32_t point;              /* index into points, -1 when none */
-	int32_t block;              /* that allocation's block, -1 when none */
+	int32_t block;              /* that allocation's block, -1 when none or carried into a span */
 	uint64_t by_category[ST_MEM_CATEGORY_COUNT];   /* live per category at the peak */
 };
 
@@ -118,14 +129,18 @@ struct mem_timeline {
 	size_t n_ooms;              /* OOM events recorded in the bundle */
 
 	uint64_t final_live;        /* live total after the last event */
-	uint64_t allocated_total;   /* sum of every allocation's size */
-	size_t n_allocs, n_frees;
+	uint64_t allocated_total;   /* sum of every allocation's size (in the window) */
+	size_t n_allocs, n_frees;   /* in the window */
+	uint64_t t0, t1;            /* the window: 0, UINT64_MAX for the whole bundle */
 };
 
 /* ---- lifetime -------------------------------------------------------- */
 
 /* Builds one view from rp->mem. -1 (one error line) on allocation failure. */
 int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum mem_view view);
+/* The same with peaks and counts taken within [t0, t1] only (bundle ns; see "Window"). */
+int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, enum mem_view view,
+			      uint64_t t0, uint64_t t1);
 void mem_timeline_release(struct mem_timeline *tl);
 
 /* ---- questions ------------------------------------------------------- */

@@ -120,8 +120,9 @@ static int build_tree(struct replay *rp)
 }
 
 /*
- * Distinct paths, interned by (parent path, name); parents precede children
- * in range order. -1 after an error line.
+ * Distinct paths, interned by (parent path, name): a node each, no string
+ * (replay_path_str builds one when asked); parents precede children in
+ * range order, so a path's parent has a smaller index. -1 after an error line.
  */
 static int build_paths(struct replay *rp)
 {
@@ -150,28 +151,11 @@ static int build_paths(struct replay *rp)
 			slot = (slot + 1) & (cap - 1);
 		}
 		if (table[slot] < 0) {
-			const char *name = replay_str(rp, r->name);
-			const char *pstr = ppath >= 0 ? rp->paths[ppath].str : NULL;
-			size_t nl = strlen(name), pl = pstr ? strlen(pstr) : 0;
-			char *buf, *s;
 			struct replay_path *p;
 
 			if (ALLOC_GROW(rp->paths, rp->n_paths + 1, cap_paths) < 0)
 				goto out;
-			buf = malloc(pl + nl + 2);
-			if (!buf)
-				goto oom;
-			if (pstr) {
-				memcpy(buf, pstr, pl);
-				buf[pl++] = '/';
-			}
-			memcpy(buf + pl, name, nl);
-			s = replay_arena_strdup(rp, buf, pl + nl);
-			free(buf);
-			if (!s)
-				goto oom;
 			p = &rp->paths[rp->n_paths];
-			p->str = s;
 			p->name = r->name;
 			p->parent = ppath;
 			p->depth = ppath >= 0 ? rp->paths[ppath].depth + 1 : 0;
@@ -180,20 +164,82 @@ static int build_paths(struct replay *rp)
 		r->path = (uint32_t)table[slot];
 	}
 	rc = 0;
-	goto out;
-oom:
-	error("out of memory while rebuilding the timeline");
 out:
 	free(table);
 	return rc;
 }
 
-/* Innermost range of thread t covering [start, end], starting the search at range k-1. */
+/*
+ * Jump pointers (Myers' skew-binary ones): a range's jump is its parent, or
+ * its parent's jump's jump when the parent's two jumps span equal depths;
+ * so a jump's depth depends only on the range's, and a search up the tree
+ * for a depth, or for the first range passing a test that holds from some
+ * ancestor up, takes O(log depth) steps. Parents come before children.
+ */
+static int build_jumps(struct replay *rp)
+{
+	struct replay_priv *pv = rp->priv;
+
+	pv->jump = malloc((rp->n_ranges + 1) * sizeof(*pv->jump));
+	pv->jump_end = malloc((rp->n_ranges + 1) * sizeof(*pv->jump_end));
+	if (!pv->jump || !pv->jump_end)
+		return -1;
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		const struct replay_range *r = &rp->ranges[i];
+		int32_t p = r->parent, j = p >= 0 ? pv->jump[p] : -1;
+		int64_t dp = p >= 0 ? (int64_t)rp->ranges[p].depth : -1;
+		int64_t dj = j >= 0 ? (int64_t)rp->ranges[j].depth : -1;
+		int64_t djj = j >= 0 && pv->jump[j] >= 0 ? (int64_t)rp->ranges[pv->jump[j]].depth : -1;
+
+		if (j >= 0 && dp - dj == dj - djj) {
+			uint64_t e = pv->jump_end[p] > pv->jump_end[j] ? pv->jump_end[p] : pv->jump_end[j];
+			pv->jump[i] = pv->jump[j];
+			pv->jump_end[i] = r->end > e ? r->end : e;
+		} else {
+			pv->jump[i] = p;
+			pv->jump_end[i] = r->end;
+		}
+	}
+	return 0;
+}
+
+static int64_t depth_of(const struct replay *rp, int32_t r)
+{
+	return r >= 0 ? (int64_t)rp->ranges[r].depth : -1;
+}
+
+/* The innermost range, from `last` up, whose span reaches `end`: the first that ends at or after it. */
 static int32_t covering(const struct replay *rp, int32_t last, uint64_t end)
 {
+	const struct replay_priv *pv = rp->priv;
+
 	while (last >= 0 && rp->ranges[last].end < end)
-		last = rp->ranges[last].parent;
+		last = pv->jump_end[last] < end ? pv->jump[last] : rp->ranges[last].parent;
 	return last;
+}
+
+/* The ancestor of r (r included) at depth d. */
+static int32_t ancestor_at(const struct replay *rp, const int32_t *jump, int32_t r, int64_t d)
+{
+	while (r >= 0 && depth_of(rp, r) > d)
+		r = depth_of(rp, jump[r]) >= d ? jump[r] : rp->ranges[r].parent;
+	return r;
+}
+
+/* The lowest common ancestor of two ranges, -1 when they have none (other trees, other threads). */
+static int32_t common_ancestor(const struct replay *rp, const int32_t *jump, int32_t u, int32_t v)
+{
+	if (u < 0 || v < 0)
+		return -1;
+	u = ancestor_at(rp, jump, u, depth_of(rp, v));
+	v = ancestor_at(rp, jump, v, depth_of(rp, u));
+	while (u != v) {
+		if (jump[u] != jump[v])
+			u = jump[u], v = jump[v];
+		else
+			u = rp->ranges[u].parent, v = rp->ranges[v].parent;
+	}
+	return u;
 }
 
 /* Each API call's innermost covering range: one forward pass per thread. */
@@ -296,20 +342,230 @@ static void span_add(struct span_sum *s, uint64_t *busy, uint64_t *gstart, uint6
 		*gend = end;
 }
 
-/* Ranges' and steps' GPU span, busy time and counts, from activities in start order. */
-static int project_activities(struct replay *rp)
+/* Ranges' GPU span, busy time and counts, walking each activity's chain of ranges. */
+static int ranges_by_walk(struct replay *rp)
 {
 	struct span_sum *rs = calloc(rp->n_ranges + 1, sizeof(*rs));
-	struct span_sum *ss = calloc(rp->n_steps + 1, sizeof(*ss));
 
-	if (!rs || !ss) {
-		free(rs);
-		free(ss);
+	if (!rs)
 		return -1;
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+
+		for (int32_t r = a->range; r >= 0; r = rp->ranges[r].parent) {
+			struct replay_range *g = &rp->ranges[r];
+			span_add(&rs[r], &g->gpu_busy, &g->gpu_start, &g->gpu_end, g->activities,
+				 a->start, a->end);
+			g->activities++;
+			g->kernels += a->kind == ST_KERNEL;
+		}
 	}
+	for (size_t r = 0; r < rp->n_ranges; r++)
+		if (rp->ranges[r].activities)
+			rp->ranges[r].gpu_busy += rs[r].cur_end - rs[r].cur_start;
+	free(rs);
+	return 0;
+}
+
+/* A Fenwick tree of counts over positions 1..n. */
+struct fenwick {
+	uint32_t *t;
+	size_t n, top;          /* top: the highest power of two <= n */
+	uint32_t total;
+};
+
+static void fenwick_add(struct fenwick *f, size_t i, int d)
+{
+	f->total += (uint32_t)d;
+	for (; i <= f->n; i += i & -i)
+		f->t[i] += (uint32_t)d;
+}
+
+static uint32_t fenwick_prefix(const struct fenwick *f, size_t i)
+{
+	uint32_t s = 0;
+
+	for (; i > 0; i -= i & -i)
+		s += f->t[i];
+	return s;
+}
+
+/* The position of the k-th counted one (k >= 1). */
+static size_t fenwick_kth(const struct fenwick *f, uint32_t k)
+{
+	size_t i = 0;
+
+	for (size_t step = f->top; step; step >>= 1)
+		if (i + step <= f->n && f->t[i + step] < k) {
+			i += step;
+			k -= f->t[i];
+		}
+	return i + 1;
+}
+
+/* The sweep's state: weights and their integrals per range, the running ranges in preorder. */
+struct sweep {
+	struct replay *rp;
+	const int32_t *jump;
+	uint32_t *pos, *at;     /* range -> preorder position (1-based), and back */
+	uint32_t *running;      /* per range: running activities whose innermost range it is */
+	int64_t *weight;
+	uint64_t *since, *busy; /* when the weight last changed; its integral (mod 2^64) */
+	struct fenwick set;     /* positions of ranges with running activities */
+};
+
+static void weigh(struct sweep *s, int32_t r, int d, uint64_t t)
+{
+	if (r < 0)
+		return;
+	s->busy[r] += (uint64_t)s->weight[r] * (t - s->since[r]);
+	s->since[r] = t;
+	s->weight[r] += d;
+}
+
+/* Range r's running count goes from 0 to 1 (d = 1) or from 1 to 0 (d = -1) at t. */
+static void sweep_toggle(struct sweep *s, int32_t r, int d, uint64_t t)
+{
+	size_t x = s->pos[r];
+	uint32_t before;
+	int32_t p = -1, n = -1;
+
+	if (d < 0)
+		fenwick_add(&s->set, x, -1);
+	before = fenwick_prefix(&s->set, x - 1);
+	if (before)
+		p = (int32_t)s->at[fenwick_kth(&s->set, before)];
+	if (before < s->set.total)
+		n = (int32_t)s->at[fenwick_kth(&s->set, before + 1)];
+	if (d > 0)
+		fenwick_add(&s->set, x, 1);
+	weigh(s, r, d, t);
+	if (p >= 0)
+		weigh(s, common_ancestor(s->rp, s->jump, p, r), -d, t);
+	if (n >= 0)
+		weigh(s, common_ancestor(s->rp, s->jump, r, n), -d, t);
+	if (p >= 0 && n >= 0)
+		weigh(s, common_ancestor(s->rp, s->jump, p, n), d, t);
+}
+
+/*
+ * Ranges' GPU span, busy time and counts by a sweep over time. A range's
+ * busy time is the measure of the union of its subtree's activities. At any
+ * instant, with the innermost ranges of the running activities in preorder
+ * (v1 < ... < vk, each once), a subtree holds a running activity exactly
+ * when the sum over it of +1 per vi and -1 per common ancestor of vi and
+ * vi+1 is 1 (a subtree's vi are a run in preorder, and the common ancestors
+ * of consecutive ones in it are in it too). So each range keeps its own term
+ * of that sum (a weight) and the weight's integral over time, and a range's
+ * busy time is the integrals summed over its subtree. Starting or ending an
+ * activity changes the weights of at most four ranges: its range and the
+ * common ancestors with its neighbours in preorder (a Fenwick tree over
+ * positions finds them, the jump pointers their ancestors). Spans and counts
+ * are sums over subtrees too.
+ */
+static int ranges_by_sweep(struct replay *rp)
+{
+	struct replay_priv *pv = rp->priv;
+	size_t nr = rp->n_ranges, na = rp->n_activities, ne = 0, p = 0;
+	struct sweep s = { .rp = rp, .jump = pv->jump };
+	struct replay_key *ends = malloc((na + 1) * sizeof(*ends));
+	struct replay_key *tmp = malloc((na + 1) * sizeof(*tmp));
+	int rc = -1;
+
+	s.pos = malloc((nr + 1) * sizeof(*s.pos));
+	s.at = malloc((nr + 1) * sizeof(*s.at));
+	s.running = calloc(nr + 1, sizeof(*s.running));
+	s.weight = calloc(nr + 1, sizeof(*s.weight));
+	s.since = calloc(nr + 1, sizeof(*s.since));
+	s.busy = calloc(nr + 1, sizeof(*s.busy));
+	s.set.t = calloc(nr + 1, sizeof(*s.set.t));
+	s.set.n = nr;
+	if (!ends || !tmp || !s.pos || !s.at || !s.running || !s.weight || !s.since || !s.busy || !s.set.t)
+		goto out;
+	for (s.set.top = 1; s.set.top * 2 <= nr; s.set.top *= 2)
+		;
+	/* each thread's ranges, in order, are a preorder of its trees */
+	for (size_t ti = 0; ti < rp->n_threads; ti++)
+		for (size_t k = 0; k < rp->threads[ti].n_ranges; k++) {
+			s.pos[rp->threads[ti].ranges[k]] = (uint32_t)++p;
+			s.at[p] = rp->threads[ti].ranges[k];
+		}
+
+	/* own counts and spans; ends in time order */
+	for (size_t i = 0; i < na; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+		struct replay_range *g;
+
+		if (a->range < 0)
+			continue;
+		g = &rp->ranges[a->range];
+		if (!g->activities++)
+			g->gpu_start = a->start;
+		if (a->end > g->gpu_end)
+			g->gpu_end = a->end;
+		g->kernels += a->kind == ST_KERNEL;
+		ends[ne].key = a->end;
+		ends[ne++].idx = (uint32_t)i;
+	}
+	replay_sort_keys(ends, tmp, ne);
+
+	/* starts (activities are by start) before ends at the same instant */
+	for (size_t i = 0, j = 0; j < ne;) {
+		while (i < na && rp->activities[i].range < 0)
+			i++;
+		if (i < na && rp->activities[i].start <= ends[j].key) {
+			int32_t r = rp->activities[i].range;
+			if (s.running[r]++ == 0)
+				sweep_toggle(&s, r, 1, rp->activities[i].start);
+			i++;
+		} else {
+			int32_t r = rp->activities[ends[j].idx].range;
+			if (--s.running[r] == 0)
+				sweep_toggle(&s, r, -1, ends[j].key);
+			j++;
+		}
+	}
+
+	/* subtree sums: children come after their parents */
+	for (size_t r = nr; r-- > 0;) {
+		struct replay_range *g = &rp->ranges[r], *up;
+
+		g->gpu_busy = s.busy[r];
+		if (g->parent < 0 || !g->activities)
+			continue;
+		up = &rp->ranges[g->parent];
+		if (!up->activities || g->gpu_start < up->gpu_start)
+			up->gpu_start = g->gpu_start;
+		if (g->gpu_end > up->gpu_end)
+			up->gpu_end = g->gpu_end;
+		up->activities += g->activities;
+		up->kernels += g->kernels;
+		s.busy[g->parent] += s.busy[r];
+	}
+	rc = 0;
+out:
+	free(ends);
+	free(tmp);
+	free(s.pos);
+	free(s.at);
+	free(s.running);
+	free(s.weight);
+	free(s.since);
+	free(s.busy);
+	free(s.set.t);
+	return rc;
+}
+
+/* Activities' ranges and steps; ranges' and steps' GPU span, busy time and counts. */
+static int project_activities(struct replay *rp)
+{
+	struct span_sum *ss = calloc(rp->n_steps + 1, sizeof(*ss));
+	uint64_t walk = 0;
+
+	if (!ss)
+		return -1;
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		struct replay_activity *a = &rp->activities[i];
-		bool kernel = a->kind == ST_KERNEL;
 
 		if (a->api >= 0) {
 			a->range = rp->apis[a->api].range;
@@ -317,30 +573,23 @@ static int project_activities(struct replay *rp)
 		} else {
 			a->step = step_at(rp, a->start);
 		}
-		for (int32_t r = a->range; r >= 0; r = rp->ranges[r].parent) {
-			struct replay_range *g = &rp->ranges[r];
-			span_add(&rs[r], &g->gpu_busy, &g->gpu_start, &g->gpu_end, g->activities,
-				 a->start, a->end);
-			g->activities++;
-			g->kernels += kernel;
-		}
+		if (a->range >= 0)
+			walk += rp->ranges[a->range].depth + 1;
 		if (a->step >= 0) {
 			struct replay_step *s = &rp->steps[a->step];
 			span_add(&ss[a->step], &s->gpu_busy, &s->gpu_start, &s->gpu_end, s->activities,
 				 a->start, a->end);
 			s->activities++;
-			s->kernels += kernel;
+			s->kernels += a->kind == ST_KERNEL;
 		}
 	}
-	for (size_t r = 0; r < rp->n_ranges; r++)
-		if (rp->ranges[r].activities)
-			rp->ranges[r].gpu_busy += rs[r].cur_end - rs[r].cur_start;
 	for (size_t s = 0; s < rp->n_steps; s++)
 		if (rp->steps[s].activities)
 			rp->steps[s].gpu_busy += ss[s].cur_end - ss[s].cur_start;
-	free(rs);
 	free(ss);
-	return 0;
+	if (walk <= WALK_STEPS_PER_ITEM * (uint64_t)(rp->n_activities + rp->n_ranges))
+		return ranges_by_walk(rp);
+	return ranges_by_sweep(rp);
 }
 
 static int build_streams(struct replay *rp)
@@ -428,7 +677,7 @@ static void time_bounds(struct replay *rp)
 
 int replay_project(struct replay *rp)
 {
-	if (build_threads(rp) < 0 || build_tree(rp) < 0)
+	if (build_threads(rp) < 0 || build_tree(rp) < 0 || build_jumps(rp) < 0)
 		goto oom;
 	if (build_paths(rp) < 0)
 		return -1;

@@ -11,10 +11,12 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/memlimit.h"
 
 #define ARENA_BLOCK (64 * 1024)
 
-char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
+/* len + 1 bytes in the arena, the last one '\0'. NULL when out of memory. */
+static char *arena_alloc(struct replay *rp, size_t len)
 {
 	struct replay_priv *pv = rp->priv;
 	struct arena_block *b = pv->arena;
@@ -30,9 +32,17 @@ char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
 		pv->arena = b;
 	}
 	char *p = b->data + b->used;
-	memcpy(p, s, len);
 	p[len] = '\0';
 	b->used += len + 1;
+	return p;
+}
+
+char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
+{
+	char *p = arena_alloc(rp, len);
+
+	if (p)
+		memcpy(p, s, len);
 	return p;
 }
 
@@ -56,6 +66,9 @@ void replay_release(struct replay *rp)
 		}
 		if (pv->reader)
 			bundle_reader_free(pv->reader);
+		free(pv->path_strs);
+		free(pv->jump);
+		free(pv->jump_end);
 		free(pv);
 	}
 	for (size_t i = 0; i < rp->n_streams; i++)
@@ -280,6 +293,8 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	if (!r)
 		goto fail;
 	((struct replay_priv *)rp->priv)->reader = r;
+	bundle_reader_set_budget(r, opt && opt->memory_limit ? opt->memory_limit : memory_limit_default(),
+				 REPLAY_EVENT_BYTES);
 	while ((rc = bundle_reader_next(r, &ev)) > 0)
 		if (replay_add(rp, &ev) < 0)
 			goto fail;
@@ -292,6 +307,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	rp->truncation = bundle_reader_truncation(r);
 	rp->chunks_read = bundle_reader_chunks(r);
 	rp->events_read = bundle_reader_events(r);
+	rp->memory = bundle_reader_memory(r);
 	if (rp->truncated && !(opt && opt->quiet))
 		warning("'%s' is truncated (%s): read %" PRIu32 " chunks, %" PRIu64
 			   " events; results cover only that part", path,
@@ -310,7 +326,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 			const char *s = bundle_reader_string(r, i);
 			rp->strings[i] = s ? s : "";
 		}
-		rp->n_strings = n;
+		rp->n_strings = rp->strings_read = n;
 	}
 	if (replay_build(rp) < 0)
 		goto fail;
@@ -509,9 +525,41 @@ const struct replay_op *replay_op(const struct replay *rp, uint32_t id)
 	return lo < rp->n_ops && rp->ops[lo].id == id ? &rp->ops[lo] : NULL;
 }
 
+const char *replay_path_str(const struct replay *rp, uint32_t path)
+{
+	struct replay_priv *pv = rp->priv;
+	size_t len = 0;
+	char *s, *end;
+
+	if (path >= rp->n_paths || !pv)
+		return "";
+	if (!pv->path_strs && !(pv->path_strs = calloc(rp->n_paths, sizeof(*pv->path_strs))))
+		goto oom;
+	if (pv->path_strs[path])
+		return pv->path_strs[path];
+	for (int32_t p = (int32_t)path; p >= 0; p = rp->paths[p].parent)
+		len += strlen(replay_str(rp, rp->paths[p].name)) + (rp->paths[p].parent >= 0);
+	s = arena_alloc((struct replay *)rp, len); /* only the cache changes, not the replay */
+	if (!s)
+		goto oom;
+	end = s + len;
+	for (int32_t p = (int32_t)path; p >= 0; p = rp->paths[p].parent) {
+		const char *name = replay_str(rp, rp->paths[p].name);
+		size_t n = strlen(name);
+		end -= n;
+		memcpy(end, name, n);
+		if (rp->paths[p].parent >= 0)
+			*--end = '/';
+	}
+	return pv->path_strs[path] = s;
+oom:
+	error("out of memory for a range path");
+	return "";
+}
+
 const char *replay_range_path(const struct replay *rp, const struct replay_range *r)
 {
-	return r->path < rp->n_paths ? rp->paths[r->path].str : "";
+	return replay_path_str(rp, r->path);
 }
 
 const char *replay_activity_path(const struct replay *rp, const struct replay_activity *a)

@@ -62,7 +62,20 @@
 
 struct replay_options {
 	bool quiet;            /* no truncation warning (the caller reports it) */
+	/*
+	 * Bytes the replay may need (0: memory_limit_default()): loading ends
+	 * with one line before it would need more (bundle_reader_set_budget),
+	 * counting REPLAY_EVENT_BYTES for every event.
+	 */
+	uint64_t memory_limit;
 };
+
+/*
+ * What loading and building a replay take per event, its share of the sorts
+ * and the reports' own arrays included (bytes): measured peaks are 130-150
+ * (`summary` of a million events of st-gen's bench, of 1.7 million kernels).
+ */
+#define REPLAY_EVENT_BYTES 200
 
 /* A kernel, memcpy or memset on the GPU. */
 struct replay_activity {
@@ -116,11 +129,15 @@ struct replay_range {
 	int32_t step;                  /* step covering its midpoint, -1 none */
 };
 
-/* A distinct range path; ranges with the same path share one. */
+/*
+ * A distinct range path; ranges with the same path share one. A path is a
+ * node of the tree of paths: its parent's path and its own name, never the
+ * whole string, which replay_path_str() builds when asked (4,096 nested
+ * ranges with 1 KB names would otherwise hold 8.6 GB of paths).
+ */
 struct replay_path {
-	const char *str;               /* "step/forward/layer.3/attn", owned by the replay */
 	uint32_t name;                 /* last component's string id */
-	int32_t parent;                /* path of the parent, -1 at the root */
+	int32_t parent;                /* path of the parent, -1 at the root; always a smaller index */
 	uint32_t depth;                /* components - 1 */
 };
 
@@ -236,11 +253,13 @@ struct replay {
 	const char *truncation;        /* why, NULL when complete */
 	uint32_t chunks_read;
 	uint64_t events_read;
+	uint64_t memory;                      /* bytes the budget counted for it (replay_options) */
 	uint64_t counts[ST_KIND_COUNT];   /* events read, per enum st_kind */
 
-	/* Strings: id < n_strings; the bundle's, then synthetic ones. */
+	/* Strings: id < n_strings; the bundle's (ids < strings_read), then synthetic ones. */
 	const char **strings;
 	uint32_t n_strings;
+	uint32_t strings_read;                /* the bundle's own, id 0 included */
 
 	struct replay_activity *activities;   /* by start (stable) */
 	size_t n_activities;
@@ -309,7 +328,14 @@ const char *replay_str(const struct replay *rp, uint32_t id);
 /* The op with this id, NULL for 0 or unknown. */
 const struct replay_op *replay_op(const struct replay *rp, uint32_t id);
 
-/* A range's full path, e.g. "step/forward/layer.3/attn". */
+/*
+ * A path's string, e.g. "step/forward/layer.3/attn": built the first time it
+ * is asked for and kept as long as the replay; "" for an index out of range
+ * (or, after an error line, when memory runs out).
+ */
+const char *replay_path_str(const struct replay *rp, uint32_t path);
+
+/* A range's full path: replay_path_str() of its path. */
 const char *replay_range_path(const struct replay *rp, const struct replay_range *r);
 
 /* Innermost range on `thread` whose span covers t (inclusive), -1 none. O(log n + depth). */
@@ -337,6 +363,7 @@ size_t replay_step_divisor(const struct replay *rp, bool include_warmup);
  * keeps everything under any "forward" range, and the pattern made of
  * "layer.*", "attn", "softmax" keeps everything under any layer's softmax.
  */
+#define RANGE_PATTERN_MAX 64    /* components */
 struct range_pattern {
 	char *storage;
 	const char **comp;

@@ -35,11 +35,18 @@ struct bundle_writer_options {
 };
 
 /*
- * Creates `path` and writes the header member. `hdr` is copied; format
+ * Starts the bundle `path` and writes the header member. The bundle is
+ * written through lib/output.h: under a temporary name beside `path`
+ * (bundle_writer_file) until bundle_writer_close or _abort renames it onto
+ * `path`, so a process that dies first leaves that temporary file, readable
+ * up to its last whole chunk, and `path` as it was. `hdr` is copied; format
  * version and tool version are filled in by the writer. Returns NULL on error.
  */
 struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Header *hdr,
 					 const struct bundle_writer_options *opt);
+
+/* The file being written: the temporary name until the bundle is closed. */
+const char *bundle_writer_file(const struct bundle_writer *w);
 
 /* Interns a string; returns its id (>= 1; 0 for NULL or ""). Ids are stable. */
 uint32_t bundle_writer_intern(struct bundle_writer *w, const char *s);
@@ -52,13 +59,16 @@ void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n);
 
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"
- * or "oom") and closes the archive. Frees `w` whatever happens. -1 on error.
+ * or "oom"), closes the archive and renames the file onto its path. A write
+ * that failed (a full disk) removes the temporary file instead and leaves
+ * the path as it was. Frees `w` whatever happens. -1 on error.
  */
 int bundle_writer_close(struct bundle_writer *w, const char *end_reason);
 
 /*
  * Closes without a footer, as a crash would leave it only tidier: flushes
- * what it has and closes the archive. For signal paths and tests.
+ * what it has, closes the archive and renames the file onto its path (unless
+ * a write failed). For exit paths and tests.
  */
 void bundle_writer_abort(struct bundle_writer *w);
 
@@ -80,6 +90,22 @@ struct bundle_reader;
  */
 struct bundle_reader *bundle_reader_open(const char *path);
 
+/*
+ * A memory budget for reading, set before the first bundle_reader_next():
+ * reading ends with one error line ("bundle 'x.stb' needs at least 5.10 GiB
+ * of memory ..., over the limit of 4.00 GiB: raise it with --memory-limit")
+ * before an allocation would take what it needs over `limit` bytes (0: no
+ * limit; without a call, memory_limit_default() of lib/memlimit.h and no
+ * per-event cost). What it counts: the strings, the buffers of the members
+ * and of the decoded chunks, and `per_event` bytes for every event read,
+ * what the caller keeps of each (replay's cost), all known before the
+ * allocations (member sizes from the archive, event counts from a scan of
+ * each chunk).
+ */
+void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event);
+/* What the budget has counted so far, in bytes. */
+uint64_t bundle_reader_memory(const struct bundle_reader *r);
+
 /* The decoded header; owned by the reader. */
 const Steptrace__Header *bundle_reader_header(const struct bundle_reader *r);
 
@@ -98,7 +124,11 @@ uint32_t bundle_reader_string_count(const struct bundle_reader *r); /* ids are <
 /* After reading to the end: the footer, or NULL when the bundle has none. */
 const Steptrace__Footer *bundle_reader_footer(const struct bundle_reader *r);
 
-/* True when the bundle ended early (no footer, cut member, bad trailing data). */
+/*
+ * True when the bundle ended early: no footer, a cut member, a zstd frame
+ * without its end (a cut in its last bytes), or data after the frame's end
+ * (garbage, a second bundle).
+ */
 bool bundle_reader_truncated(const struct bundle_reader *r);
 /* Why it ended early, for the warning line; NULL when it did not. */
 const char *bundle_reader_truncation(const struct bundle_reader *r);

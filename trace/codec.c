@@ -5,6 +5,7 @@
  */
 #include "trace/codec.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "lib/grow.h"
@@ -16,7 +17,7 @@ int byte_buf_reserve(struct byte_buf *b, size_t extra)
 	return ALLOC_GROW(b->data, b->len + extra, b->cap);
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
+size_t pb_put_varint(uint8_t *p, uint64_t v)
 {
 	size_t n = 0;
 
@@ -195,11 +196,123 @@ size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct s
 	if (byte_buf_reserve(buf, len + 16))
 		return 0;
 	uint8_t *p = buf->data + buf->len;
-	size_t n = put_varint(p, (3u << 3) | 2u); /* EventChunk.events, length-delimited */
-	n += put_varint(p + n, len);
+	size_t n = pb_put_varint(p, (3u << 3) | 2u); /* EventChunk.events, length-delimited */
+	n += pb_put_varint(p + n, len);
 	n += steptrace__event__pack(&m, p + n);
 	buf->len += n;
 	return n;
+}
+
+/* ---- reading field by field ------------------------------------------ */
+
+static int get_varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (*pos >= len)
+			return -1;
+		uint8_t b = buf[(*pos)++];
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1; /* more than 10 bytes */
+}
+
+int pb_field_next(const uint8_t *buf, size_t len, size_t *pos, struct pb_field *f)
+{
+	uint64_t tag;
+
+	if (*pos >= len)
+		return 0;
+	if (get_varint(buf, len, pos, &tag) < 0 || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+		return -1;
+	f->number = (uint32_t)(tag >> 3);
+	f->wire = (enum pb_wire)(tag & 7);
+	f->data = NULL;
+	f->len = 0;
+	f->value = 0;
+	switch (f->wire) {
+	case PB_VARINT:
+		return get_varint(buf, len, pos, &f->value) < 0 ? -1 : 1;
+	case PB_FIXED64:
+	case PB_FIXED32: {
+		size_t n = f->wire == PB_FIXED64 ? 8 : 4;
+		if (len - *pos < n)
+			return -1;
+		for (size_t i = n; i-- > 0;)
+			f->value = f->value << 8 | buf[*pos + i];
+		*pos += n;
+		return 1;
+	}
+	case PB_BYTES: {
+		uint64_t n;
+		if (get_varint(buf, len, pos, &n) < 0 || n > len - *pos)
+			return -1;
+		f->data = buf + *pos;
+		f->len = (size_t)n;
+		*pos += (size_t)n;
+		return 1;
+	}
+	default:
+		return -1; /* groups (3, 4) and unused wire types */
+	}
+}
+
+int chunk_scan(struct chunk_view *c, const uint8_t *data, size_t len, const char **why, size_t *at)
+{
+	struct pb_field f;
+	size_t pos = 0;
+	int ret;
+
+	*c = (struct chunk_view){ .data = data, .len = len };
+	*at = SIZE_MAX;
+	while ((ret = pb_field_next(data, len, &pos, &f)) > 0) {
+		if (f.number == 3) {
+			if (f.wire != PB_BYTES)
+				goto malformed;
+			*at = c->n_events;
+			if (f.len == 0) {
+				*why = "holds an event with no content";
+				return -1;
+			}
+			if (f.len > MAX_EVENT_BYTES) {
+				*why = "holds an event over 64 KiB";
+				return -1;
+			}
+			c->n_events++;
+		} else if (f.number == 1 || f.number == 2) {
+			if (f.wire != PB_VARINT)
+				goto malformed;
+			if (f.number == 1)
+				c->index = (uint32_t)f.value;
+			else
+				c->base_ns = f.value;
+		}
+		/* other fields: a newer minor version's; skipped */
+	}
+	if (ret == 0)
+		return 0;
+malformed:
+	*why = "does not decode";
+	return -1;
+}
+
+int chunk_next_event(const struct chunk_view *c, size_t *pos, const uint8_t **ev, size_t *ev_len)
+{
+	struct pb_field f;
+
+	while (pb_field_next(c->data, c->len, pos, &f) > 0) {
+		if (f.number == 3) {
+			*ev = f.data;
+			*ev_len = f.len;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* ---- decoding ---------------------------------------------------------- */
@@ -392,8 +505,13 @@ int event_decode(const Steptrace__Event *m, struct chunk_state *st, uint32_t str
 		ev->sync.thread = m->sync->thread;
 		ev->sync.correlation = corr_undelta(st, m->sync->correlation);
 		break;
+	case STEPTRACE__EVENT__KIND__NOT_SET:
+		if (m->base.n_unknown_fields == 0) {
+			*why = "an event has no kind";
+			return -1;
+		}
+		return 1; /* a kind from a newer minor version of the schema: skip it */
 	default:
-		/* A kind from a newer minor version of the schema: skip it. */
 		return 1;
 	}
 	return 0;

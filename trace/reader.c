@@ -1,8 +1,11 @@
 /*
  * reader.c: the bundle reader. Every byte is hostile: member sizes are
- * bounded before anything is allocated, every protobuf unpack is checked,
- * every string id and enum is validated, and the reader never loops on a bad
- * archive (libarchive's FATAL/WARN results end reading).
+ * bounded before anything is allocated, chunks and string tables are scanned
+ * field by field before they are (an event or a string without content is
+ * damage), what reading will need is checked against the memory budget
+ * before each allocation that grows with the bundle, every protobuf unpack
+ * is checked, every string id and enum is validated, and the reader never
+ * loops on a bad archive (libarchive's FATAL/WARN results end reading).
  *
  * libzstd decompresses (streaming, block by block) and libarchive reads the
  * tar from what it produced, so a cut file yields every zstd block before
@@ -10,14 +13,15 @@
  * consumed, the recording was cut short (a crash, a kill): the events before
  * the cut are delivered and the bundle is marked truncated. When zstd reports
  * damage, or libarchive fails with input still unread, bytes inside the file
- * are damaged: that is an error naming what could be read.
+ * are damaged: that is an error naming what could be read. At the archive's
+ * end the zstd frame must end too, and the file with it (check_stream_end).
  *
  * Threads. bundle_reader_open() reads the header on the caller's thread;
  * the first bundle_reader_next() starts N_WORKERS workers. A worker, holding
  * read_lock, reads members up to the next chunk (string tables and the footer
- * on the way) and claims that chunk by its index; then, unlocked, it unpacks
- * the chunk into its own arena and decodes it into slots[index % N_BATCHES]
- * once the caller has given that slot back. Chunks decode independently (the
+ * on the way), scans that chunk and claims it by its index; then, unlocked,
+ * it unpacks its events one by one into its own arena and decodes them into
+ * slots[index % N_BATCHES] once the caller has given that slot back. Chunks decode independently (the
  * delta state restarts at each; the string count they may name is taken at
  * the claim), so two workers decode two chunks while the caller reads a
  * third, and at most N_BATCHES decoded chunks exist. The end of the archive,
@@ -56,9 +60,12 @@
 #include <zstd.h>
 
 #include "lib/error.h"
+#include "lib/human.h"
+#include "lib/memlimit.h"
 #include "trace/codec.h"
 
 #define MAX_MEMBER_BYTES (256u << 20)
+#define MAX_HEADER_BYTES (1u << 20) /* header.pb and footer.pb: unpacked whole */
 #define MAX_STRINGS (1u << 26)
 #define MAX_STRING_BYTES (1u << 30)
 
@@ -78,6 +85,7 @@
  * less than faulting its pages in one by one.
  */
 #define BIG_BYTES (64u << 10)
+#define ARENA_BLOCK (256u << 10) /* an event unpacks into much less */
 
 static void *big_alloc(size_t size, bool fill)
 {
@@ -97,8 +105,9 @@ static void big_free(void *p, size_t size)
 }
 
 /*
- * Event chunks are unpacked into an arena reset per chunk: protobuf-c then
- * makes no malloc/free per event, which was most of the reading time.
+ * Events are unpacked one at a time into an arena reset per event: protobuf-c
+ * then makes no malloc/free per event, which was most of the reading time,
+ * and unpacking holds one event, never a whole chunk of them.
  */
 struct arena_block {
 	struct arena_block *next;
@@ -108,6 +117,7 @@ struct arena_block {
 
 struct arena {
 	struct arena_block *head; /* the block being filled; older ones follow */
+	size_t failed;            /* an allocation of this size failed since the reset */
 	ProtobufCAllocator allocator;
 };
 
@@ -118,10 +128,12 @@ static void *arena_alloc(void *data, size_t size)
 
 	size = (size + 15) & ~(size_t)15;
 	if (!b || b->size - b->used < size) {
-		size_t want = size > (16u << 20) ? size : (16u << 20);
+		size_t want = size > ARENA_BLOCK ? size : ARENA_BLOCK;
 		b = big_alloc(sizeof(*b) + want, false);
-		if (!b)
+		if (!b) {
+			a->failed = size;
 			return NULL;
+		}
 		b->size = want;
 		b->used = 0;
 		b->next = a->head;
@@ -143,6 +155,7 @@ static void arena_reset(struct arena *a)
 	size_t total = 0;
 	struct arena_block *b;
 
+	a->failed = 0;
 	if (!a->head)
 		return;
 	if (!a->head->next) {
@@ -195,6 +208,7 @@ struct worker {
 	struct arena arena;
 	struct member_buf mem;
 	size_t len;         /* of the chunk member in mem */
+	struct chunk_view chunk; /* its fields, scanned when claimed */
 	char *name;         /* its name, for messages */
 	uint32_t index;     /* the chunk index claimed: the batch's place */
 	uint32_t n_strings; /* strings defined before it */
@@ -230,16 +244,24 @@ struct bundle_reader {
 	uint8_t *ibuf, *obuf;
 	size_t ibuf_size, obuf_size;
 	ZSTD_inBuffer in;
-	int in_eof, frame_open;
+	uint64_t file_pos;  /* bytes read from the file */
+	int in_eof;
+	int frame_ended;    /* the zstd frame ended: what follows is trailing data */
 	Steptrace__Footer *footer;
 	char **string_pages[STRING_PAGES]; /* string id 0 = "" */
 	uint32_t n_strings;
 	uint64_t string_bytes;
-	Steptrace__StringTable **tables; /* owners of the strings */
-	size_t n_tables;
+	char **string_blocks; /* one per table: its strings, each NUL-terminated */
+	size_t n_string_blocks;
 	uint32_t chunks;  /* claimed */
 	int done;         /* the archive ended or failed */
 	int opening;      /* reading the first member: failures mean "not a bundle" */
+
+	/* The memory budget (bundle_reader_set_budget), under read_lock. */
+	uint64_t limit, per_event;
+	uint64_t events_claimed;  /* in the chunks claimed */
+	uint64_t string_memory;   /* the tables' blocks and the pages */
+	size_t largest_member, largest_chunk; /* events; what the buffers hold */
 	char *truncation; /* why the bundle ended early */
 	struct read_error err;
 
@@ -341,6 +363,57 @@ static int __attribute__((format(printf, 2, 3))) read_error(struct bundle_reader
 	return -1;
 }
 
+/* "out of memory while decoding chunk 3 of 'x.stb' (needs 15.0 MiB)" into *e; -1. */
+static int oom(struct read_error *e, const char *path, uint64_t need, const char *doing)
+{
+	char h[32];
+
+	return fail(e, "out of memory while %s of '%s' (needs %s)", doing, path,
+		    human_bytes(h, sizeof(h), (double)need));
+}
+
+/* The same for reading a member, ending reading; -1. */
+static int out_of_memory(struct bundle_reader *r, const char *doing, const char *member, uint64_t need)
+{
+	char what[300];
+
+	snprintf(what, sizeof(what), "%s '%s'", doing, member);
+	r->done = 1;
+	return oom(&r->err, r->path, need, what);
+}
+
+/*
+ * The memory budget. Reading needs the strings (their blocks and the page
+ * slots), a member buffer per worker as large as the largest member, a
+ * batch per slot as large as the largest chunk, and the caller's per_event
+ * bytes for every event claimed. Before each of these grows, the reader
+ * checks that the total stays within the limit, and commits the growth:
+ * `member` bytes of member buffer, a chunk of `events`, `strings` bytes of
+ * strings, for the member `name`. 0, or -1 with the line in r->err.
+ */
+static int memory_check(struct bundle_reader *r, const char *name, size_t member, size_t events,
+			uint64_t strings)
+{
+	size_t m = member > r->largest_member ? member : r->largest_member;
+	size_t c = events > r->largest_chunk ? events : r->largest_chunk;
+	uint64_t batches = r->chunks < N_BATCHES ? r->chunks + 1 : N_BATCHES;
+	uint64_t need = r->string_memory + strings + (uint64_t)N_WORKERS * m +
+			batches * c * sizeof(struct st_event) + (r->events_claimed + events) * r->per_event;
+	char h[32], l[32];
+
+	if (r->limit && need > r->limit)
+		return read_error(r, "bundle '%s' needs at least %s of memory by '%s' (%llu events), "
+				  "over the limit of %s: raise it with --memory-limit", r->path,
+				  human_bytes(h, sizeof(h), (double)need), name,
+				  (unsigned long long)(r->events_claimed + events),
+				  human_bytes(l, sizeof(l), (double)r->limit));
+	r->largest_member = m;
+	r->largest_chunk = c;
+	r->events_claimed += events;
+	r->string_memory += strings;
+	return 0;
+}
+
 static int set_truncated(struct bundle_reader *r, const char *why)
 {
 	if (!r->truncation)
@@ -354,40 +427,109 @@ static int input_exhausted(struct bundle_reader *r)
 {
 	return r->in_eof && r->in.pos == r->in.size;
 }
-/* libarchive's read callback: the next decompressed bytes; 0 at the end of
- * the input (whole or cut), -1 when zstd finds damage. */
+/* More input when the buffer is used up: 1, 0 at the end of the file, -1 on a read error (errno). */
+static int fill_input(struct bundle_reader *r)
+{
+	if (r->in.pos < r->in.size)
+		return 1;
+	if (r->in_eof)
+		return 0;
+	size_t n = fread(r->ibuf, 1, r->ibuf_size, r->file);
+	if (n == 0) {
+		if (ferror(r->file))
+			return -1;
+		r->in_eof = 1;
+		return 0;
+	}
+	r->file_pos += n;
+	r->in = (ZSTD_inBuffer){ r->ibuf, n, 0 };
+	return 1;
+}
+
+/* Decompresses into `out`; 0, or -1 with zstd's reason. The frame's end is noted. */
+static int decompress(struct bundle_reader *r, ZSTD_outBuffer *out, const char **why)
+{
+	size_t ret = ZSTD_decompressStream(r->dz, out, &r->in);
+
+	if (ZSTD_isError(ret)) {
+		*why = ZSTD_getErrorName(ret);
+		return -1;
+	}
+	r->frame_ended = ret == 0;
+	return 0;
+}
+
+/*
+ * libarchive's read callback: the next decompressed bytes; 0 at the end of
+ * the input (whole or cut) or of the zstd frame (what follows it is
+ * trailing data: check_stream_end() says so), -1 when zstd finds damage.
+ */
 static la_ssize_t tar_read_cb(struct archive *a, void *client, const void **buf)
 {
 	struct bundle_reader *r = client;
 	ZSTD_outBuffer out = { r->obuf, r->obuf_size, 0 };
+	const char *why;
 
-	while (out.pos == 0) {
-		if (r->in.pos == r->in.size) {
-			if (r->in_eof)
-				return 0;
-			size_t n = fread(r->ibuf, 1, r->ibuf_size, r->file);
-			if (n == 0) {
-				if (ferror(r->file)) {
-					archive_set_error(a, errno, "read error: %s", strerror(errno));
-					return -1;
-				}
-				r->in_eof = 1;
-				continue;
-			}
-			r->in = (ZSTD_inBuffer){ r->ibuf, n, 0 };
+	while (out.pos == 0 && !r->frame_ended) {
+		int more = fill_input(r);
+		if (more < 0) {
+			archive_set_error(a, errno, "read error: %s", strerror(errno));
+			return -1;
 		}
-		size_t ret = ZSTD_decompressStream(r->dz, &out, &r->in);
-		if (ZSTD_isError(ret)) {
-			archive_set_error(a, EINVAL, "zstd: %s", ZSTD_getErrorName(ret));
+		if (!more)
+			return 0;
+		if (decompress(r, &out, &why) < 0) {
+			archive_set_error(a, EINVAL, "zstd: %s", why);
 			r->in_eof = 0; /* damage, not a cut */
 			r->in.pos = 0;
 			r->in.size = 1;
 			return -1;
 		}
-		r->frame_open = ret != 0;
 	}
 	*buf = r->obuf;
 	return (la_ssize_t)out.pos;
+}
+
+/*
+ * At the archive's end: the zstd frame must end too (its last block and
+ * checksum present, nothing but the tar's zero padding decoded after the
+ * archive's end blocks), and the file with the frame. A frame without its
+ * end is a cut; bytes after it (garbage, a second bundle) are trailing
+ * data; both mark the bundle truncated. A checksum that does not match is
+ * damage. 0, or -1 (in r->err).
+ */
+static int check_stream_end(struct bundle_reader *r)
+{
+	const char *why;
+	char text[160];
+
+	while (!r->frame_ended) {
+		ZSTD_outBuffer out = { r->obuf, r->obuf_size, 0 };
+		int more = fill_input(r);
+
+		if (more < 0)
+			return read_error(r, "cannot read bundle '%s': %s", r->path, strerror(errno));
+		if (!more)
+			return set_truncated(r, "its zstd frame has no end: the file is cut short");
+		if (decompress(r, &out, &why) < 0)
+			return read_error(r, "bundle '%s' is damaged: zstd: %s", r->path, why);
+		for (size_t i = 0; i < out.pos; i++)
+			if (r->obuf[i])
+				return set_truncated(r, "it has data after the end of its archive");
+	}
+	uint64_t end = r->file_pos - (r->in.size - r->in.pos);
+	if (end < r->file_size) {
+		uint8_t magic[4] = { 0 };
+		size_t have = r->in.size - r->in.pos;
+		if (have >= 4)
+			memcpy(magic, (const uint8_t *)r->in.src + r->in.pos, 4);
+		snprintf(text, sizeof(text), "%llu bytes of trailing data follow its end%s",
+			 (unsigned long long)(r->file_size - end),
+			 have >= 4 && !memcmp(magic, "\x28\xb5\x2f\xfd", 4) ? ": another zstd frame, two bundles concatenated?"
+										: "");
+		return set_truncated(r, text);
+	}
+	return 0;
 }
 
 static int fail_or_truncate(struct bundle_reader *r, const char *what)
@@ -432,15 +574,21 @@ static int next_member(struct bundle_reader *r, struct member_buf *mb, const cha
 	*name = archive_entry_pathname(e);
 	if (!*name)
 		*name = "?";
-	if (size < 0 || (uint64_t)size > MAX_MEMBER_BYTES) {
-		return read_error(r, "bundle '%s' is damaged: member '%s' claims %lld bytes, over the %u MiB limit",
-				  r->path, *name, (long long)size, MAX_MEMBER_BYTES >> 20);
+	uint64_t max = !strcmp(*name, "header.pb") || !strcmp(*name, "footer.pb") ? MAX_HEADER_BYTES
+										   : MAX_MEMBER_BYTES;
+	if (size < 0 || (uint64_t)size > max) {
+		char h[32];
+		return read_error(r, "bundle '%s' is damaged: member '%s' claims %lld bytes, over the %s limit",
+				  r->path, *name, (long long)size, human_bytes(h, sizeof(h), (double)max));
 	}
 	if ((size_t)size > mb->cap) {
+		if (memory_check(r, *name, (size_t)size, 0, 0) < 0)
+			return -1;
 		big_free(mb->data, mb->cap);
 		mb->cap = 0;
-		if (!(mb->data = big_alloc((size_t)size, true)))
-			return read_error(r, "cannot read bundle '%s': out of memory", r->path);
+		/* not populated: pages are touched only as far as the data goes */
+		if (!(mb->data = big_alloc((size_t)size, false)))
+			return out_of_memory(r, "reading", *name, (uint64_t)size);
 		mb->cap = (size_t)size;
 	}
 	size_t got = 0;
@@ -458,34 +606,70 @@ static int next_member(struct bundle_reader *r, struct member_buf *mb, const cha
 	return 1;
 }
 
-/* Takes `t` over on success; on error (-1) it stays the caller's. */
-static int add_strings(struct bundle_reader *r, Steptrace__StringTable *t, const char *member)
+/*
+ * Adds the string table in `data` (a StringTable message) to the ids,
+ * copying its strings into one block. An empty string is damage: the writer
+ * never writes one (id 0 is the empty string). 0, or -1 (in r->err).
+ */
+static int add_strings(struct bundle_reader *r, const uint8_t *data, size_t len, const char *member)
 {
-	uint64_t bytes = 0;
+	uint64_t n = 0, bytes = 0, first_id = 0;
+	struct pb_field f;
+	size_t pos = 0;
+	char *block, *p;
+	int ret;
 
-	if (t->first_id != r->n_strings)
-		return read_error(r, "bundle '%s' is damaged: %s starts at string %u, expected %u",
-				  r->path, member, t->first_id, r->n_strings);
-	if (t->n_strings > MAX_STRINGS - r->n_strings)
+	while ((ret = pb_field_next(data, len, &pos, &f)) > 0) {
+		if (f.number == 1 && f.wire == PB_VARINT) {
+			first_id = (uint32_t)f.value;
+		} else if (f.number == 2 && f.wire == PB_BYTES) {
+			if (f.len == 0)
+				return fail_counted(&r->err, r->chunks, "bundle '%s' is damaged: string table '%s' "
+						    "holds an empty string (id %llu)", r->path, member,
+						    (unsigned long long)(r->n_strings + n));
+			n++;
+			bytes += f.len;
+		} else if (f.number == 1 || f.number == 2) {
+			ret = -1;
+			break;
+		}
+	}
+	if (ret < 0)
+		return fail_counted(&r->err, r->chunks, "bundle '%s' is damaged: string table '%s' does not decode",
+				    r->path, member);
+	if (first_id != r->n_strings)
+		return read_error(r, "bundle '%s' is damaged: %s starts at string %llu, expected %u",
+				  r->path, member, (unsigned long long)first_id, r->n_strings);
+	if (n > MAX_STRINGS - r->n_strings)
 		return read_error(r, "bundle '%s' is damaged: more than %u strings", r->path, MAX_STRINGS);
-	for (size_t i = 0; i < t->n_strings; i++)
-		bytes += strlen(t->strings[i]);
 	if (r->string_bytes + bytes > MAX_STRING_BYTES)
 		return read_error(r, "bundle '%s' is damaged: string table over 1 GiB", r->path);
-	Steptrace__StringTable **tables = realloc(r->tables, (r->n_tables + 1) * sizeof(*tables));
-	if (!tables)
-		return read_error(r, "cannot read bundle '%s': out of memory", r->path);
-	r->tables = tables;
-	for (size_t i = 0; i < t->n_strings; i++) {
-		uint32_t id = r->n_strings + (uint32_t)i;
-		unsigned p = string_page(id);
-		if (!r->string_pages[p] &&
-		    !(r->string_pages[p] = malloc(((size_t)STRING_PAGE0 << p) * sizeof(char *))))
-			return read_error(r, "cannot read bundle '%s': out of memory", r->path);
-		*string_slot(r->string_pages, id) = t->strings[i];
+	/* the block, and a page slot per id */
+	if (memory_check(r, member, 0, 0, bytes + n + n * sizeof(char *)) < 0)
+		return -1;
+	char **blocks = realloc(r->string_blocks, (r->n_string_blocks + 1) * sizeof(*blocks));
+	if (!blocks)
+		return out_of_memory(r, "reading", member, sizeof(*blocks));
+	r->string_blocks = blocks;
+	block = malloc(bytes + n + 1);
+	if (!block)
+		return out_of_memory(r, "reading", member, bytes + n + 1);
+	r->string_blocks[r->n_string_blocks++] = block;
+	p = block;
+	pos = 0;
+	for (uint32_t id = r->n_strings; pb_field_next(data, len, &pos, &f) > 0;) {
+		if (f.number != 2)
+			continue;
+		unsigned pg = string_page(id);
+		if (!r->string_pages[pg] &&
+		    !(r->string_pages[pg] = malloc(((size_t)STRING_PAGE0 << pg) * sizeof(char *))))
+			return out_of_memory(r, "reading", member, ((size_t)STRING_PAGE0 << pg) * sizeof(char *));
+		memcpy(p, f.data, f.len);
+		p[f.len] = '\0';
+		*string_slot(r->string_pages, id++) = p;
+		p += f.len + 1;
 	}
-	r->tables[r->n_tables++] = t;
-	r->n_strings += (uint32_t)t->n_strings;
+	r->n_strings += (uint32_t)n;
 	r->string_bytes += bytes;
 	return 0;
 }
@@ -541,6 +725,7 @@ struct bundle_reader *bundle_reader_open(const char *path)
 	}
 	r->string_pages[0][0] = "";
 	r->n_strings = 1;
+	r->limit = memory_limit_default();
 	r->out.n_strings = 1;
 	r->file = fopen(path, "rb");
 	if (!r->file) {
@@ -601,14 +786,14 @@ static int read_chunk_member(struct bundle_reader *r, struct worker *w)
 		int ret = next_member(r, &w->mem, &name, &len);
 		if (ret == 0) {
 			r->done = 1;
-			if (!r->footer) {
-				set_truncated(r, "it has no footer: the recording did not finish");
-				return 0;
-			}
-			if (r->footer->chunks != r->chunks || r->footer->strings + 1 != r->n_strings)
+			if (r->footer && (r->footer->chunks != r->chunks || r->footer->strings + 1 != r->n_strings))
 				return read_error(r, "bundle '%s' is damaged: its footer lists %u chunks and %u strings, "
 						  "the archive holds %u and %u", r->path, r->footer->chunks,
 						  r->footer->strings, r->chunks, r->n_strings - 1);
+			if (check_stream_end(r) < 0)
+				return -1;
+			if (!r->footer)
+				set_truncated(r, "it has no footer: the recording did not finish");
 			return 0;
 		}
 		if (ret < 0)
@@ -618,28 +803,34 @@ static int read_chunk_member(struct bundle_reader *r, struct worker *w)
 		if (r->footer)
 			return read_error(r, "bundle '%s' is damaged: member '%s' after the footer", r->path, name);
 		if (has_prefix(name, "strings-")) {
-			Steptrace__StringTable *t = steptrace__string_table__unpack(NULL, len, w->mem.data);
-			if (!t) {
+			if (add_strings(r, w->mem.data, len, name) < 0) {
 				r->done = 1;
-				return fail_counted(&r->err, r->chunks,
-						    "bundle '%s' is damaged: string table '%s' does not decode",
-						    r->path, name);
-			}
-			if (add_strings(r, t, name)) {
-				steptrace__string_table__free_unpacked(t, NULL);
 				return -1;
 			}
 		} else if (has_prefix(name, "events-")) {
+			const char *why;
+			size_t at;
 			char *copy = realloc(w->name, strlen(name) + 1);
 			if (!copy)
-				return read_error(r, "cannot read bundle '%s': out of memory", r->path);
+				return out_of_memory(r, "reading", name, strlen(name) + 1);
 			w->name = strcpy(copy, name);
 			w->len = len;
+			if (chunk_scan(&w->chunk, w->mem.data, len, &why, &at) < 0) {
+				r->done = 1;
+				if (at == SIZE_MAX)
+					return fail_counted(&r->err, r->chunks, "bundle '%s' is damaged: chunk '%s' %s",
+							    r->path, name, why);
+				return fail_counted(&r->err, r->chunks, "bundle '%s' is damaged: chunk '%s' %s "
+						    "(event %zu)", r->path, name, why, at);
+			}
+			if (memory_check(r, name, 0, w->chunk.n_events, 0) < 0)
+				return -1;
 			return 1;
 		} else if (!strcmp(name, "footer.pb")) {
 			r->footer = steptrace__footer__unpack(NULL, len, w->mem.data);
 			if (!r->footer)
 				return read_error(r, "bundle '%s' is damaged: its footer does not decode", r->path);
+			/* what follows it must be the archive's end */
 		} else if (!strcmp(name, "header.pb")) {
 			return read_error(r, "bundle '%s' is damaged: a second header", r->path);
 		}
@@ -675,45 +866,55 @@ static int worker_claim(struct worker *w)
 	return 1;
 }
 
-/* Unpacks the claimed chunk into the worker's arena. 0, or -1 (in w->err). */
-static int worker_unpack(struct worker *w, Steptrace__EventChunk **chunk)
+/* Checks the claimed chunk's own fields. 0, or -1 (in w->err). */
+static int worker_check(struct worker *w)
 {
 	struct bundle_reader *r = w->r;
-	Steptrace__EventChunk *c;
 
-	arena_reset(&w->arena);
-	c = steptrace__event_chunk__unpack(&w->arena.allocator, w->len, w->mem.data);
-	if (!c)
-		return fail_counted(&w->err, w->index, "bundle '%s' is damaged: chunk '%s' does not decode",
-				    r->path, w->name);
-	if (c->base_ns > (UINT64_C(1) << 62))
+	if (w->chunk.base_ns > (UINT64_C(1) << 62))
 		return fail(&w->err, "bundle '%s' is damaged: chunk '%s' has a base time out of range",
 			    r->path, w->name);
-	if (c->index != w->index)
+	if (w->chunk.index != w->index)
 		return fail(&w->err, "bundle '%s' is damaged: chunk %u is missing (found '%s' next)",
 			    r->path, w->index, w->name);
-	*chunk = c;
 	return 0;
 }
 
-/* Decodes the chunk's events into `b`. 0, or -1 (in w->err). */
-static int decode_chunk(struct worker *w, const Steptrace__EventChunk *c, struct batch *b)
+/* Unpacks and decodes the chunk's events into `b`, one at a time. 0, or -1 (in w->err). */
+static int decode_chunk(struct worker *w, struct batch *b)
 {
+	const struct chunk_view *c = &w->chunk;
 	struct chunk_state state = { .prev_start = c->base_ns };
+	const char *path = w->r->path;
+	char doing[64];
+	const uint8_t *data;
+	size_t pos = 0, len;
 
+	snprintf(doing, sizeof(doing), "decoding chunk %u", w->index);
 	if (b->cap < c->n_events) {
+		/* n_events was checked against the budget when the chunk was claimed */
 		big_free(b->ev, b->cap * sizeof(*b->ev));
 		b->cap = 0;
 		if (!(b->ev = big_alloc(c->n_events * sizeof(*b->ev), true)))
-			return fail(&w->err, "cannot read bundle '%s': out of memory", w->r->path);
+			return oom(&w->err, path, c->n_events * sizeof(*b->ev), doing);
 		b->cap = c->n_events;
 	}
-	for (size_t i = 0; i < c->n_events; i++) {
+	for (size_t i = 0; chunk_next_event(c, &pos, &data, &len); i++) {
 		const char *why = NULL;
-		int ret = event_decode(c->events[i], &state, w->n_strings, &b->ev[b->n], &why);
+		Steptrace__Event *m;
+		int ret;
+
+		arena_reset(&w->arena);
+		m = steptrace__event__unpack(&w->arena.allocator, len, data);
+		if (!m && w->arena.failed)
+			return oom(&w->err, path, w->arena.failed, doing);
+		if (!m)
+			return fail_counted(&w->err, w->index, "bundle '%s' is damaged: chunk '%s' does not decode "
+					    "(event %zu)", path, w->name, i);
+		ret = event_decode(m, &state, w->n_strings, &b->ev[b->n], &why);
 		if (ret < 0)
-			return fail(&w->err, "bundle '%s' is damaged: %s (chunk %u, event %zu)",
-				    w->r->path, why, w->index, i);
+			return fail_counted(&w->err, w->index, "bundle '%s' is damaged: %s (chunk %u, event %zu)",
+					    path, why, w->index, i);
 		b->n += ret == 0;
 	}
 	return 0;
@@ -735,13 +936,12 @@ static void batch_end(struct batch *b, struct worker *w, int end)
 static int worker_step(struct worker *w)
 {
 	struct bundle_reader *r = w->r;
-	Steptrace__EventChunk *chunk = NULL;
 	struct batch *b;
 	int ok;
 
 	if (atomic_load_explicit(&r->stop, memory_order_relaxed) || !worker_claim(w))
 		return 1;
-	ok = w->claimed == 1 && worker_unpack(w, &chunk) == 0;
+	ok = w->claimed == 1 && worker_check(w) == 0;
 
 	pthread_mutex_lock(&r->lock);
 	while (w->index - r->released >= N_BATCHES && !atomic_load_explicit(&r->stop, memory_order_relaxed))
@@ -767,7 +967,7 @@ static int worker_step(struct worker *w)
 		batch_end(b, w, -1);
 	} else {
 		b->chunks = w->index + 1;
-		if (decode_chunk(w, chunk, b))
+		if (decode_chunk(w, b))
 			batch_end(b, w, -1);
 	}
 
@@ -943,6 +1143,20 @@ int bundle_reader_next(struct bundle_reader *r, struct st_event *ev)
 	}
 }
 
+void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event)
+{
+	r->limit = limit;
+	r->per_event = per_event;
+}
+
+uint64_t bundle_reader_memory(const struct bundle_reader *r)
+{
+	uint64_t batches = r->chunks < N_BATCHES ? r->chunks : N_BATCHES;
+
+	return r->string_memory + (uint64_t)N_WORKERS * r->largest_member +
+	       batches * r->largest_chunk * sizeof(struct st_event) + r->events_claimed * r->per_event;
+}
+
 const Steptrace__Header *bundle_reader_header(const struct bundle_reader *r)
 {
 	return r->header;
@@ -1012,9 +1226,9 @@ void bundle_reader_free(struct bundle_reader *r)
 		steptrace__header__free_unpacked(r->header, NULL);
 	if (r->footer)
 		steptrace__footer__free_unpacked(r->footer, NULL);
-	for (size_t i = 0; i < r->n_tables; i++)
-		steptrace__string_table__free_unpacked(r->tables[i], NULL);
-	free(r->tables);
+	for (size_t i = 0; i < r->n_string_blocks; i++)
+		free(r->string_blocks[i]);
+	free(r->string_blocks);
 	for (int i = 0; i < STRING_PAGES; i++)
 		free(r->string_pages[i]);
 	free(r->truncation);

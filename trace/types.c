@@ -86,3 +86,31 @@ const char *st_dtype_name(int dtype)
 		return "?";
 	return names[dtype];
 }
+
+const char *st_overhead_kind_name(uint32_t kind)
+{
+	/* CUPTI numbers its own overheads in steps of 1 << 16 */
+	static const char *const cupti[] = {
+		NULL, "buffer flush", "instrumentation", "resource", "runtime-triggered module loading",
+		"lazy function loading", "command buffer full", "activity buffer request",
+		"UVM activity init",
+	};
+
+	if (kind == 0)
+		return "unknown";
+	if (kind == 1)
+		return "driver compiler";
+	if (kind & 0xffff || (kind >> 16) >= sizeof(cupti) / sizeof(cupti[0]))
+		return NULL;
+	return cupti[kind >> 16];
+}
+
+const char *st_sync_type_name(uint32_t type)
+{
+	static const char *const names[] = {
+		"unknown", "event synchronize", "stream wait event", "stream synchronize",
+		"context synchronize",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
+}

@@ -102,6 +102,15 @@ enum st_dtype {
 };
 const char *st_dtype_name(int dtype); /* "f32", "bf16", ... */
 
+/*
+ * CUPTI's numbers kept as they are in Overhead.kind and Sync.type
+ * (CUpti_ActivityOverheadKind, CUpti_ActivitySynchronizationType): their
+ * names ("activity buffer request", "stream synchronize"), NULL for a
+ * number CUPTI has not defined.
+ */
+const char *st_overhead_kind_name(uint32_t kind);
+const char *st_sync_type_name(uint32_t type);
+
 enum st_mem_source { ST_SRC_MODEL = 0, ST_SRC_DRIVER = 1 };
 
 /* Where a device's peak FLOP/s and bandwidth came from; the schema's PeakSource numbering. */

@@ -26,6 +26,7 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/output.h"
 #include "trace/codec.h"
 
 #define DEFAULT_CHUNK_BYTES (4u << 20)
@@ -38,7 +39,8 @@ struct intern_slot {
 
 struct bundle_writer {
 	struct archive *ar;
-	FILE *file;
+	struct output out;   /* the bundle's file, under a temporary name until closed */
+	FILE *file;          /* out.f */
 	ZSTD_CCtx *zc;
 	uint8_t *zbuf;
 	size_t zbuf_size;
@@ -254,11 +256,9 @@ struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Head
 	}
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, opt && opt->zstd_level ? opt->zstd_level : 3);
 	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
-	w->file = fopen(path, "wb");
-	if (!w->file) {
-		error("cannot create bundle '%s': %s", path, strerror(errno));
+	if (output_open(&w->out, w->path, NULL) < 0)
 		goto fail;
-	}
+	w->file = w->out.f;
 	/* Unblocked tar output: each write reaches zstd as it is made. */
 	if (archive_write_set_format_pax_restricted(w->ar) != ARCHIVE_OK ||
 	    archive_write_set_bytes_per_block(w->ar, 0) != ARCHIVE_OK ||
@@ -280,10 +280,8 @@ struct bundle_writer *bundle_writer_open(const char *path, const Steptrace__Head
 fail:
 	if (w->ar)
 		archive_write_free(w->ar);
-	if (w->file) {
-		fclose(w->file);
-		unlink(path);
-	}
+	if (w->file)
+		output_discard(&w->out);
 	ZSTD_freeCCtx(w->zc);
 	free(w->zbuf);
 	free(w->slots);
@@ -291,6 +289,11 @@ fail:
 	free(w->path);
 	free(w);
 	return NULL;
+}
+
+const char *bundle_writer_file(const struct bundle_writer *w)
+{
+	return output_writing(&w->out);
 }
 
 /* Doubles the hash table of interned strings. */
@@ -380,7 +383,11 @@ void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n)
 		w->dropped[kind] += n;
 }
 
-/* Ends the tar and the zstd frame and closes the file; -1 (message printed) on error. */
+/*
+ * Ends the tar and the zstd frame, then puts the file in place (or, when the
+ * bundle could not be written, removes the temporary file and leaves the
+ * target as it was). -1 (message printed when `report`) on error.
+ */
 static int writer_finish(struct bundle_writer *w, int report)
 {
 	int ret = 0;
@@ -393,9 +400,11 @@ static int writer_finish(struct bundle_writer *w, int report)
 	archive_write_free(w->ar);
 	if (zstd_push(w, NULL, 0, ZSTD_e_end) && !ret && report)
 		ret = error("cannot finish bundle '%s': %s", w->path, strerror(w->io_error));
-	if (fclose(w->file) && !ret && report)
-		ret = error("cannot finish bundle '%s': %s", w->path, strerror(errno));
-	return ret;
+	if (ret || w->io_error) {
+		output_discard(&w->out);
+		return -1;
+	}
+	return output_close(&w->out);
 }
 
 static void writer_free(struct bundle_writer *w)

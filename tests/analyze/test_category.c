@@ -35,6 +35,16 @@ int main(void)
 		 "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == CAT_COMM);
 	CHECK(category_from_kernel_name("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)") == CAT_COMM);
 	CHECK(!strcmp(category_name(CAT_COMM), "communication"));
+	/* PyTorch's kernels carry lambdas in their names: not the LAMB optimizer */
+	CHECK(category_from_kernel_name("void at::native::vectorized_elementwise_kernel<8, at::native::"
+					"bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, "
+					"std::array<char*, 2ul> >(...)") == CAT_ELEMENTWISE);
+	CHECK(category_from_kernel_name("void multi_tensor_apply_kernel<LAMB_stage1<float>>(...)") ==
+	      CAT_OPTIMIZER);
+	/* PyTorch ops recorded with `record -- COMMAND`: the family leads the kind */
+	CHECK(of("matmul/aten::addmm", "forward", "nvjet_sm90_tst_96x128_64x7_2x1_v_bz_TNN") == CAT_GEMM);
+	CHECK(of("softmax/aten::_softmax", "forward", "void (anonymous namespace)::softmax_warp_forward"
+		 "<float, float, float, 9, false, false>(...)") == CAT_SOFTMAX);
 	CHECK(category_pick(CAT_SOFTMAX, CAT_ELEMENTWISE) == CAT_SOFTMAX);
 	CHECK(category_pick(CAT_GEMM, CAT_OTHER) == CAT_GEMM);
 	CHECK(category_pick(CAT_GEMM, CAT_REDUCTION) == CAT_REDUCTION);

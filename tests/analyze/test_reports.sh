@@ -86,13 +86,17 @@ expect summary-op 0 "$H
 9.7,120,2,60.0,60.0,60,60,0.0,forward/attn/softmax" -- summary "$dir/basic.stb" --format csv --by op
 
 # categories include copies: memcpy 20 x2 + memset 10 x2; total 1300
+# Time (%) is a share of kernel time (1240) in every mode, so GEMM's share is
+# the same 30.6 as by kernel, flops and diff; copies are measured against it
 expect summary-category 0 "$H
-29.2,380,4,95.0,100.0,80,100,10.0,GEMM
-24.6,320,4,80.0,80.0,60,100,23.1,softmax
-20.0,260,6,43.3,40.0,40,50,5.2,elementwise
-15.4,200,2,100.0,100.0,100,100,0.0,optimizer
-6.2,80,2,40.0,40.0,40,40,0.0,communication
-4.6,60,4,15.0,15.0,10,20,5.8,memcpy/memset" -- summary "$dir/basic.stb" --format csv --by category
+30.6,380,4,95.0,100.0,80,100,10.0,GEMM
+25.8,320,4,80.0,80.0,60,100,23.1,softmax
+21.0,260,6,43.3,40.0,40,50,5.2,elementwise
+16.1,200,2,100.0,100.0,100,100,0.0,optimizer
+6.5,80,2,40.0,40.0,40,40,0.0,communication
+4.8,60,4,15.0,15.0,10,20,5.8,memcpy/memset
+
+# Time (%) is a share of kernel time: memcpy and memset rows are measured against it, not part of it" -- summary "$dir/basic.stb" --format csv --by category
 
 expect summary-forward-category 0 "$H
 57.6,380,4,95.0,100.0,80,100,10.0,GEMM
@@ -100,19 +104,21 @@ expect summary-forward-category 0 "$H
 18.2,120,2,60.0,60.0,60,60,0.0,softmax" -- summary "$dir/basic.stb" --format csv --by category --range forward
 
 expect summary-all 0 "$H
-29.2,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
-15.4,200,2,100.0,100.0,100,100,0.0,adam_kernel
-15.4,200,2,100.0,100.0,100,100,0.0,softmax_backward_kernel
-13.8,180,4,45.0,45.0,40,50,5.8,vectorized_elementwise_kernel
-9.2,120,2,60.0,60.0,60,60,0.0,softmax_kernel
-6.2,80,2,40.0,40.0,40,40,0.0,elementwise_add_kernel
-6.2,80,2,40.0,40.0,40,40,0.0,nccl_kernel_orphan
-3.1,40,2,20.0,20.0,20,20,0.0,[CUDA memcpy Device-to-Device]
-1.5,20,2,10.0,10.0,10,10,0.0,[CUDA memset]" -- summary "$dir/basic.stb" --format csv --all
+30.6,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
+16.1,200,2,100.0,100.0,100,100,0.0,adam_kernel
+16.1,200,2,100.0,100.0,100,100,0.0,softmax_backward_kernel
+14.5,180,4,45.0,45.0,40,50,5.8,vectorized_elementwise_kernel
+9.7,120,2,60.0,60.0,60,60,0.0,softmax_kernel
+6.5,80,2,40.0,40.0,40,40,0.0,elementwise_add_kernel
+6.5,80,2,40.0,40.0,40,40,0.0,nccl_kernel_orphan
+3.2,40,2,20.0,20.0,20,20,0.0,[CUDA memcpy Device-to-Device]
+1.6,20,2,10.0,10.0,10,10,0.0,[CUDA memset]
+
+# Time (%) is a share of kernel time: memcpy and memset rows are measured against it, not part of it" -- summary "$dir/basic.stb" --format csv --all
 
 expect summary-per-step 0 "$H
-30.6,190.0,2.00,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
-16.1,100.0,1.00,100.0,100.0,100,100,0.0,adam_kernel
+30.6,190.0,2,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
+16.1,100.0,1,100.0,100.0,100,100,0.0,adam_kernel
 
 # 2 of 7 rows shown (--top 2)
 # totals and instances are per measured step: divided by 2 steps" -- summary "$dir/basic.stb" --format csv --per-step --top 2
@@ -190,6 +196,11 @@ done
 grep -q "2 records were dropped" "$dir/stderr" || { echo "FAIL info: no dropped warning"; fail=1; }
 got=$("$ST" info "$dir/trunc.stb" --format csv 2>/dev/null)
 printf '%s\n' "$got" | grep -qxF 'complete,no (no footer)' || { echo "FAIL info truncated"; fail=1; }
+
+# CUPTI's overhead kinds and synchronization types by name, not number
+expect replay-names 0 "Time (ms),Kind,Duration (ms),Where,Live (bytes),Range,Name
+29.900100,overhead,0.000100,thread 100,0,,driver compiler
+29.900300,sync,0.000100,thread 100,0,,\"stream synchronize, stream 7\"" -- replay "$dir/basic.stb" --kind overhead,sync --format csv
 
 # bad input and bad flags
 expect bad-file 1 "" -- summary /etc/passwd

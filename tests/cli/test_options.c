@@ -5,9 +5,9 @@
 #include "lib/options.h"
 
 static bool warmup = true, verbose;
-static int top = 10;
+static int top = 10, step = -1, depth;
 static uint64_t count, capacity;
-static double ratio;
+static double ratio, from = -1;
 static const char *output;
 
 static const char *const usage[] = { "steptrace test [<options>] FILE...", NULL };
@@ -21,6 +21,9 @@ static const struct option opts[] = {
 	OPT_U64(0, "count", &count, "events to read"),
 	OPT_DOUBLE(0, "ratio", &ratio, "a threshold"),
 	OPT_SIZE(0, "capacity", &capacity, "device memory to replay against"),
+	OPT_COUNT(0, "step", &step, "only step N"),
+	OPT_POSITIVE(0, "depth", &depth, "paths of at most N components"),
+	OPT_NONNEGATIVE(0, "from", &from, "MS", "start at this time"),
 	OPT_END(),
 };
 
@@ -31,6 +34,9 @@ static void reset(void)
 	top = 10;
 	count = capacity = 0;
 	ratio = 0;
+	step = -1;
+	depth = 0;
+	from = -1;
 	output = NULL;
 }
 
@@ -155,11 +161,39 @@ static void test_errors(void)
 	expect_error(a5, "error: option '--top' expects an integer, not '99999999999'");
 	expect_error(a6, "error: option '--count' expects a non-negative integer, not '-1'");
 	expect_error(a7, "error: option '--ratio' expects a number, not 'nan'");
-	expect_error(a8, "error: option '--capacity' expects a size such as 4096, 512MiB, 1.5GiB or 80GB, not '24XB'");
+	expect_error(a8, "error: option '--capacity' expects a positive size such as 4096, 512MiB, 1.5GiB or 80GB, not '24XB'");
 	expect_error(a9, "error: option '--warmup' takes no value");
 	expect_error(a10, "error: option '-o' requires a value");
 	expect_error(a11, "error: unknown option '--no-top'");
 	expect_error(a12, "error: option '--top' expects an integer, not ''");
+}
+
+/* One rule per kind of value: what may be 0, what may not, what may not be negative. */
+static void test_kinds(void)
+{
+	const char *ok[] = { "test", "--step", "0", "--depth", "1", "--from", "0", "--capacity", "1", NULL };
+	const char *b1[] = { "test", "--step", "-1", NULL };
+	const char *b2[] = { "test", "--depth", "0", NULL };
+	const char *b3[] = { "test", "--depth", "-1", NULL };
+	const char *b4[] = { "test", "--from", "-3", NULL };
+	const char *b5[] = { "test", "--capacity", "0", NULL };
+	const char *b6[] = { "test", "--capacity", "0GiB", NULL };
+	const char *b7[] = { "test", "--step", "two", NULL };
+	char *out, *err;
+
+	CHECK(parse(ok, &out, &err) == 0, "%s", err);
+	CHECK(step == 0 && depth == 1 && from == 0 && capacity == 1);
+	free(out);
+	free(err);
+	expect_error(b1, "error: option '--step' expects a non-negative integer, not '-1'");
+	expect_error(b2, "error: option '--depth' expects a positive integer, not '0'");
+	expect_error(b3, "error: option '--depth' expects a positive integer, not '-1'");
+	expect_error(b4, "error: option '--from' expects a non-negative number, not '-3'");
+	expect_error(b5, "error: option '--capacity' expects a positive size such as 4096, 512MiB, 1.5GiB or 80GB, not '0'");
+	expect_error(b6, "error: option '--capacity' expects a positive size such as 4096, 512MiB, 1.5GiB or 80GB, not '0GiB'");
+	expect_error(b7, "error: option '--step' expects a non-negative integer, not 'two'");
+	/* a refused value leaves the variable as it was */
+	CHECK(step == -1 && depth == 0 && from == -1);
 }
 
 static void test_help(void)
@@ -250,6 +284,7 @@ int main(void)
 	test_values();
 	test_positional();
 	test_errors();
+	test_kinds();
 	test_help();
 	test_sizes();
 	test_split_list();

@@ -208,8 +208,99 @@ static void test_details(void)
 	fclose(devnull);
 }
 
+/* Counts print whole where they are whole; a cut column stays whole outside the text format. */
+static void test_counts_and_widths(void)
+{
+	struct report *r = report_new();
+	struct table *t = report_add_table(r, "t", NULL);
+	char *s;
+
+	table_add_column(t, "Count", COL_FLOAT, 2);
+	table_add_column(t, "Name", COL_STR, 0);
+	table_column_max_width(t, 10);
+	table_row(t);
+	table_count(t, 12);
+	table_str(t, "short");
+	table_row(t);
+	table_count(t, 1.5);
+	table_str(t, "a_very_long_kernel_name<float>(float*)");
+	s = render(r, OUT_TABLE);
+	CHECK_STR(s,
+		"Count  Name\n"
+		"-----  ----------\n"
+		"   12  short\n"
+		" 1.50  a_very_...\n");
+	free(s);
+	s = render(r, OUT_CSV);
+	CHECK_STR(s, "Count,Name\n12,short\n1.50,a_very_long_kernel_name<float>(float*)\n");
+	free(s);
+	s = render(r, OUT_JSON);
+	CHECK(strstr(s, "\"Count\": 12,") && strstr(s, "\"Count\": 1.5,"), "%s", s);
+	CHECK(strstr(s, "a_very_long_kernel_name<float>(float*)") != NULL);
+	free(s);
+	report_free(r);
+}
+
+/* A streamed table prints as report_print prints it alone (csv, md), valid JSON with one row a line. */
+static void test_stream(void)
+{
+	struct report *r = report_new(), *whole = report_new();
+	struct table *t = report_add_table(r, "events", "Events"), *w = report_add_table(whole, "events", "Events");
+	char *buf = NULL, *s;
+	size_t len = 0;
+
+	for (int f = OUT_CSV; f <= OUT_MD; f++) {
+		FILE *out = open_memstream(&buf, &len);
+
+		for (int k = 0; k < 2; k++) {
+			struct table *x = k ? w : t;
+
+			if (f == OUT_CSV) {
+				table_add_column(x, "Time (ms)", COL_FLOAT, 3);
+				table_add_column(x, "Name", COL_STR, 0);
+			}
+		}
+		for (int i = 0; i < 3; i++) {
+			table_row(t);
+			table_float(t, i * 0.5);
+			table_str(t, i == 1 ? "a, \"quoted\" | name" : "n");
+			table_stream_row(t, (enum out_format)f, out);
+			if (f == OUT_CSV) {
+				table_row(w);
+				table_float(w, i * 0.5);
+				table_str(w, i == 1 ? "a, \"quoted\" | name" : "n");
+			}
+		}
+		table_stream_end(t, (enum out_format)f, out);
+		fclose(out);
+		CHECK(table_rows(t) == 0, "streamed rows are forgotten");
+		if (f == OUT_JSON) {
+			CHECK_STR(buf, "{\n  \"events\": [\n"
+				  "    {\"Time (ms)\": 0.0, \"Name\": \"n\"},\n"
+				  "    {\"Time (ms)\": 0.5, \"Name\": \"a, \\\"quoted\\\" | name\"},\n"
+				  "    {\"Time (ms)\": 1.0, \"Name\": \"n\"}\n  ]\n}\n");
+		} else {
+			s = render(whole, (enum out_format)f);
+			CHECK_STR(buf, s);
+			free(s);
+		}
+		free(buf);
+		buf = NULL;
+		/* the next format starts a new stream */
+		report_free(r);
+		r = report_new();
+		t = report_add_table(r, "events", "Events");
+		table_add_column(t, "Time (ms)", COL_FLOAT, 3);
+		table_add_column(t, "Name", COL_STR, 0);
+	}
+	report_free(r);
+	report_free(whole);
+}
+
 int main(void)
 {
+	test_counts_and_widths();
+	test_stream();
 	test_text();
 	test_csv();
 	test_md();

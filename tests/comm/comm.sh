@@ -34,9 +34,9 @@ $(cat "$1")"
 "$st" comm $B --format csv >"$tmp/comm.csv" 2>"$tmp/err" || fail "comm exit $?: $(cat "$tmp/err")"
 # bucket.1: 2.0 + 1.9 ms per step on the two ranks; transfer 7.5 - 5.6 ms; 200 MB / 1.9 ms;
 # hidden 0.5 + 0.4 of 3.9 ms. bucket.0: all of it under the backward.
-want "$tmp/comm.csv" "allreduce/bucket.1,1.00,200000000,1.950,1900.0,105.26,105.26,23.1,76.9"
-want "$tmp/comm.csv" "allreduce/bucket.0,1.00,100000000,0.900,800.0,125.00,125.00,100.0,0.0"
-want "$tmp/comm.csv" "allreduce (total per step),2.00,300000000,2.850,2700.0,111.11,111.11,47.4,52.6"
+want "$tmp/comm.csv" "allreduce/bucket.1,1,200000000,1.950,1900.0,105.26,105.26,23.1,76.9"
+want "$tmp/comm.csv" "allreduce/bucket.0,1,100000000,0.900,800.0,125.00,125.00,100.0,0.0"
+want "$tmp/comm.csv" "allreduce (total per step),2,300000000,2.850,2700.0,111.11,111.11,47.4,52.6"
 want "$tmp/comm.csv" "allreduce/bucket.1,2,100.0,100.0,1,100.0,100.0"
 want "$tmp/comm.csv" "allreduce/bucket.0,2,200.0,200.0,1,100.0,200.0"
 want "$tmp/comm.csv" "0,3.000,1.500,1.500,50.0,50.0,6.000,9.000,16.7"
@@ -50,13 +50,13 @@ cmp -s "$tmp/comm.csv" "$tmp/comm2.csv" || fail "the order of the bundles change
 # naive: everything after the backward, nothing hidden; rank 1 arrives 300 us late
 # shellcheck disable=SC2086
 "$st" comm $N --format csv >"$tmp/naive.csv" 2>&1 || fail "comm naive"
-want "$tmp/naive.csv" "allreduce/layers.0.ffn.w1.weight,1.00,100000000,0.850,700.0,142.86,142.86,0.0,100.0"
+want "$tmp/naive.csv" "allreduce/layers.0.ffn.w1.weight,1,100000000,0.850,700.0,142.86,142.86,0.0,100.0"
 want "$tmp/naive.csv" "allreduce/layers.0.ffn.w1.weight,2,300.0,300.0,1,100.0,300.0"
 want "$tmp/naive.csv" "0,3.000,0.000,3.000,0.0,100.0,6.000,10.500,28.6"
 # --top and --include-warmup (3 steps of which one warm-up: the same per step)
 # shellcheck disable=SC2086
 "$st" comm $B --top 1 --include-warmup --format csv >"$tmp/top.csv" 2>&1
-want "$tmp/top.csv" "allreduce/bucket.1,1.00,200000000,1.950,1900.0,105.26,105.26,23.1,76.9"
+want "$tmp/top.csv" "allreduce/bucket.1,1,200000000,1.950,1900.0,105.26,105.26,23.1,76.9"
 grep -q "^allreduce/bucket.0,1.00" "$tmp/top.csv" && fail "--top 1 shows bucket.0"
 want "$tmp/top.csv" "# 1 of 2 collectives shown (--top 1)"
 # one rank of two: a warning names the missing one
@@ -120,7 +120,7 @@ want "$tmp/err" "error: --svg writes one file: give the bundle of one rank"
 "$st" diff $B $N --format csv >"$tmp/diff.csv" 2>&1 || fail "diff bucket naive"
 want "$tmp/diff.csv" "hidden (ms),1.350,0.000,-1.350,0.000"
 want "$tmp/diff.csv" "exposed (ms),1.500,2.825,1.325,1.883"
-want "$tmp/diff.csv" ",1.975,,,,1.00,comm/allreduce/lm_head.weight"
+want "$tmp/diff.csv" ",1.975,,,,1,comm/allreduce/lm_head.weight"
 want "$tmp/diff.csv" "# A and B differ in ddp (bucket -> naive)"
 # shellcheck disable=SC2086
 "$st" diff $B $N --per-rank --format csv >"$tmp/diffr.csv" 2>&1 || fail "diff --per-rank"

@@ -20,7 +20,7 @@ same() {
 	cmp -s "$tmp/out" "$exp/$name" || { fail "diff $*: output differs from $name"; diff "$exp/$name" "$tmp/out" >&2; }
 }
 
-(cd "$tmp" && "$gen" A.stb B.stb C.stb) || { echo "FAIL: gen_pair" >&2; exit 1; }
+(cd "$tmp" && "$gen" A.stb B.stb C.stb D.stb) || { echo "FAIL: gen_pair" >&2; exit 1; }
 
 same ab_op.csv A.stb B.stb --format csv
 same ab_op.csv A.stb B.stb --by op --format csv
@@ -50,11 +50,18 @@ grep -q 'differ in' "$tmp/out" && fail "diff B B: header difference reported"
 # usage and bad input
 (cd "$tmp" && "$st" diff A.stb B.stb --by nothing) >/dev/null 2>"$tmp/err"
 [ $? = 129 ] || fail "--by nothing: want exit 129"
-grep -q "^error: option '--by' expects op, range, category or kernel, not 'nothing'" "$tmp/err" || fail "--by nothing: '$(cat "$tmp/err")'"
+grep -q "^error: option '--by' expects op, range, category, kernel or phase, not 'nothing'" "$tmp/err" || fail "--by nothing: '$(cat "$tmp/err")'"
 (cd "$tmp" && "$st" diff A.stb) >/dev/null 2>&1
 [ $? = 129 ] || fail "one bundle: want exit 129"
 (cd "$tmp" && "$st" diff A.stb missing.stb) >/dev/null 2>"$tmp/err"
 [ $? = 1 ] || fail "missing bundle: want exit 1"
 [ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "missing bundle: want one error line, got '$(cat "$tmp/err")'"
+
+# across implementations: D (PyTorch's op names) against B, aligned by phase and category
+same db_phase.csv D.stb B.stb --format csv
+(cd "$tmp" && "$st" diff D.stb B.stb --by phase --format csv) >"$tmp/out" 2>&1
+grep -v '^# only 0% of the GPU time' "$exp/db_phase.csv" | cmp -s - "$tmp/out" ||
+	fail "diff D B --by phase differs from the automatic alignment (less its note)"
+same ab_phase.csv A.stb B.stb --by phase --format csv
 
 check_done diff.cli

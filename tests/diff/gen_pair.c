@@ -4,7 +4,10 @@
  *   gen_pair A.stb B.stb C.stb
  *
  * A is an FP32 run, B the same model in BF16, C is B with ctx 256 on
- * another device (the header-mismatch warning). Each has a warm-up step and
+ * another device (the header-mismatch warning), D (when asked for) is B
+ * with the op paths and kinds a PyTorch step recorded with `record --
+ * COMMAND` has ("forward/aten::bmm", kind "matmul/aten::bmm"): no op kind
+ * in common with B, so `diff D B` aligns by phase and kernel category. Each has a warm-up step and
  * two measured steps of 1 ms, identical; per step (us, relative to the
  * step's start b, thread 100, stream 7):
  *
@@ -21,7 +24,8 @@
  * allocator, MiB): setup parameter 4, gradient 4, optimizer 8; per step an
  * activation (A 2, B 1) in forward, B's bf16 weight copy (parameter, 2) in
  * forward, a temporary 1 in backward, all freed late in backward. Peaks:
- * A 19 (forward 18, backward 19), B 20 (forward 19, backward 20).
+ * A 19 (forward 18, backward 19), B 20 (forward 19, backward 20); the optimizer
+ * allocates nothing and runs with 16 live (its peak, carried in).
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,13 +36,24 @@
 #define US 1000ull
 #define MIB (1024ull * 1024ull)
 
+static const struct op_def *ops;   /* the table of the bundle being written */
+
 struct op_def {
 	uint32_t id;
 	const char *path, *kind, *phase;   /* path below "step/" */
 	uint64_t flops, bytes;
 };
 
-static const struct op_def ops[] = {
+static const struct op_def torch_ops[] = {
+	{ 1, "forward/aten::bmm", "matmul/aten::bmm", "forward", 1000000000, 10000000 },
+	{ 2, "forward/aten::_softmax", "softmax/aten::_softmax", "forward", 5000000, 8000000 },
+	{ 3, "forward/aten::mm", "matmul/aten::mm", "forward", 4000000000, 20000000 },
+	{ 4, "backward/aten::mm", "matmul/aten::mm", "backward", 8000000000, 40000000 },
+	{ 5, "optimizer/aten::_foreach_add_", "elementwise/aten::_foreach_add_", "optimizer", 100000, 1600000 },
+	{ 6, "forward/aten::_to_copy", "elementwise/aten::_to_copy", "forward", 0, 6000000 },
+};
+
+static const struct op_def steptrace_ops[] = {
 	{ 1, "forward/layer.0/attn/scores", "attn/scores", "forward", 1000000000, 10000000 },
 	{ 2, "forward/layer.0/attn/softmax", "attn/softmax", "forward", 5000000, 8000000 },
 	{ 3, "forward/layer.0/ffn/w1", "ffn/w1", "forward", 4000000000, 20000000 },
@@ -108,10 +123,11 @@ static void step(struct builder *b, uint32_t index, bool bf)
 	builder_step(b, index, index == 0, t0, t0 + 1000 * US);
 }
 
-static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *device)
+static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *device, bool torch_names)
 {
 	struct builder b;
 
+	ops = torch_names ? torch_ops : steptrace_ops;
 	builder_init(&b);
 	builder_small_model(&b, bf16 ? "bf16" : "fp32");
 	b.config.layers = 1;
@@ -125,7 +141,7 @@ static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *d
 	b.geometry = (struct builder_geometry){ .grid = { 1, 1, 1 }, .block = { 128, 1, 1 } };
 	if (builder_open(&b, path) < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+	for (size_t i = 0; i < sizeof(steptrace_ops) / sizeof(steptrace_ops[0]); i++)
 		if (bf16 || ops[i].id != 6)
 			op_event(&b, &ops[i], bf16);
 	builder_alloc(&b, 100 * US, 0x100000, 4 * MIB, ST_MEM_PARAMETER, 0);
@@ -142,13 +158,14 @@ static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *d
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: gen_pair A.stb B.stb C.stb\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: gen_pair A.stb B.stb C.stb [D.stb]\n");
 		return 2;
 	}
-	if (write_bundle(argv[1], false, 128, "NVIDIA H100 80GB HBM3") < 0 ||
-	    write_bundle(argv[2], true, 128, "NVIDIA H100 80GB HBM3") < 0 ||
-	    write_bundle(argv[3], true, 256, "NVIDIA H200") < 0)
+	if (write_bundle(argv[1], false, 128, "NVIDIA H100 80GB HBM3", false) < 0 ||
+	    write_bundle(argv[2], true, 128, "NVIDIA H100 80GB HBM3", false) < 0 ||
+	    write_bundle(argv[3], true, 256, "NVIDIA H200", false) < 0 ||
+	    (argc == 5 && write_bundle(argv[4], true, 128, "NVIDIA H100 80GB HBM3", true) < 0))
 		return 1;
 	return 0;
 }

@@ -85,7 +85,7 @@ expect "SELECT value FROM RUN WHERE key = 'exported_range'" attn "--range record
 
 # output rules: a file, never standard output, never the bundle
 ! "$steptrace" export "$tmp/x.stb" --format sqlite -o - > /dev/null 2> "$tmp/log" || fail "-o - accepted"
-grep -q "needs a file" "$tmp/log" || fail "-o -: $(cat "$tmp/log")"
+grep -q "needs a regular file" "$tmp/log" || fail "-o -: $(cat "$tmp/log")"
 ! "$steptrace" export "$tmp/x.stb" --format sqlite -o "$tmp/x.stb" 2> /dev/null || fail "-o the bundle accepted"
 printf 'keep me\n' > "$tmp/keep.sqlite"
 ! "$steptrace" export "$tmp/x.stb" --format sqlite --step 3 -o "$tmp/keep.sqlite" 2> /dev/null || fail "--step 3 accepted"

@@ -15,7 +15,7 @@ gen=$2
 [ -s "$tmp/err" ] && fail "flops bf16: stderr: $(cat "$tmp/err")"
 # ffn GEMMs at 70% of the bf16 peak, attention GEMMs at 35% of the memory bound,
 # softmax at 25% of the fp32 memory bound, AdamW at 80%
-grep -q ',2.00,2.00,9.664,25.166,692.54,1803.5,384.00,bf16,989.40,compute,70.0,forward/ffn/w1$' "$tmp/out" ||
+grep -q ',2,2,9.664,25.166,692.54,1803.5,384.00,bf16,989.40,compute,70.0,forward/ffn/w1$' "$tmp/out" ||
 	fail "forward/ffn/w1 row: $(grep 'forward/ffn/w1' "$tmp/out")"
 grep -q ',bf16,142.93,memory,35.0,forward/attn/scores$' "$tmp/out" || fail "forward/attn/scores row"
 grep -q ',fp32,4.19,memory,25.0,forward/attn/softmax$' "$tmp/out" || fail "forward/attn/softmax row"
@@ -33,6 +33,18 @@ grep -q 'backward/' "$tmp/out" && fail "--phase forward kept backward rows"
 # per op: one row per op and layer
 "$st" flops "$tmp/bf16.stb" --by op --range 'layer.*/attn/softmax' --format csv >"$tmp/out" 2>&1 || fail "--by op: exit"
 [ "$(grep -c 'step/.*/layer\.[01]/attn/softmax$' "$tmp/out")" = 4 ] || fail "--by op --range: want 4 softmax ops"
+# --by op carries each op's input and output dtypes as recorded (README: "what
+# dtype each op produces under autocast"): GEMMs in bf16, the rest in f32
+"$st" flops "$tmp/bf16.stb" --by op --format json >"$tmp/op.json" || fail "--by op json: exit"
+python3 - "$tmp/op.json" <<'PY' || fail "--by op json dtypes"
+import json, sys
+rows = {r["Name"]: r for r in json.load(open(sys.argv[1]))["flops"]}
+w1 = [r for n, r in rows.items() if n.endswith("forward/layer.0/ffn/w1")][0]
+sm = [r for n, r in rows.items() if n.endswith("forward/layer.0/attn/softmax")][0]
+assert (w1["Inputs"], w1["Outputs"]) == ("bf16,bf16", "bf16"), w1
+assert (sm["Inputs"], sm["Outputs"]) == ("f32,f32", "f32"), sm
+PY
+"$st" flops "$tmp/bf16.stb" --format json | grep -q '"Inputs"' && fail "--by kind has dtype columns"
 
 # no peaks: bound cells empty, a note says so
 "$st" flops "$tmp/nopeaks.stb" --format csv --top 1 >"$tmp/out" 2>&1 || fail "no peaks: exit"

@@ -213,13 +213,13 @@ static void test_by_kind(struct replay *rp)
 	char *text = render(&res, 0, OUT_CSV);
 	CHECK_STR(text,
 		"Time (%),Time (ms),Instances,Kernels,GFLOP,Min MB,TFLOP/s,GB/s,FLOP/B,Precision,Bound (TFLOP/s),Bound by,Of Bound (%),Name\n"
-		"33.9,0.100,1.00,1.00,0.000,100.000,,1000.0,,fp32,,memory,50.0,optimizer/adamw\n"
-		"20.3,0.060,1.00,1.00,0.060,60.000,1.00,1000.0,1.00,fp32,2.00,memory,50.0,backward/attn/softmax\n"
-		"16.9,0.050,2.00,2.00,8.000,40.000,160.00,800.0,200.00,bf16,400.00,memory,40.0,forward/attn/scores\n"
-		"13.6,0.040,1.00,2.00,0.050,40.000,1.25,1000.0,1.25,fp32,2.50,memory,50.0,forward/attn/softmax\n"
-		"8.5,0.025,1.00,1.00,2.000,4.000,80.00,160.0,500.00,tf32,400.00,compute,20.0,forward/ffn/w1\n"
-		"3.4,0.010,,1.00,,,,,,,,,,(no op)\n"
-		"3.4,0.010,1.00,1.00,4.000,8.000,400.00,800.0,500.00,bf16,800.00,compute,50.0,forward/attn/av\n"
+		"33.9,0.100,1,1,0.000,100.000,,1000.0,,fp32,,memory,50.0,optimizer/adamw\n"
+		"20.3,0.060,1,1,0.060,60.000,1.00,1000.0,1.00,fp32,2.00,memory,50.0,backward/attn/softmax\n"
+		"16.9,0.050,2,2,8.000,40.000,160.00,800.0,200.00,bf16,400.00,memory,40.0,forward/attn/scores\n"
+		"13.6,0.040,1,2,0.050,40.000,1.25,1000.0,1.25,fp32,2.50,memory,50.0,forward/attn/softmax\n"
+		"8.5,0.025,1,1,2.000,4.000,80.00,160.0,500.00,tf32,400.00,compute,20.0,forward/ffn/w1\n"
+		"3.4,0.010,,1,,,,,,,,,,(no op)\n"
+		"3.4,0.010,1,1,4.000,8.000,400.00,800.0,500.00,bf16,800.00,compute,50.0,forward/attn/av\n"
 		"\n"
 		"# device peaks (datasheet): fp32 50.0, tf32 400.0, bf16 800.0, fp16 800.0 TFLOP/s; bandwidth 2000 GB/s\n"
 		"# bound = min(peak, FLOP/B x bandwidth); matrix products use the peak of their input dtype (fp32 inputs: tf32 peak in a tf32 run), other ops the fp32 peak; Of Bound = roofline time / measured time\n"
@@ -287,7 +287,7 @@ static void test_missing_peaks(struct replay *rp)
 	if ((r = find(&res, "forward/attn/av")) != NULL)
 		CHECK_NEAR(flops_row_percent(r), 50, 1e-9);
 	text = render(&res, 0, OUT_CSV);
-	CHECK(strstr(text, "8.5,0.025,1.00,1.00,2.000,4.000,80.00,160.0,500.00,tf32,,,,forward/ffn/w1\n") != NULL);
+	CHECK(strstr(text, "8.5,0.025,1,1,2.000,4.000,80.00,160.0,500.00,tf32,,,,forward/ffn/w1\n") != NULL);
 	free(text);
 	flops_result_release(&res);
 
@@ -296,7 +296,7 @@ static void test_missing_peaks(struct replay *rp)
 	CHECK(res.peaks_missing);
 	text = render(&res, 0, OUT_CSV);
 	CHECK(strstr(text, "the header has no device peaks") != NULL);
-	CHECK(strstr(text, "16.9,0.050,2.00,2.00,8.000,40.000,160.00,800.0,200.00,bf16,,,,forward/attn/scores\n") != NULL);
+	CHECK(strstr(text, "16.9,0.050,2,2,8.000,40.000,160.00,800.0,200.00,bf16,,,,forward/attn/scores\n") != NULL);
 	free(text);
 	flops_result_release(&res);
 	set_header(rp, 400e12);

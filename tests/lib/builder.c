@@ -3,6 +3,9 @@
  */
 #include "tests/lib/builder.h"
 
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -350,4 +353,86 @@ void builder_abort(struct builder *b)
 	if (b->writer)
 		bundle_writer_abort(b->writer);
 	release(b);
+}
+
+struct builder_raw {
+	struct archive *a;
+	struct archive_entry *e;
+	char *path;
+	bool failed;
+};
+
+static int raw_failed(struct builder_raw *raw)
+{
+	raw->failed = true;
+	return error("builder: cannot write '%s': %s", raw->path,
+		     archive_error_string(raw->a) ? archive_error_string(raw->a) : "out of memory");
+}
+
+struct builder_raw *builder_raw_open(const char *path, int level)
+{
+	struct builder_raw *raw = calloc(1, sizeof(*raw));
+	char opt[32];
+
+	if (!raw || !(raw->path = strdup(path)) || !(raw->a = archive_write_new()) ||
+	    !(raw->e = archive_entry_new())) {
+		error("builder: out of memory");
+		builder_raw_close(raw);
+		return NULL;
+	}
+	snprintf(opt, sizeof(opt), "zstd:compression-level=%d", level ? level : 3);
+	if (archive_write_add_filter_zstd(raw->a) != ARCHIVE_OK ||
+	    archive_write_set_options(raw->a, opt) != ARCHIVE_OK ||
+	    archive_write_set_format_pax_restricted(raw->a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(raw->a, 0) != ARCHIVE_OK ||
+	    archive_write_open_filename(raw->a, path) != ARCHIVE_OK) {
+		raw_failed(raw);
+		builder_raw_close(raw);
+		return NULL;
+	}
+	return raw;
+}
+
+int builder_raw_member(struct builder_raw *raw, const char *name, const void *data, size_t len)
+{
+	archive_entry_clear(raw->e);
+	archive_entry_set_pathname(raw->e, name);
+	archive_entry_set_size(raw->e, (la_int64_t)len);
+	archive_entry_set_filetype(raw->e, AE_IFREG);
+	archive_entry_set_perm(raw->e, 0644);
+	if (archive_write_header(raw->a, raw->e) != ARCHIVE_OK ||
+	    (len && archive_write_data(raw->a, data, len) != (la_ssize_t)len))
+		return raw_failed(raw);
+	return 0;
+}
+
+int builder_raw_close(struct builder_raw *raw)
+{
+	int ret;
+
+	if (!raw)
+		return -1;
+	ret = raw->failed ? -1 : 0;
+	if (raw->a && !raw->failed && archive_write_close(raw->a) != ARCHIVE_OK)
+		ret = raw_failed(raw);
+	if (raw->a)
+		archive_write_free(raw->a);
+	if (raw->e)
+		archive_entry_free(raw->e);
+	free(raw->path);
+	free(raw);
+	return ret;
+}
+
+uint8_t *builder_header_bytes(struct builder *b, size_t *len)
+{
+	uint8_t *p;
+
+	b->header.format_major = BUNDLE_FORMAT_MAJOR;
+	b->header.format_minor = BUNDLE_FORMAT_MINOR;
+	*len = steptrace__header__get_packed_size(&b->header);
+	p = malloc(*len + 1);
+	if (p)
+		steptrace__header__pack(&b->header, p);
+	return p;
 }

@@ -178,4 +178,18 @@ int builder_close(struct builder *b, const char *end_reason);
 /* Closes a bundle without a footer, as a crashed recording leaves it. */
 void builder_abort(struct builder *b);
 
+/*
+ * A bundle written member by member, each member's bytes as given, for
+ * damaged and hostile bundles the writer would never make: a zstd-compressed
+ * tar as the writer's (one frame, members in order, no padding after the
+ * end blocks). `level` 0 is zstd's default. Each returns -1 after an error
+ * line; close frees `raw` whatever happens.
+ */
+struct builder_raw;
+struct builder_raw *builder_raw_open(const char *path, int level);
+int builder_raw_member(struct builder_raw *raw, const char *name, const void *data, size_t len);
+int builder_raw_close(struct builder_raw *raw);
+/* b->header packed as header.pb (format version filled in); free() it. NULL on out of memory. */
+uint8_t *builder_header_bytes(struct builder *b, size_t *len);
+
 #endif

@@ -75,6 +75,25 @@ n=$("$st" replay --kind alloc "$tmp/x.stb" | grep -c ' alloc ')
 n=$("$st" replay --kind free --from 0.0005 --to 0.0009 "$tmp/x.stb" | grep -c -v '^#')
 [ "$n" -eq 4 ] || fail "--kind free --from 0.0005 --to 0.0009 gave $n, want 4"
 grep -q "unknown address" "$tmp/all.txt" || fail "the unknown free is not flagged"
+# the same listing in csv, json and md: one row per event, live memory in bytes
+for f in csv json md; do
+  "$st" replay "$tmp/x.stb" --format $f > "$tmp/all.$f" || fail "replay --format $f failed"
+done
+[ "$(head -n 1 "$tmp/all.csv")" = "Time (ms),Kind,Duration (ms),Where,Live (bytes),Range,Name" ] ||
+  fail "replay --format csv header: $(head -n 1 "$tmp/all.csv")"
+[ "$(($(wc -l < "$tmp/all.csv") - 1))" -eq 22 ] || fail "replay --format csv rows: $(wc -l < "$tmp/all.csv")"
+[ "$(grep -c '^| [0-9]' "$tmp/all.md")" -eq 22 ] || fail "replay --format md rows"
+python3 - "$tmp/all.json" <<'PY' || fail "replay --format json is wrong"
+import json, sys
+ev = json.load(open(sys.argv[1]))["events"]
+assert len(ev) == 22, len(ev)
+times = [e["Time (ms)"] for e in ev]
+assert times == sorted(times), times
+assert max(e["Live (bytes)"] for e in ev) == 2100
+assert sum(e["Kind"] == "alloc" for e in ev) == 11
+assert any("unknown address" in e["Name"] for e in ev)
+PY
+"$st" replay "$tmp/x.stb" --kind alloc --format csv | grep -c ',alloc,' | grep -qx 11 || fail "--kind with --format csv"
 # live MiB after g3 (2100 B) prints 0.0; the training bundle has real sizes
 "$st" replay --kind range --range forward "$tmp/train.stb" > "$tmp/r.txt" || fail "replay --range failed"
 n=$(grep -v '^#' "$tmp/r.txt" | grep -c ' range ')
@@ -104,12 +123,49 @@ if sys.argv[2] == "x":
 else:
     assert label.startswith("peak 2.91 GiB"), label
     assert any(t == "backward" for t in texts), "no backward phase label"
-    assert any(t.startswith("time (ms)") for t in texts), texts
+    assert "time (ms since the bundle's first event)" in texts, texts
 areas = [p for p in root.iter(ns + "path") if (p.get("class") or "").startswith("area-")]
 assert len(areas) >= 5, len(areas)
 PY
 done
 "$st" memory "$tmp/train.stb" --svg "$tmp/s1.svg" --step 1 > /dev/null || fail "--svg --step 1 failed"
+# one time origin: the chart's peak label says the time the text reports say;
+# --step applies to the text report and the chart alike, subtitled with that step's counts
+"$st" memory "$tmp/train.stb" --format json > "$tmp/t.json" || fail "memory train json"
+"$st" memory "$tmp/train.stb" --step 1 --format json > "$tmp/t1.json" || fail "memory --step 1 json"
+"$st" replay "$tmp/train.stb" --kind alloc --format json > "$tmp/allocs.json" || fail "replay allocs"
+"$st" replay "$tmp/train.stb" --kind step --format json > "$tmp/steps.json" || fail "replay steps"
+python3 - "$tmp" <<'PY' || fail "--step or the time origin is wrong"
+import json, re, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+ns = "{http://www.w3.org/2000/svg}"
+def svg_texts(f):
+    root = ET.parse(f"{d}/{f}").getroot()
+    return {t.get("class"): "".join(t.itertext()) for t in root.iter(ns + "text")}, \
+        ["".join(t.itertext()) for t in root.iter(ns + "text")]
+whole = json.load(open(f"{d}/t.json"))
+one = json.load(open(f"{d}/t1.json"))
+overall = whole["peaks"][0]
+assert overall["Scope"] == "overall"
+label = svg_texts("train.svg")[0]["peak-label"]
+assert f"at {overall['Time (ms)']:.3f} ms" in label, (label, overall)
+# --step 1: the first row is the step's own peak, no other step is listed
+rows = one["peaks"]
+assert rows[0]["Scope"] == "step 1", rows[0]
+assert not any(r["Scope"].startswith("step 0") for r in rows), rows
+assert "step 1" in " ".join(one["notes"])
+label1 = svg_texts("s1.svg")[0]["peak-label"]
+assert f"at {rows[0]['Time (ms)']:.3f} ms" in label1, (label1, rows[0])
+# the subtitle counts the model allocator's allocations of step 1, not the bundle's
+step1 = [e for e in json.load(open(f"{d}/steps.json"))["events"] if e["Name"] == "step 1"][0]
+t0, t1 = step1["Time (ms)"], step1["Time (ms)"] + step1["Duration (ms)"]
+allocs = [a for a in json.load(open(f"{d}/allocs.json"))["events"] if " driver" not in a["Name"]]
+in_step = sum(1 for a in allocs if t0 <= a["Time (ms)"] <= t1 + 1e-9)
+sub = [t for t in svg_texts("s1.svg")[1] if "allocations over" in t][0]
+assert f"step 1: peak 2.91 GiB; {in_step} allocations over" in sub, (sub, in_step)
+sub_all = [t for t in svg_texts("train.svg")[1] if "allocations over" in t][0]
+assert f"; {len(allocs)} allocations over" in sub_all and in_step < len(allocs), (sub_all, len(allocs))
+PY
 "$st" memory "$tmp/train.stb" --svg "$tmp/s9.svg" --step 9 2> "$tmp/e.txt" && fail "--step 9 succeeded"
 grep -q "no step 9" "$tmp/e.txt" || fail "no message for a missing step"
 echo "memory.cli: ok"

@@ -203,7 +203,10 @@ static void test_main_scenario(void)
 	CHECK_U64(drv.never_freed_bytes, 8192);
 	CHECK_U64(drv.n_unknown_frees, 0);
 	CHECK_U64(drv.step_peak[0].bytes, 12288);
-	CHECK(drv.step_peak[1].point < 0);
+	/* step 1 allocates nothing on the driver: what it runs with, carried in at its start */
+	CHECK_U64(drv.step_peak[1].bytes, 12288);
+	CHECK_U64(drv.step_peak[1].t, 2000);
+	CHECK(drv.step_peak[1].block == -1 && drv.step_peak[1].point == 1);
 	mem_timeline_release(&drv);
 	mem_timeline_release(&tl);
 	replay_release(&rp);
@@ -294,6 +297,80 @@ static void test_phase_from_range(void)
 	check_peak(&tl, &tl.phase_peak[MEM_PHASE_BACKWARD], 15, 60);
 	check_peak(&tl, &tl.phase_peak[MEM_PHASE_OPTIMIZER], 22, 70);
 	CHECK(tl.phase_peak[MEM_PHASE_OTHER].point < 0);
+	mem_timeline_release(&tl);
+	replay_release(&rp);
+}
+
+/*
+ * Spans that allocate nothing still have a peak: what was live when they
+ * began (times in ns, live after each event):
+ *     10 alloc P 1000 parameter (no op)          1000
+ *   step 0 [100, 1000]: forward [100, 400], backward [400, 700], optimizer [700, 900]
+ *    200 alloc a 300 activation (forward op)     1300
+ *    300 alloc t 200 temporary (forward op)      1500
+ *    350 free  t                                 1300
+ *    450 free  a                                 1000
+ *   step 1 [2000, 3000]: nothing
+ */
+static void test_spans(void)
+{
+	struct replay rp;
+	struct builder b;
+	struct mem_timeline tl, w;
+
+	replay_begin(&rp, &b);
+	op(&b, 1, "w1", "step/forward/w1", "forward");
+	builder_step(&b, 0, false, 100, 1000);
+	builder_step(&b, 1, false, 2000, 3000);
+	builder_range(&b, "step", 0, 100, 1000);
+	builder_range(&b, "forward", 1, 100, 400);
+	builder_range(&b, "backward", 1, 400, 700);
+	builder_range(&b, "optimizer", 1, 700, 900);
+	builder_range(&b, "step", 0, 2000, 3000);
+	builder_alloc(&b, 10, 0x1, 1000, ST_MEM_PARAMETER, 0);
+	builder_alloc(&b, 200, 0x2, 300, ST_MEM_ACTIVATION, 1);
+	builder_alloc(&b, 300, 0x3, 200, ST_MEM_TEMPORARY, 1);
+	FREE(&b, 350, 0x3, 1);
+	FREE(&b, 450, 0x2, 0);
+	CHECK(builder_close(&b, NULL) == 0);
+	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
+	check_peak(&tl, &tl.peak, 1500, 300);
+	check_peak(&tl, &tl.phase_peak[MEM_PHASE_FORWARD], 1500, 300);
+	/* backward and the optimizer allocate nothing: live at their start, no block */
+	CHECK_U64(tl.phase_peak[MEM_PHASE_BACKWARD].bytes, 1300);
+	CHECK_U64(tl.phase_peak[MEM_PHASE_BACKWARD].t, 400);
+	CHECK(tl.phase_peak[MEM_PHASE_BACKWARD].block == -1 && tl.phase_peak[MEM_PHASE_BACKWARD].point == 3);
+	CHECK_U64(tl.phase_peak[MEM_PHASE_BACKWARD].by_category[ST_MEM_ACTIVATION], 300);
+	CHECK_U64(tl.phase_peak[MEM_PHASE_BACKWARD].by_category[ST_MEM_TEMPORARY], 0);
+	CHECK_U64(tl.phase_peak[MEM_PHASE_OPTIMIZER].bytes, 1000);
+	CHECK_U64(tl.phase_peak[MEM_PHASE_OPTIMIZER].t, 700);
+	CHECK(tl.phase_peak[MEM_PHASE_OPTIMIZER].block == -1);
+	check_peak(&tl, &tl.step_peak[0], 1500, 300);
+	CHECK_U64(tl.step_peak[1].bytes, 1000);
+	CHECK_U64(tl.step_peak[1].t, 2000);
+	CHECK_U64(tl.n_allocs, 3);
+
+	/* the window of step 1: what it starts with is its peak; nothing allocated in it */
+	CHECK(mem_timeline_build_window(&w, &rp, MEM_VIEW_MODEL, 2000, 3000) == 0);
+	CHECK_U64(w.peak.bytes, 1000);
+	CHECK_U64(w.peak.t, 2000);
+	CHECK(w.peak.block == -1 && w.peak.by_category[ST_MEM_PARAMETER] == 1000);
+	CHECK(w.step_peak[0].point < 0, "step 0 is outside the window");
+	CHECK_U64(w.step_peak[1].bytes, 1000);
+	CHECK(w.phase_peak[MEM_PHASE_FORWARD].point < 0 && w.phase_peak[MEM_PHASE_OPTIMIZER].point < 0);
+	CHECK_U64(w.n_allocs, 0);
+	CHECK_U64(w.n_frees, 0);
+	CHECK_U64(w.n_points, 5);   /* every event is kept: the live set is the bundle's */
+	mem_timeline_release(&w);
+
+	/* a window inside step 0: 1300 carried in at 250, then t's allocation reaches 1500 */
+	CHECK(mem_timeline_build_window(&w, &rp, MEM_VIEW_MODEL, 250, 600) == 0);
+	check_peak(&w, &w.peak, 1500, 300);
+	CHECK_U64(w.n_allocs, 1);
+	CHECK_U64(w.n_frees, 2);
+	/* only the part of backward inside the window: its start at 400 */
+	CHECK_U64(w.phase_peak[MEM_PHASE_BACKWARD].bytes, 1300);
+	mem_timeline_release(&w);
 	mem_timeline_release(&tl);
 	replay_release(&rp);
 }
@@ -495,6 +572,7 @@ int main(int argc, char **argv)
 	test_equal_time();
 	test_reuse_and_leaks();
 	test_phase_from_range();
+	test_spans();
 	test_empty();
 	test_svg_helpers();
 	return check_done("test_memory");

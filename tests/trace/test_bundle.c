@@ -206,9 +206,13 @@ static int same_event(const struct st_event *a, const struct st_event *b)
 	       !memcmp(&x.kernel, &y.kernel, sizeof(x) - offsetof(struct st_event, kernel));
 }
 
-/* Reads `path`, checks events are a prefix of events[]; returns the count read,
- * or -1 if reading failed with an error. */
-static long read_back(const char *path, int *truncated, int quiet)
+/*
+ * Reads `path` (under budget[0] bytes with budget[1] per event, when budget
+ * is not NULL; *need: what the budget counted), checks events are a prefix
+ * of events[] unless quiet; returns the count read, or -1 if reading failed
+ * with an error.
+ */
+static long read_budget(const char *path, const uint64_t *budget, int *truncated, int quiet, uint64_t *need)
 {
 	struct bundle_reader *r = bundle_reader_open(path);
 	struct st_event ev;
@@ -218,6 +222,8 @@ static long read_back(const char *path, int *truncated, int quiet)
 	*truncated = 0;
 	if (!r)
 		return -1;
+	if (budget)
+		bundle_reader_set_budget(r, budget[0], budget[1]);
 	while ((ret = bundle_reader_next(r, &ev)) == 1) {
 		if (n < N_EVENTS && !quiet)
 			CHECK(same_event(&ev, &events[n]), "event %ld differs (kind %d vs %d, start %llu vs %llu)",
@@ -226,8 +232,15 @@ static long read_back(const char *path, int *truncated, int quiet)
 		n++;
 	}
 	*truncated = bundle_reader_truncated(r);
+	if (need)
+		*need = bundle_reader_memory(r);
 	bundle_reader_free(r);
 	return ret < 0 ? -1 : n;
+}
+
+static long read_back(const char *path, int *truncated, int quiet)
+{
+	return read_budget(path, NULL, truncated, quiet, NULL);
 }
 
 static long file_size(const char *path)
@@ -605,6 +618,41 @@ static void test_threads(void)
 	CHECK(read_back(big, &truncated, 0) == N_EVENTS && !truncated, "big chunks read back wrong");
 }
 
+/*
+ * The budget counts before it allocates, so a limit of exactly what reading
+ * counted reads everything, and a byte less stops with one line; with or
+ * without worker threads (chunks of 16 KiB and of 128 KiB).
+ */
+static void test_budget(void)
+{
+	char path[256];
+
+	for (int big = 0; big < 2; big++) {
+		uint64_t need = 0, again = 0, budget[2] = { 0, 200 };
+		char line[512] = "";
+		FILE *err = tmpfile();
+		int truncated;
+
+		path_in_tmp(path, sizeof(path), big ? "budget-big.stb" : "budget.stb");
+		CHECK(write_sample_chunked(path, N_EVENTS, 1, big ? 128 << 10 : 16 << 10) == 0, "writing failed");
+		CHECK(read_budget(path, budget, &truncated, 0, &need) == N_EVENTS, "no limit: everything");
+		CHECK(need > 200ull * N_EVENTS && need < 300ull * N_EVENTS, "counted %llu for %d events",
+		      (unsigned long long)need, N_EVENTS);
+		budget[0] = need;
+		CHECK(read_budget(path, budget, &truncated, 0, &again) == N_EVENTS && again == need,
+		      "a limit of what it needs");
+		budget[0] = need - 1;
+		error_set_stream(err);
+		CHECK(read_budget(path, budget, &truncated, 0, &again) == -1, "a byte less");
+		error_set_stream(fopen("/dev/null", "w"));
+		rewind(err);
+		CHECK(fgets(line, sizeof(line), err) && strstr(line, "needs at least") &&
+		      strstr(line, "raise it with --memory-limit") && !fgets(line, sizeof(line), err),
+		      "one line: %s", line);
+		fclose(err);
+	}
+}
+
 /* A missing chunk in the middle is damage, not truncation. */
 static void test_missing_chunk(const char *full)
 {
@@ -650,6 +698,7 @@ int main(int argc, char **argv)
 	test_truncation(full);
 	test_flipped_bytes(full);
 	test_threads();
+	test_budget();
 	test_missing_chunk(full);
 	error_set_stream(NULL);
 	test_not_bundles();

@@ -1,0 +1,346 @@
+/* output.c: see output.h. */
+#define _GNU_SOURCE
+#include "lib/output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/error.h"
+
+/* Links followed before giving up, as the kernel's own limit. */
+#define MAX_LINK_HOPS 40
+
+/*
+ * The descriptor a path names without being a file of its own: "-" and
+ * /dev/stdout are standard output, /dev/fd/N and /proc/self/fd/N are N.
+ * Written through a duplicate, so a shell's `>>` keeps appending. -1 for
+ * any other path.
+ */
+static int named_fd(const char *path)
+{
+	static const char *const prefixes[] = { "/dev/fd/", "/proc/self/fd/" };
+	char *end;
+	long n;
+
+	if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout"))
+		return STDOUT_FILENO;
+	if (!strcmp(path, "/dev/stderr"))
+		return STDERR_FILENO;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t len = strlen(prefixes[i]);
+
+		if (strncmp(path, prefixes[i], len) || !path[len])
+			continue;
+		errno = 0;
+		n = strtol(path + len, &end, 10);
+		if (!errno && !*end && n >= 0 && n <= INT_MAX)
+			return (int)n;
+	}
+	return -1;
+}
+
+int output_check_inputs(const char *path, const char *const *inputs)
+{
+	int fd = named_fd(path);
+	struct stat out, in;
+
+	if (!inputs || (fd >= 0 ? fstat(fd, &out) : stat(path, &out)) != 0 || !S_ISREG(out.st_mode))
+		return 0;
+	for (; *inputs; inputs++)
+		if (stat(*inputs, &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+			return error("output '%s' is the same file as input '%s': refusing to overwrite it",
+				     path, *inputs);
+	return 0;
+}
+
+/* The file `path` names once symbolic links are followed (it may not exist); malloc'd. */
+static char *follow_links(const char *path)
+{
+	char *cur = strdup(path);
+
+	for (int hops = 0; cur; hops++) {
+		char link[PATH_MAX], *next;
+		struct stat st;
+		ssize_t n;
+
+		if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+			return cur;
+		n = hops < MAX_LINK_HOPS ? readlink(cur, link, sizeof(link) - 1) : -1;
+		if (n < 0) {
+			int e = hops < MAX_LINK_HOPS ? errno : ELOOP;
+
+			free(cur);
+			errno = e;
+			return NULL;
+		}
+		link[n] = '\0';
+		if (link[0] == '/') {
+			next = strdup(link);
+		} else {
+			/* relative to the link's own directory */
+			const char *slash = strrchr(cur, '/');
+			size_t dir = slash ? (size_t)(slash - cur) + 1 : 0;
+
+			next = malloc(dir + (size_t)n + 1);
+			if (next) {
+				memcpy(next, cur, dir);
+				memcpy(next + dir, link, (size_t)n + 1);
+			}
+		}
+		free(cur);
+		cur = next;
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* Creates "TARGET.tmp-XXXXXX" exclusively (mode 0666 less the umask); its fd, or -1 with errno. */
+static int create_temp(const char *target, char **tmp_out)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static uint64_t counter;
+	size_t len = strlen(target) + sizeof(".tmp-XXXXXX");
+	char *tmp = malloc(len);
+	int fd = -1;
+
+	if (!tmp) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int tries = 0; tries < 100; tries++) {
+		struct timespec ts;
+		uint64_t x;
+		char suffix[7];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		/* splitmix64 of time, pid and a counter: O_EXCL settles any clash */
+		x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^
+		    (++counter * 0x9E3779B97F4A7C15ull);
+		x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+		x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+		x ^= x >> 31;
+		for (int i = 0; i < 6; i++, x /= sizeof(alphabet) - 1)
+			suffix[i] = alphabet[x % (sizeof(alphabet) - 1)];
+		suffix[6] = '\0';
+		snprintf(tmp, len, "%s.tmp-%s", target, suffix);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		int e = errno;
+
+		free(tmp);
+		errno = e;
+		return -1;
+	}
+	*tmp_out = tmp;
+	return fd;
+}
+
+static void output_release(struct output *o)
+{
+	free(o->target);
+	free(o->tmp);
+	o->target = o->tmp = NULL;
+	o->f = NULL;
+}
+
+/* "'x.svg'", or "to standard output" for "-": what a message says cannot be written. */
+static const char *subject(const struct output *o, char *buf, size_t len)
+{
+	if (!strcmp(o->path, "-"))
+		return "to standard output";
+	snprintf(buf, len, "'%s'", o->path);
+	return buf;
+}
+
+static int write_error(const struct output *o, int e)
+{
+	char buf[PATH_MAX + 3];
+
+	return error("cannot write %s: %s", subject(o, buf, sizeof(buf)), strerror(e));
+}
+
+/*
+ * The stream's writes, so the first failure keeps its errno (stdio's own
+ * error flag forgets why): ENOSPC for /dev/full or a full disk, not EIO.
+ */
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+	struct output *o = cookie;
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t w = write(o->fd, buf + done, n - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!o->err)
+				o->err = w < 0 ? errno : EIO;
+			return done ? (ssize_t)done : -1;
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)n;
+}
+
+static int sink_close(void *cookie)
+{
+	struct output *o = cookie;
+	int rc = close(o->fd);
+
+	o->fd = -1;
+	return rc;
+}
+
+/* Takes fd over as o->f; -1 with errno (fd closed) when out of memory. */
+static int open_stream(struct output *o, int fd)
+{
+	static const cookie_io_functions_t sink = { .write = sink_write, .close = sink_close };
+
+	o->fd = fd;
+	o->err = 0;
+	o->f = fopencookie(o, "w", sink);
+	if (!o->f) {
+		close(fd);
+		o->fd = -1;
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes in place (a pipe, a device, a descriptor): nothing is ever replaced or removed. */
+static int open_in_place(struct output *o, int fd)
+{
+	if (fd == STDOUT_FILENO)
+		fflush(stdout);   /* what the command printed comes first */
+	fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : open(o->path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || open_stream(o, fd) < 0)
+		return write_error(o, errno);
+	return 0;
+}
+
+int output_open(struct output *o, const char *path, const char *const *inputs)
+{
+	struct stat st;
+	bool exists;
+	int fd;
+
+	memset(o, 0, sizeof(*o));
+	o->path = path;
+	o->fd = -1;
+	if (!path || !*path)
+		return error("no output file given");
+	if (output_check_inputs(path, inputs) < 0)
+		return -1;
+	fd = named_fd(path);
+	if (fd >= 0)
+		return open_in_place(o, fd);
+	o->target = follow_links(path);
+	if (!o->target)
+		return write_error(o, errno);
+	exists = stat(o->target, &st) == 0;
+	if (exists && S_ISDIR(st.st_mode)) {
+		output_release(o);
+		return write_error(o, EISDIR);
+	}
+	if (exists && !S_ISREG(st.st_mode)) {
+		output_release(o);
+		return open_in_place(o, -1);
+	}
+	fd = create_temp(o->target, &o->tmp);
+	if (fd < 0) {
+		int e = errno;
+
+		output_release(o);
+		return write_error(o, e);
+	}
+	/* a file replaced keeps its permissions */
+	if (exists)
+		fchmod(fd, st.st_mode & 07777);
+	if (open_stream(o, fd) < 0) {
+		int e = errno;
+
+		unlink(o->tmp);
+		output_release(o);
+		return write_error(o, e);
+	}
+	return 0;
+}
+
+/* Makes the rename itself durable; a failure here loses nothing already written. */
+static void sync_directory(const char *target)
+{
+	const char *slash = strrchr(target, '/');
+	char *dir = slash ? strndup(target, slash == target ? 1 : (size_t)(slash - target)) : strdup(".");
+	int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+int output_close(struct output *o)
+{
+	int e = 0;
+
+	if (!o->f)
+		return -1;
+	errno = 0;
+	if (fflush(o->f) != 0 || ferror(o->f))
+		e = o->err ? o->err : errno ? errno : EIO;
+	else if (o->tmp && fsync(o->fd) != 0)
+		e = errno;
+	if (fclose(o->f) != 0 && !e)
+		e = errno ? errno : EIO;
+	o->f = NULL;
+	if (!e && o->tmp && rename(o->tmp, o->target) != 0)
+		e = errno;
+	if (e) {
+		if (o->tmp)
+			unlink(o->tmp);
+		output_release(o);
+		return write_error(o, e);
+	}
+	if (o->tmp)
+		sync_directory(o->target);
+	output_release(o);
+	return 0;
+}
+
+void output_discard(struct output *o)
+{
+	if (o->f)
+		fclose(o->f);
+	if (o->tmp)
+		unlink(o->tmp);
+	output_release(o);
+}
+
+unsigned long long output_bytes(struct output *o)
+{
+	struct stat st;
+
+	if (!o->f || !o->tmp || fflush(o->f) != 0 || fstat(o->fd, &st) != 0)
+		return 0;
+	return (unsigned long long)st.st_size;
+}
+
+const char *output_writing(const struct output *o)
+{
+	return o->tmp ? o->tmp : o->path;
+}

@@ -1,0 +1,80 @@
+/*
+ * output.h: the one way steptrace writes a file, so that no command ever
+ * destroys one it did not create.
+ *
+ *   struct output out;
+ *   if (output_open(&out, path, (const char *[]){ rp->path, NULL }) < 0)
+ *           return -1;                          // one line printed, nothing written
+ *   ... fprintf(out.f, ...) ...
+ *   if (failed) {
+ *           output_discard(&out);               // the target is untouched
+ *           return -1;
+ *   }
+ *   return output_close(&out);                  // -1 after one line, target untouched
+ *
+ * What is written where:
+ * - "-" is standard output (written through a duplicate of it).
+ * - A regular file, or a path that does not exist yet, is written to a
+ *   temporary file beside it ("NAME.tmp-XXXXXX", same directory, so the
+ *   rename is atomic); output_close flushes, fsyncs and renames it over the
+ *   target. A failed write, or output_discard, removes the temporary file
+ *   and leaves the target as it was. A process killed in between leaves the
+ *   temporary file, never a half-written target.
+ * - A symbolic link is followed: the file it points to is replaced (or
+ *   created), the link itself stays as it is.
+ * - Anything else (a pipe, /dev/stdout, /dev/null, a device) is written in
+ *   place and never removed or replaced.
+ * - An output that is the same file as one of `inputs` (same device and
+ *   inode, symbolic links followed; regular files) is refused with one line
+ *   before anything is written.
+ *
+ * Nothing here removes or renames a path the user gave: only the temporary
+ * file this module created is ever unlinked.
+ */
+#ifndef STEPTRACE_LIB_OUTPUT_H
+#define STEPTRACE_LIB_OUTPUT_H
+
+#include <stdio.h>
+
+/* Stays where it is while open: f writes through it. */
+struct output {
+	FILE *f;              /* write here */
+	const char *path;     /* as the user gave it, for messages */
+	char *target;         /* the file the rename replaces (links followed); NULL in place */
+	char *tmp;            /* the temporary file being written; NULL in place */
+	int fd;               /* what f writes to */
+	int err;              /* errno of the first failed write, 0 if none */
+};
+
+/*
+ * Opens `path` for writing as above. `inputs`: the files the command read,
+ * NULL-terminated (NULL for none). -1 after one error line, nothing created.
+ */
+int output_open(struct output *o, const char *path, const char *const *inputs);
+
+/*
+ * Finishes the output: flush, fsync and rename into place (or flush and
+ * close in place). 0, or -1 after one error line ("cannot write 'x.svg': No
+ * space left on device") with the temporary file removed.
+ */
+int output_close(struct output *o);
+
+/* Gives up after an error of the caller's: the temporary file is removed, nothing else. */
+void output_discard(struct output *o);
+
+/*
+ * The refusal alone, for commands that want it before doing their work:
+ * -1 after one line when `path` is the same file as one of `inputs`.
+ */
+int output_check_inputs(const char *path, const char *const *inputs);
+
+/*
+ * Bytes in the file being written (flushed first), for "wrote 'x' (2.1 MiB)";
+ * 0 when writing in place (a pipe or a device) or when it cannot be told.
+ */
+unsigned long long output_bytes(struct output *o);
+
+/* What is being written: the temporary file's name, else the path given. */
+const char *output_writing(const struct output *o);
+
+#endif

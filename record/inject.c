@@ -1,0 +1,657 @@
+/*
+ * inject.c: libsteptrace_inject.so, the recorder inside a program that
+ * steptrace did not write (`steptrace record -o run.stb -- COMMAND`).
+ *
+ * CUDA loads it during cuInit through CUDA_INJECTION64_PATH and calls
+ * InitializeInjection; NVTX loads it at the first NVTX call through
+ * NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2, where it takes
+ * over the NVTX functions of every domain (record/ranges.c keeps the
+ * ranges). Nothing else is exported. It uses the driver API and CUPTI
+ * only: the program keeps its own CUDA runtime.
+ *
+ * The capture is the built-in recorder's (record/capture.c): it starts in
+ * InitializeInjection; the bundle opens when the process creates its first
+ * CUDA context (its device is known then), so a process that never does
+ * writes none. It closes at exit (atexit), or, when a signal that ends the
+ * process arrives (a crash, or SIGTERM/SIGHUP left at their default),
+ * after flushing what CUPTI holds, with end reason "error" or
+ * "interrupted", before the signal goes on; SIGKILL leaves the bundle
+ * readable up to its last whole chunk. A 10 s alarm bounds that flush.
+ *
+ * Configuration, from the environment steptrace sets (record/launch.c):
+ * STEPTRACE_OUTPUT (the -o path), STEPTRACE_CLAIMS (a directory where each
+ * process claims its bundle name and reports what it wrote),
+ * STEPTRACE_STEP_RANGE, STEPTRACE_WARMUP, STEPTRACE_API, STEPTRACE_PRECISION,
+ * STEPTRACE_COMMAND_LINE, STEPTRACE_PEAKS.
+ */
+#define _GNU_SOURCE
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include <cuda.h>
+#include <cupti.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include "lib/error.h"
+#include "record/capture.h"
+#include "record/device.h"
+#include "record/naming.h"
+#include "record/ranges.h"
+#include "record/session.h"
+#include "trace/types.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define STEP_COUNTERS 4096
+#define CRASH_FLUSH_SECONDS 10
+
+static struct {
+	pthread_once_t once;
+	bool configured;          /* STEPTRACE_OUTPUT was set */
+	bool capturing;           /* capture_start succeeded */
+	bool opened, done;        /* the bundle is open; it was closed or aborted */
+	pid_t pid;                /* the process recording (a fork's child is not) */
+	uint64_t t0;              /* CUPTI ns of the first entry: the bundle's time base */
+	const char *output, *claims, *step_range, *precision, *command_line, *peaks;
+	enum capture_api api;
+	uint32_t warmup;
+	pthread_mutex_t open_lock;
+	struct rec_session s;
+	char path[4096];          /* this process's bundle */
+	char claim[4096];         /* its claim file, "" without STEPTRACE_CLAIMS */
+} in = { .once = PTHREAD_ONCE_INIT, .open_lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* ---- configuration ------------------------------------------------------- */
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static void setup(void)
+{
+	struct ranges_config rc = { 0 };
+	const char *warmup = env("STEPTRACE_WARMUP"), *api = env("STEPTRACE_API");
+
+	in.pid = getpid();
+	in.t0 = capture_now();
+	ranges_atfork();
+	in.output = env("STEPTRACE_OUTPUT");
+	if (!in.output) {
+		warning("steptrace: libsteptrace_inject.so was loaded without STEPTRACE_OUTPUT; "
+			"recording nothing (use steptrace record -o FILE -- COMMAND)");
+		return;
+	}
+	in.claims = env("STEPTRACE_CLAIMS");
+	in.step_range = env("STEPTRACE_STEP_RANGE");
+	in.precision = env("STEPTRACE_PRECISION");
+	in.command_line = env("STEPTRACE_COMMAND_LINE");
+	in.peaks = env("STEPTRACE_PEAKS");
+	in.warmup = warmup ? (uint32_t)strtoul(warmup, NULL, 10) : 0;
+	in.api = api && !strcmp(api, "all") ? CAPTURE_API_ALL
+		 : api && !strcmp(api, "launches") ? CAPTURE_API_LAUNCHES : CAPTURE_API_WORK;
+	rc.step_range = in.step_range;
+	rc.warmup = in.warmup;
+	rc.elem_bytes = in.precision && (!strcmp(in.precision, "bf16") || !strcmp(in.precision, "fp16")) ? 2 : 4;
+	if (ranges_init(&rc)) {
+		warning("steptrace: out of memory setting up the recorder; recording nothing");
+		return;
+	}
+	in.configured = true;
+}
+
+/* ---- claims: which process writes which bundle ---------------------------- */
+
+static const char *getenv_const(const char *name)
+{
+	return getenv(name);
+}
+
+/* Creates CLAIMS/id exclusively; 0, or -1 when another process has it. */
+static int claim(const char *id)
+{
+	int fd;
+
+	snprintf(in.claim, sizeof(in.claim), "%s/%s", in.claims, id);
+	fd = open(in.claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		in.claim[0] = '\0';
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Picks this process's bundle path: run.<rank>.stb, run.<rank>.<pid>.stb, or run.<pid>.stb. */
+static int pick_path(void)
+{
+	const char *rank = naming_rank(getenv_const);
+	char id[64];
+
+	if (rank)
+		snprintf(id, sizeof(id), "%s", rank);
+	else
+		snprintf(id, sizeof(id), "%d", (int)in.pid);
+	if (in.claims && claim(id) && rank) {
+		snprintf(id, sizeof(id), "%s.%d", rank, (int)in.pid);
+		claim(id);
+	}
+	if (naming_bundle(in.path, sizeof(in.path), in.output, id))
+		return error("steptrace: bundle name for '%s' is too long", in.output);
+	return 0;
+}
+
+/* Appends "key value" lines to the claim file, for steptrace to report. */
+static void claim_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void claim_report(const char *fmt, ...)
+{
+	va_list ap;
+	FILE *f;
+
+	if (!in.claim[0] || !(f = fopen(in.claim, "a")))
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
+/* ---- the bundle -------------------------------------------------------------- */
+
+/* "steptrace record ... -- python3 train.py [pid 4242, rank 1: python3 -u train.py --local-rank=1]" into buf. */
+static void process_line(char *buf, size_t len)
+{
+	char args[2048] = "";
+	const char *rank = naming_rank(getenv_const);
+	size_t n = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		ssize_t r = read(fd, args, sizeof(args) - 1);
+
+		close(fd);
+		n = r > 0 ? (size_t)r : 0;
+		args[n] = '\0';
+		for (size_t i = 0; i + 1 < n; i++)
+			if (!args[i])
+				args[i] = ' ';
+	}
+	snprintf(buf, len, "%s [pid %d%s%s: %s]", in.command_line ? in.command_line : "steptrace record",
+		 (int)in.pid, rank ? ", rank " : "", rank ? rank : "", args);
+}
+
+/* STEPTRACE_PEAKS "NAME;fp32;tf32;bf16;fp16;bandwidth" measured by steptrace: used for that device only. */
+static bool peaks_measured(struct device_facts *dev)
+{
+	double v[5];
+	const char *p = in.peaks, *semi = p ? strchr(p, ';') : NULL;
+
+	if (!semi || strncmp(p, dev->name, (size_t)(semi - p)) || dev->name[semi - p] ||
+	    sscanf(semi + 1, "%lf;%lf;%lf;%lf;%lf", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5)
+		return false;
+	dev->info.peak_fp32_flops = v[0];
+	dev->info.peak_tf32_flops = v[1];
+	dev->info.peak_bf16_flops = v[2];
+	dev->info.peak_fp16_flops = v[3];
+	dev->info.peak_bandwidth = v[4];
+	dev->info.peak_source = STEPTRACE__PEAK_SOURCE__PEAK_MEASURED;
+	snprintf(dev->note, sizeof(dev->note),
+		 "measured by steptrace record --calibrate before starting the command (cuBLAS GEMMs, "
+		 "device-to-device copy)");
+	return true;
+}
+
+static int64_t unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void open_bundle(uint32_t device)
+{
+	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
+	Steptrace__RunConfig rc = STEPTRACE__RUN_CONFIG__INIT;
+	struct device_facts dev;
+	char host[256] = "", line[4096];
+
+	if (pick_path())
+		return;
+	if (device_facts_read_driver((int)device, &dev)) {
+		memset(&dev, 0, sizeof(dev));
+		steptrace__device_info__init(&dev.info);
+		dev.info.name = dev.name;
+		dev.info.peak_note = dev.note;
+		dev.info.driver_version = dev.driver;
+	}
+	if (!peaks_measured(&dev))
+		device_datasheet(&dev, NULL);
+	process_line(line, sizeof(line));
+	gethostname(host, sizeof(host) - 1);
+	hdr.command_line = line;
+	hdr.hostname = host;
+	hdr.created_unix_ns = unix_ns();
+	if (in.precision) {
+		/* what the program's matrix products run in, as steptrace record --precision said */
+		rc.model = "program";
+		rc.precision = (char *)in.precision;
+		hdr.config = &rc;
+	}
+	hdr.device = &dev.info;
+	hdr.clock = "cupti";
+	hdr.api_calls = (char *)capture_api_rule(in.api);
+	hdr.time_base_ns = in.t0;
+	if (rec_session_open(&in.s, in.path, &hdr)) {
+		warning("steptrace: pid %d records nothing", (int)in.pid);
+		return;
+	}
+	/* the writer fills a temporary beside in.path and renames it at the end; after a
+	 * SIGKILL only steptrace can put it in place, so it is told the name */
+	claim_report("bundle %s\nwriting %s\n", in.path, bundle_writer_file(in.s.w));
+	in.opened = true;
+	capture_attach(&in.s);
+}
+
+static void on_context(void *ctx, uint32_t device)
+{
+	pthread_mutex_lock(&in.open_lock);
+	if (!in.opened && !in.done && getpid() == in.pid)
+		open_bundle(device);
+	pthread_mutex_unlock(&in.open_lock);
+}
+
+/* Closes the capture and the bundle with `reason`; NULL: leave it without a footer. */
+static void finish(const char *reason)
+{
+	struct capture_totals ct;
+	struct ranges_totals rt;
+	struct stat st;
+
+	in.done = true;
+	ranges_finish(in.t0, capture_now());
+	capture_stop();
+	if (!in.opened)
+		return;
+	capture_totals(&ct);
+	ranges_totals(&rt);
+	if (reason)
+		rec_session_close(&in.s, reason);
+	else
+		rec_session_abort(&in.s);
+	claim_report("events %" PRIu64 "\nbytes %lld\ndropped %" PRIu64 "\nsteps %" PRIu32
+		     "\nwarmup %" PRIu32 "\nops %" PRIu32 "\nranges %" PRIu64 "\nunattributed %" PRIu64
+		     "\nopen %" PRIu64 "\nunpaired %" PRIu64 "\nlost %" PRIu64 "\ncapped %d\nend %s\n",
+		     in.s.events, stat(in.path, &st) ? -1LL : (long long)st.st_size, ct.dropped, rt.steps,
+		     rt.warmup, rt.ops, rt.ranges, ct.unattributed, rt.open, rt.unpaired, rt.lost,
+		     rt.ops_capped, reason ? reason : "aborted");
+	if (!in.claims)
+		fprintf(stderr, "steptrace: pid %d wrote '%s' (%" PRIu64 " events)\n", (int)in.pid,
+			in.path, in.s.events);
+}
+
+static void on_exit_flush(void)
+{
+	if (in.capturing && !in.done && getpid() == in.pid)
+		finish("ok");
+}
+
+/* ---- signals ------------------------------------------------------------------- */
+
+static const int end_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGHUP, SIGQUIT, SIGINT };
+#define N_END_SIGNALS (sizeof(end_signals) / sizeof(end_signals[0]))
+static struct sigaction old_actions[N_END_SIGNALS];
+
+static int signal_slot(int sig)
+{
+	for (size_t i = 0; i < N_END_SIGNALS; i++)
+		if (end_signals[i] == sig)
+			return (int)i;
+	return -1;
+}
+
+static void on_end_signal(int sig, siginfo_t *info, void *uc)
+{
+	static volatile sig_atomic_t busy;
+	int slot = signal_slot(sig);
+	const struct sigaction *old = slot >= 0 ? &old_actions[slot] : NULL;
+	bool stop = sig == SIGTERM || sig == SIGHUP || sig == SIGINT || sig == SIGQUIT;
+
+	if (!busy && in.capturing && !in.done && getpid() == in.pid) {
+		busy = 1;
+		alarm(CRASH_FLUSH_SECONDS);   /* a flush that hangs (a lock the crash held) still ends */
+		claim_report("signal %d\n", sig);
+		finish(stop ? "interrupted" : "error");
+		alarm(0);
+	}
+	if (!old)
+		return;
+	sigaction(sig, old, NULL);
+	if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction)
+		old->sa_sigaction(sig, info, uc);
+	else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN)
+		old->sa_handler(sig);
+	else
+		raise(sig);
+}
+
+/* Crash signals always; the stopping ones only where the program left them at their default. */
+static void signals_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_end_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < N_END_SIGNALS; i++) {
+		int sig = end_signals[i];
+		bool stop = sig == SIGTERM || sig == SIGHUP || sig == SIGINT || sig == SIGQUIT;
+
+		if (sigaction(sig, NULL, &old_actions[i]))
+			continue;
+		if (old_actions[i].sa_handler == SIG_IGN)
+			continue;
+		if (stop && ((old_actions[i].sa_flags & SA_SIGINFO) ? old_actions[i].sa_sigaction != NULL
+								     : old_actions[i].sa_handler != SIG_DFL))
+			continue;
+		sigaction(sig, &sa, NULL);
+	}
+}
+
+static void on_fork_child(void)
+{
+	/* The child's CUDA is unusable and the bundle is the parent's: it records nothing. */
+	capture_forget();
+}
+
+/* ---- CUDA's entry point --------------------------------------------------------- */
+
+EXPORT int InitializeInjection(void)
+{
+	pthread_once(&in.once, setup);
+	if (!in.configured || in.capturing || getpid() != in.pid)
+		return 1;
+	capture_set_hooks(on_context, ranges_drain_locked);
+	capture_set_lead(ranges_stackless);
+	if (capture_start(NULL, STEP_COUNTERS, in.api)) {
+		warning("steptrace: CUPTI capture could not start in pid %d; recording nothing",
+			(int)in.pid);
+		return 1;
+	}
+	if (!in.step_range)
+		capture_step_begin(0);   /* the run is one step */
+	in.capturing = true;
+	atexit(on_exit_flush);
+	pthread_atfork(NULL, NULL, on_fork_child);
+	signals_install();
+	return 1;
+}
+
+/* ---- NVTX's entry point and its functions ------------------------------------------ */
+
+static uint64_t now(void)
+{
+	return capture_now();
+}
+
+/* A wide message as ASCII into buf ('?' for anything else). */
+static const char *narrow(const wchar_t *w, char *buf, size_t len)
+{
+	size_t i = 0;
+
+	for (; w && w[i] && i + 1 < len; i++)
+		buf[i] = w[i] > 0 && w[i] < 128 ? (char)w[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
+/* The message of event attributes: text (ASCII or narrowed) or a registered id. */
+static const char *message(const nvtxEventAttributes_t *a, uint32_t *reg, char *buf, size_t len)
+{
+	*reg = 0;
+	if (!a || a->size < offsetof(nvtxEventAttributes_t, message) + sizeof(a->message))
+		return NULL;
+	switch (a->messageType) {
+	case NVTX_MESSAGE_TYPE_ASCII:
+		return a->message.ascii;
+	case NVTX_MESSAGE_TYPE_UNICODE:
+		return narrow(a->message.unicode, buf, len);
+	case NVTX_MESSAGE_TYPE_REGISTERED:
+		*reg = (uint32_t)(uintptr_t)a->message.registered;
+		return NULL;
+	default:
+		return NULL;
+	}
+}
+
+static int nvtx_push_a(const char *m)
+{
+	return ranges_push(NULL, m, 0, now());
+}
+
+static int nvtx_push_w(const wchar_t *m)
+{
+	char buf[1024];
+
+	return ranges_push(NULL, narrow(m, buf, sizeof(buf)), 0, now());
+}
+
+static int nvtx_push_ex(const nvtxEventAttributes_t *a)
+{
+	char buf[1024];
+	uint32_t reg;
+	const char *m = message(a, &reg, buf, sizeof(buf));
+
+	return ranges_push(NULL, m, reg, now());
+}
+
+static int nvtx_pop(void)
+{
+	return ranges_pop(NULL, now());
+}
+
+static nvtxRangeId_t nvtx_start_a(const char *m)
+{
+	return ranges_start(NULL, m, 0, now());
+}
+
+static nvtxRangeId_t nvtx_start_w(const wchar_t *m)
+{
+	char buf[1024];
+
+	return ranges_start(NULL, narrow(m, buf, sizeof(buf)), 0, now());
+}
+
+static nvtxRangeId_t nvtx_start_ex(const nvtxEventAttributes_t *a)
+{
+	char buf[1024];
+	uint32_t reg;
+	const char *m = message(a, &reg, buf, sizeof(buf));
+
+	return ranges_start(NULL, m, reg, now());
+}
+
+static void nvtx_end(nvtxRangeId_t id)
+{
+	ranges_end(id, now());
+}
+
+static void nvtx_mark_a(const char *m)
+{
+	ranges_mark(NULL, m, 0, now());
+}
+
+static void nvtx_mark_w(const wchar_t *m)
+{
+	char buf[1024];
+
+	ranges_mark(NULL, narrow(m, buf, sizeof(buf)), 0, now());
+}
+
+static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
+{
+	char buf[1024];
+	uint32_t reg;
+	const char *m = message(a, &reg, buf, sizeof(buf));
+
+	ranges_mark(NULL, m, reg, now());
+}
+
+static nvtxDomainHandle_t nvtx_domain_create_a(const char *name)
+{
+	return (nvtxDomainHandle_t)ranges_domain_create(name);
+}
+
+static nvtxDomainHandle_t nvtx_domain_create_w(const wchar_t *name)
+{
+	char buf[1024];
+
+	return (nvtxDomainHandle_t)ranges_domain_create(narrow(name, buf, sizeof(buf)));
+}
+
+static void nvtx_domain_destroy(nvtxDomainHandle_t d)
+{
+	/* kept: its name may still be in queued events */
+}
+
+static nvtxStringHandle_t nvtx_register_a(nvtxDomainHandle_t d, const char *s)
+{
+	return (nvtxStringHandle_t)(uintptr_t)ranges_register(s);
+}
+
+static nvtxStringHandle_t nvtx_register_w(nvtxDomainHandle_t d, const wchar_t *s)
+{
+	char buf[1024];
+
+	return (nvtxStringHandle_t)(uintptr_t)ranges_register(narrow(s, buf, sizeof(buf)));
+}
+
+static int nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	char buf[1024];
+	uint32_t reg;
+	const char *m = message(a, &reg, buf, sizeof(buf));
+
+	return ranges_push((struct ranges_domain *)d, m, reg, now());
+}
+
+static int nvtx_domain_pop(nvtxDomainHandle_t d)
+{
+	return ranges_pop((struct ranges_domain *)d, now());
+}
+
+static nvtxRangeId_t nvtx_domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	char buf[1024];
+	uint32_t reg;
+	const char *m = message(a, &reg, buf, sizeof(buf));
+
+	return ranges_start((struct ranges_domain *)d, m, reg, now());
+}
+
+static void nvtx_domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
+{
+	ranges_end(id, now());
+}
+
+static void nvtx_domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+	char buf[1024];
+	uint32_t reg;
+	const char *m = message(a, &reg, buf, sizeof(buf));
+
+	ranges_mark((struct ranges_domain *)d, m, reg, now());
+}
+
+static void nvtx_initialize(const void *reserved)
+{
+}
+
+struct slot {
+	unsigned id;
+	NvtxFunctionPointer fn;
+};
+
+#define SLOT(id, fn) { (id), (NvtxFunctionPointer)(fn) }
+
+static const struct slot core_slots[] = {
+	SLOT(NVTX_CBID_CORE_MarkEx, nvtx_mark_ex),
+	SLOT(NVTX_CBID_CORE_MarkA, nvtx_mark_a),
+	SLOT(NVTX_CBID_CORE_MarkW, nvtx_mark_w),
+	SLOT(NVTX_CBID_CORE_RangeStartEx, nvtx_start_ex),
+	SLOT(NVTX_CBID_CORE_RangeStartA, nvtx_start_a),
+	SLOT(NVTX_CBID_CORE_RangeStartW, nvtx_start_w),
+	SLOT(NVTX_CBID_CORE_RangeEnd, nvtx_end),
+	SLOT(NVTX_CBID_CORE_RangePushEx, nvtx_push_ex),
+	SLOT(NVTX_CBID_CORE_RangePushA, nvtx_push_a),
+	SLOT(NVTX_CBID_CORE_RangePushW, nvtx_push_w),
+	SLOT(NVTX_CBID_CORE_RangePop, nvtx_pop),
+};
+
+static const struct slot core2_slots[] = {
+	SLOT(NVTX_CBID_CORE2_DomainMarkEx, nvtx_domain_mark_ex),
+	SLOT(NVTX_CBID_CORE2_DomainRangeStartEx, nvtx_domain_start_ex),
+	SLOT(NVTX_CBID_CORE2_DomainRangeEnd, nvtx_domain_end),
+	SLOT(NVTX_CBID_CORE2_DomainRangePushEx, nvtx_domain_push_ex),
+	SLOT(NVTX_CBID_CORE2_DomainRangePop, nvtx_domain_pop),
+	SLOT(NVTX_CBID_CORE2_DomainRegisterStringA, nvtx_register_a),
+	SLOT(NVTX_CBID_CORE2_DomainRegisterStringW, nvtx_register_w),
+	SLOT(NVTX_CBID_CORE2_DomainCreateA, nvtx_domain_create_a),
+	SLOT(NVTX_CBID_CORE2_DomainCreateW, nvtx_domain_create_w),
+	SLOT(NVTX_CBID_CORE2_DomainDestroy, nvtx_domain_destroy),
+	SLOT(NVTX_CBID_CORE2_Initialize, nvtx_initialize),
+};
+
+static int fill(const NvtxExportTableCallbacks *cb, NvtxCallbackModule module,
+		const struct slot *slots, size_t n)
+{
+	NvtxFunctionTable table = NULL;
+	unsigned int size = 0;
+
+	if (!cb->GetModuleFunctionTable(module, &table, &size) || !table)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (slots[i].id < size && table[slots[i].id])
+			*table[slots[i].id] = slots[i].fn;
+	return 0;
+}
+
+/*
+ * Called once by each copy of NVTX in the process (NVTX3 is header-only:
+ * every library built with it has its own): fills that copy's function
+ * tables. 0 leaves that copy's NVTX calls as no-ops.
+ */
+EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
+{
+	const NvtxExportTableCallbacks *cb;
+	const NvtxExportTableVersionInfo *vi;
+
+	pthread_once(&in.once, setup);
+	if (!in.configured || getpid() != in.pid || !get_table)
+		return 0;
+	cb = get_table(NVTX_ETID_CALLBACKS);
+	vi = get_table(NVTX_ETID_VERSIONINFO);
+	if (!cb || cb->struct_size < sizeof(*cb) || !cb->GetModuleFunctionTable)
+		return 0;
+	if (vi && vi->struct_size >= sizeof(*vi) && vi->SetInjectionNvtxVersion)
+		vi->SetInjectionNvtxVersion(NVTX_VERSION);
+	if (fill(cb, NVTX_CB_MODULE_CORE, core_slots, sizeof(core_slots) / sizeof(core_slots[0])))
+		return 0;
+	fill(cb, NVTX_CB_MODULE_CORE2, core2_slots, sizeof(core2_slots) / sizeof(core2_slots[0]));
+	return 1;
+}

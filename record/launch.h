@@ -1,0 +1,45 @@
+/*
+ * launch.h: `steptrace record [options] -o run.stb -- COMMAND [ARGS...]`
+ * (issue 15): runs COMMAND with libsteptrace_inject.so injected into every
+ * process of its tree (CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH),
+ * waits for it, and reports the bundles its processes wrote
+ * (record/naming.h: run.stb for one, run.<rank or pid>.stb for several).
+ *
+ * The command's environment passes through with the recorder's variables
+ * added (record/inject.c lists them; PYTORCH_CUDA_ALLOC_CONF gains
+ * backend:cudaMallocAsync with --torch-alloc async). steptrace ignores
+ * SIGINT and SIGQUIT while the command runs (the terminal sends them to
+ * both), hands SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 on to it, and ends as
+ * the command did: with its exit status, or by its signal.
+ */
+#ifndef STEPTRACE_RECORD_LAUNCH_H
+#define STEPTRACE_RECORD_LAUNCH_H
+
+#include <stdbool.h>
+
+#include "record/capture.h"
+
+enum launch_torch_alloc { LAUNCH_ALLOC_DEFAULT, LAUNCH_ALLOC_ASYNC };
+/* "default", "async" (for OPT_CHOICE) */
+extern const char *const launch_torch_alloc_names[];
+
+struct launch_opts {
+	const char *output;          /* -o: the bundle (one process) or the stem of several */
+	const char *step_range;      /* NVTX range name marking a step, or NULL */
+	int warmup;                  /* steps flagged warm-up (with a step range) */
+	enum capture_api api;
+	int torch_alloc;             /* enum launch_torch_alloc */
+	bool calibrate;              /* measure peaks here before starting the command */
+	const char *precision;       /* the program's matrix-product precision for the header, or NULL */
+	const char *command_line;    /* the steptrace command line, for the headers */
+	const char *const *argv;     /* the command, NULL-terminated, argv[0] looked up in PATH */
+};
+
+/*
+ * Runs the command and returns its exit status (127: it could not be run,
+ * 126: not executable); a command ended by a signal ends steptrace by the
+ * same signal. -1 (one error line) when nothing was started.
+ */
+int launch_run(const struct launch_opts *o);
+
+#endif

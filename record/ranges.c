@@ -1,0 +1,875 @@
+/*
+ * ranges.c: see ranges.h.
+ *
+ * Threads. ranges_push/pop run on the application's threads: the range
+ * stack is the thread's own, the tree of nodes, the string table, the op
+ * table and the event queue are shared under one mutex, held for a hash
+ * probe or two per push. The capture's decoder thread drains the queue
+ * while it holds the session lock: it takes the mutex only to translate
+ * string ids and swap the queue out, and writes with the mutex released.
+ * Lock order: session lock, then this mutex; an application thread never
+ * takes the session lock here.
+ */
+#define _GNU_SOURCE
+#include "record/ranges.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lib/grow.h"
+#include "record/aten.h"
+#include "record/capture.h"
+
+#define MAX_DEPTH 256             /* per thread; deeper pushes are counted, not recorded */
+#define OPS_CAP (1u << 20)        /* ops registered at most (an op per execution per step) */
+#define QUEUE_KICK (1u << 16)     /* queued events that wake the decoder thread */
+#define QUEUE_MAX (1u << 20)      /* queued events past which new ones are lost */
+#define NAME_BUF 1024             /* names longer than this are normalised on the heap */
+#define MIRROR_DOMAIN "steptrace.mirror"
+
+struct ranges_domain {
+	uint32_t name;
+};
+
+struct node {
+	uint32_t parent, name, domain;   /* string ids (domain: its name) */
+	uint32_t path, kind, phase;      /* string ids */
+	uint64_t flops, bytes;
+	bool step;                       /* named like the step range */
+	uint32_t gen, occ;               /* executions in step generation `gen` */
+	uint32_t *ops;                   /* op of the k-th execution in a step */
+	size_t n_ops, cap_ops;
+};
+
+struct frame {
+	uint32_t node, op, name, domain_name;
+	uint32_t depth;                  /* written depth: a helper thread's sit under the lead's */
+	struct ranges_domain *domain;
+	uint64_t start, epoch;
+	bool step;
+};
+
+struct tstate {
+	uint64_t thread;
+	int depth, too_deep;
+	bool adopted;                    /* a helper of the lead thread (R.adopted) */
+	_Atomic uint64_t active;         /* R.epoch when it last pushed a root range or launched without one */
+	struct frame f[MAX_DEPTH];
+};
+
+struct open_se {
+	uint64_t id, start, thread;
+	uint32_t name, domain, depth;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	bool init, finished;
+	uint32_t step_name, warmup;
+	unsigned elem_bytes;
+
+	char **str;                      /* id -> string; id 0 is "" */
+	size_t n_str, cap_str;
+	uint32_t *str_hash;              /* open addressing, slot -> id (0 empty) */
+	size_t str_hash_cap;
+	uint32_t *sess;                  /* id -> session string id, 0 not yet interned there */
+	size_t cap_sess;
+	const struct rec_session *sess_of;
+
+	struct node *nodes;              /* index 0: the root (no range) */
+	size_t n_nodes, cap_nodes;
+	uint32_t *node_hash;
+	size_t node_hash_cap;
+
+	uint32_t *op_node;               /* op id i + 1 -> node */
+	size_t n_ops, cap_ops, ops_written;
+	bool ops_capped;
+
+	uint32_t gen, n_steps, n_warmup, step_index;
+	bool step_open;
+
+	/*
+	 * The lead thread: the one with the step range (else the first to
+	 * push a range). Other threads (autograd's, which runs the backward
+	 * pass) are its helpers: their root ranges are children of the lead's
+	 * innermost range, their launches outside any range of theirs take the
+	 * lead's op (capture_set_lead_op), and each lead range open while a
+	 * helper worked is copied onto the helper's thread, in domain
+	 * MIRROR_DOMAIN, so that NVTX projection puts the helper's kernels
+	 * under it too ("train_step/backward").
+	 */
+	struct tstate *lead;
+	uint32_t lead_node, lead_depth, mirror_domain;
+	_Atomic uint64_t epoch;          /* lead pushes so far */
+	struct tstate **adopted;
+	size_t n_adopted, cap_adopted;
+	uint64_t open;                   /* ranges pushed and not popped, every thread */
+
+	struct ranges_domain **domains;  /* every domain made: its name may be in queued events */
+	size_t n_domains, cap_domains;
+
+	struct open_se *se;
+	size_t n_se, cap_se;
+	uint64_t next_id;
+
+	struct st_event *q;              /* string ids are ours until drained */
+	size_t n_q, cap_q;
+	struct st_event *spare;          /* the queue drained last, kept for reuse */
+	size_t cap_spare;
+	bool kicked;
+
+	uint64_t ranges, unpaired, lost;
+} R = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_key_t tkey;
+static pthread_once_t tkey_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct tstate *ts;
+
+/* ---- strings ----------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Doubles an open-addressing table of the ids 1..n-1, placed by key(id). -1 when out of memory. */
+static int table_grow(uint32_t **table, size_t *cap, size_t n, uint64_t (*key)(size_t id))
+{
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	uint32_t *h = calloc(ncap, sizeof(*h));
+
+	if (!h)
+		return -1;
+	for (size_t id = 1; id < n; id++) {
+		size_t j = key(id) & (ncap - 1);
+
+		while (h[j])
+			j = (j + 1) & (ncap - 1);
+		h[j] = (uint32_t)id;
+	}
+	free(*table);
+	*table = h;
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t str_key(size_t id)
+{
+	return hash_str(R.str[id]);
+}
+
+/* The id of s (0 for NULL or ""; 0 too when out of memory). */
+static uint32_t intern_locked(const char *s)
+{
+	size_t j;
+	char *dup;
+
+	if (!s || !*s)
+		return 0;
+	if ((R.n_str + 1) * 2 > R.str_hash_cap && table_grow(&R.str_hash, &R.str_hash_cap, R.n_str, str_key))
+		return 0;
+	j = hash_str(s) & (R.str_hash_cap - 1);
+	while (R.str_hash[j]) {
+		if (!strcmp(R.str[R.str_hash[j]], s))
+			return R.str_hash[j];
+		j = (j + 1) & (R.str_hash_cap - 1);
+	}
+	if (ALLOC_GROW(R.str, R.n_str + 1, R.cap_str) || !(dup = strdup(s)))
+		return 0;
+	R.str[R.n_str] = dup;
+	R.str_hash[j] = (uint32_t)R.n_str;
+	return (uint32_t)R.n_str++;
+}
+
+/* Our string id as the session's (interning it there once); the session lock is held. */
+static uint32_t sess_id_locked(struct rec_session *s, uint32_t id)
+{
+	if (!id || id >= R.n_str)
+		return 0;
+	if (id >= R.cap_sess) {
+		size_t cap = R.cap_sess ? R.cap_sess : 1024;
+		uint32_t *p;
+
+		while (cap <= id)
+			cap *= 2;
+		p = realloc(R.sess, cap * sizeof(*p));
+		if (!p)
+			return rec_session_intern_locked(s, R.str[id]);
+		memset(p + R.cap_sess, 0, (cap - R.cap_sess) * sizeof(*p));
+		R.sess = p;
+		R.cap_sess = cap;
+	}
+	if (!R.sess[id])
+		R.sess[id] = rec_session_intern_locked(s, R.str[id]);
+	return R.sess[id];
+}
+
+/* ---- the tree of ranges ------------------------------------------------ */
+
+static uint64_t hash_node(uint32_t parent, uint32_t name, uint32_t domain)
+{
+	uint64_t h = ((uint64_t)parent << 32 | name) * 0x9E3779B97F4A7C15ull;
+
+	return (h ^ (h >> 29) ^ (uint64_t)domain * 0xBF58476D1CE4E5B9ull) * 0x94D049BB133111EBull;
+}
+
+static uint64_t node_key(size_t id)
+{
+	const struct node *n = &R.nodes[id];
+
+	return hash_node(n->parent, n->name, n->domain);
+}
+
+/* The text of name up to its first ", " (the op of an emit_nvtx name) into buf. */
+static const char *op_part(const char *name, char *buf, size_t len)
+{
+	const char *comma = strstr(name, ", ");
+	size_t n = comma ? (size_t)(comma - name) : strlen(name);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * A node's phase: a range named forward, backward or optimizer; else its
+ * parent's; else backward for autograd's nodes (on autograd's own thread
+ * they have no parent), optimizer for torch.optim's record_function
+ * ranges ("Optimizer.step#AdamW.step"), forward inside a step.
+ */
+static uint32_t phase_of(const struct node *parent, const char *op, bool is_step)
+{
+	static const char *const phases[] = { "forward", "backward", "optimizer", NULL };
+
+	for (int i = 0; phases[i]; i++)
+		if (!strcasecmp(op, phases[i]))
+			return intern_locked(phases[i]);
+	if (parent && parent->phase)
+		return parent->phase;
+	if (!strncmp(op, "autograd::engine::evaluate_function", 35) || strstr(op, "Backward"))
+		return intern_locked("backward");
+	if (!strncmp(op, "Optimizer.", 10))
+		return intern_locked("optimizer");
+	return R.step_open && !is_step ? intern_locked("forward") : 0;
+}
+
+/* Path, kind, phase and cost of a new node. */
+static void node_describe(struct node *n, const struct node *parent)
+{
+	const char *name = R.str[n->name];
+	char op[128], buf[256];
+	struct aten_call call;
+	struct aten_cost cost = { 0 };
+
+	if (parent) {
+		const char *pp = R.str[parent->path];
+		size_t len = strlen(pp) + strlen(name) + 2;
+		char *path = malloc(len);
+
+		if (path) {
+			snprintf(path, len, "%s/%s", pp, name);
+			n->path = intern_locked(path);
+			free(path);
+		}
+	} else {
+		n->path = n->name;
+	}
+	op_part(name, op, sizeof(op));
+	n->phase = phase_of(parent, op, n->step);
+	if (aten_parse(name, &call) == 0) {
+		aten_cost(&call, R.elem_bytes, &cost);
+		aten_call_release(&call);
+	}
+	if (cost.family != ATEN_OTHER) {
+		snprintf(buf, sizeof(buf), "%s/%s", aten_family_name(cost.family), op);
+		n->kind = intern_locked(buf);
+	} else {
+		n->kind = intern_locked(op);
+	}
+	n->flops = cost.flops;
+	n->bytes = cost.bytes;
+}
+
+/* The node for (parent, name, domain), made on first sight; 0 when out of memory. */
+static uint32_t node_get_locked(uint32_t parent, uint32_t name, uint32_t domain)
+{
+	struct node *n;
+	size_t j;
+
+	if ((R.n_nodes + 1) * 2 > R.node_hash_cap &&
+	    table_grow(&R.node_hash, &R.node_hash_cap, R.n_nodes, node_key))
+		return 0;
+	j = hash_node(parent, name, domain) & (R.node_hash_cap - 1);
+	while (R.node_hash[j]) {
+		n = &R.nodes[R.node_hash[j]];
+		if (n->parent == parent && n->name == name && n->domain == domain)
+			return R.node_hash[j];
+		j = (j + 1) & (R.node_hash_cap - 1);
+	}
+	if (ALLOC_GROW(R.nodes, R.n_nodes + 1, R.cap_nodes))
+		return 0;
+	n = &R.nodes[R.n_nodes];
+	memset(n, 0, sizeof(*n));
+	n->parent = parent;
+	n->name = name;
+	n->domain = domain;
+	n->step = R.step_name && name == R.step_name;
+	n->gen = UINT32_MAX;
+	node_describe(n, parent ? &R.nodes[parent] : NULL);
+	R.node_hash[j] = (uint32_t)R.n_nodes;
+	return (uint32_t)R.n_nodes++;
+}
+
+/*
+ * The op of the node's next execution in this step, registered on first
+ * use. Outside the steps of a step range every execution shares the first
+ * op: that work is not counted, and it would grow the table without end.
+ */
+static uint32_t op_next_locked(uint32_t id)
+{
+	struct node *n = &R.nodes[id];
+	uint32_t k;
+
+	if (n->gen != R.gen) {
+		n->gen = R.gen;
+		n->occ = 0;
+	}
+	k = R.step_name && !R.step_open ? 0 : n->occ++;
+	if (k < n->n_ops)
+		return n->ops[k];
+	if (R.n_ops >= OPS_CAP || ALLOC_GROW(R.op_node, R.n_ops + 1, R.cap_ops) ||
+	    ALLOC_GROW(n->ops, n->n_ops + 1, n->cap_ops)) {
+		R.ops_capped = true;
+		return n->n_ops ? n->ops[n->n_ops - 1] : 0;
+	}
+	R.op_node[R.n_ops++] = id;
+	n->ops[n->n_ops++] = (uint32_t)R.n_ops;
+	return (uint32_t)R.n_ops;
+}
+
+/* ---- the event queue ---------------------------------------------------- */
+
+static struct st_event *queue_locked(int kind, uint64_t start, uint64_t end)
+{
+	struct st_event *ev;
+
+	if (R.finished || R.n_q >= QUEUE_MAX || ALLOC_GROW(R.q, R.n_q + 1, R.cap_q)) {
+		R.lost++;
+		return NULL;
+	}
+	ev = &R.q[R.n_q++];
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	ev->start = start;   /* CUPTI ns until drained */
+	ev->end = end;
+	return ev;
+}
+
+/* Wakes the decoder when the queue is long; with the mutex held. */
+static bool want_kick_locked(void)
+{
+	if (R.n_q < QUEUE_KICK || R.kicked)
+		return false;
+	R.kicked = true;
+	return true;
+}
+
+static void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_t depth,
+			       uint64_t start, uint64_t end)
+{
+	struct st_event *ev = queue_locked(ST_RANGE, start, end);
+
+	if (!ev)
+		return;
+	ev->range.name = name;
+	ev->range.domain = domain;
+	ev->range.thread = thread;
+	ev->range.depth = depth;
+	R.ranges++;
+}
+
+static void step_event_locked(uint32_t index, uint64_t thread, uint64_t start, uint64_t end)
+{
+	struct st_event *ev = queue_locked(ST_STEP, start, end);
+
+	if (!ev)
+		return;
+	ev->step.index = index;
+	ev->step.warmup = index < R.warmup;
+	ev->step.thread = thread;
+	R.n_steps++;
+	R.n_warmup += index < R.warmup;
+}
+
+void ranges_drain_locked(struct rec_session *s)
+{
+	struct st_event *q, *ops = NULL;
+	size_t n, cap, n_ops = 0;
+
+	pthread_mutex_lock(&R.lock);
+	if (R.sess_of != s) {
+		if (R.sess)
+			memset(R.sess, 0, R.cap_sess * sizeof(*R.sess));
+		R.sess_of = s;
+	}
+	if (R.ops_written < R.n_ops) {
+		ops = calloc(R.n_ops - R.ops_written, sizeof(*ops));
+		for (; ops && R.ops_written < R.n_ops; R.ops_written++) {
+			const struct node *nd = &R.nodes[R.op_node[R.ops_written]];
+			struct st_event *ev = &ops[n_ops++];
+
+			ev->kind = ST_OP;
+			ev->op.id = (uint32_t)R.ops_written + 1;
+			ev->op.name = sess_id_locked(s, nd->name);
+			ev->op.path = sess_id_locked(s, nd->path);
+			ev->op.kind = sess_id_locked(s, nd->kind);
+			ev->op.phase = sess_id_locked(s, nd->phase);
+			ev->op.flops = nd->flops;
+			ev->op.bytes = nd->bytes;
+		}
+	}
+	q = R.q;
+	n = R.n_q;
+	cap = R.cap_q;
+	R.q = R.spare;               /* the last drained queue, its pages still mapped */
+	R.cap_q = R.cap_spare;
+	R.spare = NULL;
+	R.n_q = 0;
+	R.kicked = false;
+	for (size_t i = 0; i < n; i++) {
+		struct st_event *ev = &q[i];
+
+		if (ev->kind == ST_RANGE) {
+			ev->range.name = sess_id_locked(s, ev->range.name);
+			ev->range.domain = sess_id_locked(s, ev->range.domain);
+		}
+		ev->start = rec_session_time(s, ev->start);
+		ev->end = rec_session_time(s, ev->end);
+	}
+	pthread_mutex_unlock(&R.lock);
+
+	for (size_t i = 0; i < n_ops; i++)
+		rec_session_add_locked(s, &ops[i]);
+	for (size_t i = 0; i < n; i++)
+		rec_session_add_locked(s, &q[i]);
+	free(ops);
+	pthread_mutex_lock(&R.lock);
+	if (!R.spare) {
+		R.spare = q;
+		R.cap_spare = cap;
+		q = NULL;
+	}
+	pthread_mutex_unlock(&R.lock);
+	free(q);
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+int ranges_init(const struct ranges_config *c)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&R.lock);
+	if (!R.init) {
+		R.init = true;
+		R.n_str = 1;
+		if (ALLOC_GROW(R.str, 1, R.cap_str)) {
+			rc = -1;
+		} else {
+			R.str[0] = "";
+			R.n_nodes = 1;   /* the root */
+			if (ALLOC_GROW(R.nodes, 1, R.cap_nodes))
+				rc = -1;
+			else
+				memset(&R.nodes[0], 0, sizeof(R.nodes[0]));
+		}
+		R.step_name = c->step_range && *c->step_range ? intern_locked(c->step_range) : 0;
+		R.warmup = c->warmup;
+		R.elem_bytes = c->elem_bytes ? c->elem_bytes : 4;
+		if (c->step_range && *c->step_range && !R.step_name)
+			rc = -1;
+		if (!R.step_name)
+			capture_step_begin(0);   /* the run is step 0 */
+	}
+	pthread_mutex_unlock(&R.lock);
+	return rc;
+}
+
+struct ranges_domain *ranges_domain_create(const char *name)
+{
+	struct ranges_domain *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	pthread_mutex_lock(&R.lock);
+	d->name = intern_locked(name);
+	if (ALLOC_GROW(R.domains, R.n_domains + 1, R.cap_domains)) {
+		free(d);
+		d = NULL;
+	} else {
+		R.domains[R.n_domains++] = d;
+	}
+	pthread_mutex_unlock(&R.lock);
+	return d;
+}
+
+/* name without emit_nvtx's per-call fields into buf, or a malloc'd copy when longer; NULL when out of memory. */
+static char *normalized(const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (n >= len) {
+		buf = malloc(n + 1);
+		if (!buf)
+			return NULL;
+		len = n + 1;
+	}
+	aten_normalize(name, buf, len);
+	return buf;
+}
+
+uint32_t ranges_register(const char *s)
+{
+	char buf[NAME_BUF], *norm = normalized(s ? s : "", buf, sizeof(buf));
+	uint32_t id;
+
+	if (!norm)
+		return 0;
+	pthread_mutex_lock(&R.lock);
+	id = intern_locked(norm);
+	pthread_mutex_unlock(&R.lock);
+	if (norm != buf)
+		free(norm);
+	return id;
+}
+
+/* ---- the range stacks ---------------------------------------------------- */
+
+/* A thread ends: it is no helper or lead any more. */
+static void tstate_free(void *p)
+{
+	struct tstate *s = p;
+
+	pthread_mutex_lock(&R.lock);
+	for (size_t i = 0; i < R.n_adopted; i++)
+		if (R.adopted[i] == s) {
+			R.adopted[i] = R.adopted[--R.n_adopted];
+			break;
+		}
+	if (R.lead == s) {
+		R.lead = NULL;
+		R.lead_node = R.lead_depth = 0;
+		capture_set_lead_op(0);
+	}
+	pthread_mutex_unlock(&R.lock);
+	free(s);
+}
+
+static void tkey_make(void)
+{
+	pthread_key_create(&tkey, tstate_free);
+}
+
+static struct tstate *tstate(void)
+{
+	if (ts)
+		return ts;
+	ts = calloc(1, sizeof(*ts));
+	if (!ts)
+		return NULL;
+	ts->thread = capture_thread_id();
+	pthread_once(&tkey_once, tkey_make);
+	pthread_setspecific(tkey, ts);
+	return ts;
+}
+
+/* The string id of a message: the registered one, or `name` normalised and interned. */
+static uint32_t message_id_locked(const char *name, uint32_t reg, const char *norm)
+{
+	if (reg)
+		return reg < R.n_str ? reg : 0;
+	return intern_locked(norm ? norm : name);
+}
+
+/* Hands the innermost open range's op to the launch callbacks. */
+static void current_op(const struct tstate *t)
+{
+	uint32_t op = t->depth ? t->f[t->depth - 1].op : 0;
+
+	if (op)
+		capture_op_begin(op);
+	else
+		capture_op_end();
+}
+
+/* Registers a helper thread of the lead; with the mutex held. */
+static void adopt_locked(struct tstate *s)
+{
+	if (s->adopted || ALLOC_GROW(R.adopted, R.n_adopted + 1, R.cap_adopted))
+		return;
+	R.adopted[R.n_adopted++] = s;
+	s->adopted = true;
+}
+
+/* The lead's innermost range changed: its node, depth and op for the helpers. */
+static void lead_top_locked(const struct tstate *s)
+{
+	const struct frame *top = s->depth ? &s->f[s->depth - 1] : NULL;
+
+	R.lead_node = top ? top->node : 0;
+	R.lead_depth = top ? top->depth + 1 : 0;
+	capture_set_lead_op(top ? top->op : 0);
+}
+
+void ranges_stackless(void)
+{
+	struct tstate *s = tstate();
+
+	if (!s || s == R.lead)
+		return;
+	if (!s->adopted) {
+		pthread_mutex_lock(&R.lock);
+		adopt_locked(s);
+		pthread_mutex_unlock(&R.lock);
+	}
+	atomic_store_explicit(&s->active, atomic_load_explicit(&R.epoch, memory_order_relaxed),
+			      memory_order_relaxed);
+}
+
+int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t)
+{
+	struct tstate *s = tstate();
+	char buf[NAME_BUF], *norm = NULL;
+	struct frame f = { .domain = d, .start = t };
+	const struct frame *top;
+	bool kick;
+
+	if (!s)
+		return -1;
+	if (s->depth >= MAX_DEPTH) {
+		s->too_deep++;
+		pthread_mutex_lock(&R.lock);
+		R.lost++;
+		pthread_mutex_unlock(&R.lock);
+		return s->depth + s->too_deep - 1;
+	}
+	if (!reg && name)
+		norm = normalized(name, buf, sizeof(buf));
+	top = s->depth ? &s->f[s->depth - 1] : NULL;
+	pthread_mutex_lock(&R.lock);
+	f.name = message_id_locked(name, reg, norm);
+	f.domain_name = d ? d->name : 0;
+	if (!R.lead)
+		R.lead = s;
+	if (!R.finished && R.init) {
+		uint32_t parent = top ? top->node : s == R.lead ? 0 : R.lead_node;
+
+		f.depth = top ? top->depth + 1 : s == R.lead ? 0 : R.lead_depth;
+		f.node = node_get_locked(parent, f.name, f.domain_name);
+		if (f.node && R.nodes[f.node].step && !R.step_open) {
+			R.step_open = true;
+			R.step_index = R.n_steps;
+			R.gen++;
+			f.step = true;
+			R.lead = s;   /* the training loop's thread leads */
+			capture_step_begin(R.step_index);
+		}
+		f.op = f.node ? op_next_locked(f.node) : 0;
+	}
+	if (s == R.lead) {
+		f.epoch = atomic_fetch_add_explicit(&R.epoch, 1, memory_order_relaxed) + 1;
+	} else if (!top) {
+		adopt_locked(s);
+		atomic_store_explicit(&s->active, atomic_load_explicit(&R.epoch, memory_order_relaxed),
+				      memory_order_relaxed);
+	}
+	s->f[s->depth++] = f;
+	if (s == R.lead)
+		lead_top_locked(s);
+	R.open++;
+	kick = want_kick_locked();
+	pthread_mutex_unlock(&R.lock);
+	if (norm && norm != buf)
+		free(norm);
+	current_op(s);
+	if (kick)
+		capture_kick();
+	return s->depth - 1;
+}
+
+/* Copies a lead range that closed onto each helper that worked while it was open. */
+static void mirror_locked(const struct frame *f, uint64_t end)
+{
+	for (size_t i = 0; i < R.n_adopted; i++) {
+		struct tstate *h = R.adopted[i];
+
+		if (h == R.lead || atomic_load_explicit(&h->active, memory_order_relaxed) < f->epoch)
+			continue;
+		if (!R.mirror_domain)
+			R.mirror_domain = intern_locked(MIRROR_DOMAIN);
+		range_event_locked(f->name, R.mirror_domain, h->thread, f->depth, f->start, end);
+	}
+}
+
+int ranges_pop(struct ranges_domain *d, uint64_t t)
+{
+	struct tstate *s = tstate();
+	struct frame f;
+	bool kick;
+	int i;
+
+	if (!s)
+		return -1;
+	if (s->too_deep) {
+		s->too_deep--;
+		return s->depth + s->too_deep;
+	}
+	for (i = s->depth - 1; i >= 0 && s->f[i].domain != d; i--)
+		;
+	if (i < 0) {
+		pthread_mutex_lock(&R.lock);
+		R.unpaired++;
+		pthread_mutex_unlock(&R.lock);
+		return -1;
+	}
+	f = s->f[i];
+	pthread_mutex_lock(&R.lock);
+	memmove(&s->f[i], &s->f[i + 1], (size_t)(s->depth - i - 1) * sizeof(s->f[0]));
+	s->depth--;
+	range_event_locked(f.name, f.domain_name, s->thread, f.depth, f.start, t);
+	if (s == R.lead) {
+		mirror_locked(&f, t);
+		lead_top_locked(s);
+	}
+	if (f.step) {
+		step_event_locked(R.step_index, s->thread, f.start, t);
+		R.step_open = false;
+		capture_step_end();
+	}
+	if (R.open)
+		R.open--;
+	kick = want_kick_locked();
+	pthread_mutex_unlock(&R.lock);
+	current_op(s);
+	if (kick)
+		capture_kick();
+	return i;
+}
+
+uint64_t ranges_start(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t)
+{
+	struct tstate *s = tstate();
+	char buf[NAME_BUF], *norm = NULL;
+	uint64_t id = 0;
+
+	if (!reg && name)
+		norm = normalized(name, buf, sizeof(buf));
+	pthread_mutex_lock(&R.lock);
+	if (!ALLOC_GROW(R.se, R.n_se + 1, R.cap_se)) {
+		struct open_se *o = &R.se[R.n_se++];
+
+		o->id = id = ++R.next_id;
+		o->name = message_id_locked(name, reg, norm);
+		o->domain = d ? d->name : 0;
+		o->depth = s ? (uint32_t)s->depth : 0;
+		o->thread = s ? s->thread : capture_thread_id();
+		o->start = t;
+	} else {
+		R.lost++;
+	}
+	pthread_mutex_unlock(&R.lock);
+	if (norm && norm != buf)
+		free(norm);
+	return id;
+}
+
+void ranges_end(uint64_t id, uint64_t t)
+{
+	size_t i;
+
+	pthread_mutex_lock(&R.lock);
+	for (i = R.n_se; i > 0 && R.se[i - 1].id != id; i--)
+		;
+	if (i == 0) {
+		R.unpaired++;
+	} else {
+		struct open_se o = R.se[i - 1];
+
+		R.se[i - 1] = R.se[--R.n_se];
+		range_event_locked(o.name, o.domain, o.thread, o.depth, o.start, t);
+	}
+	pthread_mutex_unlock(&R.lock);
+}
+
+void ranges_mark(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t)
+{
+	struct tstate *s = tstate();
+	char buf[NAME_BUF], *norm = NULL;
+
+	if (!reg && name)
+		norm = normalized(name, buf, sizeof(buf));
+	pthread_mutex_lock(&R.lock);
+	range_event_locked(message_id_locked(name, reg, norm), d ? d->name : 0,
+			   s ? s->thread : capture_thread_id(), s ? (uint32_t)s->depth : 0, t, t);
+	pthread_mutex_unlock(&R.lock);
+	if (norm && norm != buf)
+		free(norm);
+}
+
+void ranges_finish(uint64_t t0, uint64_t t_end)
+{
+	pthread_mutex_lock(&R.lock);
+	if (!R.finished) {
+		if (R.init && !R.step_name) {
+			step_event_locked(0, capture_thread_id(), t0, t_end);
+			capture_step_end();
+		}
+		R.finished = true;
+	}
+	pthread_mutex_unlock(&R.lock);
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&R.lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&R.lock);
+}
+
+static void fork_child(void)
+{
+	R.finished = true;   /* the child records nothing; the queue is the parent's */
+	pthread_mutex_unlock(&R.lock);
+}
+
+void ranges_atfork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void ranges_totals(struct ranges_totals *t)
+{
+	pthread_mutex_lock(&R.lock);
+	t->ranges = R.ranges;
+	t->steps = R.n_steps;
+	t->warmup = R.n_warmup;
+	t->ops = (uint32_t)R.n_ops;
+	t->open = R.open + R.n_se;
+	t->unpaired = R.unpaired;
+	t->lost = R.lost;
+	t->ops_capped = R.ops_capped;
+	pthread_mutex_unlock(&R.lock);
+}

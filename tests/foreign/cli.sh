@@ -1,0 +1,119 @@
+#!/bin/sh
+# cli.sh STEPTRACE: `steptrace record [options] -o FILE -- COMMAND` as a
+# launcher, without a GPU: the command runs with its environment plus the
+# recorder's variables, its exit status and its signal come back as
+# steptrace's, steptrace hands SIGTERM on, and bad usage is refused before
+# anything runs. (Nothing here touches CUDA, so no bundle is written.)
+set -u
+st=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "$0")/../lib/check.sh"
+
+# run ARGS...: sets $rc; stdout in $tmp/out, stderr in $tmp/err
+run() {
+	"$st" record "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+
+run -o "$tmp/r.stb" -- true
+if grep -q "needs a GPU build" "$tmp/err"; then
+	echo "skip: no GPU build of steptrace"
+	exit 77
+fi
+[ "$rc" = 0 ] || fail "true: exit $rc, want 0"
+grep -q "no process of 'true' created a CUDA context: no bundle written" "$tmp/err" ||
+	fail "true: no 'no bundle' warning: $(cat "$tmp/err")"
+[ -e "$tmp/r.stb" ] && fail "true: a bundle was written"
+
+# exit status passes through
+run -o "$tmp/r.stb" -- sh -c 'exit 3'
+[ "$rc" = 3 ] || fail "exit 3: got $rc"
+
+# the environment passes through, with the recorder's variables added
+(cd "$tmp" && FOO='a b' "$st" record -o r.stb --step-range train_step --warmup 2 --precision bf16 -- \
+	sh -c 'printf "%s|%s|%s|%s|%s|%s|%s|%s\n" "$FOO" "$CUDA_INJECTION64_PATH" "$NVTX_INJECTION64_PATH" \
+	"$STEPTRACE_OUTPUT" "$STEPTRACE_STEP_RANGE" "$STEPTRACE_WARMUP" "$STEPTRACE_PRECISION" \
+	"${PYTORCH_CUDA_ALLOC_CONF-unset}"' >"$tmp/out" 2>"$tmp/err")
+IFS='|' read -r foo cuda nvtx output range warmup precision conf <"$tmp/out"
+[ "$foo" = "a b" ] || fail "FOO arrived as '$foo'"
+case $cuda in
+*/libsteptrace_inject.so) [ -r "$cuda" ] || fail "CUDA_INJECTION64_PATH '$cuda' is not readable" ;;
+*) fail "CUDA_INJECTION64_PATH is '$cuda'" ;;
+esac
+[ "$nvtx" = "$cuda" ] || fail "NVTX_INJECTION64_PATH '$nvtx' differs from '$cuda'"
+[ "$output" = "$(cd "$tmp" && pwd -P)/r.stb" ] || fail "STEPTRACE_OUTPUT is '$output', not absolute"
+[ "$range" = train_step ] || fail "STEPTRACE_STEP_RANGE is '$range'"
+[ "$warmup" = 2 ] || fail "STEPTRACE_WARMUP is '$warmup'"
+[ "$precision" = bf16 ] || fail "STEPTRACE_PRECISION is '$precision'"
+[ "$conf" = unset ] || fail "PYTORCH_CUDA_ALLOC_CONF set without --torch-alloc: '$conf'"
+
+# --torch-alloc async adds the backend, keeping the user's settings
+run -o "$tmp/r.stb" --torch-alloc async -- sh -c 'echo "$PYTORCH_CUDA_ALLOC_CONF"'
+[ "$(cat "$tmp/out")" = backend:cudaMallocAsync ] || fail "--torch-alloc async: '$(cat "$tmp/out")'"
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True run -o "$tmp/r.stb" --torch-alloc async -- \
+	sh -c 'echo "$PYTORCH_CUDA_ALLOC_CONF"'
+[ "$(cat "$tmp/out")" = expandable_segments:True,backend:cudaMallocAsync ] ||
+	fail "--torch-alloc async with a conf: '$(cat "$tmp/out")'"
+PYTORCH_CUDA_ALLOC_CONF=backend:native run -o "$tmp/r.stb" --torch-alloc async -- true
+[ "$rc" = 1 ] || fail "--torch-alloc async over another backend: exit $rc, want 1"
+grep -q "^error: --torch-alloc async: PYTORCH_CUDA_ALLOC_CONF='backend:native' already names a backend$" \
+	"$tmp/err" || fail "--torch-alloc over a backend said: $(cat "$tmp/err")"
+
+# a command killed by a signal ends steptrace by that signal
+run -o "$tmp/r.stb" -- sh -c 'kill -TERM $$'
+[ "$rc" = 143 ] || fail "command killed by SIGTERM: exit $rc, want 143"
+run -o "$tmp/r.stb" -- sh -c 'kill -USR1 $$'
+[ "$rc" = 138 ] || fail "command killed by SIGUSR1: exit $rc, want 138"
+
+# SIGTERM to steptrace goes on to the command
+"$st" record -o "$tmp/r.stb" -- sh -c 'trap "echo got-term; exit 7" TERM; touch "$1"; while :; do sleep 0.05; done' \
+	sh "$tmp/started" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+i=0
+while [ ! -e "$tmp/started" ] && [ $i -lt 600 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ "$rc" = 7 ] || fail "SIGTERM forwarded: exit $rc, want the command's 7"
+grep -q got-term "$tmp/out" || fail "the command did not see SIGTERM"
+
+# a command that cannot run: 127, one error line
+run -o "$tmp/r.stb" -- "$tmp/no-such-program"
+[ "$rc" = 127 ] || fail "missing command: exit $rc, want 127"
+[ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "missing command: want one line, got $(cat "$tmp/err")"
+grep -q "^error: cannot run '$tmp/no-such-program': No such file or directory$" "$tmp/err" ||
+	fail "missing command said: $(cat "$tmp/err")"
+
+# another injected tool
+CUDA_INJECTION64_PATH=/x/libother.so run -o "$tmp/r.stb" -- true
+[ "$rc" = 1 ] || fail "CUDA_INJECTION64_PATH set: exit $rc, want 1"
+grep -q "CUDA_INJECTION64_PATH is already set ('/x/libother.so')" "$tmp/err" ||
+	fail "CUDA_INJECTION64_PATH set said: $(cat "$tmp/err")"
+
+# usage errors: 129 and one error line first, nothing run
+usage() {
+	want=$1
+	shift
+	run "$@"
+	[ "$rc" = 129 ] || fail "record $*: exit $rc, want 129"
+	[ "$(head -n 1 "$tmp/err")" = "error: $want" ] || fail "record $*: said '$(head -n 1 "$tmp/err")'"
+	[ -e "$tmp/ran" ] && fail "record $*: the command ran"
+}
+usage "no command after '--'" -o "$tmp/r.stb" --
+usage "no output file: use -o FILE.stb" -- touch "$tmp/ran"
+usage "option '--model' is for the built-in step, not for -- COMMAND" -o "$tmp/r.stb" --model small -- touch "$tmp/ran"
+usage "option '--ctx' is for the built-in step, not for -- COMMAND" -o "$tmp/r.stb" --ctx=256 -- touch "$tmp/ran"
+usage "option '-n' is for the built-in step, not for -- COMMAND" -o "$tmp/r.stb" -n 3 -- touch "$tmp/ran"
+usage "--warmup needs --step-range" -o "$tmp/r.stb" --warmup 1 -- touch "$tmp/ran"
+usage "option '--warmup' expects a non-negative integer, not '-2'" -o "$tmp/r.stb" --step-range s --warmup -2 -- touch "$tmp/ran"
+usage "option '--torch-alloc' expects default or async, not 'x'" -o "$tmp/r.stb" --torch-alloc x -- touch "$tmp/ran"
+usage "option '--step-range' needs -- COMMAND" -o "$tmp/r.stb" --step-range s
+usage "unexpected argument 'python3'" -o "$tmp/r.stb" python3 x.py
+
+# arguments after -- belong to the command, flags included
+run -o "$tmp/r.stb" -- sh -c 'echo "$@"' sh --model -o --help
+[ "$(cat "$tmp/out")" = "--model -o --help" ] || fail "the command's arguments arrived as '$(cat "$tmp/out")'"
+
+check_done foreign.cli

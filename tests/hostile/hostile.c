@@ -1,0 +1,284 @@
+/*
+ * hostile.c: st-hostile, the hostile bundles of issue 12 and a runner that
+ * measures what a command costs. A test helper, not a user command.
+ *
+ *   st-hostile empty-events OUT [N [CHUNKS]]   chunks of N events with no content (2 bytes each)
+ *   st-hostile kindless OUT [N]                N events with a time and no kind
+ *   st-hostile empty-strings OUT [N]           a string table of N empty strings
+ *   st-hostile kernels OUT CHUNKS              valid, identical kernels: 4 MiB chunks of 209,715
+ *   st-hostile nested OUT NAME_BYTES [LAUNCHES [DEPTH]]
+ *                                              DEPTH (4096) nested ranges, names of NAME_BYTES,
+ *                                              LAUNCHES launches in the innermost
+ *   st-hostile run MAX_KIB MAX_SECONDS CMD ARGS...
+ *                                              runs CMD; its exit status, or 125 after a line
+ *                                              when its peak RSS or wall time went over
+ *
+ * The damaged ones are written member by member (builder_write_members),
+ * the valid ones through the bundle writer or as the writer would.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/lib/builder.h"
+#include "trace/codec.h"
+
+#define CHUNK_BYTES (4u << 20)
+
+static uint8_t *header(size_t *len)
+{
+	struct builder b;
+
+	builder_init(&b);
+	builder_small_model(&b, "bf16");
+	builder_h100(&b, "NVIDIA H100 80GB HBM3");
+	return builder_header_bytes(&b, len);
+}
+
+/* A footer for a bundle of `chunks` chunks, `strings` strings and `events` events of `kind`. */
+static uint8_t *footer(uint32_t chunks, uint32_t strings, uint64_t events, const char *kind, size_t *len)
+{
+	Steptrace__Footer f = STEPTRACE__FOOTER__INIT;
+	Steptrace__KindCount c = STEPTRACE__KIND_COUNT__INIT, *cp = &c;
+	uint8_t *p;
+
+	f.complete = true;
+	f.events = events;
+	f.chunks = chunks;
+	f.strings = strings;
+	f.end_reason = "ok";
+	if (kind) {
+		c.kind = (char *)kind;
+		c.events = events;
+		f.n_counts = 1;
+		f.counts = &cp;
+	}
+	*len = steptrace__footer__get_packed_size(&f);
+	p = malloc(*len + 1);
+	if (p)
+		steptrace__footer__pack(&f, p);
+	return p;
+}
+
+/*
+ * A bundle of a header, one string table (when `strings` is not NULL),
+ * `chunks` event chunks each made of `n` copies of the encoded event `ev`
+ * (field 3 of EventChunk, tag and length included) and a footer that agrees.
+ * With more than one chunk, a member of 320 KiB of noise (a name readers
+ * skip) comes after the header, so that the file is large enough for the
+ * reader's worker threads.
+ */
+static int repeated_events(const char *out, const uint8_t *ev, size_t ev_len, uint64_t n, uint32_t chunks,
+			   const uint8_t *strings, size_t strings_len, uint32_t n_strings, const char *kind)
+{
+	size_t hlen, flen, body = (size_t)n * ev_len;
+	uint8_t *h = header(&hlen), *f = footer(chunks, n_strings, n * chunks, kind, &flen);
+	uint8_t *chunk = malloc(16 + body);
+	struct builder_raw *raw = NULL;
+	int ret = -1;
+
+	if (!h || !f || !chunk) {
+		fprintf(stderr, "st-hostile: out of memory\n");
+		goto out;
+	}
+	for (size_t i = 0; i < body; i += ev_len)
+		memcpy(chunk + 16 + i, ev, ev_len);
+	raw = builder_raw_open(out, 19);
+	if (!raw || builder_raw_member(raw, "header.pb", h, hlen) < 0)
+		goto out;
+	if (chunks > 1) {
+		static uint8_t noise[320 << 10];
+		uint64_t x = 88172645463325252ull;
+		for (size_t i = 0; i < sizeof(noise); i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			noise[i] = (uint8_t)x;
+		}
+		if (builder_raw_member(raw, "noise.bin", noise, sizeof(noise)) < 0)
+			goto out;
+	}
+	if (strings && builder_raw_member(raw, "strings-000000.pb", strings, strings_len) < 0)
+		goto out;
+	for (uint32_t c = 0; c < chunks; c++) {
+		uint8_t idx[16];
+		size_t k = 0;
+		char name[32];
+
+		if (c) { /* index (field 1), before the events; 0 is not written */
+			idx[k++] = 0x08;
+			k += pb_put_varint(idx + k, c);
+		}
+		memcpy(chunk + 16 - k, idx, k);
+		snprintf(name, sizeof(name), "events-%06u.pb", c);
+		if (builder_raw_member(raw, name, chunk + 16 - k, k + body) < 0)
+			goto out;
+	}
+	if (builder_raw_member(raw, "footer.pb", f, flen) < 0)
+		goto out;
+	ret = 0;
+out:
+	if (builder_raw_close(raw) < 0)
+		ret = -1;
+	free(h);
+	free(f);
+	free(chunk);
+	return ret;
+}
+
+static int empty_strings(const char *out, uint64_t n)
+{
+	size_t hlen, len = 2 + 2 * (size_t)n;
+	uint8_t *h = header(&hlen), *t = malloc(len);
+	struct builder_raw *raw = NULL;
+	int ret = -1;
+
+	if (h && t) {
+		t[0] = 0x08; /* first_id 1 */
+		t[1] = 0x01;
+		for (size_t i = 2; i < len; i += 2)
+			t[i] = 0x12, t[i + 1] = 0x00; /* strings: "" */
+		raw = builder_raw_open(out, 19);
+		ret = raw && builder_raw_member(raw, "header.pb", h, hlen) == 0 &&
+		      builder_raw_member(raw, "strings-000000.pb", t, len) == 0 ? 0 : -1;
+		if (builder_raw_close(raw) < 0)
+			ret = -1;
+	}
+	free(h);
+	free(t);
+	return ret;
+}
+
+/* CHUNKS chunks of 4 MiB of identical kernels: { dur 1000, kernel { name 1, grid 1x1x1, block 128, stream 7 } }. */
+static int kernels(const char *out, uint32_t chunks)
+{
+	static const uint8_t ev[] = { 0x1a, 0x12, 0x10, 0xe8, 0x07, 0x1a, 0x0d, 0x08, 0x01, 0x10, 0x01,
+				      0x18, 0x01, 0x20, 0x01, 0x28, 0x80, 0x01, 0x58, 0x07 };
+	static const uint8_t strings[] = { 0x08, 0x01, 0x12, 0x10, 'i', 'd', 'e', 'n', 't', 'i', 'c', 'a',
+					   'l', '_', 'k', 'e', 'r', 'n', 'e', 'l' };
+
+	return repeated_events(out, ev, sizeof(ev), CHUNK_BYTES / sizeof(ev), chunks, strings, sizeof(strings),
+			       1, "kernel");
+}
+
+/* `depth` nested ranges named "r0001xxx..." (name_bytes each), `launches` launches in the innermost. */
+static int nested(const char *out, size_t name_bytes, uint64_t launches, uint32_t depth)
+{
+	struct builder b;
+	char *name = malloc(name_bytes + 1);
+	uint64_t end = 1000000 + 10 * launches + 2 * depth;
+
+	if (!name || name_bytes < 6)
+		return -1;
+	builder_init(&b);
+	builder_small_model(&b, "bf16");
+	builder_h100(&b, "NVIDIA H100 80GB HBM3");
+	if (builder_open(&b, out) < 0)
+		return -1;
+	for (uint64_t i = 0; i < launches; i++) {
+		uint64_t t = 100000 + 10 * i;
+		builder_launch(&b, "nested_kernel", 7, 0, t, t + 2, t + 4, t + 9);
+	}
+	/* written when they close: innermost first */
+	for (uint32_t d = depth; d-- > 0;) {
+		memset(name, 'x', name_bytes);
+		name[snprintf(name, name_bytes + 1, "r%04u", d)] = 'x';
+		name[name_bytes] = '\0';
+		builder_range(&b, name, d, d, end - d);
+	}
+	builder_step(&b, 0, false, 0, end);
+	free(name);
+	return builder_close(&b, "ok");
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void on_alarm(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, SIGKILL);
+}
+
+/* Runs argv; 125 after one line when it used more than max_kib or max_s. */
+static int run(long max_kib, double max_s, char **argv)
+{
+	struct timespec t0, t1;
+	struct rusage ru;
+	int status;
+	pid_t pid;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = fork();
+	if (pid < 0) {
+		perror("st-hostile: fork");
+		return 125;
+	}
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		fprintf(stderr, "st-hostile: cannot run '%s': %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	child_pid = pid;
+	signal(SIGALRM, on_alarm);
+	alarm((unsigned)(max_s * 4) + 10); /* never hang a test */
+	while (wait4(pid, &status, 0, &ru) < 0)
+		if (errno != EINTR) {
+			perror("st-hostile: wait4");
+			return 125;
+		}
+	alarm(0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (getenv("ST_HOSTILE_VERBOSE"))
+		fprintf(stderr, "st-hostile: %s: %.2f s, %ld KiB\n", argv[1] ? argv[1] : argv[0], s, ru.ru_maxrss);
+	if (ru.ru_maxrss > max_kib || s > max_s) {
+		fprintf(stderr, "st-hostile: '%s %s' took %.1f s and %ld KiB (limits %.0f s, %ld KiB)\n",
+			argv[0], argv[1] ? argv[1] : "", s, ru.ru_maxrss, max_s, max_kib);
+		return 125;
+	}
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "st-hostile: '%s' killed by signal %d\n", argv[0], WTERMSIG(status));
+		return 125;
+	}
+	return WEXITSTATUS(status);
+}
+
+static uint64_t arg_u64(int argc, char **argv, int i, uint64_t def)
+{
+	return i < argc ? strtoull(argv[i], NULL, 0) : def;
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(what, "run") && argc > 4)
+		return run(atol(argv[2]), atof(argv[3]), argv + 4);
+	if (argc < 3)
+		goto usage;
+	if (!strcmp(what, "empty-events")) {
+		static const uint8_t ev[] = { 0x1a, 0x00 };
+		return repeated_events(argv[2], ev, 2, arg_u64(argc, argv, 3, (1u << 24) - 1),
+				       (uint32_t)arg_u64(argc, argv, 4, 1), NULL, 0, 0, NULL) < 0;
+	}
+	if (!strcmp(what, "kindless")) {
+		static const uint8_t ev[] = { 0x1a, 0x02, 0x08, 0x02 }; /* t: 1 */
+		return repeated_events(argv[2], ev, 4, arg_u64(argc, argv, 3, 1000), 1, NULL, 0, 0, NULL) < 0;
+	}
+	if (!strcmp(what, "empty-strings"))
+		return empty_strings(argv[2], arg_u64(argc, argv, 3, (1u << 26) - 1)) < 0;
+	if (!strcmp(what, "kernels") && argc > 3)
+		return kernels(argv[2], (uint32_t)arg_u64(argc, argv, 3, 1)) < 0;
+	if (!strcmp(what, "nested") && argc > 3)
+		return nested(argv[2], arg_u64(argc, argv, 3, 64), arg_u64(argc, argv, 4, 1),
+			      (uint32_t)arg_u64(argc, argv, 5, 4096)) < 0;
+usage:
+	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested OUT [ARGS]\n"
+			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");
+	return 2;
+}

@@ -1,0 +1,115 @@
+#!/bin/sh
+# hostile.sh STEPTRACE ST_HOSTILE SAMPLE: the hostile bundles of issue 12,
+# each generated here, each of which must end in one line on stderr (or no
+# line and a correct result) with the right exit status, within MAX_KIB of
+# peak RSS and MAX_S seconds (st-hostile run measures the child; the limits
+# leave room for a sanitizer build). SAMPLE is a real bundle to cut and
+# extend.
+set -u
+st=$1; h=$2; sample=$3
+dir=$(mktemp -d /tmp/st-hostile-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+failed=0
+MAX_KIB=${MAX_KIB:-1048576}   # 1 GiB: a budget of 256 MiB plus what a sanitizer adds
+MAX_S=${MAX_S:-60}
+
+fail() {
+	echo "hostile: $*" >&2
+	failed=1
+}
+
+# expect NAME STATUS PATTERN ARGS...: `steptrace ARGS` exits STATUS, and its
+# stderr is one line matching PATTERN (grep -E), or nothing when PATTERN is "".
+expect() {
+	name=$1; status=$2; pattern=$3; shift 3
+	"$h" run "$MAX_KIB" "$MAX_S" "$st" "$@" > "$dir/out" 2> "$dir/err"
+	got=$?
+	lines=$(wc -l < "$dir/err")
+	if [ "$got" != "$status" ]; then
+		fail "$name: exit status $got, want $status"; sed 's/^/  /' "$dir/err" | head -5 >&2
+	elif [ -z "$pattern" ] && [ "$lines" != 0 ]; then
+		fail "$name: wants no message, got:"; sed 's/^/  /' "$dir/err" | head -5 >&2
+	elif [ -n "$pattern" ] && { [ "$lines" != 1 ] || ! grep -Eq "$pattern" "$dir/err"; }; then
+		fail "$name: wants one line matching '$pattern', got:"; sed 's/^/  /' "$dir/err" | head -5 >&2
+	fi
+}
+
+# expect_out NAME PATTERN: the last command's output holds PATTERN (a correct result).
+expect_out() {
+	grep -Eq "$2" "$dir/out" || { fail "$1: the output lacks '$2'"; head -5 "$dir/out" >&2; }
+}
+
+gen() {
+	"$h" "$@" || fail "cannot generate $2"
+}
+
+# Events and strings without content are damage: refused at once.
+gen empty-events "$dir/empty.stb"                       # 16.7 million empty events, 3.2 KB
+expect empty-events 1 "is damaged: chunk 'events-000000.pb' holds an event with no content \(event 0\)" \
+	summary "$dir/empty.stb"
+gen empty-events "$dir/empty3.stb" 16777215 3           # three such chunks, 330 KB: the threaded reader
+expect empty-events-3 1 "holds an event with no content" summary "$dir/empty3.stb"
+gen kindless "$dir/kindless.stb" 100000
+expect kindless 1 "is damaged: an event has no kind \(chunk 0, event 0\)" summary "$dir/kindless.stb"
+gen empty-strings "$dir/strings.stb"                    # 2^26-1 empty strings, 12 KB
+expect empty-strings 1 "string table 'strings-000000.pb' holds an empty string \(id 1\)" \
+	summary "$dir/strings.stb"
+
+# Valid identical kernels, legitimately large: analysed within the budget,
+# or refused by it in one line before memory runs out.
+gen kernels "$dir/k2.stb" 2                             # 419,430 kernels
+expect kernels-fit 0 "" summary "$dir/k2.stb" --memory-limit 256MiB
+expect_out kernels-fit " 419,430 .*identical_kernel"
+gen kernels "$dir/k160.stb" 160                         # 33.6 million kernels, 390 KB (threads)
+expect kernels-budget 1 "bundle '.*k160.stb' needs at least .* of memory .*over the limit of 256 MiB: raise it with --memory-limit" \
+	summary "$dir/k160.stb" --memory-limit 256MiB
+expect kernels-diff 1 "k160.stb' needs at least .*over the limit of" diff "$dir/k2.stb" "$dir/k160.stb" \
+	--memory-limit 256MiB
+
+# Memory that runs out all the same (address space limited under the budget
+# given) is reported as memory; a sanitizer build cannot run under ulimit -v.
+gen kernels "$dir/k8.stb" 8
+if (ulimit -v 400000 && "$st" --version) > /dev/null 2>&1; then
+	for kib in 60000 100000 150000; do
+		( ulimit -v $kib; exec "$st" summary "$dir/k8.stb" --memory-limit 100GiB ) > /dev/null 2> "$dir/err"
+		got=$?
+		{ [ $got = 1 ] && [ "$(wc -l < "$dir/err")" = 1 ] && grep -q "^error: .*out of memory" "$dir/err"; } ||
+			{ fail "out of memory under ulimit -v $kib: status $got"; head -3 "$dir/err" >&2; }
+	done
+fi
+
+# 4,096 nested ranges: paths stored once per node, projection linear.
+for bytes in 64 1024; do
+	gen nested "$dir/n$bytes.stb" $bytes 1
+	expect nested-$bytes 0 "" summary "$dir/n$bytes.stb" --memory-limit 256MiB
+	expect_out nested-$bytes "100.0 .* 1 .*nested_kernel"
+	expect nested-$bytes-range 0 "" summary "$dir/n$bytes.stb" --range 'r4095*' --memory-limit 256MiB
+	expect_out nested-$bytes-range " 1 .*nested_kernel"
+	for cmd in memory steps flops info "ranges --depth 3"; do
+		expect "nested-$bytes-$cmd" 0 "" $cmd "$dir/n$bytes.stb" --memory-limit 256MiB
+	done
+done
+gen nested "$dir/launches.stb" 16 1000000              # and a million launches in the innermost
+expect nested-launches 0 "" summary "$dir/launches.stb"
+expect_out nested-launches "5,000,000 +1,000,000 .*nested_kernel"
+expect nested-launches-ranges 0 "" ranges "$dir/launches.stb" --depth 2
+expect_out nested-launches-ranges "r0000x+/r0001x+ +[0-9,]+ +5,000,000"
+
+# The zstd frame's end and what follows it: warnings, results for what was read.
+size=$(wc -c < "$sample")
+for cut in 1 2 3 4 5 6 7 8; do
+	head -c $((size - cut)) "$sample" > "$dir/cut.stb"
+	expect cut-$cut 0 "^warning: '.*cut.stb' is truncated \(its zstd frame has no end" summary "$dir/cut.stb"
+	expect_out cut-$cut "Time \(%\)"
+done
+{ cat "$sample"; printf 'trailing garbage'; } > "$dir/trailing.stb"
+expect trailing 0 "^warning: '.*trailing.stb' is truncated \(16 bytes of trailing data follow its end\)" \
+	summary "$dir/trailing.stb"
+expect_out trailing "Time \(%\)"
+cat "$sample" "$sample" > "$dir/twice.stb"
+expect concatenated 0 "is truncated \($size bytes of trailing data follow its end: another zstd frame" \
+	summary "$dir/twice.stb"
+expect_out concatenated "Time \(%\)"
+expect clean 0 "" summary "$sample"
+
+exit $failed
