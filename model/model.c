@@ -266,6 +266,7 @@ void model_free(struct model *m)
 {
 	if (!m)
 		return;
+	ddp_free(m);
 	if (m->alloc.pool) {
 		release_step_blocks(m);
 		mem_put(&m->alloc, &m->params);
@@ -445,6 +446,10 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	struct timespec t0, tl, t1;
 	int rc;
 
+	if (c->ddp != ST_DDP_NONE && !m->ddp)
+		return error("--ddp %s needs the rank's communicator (model_set_comm)",
+			     st_name(st_ddp_names, c->ddp));
+	ddp_step_begin(m, index);
 	if (m->ops.obs)
 		m->ops.obs->step_begin(m->ops.obs->ctx, index, warmup);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -461,6 +466,8 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 		op_range_pop(&m->ops);
 	}
 	cudaEventRecord(m->ev[2], m->stream);
+	if (rc == MODEL_OK && m->ddp)
+		rc = ddp_finish_backward(m);   /* the optimizer waits for the average */
 	if (rc == MODEL_OK && c->mode == ST_MODE_TRAIN) {
 		op_range_push(&m->ops, "optimizer");
 		rc = model_optimizer(m);
@@ -474,7 +481,7 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 			m->last_oom = m->alloc.oom;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &tl);
-	int sync_failed = CUDA_CHECK(cudaStreamSynchronize(m->stream));
+	int sync_failed = m->ddp ? ddp_sync(m, "the step") : CUDA_CHECK(cudaStreamSynchronize(m->stream));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (m->ops.obs)
 		m->ops.obs->step_end(m->ops.obs->ctx, index, warmup);
@@ -489,6 +496,9 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 		t->wall_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 		t->launch_ms = (tl.tv_sec - t0.tv_sec) * 1e3 + (tl.tv_nsec - t0.tv_nsec) / 1e6;
 		t->loss = m->have_targets ? (double)*m->loss_host : NAN;
+		t->comm_ms = t->exposed_ms = 0;
+		if (m->ddp)
+			ddp_step_times(m, t);
 	}
 	return MODEL_OK;
 }
