@@ -100,8 +100,11 @@ static int settle(struct comm *c, ncclResult_t r, const char *what)
 	if (rc > 0)
 		return 0;
 	if (rc == 0) {
-		error("NCCL %s did not finish within %g s: a peer rank failed or stopped answering; "
-		      "communicator aborted", what, c->timeout_s);
+		if (rank_wait_stopped())
+			error("NCCL %s interrupted by a signal; communicator aborted", what);
+		else
+			error("NCCL %s did not finish within %g s: a peer rank failed or stopped answering; "
+			      "communicator aborted", what, c->timeout_s);
 		comm_abort(c);
 		return -1;
 	}
@@ -230,8 +233,11 @@ int comm_sync(struct comm *c, struct CUstream_st *stream, const char *what)
 	if (rc > 0)
 		return 0;
 	if (rc == 0) {
-		error("%s did not finish within %g s: a peer rank failed or stopped answering; "
-		      "communicator aborted", what, c->timeout_s);
+		if (rank_wait_stopped())
+			error("%s interrupted by a signal; communicator aborted", what);
+		else
+			error("%s did not finish within %g s: a peer rank failed or stopped answering; "
+			      "communicator aborted", what, c->timeout_s);
 		comm_abort(c);
 		return -1;
 	}

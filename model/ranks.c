@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -163,6 +164,10 @@ int rank_device(const struct rank_info *ri, int devices)
 
 /* ---- waiting ------------------------------------------------------------ */
 
+#define RANK_WAIT_SPIN_S 0.002      /* polled without a pause this long */
+#define RANK_WAIT_NAP_MAX_S 0.001   /* then the longest pause */
+#define RANK_WAIT_STOP_GRACE_S 5.0  /* what is left of a wait once told to stop */
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -179,19 +184,45 @@ static void sleep_s(double s)
 		;
 }
 
+static volatile sig_atomic_t *wait_stop;
+
+void rank_wait_stop_on(volatile sig_atomic_t *flag)
+{
+	wait_stop = flag;
+}
+
+bool rank_wait_stopped(void)
+{
+	return wait_stop && *wait_stop;
+}
+
 int rank_wait(int (*poll)(void *ctx), void *ctx, double timeout_s)
 {
-	double deadline = now_s() + timeout_s, nap = 0.001;
+	double start = now_s(), deadline = start + timeout_s, nap = 50e-6, t;
 	int rc;
 
 	for (;;) {
 		if ((rc = poll(ctx)) != 0)
 			return rc;
-		if (now_s() >= deadline)
+		t = now_s();
+		if (t >= deadline)
 			return 0;
+		/* told to stop: the peers get a few seconds more (to agree to stop), no longer */
+		if (wait_stop && *wait_stop && deadline > t + RANK_WAIT_STOP_GRACE_S)
+			deadline = t + RANK_WAIT_STOP_GRACE_S;
+		/*
+		 * Most waits are short (NCCL settling a launch, a stream's last
+		 * kernel): ask again at once for the first milliseconds, or each
+		 * collective of a step would cost a nap; then back off, but never
+		 * to more than a millisecond, which is what a step's end may be
+		 * noticed late.
+		 */
+		if (t - start < RANK_WAIT_SPIN_S) {
+			sched_yield();
+			continue;
+		}
 		sleep_s(nap);
-		if (nap < 0.05)
-			nap *= 1.5;
+		nap = nap * 1.5 < RANK_WAIT_NAP_MAX_S ? nap * 1.5 : RANK_WAIT_NAP_MAX_S;
 	}
 }
 

@@ -28,6 +28,7 @@
 #define STEPTRACE_MODEL_RANKS_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,12 +78,25 @@ int rank_output_path(const char *path, int rank, int size, char *buf, size_t len
 int rank_device(const struct rank_info *ri, int devices);
 
 /*
- * Polls poll(ctx) until it returns nonzero, sleeping a little longer each
- * time (from 1 ms to 50 ms), for at most timeout_s seconds. Returns what
+ * Polls poll(ctx) until it returns nonzero, for at most timeout_s seconds:
+ * without a pause for the first 2 ms (a collective's launch settles in
+ * microseconds), then sleeping a little longer each time (from 50 us to
+ * 1 ms, so the end of a step is noticed at most a millisecond late). Returns what
  * poll returned (> 0 done, < 0 failed), or 0 when the time ran out. Every
  * wait of a rank on its peers goes through it, so no wait is unbounded.
  */
 int rank_wait(int (*poll)(void *ctx), void *ctx, double timeout_s);
+
+/*
+ * A flag (a signal handler's: record's SIGINT/SIGTERM) that cuts every
+ * rank_wait to 5 s once set: enough for the ranks to agree to stop after
+ * ^C, short enough that a rank told to stop while a peer is gone is not
+ * held in a collective until --timeout (the launcher's SIGKILL follows
+ * 10 s after its SIGTERM). A wait cut short returns 0, as a timeout does;
+ * rank_wait_stopped() then says why. NULL: none.
+ */
+void rank_wait_stop_on(volatile sig_atomic_t *flag);
+bool rank_wait_stopped(void);
 
 /* The largest blob rendezvous_exchange carries (NCCL's id is 128 bytes). */
 #define RENDEZVOUS_MAX 1024

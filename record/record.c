@@ -12,9 +12,9 @@
 
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/output.h"
 #include "lib/table.h"
 #include "model/comm.h"
-#include "lib/output.h"
 #include "model/model.h"
 #include "model/ranks.h"
 #include "record/device.h"
@@ -454,6 +454,7 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 	}
 
 	signals_install();
+	rank_wait_stop_on(&interrupted);   /* a rank told to stop is not held by a lost peer */
 	body(&r);
 	/* Freed under the recorder: every allocation in the bundle gets its free. */
 	if (r.m)
@@ -463,6 +464,7 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 		r.status = RECORD_ERROR;
 	}
 	rec_hooks_drain(&r.h, true);
+	rank_wait_stop_on(NULL);
 	signals_restore();
 
 	capture_totals(&totals);

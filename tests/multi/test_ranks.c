@@ -181,6 +181,21 @@ static void test_wait(void)
 	CHECK(now_s() - t0 >= 0.2 && now_s() - t0 < 2.0 && calls > 3, "after 0.2 s (%.3f s, %d polls)",
 	      now_s() - t0, calls);
 	CHECK(rank_wait(broken, NULL, 10) == -1, "a failed poll ends the wait");
+
+	/* a stop flag (record's SIGTERM) cuts a long wait to a few seconds */
+	static volatile sig_atomic_t stop;
+	rank_wait_stop_on(&stop);
+	CHECK(!rank_wait_stopped(), "not stopped before the flag");
+	stop = 1;
+	t0 = now_s();
+	CHECK(rank_wait(never, &calls, 300) == 0, "a wait told to stop ends as a timeout");
+	CHECK(now_s() - t0 >= 4.5 && now_s() - t0 < 8.0, "after the grace of 5 s, not 300 (%.3f s)",
+	      now_s() - t0);
+	CHECK(rank_wait_stopped(), "and says it was stopped");
+	calls = 0;
+	CHECK(rank_wait(count_to_three, &calls, 10) == 1, "the peers still get their answers meanwhile");
+	rank_wait_stop_on(NULL);
+	CHECK(!rank_wait_stopped(), "no flag, no stop");
 }
 
 /* ---- the rendezvous between processes --------------------------------------- */
