@@ -156,7 +156,8 @@ static void phase_cells(struct table *t, const struct ddp_result *res, const dou
 	table_float(t, share(mean[DP_EXPOSED], step));
 	table_float(t, share(mean[DP_OPTIMIZER], step));
 	table_float(t, share(mean[DP_COMM], step));
-	table_float(t, mean[DP_COMM] > 0 ? 100.0 * (1.0 - mean[DP_EXPOSED] / mean[DP_COMM]) : 0);
+	/* after the backward (naive, flat) the wait can outlast the all-reduces: nothing hidden */
+	table_float(t, mean[DP_COMM] > 0 ? fmax(0.0, 100.0 * (1.0 - mean[DP_EXPOSED] / mean[DP_COMM])) : 0);
 	table_float(t, step > 0 ? (double)res->ranks * res->c->batch * res->c->ctx / (step / 1e3) : 0);
 	table_float(t, res->peak_gib);
 	table_str(t, "ok");

@@ -101,9 +101,12 @@ def ddp_tables(single_path, ddp_paths, torch_path):
             r = by_mode.get(m)
             if not r or r.get("status") != "ok":
                 continue
+            # the share of the all-reduces' time not waited for; none when the wait outlasts them
+            comm, exposed = num(r["comm_ms"]), num(r["exposed_ms"])
+            hidden = max(0.0, 100.0 * (1.0 - exposed / comm)) if comm else 0.0
             print(f"| {key[0]} | {key[2]} | {r['ddp']} | {r['step_ms']} | {r['forward_pct']} | "
                   f"{r['backward_pct']} | {r['exposed_pct']} | {r['optimizer_pct']} | {r['comm_ms']} | "
-                  f"{r['hidden_pct']} |")
+                  f"{hidden:.1f} |")
     print()
 
 
