@@ -6,13 +6,12 @@
 #include "kernels/adamw.h"
 #include "kernels/common.cuh"
 
-__global__ void adamw_kernel(float *p, const float *g, float *m, float *v, long long n, float beta1,
-			     float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
-			     float alpha_t, float lr_wd)
+/* One element's update; returns the new parameter. */
+__device__ __forceinline__ float adamw_one(float *p, const float *g, float *m, float *v,
+					   long long i, float beta1, float one_minus_beta1,
+					   float beta2, float one_minus_beta2, float eps,
+					   float alpha_t, float lr_wd)
 {
-	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-	if (i >= n)
-		return;
 	float gi = g[i];
 	float mi = beta1 * m[i] + one_minus_beta1 * gi;
 	float vi = beta2 * v[i] + one_minus_beta2 * gi * gi;
@@ -20,7 +19,33 @@ __global__ void adamw_kernel(float *p, const float *g, float *m, float *v, long 
 
 	m[i] = mi;
 	v[i] = vi;
-	p[i] = pi - lr_wd * pi;
+	pi = pi - lr_wd * pi;
+	p[i] = pi;
+	return pi;
+}
+
+__global__ void adamw_kernel(float *p, const float *g, float *m, float *v, long long n, float beta1,
+			     float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
+			     float alpha_t, float lr_wd)
+{
+	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	adamw_one(p, g, m, v, i, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, alpha_t, lr_wd);
+}
+
+__global__ void adamw_copy_kernel(float *p, const float *g, float *m, float *v, long long n,
+				  float beta1, float one_minus_beta1, float beta2,
+				  float one_minus_beta2, float eps, const float *hyper,
+				  __nv_bfloat16 *copy, long long copy_from)
+{
+	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	float pi = adamw_one(p, g, m, v, i, beta1, one_minus_beta1, beta2, one_minus_beta2, eps,
+			     hyper[0], hyper[1]);
+	if (copy && i >= copy_from)
+		copy[i - copy_from] = __float2bfloat16_rn(pi);
 }
 
 extern "C" cudaError_t adamw_update(float *p, const float *g, float *m, float *v, long long n,
@@ -32,5 +57,17 @@ extern "C" cudaError_t adamw_update(float *p, const float *g, float *m, float *v
 	adamw_kernel<<<ceil_div(n, 256), 256, 0, s>>>(p, g, m, v, n, (float)beta1, (float)(1.0 - beta1),
 								(float)beta2, (float)(1.0 - beta2), eps,
 								alpha_t, lr_wd);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t adamw_update_copy(float *p, const float *g, float *m, float *v, long long n,
+					 double beta1, double beta2, float eps, const float *hyper,
+					 void *copy, long long copy_from, cudaStream_t s)
+{
+	if (n == 0)
+		return cudaSuccess;
+	adamw_copy_kernel<<<ceil_div(n, 256), 256, 0, s>>>(
+		p, g, m, v, n, (float)beta1, (float)(1.0 - beta1), (float)beta2, (float)(1.0 - beta2),
+		eps, hyper, (__nv_bfloat16 *)copy, copy_from);
 	return cudaGetLastError();
 }

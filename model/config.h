@@ -16,6 +16,7 @@ struct model_config {
 	enum st_precision precision;
 	enum st_mode mode;
 	enum st_attention attention;
+	enum st_kernels kernels;
 	/* AdamW */
 	double lr, beta1, beta2, eps, weight_decay;
 	uint64_t seed;
@@ -25,6 +26,13 @@ struct model_config {
  * betas 0.9/0.999, eps 1e-8, wd 0.01, seed 0) with the preset's sizes.
  * Presets: small medium large xl 2.7B. -1 (error line) for an unknown name. */
 int model_config_preset(const char *name, struct model_config *c);
+
+/*
+ * The attention --kernels implies when --attention is not given: naive for
+ * plain; for fused, flash where FlashAttention runs the head size (a
+ * multiple of 8 from 8 to 256: kernels/flash_attention.h), else naive.
+ */
+enum st_attention model_config_default_attention(const struct model_config *c);
 
 /* Checks sizes (positive, d_model divisible by heads, d_head even for RoPE). -1 with an error line. */
 int model_config_validate(const struct model_config *c);

@@ -67,6 +67,21 @@ static void linear_cost(const struct model *m, struct cost *k, bool backward, ui
 }
 
 /*
+ * A forward Linear with the residual add folded in (fused): out (n, d) F32
+ * = x F32 + y, y never stored: the add's FLOPs, x read and out written in
+ * F32 instead of y written in adt.
+ */
+static void residual_fold(const struct model *m, struct cost *k)
+{
+	uint64_t n = (uint64_t)m->c.batch * m->c.ctx, d = m->c.d_model;
+	int A = m->adt, F = ST_DT_F32;
+
+	k->flops += n * d;
+	k->bytes += n * d * (8 - m->adt_size);
+	DT(k, L(A, A, F), L(F));
+}
+
+/*
  * An RMSNorm. The backward writes dx and dg, and with cast dx's BF16
  * rounding too, for the BF16 branch whose matmuls read it next.
  */
@@ -107,6 +122,8 @@ static bool layer_op_runs(const struct model *m, enum layer_op op)
 
 	if (op == L_FLASH)
 		return flash;
+	if (m->fused && (op == L_RES1 || op == L_RES2))   /* folded into L_O and L_W2 */
+		return false;
 	return !(flash && (op == L_SCORES || op == L_SOFTMAX || op == L_AV));
 }
 
@@ -127,12 +144,16 @@ static void layer_cost(const struct model *m, int l, enum layer_op op, bool bwd,
 		break;
 	case L_O:
 		linear_cost(m, k, bwd, d, d, A);
+		if (m->fused && !bwd)
+			residual_fold(m, k);
 		break;
 	case L_W13:         /* w1 and w3 as one Linear (n, d) -> (n, 2f) */
 		linear_cost(m, k, bwd, d, 2 * f, F);
 		break;
 	case L_W2:
 		linear_cost(m, k, bwd, f, d, A);
+		if (m->fused && !bwd)
+			residual_fold(m, k);
 		break;
 	case L_ROPE:        /* q, k rotated and v copied, between token- and head-major */
 		k->flops = 6 * n * d;
@@ -281,6 +302,10 @@ int model_plan(struct model *m)
 	if (c->mode == ST_MODE_TRAIN) {
 		k = (struct cost){ .flops = 15 * (uint64_t)m->n_params, .bytes = 28 * (uint64_t)m->n_params };
 		DT(&k, L(F, F, F, F), L(F, F, F));
+		if (m->fused && bf16) {   /* and the next step's weight copies, for cast_weights */
+			k.bytes += 2 * (uint64_t)(m->n_params - m->cast_from);
+			DT(&k, L(F, F, F, F), L(F, F, F, B16));
+		}
 		REG(adamw, "step/optimizer/adamw", "optimizer");
 	}
 #undef REG
