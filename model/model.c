@@ -461,33 +461,42 @@ static double elapsed_ms(cudaEvent_t a, cudaEvent_t b)
 }
 
 /*
- * The step's phases on the stream, events between them. The events are
- * external ones, so in a captured graph they are nodes that time its replays.
+ * Event i of the step. Fused, an external one: in a captured graph it is a
+ * node, so the graph's replays are timed by phase too.
  */
+static void mark(struct model *m, int i)
+{
+	if (m->fused)
+		cudaEventRecordWithFlags(m->ev[i], m->stream, cudaEventRecordExternal);
+	else
+		cudaEventRecord(m->ev[i], m->stream);
+}
+
+/* The step's phases on the stream, events between them. */
 static int step_phases(struct model *m)
 {
 	const struct model_config *c = &m->c;
 	int rc;
 
 	op_range_push(&m->ops, "step");
-	cudaEventRecordWithFlags(m->ev[0], m->stream, cudaEventRecordExternal);
+	mark(m, 0);
 
 	op_range_push(&m->ops, "forward");
 	rc = model_forward(m);
 	op_range_pop(&m->ops);
-	cudaEventRecordWithFlags(m->ev[1], m->stream, cudaEventRecordExternal);
+	mark(m, 1);
 	if (rc == MODEL_OK && c->mode != ST_MODE_FORWARD) {
 		op_range_push(&m->ops, "backward");
 		rc = model_backward(m);
 		op_range_pop(&m->ops);
 	}
-	cudaEventRecordWithFlags(m->ev[2], m->stream, cudaEventRecordExternal);
+	mark(m, 2);
 	if (rc == MODEL_OK && c->mode == ST_MODE_TRAIN) {
 		op_range_push(&m->ops, "optimizer");
 		rc = model_optimizer(m);
 		op_range_pop(&m->ops);
 	}
-	cudaEventRecordWithFlags(m->ev[3], m->stream, cudaEventRecordExternal);
+	mark(m, 3);
 	op_ranges_unwind(&m->ops, 0);    /* pops "step", and whatever a failure left open */
 	return rc;
 }
@@ -534,7 +543,6 @@ static int step_graph(struct model *m)
 
 int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_times *t)
 {
-	const struct model_config *c = &m->c;
 	struct timespec t0, tl, t1;
 	bool graph = m->fused && !m->ops.obs && m->steps_run > 0;
 	int rc;

@@ -5,7 +5,10 @@
 # README), every-size (record each size at ctx 512, and the 2.7B ctx 1024
 # OOM), torch (agreement with PyTorch), attention (issue 14's measurements:
 # bench attention beside PyTorch's SDPA and naive attention, the model with
-# flash, record attention and naive/flash bundles; README "Attention").
+# flash, record attention and naive/flash bundles; README "Attention"),
+# fused (issue 17's measurements: bench --kernels plain,fused per size and
+# precision, PyTorch eager and torch.compile on the same sizes, the
+# agreement check for both kernel sets, a fused bundle; README "Fused").
 # Default: tests samples overhead torch.
 # The build must have been configured at the path its CTest files name; on
 # the GPU machine link that path to the checkout first (see README).
@@ -88,6 +91,29 @@ attention)
 	PYTHONUNBUFFERED=1 python3 scripts/torch_attention.py --seq $seq --sdpa-extra-seq '' --runs 10 \
 		--fp32-too --steptrace "$out/st-bf16.csv" --steptrace "$out/st-fp32.csv" > "$out/torch-attention.log" 2>&1
 	tail -140 "$out/torch-attention.log" | grep "^|"
+	;;
+fused)
+	echo "== $st bench --model small,medium,large --ctx 512 --precision bf16,fp32 --kernels plain,fused --warmup 3 --steps 10"
+	$st bench --model small,medium,large --ctx 512 --precision bf16,fp32 --kernels plain,fused \
+		--warmup 3 --steps 10 --format csv > "$out/fused-bench.csv" 2>/dev/null
+	$st bench --model small,medium,large --ctx 512 --precision bf16,fp32 --kernels plain,fused \
+		--warmup 3 --steps 10 2>/dev/null | sed -n '/Plain and fused/,$p'
+	for c in "" --compile; do
+		echo "== torch_bench.py --model small,medium --ctx 512 --precision bf16,fp32 --mode train $c"
+		PYTHONUNBUFFERED=1 python3 scripts/torch_bench.py --model small,medium --ctx 512 \
+			--precision bf16,fp32 --mode train --warmup 3 --steps 10 --format csv $c \
+			> "$out/torch-bench$c.csv" 2>/dev/null; cat "$out/torch-bench$c.csv"
+	done
+	for k in plain fused; do
+		for p in fp32 bf16; do
+			echo "== torch_check.py run --steptrace $st --precision $p --mode train --kernels $k"
+			PYTHONUNBUFFERED=1 python3 scripts/torch_check.py run --steptrace "$st" --precision $p \
+				--mode train --kernels $k --workdir "$out/torch-check-$k-$p" 2>&1 | tail -4
+		done
+	done
+	echo "== $st record --model small --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 2 -o fused.stb"
+	$st record --model small --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 2 \
+		-o "$out/fused.stb" 2>&1 | tail -2
 	;;
 torch)
 	for p in fp32 tf32 bf16; do
