@@ -19,12 +19,14 @@
  * RMSNorm, softmax and the loss run in FP32, and the residual stream, weight
  * gradients and the gradients entering an RMSNorm backward are FP32.
  *
- * --kernels fused (m->fused) changes three things: the BF16 weight copies
+ * --kernels fused (m->fused) changes four things: the BF16 weight copies
  * live from step to step, made once by cast_weights and then by AdamW as it
  * updates each weight; the residual adds are folded into the output
- * products (D = A B + C, the stream's F32 sum, no branch output); and
- * AdamW reads its step-dependent scalars from device memory, so the step
- * can be replayed as a CUDA graph (model.c).
+ * products (D = A B + C, the stream's F32 sum, no branch output); the loss
+ * writes its gradient over the logits in the same launch (no backward
+ * cross_entropy op, no dlogits buffer); and AdamW reads its step-dependent
+ * scalars from device memory, so the step can be replayed as a CUDA graph
+ * (model.c).
  */
 #include <limits.h>
 #include <math.h>
@@ -427,8 +429,13 @@ int model_forward(struct model *m)
 	op_begin(&m->ops, m->top.loss);
 	TRY(get(m, lse, 2 * n * sizeof(float), m->saved_category));
 	TRY(get(m, loss, sizeof(float), ST_MEM_TEMPORARY));
-	TRY(CUDA_CHECK(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr,
-					     (int)n, (int)V, m->adt, m->stream)));
+	if (m->fused && c->mode != ST_MODE_FORWARD)   /* logits become their gradient */
+		TRY(CUDA_CHECK(cross_entropy_fused(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr,
+						   (int)n, (int)V, m->adt, m->stream)));
+	else
+		TRY(CUDA_CHECK(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr,
+						     m->targets.ptr, (int)n, (int)V, m->adt,
+						     m->stream)));
 	TRY(CUDA_CHECK(cudaMemcpyAsync(m->loss_host, loss->ptr, sizeof(float),
 				       cudaMemcpyDeviceToHost, m->stream)));
 	put(m, loss);
@@ -704,13 +711,19 @@ int model_backward(struct model *m)
 
 	TRY(zero_norm_grads(m));
 
-	op_begin(&m->ops, m->top.loss_bwd);
-	TRY(get(m, dlogits, n * V * m->adt_size, ST_MEM_TEMPORARY));
-	TRY(CUDA_CHECK(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr, m->targets.ptr,
-					      (int)n, (int)V, m->adt, m->stream)));
-	put(m, logits);
-	put(m, lse);
-	op_end(&m->ops);
+	if (m->fused) {   /* the forward's loss left the gradient in the logits' block */
+		put(m, lse);
+		dlogits = logits;
+	} else {
+		op_begin(&m->ops, m->top.loss_bwd);
+		TRY(get(m, dlogits, n * V * m->adt_size, ST_MEM_TEMPORARY));
+		TRY(CUDA_CHECK(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr,
+						      m->targets.ptr, (int)n, (int)V, m->adt,
+						      m->stream)));
+		put(m, logits);
+		put(m, lse);
+		op_end(&m->ops);
+	}
 
 	op_begin(&m->ops, m->top.lm_head_bwd);
 	TRY(linear_bwd_weight(m, m->off_lm, dlogits->ptr, xf->ptr, (int)d, (int)V));

@@ -268,6 +268,11 @@ int model_plan(struct model *m)
 	REG(lm_head, "step/forward/lm_head", "forward");
 	k = (struct cost){ .flops = 3 * n * V, .bytes = n * V * a + n * 16 };
 	DT(&k, L(A, I), L(F));
+	if (m->fused && train) {   /* and the backward's gradient, written over the logits */
+		k.flops += 3 * n * V;
+		k.bytes += n * V * a + n * 4;
+		DT(&k, L(A, I), L(F, A));
+	}
 	REG(loss, "step/forward/cross_entropy", "forward");
 	if (!train)
 		return 0;
@@ -277,9 +282,11 @@ int model_plan(struct model *m)
 	k = (struct cost){ .flops = 0, .bytes = ((2 * (uint64_t)c->layers + 1) * d + V * d) * 4 };
 	dtypes(&k, 0, NULL, 1, (const int[]){ F });
 	REG(zero_grad, "step/backward/zero_grad", "backward");
-	k = (struct cost){ .flops = 3 * n * V, .bytes = 2 * n * V * a + n * 8 };
-	DT(&k, L(A, F, I), L(A));
-	REG(loss_bwd, "step/backward/cross_entropy", "backward");
+	if (!m->fused) {   /* fused: inside the forward's */
+		k = (struct cost){ .flops = 3 * n * V, .bytes = 2 * n * V * a + n * 8 };
+		DT(&k, L(A, F, I), L(A));
+		REG(loss_bwd, "step/backward/cross_entropy", "backward");
+	}
 	linear_cost(m, &k, true, d, V, F);
 	REG(lm_head_bwd, "step/backward/lm_head", "backward");
 	norm_cost(m, &k, true, bf16);

@@ -427,6 +427,22 @@ static void test_cross_entropy(int dtype)
 	label(what, sizeof(what), "cross-entropy backward", dtype);
 	check_err(what, rel_err(gdl, dl, n), tol_of(dtype));
 	free(gl), free(gdl);
+
+	/* fused: the same loss, lse and gradient from one launch, the gradient over the logits */
+	double *glse = download(dlse, N, ST_DT_F32);
+	float *dloss2 = poisoned(1, ST_DT_F32), *dlse2 = poisoned(2 * N, ST_DT_F32);
+	CHECK(cross_entropy_fused(dloss2, dlse2, dlog, dtg, N, VOCAB, dtype, 0) == 0,
+	      "cross_entropy_fused launch");
+	gl = download(dloss2, 1, ST_DT_F32), gdl = download(dlog, n, dtype);
+	double *glse2 = download(dlse2, N, ST_DT_F32);
+	label(what, sizeof(what), "cross-entropy fused: mean loss", dtype);
+	check_err(what, fabs(gl[0] - loss) / fabs(loss), 1e-5);
+	label(what, sizeof(what), "cross-entropy fused: gradient over the logits", dtype);
+	check_err(what, rel_err(gdl, dl, n), tol_of(dtype));
+	label(what, sizeof(what), "cross-entropy fused: lse as the forward's", dtype);
+	check_err(what, rel_err(glse2, glse, N), 1e-6);
+	free(gl), free(gdl), free(glse), free(glse2);
+	cudaFree(dloss2), cudaFree(dlse2);
 	cudaFree(dtg), cudaFree(dlog), cudaFree(ddl), cudaFree(dloss), cudaFree(dlse);
 	free(logits), free(dl);
 }
