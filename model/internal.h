@@ -141,6 +141,7 @@ struct model {
 	float *loss_host;             /* pinned, 3 floats: the loss, then hyper_host */
 	float *hyper_host;            /* AdamW's alpha_t and lr * weight_decay for this step */
 	cudaGraphExec_t graph;        /* fused, no observer: the step, captured at the second */
+	bool capturing;               /* inside that capture */
 	uint32_t steps_run;           /* steps finished since the weights or batch changed */
 	bool have_targets;
 	int adam_t;                   /* AdamW steps taken */

@@ -461,12 +461,13 @@ static double elapsed_ms(cudaEvent_t a, cudaEvent_t b)
 }
 
 /*
- * Event i of the step. Fused, an external one: in a captured graph it is a
- * node, so the graph's replays are timed by phase too.
+ * Event i of the step. While a graph is captured, an external one: a node of
+ * the graph, so its replays are timed by phase too (outside a capture the
+ * flag is an error).
  */
 static void mark(struct model *m, int i)
 {
-	if (m->fused)
+	if (m->capturing)
 		cudaEventRecordWithFlags(m->ev[i], m->stream, cudaEventRecordExternal);
 	else
 		cudaEventRecord(m->ev[i], m->stream);
@@ -522,7 +523,9 @@ static int step_graph(struct model *m)
 	}
 	if (CUDA_CHECK(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal)))
 		return MODEL_ERROR;
+	m->capturing = true;
 	rc = step_phases(m);
+	m->capturing = false;
 	e = cudaStreamEndCapture(m->stream, &graph);
 	if (rc != MODEL_OK) {
 		if (graph)
@@ -553,6 +556,7 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	rc = graph ? step_graph(m) : step_phases(m);
 	if (rc != MODEL_OK) {
 		release_step_blocks(m);
+		graph_reset(m);   /* its blocks are gone: eager, then a fresh capture */
 		if (rc == MODEL_OOM)
 			m->last_oom = m->alloc.oom;
 	}

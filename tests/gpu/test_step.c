@@ -366,6 +366,7 @@ static void train_agree(const struct tensor_set *w0, const int32_t *in, const in
 		CHECK(model_load_weights(m, w0) == MODEL_OK, "model_load_weights");
 		CHECK(model_set_batch(m, in, tg) == MODEL_OK, "model_set_batch");
 		for (int s = 0; s < 4; s++) {
+			st.loss = NAN;
 			CHECK(model_step(m, s, false, &st) == MODEL_OK, "model_step");
 			loss[k][s] = st.loss;
 		}
