@@ -485,11 +485,13 @@ static void test_adamw(void)
  * adamw_update_copy (--kernels fused): the same update with alpha_t and
  * lr_wd read from device memory, and the BF16 copy of every parameter from
  * copy_from on, which must be exactly the rounding of the parameter it
- * wrote (tolerance 0), and must touch no element before copy_from.
+ * wrote (tolerance 0), and must touch no element before copy_from. pad
+ * poisoned elements sit before the copy: copy_from 136 with pad 4 takes the
+ * four-wide path (aligned), 137 with pad 1 the one-wide path.
  */
-static void test_adamw_copy(void)
+static void test_adamw_copy(size_t from, size_t pad)
 {
-	const size_t n = 1000, from = 137, nc = n - 137;
+	const size_t n = 1000, nc = n - from;
 	const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
 	double *p = host_normal(&rng, n, 0.5), *m = calloc(n, sizeof(double)), *v = calloc(n, sizeof(double));
 	double *r = malloc(n * sizeof(double));
@@ -498,9 +500,9 @@ static void test_adamw_copy(void)
 
 	round_to(p, n, ST_DT_F32);
 	float *dp = upload(p, n, ST_DT_F32), *dm = upload(m, n, ST_DT_F32), *dv = upload(v, n, ST_DT_F32);
-	/* the copy one element wider in front, poisoned: the kernel must leave it */
-	copy_base = poisoned(nc + 1, ST_DT_BF16);
-	void *copy = (char *)copy_base + 2;
+	/* the copy pad elements wider in front, poisoned: the kernel must leave them */
+	copy_base = poisoned(nc + pad, ST_DT_BF16);
+	void *copy = (char *)copy_base + 2 * pad;
 	CUDA_OK(cudaMalloc((void **)&dhyper, 2 * sizeof(float)));
 	for (int t = 1; t <= 3; t++) {
 		double *g = host_normal(&rng, n, 1e-2);
@@ -515,13 +517,18 @@ static void test_adamw_copy(void)
 		free(g);
 	}
 	double *gp = download(dp, n, ST_DT_F32), *gm = download(dm, n, ST_DT_F32);
-	double *gc = download(copy_base, nc + 1, ST_DT_BF16);
-	check_err("adamw (fused) 3 steps: parameters [f32]", rel_err(gp, p, n), 1e-6);
-	check_err("adamw (fused) 3 steps: first moment [f32]", rel_err(gm, m, n), 1e-5);
+	double *gc = download(copy_base, nc + pad, ST_DT_BF16);
+	char what[96];
+	snprintf(what, sizeof(what), "adamw (fused, copy from %zu) 3 steps: parameters [f32]", from);
+	check_err(what, rel_err(gp, p, n), 1e-6);
+	snprintf(what, sizeof(what), "adamw (fused, copy from %zu) 3 steps: first moment [f32]", from);
+	check_err(what, rel_err(gm, m, n), 1e-5);
 	for (size_t i = 0; i < nc; i++)
 		r[i] = ref_round_bf16(gp[from + i]);
-	check_err("adamw (fused): bf16 copy of the parameters it wrote", rel_err(gc + 1, r, nc), 0.0);
-	CHECK(isnan(gc[0]), "adamw (fused) wrote before its copy (%g)", gc[0]);
+	snprintf(what, sizeof(what), "adamw (fused, copy from %zu): bf16 copy of what it wrote", from);
+	check_err(what, rel_err(gc + pad, r, nc), 0.0);
+	for (size_t i = 0; i < pad; i++)
+		CHECK(isnan(gc[i]), "adamw (fused) wrote before its copy (%g)", gc[i]);
 	free(gp), free(gm), free(gc), free(r);
 	cudaFree(dp), cudaFree(dm), cudaFree(dv), cudaFree(copy_base), cudaFree(dhyper);
 	free(p), free(m), free(v);
@@ -766,7 +773,8 @@ int main(void)
 		test_cross_entropy(dt);
 	}
 	test_adamw();
-	test_adamw_copy();
+	test_adamw_copy(137, 1);
+	test_adamw_copy(136, 4);
 	test_cast_residual();
 	test_zero_groups();
 	test_init();
