@@ -73,6 +73,16 @@ __global__ void mean_kernel(float *out, const float *v, int n)
 		*out = s / n;
 }
 
+/* After the rows' launch (its error e): the mean loss of the n row losses. */
+static cudaError_t mean_after(cudaError_t e, float *loss, const float *row_loss, int n,
+			      cudaStream_t s)
+{
+	if (e != cudaSuccess)
+		return e;
+	mean_kernel<<<1, 1024, 0, s>>>(loss, row_loss, n);
+	return cudaGetLastError();
+}
+
 template <typename T>
 __global__ void cross_entropy_backward_kernel(T *dlogits, const T *logits, const float *lse,
 					      const int32_t *targets, int vocab, float inv_n)
@@ -100,11 +110,7 @@ extern "C" cudaError_t cross_entropy_forward(float *loss, float *lse, const void
 	DISPATCH_DTYPE(dtype, E,
 		cross_entropy_rows_kernel<E><<<n, 256, 0, s>>>(lse, row_loss, (const E *)logits,
 							      targets, vocab));
-	cudaError_t e = cudaGetLastError();
-	if (e != cudaSuccess)
-		return e;
-	mean_kernel<<<1, 1024, 0, s>>>(loss, row_loss, n);
-	return cudaGetLastError();
+	return mean_after(cudaGetLastError(), loss, row_loss, n, s);
 }
 
 extern "C" cudaError_t cross_entropy_fused(float *loss, float *lse, void *logits,
@@ -118,11 +124,7 @@ extern "C" cudaError_t cross_entropy_fused(float *loss, float *lse, void *logits
 	DISPATCH_DTYPE(dtype, E,
 		cross_entropy_fused_kernel<E><<<n, 256, 0, s>>>(lse, row_loss, (E *)logits, targets,
 							       vocab, 1.0f / n));
-	cudaError_t e = cudaGetLastError();
-	if (e != cudaSuccess)
-		return e;
-	mean_kernel<<<1, 1024, 0, s>>>(loss, row_loss, n);
-	return cudaGetLastError();
+	return mean_after(cudaGetLastError(), loss, row_loss, n, s);
 }
 
 extern "C" cudaError_t cross_entropy_backward(void *dlogits, const void *logits, const float *lse,

@@ -383,6 +383,27 @@ static void train_agree(const struct tensor_set *w0, const int32_t *in, const in
 	tensor_set_release(&got[0]), tensor_set_release(&got[1]);
 }
 
+/*
+ * The checks of one attention and kernel set against the reference: fwdbwd
+ * in FP32 (TF32 where tf32), BF16; two AdamW steps where train; the
+ * observer's view and forward mode where observe.
+ */
+static void suite(const struct tensor_set *w, const int32_t *tok, double loss,
+		  const struct tensor_set *grads, bool tf32, bool train_too, bool observe)
+{
+	fwdbwd(ST_FP32, w, tok, tok + 1, loss, grads, 1e-5, 1e-5);
+	if (tf32)
+		fwdbwd(ST_TF32, w, tok, tok + 1, loss, grads, 2e-3, 2e-2);
+	fwdbwd(ST_BF16, w, tok, tok + 1, loss, grads, 1e-2, 3e-2);
+	if (train_too)
+		train(w, tok, tok + 1);
+	if (observe) {
+		observer(ST_FP32);
+		observer(ST_BF16);
+		forward_mode(w, tok, loss);
+	}
+}
+
 int main(void)
 {
 	if (!gpu_or_skip())
@@ -400,34 +421,17 @@ int main(void)
 		return 1;
 	}
 	printf("reference loss %.9f (ln vocab = %.4f)\n", loss, log((double)c.vocab));
-	fwdbwd(ST_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
-	fwdbwd(ST_TF32, &w, tok, tok + 1, loss, &grads, 2e-3, 2e-2);
-	fwdbwd(ST_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
-	train(&w, tok, tok + 1);
-	observer(ST_FP32);
-	observer(ST_BF16);
-	forward_mode(&w, tok, loss);
+	suite(&w, tok, loss, &grads, true, true, true);
 
 	/* the same step with FlashAttention-2: the same reference, the same tolerances */
 	attention = ST_ATTN_FLASH;
-	fwdbwd(ST_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
-	fwdbwd(ST_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
-	observer(ST_FP32);
-	observer(ST_BF16);
-	forward_mode(&w, tok, loss);
+	suite(&w, tok, loss, &grads, false, false, true);
 
 	/* --kernels fused: flash by default, then naive; graphs where no observer listens */
 	kernels = ST_KERNELS_FUSED;
-	fwdbwd(ST_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
-	fwdbwd(ST_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
-	train(&w, tok, tok + 1);
-	observer(ST_FP32);
-	observer(ST_BF16);
-	forward_mode(&w, tok, loss);
+	suite(&w, tok, loss, &grads, false, true, true);
 	attention = ST_ATTN_NAIVE;
-	fwdbwd(ST_FP32, &w, tok, tok + 1, loss, &grads, 1e-5, 1e-5);
-	fwdbwd(ST_BF16, &w, tok, tok + 1, loss, &grads, 1e-2, 3e-2);
-	train(&w, tok, tok + 1);
+	suite(&w, tok, loss, &grads, false, true, false);
 	kernels = ST_KERNELS_PLAIN;
 	train_agree(&w, tok, tok + 1);
 
