@@ -30,7 +30,7 @@ struct gpu_model_args {
 	struct model_dims dims;          /* --d-model ... --batch, and --ctx */
 	int precision, mode;             /* enum st_precision, st_mode */
 	int attention;                   /* enum st_attention, -1: the kernels' default
-					    (plain naive, fused flash where it runs) */
+					    (model_config_default_attention) */
 	int kernels;                     /* enum st_kernels */
 	double lr, weight_decay;         /* AdamW */
 	uint64_t seed;                   /* of the random weights and batch */
@@ -65,7 +65,7 @@ struct gpu_model_args {
 
 #define OPT_GPU_ATTENTION(a)                                                                  \
 	OPT_CHOICE(0, "attention", &(a)->attention, st_attention_names,                       \
-		   "attention implementation (default naive; flash with --kernels fused)")
+		   "attention implementation (default naive; flash with --kernels fused in bf16)")
 
 #define OPT_GPU_KERNELS(a)                                                                    \
 	OPT_CHOICE(0, "kernels", &(a)->kernels, st_kernels_names,                             \

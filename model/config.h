@@ -29,8 +29,11 @@ int model_config_preset(const char *name, struct model_config *c);
 
 /*
  * The attention --kernels implies when --attention is not given: naive for
- * plain; for fused, flash where FlashAttention runs the head size (a
- * multiple of 8 from 8 to 256: kernels/flash_attention.h), else naive.
+ * plain; for fused under BF16, flash where FlashAttention runs the head
+ * size (a multiple of 8 from 8 to 256: kernels/flash_attention.h), else
+ * naive. Under FP32 and TF32 flash computes in FP32 without tensor cores
+ * and was slower than naive's cuBLAS products (H100, ctx 512: small 15.3
+ * against 14.1 ms forward), so fused keeps naive there.
  */
 enum st_attention model_config_default_attention(const struct model_config *c);
 

@@ -440,7 +440,7 @@ def main():
     p.add_argument("--mode", default="train", choices=("forward", "fwdbwd", "train"))
     p.add_argument("--attention", choices=("naive", "flash"),
                    help="steptrace's attention (PyTorch's is the same maths either way; "
-                        "default: the kernels', naive for plain, flash for fused)")
+                        "default: the kernels', naive, or flash for fused in bf16)")
     p.add_argument("--kernels", default="plain", choices=("plain", "fused"),
                    help="steptrace's kernels: plain, or fused (fused AdamW and residual adds)")
     p.add_argument("--lr", type=float, default=1e-3)

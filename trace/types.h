@@ -28,7 +28,8 @@ extern const char *const st_attention_names[];   /* "naive", "flash" */
 
 /*
  * Which kernels a step runs: plain (one kernel per op) or fused (fused
- * kernels, FlashAttention by default, and the step replayed as a CUDA graph).
+ * kernels, FlashAttention by default under BF16, and the step replayed as
+ * a CUDA graph where it is not recorded).
  */
 enum st_kernels { ST_KERNELS_PLAIN, ST_KERNELS_FUSED };
 extern const char *const st_kernels_names[];     /* "plain", "fused" */

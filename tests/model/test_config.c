@@ -92,12 +92,14 @@ int main(void)
 		d.heads = 4, d.batch = -1;
 		CHECK(model_config_resolve("custom", &d, &c) == -1, "negative batch");
 	}
-	/* the attention --kernels implies: flash for fused where FlashAttention runs d_head */
+	/* the attention --kernels implies: flash for fused bf16 where FlashAttention runs d_head */
 	model_config_preset("small", &c);
 	CHECK(c.kernels == ST_KERNELS_PLAIN && model_config_default_attention(&c) == ST_ATTN_NAIVE,
 	      "plain: naive");
 	c.kernels = ST_KERNELS_FUSED;
-	CHECK(model_config_default_attention(&c) == ST_ATTN_FLASH, "fused, d_head 64: flash");
+	CHECK(model_config_default_attention(&c) == ST_ATTN_NAIVE, "fused fp32: naive");
+	c.precision = ST_BF16;
+	CHECK(model_config_default_attention(&c) == ST_ATTN_FLASH, "fused bf16, d_head 64: flash");
 	c.d_model = 12 * 20;   /* d_head 20: not a multiple of 8 */
 	CHECK(model_config_default_attention(&c) == ST_ATTN_NAIVE, "fused, d_head 20: naive");
 	c.d_model = 12 * 512;  /* d_head 512: over 256 */
