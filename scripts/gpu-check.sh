@@ -95,13 +95,12 @@ attention)
 fused)
 	echo "== $st bench --model small,medium,large --ctx 512 --precision bf16,fp32 --kernels plain,fused --warmup 3 --steps 10"
 	$st bench --model small,medium,large --ctx 512 --precision bf16,fp32 --kernels plain,fused \
-		--warmup 3 --steps 10 --format csv > "$out/fused-bench.csv" 2>/dev/null
-	$st bench --model small,medium,large --ctx 512 --precision bf16,fp32 --kernels plain,fused \
-		--warmup 3 --steps 10 2>/dev/null | sed -n '/Plain and fused/,$p'
+		--warmup 3 --steps 10 --format md > "$out/fused-bench.md" 2>/dev/null
+	sed -n '/Plain and fused/,$p' "$out/fused-bench.md"
 	for c in "" --compile; do
-		echo "== torch_bench.py --model small,medium --ctx 512 --precision bf16,fp32 --mode train $c"
+		echo "== torch_bench.py --model small,medium --ctx 512 --precision bf16 --mode train $c"
 		PYTHONUNBUFFERED=1 python3 scripts/torch_bench.py --model small,medium --ctx 512 \
-			--precision bf16,fp32 --mode train --warmup 3 --steps 10 --format csv $c \
+			--precision bf16 --mode train --warmup 3 --steps 10 --format csv $c \
 			> "$out/torch-bench$c.csv" 2>/dev/null; cat "$out/torch-bench$c.csv"
 	done
 	for k in plain fused; do
