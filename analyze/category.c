@@ -17,7 +17,7 @@ const char *category_name(enum kernel_category c)
 {
 	static const char *const names[CAT_COUNT] = {
 		"GEMM", "elementwise", "reduction/norm", "softmax", "attention",
-		"optimizer", "memcpy/memset", "other",
+		"optimizer", "memcpy/memset", "other", "communication",
 	};
 	return (unsigned)c < CAT_COUNT ? names[c] : "other";
 }
@@ -55,6 +55,7 @@ static enum kernel_category classify(const char *text, const struct rule *rules)
 	return CAT_OTHER;
 }
 
+static const char *const w_comm[] = { "nccl", NULL };
 static const char *const w_attention[] = { "flash", "fmha", "attention", "sdpa", "mha_", NULL };
 static const char *const w_softmax[] = { "softmax", NULL };
 /* not "lamb": every PyTorch kernel built from a lambda would be an optimizer's */
@@ -79,6 +80,7 @@ static const char *const w_gemm_op[] = {
 };
 
 static const struct rule kernel_rules[] = {
+	{ CAT_COMM, w_comm },
 	{ CAT_ATTENTION, w_attention },
 	{ CAT_SOFTMAX, w_softmax },
 	{ CAT_GEMM, w_gemm_kernel },
@@ -104,6 +106,8 @@ enum kernel_category category_from_op(const char *kind, const char *phase)
 
 	if (phase && strcmp(phase, "optimizer") == 0)
 		return CAT_OPTIMIZER;
+	if (phase && strcmp(phase, "comm") == 0)
+		return CAT_COMM;
 	/* a leading '/' lets "/w1" match "w1" at the start of the kind too */
 	buf[0] = '/';
 	lowercase(buf + 1, sizeof(buf) - 1, kind ? kind : "");

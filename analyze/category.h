@@ -19,6 +19,7 @@ enum kernel_category {
 	CAT_OPTIMIZER,
 	CAT_MEMCPY,           /* memcpy and memset */
 	CAT_OTHER,
+	CAT_COMM,             /* collectives: communication ops' kernels, NCCL's (last: colours stay) */
 	CAT_COUNT
 };
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "analyze/category.h"
+#include "analyze/comm.h"
 #include "analyze/common.h"
 #include "lib/error.h"
 #include "replay/memory.h"
@@ -538,6 +539,33 @@ out:
 	return 0;
 }
 
+/* ---- communication (data parallelism) ---------------------------------- */
+
+static int comm_table(struct report *r, const struct replay *a, const struct replay *b,
+		      const struct diff_options *opt)
+{
+	struct comm_totals ca, cb;
+	double da = (double)replay_step_divisor(a, opt->include_warmup);
+	double db = (double)replay_step_divisor(b, opt->include_warmup);
+	struct table *t;
+
+	if (comm_totals(a, opt->include_warmup, &ca) < 0 || comm_totals(b, opt->include_warmup, &cb) < 0)
+		return -1;
+	if (!ca.kernels && !cb.kernels)
+		return 0;
+	t = report_add_table(r, "comm", "Communication per step and rank (see steptrace comm)");
+	table_add_column(t, "Metric", COL_STR, 0);
+	compare_columns(t, "", 3);
+	metric(t, "collectives", true, (double)ca.kernels / da, true, (double)cb.kernels / db);
+	metric(t, "comm time (ms)", true, (double)ca.time_ns / da / 1e6, true, (double)cb.time_ns / db / 1e6);
+	metric(t, "hidden (ms)", true, (double)ca.hidden_ns / da / 1e6, true, (double)cb.hidden_ns / db / 1e6);
+	metric(t, "exposed (ms)", true, (double)(ca.time_ns - ca.hidden_ns) / da / 1e6, true,
+	       (double)(cb.time_ns - cb.hidden_ns) / db / 1e6);
+	metric(t, "hidden (%)", ca.time_ns > 0, 100.0 * (double)ca.hidden_ns / (double)ca.time_ns,
+	       cb.time_ns > 0, 100.0 * (double)cb.hidden_ns / (double)cb.time_ns);
+	return 0;
+}
+
 /* ---- kernels on one side only, paired by op ---------------------------- */
 
 static int cmp_sub(const void *x, const void *y)
@@ -748,7 +776,8 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		STR_FIELD("mode", mode_name, true);
 		STR_FIELD("precision", precision_name, false);
 		STR_FIELD("attention", attention_name, false);
-		/* by value: a bundle from before 1.3 names none, and ran plain */
+		STR_FIELD("ddp", ddp_name, false);
+		/* by value: a bundle from before 1.4 names none, and ran plain */
 		if (ca->kernels != cb->kernels)
 			add_diff(buf, len, "kernels", st_name(st_kernels_names, ca->kernels),
 				 st_name(st_kernels_names, cb->kernels));
@@ -829,7 +858,7 @@ int diff_run(const struct replay *a, const struct replay *b, const struct diff_o
 				   what);
 	}
 	if (rows_table(r, a, b, opt) < 0 || steps_table(r, a, b, opt) < 0 || memory_table(r, a, b) < 0 ||
-	    kernels_table(r, a, b, opt) < 0)
+	    comm_table(r, a, b, opt) < 0 || kernels_table(r, a, b, opt) < 0)
 		return -1;
 	return 0;
 }

@@ -10,7 +10,8 @@
  * exists on one side only has empty cells on the other.
  *
  * Besides the rows: mean measured step wall and GPU busy time, kernel time
- * and GEMM share per step; memory peaks (overall, per phase, and the
+ * and GEMM share per step; the communication of data-parallel runs
+ * (collectives, their time, hidden and exposed; analyze/comm.h); memory peaks (overall, per phase, and the
  * breakdown by category at the overall peak, from replay/memory.h's model
  * allocator view, or the driver view when the model reported nothing); and
  * the kernels that appear in one bundle only, paired by the op kind that
@@ -52,9 +53,9 @@ struct diff_options {
 };
 
 /*
- * Adds to r the tables "diff" (the aligned rows), "steps", "memory" and
- * "kernels" (one-sided kernels paired by op), and notes naming header
- * differences. -1 with one error line (r then holds what was added).
+ * Adds to r the tables "diff" (the aligned rows), "steps", "memory",
+ * "comm" (when a side has collectives) and "kernels" (one-sided kernels
+ * paired by op), and notes naming header differences. -1 with one error line (r then holds what was added).
  */
 int diff_run(const struct replay *a, const struct replay *b, const struct diff_options *opt,
 	     struct report *r);

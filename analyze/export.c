@@ -381,7 +381,9 @@ static int gpu_process(struct layout *L, uint32_t device, uint32_t *track)
 			return 0;
 		}
 	/* whose GPU work it is, for traces merged from several processes */
-	if (L->rp->run.pid)
+	if (L->rank >= 0)
+		snprintf(whose, sizeof(whose), " (rank %" PRId32 ", pid %" PRIu32 ")", L->rank, L->rp->run.pid);
+	else if (L->rp->run.pid)
 		snprintf(whose, sizeof(whose), " (pid %" PRIu32 ")", L->rp->run.pid);
 	return add_track(L, TK_DEVICE, 0, pid, 0, track, "GPU %" PRIu32 "%s%s%s", device,
 			 name ? " " : "", name ? name : "", whose);
@@ -493,7 +495,8 @@ static int layout_host(struct layout *L)
 	uint32_t proc, steps;
 	int rc = 0;
 
-	if (add_track(L, TK_PROCESS, 0, L->host_pid, 0, &proc, "host") < 0)
+	if ((L->rank < 0 ? add_track(L, TK_PROCESS, 0, L->host_pid, 0, &proc, "host")
+			 : add_track(L, TK_PROCESS, 0, L->host_pid, 0, &proc, "rank %" PRId32 " host", L->rank)) < 0)
 		return -1;
 	assign_tids(L);
 	for (size_t i = 0; i < rp->n_threads; i++) {
@@ -632,6 +635,15 @@ void export_layout_release(struct layout *L)
 
 int export_layout_build(struct layout *L, const struct replay *rp, const struct export_options *opt)
 {
+	return export_layout_build_placed(L, rp, opt, NULL);
+}
+
+/* GPUs of rank r in Chrome: pids above any real one (Linux's pid_max is at most 2^22). */
+#define RANK_GPU_PIDS (1 << 23)
+
+int export_layout_build_placed(struct layout *L, const struct replay *rp, const struct export_options *opt,
+			       const struct layout_place *place)
+{
 	struct replay_key *tmp;
 
 	memset(L, 0, sizeof(*L));
@@ -649,6 +661,15 @@ int export_layout_build(struct layout *L, const struct replay *rp, const struct 
 	L->host_pid = rp->run.pid && rp->run.pid <= INT32_MAX ? (int32_t)rp->run.pid : OLD_BUNDLE_PID;
 	/* GPU processes after the host's pid when it falls where they would be */
 	L->gpu_pid_base = L->host_pid >= 100 && L->host_pid <= 100 + 0xffff ? L->host_pid + 1 : 100;
+	L->rank = -1;
+	L->realtime_base = rp->run.created_unix_ns > 0 ? rp->run.created_unix_ns : 0;
+	if (place) {
+		L->rank = place->rank;
+		L->shift = place->shift;
+		L->realtime_base = place->realtime_base;
+		L->host_pid = place->host_pid;
+		L->gpu_pid_base = RANK_GPU_PIDS + place->rank * 0x10000;
+	}
 	if (layout_host(L) < 0 || layout_streams(L) < 0 ||
 	    layout_memory_view(L, MEM_VIEW_MODEL) < 0 || layout_memory_view(L, MEM_VIEW_DRIVER) < 0)
 		return -1;
@@ -1021,6 +1042,128 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 		: "open it at https://ui.perfetto.dev or chrome://tracing");
 out:
 	export_layout_release(&L);
+	free(owned);
+	return rc;
+}
+
+/* "runs/run.rank0.stb" -> "run" + ext: the run's name, without the rank. */
+static char *run_output_name(const char *path, const char *ext)
+{
+	char *stem = bundle_output_name(path, NULL, ""), *dot, *end, *out;
+
+	if (!stem)
+		return NULL;
+	dot = strrchr(stem, '.');
+	if (dot && !strncmp(dot, ".rank", 5) && dot[5]) {
+		strtol(dot + 5, &end, 10);
+		if (!*end)
+			*dot = '\0';
+	}
+	out = malloc(strlen(stem) + strlen(ext) + 1);
+	if (out)
+		sprintf(out, "%s%s", stem, ext);
+	free(stem);
+	return out;
+}
+
+int export_run_ranks(const struct replay_ranks *rs, const struct export_options *opt)
+{
+	const char *output = opt->output;
+	struct layout *L = calloc(rs->n, sizeof(*L));
+	const struct layout **view = calloc(rs->n, sizeof(*view));
+	const char **inputs = calloc(rs->n + 1, sizeof(*inputs));
+	struct export_stats stats, all = { 0 };
+	struct output out;
+	unsigned long long bytes;
+	bool pids_clash = false;
+	int64_t realtime = 0;
+	uint64_t estimate = 0, one;
+	char *owned = NULL, size[32];
+	size_t built = 0;
+	int rc = -1;
+
+	if (!L || !view || !inputs) {
+		error("out of memory");
+		goto out;
+	}
+	for (size_t r = 0; r < rs->n; r++)
+		inputs[r] = rs->rank[r]->path;
+	if (rs->n == 1) {
+		rc = export_run(rs->rank[0], opt);
+		goto out;
+	}
+	if (opt->format == EXPORT_SQLITE) {
+		error("--format sqlite writes one rank's database: give one rank's bundle");
+		goto out;
+	}
+	if (!output)
+		output = owned = run_output_name(rs->rank[0]->path, format_ext[opt->format]);
+	if (!output) {
+		error("out of memory");
+		goto out;
+	}
+	/* the run's time 0 is its earliest-starting rank's, at that rank's real time */
+	for (size_t r = 0; r < rs->n; r++) {
+		if (rs->offset[r] == 0)
+			realtime = rs->rank[r]->run.created_unix_ns;
+		for (size_t q = 0; q < r; q++)
+			pids_clash |= rs->rank[q]->run.pid == rs->rank[r]->run.pid;
+	}
+	for (size_t r = 0; r < rs->n; r++) {
+		const struct replay *rp = rs->rank[r];
+		struct layout_place place = { (int32_t)replay_ranks_rank(rs, r), rs->offset[r], realtime,
+					      rp->run.pid && rp->run.pid <= INT32_MAX && !pids_clash
+						      ? (int32_t)rp->run.pid : (1 << 22) + (int32_t)r };
+
+		built = r + 1;   /* released whether or not it was built whole */
+		if (export_layout_build_placed(&L[r], rp, opt, &place) < 0)
+			goto out;
+		view[r] = &L[r];
+		if ((opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L[r], &one)
+						    : export_estimate_chrome(&L[r], &one)) < 0)
+			goto out;
+		estimate += one;
+	}
+	if (export_check_size(opt, estimate, format_what[opt->format], output) < 0 ||
+	    output_open(&out, output, inputs) < 0)
+		goto out;
+	rc = 0;
+	if (opt->format == EXPORT_PERFETTO) {
+		for (size_t r = 0; r < rs->n && rc == 0; r++)
+			rc = export_write_perfetto(&L[r], out.f);
+	} else {
+		rc = export_write_chrome_ranks(view, rs->n, out.f);
+	}
+	if (rc < 0) {
+		output_discard(&out);
+	} else {
+		bytes = output_bytes(&out);
+		rc = output_close(&out);
+	}
+	if (rc == 0) {
+		for (size_t r = 0; r < rs->n; r++) {
+			layout_stats(&L[r], &stats);
+			all.tracks += stats.tracks;
+			all.slices += stats.slices;
+			all.counters += stats.counters;
+			all.flows += stats.flows;
+		}
+		fprintf(stderr, "wrote '%s'", output);
+		if (bytes)
+			fprintf(stderr, " (%s)", human_bytes(size, sizeof(size), (double)bytes));
+		fprintf(stderr, ": %zu ranks, each its own process, on one time line (%s): %" PRIu64
+			" tracks, %" PRIu64 " slices, %" PRIu64 " counter values, %" PRIu64 " launch flows\n",
+			rs->n, rs->alignment, all.tracks, all.slices, all.counters, all.flows);
+		fprintf(stderr, "open it at https://ui.perfetto.dev%s\n",
+			opt->format == EXPORT_PERFETTO ? " (Open trace file); the file stays on your machine"
+						       : " or chrome://tracing");
+	}
+out:
+	for (size_t r = 0; r < built; r++)
+		export_layout_release(&L[r]);
+	free(L);
+	free(view);
+	free(inputs);
 	free(owned);
 	return rc;
 }

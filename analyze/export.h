@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "replay/ranks.h"
 #include "replay/replay.h"
 
 /* "json" is the name chrome had first: the same format. */
@@ -60,5 +61,13 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
  * 0, or -1 after an error line.
  */
 int export_run(const struct replay *rp, const struct export_options *opt);
+
+/*
+ * The same for the ranks of one run on several GPUs, into one trace: each
+ * rank its own process ("rank R"), with its threads and GPUs, on the run's
+ * time line (replay/ranks.h); the default output drops ".rankN" from rank
+ * 0's name. A run of one rank is export_run's. SQLite takes one rank.
+ */
+int export_run_ranks(const struct replay_ranks *rs, const struct export_options *opt);
 
 #endif

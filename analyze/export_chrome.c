@@ -20,6 +20,12 @@ static json_t *us(uint64_t ns)
 	return json_real((double)ns / 1000.0);
 }
 
+/* A time of L as written: moved onto the run's time line for a rank of several. */
+static json_t *ts(const struct layout *L, uint64_t ns)
+{
+	return us((uint64_t)((int64_t)ns + L->shift));
+}
+
 struct chrome_writer {
 	FILE *out;
 	bool first;
@@ -59,8 +65,9 @@ static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
 		if (chrome_emit(w, ev) < 0)
 			return -1;
 		if (process) {
-			/* the host first, then the GPUs in device order */
-			json_int_t order = t->kind == TK_PROCESS ? 0 : 1 + t->pid - L->gpu_pid_base;
+			/* the host first, then the GPUs in device order (rank by rank) */
+			json_int_t order = (L->rank > 0 ? L->rank * 0x10000 : 0) +
+					   (t->kind == TK_PROCESS ? 0 : 1 + t->pid - L->gpu_pid_base);
 			ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "process_sort_index",
 				       "ph", "M", "pid", (json_int_t)t->pid, "tid", (json_int_t)0,
 				       "args", "sort_index", order);
@@ -94,7 +101,7 @@ static int chrome_slice(struct chrome_writer *w, const struct layout *L, const s
 
 	ev = json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:o}",
 		       "name", export_slice_name(L, s, namebuf, sizeof(namebuf)),
-		       "cat", export_slice_category[s->what], "ph", "X", "ts", us(s->start),
+		       "cat", export_slice_category[s->what], "ph", "X", "ts", ts(L, s->start),
 		       "dur", us(s->end - s->start), "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid,
 		       "args", chrome_args(L, s));
 	if (chrome_emit(w, ev) < 0)
@@ -108,7 +115,7 @@ static int chrome_slice(struct chrome_writer *w, const struct layout *L, const s
 	/* the flow's category is its slices' (see export_slice_category) */
 	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", "launch",
 		       "cat", export_slice_category[s->what], "ph", s->what == SL_API ? "s" : "f",
-		       "id", (json_int_t)flow, "ts", us(s->start),
+		       "id", (json_int_t)flow, "ts", ts(L, s->start),
 		       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid);
 	if (ev && s->what != SL_API)
 		json_object_set_new(ev, "bp", json_string("e"));
@@ -142,7 +149,7 @@ static int chrome_counter(struct chrome_writer *w, const struct layout *L, const
 	ev = json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", "name",
 		       c->group == MEM_VIEW_MODEL ? "live memory (model allocator)"
 						  : "live memory (cudaMalloc)",
-		       "ph", "C", "ts", us(c->t), "pid", (json_int_t)export_gpu_pid(L, (uint32_t)L->mem_device),
+		       "ph", "C", "ts", ts(L, c->t), "pid", (json_int_t)export_gpu_pid(L, (uint32_t)L->mem_device),
 		       "tid", (json_int_t)0, "args", args);
 	return chrome_emit(w, ev);
 }
@@ -197,24 +204,34 @@ static int chrome_mark(struct chrome_writer *w, const struct layout *L, size_t i
 	if (m->type == MK_INSTANT) {
 		export_oom_name(L->rp, m->ref, namebuf, sizeof(namebuf));
 		return chrome_emit(w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
-						"ph", "i", "s", "g", "ts", us(k->key),
+						"ph", "i", "s", "g", "ts", ts(L, k->key),
 						"pid", (json_int_t)L->host_pid, "tid", (json_int_t)STEPS_TID));
 	}
 	return 0;
 }
 
-int export_write_chrome(const struct layout *L, FILE *out)
+int export_write_chrome_ranks(const struct layout *const *L, size_t n, FILE *out)
 {
 	struct chrome_writer w = { out, true, false };
-	int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
 
-	if (chrome_prologue(out, L) < 0 || chrome_metadata(&w, L) < 0)
+	if (chrome_prologue(out, L[0]) < 0)
 		return -1;
-	for (size_t i = 0; i < L->n_marks; i++)
-		if (chrome_mark(&w, L, i, values) < 0)
+	for (size_t r = 0; r < n; r++) {
+		int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
+
+		if (chrome_metadata(&w, L[r]) < 0)
 			return -1;
+		for (size_t i = 0; i < L[r]->n_marks; i++)
+			if (chrome_mark(&w, L[r], i, values) < 0)
+				return -1;
+	}
 	fputs(CHROME_EPILOGUE, out);
 	return ferror(out) ? error("cannot write the trace: %s", strerror(errno)) : 0;
+}
+
+int export_write_chrome(const struct layout *L, FILE *out)
+{
+	return export_write_chrome_ranks(&L, 1, out);
 }
 
 struct chrome_estimate {

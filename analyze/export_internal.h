@@ -108,6 +108,17 @@ struct layout {
 	uint64_t identity;            /* hash of the header's created time, host and pid */
 	int32_t host_pid;             /* the run's pid, or OLD_BUNDLE_PID */
 	int32_t gpu_pid_base;         /* Chrome pid of GPU n: base + n, never the host's */
+	/* one of several ranks (export_run_ranks): its place in the run's trace */
+	int32_t rank;                 /* -1 for a bundle of its own */
+	int64_t shift;                /* ns added to every time written: the run's time line */
+	int64_t realtime_base;        /* CLOCK_REALTIME at written time 0 (Perfetto's clock snapshot) */
+};
+
+/* Where a rank's layout goes in a trace of several ranks. */
+struct layout_place {
+	int32_t rank;
+	int64_t shift, realtime_base;
+	int32_t host_pid;             /* its process's pid in the trace */
 };
 
 /* Chrome's pid of a device's process. */
@@ -118,6 +129,9 @@ static inline int32_t export_gpu_pid(const struct layout *L, uint32_t device)
 
 /* Lays out rp's tracks, slices, counters and marks under opt. -1 after an error line. */
 int export_layout_build(struct layout *L, const struct replay *rp, const struct export_options *opt);
+/* The same for one rank of several: its process named by its rank, its times moved. */
+int export_layout_build_placed(struct layout *L, const struct replay *rp, const struct export_options *opt,
+			       const struct layout_place *place);
 void export_layout_release(struct layout *L);
 
 /* Perfetto's trusted_packet_sequence_id for this bundle: nonzero, from its identity. */
@@ -174,6 +188,8 @@ int export_sqlite_run(const struct replay *rp, const struct export_options *opt,
 /* The writers: L's marks to out. -1 after an error line. */
 int export_write_perfetto(const struct layout *L, FILE *out);
 int export_write_chrome(const struct layout *L, FILE *out);
+/* Several ranks' layouts as one trace: one JSON document, or one Perfetto sequence each. */
+int export_write_chrome_ranks(const struct layout *const *L, size_t n, FILE *out);
 
 /* Refuses an estimate above opt->max_size; says a large one before it is written. */
 int export_check_size(const struct export_options *opt, uint64_t estimate, const char *what,

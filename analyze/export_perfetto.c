@@ -10,7 +10,10 @@
  * clock snapshot pairs with CLOCK_REALTIME: time base = the header's
  * created_unix_ns, read right after it (format 1.2; close to it before).
  * Perfetto then shows events at their wall-clock time and lines them up
- * with other traces that know CLOCK_REALTIME (their own snapshots).
+ * with other traces that know CLOCK_REALTIME (their own snapshots). The
+ * ranks of a run are one sequence each, their times moved onto the run's
+ * time line (layout.shift) and all snapshots naming its one real time, so
+ * Perfetto places them as replay/ranks.h does, not by their own clocks.
  */
 #include "analyze/export_internal.h"
 
@@ -82,8 +85,6 @@ static int pf_sequence_start(struct pf_writer *w, const struct layout *L)
 	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__DebugAnnotationName names[ANN_COUNT];
 	Perfetto__Protos__DebugAnnotationName *name_ptrs[ANN_COUNT];
-	const struct replay_run *run = &L->rp->run;
-
 	for (int i = 0; i < ANN_COUNT; i++) {
 		perfetto__protos__debug_annotation_name__init(&names[i]);
 		names[i].has_iid = 1;
@@ -99,7 +100,7 @@ static int pf_sequence_start(struct pf_writer *w, const struct layout *L)
 	clocks[0].clock_id = BUNDLE_CLOCK_ID;
 	clocks[0].timestamp = 0;                               /* the time base */
 	clocks[1].clock_id = PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME;
-	clocks[1].timestamp = run->created_unix_ns > 0 ? (uint64_t)run->created_unix_ns : 0;
+	clocks[1].timestamp = L->realtime_base > 0 ? (uint64_t)L->realtime_base : 0;
 	snap.n_clocks = 2;
 	snap.clocks = clock_ptrs;
 	snap.has_primary_trace_clock = 1;
@@ -205,7 +206,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 
 	pf_packet_init(w, &p);
 	p.has_timestamp = 1;
-	p.timestamp = t;
+	p.timestamp = (uint64_t)((int64_t)t + L->shift);
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	p.track_event = &ev;
 	ev.has_type = 1;

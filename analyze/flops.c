@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyze/category.h"
+#include "analyze/comm.h"
 #include "lib/error.h"
 #include "lib/output.h"
 
@@ -275,6 +276,7 @@ static void divide(struct flops_result *res)
 			r->roof_ns /= d;
 	}
 	res->kernel_ns /= d;
+	res->comm_ns /= d;
 	res->gemm_ns /= d;
 	for (int p = 0; p < 3; p++) {
 		res->phase_kernel_ns[p] /= d;
@@ -340,6 +342,11 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		    !replay_filter_activity(&filter, rp, a))
 			continue;
 		op = replay_op(rp, a->op);
+		/* a communication op's kernels move data between GPUs: no FLOPs, no roofline */
+		if (op && comm_is_collective(rp, a)) {
+			out->comm_ns += (double)(a->end - a->start);
+			continue;
+		}
 		if (op) {
 			if (opt->phase && strcmp(replay_str(rp, op->phase), opt->phase) != 0)
 				continue;
@@ -471,6 +478,9 @@ static void notes(struct report *r, const struct flops_result *res)
 			    100.0 * res->gemm_ns / res->kernel_ns, res->gemm_ns / 1e6, res->kernel_ns / 1e6,
 			    n ? buf : "");
 	}
+	if (res->comm_ns > 0)
+		report_note(r, "collectives left out: %.3f ms per step of communication kernels (steptrace comm)",
+			    res->comm_ns / 1e6);
 	for (int p = 0; p < 2; p++) {
 		const struct flops_attention *at = &res->attention[p];
 		if (!at->present || at->matmul_ns <= 0 || at->matmul_flops <= 0)

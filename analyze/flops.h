@@ -110,6 +110,7 @@ struct flops_result {
 	double kernel_ns;           /* per step, every kernel counted */
 	double gemm_ns;             /* per step, kernels of category GEMM */
 	double phase_kernel_ns[3], phase_gemm_ns[3];   /* forward, backward, optimizer (by op phase) */
+	double comm_ns;             /* per step, communication ops' kernels: left out of the rows */
 	struct flops_attention attention[2];         /* forward, backward */
 };
 

@@ -75,7 +75,15 @@ static void header_table(struct report *r, const struct replay *rp)
 		kv_fmt(t, "steps", "%" PRIu32 " warm-up, %" PRIu32 " measured", c->warmup_steps,
 		       c->measured_steps);
 		kv_fmt(t, "seed / lr", "%" PRIu64 " / %g", c->seed, c->lr);
+		if (c->ddp == ST_DDP_BUCKET)
+			kv_fmt(t, "data parallel", "%s (buckets of %g MB)", c->ddp_name, c->bucket_mb);
+		else if (*c->ddp_name)
+			kv_str(t, "data parallel", c->ddp_name);
 	}
+	if (h->world_size > 1)
+		kv_fmt(t, "rank", "%" PRIu32 " of %" PRIu32 " (local rank %" PRIu32 ", run %016" PRIx64
+		       ", NCCL %s)", h->rank, h->world_size, h->local_rank, h->run_id,
+		       *h->nccl_version ? h->nccl_version : "?");
 	if (h->has_device) {
 		const struct replay_device *d = &h->device;
 		const char *source = st_name(st_peak_source_names, d->peak_source);

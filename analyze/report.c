@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "analyze/category.h"
+#include "analyze/comm.h"
 #include "analyze/common.h"
 #include "analyze/flops.h"
 #include "analyze/html.h"
@@ -208,12 +209,18 @@ static int compute_categories(struct page_data *d)
 	return 0;
 }
 
-int page_data_init(struct page_data *d, const struct replay *rp, const char *label, const char *prefix)
+int page_data_init(struct page_data *d, const struct replay *rp, const struct replay_ranks *ranks,
+		   const char *label, const char *prefix)
 {
 	struct flops_options fo = { .by = FLOPS_BY_KIND };
+	struct comm_totals ct;
 
 	memset(d, 0, sizeof(*d));
 	d->rp = rp;
+	d->ranks = ranks;
+	if (comm_totals(rp, false, &ct) < 0)
+		return -1;
+	d->have_comm = ct.kernels > 0 || (ranks && ranks->n > 1);
 	d->label = label;
 	d->prefix = prefix;
 	d->divisor = replay_step_divisor(rp, false);
@@ -287,6 +294,14 @@ void page_chips(FILE *out, const struct replay *rp)
 	}
 	if (rp->run.has_device)
 		chip(out, rp->run.device.name);
+	if (rp->run.world_size > 1)
+		fprintf(out, "<span class=\"chip\">rank %" PRIu32 " of %" PRIu32 "</span>", rp->run.rank,
+			rp->run.world_size);
+	if (*c->ddp_name) {
+		fputs("<span class=\"chip\">ddp ", out);
+		html_escape(out, c->ddp_name);
+		fputs("</span>", out);
+	}
 	fputs("</div>\n", out);
 }
 
@@ -943,12 +958,14 @@ static const struct { const char *id, *title; } bundle_sections[] = {
 	{ "memory", "Memory" }, { "roofline", "Roofline" },
 };
 
-void page_nav(FILE *out, const char *prefix)
+void page_nav(FILE *out, const struct page_data *d)
 {
 	fputs("<nav class=\"toc\">", out);
-	fprintf(out, "<a href=\"#%srun\">Run</a>", prefix);
+	fprintf(out, "<a href=\"#%srun\">Run</a>", d->prefix);
 	for (size_t i = 0; i < sizeof(bundle_sections) / sizeof(bundle_sections[0]); i++)
-		fprintf(out, "<a href=\"#%s%s\">%s</a>", prefix, bundle_sections[i].id, bundle_sections[i].title);
+		fprintf(out, "<a href=\"#%s%s\">%s</a>", d->prefix, bundle_sections[i].id, bundle_sections[i].title);
+	if (d->have_comm)
+		fprintf(out, "<a href=\"#%scomm\">Communication</a>", d->prefix);
 	fputs("</nav>\n", out);
 }
 
@@ -965,20 +982,21 @@ int page_bundle_sections(FILE *out, const struct page_data *d)
 	if (page_layers(out, d) < 0 || write_top_kernels(out, d) < 0 || write_ops(out, d) < 0 ||
 	    write_ranges(out, d) < 0 || write_memory(out, d) < 0 || write_roofline(out, d) < 0)
 		return -1;
-	return 0;
+	return d->have_comm ? page_comm(out, d) : 0;
 }
 
-static int write_single(FILE *out, const struct replay *rp)
+static int write_single(FILE *out, const struct replay_ranks *rs)
 {
+	const struct replay *rp = rs->rank[0];
 	struct page_data d;
 	int rc = -1;
 
-	if (page_data_init(&d, rp, NULL, "") < 0)
+	if (page_data_init(&d, rp, rs, NULL, "") < 0)
 		goto out;
 	page_begin(out, page_base_name(rp->path));
 	page_top(out, rp, NULL);
 	page_banner(out, rp, NULL);
-	page_nav(out, "");
+	page_nav(out, &d);
 	page_kpis(out, &d);
 	if (page_bundle_sections(out, &d) < 0)
 		goto out;
@@ -990,17 +1008,27 @@ out:
 }
 
 /* The one place the page reaches the disk: an error leaves no page behind. */
-int report_html_write(const struct replay *a, const struct replay *b, const char *output)
+int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b, const char *output)
 {
+	size_t n = a->n + (b ? b->n : 0), k = 0;
+	const char **inputs = calloc(n + 1, sizeof(*inputs));
 	struct output out;
 	char *owned = NULL;
 	int rc = -1;
 
-	if (!output)
-		output = owned = bundle_output_name(a->path, b ? b->path : NULL, ".html");
-	if (!output)
+	if (!inputs)
 		return error("out of memory");
-	if (output_open(&out, output, (const char *[]){ a->path, b ? b->path : NULL, NULL }) < 0)
+	for (size_t r = 0; r < a->n; r++)
+		inputs[k++] = a->rank[r]->path;
+	for (size_t r = 0; b && r < b->n; r++)
+		inputs[k++] = b->rank[r]->path;
+	if (!output)
+		output = owned = bundle_output_name(a->rank[0]->path, b ? b->rank[0]->path : NULL, ".html");
+	if (!output) {
+		free(inputs);
+		return error("out of memory");
+	}
+	if (output_open(&out, output, inputs) < 0)
 		goto out;
 	if ((b ? page_diff(out.f, a, b) : write_single(out.f, a)) < 0) {
 		output_discard(&out);
@@ -1011,6 +1039,7 @@ int report_html_write(const struct replay *a, const struct replay *b, const char
 	rc = 0;
 	fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
 out:
+	free(inputs);
 	free(owned);
 	return rc;
 }

@@ -11,15 +11,18 @@
 #ifndef STEPTRACE_ANALYZE_REPORT_H
 #define STEPTRACE_ANALYZE_REPORT_H
 
+#include "replay/ranks.h"
 #include "replay/replay.h"
 
 /*
- * Writes the page of a (b NULL), or of the diff a -> b, to `output` (NULL:
- * the bundle's name with .html, "a-vs-b.html" for a pair, in the current
- * directory) through lib/output.h (never one of the bundles; a failed write
- * leaves the target as it was), then names it on stderr. 0, or -1 after an
- * error line.
+ * Writes the page of run a (b NULL), or of the diff a -> b, to `output`
+ * (NULL: the bundle's name with .html, "a-vs-b.html" for a pair, in the
+ * current directory) through lib/output.h (never one of the bundles; a
+ * failed write leaves the target as it was), then names it on stderr. A run
+ * of several ranks (replay/ranks.h) shows its rank 0's cards, and a
+ * Communication card of every rank (collectives, hidden and exposed time,
+ * skew), as does a bundle with collectives. 0, or -1 after an error line.
  */
-int report_html_write(const struct replay *a, const struct replay *b, const char *output);
+int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b, const char *output);
 
 #endif

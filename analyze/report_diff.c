@@ -289,7 +289,7 @@ static int write_pair_part(FILE *out, const struct page_data *d)
 	fputs(" <span class=\"muted\">&mdash; its whole report</span></summary>\n", out);
 	page_chips(out, d->rp);
 	fputs("<div style=\"height:12px\"></div>\n", out);
-	page_nav(out, d->prefix);
+	page_nav(out, d);
 	page_kpis(out, d);
 	if (page_bundle_sections(out, d) < 0)
 		return -1;
@@ -297,8 +297,9 @@ static int write_pair_part(FILE *out, const struct page_data *d)
 	return 0;
 }
 
-int page_diff(FILE *out, const struct replay *a, const struct replay *b)
+int page_diff(FILE *out, const struct replay_ranks *ra, const struct replay_ranks *rb)
 {
+	const struct replay *a = ra->rank[0], *b = rb->rank[0];
 	struct diff_options opt = { .by = DIFF_BY_OP };
 	struct page_data da, db;
 	struct report *r = report_new();
@@ -306,7 +307,7 @@ int page_diff(FILE *out, const struct replay *a, const struct replay *b)
 	int rc = -1;
 
 	memset(&db, 0, sizeof(db));
-	if (page_data_init(&da, a, "A", "a-") < 0 || page_data_init(&db, b, "B", "b-") < 0)
+	if (page_data_init(&da, a, ra, "A", "a-") < 0 || page_data_init(&db, b, rb, "B", "b-") < 0)
 		goto out;
 	if (diff_run(a, b, &opt, r) < 0 || !(doc = html_report_json(r)))
 		goto out;

@@ -13,6 +13,7 @@
 #include "analyze/flops.h"
 #include "lib/stats.h"
 #include "replay/memory.h"
+#include "replay/ranks.h"
 #include "replay/replay.h"
 
 #define CHART_W 1140         /* natural width of the charts, CSS pixels: a card's at 1280 px */
@@ -40,10 +41,17 @@ struct page_data {
 	bool have_mem;
 	struct flops_result fl;
 	bool have_flops;
+	const struct replay_ranks *ranks;  /* the run rp is rank 0 of, NULL for a bundle of its own */
+	bool have_comm;                    /* a Communication card: collectives, or several ranks */
 };
 
-/* 0, or -1 with an error line; release it either way. */
-int page_data_init(struct page_data *d, const struct replay *rp, const char *label, const char *prefix);
+/*
+ * 0, or -1 with an error line; release it either way. ranks: the run rp is
+ * the first rank of (its cards are rp's, the Communication card every
+ * rank's); NULL for a bundle of its own.
+ */
+int page_data_init(struct page_data *d, const struct replay *rp, const struct replay_ranks *ranks,
+		   const char *label, const char *prefix);
 void page_data_release(struct page_data *d);
 
 /* ---- pieces of HTML ---------------------------------------------------- */
@@ -78,7 +86,7 @@ void page_top(FILE *out, const struct replay *rp, const struct replay *other);
 void page_banner(FILE *out, const struct replay *rp, const char *label);
 void page_chips(FILE *out, const struct replay *rp);
 void page_run(FILE *out, const struct replay *rp);
-void page_nav(FILE *out, const char *prefix);
+void page_nav(FILE *out, const struct page_data *d);
 void page_kpis(FILE *out, const struct page_data *d);
 /* Every card of one bundle, run included. 0, or -1 with an error line. */
 int page_bundle_sections(FILE *out, const struct page_data *d);
@@ -86,7 +94,10 @@ int page_bundle_sections(FILE *out, const struct page_data *d);
 /* report_layers.c: time per layer.N by part (attn, ffn, norm, ...). */
 int page_layers(FILE *out, const struct page_data *d);
 
-/* report_diff.c: the diff page of a (baseline) and b. */
-int page_diff(FILE *out, const struct replay *a, const struct replay *b);
+/* report_diff.c: the diff page of a (baseline) and b (rank 0 of each when they are runs). */
+int page_diff(FILE *out, const struct replay_ranks *a, const struct replay_ranks *b);
+
+/* report_comm.c: the Communication card (analyze/comm.h) of d's run. 0 or -1 with an error line. */
+int page_comm(FILE *out, const struct page_data *d);
 
 #endif

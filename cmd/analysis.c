@@ -1,11 +1,14 @@
 /* analysis.c: see analysis.h. */
 #include "cmd/analysis.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/error.h"
 #include "lib/memlimit.h"
+
+#define MAX_RUNS 2
 
 /* The command's options, then those every analysis command takes. NULL when out of memory. */
 static struct option *common_options(const struct option *own, uint64_t *memory_limit)
@@ -28,13 +31,15 @@ static struct option *common_options(const struct option *own, uint64_t *memory_
 
 static int parse(const struct analysis_cmd *c, const struct option *opts, int argc, const char **argv)
 {
-	int max = c->bundles_max > c->bundles ? c->bundles_max : c->bundles;
 	int n = parse_options(argc, argv, opts, c->usage);
 
 	if (n < 0)
 		return n;
-	if (n < c->bundles || n > max) {
-		error(n < c->bundles ? "missing bundle argument" : "too many arguments");
+	if (n < c->bundles || n > ANALYSIS_MAX_BUNDLES) {
+		if (n < c->bundles)
+			error("missing bundle argument");
+		else
+			error("too many bundles: at most %d", ANALYSIS_MAX_BUNDLES);
 		usage_with_options(c->usage, opts, false);
 		return PARSE_OPT_ERROR;
 	}
@@ -50,14 +55,111 @@ static int parse(const struct analysis_cmd *c, const struct option *opts, int ar
 	return n;
 }
 
+/* Each rank of the runs on its own, the tables stacked under a "Rank" column. */
+static int run_split(const struct analysis_cmd *c, const struct replay_ranks *runs, int nruns,
+		     struct report *r)
+{
+	size_t nr = runs[0].n;
+	struct report **sub = calloc(nr, sizeof(*sub));
+	char (*label)[16] = calloc(nr, sizeof(*label));
+	const char **labels = calloc(nr, sizeof(*labels));
+	int rc = -1;
+
+	if (!sub || !label || !labels) {
+		error("out of memory");
+		goto out;
+	}
+	for (int k = 1; k < nruns; k++)
+		if (runs[k].n != nr) {
+			error("'%s' is one of %zu ranks and '%s' one of %zu: each rank's report needs "
+			      "as many ranks on both sides", runs[0].rank[0]->path, nr, runs[k].rank[0]->path,
+			      runs[k].n);
+			goto out;
+		}
+	if (c->output && *c->output) {
+		error("%s writes one file: give the bundle of one rank", c->output_option);
+		goto out;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		const struct replay *view[MAX_RUNS];
+
+		for (int k = 0; k < nruns; k++)
+			view[k] = runs[k].rank[i];
+		snprintf(label[i], sizeof(label[i]), "%u", (unsigned)replay_ranks_rank(&runs[0], i));
+		labels[i] = label[i];
+		if (!c->format)   /* a listing of its own: say whose */
+			printf("%s# rank %s: %s\n", i ? "\n" : "", label[i], view[0]->path);
+		sub[i] = report_new();
+		rc = c->run(view, nruns, c->ctx, sub[i]);
+		if (rc < 0)
+			goto out;
+	}
+	report_stack(r, sub, labels, nr, "Rank");
+out:
+	for (size_t i = 0; sub && i < nr; i++)
+		report_free(sub[i]);
+	free(sub);
+	free(label);
+	free(labels);
+	return rc;
+}
+
+/* Every run as one replay: a bundle, or the pooled ranks of a run. */
+static int run_pooled(const struct analysis_cmd *c, const struct replay_ranks *runs, int nruns,
+		      struct report *r)
+{
+	struct replay pooled[MAX_RUNS];
+	const struct replay *view[MAX_RUNS];
+	bool made[MAX_RUNS] = { false };
+	int rc = -1;
+
+	for (int k = 0; k < nruns; k++) {
+		view[k] = runs[k].rank[0];
+		if (runs[k].n < 2)
+			continue;
+		if (replay_ranks_pool(&pooled[k], &runs[k]) < 0)
+			goto out;
+		made[k] = true;
+		view[k] = &pooled[k];
+	}
+	rc = c->run(view, nruns, c->ctx, r);
+	for (int k = 0; k < nruns && rc >= 0 && rc != ANALYSIS_NO_REPORT; k++)
+		if (made[k])
+			report_note(r, "%stotals across the %zu ranks given (--per-rank: each rank's)",
+				    nruns == 1 ? "" : k ? "B: " : "A: ", runs[k].n);
+out:
+	for (int k = 0; k < nruns; k++)
+		if (made[k])
+			replay_release(&pooled[k]);
+	return rc;
+}
+
+static int dispatch(const struct analysis_cmd *c, const struct replay_ranks *runs, int nruns,
+		    struct report *r)
+{
+	bool several = false;
+
+	for (int k = 0; k < nruns; k++)
+		several |= runs[k].n > 1;
+	if (c->ranks == RANKS_OWN)
+		return c->run_ranks(runs, nruns, c->ctx, r);
+	if (several && (c->ranks == RANKS_SPLIT || (c->per_rank && *c->per_rank)))
+		return run_split(c, runs, nruns, r);
+	return run_pooled(c, runs, nruns, r);
+}
+
 int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 {
-	struct replay rps[ANALYSIS_MAX_BUNDLES];
+	int max = c->bundles_max > c->bundles ? c->bundles_max : c->bundles;
+	const char *name = argv[0];
+	struct replay_ranks runs[MAX_RUNS];
+	struct replay *rps = NULL;
 	struct replay_options ro = { 0 };
 	uint64_t memory_limit = UINT64_MAX;
 	struct option *opts = common_options(c->options, &memory_limit);
 	struct report *r = NULL;
-	int n, loaded = 0, rc = 1;
+	int n, loaded = 0, nruns = 0, rc = 1;
+	char what[128];
 
 	if (!opts)
 		return error("out of memory"), 1;
@@ -65,11 +167,14 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	free(opts);
 	if (n < 0)
 		return n == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
-	if (n > ANALYSIS_MAX_BUNDLES)
-		return error("at most %d bundles", ANALYSIS_MAX_BUNDLES), EXIT_USAGE;
 	if (memory_limit == 0)
 		return error("option '--memory-limit' expects a size above 0"), EXIT_USAGE;
 	ro.memory_limit = memory_limit != UINT64_MAX ? memory_limit : memory_limit_default();
+	if (max > MAX_RUNS)
+		max = MAX_RUNS;
+	rps = calloc((size_t)n, sizeof(*rps));
+	if (!rps)
+		return error("out of memory"), 1;
 	for (; loaded < n; loaded++) {
 		if (replay_load(&rps[loaded], argv[loaded], &ro) < 0)
 			goto out;
@@ -78,8 +183,18 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 			ro.memory_limit -= rps[loaded].memory < ro.memory_limit ? rps[loaded].memory
 										: ro.memory_limit - 1;
 	}
+	snprintf(what, sizeof(what), "'%s' reads %s", name,
+		 max == 1 ? "one run (a bundle, or the bundles of one run's ranks)" : "at most two runs");
+	nruns = replay_runs_group(rps, (size_t)n, runs, (size_t)max, what);
+	if (nruns < 0)
+		goto out;
+	if (nruns < c->bundles) {
+		error("'%s' compares two runs: the bundles given are ranks of one run", name);
+		rc = EXIT_USAGE;
+		goto out;
+	}
 	r = report_new();
-	rc = c->run(rps, n, c->ctx, r);
+	rc = dispatch(c, runs, nruns, r);
 	if (rc < 0)
 		rc = 1;
 	else if (rc == ANALYSIS_NO_REPORT)
@@ -88,7 +203,10 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 		rc = 1;
 out:
 	report_free(r);
+	if (nruns > 0)
+		replay_runs_release(runs, (size_t)nruns);
 	while (loaded > 0)
 		replay_release(&rps[--loaded]);
+	free(rps);
 	return rc;
 }

@@ -1,9 +1,12 @@
 /*
  * bench.c: `steptrace bench`, the seeds' end-to-end benchmark without
  * CUPTI over a sweep of sizes, context lengths, precisions and modes
- * (model/bench.c); `steptrace bench attention`, the seeds' attention
- * benchmark over a grid of head sizes, sequence lengths, batches, heads,
- * precisions and implementations (model/attention_bench.c).
+ * (model/bench.c), on one GPU or data-parallel over several (--ddp,
+ * --nproc); `steptrace bench attention`, the seeds' attention benchmark
+ * over a grid of head sizes, sequence lengths, batches, heads, precisions
+ * and implementations (model/attention_bench.c); `steptrace bench
+ * allreduce`, NCCL's all-reduce over sizes and dtypes on every rank
+ * (model/allreduce_bench.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +15,26 @@
 #include "cmd/gpu.h"
 #include "lib/error.h"
 #include "lib/table.h"
+#include "model/allreduce_bench.h"
 #include "model/attention_bench.h"
 #include "model/bench.h"
+#include "model/comm.h"
+#include "model/comm_stats.h"
 #include "model/model.h"
+#include "model/ranks.h"
 
 static const char *const bench_usage[] = {
 	"steptrace bench [--model LIST] [--ctx LIST] [--precision LIST] [--mode LIST]\n"
 	"                [--kernels plain,fused] [<options>]",
 	"steptrace bench attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>]",
+	"steptrace bench allreduce [--sizes LIST] [--dtype LIST] [--nproc N] [<options>]",
+	"steptrace bench --ddp MODE [--nproc N] [<options>]",
+	NULL,
+};
+
+static const char *const allreduce_usage[] = {
+	"steptrace bench allreduce [--sizes LIST] [--dtype LIST] [--warmup N] [--iters N]\n"
+	"                          [--nproc N | under mpirun, srun or torchrun] [<options>]",
 	NULL,
 };
 
@@ -74,10 +89,117 @@ static int bench_attention(int argc, const char **argv)
 	return status;
 }
 
+/* ---- several GPUs ------------------------------------------------------- */
+
+/* What every rank of a multi-GPU bench needs, and rank 0's exit status details. */
+struct rank_job {
+	struct bench_opts *bench;          /* bench --ddp */
+	struct allreduce_opts *allreduce;  /* bench allreduce */
+	int format;
+};
+
+/* One rank of `bench allreduce` or `bench --ddp`; rank 0 prints the table. */
+static int bench_rank(const struct rank_info *ri, struct comm *comm, void *ctx)
+{
+	struct rank_job *j = ctx;
+	struct report *rep;
+	uint64_t wrong = 0;
+	int status;
+
+	if (!model_gpu_available())
+		return 1;
+	rep = report_new();
+	if (j->allreduce) {
+		status = allreduce_bench_run(comm, j->allreduce, rep, &wrong) ? 1 : 0;
+	} else {
+		struct bench_opts o = *j->bench;
+		o.comm = comm;
+		status = bench_run(&o, rep) ? 1 : 0;
+	}
+	if (status == 0 && ri->rank == 0 && report_print(rep, (enum out_format)j->format, stdout))
+		status = 1;
+	if (status == 0 && wrong) {
+		error("the all-reduce gave %llu wrong elements", (unsigned long long)wrong);
+		status = 1;
+	}
+	report_free(rep);
+	return status;
+}
+
+/* "1MiB,10MiB" into sizes (at most max). -1 after a line. */
+static int size_list(const char *s, uint64_t *sizes, int max)
+{
+	const char *items[32];
+	char *storage = NULL;
+	int n = split_list(s, items, max < 32 ? max : 32, &storage);
+
+	for (int i = 0; i < n; i++)
+		if (parse_size(items[i], &sizes[i]) || sizes[i] < 4) {
+			if (sizes[i] < 4)
+				error("--sizes: '%s' is less than one element", items[i]);
+			n = -1;
+			break;
+		}
+	free(storage);
+	return n;
+}
+
+static int bench_allreduce(int argc, const char **argv)
+{
+	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
+	struct allreduce_opts o = { .warmup = 5, .iters = 20 };
+	const char *sizes = "1MiB,10MiB,100MiB,1GiB", *dtypes = "f32";
+	uint64_t size_v[32];
+	int dtype_v[8], fmt = OUT_TABLE, status, n;
+	const char *items[8];
+	char *storage = NULL;
+	const struct option opts[] = {
+		OPT_STRING(0, "sizes", &sizes, "LIST", "buffer sizes (default 1MiB,10MiB,100MiB,1GiB)"),
+		OPT_STRING(0, "dtype", &dtypes, "LIST", "f32, bf16, f16 (default f32)"),
+		OPT_COUNT('w', "warmup", &o.warmup, "warm-up iterations per size (default 5)"),
+		OPT_POSITIVE('n', "iters", &o.iters, "timed iterations per size (default 20)"),
+		OPT_GPU_RANKS(&ranks),
+		OPT_FORMAT(&fmt),
+		OPT_END(),
+	};
+	struct rank_job job = { .allreduce = &o };
+
+	status = gpu_parse(argc, argv, opts, allreduce_usage);
+	if (status != GPU_GO)
+		return status;
+	if (o.warmup < 0 || o.iters < 1 || o.iters > 100000)
+		return gpu_usage_error(allreduce_usage, opts, "--warmup must be 0 or more and --iters "
+				       "between 1 and 100000");
+	if (gpu_ranks_check(&ranks))
+		return EXIT_USAGE;
+	n = size_list(sizes, size_v, 32);
+	if (n < 0)
+		return EXIT_USAGE;
+	o.sizes = size_v;
+	o.n_sizes = (size_t)n;
+	n = split_list(dtypes, items, 8, &storage);
+	for (int i = 0; i < n; i++) {
+		int k;
+		if (parse_choice(items[i], allreduce_dtype_names, "--dtype", &k)) {
+			n = -1;
+			break;
+		}
+		dtype_v[i] = allreduce_dtypes[k];
+	}
+	free(storage);
+	if (n < 0)
+		return EXIT_USAGE;
+	o.dtypes = dtype_v;
+	o.n_dtypes = (size_t)n;
+	job.format = fmt;
+	return gpu_ranks_run(&ranks, bench_rank, &job);
+}
+
 int cmd_bench(int argc, const char **argv)
 {
 	struct gpu_model_args a = GPU_MODEL_ARGS_INIT;
 	struct gpu_sweep sweep = { 0 };
+	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
 	struct bench_opts o = { .warmup = 5, .steps = 10 };
 	struct model_config *configs;
 	struct report *rep;
@@ -97,18 +219,36 @@ int cmd_bench(int argc, const char **argv)
 		OPT_COUNT('w', "warmup", &o.warmup, "warm-up steps, not measured (default 5)"),
 		OPT_POSITIVE('n', "steps", &o.steps, "measured steps (default 10)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the random weights and batch (default 0)"),
+		OPT_GPU_DDP(&a.ddp, &a.bucket_mb),
+		OPT_GPU_RANKS(&ranks),
 		OPT_FORMAT(&fmt),
 		OPT_END(),
 	};
 
 	if (argc > 1 && !strcmp(argv[1], "attention"))
 		return bench_attention(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "allreduce"))
+		return bench_allreduce(argc - 1, argv + 1);
 	status = gpu_parse(argc, argv, opts, bench_usage);
 	if (status != GPU_GO)
 		return status;
+	if (gpu_ranks_check(&ranks))
+		return EXIT_USAGE;
+	if (ranks.nproc > 1 && a.ddp == ST_DDP_NONE)
+		return gpu_usage_error(bench_usage, opts, "--nproc %d runs the step data-parallel: "
+				       "give --ddp naive, flat, overlap or bucket", ranks.nproc);
 	n = gpu_sweep_configs(&sweep, &a, &configs);
 	if (n < 0)
 		return 1;
+	if (a.ddp != ST_DDP_NONE) {
+		struct rank_job job = { .bench = &o, .format = fmt };
+
+		o.configs = configs;
+		o.n_configs = (size_t)n;
+		status = gpu_ranks_run(&ranks, bench_rank, &job);
+		free(configs);
+		return status;
+	}
 	if (!model_gpu_available()) {
 		free(configs);
 		return 1;

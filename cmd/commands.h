@@ -26,6 +26,7 @@ int cmd_flops(int argc, const char **argv);
 int cmd_diff(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);
 int cmd_report(int argc, const char **argv);
+int cmd_comm(int argc, const char **argv);
 
 /* libsteptrace_gpu (looked up with dlsym, never linked against) */
 int cmd_bench(int argc, const char **argv);

@@ -9,6 +9,7 @@
 
 static const char *const usage[] = {
 	"steptrace export [<options>] FILE",
+	"steptrace export [<options>] RUN.rank0.stb RUN.rank1.stb ...   (one trace, a process per rank)",
 	NULL,
 };
 
@@ -31,9 +32,9 @@ static int check(void *ctx)
 	return 0;
 }
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay_ranks *runs, int n, void *ctx, struct report *r)
 {
-	return export_run(&rps[0], &((struct export_cmd *)ctx)->o);
+	return export_run_ranks(&runs[0], &((struct export_cmd *)ctx)->o);
 }
 
 int cmd_export(int argc, const char **argv)
@@ -56,7 +57,7 @@ int cmd_export(int argc, const char **argv)
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o->range, .check = check,
-		.run = run, .ctx = &e,
+		.ranks = RANKS_OWN, .run_ranks = run, .ctx = &e,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -25,17 +25,18 @@ static int check(void *ctx)
 	return 0;
 }
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
 	const struct flops_cmd_opts *o = ctx;
 
-	return flops_run(&rps[0], &o->flops, r);
+	return flops_run(rps[0], &o->flops, r);
 }
 
 int cmd_flops(int argc, const char **argv)
 {
 	struct flops_cmd_opts o = { .flops = { .by = FLOPS_BY_KIND }, .phase = -1 };
 	int format = OUT_TABLE;
+	bool per_rank = false;
 	const struct option opts[] = {
 		OPT_CHOICE(0, "by", &o.flops.by, flops_by_names,
 			   "one row per op kind summed over layers (kind) or per op (op)"),
@@ -44,12 +45,14 @@ int cmd_flops(int argc, const char **argv)
 		OPT_POSITIVE('n', "top", &o.flops.top, "show the N rows with the most GPU time"),
 		OPT_BOOLEAN(0, "include-warmup", &o.flops.include_warmup, "count warm-up steps and work outside steps"),
 		OPT_STRING(0, "svg", &o.flops.svg, "FILE", "write the roofline chart to FILE ('-': the chart alone, on stdout)"),
+		OPT_PER_RANK(&per_rank),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.flops.range,
-		.format = &format, .check = check, .run = run, .ctx = &o,
+		.format = &format, .per_rank = &per_rank, .output = &o.flops.svg,
+		.output_option = "--svg", .check = check, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

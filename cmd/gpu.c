@@ -7,6 +7,8 @@
 #include <stdlib.h>
 
 #include "lib/error.h"
+#include "model/comm.h"
+#include "model/ranks.h"
 
 #define SWEEP_MAX_LIST 16
 
@@ -48,6 +50,11 @@ int gpu_model_config(const struct gpu_model_args *a, struct model_config *c)
 		c->lr = a->lr;
 	if (!isnan(a->weight_decay))
 		c->weight_decay = a->weight_decay;
+	c->ddp = (enum st_ddp)a->ddp;
+	if (!isnan(a->bucket_mb) && c->ddp != ST_DDP_BUCKET)
+		return error("--bucket-mb is the bucket size of --ddp bucket");
+	if (!isnan(a->bucket_mb))
+		c->bucket_mb = a->bucket_mb;
 	return model_config_validate(c);
 }
 
@@ -128,4 +135,66 @@ free_lists:
 	free(s_modes);
 	free(s_kerns);
 	return n;
+}
+
+/* ---- several GPUs ------------------------------------------------------ */
+
+#define GRACE_S 10.0   /* after a rank fails, how long the others get to end before SIGKILL */
+
+int gpu_ranks_check(const struct gpu_ranks_args *a)
+{
+	if (a->nproc < 0 || a->nproc > 1024)
+		return error("--nproc must be between 1 and 1024, not %d", a->nproc);
+	if (!(a->timeout_s > 0 && a->timeout_s <= 86400))
+		return error("--timeout must be above 0 and at most a day, not %g", a->timeout_s);
+	return 0;
+}
+
+struct rank_run {
+	const struct gpu_ranks_args *a;
+	gpu_rank_fn body;
+	void *ctx;
+};
+
+/* One rank: its communicator, its work, and the communicator's end. */
+static int rank_main(const struct rank_info *given, void *p)
+{
+	struct rank_run *rr = p;
+	struct rank_info ri = *given;
+	struct comm *comm;
+	int status;
+
+	if (!ri.rendezvous[0] && rank_rendezvous_dir(&ri, rr->a->rendezvous))
+		return 1;
+	rank_env_defaults();
+	comm = comm_init(&ri, rr->a->timeout_s);
+	if (!comm)
+		return 1;
+	status = rr->body(&ri, comm, rr->ctx);
+	if (status)
+		comm_abort(comm);   /* the others may be waiting for us: don't wait for them */
+	comm_free(comm);
+	return status;
+}
+
+int gpu_ranks_run(const struct gpu_ranks_args *a, gpu_rank_fn body, void *ctx)
+{
+	struct rank_run rr = { a, body, ctx };
+	struct rank_info ri;
+	char prefix[32];
+
+	if (!comm_available() || rank_info_detect(&ri, NULL))
+		return 1;
+	if (a->nproc > 0 && ri.size > 1) {
+		error("--nproc starts ranks itself: leave it out under %s, which started %d already",
+		      ri.launcher, ri.size);
+		return EXIT_USAGE;
+	}
+	if (a->nproc > 1)
+		return ranks_launch(a->nproc, a->rendezvous, rank_main, &rr, GRACE_S);
+	if (ri.size > 1) {
+		snprintf(prefix, sizeof(prefix), "rank %d", ri.rank);
+		error_set_prefix(prefix);
+	}
+	return rank_main(&ri, &rr);
 }

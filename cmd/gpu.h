@@ -18,6 +18,7 @@
 #define STEPTRACE_CMD_GPU_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lib/options.h"
@@ -34,11 +35,14 @@ struct gpu_model_args {
 	int kernels;                     /* enum st_kernels */
 	double lr, weight_decay;         /* AdamW */
 	uint64_t seed;                   /* of the random weights and batch */
+	int ddp;                         /* enum st_ddp */
+	double bucket_mb;                /* NAN: the default */
 };
 
 #define GPU_MODEL_ARGS_INIT                                                           \
 	{ .precision = ST_FP32, .mode = ST_MODE_TRAIN, .attention = -1,                \
-	  .kernels = ST_KERNELS_PLAIN, .lr = NAN, .weight_decay = NAN }
+	  .kernels = ST_KERNELS_PLAIN, .lr = NAN, .weight_decay = NAN, .ddp = ST_DDP_NONE,   \
+	  .bucket_mb = NAN }
 
 /* The size flags; --ctx aside: bench takes a list of context lengths. */
 #define OPT_MODEL_DIMS(dims)                                                                  \
@@ -85,6 +89,53 @@ struct gpu_model_args {
 		   "fp32, tf32 (naive's products; flash runs fp32), bf16 (default fp32)"),    \
 	OPT_STRING(0, "impl", &(g)->impl, "LIST", "naive, flash (default naive)"),            \
 	OPT_BOOLEAN(0, "causal", &(g)->causal, "causal mask (default; --no-causal for none)")
+
+/*
+ * Several GPUs (bench --ddp, bench allreduce, record --ddp): the ranks, one
+ * process per GPU (model/ranks.h), and how long a rank waits for the others.
+ */
+struct gpu_ranks_args {
+	int nproc;                 /* --nproc N: N ranks started here; 0: this process (alone, or a
+				      launcher's rank) */
+	const char *rendezvous;    /* --rendezvous DIR */
+	double timeout_s;          /* --timeout */
+};
+
+#define GPU_RANKS_ARGS_INIT { .timeout_s = 300 }
+
+#define OPT_GPU_RANKS(a)                                                                      \
+	OPT_GROUP("Several GPUs (one process per GPU; or run under mpirun, srun or torchrun)"),  \
+	OPT_INTEGER(0, "nproc", &(a)->nproc, "start N ranks on this host, one per GPU"),       \
+	OPT_STRING(0, "rendezvous", &(a)->rendezvous, "DIR",                                   \
+		   "where the ranks exchange NCCL's id: a directory all of them see (default: "  \
+		   "a private one with --nproc, $TMPDIR/steptrace-<job id> under a launcher)"),  \
+	OPT_DOUBLE(0, "timeout", &(a)->timeout_s,                                              \
+		   "seconds a rank waits for the others before it aborts the run (default 300)")
+
+/* The data-parallel flags of bench and record: --ddp and --bucket-mb. */
+#define OPT_GPU_DDP(ddp, bucket_mb)                                                           \
+	OPT_CHOICE(0, "ddp", (ddp), st_ddp_names,                                              \
+		   "average gradients over the ranks: naive, flat, overlap, bucket (default none)"), \
+	OPT_DOUBLE(0, "bucket-mb", (bucket_mb), "bucket size of --ddp bucket, MB (default 25)")
+
+/* -1 with an error line for a value out of range (--nproc, --timeout). */
+int gpu_ranks_check(const struct gpu_ranks_args *a);
+
+struct comm;
+struct rank_info;
+
+/* A rank's work: its rank and communicator; its return value is the rank's exit status. */
+typedef int (*gpu_rank_fn)(const struct rank_info *ri, struct comm *comm, void *ctx);
+
+/*
+ * Runs body as every rank of the run, each with its communicator (comm.h):
+ * with --nproc N, N ranks started here (ranks_launch: a failing rank stops
+ * the others); under mpirun, srun or torchrun, this process as the rank its
+ * variables name; else this process as the only rank. Messages of a rank of
+ * several start with "rank R: ". Says so in one line when this build has
+ * no NCCL. Returns the exit status (the first failed rank's).
+ */
+int gpu_ranks_run(const struct gpu_ranks_args *a, gpu_rank_fn body, void *ctx);
 
 /* gpu_parse's "go on" */
 #define GPU_GO (-1)

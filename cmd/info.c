@@ -8,9 +8,9 @@ static const char *const usage[] = {
 	NULL,
 };
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
-	return info_run(&rps[0], r);
+	return info_run(rps[0], r);
 }
 
 int cmd_info(int argc, const char **argv)
@@ -21,7 +21,7 @@ int cmd_info(int argc, const char **argv)
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .format = &format, .run = run,
+		.usage = usage, .options = opts, .bundles = 1, .format = &format, .ranks = RANKS_SPLIT, .run = run,
 	};
 
 	return analysis_main(&c, argc, argv);

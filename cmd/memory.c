@@ -10,10 +10,10 @@ static const char *const usage[] = {
 	NULL,
 };
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
 	const struct memory_opts *o = ctx;
-	int rc = memory_run(&rps[0], o, r);
+	int rc = memory_run(rps[0], o, r);
 
 	/* the chart on standard output is the whole output */
 	return rc == 0 && o->svg && !strcmp(o->svg, "-") ? ANALYSIS_NO_REPORT : rc;
@@ -34,6 +34,7 @@ int cmd_memory(int argc, const char **argv)
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .format = &format,
+		.ranks = RANKS_SPLIT, .output = &o.svg, .output_option = "--svg",
 		.run = run, .ctx = &o,
 	};
 

@@ -25,6 +25,8 @@
 #include "cmd/gpu.h"
 #include "lib/error.h"
 #include "model/attention_sweep.h"
+#include "model/comm.h"
+#include "model/ranks.h"
 #include "record/launch.h"
 #include "record/record.h"
 
@@ -32,6 +34,7 @@ static const char *const record_usage[] = {
 	"steptrace record [--model NAME | --d-model N --layers N --heads N] [<options>] -o FILE.stb",
 	"steptrace record attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>] -o FILE.stb",
 	"steptrace record [--step-range NAME [--warmup N]] [<options>] -o FILE.stb -- COMMAND [ARGS...]",
+	"steptrace record --ddp MODE [--nproc N] [<options>] -o FILE.stb   (FILE.rankN.stb per rank)",
 	NULL
 };
 
@@ -93,10 +96,32 @@ static int record_attention(int argc, const char **argv, char *command_line)
 	return status;
 }
 
+/* What each rank of a data-parallel recording gets. */
+struct record_job {
+	const struct record_opts *o;
+	const struct model_config *c;
+};
+
+/* One rank: its own bundle, FILE.rankR.stb. */
+static int record_rank(const struct rank_info *ri, struct comm *comm, void *ctx)
+{
+	const struct record_job *j = ctx;
+	struct record_opts o = *j->o;
+	char path[4096];
+
+	if (rank_output_path(o.output, ri->rank, ri->size, path, sizeof(path)))
+		return 1;
+	o.output = path;
+	o.comm = comm;
+	o.rank = ri;
+	return (int)record_run(&o, j->c);
+}
+
 /* Flags of the built-in step only, and of a recorded command only. */
 static const char *const builtin_only[] = {
 	"--model", "--d-model", "--d-ff", "--layers", "--heads", "--vocab", "--batch", "--ctx",
-	"--mode", "--attention", "--kernels", "--steps", "-n", "--seed", "--lr", NULL,
+	"--mode", "--attention", "--kernels", "--steps", "-n", "--seed", "--lr", "--ddp", "--bucket-mb",
+	"--nproc", "--rendezvous", "--timeout", NULL,
 };
 static const char *const command_only[] = { "--step-range", "--torch-alloc", NULL };
 
@@ -153,6 +178,7 @@ static int record_command(int argc, const char **argv, int dd, const struct opti
 int cmd_record(int argc, const char **argv)
 {
 	struct gpu_model_args a = GPU_MODEL_ARGS_INIT;
+	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
 	struct record_opts o = { .warmup = INT_MIN, .steps = 2, .calibrate = true };
 	struct launch_opts l = { 0 };
 	int api = CAPTURE_API_WORK, status, dd = command_start(argc, argv);
@@ -171,6 +197,7 @@ int cmd_record(int argc, const char **argv)
 		OPT_POSITIVE('n', "steps", &o.steps, "measured steps (default 2)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the weights and the batch (default 0)"),
 		OPT_DOUBLE(0, "lr", &a.lr, "AdamW learning rate (default 1e-3)"),
+		OPT_GPU_DDP(&a.ddp, &a.bucket_mb),
 		OPT_GROUP("A program of your own (-- COMMAND [ARGS...])"),
 		OPT_STRING(0, "step-range", &step_range, "NAME",
 			   "each NVTX range of this name is a step (default: the whole run is one)"),
@@ -179,7 +206,7 @@ int cmd_record(int argc, const char **argv)
 			   "tensor's allocation and free is recorded"),
 		OPT_GROUP("Output"),
 		OPT_STRING('o', "output", &o.output, "FILE",
-			   "the bundle to write (FILE.stb; with several processes FILE.<rank or pid>.stb)"),
+			   "the bundle to write (FILE.stb; with several processes or --ddp ranks FILE.<rank or pid>.stb)"),
 		OPT_BOOLEAN(0, "calibrate", &o.calibrate,
 			    "measure peak FLOP/s and bandwidth before recording (default for the "
 			    "built-in step; --no-calibrate takes datasheet figures, the default with -- COMMAND)"),
@@ -187,6 +214,7 @@ int cmd_record(int argc, const char **argv)
 			   "runtime and driver calls to record: all but queries such as "
 			   "cudaGetDevice, which do nothing on the device (work, default), all, or "
 			   "launches (launches, copies, memsets, allocations: the cheapest)"),
+		OPT_GPU_RANKS(&ranks),
 		OPT_END(),
 	};
 	char *command_line = record_command_line(argc, argv);
@@ -216,11 +244,21 @@ int cmd_record(int argc, const char **argv)
 		o.warmup = 1;
 	if (a.precision < 0)
 		a.precision = ST_FP32;
-	if (status == GPU_GO && gpu_model_config(&a, &c))
+	if (status == GPU_GO && (gpu_model_config(&a, &c) || gpu_ranks_check(&ranks)))
 		status = EXIT_USAGE;
+	if (status == GPU_GO && ranks.nproc > 1 && c.ddp == ST_DDP_NONE)
+		status = gpu_usage_error(record_usage, opts, "--nproc %d records a data-parallel run: "
+					 "give --ddp naive, flat, overlap or bucket", ranks.nproc);
 	if (status == GPU_GO) {
 		o.api = (enum capture_api)api;
 		o.command_line = command_line;
+	}
+	if (status == GPU_GO && c.ddp != ST_DDP_NONE) {
+		struct record_job job = { &o, &c };
+
+		/* NCCL has NVTX ranges of its own: injection first, for every rank */
+		status = capture_nvtx_setup() ? 1 : gpu_ranks_run(&ranks, record_rank, &job);
+	} else if (status == GPU_GO) {
 		status = (int)record_run(&o, &c);
 	}
 	free(command_line);

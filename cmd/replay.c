@@ -67,16 +67,20 @@ static int check(void *ctx)
 	return 0;
 }
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
 	const struct replay_opts *o = ctx;
 
 	if (o->capacity) {
 		const struct capacity_opts c = { o->capacity, o->events.view };
 
-		return capacity_run(&rps[0], &c, r);
+		return capacity_run(rps[0], &c, r);
 	}
-	return events_list(&rps[0], &o->events) < 0 ? -1 : ANALYSIS_NO_REPORT;
+	/* one listing per rank, one after the other: say whose */
+	if (rps[0]->run.world_size > 1 && o->events.format == OUT_TABLE)
+		printf("%s# rank %u: %s\n", rps[0]->run.rank ? "\n" : "", (unsigned)rps[0]->run.rank,
+		       rps[0]->path);
+	return events_list(rps[0], &o->events) < 0 ? -1 : ANALYSIS_NO_REPORT;
 }
 
 int cmd_replay(int argc, const char **argv)
@@ -95,7 +99,7 @@ int cmd_replay(int argc, const char **argv)
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.events.range,
-		.format = &o.events.format, .check = check, .run = run, .ctx = &o,
+		.format = &o.events.format, .ranks = RANKS_SPLIT, .check = check, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -6,12 +6,13 @@
 static const char *const usage[] = {
 	"steptrace report [<options>] FILE [-o report.html]",
 	"steptrace report [<options>] A B [-o diff.html]",
+	"steptrace report [<options>] RUN.rank0.stb RUN.rank1.stb ... [-o run.html]",
 	NULL,
 };
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay_ranks *runs, int n, void *ctx, struct report *r)
 {
-	return report_html_write(&rps[0], n == 2 ? &rps[1] : NULL, *(const char **)ctx);
+	return report_html_write(&runs[0], n == 2 ? &runs[1] : NULL, *(const char **)ctx);
 }
 
 int cmd_report(int argc, const char **argv)
@@ -23,7 +24,8 @@ int cmd_report(int argc, const char **argv)
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .bundles_max = 2, .run = run, .ctx = &output,
+		.usage = usage, .options = opts, .bundles = 1, .bundles_max = 2, .ranks = RANKS_OWN,
+		.run_ranks = run, .ctx = &output,
 	};
 
 	return analysis_main(&c, argc, argv);

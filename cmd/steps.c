@@ -8,9 +8,9 @@ static const char *const usage[] = {
 	NULL,
 };
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
-	return steps_run(&rps[0], *(const bool *)ctx, r);
+	return steps_run(rps[0], *(const bool *)ctx, r);
 }
 
 int cmd_steps(int argc, const char **argv)
@@ -25,7 +25,7 @@ int cmd_steps(int argc, const char **argv)
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .format = &format,
-		.run = run, .ctx = &include_warmup,
+		.ranks = RANKS_SPLIT, .run = run, .ctx = &include_warmup,
 	};
 
 	return analysis_main(&c, argc, argv);

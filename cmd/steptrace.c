@@ -41,6 +41,7 @@ static const struct cmd_struct commands[] = {
 	{ "diff",    cmd_diff,    false, "compare two bundles by op, range path and kernel category" },
 	{ "export",  cmd_export,  false, "write the bundle for Perfetto, Chrome DevTools or SQL (perfetto, chrome, sqlite)" },
 	{ "report",  cmd_report,  false, "write one self-contained HTML page" },
+	{ "comm",    cmd_comm,    false, "collectives of a multi-GPU run: bandwidth, hidden vs exposed, skew" },
 	{ "bench",   NULL,        true,  "benchmark the training step without CUPTI (sizes, contexts, precisions)" },
 	{ "step",    NULL,        true,  "run the training step on the GPU and check it" },
 	{ "record",  NULL,        true,  "record training steps under CUPTI into a bundle" },

@@ -8,15 +8,16 @@ static const char *const usage[] = {
 	NULL,
 };
 
-static int run(const struct replay *rps, int n, void *ctx, struct report *r)
+static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
-	return summary_run(&rps[0], ctx, r);
+	return summary_run(rps[0], ctx, r);
 }
 
 int cmd_summary(int argc, const char **argv)
 {
 	struct summary_opts o = { .by = BY_KERNEL };
 	int format = OUT_TABLE;
+	bool per_rank = false;
 	const struct option opts[] = {
 		OPT_STRING(0, "range", &o.range, "PATH",
 			   "keep GPU work under this NVTX path ('forward', 'layer.*/attn/softmax')"),
@@ -26,12 +27,13 @@ int cmd_summary(int argc, const char **argv)
 		OPT_BOOLEAN(0, "per-step", &o.per_step, "divide totals by the number of measured steps"),
 		OPT_BOOLEAN(0, "all", &o.all, "include memcpy and memset rows"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count warm-up steps and work outside steps"),
+		OPT_PER_RANK(&per_rank),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.range,
-		.format = &format, .run = run, .ctx = &o,
+		.format = &format, .per_rank = &per_rank, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -5,6 +5,13 @@
 #include <stdio.h>
 
 static FILE *msg_stream;
+static char msg_prefix[64];
+
+void error_set_prefix(const char *prefix)
+{
+	snprintf(msg_prefix, sizeof(msg_prefix), "%s%s", prefix ? prefix : "",
+		 prefix && *prefix ? ": " : "");
+}
 
 void error_set_stream(FILE *f)
 {
@@ -16,6 +23,7 @@ static void vreport(const char *prefix, const char *fmt, va_list ap)
 	FILE *out = msg_stream ? msg_stream : stderr;
 
 	fputs(prefix, out);
+	fputs(msg_prefix, out);
 	vfprintf(out, fmt, ap);
 	fputc('\n', out);
 	fflush(out);

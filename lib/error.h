@@ -19,6 +19,13 @@
 int error(const char *fmt, ...) __asm__("st_error") __attribute__((format(printf, 1, 2)));
 void warning(const char *fmt, ...) __asm__("st_warning") __attribute__((format(printf, 1, 2)));
 
+/*
+ * Every later message names its source after the level: with "rank 1",
+ * "error: rank 1: out of memory ...". The ranks of a multi-GPU run set it so
+ * that a failure says which rank failed. NULL (or "") for none; copied.
+ */
+void error_set_prefix(const char *prefix);
+
 /* Tests silence or capture messages; NULL restores stderr. */
 void error_set_stream(FILE *f);
 

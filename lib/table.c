@@ -263,6 +263,88 @@ static const struct cell *cell_at(const struct table *t, size_t row, size_t col)
 	return &t->cells[row * t->ncols + col];
 }
 
+/* ---- stacking ---- */
+
+static bool same_columns(const struct table *a, const struct table *b, size_t skip)
+{
+	if (a->ncols != b->ncols + skip)
+		return false;
+	for (size_t i = 0; i < b->ncols; i++)
+		if (a->cols[i + skip].type != b->cols[i].type || strcmp(a->cols[i + skip].name, b->cols[i].name))
+			return false;
+	return true;
+}
+
+/* dst's table that takes t's rows: a namesake with t's columns, or a new one. */
+static struct table *stack_target(struct report *dst, const struct table *t, const char *label,
+				  const char *column)
+{
+	struct table *d, *namesake = NULL;
+	char name[256];
+
+	for (d = dst->first; d; d = d->next)
+		if (!strcmp(d->name, t->name)) {
+			namesake = d;
+			if (same_columns(d, t, 1))
+				return d;
+		}
+	if (namesake)
+		snprintf(name, sizeof(name), "%s.%s", t->name, label);
+	d = report_add_table(dst, namesake ? name : t->name, t->title);
+	table_add_column(d, column, COL_STR, 0);
+	for (size_t i = 0; i < t->ncols; i++)
+		table_add_column(d, t->cols[i].name, t->cols[i].type, t->cols[i].precision);
+	return d;
+}
+
+static bool has_note(const struct report *r, const char *note)
+{
+	for (size_t i = 0; i < r->nnotes; i++)
+		if (!strcmp(r->notes[i], note))
+			return true;
+	return false;
+}
+
+void report_stack(struct report *dst, struct report *const *src, const char *const *labels, size_t n,
+		  const char *column)
+{
+	for (size_t k = 0; k < n; k++)
+		for (const struct table *t = src[k]->first; t; t = t->next) {
+			struct table *d = stack_target(dst, t, labels[k], column);
+
+			for (size_t row = 0; row < t->nrows; row++) {
+				table_row(d);
+				table_str(d, labels[k]);
+				for (size_t col = 0; col < t->ncols; col++) {
+					const struct cell *c = cell_at(t, row, col);
+
+					if (c->kind == CELL_STR)
+						table_str(d, c->v.s);
+					else if (c->kind == CELL_INT)
+						table_int(d, c->v.i);
+					else if (c->kind == CELL_FLOAT)
+						table_float(d, c->v.f);
+					else
+						table_empty(d);
+				}
+			}
+		}
+	for (size_t k = 0; k < n; k++)
+		for (size_t i = 0; i < src[k]->nnotes; i++) {
+			const char *note = src[k]->notes[i];
+			bool everywhere = true, seen = false;
+
+			for (size_t j = 0; j < n; j++)
+				everywhere &= has_note(src[j], note);
+			for (size_t j = 0; j < k && everywhere; j++)
+				seen |= has_note(src[j], note);
+			if (!everywhere)
+				report_note(dst, "%s: %s", labels[k], note);
+			else if (!seen)
+				report_note(dst, "%s", note);
+		}
+}
+
 /* Inserts ',' every three digits of the integer part of a formatted number. */
 static void group_digits(const char *in, char *out, size_t len)
 {

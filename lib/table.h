@@ -60,6 +60,17 @@ void table_empty(struct table *t);                  /* an empty cell (null in JS
 size_t table_rows(const struct table *t);
 
 /*
+ * Several reports of one kind stacked into dst, one source per label
+ * ("0", "1": the ranks of a run): each table becomes one table of dst whose
+ * first column, `column`, names the source of each row, the sources' rows
+ * one after the other. Tables match by name and columns; a table whose
+ * columns differ from its namesake's keeps its own ("name.label"). A note
+ * every source has is kept once; the others get "label: " in front.
+ */
+void report_stack(struct report *dst, struct report *const *src, const char *const *labels, size_t n,
+		  const char *column);
+
+/*
  * A table too long to keep (replay's event listing), printed as it is
  * built: after each row (or a few), table_stream_row prints the rows added
  * since its last call and forgets them, the header first; table_stream_end

@@ -8,6 +8,8 @@
 
 #include "lib/error.h"
 #include "lib/stats.h"
+#include "model/comm.h"
+#include "model/comm_stats.h"
 #include "model/model.h"
 
 /* One configuration's outcome. */
@@ -214,15 +216,145 @@ static void bench_speedups(const struct bench_opts *o, const struct bench_result
 	}
 }
 
+/* ---- data parallelism ------------------------------------------------------- */
+
+/* Every rank's int, gathered; the worst (MODEL_ERROR over MODEL_OOM over MODEL_OK) into *out. */
+static int agree_status(struct comm *comm, int mine, int *out)
+{
+	int n = comm_size(comm), *all = calloc((size_t)n, sizeof(*all));
+
+	if (!all)
+		return error("out of memory");
+	if (comm_allgather_host(comm, &mine, all, sizeof(mine))) {
+		free(all);
+		return -1;
+	}
+	*out = MODEL_OK;
+	for (int r = 0; r < n; r++)
+		if (all[r] == MODEL_ERROR || (all[r] == MODEL_OOM && *out == MODEL_OK))
+			*out = all[r];
+	free(all);
+	return 0;
+}
+
+/*
+ * One configuration on this rank; rank 0 adds its rows to t. 0, or -1 when
+ * the run must end (a step failed here, or the communicator did).
+ */
+static int ddp_one(const struct model_config *c, const struct bench_opts *a, struct table *t,
+		   struct report *rep)
+{
+	int rank = comm_rank(a->comm), ranks = comm_size(a->comm), rc, agreed = MODEL_ERROR, status = -1;
+	size_t per = (size_t)a->steps * DP_COUNT + 1;   /* the steps' phases, then the peak */
+	double *mine = calloc(per, sizeof(*mine)), *all = calloc(per * (size_t)ranks, sizeof(*all));
+	double *ms = calloc(per * (size_t)ranks, sizeof(*ms));
+	struct model_step_times tm;
+	struct model_oom oom = { 0 };
+	struct model *m = NULL;
+
+	if (!mine || !all || !ms) {
+		error("out of memory");
+		goto out;
+	}
+	rc = model_create(&m, c, NULL, &oom);
+	if (rc == MODEL_OK && (rc = model_set_comm(m, a->comm)) == MODEL_OK &&
+	    (rc = model_init_random(m, c->seed)) == MODEL_OK)
+		rc = model_random_batch(m, c->seed + 1 + (uint64_t)rank);
+	if (agree_status(a->comm, rc, &agreed))
+		goto out;
+	if (agreed != MODEL_OK) {
+		if (rank == 0) {
+			ddp_failed_row(t, c, ranks, agreed == MODEL_OOM ? "OOM" : "error");
+			fprintf(stderr, " %s on some rank\n", agreed == MODEL_OOM ? "OOM" : "error");
+		}
+		if (rc == MODEL_OOM && rank == 0)
+			report_note(rep, "%s ctx %d: OOM: %.1f MiB requested by '%s' with %.2f GiB live",
+				    c->name, c->ctx, oom.requested / 1048576.0, oom.op, oom.live / 1073741824.0);
+		status = agreed == MODEL_OOM ? 0 : -1;
+		goto out;
+	}
+	for (int i = 0; i < a->warmup + a->steps; i++) {
+		int k = i - a->warmup;
+		double *v = mine + (size_t)(k < 0 ? 0 : k) * DP_COUNT;
+
+		rc = model_step(m, (uint32_t)i, k < 0, &tm);
+		if (rc == MODEL_OOM) {
+			const struct model_oom *o = model_last_oom(m);
+			error("out of memory in step %d at '%s': %.1f MiB requested with %.2f GiB live; "
+			      "ending the run", i, o->op, o->requested / 1048576.0, o->live / 1073741824.0);
+		}
+		if (rc != MODEL_OK)
+			goto out;
+		if (k < 0)
+			continue;
+		v[DP_FORWARD] = tm.forward_ms;
+		v[DP_BACKWARD] = tm.backward_ms;
+		v[DP_COMM] = tm.comm_ms;
+		v[DP_EXPOSED] = tm.exposed_ms;
+		v[DP_OPTIMIZER] = tm.optimizer_ms;
+		v[DP_STEP] = tm.wall_ms;
+	}
+	mine[per - 1] = model_peak_bytes(m) / 1073741824.0;
+	if (comm_allgather_host(a->comm, mine, all, per * sizeof(*mine)))
+		goto out;
+	if (rank == 0) {
+		struct ddp_result res = { c, ranks, a->steps, ms, 0 };
+
+		for (int r = 0; r < ranks; r++) {
+			memcpy(ms + (size_t)r * (per - 1), all + (size_t)r * per, (per - 1) * sizeof(*ms));
+			if (all[(size_t)r * per + per - 1] > res.peak_gib)
+				res.peak_gib = all[(size_t)r * per + per - 1];
+		}
+		ddp_rows(t, &res);
+		fprintf(stderr, " done\n");
+	}
+	status = 0;
+out:
+	model_free(m);
+	free(mine);
+	free(all);
+	free(ms);
+	return status;
+}
+
+static int bench_ddp_run(const struct bench_opts *o, struct report *rep)
+{
+	int rank = comm_rank(o->comm);
+	struct table *t = rank == 0 ? ddp_table(rep) : NULL;
+
+	for (size_t i = 0; i < o->n_configs; i++) {
+		const struct model_config *c = &o->configs[i];
+
+		if (rank == 0) {
+			fprintf(stderr, "bench: %s ctx %d %s --ddp %s on %d ranks ...", c->name, c->ctx,
+				st_name(st_precision_names, c->precision), st_name(st_ddp_names, c->ddp),
+				comm_size(o->comm));
+			fflush(stderr);
+		}
+		if (ddp_one(c, o, t, rep))
+			return -1;
+	}
+	if (rank == 0)
+		report_note(rep, "%d warm-up and %d measured steps per configuration on %d ranks, batch per "
+			    "rank; phases timed with device events: comm is the all-reduces' time on the "
+			    "communication stream, exposed the part the step waited for after the backward",
+			    o->warmup, o->steps, comm_size(o->comm));
+	return 0;
+}
+
 int bench_run(const struct bench_opts *o, struct report *rep)
 {
 	const char *title = "Training step benchmark (ms: mean and std over measured steps)";
-	struct table *t = report_add_table(rep, "bench", title);
-	struct bench_result *res = calloc(o->n_configs ? o->n_configs : 1, sizeof(*res));
+	struct bench_result *res;
+	struct table *t;
 	int errors = 0;
 
+	if (o->comm)
+		return bench_ddp_run(o, rep);
+	res = calloc(o->n_configs ? o->n_configs : 1, sizeof(*res));
 	if (!res)
 		return error("out of memory for the benchmark's results");
+	t = report_add_table(rep, "bench", title);
 	bench_columns(t);
 	for (size_t i = 0; i < o->n_configs; i++) {
 		const struct model_config *c = &o->configs[i];

@@ -35,6 +35,8 @@ static void config_defaults(struct model_config *c)
 	c->eps = 1e-8;
 	c->weight_decay = 0.01;
 	c->seed = 0;
+	c->ddp = ST_DDP_NONE;
+	c->bucket_mb = 25;   /* PyTorch DDP's bucket_cap_mb */
 }
 
 enum st_attention model_config_default_attention(const struct model_config *c)
@@ -89,6 +91,11 @@ int model_config_validate(const struct model_config *c)
 	    !(c->eps > 0) || !(c->weight_decay >= 0))
 		return error("model '%s': bad AdamW settings (lr %g, betas %g/%g, eps %g, wd %g)",
 				name, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay);
+	if (c->ddp != ST_DDP_NONE && c->mode == ST_MODE_FORWARD)
+		return error("--ddp %s averages gradients: it needs --mode fwdbwd or train",
+			     st_name(st_ddp_names, c->ddp));
+	if (c->ddp == ST_DDP_BUCKET && !(c->bucket_mb > 0 && c->bucket_mb < 1e6))
+		return error("--bucket-mb must be above 0, not %g", c->bucket_mb);
 	return 0;
 }
 

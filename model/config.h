@@ -20,10 +20,14 @@ struct model_config {
 	/* AdamW */
 	double lr, beta1, beta2, eps, weight_decay;
 	uint64_t seed;
+	/* several GPUs: how gradients are averaged over the ranks (model_set_comm) */
+	enum st_ddp ddp;      /* ST_DDP_NONE: one process */
+	double bucket_mb;     /* ST_DDP_BUCKET's bucket size, MB of 2^20 bytes (default 25) */
 };
 
 /* Defaults (batch 4, vocab 10000, ctx 128, fp32, train, naive, lr 1e-3,
- * betas 0.9/0.999, eps 1e-8, wd 0.01, seed 0) with the preset's sizes.
+ * betas 0.9/0.999, eps 1e-8, wd 0.01, seed 0, no data parallelism, buckets
+ * of 25 MB) with the preset's sizes.
  * Presets: small medium large xl 2.7B. -1 (error line) for an unknown name. */
 int model_config_preset(const char *name, struct model_config *c);
 
@@ -37,7 +41,8 @@ int model_config_preset(const char *name, struct model_config *c);
  */
 enum st_attention model_config_default_attention(const struct model_config *c);
 
-/* Checks sizes (positive, d_model divisible by heads, d_head even for RoPE). -1 with an error line. */
+/* Checks sizes (positive, d_model divisible by heads, d_head even for RoPE), and
+ * that data parallelism has a backward and a positive bucket size. -1 with an error line. */
 int model_config_validate(const struct model_config *c);
 
 /* Trainable parameters: embedding + per layer (4 d^2 + 3 d d_ff + 2 d) + final norm d + lm_head d*vocab.

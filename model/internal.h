@@ -138,6 +138,8 @@ struct model {
 	uint32_t op_create, op_init, op_load, op_batch;
 	char (*layer_name)[24];       /* "layer.N" */
 
+	struct ddp *ddp;              /* data parallelism (ddp.c), NULL for one process */
+
 	float *loss_host;             /* pinned, 3 floats: the loss, then hyper_host */
 	float *hyper_host;            /* AdamW's alpha_t and lr * weight_decay for this step */
 	cudaGraphExec_t graph;        /* fused, no observer: the step, captured at the second */
@@ -150,6 +152,21 @@ struct model {
 
 /* plan.c: registers every op of the step (and tells the observer). */
 int model_plan(struct model *m);
+
+/*
+ * ddp.c: data parallelism. ddp_grads_final: every gradient from element
+ * `offset` up is final (pass.c, in the backward); ddp_finish_backward
+ * starts what is left and makes the compute stream wait for it (after
+ * ev[2]); ddp_step_times reads this step's comm and exposed times and the
+ * optimizer's; ddp_sync waits for the compute stream, bounded.
+ */
+struct ddp;
+void ddp_step_begin(struct model *m, uint32_t index);
+int ddp_grads_final(struct model *m, size_t offset);
+int ddp_finish_backward(struct model *m);
+void ddp_step_times(struct model *m, struct model_step_times *t);
+int ddp_sync(struct model *m, const char *what);
+void ddp_free(struct model *m);
 
 /* pass.c: the phases; MODEL_OK, MODEL_OOM or MODEL_ERROR, leaving blocks for the caller to release. */
 int model_forward(struct model *m);

@@ -283,6 +283,7 @@ void model_free(struct model *m)
 	if (!m)
 		return;
 	graph_reset(m);
+	ddp_free(m);
 	if (m->alloc.pool) {
 		release_step_blocks(m);
 		mem_put(&m->alloc, &m->hyper);
@@ -492,6 +493,8 @@ static int step_phases(struct model *m)
 		op_range_pop(&m->ops);
 	}
 	mark(m, 2);
+	if (rc == MODEL_OK && m->ddp)
+		rc = ddp_finish_backward(m);   /* the optimizer waits for the average */
 	if (rc == MODEL_OK && c->mode == ST_MODE_TRAIN) {
 		op_range_push(&m->ops, "optimizer");
 		rc = model_optimizer(m);
@@ -508,7 +511,9 @@ static int step_phases(struct model *m)
  * every block the step needs in the allocator's cache, so the next makes no
  * allocation); the second is captured into a graph and launched; later
  * ones only launch it, after AdamW's host part. A recording (observer)
- * runs every step eagerly: each kernel is then its op's by construction.
+ * runs every step eagerly: each kernel is then its op's by construction;
+ * so does data parallelism (--ddp), whose all-reduces the host starts on a
+ * stream of their own as gradients become final.
  */
 static int step_graph(struct model *m)
 {
@@ -546,10 +551,16 @@ static int step_graph(struct model *m)
 
 int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_times *t)
 {
+	const struct model_config *c = &m->c;
 	struct timespec t0, tl, t1;
-	bool graph = m->fused && !m->ops.obs && m->steps_run > 0;
+	/* data parallelism's all-reduces run on a stream of their own, started from the host */
+	bool graph = m->fused && !m->ops.obs && !m->ddp && m->steps_run > 0;
 	int rc;
 
+	if (c->ddp != ST_DDP_NONE && !m->ddp)
+		return error("--ddp %s needs the rank's communicator (model_set_comm)",
+			     st_name(st_ddp_names, c->ddp));
+	ddp_step_begin(m, index);
 	if (m->ops.obs)
 		m->ops.obs->step_begin(m->ops.obs->ctx, index, warmup);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -561,7 +572,7 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 			m->last_oom = m->alloc.oom;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &tl);
-	int sync_failed = CUDA_CHECK(cudaStreamSynchronize(m->stream));
+	int sync_failed = m->ddp ? ddp_sync(m, "the step") : CUDA_CHECK(cudaStreamSynchronize(m->stream));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (m->ops.obs)
 		m->ops.obs->step_end(m->ops.obs->ctx, index, warmup);
@@ -577,6 +588,9 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 		t->wall_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 		t->launch_ms = (tl.tv_sec - t0.tv_sec) * 1e3 + (tl.tv_nsec - t0.tv_nsec) / 1e6;
 		t->loss = m->have_targets ? (double)*m->loss_host : NAN;
+		t->comm_ms = t->exposed_ms = 0;
+		if (m->ddp)
+			ddp_step_times(m, t);
 	}
 	return MODEL_OK;
 }

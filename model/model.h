@@ -40,7 +40,12 @@ struct model_step_times {
 	double wall_ms;                                 /* host, synchronised */
 	double launch_ms;                               /* host, until every launch was made */
 	double loss;                                    /* NaN in forward mode without targets */
+	/* data parallelism: the all-reduces' time on the communication stream, and
+	 * the part of it the step waited for after the backward; 0 without */
+	double comm_ms, exposed_ms;
 };
+
+struct comm;
 
 /* obs may be NULL. On MODEL_OOM *oom is filled and *out is NULL. */
 int model_create(struct model **out, const struct model_config *c,
@@ -51,6 +56,19 @@ int model_load_weights(struct model *m, const struct tensor_set *w);
 /* inputs/targets: batch*ctx token ids each, host memory. */
 int model_set_batch(struct model *m, const int32_t *inputs, const int32_t *targets);
 int model_random_batch(struct model *m, uint64_t seed);
+/*
+ * Data parallelism (c->ddp set): the rank's communicator (model/comm.h),
+ * before the first step; m does not own it. Each step then averages the
+ * gradients over the ranks as c->ddp says, on a communication stream, and
+ * every wait of the step is bounded by the communicator's timeout.
+ */
+int model_set_comm(struct model *m, struct comm *comm);
+/*
+ * Every rank's *flag, the largest into *flag (an all-reduce outside any
+ * step: ranks agree to stop after the same step). MODEL_OK at once without
+ * a communicator.
+ */
+int model_agree(struct model *m, int *flag);
 /* One step of the configured mode. `index`/`warmup` go to the observer. */
 int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_times *t);
 /* The OOM of the last MODEL_OOM return. */

@@ -119,6 +119,8 @@ void op_begin(struct op_registry *r, uint32_t id)
 	if (r->obs)
 		r->obs->op_begin(r->obs->ctx, id);
 	nvtxRangePushA(r->op[id - 1].name);
+	if (r->depth >= 0 && r->depth < OP_MAX_DEPTH)
+		r->open_names[r->depth] = r->op[id - 1].name;
 	r->depth++;
 }
 
@@ -134,7 +136,19 @@ void op_end(struct op_registry *r)
 void op_range_push(struct op_registry *r, const char *name)
 {
 	nvtxRangePushA(name);
+	if (r->depth >= 0 && r->depth < OP_MAX_DEPTH)
+		r->open_names[r->depth] = name;
 	r->depth++;
+}
+
+const char *op_open_path(const struct op_registry *r, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < r->depth && i < OP_MAX_DEPTH && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "/" : "", r->open_names[i]);
+	return buf;
 }
 
 void op_range_pop(struct op_registry *r)

@@ -16,6 +16,8 @@
 
 #include "model/observer.h"
 
+#define OP_MAX_DEPTH 32
+
 struct op_registry {
 	struct model_op *op;                 /* op[id - 1] */
 	size_t n, alloc;
@@ -25,6 +27,7 @@ struct op_registry {
 	uint32_t current;                    /* the op begun last: owner of the blocks the
 						allocator hands out and takes back */
 	int depth;                           /* NVTX ranges open, ops' own included */
+	const char *open_names[OP_MAX_DEPTH];   /* their names, outermost first (up to the max) */
 };
 
 /* obs may be NULL; it is copied, with empty hooks where it has none. */
@@ -51,6 +54,12 @@ void op_begin(struct op_registry *r, uint32_t id);
 void op_end(struct op_registry *r);
 void op_range_push(struct op_registry *r, const char *name);
 void op_range_pop(struct op_registry *r);
+/*
+ * The NVTX path open now ("step/backward/layer.3/ffn") into buf; an op
+ * registered while the step runs (the data-parallel step's collectives)
+ * takes it, so its path is the one its kernels are found under.
+ */
+const char *op_open_path(const struct op_registry *r, char *buf, size_t len);
 /* Closes the open op and the ranges above `depth`: what a failure left open. */
 void op_ranges_unwind(struct op_registry *r, int depth);
 

@@ -80,6 +80,16 @@ static void put(struct model *m, struct mem_block *b)
 	mem_put(&m->alloc, b);
 }
 
+/*
+ * Every gradient from element `offset` of the buffer up is final: under
+ * data parallelism (overlap, bucket) the all-reduces that carry only such
+ * gradients start now (ddp.c). The backward finishes them last to first.
+ */
+static int grads_final(struct model *m, size_t offset)
+{
+	return m->ddp ? ddp_grads_final(m, offset) : MODEL_OK;
+}
+
 /* Forward mode keeps nothing for a backward: blocks go after their last forward use. */
 static void drop(struct model *m, struct mem_block *b)
 {
@@ -499,7 +509,7 @@ static int norm_bwd(struct model *m, uint32_t op, struct mem_block *x, struct me
 	put(m, rstd);
 	put(m, x);
 	op_end(&m->ops);
-	return MODEL_OK;
+	return grads_final(m, g);
 }
 
 /*
@@ -527,6 +537,7 @@ static int ffn_bwd(struct model *m, int l)
 	put(m, g);
 	put(m, tb(m, T_DY));
 	op_end(&m->ops);
+	TRY(grads_final(m, lp->w2));
 
 	op_begin(&m->ops, op[L_SWIGLU]);
 	TRY(get(m, dh13, n * 2 * f * a, ST_MEM_TEMPORARY));
@@ -545,7 +556,7 @@ static int ffn_bwd(struct model *m, int l)
 	put(m, dh13);
 	put(m, xn);
 	op_end(&m->ops);
-	return MODEL_OK;
+	return grads_final(m, lp->w1);   /* w1 and w3 */
 }
 
 /*
@@ -648,6 +659,7 @@ static int attn_bwd(struct model *m, int l)
 	put(m, att);
 	put(m, tb(m, T_DY));
 	op_end(&m->ops);
+	TRY(grads_final(m, lp->proj[3]));
 
 	if (c->attention == ST_ATTN_FLASH)
 		TRY(flash_bwd(m, l, datt));
@@ -675,7 +687,7 @@ static int attn_bwd(struct model *m, int l)
 	if (l == 0 && !m->fused)
 		put(m, tb(m, T_WCAST));   /* the last matmul that reads a weight copy */
 	op_end(&m->ops);
-	return MODEL_OK;
+	return grads_final(m, lp->proj[0]);   /* q, k and v */
 }
 
 static int layer_bwd(struct model *m, int l)
@@ -732,6 +744,7 @@ int model_backward(struct model *m)
 	put(m, dlogits);
 	put(m, xf);
 	op_end(&m->ops);
+	TRY(grads_final(m, m->off_lm));
 
 	TRY(norm_bwd(m, m->top.ln_final_bwd, lb(m, c->layers - 1, A_XOUT), tb(m, T_RSTDF), m->off_lnf,
 		     true, true));
@@ -743,7 +756,7 @@ int model_backward(struct model *m)
 					  (int)d, m->stream)));
 	put(m, dres);
 	op_end(&m->ops);
-	return MODEL_OK;
+	return grads_final(m, m->off_emb);
 }
 
 /* ---- Optimizer ---- */

@@ -141,6 +141,13 @@ static _Thread_local uint64_t my_tid;
 static _Thread_local uint32_t current_op;
 static _Atomic uint32_t lead_op;   /* the op of threads without one (capture_set_lead_op) */
 static _Thread_local int api_depth;
+/*
+ * The op open on the thread that drives the step, for launches from threads
+ * of the libraries it calls: NCCL's non-blocking communicators may launch a
+ * collective's kernel from a thread of their own while the op that started
+ * it is open.
+ */
+static _Atomic uint32_t driving_op;
 
 /* ---- NVTX injection and the clock ------------------------------------ */
 
@@ -178,11 +185,13 @@ uint64_t capture_thread_id(void)
 void capture_op_begin(uint32_t op)
 {
 	current_op = op;
+	atomic_store_explicit(&driving_op, op, memory_order_release);
 }
 
 void capture_op_end(void)
 {
 	current_op = 0;
+	atomic_store_explicit(&driving_op, 0, memory_order_release);
 }
 
 void capture_step_begin(uint32_t index)
@@ -255,9 +264,12 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 		api_open[0].start = capture_now();
 	/* Both the runtime call and the driver call it makes (if CUPTI reports
 	 * it) get the op: the activity record carries one of their ids. A
-	 * thread with no op of its own works for the lead thread (autograd's
-	 * thread for the training loop's): the lead's op. */
+	 * thread with no op of its own works for the thread that drives the
+	 * step (NCCL's own threads for the built-in step's op), or for the lead
+	 * thread (autograd's thread for the training loop's): that op. */
 	op = current_op;
+	if (!op)
+		op = atomic_load_explicit(&driving_op, memory_order_acquire);
 	if (!op && (op = atomic_load_explicit(&lead_op, memory_order_relaxed)) && cap.stackless)
 		cap.stackless();
 	if (op)

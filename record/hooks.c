@@ -111,7 +111,7 @@ static void on_mem(struct rec_hooks *h, int kind, uint64_t address, uint64_t siz
 	ev->mem.category = (uint32_t)category;
 	ev->mem.op = op_id;
 	ev->mem.source = ST_SRC_MODEL;
-	ev->mem.device = 0;   /* the model runs on the current device, the header's */
+	ev->mem.device = h->device;   /* the model runs on the current device, the header's */
 }
 
 static void on_alloc(void *ctx, uint64_t address, uint64_t size, int category, uint32_t op_id)

@@ -29,6 +29,7 @@ struct rec_hooks {
 	size_t n_queue, queue_cap;
 	bool queue_failed;           /* the queue could not grow (out of memory) */
 	uint32_t step;               /* REC_NO_STEP outside a step */
+	uint32_t device;             /* the model's device, for its allocations (0 unless set) */
 	uint64_t step_start;         /* CUPTI ns */
 };
 

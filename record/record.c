@@ -12,9 +12,11 @@
 
 #include "lib/error.h"
 #include "lib/human.h"
-#include "lib/table.h"
 #include "lib/output.h"
+#include "lib/table.h"
+#include "model/comm.h"
 #include "model/model.h"
+#include "model/ranks.h"
 #include "record/device.h"
 #include "record/hooks.h"
 #include "record/session.h"
@@ -72,6 +74,10 @@ static void fill_run_config(Steptrace__RunConfig *rc, const struct model_config 
 	rc->parameters = model_config_params(c);
 	rc->seed = c->seed;
 	rc->lr = c->lr;
+	if (c->ddp != ST_DDP_NONE) {
+		rc->ddp = (char *)st_name(st_ddp_names, c->ddp);
+		rc->bucket_mb = c->ddp == ST_DDP_BUCKET ? c->bucket_mb : 0;
+	}
 }
 
 static int64_t unix_ns(void)
@@ -236,6 +242,7 @@ struct run {
 	uint32_t done, total;
 	const char *reason;
 	enum record_outcome status;
+	bool quiet;              /* no progress lines (a rank other than 0) */
 };
 
 /* Maps a model return code onto the run's outcome; true when the run must stop. */
@@ -262,24 +269,37 @@ static void run_steps(struct run *r)
 	struct progress p = { .tty = isatty(STDERR_FILENO) };
 	uint32_t warmup = (uint32_t)r->o->warmup, i;
 
+	uint64_t rank = r->o->comm ? (uint64_t)comm_rank(r->o->comm) : 0;
+	bool stopped = false;
+
 	clock_gettime(CLOCK_MONOTONIC, &p.last);
 	if (model_failed(r, model_create(&r->m, r->c, &obs, &oom), &oom))
 		return;
-	if (model_failed(r, model_init_random(r->m, r->c->seed), model_last_oom(r->m)) ||
-	    model_failed(r, model_random_batch(r->m, r->c->seed + 1), model_last_oom(r->m)))
+	if ((r->o->comm && model_failed(r, model_set_comm(r->m, r->o->comm), model_last_oom(r->m))) ||
+	    model_failed(r, model_init_random(r->m, r->c->seed), model_last_oom(r->m)) ||
+	    model_failed(r, model_random_batch(r->m, r->c->seed + 1 + rank), model_last_oom(r->m)))
 		return;
-	for (i = 0; i < r->total && !interrupted; i++) {
+	for (i = 0; i < r->total; i++) {
 		struct model_step_times t = { 0 };
+		int stop = interrupted != 0;
 
+		/* every rank runs step i, or none does: a rank alone in a step would wait forever */
+		if (r->o->comm && model_failed(r, model_agree(r->m, &stop), model_last_oom(r->m)))
+			break;
+		if (stop) {
+			stopped = true;
+			break;
+		}
 		if (model_failed(r, model_step(r->m, i, i < warmup, &t), model_last_oom(r->m))) {
 			rec_hooks_step_abandoned(&r->h);
 			break;
 		}
 		r->wall[r->done++] = t.wall_ms;
-		progress_step(&p, i, warmup, r->total, &t);
+		if (!r->quiet)
+			progress_step(&p, i, warmup, r->total, &t);
 	}
 	progress_done(&p, r->done, r->total);
-	if (interrupted && r->status == RECORD_OK) {
+	if (stopped && r->status == RECORD_OK) {
 		fprintf(stderr, "record: interrupted after %u of %u steps; closing the bundle\n",
 			r->done, r->total);
 		r->reason = "interrupted";
@@ -388,8 +408,10 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 		error("out of memory");
 		return RECORD_ERROR;
 	}
-	/* Before anything can call NVTX: the model's ranges must reach CUPTI. */
-	if (capture_nvtx_setup() || !model_gpu_available() || device_facts_read(0, &dev))
+	/* Before anything can call NVTX: the model's ranges must reach CUPTI (a rank's
+	 * command did this before NCCL, which has ranges of its own). */
+	if (capture_nvtx_setup() || !model_gpu_available() ||
+	    device_facts_read(o->comm ? comm_device(o->comm) : 0, &dev))
 		goto fail_early;
 	if (!o->calibrate)
 		device_datasheet(&dev, "--no-calibrate");
@@ -404,7 +426,19 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 	hdr.device = &dev.info;
 	hdr.clock = "cupti";
 	hdr.api_calls = (char *)capture_api_rule(o->api);
-	/* back to back: the pair maps CUPTI's clock to CLOCK_REALTIME (export's clock snapshot) */
+	if (o->comm) {
+		hdr.rank = (uint32_t)comm_rank(o->comm);
+		hdr.world_size = (uint32_t)comm_size(o->comm);
+		hdr.local_rank = o->rank ? (uint32_t)o->rank->local_rank : 0;
+		hdr.run_id = comm_run_id(o->comm);
+		hdr.nccl_version = (char *)comm_nccl_version();
+		r.quiet = hdr.rank != 0;
+	}
+	/*
+	 * Back to back: the pair maps CUPTI's clock to CLOCK_REALTIME (export's
+	 * clock snapshot). The ranks of one host share CUPTI's clock, so their
+	 * time bases place their events on one time line (replay/ranks.c).
+	 */
 	hdr.time_base_ns = capture_now();
 	hdr.created_unix_ns = unix_ns();
 	if (rec_session_open(&r.s, o->output, &hdr))
@@ -413,6 +447,7 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 		"(should the process die first, it is readable up to its last whole chunk)\n",
 		bundle_writer_file(r.s.w), o->output);
 	rec_hooks_init(&r.h, &r.s);
+	r.h.device = dev.info.index;
 	if (capture_start(&r.s, r.total, o->api)) {
 		rec_session_close(&r.s, "error");
 		rec_session_release(&r.s);
@@ -420,6 +455,7 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 	}
 
 	signals_install();
+	rank_wait_stop_on(&interrupted);   /* a rank told to stop is not held by a lost peer */
 	body(&r);
 	/* Freed under the recorder: every allocation in the bundle gets its free. */
 	if (r.m)
@@ -429,6 +465,7 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 		r.status = RECORD_ERROR;
 	}
 	rec_hooks_drain(&r.h, true);
+	rank_wait_stop_on(NULL);
 	signals_restore();
 
 	capture_totals(&totals);

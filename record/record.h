@@ -20,8 +20,13 @@
 #include "model/config.h"
 #include "record/capture.h"
 
+struct comm;
+struct rank_info;
+
 struct record_opts {
 	const char *output;          /* the bundle to write */
+	struct comm *comm;           /* data parallelism: this rank's communicator; NULL alone */
+	const struct rank_info *rank;   /* with comm: who this rank is, for the header */
 	int warmup, steps;           /* warm-up steps (recorded and flagged), measured steps >= 1 */
 	bool calibrate;              /* measure the peaks; else the datasheet's */
 	enum capture_api api;        /* which runtime and driver calls get a record */
@@ -43,7 +48,14 @@ enum record_outcome {
 	RECORD_INTERRUPTED = 130,
 };
 
-/* Records configuration c into o->output, with progress and a summary on stderr. */
+/*
+ * Records configuration c into o->output, with progress and a summary on
+ * stderr. With o->comm (c->ddp set), as one rank of a data-parallel run:
+ * its device, its batch (the seed plus the rank), the header naming rank,
+ * world size, run and NCCL; the ranks agree before each step whether to go
+ * on, so that an interrupted run stops every rank after the same step.
+ * Progress is rank 0's only.
+ */
 enum record_outcome record_run(const struct record_opts *o, const struct model_config *c);
 
 /*

@@ -194,12 +194,15 @@ struct replay_config {
 	int precision;                 /* enum st_precision; -1 when precision_name is none of them */
 	int mode;                      /* enum st_mode; -1 likewise */
 	int attention;                 /* enum st_attention; -1 likewise */
-	int kernels;                   /* enum st_kernels; plain when not recorded (before 1.3) */
+	int kernels;                   /* enum st_kernels; plain when not recorded (before 1.4) */
 	const char *precision_name, *mode_name, *attention_name;   /* as recorded */
-	const char *kernels_name;      /* as recorded, "" before 1.3 */
+	const char *kernels_name;      /* as recorded, "" before 1.4 */
 	uint32_t warmup_steps, measured_steps;
 	uint64_t parameters, seed;
 	double lr;
+	int ddp;                       /* enum st_ddp; ST_DDP_NONE when not recorded, -1 unknown name */
+	const char *ddp_name;          /* as recorded, "" for a single process */
+	double bucket_mb;              /* bucket mode's bucket size, MB */
 };
 
 struct replay_device {
@@ -236,6 +239,10 @@ struct replay_run {
 	uint64_t time_base_ns;         /* event times are ns since this instant of the clock */
 	const char *api_calls;         /* the API calls recorded: "all", or the rule leaving some out; "" all */
 	uint32_t pid;                  /* the recording process, 0 when unknown (format before 1.2) */
+	/* several ranks (format 1.3): world_size 0 or 1 is a single process */
+	uint32_t rank, world_size, local_rank;
+	uint64_t run_id;               /* shared by the bundles of one run's ranks, 0 single */
+	const char *nccl_version;      /* "2.28.9", "" without NCCL */
 	struct replay_config config;
 	struct replay_device device;
 	struct replay_footer footer;

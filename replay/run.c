@@ -30,7 +30,7 @@ static void config_fill(struct replay_config *c, const Steptrace__RunConfig *m)
 	c->precision = st_lookup(st_precision_names, c->precision_name);
 	c->mode = st_lookup(st_mode_names, c->mode_name);
 	c->attention = st_lookup(st_attention_names, c->attention_name);
-	/* before 1.3 every step was plain */
+	/* before 1.4 every step was plain */
 	c->kernels = *c->kernels_name ? st_lookup(st_kernels_names, c->kernels_name)
 				      : ST_KERNELS_PLAIN;
 	c->warmup_steps = m->warmup_steps;
@@ -38,6 +38,9 @@ static void config_fill(struct replay_config *c, const Steptrace__RunConfig *m)
 	c->parameters = m->parameters;
 	c->seed = m->seed;
 	c->lr = m->lr;
+	c->ddp_name = str(m->ddp);
+	c->ddp = *c->ddp_name ? st_lookup(st_ddp_names, c->ddp_name) : ST_DDP_NONE;
+	c->bucket_mb = m->bucket_mb;
 }
 
 static void device_fill(struct replay_device *d, const Steptrace__DeviceInfo *m)
@@ -94,7 +97,8 @@ void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const S
 	memset(run, 0, sizeof(*run));
 	run->tool_version = run->command_line = run->hostname = run->clock = run->api_calls = "";
 	run->config.model = run->config.precision_name = run->config.mode_name = "";
-	run->config.attention_name = run->config.kernels_name = "";
+	run->config.attention_name = run->config.ddp_name = run->config.kernels_name = "";
+	run->nccl_version = "";
 	run->config.precision = run->config.mode = run->config.attention = -1;
 	run->config.kernels = -1;
 	run->device.name = run->device.peak_note = run->device.driver_version = "";
@@ -111,6 +115,11 @@ void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const S
 		run->time_base_ns = h->time_base_ns;
 		run->api_calls = str(h->api_calls);
 		run->pid = h->pid;
+		run->rank = h->rank;
+		run->world_size = h->world_size;
+		run->local_rank = h->local_rank;
+		run->run_id = h->run_id;
+		run->nccl_version = str(h->nccl_version);
 		if (h->config) {
 			run->has_config = true;
 			config_fill(&run->config, h->config);

@@ -8,13 +8,21 @@
 # flash, record attention and naive/flash bundles; README "Attention"),
 # fused (issue 17's measurements: bench --kernels plain,fused per size and
 # precision, PyTorch eager and torch.compile on the same sizes, the
-# agreement check for both kernel sets, a fused bundle; README "Fused").
+# agreement check for both kernel sets, a fused bundle; README "Fused"),
+# multi (issue 16 on two GPUs, nvidia-h200-x2: multi-tests, multi-allreduce,
+# multi-ddp and multi-record in turn; each can be run alone).
 # Default: tests samples overhead torch.
 # The build must have been configured at the path its CTest files name; on
 # the GPU machine link that path to the checkout first (see README).
 set -uo pipefail
 build=$1; out=$2; shift 2
 stages=${*:-tests samples overhead torch}
+expanded=""
+for s in $stages; do   # multi: its four stages
+	[ "$s" = multi ] && s="multi-tests multi-allreduce multi-ddp multi-record"
+	expanded="$expanded $s"
+done
+stages=$expanded
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 st=$build/steptrace
 mkdir -p "$out"
@@ -113,6 +121,58 @@ fused)
 	echo "== $st record --model small --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 2 -o fused.stb"
 	$st record --model small --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 2 \
 		-o "$out/fused.stb" 2>&1 | tail -2
+	;;
+multi-tests)
+	# NVLink multicast can take the host's GPUs out of service: off in everything started here
+	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+	nvidia-smi topo -m | head -4
+	ctest --test-dir "$build" -L gpu2 --output-on-failure 2>&1 | tee "$out/gpu2-tests.log" |
+		grep -E "Test +#|tests passed|tests failed|mean loss"
+	ctest --test-dir "$build" -R gpu_comm_check --output-on-failure 2>&1 | grep -E "Test +#"
+	;;
+multi-allreduce)
+	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+	args="--sizes 1MiB,10MiB,100MiB,1GiB --dtype f32,bf16 --warmup 5 --iters 20"
+	echo "== $st bench allreduce --nproc 2 $args"
+	$st bench allreduce --nproc 2 $args --format csv > "$out/st-allreduce.csv" 2>"$out/st-allreduce.err"
+	tail -2 "$out/st-allreduce.err"
+	echo "== python3 scripts/torch_allreduce.py --nproc 2 $args"
+	PYTHONUNBUFFERED=1 python3 scripts/torch_allreduce.py --nproc 2 $args --format csv \
+		> "$out/torch-allreduce.csv" 2>"$out/torch-allreduce.err"; tail -2 "$out/torch-allreduce.err"
+	python3 scripts/multi_tables.py --allreduce "$out/st-allreduce.csv" "$out/torch-allreduce.csv"
+	;;
+multi-ddp)
+	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+	args="--model small,large,xl --ctx 512 --precision fp32,bf16 --warmup 2 --steps 5"
+	echo "== $st bench $args   (one GPU, the same batch per GPU)"
+	$st bench $args --format csv > "$out/st-single.csv" 2>/dev/null
+	for m in naive flat overlap bucket; do
+		echo "== $st bench --nproc 2 --ddp $m $args"
+		$st bench --nproc 2 --ddp $m $args --format csv > "$out/st-ddp-$m.csv" 2>"$out/st-ddp-$m.err" ||
+			tail -3 "$out/st-ddp-$m.err"
+	done
+	echo "== python3 scripts/torch_ddp.py --nproc 2 $args"
+	PYTHONUNBUFFERED=1 python3 scripts/torch_ddp.py --nproc 2 $args --format csv > "$out/torch-ddp.csv" \
+		2>"$out/torch-ddp.err"; tail -2 "$out/torch-ddp.err"
+	python3 scripts/multi_tables.py --single "$out/st-single.csv" --ddp "$out"/st-ddp-*.csv \
+		--torch-ddp "$out/torch-ddp.csv"
+	;;
+multi-record)
+	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+	for m in bucket naive; do
+		echo "== $st record --nproc 2 --ddp $m --model small --ctx 512 --precision bf16 --warmup 1 --steps 2 -o ddp-$m.stb"
+		$st record --nproc 2 --ddp $m --model small --ctx 512 --precision bf16 --warmup 1 --steps 2 \
+			-o "$out/ddp-$m.stb" 2>&1 | tail -3
+	done
+	echo "== $st comm ddp-bucket.rank0.stb ddp-bucket.rank1.stb"
+	$st comm "$out"/ddp-bucket.rank*.stb
+	echo "== $st summary ddp-bucket.rank*.stb --by category"
+	$st summary "$out"/ddp-bucket.rank*.stb --by category
+	echo "== $st diff ddp-naive.rank*.stb ddp-bucket.rank*.stb --top 8"
+	$st diff "$out"/ddp-naive.rank*.stb "$out"/ddp-bucket.rank*.stb --top 8
+	$st export "$out"/ddp-bucket.rank*.stb -o "$out/ddp-bucket.pftrace"
+	$st report "$out"/ddp-bucket.rank*.stb -o "$out/ddp-bucket.html"
+	ls -l "$out"/ddp-*.stb
 	;;
 torch)
 	for p in fp32 tf32 bf16; do

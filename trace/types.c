@@ -8,6 +8,28 @@ const char *const st_mode_names[] = { "forward", "fwdbwd", "train", NULL };
 const char *const st_attention_names[] = { "naive", "flash", NULL };
 const char *const st_kernels_names[] = { "plain", "fused", NULL };
 const char *const st_peak_source_names[] = { "unknown", "measured", "datasheet", NULL };
+const char *const st_ddp_names[] = { "none", "naive", "flat", "overlap", "bucket", NULL };
+const char *const st_collective_names[] = {
+	"allreduce", "allgather", "reducescatter", "broadcast", "reduce", NULL,
+};
+
+double st_bus_factor(int collective, int ranks)
+{
+	if (ranks < 1)
+		return 0;
+	switch (collective) {
+	case ST_COLL_ALLREDUCE:
+		return 2.0 * (ranks - 1) / ranks;
+	case ST_COLL_ALLGATHER:
+	case ST_COLL_REDUCESCATTER:
+		return (double)(ranks - 1) / ranks;
+	case ST_COLL_BROADCAST:
+	case ST_COLL_REDUCE:
+		return 1.0;
+	default:
+		return 0;
+	}
+}
 
 const char *st_name(const char *const *names, int v)
 {

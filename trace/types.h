@@ -34,6 +34,32 @@ extern const char *const st_attention_names[];   /* "naive", "flash" */
 enum st_kernels { ST_KERNELS_PLAIN, ST_KERNELS_FUSED };
 extern const char *const st_kernels_names[];     /* "plain", "fused" */
 
+/*
+ * Data parallelism over several GPUs (--ddp): how each rank's gradients are
+ * averaged over the ranks. naive: one all-reduce per parameter after the
+ * backward; flat: one all-reduce of every gradient after the backward;
+ * overlap: one per parameter, started in the backward as soon as that
+ * gradient is final; bucket: gradients grouped in reverse order into
+ * buckets of about --bucket-mb, each started as soon as it is complete.
+ */
+enum st_ddp { ST_DDP_NONE, ST_DDP_NAIVE, ST_DDP_FLAT, ST_DDP_OVERLAP, ST_DDP_BUCKET };
+extern const char *const st_ddp_names[];         /* "none", "naive", "flat", "overlap", "bucket" */
+
+/* Collective operations, as NCCL names them (lower case, no underscores). */
+enum st_collective {
+	ST_COLL_ALLREDUCE, ST_COLL_ALLGATHER, ST_COLL_REDUCESCATTER, ST_COLL_BROADCAST, ST_COLL_REDUCE,
+};
+extern const char *const st_collective_names[];  /* "allreduce", "allgather", "reducescatter", ... */
+
+/*
+ * nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md there): bus
+ * bandwidth = algorithm bandwidth (bytes / time) * factor, which makes the
+ * number comparable with the hardware's link speed whatever the rank
+ * count: all-reduce 2(n - 1)/n, all-gather and reduce-scatter (n - 1)/n,
+ * broadcast and reduce 1. 0 for n < 1 or an unknown collective.
+ */
+double st_bus_factor(int collective, int ranks);
+
 /* The name of value v in a NULL-terminated name table, "?" when out of range. */
 const char *st_name(const char *const *names, int v);
 /* The index of s in a NULL-terminated name table, -1 if absent. */

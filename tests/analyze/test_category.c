@@ -7,6 +7,8 @@
 #include "analyze/category.h"
 #include "tests/lib/check.h"
 
+#include <string.h>
+
 static enum kernel_category of(const char *kind, const char *phase, const char *kernel)
 {
 	return category_pick(category_from_op(kind, phase), category_from_kernel_name(kernel));
@@ -28,6 +30,11 @@ int main(void)
 	/* an op kind that says nothing ("ln1") leaves it to the kernel's name */
 	CHECK(of("ln1", "forward", "void rmsnorm_forward_kernel<float>(...)") == CAT_REDUCTION);
 	CHECK(of("adamw", "optimizer", "cast_kernel") == CAT_OPTIMIZER);
+	/* collectives: a communication op's (not "reduction" for AllReduce), or NCCL's without an op */
+	CHECK(of("allreduce/bucket.3", "comm",
+		 "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == CAT_COMM);
+	CHECK(category_from_kernel_name("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)") == CAT_COMM);
+	CHECK(!strcmp(category_name(CAT_COMM), "communication"));
 	/* PyTorch's kernels carry lambdas in their names: not the LAMB optimizer */
 	CHECK(category_from_kernel_name("void at::native::vectorized_elementwise_kernel<8, at::native::"
 					"bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}, "

@@ -93,7 +93,7 @@ expect summary-category 0 "$H
 25.8,320,4,80.0,80.0,60,100,23.1,softmax
 21.0,260,6,43.3,40.0,40,50,5.2,elementwise
 16.1,200,2,100.0,100.0,100,100,0.0,optimizer
-6.5,80,2,40.0,40.0,40,40,0.0,other
+6.5,80,2,40.0,40.0,40,40,0.0,communication
 4.8,60,4,15.0,15.0,10,20,5.8,memcpy/memset
 
 # Time (%) is a share of kernel time: memcpy and memset rows are measured against it, not part of it" -- summary "$dir/basic.stb" --format csv --by category

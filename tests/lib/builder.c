@@ -62,6 +62,27 @@ void builder_h100(struct builder *b, const char *name)
 	b->device.cuda_runtime_version = 13000;
 }
 
+void builder_rank(struct builder *b, uint32_t rank, uint32_t world, uint64_t run_id, const char *ddp)
+{
+	b->header.rank = rank;
+	b->header.world_size = world;
+	b->header.local_rank = rank;
+	b->header.run_id = run_id;
+	b->header.nccl_version = "2.28.9";
+	b->config.ddp = (char *)(ddp ? ddp : "");
+	b->device.index = rank;
+	b->gpu = rank;
+}
+
+uint32_t builder_comm_op(struct builder *b, const char *path, uint64_t bytes)
+{
+	const char *kind = strstr(path, "comm/");
+
+	return builder_op(b, &(struct builder_op){ .path = path, .kind = kind ? kind + 5 : path,
+				  .phase = "comm", .bytes = bytes, .inputs = { ST_DT_F32 },
+				  .outputs = { ST_DT_F32 } });
+}
+
 int builder_open(struct builder *b, const char *path)
 {
 	b->writer = bundle_writer_open(path, &b->header, NULL);
@@ -199,6 +220,7 @@ void builder_kernel(struct builder *b, const char *name, uint64_t correlation, u
 	ev.kernel.name = builder_string(b, name);
 	ev.kernel.correlation = correlation;
 	ev.kernel.stream = stream;
+	ev.kernel.device = b->gpu;
 	ev.kernel.op = op;
 	memcpy(ev.kernel.grid, g->grid, sizeof(g->grid));
 	memcpy(ev.kernel.block, g->block, sizeof(g->block));
@@ -217,6 +239,7 @@ void builder_memcpy(struct builder *b, uint32_t copy_kind, uint64_t bytes, uint6
 	ev.memcpy.bytes = bytes;
 	ev.memcpy.correlation = correlation;
 	ev.memcpy.stream = stream;
+	ev.memcpy.device = b->gpu;
 	ev.memcpy.op = op;
 	builder_add(b, &ev);
 }
@@ -229,6 +252,7 @@ void builder_memset(struct builder *b, uint64_t bytes, uint64_t correlation, uin
 	ev.memset.bytes = bytes;
 	ev.memset.correlation = correlation;
 	ev.memset.stream = stream;
+	ev.memset.device = b->gpu;
 	ev.memset.op = op;
 	builder_add(b, &ev);
 }

@@ -61,6 +61,7 @@ struct builder {
 	uint64_t thread;                    /* of ranges, calls and steps (1) */
 	uint32_t cbid;                      /* CUPTI callback id written on calls (0) */
 	uint32_t source;                    /* enum st_mem_source of allocations (model) */
+	uint32_t gpu;                       /* CUDA device of kernels, copies and memsets (0) */
 	struct builder_geometry geometry;   /* of the kernels written next */
 
 	uint64_t correlation;               /* the last call's */
@@ -92,6 +93,25 @@ void builder_init(struct builder *b);
 void builder_small_model(struct builder *b, const char *precision);
 void builder_peaks(struct builder *b, double fp32, double tf32, double bf16, double bytes_per_second);
 void builder_h100(struct builder *b, const char *name);
+
+/*
+ * One rank of a run of several (format 1.3): rank `rank` of `world` in run
+ * `run_id`, data parallelism `ddp` ("bucket", ...; NULL for none), NCCL
+ * 2.28.9, on device `rank` (b->gpu and the header's). b->header.time_base_ns
+ * and hostname are the test's to set.
+ */
+void builder_rank(struct builder *b, uint32_t rank, uint32_t world, uint64_t run_id, const char *ddp);
+
+/* How CUPTI names NCCL's ring all-reduce kernel of FP32 sums. */
+#define BUILDER_NCCL_ALLREDUCE "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+/*
+ * A communication op as the data-parallel step registers one: phase
+ * "comm", `path` such as "step/backward/comm/allreduce/bucket.3" (kind: what
+ * follows "comm/", "allreduce/bucket.3"), `bytes` its message size, F32.
+ * Returns its id.
+ */
+uint32_t builder_comm_op(struct builder *b, const char *path, uint64_t bytes);
 
 /* Creates the bundle `path` with b->header. -1 after an error line. */
 int builder_open(struct builder *b, const char *path);

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "lib/error.h"
+#include "model/allreduce_bench.h"
 #include "model/attention_bench.h"
 #include "model/model.h"
 #include "tests/lib/reference.h"
@@ -194,6 +195,24 @@ void model_free(struct model *m)
 	free(m->inputs);
 	free(m->targets);
 	free(m);
+}
+
+/* Data parallelism needs NCCL and GPUs; the CPU tests build with comm_none.c, so no
+ * communicator ever reaches these. */
+int model_set_comm(struct model *m, struct comm *comm)
+{
+	return error("the CPU stand-in of the model has no data parallelism");
+}
+
+int model_agree(struct model *m, int *flag)
+{
+	return MODEL_OK;
+}
+
+int allreduce_bench_run(struct comm *comm, const struct allreduce_opts *o, struct report *rep,
+			uint64_t *wrong)
+{
+	return error("the CPU stand-in of the model runs no all-reduce");
 }
 
 /* `bench attention` needs the GPU: here only its command line is tested. */

@@ -104,6 +104,25 @@ int main(void)
 	CHECK(BENCH(buf, "--steps", "0") == 129, "no steps");
 	CHECK(BENCH(buf, "--format", "xml") == 129, "bad format");
 	CHECK(BENCH(buf, "extra") == 129, "positional argument");
+	/* several GPUs: flags checked first; this build has no NCCL (comm_none.c) and says so */
+	CHECK(BENCH(buf, "--nproc", "2") == 129, "--nproc without --ddp");
+	CHECK(BENCH(buf, "--nproc", "-1", "--ddp", "flat") == 129, "negative --nproc");
+	CHECK(BENCH(buf, "--ddp", "flat", "--timeout", "0") == 129, "zero --timeout");
+	CHECK(BENCH(buf, "--ddp", "sharded") == 129, "unknown --ddp");
+	CHECK(BENCH(buf, "--ddp", "flat", "--mode", "forward") == 1, "--ddp needs a backward");
+	CHECK(BENCH(buf, "--ddp", "flat", "--bucket-mb", "5") == 1, "--bucket-mb without buckets");
+	CHECK(BENCH(buf, "--ddp", "bucket", "--bucket-mb", "0") == 1, "a bucket of 0 MB");
+	CHECK(BENCH(buf, "--ddp", "bucket", "--nproc", "2", "--d-model", "16", "--layers", "1",
+		    "--heads", "2") == 1, "no NCCL in this build");
+	CHECK(buf[0] == '\0', "nothing on stdout:\n%s", buf);
+	CHECK(BENCH(buf, "allreduce", "--help") == 0, "allreduce --help");
+	CHECK(BENCH(buf, "allreduce", "--sizes", "1MiB,x") == 129, "allreduce: bad size");
+	CHECK(BENCH(buf, "allreduce", "--sizes", "2") == 129, "allreduce: less than an element");
+	CHECK(BENCH(buf, "allreduce", "--dtype", "f64") == 129, "allreduce: unknown dtype");
+	CHECK(BENCH(buf, "allreduce", "--iters", "0") == 129, "allreduce: no iterations");
+	CHECK(BENCH(buf, "allreduce", "extra") == 129, "allreduce: positional argument");
+	CHECK(BENCH(buf, "allreduce", "--nproc", "2") == 1, "allreduce: no NCCL in this build");
+
 	setenv("ST_TEST_NO_GPU", "1", 1);
 	CHECK(BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2") == 1, "no GPU");
 

@@ -1,0 +1,521 @@
+/* comm.c: `steptrace comm` (see comm.h). */
+#include "analyze/comm.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/error.h"
+#include "lib/grow.h"
+
+bool comm_is_collective(const struct replay *rp, const struct replay_activity *a)
+{
+	const struct replay_op *op;
+
+	if (a->kind != ST_KERNEL)
+		return false;
+	op = replay_op(rp, a->op);
+	if (op)
+		return !strcmp(replay_str(rp, op->phase), "comm");
+	return !strncmp(replay_str(rp, a->name), "nccl", 4);
+}
+
+/* ---- computation's busy time ------------------------------------------------- */
+
+/* The union of intervals, sorted and disjoint. */
+struct spans {
+	uint64_t *s, *e;
+	size_t n, cap_s, cap_e;
+};
+
+static void spans_release(struct spans *sp)
+{
+	free(sp->s);
+	free(sp->e);
+	memset(sp, 0, sizeof(*sp));
+}
+
+/* The counted computation kernels of rp (activities come sorted by start). */
+static int compute_spans(const struct replay *rp, bool warm, struct spans *sp)
+{
+	memset(sp, 0, sizeof(*sp));
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+
+		if (a->kind != ST_KERNEL || comm_is_collective(rp, a) || !replay_counts(rp, a->step, warm))
+			continue;
+		if (sp->n && a->start <= sp->e[sp->n - 1]) {
+			if (a->end > sp->e[sp->n - 1])
+				sp->e[sp->n - 1] = a->end;
+			continue;
+		}
+		if (ALLOC_GROW(sp->s, sp->n + 1, sp->cap_s) || ALLOC_GROW(sp->e, sp->n + 1, sp->cap_e)) {
+			spans_release(sp);
+			return -1;
+		}
+		sp->s[sp->n] = a->start;
+		sp->e[sp->n++] = a->end;
+	}
+	return 0;
+}
+
+static uint64_t spans_total(const struct spans *sp)
+{
+	uint64_t t = 0;
+
+	for (size_t i = 0; i < sp->n; i++)
+		t += sp->e[i] - sp->s[i];
+	return t;
+}
+
+/* How much of [s, e] the spans cover. */
+static uint64_t covered(const struct spans *sp, uint64_t s, uint64_t e)
+{
+	size_t lo = 0, hi = sp->n;
+	uint64_t c = 0;
+
+	while (lo < hi) {   /* the first span ending after s */
+		size_t mid = lo + (hi - lo) / 2;
+		if (sp->e[mid] <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < sp->n && sp->s[i] < e; i++) {
+		uint64_t a = sp->s[i] > s ? sp->s[i] : s, b = sp->e[i] < e ? sp->e[i] : e;
+		if (b > a)
+			c += b - a;
+	}
+	return c;
+}
+
+int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals *t)
+{
+	struct spans sp;
+
+	memset(t, 0, sizeof(*t));
+	if (compute_spans(rp, include_warmup, &sp))
+		return error("out of memory");
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+
+		if (!comm_is_collective(rp, a) || !replay_counts(rp, a->step, include_warmup))
+			continue;
+		t->kernels++;
+		t->time_ns += a->end - a->start;
+		t->hidden_ns += covered(&sp, a->start, a->end);
+	}
+	t->compute_ns = spans_total(&sp);
+	spans_release(&sp);
+	return 0;
+}
+
+/* ---- per collective, across ranks ---------------------------------------------- */
+
+/* One rank's instances of a collective, on the run's time line. */
+struct instances {
+	uint64_t *start, *end;
+	size_t n, cap_s, cap_e;
+};
+
+struct coll {
+	const char *name;            /* the op's kind, "(no op)" for NCCL's own */
+	int type;                    /* enum st_collective, -1 unknown */
+	uint64_t bytes;              /* per instance, 0 unknown */
+	uint64_t count, time, hidden;   /* over the ranks */
+	struct instances *inst;      /* per rank */
+	/* matched across ranks */
+	size_t matched;
+	uint64_t transfer, skew_sum, skew_max, wait_sum;
+	uint32_t *last;              /* per rank: times it arrived last */
+	bool uneven;                 /* the ranks ran different numbers of it */
+};
+
+struct rank_sum {
+	uint64_t time, hidden, compute, steps;
+	double step_ms;
+};
+
+struct comm_work {
+	const struct replay_ranks *rs;
+	bool warm;
+	struct coll *c;
+	size_t n, cap;
+	struct rank_sum *rank;
+};
+
+/* The type named by a kind's first component: "allreduce/bucket.3" -> ST_COLL_ALLREDUCE. */
+static int coll_type(const char *kind)
+{
+	char first[32];
+	size_t n = strcspn(kind, "/");
+
+	if (n >= sizeof(first))
+		return -1;
+	memcpy(first, kind, n);
+	first[n] = '\0';
+	return st_lookup(st_collective_names, first);
+}
+
+static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t bytes)
+{
+	struct coll *c;
+
+	for (size_t i = 0; i < w->n; i++)
+		if (!strcmp(w->c[i].name, name))
+			return &w->c[i];
+	if (ALLOC_GROW(w->c, w->n + 1, w->cap))
+		return NULL;
+	c = &w->c[w->n];
+	memset(c, 0, sizeof(*c));
+	c->inst = calloc(w->rs->n, sizeof(*c->inst));
+	c->last = calloc(w->rs->n, sizeof(*c->last));
+	if (!c->inst || !c->last) {
+		free(c->inst);
+		free(c->last);
+		return NULL;
+	}
+	c->name = name;
+	c->type = coll_type(name);
+	c->bytes = bytes;
+	w->n++;
+	return c;
+}
+
+/* One rank's collectives into w. */
+static int gather_rank(struct comm_work *w, size_t r)
+{
+	const struct replay *rp = w->rs->rank[r];
+	int64_t off = w->rs->offset[r];
+	struct rank_sum *rs = &w->rank[r];
+	struct spans sp;
+	uint64_t wall = 0;
+	size_t n_wall = 0;
+
+	if (compute_spans(rp, w->warm, &sp))
+		return error("out of memory");
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+		const struct replay_op *op;
+		struct instances *in;
+		struct coll *c;
+		uint64_t hidden;
+
+		if (!comm_is_collective(rp, a) || !replay_counts(rp, a->step, w->warm))
+			continue;
+		op = replay_op(rp, a->op);
+		c = coll_of(w, op ? replay_str(rp, op->kind ? op->kind : op->path) : "(no op)",
+			    op ? op->bytes : 0);
+		if (!c)
+			goto oom;
+		hidden = covered(&sp, a->start, a->end);
+		c->count++;
+		c->time += a->end - a->start;
+		c->hidden += hidden;
+		rs->time += a->end - a->start;
+		rs->hidden += hidden;
+		in = &c->inst[r];
+		if (ALLOC_GROW(in->start, in->n + 1, in->cap_s) || ALLOC_GROW(in->end, in->n + 1, in->cap_e))
+			goto oom;
+		in->start[in->n] = (uint64_t)((int64_t)a->start + off);
+		in->end[in->n++] = (uint64_t)((int64_t)a->end + off);
+	}
+	rs->compute = spans_total(&sp);
+	rs->steps = replay_step_divisor(rp, w->warm);
+	for (size_t i = 0; i < rp->n_steps; i++)
+		if (replay_counts(rp, (int32_t)i, w->warm)) {
+			wall += rp->steps[i].end - rp->steps[i].start;
+			n_wall++;
+		}
+	rs->step_ms = n_wall ? (double)wall / (double)n_wall / 1e6 : 0;
+	spans_release(&sp);
+	return 0;
+oom:
+	spans_release(&sp);
+	return error("out of memory");
+}
+
+/* The k-th instances of each rank taken as one collective. */
+static void match(struct comm_work *w, struct coll *c)
+{
+	size_t n = w->rs->n, m = SIZE_MAX;
+
+	for (size_t r = 0; r < n; r++) {
+		if (c->inst[r].n != c->inst[0].n)
+			c->uneven = true;
+		if (c->inst[r].n < m)
+			m = c->inst[r].n;
+	}
+	for (size_t j = 0; j < m; j++) {
+		uint64_t max_s = 0, min_s = UINT64_MAX, max_e = 0;
+		size_t last = 0;
+
+		for (size_t r = 0; r < n; r++) {
+			uint64_t start = c->inst[r].start[j];
+
+			if (r == 0 || start > max_s) {
+				max_s = start;
+				last = r;
+			}
+			if (start < min_s)
+				min_s = start;
+			if (c->inst[r].end[j] > max_e)
+				max_e = c->inst[r].end[j];
+		}
+		c->transfer += max_e > max_s ? max_e - max_s : 0;
+		c->skew_sum += max_s - min_s;
+		if (max_s - min_s > c->skew_max)
+			c->skew_max = max_s - min_s;
+		c->last[last]++;
+		for (size_t r = 0; r < n; r++)
+			if (r != last)
+				c->wait_sum += max_s - c->inst[r].start[j];
+	}
+	c->matched = m == SIZE_MAX ? 0 : m;
+}
+
+static int cmp_coll(const void *x, const void *y)
+{
+	const struct coll *a = x, *b = y;
+
+	if (a->time != b->time)
+		return a->time < b->time ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* ---- the tables ------------------------------------------------------------------ */
+
+static void coll_columns(struct table *t)
+{
+	table_add_column(t, "Collective", COL_STR, 0);
+	table_add_column(t, "Count", COL_FLOAT, 2);
+	table_add_column(t, "Bytes", COL_INT, 0);
+	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Transfer (us)", COL_FLOAT, 1);
+	table_add_column(t, "Algbw (GB/s)", COL_FLOAT, 2);
+	table_add_column(t, "Busbw (GB/s)", COL_FLOAT, 2);
+	table_add_column(t, "Hidden (%)", COL_FLOAT, 1);
+	table_add_column(t, "Exposed (%)", COL_FLOAT, 1);
+}
+
+/*
+ * A row: per step and rank `per` (steps * ranks) of count and time; bytes
+ * and transfer per instance (a collective) or per step (a type's total).
+ */
+static void coll_row(struct table *t, const char *name, double count, uint64_t bytes, double time_ns,
+		     double transfer_ns, int type, uint32_t world, uint64_t hidden, uint64_t total)
+{
+	double alg = transfer_ns > 0 && bytes ? (double)bytes / transfer_ns : 0;
+
+	table_row(t);
+	table_str(t, name);
+	table_count(t, count);
+	if (bytes)
+		table_int(t, (int64_t)bytes);
+	else
+		table_empty(t);
+	table_float(t, time_ns / 1e6);
+	if (transfer_ns > 0)
+		table_float(t, transfer_ns / 1e3);
+	else
+		table_empty(t);
+	if (alg > 0) {
+		table_float(t, alg);
+		if (type >= 0)
+			table_float(t, alg * st_bus_factor(type, (int)world));
+		else
+			table_empty(t);
+	} else {
+		table_empty(t);
+		table_empty(t);
+	}
+	table_float(t, pct(hidden, total));
+	table_float(t, total ? 100.0 - pct(hidden, total) : 0);
+}
+
+static void collectives_table(struct comm_work *w, const struct comm_opts *o, struct report *r)
+{
+	struct table *t = report_add_table(r, "collectives",
+		"Collectives per measured step and rank (bytes and transfer per instance; mean over ranks)");
+	double per = (double)w->rank[0].steps * (double)w->rs->n;
+	size_t shown = o->top > 0 && (size_t)o->top < w->n ? (size_t)o->top : w->n;
+
+	if (o->include_warmup)
+		report_note(r, "steps: every recorded step, warm-up included");
+	coll_columns(t);
+	for (size_t i = 0; i < shown; i++) {
+		const struct coll *c = &w->c[i];
+
+		coll_row(t, c->name, (double)c->count / per, c->bytes, (double)c->time / per,
+			 c->matched ? (double)c->transfer / (double)c->matched : 0, c->type,
+			 w->rs->world_size, c->hidden, c->time);
+	}
+	/* each type's total per step: its bytes and transfers added up */
+	for (int type = -1; type < ST_COLL_REDUCE + 1; type++) {
+		uint64_t count = 0, time = 0, hidden = 0, bytes = 0, kinds = 0;
+		double transfer = 0;
+		char name[64];
+
+		for (size_t i = 0; i < w->n; i++) {
+			const struct coll *c = &w->c[i];
+			if (c->type != type)
+				continue;
+			kinds++;
+			count += c->count;
+			time += c->time;
+			hidden += c->hidden;
+			bytes += (uint64_t)((double)c->bytes * (double)c->count / per + 0.5);
+			if (c->matched)
+				transfer += (double)c->transfer / (double)c->matched * (double)c->count / per;
+		}
+		if (kinds < 2)
+			continue;
+		snprintf(name, sizeof(name), "%s (total per step)",
+			 type >= 0 ? st_collective_names[type] : "other");
+		coll_row(t, name, (double)count / per, bytes, (double)time / per, transfer, type,
+			 w->rs->world_size, hidden, time);
+	}
+	if (shown < w->n)
+		report_note(r, "%zu of %zu collectives shown (--top %d)", shown, w->n, o->top);
+}
+
+static void skew_table(struct comm_work *w, struct report *r)
+{
+	struct table *t = report_add_table(r, "skew", "Arrival skew between ranks (kernel starts on the run's time line)");
+
+	table_add_column(t, "Collective", COL_STR, 0);
+	table_add_column(t, "Instances", COL_INT, 0);
+	table_add_column(t, "Skew Mean (us)", COL_FLOAT, 1);
+	table_add_column(t, "Skew Max (us)", COL_FLOAT, 1);
+	table_add_column(t, "Last Rank", COL_INT, 0);
+	table_add_column(t, "Last (%)", COL_FLOAT, 1);
+	table_add_column(t, "Wait Mean (us)", COL_FLOAT, 1);
+	for (size_t i = 0; i < w->n; i++) {
+		const struct coll *c = &w->c[i];
+		size_t most = 0;
+
+		if (!c->matched)
+			continue;
+		for (size_t k = 1; k < w->rs->n; k++)
+			if (c->last[k] > c->last[most])
+				most = k;
+		table_row(t);
+		table_str(t, c->name);
+		table_int(t, (int64_t)c->matched);
+		table_float(t, (double)c->skew_sum / (double)c->matched / 1e3);
+		table_float(t, (double)c->skew_max / 1e3);
+		table_int(t, replay_ranks_rank(w->rs, most));
+		table_float(t, pct(c->last[most], c->matched));
+		table_float(t, (double)c->wait_sum / ((double)c->matched * (double)(w->rs->n - 1)) / 1e3);
+		if (c->uneven)
+			report_note(r, "the ranks ran '%s' a different number of times: skew compares the first %zu",
+				    c->name, c->matched);
+	}
+}
+
+static void ranks_table(struct comm_work *w, struct report *r)
+{
+	struct table *t = report_add_table(r, "ranks", "Communication and computation per measured step");
+	uint64_t time = 0, hidden = 0;
+	double steps = 0, exposed_ms = 0, step_ms = 0;
+
+	table_add_column(t, "Rank", COL_INT, 0);
+	table_add_column(t, "Comm (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Hidden (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Exposed (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Hidden (%)", COL_FLOAT, 1);
+	table_add_column(t, "Exposed (%)", COL_FLOAT, 1);
+	table_add_column(t, "Compute (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Step (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Exposed of Step (%)", COL_FLOAT, 1);
+	for (size_t k = 0; k < w->rs->n; k++) {
+		const struct rank_sum *s = &w->rank[k];
+		double d = (double)s->steps * 1e6, exposed = (double)(s->time - s->hidden) / d;
+
+		table_row(t);
+		table_int(t, replay_ranks_rank(w->rs, k));
+		table_float(t, (double)s->time / d);
+		table_float(t, (double)s->hidden / d);
+		table_float(t, exposed);
+		table_float(t, pct(s->hidden, s->time));
+		table_float(t, s->time ? 100.0 - pct(s->hidden, s->time) : 0);
+		table_float(t, (double)s->compute / d);
+		if (s->step_ms > 0) {
+			table_float(t, s->step_ms);
+			table_float(t, 100.0 * exposed / s->step_ms);
+		} else {
+			table_empty(t);
+			table_empty(t);
+		}
+		time += s->time;
+		hidden += s->hidden;
+		steps += (double)s->steps;
+		exposed_ms += exposed;
+		step_ms += s->step_ms;
+	}
+	if (!time)
+		return;
+	exposed_ms /= (double)w->rs->n;
+	step_ms /= (double)w->rs->n;
+	report_note(r, "communication %.3f ms per step and rank: %.1f%% hidden under computation, %.1f%% "
+		    "exposed (%.3f ms)", (double)time / steps / 1e6, pct(hidden, time),
+		    100.0 - pct(hidden, time), exposed_ms);
+	if (step_ms > 0)
+		report_note(r, "exposed communication is %.1f%% of the %.3f ms step", 100.0 * exposed_ms / step_ms,
+			    step_ms);
+}
+
+static void work_release(struct comm_work *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		for (size_t r = 0; r < w->rs->n; r++) {
+			free(w->c[i].inst[r].start);
+			free(w->c[i].inst[r].end);
+		}
+		free(w->c[i].inst);
+		free(w->c[i].last);
+	}
+	free(w->c);
+	free(w->rank);
+}
+
+int comm_run(const struct replay_ranks *rs, const struct comm_opts *o, struct report *r)
+{
+	struct comm_work w = { .rs = rs, .warm = o->include_warmup };
+	int rc = -1;
+
+	w.rank = calloc(rs->n, sizeof(*w.rank));
+	if (!w.rank)
+		return error("out of memory");
+	for (size_t k = 0; k < rs->n; k++)
+		if (gather_rank(&w, k))
+			goto out;
+	for (size_t i = 0; i < w.n; i++)
+		match(&w, &w.c[i]);
+	if (w.n > 1)
+		qsort(w.c, w.n, sizeof(*w.c), cmp_coll);
+	collectives_table(&w, o, r);
+	if (rs->n > 1)
+		skew_table(&w, r);
+	ranks_table(&w, r);
+	if (!w.n)
+		report_note(r, "no collectives: the bundle%s hold%s no communication (record with --ddp on "
+			    "several GPUs)", rs->n > 1 ? "s" : "", rs->n > 1 ? "" : "s");
+	if (rs->n > 1)
+		report_note(r, "%zu ranks; time line: %s", rs->n, rs->alignment);
+	if (rs->world_size > rs->n)
+		report_note(r, "%zu of the run's %" PRIu32 " ranks given: bus bandwidth counts the run's "
+			    "ranks, skew and totals the ranks given", rs->n, rs->world_size);
+	else if (rs->n == 1)
+		report_note(r, "one rank: no skew (give every rank's bundle)");
+	rc = 0;
+out:
+	work_release(&w);
+	return rc;
+}

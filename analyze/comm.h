@@ -1,0 +1,63 @@
+/*
+ * comm.h: `steptrace comm`, the communication of a run on several GPUs
+ * from its rank bundles (SPEC.md, "Analyses").
+ *
+ * A collective is a kernel of a communication op (phase "comm", the kind
+ * naming it: "allreduce/bucket.3", its message size in the op's bytes), or
+ * a kernel named nccl... that no op launched. Per collective, over the
+ * measured steps: instances and time per step and rank, bytes, the
+ * transfer time (from the last rank's arrival to the last rank's end: the
+ * time the data moved while every rank was in), algorithm bandwidth (bytes
+ * / transfer) and bus bandwidth (nccl-tests' factor, st_bus_factor), and
+ * the share of its time hidden under computation and exposed.
+ *
+ * Hidden and exposed, as Holistic Trace Analysis's computation-
+ * communication overlap: on each rank, the part of a collective's kernel
+ * time during which a computation kernel (any kernel that is not a
+ * collective, on any stream of the rank) runs is hidden; the rest is
+ * exposed.
+ *
+ * Skew, with two ranks or more: the k-th instance of a collective on each
+ * rank is one collective; its ranks arrive when their kernels start (on
+ * the run's time line, replay/ranks.h), the last one to arrive makes the
+ * others wait: skew = last arrival - first arrival, a rank's wait = last
+ * arrival - its arrival.
+ */
+#ifndef STEPTRACE_ANALYZE_COMM_H
+#define STEPTRACE_ANALYZE_COMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/table.h"
+#include "replay/ranks.h"
+#include "replay/replay.h"
+
+struct comm_opts {
+	bool include_warmup;   /* count warm-up steps and work outside steps */
+	int top;               /* collectives shown, 0: all */
+};
+
+/* One replay's collectives (a rank's, or a pooled run's), counted steps only. */
+struct comm_totals {
+	uint64_t kernels;      /* collective kernels */
+	uint64_t time_ns;      /* their time */
+	uint64_t hidden_ns;    /* the part under computation */
+	uint64_t compute_ns;   /* computation kernels' busy time (their union) */
+};
+
+/* 0, or -1 after an error line. */
+int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals *t);
+
+/* True when the kernel is a collective: a "comm" op's, or NCCL's without an op. */
+bool comm_is_collective(const struct replay *rp, const struct replay_activity *a);
+
+/*
+ * The report: tables "collectives" (per collective and each kind's total),
+ * "ranks" (per rank: communication, hidden, exposed, computation, step),
+ * and, with two ranks or more, "skew"; notes with the run's totals. 0, or
+ * -1 after an error line.
+ */
+int comm_run(const struct replay_ranks *rs, const struct comm_opts *o, struct report *r);
+
+#endif

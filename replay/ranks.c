@@ -1,0 +1,464 @@
+/* ranks.c: see ranks.h. */
+#include "replay/ranks.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/error.h"
+#include "lib/grow.h"
+
+#define POOL_GAP_NS 1000000ull   /* between one rank's last event and the next rank's first */
+
+uint32_t replay_ranks_rank(const struct replay_ranks *rs, size_t i)
+{
+	const struct replay_run *h = &rs->rank[i]->run;
+
+	return h->world_size > 1 ? h->rank : (uint32_t)i;
+}
+
+/* ---- runs -------------------------------------------------------------------- */
+
+static bool multi(const struct replay *rp)
+{
+	return rp->run.world_size > 1 && rp->run.run_id != 0;
+}
+
+static int cmp_rank(const void *x, const void *y)
+{
+	const struct replay *a = *(const struct replay *const *)x, *b = *(const struct replay *const *)y;
+
+	return a->run.rank < b->run.rank ? -1 : a->run.rank > b->run.rank;
+}
+
+/* What must be equal across the ranks of one run. */
+static int agree(const struct replay *a, const struct replay *b)
+{
+	const struct replay_config *x = &a->run.config, *y = &b->run.config;
+
+	if (a->run.world_size != b->run.world_size)
+		return error("'%s' and '%s' disagree on the run's size (%" PRIu32 " and %" PRIu32 " ranks)",
+			     a->path, b->path, a->run.world_size, b->run.world_size);
+	if (strcmp(x->model, y->model) || x->d_model != y->d_model || x->layers != y->layers ||
+	    x->batch != y->batch || x->ctx != y->ctx || strcmp(x->precision_name, y->precision_name) ||
+	    strcmp(x->mode_name, y->mode_name) || strcmp(x->ddp_name, y->ddp_name))
+		return error("'%s' and '%s' carry one run id but different configurations", a->path, b->path);
+	return 0;
+}
+
+/* The run's time line: one host's CUPTI clock, else the hosts' real-time clocks. */
+static void align(struct replay_ranks *rs)
+{
+	bool one_host = true;
+	uint64_t base = UINT64_MAX;
+	int64_t created = INT64_MAX;
+
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct replay_run *h = &rs->rank[i]->run;
+
+		one_host &= h->has_header && !strcmp(h->hostname, rs->rank[0]->run.hostname) &&
+			    !strcmp(h->clock, rs->rank[0]->run.clock);
+		if (h->time_base_ns < base)
+			base = h->time_base_ns;
+		if (h->created_unix_ns < created)
+			created = h->created_unix_ns;
+	}
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct replay_run *h = &rs->rank[i]->run;
+
+		rs->offset[i] = one_host ? (int64_t)(h->time_base_ns - base) : h->created_unix_ns - created;
+	}
+	rs->alignment = rs->n < 2 ? "one rank" :
+			one_host ? "the ranks share their host's clock: each placed by its time base" :
+				   "ranks on different hosts placed by each host's real-time clock, so only "
+				   "as close as those clocks agree";
+}
+
+/* Warns about the ranks of world_size that no bundle holds. */
+static void missing_ranks(const struct replay_ranks *rs)
+{
+	char list[256] = "";
+	size_t j = 0, n = 0, len;
+
+	for (uint32_t r = 0; r < rs->world_size; r++) {
+		while (j < rs->n && rs->rank[j]->run.rank < r)
+			j++;
+		if (j < rs->n && rs->rank[j]->run.rank == r)
+			continue;
+		len = strlen(list);
+		if (len + 16 < sizeof(list))
+			snprintf(list + len, sizeof(list) - len, "%s%" PRIu32, n ? ", " : "", r);
+		n++;
+	}
+	if (n)
+		warning("the run of '%s' has %" PRIu32 " ranks but no bundle of rank%s %s: results cover the "
+			"ranks given", rs->rank[0]->path, rs->world_size, n > 1 ? "s" : "", list);
+}
+
+void replay_runs_release(struct replay_ranks *runs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(runs[i].rank);
+		free(runs[i].offset);
+		memset(&runs[i], 0, sizeof(runs[i]));
+	}
+}
+
+int replay_runs_group(const struct replay *rps, size_t n, struct replay_ranks *runs, size_t max_runs,
+		      const char *what)
+{
+	size_t nr = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct replay *rp = &rps[i];
+		size_t k = 0;
+
+		while (k < nr && !(multi(rp) && multi(runs[k].rank[0]) && runs[k].run_id == rp->run.run_id))
+			k++;
+		if (k == nr) {
+			if (nr == max_runs) {
+				error("'%s' and '%s' are not ranks of one run: %s", runs[nr - 1].rank[0]->path,
+				      rp->path, what);
+				goto fail;
+			}
+			memset(&runs[nr], 0, sizeof(runs[nr]));
+			runs[nr].rank = calloc(n, sizeof(*runs[nr].rank));
+			runs[nr].offset = calloc(n, sizeof(*runs[nr].offset));
+			runs[nr].run_id = multi(rp) ? rp->run.run_id : 0;
+			runs[nr].world_size = multi(rp) ? rp->run.world_size : 1;
+			nr++;
+			if (!runs[k].rank || !runs[k].offset) {
+				error("out of memory");
+				goto fail;
+			}
+		}
+		runs[k].rank[runs[k].n++] = rp;
+	}
+	for (size_t k = 0; k < nr; k++) {
+		struct replay_ranks *rs = &runs[k];
+
+		qsort(rs->rank, rs->n, sizeof(*rs->rank), cmp_rank);
+		for (size_t i = 1; i < rs->n; i++) {
+			if (rs->rank[i]->run.rank == rs->rank[i - 1]->run.rank) {
+				error("'%s' and '%s' are both rank %" PRIu32 " of one run", rs->rank[i - 1]->path,
+				      rs->rank[i]->path, rs->rank[i]->run.rank);
+				goto fail;
+			}
+			if (agree(rs->rank[0], rs->rank[i]))
+				goto fail;
+		}
+		if (rs->n && rs->rank[rs->n - 1]->run.rank >= rs->world_size && rs->run_id) {
+			error("'%s' is rank %" PRIu32 " of a run of %" PRIu32, rs->rank[rs->n - 1]->path,
+			      rs->rank[rs->n - 1]->run.rank, rs->world_size);
+			goto fail;
+		}
+		align(rs);
+		if (rs->run_id)
+			missing_ranks(rs);
+	}
+	return (int)nr;
+fail:
+	replay_runs_release(runs, nr);
+	return -1;
+}
+
+/* ---- the pooled replay ----------------------------------------------------------- */
+
+struct pool {
+	const char **strings;       /* the pooled table: id i; point into the ranks' replays */
+	size_t n, cap;
+	uint32_t *slots;            /* open addressing: id + 1, 0 empty */
+	size_t n_slots;
+	uint32_t *map;              /* this rank's string id -> pooled id + 1 (0: not yet) */
+	bool failed;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+static int slots_grow(struct pool *p)
+{
+	size_t n = p->n_slots ? p->n_slots * 2 : 1024;
+	uint32_t *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -1;
+	for (size_t i = 1; i < p->n; i++) {
+		size_t j = hash_str(p->strings[i]) & (n - 1);
+		while (s[j])
+			j = (j + 1) & (n - 1);
+		s[j] = (uint32_t)i + 1;
+	}
+	free(p->slots);
+	p->slots = s;
+	p->n_slots = n;
+	return 0;
+}
+
+static uint32_t intern(struct pool *p, const char *s)
+{
+	size_t j;
+
+	if (!*s)
+		return 0;
+	if ((p->n + 1) * 2 > p->n_slots && slots_grow(p))
+		goto oom;
+	for (j = hash_str(s) & (p->n_slots - 1); p->slots[j]; j = (j + 1) & (p->n_slots - 1))
+		if (!strcmp(p->strings[p->slots[j] - 1], s))
+			return p->slots[j] - 1;
+	if (ALLOC_GROW(p->strings, p->n + 1, p->cap))
+		goto oom;
+	p->strings[p->n] = s;
+	p->slots[j] = (uint32_t)p->n + 1;
+	return (uint32_t)p->n++;
+oom:
+	p->failed = true;
+	return 0;
+}
+
+/* One rank's placement in the pooled replay. */
+struct move {
+	const struct replay *rp;
+	struct pool *pool;
+	int64_t shift;              /* ns */
+	uint32_t op_base;
+	uint64_t corr_tag, thread_tag, addr_tag;
+	uint64_t main_thread, common_main;
+};
+
+static uint32_t str(struct move *m, uint32_t id)
+{
+	if (!id || id >= m->rp->n_strings)
+		return 0;
+	if (!m->pool->map[id])
+		m->pool->map[id] = intern(m->pool, replay_str(m->rp, id)) + 1;
+	return m->pool->map[id] - 1;
+}
+
+static uint64_t t(const struct move *m, uint64_t v)
+{
+	return (uint64_t)((int64_t)v + m->shift);
+}
+
+static uint32_t op(const struct move *m, uint32_t id)
+{
+	return id ? id + m->op_base : 0;
+}
+
+static uint64_t corr(const struct move *m, uint64_t c)
+{
+	return c ? c + m->corr_tag : 0;
+}
+
+static uint64_t thread(const struct move *m, uint64_t th)
+{
+	return th == m->main_thread ? m->common_main : th + m->thread_tag;
+}
+
+static void activity_event(struct move *m, const struct replay_activity *a, struct st_event *ev)
+{
+	const struct replay *rp = m->rp;
+
+	ev->kind = a->kind;
+	if (a->kind == ST_KERNEL) {
+		const struct replay_kernel_cfg *k = &rp->kernel_cfg[a->detail];
+
+		ev->kernel.name = str(m, a->name);
+		memcpy(ev->kernel.grid, k->grid, sizeof(k->grid));
+		memcpy(ev->kernel.block, k->block, sizeof(k->block));
+		ev->kernel.registers = k->registers;
+		ev->kernel.static_smem = k->static_smem;
+		ev->kernel.dynamic_smem = k->dynamic_smem;
+		ev->kernel.stream = a->stream;
+		ev->kernel.device = a->device;
+		ev->kernel.correlation = corr(m, a->correlation);
+		ev->kernel.op = op(m, a->op);
+	} else if (a->kind == ST_MEMCPY) {
+		const struct replay_copy *c = &rp->copies[a->detail];
+
+		ev->memcpy.copy_kind = c->copy_kind;
+		ev->memcpy.src_kind = c->src_kind;
+		ev->memcpy.dst_kind = c->dst_kind;
+		ev->memcpy.bytes = a->bytes;
+		ev->memcpy.stream = a->stream;
+		ev->memcpy.device = a->device;
+		ev->memcpy.correlation = corr(m, a->correlation);
+		ev->memcpy.op = op(m, a->op);
+	} else {
+		ev->memset.bytes = a->bytes;
+		ev->memset.value = a->detail;
+		ev->memset.stream = a->stream;
+		ev->memset.device = a->device;
+		ev->memset.correlation = corr(m, a->correlation);
+		ev->memset.op = op(m, a->op);
+	}
+}
+
+static void op_event(struct move *m, const struct replay_op *o, struct st_event *ev)
+{
+	ev->kind = ST_OP;
+	ev->op.id = op(m, o->id);
+	ev->op.name = str(m, o->name);
+	ev->op.path = str(m, o->path);
+	ev->op.kind = str(m, o->kind);
+	ev->op.phase = str(m, o->phase);
+	ev->op.flops = o->flops;
+	ev->op.bytes = o->bytes;
+	ev->op.n_inputs = o->n_inputs;
+	ev->op.n_outputs = o->n_outputs;
+	memcpy(ev->op.inputs, o->inputs, sizeof(o->inputs));
+	memcpy(ev->op.outputs, o->outputs, sizeof(o->outputs));
+}
+
+/* Every event of one rank into out, moved. -1 on allocation failure. */
+static int move_rank(struct move *m, struct replay *out)
+{
+	const struct replay *rp = m->rp;
+	struct st_event ev;
+	int rc = 0;
+
+#define ADD(set_times)                                         \
+	do {                                                   \
+		set_times;                                     \
+		rc |= replay_add(out, &ev);                    \
+	} while (0)
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		const struct replay_activity *a = &rp->activities[i];
+		memset(&ev, 0, sizeof(ev));
+		activity_event(m, a, &ev);
+		ADD((ev.start = t(m, a->start), ev.end = t(m, a->end)));
+	}
+	for (size_t i = 0; i < rp->n_apis; i++) {
+		const struct replay_api *a = &rp->apis[i];
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = ST_API;
+		ev.api.name = str(m, a->name);
+		ev.api.domain = a->domain;
+		ev.api.cbid = a->cbid;
+		ev.api.status = a->status;
+		ev.api.thread = thread(m, a->thread);
+		ev.api.correlation = corr(m, a->correlation);
+		ADD((ev.start = t(m, a->start), ev.end = t(m, a->end)));
+	}
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		const struct replay_range *r = &rp->ranges[i];
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = ST_RANGE;
+		ev.range.name = str(m, r->name);
+		ev.range.domain = str(m, r->domain);
+		ev.range.depth = r->recorded_depth;
+		ev.range.thread = thread(m, r->thread);
+		ADD((ev.start = t(m, r->start), ev.end = t(m, r->end)));
+	}
+	for (size_t i = 0; i < rp->n_ops; i++) {
+		memset(&ev, 0, sizeof(ev));
+		op_event(m, &rp->ops[i], &ev);
+		ADD((ev.start = ev.end = t(m, rp->t_min)));
+	}
+	for (size_t i = 0; i < rp->n_steps; i++) {
+		const struct replay_step *s = &rp->steps[i];
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = ST_STEP;
+		ev.step.index = s->index;
+		ev.step.warmup = s->warmup;
+		ev.step.thread = thread(m, s->thread);
+		ADD((ev.start = t(m, s->start), ev.end = t(m, s->end)));
+	}
+	for (size_t i = 0; i < rp->n_mem; i++) {
+		ev = rp->mem[i].ev;
+		if (ev.kind == ST_OOM) {
+			ev.oom.op = op(m, ev.oom.op);
+		} else {
+			ev.mem.op = op(m, ev.mem.op);
+			ev.mem.address += m->addr_tag;
+		}
+		ADD((ev.start = t(m, ev.start), ev.end = t(m, ev.end)));
+	}
+	for (size_t i = 0; i < rp->n_others; i++) {
+		ev = rp->others[i];
+		if (ev.kind == ST_OVERHEAD) {
+			ev.overhead.thread = ev.overhead.thread ? thread(m, ev.overhead.thread) : 0;
+		} else if (ev.kind == ST_SYNC) {
+			ev.sync.thread = ev.sync.thread ? thread(m, ev.sync.thread) : 0;
+			ev.sync.correlation = corr(m, ev.sync.correlation);
+		}
+		ADD((ev.start = t(m, ev.start), ev.end = t(m, ev.end)));
+	}
+#undef ADD
+	return rc;
+}
+
+int replay_ranks_pool(struct replay *out, const struct replay_ranks *rs)
+{
+	struct pool pool = { 0 };
+	uint64_t cursor = 0, common = 0;
+	uint32_t op_base = 0;
+	int rc = -1;
+
+	replay_init(out);
+	if (!out->priv)
+		return error("out of memory");
+	for (size_t r = 0; r < rs->n && !common; r++)
+		common = rs->rank[r]->main_thread;
+	if (!common)
+		common = 1;
+	if (ALLOC_GROW(pool.strings, 1, pool.cap))
+		goto out;
+	pool.strings[pool.n++] = "";
+	for (size_t r = 0; r < rs->n; r++) {
+		const struct replay *rp = rs->rank[r];
+		struct move m = { .rp = rp, .pool = &pool, .main_thread = rp->main_thread,
+				  .common_main = common, .op_base = op_base };
+		uint32_t max_op = 0;
+
+		if (r > 0) {
+			m.corr_tag = (uint64_t)r << 40;
+			m.thread_tag = (uint64_t)r << 48;
+			m.addr_tag = (uint64_t)r << 52;
+		}
+		m.shift = r == 0 ? 0 : (int64_t)cursor - (int64_t)rp->t_min;
+		pool.map = calloc(rp->n_strings + 1, sizeof(*pool.map));
+		if (!pool.map) {
+			error("out of memory");
+			goto out;
+		}
+		if (move_rank(&m, out) || pool.failed) {
+			error("out of memory pooling the ranks");
+			goto out;
+		}
+		free(pool.map);
+		pool.map = NULL;
+		for (size_t i = 0; i < rp->n_ops; i++)
+			if (rp->ops[i].id > max_op)
+				max_op = rp->ops[i].id;
+		op_base += max_op;
+		cursor = t(&m, rp->t_max) + POOL_GAP_NS;
+		if (rp->truncated && !out->truncated) {
+			out->truncated = true;
+			out->truncation = rp->truncation;
+		}
+		out->chunks_read += rp->chunks_read;
+		out->events_read += rp->events_read;
+	}
+	if (replay_set_strings(out, pool.strings, (uint32_t)pool.n) || replay_build(out))
+		goto out;
+	if (rs->n) {
+		out->run = rs->rank[0]->run;
+		out->path = rs->rank[0]->path;
+	}
+	rc = 0;
+out:
+	free(pool.map);
+	free(pool.strings);
+	free(pool.slots);
+	if (rc)
+		replay_release(out);
+	return rc;
+}

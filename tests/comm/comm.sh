@@ -1,0 +1,169 @@
+#!/bin/sh
+# comm.sh STEPTRACE GEN_RANKS [SAMPLES]: the analysis of a multi-GPU run from
+# its rank bundles, on the synthetic runs of gen_ranks.c (whose comment has
+# the time line these numbers are worked out from):
+#   - steptrace comm: per collective, time per step and rank, transfer (last
+#     arrival to end), algorithm and bus bandwidth, hidden and exposed
+#     shares; the skew and the last rank, which only come out right when
+#     rank 1's clock base (5 ms later) is applied; per-rank overlap;
+#   - every report across ranks: summary's totals and --per-rank, steps per
+#     rank, bundles of two runs refused, a rank given twice refused, a
+#     missing rank warned about;
+#   - export: one process per rank on one time line; report: a
+#     Communication card; diff of two data-parallel modes.
+set -u
+st=$1
+gen=$2
+samples=${3:-}
+. "$(dirname "$0")/../lib/check.sh"
+
+"$gen" "$tmp" b bucket || fail "gen bucket"
+"$gen" "$tmp" n naive 0x777 || fail "gen naive"
+"$gen" "$tmp" half bucket 0x999 1 || fail "gen one rank of two"
+B="$tmp/b.rank0.stb $tmp/b.rank1.stb"
+N="$tmp/n.rank0.stb $tmp/n.rank1.stb"
+
+# want FILE LINE: LINE is a whole line of FILE
+want() {
+	grep -Fxq -- "$2" "$1" || fail "$(basename "$1"): no line '$2'; got:
+$(cat "$1")"
+}
+
+# ---- comm -------------------------------------------------------------------
+# shellcheck disable=SC2086
+"$st" comm $B --format csv >"$tmp/comm.csv" 2>"$tmp/err" || fail "comm exit $?: $(cat "$tmp/err")"
+# bucket.1: 2.0 + 1.9 ms per step on the two ranks; transfer 7.5 - 5.6 ms; 200 MB / 1.9 ms;
+# hidden 0.5 + 0.4 of 3.9 ms. bucket.0: all of it under the backward.
+want "$tmp/comm.csv" "allreduce/bucket.1,1,200000000,1.950,1900.0,105.26,105.26,23.1,76.9"
+want "$tmp/comm.csv" "allreduce/bucket.0,1,100000000,0.900,800.0,125.00,125.00,100.0,0.0"
+want "$tmp/comm.csv" "allreduce (total per step),2,300000000,2.850,2700.0,111.11,111.11,47.4,52.6"
+want "$tmp/comm.csv" "allreduce/bucket.1,2,100.0,100.0,1,100.0,100.0"
+want "$tmp/comm.csv" "allreduce/bucket.0,2,200.0,200.0,1,100.0,200.0"
+want "$tmp/comm.csv" "0,3.000,1.500,1.500,50.0,50.0,6.000,9.000,16.7"
+want "$tmp/comm.csv" "1,2.700,1.200,1.500,44.4,55.6,6.000,9.000,16.7"
+want "$tmp/comm.csv" "# communication 2.850 ms per step and rank: 47.4% hidden under computation, 52.6% exposed (1.500 ms)"
+want "$tmp/comm.csv" "# 2 ranks; time line: the ranks share their host's clock: each placed by its time base"
+[ -s "$tmp/err" ] && fail "comm wrote to stderr: $(cat "$tmp/err")"
+# any order of the bundles, the same report
+"$st" comm "$tmp/b.rank1.stb" "$tmp/b.rank0.stb" --format csv >"$tmp/comm2.csv" 2>&1
+cmp -s "$tmp/comm.csv" "$tmp/comm2.csv" || fail "the order of the bundles changed the report"
+# naive: everything after the backward, nothing hidden; rank 1 arrives 300 us late
+# shellcheck disable=SC2086
+"$st" comm $N --format csv >"$tmp/naive.csv" 2>&1 || fail "comm naive"
+want "$tmp/naive.csv" "allreduce/layers.0.ffn.w1.weight,1,100000000,0.850,700.0,142.86,142.86,0.0,100.0"
+want "$tmp/naive.csv" "allreduce/layers.0.ffn.w1.weight,2,300.0,300.0,1,100.0,300.0"
+want "$tmp/naive.csv" "0,3.000,0.000,3.000,0.0,100.0,6.000,10.500,28.6"
+# --top and --include-warmup (3 steps of which one warm-up: the same per step)
+# shellcheck disable=SC2086
+"$st" comm $B --top 1 --include-warmup --format csv >"$tmp/top.csv" 2>&1
+want "$tmp/top.csv" "allreduce/bucket.1,1,200000000,1.950,1900.0,105.26,105.26,23.1,76.9"
+grep -q "^allreduce/bucket.0,1.00" "$tmp/top.csv" && fail "--top 1 shows bucket.0"
+want "$tmp/top.csv" "# 1 of 2 collectives shown (--top 1)"
+# one rank of two: a warning names the missing one
+"$st" comm "$tmp/half.rank0.stb" --format csv >"$tmp/half.csv" 2>"$tmp/half.err" || fail "comm of one rank"
+want "$tmp/half.err" "warning: the run of '$tmp/half.rank0.stb' has 2 ranks but no bundle of rank 1: results cover the ranks given"
+want "$tmp/half.csv" "# 1 of the run's 2 ranks given: bus bandwidth counts the run's ranks, skew and totals the ranks given"
+grep -q "^# Arrival skew" "$tmp/half.csv" && fail "skew from one rank"
+# a bundle without communication
+if [ -n "$samples" ] && [ -f "$samples/small-bf16-train.stb" ]; then
+	"$st" comm "$samples/small-bf16-train.stb" >"$tmp/none.txt" 2>&1 || fail "comm of a single-GPU sample"
+	want "$tmp/none.txt" "no collectives: the bundle holds no communication (record with --ddp on several GPUs)"
+fi
+
+# ---- one run only -------------------------------------------------------------
+"$st" summary "$tmp/b.rank0.stb" "$tmp/n.rank1.stb" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] || fail "two runs to summary: exit $rc, want 1"
+[ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "two runs: want one line, got: $(cat "$tmp/err")"
+want "$tmp/err" "error: '$tmp/b.rank0.stb' and '$tmp/n.rank1.stb' are not ranks of one run: 'summary' reads one run (a bundle, or the bundles of one run's ranks)"
+"$st" comm "$tmp/b.rank0.stb" "$tmp/b.rank0.stb" >"$tmp/out" 2>"$tmp/err"
+[ $? = 1 ] || fail "a rank twice: not refused"
+want "$tmp/err" "error: '$tmp/b.rank0.stb' and '$tmp/b.rank0.stb' are both rank 0 of one run"
+# shellcheck disable=SC2086
+"$st" diff $B >"$tmp/out" 2>"$tmp/err"
+[ $? = 129 ] || fail "diff of one run: exit $?, want 129"
+want "$tmp/err" "error: 'diff' compares two runs: the bundles given are ranks of one run"
+
+# ---- reports across ranks -----------------------------------------------------
+# shellcheck disable=SC2086
+"$st" summary $B --format csv >"$tmp/sum.csv" 2>&1 || fail "summary of two ranks"
+want "$tmp/sum.csv" "33.9,12000000,4,3000000.0,3000000.0,3000000,3000000,0.0,gemm_bwd"
+want "$tmp/sum.csv" "# totals across the 2 ranks given (--per-rank: each rank's)"
+# shellcheck disable=SC2086
+"$st" summary $B --per-rank --format csv >"$tmp/per.csv" 2>&1 || fail "summary --per-rank"
+want "$tmp/per.csv" "Rank,Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name"
+want "$tmp/per.csv" "0,33.3,6000000,2,3000000.0,3000000.0,3000000,3000000,0.0,gemm_bwd"
+want "$tmp/per.csv" "1,34.5,6000000,2,3000000.0,3000000.0,3000000,3000000,0.0,gemm_bwd"
+# shellcheck disable=SC2086
+"$st" steps $B --format csv >"$tmp/steps.csv" 2>&1 || fail "steps of two ranks"
+want "$tmp/steps.csv" "1,2,no,9.000,7.500,7.500,5"
+# shellcheck disable=SC2086
+"$st" info $B --format csv >"$tmp/info.csv" 2>&1 || fail "info of two ranks"
+want "$tmp/info.csv" "1,rank,\"1 of 2 (local rank 1, run 0000000000abcdef, NCCL 2.28.9)\""
+want "$tmp/info.csv" "0,data parallel,bucket (buckets of 25 MB)"
+# memory per rank (rank 1's activations are twice rank 0's); diff's pooled peak is the largest rank's
+# shellcheck disable=SC2086
+"$st" memory $B --format csv >"$tmp/mem.csv" 2>&1 || fail "memory of two ranks"
+want "$tmp/mem.csv" "0,overall,model,83886080,80.0,6.100,1.100,step/forward/layer.0/ffn/w1,step"
+want "$tmp/mem.csv" "1,overall,model,100663296,96.0,6.100,1.100,step/forward/layer.0/ffn/w1,step"
+# shellcheck disable=SC2086
+"$st" diff $B $N --format csv >"$tmp/dmem.csv" 2>&1
+want "$tmp/dmem.csv" "peak,96.000,96.000,0.000,1.000"
+# shellcheck disable=SC2086
+"$st" memory $B --svg "$tmp/m.svg" >"$tmp/out" 2>"$tmp/err"
+[ $? = 1 ] || fail "memory --svg of two ranks: not refused"
+want "$tmp/err" "error: --svg writes one file: give the bundle of one rank"
+[ -e "$tmp/m.svg" ] && fail "memory --svg wrote a file"
+
+# ---- diff of two data-parallel modes -------------------------------------------
+# shellcheck disable=SC2086
+"$st" diff $B $N --format csv >"$tmp/diff.csv" 2>&1 || fail "diff bucket naive"
+want "$tmp/diff.csv" "hidden (ms),1.350,0.000,-1.350,0.000"
+want "$tmp/diff.csv" "exposed (ms),1.500,2.825,1.325,1.883"
+want "$tmp/diff.csv" ",1.975,,,,1,comm/allreduce/lm_head.weight"
+want "$tmp/diff.csv" "# A and B differ in ddp (bucket -> naive)"
+# shellcheck disable=SC2086
+"$st" diff $B $N --per-rank --format csv >"$tmp/diffr.csv" 2>&1 || fail "diff --per-rank"
+want "$tmp/diffr.csv" "1,hidden (ms),1.200,0.000,-1.200,0.000"
+
+# ---- export: a process per rank, one time line ---------------------------------------
+# shellcheck disable=SC2086
+"$st" export $B --format chrome -o "$tmp/run.json" 2>"$tmp/err" || fail "export of two ranks: $(cat "$tmp/err")"
+grep -q "^wrote '$tmp/run.json' (.*): 2 ranks, each its own process, on one time line" "$tmp/err" ||
+	fail "export says: $(cat "$tmp/err")"
+if command -v python3 >/dev/null && python3 -c 'import json' 2>/dev/null; then
+	python3 - "$tmp/run.json" >"$tmp/export.txt" <<'EOF' || fail "export check: $(cat "$tmp/export.txt")"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+procs = {e["pid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "process_name"}
+print(sorted(procs.values()))
+assert "rank 0 host" in procs.values() and "rank 1 host" in procs.values(), procs
+nccl = sorted((e["ts"], procs[e["pid"]]) for e in ev if e.get("ph") == "X" and e["name"].startswith("nccl"))
+# the first bucket.0: rank 0 at 14.0 ms, rank 1 at 14.2 ms on the run's time line
+assert nccl[0] == (14000.0, "GPU 0 NVIDIA H200 (rank 0, pid 100)"), nccl[:2]
+assert nccl[1] == (14200.0, "GPU 1 NVIDIA H200 (rank 1, pid 101)"), nccl[:2]
+EOF
+fi
+# shellcheck disable=SC2086
+"$st" export $B -o "$tmp/run.pftrace" 2>/dev/null || fail "perfetto export of two ranks"
+[ -s "$tmp/run.pftrace" ] || fail "no perfetto trace"
+(cd "$tmp" && "$st" export $B --format chrome >/dev/null 2>&1) || fail "export to the default name"
+[ -f "$tmp/b.json" ] || fail "the default name of a run's trace is not b.json: $(ls "$tmp")"
+# shellcheck disable=SC2086
+"$st" export $B --format sqlite -o "$tmp/x.sqlite" >"$tmp/out" 2>"$tmp/err"
+[ $? = 1 ] || fail "sqlite of two ranks: not refused"
+want "$tmp/err" "error: --format sqlite writes one rank's database: give one rank's bundle"
+
+# ---- report: a Communication card -------------------------------------------------
+# shellcheck disable=SC2086
+"$st" report $B -o "$tmp/run.html" 2>/dev/null || fail "report of two ranks"
+grep -q 'id="comm"' "$tmp/run.html" || fail "no Communication card"
+grep -q 'href="#comm">Communication</a>' "$tmp/run.html" || fail "no Communication link"
+grep -q 'allreduce/bucket.1' "$tmp/run.html" || fail "the card lacks the collectives"
+grep -q 'Arrival skew' "$tmp/run.html" || fail "the card lacks the skew"
+# shellcheck disable=SC2086
+"$st" report $B $N -o "$tmp/diff.html" 2>/dev/null || fail "report diff of two runs"
+grep -q 'id="a-comm"' "$tmp/diff.html" && grep -q 'id="b-comm"' "$tmp/diff.html" ||
+	fail "the diff page lacks a Communication card per side"
+
+check_done "comm.cli"
