@@ -777,6 +777,10 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		STR_FIELD("precision", precision_name, false);
 		STR_FIELD("attention", attention_name, false);
 		STR_FIELD("ddp", ddp_name, false);
+		/* by value: a bundle from before 1.4 names none, and ran plain */
+		if (ca->kernels != cb->kernels)
+			add_diff(buf, len, "kernels", st_name(st_kernels_names, ca->kernels),
+				 st_name(st_kernels_names, cb->kernels));
 #undef STR_FIELD
 #undef NUM_FIELD
 	}

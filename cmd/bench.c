@@ -24,7 +24,8 @@
 #include "model/ranks.h"
 
 static const char *const bench_usage[] = {
-	"steptrace bench [--model LIST] [--ctx LIST] [--precision LIST] [--mode LIST] [<options>]",
+	"steptrace bench [--model LIST] [--ctx LIST] [--precision LIST] [--mode LIST]\n"
+	"                [--kernels plain,fused] [<options>]",
 	"steptrace bench attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>]",
 	"steptrace bench allreduce [--sizes LIST] [--dtype LIST] [--nproc N] [<options>]",
 	"steptrace bench --ddp MODE [--nproc N] [<options>]",
@@ -209,6 +210,8 @@ int cmd_bench(int argc, const char **argv)
 		OPT_STRING(0, "ctx", &sweep.ctxs, "LIST", "context lengths (default 128)"),
 		OPT_STRING(0, "precision", &sweep.precisions, "LIST", "fp32, tf32, bf16 (default fp32)"),
 		OPT_STRING(0, "mode", &sweep.modes, "LIST", "forward, fwdbwd, train (default train)"),
+		OPT_STRING(0, "kernels", &sweep.kernels, "LIST",
+			   "plain, fused (default plain; both: side by side with the speed-up)"),
 		OPT_GPU_ATTENTION(&a),
 		OPT_GROUP("sizes (custom model, or overrides of a preset)"),
 		OPT_MODEL_DIMS(&a.dims),

@@ -41,7 +41,10 @@ int gpu_model_config(const struct gpu_model_args *a, struct model_config *c)
 		return -1;
 	c->precision = a->precision;
 	c->mode = a->mode;
+	c->kernels = a->kernels;
 	c->attention = a->attention;
+	if (a->attention < 0)
+		c->attention = model_config_default_attention(c);
 	c->seed = a->seed;
 	if (!isnan(a->lr))
 		c->lr = a->lr;
@@ -72,10 +75,10 @@ int gpu_sweep_configs(const struct gpu_sweep *s, const struct gpu_model_args *a,
 		      struct model_config **out)
 {
 	const char *models[SWEEP_MAX_LIST] = { NULL }, *ctxs[SWEEP_MAX_LIST];
-	const char *precs[SWEEP_MAX_LIST], *modes[SWEEP_MAX_LIST];
-	char *s_models = NULL, *s_ctxs = NULL, *s_precs = NULL, *s_modes = NULL;
-	int ctx[SWEEP_MAX_LIST], prec[SWEEP_MAX_LIST], mode[SWEEP_MAX_LIST];
-	int n_models = 1, n_ctxs, n_precs, n_modes, n = -1, k = 0;
+	const char *precs[SWEEP_MAX_LIST], *modes[SWEEP_MAX_LIST], *kerns[SWEEP_MAX_LIST];
+	char *s_models = NULL, *s_ctxs = NULL, *s_precs = NULL, *s_modes = NULL, *s_kerns = NULL;
+	int ctx[SWEEP_MAX_LIST], prec[SWEEP_MAX_LIST], mode[SWEEP_MAX_LIST], kern[SWEEP_MAX_LIST];
+	int n_models = 1, n_ctxs, n_precs, n_modes, n_kerns, n = -1, k = 0;
 	struct model_config *c = NULL;
 
 	*out = NULL;
@@ -86,7 +89,8 @@ int gpu_sweep_configs(const struct gpu_sweep *s, const struct gpu_model_args *a,
 	n_precs = split_list(s->precisions ? s->precisions : "fp32", precs, SWEEP_MAX_LIST,
 			     &s_precs);
 	n_modes = split_list(s->modes ? s->modes : "train", modes, SWEEP_MAX_LIST, &s_modes);
-	if (n_models < 0 || n_ctxs < 0 || n_precs < 0 || n_modes < 0)
+	n_kerns = split_list(s->kernels ? s->kernels : "plain", kerns, SWEEP_MAX_LIST, &s_kerns);
+	if (n_models < 0 || n_ctxs < 0 || n_precs < 0 || n_modes < 0 || n_kerns < 0)
 		goto free_lists;
 	for (int i = 0; i < n_ctxs; i++)
 		if (ctx_parse(ctxs[i], &ctx[i]))
@@ -97,7 +101,10 @@ int gpu_sweep_configs(const struct gpu_sweep *s, const struct gpu_model_args *a,
 	for (int i = 0; i < n_modes; i++)
 		if (parse_choice(modes[i], st_mode_names, "--mode", &mode[i]))
 			goto free_lists;
-	c = malloc((size_t)n_models * n_ctxs * n_precs * n_modes * sizeof(*c));
+	for (int i = 0; i < n_kerns; i++)
+		if (parse_choice(kerns[i], st_kernels_names, "--kernels", &kern[i]))
+			goto free_lists;
+	c = malloc((size_t)n_models * n_ctxs * n_precs * n_modes * n_kerns * sizeof(*c));
 	if (!c) {
 		error("out of memory for the sweep");
 		goto free_lists;
@@ -105,16 +112,18 @@ int gpu_sweep_configs(const struct gpu_sweep *s, const struct gpu_model_args *a,
 	for (int im = 0; im < n_models; im++)
 		for (int ic = 0; ic < n_ctxs; ic++)
 			for (int ip = 0; ip < n_precs; ip++)
-				for (int io = 0; io < n_modes; io++) {
-					struct gpu_model_args one = *a;
+				for (int io = 0; io < n_modes; io++)
+					for (int ik = 0; ik < n_kerns; ik++) {
+						struct gpu_model_args one = *a;
 
-					one.model = models[im];
-					one.dims.ctx = ctx[ic];
-					one.precision = prec[ip];
-					one.mode = mode[io];
-					if (gpu_model_config(&one, &c[k++]))
-						goto free_lists;
-				}
+						one.model = models[im];
+						one.dims.ctx = ctx[ic];
+						one.precision = prec[ip];
+						one.mode = mode[io];
+						one.kernels = kern[ik];
+						if (gpu_model_config(&one, &c[k++]))
+							goto free_lists;
+					}
 	*out = c;
 	c = NULL;
 	n = k;
@@ -124,6 +133,7 @@ free_lists:
 	free(s_ctxs);
 	free(s_precs);
 	free(s_modes);
+	free(s_kerns);
 	return n;
 }
 

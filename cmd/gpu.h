@@ -29,7 +29,10 @@ struct gpu_model_args {
 	const char *model;               /* --model: a preset, "custom", or NULL for small
 					    (custom when --d-model is given) */
 	struct model_dims dims;          /* --d-model ... --batch, and --ctx */
-	int precision, mode, attention;  /* enum st_precision, st_mode, st_attention */
+	int precision, mode;             /* enum st_precision, st_mode */
+	int attention;                   /* enum st_attention, -1: the kernels' default
+					    (model_config_default_attention) */
+	int kernels;                     /* enum st_kernels */
 	double lr, weight_decay;         /* AdamW */
 	uint64_t seed;                   /* of the random weights and batch */
 	int ddp;                         /* enum st_ddp */
@@ -37,8 +40,9 @@ struct gpu_model_args {
 };
 
 #define GPU_MODEL_ARGS_INIT                                                           \
-	{ .precision = ST_FP32, .mode = ST_MODE_TRAIN, .attention = ST_ATTN_NAIVE,     \
-	  .lr = NAN, .weight_decay = NAN, .ddp = ST_DDP_NONE, .bucket_mb = NAN }
+	{ .precision = ST_FP32, .mode = ST_MODE_TRAIN, .attention = -1,                \
+	  .kernels = ST_KERNELS_PLAIN, .lr = NAN, .weight_decay = NAN, .ddp = ST_DDP_NONE,   \
+	  .bucket_mb = NAN }
 
 /* The size flags; --ctx aside: bench takes a list of context lengths. */
 #define OPT_MODEL_DIMS(dims)                                                                  \
@@ -65,7 +69,11 @@ struct gpu_model_args {
 
 #define OPT_GPU_ATTENTION(a)                                                                  \
 	OPT_CHOICE(0, "attention", &(a)->attention, st_attention_names,                       \
-		   "attention implementation (default naive)")
+		   "attention implementation (default naive; flash with --kernels fused in bf16)")
+
+#define OPT_GPU_KERNELS(a)                                                                    \
+	OPT_CHOICE(0, "kernels", &(a)->kernels, st_kernels_names,                             \
+		   "plain (default) or fused: fused kernels, the step a CUDA graph where not recorded")
 
 /*
  * The attention sweep's grid (model/attention_sweep.h), shared by `bench
@@ -151,12 +159,12 @@ int gpu_model_config(const struct gpu_model_args *a, struct model_config *c);
 
 /* bench's sweep: comma-separated lists, each NULL for its default. */
 struct gpu_sweep {
-	const char *models, *ctxs, *precisions, *modes;
+	const char *models, *ctxs, *precisions, *modes, *kernels;
 };
 
 /*
  * Every configuration of the sweep, models outermost, then context
- * lengths, precisions and modes, with a's other flags: their count, the
+ * lengths, precisions, modes and kernels, with a's other flags: their count, the
  * array in *out (malloc'd). -1 with an error line for a bad list or model.
  */
 int gpu_sweep_configs(const struct gpu_sweep *s, const struct gpu_model_args *a,

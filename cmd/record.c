@@ -120,8 +120,8 @@ static int record_rank(const struct rank_info *ri, struct comm *comm, void *ctx)
 /* Flags of the built-in step only, and of a recorded command only. */
 static const char *const builtin_only[] = {
 	"--model", "--d-model", "--d-ff", "--layers", "--heads", "--vocab", "--batch", "--ctx",
-	"--mode", "--attention", "--steps", "-n", "--seed", "--lr", "--ddp", "--bucket-mb", "--nproc",
-	"--rendezvous", "--timeout", NULL,
+	"--mode", "--attention", "--kernels", "--steps", "-n", "--seed", "--lr", "--ddp", "--bucket-mb",
+	"--nproc", "--rendezvous", "--timeout", NULL,
 };
 static const char *const command_only[] = { "--step-range", "--torch-alloc", NULL };
 
@@ -190,6 +190,7 @@ int cmd_record(int argc, const char **argv)
 		OPT_GPU_MODEL(&a),
 		OPT_GPU_STEP(&a),
 		OPT_GPU_ATTENTION(&a),
+		OPT_GPU_KERNELS(&a),
 		OPT_COUNT('w', "warmup", &o.warmup,
 			  "warm-up steps, recorded and flagged (default 1; with -- COMMAND: the "
 			  "first N step ranges, default 0)"),

@@ -25,6 +25,7 @@ int cmd_step(int argc, const char **argv)
 		OPT_GROUP("step"),
 		OPT_GPU_STEP(&a),
 		OPT_GPU_ATTENTION(&a),
+		OPT_GPU_KERNELS(&a),
 		OPT_STRING(0, "weights", &o.weights, "FILE", "F32 weights under PyTorch's names (default: random from --seed)"),
 		OPT_STRING(0, "batch-file", &o.batch, "FILE", "I32/I64 \"inputs\" and \"targets\" of shape (batch, ctx) (default: random from --seed)"),
 		OPT_U64(0, "seed", &a.seed, "seed of random weights and batch (default 0)"),

@@ -2,25 +2,88 @@
  * adamw.cu: AdamW exactly as the CS336 reference orders it: moments, the
  * bias-corrected step with alpha_t, then decoupled weight decay applied to
  * the already-updated parameter. FP32 parameters, gradients and moments.
+ * The fused variant (--kernels fused) reads alpha_t and lr_wd from device
+ * memory and writes the BF16 copy of each updated parameter too.
  */
 #include "kernels/adamw.h"
 #include "kernels/common.cuh"
 
-__global__ void adamw_kernel(float *p, const float *g, float *m, float *v, long long n, float beta1,
-			     float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
-			     float alpha_t, float lr_wd)
+struct adamw_coef {
+	float beta1, one_minus_beta1, beta2, one_minus_beta2, eps, alpha_t, lr_wd;
+};
+
+static adamw_coef coef(double beta1, double beta2, float eps, float alpha_t, float lr_wd)
+{
+	return { (float)beta1, (float)(1.0 - beta1), (float)beta2, (float)(1.0 - beta2), eps,
+		 alpha_t, lr_wd };
+}
+
+/* One element's update, in registers. */
+__device__ __forceinline__ void adamw_elem(float &p, float g, float &m, float &v,
+					   const adamw_coef &c)
+{
+	m = c.beta1 * m + c.one_minus_beta1 * g;
+	v = c.beta2 * v + c.one_minus_beta2 * g * g;
+	p = p - c.alpha_t * m / (sqrtf(v) + c.eps);
+	p = p - c.lr_wd * p;
+}
+
+/* hyper: alpha_t and lr_wd from device memory (fused), or NULL for c's own. */
+__device__ __forceinline__ adamw_coef with_hyper(adamw_coef c, const float *hyper)
+{
+	if (hyper) {
+		c.alpha_t = hyper[0];
+		c.lr_wd = hyper[1];
+	}
+	return c;
+}
+
+/* One element a thread; copy[i - copy_from] = bf16(p[i]) for i >= copy_from when copy. */
+__global__ void adamw_kernel(float *p, const float *g, float *m, float *v, long long n,
+			     adamw_coef c, const float *hyper, __nv_bfloat16 *copy,
+			     long long copy_from)
 {
 	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= n)
 		return;
-	float gi = g[i];
-	float mi = beta1 * m[i] + one_minus_beta1 * gi;
-	float vi = beta2 * v[i] + one_minus_beta2 * gi * gi;
-	float pi = p[i] - alpha_t * mi / (sqrtf(vi) + eps);
+	float pi = p[i], mi = m[i], vi = v[i];
 
+	adamw_elem(pi, g[i], mi, vi, with_hyper(c, hyper));
+	p[i] = pi;
 	m[i] = mi;
 	v[i] = vi;
-	p[i] = pi - lr_wd * pi;
+	if (copy && i >= copy_from)
+		copy[i - copy_from] = __float2bfloat16_rn(pi);
+}
+
+/*
+ * The same, four elements a thread through 16-byte loads and an 8-byte
+ * copy store: n and copy_from multiples of 4, p, g, m, v 16-byte aligned
+ * and copy 8-byte aligned (adamw_update_copy checks).
+ */
+__global__ void adamw4_kernel(float4 *p, const float4 *g, float4 *m, float4 *v, long long n4,
+			      adamw_coef c, const float *hyper, __nv_bfloat162 *copy,
+			      long long copy_from4)
+{
+	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n4)
+		return;
+	adamw_coef k = with_hyper(c, hyper);
+	float4 pv = p[i], gv = g[i], mv = m[i], vv = v[i];
+
+	adamw_elem(pv.x, gv.x, mv.x, vv.x, k);
+	adamw_elem(pv.y, gv.y, mv.y, vv.y, k);
+	adamw_elem(pv.z, gv.z, mv.z, vv.z, k);
+	adamw_elem(pv.w, gv.w, mv.w, vv.w, k);
+	p[i] = pv;
+	m[i] = mv;
+	v[i] = vv;
+	if (copy && i >= copy_from4) {
+		__nv_bfloat162 *d = copy + 2 * (i - copy_from4);
+
+		d[0] = __floats2bfloat162_rn(pv.x, pv.y);
+		d[1] = __floats2bfloat162_rn(pv.z, pv.w);
+	}
 }
 
 extern "C" cudaError_t adamw_update(float *p, const float *g, float *m, float *v, long long n,
@@ -29,8 +92,32 @@ extern "C" cudaError_t adamw_update(float *p, const float *g, float *m, float *v
 {
 	if (n == 0)
 		return cudaSuccess;
-	adamw_kernel<<<ceil_div(n, 256), 256, 0, s>>>(p, g, m, v, n, (float)beta1, (float)(1.0 - beta1),
-								(float)beta2, (float)(1.0 - beta2), eps,
-								alpha_t, lr_wd);
+	adamw_kernel<<<ceil_div(n, 256), 256, 0, s>>>(p, g, m, v, n,
+						       coef(beta1, beta2, eps, alpha_t, lr_wd),
+						       NULL, NULL, 0);
+	return cudaGetLastError();
+}
+
+static bool aligned(const void *ptr, uintptr_t a)
+{
+	return ((uintptr_t)ptr & (a - 1)) == 0;
+}
+
+extern "C" cudaError_t adamw_update_copy(float *p, const float *g, float *m, float *v, long long n,
+					 double beta1, double beta2, float eps, const float *hyper,
+					 void *copy, long long copy_from, cudaStream_t s)
+{
+	adamw_coef c = coef(beta1, beta2, eps, 0.0f, 0.0f);
+
+	if (n == 0)
+		return cudaSuccess;
+	if (n % 4 == 0 && copy_from % 4 == 0 && aligned(p, 16) && aligned(g, 16) && aligned(m, 16) &&
+	    aligned(v, 16) && aligned(copy, 8))
+		adamw4_kernel<<<ceil_div(n / 4, 256), 256, 0, s>>>(
+			(float4 *)p, (const float4 *)g, (float4 *)m, (float4 *)v, n / 4, c, hyper,
+			(__nv_bfloat162 *)copy, copy_from / 4);
+	else
+		adamw_kernel<<<ceil_div(n, 256), 256, 0, s>>>(p, g, m, v, n, c, hyper,
+							       (__nv_bfloat16 *)copy, copy_from);
 	return cudaGetLastError();
 }

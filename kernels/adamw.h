@@ -20,6 +20,19 @@ extern "C" {
 cudaError_t adamw_update(float *p, const float *g, float *m, float *v, long long n, double beta1,
 			 double beta2, float eps, float alpha_t, float lr_wd, cudaStream_t s);
 
+/*
+ * The same update (--kernels fused), reading alpha_t and lr_wd from device
+ * memory (hyper[0], hyper[1]), so a CUDA graph replays it with each step's
+ * values, and writing each updated parameter from copy_from on also to
+ * copy[i - copy_from] as BF16 (round to nearest even): autocast's weight
+ * copies for the next step, without a cast of their own. copy NULL writes
+ * none. Where n and copy_from are multiples of 4 and the buffers aligned,
+ * each thread takes four elements (16-byte loads).
+ */
+cudaError_t adamw_update_copy(float *p, const float *g, float *m, float *v, long long n,
+			      double beta1, double beta2, float eps, const float *hyper,
+			      void *copy, long long copy_from, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

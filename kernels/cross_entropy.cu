@@ -28,6 +28,39 @@ __global__ void cross_entropy_rows_kernel(float *lse, float *row_loss, const T *
 	}
 }
 
+/*
+ * The forward and the backward of one row in one kernel (--kernels fused):
+ * the row's logsumexp and loss, then its gradient written over the logits,
+ * so the (n, vocab) matrix is read and written once by one launch (the
+ * row's three reads after the first come from cache) and no dlogits
+ * buffer exists. The target's logit is read before the block's barrier
+ * and any write.
+ */
+template <typename T>
+__global__ void cross_entropy_fused_kernel(float *lse, float *row_loss, T *logits,
+					   const int32_t *targets, int vocab, float inv_n)
+{
+	int row = blockIdx.x, tgt = targets[row];
+	T *lr = logits + (size_t)row * vocab;
+	float mx = -INFINITY, sum = 0.0f, target_logit = to_f32(lr[tgt]);
+
+	for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+		mx = fmaxf(mx, to_f32(lr[j]));
+	mx = block_max(mx);
+	for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+		sum += __expf(to_f32(lr[j]) - mx);
+	sum = block_sum(sum);      /* its barriers order every read above before the writes */
+	float l = mx + logf(sum);
+	if (threadIdx.x == 0) {
+		lse[row] = l;
+		row_loss[row] = l - target_logit;
+	}
+	for (int j = threadIdx.x; j < vocab; j += blockDim.x) {
+		float p = __expf(to_f32(lr[j]) - l);
+		lr[j] = from_f32<T>((p - (j == tgt ? 1.0f : 0.0f)) * inv_n);
+	}
+}
+
 /* One block, fixed order: the same inputs give the same bits. */
 __global__ void mean_kernel(float *out, const float *v, int n)
 {
@@ -38,6 +71,16 @@ __global__ void mean_kernel(float *out, const float *v, int n)
 	s = block_sum(s);
 	if (threadIdx.x == 0)
 		*out = s / n;
+}
+
+/* After the rows' launch (its error e): the mean loss of the n row losses. */
+static cudaError_t mean_after(cudaError_t e, float *loss, const float *row_loss, int n,
+			      cudaStream_t s)
+{
+	if (e != cudaSuccess)
+		return e;
+	mean_kernel<<<1, 1024, 0, s>>>(loss, row_loss, n);
+	return cudaGetLastError();
 }
 
 template <typename T>
@@ -67,11 +110,21 @@ extern "C" cudaError_t cross_entropy_forward(float *loss, float *lse, const void
 	DISPATCH_DTYPE(dtype, E,
 		cross_entropy_rows_kernel<E><<<n, 256, 0, s>>>(lse, row_loss, (const E *)logits,
 							      targets, vocab));
-	cudaError_t e = cudaGetLastError();
-	if (e != cudaSuccess)
-		return e;
-	mean_kernel<<<1, 1024, 0, s>>>(loss, row_loss, n);
-	return cudaGetLastError();
+	return mean_after(cudaGetLastError(), loss, row_loss, n, s);
+}
+
+extern "C" cudaError_t cross_entropy_fused(float *loss, float *lse, void *logits,
+					   const int32_t *targets, int n, int vocab,
+					   enum st_dtype dtype, cudaStream_t s)
+{
+	if (n == 0)
+		return cudaSuccess;
+	float *row_loss = lse + n;
+
+	DISPATCH_DTYPE(dtype, E,
+		cross_entropy_fused_kernel<E><<<n, 256, 0, s>>>(lse, row_loss, (E *)logits, targets,
+							       vocab, 1.0f / n));
+	return mean_after(cudaGetLastError(), loss, row_loss, n, s);
 }
 
 extern "C" cudaError_t cross_entropy_backward(void *dlogits, const void *logits, const float *lse,

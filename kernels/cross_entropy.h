@@ -25,6 +25,13 @@ cudaError_t cross_entropy_backward(void *dlogits, const void *logits, const floa
 				   const int32_t *targets, int n, int vocab, enum st_dtype dtype,
 				   cudaStream_t s);
 
+/*
+ * Both at once (--kernels fused): cross_entropy_forward's loss and lse, and
+ * cross_entropy_backward's gradient written over the logits, in one pass.
+ */
+cudaError_t cross_entropy_fused(float *loss, float *lse, void *logits, const int32_t *targets,
+				int n, int vocab, enum st_dtype dtype, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,6 +99,7 @@ static void bench_columns(struct table *t)
 		table_add_column(t, floats[i], COL_FLOAT,
 				 !strcmp(floats[i], "tokens_per_s") ? 0 : 3);
 	table_add_column(t, "status", COL_STR, 0);
+	table_add_column(t, "kernels", COL_STR, 0);   /* last: older readers index the others */
 }
 
 /* mean and std of a phase, or two empty cells when the mode lacks it. */
@@ -128,6 +129,7 @@ static void bench_row(struct table *t, struct report *rep, const struct model_co
 		for (i = 0; i < 13; i++)
 			table_empty(t);
 		table_str(t, r->status == MODEL_OOM ? "OOM" : "error");
+		table_str(t, st_name(st_kernels_names, c->kernels));
 		if (r->status == MODEL_OOM)
 			report_note(rep, "%s ctx %d %s %s: OOM: %.1f MiB requested by '%s' with "
 				    "%.2f GiB live of %.2f GiB", c->name, c->ctx,
@@ -149,6 +151,69 @@ static void bench_row(struct table *t, struct report *rep, const struct model_co
 	table_float(t, r->wall.mean > 0 ? (double)c->batch * c->ctx / (r->wall.mean / 1e3) : 0);
 	table_float(t, r->peak / 1073741824.0);
 	table_str(t, "ok");
+	table_str(t, st_name(st_kernels_names, c->kernels));
+}
+
+/* Configurations a and b alike but for their kernels (and the attention they imply)? */
+static bool same_but_kernels(const struct model_config *a, const struct model_config *b)
+{
+	return !strcmp(a->name, b->name) && a->d_model == b->d_model && a->d_ff == b->d_ff &&
+	       a->layers == b->layers && a->heads == b->heads && a->vocab == b->vocab &&
+	       a->batch == b->batch && a->ctx == b->ctx && a->precision == b->precision &&
+	       a->mode == b->mode && a->kernels != b->kernels;
+}
+
+/*
+ * The table "kernels": each plain configuration beside its fused twin,
+ * forward and step times and the speed-up (plain / fused step time).
+ * Only when the sweep has both.
+ */
+static void bench_speedups(const struct bench_opts *o, const struct bench_result *res,
+			   struct report *rep)
+{
+	struct table *t = NULL;
+
+	for (size_t i = 0; i < o->n_configs; i++) {
+		const struct model_config *p = &o->configs[i];
+
+		if (p->kernels != ST_KERNELS_PLAIN)
+			continue;
+		for (size_t j = 0; j < o->n_configs; j++) {
+			const struct model_config *f = &o->configs[j];
+			const struct bench_result *rp = &res[i], *rf = &res[j];
+
+			if (!same_but_kernels(p, f))
+				continue;
+			if (!t) {
+				t = report_add_table(rep, "kernels", "Plain and fused kernels side by side "
+						     "(ms: mean over measured steps)");
+				table_add_column(t, "model", COL_STR, 0);
+				table_add_column(t, "ctx", COL_INT, 0);
+				table_add_column(t, "precision", COL_STR, 0);
+				table_add_column(t, "mode", COL_STR, 0);
+				table_add_column(t, "plain_forward_ms", COL_FLOAT, 3);
+				table_add_column(t, "fused_forward_ms", COL_FLOAT, 3);
+				table_add_column(t, "plain_step_ms", COL_FLOAT, 3);
+				table_add_column(t, "fused_step_ms", COL_FLOAT, 3);
+				table_add_column(t, "speedup", COL_FLOAT, 2);
+			}
+			table_row(t);
+			table_str(t, p->name);
+			table_int(t, p->ctx);
+			table_str(t, st_name(st_precision_names, p->precision));
+			table_str(t, st_name(st_mode_names, p->mode));
+			if (rp->status != MODEL_OK || rf->status != MODEL_OK) {
+				for (int k = 0; k < 5; k++)
+					table_empty(t);
+				continue;
+			}
+			table_float(t, rp->fwd.mean);
+			table_float(t, rf->fwd.mean);
+			table_float(t, rp->wall.mean);
+			table_float(t, rf->wall.mean);
+			table_float(t, rf->wall.mean > 0 ? rp->wall.mean / rf->wall.mean : 0);
+		}
+	}
 }
 
 /* ---- data parallelism ------------------------------------------------------- */
@@ -280,28 +345,35 @@ static int bench_ddp_run(const struct bench_opts *o, struct report *rep)
 int bench_run(const struct bench_opts *o, struct report *rep)
 {
 	const char *title = "Training step benchmark (ms: mean and std over measured steps)";
+	struct bench_result *res;
 	struct table *t;
 	int errors = 0;
 
 	if (o->comm)
 		return bench_ddp_run(o, rep);
+	res = calloc(o->n_configs ? o->n_configs : 1, sizeof(*res));
+	if (!res)
+		return error("out of memory for the benchmark's results");
 	t = report_add_table(rep, "bench", title);
 	bench_columns(t);
 	for (size_t i = 0; i < o->n_configs; i++) {
 		const struct model_config *c = &o->configs[i];
-		struct bench_result r;
+		struct bench_result *r = &res[i];
 
-		fprintf(stderr, "bench: %s ctx %d %s %s ...", c->name, c->ctx,
-			st_name(st_precision_names, c->precision), st_name(st_mode_names, c->mode));
+		fprintf(stderr, "bench: %s ctx %d %s %s %s ...", c->name, c->ctx,
+			st_name(st_precision_names, c->precision), st_name(st_mode_names, c->mode),
+			st_name(st_kernels_names, c->kernels));
 		fflush(stderr);
-		bench_one(c, o, &r);
-		if (r.status == MODEL_OK)
-			fprintf(stderr, " %.3f ± %.3f ms/step\n", r.wall.mean, r.wall.stddev);
+		bench_one(c, o, r);
+		if (r->status == MODEL_OK)
+			fprintf(stderr, " %.3f ± %.3f ms/step\n", r->wall.mean, r->wall.stddev);
 		else
-			fprintf(stderr, " %s\n", r.status == MODEL_OOM ? "OOM" : "error");
-		errors += r.status == MODEL_ERROR;
-		bench_row(t, rep, c, &r);
+			fprintf(stderr, " %s\n", r->status == MODEL_OOM ? "OOM" : "error");
+		errors += r->status == MODEL_ERROR;
+		bench_row(t, rep, c, r);
 	}
+	bench_speedups(o, res, rep);
+	free(res);
 	report_note(rep, "%d warm-up and %d measured steps per configuration; phases timed with "
 		    "device events, step with the host clock after synchronisation", o->warmup,
 		    o->steps);

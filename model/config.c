@@ -39,6 +39,16 @@ static void config_defaults(struct model_config *c)
 	c->bucket_mb = 25;   /* PyTorch DDP's bucket_cap_mb */
 }
 
+enum st_attention model_config_default_attention(const struct model_config *c)
+{
+	int dh = c->heads > 0 ? c->d_model / c->heads : 0;
+
+	if (c->kernels == ST_KERNELS_FUSED && c->precision == ST_BF16 && dh >= 8 && dh <= 256 &&
+	    dh % 8 == 0)
+		return ST_ATTN_FLASH;
+	return ST_ATTN_NAIVE;
+}
+
 int model_config_preset(const char *name, struct model_config *c)
 {
 	size_t i;

@@ -16,6 +16,7 @@ struct model_config {
 	enum st_precision precision;
 	enum st_mode mode;
 	enum st_attention attention;
+	enum st_kernels kernels;
 	/* AdamW */
 	double lr, beta1, beta2, eps, weight_decay;
 	uint64_t seed;
@@ -29,6 +30,16 @@ struct model_config {
  * of 25 MB) with the preset's sizes.
  * Presets: small medium large xl 2.7B. -1 (error line) for an unknown name. */
 int model_config_preset(const char *name, struct model_config *c);
+
+/*
+ * The attention --kernels implies when --attention is not given: naive for
+ * plain; for fused under BF16, flash where FlashAttention runs the head
+ * size (a multiple of 8 from 8 to 256: kernels/flash_attention.h), else
+ * naive. Under FP32 and TF32 flash computes in FP32 without tensor cores
+ * and was slower than naive's cuBLAS products (H100, ctx 512: small 15.3
+ * against 14.1 ms forward), so fused keeps naive there.
+ */
+enum st_attention model_config_default_attention(const struct model_config *c);
 
 /* Checks sizes (positive, d_model divisible by heads, d_head even for RoPE), and
  * that data parallelism has a backward and a positive bucket size. -1 with an error line. */

@@ -283,21 +283,31 @@ static int gemm_legacy(const struct gemm *g, bool trans_a, bool trans_b, int M, 
  * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
  * row-major matrix read column-major is its own transpose: so B goes first,
  * A second, with their transposition flags unchanged and M, N swapped.
- * C is also the output D, in place. Empty products take the legacy path,
- * which defines what they do (nothing, or C = beta C when K is 0).
+ * The output D is C (in place) or, for gemm_rm_add, another matrix of C's
+ * layout. Empty products take the legacy path, which defines what they do
+ * (nothing, or C = beta C when K is 0).
  */
-int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
-	    enum st_dtype ab_dtype, float beta, void *C, int ldc, long long sC,
-	    enum st_dtype c_dtype, int batch)
+static int gemm_rm_to(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K,
+		      float alpha, const void *A, int lda, long long sA, const void *B, int ldb,
+		      long long sB, enum st_dtype ab_dtype, float beta, const void *C, void *D,
+		      int ldc, long long sC, enum st_dtype c_dtype, int batch)
 {
 	bool batched = batch > 1;
 	struct gemm_key k;
 	struct gemm_plan *p;
 
+	if (C != D && (M <= 0 || N <= 0 || K <= 0)) {
+		/* the legacy path works in place: D = C first, then D += A B */
+		if (CUDA_CHECK(cudaMemcpy2DAsync(D, (size_t)ldc * dtype_bytes(c_dtype), C,
+						 (size_t)ldc * dtype_bytes(c_dtype),
+						 (size_t)N * dtype_bytes(c_dtype), (size_t)M,
+						 cudaMemcpyDeviceToDevice, g->stream)))
+			return -1;
+		C = D;
+	}
 	if (M <= 0 || N <= 0 || K <= 0)
 		return gemm_legacy(g, trans_a, trans_b, M, N, K, alpha, A, lda, sA, B, ldb, sB,
-				   ab_dtype, beta, C, ldc, sC, c_dtype, batch);
+				   ab_dtype, beta, D, ldc, sC, c_dtype, batch);
 	memset(&k, 0, sizeof(k));
 	k.M = M, k.N = N, k.K = K;
 	k.ld[0] = lda, k.ld[1] = ldb, k.ld[2] = ldc;
@@ -309,17 +319,42 @@ int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int 
 	k.beta_zero = beta == 0.0f;
 	k.align[0] = alignment(A, k.stride[0] * dtype_bytes(ab_dtype));
 	k.align[1] = alignment(B, k.stride[1] * dtype_bytes(ab_dtype));
-	k.align[2] = alignment(C, k.stride[2] * dtype_bytes(c_dtype));
+	k.align[2] = alignment((const void *)((uintptr_t)C | (uintptr_t)D),
+			       k.stride[2] * dtype_bytes(c_dtype));
 
 	p = plan_get(g, &k);
 	if (!p)
 		return -1;
-	if (p->legacy)
+	if (p->legacy) {
+		if (C != D && CUDA_CHECK(cudaMemcpy2DAsync(D, (size_t)ldc * dtype_bytes(c_dtype), C,
+							   (size_t)ldc * dtype_bytes(c_dtype),
+							   (size_t)N * dtype_bytes(c_dtype),
+							   (size_t)M, cudaMemcpyDeviceToDevice,
+							   g->stream)))
+			return -1;
 		return gemm_legacy(g, trans_a, trans_b, M, N, K, alpha, A, lda, sA, B, ldb, sB,
-				   ab_dtype, beta, C, ldc, sC, c_dtype, batch);
+				   ab_dtype, beta, D, ldc, sC, c_dtype, batch);
+	}
 	return CUBLAS_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, B, p->a, A, p->b, &beta, C, p->c,
-					   C, p->c, &p->algo, g->workspace, g->workspace_bytes,
+					   D, p->c, &p->algo, g->workspace, g->workspace_bytes,
 					   g->stream));
+}
+
+int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+	    const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
+	    enum st_dtype ab_dtype, float beta, void *C, int ldc, long long sC,
+	    enum st_dtype c_dtype, int batch)
+{
+	return gemm_rm_to(g, trans_a, trans_b, M, N, K, alpha, A, lda, sA, B, ldb, sB, ab_dtype,
+			  beta, C, C, ldc, sC, c_dtype, batch);
+}
+
+int gemm_rm_add(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K,
+		const void *A, int lda, const void *B, int ldb, enum st_dtype ab_dtype,
+		const void *C, void *D, int ldc, enum st_dtype c_dtype)
+{
+	return gemm_rm_to(g, trans_a, trans_b, M, N, K, 1.0f, A, lda, 0, B, ldb, 0, ab_dtype, 1.0f,
+			  C, D, ldc, 0, c_dtype, 1);
 }
 
 int gemm_attention(const struct gemm *g, enum attn_gemm kind, int bh, int T, int dh,

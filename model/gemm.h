@@ -48,6 +48,17 @@ int gemm_rm(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int 
 	    enum st_dtype c_dtype, int batch);
 
 /*
+ * D = op(A) op(B) + C, C and D (M, N) row-major with stride ldc, in c_dtype,
+ * D not overlapping A or B (it may be C): cuBLASLt's D = alpha A B + beta C
+ * with alpha = beta = 1, the residual add folded into a product
+ * (--kernels fused). Where cuBLASLt has no algorithm, C is copied to D and
+ * the product added to it. 0, or -1 as gemm_rm.
+ */
+int gemm_rm_add(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, int K,
+		const void *A, int lda, const void *B, int ldb, enum st_dtype ab_dtype,
+		const void *C, void *D, int ldc, enum st_dtype c_dtype);
+
+/*
  * Attention's products, each one strided-batched GEMM over bh heads: q, k,
  * v and the attention output are head-major (bh, T, dh), so one head's (T,
  * dh) matrix is contiguous (row stride dh, heads T*dh apart); scores are

@@ -110,6 +110,8 @@ struct model {
 	enum st_dtype adt;            /* matmul operand/output dtype: ST_DT_F32 or ST_DT_BF16 */
 	size_t adt_size;
 	int saved_category;           /* activation, or temporary in forward mode */
+	bool fused;                   /* --kernels fused: see pass.c and model_step */
+	bool wcast_valid;             /* fused: T_WCAST holds the current weights' copies */
 
 	cudaStream_t stream;
 	cudaEvent_t ev[4];            /* step start, after forward, after backward, after optimizer */
@@ -127,6 +129,7 @@ struct model {
 	struct mem_block inputs, targets;                 /* (batch * ctx) I32 */
 	struct mem_block rope;                            /* (ctx, dh) F32 cos/sin */
 	struct mem_block workspace;                       /* cuBLAS */
+	struct mem_block hyper;                           /* fused train: AdamW's alpha_t, lr wd */
 	struct mem_block *act;                            /* (n_act) step blocks */
 	size_t n_act;
 
@@ -137,7 +140,11 @@ struct model {
 
 	struct ddp *ddp;              /* data parallelism (ddp.c), NULL for one process */
 
-	float *loss_host;             /* pinned */
+	float *loss_host;             /* pinned, 3 floats: the loss, then hyper_host */
+	float *hyper_host;            /* AdamW's alpha_t and lr * weight_decay for this step */
+	cudaGraphExec_t graph;        /* fused, no observer: the step, captured at the second */
+	bool capturing;               /* inside that capture */
+	uint32_t steps_run;           /* steps finished since the weights or batch changed */
 	bool have_targets;
 	int adam_t;                   /* AdamW steps taken */
 	struct model_oom last_oom;
@@ -165,5 +172,7 @@ void ddp_free(struct model *m);
 int model_forward(struct model *m);
 int model_backward(struct model *m);
 int model_optimizer(struct model *m);
+/* The host's part of AdamW's step: t, and hyper_host for it (a graph replay's too). */
+void model_optimizer_prepare(struct model *m);
 
 #endif

@@ -173,6 +173,9 @@ static int create_buffers(struct model *m)
 
 	if ((rc = mem_get(&m->alloc, &m->workspace, CUBLAS_WORKSPACE_BYTES, ST_MEM_WORKSPACE)))
 		return rc;
+	if (m->fused && c->mode == ST_MODE_TRAIN &&
+	    (rc = mem_get(&m->alloc, &m->hyper, 2 * sizeof(float), ST_MEM_OPTIMIZER)))
+		return rc;
 	return 0;
 }
 
@@ -201,6 +204,7 @@ int model_create(struct model **out, const struct model_config *c,
 	m->adt = c->precision == ST_BF16 ? ST_DT_BF16 : ST_DT_F32;
 	m->adt_size = c->precision == ST_BF16 ? 2 : 4;
 	m->saved_category = c->mode == ST_MODE_FORWARD ? ST_MEM_TEMPORARY : ST_MEM_ACTIVATION;
+	m->fused = c->kernels == ST_KERNELS_FUSED;
 	op_registry_init(&m->ops, obs);
 
 	if (param_layout(m))
@@ -216,8 +220,9 @@ int model_create(struct model **out, const struct model_config *c,
 	for (int i = 0; i < 4; i++)
 		if (CUDA_CHECK(cudaEventCreate(&m->ev[i])))
 			goto fail;
-	if (CUDA_CHECK(cudaMallocHost((void **)&m->loss_host, sizeof(float))))
+	if (CUDA_CHECK(cudaMallocHost((void **)&m->loss_host, 3 * sizeof(float))))
 		goto fail;
+	m->hyper_host = m->loss_host + 1;
 	if (model_alloc_init(&m->alloc, m->stream, &m->ops))
 		goto fail;
 
@@ -260,15 +265,28 @@ static void release_step_blocks(struct model *m)
 {
 	for (size_t i = 0; i < m->n_act; i++)
 		mem_put(&m->alloc, &m->act[i]);
+	m->wcast_valid = false;
+}
+
+/* The weights or the batch changed: the next step runs eagerly (and casts), the one after captures. */
+static void graph_reset(struct model *m)
+{
+	if (m->graph)
+		cudaGraphExecDestroy(m->graph);
+	m->graph = NULL;
+	m->steps_run = 0;
+	m->wcast_valid = false;
 }
 
 void model_free(struct model *m)
 {
 	if (!m)
 		return;
+	graph_reset(m);
 	ddp_free(m);
 	if (m->alloc.pool) {
 		release_step_blocks(m);
+		mem_put(&m->alloc, &m->hyper);
 		mem_put(&m->alloc, &m->params);
 		mem_put(&m->alloc, &m->grads);
 		mem_put(&m->alloc, &m->adam_m);
@@ -303,6 +321,7 @@ int model_init_random(struct model *m, uint64_t seed)
 {
 	int rc = 0;
 
+	graph_reset(m);
 	setup_begin(m, m->op_init);
 	for (int i = 0; i < m->n_param && !rc; i++) {
 		const struct param *p = &m->param[i];
@@ -340,6 +359,7 @@ int model_load_weights(struct model *m, const struct tensor_set *w)
 		    (p->ndim == 2 && t->shape[1] != p->shape[1]))
 			return error("weight '%s' has the wrong shape for this model", p->name);
 	}
+	graph_reset(m);
 	setup_begin(m, m->op_load);
 	for (int i = 0; i < m->n_param && rc == MODEL_OK; i++) {
 		const struct param *p = &m->param[i];
@@ -369,6 +389,7 @@ int model_set_batch(struct model *m, const int32_t *inputs, const int32_t *targe
 
 	if (check_ids(m, inputs, n, "input") || (targets && check_ids(m, targets, n, "target")))
 		return MODEL_ERROR;
+	graph_reset(m);
 	setup_begin(m, m->op_batch);
 	if (CUDA_CHECK(cudaMemcpy(m->inputs.ptr, inputs, n * sizeof(int32_t),
 				  cudaMemcpyHostToDevice)) ||
@@ -440,10 +461,100 @@ static double elapsed_ms(cudaEvent_t a, cudaEvent_t b)
 	return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : NAN;
 }
 
+/*
+ * Event i of the step. While a graph is captured, an external one: a node of
+ * the graph, so its replays are timed by phase too (outside a capture the
+ * flag is an error).
+ */
+static void mark(struct model *m, int i)
+{
+	if (m->capturing)
+		cudaEventRecordWithFlags(m->ev[i], m->stream, cudaEventRecordExternal);
+	else
+		cudaEventRecord(m->ev[i], m->stream);
+}
+
+/* The step's phases on the stream, events between them. */
+static int step_phases(struct model *m)
+{
+	const struct model_config *c = &m->c;
+	int rc;
+
+	op_range_push(&m->ops, "step");
+	mark(m, 0);
+
+	op_range_push(&m->ops, "forward");
+	rc = model_forward(m);
+	op_range_pop(&m->ops);
+	mark(m, 1);
+	if (rc == MODEL_OK && c->mode != ST_MODE_FORWARD) {
+		op_range_push(&m->ops, "backward");
+		rc = model_backward(m);
+		op_range_pop(&m->ops);
+	}
+	mark(m, 2);
+	if (rc == MODEL_OK && m->ddp)
+		rc = ddp_finish_backward(m);   /* the optimizer waits for the average */
+	if (rc == MODEL_OK && c->mode == ST_MODE_TRAIN) {
+		op_range_push(&m->ops, "optimizer");
+		rc = model_optimizer(m);
+		op_range_pop(&m->ops);
+	}
+	mark(m, 3);
+	op_ranges_unwind(&m->ops, 0);    /* pops "step", and whatever a failure left open */
+	return rc;
+}
+
+/*
+ * --kernels fused without an observer: the first step after the weights or
+ * the batch changed runs eagerly (it casts the weight copies, and leaves
+ * every block the step needs in the allocator's cache, so the next makes no
+ * allocation); the second is captured into a graph and launched; later
+ * ones only launch it, after AdamW's host part. A recording (observer)
+ * runs every step eagerly: each kernel is then its op's by construction;
+ * so does data parallelism (--ddp), whose all-reduces the host starts on a
+ * stream of their own as gradients become final.
+ */
+static int step_graph(struct model *m)
+{
+	cudaGraph_t graph = NULL;
+	cudaError_t e;
+	int rc;
+
+	if (m->graph) {
+		if (m->c.mode == ST_MODE_TRAIN)
+			model_optimizer_prepare(m);
+		return CUDA_CHECK(cudaGraphLaunch(m->graph, m->stream)) ? MODEL_ERROR : MODEL_OK;
+	}
+	if (CUDA_CHECK(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal)))
+		return MODEL_ERROR;
+	m->capturing = true;
+	rc = step_phases(m);
+	m->capturing = false;
+	e = cudaStreamEndCapture(m->stream, &graph);
+	if (rc != MODEL_OK) {
+		if (graph)
+			cudaGraphDestroy(graph);
+		cudaGetLastError();
+		return rc;
+	}
+	if (cuda_check_at(e, "cudaStreamEndCapture", __FILE__, __LINE__))
+		return MODEL_ERROR;
+	e = cudaGraphInstantiate(&m->graph, graph, 0);
+	cudaGraphDestroy(graph);
+	if (cuda_check_at(e, "cudaGraphInstantiate", __FILE__, __LINE__)) {
+		m->graph = NULL;
+		return MODEL_ERROR;
+	}
+	return CUDA_CHECK(cudaGraphLaunch(m->graph, m->stream)) ? MODEL_ERROR : MODEL_OK;
+}
+
 int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_times *t)
 {
 	const struct model_config *c = &m->c;
 	struct timespec t0, tl, t1;
+	/* data parallelism's all-reduces run on a stream of their own, started from the host */
+	bool graph = m->fused && !m->ops.obs && !m->ddp && m->steps_run > 0;
 	int rc;
 
 	if (c->ddp != ST_DDP_NONE && !m->ddp)
@@ -453,30 +564,10 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	if (m->ops.obs)
 		m->ops.obs->step_begin(m->ops.obs->ctx, index, warmup);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	op_range_push(&m->ops, "step");
-	cudaEventRecord(m->ev[0], m->stream);
-
-	op_range_push(&m->ops, "forward");
-	rc = model_forward(m);
-	op_range_pop(&m->ops);
-	cudaEventRecord(m->ev[1], m->stream);
-	if (rc == MODEL_OK && c->mode != ST_MODE_FORWARD) {
-		op_range_push(&m->ops, "backward");
-		rc = model_backward(m);
-		op_range_pop(&m->ops);
-	}
-	cudaEventRecord(m->ev[2], m->stream);
-	if (rc == MODEL_OK && m->ddp)
-		rc = ddp_finish_backward(m);   /* the optimizer waits for the average */
-	if (rc == MODEL_OK && c->mode == ST_MODE_TRAIN) {
-		op_range_push(&m->ops, "optimizer");
-		rc = model_optimizer(m);
-		op_range_pop(&m->ops);
-	}
-	cudaEventRecord(m->ev[3], m->stream);
-	op_ranges_unwind(&m->ops, 0);    /* pops "step", and whatever a failure left open */
+	rc = graph ? step_graph(m) : step_phases(m);
 	if (rc != MODEL_OK) {
 		release_step_blocks(m);
+		graph_reset(m);   /* its blocks are gone: eager, then a fresh capture */
 		if (rc == MODEL_OOM)
 			m->last_oom = m->alloc.oom;
 	}
@@ -489,6 +580,7 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 		return MODEL_ERROR;
 	if (rc != MODEL_OK)
 		return rc;
+	m->steps_run++;
 	if (t) {
 		t->forward_ms = elapsed_ms(m->ev[0], m->ev[1]);
 		t->backward_ms = elapsed_ms(m->ev[1], m->ev[2]);

@@ -18,6 +18,15 @@
  * is the matmul dtype: F32, or BF16 under autocast, where weights are BF16 copies,
  * RMSNorm, softmax and the loss run in FP32, and the residual stream, weight
  * gradients and the gradients entering an RMSNorm backward are FP32.
+ *
+ * --kernels fused (m->fused) changes four things: the BF16 weight copies
+ * live from step to step, made once by cast_weights and then by AdamW as it
+ * updates each weight; the residual adds are folded into the output
+ * products (D = A B + C, the stream's F32 sum, no branch output); the loss
+ * writes its gradient over the logits in the same launch (no backward
+ * cross_entropy op, no dlogits buffer); and AdamW reads its step-dependent
+ * scalars from device memory, so the step can be replayed as a CUDA graph
+ * (model.c).
  */
 #include <limits.h>
 #include <math.h>
@@ -150,6 +159,22 @@ static int attn_gemm(struct model *m, enum attn_gemm kind, void *out, const void
 static float attn_scale(const struct model *m)
 {
 	return (float)(1.0 / sqrt((double)m->dh));
+}
+
+/*
+ * The output product of a branch with the residual add folded in (fused):
+ * out (n, d) F32 = x + in (n, in_dim) W^T, out saved, x freed in forward mode.
+ */
+static int linear_residual_fwd(struct model *m, struct mem_block *out, struct mem_block *x,
+			       const void *in, size_t w, int in_dim)
+{
+	int d = m->c.d_model;
+
+	TRY(get(m, out, rows(m) * d * sizeof(float), m->saved_category));
+	TRY(gemm_rm_add(&m->gemm, false, true, (int)rows(m), d, in_dim, in, in_dim, weight(m, w),
+			in_dim, m->adt, x->ptr, out->ptr, d, ST_DT_F32) ? MODEL_ERROR : MODEL_OK);
+	drop(m, x);
+	return MODEL_OK;
 }
 
 /* The residual stream entering layer l. */
@@ -298,6 +323,13 @@ static int attn_fwd(struct model *m, int l)
 		TRY(naive_fwd(m, l));
 
 	op_begin(&m->ops, op[L_O]);
+	if (m->fused) {
+		TRY(linear_residual_fwd(m, lb(m, l, A_XMID), layer_input(m, l), att->ptr,
+					lp->proj[3], (int)d));
+		drop(m, att);
+		op_end(&m->ops);
+		return MODEL_OK;
+	}
 	TRY(get(m, y, n * d * a, ST_MEM_TEMPORARY));
 	TRY(linear_fwd(m, y->ptr, att->ptr, lp->proj[3], (int)d, (int)d));
 	drop(m, att);
@@ -328,6 +360,13 @@ static int ffn_fwd(struct model *m, int l)
 	op_end(&m->ops);
 
 	op_begin(&m->ops, op[L_W2]);
+	if (m->fused) {
+		TRY(linear_residual_fwd(m, lb(m, l, A_XOUT), lb(m, l, A_XMID), g->ptr, lp->w2,
+					(int)f));
+		drop(m, g);
+		op_end(&m->ops);
+		return MODEL_OK;
+	}
 	TRY(get(m, y, n * d * a, ST_MEM_TEMPORARY));
 	TRY(linear_fwd(m, y->ptr, g->ptr, lp->w2, (int)f, (int)d));
 	drop(m, g);
@@ -360,15 +399,18 @@ int model_forward(struct model *m)
 	struct mem_block *x0 = tb(m, T_X0), *xf = tb(m, T_XF), *logits = tb(m, T_LOGITS);
 	struct mem_block *last = lb(m, c->layers - 1, A_XOUT);
 
-	if (m->adt == ST_DT_BF16) {
+	/* fused: the copies outlive the step, and AdamW keeps them current */
+	if (m->adt == ST_DT_BF16 && !(m->fused && m->wcast_valid)) {
 		struct mem_block *w = tb(m, T_WCAST);
 		size_t nw = m->n_params - m->cast_from;
 
 		op_begin(&m->ops, m->top.cast);
-		TRY(get(m, w, nw * 2, m->saved_category));
+		if (!w->ptr)    /* fused: held since an earlier step, whose weights are stale */
+			TRY(get(m, w, nw * 2, m->fused ? ST_MEM_PARAMETER : m->saved_category));
 		TRY(CUDA_CHECK(cast_f32_to_bf16(w->ptr, param(m, m->cast_from), (long long)nw,
 						m->stream)));
 		op_end(&m->ops);
+		m->wcast_valid = m->fused;
 	}
 	op_begin(&m->ops, m->top.embedding);
 	TRY(get(m, x0, n * d * sizeof(float), m->saved_category));
@@ -385,7 +427,8 @@ int model_forward(struct model *m)
 	TRY(get(m, logits, n * V * m->adt_size, m->saved_category));
 	TRY(linear_fwd(m, logits->ptr, xf->ptr, m->off_lm, (int)d, (int)V));
 	drop(m, xf);
-	drop(m, tb(m, T_WCAST));
+	if (!m->fused)
+		drop(m, tb(m, T_WCAST));
 	op_end(&m->ops);
 
 	if (!m->have_targets) {
@@ -396,8 +439,13 @@ int model_forward(struct model *m)
 	op_begin(&m->ops, m->top.loss);
 	TRY(get(m, lse, 2 * n * sizeof(float), m->saved_category));
 	TRY(get(m, loss, sizeof(float), ST_MEM_TEMPORARY));
-	TRY(CUDA_CHECK(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr,
-					     (int)n, (int)V, m->adt, m->stream)));
+	if (m->fused && c->mode != ST_MODE_FORWARD)   /* logits become their gradient */
+		TRY(CUDA_CHECK(cross_entropy_fused(loss->ptr, lse->ptr, logits->ptr, m->targets.ptr,
+						   (int)n, (int)V, m->adt, m->stream)));
+	else
+		TRY(CUDA_CHECK(cross_entropy_forward(loss->ptr, lse->ptr, logits->ptr,
+						     m->targets.ptr, (int)n, (int)V, m->adt,
+						     m->stream)));
 	TRY(CUDA_CHECK(cudaMemcpyAsync(m->loss_host, loss->ptr, sizeof(float),
 				       cudaMemcpyDeviceToHost, m->stream)));
 	put(m, loss);
@@ -636,7 +684,7 @@ static int attn_bwd(struct model *m, int l)
 			    false));
 	put(m, dqkv);
 	put(m, xn);
-	if (l == 0)
+	if (l == 0 && !m->fused)
 		put(m, tb(m, T_WCAST));   /* the last matmul that reads a weight copy */
 	op_end(&m->ops);
 	return grads_final(m, lp->proj[0]);   /* q, k and v */
@@ -675,13 +723,19 @@ int model_backward(struct model *m)
 
 	TRY(zero_norm_grads(m));
 
-	op_begin(&m->ops, m->top.loss_bwd);
-	TRY(get(m, dlogits, n * V * m->adt_size, ST_MEM_TEMPORARY));
-	TRY(CUDA_CHECK(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr, m->targets.ptr,
-					      (int)n, (int)V, m->adt, m->stream)));
-	put(m, logits);
-	put(m, lse);
-	op_end(&m->ops);
+	if (m->fused) {   /* the forward's loss left the gradient in the logits' block */
+		put(m, lse);
+		dlogits = logits;
+	} else {
+		op_begin(&m->ops, m->top.loss_bwd);
+		TRY(get(m, dlogits, n * V * m->adt_size, ST_MEM_TEMPORARY));
+		TRY(CUDA_CHECK(cross_entropy_backward(dlogits->ptr, logits->ptr, lse->ptr,
+						      m->targets.ptr, (int)n, (int)V, m->adt,
+						      m->stream)));
+		put(m, logits);
+		put(m, lse);
+		op_end(&m->ops);
+	}
 
 	op_begin(&m->ops, m->top.lm_head_bwd);
 	TRY(linear_bwd_weight(m, m->off_lm, dlogits->ptr, xf->ptr, (int)d, (int)V));
@@ -707,16 +761,38 @@ int model_backward(struct model *m)
 
 /* ---- Optimizer ---- */
 
-int model_optimizer(struct model *m)
+void model_optimizer_prepare(struct model *m)
 {
 	const struct model_config *c = &m->c;
 	int t = ++m->adam_t;
 	double alpha = c->lr * sqrt(1.0 - pow(c->beta2, t)) / (1.0 - pow(c->beta1, t));
 
+	m->hyper_host[0] = (float)alpha;
+	m->hyper_host[1] = (float)(c->lr * c->weight_decay);
+}
+
+int model_optimizer(struct model *m)
+{
+	const struct model_config *c = &m->c;
+
+	model_optimizer_prepare(m);
 	op_begin(&m->ops, m->top.adamw);
+	if (m->fused) {
+		struct mem_block *w = tb(m, T_WCAST);
+
+		/* a copy in the graph, so each replay reads that step's scalars */
+		TRY(CUDA_CHECK(cudaMemcpyAsync(m->hyper.ptr, m->hyper_host, 2 * sizeof(float),
+					       cudaMemcpyHostToDevice, m->stream)));
+		TRY(CUDA_CHECK(adamw_update_copy(m->params.ptr, m->grads.ptr, m->adam_m.ptr,
+						 m->adam_v.ptr, (long long)m->n_params, c->beta1,
+						 c->beta2, (float)c->eps, m->hyper.ptr, w->ptr,
+						 (long long)m->cast_from, m->stream)));
+		op_end(&m->ops);
+		return MODEL_OK;
+	}
 	TRY(CUDA_CHECK(adamw_update(m->params.ptr, m->grads.ptr, m->adam_m.ptr, m->adam_v.ptr,
 				    (long long)m->n_params, c->beta1, c->beta2, (float)c->eps,
-				    (float)alpha, (float)(c->lr * c->weight_decay), m->stream)));
+				    m->hyper_host[0], m->hyper_host[1], m->stream)));
 	op_end(&m->ops);
 	return MODEL_OK;
 }

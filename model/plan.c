@@ -67,6 +67,21 @@ static void linear_cost(const struct model *m, struct cost *k, bool backward, ui
 }
 
 /*
+ * A forward Linear with the residual add folded in (fused): out (n, d) F32
+ * = x F32 + y, y never stored: the add's FLOPs, x read and out written in
+ * F32 instead of y written in adt.
+ */
+static void residual_fold(const struct model *m, struct cost *k)
+{
+	uint64_t n = (uint64_t)m->c.batch * m->c.ctx, d = m->c.d_model;
+	int A = m->adt, F = ST_DT_F32;
+
+	k->flops += n * d;
+	k->bytes += n * d * (8 - m->adt_size);
+	DT(k, L(A, A, F), L(F));
+}
+
+/*
  * An RMSNorm. The backward writes dx and dg, and with cast dx's BF16
  * rounding too, for the BF16 branch whose matmuls read it next.
  */
@@ -107,6 +122,8 @@ static bool layer_op_runs(const struct model *m, enum layer_op op)
 
 	if (op == L_FLASH)
 		return flash;
+	if (m->fused && (op == L_RES1 || op == L_RES2))   /* folded into L_O and L_W2 */
+		return false;
 	return !(flash && (op == L_SCORES || op == L_SOFTMAX || op == L_AV));
 }
 
@@ -127,12 +144,16 @@ static void layer_cost(const struct model *m, int l, enum layer_op op, bool bwd,
 		break;
 	case L_O:
 		linear_cost(m, k, bwd, d, d, A);
+		if (m->fused && !bwd)
+			residual_fold(m, k);
 		break;
 	case L_W13:         /* w1 and w3 as one Linear (n, d) -> (n, 2f) */
 		linear_cost(m, k, bwd, d, 2 * f, F);
 		break;
 	case L_W2:
 		linear_cost(m, k, bwd, f, d, A);
+		if (m->fused && !bwd)
+			residual_fold(m, k);
 		break;
 	case L_ROPE:        /* q, k rotated and v copied, between token- and head-major */
 		k->flops = 6 * n * d;
@@ -247,6 +268,11 @@ int model_plan(struct model *m)
 	REG(lm_head, "step/forward/lm_head", "forward");
 	k = (struct cost){ .flops = 3 * n * V, .bytes = n * V * a + n * 16 };
 	DT(&k, L(A, I), L(F));
+	if (m->fused && train) {   /* and the backward's gradient, written over the logits */
+		k.flops += 3 * n * V;
+		k.bytes += n * V * a + n * 4;
+		DT(&k, L(A, I), L(F, A));
+	}
 	REG(loss, "step/forward/cross_entropy", "forward");
 	if (!train)
 		return 0;
@@ -256,9 +282,11 @@ int model_plan(struct model *m)
 	k = (struct cost){ .flops = 0, .bytes = ((2 * (uint64_t)c->layers + 1) * d + V * d) * 4 };
 	dtypes(&k, 0, NULL, 1, (const int[]){ F });
 	REG(zero_grad, "step/backward/zero_grad", "backward");
-	k = (struct cost){ .flops = 3 * n * V, .bytes = 2 * n * V * a + n * 8 };
-	DT(&k, L(A, F, I), L(A));
-	REG(loss_bwd, "step/backward/cross_entropy", "backward");
+	if (!m->fused) {   /* fused: inside the forward's */
+		k = (struct cost){ .flops = 3 * n * V, .bytes = 2 * n * V * a + n * 8 };
+		DT(&k, L(A, F, I), L(A));
+		REG(loss_bwd, "step/backward/cross_entropy", "backward");
+	}
 	linear_cost(m, &k, true, d, V, F);
 	REG(lm_head_bwd, "step/backward/lm_head", "backward");
 	norm_cost(m, &k, true, bf16);
@@ -281,6 +309,10 @@ int model_plan(struct model *m)
 	if (c->mode == ST_MODE_TRAIN) {
 		k = (struct cost){ .flops = 15 * (uint64_t)m->n_params, .bytes = 28 * (uint64_t)m->n_params };
 		DT(&k, L(F, F, F, F), L(F, F, F));
+		if (m->fused && bf16) {   /* and the next step's weight copies, for cast_weights */
+			k.bytes += 2 * (uint64_t)(m->n_params - m->cast_from);
+			DT(&k, L(F, F, F, F), L(F, F, F, B16));
+		}
 		REG(adamw, "step/optimizer/adamw", "optimizer");
 	}
 #undef REG

@@ -68,7 +68,7 @@ static int step_write(const char *path, const struct model_config *c, double los
 {
 	struct tensor_set out;
 	float l = (float)loss;
-	char cfg[256], times[128], name[160];
+	char cfg[320], times[128], name[160];
 	const char *meta[] = { "format", "pt", "producer", "steptrace step", "config", cfg,
 			       "times_ms", times, NULL };
 	size_t i;
@@ -77,10 +77,11 @@ static int step_write(const char *path, const struct model_config *c, double los
 	snprintf(cfg, sizeof(cfg),
 		 "{\"d_model\":%d,\"d_ff\":%d,\"layers\":%d,\"heads\":%d,\"vocab\":%d,\"batch\":%d,"
 		 "\"ctx\":%d,\"precision\":\"%s\",\"mode\":\"%s\",\"attention\":\"%s\","
-		 "\"lr\":%.17g,\"weight_decay\":%.17g}",
+		 "\"kernels\":\"%s\",\"lr\":%.17g,\"weight_decay\":%.17g}",
 		 c->d_model, c->d_ff, c->layers, c->heads, c->vocab, c->batch, c->ctx,
 		 st_name(st_precision_names, c->precision), st_name(st_mode_names, c->mode),
-		 st_name(st_attention_names, c->attention), c->lr, c->weight_decay);
+		 st_name(st_attention_names, c->attention), st_name(st_kernels_names, c->kernels),
+		 c->lr, c->weight_decay);
 	snprintf(times, sizeof(times), "{\"forward\":%.4f,\"backward\":%.4f,\"optimizer\":%.4f,\"wall\":%.4f}",
 		 t->forward_ms, t->backward_ms, t->optimizer_ms, t->wall_ms);
 	tensor_set_init(&out);

@@ -68,6 +68,7 @@ static void fill_run_config(Steptrace__RunConfig *rc, const struct model_config 
 	rc->precision = (char *)st_name(st_precision_names, c->precision);
 	rc->mode = (char *)st_name(st_mode_names, c->mode);
 	rc->attention = (char *)st_name(st_attention_names, c->attention);
+	rc->kernels = (char *)st_name(st_kernels_names, c->kernels);
 	rc->warmup_steps = (uint32_t)o->warmup;
 	rc->measured_steps = (uint32_t)o->steps;
 	rc->parameters = model_config_params(c);

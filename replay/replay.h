@@ -194,7 +194,9 @@ struct replay_config {
 	int precision;                 /* enum st_precision; -1 when precision_name is none of them */
 	int mode;                      /* enum st_mode; -1 likewise */
 	int attention;                 /* enum st_attention; -1 likewise */
+	int kernels;                   /* enum st_kernels; plain when not recorded (before 1.4) */
 	const char *precision_name, *mode_name, *attention_name;   /* as recorded */
+	const char *kernels_name;      /* as recorded, "" before 1.4 */
 	uint32_t warmup_steps, measured_steps;
 	uint64_t parameters, seed;
 	double lr;

@@ -26,9 +26,13 @@ static void config_fill(struct replay_config *c, const Steptrace__RunConfig *m)
 	c->precision_name = str(m->precision);
 	c->mode_name = str(m->mode);
 	c->attention_name = str(m->attention);
+	c->kernels_name = str(m->kernels);
 	c->precision = st_lookup(st_precision_names, c->precision_name);
 	c->mode = st_lookup(st_mode_names, c->mode_name);
 	c->attention = st_lookup(st_attention_names, c->attention_name);
+	/* before 1.4 every step was plain */
+	c->kernels = *c->kernels_name ? st_lookup(st_kernels_names, c->kernels_name)
+				      : ST_KERNELS_PLAIN;
 	c->warmup_steps = m->warmup_steps;
 	c->measured_steps = m->measured_steps;
 	c->parameters = m->parameters;
@@ -93,9 +97,10 @@ void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const S
 	memset(run, 0, sizeof(*run));
 	run->tool_version = run->command_line = run->hostname = run->clock = run->api_calls = "";
 	run->config.model = run->config.precision_name = run->config.mode_name = "";
-	run->config.attention_name = run->config.ddp_name = "";
+	run->config.attention_name = run->config.ddp_name = run->config.kernels_name = "";
 	run->nccl_version = "";
 	run->config.precision = run->config.mode = run->config.attention = -1;
+	run->config.kernels = -1;
 	run->device.name = run->device.peak_note = run->device.driver_version = "";
 	run->footer.end_reason = "";
 	if (h) {

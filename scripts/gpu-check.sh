@@ -6,6 +6,9 @@
 # OOM), torch (agreement with PyTorch), attention (issue 14's measurements:
 # bench attention beside PyTorch's SDPA and naive attention, the model with
 # flash, record attention and naive/flash bundles; README "Attention"),
+# fused (issue 17's measurements: bench --kernels plain,fused per size and
+# precision, PyTorch eager and torch.compile on the same sizes, the
+# agreement check for both kernel sets, a fused bundle; README "Fused"),
 # multi (issue 16 on two GPUs, nvidia-h200-x2: multi-tests, multi-allreduce,
 # multi-ddp and multi-record in turn; each can be run alone).
 # Default: tests samples overhead torch.
@@ -96,6 +99,28 @@ attention)
 	PYTHONUNBUFFERED=1 python3 scripts/torch_attention.py --seq $seq --sdpa-extra-seq '' --runs 10 \
 		--fp32-too --steptrace "$out/st-bf16.csv" --steptrace "$out/st-fp32.csv" > "$out/torch-attention.log" 2>&1
 	tail -140 "$out/torch-attention.log" | grep "^|"
+	;;
+fused)
+	echo "== $st bench --model small,medium,large --ctx 512 --precision bf16,fp32 --kernels plain,fused --warmup 3 --steps 10"
+	$st bench --model small,medium,large --ctx 512 --precision bf16,fp32 --kernels plain,fused \
+		--warmup 3 --steps 10 --format md > "$out/fused-bench.md" 2>/dev/null
+	sed -n '/Plain and fused/,$p' "$out/fused-bench.md"
+	for c in "" --compile; do
+		echo "== torch_bench.py --model small,medium --ctx 512 --precision bf16 --mode train $c"
+		PYTHONUNBUFFERED=1 python3 scripts/torch_bench.py --model small,medium --ctx 512 \
+			--precision bf16 --mode train --warmup 3 --steps 10 --format csv $c \
+			> "$out/torch-bench$c.csv" 2>/dev/null; cat "$out/torch-bench$c.csv"
+	done
+	for k in plain fused; do
+		for p in fp32 bf16; do
+			echo "== torch_check.py run --steptrace $st --precision $p --mode train --kernels $k"
+			PYTHONUNBUFFERED=1 python3 scripts/torch_check.py run --steptrace "$st" --precision $p \
+				--mode train --kernels $k --workdir "$out/torch-check-$k-$p" 2>&1 | tail -4
+		done
+	done
+	echo "== $st record --model small --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 2 -o fused.stb"
+	$st record --model small --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 2 \
+		-o "$out/fused.stb" 2>&1 | tail -2
 	;;
 multi-tests)
 	# NVLink multicast can take the host's GPUs out of service: off in everything started here

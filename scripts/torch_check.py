@@ -365,7 +365,7 @@ def cmd_compare(a):
             w0 = weights[n].double()
             check("update", n, out[n].double() - w0, same[2][n] - w0, truth[2][n] - w0)
 
-    print(f"steptrace step vs PyTorch: {precision} {mode} {sc.get('attention', 'naive')} attention, d_model {cfg['d_model']} "
+    print(f"steptrace step vs PyTorch: {precision} {mode} {sc.get('attention', 'naive')} attention, {sc.get('kernels', 'plain')} kernels, d_model {cfg['d_model']} "
           f"layers {cfg['layers']} heads {cfg['heads']} vocab {cfg['vocab']} "
           f"batch {cfg['batch']} ctx {cfg['ctx']}; loss steptrace {out['loss'].item():.6f} "
           f"torch-{precision} {same[0]:.6f} torch-fp64 {truth[0]:.6f}")
@@ -391,9 +391,11 @@ def cmd_run(a):
     cmd = [a.steptrace, "step", "--model", "custom", "--d-model", str(cfg["d_model"]),
            "--d-ff", str(cfg["d_ff"]), "--layers", str(cfg["layers"]), "--heads", str(cfg["heads"]),
            "--vocab", str(cfg["vocab"]), "--batch", str(cfg["batch"]), "--ctx", str(cfg["ctx"]),
-           "--precision", a.precision, "--mode", a.mode, "--attention", a.attention,
+           "--precision", a.precision, "--mode", a.mode, "--kernels", a.kernels,
            "--lr", repr(a.lr),
            "--weights", a.weights, "--batch-file", a.batch_file, "-o", a.step_file]
+    if a.attention:
+        cmd[cmd.index("--kernels"):cmd.index("--kernels")] = ["--attention", a.attention]
     print("+ " + " ".join(cmd), file=sys.stderr)
     rc = subprocess.run(cmd).returncode
     if rc:
@@ -436,8 +438,11 @@ def main():
     p.add_argument("--steptrace", default="build/steptrace")
     p.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "bf16"))
     p.add_argument("--mode", default="train", choices=("forward", "fwdbwd", "train"))
-    p.add_argument("--attention", default="naive", choices=("naive", "flash"),
-                   help="steptrace's attention (PyTorch's is the same maths either way)")
+    p.add_argument("--attention", choices=("naive", "flash"),
+                   help="steptrace's attention (PyTorch's is the same maths either way; "
+                        "default: the kernels', naive, or flash for fused in bf16)")
+    p.add_argument("--kernels", default="plain", choices=("plain", "fused"),
+                   help="steptrace's kernels: plain, or fused (fused AdamW and residual adds)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--workdir", default="torch_check.out")
 

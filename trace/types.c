@@ -6,6 +6,7 @@
 const char *const st_precision_names[] = { "fp32", "tf32", "bf16", NULL };
 const char *const st_mode_names[] = { "forward", "fwdbwd", "train", NULL };
 const char *const st_attention_names[] = { "naive", "flash", NULL };
+const char *const st_kernels_names[] = { "plain", "fused", NULL };
 const char *const st_peak_source_names[] = { "unknown", "measured", "datasheet", NULL };
 const char *const st_ddp_names[] = { "none", "naive", "flat", "overlap", "bucket", NULL };
 const char *const st_collective_names[] = {

@@ -1,7 +1,7 @@
 /*
  * types.h: the vocabulary every part of steptrace shares, with no protobuf
  * in it: event kinds, dtypes, memory categories, precisions, modes and
- * attention implementations, each one enum with one name table, and the
+ * attention implementations, kernel sets, each one enum with one name table, and the
  * decoded event. The numbers of kinds, dtypes and categories are the
  * schema's (proto/steptrace.proto); trace/ converts, nothing else needs to.
  *
@@ -25,6 +25,14 @@ extern const char *const st_mode_names[];        /* "forward", "fwdbwd", "train"
 /* How attention is computed. */
 enum st_attention { ST_ATTN_NAIVE, ST_ATTN_FLASH };
 extern const char *const st_attention_names[];   /* "naive", "flash" */
+
+/*
+ * Which kernels a step runs: plain (one kernel per op) or fused (fused
+ * kernels, FlashAttention by default under BF16, and the step replayed as
+ * a CUDA graph where it is not recorded).
+ */
+enum st_kernels { ST_KERNELS_PLAIN, ST_KERNELS_FUSED };
+extern const char *const st_kernels_names[];     /* "plain", "fused" */
 
 /*
  * Data parallelism over several GPUs (--ddp): how each rank's gradients are

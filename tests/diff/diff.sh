@@ -33,12 +33,12 @@ same ab_warmup.json A.stb B.stb --include-warmup --format json
 (cd "$tmp" && "$st" diff A.stb C.stb --format csv) >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" = 0 ] || fail "diff A C: exit $rc"
-want="warning: bundles differ in ctx (128 -> 256), precision (fp32 -> bf16), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200): rows are matched by name where the structure matches"
+want="warning: bundles differ in ctx (128 -> 256), precision (fp32 -> bf16), kernels (plain -> fused), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200): rows are matched by name where the structure matches"
 [ "$(cat "$tmp/err")" = "$want" ] || fail "diff A C: stderr '$(cat "$tmp/err")'"
 sed '$d' "$exp/ab_op.csv" >"$tmp/want"
 sed '$d' "$tmp/out" >"$tmp/got"
 cmp -s "$tmp/want" "$tmp/got" || fail "diff A C: rows differ from A B"
-tail -n 1 "$tmp/out" | grep -qx '# A and B differ in ctx (128 -> 256), precision (fp32 -> bf16), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200)' ||
+tail -n 1 "$tmp/out" | grep -qx '# A and B differ in ctx (128 -> 256), precision (fp32 -> bf16), kernels (plain -> fused), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200)' ||
 	fail "diff A C: last note '$(tail -n 1 "$tmp/out")'"
 
 # a bundle against itself: no deltas, no one-sided kernels, no header note

@@ -427,6 +427,22 @@ static void test_cross_entropy(int dtype)
 	label(what, sizeof(what), "cross-entropy backward", dtype);
 	check_err(what, rel_err(gdl, dl, n), tol_of(dtype));
 	free(gl), free(gdl);
+
+	/* fused: the same loss, lse and gradient from one launch, the gradient over the logits */
+	double *glse = download(dlse, N, ST_DT_F32);
+	float *dloss2 = poisoned(1, ST_DT_F32), *dlse2 = poisoned(2 * N, ST_DT_F32);
+	CHECK(cross_entropy_fused(dloss2, dlse2, dlog, dtg, N, VOCAB, dtype, 0) == 0,
+	      "cross_entropy_fused launch");
+	gl = download(dloss2, 1, ST_DT_F32), gdl = download(dlog, n, dtype);
+	double *glse2 = download(dlse2, N, ST_DT_F32);
+	label(what, sizeof(what), "cross-entropy fused: mean loss", dtype);
+	check_err(what, fabs(gl[0] - loss) / fabs(loss), 1e-5);
+	label(what, sizeof(what), "cross-entropy fused: gradient over the logits", dtype);
+	check_err(what, rel_err(gdl, dl, n), tol_of(dtype));
+	label(what, sizeof(what), "cross-entropy fused: lse as the forward's", dtype);
+	check_err(what, rel_err(glse2, glse, N), 1e-6);
+	free(gl), free(gdl), free(glse), free(glse2);
+	cudaFree(dloss2), cudaFree(dlse2);
 	cudaFree(dtg), cudaFree(dlog), cudaFree(ddl), cudaFree(dloss), cudaFree(dlse);
 	free(logits), free(dl);
 }
@@ -463,6 +479,59 @@ static void test_adamw(void)
 	free(gp), free(gm), free(gv), free(dref), free(dgot);
 	cudaFree(dp), cudaFree(dm), cudaFree(dv);
 	free(p), free(m), free(v), free(p0);
+}
+
+/*
+ * adamw_update_copy (--kernels fused): the same update with alpha_t and
+ * lr_wd read from device memory, and the BF16 copy of every parameter from
+ * copy_from on, which must be exactly the rounding of the parameter it
+ * wrote (tolerance 0), and must touch no element before copy_from. pad
+ * poisoned elements sit before the copy: copy_from 136 with pad 4 takes the
+ * four-wide path (aligned), 137 with pad 1 the one-wide path.
+ */
+static void test_adamw_copy(size_t from, size_t pad)
+{
+	const size_t n = 1000, nc = n - from;
+	const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+	double *p = host_normal(&rng, n, 0.5), *m = calloc(n, sizeof(double)), *v = calloc(n, sizeof(double));
+	double *r = malloc(n * sizeof(double));
+	float *dhyper;
+	void *copy_base;
+
+	round_to(p, n, ST_DT_F32);
+	float *dp = upload(p, n, ST_DT_F32), *dm = upload(m, n, ST_DT_F32), *dv = upload(v, n, ST_DT_F32);
+	/* the copy pad elements wider in front, poisoned: the kernel must leave them */
+	copy_base = poisoned(nc + pad, ST_DT_BF16);
+	void *copy = (char *)copy_base + 2 * pad;
+	CUDA_OK(cudaMalloc((void **)&dhyper, 2 * sizeof(float)));
+	for (int t = 1; t <= 3; t++) {
+		double *g = host_normal(&rng, n, 1e-2);
+		round_to(g, n, ST_DT_F32);
+		float *dg = upload(g, n, ST_DT_F32);
+		float hyper[2] = { (float)(lr * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t))), (float)(lr * wd) };
+		CUDA_OK(cudaMemcpy(dhyper, hyper, sizeof(hyper), cudaMemcpyHostToDevice));
+		CHECK(adamw_update_copy(dp, dg, dm, dv, (long long)n, b1, b2, (float)eps, dhyper, copy,
+					(long long)from, 0) == 0, "adamw_update_copy launch");
+		ref_adamw_step(p, g, m, v, n, t, lr, b1, b2, eps, wd);
+		cudaFree(dg);
+		free(g);
+	}
+	double *gp = download(dp, n, ST_DT_F32), *gm = download(dm, n, ST_DT_F32);
+	double *gc = download(copy_base, nc + pad, ST_DT_BF16);
+	char what[96];
+	snprintf(what, sizeof(what), "adamw (fused, copy from %zu) 3 steps: parameters [f32]", from);
+	check_err(what, rel_err(gp, p, n), 1e-6);
+	snprintf(what, sizeof(what), "adamw (fused, copy from %zu) 3 steps: first moment [f32]", from);
+	check_err(what, rel_err(gm, m, n), 1e-5);
+	for (size_t i = 0; i < nc; i++)
+		r[i] = ref_round_bf16(gp[from + i]);
+	snprintf(what, sizeof(what), "adamw (fused, copy from %zu): bf16 copy of what it wrote", from);
+	check_err(what, rel_err(gc + pad, r, nc), 0.0);
+	for (size_t i = 0; i < pad; i++)
+		CHECK(isnan(gc[i]), "adamw (fused) wrote before its copy (%g)", gc[i]);
+	free(gp), free(gm), free(gc), free(r);
+	cudaFree(dp), cudaFree(dm), cudaFree(dv), cudaFree(copy_base), cudaFree(dhyper);
+	free(p), free(m), free(v);
 }
 
 static void test_cast_residual(void)
@@ -573,13 +642,15 @@ struct gemm_case {
 	const char *name;
 	int batch, pad, off[3];
 	float beta;
+	bool add;     /* gemm_rm_add: D = A B + C into a poisoned D, C left as it was */
 };
 
 /* The second case is the first's shape less aligned: it must not reuse the first's plan. */
 static const struct gemm_case gemm_cases[] = {
-	{ "batched", 3, 8, { 0, 0, 0 }, 0.0f },
-	{ "batched, offset pointers", 3, 8, { 1, 3, 1 }, 0.0f },
-	{ "odd strides, offset pointers, beta 1", 1, 3, { 3, 1, 1 }, 1.0f },
+	{ "batched", 3, 8, { 0, 0, 0 }, 0.0f, false },
+	{ "batched, offset pointers", 3, 8, { 1, 3, 1 }, 0.0f, false },
+	{ "odd strides, offset pointers, beta 1", 1, 3, { 3, 1, 1 }, 1.0f, false },
+	{ "D = A B + C out of place", 1, 3, { 3, 1, 1 }, 1.0f, true },
 };
 
 /* n elements of a dtype at off elements into a fresh device buffer; its start in *base. */
@@ -614,6 +685,14 @@ static void test_gemm_case(const struct gemm *g, const struct gemm_case *gc, con
 			char *dA = upload_at(A, sa * batch, gc->off[0], ab_dtype, &baseA);
 			char *dB = upload_at(Bm, sb * batch, gc->off[1], ab_dtype, &baseB);
 			char *dC = upload_at(C, sc * batch, gc->off[2], c_dtype, &baseC);
+			double *C0 = malloc(sc * batch * sizeof(double));
+			void *baseD = NULL;
+			char *dD = dC;
+			memcpy(C0, C, sc * batch * sizeof(double));
+			if (gc->add) {
+				baseD = poisoned(sc * batch + 1, c_dtype);
+				dD = (char *)baseD + dtype_size(c_dtype);   /* C's alignment differs */
+			}
 			if (gc->beta == 0.0f)   /* C must not be read */
 				CUDA_OK(cudaMemset(baseC, 0xff, (gc->off[2] + sc * batch) * dtype_size(c_dtype)));
 			for (int b = 0; b < batch; b++)
@@ -625,9 +704,23 @@ static void test_gemm_case(const struct gemm *g, const struct gemm_case *gc, con
 							     Bm[b * sb + (tb ? (size_t)j * ldb + k : (size_t)k * ldb + j)];
 						C[b * sc + (size_t)i * ldc + j] = s + gc->beta * C[b * sc + (size_t)i * ldc + j];
 					}
-			CHECK(gemm_rm(g, ta, tb, M, Nn, K, 1.0f, dA, lda, (long long)sa, dB, ldb, (long long)sb,
-				      ab_dtype, gc->beta, dC, ldc, (long long)sc, c_dtype, batch) == 0, "gemm_rm");
-			double *got = download(dC, sc * batch, c_dtype);
+			if (gc->add)
+				CHECK(gemm_rm_add(g, ta, tb, M, Nn, K, dA, lda, dB, ldb, ab_dtype, dC, dD,
+						  ldc, c_dtype) == 0, "gemm_rm_add");
+			else
+				CHECK(gemm_rm(g, ta, tb, M, Nn, K, 1.0f, dA, lda, (long long)sa, dB, ldb,
+					      (long long)sb, ab_dtype, gc->beta, dC, ldc, (long long)sc,
+					      c_dtype, batch) == 0, "gemm_rm");
+			double *got = download(dD, sc * batch, c_dtype);
+			if (gc->add) {
+				double *kept = download(dC, sc * batch, c_dtype);
+				snprintf(what, sizeof(what), "gemm_rm_add %s%s leaves C (%s)", ta ? "T" : "N",
+					 tb ? "T" : "N", prec);
+				check_err(what, rel_err(kept, C0, sc * batch), 0.0);
+				free(kept);
+				cudaFree(baseD);
+			}
+			free(C0);
 			size_t n = (size_t)batch * M * Nn, q = 0;
 			double *gm = malloc(n * sizeof(double)), *rm = malloc(n * sizeof(double));
 			/* the padding columns are never written: compare only the M x N parts */
@@ -680,6 +773,8 @@ int main(void)
 		test_cross_entropy(dt);
 	}
 	test_adamw();
+	test_adamw_copy(137, 1);
+	test_adamw_copy(136, 4);
 	test_cast_residual();
 	test_zero_groups();
 	test_init();

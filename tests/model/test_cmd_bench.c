@@ -69,6 +69,20 @@ int main(void)
 	CHECK(strstr(buf, "custom,5168,8,bf16,train,") != NULL, "last row:\n%s", buf);
 	CHECK(count(buf, ",ok") == 8, "all ok:\n%s", buf);
 
+	/* both kernels: a row each, and the side-by-side table pairing them */
+	rc = BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2", "--vocab", "32",
+		   "--batch", "1", "--ctx", "4", "--precision", "fp32,bf16", "--kernels", "plain,fused",
+		   "--warmup", "1", "--steps", "2", "--format", "csv");
+	CHECK(rc == 0, "kernels sweep exit %d", rc);
+	CHECK(count(buf, ",ok,plain") == 2 && count(buf, ",ok,fused") == 2, "4 rows:\n%s", buf);
+	CHECK(strstr(buf, "model,ctx,precision,mode,plain_forward_ms,fused_forward_ms,plain_step_ms,"
+			  "fused_step_ms,speedup") != NULL, "side-by-side header:\n%s", buf);
+	CHECK(count(buf, "\ncustom,4,") == 2, "2 side-by-side rows:\n%s", buf);
+	CHECK(BENCH(buf, "--kernels", "plain,fast") == 1, "bad kernels");
+	rc = BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2", "--ctx", "4",
+		   "--kernels", "fused", "--steps", "1", "--format", "csv");
+	CHECK(rc == 0 && !strstr(buf, "speedup"), "one kernel set, no side-by-side table:\n%s", buf);
+
 	/* A device of 4 MB: the small context fits, the long one is OOM, the sweep goes on. */
 	setenv("ST_TEST_DEVICE_BYTES", "4000000", 1);
 	rc = BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2", "--vocab", "32",

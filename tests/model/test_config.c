@@ -92,6 +92,21 @@ int main(void)
 		d.heads = 4, d.batch = -1;
 		CHECK(model_config_resolve("custom", &d, &c) == -1, "negative batch");
 	}
+	/* the attention --kernels implies: flash for fused bf16 where FlashAttention runs d_head */
+	model_config_preset("small", &c);
+	CHECK(c.kernels == ST_KERNELS_PLAIN && model_config_default_attention(&c) == ST_ATTN_NAIVE,
+	      "plain: naive");
+	c.kernels = ST_KERNELS_FUSED;
+	CHECK(model_config_default_attention(&c) == ST_ATTN_NAIVE, "fused fp32: naive");
+	c.precision = ST_BF16;
+	CHECK(model_config_default_attention(&c) == ST_ATTN_FLASH, "fused bf16, d_head 64: flash");
+	c.d_model = 12 * 20;   /* d_head 20: not a multiple of 8 */
+	CHECK(model_config_default_attention(&c) == ST_ATTN_NAIVE, "fused, d_head 20: naive");
+	c.d_model = 12 * 512;  /* d_head 512: over 256 */
+	CHECK(model_config_default_attention(&c) == ST_ATTN_NAIVE, "fused, d_head 512: naive");
+	CHECK(parse_choice("fused", st_kernels_names, "--kernels", &p) == 0 &&
+	      p == ST_KERNELS_FUSED, "fused");
+	CHECK(parse_choice("fast", st_kernels_names, "--kernels", &p) == -1, "fast unknown");
 	CHECK(parse_choice("bf16", st_precision_names, "--precision", &p) == 0 && p == ST_BF16,
 	      "bf16");
 	CHECK(parse_choice("tf32", st_precision_names, "--precision", &p) == 0 && p == ST_TF32,
