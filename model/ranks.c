@@ -164,7 +164,7 @@ int rank_device(const struct rank_info *ri, int devices)
 
 /* ---- waiting ------------------------------------------------------------ */
 
-#define RANK_WAIT_SPIN_S 0.002      /* polled without a pause this long */
+#define RANK_WAIT_SPIN_S 0.0002     /* polled without a pause this long */
 #define RANK_WAIT_NAP_MAX_S 0.001   /* then the longest pause */
 #define RANK_WAIT_STOP_GRACE_S 5.0  /* what is left of a wait once told to stop */
 
@@ -212,7 +212,7 @@ int rank_wait(int (*poll)(void *ctx), void *ctx, double timeout_s)
 			deadline = t + RANK_WAIT_STOP_GRACE_S;
 		/*
 		 * Most waits are short (NCCL settling a launch, a stream's last
-		 * kernel): ask again at once for the first milliseconds, or each
+		 * kernel): ask again at once for the first 200 us, or each
 		 * collective of a step would cost a nap; then back off, but never
 		 * to more than a millisecond, which is what a step's end may be
 		 * noticed late.
