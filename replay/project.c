@@ -644,6 +644,8 @@ static int graph_ranges(struct replay *rp, int32_t **graph_range)
 	*graph_range = NULL;
 	if (!rp->n_ranges)
 		return 0;
+	/* sorting may have left the array exactly n_ranges long (replay.c's permute) */
+	((struct replay_priv *)rp->priv)->cap_ranges = rp->n_ranges;
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		struct replay_activity *a = &rp->activities[i];
 		const struct replay_op *op = replay_op(rp, a->op);
