@@ -142,7 +142,8 @@ struct model {
 
 	float *loss_host;             /* pinned, 3 floats: the loss, then hyper_host */
 	float *hyper_host;            /* AdamW's alpha_t and lr * weight_decay for this step */
-	cudaGraphExec_t graph;        /* fused, no observer: the step, captured at the second */
+	cudaGraphExec_t graph;        /* fused: the step, captured at the second */
+	bool no_graphs;               /* model_set_graphs(m, false) */
 	bool capturing;               /* inside that capture */
 	uint32_t steps_run;           /* steps finished since the weights or batch changed */
 	bool have_targets;

@@ -506,14 +506,17 @@ static int step_phases(struct model *m)
 }
 
 /*
- * --kernels fused without an observer: the first step after the weights or
- * the batch changed runs eagerly (it casts the weight copies, and leaves
- * every block the step needs in the allocator's cache, so the next makes no
- * allocation); the second is captured into a graph and launched; later
- * ones only launch it, after AdamW's host part. A recording (observer)
- * runs every step eagerly: each kernel is then its op's by construction;
- * so does data parallelism (--ddp), whose all-reduces the host starts on a
- * stream of their own as gradients become final.
+ * --kernels fused: the first step after the weights or the batch changed
+ * runs eagerly (it casts the weight copies, and leaves every block the step
+ * needs in the allocator's cache, so the next makes no allocation); the
+ * second is captured into a graph and launched; later ones only launch it,
+ * after AdamW's host part. A recording sees the capture as an eager step
+ * (op_begin/op_end, NVTX ranges and allocations as the host runs each op),
+ * which the recorder uses to map each graph node to its op (record/
+ * capture.c); a replayed step calls only step_begin and step_end. Data
+ * parallelism (--ddp), whose all-reduces the host starts on a stream of
+ * their own as gradients become final, runs every step eagerly, and so
+ * does a model told model_set_graphs(m, false).
  */
 static int step_graph(struct model *m)
 {
@@ -549,12 +552,19 @@ static int step_graph(struct model *m)
 	return CUDA_CHECK(cudaGraphLaunch(m->graph, m->stream)) ? MODEL_ERROR : MODEL_OK;
 }
 
+void model_set_graphs(struct model *m, bool on)
+{
+	if (m->no_graphs != !on)
+		graph_reset(m);
+	m->no_graphs = !on;
+}
+
 int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_times *t)
 {
 	const struct model_config *c = &m->c;
 	struct timespec t0, tl, t1;
 	/* data parallelism's all-reduces run on a stream of their own, started from the host */
-	bool graph = m->fused && !m->ops.obs && !m->ddp && m->steps_run > 0;
+	bool graph = m->fused && !m->no_graphs && !m->ddp && m->steps_run > 0;
 	int rc;
 
 	if (c->ddp != ST_DDP_NONE && !m->ddp)

@@ -64,6 +64,13 @@ int model_random_batch(struct model *m, uint64_t seed);
  */
 int model_set_comm(struct model *m, struct comm *comm);
 /*
+ * --kernels fused: whether steps after the first replay the step as a CUDA
+ * graph (the default, observer or not) or all run eagerly (false: each
+ * kernel launched by its op's code, as `record` did before graphs were
+ * recorded). No effect on plain kernels or under --ddp.
+ */
+void model_set_graphs(struct model *m, bool on);
+/*
  * Every rank's *flag, the largest into *flag (an all-reduce outside any
  * step: ranks agree to stop after the same step). MODEL_OK at once without
  * a communicator.

@@ -118,6 +118,7 @@ static struct capture {
 	struct thread_depth *threads;
 	size_t n_threads, threads_cap;
 	uint64_t dropped, unattributed, unpaired_ends;
+	bool node_oom;                          /* a graph node could not be mapped */
 } cap = {
 	.pool_lock = PTHREAD_MUTEX_INITIALIZER,
 	.queue_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -148,6 +149,106 @@ static _Thread_local int api_depth;
  * it is open.
  */
 static _Atomic uint32_t driving_op;
+
+/*
+ * Graph node id -> op. A kernel, memcpy or memset a graph launches carries
+ * the id of its node and the correlation id of the cudaGraphLaunch call,
+ * which no op encloses; its op is the one open on the thread when the node
+ * was made (CUPTI's GRAPHNODE_CREATED, during a stream capture), passed on
+ * to the nodes cudaGraphInstantiate clones from it (GRAPHNODE_CLONED).
+ * Nodes are made at capture and instantiation only, never in a replayed
+ * step, so one lock serves the callbacks and the decoder thread.
+ */
+static struct {
+	pthread_mutex_t lock;
+	struct node_slot { uint64_t node; uint32_t op; } *slot;
+	size_t n, cap;                  /* cap: 0 or a power of two */
+} nodes = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t node_hash(uint64_t node, size_t cap_)
+{
+	return (size_t)((node * 0x9E3779B97F4A7C15ull) >> 17) & (cap_ - 1);
+}
+
+/* Called with nodes.lock held; node != 0. */
+static int node_put_locked(uint64_t node, uint32_t op)
+{
+	size_t j;
+
+	if ((nodes.n + 1) * 2 > nodes.cap) {
+		size_t ncap = nodes.cap ? nodes.cap * 2 : 1024;
+		struct node_slot *fresh = calloc(ncap, sizeof(*fresh));
+
+		if (!fresh)
+			return -1;
+		for (size_t i = 0; i < nodes.cap; i++) {
+			if (!nodes.slot[i].node)
+				continue;
+			for (j = node_hash(nodes.slot[i].node, ncap); fresh[j].node; j = (j + 1) & (ncap - 1))
+				;
+			fresh[j] = nodes.slot[i];
+		}
+		free(nodes.slot);
+		nodes.slot = fresh;
+		nodes.cap = ncap;
+	}
+	for (j = node_hash(node, nodes.cap); nodes.slot[j].node; j = (j + 1) & (nodes.cap - 1))
+		if (nodes.slot[j].node == node)
+			break;
+	if (!nodes.slot[j].node)
+		nodes.n++;
+	nodes.slot[j] = (struct node_slot){ node, op };
+	return 0;
+}
+
+static uint32_t node_get_locked(uint64_t node)
+{
+	if (!nodes.cap || !node)
+		return 0;
+	for (size_t j = node_hash(node, nodes.cap); nodes.slot[j].node; j = (j + 1) & (nodes.cap - 1))
+		if (nodes.slot[j].node == node)
+			return nodes.slot[j].op;
+	return 0;
+}
+
+static uint32_t node_op(uint64_t node)
+{
+	uint32_t op;
+
+	pthread_mutex_lock(&nodes.lock);
+	op = node_get_locked(node);
+	pthread_mutex_unlock(&nodes.lock);
+	return op;
+}
+
+static void node_release(void)
+{
+	pthread_mutex_lock(&nodes.lock);
+	free(nodes.slot);
+	nodes.slot = NULL;
+	nodes.n = nodes.cap = 0;
+	pthread_mutex_unlock(&nodes.lock);
+}
+
+/* GRAPHNODE_CREATED and _CLONED: the node takes the open op, or its original's. */
+static void on_graph_node(CUpti_CallbackId cbid, const CUpti_GraphData *g)
+{
+	uint64_t node = 0, from = 0;
+	uint32_t op = 0;
+
+	if (!g || !g->node || cuptiGetGraphNodeId(g->node, &node) != CUPTI_SUCCESS || !node)
+		return;
+	pthread_mutex_lock(&nodes.lock);
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+		if (g->originalNode && cuptiGetGraphNodeId(g->originalNode, &from) == CUPTI_SUCCESS)
+			op = node_get_locked(from);
+	} else if (!(op = current_op)) {
+		op = atomic_load_explicit(&driving_op, memory_order_acquire);
+	}
+	if (op && node_put_locked(node, op))
+		cap.node_oom = true;
+	pthread_mutex_unlock(&nodes.lock);
+}
 
 /* ---- NVTX injection and the clock ------------------------------------ */
 
@@ -245,6 +346,9 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 		if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && cap.on_context &&
 		    cuptiGetDeviceId(rd->context, &device) == CUPTI_SUCCESS)
 			cap.on_context(rd->context, device);
+		else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+			 cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+			on_graph_node(cbid, rd->resourceDescriptor);
 		return;
 	}
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
@@ -509,9 +613,13 @@ static uint32_t api_name(CUpti_CallbackDomain domain, uint32_t cbid)
 	return *slot;
 }
 
-static uint32_t op_of(uint32_t correlation)
+/* The op of an activity: its graph node's when a graph launched it, else its launch call's. */
+static uint32_t op_of(uint32_t correlation, uint64_t graph_node)
 {
-	uint32_t op = corr_map_get(&corrs, correlation);
+	uint32_t op = graph_node ? node_op(graph_node) : 0;
+
+	if (!op)
+		op = corr_map_get(&corrs, correlation);
 
 	if (!op)
 		cap.unattributed++;
@@ -542,7 +650,7 @@ static void decode_kernel(const CUpti_ActivityKernel10 *k)
 	ev.kernel.stream = k->streamId;
 	ev.kernel.device = k->deviceId;
 	ev.kernel.correlation = k->correlationId;
-	ev.kernel.op = op_of(k->correlationId);
+	ev.kernel.op = op_of(k->correlationId, k->graphNodeId);
 	add(&ev, k->start, k->end);
 }
 
@@ -557,7 +665,7 @@ static void decode_memcpy(const CUpti_ActivityMemcpy6 *m)
 	ev.memcpy.stream = m->streamId;
 	ev.memcpy.device = m->deviceId;
 	ev.memcpy.correlation = m->correlationId;
-	ev.memcpy.op = op_of(m->correlationId);
+	ev.memcpy.op = op_of(m->correlationId, m->graphNodeId);
 	add(&ev, m->start, m->end);
 }
 
@@ -570,7 +678,7 @@ static void decode_memset(const CUpti_ActivityMemset4 *m)
 	ev.memset.stream = m->streamId;
 	ev.memset.device = m->deviceId;
 	ev.memset.correlation = m->correlationId;
-	ev.memset.op = op_of(m->correlationId);
+	ev.memset.op = op_of(m->correlationId, m->graphNodeId);
 	add(&ev, m->start, m->end);
 }
 
@@ -1055,6 +1163,13 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 						    CUPTI_CBID_RESOURCE_CONTEXT_CREATED)))
 			goto fail;
 	}
+	/* graph nodes take the op open when they are made (see `nodes`) */
+	if (callbacks &&
+	    (CUPTI_CHECK(cuptiEnableCallback(1, cap.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+					     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)) ||
+	     CUPTI_CHECK(cuptiEnableCallback(1, cap.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+					     CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED))))
+		goto fail;
 	if (callbacks &&
 	    (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
 	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE)))
@@ -1132,6 +1247,10 @@ int capture_stop(void)
 	capture_op_end();
 	pool_release();
 	corr_map_release(&corrs);   /* unsubscribed and decoded: nothing reads or writes it now */
+	node_release();
+	if (cap.node_oom)
+		rc = error("out of memory mapping graph nodes to ops: some graph kernels have no op");
+	cap.node_oom = false;
 	return rc;
 }
 

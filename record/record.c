@@ -275,6 +275,8 @@ static void run_steps(struct run *r)
 	clock_gettime(CLOCK_MONOTONIC, &p.last);
 	if (model_failed(r, model_create(&r->m, r->c, &obs, &oom), &oom))
 		return;
+	/* --kernels fused replays a CUDA graph; this diagnostic runs it eagerly */
+	model_set_graphs(r->m, !getenv("STEPTRACE_RECORD_EAGER"));
 	if ((r->o->comm && model_failed(r, model_set_comm(r->m, r->o->comm), model_last_oom(r->m))) ||
 	    model_failed(r, model_init_random(r->m, r->c->seed), model_last_oom(r->m)) ||
 	    model_failed(r, model_random_batch(r->m, r->c->seed + 1 + rank), model_last_oom(r->m)))

@@ -41,6 +41,12 @@ struct replay_priv {
 char *replay_arena_strdup(struct replay *rp, const char *s, size_t len);
 /* The run's facts from the header and footer (either may be NULL); see run.c. */
 void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const Steptrace__Footer *f);
+/*
+ * Sorts the ranges by (start, recorded depth), stably; remap (NULL, or
+ * n_ranges entries) receives each range's new index by its old one.
+ * -1 with an error line when out of memory.
+ */
+int replay_sort_ranges(struct replay *rp, int32_t *remap);
 /* Tree, paths, projection, steps: the second half of replay_build. */
 int replay_project(struct replay *rp);
 

@@ -556,8 +556,156 @@ out:
 	return rc;
 }
 
+/* ---- graph launches ---------------------------------------------------- */
+
+/* Range names of one op's path: "step/forward/layer.3/attn/softmax" as string ids. */
+struct op_comps {
+	uint32_t *id;
+	uint32_t n;
+	bool done;
+};
+
+/* The string id of s[0..len), added to the strings when new. */
+static uint32_t intern(struct replay *rp, const char *s, size_t len)
+{
+	struct replay_priv *pv = rp->priv;
+	char *copy;
+
+	for (uint32_t i = 1; i < rp->n_strings; i++)
+		if (!strncmp(rp->strings[i], s, len) && rp->strings[i][len] == '\0')
+			return i;
+	if (ALLOC_GROW(rp->strings, rp->n_strings + 1, pv->cap_strings) < 0 ||
+	    !(copy = replay_arena_strdup(rp, s, len)))
+		return 0;
+	rp->strings[rp->n_strings] = copy;
+	return rp->n_strings++;
+}
+
+/* Splits the op's path into names once; -1 when out of memory. */
+static int op_comps(struct replay *rp, const struct replay_op *op, struct op_comps *c,
+		    uint32_t **names, size_t *n_names, size_t *cap_names)
+{
+	const char *path = replay_str(rp, op->path), *p = path;
+	size_t i;
+
+	c->done = true;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		uint32_t id = 0;
+
+		/* a name per distinct component, looked up in the strings once */
+		for (i = 0; i < *n_names; i++)
+			if (!strncmp(rp->strings[(*names)[i]], p, len) &&
+			    rp->strings[(*names)[i]][len] == '\0')
+				id = (*names)[i];
+		if (len && !id) {
+			if (!(id = intern(rp, p, len)) || ALLOC_GROW(*names, *n_names + 1, *cap_names) < 0)
+				return -1;
+			(*names)[(*n_names)++] = id;
+		}
+		if (len) {
+			uint32_t *grown = realloc(c->id, (c->n + 1) * sizeof(*c->id));
+			if (!grown)
+				return -1;
+			c->id = grown;
+			c->id[c->n++] = id;
+		}
+		p += len + (slash != NULL);
+	}
+	return 0;
+}
+
+static bool graph_launch(const struct replay *rp, int32_t api)
+{
+	return api >= 0 && strstr(replay_str(rp, rp->apis[api].name), "GraphLaunch");
+}
+
+/*
+ * A CUDA graph's kernels share one launching call (cudaGraphLaunch), which
+ * no NVTX range of an op encloses: the host ran the ops' code when the
+ * graph was captured, not when it is replayed. Their ranges are made here
+ * from their ops' paths instead, as the host would have pushed them had it
+ * launched each kernel in turn: on the launching thread, spanning the GPU
+ * time of their activities (in start order, consecutive activities sharing
+ * a path prefix share its ranges). *graph_range gets each such activity's
+ * innermost range (old index), -1 elsewhere; NULL when there is none.
+ * Bundles without NVTX ranges keep none (ops' paths stand in, filter.c).
+ */
+static int graph_ranges(struct replay *rp, int32_t **graph_range)
+{
+	struct op_comps *comps = NULL;
+	struct { uint32_t name; int32_t range; } stack[RANGE_PATTERN_MAX * 4];
+	uint32_t *names = NULL;
+	size_t n_names = 0, cap_names = 0, depth = 0;
+	int32_t call = -1, *out = NULL;
+	int rc = -1;
+
+	*graph_range = NULL;
+	if (!rp->n_ranges)
+		return 0;
+	/* sorting may have left the array exactly n_ranges long (replay.c's permute) */
+	((struct replay_priv *)rp->priv)->cap_ranges = rp->n_ranges;
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		struct replay_activity *a = &rp->activities[i];
+		const struct replay_op *op = replay_op(rp, a->op);
+		struct op_comps *c;
+		size_t k = 0;
+
+		if (!op || !graph_launch(rp, a->api))
+			continue;
+		if (!out) {
+			if (!(out = malloc(rp->n_activities * sizeof(*out))) ||
+			    !(comps = calloc(rp->n_ops, sizeof(*comps))))
+				goto out;
+			for (size_t j = 0; j < rp->n_activities; j++)
+				out[j] = -1;
+		}
+		c = &comps[op - rp->ops];
+		if (!c->done && op_comps(rp, op, c, &names, &n_names, &cap_names) < 0)
+			goto out;
+		if (!c->n || c->n > sizeof(stack) / sizeof(stack[0]))
+			continue;
+		if (a->api != call)
+			depth = 0;     /* another launch: its own ranges */
+		call = a->api;
+		while (k < depth && k < c->n && stack[k].name == c->id[k])
+			k++;
+		for (depth = k; depth < c->n; depth++) {
+			struct replay_range *r;
+
+			if (ALLOC_GROW(rp->ranges, rp->n_ranges + 1, ((struct replay_priv *)rp->priv)->cap_ranges) < 0)
+				goto out;
+			r = &rp->ranges[rp->n_ranges];
+			memset(r, 0, sizeof(*r));
+			r->start = a->start;
+			r->end = a->end;
+			r->thread = rp->apis[a->api].thread;
+			r->name = c->id[depth];
+			r->recorded_depth = (uint32_t)depth;
+			r->parent = r->step = -1;
+			stack[depth].name = c->id[depth];
+			stack[depth].range = (int32_t)rp->n_ranges++;
+		}
+		for (size_t j = 0; j < depth; j++)
+			if (rp->ranges[stack[j].range].end < a->end)
+				rp->ranges[stack[j].range].end = a->end;
+		out[i] = stack[depth - 1].range;
+	}
+	*graph_range = out;
+	out = NULL;
+	rc = 0;
+out:
+	for (size_t j = 0; comps && j < rp->n_ops; j++)
+		free(comps[j].id);
+	free(comps);
+	free(names);
+	free(out);
+	return rc;
+}
+
 /* Activities' ranges and steps; ranges' and steps' GPU span, busy time and counts. */
-static int project_activities(struct replay *rp)
+static int project_activities(struct replay *rp, const int32_t *graph_range)
 {
 	struct span_sum *ss = calloc(rp->n_steps + 1, sizeof(*ss));
 	uint64_t walk = 0;
@@ -568,7 +716,8 @@ static int project_activities(struct replay *rp)
 		struct replay_activity *a = &rp->activities[i];
 
 		if (a->api >= 0) {
-			a->range = rp->apis[a->api].range;
+			a->range = graph_range && graph_range[i] >= 0 ? graph_range[i]
+								     : rp->apis[a->api].range;
 			a->step = step_at(rp, rp->apis[a->api].start);
 		} else {
 			a->step = step_at(rp, a->start);
@@ -677,13 +826,31 @@ static void time_bounds(struct replay *rp)
 
 int replay_project(struct replay *rp)
 {
+	int32_t *graph_range = NULL, *remap = NULL;
+	size_t n_recorded = rp->n_ranges;
+
+	if (link_launches(rp) < 0 || graph_ranges(rp, &graph_range) < 0)
+		goto oom;
+	if (rp->n_ranges > n_recorded) {
+		if (!(remap = malloc(rp->n_ranges * sizeof(*remap))) || replay_sort_ranges(rp, remap) < 0)
+			goto oom;
+		for (size_t i = 0; i < rp->n_activities; i++)
+			if (graph_range[i] >= 0)
+				graph_range[i] = remap[graph_range[i]];
+		free(remap);
+		remap = NULL;
+	}
 	if (build_threads(rp) < 0 || build_tree(rp) < 0 || build_jumps(rp) < 0)
 		goto oom;
-	if (build_paths(rp) < 0)
+	if (build_paths(rp) < 0) {
+		free(graph_range);
 		return -1;
+	}
 	project_apis(rp);
-	if (link_launches(rp) < 0 || project_activities(rp) < 0 || build_streams(rp) < 0)
+	if (project_activities(rp, graph_range) < 0 || build_streams(rp) < 0)
 		goto oom;
+	free(graph_range);
+	graph_range = NULL;
 
 	for (size_t i = 0; i < rp->n_ranges; i++)
 		rp->ranges[i].step = step_at(rp, rp->ranges[i].start +
@@ -707,5 +874,7 @@ int replay_project(struct replay *rp)
 	time_bounds(rp);
 	return 0;
 oom:
+	free(graph_range);
+	free(remap);
 	return error("out of memory while rebuilding the timeline");
 }

@@ -436,26 +436,45 @@ static int sort_all(struct replay *rp)
 	SORT_BY(rp, steps, n_steps, start, keys, tmp);
 	SORT_BY(rp, mem, n_mem, ev.start, keys, tmp);
 	SORT_BY(rp, others, n_others, start, keys, tmp);
-	/* ranges by (start, recorded depth): depth first, then stably by start */
-	if (!ranges_in_order(rp)) {
-		for (size_t i = 0; i < rp->n_ranges; i++) {
-			keys[i].key = rp->ranges[i].recorded_depth;
-			keys[i].idx = (uint32_t)i;
-		}
-		replay_sort_keys(keys, tmp, rp->n_ranges);
-		for (size_t i = 0; i < rp->n_ranges; i++)
-			keys[i].key = rp->ranges[keys[i].idx].start;
-		replay_sort_keys(keys, tmp, rp->n_ranges); /* stable: depth order within a start */
-		if (permute((void **)&rp->ranges, rp->n_ranges, sizeof(*rp->ranges), keys) < 0)
-			goto oom;
-	}
 	free(keys);
 	free(tmp);
-	return 0;
+	return replay_sort_ranges(rp, NULL);
 oom:
 	free(keys);
 	free(tmp);
 	return error("out of memory while sorting events");
+}
+
+int replay_sort_ranges(struct replay *rp, int32_t *remap)
+{
+	size_t n = rp->n_ranges;
+	struct replay_key *keys, *tmp;
+	int rc = -1;
+
+	for (size_t i = 0; remap && i < n; i++)
+		remap[i] = (int32_t)i;
+	if (ranges_in_order(rp))
+		return 0;
+	keys = malloc((n + 1) * sizeof(*keys));
+	tmp = malloc((n + 1) * sizeof(*tmp));
+	if (!keys || !tmp)
+		goto out;
+	/* depth first, then stably by start: depth order within a start */
+	for (size_t i = 0; i < n; i++) {
+		keys[i].key = rp->ranges[i].recorded_depth;
+		keys[i].idx = (uint32_t)i;
+	}
+	replay_sort_keys(keys, tmp, n);
+	for (size_t i = 0; i < n; i++)
+		keys[i].key = rp->ranges[keys[i].idx].start;
+	replay_sort_keys(keys, tmp, n);
+	for (size_t i = 0; remap && i < n; i++)
+		remap[keys[i].idx] = (int32_t)i;
+	rc = permute((void **)&rp->ranges, n, sizeof(*rp->ranges), keys);
+out:
+	free(keys);
+	free(tmp);
+	return rc < 0 ? error("out of memory while sorting events") : 0;
 }
 
 int replay_build(struct replay *rp)

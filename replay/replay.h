@@ -44,6 +44,12 @@
  * A range whose parent was lost (a truncated bundle: ranges are written when
  * they close) is a root.
  *
+ * CUDA graphs: activities launched by cudaGraphLaunch/cuGraphLaunch with an
+ * op are projected onto ranges made from their op's path instead (one per
+ * component, on the launching thread, spanning their GPU time; consecutive
+ * activities of one launch share a common prefix's ranges): the host ran
+ * the ops' code when it captured the graph, not when it launched it.
+ *
  * Steps: an activity belongs to the step whose host span [start, end] covers
  * its launching call's start (or, with no launching call, its own GPU start).
  * An instant shared by two steps belongs to the later one.

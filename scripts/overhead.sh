@@ -12,11 +12,15 @@
 # STEPTRACE_CUPTI_OFF, a diagnostic); OVERHEAD_VARIANTS picks others, e.g.
 # "off=kernel off=marker off=runtime+driver".
 #
+# OVERHEAD_KERNELS=fused measures --kernels fused (its steps replayed as one
+# CUDA graph, recorded as such) instead of plain.
+#
 # Writes OUT/overhead-runs.csv (one row per run) and OUT/overhead.csv (one
 # row per configuration and variant) and prints the latter.
 set -uo pipefail
 build=$1; out=$2; rounds=${3:-3}; steps=${4:-30}
 st=$build/steptrace
+kernels="--kernels ${OVERHEAD_KERNELS:-plain}"
 mkdir -p "$out"
 runs=$out/overhead-runs.csv
 echo "model,precision,variant,round,median_ms,mean_ms,gpu_busy_ms,launch_ms,events" > "$runs"
@@ -27,7 +31,7 @@ col() { awk -F, -v k="$1" -v name="$2" '$1==k{for(i=1;i<=NF;i++) if($i==name) c=
 bench() {   # model precision round
 	local csv
 	csv=$($st bench --model $1 --ctx 512 --precision $2 --mode train --warmup 3 --steps $steps \
-		--format csv 2>/dev/null)
+		$kernels --format csv 2>/dev/null)
 	echo "$1,$2,bench,$3,$(echo "$csv" | col model step_median_ms),$(echo "$csv" | col model step_ms),,$(echo "$csv" | col model launch_ms)," >> "$runs"
 }
 
@@ -36,7 +40,7 @@ record() {  # model precision round variant [extra record flags...]
 	shift 4
 	case $v in off=all) off=$all_off ;; off=*) off=${v#off=}; off=${off//+/,} ;; esac
 	STEPTRACE_CUPTI_OFF=$off $st record --model $m --ctx 512 --precision $p --mode train \
-		--warmup 3 --steps $steps --no-calibrate "$@" -o "$out/ovh.stb" >/dev/null 2>"$out/ovh.log" ||
+		--warmup 3 --steps $steps --no-calibrate $kernels "$@" -o "$out/ovh.stb" >/dev/null 2>"$out/ovh.log" ||
 		{ echo "record $m $p $v failed:"; cat "$out/ovh.log"; }
 	csv=$($st steps "$out/ovh.stb" --format csv)
 	ev=$($st info "$out/ovh.stb" | awk '$1=="events"{print $2; exit}')
