@@ -88,6 +88,18 @@ static int poll_state(void *ctx)
 	return state == ncclSuccess ? 1 : -1;
 }
 
+/* A wait on the peers that ended without an answer (rank_wait's 0): one line, then abort. */
+static int wait_lost(struct comm *c, const char *what)
+{
+	if (rank_wait_stopped())
+		error("%s interrupted by a signal; communicator aborted", what);
+	else
+		error("%s did not finish within %g s: a peer rank failed or stopped answering; "
+		      "communicator aborted", what, c->timeout_s);
+	comm_abort(c);
+	return -1;
+}
+
 /* After a call that may answer ncclInProgress: waits for the communicator to settle. */
 static int settle(struct comm *c, ncclResult_t r, const char *what)
 {
@@ -100,13 +112,10 @@ static int settle(struct comm *c, ncclResult_t r, const char *what)
 	if (rc > 0)
 		return 0;
 	if (rc == 0) {
-		if (rank_wait_stopped())
-			error("NCCL %s interrupted by a signal; communicator aborted", what);
-		else
-			error("NCCL %s did not finish within %g s: a peer rank failed or stopped answering; "
-			      "communicator aborted", what, c->timeout_s);
-		comm_abort(c);
-		return -1;
+		char nccl_what[96];
+
+		snprintf(nccl_what, sizeof(nccl_what), "NCCL %s", what);
+		return wait_lost(c, nccl_what);
 	}
 	ncclCommGetAsyncError(c->nccl, &state);
 	return comm_fail(c, state, what);
@@ -232,15 +241,8 @@ int comm_sync(struct comm *c, struct CUstream_st *stream, const char *what)
 	rc = rank_wait(poll_stream, &w, c->timeout_s);
 	if (rc > 0)
 		return 0;
-	if (rc == 0) {
-		if (rank_wait_stopped())
-			error("%s interrupted by a signal; communicator aborted", what);
-		else
-			error("%s did not finish within %g s: a peer rank failed or stopped answering; "
-			      "communicator aborted", what, c->timeout_s);
-		comm_abort(c);
-		return -1;
-	}
+	if (rc == 0)
+		return wait_lost(c, what);
 	if (w.err != cudaSuccess) {
 		error("%s failed: %s", what, cudaGetErrorString(w.err));
 		comm_abort(c);
