@@ -621,6 +621,45 @@ static bool graph_launch(const struct replay *rp, int32_t api)
 	return api >= 0 && strstr(replay_str(rp, rp->apis[api].name), "GraphLaunch");
 }
 
+static bool api_named(const struct replay *rp, size_t api, const char *what)
+{
+	return strstr(replay_str(rp, rp->apis[api].name), what) != NULL;
+}
+
+/*
+ * The ranges a thread pushed while it captured a stream into a graph
+ * (between its cudaStreamBeginCapture and cudaStreamEndCapture): the
+ * launches under them made no kernel, so they hold no GPU work, and the
+ * graph's launch gets its own ranges (graph_ranges). Kept, they would count
+ * each range of the capturing step twice. Removed here, before anything
+ * refers to a range by its index.
+ */
+static void drop_capture_ranges(struct replay *rp)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < rp->n_apis; i++) {
+		const struct replay_api *b = &rp->apis[i], *e = NULL;
+
+		if (!api_named(rp, i, "StreamBeginCapture"))
+			continue;
+		for (size_t j = i + 1; j < rp->n_apis && !e; j++)
+			if (rp->apis[j].thread == b->thread && api_named(rp, j, "StreamEndCapture"))
+				e = &rp->apis[j];
+		if (!e)
+			continue;
+		w = 0;
+		for (size_t k = 0; k < rp->n_ranges; k++) {
+			const struct replay_range *r = &rp->ranges[k];
+
+			if (r->thread == b->thread && r->start >= b->start && r->end <= e->end)
+				continue;
+			rp->ranges[w++] = *r;
+		}
+		rp->n_ranges = w;
+	}
+}
+
 /*
  * A CUDA graph's kernels share one launching call (cudaGraphLaunch), which
  * no NVTX range of an op encloses: the host ran the ops' code when the
@@ -644,6 +683,11 @@ static int graph_ranges(struct replay *rp, int32_t **graph_range)
 	*graph_range = NULL;
 	if (!rp->n_ranges)
 		return 0;
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (rp->activities[i].op && graph_launch(rp, rp->activities[i].api)) {
+			drop_capture_ranges(rp);
+			break;
+		}
 	/* sorting may have left the array exactly n_ranges long (replay.c's permute) */
 	((struct replay_priv *)rp->priv)->cap_ranges = rp->n_ranges;
 	for (size_t i = 0; i < rp->n_activities; i++) {

@@ -5,6 +5,7 @@
  * ranges, then two replayed steps whose kernels, memcpy and memset carry only
  * their ops (as the recorder maps graph nodes to ops), one kernel with no op.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,13 +22,16 @@ static const char *const paths[] = {
 };
 #define N_OPS 5
 
-/* The eager step: each op's range pushed around its one launch. */
-static void eager_step(struct builder *b, const uint32_t *ops, uint64_t t)
+/*
+ * Each op's range pushed in turn from t, around its one launch (launch) or
+ * with nothing in it, as under a stream capture, where the launches make no
+ * kernel. Returns the time after the last pop.
+ */
+static uint64_t op_ranges(struct builder *b, const uint32_t *ops, uint64_t t, bool launch)
 {
 	char open[8][16];
 	int depth = 0;
 
-	builder_step(b, 0, true, t, t + 900);
 	for (int i = 0; i < N_OPS; i++) {
 		char buf[64], *save = NULL, *c;
 		int k = 0;
@@ -45,20 +49,43 @@ static void eager_step(struct builder *b, const uint32_t *ops, uint64_t t)
 		}
 		while (depth > k)
 			builder_pop(b, t), depth--;
-		builder_launch(b, "k", 7, ops[i], t, t + 5, t + 10, t + 60);
-		t += 100;
+		if (launch)
+			builder_launch(b, "k", 7, ops[i], t, t + 5, t + 10, t + 60);
+		t += launch ? 100 : 10;
 	}
 	while (depth > 0)
 		builder_pop(b, t), depth--;
+	return t;
 }
 
-/* A replay: one launch; op i's kernels (op 1 twice), adamw's memcpy and memset, an orphan. */
-static void graph_step(struct builder *b, const uint32_t *ops, uint32_t index, uint64_t t)
+/* The eager step: each op's range pushed around its one launch. */
+static void eager_step(struct builder *b, const uint32_t *ops, uint64_t t)
 {
-	uint64_t corr, g = t + 50;
+	builder_step(b, 0, true, t, t + 900);
+	op_ranges(b, ops, t, true);
+}
+
+/*
+ * A replay: one launch; op i's kernels (op 1 twice), adamw's memcpy and
+ * memset, an orphan. With capture, the step first captures the graph: the
+ * ops' ranges pushed between cudaStreamBeginCapture and EndCapture, with no
+ * GPU work, as the model's capture step does.
+ */
+static void graph_step(struct builder *b, const uint32_t *ops, uint32_t index, uint64_t t, bool capture)
+{
+	uint64_t corr, g = t + 50, launch = t + 10;
 
 	builder_step(b, index, false, t, t + 2000);
-	corr = builder_call(b, "cudaGraphLaunch", t + 10, t + 20);
+	if (capture) {
+		uint64_t end;
+
+		builder_call(b, "cudaStreamBeginCapture", t + 5, t + 8);
+		end = op_ranges(b, ops, t + 10, false);
+		builder_call(b, "cudaStreamEndCapture", end + 2, end + 4);
+		launch = end + 10;
+		g = end + 50;
+	}
+	corr = builder_call(b, "cudaGraphLaunch", launch, launch + 10);
 	for (int i = 0; i < N_OPS; i++) {
 		builder_kernel(b, "k", corr, 7, ops[i], g, g + 40);
 		g += 50;
@@ -79,7 +106,7 @@ int main(void)
 	uint32_t ops[N_OPS];
 	int per_op[3][N_OPS + 1] = { { 0 } };
 	struct replay_filter f;
-	int kept = 0;
+	int kept = 0, step_ranges[3] = { 0 };
 
 	builder_init(&b);
 	builder_open_replay(&b, &rp);
@@ -87,8 +114,8 @@ int main(void)
 		ops[i] = builder_op(&b, &(struct builder_op){
 			.path = paths[i], .phase = i < 3 ? "forward" : i == 3 ? "backward" : "optimizer" });
 	eager_step(&b, ops, 1000);
-	graph_step(&b, ops, 1, 10000);
-	graph_step(&b, ops, 2, 20000);
+	graph_step(&b, ops, 1, 10000, true);
+	graph_step(&b, ops, 2, 20000, false);
 	CHECK(builder_close(&b, "done") == 0, "the replay builds");
 
 	for (size_t i = 0; i < rp.n_activities; i++) {
@@ -117,10 +144,17 @@ int main(void)
 			      s, i + 1, per_op[s][i], per_op[0][i] + (i == 1));
 	}
 
-	/* the ranges made for a replay nest like the eager step's */
+	/* the ranges made for a replay nest like the eager step's; the capture's are gone */
 	for (size_t i = 0; i < rp.n_ranges; i++) {
 		const struct replay_range *r = &rp.ranges[i];
 		const char *p = replay_range_path(&rp, r);
+
+		if (!strcmp(p, "step") && r->step >= 0 && r->step <= 2)
+			step_ranges[r->step]++;
+		if (r->step == 1 && !strcmp(p, "step/optimizer/adamw"))
+			CHECK(r->kernels == 1, "adamw's range in the capture step (at %llu) is the launch's, "
+			      "with its kernel, not the capture's (%llu kernels)", (unsigned long long)r->start,
+			      (unsigned long long)r->kernels);
 
 		if (r->step == 1 && !strcmp(p, "step"))
 			CHECK_U64(r->kernels, 6);   /* the replayed step's range: its ops' kernels */
@@ -131,6 +165,9 @@ int main(void)
 			      "forward's GPU span is its kernels' (%llu-%llu)",
 			      (unsigned long long)r->gpu_start, (unsigned long long)r->gpu_end);
 	}
+
+	for (int s = 0; s <= 2; s++)
+		CHECK(step_ranges[s] == 1, "step %d has one 'step' range, not %d", s, step_ranges[s]);
 
 	/* --range forward keeps the forward kernels of every step */
 	CHECK(replay_filter_init(&f, &rp, "forward") == 0, "the filter compiles");
