@@ -87,8 +87,6 @@ static int run_split(const struct analysis_cmd *c, const struct replay_ranks *ru
 			view[k] = runs[k].rank[i];
 		snprintf(label[i], sizeof(label[i]), "%u", (unsigned)replay_ranks_rank(&runs[0], i));
 		labels[i] = label[i];
-		if (!c->format)   /* a listing of its own: say whose */
-			printf("%s# rank %s: %s\n", i ? "\n" : "", label[i], view[0]->path);
 		sub[i] = report_new();
 		rc = c->run(view, nruns, c->ctx, sub[i]);
 		if (rc < 0)

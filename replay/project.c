@@ -616,14 +616,15 @@ static int op_comps(struct replay *rp, const struct replay_op *op, struct op_com
 	return 0;
 }
 
-static bool graph_launch(const struct replay *rp, int32_t api)
-{
-	return api >= 0 && strstr(replay_str(rp, rp->apis[api].name), "GraphLaunch");
-}
 
 static bool api_named(const struct replay *rp, size_t api, const char *what)
 {
 	return strstr(replay_str(rp, rp->apis[api].name), what) != NULL;
+}
+
+static bool graph_launch(const struct replay *rp, int32_t api)
+{
+	return api >= 0 && api_named(rp, (size_t)api, "GraphLaunch");
 }
 
 /*
@@ -636,10 +637,9 @@ static bool api_named(const struct replay *rp, size_t api, const char *what)
  */
 static void drop_capture_ranges(struct replay *rp)
 {
-	size_t w = 0;
-
 	for (size_t i = 0; i < rp->n_apis; i++) {
 		const struct replay_api *b = &rp->apis[i], *e = NULL;
+		size_t w = 0;
 
 		if (!api_named(rp, i, "StreamBeginCapture"))
 			continue;
@@ -648,7 +648,6 @@ static void drop_capture_ranges(struct replay *rp)
 				e = &rp->apis[j];
 		if (!e)
 			continue;
-		w = 0;
 		for (size_t k = 0; k < rp->n_ranges; k++) {
 			const struct replay_range *r = &rp->ranges[k];
 
