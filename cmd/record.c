@@ -123,7 +123,7 @@ static const char *const builtin_only[] = {
 	"--mode", "--attention", "--kernels", "--steps", "-n", "--seed", "--lr", "--ddp", "--bucket-mb",
 	"--nproc", "--rendezvous", "--timeout", NULL,
 };
-static const char *const command_only[] = { "--step-range", "--torch-alloc", NULL };
+static const char *const command_only[] = { "--step-range", "--torch-alloc", "--cupti-sync", NULL };
 
 /* The first of argv[1..argc) that is one of `flags` ("--x", "--x=V", "-n", "-nV"), or NULL. */
 static const char *flag_given(int argc, const char **argv, const char *const *flags)
@@ -204,6 +204,9 @@ int cmd_record(int argc, const char **argv)
 		OPT_CHOICE(0, "torch-alloc", &l.torch_alloc, launch_torch_alloc_names,
 			   "async sets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, so every "
 			   "tensor's allocation and free is recorded"),
+		OPT_BOOLEAN(0, "cupti-sync", &l.cupti_sync,
+			    "synchronisation records from CUPTI's own activity (with stream ids; adds "
+			    "about a fifth to a PyTorch step) instead of from the synchronising calls"),
 		OPT_GROUP("Output"),
 		OPT_STRING('o', "output", &o.output, "FILE",
 			   "the bundle to write (FILE.stb; with several processes or --ddp ranks FILE.<rank or pid>.stb)"),

@@ -76,6 +76,11 @@ static struct capture {
 	struct rec_session *s;
 	CUpti_SubscriberHandle subscriber;
 	uint32_t enabled;                       /* activity kinds enabled so far */
+	bool api_work;                          /* API records enabled call by call */
+	bool lean, cupti_sync;                  /* capture_lean() */
+	bool sync_derived;                      /* ... and it is in force */
+	uint8_t rt_sync[CUPTI_RUNTIME_TRACE_CBID_SIZE];   /* cbid -> synchronisation type, 0: none */
+	uint8_t drv_sync[CUPTI_DRIVER_TRACE_CBID_SIZE];
 
 	uint8_t rt_class[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 	uint8_t drv_class[CUPTI_DRIVER_TRACE_CBID_SIZE];
@@ -283,6 +288,12 @@ uint64_t capture_thread_id(void)
 
 /* ---- launch callbacks (launching threads) ---------------------------- */
 
+void capture_lean(bool on, bool cupti_sync)
+{
+	cap.lean = on;
+	cap.cupti_sync = cupti_sync;
+}
+
 void capture_op_begin(uint32_t op)
 {
 	current_op = op;
@@ -436,6 +447,27 @@ static bool api_is_query(const char *base)
 	return strstr(base, "Get") || !strcmp(base, "cudaPeekAtLastError");
 }
 
+/* The synchronisation a call's name says it makes (CUpti_ActivitySynchronizationType), or 0. */
+static uint8_t sync_type_of(const char *base)
+{
+	static const struct { const char *name; uint8_t type; } calls[] = {
+		{ "cudaEventSynchronize", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE },
+		{ "cuEventSynchronize", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE },
+		{ "cudaStreamWaitEvent", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT },
+		{ "cuStreamWaitEvent", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT },
+		{ "cudaStreamSynchronize", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE },
+		{ "cuStreamSynchronize", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE },
+		{ "cudaDeviceSynchronize", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE },
+		{ "cudaThreadSynchronize", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE },
+		{ "cuCtxSynchronize", CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE },
+	};
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (!strcmp(base, calls[i].name))
+			return calls[i].type;
+	return 0;
+}
+
 /* Turns the records of query calls off; RUNTIME and DRIVER must be enabled first. */
 static int api_filter(CUpti_CallbackDomain domain, uint32_t size)
 {
@@ -452,6 +484,39 @@ static int api_filter(CUpti_CallbackDomain domain, uint32_t size)
 		r = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 0)
 							  : cuptiActivityEnableDriverApi(cbid, 0);
 		if (CUPTI_CHECK(r))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * capture_lean: enables the records of every call but the queries, one call at a time,
+ * with the RUNTIME and DRIVER kinds left off. The records are those of
+ * enabling the kinds and turning the queries off, but CUPTI then traces
+ * the enabled calls only: a PyTorch step makes about ten query calls
+ * (cudaGetDevice, cudaStreamGetCaptureInfo, ...) per kernel, and tracing
+ * them only to throw their records away cost it about as much as
+ * recording every call (issue 15). Notes the synchronising calls too.
+ */
+static int api_enable_work(CUpti_CallbackDomain domain, uint32_t size, uint8_t enable)
+{
+	uint8_t *sync = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cap.rt_sync : cap.drv_sync;
+	uint32_t cbid;
+	char buf[128];
+
+	for (cbid = 1; cbid < size; cbid++) {
+		const char *name = NULL;
+		CUptiResult r;
+
+		if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
+			continue;
+		api_base_name(name, buf, sizeof(buf));
+		sync[cbid] = sync_type_of(buf);
+		if (api_is_query(buf))
+			continue;
+		r = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, enable)
+							  : cuptiActivityEnableDriverApi(cbid, enable);
+		if (enable && CUPTI_CHECK(r))
 			return -1;
 	}
 	return 0;
@@ -695,6 +760,16 @@ static void decode_api(const CUpti_ActivityAPI *a)
 	ev.api.thread = a->threadId;
 	ev.api.correlation = a->correlationId;
 	add(&ev, a->start, a->end);
+	if (cap.sync_derived && (driver ? a->cbid < CUPTI_DRIVER_TRACE_CBID_SIZE && cap.drv_sync[a->cbid]
+					: a->cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE && cap.rt_sync[a->cbid])) {
+		struct st_event y = { .kind = ST_SYNC };
+
+		y.sync.type = driver ? cap.drv_sync[a->cbid] : cap.rt_sync[a->cbid];
+		y.sync.stream = UINT32_MAX;   /* not known from the call: see capture_lean */
+		y.sync.thread = a->threadId;
+		y.sync.correlation = a->correlationId;
+		add(&y, a->start, a->end);
+	}
 }
 
 static struct thread_depth *thread_depth(uint64_t thread)
@@ -1113,6 +1188,11 @@ static void disable_all(void)
 	for (i = 0; i < cap.enabled; i++)
 		cuptiActivityDisable(activity_kinds[i]);
 	cap.enabled = 0;
+	if (cap.api_work) {
+		api_enable_work(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, 0);
+		api_enable_work(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, 0);
+		cap.api_work = false;
+	}
 	if (cap.subscriber) {
 		cuptiUnsubscribe(cap.subscriber);
 		cap.subscriber = NULL;
@@ -1128,6 +1208,7 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 		return error("CUPTI capture is already running");
 	cap.s = s;
 	cap.attached = s != NULL;
+	cap.sync_derived = false;
 	apiq.on = api == CAPTURE_API_LAUNCHES;
 	cap.steps = calloc(steps ? steps : 1, sizeof(*cap.steps));
 	if (!cap.steps)
@@ -1187,14 +1268,30 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 		cap.enabled = i + 1;
 		if (off && strstr(off, names[i]))
 			continue;
-		if (api == CAPTURE_API_LAUNCHES && (activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME ||
-						   activity_kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER))
-			continue;   /* the callbacks make the API events */
+		if ((api == CAPTURE_API_LAUNCHES || (api == CAPTURE_API_WORK && cap.lean)) &&
+		    (activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME ||
+		     activity_kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER)) {
+			bool rt = activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME;
+
+			/* launches: the callbacks make the API events; work: call by call */
+			cap.api_work = api == CAPTURE_API_WORK;
+			if (cap.api_work &&
+			    api_enable_work(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+					    rt ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE, 1))
+				goto fail;
+			continue;
+		}
+		/* see capture_lean; needs the API records of the work filter */
+		if (activity_kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && cap.lean && !cap.cupti_sync &&
+		    api == CAPTURE_API_WORK && (!off || !strstr(off, "runtime"))) {
+			cap.sync_derived = true;
+			continue;
+		}
 		if (CUPTI_CHECK(cuptiActivityEnable(activity_kinds[i])))
 			goto fail;
 	}
 	/* After the kinds: enabling RUNTIME or DRIVER resets per-call settings. */
-	if (api == CAPTURE_API_WORK &&
+	if (api == CAPTURE_API_WORK && !cap.lean &&
 	    (api_filter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
 	     api_filter(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE)))
 		goto fail;

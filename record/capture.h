@@ -81,6 +81,23 @@ void capture_attach(struct rec_session *s);
  */
 void capture_set_lead(void (*stackless)(void));
 void capture_set_lead_op(uint32_t op);
+
+/*
+ * Before capture_start, for a program steptrace did not write (record/
+ * inject.c), whose host side is what CUPTI's tracing slows (issue 15;
+ * README, "Recording overhead of record -- COMMAND"). With the default API
+ * filter: the records of the calls it keeps are enabled call by call
+ * (CUPTI then traces those calls only, not every query), and, unless
+ * `cupti_sync`, synchronisation events are made from the API records of
+ * the synchronising calls (cudaStreamSynchronize, cudaDeviceSynchronize,
+ * cudaEventSynchronize, cudaStreamWaitEvent and their driver forms: same
+ * type, thread, correlation and times; stream UINT32_MAX, not known)
+ * instead of CUPTI's SYNCHRONIZATION activity, which costs a host-bound
+ * PyTorch step about a fifth of its time. The built-in step keeps CUPTI's
+ * ways: it makes few calls, and in its recorder calls enabled one by one
+ * were not recorded at all (seen on an H100; the cause is not known).
+ */
+void capture_lean(bool on, bool cupti_sync);
 /* Asks the decoder thread to run the drain hook soon. */
 void capture_kick(void);
 /* In the child of a fork: drop the parent's capture without touching it. */

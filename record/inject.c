@@ -21,7 +21,7 @@
  * Configuration, from the environment steptrace sets (record/launch.c):
  * STEPTRACE_OUTPUT (the -o path), STEPTRACE_CLAIMS (a directory where each
  * process claims its bundle name and reports what it wrote),
- * STEPTRACE_STEP_RANGE, STEPTRACE_WARMUP, STEPTRACE_API, STEPTRACE_PRECISION,
+ * STEPTRACE_STEP_RANGE, STEPTRACE_WARMUP, STEPTRACE_API, STEPTRACE_CUPTI_SYNC, STEPTRACE_PRECISION,
  * STEPTRACE_COMMAND_LINE, STEPTRACE_PEAKS.
  */
 #define _GNU_SOURCE
@@ -66,6 +66,7 @@ static struct {
 	uint64_t t0;              /* CUPTI ns of the first entry: the bundle's time base */
 	const char *output, *claims, *step_range, *precision, *command_line, *peaks;
 	enum capture_api api;
+	bool cupti_sync;          /* STEPTRACE_CUPTI_SYNC: CUPTI's synchronisation records */
 	uint32_t warmup;
 	pthread_mutex_t open_lock;
 	struct rec_session s;
@@ -102,6 +103,7 @@ static void setup(void)
 	in.command_line = env("STEPTRACE_COMMAND_LINE");
 	in.peaks = env("STEPTRACE_PEAKS");
 	in.warmup = warmup ? (uint32_t)strtoul(warmup, NULL, 10) : 0;
+	in.cupti_sync = env("STEPTRACE_CUPTI_SYNC") != NULL;
 	in.api = api && !strcmp(api, "all") ? CAPTURE_API_ALL
 		 : api && !strcmp(api, "launches") ? CAPTURE_API_LAUNCHES : CAPTURE_API_WORK;
 	rc.step_range = in.step_range;
@@ -388,6 +390,7 @@ EXPORT int InitializeInjection(void)
 		return 1;
 	capture_set_hooks(on_context, ranges_drain_locked);
 	capture_set_lead(ranges_stackless);
+	capture_lean(true, in.cupti_sync);
 	if (capture_start(NULL, STEP_COUNTERS, in.api)) {
 		warning("steptrace: CUPTI capture could not start in pid %d; recording nothing",
 			(int)in.pid);

@@ -371,6 +371,7 @@ int launch_run(const struct launch_opts *o)
 		{ "STEPTRACE_STEP_RANGE", o->step_range },
 		{ "STEPTRACE_WARMUP", o->step_range ? warmup : NULL },
 		{ "STEPTRACE_API", capture_api_names[o->api] },
+		{ "STEPTRACE_CUPTI_SYNC", o->cupti_sync ? "1" : NULL },
 		{ "STEPTRACE_PRECISION", o->precision },
 		{ "STEPTRACE_COMMAND_LINE", o->command_line },
 		{ "STEPTRACE_PEAKS", peaks[0] ? peaks : NULL },

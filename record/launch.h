@@ -30,6 +30,7 @@ struct launch_opts {
 	enum capture_api api;
 	int torch_alloc;             /* enum launch_torch_alloc */
 	bool calibrate;              /* measure peaks here before starting the command */
+	bool cupti_sync;             /* CUPTI's SYNCHRONIZATION records (record/capture.h) */
 	const char *precision;       /* the program's matrix-product precision for the header, or NULL */
 	const char *command_line;    /* the steptrace command line, for the headers */
 	const char *const *argv;     /* the command, NULL-terminated, argv[0] looked up in PATH */

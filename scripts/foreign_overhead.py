@@ -11,6 +11,7 @@ model, round after round, in these variants:
   profiler-cuda  under torch.profiler.profile(activities=[CUDA])
   api-all        steptrace record --api all (every runtime and driver call)
   launches       steptrace record --api launches (API events from the callbacks)
+  cupti-sync     steptrace record --cupti-sync (CUPTI's SYNCHRONIZATION activity)
   off=LIST       steptrace record with STEPTRACE_CUPTI_OFF=LIST (a diagnostic: what a piece costs)
   emit-nvtx      plain under emit_nvtx(record_shapes=True); record-emit-nvtx recorded
 
@@ -42,7 +43,7 @@ def command(a, model, variant, bundle):
     args = [sys.executable, TRAIN, "--model", model, "--ctx", str(a.ctx), "--batch", str(a.batch),
             "--precision", "bf16", "-w", str(a.warmup), "-n", str(a.steps)]
     env = dict(os.environ)
-    recorded = variant in ("record", "api-all", "launches", "record-emit-nvtx") or variant.startswith("off=")
+    recorded = variant in ("record", "api-all", "launches", "cupti-sync", "record-emit-nvtx") or variant.startswith("off=")
     if variant in ("emit-nvtx", "record-emit-nvtx"):
         args.append("--emit-nvtx")
     if variant == "profiler":
@@ -57,6 +58,8 @@ def command(a, model, variant, bundle):
         pre += ["--api", "all"]
     if variant == "launches":
         pre += ["--api", "launches"]
+    if variant == "cupti-sync":
+        pre += ["--cupti-sync"]
     if variant.startswith("off="):
         env["STEPTRACE_CUPTI_OFF"] = variant[4:]
     return pre + ["--"] + args, env

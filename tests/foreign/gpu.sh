@@ -4,6 +4,7 @@
 #  - a recorded PyTorch run: exit status, one bundle named as -o, complete,
 #    no drops, steps and warm-up flags from --step-range, every kernel
 #    attributed to an NVTX range (no "(no op)" row, even counting setup),
+#    synchronisation events (from the calls, or CUPTI's with --cupti-sync),
 #    FLOPs from emit_nvtx's shapes, and every report runs on it;
 #  - its kernels per step equal torch.profiler's for the same steps;
 #  - --torch-alloc async: each tensor's allocation reaches the bundle;
@@ -87,6 +88,16 @@ grep -q "launched outside every NVTX range" "$out/plain.err" && fail "plain: una
 grep -q '^[^#].*,backward/backward$' "$out/plain.byop" || fail "plain: no backward op: $(cat "$out/plain.byop")"
 n=$("$st" summary "$out/plain.stb" --range 'train_step/backward' --format csv | grep -c '^[0-9]')
 [ "$n" -gt 3 ] || fail "plain: $n kernel names under train_step/backward"
+
+# 2b'. synchronisation: from the synchronising calls by default (the loop's
+# torch.cuda.synchronize is a cudaDeviceSynchronize), from CUPTI with --cupti-sync
+n=$(field "$out/plain.stb" sync)
+[ "${n:-0}" -ge 2 ] || fail "plain: ${n:-no} synchronisation events, want one per step at least"
+"$st" replay "$out/plain.stb" --kind sync >"$out/plain.sync" || fail "plain: replay --kind sync failed"
+grep -q 'context synchronize' "$out/plain.sync" || fail "plain: no context synchronize event: $(head -5 "$out/plain.sync")"
+record cuptisync 0 -o "$out/cuptisync.stb" --step-range train_step --cupti-sync -- "$py" "$train" -w 0 -n 2
+n=$(field "$out/cuptisync.stb" sync)
+[ "${n:-0}" -ge 2 ] || fail "cuptisync: ${n:-no} synchronisation events with --cupti-sync"
 
 # 2c. --api launches: API events from the callbacks, the same kernels per step
 record launches 0 -o "$out/launches.stb" --step-range train_step --api launches -- "$py" "$train" -w 0 -n 2
