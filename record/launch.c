@@ -114,6 +114,10 @@ static void exec_child(const struct launch_opts *o, const struct child_env *env,
 {
 	int e;
 
+	/* the recorder's own settings are ours alone: one not given is not inherited */
+	for (size_t i = 0; i < n; i++)
+		if (!env[i].value && !strncmp(env[i].name, "STEPTRACE_", 10))
+			unsetenv(env[i].name);
 	for (size_t i = 0; i < n; i++)
 		if (env[i].value && setenv(env[i].name, env[i].value, 1)) {
 			e = errno;

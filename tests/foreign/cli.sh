@@ -110,7 +110,14 @@ usage "--warmup needs --step-range" -o "$tmp/r.stb" --warmup 1 -- touch "$tmp/ra
 usage "option '--warmup' expects a non-negative integer, not '-2'" -o "$tmp/r.stb" --step-range s --warmup -2 -- touch "$tmp/ran"
 usage "option '--torch-alloc' expects default or async, not 'x'" -o "$tmp/r.stb" --torch-alloc x -- touch "$tmp/ran"
 usage "option '--step-range' needs -- COMMAND" -o "$tmp/r.stb" --step-range s
+usage "option '--cupti-sync' needs -- COMMAND" -o "$tmp/r.stb" --cupti-sync
 usage "unexpected argument 'python3'" -o "$tmp/r.stb" python3 x.py
+
+# --cupti-sync reaches the recorder; without it an inherited setting is taken away
+run -o "$tmp/r.stb" --cupti-sync -- sh -c 'echo "${STEPTRACE_CUPTI_SYNC-unset}"'
+[ "$(cat "$tmp/out")" = 1 ] || fail "--cupti-sync: STEPTRACE_CUPTI_SYNC is '$(cat "$tmp/out")'"
+STEPTRACE_CUPTI_SYNC=1 run -o "$tmp/r.stb" -- sh -c 'echo "${STEPTRACE_CUPTI_SYNC-unset}"'
+[ "$(cat "$tmp/out")" = unset ] || fail "without --cupti-sync: STEPTRACE_CUPTI_SYNC is '$(cat "$tmp/out")'"
 
 # arguments after -- belong to the command, flags included
 run -o "$tmp/r.stb" -- sh -c 'echo "$@"' sh --model -o --help
