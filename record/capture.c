@@ -468,37 +468,19 @@ static uint8_t sync_type_of(const char *base)
 	return 0;
 }
 
-/* Turns the records of query calls off; RUNTIME and DRIVER must be enabled first. */
-static int api_filter(CUpti_CallbackDomain domain, uint32_t size)
-{
-	uint32_t cbid;
-	char buf[128];
-
-	for (cbid = 1; cbid < size; cbid++) {
-		const char *name = NULL;
-		CUptiResult r;
-
-		if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name ||
-		    !api_is_query(api_base_name(name, buf, sizeof(buf))))
-			continue;
-		r = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 0)
-							  : cuptiActivityEnableDriverApi(cbid, 0);
-		if (CUPTI_CHECK(r))
-			return -1;
-	}
-	return 0;
-}
-
 /*
- * capture_lean: enables the records of every call but the queries, one call at a time,
- * with the RUNTIME and DRIVER kinds left off. The records are those of
- * enabling the kinds and turning the queries off, but CUPTI then traces
- * the enabled calls only: a PyTorch step makes about ten query calls
+ * Sets the activity records of the query calls (`queries`) or of every
+ * other call (not `queries`) to `enable`, one call at a time, and notes
+ * which calls synchronise. Two ways to the default filter: the built-in
+ * step enables the RUNTIME and DRIVER kinds and then turns the queries
+ * off; capture_lean leaves the kinds off and enables the other calls,
+ * so CUPTI traces those only: a PyTorch step makes about ten query calls
  * (cudaGetDevice, cudaStreamGetCaptureInfo, ...) per kernel, and tracing
  * them only to throw their records away cost it about as much as
- * recording every call (issue 15). Notes the synchronising calls too.
+ * recording every call (issue 15). Quiet when switching calls off at the
+ * end of a capture.
  */
-static int api_enable_work(CUpti_CallbackDomain domain, uint32_t size, uint8_t enable)
+static int api_calls(CUpti_CallbackDomain domain, uint32_t size, bool queries, uint8_t enable)
 {
 	uint8_t *sync = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cap.rt_sync : cap.drv_sync;
 	uint32_t cbid;
@@ -512,11 +494,11 @@ static int api_enable_work(CUpti_CallbackDomain domain, uint32_t size, uint8_t e
 			continue;
 		api_base_name(name, buf, sizeof(buf));
 		sync[cbid] = sync_type_of(buf);
-		if (api_is_query(buf))
+		if (api_is_query(buf) != queries)
 			continue;
 		r = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, enable)
 							  : cuptiActivityEnableDriverApi(cbid, enable);
-		if (enable && CUPTI_CHECK(r))
+		if (r != CUPTI_SUCCESS && (enable || queries) && CUPTI_CHECK(r))
 			return -1;
 	}
 	return 0;
@@ -760,11 +742,14 @@ static void decode_api(const CUpti_ActivityAPI *a)
 	ev.api.thread = a->threadId;
 	ev.api.correlation = a->correlationId;
 	add(&ev, a->start, a->end);
-	if (cap.sync_derived && (driver ? a->cbid < CUPTI_DRIVER_TRACE_CBID_SIZE && cap.drv_sync[a->cbid]
-					: a->cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE && cap.rt_sync[a->cbid])) {
+
+	const uint8_t *sync = driver ? cap.drv_sync : cap.rt_sync;
+	uint32_t n = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+
+	if (cap.sync_derived && a->cbid < n && sync[a->cbid]) {
 		struct st_event y = { .kind = ST_SYNC };
 
-		y.sync.type = driver ? cap.drv_sync[a->cbid] : cap.rt_sync[a->cbid];
+		y.sync.type = sync[a->cbid];
 		y.sync.stream = UINT32_MAX;   /* not known from the call: see capture_lean */
 		y.sync.thread = a->threadId;
 		y.sync.correlation = a->correlationId;
@@ -1189,8 +1174,8 @@ static void disable_all(void)
 		cuptiActivityDisable(activity_kinds[i]);
 	cap.enabled = 0;
 	if (cap.api_work) {
-		api_enable_work(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, 0);
-		api_enable_work(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, 0);
+		(void)api_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, false, 0);
+		(void)api_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, false, 0);
 		cap.api_work = false;
 	}
 	if (cap.subscriber) {
@@ -1276,8 +1261,8 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 			/* launches: the callbacks make the API events; work: call by call */
 			cap.api_work = api == CAPTURE_API_WORK;
 			if (cap.api_work &&
-			    api_enable_work(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
-					    rt ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE, 1))
+			    api_calls(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+				      rt ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE, false, 1))
 				goto fail;
 			continue;
 		}
@@ -1292,8 +1277,8 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	}
 	/* After the kinds: enabling RUNTIME or DRIVER resets per-call settings. */
 	if (api == CAPTURE_API_WORK && !cap.lean &&
-	    (api_filter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
-	     api_filter(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE)))
+	    (api_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, true, 0) ||
+	     api_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, true, 0)))
 		goto fail;
 	cap.active = true;
 	if (!atexit_registered && atexit(capture_atexit) == 0)
