@@ -259,7 +259,8 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	}
 	case ST_ALLOC:
 	case ST_FREE:
-	case ST_OOM: {
+	case ST_OOM:
+	case ST_MEMTAG: {
 		struct replay_mem *m;
 		if (ALLOC_GROW(rp->mem, rp->n_mem + 1, pv->cap_mem) < 0)
 			return -1;

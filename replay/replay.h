@@ -227,6 +227,7 @@ struct replay_device {
 struct replay_footer {
 	bool complete;
 	const char *end_reason;        /* "ok", "oom", "error", "interrupted" */
+	const char *steps_from;        /* how the recorder found the steps (1.5); "" when not said */
 	uint64_t events, dropped;
 	uint32_t chunks, strings;
 	int64_t finished_unix_ns;

@@ -75,6 +75,7 @@ static void footer_fill(struct replay_footer *f, const Steptrace__Footer *m)
 {
 	f->complete = m->complete;
 	f->end_reason = str(m->end_reason);
+	f->steps_from = str(m->steps_from);
 	f->events = m->events;
 	f->dropped = m->dropped;
 	f->chunks = m->chunks;
@@ -102,7 +103,7 @@ void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const S
 	run->config.precision = run->config.mode = run->config.attention = -1;
 	run->config.kernels = -1;
 	run->device.name = run->device.peak_note = run->device.driver_version = "";
-	run->footer.end_reason = "";
+	run->footer.end_reason = run->footer.steps_from = "";
 	if (h) {
 		run->has_header = true;
 		run->format_major = h->format_major;

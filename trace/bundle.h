@@ -23,7 +23,7 @@
 #include "trace/types.h"
 
 #define BUNDLE_FORMAT_MAJOR 1
-#define BUNDLE_FORMAT_MINOR 4
+#define BUNDLE_FORMAT_MINOR 5
 
 /* ---- writer ---------------------------------------------------------- */
 
@@ -56,6 +56,9 @@ int bundle_writer_add(struct bundle_writer *w, const struct st_event *ev);
 
 /* Counts records the source dropped, per kind, for the footer. */
 void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n);
+
+/* How the steps were found, for the footer's steps_from (copied; NULL or "" leaves it empty). */
+void bundle_writer_set_steps_from(struct bundle_writer *w, const char *steps_from);
 
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"

@@ -52,6 +52,7 @@ size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct s
 	Steptrace__Oom oom = STEPTRACE__OOM__INIT;
 	Steptrace__Overhead ov = STEPTRACE__OVERHEAD__INIT;
 	Steptrace__Sync sy = STEPTRACE__SYNC__INIT;
+	Steptrace__MemTag tag = STEPTRACE__MEM_TAG__INIT;
 	Steptrace__DType in[ST_OP_MAX_INPUTS], out[ST_OP_MAX_OUTPUTS];
 
 	m.t = (int64_t)(ev->start - st->prev_start);
@@ -179,6 +180,14 @@ size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct s
 		ov.thread = ev->overhead.thread;
 		m.kind_case = STEPTRACE__EVENT__KIND_OVERHEAD;
 		m.overhead = &ov;
+		break;
+	case ST_MEMTAG:
+		tag.address = ev->mem.address;
+		tag.size = ev->mem.size;
+		tag.category = (Steptrace__MemCategory)ev->mem.category;
+		tag.device = ev->mem.device;
+		m.kind_case = STEPTRACE__EVENT__KIND_MEM_TAG;
+		m.mem_tag = &tag;
 		break;
 	case ST_SYNC:
 		sy.type = ev->sync.type;
@@ -497,6 +506,18 @@ int event_decode(const Steptrace__Event *m, struct chunk_state *st, uint32_t str
 		ev->kind = ST_OVERHEAD;
 		ev->overhead.kind = m->overhead->kind;
 		ev->overhead.thread = m->overhead->thread;
+		break;
+	case STEPTRACE__EVENT__KIND_MEM_TAG:
+		if (!category_ok((int)m->mem_tag->category)) {
+			*why = "a memory tag has an unknown category";
+			return -1;
+		}
+		ev->kind = ST_MEMTAG;
+		ev->mem.address = m->mem_tag->address;
+		ev->mem.size = m->mem_tag->size;
+		ev->mem.category = (uint32_t)m->mem_tag->category;
+		ev->mem.device = m->mem_tag->device;
+		ev->mem.source = ST_SRC_DRIVER;
 		break;
 	case STEPTRACE__EVENT__KIND_SYNC:
 		ev->kind = ST_SYNC;

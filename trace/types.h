@@ -79,9 +79,10 @@ enum st_kind {
 	ST_OOM = 12,
 	ST_OVERHEAD = 13,
 	ST_SYNC = 14,
+	ST_MEMTAG = 15,    /* (1.5) the program says what a live block holds */
 };
 #define ST_KIND_FIRST ST_KERNEL
-#define ST_KIND_LAST ST_SYNC
+#define ST_KIND_LAST ST_MEMTAG
 #define ST_KIND_COUNT (ST_KIND_LAST + 1)
 
 /* "kernel", "memcpy", ... (the schema's oneof field names); NULL if unknown. */
@@ -159,7 +160,7 @@ struct st_event {
 			uint32_t name, depth, domain;
 			uint64_t thread;
 		} range;
-		struct { /* ST_ALLOC and ST_FREE */
+		struct { /* ST_ALLOC and ST_FREE; ST_MEMTAG uses address, size, category, device */
 			uint64_t address, size;
 			uint32_t category, op, source, device;
 		} mem;

@@ -67,6 +67,7 @@ struct bundle_writer {
 	uint64_t counts[ST_KIND_COUNT];
 	uint64_t dropped[ST_KIND_COUNT];
 	uint64_t events;
+	char *steps_from;    /* the footer's, NULL when not said */
 };
 
 static uint64_t hash_str(const char *s)
@@ -417,7 +418,14 @@ static void writer_free(struct bundle_writer *w)
 	ZSTD_freeCCtx(w->zc);
 	free(w->zbuf);
 	free(w->path);
+	free(w->steps_from);
 	free(w);
+}
+
+void bundle_writer_set_steps_from(struct bundle_writer *w, const char *steps_from)
+{
+	free(w->steps_from);
+	w->steps_from = steps_from && *steps_from ? strdup(steps_from) : NULL;
 }
 
 int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
@@ -434,6 +442,7 @@ int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 	f.strings = w->n_strings;
 	f.end_reason = (char *)(end_reason ? end_reason : "ok");
 	f.finished_unix_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	f.steps_from = w->steps_from ? w->steps_from : (char *)"";
 	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++) {
 		if (!w->counts[k] && !w->dropped[k])
 			continue;

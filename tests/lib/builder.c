@@ -291,6 +291,17 @@ void builder_free(struct builder *b, uint64_t t, uint64_t address, uint64_t size
 	mem(b, ST_FREE, t, address, size, category, op);
 }
 
+void builder_tag(struct builder *b, uint64_t t, uint64_t address, uint64_t size, int category)
+{
+	struct st_event ev = { .kind = ST_MEMTAG, .start = t, .end = t };
+
+	ev.mem.address = address;
+	ev.mem.size = size;
+	ev.mem.category = (uint32_t)category;
+	ev.mem.source = ST_SRC_DRIVER;
+	builder_add(b, &ev);
+}
+
 void builder_oom(struct builder *b, uint64_t t, uint64_t requested, int category, uint32_t op,
 		 uint64_t live_bytes, uint64_t capacity, uint32_t step)
 {

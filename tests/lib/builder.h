@@ -163,6 +163,8 @@ void builder_alloc(struct builder *b, uint64_t t, uint64_t address, uint64_t siz
 		   uint32_t op);
 void builder_free(struct builder *b, uint64_t t, uint64_t address, uint64_t size, int category,
 		  uint32_t op);
+/* The program says the driver-level block at address (size bytes) holds `category` (ST_MEMTAG). */
+void builder_tag(struct builder *b, uint64_t t, uint64_t address, uint64_t size, int category);
 /* A request the allocator refused, with what was live then. */
 void builder_oom(struct builder *b, uint64_t t, uint64_t requested, int category, uint32_t op,
 		 uint64_t live_bytes, uint64_t capacity, uint32_t step);

@@ -137,6 +137,13 @@ static void random_event(struct st_event *ev, uint64_t *t, uint64_t *corr)
 		ev->overhead.kind = (uint32_t)(rnd() % 8);
 		ev->overhead.thread = rnd() % 100000;
 		break;
+	case ST_MEMTAG:   /* decoded with source driver and no op */
+		ev->mem.address = rnd();
+		ev->mem.size = rnd() % (1ull << 38);
+		ev->mem.category = (uint32_t)(rnd() % ST_MEM_CATEGORY_COUNT);
+		ev->mem.source = ST_SRC_DRIVER;
+		ev->mem.device = (uint32_t)(rnd() % 4);
+		break;
 	case ST_SYNC:
 		ev->sync.type = (uint32_t)(rnd() % 5);
 		ev->sync.stream = (uint32_t)(rnd() % 40);
@@ -188,6 +195,7 @@ static int write_sample_chunked(const char *path, size_t n, int finish, size_t c
 		return 0;
 	}
 	bundle_writer_count_dropped(w, ST_RANGE, 5);
+	bundle_writer_set_steps_from(w, "NVTX range 'step'");
 	return bundle_writer_close(w, "ok");
 }
 
@@ -298,6 +306,7 @@ static void test_round_trip(const char *path)
 	const Steptrace__Footer *f = bundle_reader_footer(r);
 	CHECK(f && f->complete && f->events == N_EVENTS, "footer wrong");
 	CHECK(f && !strcmp(f->end_reason, "ok"), "end reason");
+	CHECK(f && !strcmp(f->steps_from, "NVTX range 'step'"), "steps_from '%s'", f ? f->steps_from : "");
 	CHECK(bundle_reader_chunks(r) > 10, "only %u chunks: chunking not exercised", bundle_reader_chunks(r));
 	CHECK(f && f->chunks == bundle_reader_chunks(r), "footer chunks %u vs %u", f ? f->chunks : 0,
 	      bundle_reader_chunks(r));
