@@ -123,7 +123,7 @@ static const char *const builtin_only[] = {
 	"--mode", "--attention", "--kernels", "--steps", "-n", "--seed", "--lr", "--ddp", "--bucket-mb",
 	"--nproc", "--rendezvous", "--timeout", NULL,
 };
-static const char *const command_only[] = { "--step-range", "--torch-alloc", "--cupti-sync", NULL };
+static const char *const command_only[] = { "--step-range", "--torch", "--torch-alloc", "--cupti-sync", NULL };
 
 /* The first of argv[1..argc) that is one of `flags` ("--x", "--x=V", "-n", "-nV"), or NULL. */
 static const char *flag_given(int argc, const char **argv, const char *const *flags)
@@ -162,9 +162,7 @@ static int record_command(int argc, const char **argv, int dd, const struct opti
 	if (!l->output)
 		return gpu_usage_error(record_usage, opts, "no output file: use -o FILE.stb");
 	if (l->warmup == INT_MIN)
-		l->warmup = 0;
-	else if (!l->step_range)
-		return gpu_usage_error(record_usage, opts, "--warmup needs --step-range");
+		l->warmup = -1;   /* the step rule's default */
 	if (l->step_range && !*l->step_range)
 		return gpu_usage_error(record_usage, opts, "--step-range needs a range name");
 	/* datasheet peaks unless asked: calibrating takes the GPU for a second or two */
@@ -180,7 +178,7 @@ int cmd_record(int argc, const char **argv)
 	struct gpu_model_args a = GPU_MODEL_ARGS_INIT;
 	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
 	struct record_opts o = { .warmup = INT_MIN, .steps = 2, .calibrate = true };
-	struct launch_opts l = { 0 };
+	struct launch_opts l = { .torch = LAUNCH_TORCH_AUTO, .torch_alloc = -1 };
 	int api = CAPTURE_API_WORK, status, dd = command_start(argc, argv);
 	const char *step_range = NULL;
 	struct model_config c;
@@ -193,17 +191,23 @@ int cmd_record(int argc, const char **argv)
 		OPT_GPU_KERNELS(&a),
 		OPT_COUNT('w', "warmup", &o.warmup,
 			  "warm-up steps, recorded and flagged (default 1; with -- COMMAND: the "
-			  "first N step ranges, default 0)"),
+			  "first N steps, default 1 for PyTorch's optimizer steps, else 0)"),
 		OPT_POSITIVE('n', "steps", &o.steps, "measured steps (default 2)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the weights and the batch (default 0)"),
 		OPT_DOUBLE(0, "lr", &a.lr, "AdamW learning rate (default 1e-3)"),
 		OPT_GPU_DDP(&a.ddp, &a.bucket_mb),
 		OPT_GROUP("A program of your own (-- COMMAND [ARGS...])"),
 		OPT_STRING(0, "step-range", &step_range, "NAME",
-			   "each NVTX range of this name is a step (default: the whole run is one)"),
+			   "each NVTX range of this name is a step (default: PyTorch's optimizer steps, "
+			   "cudaProfilerStart/Stop ranges, else the whole run)"),
+		OPT_CHOICE(0, "torch", &l.torch, launch_torch_names,
+			   "a Python program that imports torch: auto (default) annotates steps, phases, "
+			   "modules forward and backward and memory categories; ops adds every aten op "
+			   "with its shapes (FLOPs); off records it as any CUDA program"),
 		OPT_CHOICE(0, "torch-alloc", &l.torch_alloc, launch_torch_alloc_names,
 			   "async sets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, so every "
-			   "tensor's allocation and free is recorded"),
+			   "tensor's allocation and free is recorded (the default under --torch auto "
+			   "and ops); default keeps PyTorch's caching allocator"),
 		OPT_BOOLEAN(0, "cupti-sync", &l.cupti_sync,
 			    "synchronisation records from CUPTI's own activity (with stream ids; adds "
 			    "about a fifth to a PyTorch step) instead of from the synchronising calls"),

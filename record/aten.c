@@ -70,6 +70,20 @@ size_t aten_normalize(const char *name, char *buf, size_t len)
 	return n;
 }
 
+void aten_tags(const char *name, struct aten_tags *out)
+{
+	const char *p;
+
+	out->seq = -1;
+	out->profiled = false;
+	for (p = strchr(name, ','); p; p = strchr(p + 1, ',')) {
+		if (number_field(p, "op_id"))
+			out->profiled = true;
+		else if (out->seq < 0 && number_field(p, "seq"))
+			out->seq = strtoll(p + 8, NULL, 10);
+	}
+}
+
 /* ---- shapes ------------------------------------------------------------ */
 
 void aten_call_release(struct aten_call *c)

@@ -58,6 +58,19 @@ void aten_call_release(struct aten_call *c);
  */
 size_t aten_normalize(const char *name, char *buf, size_t len);
 
+/*
+ * What the per-call parts of a profiler range name say, before
+ * aten_normalize drops them: `seq` (the autograd sequence number of the
+ * forward op: in the backward, that of the op whose gradient this node
+ * computes), -1 when absent; `profiled` true when the name has ", op_id = N"
+ * (PyTorch's profiler made the range, not the program).
+ */
+struct aten_tags {
+	int64_t seq;
+	bool profiled;
+};
+void aten_tags(const char *name, struct aten_tags *out);
+
 /* What kind of work an op is; the family names the op's kind ("matmul/aten::mm"). */
 enum aten_family {
 	ATEN_OTHER,          /* no cost rule */

@@ -50,7 +50,7 @@ static const CUpti_ActivityKind activity_kinds[] = {
 #define N_ACTIVITY_KINDS (sizeof(activity_kinds) / sizeof(activity_kinds[0]))
 
 /* What a subscribed API callback is for. */
-enum cb_class { CB_NONE, CB_LAUNCH, CB_COPY, CB_ALLOC };
+enum cb_class { CB_NONE, CB_LAUNCH, CB_COPY, CB_ALLOC, CB_PROFILER_START, CB_PROFILER_STOP };
 
 struct counters {
 	_Atomic uint64_t launches, copies;
@@ -109,6 +109,7 @@ static struct capture {
 	void (*drain)(struct rec_session *s);   /* after each buffer, under the session lock */
 	void (*on_context)(void *ctx, uint32_t device);
 	void (*stackless)(void);                /* a launch on a thread without an op took the lead's */
+	void (*on_profiler)(bool start, uint64_t t);   /* cudaProfilerStart/Stop returned */
 	bool attached;                          /* s is set: the decoder may decode */
 
 	/* Decode state, under the session lock. */
@@ -368,6 +369,11 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 		cls = cap.drv_class[cbid];
 	if (cls == CB_NONE)
 		return;
+	if (cls == CB_PROFILER_START || cls == CB_PROFILER_STOP) {
+		if (cb->callbackSite == CUPTI_API_EXIT && cap.on_profiler)
+			cap.on_profiler(cls == CB_PROFILER_START, capture_now());
+		return;
+	}
 	if (cb->callbackSite == CUPTI_API_EXIT) {
 		if (api_depth > 0)
 			api_depth--;
@@ -416,6 +422,10 @@ static const char *api_base_name(const char *name, char *buf, size_t len)
 
 static enum cb_class classify(const char *name)
 {
+	if (!strcmp(name, "cudaProfilerStart") || !strcmp(name, "cuProfilerStart"))
+		return CB_PROFILER_START;   /* a capture range: a step where nothing else says */
+	if (!strcmp(name, "cudaProfilerStop") || !strcmp(name, "cuProfilerStop"))
+		return CB_PROFILER_STOP;
 	if (strstr(name, "HostFunc"))
 		return CB_NONE;
 	if (strstr(name, "Launch"))
@@ -1112,6 +1122,11 @@ void capture_set_hooks(void (*on_context)(void *ctx, uint32_t device),
 {
 	cap.on_context = on_context;
 	cap.drain = drain;
+}
+
+void capture_set_profiler_hook(void (*on_profiler)(bool start, uint64_t t))
+{
+	cap.on_profiler = on_profiler;
 }
 
 void capture_set_lead(void (*stackless)(void))

@@ -80,6 +80,12 @@ void capture_attach(struct rec_session *s);
  * that thread. 0: none (the built-in step never sets it).
  */
 void capture_set_lead(void (*stackless)(void));
+/*
+ * cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop) returned
+ * on some thread at CUPTI time t (set before capture_start; record/inject.c
+ * makes capture ranges step candidates of them, record/ranges.h).
+ */
+void capture_set_profiler_hook(void (*on_profiler)(bool start, uint64_t t));
 void capture_set_lead_op(uint32_t op);
 
 /*

@@ -67,7 +67,7 @@ static struct {
 	const char *output, *claims, *step_range, *precision, *command_line, *peaks;
 	enum capture_api api;
 	bool cupti_sync;          /* STEPTRACE_CUPTI_SYNC: CUPTI's synchronisation records */
-	uint32_t warmup;
+	int32_t warmup;           /* -1: not given */
 	pthread_mutex_t open_lock;
 	struct rec_session s;
 	char path[4096];          /* this process's bundle */
@@ -102,7 +102,7 @@ static void setup(void)
 	in.precision = env("STEPTRACE_PRECISION");
 	in.command_line = env("STEPTRACE_COMMAND_LINE");
 	in.peaks = env("STEPTRACE_PEAKS");
-	in.warmup = warmup ? (uint32_t)strtoul(warmup, NULL, 10) : 0;
+	in.warmup = warmup ? (int32_t)strtol(warmup, NULL, 10) : -1;
 	in.cupti_sync = env("STEPTRACE_CUPTI_SYNC") != NULL;
 	in.api = api && !strcmp(api, "all") ? CAPTURE_API_ALL
 		 : api && !strcmp(api, "launches") ? CAPTURE_API_LAUNCHES : CAPTURE_API_WORK;
@@ -291,16 +291,18 @@ static void finish(const char *reason)
 		return;
 	capture_totals(&ct);
 	ranges_totals(&rt);
+	rec_session_set_steps_from(&in.s, rt.steps_from);
 	if (reason)
 		rec_session_close(&in.s, reason);
 	else
 		rec_session_abort(&in.s);
 	claim_report("events %" PRIu64 "\nbytes %lld\ndropped %" PRIu64 "\nsteps %" PRIu32
 		     "\nwarmup %" PRIu32 "\nops %" PRIu32 "\nranges %" PRIu64 "\nunattributed %" PRIu64
-		     "\nopen %" PRIu64 "\nunpaired %" PRIu64 "\nlost %" PRIu64 "\ncapped %d\nend %s\n",
+		     "\nopen %" PRIu64 "\nunpaired %" PRIu64 "\nlost %" PRIu64 "\ncapped %d\nend %s\n"
+		     "steps_from %s\n",
 		     in.s.events, stat(in.path, &st) ? -1LL : (long long)st.st_size, ct.dropped, rt.steps,
 		     rt.warmup, rt.ops, rt.ranges, ct.unattributed, rt.open, rt.unpaired, rt.lost,
-		     rt.ops_capped, reason ? reason : "aborted");
+		     rt.ops_capped, reason ? reason : "aborted", rt.steps_from ? rt.steps_from : "");
 	if (!in.claims)
 		fprintf(stderr, "steptrace: pid %d wrote '%s' (%" PRIu64 " events)\n", (int)in.pid,
 			in.path, in.s.events);
@@ -390,6 +392,7 @@ EXPORT int InitializeInjection(void)
 		return 1;
 	capture_set_hooks(on_context, ranges_drain_locked);
 	capture_set_lead(ranges_stackless);
+	capture_set_profiler_hook(ranges_capture_range);
 	capture_lean(true, in.cupti_sync);
 	if (capture_start(NULL, STEP_COUNTERS, in.api)) {
 		warning("steptrace: CUPTI capture could not start in pid %d; recording nothing",
@@ -403,6 +406,60 @@ EXPORT int InitializeInjection(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 	signals_install();
 	return 1;
+}
+
+/* ---- the Python side's entry points (record/python/steptrace_torch.py, ctypes) ---- */
+
+/*
+ * 1 when this process records (its bundle is or will be open), after which
+ * the other steptrace_py_* calls do their work; 0: the Python side removes
+ * its hooks. mode: 1 automatic, 2 with aten ops (--torch ops). peek:
+ * at::sequence_number::peek of the program's libtorch, or NULL.
+ */
+EXPORT int steptrace_py_attach(int mode, void *peek)
+{
+	uint64_t (*fn)(void) = NULL;
+
+	if (!in.configured || !in.capturing || in.done || getpid() != in.pid)
+		return 0;
+	*(void **)&fn = peek;
+	ranges_torch_attach(mode == 2 ? RANGES_TORCH_OPS : RANGES_TORCH_AUTO, fn);
+	return 1;
+}
+
+/* A name's id, for steptrace_py_module. */
+EXPORT uint32_t steptrace_py_intern(const char *name)
+{
+	return name ? ranges_register(name) : 0;
+}
+
+/* A phase (1 data, 2 zero_grad, 3 forward, 4 backward, 5 optimizer) begins (begin 1) or ends. */
+EXPORT void steptrace_py_phase(int phase, int begin)
+{
+	ranges_torch_phase(phase, begin != 0, capture_now());
+}
+
+EXPORT void steptrace_py_module(uint32_t name)
+{
+	ranges_torch_module(name, capture_now());
+}
+
+EXPORT void steptrace_py_module_end(void)
+{
+	ranges_torch_module_end(capture_now());
+}
+
+/* The primary optimizer's step ended. */
+EXPORT void steptrace_py_step(void)
+{
+	ranges_torch_step(capture_now());
+}
+
+/* n (address, size) pairs of live blocks on `device` hold `category` (enum st_mem_category). */
+EXPORT void steptrace_py_tag(const uint64_t *pairs, uint32_t n, int category, int device)
+{
+	if (pairs && category > 0 && category < ST_MEM_CATEGORY_COUNT && device >= 0)
+		ranges_torch_tag(pairs, n, (uint32_t)category, (uint32_t)device, capture_now());
 }
 
 /* ---- NVTX's entry point and its functions ------------------------------------------ */

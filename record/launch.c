@@ -32,6 +32,32 @@ const char *const launch_torch_alloc_names[] = {
 	[LAUNCH_ALLOC_DEFAULT] = "default", [LAUNCH_ALLOC_ASYNC] = "async", NULL,
 };
 
+const char *const launch_torch_names[] = {
+	[LAUNCH_TORCH_AUTO] = "auto", [LAUNCH_TORCH_OFF] = "off", [LAUNCH_TORCH_OPS] = "ops", NULL,
+};
+
+#define PYTHON_DIR "python"   /* beside libsteptrace_inject.so: sitecustomize.py, steptrace_torch.py */
+
+/* PYTHONPATH with the Python side's folder first (malloc'd), NULL when it is not there (one warning). */
+static char *python_path(const char *inject)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	const char *old = getenv("PYTHONPATH");
+	char *s;
+
+	snprintf(dir, sizeof(dir), "%s", inject);
+	snprintf(path, sizeof(path), "%s/%s/sitecustomize.py", dirname(dir), PYTHON_DIR);
+	if (access(path, R_OK)) {
+		warning("cannot read '%s': %s; PyTorch programs are recorded without steps, phases and "
+			"modules (--torch off)", path, strerror(errno));
+		return NULL;
+	}
+	path[strlen(path) - strlen("/sitecustomize.py")] = '\0';
+	if (asprintf(&s, "%s%s%s", path, old && *old ? ":" : "", old && *old ? old : "") < 0)
+		return NULL;
+	return s;
+}
+
 /* ---- what the command needs --------------------------------------------------- */
 
 /* libsteptrace_inject.so beside the library this code is in, into path. */
@@ -182,6 +208,7 @@ struct bundle_claim {
 	long long events, bytes, dropped, steps, warmup, ops, unattributed, open, unpaired, lost;
 	int capped, signal;
 	char end[32];              /* "" when the process never closed it */
+	char steps_from[128];      /* how its steps were found */
 };
 
 static void claim_read(const char *file, struct bundle_claim *c)
@@ -206,6 +233,11 @@ static void claim_read(const char *file, struct bundle_claim *c)
 		}
 		if (!strncmp(line, "writing ", 8)) {
 			snprintf(c->writing, sizeof(c->writing), "%.*s", (int)sizeof(c->writing) - 1, line + 8);
+			continue;
+		}
+		if (!strncmp(line, "steps_from ", 11)) {
+			snprintf(c->steps_from, sizeof(c->steps_from), "%.*s", (int)sizeof(c->steps_from) - 1,
+				 line + 11);
 			continue;
 		}
 		if (!strncmp(line, "end ", 4)) {
@@ -263,10 +295,11 @@ static void report_bundle(const struct bundle_claim *c, const char *path)
 		return;
 	}
 	human_bytes(size, sizeof(size), (double)(c->bytes > 0 ? c->bytes : 0));
-	fprintf(stderr, "record: '%s': %lld events, %s (%.1f bytes/event), %lld step%s (%lld warm-up), "
+	fprintf(stderr, "record: '%s': %lld events, %s (%.1f bytes/event), %lld step%s (%lld warm-up)%s%s, "
 		"%lld ops, %lld dropped records%s%s\n",
 		path, c->events, size, c->events > 0 ? (double)c->bytes / (double)c->events : 0.0,
-		c->steps, c->steps == 1 ? "" : "s", c->warmup, c->ops, c->dropped,
+		c->steps, c->steps == 1 ? "" : "s", c->warmup, c->steps_from[0] ? " from " : "",
+		c->steps_from, c->ops, c->dropped,
 		strcmp(c->end, "ok") ? ", ended by " : "", strcmp(c->end, "ok") ? c->end : "");
 	if (c->signal)
 		fprintf(stderr, "record: process %s got signal %d (%s); its bundle holds what was recorded "
@@ -340,8 +373,9 @@ static void report(const struct launch_opts *o, const char *output, struct bundl
 int launch_run(const struct launch_opts *o)
 {
 	char inject[PATH_MAX], output[PATH_MAX], claims[PATH_MAX], warmup[16], peaks[512] = "";
-	const char *tmp = getenv("TMPDIR");
-	char *conf = NULL;
+	const char *tmp = getenv("TMPDIR"), *alloc_env = getenv("PYTORCH_CUDA_ALLOC_CONF");
+	char *conf = NULL, *pypath = NULL;
+	int torch_alloc = o->torch_alloc;
 	struct saved_signals saved;
 	struct bundle_claim *v = NULL;
 	int status = 0, rc, exec_report[2], exec_errno = 0;
@@ -356,13 +390,19 @@ int launch_run(const struct launch_opts *o)
 	if (getenv("CUDA_INJECTION64_PATH") && *getenv("CUDA_INJECTION64_PATH"))
 		return error("CUDA_INJECTION64_PATH is already set ('%s'): another tool is injected, and "
 			     "CUPTI takes one", getenv("CUDA_INJECTION64_PATH"));
-	if (o->torch_alloc == LAUNCH_ALLOC_ASYNC && !(conf = alloc_conf()))
+	if (torch_alloc < 0)   /* tensors' allocations seen, unless the program chose its allocator */
+		torch_alloc = o->torch != LAUNCH_TORCH_OFF && !(alloc_env && strstr(alloc_env, "backend"))
+				      ? LAUNCH_ALLOC_ASYNC : LAUNCH_ALLOC_DEFAULT;
+	if (torch_alloc == LAUNCH_ALLOC_ASYNC && !(conf = alloc_conf()))
 		return -1;
+	if (o->torch != LAUNCH_TORCH_OFF)
+		pypath = python_path(inject);
 	if (o->calibrate && calibrate(peaks, sizeof(peaks)))
 		warning("calibration failed; the bundles take datasheet peaks");
 	snprintf(claims, sizeof(claims), "%s/steptrace-record.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(claims)) {
 		free(conf);
+		free(pypath);
 		return error("cannot make a directory in '%s': %s", tmp && *tmp ? tmp : "/tmp",
 			     strerror(errno));
 	}
@@ -373,7 +413,9 @@ int launch_run(const struct launch_opts *o)
 		{ "STEPTRACE_OUTPUT", output },
 		{ "STEPTRACE_CLAIMS", claims },
 		{ "STEPTRACE_STEP_RANGE", o->step_range },
-		{ "STEPTRACE_WARMUP", o->step_range ? warmup : NULL },
+		{ "STEPTRACE_WARMUP", o->warmup >= 0 ? warmup : NULL },
+		{ "STEPTRACE_TORCH", pypath ? launch_torch_names[o->torch] : NULL },
+		{ "PYTHONPATH", pypath },
 		{ "STEPTRACE_API", capture_api_names[o->api] },
 		{ "STEPTRACE_CUPTI_SYNC", o->cupti_sync ? "1" : NULL },
 		{ "STEPTRACE_PRECISION", o->precision },
@@ -384,6 +426,7 @@ int launch_run(const struct launch_opts *o)
 
 	if (pipe2(exec_report, O_CLOEXEC)) {
 		free(conf);
+		free(pypath);
 		rmdir(claims);
 		return error("cannot start '%s': %s", o->argv[0], strerror(errno));
 	}
@@ -396,6 +439,7 @@ int launch_run(const struct launch_opts *o)
 		exec_child(o, env, sizeof(env) / sizeof(env[0]), exec_report[1]);
 	}
 	free(conf);
+	free(pypath);
 	close(exec_report[1]);
 	if (pid < 0) {
 		signals_give_back(&saved);

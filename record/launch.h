@@ -7,7 +7,10 @@
  *
  * The command's environment passes through with the recorder's variables
  * added (record/inject.c lists them; PYTORCH_CUDA_ALLOC_CONF gains
- * backend:cudaMallocAsync with --torch-alloc async). steptrace ignores
+ * backend:cudaMallocAsync with --torch-alloc async, the default under
+ * --torch auto and ops unless the program's environment names a backend;
+ * PYTHONPATH gains the Python side's folder, `python` beside
+ * libsteptrace_inject.so, unless --torch off). steptrace ignores
  * SIGINT and SIGQUIT while the command runs (the terminal sends them to
  * both), hands SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 on to it, and ends as
  * the command did: with its exit status, or by its signal.
@@ -23,12 +26,22 @@ enum launch_torch_alloc { LAUNCH_ALLOC_DEFAULT, LAUNCH_ALLOC_ASYNC };
 /* "default", "async" (for OPT_CHOICE) */
 extern const char *const launch_torch_alloc_names[];
 
+/*
+ * --torch: what the Python side (record/python) does in a program that
+ * imports torch. auto: steps, phases, modules forward and backward, memory
+ * tags; ops: the same and every aten op with its shapes (emit_nvtx); off:
+ * nothing (the program is recorded as any CUDA program).
+ */
+enum launch_torch { LAUNCH_TORCH_AUTO, LAUNCH_TORCH_OFF, LAUNCH_TORCH_OPS };
+extern const char *const launch_torch_names[];   /* "auto", "off", "ops" */
+
 struct launch_opts {
 	const char *output;          /* -o: the bundle (one process) or the stem of several */
 	const char *step_range;      /* NVTX range name marking a step, or NULL */
-	int warmup;                  /* steps flagged warm-up (with a step range) */
+	int warmup;                  /* steps flagged warm-up; -1: the rule's default */
 	enum capture_api api;
-	int torch_alloc;             /* enum launch_torch_alloc */
+	int torch;                   /* enum launch_torch */
+	int torch_alloc;             /* enum launch_torch_alloc; -1: async under --torch auto/ops */
 	bool calibrate;              /* measure peaks here before starting the command */
 	bool cupti_sync;             /* CUPTI's SYNCHRONIZATION records (record/capture.h) */
 	const char *precision;       /* the program's matrix-product precision for the header, or NULL */

@@ -30,6 +30,11 @@
 #define QUEUE_MAX (1u << 20)      /* queued events past which new ones are lost */
 #define NAME_BUF 1024             /* names longer than this are normalised on the heap */
 #define MIRROR_DOMAIN "steptrace.mirror"
+#define TORCH_DOMAIN "steptrace.torch"
+#define CALLS_CAP (1u << 20)      /* module calls kept per step for the backward's chains */
+#define CALL_NONE UINT32_MAX
+#define CHAIN_MAX 64              /* module nesting the backward copies */
+#define HELD_CAP (1u << 20)       /* step candidates held until the end */
 
 struct ranges_domain {
 	uint32_t name;
@@ -38,19 +43,47 @@ struct ranges_domain {
 struct node {
 	uint32_t parent, name, domain;   /* string ids (domain: its name) */
 	uint32_t path, kind, phase;      /* string ids */
+	uint32_t mkind;                  /* a module's kind below its root module, 0 at the root */
 	uint64_t flops, bytes;
 	bool step;                       /* named like the step range */
+	bool module;                     /* an nn.Module call (ranges_torch_module) */
 	uint32_t gen, occ;               /* executions in step generation `gen` */
 	uint32_t *ops;                   /* op of the k-th execution in a step */
 	size_t n_ops, cap_ops;
 };
 
+/* What a frame is, beyond an NVTX range of the program. */
+enum frame_flag {
+	FR_ELIDED = 1,       /* not written: its node, op and depth are its parent's */
+	FR_STEP = 2,         /* a step of the PyTorch rule ("step", domain steptrace.torch) */
+	FR_PHASE = 4,        /* a phase of the Python side */
+	FR_PERSIST = 8,      /* ... at the top of a step: open until the next phase begins */
+	FR_MODULE = 16,      /* an nn.Module call (call: its sequence numbers) */
+	FR_SYNTH = 32,       /* a helper's copy of a forward module call, for the backward */
+	FR_ENDED = 64,       /* a persistent phase whose call has returned */
+};
+
 struct frame {
 	uint32_t node, op, name, domain_name;
-	uint32_t depth;                  /* written depth: a helper thread's sit under the lead's */
+	int32_t depth;                   /* written depth: a helper thread's sit under the lead's;
+					  * an elided frame has its parent's */
 	struct ranges_domain *domain;
 	uint64_t start, epoch;
-	bool step;
+	uint32_t call;                   /* FR_MODULE, FR_SYNTH: index into R.calls, else CALL_NONE */
+	uint8_t flags;                   /* enum frame_flag */
+	uint8_t phase;                   /* FR_PHASE: enum ranges_phase */
+	bool step;                       /* a step of --step-range */
+};
+
+/* A module call of the lead thread: the autograd sequence numbers its forward used. */
+struct call {
+	uint64_t begin, end;             /* [begin, end); end UINT64_MAX while open */
+	uint32_t name, parent;           /* its range's name; the enclosing call, CALL_NONE */
+};
+
+/* A step found, not yet written: held until the end decides which rule gives the steps. */
+struct held_step {
+	uint64_t start, end, thread;
 };
 
 struct tstate {
@@ -90,6 +123,7 @@ static struct {
 	bool ops_capped;
 
 	uint32_t gen, n_steps, n_warmup, step_index;
+	bool warmup_default;             /* no --warmup: PyTorch's steps flag their first */
 	bool step_open;
 
 	/*
@@ -103,7 +137,8 @@ static struct {
 	 * under it too ("train_step/backward").
 	 */
 	struct tstate *lead;
-	uint32_t lead_node, lead_depth, mirror_domain;
+	uint32_t lead_node, mirror_domain;
+	int32_t lead_depth;              /* depth a helper's root range is written at */
 	_Atomic uint64_t epoch;          /* lead pushes so far */
 	struct tstate **adopted;
 	size_t n_adopted, cap_adopted;
@@ -123,7 +158,37 @@ static struct {
 	bool kicked;
 
 	uint64_t ranges, unpaired, lost;
+
+	/*
+	 * PyTorch (ranges_torch_*). tsteps: its step rule gives the steps (no
+	 * --step-range). A step frame is always open on the lead once the
+	 * Python side has spoken; `opt_steps`: steps the optimizer ended (then
+	 * held outermost-module steps are dropped); `held`: the steps of the
+	 * outermost module calls before any optimizer step, or the capture
+	 * ranges, written at the end if nothing else gave steps.
+	 */
+	int torch;                       /* enum ranges_torch_mode, 0 off */
+	bool tsteps;
+	uint64_t (*peek)(void);
+	struct ranges_domain *tdom;
+	uint32_t tdom_name, step_word;   /* string ids: "steptrace.torch", "step" */
+	uint32_t phase_word[RANGES_PHASE_COUNT];
+	uint64_t step_start;             /* the open step frame's start */
+	uint32_t opt_steps;
+	bool backward_since_clear;       /* a backward began since the module calls were cleared */
+	struct held_step *held;          /* outermost module calls before any optimizer step */
+	size_t n_held, cap_held;
+	struct call *calls;              /* this step's module calls, by begin */
+	size_t n_calls, cap_calls;
+	struct held_step *captures;      /* cudaProfilerStart/Stop ranges */
+	size_t n_captures, cap_captures;
+	uint64_t capture_open;           /* start of an open capture range + 1, 0 none */
+	const char *steps_from;
 } R = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+const char *const ranges_phase_names[] = {
+	"", "data", "zero_grad", "forward", "backward", "optimizer", NULL,
+};
 
 static pthread_key_t tkey;
 static pthread_once_t tkey_once = PTHREAD_ONCE_INIT;
@@ -249,18 +314,67 @@ static const char *op_part(const char *name, char *buf, size_t len)
  */
 static uint32_t phase_of(const struct node *parent, const char *op, bool is_step)
 {
-	static const char *const phases[] = { "forward", "backward", "optimizer", NULL };
-
-	for (int i = 0; phases[i]; i++)
-		if (!strcasecmp(op, phases[i]))
-			return intern_locked(phases[i]);
+	for (int i = 1; ranges_phase_names[i]; i++)
+		if (!strcasecmp(op, ranges_phase_names[i]))
+			return intern_locked(ranges_phase_names[i]);
 	if (parent && parent->phase)
 		return parent->phase;
 	if (!strncmp(op, "autograd::engine::evaluate_function", 35) || strstr(op, "Backward"))
 		return intern_locked("backward");
 	if (!strncmp(op, "Optimizer.", 10))
 		return intern_locked("optimizer");
-	return R.step_open && !is_step ? intern_locked("forward") : 0;
+	return R.step_name && R.step_open && !is_step ? intern_locked("forward") : 0;
+}
+
+/* name with each all-digit component between dots as "*": "transformer.h.3" -> "transformer.h.*". */
+static void star_digits(const char *name, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (*name && n + 1 < len) {
+		size_t k = strcspn(name, ".");
+
+		if (k && strspn(name, "0123456789") >= k) {
+			buf[n++] = '*';
+		} else {
+			size_t c = k < len - 1 - n ? k : len - 1 - n;
+
+			memcpy(buf + n, name, c);
+			n += c;
+		}
+		name += k;
+		if (*name == '.' && n + 1 < len) {
+			buf[n++] = '.';
+			name++;
+		} else if (*name == '.') {
+			name++;
+		}
+	}
+	buf[n] = '\0';
+}
+
+/*
+ * A module's kind: its path below the root module with layer numbers as
+ * "*" (for "transformer.h.3", then "attn": "transformer.h.*" + "/attn"),
+ * so `summary --by op` sums a module over the layers; a root module's is
+ * its own name (its class).
+ */
+static void module_describe(struct node *n, const struct node *parent)
+{
+	char star[256], buf[1024];
+
+	star_digits(R.str[n->name], star, sizeof(star));
+	if (!parent || !parent->module) {
+		n->mkind = 0;
+		n->kind = intern_locked(star);
+		return;
+	}
+	if (parent->mkind)
+		snprintf(buf, sizeof(buf), "%s/%s", R.str[parent->mkind], star);
+	else
+		snprintf(buf, sizeof(buf), "%s", star);
+	n->mkind = intern_locked(buf);
+	n->kind = n->mkind;
 }
 
 /* Path, kind, phase and cost of a new node. */
@@ -286,6 +400,10 @@ static void node_describe(struct node *n, const struct node *parent)
 	}
 	op_part(name, op, sizeof(op));
 	n->phase = phase_of(parent, op, n->step);
+	if (n->module) {
+		module_describe(n, parent);
+		return;
+	}
 	if (aten_parse(name, &call) == 0) {
 		aten_cost(&call, R.elem_bytes, &cost);
 		aten_call_release(&call);
@@ -300,8 +418,8 @@ static void node_describe(struct node *n, const struct node *parent)
 	n->bytes = cost.bytes;
 }
 
-/* The node for (parent, name, domain), made on first sight; 0 when out of memory. */
-static uint32_t node_get_locked(uint32_t parent, uint32_t name, uint32_t domain)
+/* The node for (parent, name, domain), made on first sight (a module's when `module`); 0 when out of memory. */
+static uint32_t node_get_locked(uint32_t parent, uint32_t name, uint32_t domain, bool module)
 {
 	struct node *n;
 	size_t j;
@@ -324,6 +442,7 @@ static uint32_t node_get_locked(uint32_t parent, uint32_t name, uint32_t domain)
 	n->name = name;
 	n->domain = domain;
 	n->step = R.step_name && name == R.step_name;
+	n->module = module;
 	n->gen = UINT32_MAX;
 	node_describe(n, parent ? &R.nodes[parent] : NULL);
 	R.node_hash[j] = (uint32_t)R.n_nodes;
@@ -404,11 +523,13 @@ static void step_event_locked(uint32_t index, uint64_t thread, uint64_t start, u
 
 	if (!ev)
 		return;
+	bool warm = index < (R.warmup_default && R.torch && !R.step_name ? 1 : R.warmup);
+
 	ev->step.index = index;
-	ev->step.warmup = index < R.warmup;
+	ev->step.warmup = warm;
 	ev->step.thread = thread;
 	R.n_steps++;
-	R.n_warmup += index < R.warmup;
+	R.n_warmup += warm;
 }
 
 void ranges_drain_locked(struct rec_session *s)
@@ -494,7 +615,8 @@ int ranges_init(const struct ranges_config *c)
 				memset(&R.nodes[0], 0, sizeof(R.nodes[0]));
 		}
 		R.step_name = c->step_range && *c->step_range ? intern_locked(c->step_range) : 0;
-		R.warmup = c->warmup;
+		R.warmup = c->warmup >= 0 ? (uint32_t)c->warmup : 0;
+		R.warmup_default = c->warmup < 0;
 		R.elem_bytes = c->elem_bytes ? c->elem_bytes : 4;
 		if (c->step_range && *c->step_range && !R.step_name)
 			rc = -1;
@@ -568,7 +690,8 @@ static void tstate_free(void *p)
 		}
 	if (R.lead == s) {
 		R.lead = NULL;
-		R.lead_node = R.lead_depth = 0;
+		R.lead_node = 0;
+		R.lead_depth = 0;
 		capture_set_lead_op(0);
 	}
 	pthread_mutex_unlock(&R.lock);
@@ -646,65 +769,77 @@ void ranges_stackless(void)
 			      memory_order_relaxed);
 }
 
-int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t)
+/* Where a new frame on s sits: its parent's node and depth (a helper's roots sit under the lead's top). */
+static void parent_of_locked(const struct tstate *s, uint32_t *node, int32_t *depth)
 {
-	struct tstate *s = tstate();
-	char buf[NAME_BUF], *norm = NULL;
-	struct frame f = { .domain = d, .start = t };
-	const struct frame *top;
-	bool kick;
+	const struct frame *top = s->depth ? &s->f[s->depth - 1] : NULL;
 
-	if (!s)
-		return -1;
+	*node = top ? top->node : s == R.lead ? 0 : R.lead_node;
+	*depth = top ? top->depth : s == R.lead ? -1 : R.lead_depth - 1;
+}
+
+/* Fills f's depth, node and op as a frame above `parent`/`pdepth`; with the mutex held. */
+static void frame_place_locked(struct frame *f, uint32_t parent, int32_t pdepth, uint32_t parent_op)
+{
+	if (f->flags & FR_ELIDED) {
+		f->depth = pdepth;
+		f->node = parent;
+		f->op = parent_op;
+		return;
+	}
+	f->depth = pdepth + 1;
+	f->node = node_get_locked(parent, f->name, f->domain_name, f->flags & (FR_MODULE | FR_SYNTH));
+	f->op = f->node ? op_next_locked(f->node) : 0;
+}
+
+/*
+ * Pushes f (name, domain, start and flags set) on s; with the mutex held.
+ * A range named like --step-range opens a step. -1 when too deep.
+ */
+static int push_locked(struct tstate *s, struct frame *f)
+{
+	const struct frame *top = s->depth ? &s->f[s->depth - 1] : NULL;
+
 	if (s->depth >= MAX_DEPTH) {
 		s->too_deep++;
-		pthread_mutex_lock(&R.lock);
 		R.lost++;
-		pthread_mutex_unlock(&R.lock);
-		return s->depth + s->too_deep - 1;
+		return -1;
 	}
-	if (!reg && name)
-		norm = normalized(name, buf, sizeof(buf));
-	top = s->depth ? &s->f[s->depth - 1] : NULL;
-	pthread_mutex_lock(&R.lock);
-	f.name = message_id_locked(name, reg, norm);
-	f.domain_name = d ? d->name : 0;
 	if (!R.lead)
 		R.lead = s;
 	if (!R.finished && R.init) {
-		uint32_t parent = top ? top->node : s == R.lead ? 0 : R.lead_node;
+		uint32_t parent;
+		int32_t pdepth;
 
-		f.depth = top ? top->depth + 1 : s == R.lead ? 0 : R.lead_depth;
-		f.node = node_get_locked(parent, f.name, f.domain_name);
-		if (f.node && R.nodes[f.node].step && !R.step_open) {
-			R.step_open = true;
-			R.step_index = R.n_steps;
-			R.gen++;
-			f.step = true;
-			R.lead = s;   /* the training loop's thread leads */
-			capture_step_begin(R.step_index);
+		parent_of_locked(s, &parent, &pdepth);
+		if (!(f->flags & FR_ELIDED)) {
+			uint32_t node = node_get_locked(parent, f->name, f->domain_name,
+							f->flags & (FR_MODULE | FR_SYNTH));
+
+			if (node && R.nodes[node].step && !R.step_open) {
+				R.step_open = true;
+				R.step_index = R.n_steps;
+				R.gen++;
+				f->step = true;
+				R.lead = s;   /* the training loop's thread leads */
+				capture_step_begin(R.step_index);
+				parent_of_locked(s, &parent, &pdepth);
+			}
 		}
-		f.op = f.node ? op_next_locked(f.node) : 0;
+		frame_place_locked(f, parent, pdepth, top ? top->op : 0);
 	}
 	if (s == R.lead) {
-		f.epoch = atomic_fetch_add_explicit(&R.epoch, 1, memory_order_relaxed) + 1;
+		f->epoch = atomic_fetch_add_explicit(&R.epoch, 1, memory_order_relaxed) + 1;
 	} else if (!top) {
 		adopt_locked(s);
 		atomic_store_explicit(&s->active, atomic_load_explicit(&R.epoch, memory_order_relaxed),
 				      memory_order_relaxed);
 	}
-	s->f[s->depth++] = f;
+	s->f[s->depth++] = *f;
 	if (s == R.lead)
 		lead_top_locked(s);
 	R.open++;
-	kick = want_kick_locked();
-	pthread_mutex_unlock(&R.lock);
-	if (norm && norm != buf)
-		free(norm);
-	current_op(s);
-	if (kick)
-		capture_kick();
-	return s->depth - 1;
+	return 0;
 }
 
 /* Copies a lead range that closed onto each helper that worked while it was open. */
@@ -717,38 +852,28 @@ static void mirror_locked(const struct frame *f, uint64_t end)
 			continue;
 		if (!R.mirror_domain)
 			R.mirror_domain = intern_locked(MIRROR_DOMAIN);
-		range_event_locked(f->name, R.mirror_domain, h->thread, f->depth, f->start, end);
+		range_event_locked(f->name, R.mirror_domain, h->thread, (uint32_t)f->depth, f->start, end);
 	}
 }
 
-int ranges_pop(struct ranges_domain *d, uint64_t t)
+/*
+ * Removes frame i of s, ending at t: written (unless elided), mirrored onto
+ * the helpers when it is the lead's, a --step-range step closed, a module
+ * call's sequence numbers closed. Frames above it stay. Mutex held.
+ */
+static void pop_at_locked(struct tstate *s, int i, uint64_t t)
 {
-	struct tstate *s = tstate();
-	struct frame f;
-	bool kick;
-	int i;
+	struct frame f = s->f[i];
 
-	if (!s)
-		return -1;
-	if (s->too_deep) {
-		s->too_deep--;
-		return s->depth + s->too_deep;
-	}
-	for (i = s->depth - 1; i >= 0 && s->f[i].domain != d; i--)
-		;
-	if (i < 0) {
-		pthread_mutex_lock(&R.lock);
-		R.unpaired++;
-		pthread_mutex_unlock(&R.lock);
-		return -1;
-	}
-	f = s->f[i];
-	pthread_mutex_lock(&R.lock);
 	memmove(&s->f[i], &s->f[i + 1], (size_t)(s->depth - i - 1) * sizeof(s->f[0]));
 	s->depth--;
-	range_event_locked(f.name, f.domain_name, s->thread, f.depth, f.start, t);
+	if (!(f.flags & FR_ELIDED) && f.depth >= 0)
+		range_event_locked(f.name, f.domain_name, s->thread, (uint32_t)f.depth, f.start, t);
+	if ((f.flags & FR_MODULE) && f.call < R.n_calls && R.peek)
+		R.calls[f.call].end = R.peek();
 	if (s == R.lead) {
-		mirror_locked(&f, t);
+		if (!(f.flags & FR_ELIDED))
+			mirror_locked(&f, t);
 		lead_top_locked(s);
 	}
 	if (f.step) {
@@ -758,6 +883,201 @@ int ranges_pop(struct ranges_domain *d, uint64_t t)
 	}
 	if (R.open)
 		R.open--;
+}
+
+/* ---- the backward's module chains (PyTorch) --------------------------------------- */
+
+/* The innermost module call whose sequence numbers hold seq, CALL_NONE if none. */
+static uint32_t call_of_locked(uint64_t seq)
+{
+	size_t lo = 0, hi = R.n_calls;
+	uint32_t c;
+
+	while (lo < hi) {   /* the last call that began at or before seq */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (R.calls[mid].begin <= seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return CALL_NONE;
+	for (c = (uint32_t)(lo - 1); c != CALL_NONE && seq >= R.calls[c].end; c = R.calls[c].parent)
+		;
+	return c;
+}
+
+/* Frames of s that are its copies of module calls: they are at the bottom of its stack. */
+static int synth_count(const struct tstate *s)
+{
+	int k = 0;
+
+	while (k < s->depth && (s->f[k].flags & FR_SYNTH))
+		k++;
+	return k;
+}
+
+/*
+ * Moves helper s onto the module chain of forward sequence number seq at t:
+ * its copies of the module calls that are not on that chain end when its
+ * first open range of its own began (or t), the missing ones begin then,
+ * and its open ranges move on top of them. Mutex held.
+ */
+static void chain_switch_locked(struct tstate *s, uint64_t seq, uint64_t t)
+{
+	uint32_t chain[CHAIN_MAX], c = call_of_locked(seq);
+	struct frame real[8];
+	int n = 0, k = synth_count(s), same = 0, n_real = s->depth - k;
+
+	for (; c != CALL_NONE; c = R.calls[c].parent)
+		if (n < CHAIN_MAX)
+			chain[n++] = c;
+	for (int i = 0; i < n / 2; i++) {   /* root first */
+		uint32_t x = chain[i];
+
+		chain[i] = chain[n - 1 - i];
+		chain[n - 1 - i] = x;
+	}
+	while (same < k && same < n && s->f[same].call == chain[same])
+		same++;
+	if (same == k && same == n)
+		return;
+	if (n_real > (int)(sizeof(real) / sizeof(real[0])))
+		return;   /* deep reentrant work: leave it where it is */
+	if (n_real > 0)
+		t = s->f[k].start;
+	memcpy(real, &s->f[k], (size_t)n_real * sizeof(real[0]));
+	s->depth = k;
+	while (s->depth > same) {
+		const struct frame *f = &s->f[s->depth - 1];
+
+		range_event_locked(f->name, f->domain_name, s->thread, (uint32_t)f->depth, f->start, t);
+		s->depth--;
+		if (R.open)
+			R.open--;
+	}
+	for (int i = same; i < n && s->depth < MAX_DEPTH; i++) {
+		struct frame f = { .name = R.calls[chain[i]].name, .domain_name = R.tdom_name,
+				   .domain = R.tdom, .start = t, .call = chain[i], .flags = FR_SYNTH };
+		uint32_t parent;
+		int32_t pdepth;
+
+		parent_of_locked(s, &parent, &pdepth);
+		frame_place_locked(&f, parent, pdepth, 0);
+		s->f[s->depth++] = f;
+		R.open++;
+	}
+	for (int i = 0; i < n_real && s->depth < MAX_DEPTH; i++) {
+		struct frame f = real[i];
+		const struct frame *top = s->depth ? &s->f[s->depth - 1] : NULL;
+		uint32_t parent;
+		int32_t pdepth;
+
+		parent_of_locked(s, &parent, &pdepth);
+		frame_place_locked(&f, parent, pdepth, top ? top->op : 0);
+		s->f[s->depth++] = f;
+	}
+	adopt_locked(s);
+	atomic_store_explicit(&s->active, atomic_load_explicit(&R.epoch, memory_order_relaxed),
+			      memory_order_relaxed);
+}
+
+/* The backward ended at t: each helper's copies of module calls end (its own ranges stay). */
+static void chains_close_locked(uint64_t t)
+{
+	for (size_t i = 0; i < R.n_adopted; i++) {
+		struct tstate *h = R.adopted[i];
+		int k = synth_count(h);
+
+		if (h == R.lead || !k || h->depth != k)
+			continue;
+		while (h->depth > 0)
+			pop_at_locked(h, h->depth - 1, t);
+	}
+}
+
+/*
+ * A profiler range pushed on a helper (autograd's thread): a node with
+ * "seq = N" moves the helper to N's module chain, when nothing of the
+ * helper's own is open but autograd's evaluate_function wrapper; under
+ * the automatic mode the profiler's ranges are not written. Mutex held.
+ */
+static void torch_helper_range_locked(struct tstate *s, const char *name, struct frame *f, uint64_t t)
+{
+	struct aten_tags tags;
+	int k, n_real;
+
+	aten_tags(name, &tags);
+	if (tags.seq >= 0 && R.n_calls) {
+		k = synth_count(s);
+		n_real = s->depth - k;
+		if (n_real == 0 ||
+		    (n_real == 1 && !strncmp(R.str[s->f[k].name], "autograd::engine::evaluate_function", 35)))
+			chain_switch_locked(s, (uint64_t)tags.seq, t);
+	}
+	if (tags.profiled && R.torch == RANGES_TORCH_AUTO)
+		f->flags |= FR_ELIDED;
+}
+
+/* ---- NVTX ranges of the program ------------------------------------------------ */
+
+int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t)
+{
+	struct tstate *s = tstate();
+	char buf[NAME_BUF], *norm = NULL;
+	struct frame f = { .domain = d, .start = t, .call = CALL_NONE };
+	bool kick;
+	int rc;
+
+	if (!s)
+		return -1;
+	if (s->depth >= MAX_DEPTH) {
+		s->too_deep++;
+		pthread_mutex_lock(&R.lock);
+		R.lost++;
+		pthread_mutex_unlock(&R.lock);
+		return s->depth + s->too_deep - 1;
+	}
+	if (!reg && name)
+		norm = normalized(name, buf, sizeof(buf));
+	pthread_mutex_lock(&R.lock);
+	f.name = message_id_locked(name, reg, norm);
+	f.domain_name = d ? d->name : 0;
+	if (R.torch && name && s != R.lead && !R.finished)
+		torch_helper_range_locked(s, name, &f, t);
+	rc = push_locked(s, &f);
+	kick = want_kick_locked();
+	pthread_mutex_unlock(&R.lock);
+	if (norm && norm != buf)
+		free(norm);
+	current_op(s);
+	if (kick)
+		capture_kick();
+	return rc < 0 ? s->depth + s->too_deep - 1 : s->depth - 1;
+}
+
+int ranges_pop(struct ranges_domain *d, uint64_t t)
+{
+	struct tstate *s = tstate();
+	bool kick;
+	int i;
+
+	if (!s)
+		return -1;
+	if (s->too_deep) {
+		s->too_deep--;
+		return s->depth + s->too_deep;
+	}
+	pthread_mutex_lock(&R.lock);
+	for (i = s->depth - 1; i >= 0 && (s->f[i].domain != d || (s->f[i].flags & FR_SYNTH)); i--)
+		;
+	if (i < 0) {
+		R.unpaired++;
+		pthread_mutex_unlock(&R.lock);
+		return -1;
+	}
+	pop_at_locked(s, i, t);
 	kick = want_kick_locked();
 	pthread_mutex_unlock(&R.lock);
 	current_op(s);
@@ -826,16 +1146,329 @@ void ranges_mark(struct ranges_domain *d, const char *name, uint32_t reg, uint64
 		free(norm);
 }
 
-void ranges_finish(uint64_t t0, uint64_t t_end)
+/* ---- PyTorch: steps, phases, modules, tags ------------------------------------- */
+
+void ranges_torch_attach(enum ranges_torch_mode mode, uint64_t (*peek)(void))
+{
+	struct ranges_domain *d = ranges_domain_create(TORCH_DOMAIN);
+	struct tstate *s = tstate();
+
+	pthread_mutex_lock(&R.lock);
+	if (!R.torch && d && s) {
+		R.torch = mode;
+		R.peek = peek;
+		R.tdom = d;
+		R.tdom_name = d->name;
+		R.step_word = intern_locked("step");
+		for (int p = 1; p < RANGES_PHASE_COUNT; p++)
+			R.phase_word[p] = intern_locked(ranges_phase_names[p]);
+		R.tsteps = !R.step_name;
+		if (R.tsteps)
+			capture_step_end();   /* launches before the first step are outside it */
+		R.lead = s;           /* the training loop's thread leads */
+	}
+	pthread_mutex_unlock(&R.lock);
+}
+
+/* Index of the innermost frame of s with all of `flags`, -1 if none. */
+static int find_flags(const struct tstate *s, uint8_t flags)
+{
+	int i = s->depth - 1;
+
+	while (i >= 0 && (s->f[i].flags & flags) != flags)
+		i--;
+	return i;
+}
+
+/* Pushes a frame of the domain steptrace.torch; with the mutex held. */
+static struct frame *torch_push_locked(struct tstate *s, uint32_t name, uint8_t flags, uint64_t t)
+{
+	struct frame f = { .name = name, .domain_name = R.tdom_name, .domain = R.tdom, .start = t,
+			   .call = CALL_NONE, .flags = flags };
+
+	return push_locked(s, &f) ? NULL : &s->f[s->depth - 1];
+}
+
+/* The lead is in a step (the PyTorch rule): one begins at t if none is open. Mutex held. */
+static void open_step_locked(struct tstate *s, uint64_t t)
+{
+	if (!R.tsteps || s != R.lead || R.finished || find_flags(s, FR_STEP) >= 0)
+		return;
+	R.gen++;
+	R.step_open = true;
+	R.step_start = t;
+	capture_step_begin(R.n_steps + (uint32_t)R.n_held);
+	torch_push_locked(s, R.step_word, FR_STEP, t);
+}
+
+/* Ends the lead's step frame and what of ours is above it at t; returns its start. Mutex held. */
+static uint64_t close_step_locked(struct tstate *s, uint64_t t)
+{
+	int i = find_flags(s, FR_STEP);
+	uint64_t start = R.step_start;
+
+	if (i < 0)
+		return t;
+	for (int j = s->depth - 1; j >= i; j--)
+		if (s->f[j].domain == R.tdom)
+			pop_at_locked(s, j, t);
+	R.step_open = false;
+	capture_step_end();
+	return start;
+}
+
+static void write_step_locked(uint64_t thread, uint64_t start, uint64_t end)
+{
+	step_event_locked(R.n_steps, thread, start, end);
+}
+
+static void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t thread, uint64_t start,
+			uint64_t end)
+{
+	if (*n >= HELD_CAP || ALLOC_GROW(*v, *n + 1, *cap)) {
+		R.lost++;
+		return;
+	}
+	(*v)[(*n)++] = (struct held_step){ .start = start, .end = end, .thread = thread };
+}
+
+/* Is there a range named `word` open on s (the program's or ours)? */
+static bool open_named(const struct tstate *s, uint32_t word)
+{
+	for (int i = s->depth - 1; i >= 0; i--)
+		if (s->f[i].name == word && !(s->f[i].flags & FR_ELIDED))
+			return true;
+	return false;
+}
+
+void ranges_torch_phase(int phase, bool begin, uint64_t t)
+{
+	struct tstate *s = tstate();
+	int i;
+
+	if (!s || phase < 1 || phase >= RANGES_PHASE_COUNT)
+		return;
+	pthread_mutex_lock(&R.lock);
+	if (!R.torch || R.finished) {
+		pthread_mutex_unlock(&R.lock);
+		return;
+	}
+	if (begin) {
+		const struct frame *top;
+		uint8_t flags = FR_PHASE;
+
+		open_step_locked(s, t);
+		if (phase == RANGES_PHASE_BACKWARD)
+			R.backward_since_clear = true;
+		if (phase == RANGES_PHASE_FORWARD && s == R.lead && !R.backward_since_clear)
+			R.n_calls = 0;   /* forward after forward (inference): the older calls are not needed */
+		top = s->depth ? &s->f[s->depth - 1] : NULL;
+		if (top && (top->flags & FR_PERSIST)) {   /* the step's phase ends where the next begins */
+			if (top->phase == RANGES_PHASE_BACKWARD)
+				chains_close_locked(t);
+			pop_at_locked(s, s->depth - 1, t);
+			top = s->depth ? &s->f[s->depth - 1] : NULL;
+		}
+		if (open_named(s, R.phase_word[phase]))
+			flags |= FR_ELIDED;          /* the program's own range says it already */
+		else if (s == R.lead && (!top || (top->flags & FR_STEP)))
+			flags |= FR_PERSIST;
+		if (torch_push_locked(s, R.phase_word[phase], flags, t))
+			s->f[s->depth - 1].phase = (uint8_t)phase;
+	} else {
+		for (i = s->depth - 1; i >= 0; i--)
+			if ((s->f[i].flags & FR_PHASE) && s->f[i].phase == phase && !(s->f[i].flags & FR_ENDED))
+				break;
+		if (phase == RANGES_PHASE_BACKWARD)
+			chains_close_locked(t);
+		if (i >= 0 && (s->f[i].flags & FR_PERSIST)) {
+			s->f[i].flags |= FR_ENDED;
+			/* before any optimizer step, each outermost module call may be a step (inference) */
+			if (phase == RANGES_PHASE_FORWARD && R.tsteps && !R.opt_steps && s == R.lead) {
+				uint64_t start = close_step_locked(s, t);
+
+				hold_locked(&R.held, &R.n_held, &R.cap_held, s->thread, start, t);
+				open_step_locked(s, t);
+			}
+		} else if (i >= 0) {
+			pop_at_locked(s, i, t);
+		}
+	}
+	pthread_mutex_unlock(&R.lock);
+	current_op(s);
+}
+
+void ranges_torch_module(uint32_t name, uint64_t t)
+{
+	struct tstate *s = tstate();
+	struct frame *f;
+	bool kick;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&R.lock);
+	if (!R.torch || R.finished || !name || name >= R.n_str) {
+		pthread_mutex_unlock(&R.lock);
+		return;
+	}
+	open_step_locked(s, t);
+	f = torch_push_locked(s, name, FR_MODULE, t);
+	if (f && s == R.lead && R.peek && R.n_calls < CALLS_CAP &&
+	    !ALLOC_GROW(R.calls, R.n_calls + 1, R.cap_calls)) {
+		uint32_t parent = CALL_NONE;
+		int outer;
+
+		for (outer = s->depth - 2; outer >= 0 && !(s->f[outer].flags & FR_MODULE); outer--)
+			;
+		if (outer >= 0)
+			parent = s->f[outer].call;
+		f->call = (uint32_t)R.n_calls;
+		R.calls[R.n_calls++] = (struct call){ .begin = R.peek(), .end = UINT64_MAX, .name = name,
+						      .parent = parent };
+	}
+	kick = want_kick_locked();
+	pthread_mutex_unlock(&R.lock);
+	current_op(s);
+	if (kick)
+		capture_kick();
+}
+
+void ranges_torch_module_end(uint64_t t)
+{
+	struct tstate *s = tstate();
+	int i;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&R.lock);
+	i = R.torch ? find_flags(s, FR_MODULE) : -1;
+	if (i >= 0 && !(s->f[i].flags & FR_SYNTH))
+		pop_at_locked(s, i, t);
+	pthread_mutex_unlock(&R.lock);
+	current_op(s);
+}
+
+void ranges_torch_step(uint64_t t)
+{
+	struct tstate *s = tstate();
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&R.lock);
+	if (R.torch && R.tsteps && !R.finished && s == R.lead && find_flags(s, FR_STEP) >= 0) {
+		uint64_t start = close_step_locked(s, t);
+
+		if (!R.opt_steps && R.n_held)   /* the first: the outermost module calls before it are in it */
+			start = R.held[0].start;
+		R.n_held = 0;
+		R.n_calls = 0;   /* the backward's chains refer to this step's module calls only */
+		R.backward_since_clear = false;
+		R.opt_steps++;
+		write_step_locked(s->thread, start, t);
+		open_step_locked(s, t);
+	}
+	pthread_mutex_unlock(&R.lock);
+	current_op(s);
+}
+
+void ranges_torch_tag(const uint64_t *pairs, size_t n, uint32_t category, uint32_t device, uint64_t t)
+{
+	bool kick;
+
+	pthread_mutex_lock(&R.lock);
+	for (size_t i = 0; R.torch && i < n; i++) {
+		struct st_event *ev = queue_locked(ST_MEMTAG, t, t);
+
+		if (!ev)
+			break;
+		ev->mem.address = pairs[2 * i];
+		ev->mem.size = pairs[2 * i + 1];
+		ev->mem.category = category;
+		ev->mem.device = device;
+		ev->mem.source = ST_SRC_DRIVER;
+	}
+	kick = want_kick_locked();
+	pthread_mutex_unlock(&R.lock);
+	if (kick)
+		capture_kick();
+}
+
+/* ---- capture ranges -------------------------------------------------------------- */
+
+void ranges_capture_range(bool start, uint64_t t)
 {
 	pthread_mutex_lock(&R.lock);
-	if (!R.finished) {
-		if (R.init && !R.step_name) {
-			step_event_locked(0, capture_thread_id(), t0, t_end);
-			capture_step_end();
+	if (!R.finished && R.init && !R.step_name) {
+		if (start && !R.capture_open) {
+			R.capture_open = t + 1;
+		} else if (!start && R.capture_open) {
+			hold_locked(&R.captures, &R.n_captures, &R.cap_captures, capture_thread_id(),
+				    R.capture_open - 1, t);
+			R.capture_open = 0;
 		}
-		R.finished = true;
 	}
+	pthread_mutex_unlock(&R.lock);
+}
+
+/* Drops what of ours is still open on s at the end (a step not ended by an optimizer step, its phases). */
+static void drop_torch_frames_locked(struct tstate *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->depth; i++) {
+		if (s->f[i].domain == R.tdom) {
+			if (R.open)
+				R.open--;
+			continue;
+		}
+		s->f[n++] = s->f[i];
+	}
+	s->depth = n;
+}
+
+static void write_held_locked(const struct held_step *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		write_step_locked(v[i].thread, v[i].start, v[i].end);
+}
+
+void ranges_finish(uint64_t t0, uint64_t t_end)
+{
+	static char from_range[256];
+
+	pthread_mutex_lock(&R.lock);
+	if (!R.finished && R.init) {
+		if (R.torch) {
+			if (R.lead)
+				drop_torch_frames_locked(R.lead);
+			for (size_t i = 0; i < R.n_adopted; i++)
+				drop_torch_frames_locked(R.adopted[i]);
+		}
+		if (R.capture_open) {
+			hold_locked(&R.captures, &R.n_captures, &R.cap_captures, capture_thread_id(),
+				    R.capture_open - 1, t_end);
+			R.capture_open = 0;
+		}
+		if (R.step_name) {
+			snprintf(from_range, sizeof(from_range), "NVTX range '%s'", R.str[R.step_name]);
+			R.steps_from = from_range;
+		} else if (R.opt_steps) {
+			R.steps_from = "optimizer steps (PyTorch)";
+		} else if (R.n_held) {
+			write_held_locked(R.held, R.n_held);
+			R.steps_from = "outermost module calls (PyTorch, no optimizer step)";
+		} else if (R.n_captures) {
+			R.torch = 0;   /* not PyTorch's rule: no warm-up unless --warmup says */
+			write_held_locked(R.captures, R.n_captures);
+			R.steps_from = "cudaProfilerStart/Stop";
+		} else {
+			R.warmup = 0;   /* the only step: analyses would leave everything out */
+			step_event_locked(0, capture_thread_id(), t0, t_end);
+			R.steps_from = "whole run";
+		}
+		capture_step_end();
+	}
+	R.finished = true;
 	pthread_mutex_unlock(&R.lock);
 }
 
@@ -871,5 +1504,6 @@ void ranges_totals(struct ranges_totals *t)
 	t->unpaired = R.unpaired;
 	t->lost = R.lost;
 	t->ops_capped = R.ops_capped;
+	t->steps_from = R.steps_from;
 	pthread_mutex_unlock(&R.lock);
 }

@@ -472,6 +472,7 @@ static enum record_outcome record_with(struct run *rp, Steptrace__RunConfig *rc,
 
 	capture_totals(&totals);
 	warn_losses(&totals);
+	rec_session_set_steps_from(&r.s, "built-in step");
 	closed = rec_session_close(&r.s, r.reason) == 0;
 	if (!closed && r.status == RECORD_OK)
 		r.status = RECORD_ERROR;

@@ -60,6 +60,14 @@ void rec_session_count_dropped_locked(struct rec_session *s, int kind, uint64_t 
 		bundle_writer_count_dropped(s->w, kind, n);
 }
 
+void rec_session_set_steps_from(struct rec_session *s, const char *steps_from)
+{
+	rec_session_lock(s);
+	if (s->w)
+		bundle_writer_set_steps_from(s->w, steps_from);
+	rec_session_unlock(s);
+}
+
 int rec_session_close(struct rec_session *s, const char *end_reason)
 {
 	struct bundle_writer *w;

@@ -44,6 +44,9 @@ static inline uint64_t rec_session_time(const struct rec_session *s, uint64_t cu
 	return cupti_ns > s->time_base ? cupti_ns - s->time_base : 0;
 }
 
+/* How the steps were found, for the footer (record/ranges.h; "built-in step" for the model's). */
+void rec_session_set_steps_from(struct rec_session *s, const char *steps_from);
+
 /*
  * Writes the footer with `end_reason` ("ok", "oom", "interrupted"; "error"
  * replaces it when a write failed) and closes. -1 when the bundle could not

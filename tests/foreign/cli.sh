@@ -44,7 +44,33 @@ esac
 [ "$range" = train_step ] || fail "STEPTRACE_STEP_RANGE is '$range'"
 [ "$warmup" = 2 ] || fail "STEPTRACE_WARMUP is '$warmup'"
 [ "$precision" = bf16 ] || fail "STEPTRACE_PRECISION is '$precision'"
-[ "$conf" = unset ] || fail "PYTORCH_CUDA_ALLOC_CONF set without --torch-alloc: '$conf'"
+[ "$conf" = backend:cudaMallocAsync ] || fail "PYTORCH_CUDA_ALLOC_CONF under --torch auto: '$conf'"
+
+# --torch: the Python side's folder first on PYTHONPATH (the program's own after it),
+# STEPTRACE_TORCH its mode; --torch off: neither, and PyTorch's own allocator
+PYTHONPATH=/mine run -o "$tmp/r.stb" -- sh -c 'echo "$PYTHONPATH|${STEPTRACE_TORCH-unset}"'
+IFS='|' read -r pypath torch <"$tmp/out"
+case $pypath in
+*/python:/mine) [ -r "${pypath%:/mine}/sitecustomize.py" ] && [ -r "${pypath%:/mine}/steptrace_torch.py" ] ||
+	fail "PYTHONPATH '$pypath' has no sitecustomize.py and steptrace_torch.py" ;;
+*) fail "PYTHONPATH is '$pypath'" ;;
+esac
+[ "$torch" = auto ] || fail "STEPTRACE_TORCH is '$torch'"
+run -o "$tmp/r.stb" --torch ops -- sh -c 'echo "${STEPTRACE_TORCH-unset}"'
+[ "$(cat "$tmp/out")" = ops ] || fail "--torch ops: STEPTRACE_TORCH is '$(cat "$tmp/out")'"
+PYTHONPATH=/mine STEPTRACE_TORCH=auto run -o "$tmp/r.stb" --torch off -- \
+	sh -c 'echo "${PYTHONPATH-unset}|${STEPTRACE_TORCH-unset}|${PYTORCH_CUDA_ALLOC_CONF-unset}"'
+[ "$(cat "$tmp/out")" = "/mine|unset|unset" ] || fail "--torch off: '$(cat "$tmp/out")'"
+run -o "$tmp/r.stb" --torch-alloc default -- sh -c 'echo "${PYTORCH_CUDA_ALLOC_CONF-unset}"'
+[ "$(cat "$tmp/out")" = unset ] || fail "--torch-alloc default: '$(cat "$tmp/out")'"
+# a program that chose its allocator keeps it (no memory categories then)
+PYTORCH_CUDA_ALLOC_CONF=backend:native run -o "$tmp/r.stb" -- sh -c 'echo "$PYTORCH_CUDA_ALLOC_CONF"'
+[ "$(cat "$tmp/out")" = backend:native ] || fail "a program's backend was changed: '$(cat "$tmp/out")'"
+# --warmup without --step-range reaches the recorder; without --warmup the rule's default
+run -o "$tmp/r.stb" --warmup 3 -- sh -c 'echo "${STEPTRACE_WARMUP-unset}"'
+[ "$(cat "$tmp/out")" = 3 ] || fail "--warmup 3: STEPTRACE_WARMUP is '$(cat "$tmp/out")'"
+STEPTRACE_WARMUP=2 run -o "$tmp/r.stb" -- sh -c 'echo "${STEPTRACE_WARMUP-unset}"'
+[ "$(cat "$tmp/out")" = unset ] || fail "without --warmup: STEPTRACE_WARMUP is '$(cat "$tmp/out")'"
 
 # --torch-alloc async adds the backend, keeping the user's settings
 run -o "$tmp/r.stb" --torch-alloc async -- sh -c 'echo "$PYTORCH_CUDA_ALLOC_CONF"'
@@ -106,7 +132,8 @@ usage "no output file: use -o FILE.stb" -- touch "$tmp/ran"
 usage "option '--model' is for the built-in step, not for -- COMMAND" -o "$tmp/r.stb" --model small -- touch "$tmp/ran"
 usage "option '--ctx' is for the built-in step, not for -- COMMAND" -o "$tmp/r.stb" --ctx=256 -- touch "$tmp/ran"
 usage "option '-n' is for the built-in step, not for -- COMMAND" -o "$tmp/r.stb" -n 3 -- touch "$tmp/ran"
-usage "--warmup needs --step-range" -o "$tmp/r.stb" --warmup 1 -- touch "$tmp/ran"
+usage "option '--torch' expects auto, off or ops, not 'x'" -o "$tmp/r.stb" --torch x -- touch "$tmp/ran"
+usage "option '--torch' needs -- COMMAND" -o "$tmp/r.stb" --torch off
 usage "option '--warmup' expects a non-negative integer, not '-2'" -o "$tmp/r.stb" --step-range s --warmup -2 -- touch "$tmp/ran"
 usage "option '--torch-alloc' expects default or async, not 'x'" -o "$tmp/r.stb" --torch-alloc x -- touch "$tmp/ran"
 usage "option '--step-range' needs -- COMMAND" -o "$tmp/r.stb" --step-range s

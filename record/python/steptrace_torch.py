@@ -1,0 +1,527 @@
+"""steptrace's Python side for PyTorch: an unmodified training script, annotated.
+
+Armed by steptrace's sitecustomize under `steptrace record -- COMMAND`
+(--torch auto or ops). Once the program imports torch it installs PyTorch's
+own global hooks and tells the recorder (libsteptrace_inject.so, already in
+the process, through ctypes) what the training loop is doing:
+
+- steps: the end of each step of the primary optimizer (the first whose
+  step completes) ends a training step; the next begins there, so data
+  loading and zero_grad belong to it (record/ranges.h has the rules,
+  inference loops without an optimizer included);
+- phases: data (the loop waiting on a DataLoader iterator), zero_grad
+  (Optimizer.zero_grad, Module.zero_grad), forward (the outermost module
+  call), backward (torch.autograd.backward, so Tensor.backward, and
+  torch.autograd.grad), optimizer (Optimizer.step);
+- modules: each nn.Module call, named relative to the module call that
+  encloses it (its attribute path there: "transformer.h.3", then "attn");
+  the outermost by its class. The backward's kernels are put under the
+  module whose forward made them by the recorder, from the autograd
+  sequence numbers: the forward's are read at each module call through
+  at::sequence_number::peek, the backward's from the ranges PyTorch's NVTX
+  profiler opens around each autograd node (scope BACKWARD_FUNCTION only,
+  turned on for the length of each backward call);
+- memory: the blocks of the parameters (at the first call of each outermost
+  module), of their gradients (after each backward), of the optimizer's
+  state (after each step, when it changed) and of the outermost module's
+  tensor arguments (input) are tagged with their category;
+- --torch ops: every aten op with its input shapes, through
+  emit_nvtx(record_shapes=True), kept on from the first module call;
+- torch.compile: each compiled graph's call (Inductor's CompiledFxGraph) is
+  a range "compiled.N" under the module that calls it; the hooks do nothing
+  while Dynamo traces.
+
+Nothing happens until CUDA is initialised in a process that steptrace
+records; in any other process (torchrun's launcher, a DataLoader worker)
+the hooks stay idle, and where the recorder says the process does not
+record they are removed. Any failure here turns the annotation off with one
+line on stderr; the program itself runs on.
+"""
+import ctypes
+import functools
+import os
+import sys
+import threading
+import weakref
+
+PHASE_DATA, PHASE_ZERO_GRAD, PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER = 1, 2, 3, 4, 5
+# trace/types.h enum st_mem_category
+CAT_PARAMETER, CAT_GRADIENT, CAT_OPTIMIZER, CAT_INPUT = 1, 2, 3, 7
+
+PENDING, ACTIVE, OFF = 0, 1, -1
+
+_mode = "auto"
+_state = PENDING
+_torch = None
+_lib = None
+_tls = threading.local()
+_handles = []
+_names = {}                 # (id(parent) or 0, id(module)) -> (weakref to module, name id)
+_quals = {}                 # id(parent) -> (weakref to parent, {id(child): qualified name})
+_roots = {}                 # id(root) -> (weakref, [parameters])
+_primary = None             # weakref to the primary optimizer
+_opt_state_sizes = {}       # id(optimizer) -> len(state) when last tagged
+_compiling = None
+_prof_on = None
+_prof_off = None
+_compiled_ids = [0]
+
+# the recorder's calls, bound at activation
+_phase = _module = _module_end = _step = _tag_call = None
+
+
+def _say(msg):
+    sys.stderr.write("steptrace: %s (pid %d)\n" % (msg, os.getpid()))
+
+
+# ---- names ----------------------------------------------------------------
+
+
+def relative_name(parent, module, qualified_names):
+    """The module's name within parent: its attribute path there, else its class."""
+    name = qualified_names.get(id(module)) if parent is not None else None
+    return name if name else type(root_of(module)).__name__
+
+
+def root_of(module):
+    """What a root module is called by: torch.compile's wrapper by the module it wraps."""
+    return getattr(module, "_orig_mod", module)
+
+
+def _qualified(parent):
+    entry = _quals.get(id(parent))
+    if entry is not None and entry[0]() is parent:
+        return entry[1]
+    names = {}
+    try:
+        for name, child in parent.named_modules(remove_duplicate=False):
+            if name and id(child) not in names:
+                names[id(child)] = name
+    except Exception:
+        pass
+    _quals[id(parent)] = (weakref.ref(parent), names)
+    return names
+
+
+def _name_id(parent, module):
+    key = (id(parent) if parent is not None else 0, id(module))
+    entry = _names.get(key)
+    if entry is not None and entry[0]() is module:
+        return entry[1]
+    name = relative_name(parent, module, _qualified(parent) if parent is not None else {})
+    nid = _lib.steptrace_py_intern(name.encode("utf-8", "replace"))
+    try:
+        _names[key] = (weakref.ref(module), nid)
+    except TypeError:
+        pass
+    return nid
+
+
+# ---- memory tags ------------------------------------------------------------
+
+
+def _tag(tensors, category):
+    """Tags the blocks of CUDA tensors that own their whole block (address, bytes) as category."""
+    by_device = {}
+    for t in tensors:
+        if t is None:
+            continue
+        try:
+            dev = t.get_device()
+            if dev < 0:
+                continue
+            by_device.setdefault(dev, []).extend((t.data_ptr(), t.numel() * t.element_size()))
+        except Exception:
+            continue
+    for dev, flat in by_device.items():
+        n = len(flat) // 2
+        if n:
+            _tag_call((ctypes.c_uint64 * len(flat))(*flat), n, category, dev)
+
+
+def _tensors_in(value, out, depth=0):
+    if isinstance(value, _torch.Tensor):
+        out.append(value)
+    elif depth < 2 and isinstance(value, (list, tuple)):
+        for v in value:
+            _tensors_in(v, out, depth + 1)
+    elif depth < 2 and isinstance(value, dict):
+        for v in value.values():
+            _tensors_in(v, out, depth + 1)
+    return out
+
+
+def _root_params(root):
+    entry = _roots.get(id(root))
+    if entry is not None and entry[0]() is root:
+        return entry[1], False
+    params = list(root.parameters())
+    _roots[id(root)] = (weakref.ref(root), params)
+    return params, True
+
+
+def _tag_grads():
+    seen = set()
+    grads = []
+    for ref, params in list(_roots.values()):
+        if ref() is None:
+            continue
+        for p in params:
+            g = p.grad
+            if g is not None and id(g) not in seen:
+                seen.add(id(g))
+                grads.append(g)
+    _tag(grads, CAT_GRADIENT)
+
+
+def _tag_optimizer_state(opt):
+    state = getattr(opt, "state", None)
+    if not state or _opt_state_sizes.get(id(opt)) == len(state):
+        return
+    _opt_state_sizes[id(opt)] = len(state)
+    tensors = []
+    for s in state.values():
+        if isinstance(s, dict):
+            tensors.extend(v for v in s.values() if isinstance(v, _torch.Tensor))
+    _tag(tensors, CAT_OPTIMIZER)
+
+
+# ---- activation -------------------------------------------------------------------
+
+
+def _peek_address():
+    """The address of at::sequence_number::peek in the program's libtorch, or None."""
+    lib_dir = os.path.join(os.path.dirname(_torch.__file__), "lib")
+    for name in ("libtorch_cpu.so", "libtorch.so"):
+        try:
+            lib = ctypes.CDLL(os.path.join(lib_dir, name), mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            fn = lib._ZN2at15sequence_number4peekEv
+            return ctypes.cast(fn, ctypes.c_void_p).value
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def _backward_profiler():
+    """Calls that turn PyTorch's NVTX profiler on and off for backward nodes only, or (None, None)."""
+    try:
+        from torch._C._profiler import RecordScope
+        P = _torch.autograd.profiler
+        config = P.ProfilerConfig(P.ProfilerState.NVTX, False, False, False, False, False,
+                                  P._ExperimentalConfig())
+        scopes = {RecordScope.BACKWARD_FUNCTION}
+        enabled = _torch._C._autograd._profiler_enabled
+
+        def on():
+            if enabled():
+                return False   # the program profiles itself: leave it be
+            P._enable_profiler(config, set(), scopes)
+            return True
+
+        def off():
+            P._disable_profiler()
+
+        return on, off
+    except Exception as e:
+        _say("backward kernels go under 'backward' without modules: no NVTX profiler (%s)" % e)
+        return None, None
+
+
+def _activate():
+    """At the first hook call after CUDA is up: attach to the recorder, or turn everything off."""
+    global _state, _lib, _phase, _module, _module_end, _step, _tag_call, _prof_on, _prof_off
+    if not _torch.cuda.is_initialized():
+        return False
+    _state = OFF
+    path = os.environ.get("CUDA_INJECTION64_PATH", "")
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY) if path else None
+    except OSError:
+        lib = None
+    if lib is None:
+        _remove_hooks()
+        return False
+    lib.steptrace_py_attach.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    lib.steptrace_py_attach.restype = ctypes.c_int
+    lib.steptrace_py_intern.argtypes = (ctypes.c_char_p,)
+    lib.steptrace_py_intern.restype = ctypes.c_uint32
+    lib.steptrace_py_phase.argtypes = (ctypes.c_int, ctypes.c_int)
+    lib.steptrace_py_phase.restype = None
+    lib.steptrace_py_module.argtypes = (ctypes.c_uint32,)
+    lib.steptrace_py_module.restype = None
+    lib.steptrace_py_module_end.argtypes = ()
+    lib.steptrace_py_module_end.restype = None
+    lib.steptrace_py_step.argtypes = ()
+    lib.steptrace_py_step.restype = None
+    lib.steptrace_py_tag.argtypes = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_int)
+    lib.steptrace_py_tag.restype = None
+    peek = _peek_address()
+    if not lib.steptrace_py_attach(2 if _mode == "ops" else 1, peek):
+        _remove_hooks()
+        return False
+    _lib = lib
+    _phase, _module, _module_end = lib.steptrace_py_phase, lib.steptrace_py_module, lib.steptrace_py_module_end
+    _step, _tag_call = lib.steptrace_py_step, lib.steptrace_py_tag
+    if _mode == "ops":
+        try:
+            _torch.autograd.profiler.emit_nvtx(record_shapes=True).__enter__()
+        except Exception as e:
+            _say("--torch ops: emit_nvtx could not start (%s)" % e)
+    elif peek:
+        _prof_on, _prof_off = _backward_profiler()
+    else:
+        _say("at::sequence_number::peek not found in libtorch: backward kernels go under "
+             "'backward' without modules")
+    _state = ACTIVE
+    return True
+
+
+def _ready():
+    """True when the hooks should speak to the recorder (never while Dynamo traces them:
+    is_compiling() is a constant there, so the traced hook is empty and guards nothing)."""
+    if _compiling():
+        return False
+    if _state == ACTIVE:
+        return True
+    if _state == OFF:
+        return False
+    try:
+        return _activate()
+    except Exception as e:
+        _turn_off(e)
+        return False
+
+
+def _turn_off(e):
+    global _state
+    _state = OFF
+    _remove_hooks()
+    _say("PyTorch annotation turned off: %s: %s" % (type(e).__name__, e))
+
+
+def _remove_hooks():
+    for h in _handles:
+        try:
+            h.remove()
+        except Exception:
+            pass
+    del _handles[:]
+
+
+# ---- hooks ---------------------------------------------------------------------------
+
+
+def _stack():
+    try:
+        return _tls.stack
+    except AttributeError:
+        _tls.stack = []
+        return _tls.stack
+
+
+def _pre_hook(module, args):
+    if not _ready():
+        return None
+    try:
+        st = _stack()
+        if st:
+            nid = _name_id(st[-1], module)
+        else:
+            _phase(PHASE_FORWARD, 1)
+            nid = _name_id(None, module)
+            params, first = _root_params(module)
+            if first:
+                _tag(params, CAT_PARAMETER)
+            _tag(_tensors_in(args, []), CAT_INPUT)
+        st.append(module)
+        _module(nid)
+    except Exception as e:
+        _turn_off(e)
+    return None
+
+
+def _post_hook(module, args, output):
+    if _compiling() or _state != ACTIVE:
+        return None
+    try:
+        st = _stack()
+        if st and st[-1] is module:
+            st.pop()
+            _module_end()
+            if not st:
+                _phase(PHASE_FORWARD, 0)
+    except Exception as e:
+        _turn_off(e)
+    return None
+
+
+def _opt_pre_hook(opt, args, kwargs):
+    if _ready():
+        _phase(PHASE_OPTIMIZER, 1)
+    return None
+
+
+def _opt_post_hook(opt, args, kwargs):
+    global _primary
+    if _compiling() or _state != ACTIVE:
+        return None
+    try:
+        _phase(PHASE_OPTIMIZER, 0)
+        if _primary is None or _primary() is None:
+            _primary = weakref.ref(opt)
+        if _primary() is opt:
+            _step()
+        _tag_optimizer_state(opt)
+    except Exception as e:
+        _turn_off(e)
+    return None
+
+
+def _phase_wrapper(fn, phase, after=None):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not _ready():
+            return fn(*args, **kwargs)
+        _phase(phase, 1)
+        prof = _prof_on() if phase == PHASE_BACKWARD and _prof_on is not None else False
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if prof:
+                _prof_off()
+            if after is not None and _state == ACTIVE:
+                try:
+                    after()
+                except Exception as e:
+                    _turn_off(e)
+            if _state == ACTIVE:
+                _phase(phase, 0)
+    wrapper.__steptrace_wrapped__ = fn
+    return wrapper
+
+
+def _wrap(owner, attr, phase, after=None):
+    fn = getattr(owner, attr, None)
+    if fn is None or getattr(fn, "__steptrace_wrapped__", None) is not None:
+        return
+    setattr(owner, attr, _phase_wrapper(fn, phase, after))
+
+
+def _patch_compiled_graph(cls):
+    """Each call of a compiled graph (Inductor's CompiledFxGraph) is a range "compiled.N"."""
+    call = getattr(cls, "__call__", None)
+    if call is None or getattr(call, "__steptrace_wrapped__", None) is not None:
+        return
+
+    @functools.wraps(call)
+    def __call__(self, *args, **kwargs):
+        if _state != ACTIVE or _compiling():
+            return call(self, *args, **kwargs)
+        nid = self.__dict__.get("_steptrace_name_id")
+        if nid is None:
+            nid = _lib.steptrace_py_intern(b"compiled.%d" % _compiled_ids[0])
+            _compiled_ids[0] += 1
+            try:
+                self.__dict__["_steptrace_name_id"] = nid
+            except Exception:
+                pass
+        _module(nid)
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            _module_end()
+    __call__.__steptrace_wrapped__ = call
+    cls.__call__ = __call__
+
+
+def _on_inductor(module):
+    cls = getattr(module, "CompiledFxGraph", None)
+    if cls is not None:
+        _patch_compiled_graph(cls)
+
+
+def _on_torch(torch):
+    global _torch, _compiling
+    _torch = torch
+    try:
+        _compiling = torch.compiler.is_compiling
+    except AttributeError:
+        _compiling = getattr(getattr(torch, "_dynamo", None), "is_compiling", lambda: False)
+    M = torch.nn.modules.module
+    _handles.append(M.register_module_forward_pre_hook(_pre_hook))
+    try:
+        _handles.append(M.register_module_forward_hook(_post_hook, always_call=True))
+    except TypeError:
+        _handles.append(M.register_module_forward_hook(_post_hook))
+    O = torch.optim.optimizer
+    _handles.append(O.register_optimizer_step_pre_hook(_opt_pre_hook))
+    _handles.append(O.register_optimizer_step_post_hook(_opt_post_hook))
+    _wrap(torch.optim.Optimizer, "zero_grad", PHASE_ZERO_GRAD)
+    _wrap(torch.nn.Module, "zero_grad", PHASE_ZERO_GRAD)
+    _wrap(torch.autograd, "backward", PHASE_BACKWARD, _tag_grads)
+    _wrap(torch.autograd, "grad", PHASE_BACKWARD, _tag_grads)
+    from torch.utils.data import dataloader
+    _wrap(dataloader._BaseDataLoaderIter, "__next__", PHASE_DATA)
+    for name in ("torch._inductor.output_code", "torch._inductor.codecache"):
+        _when_imported(name, _on_inductor)
+
+
+# ---- import hooks -------------------------------------------------------------------
+
+_waiting = {}   # module name -> [callbacks after it is imported]
+
+
+class _Finder:
+    """Runs callbacks once a watched module has been imported (executed) whole."""
+
+    _busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in _waiting or _Finder._busy:
+            return None
+        import importlib.util
+        _Finder._busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            _Finder._busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_then_call(module):
+            exec_module(module)
+            try:
+                del loader.exec_module
+            except AttributeError:
+                pass
+            for callback in _waiting.pop(name, []):
+                try:
+                    callback(module)
+                except Exception as e:
+                    _say("no PyTorch annotation: %s: %s" % (type(e).__name__, e))
+            if not _waiting and _FINDER in sys.meta_path:
+                sys.meta_path.remove(_FINDER)
+
+        loader.exec_module = exec_then_call
+        return spec
+
+
+_FINDER = _Finder()
+
+
+def _when_imported(name, callback):
+    if name in sys.modules:
+        callback(sys.modules[name])
+        return
+    _waiting.setdefault(name, []).append(callback)
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+
+
+def install(mode="auto"):
+    """Arms the annotation: hooks go in once torch has been imported."""
+    global _mode
+    _mode = mode
+    _when_imported("torch", _on_torch)

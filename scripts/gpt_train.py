@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""A GPT-2 style training loop written the way people write them.
+
+No NVTX, no profiler, no import of steptrace: the model (GPT-2's layout:
+token and position embeddings, pre-norm blocks of causal self-attention
+through F.scaled_dot_product_attention and a GELU MLP, final LayerNorm, a
+head tied to the token embedding), AdamW over a DataLoader of random
+tokens, BF16 autocast, and the usual options. steptrace's README records it
+unchanged (`steptrace record -o run.stb -- python3 scripts/gpt_train.py`)
+and its GPU tests (tests/foreign/auto.sh) check what the recorder makes of
+it; scripts/torch_overhead.py times it with and without recording.
+
+  --preset gpt2      GPT-2 small, 124M parameters (12 layers, 768 wide)
+  --preset tiny      4 layers, 256 wide, vocabulary 8192 (the tests)
+  --accum N          gradient accumulation: N micro-batches per optimizer step
+  --compile [MODE]   torch.compile the model (default, reduce-overhead, ...)
+  --infer            an inference loop: no backward, no optimizer
+Prints one JSON line: the options and each iteration's time in ms
+(torch.cuda.synchronize() then time.perf_counter(), as benchmark scripts do).
+"""
+import argparse
+import json
+import math
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+PRESETS = {
+    "gpt2": dict(layers=12, heads=12, width=768, vocab=50304),
+    "tiny": dict(layers=4, heads=4, width=256, vocab=8192),
+}
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, width, heads, dropout):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(width, 3 * width)
+        self.c_proj = nn.Linear(width, width)
+        self.resid_dropout = nn.Dropout(dropout)
+        self.dropout = dropout
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
+                                           is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(b, t, c)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, width, dropout):
+        super().__init__()
+        self.c_fc = nn.Linear(width, 4 * width)
+        self.gelu = nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(4 * width, width)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads, dropout):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = CausalSelfAttention(width, heads, dropout)
+        self.ln_2 = nn.LayerNorm(width)
+        self.mlp = MLP(width, dropout)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, heads, width, vocab, ctx, dropout=0.0):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, width),
+            wpe=nn.Embedding(ctx, width),
+            drop=nn.Dropout(dropout),
+            h=nn.ModuleList([Block(width, heads, dropout) for _ in range(layers)]),
+            ln_f=nn.LayerNorm(width),
+        ))
+        self.lm_head = nn.Linear(width, vocab, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight   # tied, as GPT-2
+        self.apply(self._init)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * layers))
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets=None):
+        b, t = idx.shape
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        if targets is None:
+            return logits, None
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits, loss
+
+
+class RandomTokens(Dataset):
+    """Sequences of random tokens; each index always gives the same one."""
+
+    def __init__(self, n, ctx, vocab):
+        self.n, self.ctx, self.vocab = n, ctx, vocab
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        tokens = torch.randint(0, self.vocab, (self.ctx + 1,), generator=g)
+        return tokens[:-1], tokens[1:]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    ap.add_argument("--batch", type=int, default=None, help="micro-batch (gpt2: 12, tiny: 4)")
+    ap.add_argument("--ctx", type=int, default=None, help="sequence length (gpt2: 1024, tiny: 64)")
+    ap.add_argument("--steps", type=int, default=5, help="optimizer steps (iterations with --infer)")
+    ap.add_argument("--accum", type=int, default=1)
+    ap.add_argument("--compile", nargs="?", const="default", default=None)
+    ap.add_argument("--infer", action="store_true")
+    ap.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
+    ap.add_argument("--workers", type=int, default=0, help="DataLoader workers")
+    ap.add_argument("--seed", type=int, default=1337)
+    args = ap.parse_args()
+
+    big = args.preset == "gpt2"
+    batch = args.batch or (12 if big else 4)
+    ctx = args.ctx or (1024 if big else 64)
+    torch.manual_seed(args.seed)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    device = "cuda"
+    model = GPT(ctx=ctx, **PRESETS[args.preset]).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    if args.compile:
+        model = torch.compile(model, mode=None if args.compile == "default" else args.compile)
+    micro_batches = args.steps * (1 if args.infer else args.accum)
+    data = RandomTokens(micro_batches * batch, ctx, PRESETS[args.preset]["vocab"])
+    loader = DataLoader(data, batch_size=batch, num_workers=args.workers, pin_memory=True,
+                        drop_last=True)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.dtype == "bf16")
+
+    times = []
+    t0 = time.perf_counter()
+    if args.infer:
+        model.eval()
+        with torch.no_grad():
+            for x, y in loader:
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                with autocast:
+                    logits, _ = model(x)
+                torch.cuda.synchronize()
+                t1 = time.perf_counter()
+                times.append((t1 - t0) * 1e3)
+                t0 = t1
+    else:
+        model.train()
+        for i, (x, y) in enumerate(loader):
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            with autocast:
+                logits, loss = model(x, y)
+            (loss / args.accum).backward()
+            if (i + 1) % args.accum:
+                continue
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            times.append((t1 - t0) * 1e3)
+            t0 = t1
+        print("loss %.4f" % loss.item(), flush=True)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(json.dumps(dict(preset=args.preset, batch=batch, ctx=ctx, steps=args.steps, accum=args.accum,
+                          compile=args.compile, infer=args.infer, dtype=args.dtype,
+                          parameters=n_params, iter_ms=[round(t, 3) for t in times])), flush=True)
+
+
+if __name__ == "__main__":
+    main()
