@@ -449,6 +449,12 @@ EXPORT void steptrace_py_module_end(void)
 	ranges_torch_module_end(capture_now());
 }
 
+/* The Python side's backward profiler is on (1) or off (record/ranges.h). */
+EXPORT void steptrace_py_profiler(int on)
+{
+	ranges_torch_profiler(on != 0);
+}
+
 /* The primary optimizer's step ended. */
 EXPORT void steptrace_py_step(void)
 {

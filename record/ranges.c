@@ -176,6 +176,7 @@ static struct {
 	uint64_t step_start;             /* the open step frame's start */
 	uint32_t opt_steps;
 	bool backward_since_clear;       /* a backward began since the module calls were cleared */
+	bool own_profiler;               /* the Python side's backward profiler is on: its ranges are not written */
 	struct held_step *held;          /* outermost module calls before any optimizer step */
 	size_t n_held, cap_held;
 	struct call *calls;              /* this step's module calls, by begin */
@@ -1016,7 +1017,7 @@ static void torch_helper_range_locked(struct tstate *s, const char *name, struct
 		    (n_real == 1 && !strncmp(R.str[s->f[k].name], "autograd::engine::evaluate_function", 35)))
 			chain_switch_locked(s, (uint64_t)tags.seq, t);
 	}
-	if (tags.profiled && R.torch == RANGES_TORCH_AUTO)
+	if (tags.profiled && R.torch == RANGES_TORCH_AUTO && R.own_profiler)
 		f->flags |= FR_ELIDED;
 }
 
@@ -1296,6 +1297,13 @@ void ranges_torch_phase(int phase, bool begin, uint64_t t)
 	}
 	pthread_mutex_unlock(&R.lock);
 	current_op(s);
+}
+
+void ranges_torch_profiler(bool on)
+{
+	pthread_mutex_lock(&R.lock);
+	R.own_profiler = on;
+	pthread_mutex_unlock(&R.lock);
 }
 
 void ranges_torch_module(uint32_t name, uint64_t t)

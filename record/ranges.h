@@ -125,6 +125,12 @@ void ranges_torch_phase(int phase, bool begin, uint64_t t);
 /* An nn.Module call begins (name: a registered string id) or ends. */
 void ranges_torch_module(uint32_t name, uint64_t t);
 void ranges_torch_module_end(uint64_t t);
+/*
+ * The Python side turned PyTorch's NVTX profiler on (on) for a backward call
+ * of its own, or off: while on, the profiler's ranges on the helpers are not
+ * written under the automatic mode (a program's own emit_nvtx keeps them).
+ */
+void ranges_torch_profiler(bool on);
 /* The primary optimizer's step ended: the step ends here and the next begins. */
 void ranges_torch_step(uint64_t t);
 /* Says what n live blocks hold: pairs[2i] address, pairs[2i + 1] size (ST_MEMTAG). */

@@ -216,9 +216,11 @@ def _backward_profiler():
             if enabled():
                 return False   # the program profiles itself: leave it be
             P._enable_profiler(config, set(), scopes)
+            _lib.steptrace_py_profiler(1)
             return True
 
         def off():
+            _lib.steptrace_py_profiler(0)
             P._disable_profiler()
 
         return on, off
@@ -251,6 +253,8 @@ def _activate():
     lib.steptrace_py_module.restype = None
     lib.steptrace_py_module_end.argtypes = ()
     lib.steptrace_py_module_end.restype = None
+    lib.steptrace_py_profiler.argtypes = (ctypes.c_int,)
+    lib.steptrace_py_profiler.restype = None
     lib.steptrace_py_step.argtypes = ()
     lib.steptrace_py_step.restype = None
     lib.steptrace_py_tag.argtypes = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_int)
@@ -447,20 +451,22 @@ def _on_torch(torch):
         _compiling = torch.compiler.is_compiling
     except AttributeError:
         _compiling = getattr(getattr(torch, "_dynamo", None), "is_compiling", lambda: False)
-    M = torch.nn.modules.module
+    import importlib
+    # submodules by import, not attribute: torch.optim's __init__ deletes the name `optimizer`
+    M = importlib.import_module("torch.nn.modules.module")
+    O = importlib.import_module("torch.optim.optimizer")
+    dataloader = importlib.import_module("torch.utils.data.dataloader")
     _handles.append(M.register_module_forward_pre_hook(_pre_hook))
     try:
         _handles.append(M.register_module_forward_hook(_post_hook, always_call=True))
     except TypeError:
         _handles.append(M.register_module_forward_hook(_post_hook))
-    O = torch.optim.optimizer
     _handles.append(O.register_optimizer_step_pre_hook(_opt_pre_hook))
     _handles.append(O.register_optimizer_step_post_hook(_opt_post_hook))
     _wrap(torch.optim.Optimizer, "zero_grad", PHASE_ZERO_GRAD)
     _wrap(torch.nn.Module, "zero_grad", PHASE_ZERO_GRAD)
     _wrap(torch.autograd, "backward", PHASE_BACKWARD, _tag_grads)
     _wrap(torch.autograd, "grad", PHASE_BACKWARD, _tag_grads)
-    from torch.utils.data import dataloader
     _wrap(dataloader._BaseDataLoaderIter, "__next__", PHASE_DATA)
     for name in ("torch._inductor.output_code", "torch._inductor.codecache"):
         _when_imported(name, _on_inductor)

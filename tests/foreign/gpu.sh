@@ -82,7 +82,8 @@ echo "kernels per step: steptrace $got, torch.profiler $want"
 [ -n "$want" ] && [ "$got" = "$want" ] || fail "kernels per step: steptrace '$got', torch.profiler '$want'"
 
 # 2b. without emit_nvtx: autograd's kernels fall under the loop's backward range
-record plain 0 -o "$out/plain.stb" --step-range train_step -- "$py" "$train" -w 0 -n 2
+# (--torch off here and below: the NVTX path alone; auto.sh tests the automatic one)
+record plain 0 -o "$out/plain.stb" --torch off --step-range train_step -- "$py" "$train" -w 0 -n 2
 grep -q "launched outside every NVTX range" "$out/plain.err" && fail "plain: unattributed kernels"
 "$st" summary "$out/plain.stb" --by op --format csv >"$out/plain.byop"
 grep -q '^[^#].*,backward/backward$' "$out/plain.byop" || fail "plain: no backward op: $(cat "$out/plain.byop")"
@@ -95,12 +96,12 @@ n=$(field "$out/plain.stb" sync)
 [ "${n:-0}" -ge 2 ] || fail "plain: ${n:-no} synchronisation events, want one per step at least"
 "$st" replay "$out/plain.stb" --kind sync >"$out/plain.sync" || fail "plain: replay --kind sync failed"
 grep -q 'context synchronize' "$out/plain.sync" || fail "plain: no context synchronize event: $(head -5 "$out/plain.sync")"
-record cuptisync 0 -o "$out/cuptisync.stb" --step-range train_step --cupti-sync -- "$py" "$train" -w 0 -n 2
+record cuptisync 0 -o "$out/cuptisync.stb" --torch off --step-range train_step --cupti-sync -- "$py" "$train" -w 0 -n 2
 n=$(field "$out/cuptisync.stb" sync)
 [ "${n:-0}" -ge 2 ] || fail "cuptisync: ${n:-no} synchronisation events with --cupti-sync"
 
 # 2c. --api launches: API events from the callbacks, the same kernels per step
-record launches 0 -o "$out/launches.stb" --step-range train_step --api launches -- "$py" "$train" -w 0 -n 2
+record launches 0 -o "$out/launches.stb" --torch off --step-range train_step --api launches -- "$py" "$train" -w 0 -n 2
 "$st" info "$out/launches.stb" | grep -q "API calls recorded.*launches, copies" || fail "launches: the header does not say --api launches"
 k1=$("$st" steps "$out/plain.stb" --format csv | awk -F, '/^[0-9]+,no,/ { printf "%s ", $6 }')
 k2=$("$st" steps "$out/launches.stb" --format csv | awk -F, '/^[0-9]+,no,/ { printf "%s ", $6 }')
@@ -109,7 +110,7 @@ n=$("$st" summary "$out/launches.stb" --range 'train_step/forward' --format csv 
 [ "$n" -gt 3 ] || fail "launches: $n kernel names under train_step/forward"
 
 # 3. --torch-alloc async: tensor allocations reach CUPTI
-record alloc 0 -o "$out/alloc.stb" --step-range train_step --torch-alloc async -- "$py" "$train" -w 0 -n 2
+record alloc 0 -o "$out/alloc.stb" --torch off --step-range train_step --torch-alloc async -- "$py" "$train" -w 0 -n 2
 a_async=$("$st" info "$out/alloc.stb" --format csv | awk -F, '$1 == "alloc" { print $2 }')
 a_plain=$("$st" info "$out/plain.stb" --format csv | awk -F, '$1 == "alloc" { print $2 }')
 echo "allocations: $a_plain with PyTorch's caching allocator, $a_async with cudaMallocAsync"

@@ -171,12 +171,14 @@ static void backward(void)
 	uint64_t grads[4] = { 0x7000000, 4096, 0x7100000, 8192 };
 
 	phase(RANGES_PHASE_BACKWARD, true);
+	ranges_torch_profiler(strcmp(mode, "ops") != 0);   /* auto: the Python side's own profiler */
 	pthread_mutex_lock(&job_lock);
 	jobs_posted++;
 	pthread_cond_broadcast(&job_cond);
 	while (jobs_done < jobs_posted)
 		pthread_cond_wait(&job_cond, &job_lock);
 	pthread_mutex_unlock(&job_lock);
+	ranges_torch_profiler(false);
 	ranges_torch_tag(grads, 2, ST_MEM_GRADIENT, 0, tick());
 	phase(RANGES_PHASE_BACKWARD, false);
 }

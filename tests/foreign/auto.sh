@@ -1,0 +1,131 @@
+#!/bin/sh
+# auto.sh STEPTRACE OUTDIR: PyTorch programs written as people write them
+# (scripts/gpt_train.py: no NVTX, no import of steptrace, a DataLoader,
+# AdamW, BF16 autocast), recorded with the default --torch auto (label
+# gpu; issue 22). Checks, with steptrace's own reports:
+#  - training: steps = optimizer steps exactly, the first flagged warm-up,
+#    "optimizer steps (PyTorch)"; every phase (data, zero_grad, forward,
+#    backward, optimizer) has kernels or ranges; <= 1% of the measured GPU
+#    time without an op; the backward's GEMMs of each layer's mlp.c_fc
+#    under step/backward/GPT/transformer.h.N/mlp/c_fc; memory at the peak:
+#    parameters = the model's parameter bytes exactly, optimizer state =
+#    2 x that, gradients = that;
+#  - gradient accumulation (2 micro-batches per optimizer step): steps =
+#    optimizer steps, two backward passes each;
+#  - torch.compile: steps, Triton kernels under a compiled region of the
+#    model in the forward and in the backward;
+#  - an inference loop: a step per call of the model;
+#  - --torch ops: aten ops with shapes, FLOPs of the matrix products.
+# Exit 77 (skipped) without python3 + torch + a CUDA GPU. Outputs stay in OUTDIR.
+set -u
+st=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+out=$2
+here=$(cd "$(dirname "$0")" && pwd)
+py=${PYTHON:-python3}
+train="$here/../../scripts/gpt_train.py"
+. "$here/../lib/check.sh"
+mkdir -p "$out"
+rm -f "$out"/*.stb
+
+if ! "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+	echo "skip: no python3 with torch and a CUDA GPU"
+	exit 77
+fi
+
+# record NAME RECORD-ARGS... -- COMMAND...: the bundle is $out/NAME.stb, stderr in $out/NAME.err
+record() {
+	name=$1
+	shift
+	echo "+ steptrace record -o $name.stb $*"
+	"$st" record -o "$out/$name.stb" "$@" >"$out/$name.out" 2>"$out/$name.err"
+	rc=$?
+	cat "$out/$name.err"
+	[ "$rc" = 0 ] || fail "$name: exit $rc"
+	grep -q "CUPTI DROPPED" "$out/$name.err" && fail "$name: CUPTI dropped records"
+	grep -q "PyTorch annotation" "$out/$name.err" && fail "$name: the Python side turned itself off"
+	[ -f "$out/$name.stb" ] || fail "$name: no bundle"
+}
+
+# steps BUNDLE: "index warm-up" per step
+steps_of() {
+	"$st" steps "$1" --include-warmup --format csv | awk -F, '/^[0-9]+,(yes|no),/ { print $1, $2 }'
+}
+
+# share BUNDLE NAME [ARGS]: Time (%) of the row NAME of summary --by op
+share() {
+	b=$1 n=$2
+	shift 2
+	"$st" summary "$b" --by op --format csv "$@" | awk -F, -v n="$n" '$NF == n { print $1; exit }'
+}
+
+# 1. training
+record train -- "$py" "$train" --steps 5
+b=$out/train.stb
+printf '0 yes\n1 no\n2 no\n3 no\n4 no\n' | cmp -s - "$(steps_of "$b" >"$out/train.steps"; echo "$out/train.steps")" ||
+	fail "train: steps and warm-up flags: $(cat "$out/train.steps")"
+grep -q "5 steps (1 warm-up) from optimizer steps (PyTorch)" "$out/train.err" || fail "train: the summary line"
+"$st" info "$b" | grep -q "optimizer steps (PyTorch)" || fail "train: info does not say how the steps were found"
+noop=$(share "$b" "(no op)")
+awk -v x="${noop:-0}" 'BEGIN { exit !(x <= 1.0) }' || fail "train: ${noop}% of GPU time without an op"
+"$st" summary "$b" --by op --format csv >"$out/train.byop" || fail "train: summary --by op"
+for phase in forward backward optimizer; do
+	grep -q ",$phase/" "$out/train.byop" || fail "train: no op of phase $phase: $(head -20 "$out/train.byop")"
+done
+"$st" ranges "$b" --format csv >"$out/train.ranges" || fail "train: ranges"
+for phase in data zero_grad forward backward optimizer; do
+	grep -q ",step/$phase," "$out/train.ranges" || fail "train: no range step/$phase"
+done
+for layer in 0 1 2 3; do
+	"$st" summary "$b" --range "step/backward/GPT/transformer.h.$layer/mlp/c_fc" --by category --format csv \
+		>"$out/train.cfc$layer" || fail "train: summary --range backward c_fc"
+	gemms=$(awk -F, '$NF == "GEMM" { print $3 }' "$out/train.cfc$layer")
+	[ "${gemms:-0}" -ge 8 ] ||   # input and weight gradients, 4 measured steps
+		fail "train: layer $layer's backward c_fc has ${gemms:-0} GEMMs: $(cat "$out/train.cfc$layer")"
+done
+params=$("$py" -c "import json, sys; print([json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')][-1]['parameters'])" "$out/train.out")
+"$st" memory "$b" --format csv >"$out/train.memory" || fail "train: memory"
+cat_bytes() { awk -F, -v c="$1" '/^# By category at the overall peak/ { on = 1; next } on && $1 == c { print $2; exit }' "$out/train.memory"; }
+[ "$(cat_bytes parameter)" = "$((params * 4))" ] ||
+	fail "train: parameter bytes at the peak $(cat_bytes parameter), want $((params * 4))"
+[ "$(cat_bytes optimizer)" = "$((params * 8))" ] ||
+	fail "train: optimizer state at the peak $(cat_bytes optimizer), want $((params * 8))"
+[ "$(cat_bytes gradient)" = "$((params * 4))" ] ||
+	fail "train: gradients at the peak $(cat_bytes gradient), want $((params * 4))"
+for cmd in "info" "steps" "summary --range forward" "summary --by category" "ranges --depth 4" "memory" \
+	"flops" "replay --kind kernel --to 1" "diff $b" "export -o $out/train.pftrace" "report -o $out/train.html"; do
+	# shellcheck disable=SC2086
+	"$st" $cmd "$b" >/dev/null 2>"$out/cmd.err" || fail "train: '$cmd' failed: $(cat "$out/cmd.err")"
+done
+
+# 2. gradient accumulation
+record accum -- "$py" "$train" --steps 3 --accum 2
+printf '0 yes\n1 no\n2 no\n' | cmp -s - "$(steps_of "$out/accum.stb" >"$out/accum.steps"; echo "$out/accum.steps")" ||
+	fail "accum: steps: $(cat "$out/accum.steps")"
+n=$("$st" ranges "$out/accum.stb" --format csv | awk -F, '$(NF-2) == "step/backward" { print $3 }')
+[ "${n:-0}" = 4 ] || fail "accum: $n backward ranges in the 2 measured steps, want 4"
+
+# 3. inference: a step per call of the model
+record infer -- "$py" "$train" --steps 4 --infer
+printf '0 yes\n1 no\n2 no\n3 no\n' | cmp -s - "$(steps_of "$out/infer.stb" >"$out/infer.steps"; echo "$out/infer.steps")" ||
+	fail "infer: steps: $(cat "$out/infer.steps")"
+"$st" info "$out/infer.stb" | grep -q "outermost module calls" || fail "infer: info does not say how the steps were found"
+
+# 4. --torch ops: FLOPs of the matrix products
+record ops --torch ops -- "$py" "$train" --steps 3
+"$st" flops "$out/ops.stb" --format csv >"$out/ops.flops" || fail "ops: flops"
+awk -F, 'NR > 1 && /matmul\/aten::/ && $5 + 0 > 0 { found = 1 } END { exit !found }' "$out/ops.flops" ||
+	fail "ops: no matrix product with FLOPs: $(head "$out/ops.flops")"
+
+# 5. torch.compile: Triton kernels under the model's compiled regions, forward and backward
+record compile -- "$py" "$train" --steps 4 --compile
+printf '0 yes\n1 no\n2 no\n3 no\n' | cmp -s - "$(steps_of "$out/compile.stb" >"$out/compile.steps"; echo "$out/compile.steps")" ||
+	fail "compile: steps: $(cat "$out/compile.steps")"
+for phase in forward backward; do
+	"$st" summary "$out/compile.stb" --range "step/$phase/GPT/compiled.*" --format csv >"$out/compile.$phase" ||
+		fail "compile: summary --range $phase"
+	grep -q 'triton_' "$out/compile.$phase" || fail "compile: no Triton kernel under step/$phase/GPT/compiled.*"
+done
+noop=$(share "$out/compile.stb" "(no op)")
+awk -v x="${noop:-0}" 'BEGIN { exit !(x <= 1.0) }' || fail "compile: ${noop}% of GPU time without an op"
+
+check_done foreign.auto
