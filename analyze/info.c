@@ -117,6 +117,10 @@ static void footer_table(struct report *r, const struct replay *rp)
 	} else {
 		kv_str(t, "complete", f->complete ? "yes" : "no");
 		kv_str(t, "end reason", f->end_reason);
+		if (!strcmp(rp->run.steps_from, f->steps_from) && *f->steps_from)
+			kv_str(t, "steps from", f->steps_from);
+		else if (*rp->run.steps_from)   /* replay found them (replay/period.h) */
+			kv_fmt(t, "steps from", "%s (the recorder's: %s)", rp->run.steps_from, f->steps_from);
 		kv_fmt(t, "events", "%" PRIu64, f->events);
 		kv_fmt(t, "chunks", "%" PRIu32, f->chunks);
 		kv_fmt(t, "strings", "%" PRIu32, f->strings);

@@ -115,6 +115,8 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 	}
 	free(buf);
 
+	if (*rp->run.steps_from)
+		report_note(r, "steps from: %s", rp->run.steps_from);
 	if (rp->n_steps == 0)
 		report_note(r, "the bundle has no steps");
 	else if (rp->n_measured_steps == 0)

@@ -47,7 +47,7 @@ void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const S
  * -1 with an error line when out of memory.
  */
 int replay_sort_ranges(struct replay *rp, int32_t *remap);
-/* Tree, paths, projection, steps: the second half of replay_build. */
+/* Tree, paths, steps of a launch period (period.h), projection: the second half of replay_build. */
 int replay_project(struct replay *rp);
 
 #endif

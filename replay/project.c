@@ -1,7 +1,8 @@
 /*
  * project.c: the NVTX range tree per thread, the range paths, the launch
- * links (correlation ids), the projection of GPU work onto ranges and steps,
- * and the per-stream and per-thread orderings. The rules are in replay.h.
+ * links (correlation ids), the steps of a launch period (period.c), the
+ * projection of GPU work onto ranges and steps, and the per-stream and
+ * per-thread orderings. The rules are in replay.h.
  *
  * Everything here is a sort (radix, O(n)) plus linear sweeps; attributing an
  * activity to its ranges costs its range depth.
@@ -13,6 +14,7 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "replay/period.h"
 
 static int32_t thread_index(const struct replay *rp, uint64_t thread)
 {
@@ -890,6 +892,10 @@ int replay_project(struct replay *rp)
 		return -1;
 	}
 	project_apis(rp);
+	if (replay_period_steps(rp) < 0) {
+		free(graph_range);
+		return -1;
+	}
 	if (project_activities(rp, graph_range) < 0 || build_streams(rp) < 0)
 		goto oom;
 	free(graph_range);

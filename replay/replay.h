@@ -52,7 +52,10 @@
  *
  * Steps: an activity belongs to the step whose host span [start, end] covers
  * its launching call's start (or, with no launching call, its own GPU start).
- * An instant shared by two steps belongs to the later one.
+ * An instant shared by two steps belongs to the later one. A bundle whose
+ * recorder found no steps (footer steps_from "whole run": one step over the
+ * whole run) gets one step per repetition of its launch sequence's period
+ * instead, when it has one (replay/period.h; run.steps_from says so).
  *
  * Indices are int32_t with -1 for "none"; string ids are uint32_t with 0 for
  * "none" (the empty string).
@@ -250,13 +253,20 @@ struct replay_run {
 	uint32_t rank, world_size, local_rank;
 	uint64_t run_id;               /* shared by the bundles of one run's ranks, 0 single */
 	const char *nccl_version;      /* "2.28.9", "" without NCCL */
+	/*
+	 * How the steps were found: the footer's steps_from, or the replay's
+	 * own "launch period: N launches per step, found by replay" when it cut
+	 * a "whole run" into steps (replay/period.h); "" when not said. Never
+	 * NULL after replay_build.
+	 */
+	const char *steps_from;
 	struct replay_config config;
 	struct replay_device device;
 	struct replay_footer footer;
 };
 
 struct replay {
-	struct replay_run run;         /* zero (no facts) after replay_build without a file */
+	struct replay_run run;         /* zero (no facts, steps_from "") after replay_build without a file */
 	const char *path;              /* the bundle's path, NULL without a file */
 	bool truncated;
 	const char *truncation;        /* why, NULL when complete */

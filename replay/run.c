@@ -134,4 +134,5 @@ void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const S
 		run->has_footer = true;
 		footer_fill(&run->footer, f);
 	}
+	run->steps_from = run->footer.steps_from;   /* replay_build may find its own */
 }

@@ -2,8 +2,9 @@
  * fuzz_member.c: one member of a bundle. The first byte picks which: 0 the
  * header, 1 a string table, 2 an event chunk, 3 the footer (modulo 4); the
  * rest is that member's bytes, set among valid others (a header, a table of
- * three strings, a chunk of a range, a launch call and its kernel, and a
- * footer that agrees), written as a bundle to a scratch file and analysed
+ * three strings, a chunk of a range and three launch calls with their
+ * kernels, and a footer that agrees and says the recorder found no steps,
+ * "whole run", so that replay looks for the launch period), written as a bundle to a scratch file and analysed
  * (fuzz_analyse). Seeds: the members of the bundles of samples/ (seeds.sh).
  */
 #include <stdlib.h>
@@ -36,10 +37,14 @@ static void make_valid(void)
 	static char *strings[] = { "k", "cudaLaunchKernel", "forward" };
 	Steptrace__StringTable t = STEPTRACE__STRING_TABLE__INIT;
 	Steptrace__Footer f = STEPTRACE__FOOTER__INIT;
-	struct st_event ev[3] = {
+	struct st_event ev[7] = {
 		{ .kind = ST_RANGE, .start = 0, .end = 100, .range = { .name = 3, .thread = 1 } },
 		{ .kind = ST_API, .start = 10, .end = 20, .api = { .name = 2, .thread = 1, .correlation = 1 } },
 		{ .kind = ST_KERNEL, .start = 30, .end = 40, .kernel = { .name = 1, .stream = 7, .correlation = 1 } },
+		{ .kind = ST_API, .start = 40, .end = 50, .api = { .name = 2, .thread = 1, .correlation = 2 } },
+		{ .kind = ST_KERNEL, .start = 60, .end = 70, .kernel = { .name = 1, .stream = 7, .correlation = 2 } },
+		{ .kind = ST_API, .start = 70, .end = 80, .api = { .name = 2, .thread = 1, .correlation = 3 } },
+		{ .kind = ST_KERNEL, .start = 90, .end = 100, .kernel = { .name = 1, .stream = 7, .correlation = 3 } },
 	};
 	struct byte_buf chunk = { 0 };
 	struct chunk_state st = { 0 };
@@ -53,15 +58,16 @@ static void make_valid(void)
 	t.n_strings = 3;
 	t.strings = strings;
 	valid[1].data = packed(&t.base, &valid[1].len);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 7; i++)
 		event_encode(&chunk, &st, &ev[i]);
 	valid[2].data = chunk.data;
 	valid[2].len = chunk.len;
 	f.complete = true;
-	f.events = 3;
+	f.events = 7;
 	f.chunks = 1;
 	f.strings = 3;
 	f.end_reason = "ok";
+	f.steps_from = "whole run";   /* so replay looks for the launch period (replay/period.h) */
 	valid[3].data = packed(&f.base, &valid[3].len);
 }
 

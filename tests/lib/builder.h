@@ -20,7 +20,9 @@
  *
  * Events carry the builder's current host thread (b.thread), launch
  * geometry (b.geometry), API callback id (b.cbid) and allocation source
- * (b.source): set them between calls where a test needs other values.
+ * (b.source): set them between calls where a test needs other values;
+ * b.steps_from (the footer's: how the recorder found the steps) any time
+ * before builder_close.
  * Failures to add are remembered and reported by builder_close. The header
  * points into the struct: a builder is not copied.
  */
@@ -63,6 +65,7 @@ struct builder {
 	uint32_t source;                    /* enum st_mem_source of allocations (model) */
 	uint32_t gpu;                       /* CUDA device of kernels, copies and memsets (0) */
 	struct builder_geometry geometry;   /* of the kernels written next */
+	const char *steps_from;             /* the footer's (builder_close); NULL: not said */
 
 	uint64_t correlation;               /* the last call's */
 	uint32_t last_op;
@@ -173,8 +176,10 @@ void builder_oom(struct builder *b, uint64_t t, uint64_t requested, int category
 void builder_step(struct builder *b, uint32_t index, bool warmup, uint64_t start, uint64_t end);
 
 /*
- * Finishes: a bundle gets its footer (complete, `end_reason`); a replay gets
- * its strings and is built. -1 when this or any earlier event failed.
+ * Finishes: a bundle gets its footer (complete, `end_reason`, b->steps_from);
+ * a replay gets its strings and is built, with b->steps_from as its footer's
+ * steps_from (the string must outlive the replay). -1 when this or any
+ * earlier event failed.
  */
 int builder_close(struct builder *b, const char *end_reason);
 /* Closes a bundle without a footer, as a crashed recording leaves it. */
