@@ -143,7 +143,7 @@ int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct 
 		kv_row(t, "category", st_mem_category_name(b->category), 0, false);
 		kv_row(t, "op", memory_block_op(rp, b), 0, false);
 		kv_row(t, "range", memory_point_range(rp, &tl, cap.point), 0, false);
-		kv_row(t, "phase", mem_phase_name((enum mem_phase)b->phase), 0, false);
+		kv_row(t, "phase", st_phase_name(b->phase), 0, false);
 		if (m->step >= 0 && (size_t)m->step < rp->n_steps)
 			snprintf(b2, sizeof(b2), "%" PRIu32 "%s", rp->steps[m->step].index,
 				 rp->steps[m->step].warmup ? " (warm-up)" : "");

@@ -104,9 +104,9 @@ enum kernel_category category_from_op(const char *kind, const char *phase)
 {
 	char buf[512];
 
-	if (phase && strcmp(phase, "optimizer") == 0)
+	if (st_phase_from_name(phase) == ST_PHASE_OPTIMIZER)
 		return CAT_OPTIMIZER;
-	if (phase && strcmp(phase, "comm") == 0)
+	if (phase && strcmp(phase, ST_OP_PHASE_COMM) == 0)
 		return CAT_COMM;
 	/* a leading '/' lets "/w1" match "w1" at the start of the kind too */
 	buf[0] = '/';

@@ -17,7 +17,7 @@ bool comm_is_collective(const struct replay *rp, const struct replay_activity *a
 		return false;
 	op = replay_op(rp, a->op);
 	if (op)
-		return !strcmp(replay_str(rp, op->phase), "comm");
+		return !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM);
 	return !strncmp(replay_str(rp, a->name), "nccl", 4);
 }
 

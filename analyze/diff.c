@@ -20,10 +20,6 @@
 
 const char *const diff_by_names[] = { "op", "range", "category", "kernel", "phase", NULL };
 
-/* Phases of --by phase rows, "other" last. */
-static const char *const phase_names[] = { "forward", "backward", "optimizer", "other", NULL };
-#define PHASE_OTHER 3
-
 /* Below this share of GPU time in op kinds both sides have, --by op aligns by phase instead. */
 #define OP_OVERLAP_MIN 0.5
 
@@ -105,26 +101,13 @@ static bool counted(const struct replay *rp, const struct replay_filter *f, cons
 	return replay_counts(rp, a->step, opt->include_warmup) && replay_filter_activity(f, rp, a);
 }
 
-/* Index into phase_names of a path's first phase component, PHASE_OTHER if none. */
-static int phase_of_path(const char *path)
-{
-	for (const char *p = path; p && *p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
-		for (int i = 0; i < PHASE_OTHER; i++) {
-			size_t n = strlen(phase_names[i]);
-
-			if (!strncmp(p, phase_names[i], n) && (p[n] == '/' || p[n] == '\0'))
-				return i;
-		}
-	return PHASE_OTHER;
-}
-
-/* An activity's phase: its op's, else its NVTX path's. */
+/* An activity's enum st_phase: its op's, else its NVTX path's. */
 static int activity_phase(const struct replay *rp, const struct replay_activity *a)
 {
 	const struct replay_op *op = replay_op(rp, a->op);
-	int p = op ? st_lookup(phase_names, replay_str(rp, op->phase)) : -1;
+	int p = op ? st_phase_from_name(replay_str(rp, op->phase)) : -1;
 
-	return p >= 0 ? p : phase_of_path(replay_activity_path(rp, a));
+	return p >= 0 ? p : st_phase_of_path(replay_activity_path(rp, a));
 }
 
 /* The grouping key of an activity under --by, and the group's name. */
@@ -161,7 +144,7 @@ static char *row_name(const struct replay *rp, uint64_t key, int by)
 	case DIFF_BY_PHASE: {
 		char buf[64];
 
-		snprintf(buf, sizeof(buf), "%s/%s", phase_names[(key >> 8) & 3],
+		snprintf(buf, sizeof(buf), "%s/%s", st_phase_name((int)(key >> 8)),
 			 category_name((enum kernel_category)(key & 0xff)));
 		return strdup(buf);
 	}
@@ -427,7 +410,7 @@ static int step_facts(const struct replay *rp, const struct diff_options *opt, s
 		d = (double)(a->end > a->start ? a->end - a->start : 0);
 		gemm = category_cached(&cc, a) == CAT_GEMM;
 		op = replay_op(rp, a->op);
-		fwd = op && !strcmp(replay_str(rp, op->phase), "forward");
+		fwd = op && st_phase_from_name(replay_str(rp, op->phase)) == ST_PHASE_FORWARD;
 		f->kernel_ns += d;
 		f->kernels += 1;
 		f->gemm_ns += gemm ? d : 0;
@@ -518,11 +501,11 @@ static int memory_table(struct report *r, const struct replay *a, const struct r
 	table_add_column(t, "Metric", COL_STR, 0);
 	compare_columns(t, " (MiB)", 3);
 	metric(t, "peak", ha, (double)ta.peak.bytes / MIB, hb, (double)tb.peak.bytes / MIB);
-	for (int p = 0; p < MEM_PHASE_OTHER; p++) {
+	for (int p = 0; p < ST_PHASE_OTHER; p++) {
 		bool pa = ha && ta.phase_peak[p].bytes > 0, pb = hb && tb.phase_peak[p].bytes > 0;
 		if (!pa && !pb)
 			continue;
-		snprintf(name, sizeof(name), "peak in %s", mem_phase_name((enum mem_phase)p));
+		snprintf(name, sizeof(name), "peak in %s", st_phase_name(p));
 		metric(t, name, pa, (double)ta.phase_peak[p].bytes / MIB, pb,
 		       (double)tb.phase_peak[p].bytes / MIB);
 	}

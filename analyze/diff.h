@@ -23,9 +23,9 @@
  * time is in op kinds both have, the rows and the one-sided kernels are
  * aligned by phase and kernel category instead ("forward/GEMM"), and a note
  * says so (by = -1, the command's default; --by op keeps op kinds). --by
- * phase asks for that alignment directly. An activity's phase
- * is its op's, else the first of forward, backward, optimizer in its NVTX
- * path, else "other".
+ * phase asks for that alignment directly. An activity's phase (enum
+ * st_phase) is its op's, else the first of forward, backward, optimizer,
+ * zero_grad, data in its NVTX path, else "other".
  *
  * Bundles of different models or sizes are still diffed where their names
  * match; what differs in the headers is listed in a note, and, when it is

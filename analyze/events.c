@@ -21,6 +21,11 @@ struct lister {
 	bool filtering;
 	const struct mem_timeline *tl;
 	int32_t *point_of_mem;      /* rp->mem index -> tl point, -1 other view */
+	/* With tags: the driver view's timeline, which knows what they named and the blocks' categories */
+	const struct mem_timeline *drv;    /* NULL: the bundle has no tags */
+	const int32_t *drv_point_of_mem;   /* rp->mem index -> drv point (point_of_mem when tl is drv) */
+	int32_t *drv_points;        /* owned: drv_point_of_mem when drv is not tl */
+	int32_t *tag_of_mem;        /* rp->mem index -> index into drv->tags, -1 not a tag */
 	size_t next_point;          /* first tl point not yet applied */
 	uint64_t live;
 	FILE *out;
@@ -136,6 +141,16 @@ static void list_mem(struct lister *l, size_t i)
 	}
 	if (!l->a->kind_ok[ev->kind] || !path_ok(l, m->range))
 		return;
+	if (ev->kind == ST_MEMTAG) {
+		int32_t k = l->tag_of_mem ? l->tag_of_mem[i] : -1;
+
+		snprintf(name, sizeof(name), "%s %s 0x%" PRIx64 "%s", human_bytes(b1, sizeof(b1), (double)ev->mem.size),
+			 st_mem_category_name((int)ev->mem.category), ev->mem.address,
+			 k < 0 || l->drv->tags[k].block < 0 ? " (names no live block: ignored)" : "");
+		put_line(l, ev->start, events_kind_name(ev->kind), 0, "device", ev->mem.device,
+			 range_path(rp, m->range), name);
+		return;
+	}
 	op = replay_op(rp, ev->kind == ST_OOM ? ev->oom.op : ev->mem.op);
 	if (ev->kind == ST_OOM) {
 		snprintf(name, sizeof(name), "OOM request %s %s live %s capacity %" PRIu64 " op %s",
@@ -146,9 +161,12 @@ static void list_mem(struct lister *l, size_t i)
 		return;
 	}
 	{
-		const struct mem_point *pt = p >= 0 ? &l->tl->points[p] : NULL;
+		/* the block as the listing's view has it, else a driver block as the tags name it */
+		const struct mem_timeline *v = p >= 0 ? l->tl : l->drv;
+		int32_t q = p >= 0 ? p : l->drv ? l->drv_point_of_mem[i] : -1;
+		const struct mem_point *pt = q >= 0 ? &v->points[q] : NULL;
 		bool unknown = ev->kind == ST_FREE && pt && pt->block < 0;
-		uint64_t size = pt && pt->block >= 0 ? l->tl->blocks[pt->block].size : ev->mem.size;
+		uint64_t size = pt && pt->block >= 0 ? v->blocks[pt->block].size : ev->mem.size;
 		int cat = pt && pt->block >= 0 ? pt->category : (int)ev->mem.category;
 
 		snprintf(name, sizeof(name), "%c%s %s 0x%" PRIx64 "%s%s%s", ev->kind == ST_ALLOC ? '+' : '-',
@@ -237,9 +255,60 @@ static void list_one(struct lister *l, int s, size_t i)
 	}
 }
 
+const char *events_kind_name(int kind)
+{
+	return kind == ST_MEMTAG ? "tag" : st_kind_name(kind);
+}
+
+int events_kind_from_name(const char *name)
+{
+	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
+		if (!strcmp(events_kind_name(k), name))
+			return k;
+	return -1;
+}
+
+/*
+ * With tags in the bundle, the driver view that matched them and names its
+ * blocks' categories: the listing's own timeline in the driver view, else
+ * one built in *drv. 0, or -1 after an error line.
+ */
+static int tags_init(struct lister *l, const struct mem_timeline *tl, struct mem_timeline *drv)
+{
+	const struct replay *rp = l->rp;
+	size_t n = 0;
+
+	for (size_t i = 0; i < rp->n_mem; i++)
+		n += rp->mem[i].ev.kind == ST_MEMTAG;
+	if (!n)
+		return 0;
+	if (tl->view == MEM_VIEW_DRIVER) {
+		l->drv = tl;
+		l->drv_point_of_mem = l->point_of_mem;
+	} else {
+		if (mem_timeline_build(drv, rp, MEM_VIEW_DRIVER) < 0)
+			return -1;
+		l->drv = drv;
+		l->drv_points = malloc(rp->n_mem * sizeof(*l->drv_points));
+		if (!l->drv_points)
+			return error("out of memory");
+		memset(l->drv_points, 0xff, rp->n_mem * sizeof(*l->drv_points));
+		for (size_t p = 0; p < drv->n_points; p++)
+			l->drv_points[drv->points[p].mem] = (int32_t)p;
+		l->drv_point_of_mem = l->drv_points;
+	}
+	l->tag_of_mem = malloc(rp->n_mem * sizeof(*l->tag_of_mem));
+	if (!l->tag_of_mem)
+		return error("out of memory");
+	memset(l->tag_of_mem, 0xff, rp->n_mem * sizeof(*l->tag_of_mem));
+	for (size_t k = 0; k < l->drv->n_tags; k++)
+		l->tag_of_mem[l->drv->tags[k].mem] = (int32_t)k;
+	return 0;
+}
+
 int events_list(const struct replay *rp, const struct events_opts *a)
 {
-	struct mem_timeline tl;
+	struct mem_timeline tl, drv = { 0 };
 	struct lister l = { .rp = rp, .a = a, .out = stdout, .format = a->format };
 	struct report *r = NULL;
 	size_t head[SRC_COUNT] = { 0 }, n[SRC_COUNT];
@@ -258,6 +327,10 @@ int events_list(const struct replay *rp, const struct events_opts *a)
 	memset(l.point_of_mem, 0xff, (rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
 	for (size_t p = 0; p < tl.n_points; p++)
 		l.point_of_mem[tl.points[p].mem] = (int32_t)p;
+	if (tags_init(&l, &tl, &drv) < 0) {
+		rc = -1;
+		goto out;
+	}
 	if (a->range) {
 		if (replay_filter_init(&l.filter, rp, a->range) < 0) {
 			rc = -1;
@@ -319,6 +392,9 @@ out:
 	setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
 	report_free(r);
 	free(l.point_of_mem);
+	free(l.tag_of_mem);
+	free(l.drv_points);
+	mem_timeline_release(&drv);
 	mem_timeline_release(&tl);
 	return rc;
 }

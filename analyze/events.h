@@ -2,7 +2,9 @@
  * events.h: `steptrace replay`'s listing: the rebuilt event stream in time
  * order, one line per event with its context (time, kind, duration, stream
  * or thread, live memory, range path, name), like `perf script`; filtered
- * by kind, range path and time window.
+ * by kind, range path and time window. A memory tag (ST_MEMTAG) is a line of
+ * kind "tag": its size, category and address, and whether it named no live
+ * block (replay/memory.h, Categories).
  *
  * The listing streams: a merge of replay's sorted arrays, integer-only
  * formatting and one big stdio buffer, so a million events print in well
@@ -30,5 +32,12 @@ struct events_opts {
  * it goes. 0, or -1 after an error line.
  */
 int events_list(const struct replay *rp, const struct events_opts *o);
+
+/*
+ * A kind's name in the listing (and for --kind): st_kind_name's, but "tag"
+ * for ST_MEMTAG; and back, -1 for none.
+ */
+const char *events_kind_name(int kind);
+int events_kind_from_name(const char *name);
 
 #endif

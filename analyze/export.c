@@ -539,7 +539,11 @@ static int add_count(struct layout *L, uint64_t t, uint32_t track, int64_t value
 	return add_mark(L, t, MK_COUNTER, (uint32_t)L->n_counts++);
 }
 
-/* Counter tracks of one memory view: its total and, for the model view, each category seen. */
+/*
+ * Counter tracks of one memory view: its total and each category seen, in
+ * the model view, or in the driver view once the program's tags name them
+ * (replay/memory.h, Categories).
+ */
 static int layout_memory_view(struct layout *L, enum mem_view view)
 {
 	const struct replay *rp = L->rp;
@@ -567,7 +571,7 @@ static int layout_memory_view(struct layout *L, enum mem_view view)
 	if (add_track(L, TK_COUNTER, L->tracks[proc].uuid, export_gpu_pid(L, (uint32_t)L->mem_device), 0,
 		      &tr[ST_MEM_CATEGORY_COUNT], "live memory, %s: total", mem_view_name(view)) < 0)
 		goto out;
-	for (int c = 0; view == MEM_VIEW_MODEL && c < ST_MEM_CATEGORY_COUNT; c++)
+	for (int c = 0; (view == MEM_VIEW_MODEL || tl.n_tags) && c < ST_MEM_CATEGORY_COUNT; c++)
 		if (seen[c] && add_track(L, TK_COUNTER, L->tracks[proc].uuid,
 					 export_gpu_pid(L, (uint32_t)L->mem_device), 0,
 					 &tr[c], "live memory, %s: %s", mem_view_name(view),

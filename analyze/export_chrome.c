@@ -137,7 +137,7 @@ static int chrome_counter(struct chrome_writer *w, const struct layout *L, const
 	values[c->group][c->series] = c->value;
 	if (!last_of_instant)
 		return 0;
-	/* the model view's categories stack up to its total; the driver view has only the total */
+	/* a view's categories stack up to its total; the driver view without tags has only the total */
 	args = json_object();
 	for (int k = 0; args && k < ST_MEM_CATEGORY_COUNT; k++)
 		if (tr[k] != UINT32_MAX) {

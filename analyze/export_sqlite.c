@@ -436,7 +436,7 @@ static int sq_allocations(struct sq *q, enum mem_view view)
 			continue;
 		rc = INSERT(q, T_ALLOC, I(b->t_alloc), b->t_free == UINT64_MAX ? NUL : I(b->t_free), I(b->address),
 			    I(b->size), S(st_mem_category_name(b->category)), S(mem_view_short_names[view]),
-			    S(mem_phase_name(b->phase)), ID(b->op), I(b->device),
+			    S(st_phase_name(b->phase)), ID(b->op), I(b->device),
 			    sq_step(mem < rp->n_mem ? rp->mem[mem].step : -1));
 	}
 	mem_timeline_release(&tl);

@@ -15,7 +15,6 @@
 #include "lib/output.h"
 
 const char *const flops_by_names[] = { "kind", "op", NULL };
-const char *const flops_phase_names[] = { "forward", "backward", "optimizer", NULL };
 
 const char *flops_precision_name(enum flops_precision p)
 {
@@ -136,10 +135,10 @@ struct op_acc {
 	int32_t group;
 };
 
-/* 0 forward, 1 backward, 2 optimizer, -1 any other */
-static int phase_index(const char *phase)
+/* The enum st_phase an op names, -1 when none */
+static int op_phase(const struct replay *rp, const struct replay_op *op)
 {
-	return st_lookup(flops_phase_names, phase);
+	return st_phase_from_name(replay_str(rp, op->phase));
 }
 
 static int group_of(struct flops_result *res, size_t *cap, const struct replay *rp,
@@ -180,7 +179,7 @@ static void row_add_op(struct flops_row *row, const struct replay *rp, const str
 	enum flops_bound b = BOUND_UNKNOWN;
 	double roof = roofline_ns(pk, p, op->flops, op->bytes, &b);
 
-	int ph = phase_index(replay_str(rp, op->phase));
+	int ph = op_phase(rp, op);
 
 	if (row->instances == 0) {
 		row->precision = p;
@@ -212,11 +211,11 @@ static void attention_add(struct flops_result *res, const struct replay *rp, con
 			  const struct op_acc *acc)
 {
 	const char *kind = replay_str(rp, op->kind);
-	int ph = phase_index(replay_str(rp, op->phase));
+	int ph = op_phase(rp, op);
 	struct flops_attention *at;
 	double t = (double)acc->time, f = (double)acc->execs * (double)op->flops;
 
-	if (ph < 0 || ph > 1)
+	if (ph != ST_PHASE_FORWARD && ph != ST_PHASE_BACKWARD)
 		return;
 	at = &res->attention[ph];
 	if (!strcmp(kind, "attn/softmax")) {
@@ -238,29 +237,6 @@ static int cmp_row(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Does `path` have a component equal to `word`? */
-static bool path_has_component(const char *path, const char *word)
-{
-	size_t n = strlen(word);
-
-	for (const char *p = path; p && *p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, word, n) && (p[n] == '/' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
-/* Per path, whether it has a component equal to `word` (paths come parent first). NULL: out of memory. */
-static uint8_t *paths_with_component(const struct replay *rp, const char *word)
-{
-	uint8_t *has = malloc(rp->n_paths + 1);
-
-	for (size_t i = 0; has && i < rp->n_paths; i++) {
-		int32_t parent = rp->paths[i].parent;
-		has[i] = (parent >= 0 && has[parent]) || path_has_component(replay_str(rp, rp->paths[i].name), word);
-	}
-	return has;
-}
-
 static void divide(struct flops_result *res)
 {
 	double d = res->divisor;
@@ -278,7 +254,7 @@ static void divide(struct flops_result *res)
 	res->kernel_ns /= d;
 	res->comm_ns /= d;
 	res->gemm_ns /= d;
-	for (int p = 0; p < 3; p++) {
+	for (int p = 0; p < ST_PHASE_OTHER; p++) {
 		res->phase_kernel_ns[p] /= d;
 		res->phase_gemm_ns[p] /= d;
 	}
@@ -299,12 +275,15 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	uint64_t *keys = NULL;
 	uint8_t *ran = NULL;      /* per step: a selected kernel ran in it */
 	size_t steps_ran = 0;
-	uint8_t *phase_paths = NULL;
+	uint8_t *path_phase = NULL;    /* with --phase: each path's enum st_phase */
 	uint64_t noop_time = 0, noop_kernels = 0;
 	size_t cap = rp->n_ops + 1;
+	int want = opt->phase ? st_phase_from_name(opt->phase) : -1;
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
+	if (opt->phase && want < 0)
+		return error("'%s' is not a phase", opt->phase);
 	peaks_from_header(rp, &out->peaks);
 	out->peaks_missing = out->peaks.bandwidth <= 0;
 	for (int p = 0; p < FP_COUNT; p++)
@@ -319,13 +298,15 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	out->rows = calloc(cap, sizeof(*out->rows));
 	ran = calloc(rp->n_steps + 1, 1);
 	if (opt->phase)
-		phase_paths = paths_with_component(rp, opt->phase);
-	if (!acc || !keys || !out->rows || !ran || (opt->phase && !phase_paths)) {
+		path_phase = malloc(rp->n_paths + 1);
+	if (!acc || !keys || !out->rows || !ran || (opt->phase && !path_phase)) {
 		error("out of memory");
 		goto out;
 	}
 	if (category_cache_init(&cc, rp) < 0)
 		goto out;
+	if (path_phase)
+		replay_path_phases(rp, path_phase);
 	for (size_t i = 0; i < rp->n_ops; i++) {
 		acc[i].last_step = INT64_MIN;
 		acc[i].group = -1;
@@ -348,11 +329,11 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 			continue;
 		}
 		if (op) {
-			if (opt->phase && strcmp(replay_str(rp, op->phase), opt->phase) != 0)
+			ph = op_phase(rp, op);
+			if (opt->phase && ph != want)
 				continue;
 			oa = &acc[op - rp->ops];
-			ph = phase_index(replay_str(rp, op->phase));
-		} else if (opt->phase && !(a->range >= 0 && phase_paths[rp->ranges[a->range].path])) {
+		} else if (opt->phase && !(a->range >= 0 && path_phase[rp->ranges[a->range].path] == want)) {
 			continue;
 		}
 		dur = a->end > a->start ? a->end - a->start : 0;
@@ -424,7 +405,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		qsort(out->rows, out->n_rows, sizeof(*out->rows), cmp_row);
 	rc = 0;
 out:
-	free(phase_paths);
+	free(path_phase);
 	free(acc);
 	free(ran);
 	category_cache_release(&cc);
@@ -470,10 +451,10 @@ static void notes(struct report *r, const struct flops_result *res)
 	if (res->kernel_ns > 0) {
 		char buf[256];
 		int n = 0;
-		for (int p = 0; p < 3; p++)
+		for (int p = 0; p < ST_PHASE_OTHER; p++)
 			if (res->phase_kernel_ns[p] > 0 && n >= 0 && (size_t)n < sizeof(buf))
 				n += snprintf(buf + n, sizeof(buf) - n, "%s%s %.1f%%", n ? ", " : "; ",
-					      flops_phase_names[p], 100.0 * res->phase_gemm_ns[p] / res->phase_kernel_ns[p]);
+					      st_phase_name(p), 100.0 * res->phase_gemm_ns[p] / res->phase_kernel_ns[p]);
 		report_note(r, "GEMM share of GPU time: %.1f%% (%.3f of %.3f ms of kernels per step)%s",
 			    100.0 * res->gemm_ns / res->kernel_ns, res->gemm_ns / 1e6, res->kernel_ns / 1e6,
 			    n ? buf : "");
@@ -488,7 +469,7 @@ static void notes(struct report *r, const struct flops_result *res)
 		double tr = at->softmax_ns / at->matmul_ns, fr = at->softmax_flops / at->matmul_flops;
 		report_note(r, "attention %s: softmax takes %.3fx the time of scores+av (%.3f vs %.3f ms) "
 			       "for %.4fx their FLOPs (%.3f vs %.3f GFLOP): %.1fx the time per FLOP",
-			    flops_phase_names[p], tr, at->softmax_ns / 1e6, at->matmul_ns / 1e6, fr,
+			    st_phase_name(p), tr, at->softmax_ns / 1e6, at->matmul_ns / 1e6, fr,
 			    at->softmax_flops / 1e9, at->matmul_flops / 1e9, fr > 0 ? tr / fr : NAN);
 	}
 }

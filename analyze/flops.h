@@ -43,12 +43,12 @@
 
 enum flops_by { FLOPS_BY_KIND, FLOPS_BY_OP };
 extern const char *const flops_by_names[];       /* "kind", "op" */
-extern const char *const flops_phase_names[];    /* "forward", "backward", "optimizer" */
 
 struct flops_options {
 	int by;                     /* enum flops_by */
 	const char *range;          /* NVTX path pattern (see range_pattern), NULL = all */
-	const char *phase;          /* op phase, one of flops_phase_names; NULL = all */
+	const char *phase;          /* one of st_phase_names: ops of that phase, kernels of no op by their
+				       range path's phase (replay_path_phases); NULL = all */
 	bool include_warmup;
 	/* what flops_run shows besides */
 	int top;                    /* rows shown, 0 = all */
@@ -76,7 +76,7 @@ struct flops_row {
 	bool matmul;                /* some op of the row is a matrix product */
 	int precision;              /* enum flops_precision of its ops; FP_NONE when none or mixed */
 	bool mixed_precision;
-	int phase;                  /* 0 forward, 1 backward, 2 optimizer, -1 other or mixed */
+	int phase;                  /* enum st_phase of its ops; -1 when other or mixed */
 	/* per step */
 	double instances;           /* op executions (a kind: one per layer) */
 	double kernels;
@@ -109,9 +109,10 @@ struct flops_result {
 	bool by_op;                 /* one row per op: the table shows each op's dtypes */
 	double kernel_ns;           /* per step, every kernel counted */
 	double gemm_ns;             /* per step, kernels of category GEMM */
-	double phase_kernel_ns[3], phase_gemm_ns[3];   /* forward, backward, optimizer (by op phase) */
+	double phase_kernel_ns[ST_PHASE_OTHER];        /* per named enum st_phase, by op phase */
+	double phase_gemm_ns[ST_PHASE_OTHER];
 	double comm_ns;             /* per step, communication ops' kernels: left out of the rows */
-	struct flops_attention attention[2];         /* forward, backward */
+	struct flops_attention attention[2];         /* ST_PHASE_FORWARD, ST_PHASE_BACKWARD */
 };
 
 /*

@@ -120,10 +120,10 @@ static void add_peaks(struct report *r, const struct replay *rp, const struct me
 		peak_row(t, rp, v, only >= 0 ? step_name(rp, (size_t)only, scope, sizeof(scope)) : "overall",
 			 &v->peak);
 		/* phases with a span or an allocation in the bundle (or the step) */
-		for (int p = 0; v == tl && p < MEM_PHASE_COUNT; p++) {
+		for (int p = 0; v == tl && p < ST_PHASE_COUNT; p++) {
 			if (v->phase_peak[p].point < 0)
 				continue;
-			snprintf(scope, sizeof(scope), "phase %s", mem_phase_name((enum mem_phase)p));
+			snprintf(scope, sizeof(scope), "phase %s", st_phase_name(p));
 			peak_row(t, rp, v, scope, &v->phase_peak[p]);
 		}
 		for (size_t s = 0; only < 0 && s < v->n_steps; s++)
@@ -162,7 +162,7 @@ static void block_cells(struct table *t, const struct replay *rp, const struct m
 	table_int(t, (int64_t)b->size);
 	table_float(t, b->size / MIB);
 	table_str(t, st_mem_category_name(b->category));
-	table_str(t, mem_phase_name((enum mem_phase)b->phase));
+	table_str(t, st_phase_name(b->phase));
 	table_str(t, memory_block_op(rp, b));
 	table_str(t, memory_point_range(rp, tl, (int32_t)b->alloc_point));
 	table_float(t, rel_ms(rp, b->t_alloc));
@@ -311,6 +311,22 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 	}
 }
 
+/* Where the driver view's categories came from: the program's tags, and the rule for the rest. */
+static void note_tags(struct report *r, const struct mem_timeline *tl)
+{
+	size_t tagged = 0;
+	char ignored[96] = "";
+
+	for (size_t i = 0; i < tl->n_blocks; i++)
+		tagged += tl->blocks[i].tagged;
+	if (tl->n_tags_ignored)
+		snprintf(ignored, sizeof(ignored), "; %zu named no live block and were ignored", tl->n_tags_ignored);
+	report_note(r, "driver view: %zu tag(s) of the program named the category of %zu block(s)%s; "
+		    "untagged blocks: activation when allocated in the forward and live when it ends, temporary "
+		    "when allocated in another phase or freed within the forward, unknown outside every phase",
+		    tl->n_tags - tl->n_tags_ignored, tagged, ignored);
+}
+
 int memory_run(const struct replay *rp, const struct memory_opts *a, struct report *r)
 {
 	struct mem_timeline views[2];
@@ -378,6 +394,8 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 			    rel_ms(rp, tl->peak.t), *op ? op : "no op",
 			    view == MEM_VIEW_MODEL ? (other->n_points ? human_bytes(b2, sizeof(b2), (double)other->peak.bytes) : "not recorded")
 			    : human_bytes(b2, sizeof(b2), (double)tl->peak.bytes));
+	if (tl->view == MEM_VIEW_DRIVER && tl->n_tags)
+		note_tags(r, tl);
 	if (tl->n_ooms)
 		report_note(r, "the run recorded %zu out-of-memory event(s); `steptrace replay --kind oom` lists them, "
 			    "and the table above shows the first", tl->n_ooms);

@@ -18,11 +18,16 @@ static const int stack_order[ST_MEM_CATEGORY_COUNT] = {
 	ST_MEM_WORKSPACE, ST_MEM_ACTIVATION, ST_MEM_TEMPORARY, ST_MEM_UNKNOWN,
 };
 
+/* A phase band's fill, by enum st_phase; other's is never drawn. */
 static const char *phase_fill(int p)
 {
-	static const char *const fills[] = { "#e8f0fa", "#fcefe3", "#f3ecf6" };
+	static const char *const fills[ST_PHASE_COUNT] = {
+		[ST_PHASE_FORWARD] = "#e8f0fa", [ST_PHASE_BACKWARD] = "#fcefe3",
+		[ST_PHASE_OPTIMIZER] = "#f3ecf6", [ST_PHASE_ZERO_GRAD] = "#eaf5e8",
+		[ST_PHASE_DATA] = "#fbf5df", [ST_PHASE_OTHER] = "#f4f4f4",
+	};
 
-	return p >= 0 && p < 3 ? fills[p] : "#f4f4f4";
+	return p >= 0 && p < ST_PHASE_COUNT ? fills[p] : fills[ST_PHASE_OTHER];
 }
 
 struct chart {
@@ -34,6 +39,7 @@ struct chart {
 	double x0, x1, y0, y1;          /* plot area: x0 left, y0 bottom */
 	struct svg_scale xs, ys;
 	double ymax;
+	bool phase_drawn[ST_PHASE_COUNT];   /* a band of that phase is on the chart */
 };
 
 /*
@@ -83,7 +89,11 @@ static double xpos(const struct chart *ch, uint64_t t)
 	return svg_scale_map(&ch->xs, t >= ch->origin ? (double)(t - ch->origin) : 0);
 }
 
-/* Phase bands: from NVTX ranges named forward/backward/optimizer when there are any, else from runs of the points' phases. */
+/*
+ * Phase bands: from the phase ranges (forward, backward, ... not inside
+ * another phase's; replay_range_phase) when there are any, else from runs
+ * of the points' phases.
+ */
 static void draw_phases(struct chart *ch)
 {
 	const struct replay *rp = ch->rp;
@@ -92,14 +102,12 @@ static void draw_phases(struct chart *ch)
 
 	for (size_t i = 0; i < rp->n_ranges; i++) {
 		const char *name = replay_str(rp, rp->ranges[i].name);
-		int p = -1;
+		int p = replay_range_phase(rp, i);
 
-		for (int k = 0; k < MEM_PHASE_OTHER; k++)
-			if (!strcmp(name, mem_phase_name((enum mem_phase)k)))
-				p = k;
 		if (p < 0 || rp->ranges[i].end < ch->t0 || rp->ranges[i].start > ch->t1)
 			continue;
 		from_ranges = true;
+		ch->phase_drawn[p] = true;
 		double xa = xpos(ch, rp->ranges[i].start > ch->t0 ? rp->ranges[i].start : ch->t0);
 		double xb = xpos(ch, rp->ranges[i].end < ch->t1 ? rp->ranges[i].end : ch->t1);
 		svg_rect(ch->out, xa, ch->y1, xb - xa, ch->y0 - ch->y1, phase_fill(p), NULL);
@@ -120,8 +128,10 @@ static void draw_phases(struct chart *ch)
 		while (j < tl->n_points && tl->points[j].t <= ch->t1 && tl->points[j].phase == p)
 			j++;
 		end = j < tl->n_points && tl->points[j].t <= ch->t1 ? tl->points[j].t : tl->points[j - 1].t;
-		if (p != MEM_PHASE_OTHER) {
-			const char *name = mem_phase_name((enum mem_phase)p);
+		if (p != ST_PHASE_OTHER) {
+			const char *name = st_phase_name(p);
+
+			ch->phase_drawn[p] = true;
 			double xa = xpos(ch, tl->points[i].t);
 			double xb = xpos(ch, end);
 
@@ -245,9 +255,12 @@ static void draw_legend(struct chart *ch, const uint64_t *at_peak, const bool *p
 		ly += 22;
 	}
 	ly += 8;
-	for (int p = 0; p < MEM_PHASE_OTHER; p++) {
+	/* a training step's three phases always, the others when the chart has them */
+	for (int p = 0; p < ST_PHASE_OTHER; p++) {
+		if (p > ST_PHASE_OPTIMIZER && !ch->phase_drawn[p])
+			continue;
 		svg_rect(ch->out, lx, ly - 10, 13, 13, phase_fill(p), "stroke=\"#ccd\" stroke-width=\"0.8\"");
-		svg_text(ch->out, lx + 20, ly + 1, SVG_START, 12, "#444", NULL, "%s phase", mem_phase_name((enum mem_phase)p));
+		svg_text(ch->out, lx + 20, ly + 1, SVG_START, 12, "#444", NULL, "%s phase", st_phase_name(p));
 		ly += 20;
 	}
 	svg_group_end(ch->out);

@@ -102,8 +102,6 @@ void page_tip_rect(FILE *out, double x, double y, double w, double h, const char
 
 /* ---- what the page shows, computed once per bundle -------------------------- */
 
-const char *const page_phase_names[PH_COUNT] = { "forward", "backward", "optimizer", "other" };
-
 static void compute_steps(struct page_data *d)
 {
 	const struct replay *rp = d->rp;
@@ -126,17 +124,10 @@ out:
 	free(busy);
 }
 
-static int phase_of_name(const char *s)
-{
-	for (int p = 0; p < PH_OTHER; p++)
-		if (strcmp(s, page_phase_names[p]) == 0)
-			return p;
-	return -1;
-}
-
 /*
- * By phase: the GPU busy time projected onto the outermost "forward",
- * "backward" and "optimizer" ranges of measured steps; "other" is what the
+ * By phase: the GPU busy time projected onto the phase ranges ("forward",
+ * "backward", "optimizer", "zero_grad", "data", each not inside another
+ * phase's: replay_range_phase) of measured steps; "other" is what the
  * steps' GPU busy time has beyond them (the loss, copies outside phases).
  * Without such ranges, kernel time summed by the op's phase.
  */
@@ -147,14 +138,9 @@ static void compute_phases(struct page_data *d)
 
 	for (size_t i = 0; i < rp->n_ranges; i++) {
 		const struct replay_range *r = &rp->ranges[i];
-		int p = phase_of_name(replay_str(rp, r->name));
+		int p = replay_range_phase(rp, i);
+
 		if (p < 0 || !replay_counts(rp, r->step, false))
-			continue;
-		/* only the outermost range of a phase name counts */
-		bool nested = false;
-		for (int32_t q = r->parent; q >= 0 && !nested; q = rp->ranges[q].parent)
-			nested = phase_of_name(replay_str(rp, rp->ranges[q].name)) == p;
-		if (nested)
 			continue;
 		d->phase_from_ranges = true;
 		d->phase_gpu[p] += (double)r->gpu_busy;
@@ -165,25 +151,25 @@ static void compute_phases(struct page_data *d)
 		for (size_t i = 0; i < rp->n_activities; i++) {
 			const struct replay_activity *a = &rp->activities[i];
 			const struct replay_op *op = replay_op(rp, a->op);
-			int p = op ? phase_of_name(replay_str(rp, op->phase)) : -1;
+			int p = op ? st_phase_from_name(replay_str(rp, op->phase)) : -1;
 			if (!replay_counts(rp, a->step, false))
 				continue;
-			p = p < 0 ? PH_OTHER : p;
+			p = p < 0 ? ST_PHASE_OTHER : p;
 			d->phase_gpu[p] += (double)(a->end - a->start);
 			d->phase_kernels[p] += a->kind == ST_KERNEL;
 		}
 	}
-	for (int p = 0; p < PH_COUNT; p++) {
+	for (int p = 0; p < ST_PHASE_COUNT; p++) {
 		d->phase_gpu[p] /= (double)d->divisor;
 		d->phase_cpu[p] /= (double)d->divisor;
-		sum += p < PH_OTHER ? d->phase_gpu[p] : 0;
+		sum += p < ST_PHASE_OTHER ? d->phase_gpu[p] : 0;
 	}
 	if (d->phase_from_ranges) {
 		for (size_t i = 0; i < rp->n_steps; i++)
 			if (!rp->steps[i].warmup)
 				step_busy += (double)rp->steps[i].gpu_busy;
 		step_busy /= (double)d->divisor;
-		d->phase_gpu[PH_OTHER] = step_busy > sum ? step_busy - sum : 0;
+		d->phase_gpu[ST_PHASE_OTHER] = step_busy > sum ? step_busy - sum : 0;
 	}
 }
 
@@ -507,30 +493,30 @@ static void phase_bar(FILE *out, const struct page_data *d)
 	double total = 0, x = 0, w = CHART_W;
 	char b[32];
 
-	for (int p = 0; p < PH_COUNT; p++)
+	for (int p = 0; p < ST_PHASE_COUNT; p++)
 		total += d->phase_gpu[p];
 	if (total <= 0) {
 		fputs("<p class=\"muted\">No GPU work under forward, backward or optimizer ranges.</p>\n", out);
 		return;
 	}
 	svg_begin(out, (int)w, 44, "GPU time by phase");
-	for (int p = 0; p < PH_COUNT; p++) {
+	for (int p = 0; p < ST_PHASE_COUNT; p++) {
 		double bw = w * d->phase_gpu[p] / total;
 		if (bw <= 0)
 			continue;
-		page_tip_rect(out, x, 4, bw, 36, svg_series_color(p), "%s: %s per step (%.1f%%)", page_phase_names[p],
+		page_tip_rect(out, x, 4, bw, 36, svg_phase_color(p), "%s: %s per step (%.1f%%)", st_phase_name(p),
 			 human_time(b, sizeof(b), d->phase_gpu[p]), 100.0 * d->phase_gpu[p] / total);
 		if (bw > 120)
 			svg_text(out, x + 10, 27, SVG_START, 13, "#fff", "font-weight=\"600\" pointer-events=\"none\"",
-				 "%s %.0f%%", page_phase_names[p], 100.0 * d->phase_gpu[p] / total);
+				 "%s %.0f%%", st_phase_name(p), 100.0 * d->phase_gpu[p] / total);
 		x += bw;
 	}
 	svg_end(out);
 	fputs("<div class=\"legend\">", out);
-	for (int p = 0; p < PH_COUNT; p++)
+	for (int p = 0; p < ST_PHASE_COUNT; p++)
 		if (d->phase_gpu[p] > 0)
-			fprintf(out, "<span><i style=\"background:%s\"></i>%s: %s</span>", svg_series_color(p),
-				page_phase_names[p], human_time(b, sizeof(b), d->phase_gpu[p]));
+			fprintf(out, "<span><i style=\"background:%s\"></i>%s: %s</span>", svg_phase_color(p),
+				st_phase_name(p), human_time(b, sizeof(b), d->phase_gpu[p]));
 	fputs("</div>\n", out);
 }
 
@@ -627,31 +613,38 @@ static void write_phases(FILE *out, const struct page_data *d)
 	char b1[32], b2[32];
 	double total = 0;
 
+	bool more = false;   /* phases beyond a training step's three: named in the lead too */
+
+	for (int p = ST_PHASE_OPTIMIZER + 1; p < ST_PHASE_OTHER; p++)
+		more |= d->phase_gpu[p] > 0 || d->phase_cpu[p] > 0;
 	page_section_begin(out, d, "phases", "Time by phase",
-		      d->phase_from_ranges
-		      ? "GPU busy time per measured step projected onto the forward, backward and optimizer NVTX "
-			"ranges (as Nsight Systems projects ranges); other = the rest of the step's GPU time."
-		      : "Kernel time per measured step by the phase of the op that launched it (the bundle has "
-			"no phase ranges).");
+		      !d->phase_from_ranges
+		      ? "Kernel time per measured step by the phase of the op that launched it (the bundle has "
+			"no phase ranges)."
+		      : more
+		      ? "GPU busy time per measured step projected onto the forward, backward, optimizer, zero_grad "
+			"and data NVTX ranges (as Nsight Systems projects ranges); other = the rest of the step's GPU time."
+		      : "GPU busy time per measured step projected onto the forward, backward and optimizer NVTX "
+			"ranges (as Nsight Systems projects ranges); other = the rest of the step's GPU time.");
 	phase_bar(out, d);
-	for (int p = 0; p < PH_COUNT; p++)
+	for (int p = 0; p < ST_PHASE_COUNT; p++)
 		total += d->phase_gpu[p] + d->phase_cpu[p];
 	if (total <= 0) {
 		page_section_end(out);
 		return;
 	}
 	total = 0;
-	for (int p = 0; p < PH_COUNT; p++)
+	for (int p = 0; p < ST_PHASE_COUNT; p++)
 		total += d->phase_gpu[p];
 	fputs("<div class=\"scroll\"><table class=\"data\" style=\"margin-top:12px\"><thead><tr><th>Phase</th>"
 	      "<th class=\"num\">GPU time / step</th><th class=\"num\">Share</th>"
 	      "<th class=\"num\">CPU time / step</th><th class=\"num\">Kernels / step</th></tr></thead><tbody>\n",
 	      out);
-	for (int p = 0; p < PH_COUNT; p++) {
+	for (int p = 0; p < ST_PHASE_COUNT; p++) {
 		if (d->phase_gpu[p] <= 0 && d->phase_cpu[p] <= 0)
 			continue;
 		fprintf(out, "<tr><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td>"
-			"<td class=\"num\">%s</td><td class=\"num\">%.0f</td></tr>\n", page_phase_names[p],
+			"<td class=\"num\">%s</td><td class=\"num\">%.0f</td></tr>\n", st_phase_name(p),
 			human_time(b1, sizeof(b1), d->phase_gpu[p]), total > 0 ? 100.0 * d->phase_gpu[p] / total : 0.0,
 			d->phase_cpu[p] > 0 ? human_time(b2, sizeof(b2), d->phase_cpu[p]) : "",
 			(double)d->phase_kernels[p] / (double)d->divisor);
@@ -867,9 +860,9 @@ static int write_memory(FILE *out, const struct page_data *d)
 			   human_bytes(b1, sizeof(b1), (double)tl->peak.by_category[c]),
 			   100.0 * (double)tl->peak.by_category[c] / (double)(tl->peak.bytes ? tl->peak.bytes : 1));
 	fputs("</dl></div><div>\n<h3>Peak by phase</h3>\n<dl class=\"kv\">", out);
-	for (int p = 0; p < MEM_PHASE_COUNT; p++)
+	for (int p = 0; p < ST_PHASE_COUNT; p++)
 		if (tl->phase_peak[p].bytes)
-			kv(out, mem_phase_name((enum mem_phase)p), "%s",
+			kv(out, st_phase_name(p), "%s",
 			   human_bytes(b1, sizeof(b1), (double)tl->phase_peak[p].bytes));
 	if (tl->n_never_freed)
 		kv(out, "never freed", "%zu blocks, %s", tl->n_never_freed,
@@ -892,7 +885,7 @@ static int write_memory(FILE *out, const struct page_data *d)
 		fputc('>', out);
 		html_escape(out, *op ? op : "(none)");
 		fprintf(out, "</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
-			human_time(b2, sizeof(b2), (double)(b->t_alloc - rp->t_min)), mem_phase_name((enum mem_phase)b->phase));
+			human_time(b2, sizeof(b2), (double)(b->t_alloc - rp->t_min)), st_phase_name(b->phase));
 	}
 	fputs("</tbody></table></div>\n", out);
 	if (live > n)

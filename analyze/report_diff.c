@@ -232,8 +232,8 @@ static int write_diff_charts(FILE *out, const struct page_data *da, const struct
 
 	fputs("<h3>Time by phase</h3>\n", out);
 	n = 0;
-	for (int p = 0; p < PH_COUNT; p++) {
-		labels[n] = page_phase_names[p];
+	for (int p = 0; p < ST_PHASE_COUNT; p++) {
+		labels[n] = st_phase_name(p);
 		va[n] = da->phase_gpu[p];
 		vb[n++] = db->phase_gpu[p];
 	}

@@ -136,10 +136,10 @@ static int layer_split_compute(struct layer_split *ls, const struct page_data *d
 				ls->outside += ns;
 				continue;
 			}
-			int ph = strstr(path, "backward") ? 1 : strstr(path, "forward") ? 0 : 2;
-			if (op && *replay_str(rp, op->phase))
-				ph = strcmp(replay_str(rp, op->phase), "forward") == 0 ? 0
-				   : strcmp(replay_str(rp, op->phase), "backward") == 0 ? 1 : 2;
+			/* the op's phase when it has one, else its path's: forward, backward, or other */
+			int p = op && *replay_str(rp, op->phase) ? st_phase_from_name(replay_str(rp, op->phase))
+								 : st_phase_of_path(path);
+			int ph = p == ST_PHASE_FORWARD ? 0 : p == ST_PHASE_BACKWARD ? 1 : 2;
 			LAYER_NS(ls, layer, layer_part_index(ls, part), ph) += ns;
 		}
 		if (pass == 0) {

@@ -19,9 +19,6 @@
 #define CHART_W 1140         /* natural width of the charts, CSS pixels: a card's at 1280 px */
 #define VISIBLE_ROWS 15      /* rows of a long table shown before "Show all" */
 
-enum page_phase { PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_OTHER, PH_COUNT };
-extern const char *const page_phase_names[PH_COUNT];   /* "forward", ..., "other" */
-
 /* What the page shows of one bundle, computed once. */
 struct page_data {
 	const struct replay *rp;
@@ -30,9 +27,9 @@ struct page_data {
 	size_t divisor;                    /* measured steps (>= 1) */
 	struct real_stats wall, busy;      /* ms over measured steps */
 	bool have_steps;
-	double phase_gpu[PH_COUNT];        /* ns per step: GPU busy under each phase range */
-	double phase_cpu[PH_COUNT];        /* ns per step: host time of the phase ranges */
-	uint32_t phase_kernels[PH_COUNT];
+	double phase_gpu[ST_PHASE_COUNT];  /* by enum st_phase, ns per step: GPU busy under each phase range */
+	double phase_cpu[ST_PHASE_COUNT];  /* ns per step: host time of the phase ranges */
+	uint32_t phase_kernels[ST_PHASE_COUNT];
 	bool phase_from_ranges;            /* else from the ops' phases */
 	double category_ns[CAT_COUNT];     /* per step */
 	double kernel_ns;                  /* per step, kernels + copies */

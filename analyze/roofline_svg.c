@@ -35,7 +35,7 @@ static const char *short_label(const struct flops_row *row)
 
 	if (!strncmp(s, "step/", 5))
 		return s + 5;
-	if (row->phase >= 0 && strchr(s, '/') && strncmp(s, "optimizer", 9) != 0)
+	if (row->phase >= 0 && strchr(s, '/') && row->phase != ST_PHASE_OPTIMIZER)
 		return strchr(s, '/') + 1;
 	return s;
 }
@@ -65,7 +65,6 @@ static bool plottable(const struct flops_row *r)
 
 int flops_svg(FILE *out, const struct flops_result *res, int width, int height)
 {
-	static const char *const phase_names[] = { "forward", "backward", "optimizer", "other" };
 	const struct flops_peaks *pk = &res->peaks;
 	const double ml = 70, mr = 28, mt = 52, mb = 58;
 	double left = ml, right = width - mr, top = mt, bottom = height - mb;
@@ -74,7 +73,7 @@ int flops_svg(FILE *out, const struct flops_result *res, int width, int height)
 	struct roof_label *taken = NULL;
 	size_t n_taken = 0, *order = NULL;
 	unsigned char *done = NULL;
-	bool phase_seen[4] = { false };
+	bool phase_seen[ST_PHASE_COUNT] = { false };
 	double ticks[64];
 	char buf[64];
 	int nt;
@@ -201,19 +200,25 @@ int flops_svg(FILE *out, const struct flops_result *res, int width, int height)
 		double share = res->kernel_ns > 0 ? r->time_ns / res->kernel_ns : 0;
 		double x = svg_scale_map(&sx, flops_row_intensity(r)), y = svg_scale_map(&sy, flops_row_tflops(r));
 		double rad = 3.5 + 22 * sqrt(share);
-		int ph = r->phase >= 0 && r->phase < 3 ? r->phase : 3;
+		int ph = r->phase >= 0 && r->phase < ST_PHASE_COUNT ? r->phase : ST_PHASE_OTHER;
 		char attrs[160];
 
 		phase_seen[ph] = true;
 		snprintf(attrs, sizeof(attrs), "fill=\"%s\" fill-opacity=\"0.7\" stroke=\"#fff\" stroke-width=\"1\"",
-			 svg_series_color(ph));
+			 svg_phase_color(ph));
 		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" %s><title>", x, y, rad, attrs);
 		svg_escape(out, r->name);
 		fprintf(out, ": %.3f TFLOP/s at %.2f FLOP/B, %.1f%% of GPU time</title></circle>\n",
 			flops_row_tflops(r), flops_row_intensity(r), 100 * share);
 		taken[n_taken++] = (struct roof_label){ x - rad, y - rad, x + rad, y + rad };
 	}
-	taken[n_taken++] = (struct roof_label){ left, top, left + 160, top + 80 };   /* the legend */
+	{
+		/* the legend: a line per phase seen and one for the area */
+		double lh = 16;
+		for (int ph = 0; ph < ST_PHASE_COUNT; ph++)
+			lh += phase_seen[ph] ? 16 : 0;
+		taken[n_taken++] = (struct roof_label){ left, top, left + 160, top + (lh > 80 ? lh : 80) };
+	}
 	/* labels: the first free spot around each point, biggest points first; points that
 	 * sit on top of each other (within 4 units) share one label listing their names */
 	for (size_t k = 0; k < res->n_rows; k++) {
@@ -258,12 +263,12 @@ int flops_svg(FILE *out, const struct flops_result *res, int width, int height)
 	/* legend, top left inside the plot */
 	{
 		double lx = left + 12, ly = top + 16;
-		for (int ph = 0; ph < 4; ph++) {
+		for (int ph = 0; ph < ST_PHASE_COUNT; ph++) {
 			if (!phase_seen[ph])
 				continue;
 			fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\" fill-opacity=\"0.7\"/>\n",
-				lx, ly - 4, svg_series_color(ph));
-			svg_text(out, lx + 10, ly, SVG_START, 12, "#222", NULL, "%s", phase_names[ph]);
+				lx, ly - 4, svg_phase_color(ph));
+			svg_text(out, lx + 10, ly, SVG_START, 12, "#222", NULL, "%s", st_phase_name(ph));
 			ly += 16;
 		}
 		svg_text(out, lx - 5, ly, SVG_START, 11, "#555", NULL, "area: share of GPU time");

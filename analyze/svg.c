@@ -215,6 +215,22 @@ const char *svg_series_color(int i)
 	return colors[((i % n) + n) % n];
 }
 
+const char *svg_phase_color(int phase)
+{
+	static const char *const colors[ST_PHASE_COUNT] = {
+		[ST_PHASE_FORWARD] = "#4e79a7",
+		[ST_PHASE_BACKWARD] = "#f28e2b",
+		[ST_PHASE_OPTIMIZER] = "#e15759",
+		[ST_PHASE_ZERO_GRAD] = "#59a14f",
+		[ST_PHASE_DATA] = "#edc948",
+		[ST_PHASE_OTHER] = "#76b7b2",
+	};
+
+	if (phase < 0 || phase >= ST_PHASE_COUNT)
+		return colors[ST_PHASE_OTHER];
+	return colors[phase];
+}
+
 /* ---- scales and ticks ------------------------------------------------- */
 
 void svg_scale_linear(struct svg_scale *s, double d0, double d1, double r0, double r1)

@@ -80,6 +80,8 @@ double svg_text_width(const char *s, double size);
 const char *svg_mem_color(int category);
 /* A categorical palette (10 colours, cycling) for series that are not memory categories. */
 const char *svg_series_color(int i);
+/* One colour per enum st_phase, the same in every chart (out-of-range gets other's). */
+const char *svg_phase_color(int phase);
 
 /* ---- scales and ticks ------------------------------------------------- */
 

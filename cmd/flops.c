@@ -7,7 +7,7 @@
 
 struct flops_cmd_opts {
 	struct flops_options flops;
-	int phase;                     /* --phase, index into flops_phase_names; -1 all */
+	int phase;                     /* --phase, enum st_phase (index into st_phase_names); -1 all */
 };
 
 static const char *const usage[] = {
@@ -21,7 +21,7 @@ static int check(void *ctx)
 	struct flops_cmd_opts *o = ctx;
 
 	if (o->phase >= 0)
-		o->flops.phase = flops_phase_names[o->phase];
+		o->flops.phase = st_phase_names[o->phase];
 	return 0;
 }
 
@@ -41,7 +41,7 @@ int cmd_flops(int argc, const char **argv)
 		OPT_CHOICE(0, "by", &o.flops.by, flops_by_names,
 			   "one row per op kind summed over layers (kind) or per op (op)"),
 		OPT_STRING(0, "range", &o.flops.range, "PATH", "keep kernels under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_CHOICE(0, "phase", &o.phase, flops_phase_names, "keep ops of this phase"),
+		OPT_CHOICE(0, "phase", &o.phase, st_phase_names, "keep ops of this phase"),
 		OPT_POSITIVE('n', "top", &o.flops.top, "show the N rows with the most GPU time"),
 		OPT_BOOLEAN(0, "include-warmup", &o.flops.include_warmup, "count warm-up steps and work outside steps"),
 		OPT_STRING(0, "svg", &o.flops.svg, "FILE", "write the roofline chart to FILE ('-': the chart alone, on stdout)"),

@@ -24,9 +24,10 @@ static const char *const usage[] = {
 	NULL,
 };
 
-/* What --kind may name: every kind but ops, which are not timed events. */
+/* What --kind may name: every kind but ops, which are not timed events, as the listing names it. */
 static const char *const kind_names[] = {
-	"kernel", "memcpy", "memset", "api", "range", "alloc", "free", "oom", "step", "overhead", "sync", NULL,
+	"kernel", "memcpy", "memset", "api", "range", "alloc", "free", "oom", "step", "overhead", "sync", "tag",
+	NULL,
 };
 
 static int parse_kinds(struct replay_opts *o)
@@ -48,7 +49,7 @@ static int parse_kinds(struct replay_opts *o)
 			free(storage);
 			return -1;
 		}
-		o->events.kind_ok[st_kind_from_name(kind_names[i])] = true;
+		o->events.kind_ok[events_kind_from_name(kind_names[i])] = true;
 	}
 	free(storage);
 	return 0;
@@ -87,7 +88,7 @@ int cmd_replay(int argc, const char **argv)
 {
 	struct replay_opts o = { .events = { .from_ms = -1, .to_ms = -1, .view = MEM_VIEW_MODEL } };
 	const struct option opts[] = {
-		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync"),
+		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync,tag"),
 		OPT_STRING(0, "range", &o.events.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn')"),
 		OPT_NONNEGATIVE(0, "from", &o.events.from_ms, "MS", "start at this time (ms since the bundle's first event)"),
 		OPT_NONNEGATIVE(0, "to", &o.events.to_ms, "MS", "stop after this time (ms since the bundle's first event)"),

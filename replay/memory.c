@@ -1,6 +1,7 @@
 /*
  * memory.c: the memory timeline of one view (model allocator or driver),
- * its peaks, leaks, unknown frees and the capacity replay (see memory.h).
+ * its peaks, leaks, unknown frees, the driver blocks' categories from tags
+ * and the capacity replay (see memory.h).
  *
  * One pass over the view's events with an open-addressing table from
  * (device, address) to the live block; a second, short pass fills the
@@ -21,39 +22,6 @@ const char *mem_view_name(enum mem_view v)
 	return v == MEM_VIEW_DRIVER ? "driver (cudaMalloc)" : "model allocator";
 }
 
-const char *mem_phase_name(enum mem_phase p)
-{
-	static const char *const names[MEM_PHASE_COUNT] = { "forward", "backward", "optimizer", "other" };
-
-	return (unsigned)p < MEM_PHASE_COUNT ? names[p] : "other";
-}
-
-static int phase_from_word(const char *s, size_t len)
-{
-	for (int p = 0; p < MEM_PHASE_OTHER; p++) {
-		const char *name = mem_phase_name((enum mem_phase)p);
-
-		if (strlen(name) == len && !memcmp(name, s, len))
-			return p;
-	}
-	return -1;
-}
-
-/* The first component of a range path (or name) that names a phase. */
-static enum mem_phase phase_of_path(const char *path)
-{
-	while (path && *path) {
-		const char *slash = strchr(path, '/');
-		size_t len = slash ? (size_t)(slash - path) : strlen(path);
-		int p = phase_from_word(path, len);
-
-		if (p >= 0)
-			return (enum mem_phase)p;
-		path = slash ? slash + 1 : NULL;
-	}
-	return MEM_PHASE_OTHER;
-}
-
 static uint32_t event_op(const struct st_event *ev)
 {
 	return ev->kind == ST_OOM ? ev->oom.op : ev->mem.op;
@@ -61,12 +29,7 @@ static uint32_t event_op(const struct st_event *ev)
 
 static int phase_of_op(const struct replay *rp, const struct replay_op *op)
 {
-	const char *s;
-
-	if (!op)
-		return -1;
-	s = replay_str(rp, op->phase);
-	return phase_from_word(s, strlen(s));
+	return op ? st_phase_from_name(replay_str(rp, op->phase)) : -1;
 }
 
 /*
@@ -75,21 +38,10 @@ static int phase_of_op(const struct replay *rp, const struct replay_op *op)
  */
 struct phase_cache {
 	int8_t *by_op;          /* n_ops, -2 = not yet */
-	int8_t *by_path;        /* n_paths, all filled */
+	uint8_t *by_path;       /* n_paths, all filled */
 };
 
-/* Every path's phase: its parent's, or the first of its own name's components that names one. */
-static void path_phases(int8_t *by_path, const struct replay *rp)
-{
-	for (size_t i = 0; i < rp->n_paths; i++) {
-		int32_t parent = rp->paths[i].parent;
-		by_path[i] = parent >= 0 && by_path[parent] != MEM_PHASE_OTHER
-			     ? by_path[parent] : (int8_t)phase_of_path(replay_str(rp, rp->paths[i].name));
-	}
-}
-
-static enum mem_phase cached_phase(struct phase_cache *pc, const struct replay *rp,
-				   const struct replay_mem *m)
+static int cached_phase(struct phase_cache *pc, const struct replay *rp, const struct replay_mem *m)
 {
 	const struct replay_op *op = replay_op(rp, event_op(&m->ev));
 
@@ -99,16 +51,16 @@ static enum mem_phase cached_phase(struct phase_cache *pc, const struct replay *
 		if (*slot == -2)
 			*slot = (int8_t)phase_of_op(rp, op);
 		if (*slot >= 0)
-			return (enum mem_phase)*slot;
+			return *slot;
 	}
 	if (m->range >= 0 && (size_t)m->range < rp->n_ranges) {
 		const struct replay_range *r = &rp->ranges[m->range];
 
 		if (r->path < rp->n_paths)
-			return (enum mem_phase)pc->by_path[r->path];
-		return phase_of_path(replay_range_path(rp, r));
+			return pc->by_path[r->path];
+		return st_phase_of_path(replay_range_path(rp, r));
 	}
-	return MEM_PHASE_OTHER;
+	return ST_PHASE_OTHER;
 }
 
 /* ---- live-block table: (device, address) -> block, linear probing ------ */
@@ -191,6 +143,8 @@ static bool in_view(const struct st_event *ev, enum mem_view view)
 {
 	if (ev->kind == ST_OOM)
 		return view == MEM_VIEW_MODEL;
+	if (ev->kind == ST_MEMTAG)
+		return view == MEM_VIEW_DRIVER;
 	return (ev->kind == ST_ALLOC || ev->kind == ST_FREE) && ev->mem.source == (uint32_t)view;
 }
 
@@ -240,20 +194,65 @@ static void peak_offer_carried(const struct mem_timeline *tl, struct mem_peak *p
 	p->block = -1;
 }
 
-/* Spans' carried totals: each step's, each phase's ranges' ("forward" ...), the window's. */
+/* Spans' carried totals: each step's, each phase range's ("forward" ...), the window's. */
 static void offer_spans(struct mem_timeline *tl, const struct replay *rp)
 {
 	for (size_t s = 0; s < tl->n_steps; s++)
 		peak_offer_carried(tl, &tl->step_peak[s], rp->steps[s].start, rp->steps[s].end);
 	for (size_t i = 0; i < rp->n_ranges; i++) {
-		const char *name = replay_str(rp, rp->ranges[i].name);
+		int p = replay_range_phase(rp, i);
 
-		for (int p = 0; p < MEM_PHASE_OTHER; p++)
-			if (!strcmp(name, mem_phase_name((enum mem_phase)p)))
-				peak_offer_carried(tl, &tl->phase_peak[p], rp->ranges[i].start, rp->ranges[i].end);
+		if (p >= 0)
+			peak_offer_carried(tl, &tl->phase_peak[p], rp->ranges[i].start, rp->ranges[i].end);
 	}
 	if (tl->t0 || tl->t1 != UINT64_MAX)
 		peak_offer_carried(tl, &tl->peak, tl->t0, tl->t1);
+}
+
+/*
+ * A tag names the live block that starts at its (device, address) and has
+ * its size; anything else, or a category that says nothing, is ignored.
+ * The last tag of a block wins (see Categories in memory.h).
+ */
+static void tag_apply(struct mem_timeline *tl, const struct live_table *lt, const struct st_event *ev,
+		      uint32_t mem)
+{
+	int32_t b = lt->block[live_table_find(lt, ev->mem.address, ev->mem.device)];
+	struct mem_tag *tag = &tl->tags[tl->n_tags++];
+
+	tag->mem = mem;
+	tag->block = -1;
+	if (b < 0 || tl->blocks[b].size != ev->mem.size || ev->mem.category == ST_MEM_UNKNOWN ||
+	    ev->mem.category >= ST_MEM_CATEGORY_COUNT) {
+		tl->n_tags_ignored++;
+		return;
+	}
+	tag->block = b;
+	tl->blocks[b].category = (uint8_t)ev->mem.category;
+	tl->blocks[b].tagged = true;
+}
+
+/*
+ * The categories of untagged blocks that know none, once the bundle has
+ * tags: activation, temporary or unknown by the rule in memory.h.
+ */
+static void infer_categories(struct mem_timeline *tl, const struct replay *rp)
+{
+	for (size_t i = 0; i < tl->n_blocks; i++) {
+		struct mem_block *b = &tl->blocks[i];
+		int32_t forward;
+		int p;
+
+		if (b->tagged || b->category != ST_MEM_UNKNOWN || b->phase == ST_PHASE_OTHER)
+			continue;
+		b->category = ST_MEM_TEMPORARY;
+		if (b->phase != ST_PHASE_FORWARD)
+			continue;
+		forward = replay_phase_range(rp, rp->mem[tl->points[b->alloc_point].mem].range, &p);
+		if (forward >= 0 && p == ST_PHASE_FORWARD && b->t_free > rp->ranges[forward].end)
+			b->category = ST_MEM_ACTIVATION;
+	}
+	tl->inferred = true;
 }
 
 static int cmp_peak_point(const void *a, const void *b)
@@ -266,7 +265,7 @@ static int cmp_peak_point(const void *a, const void *b)
 /* Fills by_category of every peak in one walk over the points. */
 static int fill_peak_categories(struct mem_timeline *tl)
 {
-	size_t n = 0, k = 0, cap = 2 + MEM_PHASE_COUNT + tl->n_steps;
+	size_t n = 0, k = 0, cap = 2 + ST_PHASE_COUNT + tl->n_steps;
 	struct mem_peak **list = malloc(cap * sizeof(*list));
 	uint64_t cat[ST_MEM_CATEGORY_COUNT] = { 0 };
 
@@ -274,7 +273,7 @@ static int fill_peak_categories(struct mem_timeline *tl)
 		return -1;
 	list[n++] = &tl->peak;
 	list[n++] = &tl->outside_steps_peak;
-	for (int p = 0; p < MEM_PHASE_COUNT; p++)
+	for (int p = 0; p < ST_PHASE_COUNT; p++)
 		list[n++] = &tl->phase_peak[p];
 	for (size_t s = 0; s < tl->n_steps; s++)
 		list[n++] = &tl->step_peak[s];
@@ -304,7 +303,7 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 	struct replay_key *keys = NULL, *tmp = NULL;
 	struct phase_cache pc = { NULL, NULL };
 	struct live_table lt = { 0 };
-	size_t n = 0, n_alloc_ev = 0;
+	size_t n = 0, n_alloc_ev = 0, n_tag_ev = 0;
 	uint64_t live = 0;
 
 	memset(tl, 0, sizeof(*tl));
@@ -313,13 +312,14 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 	tl->t1 = t1;
 	peak_reset(&tl->peak);
 	peak_reset(&tl->outside_steps_peak);
-	for (int p = 0; p < MEM_PHASE_COUNT; p++)
+	for (int p = 0; p < ST_PHASE_COUNT; p++)
 		peak_reset(&tl->phase_peak[p]);
 
 	for (size_t i = 0; i < rp->n_mem; i++) {
 		if (in_view(&rp->mem[i].ev, view)) {
 			n++;
 			n_alloc_ev += rp->mem[i].ev.kind == ST_ALLOC;
+			n_tag_ev += rp->mem[i].ev.kind == ST_MEMTAG;
 		}
 	}
 	keys = malloc((n ? n : 1) * sizeof(*keys));
@@ -327,13 +327,14 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 	tl->points = calloc(n ? n : 1, sizeof(*tl->points));
 	tl->blocks = calloc(n_alloc_ev ? n_alloc_ev : 1, sizeof(*tl->blocks));
 	tl->step_peak = calloc(rp->n_steps ? rp->n_steps : 1, sizeof(*tl->step_peak));
+	tl->tags = calloc(n_tag_ev ? n_tag_ev : 1, sizeof(*tl->tags));
 	pc.by_op = malloc(rp->n_ops + 1);
 	pc.by_path = malloc(rp->n_paths + 1);
-	if (!keys || !tmp || !tl->points || !tl->blocks || !tl->step_peak || !pc.by_op || !pc.by_path ||
-	    live_table_init(&lt, n_alloc_ev) < 0)
+	if (!keys || !tmp || !tl->points || !tl->blocks || !tl->step_peak || !tl->tags || !pc.by_op ||
+	    !pc.by_path || live_table_init(&lt, n_alloc_ev) < 0)
 		goto oom;
 	memset(pc.by_op, -2, rp->n_ops + 1);
-	path_phases(pc.by_path, rp);
+	replay_path_phases(rp, pc.by_path);
 	tl->n_steps = rp->n_steps;
 	for (size_t s = 0; s < tl->n_steps; s++)
 		peak_reset(&tl->step_peak[s]);
@@ -352,6 +353,10 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 		struct mem_point *pt = &tl->points[tl->n_points];
 		size_t slot;
 
+		if (ev->kind == ST_MEMTAG) {   /* no point: it changes no live total */
+			tag_apply(tl, &lt, ev, keys[k].idx);
+			continue;
+		}
 		pt->t = ev->start;
 		pt->mem = keys[k].idx;
 		pt->kind = (uint8_t)ev->kind;
@@ -419,6 +424,12 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 	}
 	tl->final_live = live;
 	offer_spans(tl, rp);
+	if (n_tag_ev) {
+		infer_categories(tl, rp);
+		for (size_t i = 0; i < tl->n_points; i++)
+			if (tl->points[i].block >= 0)
+				tl->points[i].category = tl->blocks[tl->points[i].block].category;
+	}
 
 	/* the lists of what did not pair up */
 	tl->unknown_frees = malloc((tl->n_unknown_frees ? tl->n_unknown_frees : 1) * sizeof(uint32_t));
@@ -461,6 +472,7 @@ void mem_timeline_release(struct mem_timeline *tl)
 	free(tl->points);
 	free(tl->blocks);
 	free(tl->step_peak);
+	free(tl->tags);
 	free(tl->never_freed);
 	free(tl->unknown_frees);
 	memset(tl, 0, sizeof(*tl));

@@ -1,13 +1,15 @@
 /*
- * memory.h: the memory timeline, rebuilt from a replay's allocation, free
- * and OOM events (rp->mem): live bytes over time in total and per category,
- * peaks (overall, per step, per phase) with what was live at them, blocks
- * never freed and frees of unknown addresses, and a capacity replay ("would
- * this run fit on a device of N bytes, and if not, which request fails").
+ * memory.h: the memory timeline, rebuilt from a replay's allocation, free,
+ * OOM and tag events (rp->mem): live bytes over time in total and per
+ * category, peaks (overall, per step, per phase) with what was live at
+ * them, blocks never freed and frees of unknown addresses, and a capacity
+ * replay ("would this run fit on a device of N bytes, and if not, which
+ * request fails").
  *
  * Two views, built separately: MEM_VIEW_MODEL from the model allocator's
  * events (source SRC_MODEL, which know categories and ops) and
- * MEM_VIEW_DRIVER from CUDA's cudaMalloc/cudaFree records (SRC_DRIVER).
+ * MEM_VIEW_DRIVER from CUDA's cudaMalloc/cudaFree records (SRC_DRIVER),
+ * with the categories the program's tags give them (see Categories).
  *
  *   struct mem_timeline tl;
  *   if (mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) < 0)  // error line printed
@@ -35,13 +37,38 @@
  * during the step, allocations or not: the largest reached by an
  * allocation of that step (rp->mem[i].step), or what was live when it
  * began; a phase's peak likewise, over the allocations of that phase and
- * the spans of its NVTX ranges (named "forward", "backward", "optimizer"),
- * so the optimizer, which allocates nothing, shows what it runs with. A
- * peak carried into its span has block -1, the span's start as its time,
- * and as its point the last event before it. The earliest wins a tie.
- * Phase of an event: its op's phase ("forward", "backward", "optimizer"),
- * else the first of those words among the components of its covering NVTX
- * range's path, else "other".
+ * the spans of its NVTX ranges (the phase ranges of replay_range_phase:
+ * "forward", "backward", "optimizer", "zero_grad", "data", each not
+ * inside another phase's range), so the optimizer, which allocates
+ * nothing, shows what it runs with. A peak carried into its span has block
+ * -1, the span's start as its time, and as its point the last event
+ * before it. The earliest wins a tie.
+ * Phase of an event: its op's phase when that names one (enum st_phase),
+ * else the first phase named among the components of its covering NVTX
+ * range's path, else "other" (a communication op, phase "comm", goes by
+ * its range).
+ *
+ * Categories (driver view). A driver-level block knows no category; the
+ * program may say it with tags (ST_MEMTAG, format 1.5, in rp->mem): a tag
+ * names the block live at its instant (in the order above) that starts at
+ * its (device, address) and has exactly its size; a tag that names no such
+ * block (freed already, not yet allocated, another size, an address inside
+ * a larger block such as a caching allocator's segment) is ignored, and so
+ * is one of category unknown. A block takes the category of the last tag
+ * that named it, for its whole life (re-tagged each step, it keeps one).
+ * When the bundle holds at least one tag, an untagged driver block of
+ * unknown category is inferred:
+ *   - "activation": allocated in the forward phase (its event's phase, as
+ *     above) and still live when the "forward" phase range covering its
+ *     allocation on the main thread ends (freed after that range's end, or
+ *     never): saved for the backward;
+ *   - "temporary": allocated in any phase (forward, backward, optimizer,
+ *     zero_grad, data) and not an activation (a forward block with no
+ *     covering "forward" range included);
+ *   - "unknown": allocated outside every phase ("other").
+ * Without tags the driver's blocks stay unknown. Peaks' breakdowns,
+ * mem_timeline_categories_at, the capacity replay and every point's
+ * category see the final categories. The model view ignores tags.
  *
  * Window. mem_timeline_build_window keeps every event (the live set is
  * the whole bundle's) but takes peaks, allocation and free counts only
@@ -66,15 +93,6 @@ enum mem_view {
 const char *mem_view_name(enum mem_view v);   /* "model allocator", "driver (cudaMalloc)" */
 extern const char *const mem_view_short_names[];   /* "model", "driver": the --view names */
 
-enum mem_phase {
-	MEM_PHASE_FORWARD,
-	MEM_PHASE_BACKWARD,
-	MEM_PHASE_OPTIMIZER,
-	MEM_PHASE_OTHER,       /* setup, loss outside a phase, no op and no range */
-	MEM_PHASE_COUNT
-};
-const char *mem_phase_name(enum mem_phase p);   /* "forward", "backward", "optimizer", "other" */
-
 /* One block of the view: an allocation and, when seen, its free. */
 struct mem_block {
 	uint64_t address, size;
@@ -83,8 +101,9 @@ struct mem_block {
 	int32_t free_point;         /* index into points of its free, -1 never freed */
 	uint32_t op;                /* op that asked for it, 0 none */
 	uint32_t device;
-	uint8_t category;           /* enum st_mem_category */
-	uint8_t phase;              /* enum mem_phase of the allocation */
+	uint8_t category;           /* enum st_mem_category: the final one (see Categories) */
+	uint8_t phase;              /* enum st_phase of the allocation */
+	bool tagged;                /* its category came from a tag */
 };
 
 /* One event of the view, in replay order, with the live total after it. */
@@ -96,7 +115,13 @@ struct mem_point {
 	int32_t block;              /* index into blocks, -1 for an unknown free or an OOM */
 	uint8_t kind;               /* ST_ALLOC, ST_FREE or ST_OOM */
 	uint8_t category;           /* of the block (the OOM's own for an OOM) */
-	uint8_t phase;              /* enum mem_phase of this event */
+	uint8_t phase;              /* enum st_phase of this event */
+};
+
+/* A tag of the view (driver view only), in replay order. */
+struct mem_tag {
+	uint32_t mem;               /* index into rp->mem */
+	int32_t block;              /* the block it named, -1 when it named none (ignored) */
 };
 
 struct mem_peak {
@@ -115,7 +140,7 @@ struct mem_timeline {
 	size_t n_blocks;
 
 	struct mem_peak peak;                       /* overall */
-	struct mem_peak phase_peak[MEM_PHASE_COUNT];
+	struct mem_peak phase_peak[ST_PHASE_COUNT];   /* by enum st_phase */
 	struct mem_peak *step_peak;                 /* one per rp->steps[i] */
 	size_t n_steps;
 	struct mem_peak outside_steps_peak;         /* allocations outside every step */
@@ -127,6 +152,9 @@ struct mem_timeline {
 	size_t n_unknown_frees;
 	size_t n_reused_live;       /* allocations at an address that was still live */
 	size_t n_ooms;              /* OOM events recorded in the bundle */
+	struct mem_tag *tags;       /* the view's tags (driver view) */
+	size_t n_tags, n_tags_ignored;
+	bool inferred;              /* untagged blocks' categories were inferred (the bundle has tags) */
 
 	uint64_t final_live;        /* live total after the last event */
 	uint64_t allocated_total;   /* sum of every allocation's size (in the window) */

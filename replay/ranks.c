@@ -375,7 +375,7 @@ static int move_rank(struct move *m, struct replay *out)
 		ev = rp->mem[i].ev;
 		if (ev.kind == ST_OOM) {
 			ev.oom.op = op(m, ev.oom.op);
-		} else {
+		} else {   /* alloc, free and tag (op 0): a tag names its block by address, so they move alike */
 			ev.mem.op = op(m, ev.mem.op);
 			ev.mem.address += m->addr_tag;
 		}

@@ -587,6 +587,43 @@ const char *replay_activity_path(const struct replay *rp, const struct replay_ac
 	return a->range >= 0 ? replay_range_path(rp, &rp->ranges[a->range]) : "";
 }
 
+int32_t replay_phase_range(const struct replay *rp, int32_t range, int *phase)
+{
+	int32_t found = -1;
+
+	*phase = ST_PHASE_OTHER;
+	for (int32_t r = range; r >= 0 && (size_t)r < rp->n_ranges; r = rp->ranges[r].parent) {
+		int p = st_phase_from_name(replay_str(rp, rp->ranges[r].name));
+
+		if (p >= 0) {
+			found = r;
+			*phase = p;
+		}
+	}
+	return found;
+}
+
+int replay_range_phase(const struct replay *rp, size_t i)
+{
+	int p = i < rp->n_ranges ? st_phase_from_name(replay_str(rp, rp->ranges[i].name)) : -1;
+
+	for (int32_t r = p >= 0 ? rp->ranges[i].parent : -1; r >= 0; r = rp->ranges[r].parent)
+		if (st_phase_from_name(replay_str(rp, rp->ranges[r].name)) >= 0)
+			return -1;
+	return p;
+}
+
+void replay_path_phases(const struct replay *rp, uint8_t *phase)
+{
+	/* a parent always has a smaller index */
+	for (size_t i = 0; i < rp->n_paths; i++) {
+		int32_t parent = rp->paths[i].parent;
+
+		phase[i] = (uint8_t)(parent >= 0 && phase[parent] != ST_PHASE_OTHER
+				     ? phase[parent] : st_phase_of_path(replay_str(rp, rp->paths[i].name)));
+	}
+}
+
 bool replay_counts(const struct replay *rp, int32_t step_index, bool include_warmup)
 {
 	if (rp->n_steps == 0 || include_warmup)

@@ -363,6 +363,25 @@ int32_t replay_range_at(const struct replay *rp, uint64_t thread, uint64_t t);
 /* The activity's range path, or "" when it has no range. */
 const char *replay_activity_path(const struct replay *rp, const struct replay_activity *a);
 
+/*
+ * The phase range of a range: the outermost range enclosing `range` (itself
+ * included) whose name is a phase's ("forward", "zero_grad", ...; see enum
+ * st_phase), -1 when none, with that phase in *phase (ST_PHASE_OTHER when
+ * none). A range is a phase's span when it is its own phase range: a
+ * "zero_grad" range inside "backward" is part of the backward, and a phase
+ * range nested in one of the same name counts once. O(depth).
+ */
+int32_t replay_phase_range(const struct replay *rp, int32_t range, int *phase);
+/* The phase whose span range i is (it is its own phase range), -1 when none. O(1) unless it is. */
+int replay_range_phase(const struct replay *rp, size_t i);
+
+/*
+ * The enum st_phase of every path (rp->n_paths values into `phase`): the
+ * first of its components that names a phase (st_phase_of_path), else
+ * ST_PHASE_OTHER. O(n_paths).
+ */
+void replay_path_phases(const struct replay *rp, uint8_t *phase);
+
 /* ---- filters --------------------------------------------------------- */
 
 /*

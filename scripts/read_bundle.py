@@ -19,7 +19,11 @@ one tar member at a time.
 An event is {"kind": "kernel", "start": ns, "end": ns, "dur": ns, "chunk": i,
 "kernel": {...}}: times in ns since Header.time_base_ns, correlation ids
 absolute, string ids replaced by their strings, enum values by their names
-without the prefix, lower-case ("MEM_ACTIVATION" -> "activation").
+without the prefix, lower-case ("MEM_ACTIVATION" -> "activation"). Every
+kind of the schema reads the same way, format 1.5's memory tags included
+({"kind": "mem_tag", ..., "mem_tag": {"address", "size", "category",
+"device"}}), and the footer has every field (1.5: "steps_from", how the
+recorder found the steps).
 
     read_bundle.py summary [--include-warmup] FILE   # = steptrace summary FILE --format csv
     read_bundle.py events FILE                        # one JSON object per event

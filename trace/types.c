@@ -9,6 +9,7 @@ const char *const st_attention_names[] = { "naive", "flash", NULL };
 const char *const st_kernels_names[] = { "plain", "fused", NULL };
 const char *const st_peak_source_names[] = { "unknown", "measured", "datasheet", NULL };
 const char *const st_ddp_names[] = { "none", "naive", "flat", "overlap", "bucket", NULL };
+const char *const st_phase_names[] = { "forward", "backward", "optimizer", "zero_grad", "data", NULL };
 const char *const st_collective_names[] = {
 	"allreduce", "allgather", "reducescatter", "broadcast", "reduce", NULL,
 };
@@ -45,6 +46,39 @@ int st_lookup(const char *const *names, const char *s)
 		if (strcmp(names[i], s) == 0)
 			return i;
 	return -1;
+}
+
+const char *st_phase_name(int phase)
+{
+	return phase >= 0 && phase < ST_PHASE_OTHER ? st_phase_names[phase] : "other";
+}
+
+/* The phase s[0..len) names, -1 when none. */
+static int phase_of_word(const char *s, size_t len)
+{
+	for (int p = 0; p < ST_PHASE_OTHER; p++)
+		if (strlen(st_phase_names[p]) == len && !memcmp(st_phase_names[p], s, len))
+			return p;
+	return -1;
+}
+
+int st_phase_from_name(const char *s)
+{
+	return s ? phase_of_word(s, strlen(s)) : -1;
+}
+
+int st_phase_of_path(const char *path)
+{
+	while (path && *path) {
+		const char *slash = strchr(path, '/');
+		size_t len = slash ? (size_t)(slash - path) : strlen(path);
+		int p = phase_of_word(path, len);
+
+		if (p >= 0)
+			return p;
+		path = slash ? slash + 1 : NULL;
+	}
+	return ST_PHASE_OTHER;
 }
 
 static const char *const kind_names[ST_KIND_COUNT] = {

@@ -1,8 +1,8 @@
 /*
  * types.h: the vocabulary every part of steptrace shares, with no protobuf
- * in it: event kinds, dtypes, memory categories, precisions, modes and
- * attention implementations, kernel sets, each one enum with one name table, and the
- * decoded event. The numbers of kinds, dtypes and categories are the
+ * in it: event kinds, dtypes, memory categories, phases of a step,
+ * precisions, modes and attention implementations, kernel sets, each one
+ * enum with one name table, and the decoded event. The numbers of kinds, dtypes and categories are the
  * schema's (proto/steptrace.proto); trace/ converts, nothing else needs to.
  *
  * Name tables are NULL-terminated and indexed by the enum, so they serve as
@@ -64,6 +64,35 @@ double st_bus_factor(int collective, int ranks);
 const char *st_name(const char *const *names, int v);
 /* The index of s in a NULL-terminated name table, -1 if absent. */
 int st_lookup(const char *const *names, const char *s);
+
+/*
+ * The phases of a training step, as ops name them (Op.phase) and NVTX ranges
+ * do ("step/forward/layer.3/attn", "step/zero_grad"). ST_PHASE_OTHER is
+ * none of them: setup, the loss outside a phase, work with no op and no
+ * range. The name table holds the named phases only (what --phase
+ * accepts); st_phase_name() also names "other". Communication ops carry
+ * phase "comm" (ST_OP_PHASE_COMM), which names no phase of the step: a
+ * collective runs within one, and is placed by its range path like work
+ * without an op.
+ */
+enum st_phase {
+	ST_PHASE_FORWARD,
+	ST_PHASE_BACKWARD,
+	ST_PHASE_OPTIMIZER,
+	ST_PHASE_ZERO_GRAD,
+	ST_PHASE_DATA,
+	ST_PHASE_OTHER,
+};
+#define ST_PHASE_COUNT (ST_PHASE_OTHER + 1)
+extern const char *const st_phase_names[];   /* "forward", "backward", "optimizer", "zero_grad", "data" */
+#define ST_OP_PHASE_COMM "comm"              /* Op.phase of a communication op (1.3) */
+
+/* A phase's name; "other" for ST_PHASE_OTHER (or any value out of range). */
+const char *st_phase_name(int phase);
+/* The phase s names (the whole string), -1 when none ("other" and "comm" name none). */
+int st_phase_from_name(const char *s);
+/* The phase named by the first component of a '/'-separated path that names one, else ST_PHASE_OTHER. */
+int st_phase_of_path(const char *path);
 
 /* Event kinds; the numbers are the Event oneof field numbers of the schema. */
 enum st_kind {

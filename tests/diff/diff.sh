@@ -20,7 +20,7 @@ same() {
 	cmp -s "$tmp/out" "$exp/$name" || { fail "diff $*: output differs from $name"; diff "$exp/$name" "$tmp/out" >&2; }
 }
 
-(cd "$tmp" && "$gen" A.stb B.stb C.stb D.stb) || { echo "FAIL: gen_pair" >&2; exit 1; }
+(cd "$tmp" && "$gen" A.stb B.stb C.stb D.stb E.stb) || { echo "FAIL: gen_pair" >&2; exit 1; }
 
 same ab_op.csv A.stb B.stb --format csv
 same ab_op.csv A.stb B.stb --by op --format csv
@@ -63,5 +63,17 @@ same db_phase.csv D.stb B.stb --format csv
 grep -v '^# only 0% of the GPU time' "$exp/db_phase.csv" | cmp -s - "$tmp/out" ||
 	fail "diff D B --by phase differs from the automatic alignment (less its note)"
 same ab_phase.csv A.stb B.stb --by phase --format csv
+# the phases a PyTorch loop adds (E): data and zero_grad rows and memory peaks on B's side only
+same de_phase.csv D.stb E.stb --by phase --format csv
+# and in the HTML report: E's time by phase and peaks by phase name them, the diff page's chart too
+(cd "$tmp" && "$st" report E.stb -o E.html && "$st" report D.stb E.stb -o DE.html) >/dev/null 2>&1 ||
+	fail "report E, report D E"
+grep -q '<tr><td>zero_grad</td><td class="num">4 us</td>' "$tmp/E.html" || fail "report E: no zero_grad row in the phases"
+grep -q '<tr><td>data</td><td class="num">8 us</td>' "$tmp/E.html" || fail "report E: no data row in the phases"
+grep -q 'projected onto the forward, backward, optimizer, zero_grad and data NVTX ranges' "$tmp/E.html" ||
+	fail "report E: the phases' lead does not name zero_grad and data"
+grep -q '<dt>zero_grad</dt><dd>17 MiB</dd><dt>data</dt><dd>17 MiB</dd>' "$tmp/E.html" ||
+	fail "report E: no memory peaks of zero_grad and data"
+grep -q 'data-tip="zero_grad, B: 4 us"' "$tmp/DE.html" || fail "report D E: no zero_grad in the phase chart"
 
 check_done diff.cli

@@ -1,13 +1,15 @@
 /*
  * gen_pair.c: three small bundles whose diff is known by hand.
  *
- *   gen_pair A.stb B.stb C.stb
+ *   gen_pair A.stb B.stb C.stb [D.stb [E.stb]]
  *
  * A is an FP32 run, B the same model in BF16, C is B with ctx 256 on
  * another device (the header-mismatch warning), D (when asked for) is B
  * with the op paths and kinds a PyTorch step recorded with `record --
  * COMMAND` has ("forward/aten::bmm", kind "matmul/aten::bmm"): no op kind
- * in common with B, so `diff D B` aligns by phase and kernel category. Each has a warm-up step and
+ * in common with B, so `diff D B` aligns by phase and kernel category; E
+ * (when asked for) is D with the phases `record -- python3 train.py` adds
+ * around PyTorch's step (below). Each has a warm-up step and
  * two measured steps of 1 ms, identical; per step (us, relative to the
  * step's start b, thread 100, stream 7):
  *
@@ -26,6 +28,12 @@
  * forward, a temporary 1 in backward, all freed late in backward. Peaks:
  * A 19 (forward 18, backward 19), B 20 (forward 19, backward 20); the optimizer
  * allocates nothing and runs with 16 live (its peak, carried in).
+ *
+ * E, per step: a "data" range [900, 950] with op 7 (data/aten::copy_)
+ * launching copy_kernel 8 and allocating an input of 1 MiB at 902 (live 17,
+ * the data phase's peak), freed at 995; a "zero_grad" range [950, 990]
+ * with op 8 (zero_grad/aten::zero_) launching zero_kernel 4 (its peak, 17,
+ * carried in).
  */
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +59,12 @@ static const struct op_def torch_ops[] = {
 	{ 4, "backward/aten::mm", "matmul/aten::mm", "backward", 8000000000, 40000000 },
 	{ 5, "optimizer/aten::_foreach_add_", "elementwise/aten::_foreach_add_", "optimizer", 100000, 1600000 },
 	{ 6, "forward/aten::_to_copy", "elementwise/aten::_to_copy", "forward", 0, 6000000 },
+};
+
+/* E's ops beyond D's: the data and zero_grad phases of a PyTorch loop */
+static const struct op_def torch_more_ops[] = {
+	{ 7, "data/aten::copy_", "copy/aten::copy_", "data", 0, 2097152 },
+	{ 8, "zero_grad/aten::zero_", "elementwise/aten::zero_", "zero_grad", 0, 8388608 },
 };
 
 static const struct op_def steptrace_ops[] = {
@@ -91,7 +105,7 @@ static void launch(struct builder *b, const struct op_def *d, uint64_t t, const 
 	builder_launch(b, kname, 7, d->id, t + 1 * US, t + 6 * US, t + 10 * US, t + 10 * US + dur);
 }
 
-static void step(struct builder *b, uint32_t index, bool bf)
+static void step(struct builder *b, uint32_t index, bool bf, bool more)
 {
 	uint64_t t0 = (index + 1) * 1000 * US, extra = index == 0 ? 5 * US : 0;
 
@@ -120,10 +134,19 @@ static void step(struct builder *b, uint32_t index, bool bf)
 	if (!bf)
 		builder_kernel(b, "orphan_kernel", 1000000 + index, 7, 0, t0 + 950 * US,
 			       t0 + 950 * US + 10 * US + extra);
+	if (more) {
+		builder_range(b, "data", 1, t0 + 900 * US, t0 + 950 * US);
+		builder_alloc(b, t0 + 902 * US, 0xc00000, 1 * MIB, ST_MEM_INPUT, 7);
+		launch(b, &torch_more_ops[0], t0 + 905 * US, "copy_kernel", 8 * US + extra);
+		builder_range(b, "zero_grad", 1, t0 + 950 * US, t0 + 990 * US);
+		launch(b, &torch_more_ops[1], t0 + 955 * US, "zero_kernel", 4 * US + extra);
+		builder_free(b, t0 + 995 * US, 0xc00000, 0, ST_MEM_INPUT, 0);
+	}
 	builder_step(b, index, index == 0, t0, t0 + 1000 * US);
 }
 
-static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *device, bool torch_names)
+static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *device, bool torch_names,
+			bool more_phases)
 {
 	struct builder b;
 
@@ -146,11 +169,13 @@ static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *d
 	for (size_t i = 0; i < sizeof(steptrace_ops) / sizeof(steptrace_ops[0]); i++)
 		if (bf16 || ops[i].id != 6)
 			op_event(&b, &ops[i], bf16);
+	for (size_t i = 0; more_phases && i < sizeof(torch_more_ops) / sizeof(torch_more_ops[0]); i++)
+		op_event(&b, &torch_more_ops[i], bf16);
 	builder_alloc(&b, 100 * US, 0x100000, 4 * MIB, ST_MEM_PARAMETER, 0);
 	builder_alloc(&b, 110 * US, 0x500000, 4 * MIB, ST_MEM_GRADIENT, 0);
 	builder_alloc(&b, 120 * US, 0x600000, 8 * MIB, ST_MEM_OPTIMIZER, 0);
 	for (uint32_t s = 0; s < 3; s++)
-		step(&b, s, bf16);
+		step(&b, s, bf16, more_phases);
 	if (b.failed) {
 		builder_abort(&b);
 		return -1;
@@ -160,14 +185,15 @@ static int write_bundle(const char *path, bool bf16, uint32_t ctx, const char *d
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: gen_pair A.stb B.stb C.stb [D.stb]\n");
+	if (argc < 4 || argc > 6) {
+		fprintf(stderr, "usage: gen_pair A.stb B.stb C.stb [D.stb [E.stb]]\n");
 		return 2;
 	}
-	if (write_bundle(argv[1], false, 128, "NVIDIA H100 80GB HBM3", false) < 0 ||
-	    write_bundle(argv[2], true, 128, "NVIDIA H100 80GB HBM3", false) < 0 ||
-	    write_bundle(argv[3], true, 256, "NVIDIA H200", false) < 0 ||
-	    (argc == 5 && write_bundle(argv[4], true, 128, "NVIDIA H100 80GB HBM3", true) < 0))
+	if (write_bundle(argv[1], false, 128, "NVIDIA H100 80GB HBM3", false, false) < 0 ||
+	    write_bundle(argv[2], true, 128, "NVIDIA H100 80GB HBM3", false, false) < 0 ||
+	    write_bundle(argv[3], true, 256, "NVIDIA H200", false, false) < 0 ||
+	    (argc >= 5 && write_bundle(argv[4], true, 128, "NVIDIA H100 80GB HBM3", true, false) < 0) ||
+	    (argc == 6 && write_bundle(argv[5], true, 128, "NVIDIA H100 80GB HBM3", true, true) < 0))
 		return 1;
 	return 0;
 }

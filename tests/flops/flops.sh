@@ -66,6 +66,12 @@ fi
 [ $? = 129 ] || fail "--by layer: want 129"
 "$st" flops "$tmp/bf16.stb" --phase sideways >/dev/null 2>&1
 [ $? = 129 ] || fail "--phase sideways: want 129"
+"$st" flops "$tmp/bf16.stb" --phase sideways 2>"$tmp/err" >/dev/null
+grep -q "expects forward, backward, optimizer, zero_grad or data, not 'sideways'" "$tmp/err" ||
+	fail "--phase sideways: the choices are not the phases: $(cat "$tmp/err")"
+# the phases beyond a training step's three: accepted, nothing of them in this bundle
+"$st" flops "$tmp/bf16.stb" --phase zero_grad --format csv >"$tmp/out" 2>&1 || fail "--phase zero_grad: exit"
+grep -q 'no kernels selected' "$tmp/out" || fail "--phase zero_grad selected kernels of another phase"
 "$st" flops "$tmp/missing.stb" >/dev/null 2>"$tmp/err"
 [ $? = 1 ] || fail "missing bundle: want exit 1"
 [ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "missing bundle: want one error line"

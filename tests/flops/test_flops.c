@@ -341,6 +341,90 @@ static void test_svg(struct replay *rp)
 	set_header(rp, 400e12);
 }
 
+/*
+ * The phases beyond forward, backward and optimizer, as `record -- python3
+ * train.py` writes them: one measured step [0, 100 us] with NVTX ranges
+ * data [1, 10], zero_grad [10, 20], forward [20, 50], backward [50, 90]
+ * and, as steptrace's own model nests it, a zero_grad range inside the
+ * backward [85, 89] (us). Kernels (us): the data op's copy 2 and one of no
+ * op under "data" 1; the zero_grad op's 3 and one of no op under
+ * "step/zero_grad" 1; the forward's GEMM 10; one of no op under
+ * "step/backward/zero_grad" 4, which is the backward's.
+ */
+static void test_more_phases(void)
+{
+	static const struct builder_span ranges[] = {
+		{ "step", 0, 0, 100000 },        { "data", 1, 1000, 10000 },      { "zero_grad", 1, 10000, 20000 },
+		{ "forward", 1, 20000, 50000 },  { "zero_grad", 2, 85000, 89000 }, { "backward", 1, 50000, 90000 },
+	};
+	struct replay rp;
+	struct builder b;
+	struct flops_options opt = { .by = FLOPS_BY_KIND };
+	struct flops_result res;
+	char *text;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_op(&b, &(struct builder_op){ .id = 1, .path = "step/data/copy", .kind = "copy", .phase = "data",
+		   .bytes = 1000000 });
+	builder_op(&b, &(struct builder_op){ .id = 2, .path = "step/zero_grad/zero", .kind = "zero",
+		   .phase = "zero_grad", .bytes = 1000000 });
+	builder_op(&b, &(struct builder_op){ .id = 3, .path = "step/forward/ffn/w1", .kind = "ffn/w1",
+		   .phase = "forward", .flops = 1000000000, .bytes = 1000000, .inputs = { ST_DT_BF16 } });
+	builder_ranges(&b, 0, ranges, sizeof(ranges) / sizeof(ranges[0]));
+	builder_step(&b, 0, false, 0, 100000);
+	builder_launch(&b, "copy_kernel", 7, 1, 2000, 2100, 3000, 5000);
+	builder_launch(&b, "fill_kernel", 7, 0, 5000, 5100, 6000, 7000);
+	builder_launch(&b, "zero_kernel", 7, 2, 12000, 12100, 13000, 16000);
+	builder_launch(&b, "fill_kernel", 7, 0, 17000, 17100, 18000, 19000);
+	builder_launch(&b, "sm90_xmma_gemm_bf16", 7, 3, 25000, 25100, 30000, 40000);
+	builder_launch(&b, "fill_kernel", 7, 0, 86000, 86100, 87000, 91000);
+	CHECK(builder_close(&b, NULL) == 0);
+
+	CHECK(flops_compute(&rp, &opt, &res) == 0);
+	CHECK_NEAR(res.kernel_ns, 21e3, 1e-9);
+	CHECK_NEAR(res.phase_kernel_ns[ST_PHASE_DATA], 2e3, 1e-9);
+	CHECK_NEAR(res.phase_kernel_ns[ST_PHASE_ZERO_GRAD], 3e3, 1e-9);
+	CHECK_NEAR(res.phase_kernel_ns[ST_PHASE_FORWARD], 10e3, 1e-9);
+	CHECK_NEAR(res.phase_gemm_ns[ST_PHASE_FORWARD], 10e3, 1e-9);
+	CHECK_NEAR(res.phase_kernel_ns[ST_PHASE_BACKWARD], 0, 1e-9);   /* by op phase: no backward op */
+	CHECK(find(&res, "zero_grad/zero") && find(&res, "data/copy"));
+	CHECK(find(&res, "zero_grad/zero") && find(&res, "zero_grad/zero")->phase == ST_PHASE_ZERO_GRAD);
+	text = render(&res, 0, OUT_CSV);
+	CHECK(strstr(text, "# GEMM share of GPU time: 47.6% (0.010 of 0.021 ms of kernels per step); "
+		      "forward 100.0%, zero_grad 0.0%, data 0.0%\n") != NULL, "%s", text);
+	free(text);
+	flops_result_release(&res);
+
+	/* --phase zero_grad: its op, and the kernel of no op under "step/zero_grad" but not the backward's */
+	opt.phase = "zero_grad";
+	CHECK(flops_compute(&rp, &opt, &res) == 0);
+	CHECK(res.n_rows == 2);
+	CHECK_NEAR(res.kernel_ns, 4e3, 1e-9);
+	CHECK(find(&res, "zero_grad/zero") && find(&res, "(no op)") && find(&res, "(no op)")->time_ns == 1e3);
+	flops_result_release(&res);
+	opt.phase = "data";
+	CHECK(flops_compute(&rp, &opt, &res) == 0);
+	CHECK(res.n_rows == 2);
+	CHECK_NEAR(res.kernel_ns, 3e3, 1e-9);
+	CHECK(find(&res, "data/copy") && find(&res, "data/copy")->time_ns == 2e3);
+	flops_result_release(&res);
+
+	/* a communication op's phase is none of the phases */
+	opt.phase = ST_OP_PHASE_COMM;
+	{
+		struct capture c;
+		char *err;
+
+		capture_begin(&c, stderr);
+		CHECK(flops_compute(&rp, &opt, &res) < 0);
+		err = capture_end(&c);
+		CHECK_STR(err, "error: 'comm' is not a phase\n");
+		free(err);
+	}
+	replay_release(&rp);
+}
+
 int main(void)
 {
 	struct replay rp;
@@ -352,5 +436,6 @@ int main(void)
 	test_missing_peaks(&rp);
 	test_svg(&rp);
 	replay_release(&rp);
+	test_more_phases();
 	return check_done("test_flops");
 }

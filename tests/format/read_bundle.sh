@@ -6,7 +6,8 @@
 # encoding rule decides whether some kernel counts (and steptrace must list
 # exactly the kernels it was built for), and st-gen's (no steps, several
 # chunks, cut files). Each must match `steptrace summary --format csv`
-# number by number.
+# number by number. And format 1.5's memory tags and steps_from, from
+# tag_bundle.py's bundle.
 #   read_bundle.sh STEPTRACE ST_GEN SOURCE_DIR
 set -u
 st=$1; gen=$2; src=$3
@@ -70,6 +71,45 @@ if "$py" "$src/tests/format/edge_bundle.py" "$tmp/edge.stb" "$tmp/edge.names"; t
 	compare "edge_bundle.py's bundle --include-warmup" "$tmp/edge.stb" --include-warmup
 else
 	fail "edge_bundle.py could not write its bundle"
+fi
+
+# Format 1.5: tag_bundle.py's MemTag events and footer steps_from, written
+# from the documented format alone; read_bundle.py decodes them, steptrace
+# lists the same tags and makes of them what section 6.5 says.
+if "$py" "$src/tests/format/tag_bundle.py" "$tmp/tags.stb" "$tmp/tags.want"; then
+	"$st" replay "$tmp/tags.stb" --kind tag --format json > "$tmp/st.tags" 2>&1 || fail "steptrace replay --kind tag"
+	"$st" replay "$tmp/tags.stb" --kind alloc --view driver --format json > "$tmp/st.allocs" 2>&1 ||
+		fail "steptrace replay --kind alloc"
+	"$st" memory "$tmp/tags.stb" --format json > "$tmp/st.mem" 2>&1 || fail "steptrace memory"
+	"$py" - "$src/scripts" "$tmp" <<'PY' || fail "tag_bundle.py's bundle: read_bundle.py and steptrace disagree"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import read_bundle
+d = sys.argv[2]
+want = json.load(open(d + "/tags.want"))
+b = read_bundle.Bundle(d + "/tags.stb")
+events = list(b.events())
+tags = [{"start": e["start"], **{k: e["mem_tag"][k] for k in ("address", "size", "category", "device")}}
+        for e in events if e["kind"] == "mem_tag"]
+assert tags == want["tags"], (tags, want["tags"])
+assert b.footer["steps_from"] == want["steps_from"], b.footer
+assert b.header["format_minor"] == 5
+t0 = min(e["start"] for e in events if e["kind"] != "op")
+listed = json.load(open(d + "/st.tags"))["events"]
+assert [round(e["Time (ms)"] * 1e6) for e in listed] == [t["start"] - t0 for t in tags], listed
+for e, t in zip(listed, tags):
+    assert e["Kind"] == "tag" and e["Where"] == "device %d" % t["device"], e
+    assert e["Name"].startswith("%d B %s 0x%x" % (t["size"], t["category"], t["address"])), e
+    assert ("ignored" in e["Name"]) == (t["start"] in want["ignored"]), e
+allocs = json.load(open(d + "/st.allocs"))["events"]
+cats = {a["Name"].split()[3]: a["Name"].split()[2] for a in allocs}
+assert cats == want["blocks"], cats
+mem = json.load(open(d + "/st.mem"))
+assert mem["peaks"][0]["Peak (bytes)"] == want["peak"], mem["peaks"][0]
+assert {r["Category"]: r["Bytes"] for r in mem["at_peak"]} == want["at_peak"], mem["at_peak"]
+PY
+else
+	fail "tag_bundle.py could not write its bundle"
 fi
 
 for layout in basic nosteps truncated; do

@@ -1,6 +1,6 @@
 #!/bin/sh
-# `steptrace memory` and `steptrace replay` on the hand-built bundle of
-# test_memory.c (answers in its comment): the peaks, breakdown and largest
+# `steptrace memory` and `steptrace replay` on the hand-built bundles of
+# test_memory.c (answers in its comments): the peaks, breakdown and largest
 # blocks in JSON, the capacity replay exactly fitting and overshooting by one
 # byte, the event listing and its filters, and the SVG parsed back as XML
 # with its legend and peak label.
@@ -11,6 +11,7 @@ fail() { echo "memory.cli: $*"; exit 1; }
 
 "$gen" --write "$tmp/x.stb" || fail "cannot write the bundle"
 "$gen" --write-train "$tmp/train.stb" || fail "cannot write the training bundle"
+"$gen" --write-tags "$tmp/tags.stb" || fail "cannot write the bundle with tags"
 
 # peaks, categories, largest blocks
 "$st" memory "$tmp/x.stb" --top 3 --format json > "$tmp/m.json" || fail "memory --format json failed"
@@ -168,4 +169,77 @@ assert f"; {len(allocs)} allocations over" in sub_all and in_step < len(allocs),
 PY
 "$st" memory "$tmp/train.stb" --svg "$tmp/s9.svg" --step 9 2> "$tmp/e.txt" && fail "--step 9 succeeded"
 grep -q "no step 9" "$tmp/e.txt" || fail "no message for a missing step"
+# driver blocks with the program's tags (tag_scenario in test_memory.c): the
+# driver view by default, its categories at the peak tagged and inferred,
+# the phases zero_grad and data, tags listed as their own kind
+"$st" memory "$tmp/tags.stb" --top 3 --format json > "$tmp/tags.json" || fail "memory on tags failed"
+python3 - "$tmp/tags.json" <<'PY' || fail "memory JSON of the tagged bundle is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {r["Scope"]: r for r in d["peaks"]}
+assert all(r["View"] == "driver" for r in d["peaks"]), d["peaks"]
+assert rows["overall"]["Peak (bytes)"] == 4830, rows
+assert rows["phase zero_grad"]["Peak (bytes)"] == 2380 and rows["phase data"]["Peak (bytes)"] == 2480, rows
+assert rows["phase forward"]["Peak (bytes)"] == 4710
+scopes = [r["Scope"] for r in d["peaks"]]
+assert scopes[:7] == ["overall", "phase forward", "phase backward", "phase optimizer", "phase zero_grad",
+                      "phase data", "phase other"], scopes
+cat = {r["Category"]: r["Bytes"] for r in d["at_peak"]}
+assert cat == {"parameter": 1000, "gradient": 400, "optimizer": 800, "input": 100, "activation": 2300,
+               "temporary": 166, "unknown": 64}, cat
+big = [(r["Bytes"], r["Category"], r["Phase"]) for r in d["largest_at_peak"]]
+assert big == [(2000, "activation", "forward"), (1000, "parameter", "other"), (800, "optimizer", "optimizer")], big
+notes = " ".join(d["notes"])
+assert "8 tag(s) of the program named the category of 5 block(s); 5 named no live block" in notes, notes
+PY
+"$st" replay "$tmp/tags.stb" --kind tag > "$tmp/tags.txt" || fail "replay --kind tag failed"
+[ "$(grep -c ' tag ' "$tmp/tags.txt")" -eq 13 ] || { cat "$tmp/tags.txt"; fail "replay --kind tag: want 13 tags"; }
+[ "$(grep -c 'ignored' "$tmp/tags.txt")" -eq 5 ] || fail "replay --kind tag: want 5 ignored"
+grep -q ' tag .* 100 B parameter 0x5100 (names no live block: ignored)' "$tmp/tags.txt" ||
+  fail "the tag inside a larger block is not flagged"
+"$st" replay "$tmp/tags.stb" --kind alloc --format csv > "$tmp/allocs.csv" || fail "replay --kind alloc csv"
+grep -q ',alloc,.*+1.95 KiB activation 0x5000 driver' "$tmp/allocs.csv" ||
+  fail "the listing does not name an inferred category"
+"$st" replay "$tmp/tags.stb" --kind tag --format json | python3 -c '
+import json, sys
+ev = json.load(sys.stdin)["events"]
+assert len(ev) == 13 and all(e["Kind"] == "tag" for e in ev), ev
+' || fail "replay --kind tag --format json"
+"$st" replay --capacity 4829 --view driver "$tmp/tags.stb" --format json > "$tmp/tc.json" || fail "capacity on tags"
+python3 - "$tmp/tc.json" <<'PY' || fail "capacity on the tagged bundle is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = {r["What"]: r for r in d["capacity"]}
+assert f["category"]["Value"] == "temporary" and f["overshoot"]["Bytes"] == 1, f
+live = {r["Category"]: r["Bytes"] for r in d["live_at_failure"]}
+assert live["activation"] == 2300 and live["optimizer"] == 800 and live["temporary"] == 16, live
+PY
+"$st" memory "$tmp/tags.stb" --svg "$tmp/tags.svg" > /dev/null || fail "memory --svg on tags"
+python3 - "$tmp/tags.svg" <<'PY' || fail "the SVG of the tagged bundle is wrong"
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+legend = [g for g in root.iter(ns + "g") if g.get("class") == "legend"][0]
+ltext = " ".join("".join(t.itertext()) for t in legend.iter(ns + "text"))
+for c in ("parameter", "gradient", "optimizer", "activation", "temporary", "input", "zero_grad phase", "data phase"):
+    assert c in ltext, (c, ltext)
+PY
+# the exports carry the categories: SQLite's allocations, the driver view's counters by category
+"$st" export "$tmp/tags.stb" --format sqlite -o "$tmp/tags.sqlite" 2>/dev/null || fail "export sqlite of tags"
+"$st" export "$tmp/tags.stb" --format chrome -o "$tmp/tags.json" 2>/dev/null || fail "export chrome of tags"
+python3 - "$tmp/tags.sqlite" "$tmp/tags.json" <<'PY' || fail "the exports of the tagged bundle are wrong"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = dict(db.execute("select category, sum(bytes) from ALLOCATIONS group by category").fetchall())
+assert rows == {"activation": 4600, "gradient": 400, "input": 200, "optimizer": 800, "parameter": 1000,
+                "temporary": 444, "unknown": 64}, rows
+assert db.execute("select count(*) from ALLOCATIONS where phase = 'zero_grad'").fetchone()[0] == 1
+d = json.load(open(sys.argv[2]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+counters = [e for e in ev if e.get("ph") == "C" and "cudaMalloc" in e["name"]]
+peak = max(counters, key=lambda e: sum(e["args"].values()))
+assert peak["args"] == {"unknown": 64, "parameter": 1000, "gradient": 400, "optimizer": 800, "activation": 2300,
+                        "temporary": 166, "input": 100}, peak
+PY
+
 echo "memory.cli: ok"

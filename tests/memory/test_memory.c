@@ -4,10 +4,13 @@
  * boundaries), per step; equal-time ordering; unknown frees; blocks never
  * freed; addresses reused while live; model versus driver views; phase from
  * the NVTX range when the op says nothing; the capacity replay fitting
- * exactly and overshooting by one byte; the SVG writer's ticks and units.
+ * exactly and overshooting by one byte; the driver blocks' categories from
+ * the program's tags and the inference of the rest; the SVG writer's ticks
+ * and units.
  *
  * `test_memory --write PATH` writes the main scenario as a bundle for the
- * command-line tests (cli.sh).
+ * command-line tests (cli.sh); --write-train a training-step-shaped one,
+ * --write-tags the driver blocks and tags of tag_scenario.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include "analyze/svg.h"
 #include "lib/error.h"
 #include "replay/memory.h"
+#include "replay/ranks.h"
 #include "replay/replay.h"
 #include "tests/lib/builder.h"
 #include "tests/lib/check.h"
@@ -85,6 +89,103 @@ static void scenario(struct builder *b)
 	b->source = ST_SRC_MODEL;
 }
 
+/*
+ * Driver-level blocks, one per tensor, with the program's tags (the
+ * recorder's `record -- python3 train.py` on PyTorch) and the phases as
+ * its NVTX ranges on the main thread: per step [100, 1000] and
+ * [1100, 2000], data +10..50, zero_grad +50..90, forward +100..400 (a
+ * module range "GPT" inside), backward +400..700, optimizer +700..850.
+ * Times in ns, live total after each event, the final category:
+ *     10 alloc P  0x1000 1000 (no op)        1000  parameter (tagged at 20, again at 1810)
+ *     12 alloc U  0xf000 64 (no op)          1064  unknown: outside every phase
+ *     25 tag 0x1000 on device 1                    ignored: another device
+ *    120 alloc I0 0x2000 100 data            1164  input (tagged at 130)
+ *    160 alloc Z  0xa000 8 zero_grad         1172  temporary; freed at 170
+ *    210 alloc A0 0x3000 300 forward         1464  activation: freed at 600, after the forward
+ *    220 alloc T0 0x4000 50 forward          1514  temporary: freed at 230, within it
+ *    240 alloc S  0x5000 2000 forward        3464  activation: freed at 700
+ *    250 tag 0x5100 100                            ignored: inside S
+ *    260 tag 0x4000 50                             ignored: T0 is freed
+ *    270 tag 0x3000 999                            ignored: A0's size is 300
+ *    510 alloc G  0x6000 400 backward        3864  gradient (tagged at 790, again at 1620)
+ *    520 alloc T1 0x7000 150 backward        4014  temporary; freed at 560  <- step 0's peak
+ *    810 alloc O  0x8000 800 optimizer       2364  optimizer (tagged gradient at 850, then optimizer at 900)
+ *   1050 alloc W  0xd000 16 forward op       2380  temporary: no "forward" range covers it; freed at 1710
+ *   1120 alloc I1 0x2100 100 data            2480  input (tagged at 1130); I0 freed at 1140
+ *   1210 alloc A1 0x3100 300 forward         2680  activation: freed at 1600
+ *   1220 alloc T2 0x4100 40 forward          2720  temporary: freed at 1230
+ *   1240 alloc S1 0x5200 2000 forward        4680  activation: freed at 1700; tag 0x5300 at 1250 ignored
+ *   1490 alloc E  0xe000 30 forward          4710  temporary: freed at 1500, as the forward ends
+ *   1510 alloc T3 0x7100 150 backward        4830  temporary; freed at 1560  <- the overall peak
+ * At the peak: parameter 1000, unknown 64, input 100, activation 2300,
+ * gradient 400, optimizer 800, temporary 166. 13 tags, 5 ignored.
+ */
+static void tag_scenario(struct builder *b)
+{
+	static const struct builder_span phases[] = {
+		{ "step", 0, 0, 900 },     { "data", 1, 10, 50 },         { "zero_grad", 1, 50, 90 },
+		{ "GPT", 2, 105, 395 },    { "forward", 1, 100, 400 },    { "backward", 1, 400, 700 },
+		{ "optimizer", 1, 700, 850 },
+	};
+	struct st_event other_device = { .kind = ST_MEMTAG, .start = 25, .end = 25 };
+
+	op(b, 1, "attn", "step/forward/GPT/attn", "forward");
+	op(b, 2, "attn_grad", "step/backward/GPT/attn", "backward");
+	op(b, 3, "adamw", "step/optimizer/adamw", "optimizer");
+	op(b, 4, "copy", "step/data/copy", "data");
+	op(b, 5, "zero", "step/zero_grad/zero", "zero_grad");
+	builder_step(b, 0, false, 100, 1000);
+	builder_step(b, 1, false, 1100, 2000);
+	builder_ranges(b, 100, phases, sizeof(phases) / sizeof(phases[0]));
+	builder_ranges(b, 1100, phases, sizeof(phases) / sizeof(phases[0]));
+	b->source = ST_SRC_DRIVER;
+	builder_alloc(b, 10, 0x1000, 1000, 0, 0);
+	builder_alloc(b, 12, 0xf000, 64, 0, 0);
+	builder_tag(b, 20, 0x1000, 1000, ST_MEM_PARAMETER);
+	other_device.mem = (typeof(other_device.mem)){ .address = 0x1000, .size = 1000, .category = ST_MEM_GRADIENT,
+						       .source = ST_SRC_DRIVER, .device = 1 };
+	builder_add(b, &other_device);
+	builder_alloc(b, 120, 0x2000, 100, 0, 4);
+	builder_tag(b, 130, 0x2000, 100, ST_MEM_INPUT);
+	builder_alloc(b, 160, 0xa000, 8, 0, 5);
+	FREE(b, 170, 0xa000, 5);
+	builder_alloc(b, 210, 0x3000, 300, 0, 1);
+	builder_alloc(b, 220, 0x4000, 50, 0, 1);
+	FREE(b, 230, 0x4000, 1);
+	builder_alloc(b, 240, 0x5000, 2000, 0, 1);
+	builder_tag(b, 250, 0x5100, 100, ST_MEM_PARAMETER);
+	builder_tag(b, 260, 0x4000, 50, ST_MEM_GRADIENT);
+	builder_tag(b, 270, 0x3000, 999, ST_MEM_PARAMETER);
+	builder_alloc(b, 510, 0x6000, 400, 0, 2);
+	builder_alloc(b, 520, 0x7000, 150, 0, 2);
+	FREE(b, 560, 0x7000, 2);
+	FREE(b, 600, 0x3000, 2);
+	FREE(b, 700, 0x5000, 2);
+	builder_tag(b, 790, 0x6000, 400, ST_MEM_GRADIENT);
+	builder_alloc(b, 810, 0x8000, 800, 0, 3);
+	builder_tag(b, 850, 0x8000, 800, ST_MEM_GRADIENT);
+	builder_tag(b, 900, 0x8000, 800, ST_MEM_OPTIMIZER);
+	builder_alloc(b, 1050, 0xd000, 16, 0, 1);
+	builder_alloc(b, 1120, 0x2100, 100, 0, 4);
+	builder_tag(b, 1130, 0x2100, 100, ST_MEM_INPUT);
+	FREE(b, 1140, 0x2000, 4);
+	builder_alloc(b, 1210, 0x3100, 300, 0, 1);
+	builder_alloc(b, 1220, 0x4100, 40, 0, 1);
+	FREE(b, 1230, 0x4100, 1);
+	builder_alloc(b, 1240, 0x5200, 2000, 0, 1);
+	builder_tag(b, 1250, 0x5300, 100, ST_MEM_PARAMETER);
+	builder_alloc(b, 1490, 0xe000, 30, 0, 1);
+	FREE(b, 1500, 0xe000, 1);
+	builder_alloc(b, 1510, 0x7100, 150, 0, 2);
+	FREE(b, 1560, 0x7100, 2);
+	FREE(b, 1600, 0x3100, 2);
+	builder_tag(b, 1620, 0x6000, 400, ST_MEM_GRADIENT);
+	FREE(b, 1700, 0x5200, 2);
+	FREE(b, 1710, 0xd000, 0);
+	builder_tag(b, 1810, 0x1000, 1000, ST_MEM_PARAMETER);
+	b->source = ST_SRC_MODEL;
+}
+
 static void replay_begin(struct replay *rp, struct builder *b)
 {
 	builder_init(b);
@@ -129,13 +230,13 @@ static void test_main_scenario(void)
 	CHECK(tl.peak.block >= 0 && tl.blocks[tl.peak.block].op == 2);
 
 	/* phases: forward's peak is at its last allocation before backward starts */
-	check_peak(&tl, &tl.phase_peak[MEM_PHASE_FORWARD], 2000, 2200);
-	CHECK_U64(tl.phase_peak[MEM_PHASE_FORWARD].by_category[ST_MEM_TEMPORARY], 100);
-	check_peak(&tl, &tl.phase_peak[MEM_PHASE_BACKWARD], 2100, 2400);
-	check_peak(&tl, &tl.phase_peak[MEM_PHASE_OPTIMIZER], 1950, 700);
-	CHECK_U64(tl.phase_peak[MEM_PHASE_OPTIMIZER].by_category[ST_MEM_GRADIENT], 550);
-	CHECK_U64(tl.phase_peak[MEM_PHASE_OPTIMIZER].by_category[ST_MEM_ACTIVATION], 0);
-	check_peak(&tl, &tl.phase_peak[MEM_PHASE_OTHER], 1000, 10);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_FORWARD], 2000, 2200);
+	CHECK_U64(tl.phase_peak[ST_PHASE_FORWARD].by_category[ST_MEM_TEMPORARY], 100);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_BACKWARD], 2100, 2400);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_OPTIMIZER], 1950, 700);
+	CHECK_U64(tl.phase_peak[ST_PHASE_OPTIMIZER].by_category[ST_MEM_GRADIENT], 550);
+	CHECK_U64(tl.phase_peak[ST_PHASE_OPTIMIZER].by_category[ST_MEM_ACTIVATION], 0);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_OTHER], 1000, 10);
 
 	/* steps; the tie 1550 at 500 and 600 in step 0 is not its peak anyway */
 	CHECK_U64(tl.n_steps, 2);
@@ -166,7 +267,7 @@ static void test_main_scenario(void)
 	CHECK_U64(tl.blocks[top[0]].size, 1000);
 	CHECK_U64(tl.blocks[top[1]].size, 500);
 	CHECK_U64(tl.blocks[top[2]].size, 400);
-	CHECK_U64(tl.blocks[top[1]].phase, MEM_PHASE_FORWARD);
+	CHECK_U64(tl.blocks[top[1]].phase, ST_PHASE_FORWARD);
 	mem_timeline_categories_at(&tl, tl.peak.point, cat);
 	CHECK(memcmp(cat, tl.peak.by_category, sizeof(cat)) == 0);
 
@@ -199,6 +300,7 @@ static void test_main_scenario(void)
 	CHECK(mem_timeline_build(&drv, &rp, MEM_VIEW_DRIVER) == 0);
 	CHECK_U64(drv.n_points, 3);
 	check_peak(&drv, &drv.peak, 12288, 250);
+	CHECK_U64(drv.peak.by_category[ST_MEM_UNKNOWN], 12288);   /* no tags: nothing inferred */
 	CHECK_U64(drv.n_never_freed, 1);
 	CHECK_U64(drv.never_freed_bytes, 8192);
 	CHECK_U64(drv.n_unknown_frees, 0);
@@ -210,6 +312,222 @@ static void test_main_scenario(void)
 	mem_timeline_release(&drv);
 	mem_timeline_release(&tl);
 	replay_release(&rp);
+}
+
+/* The block of the view allocated at `address` at time t, NULL when none. */
+static const struct mem_block *block_at(const struct mem_timeline *tl, uint64_t address, uint64_t t)
+{
+	for (size_t i = 0; i < tl->n_blocks; i++)
+		if (tl->blocks[i].address == address && tl->blocks[i].t_alloc == t)
+			return &tl->blocks[i];
+	return NULL;
+}
+
+static void check_category(const struct mem_timeline *tl, uint64_t address, uint64_t t, int category, bool tagged)
+{
+	const struct mem_block *b = block_at(tl, address, t);
+
+	CHECK(b && b->category == category && b->tagged == tagged, "block 0x%" PRIx64 " at %" PRIu64 ": %s%s",
+	      address, t, b ? st_mem_category_name(b->category) : "missing", b && b->tagged ? " (tagged)" : "");
+}
+
+/* The categories of tag_scenario's blocks, its peaks and their breakdowns, worked out in its comment. */
+static void test_tags(void)
+{
+	struct replay rp;
+	struct builder b;
+	struct mem_timeline tl, model, w;
+	struct mem_capacity cap;
+	uint64_t cat[ST_MEM_CATEGORY_COUNT];
+	uint32_t top[3];
+	const uint64_t want[ST_MEM_CATEGORY_COUNT] = {
+		[ST_MEM_PARAMETER] = 1000, [ST_MEM_UNKNOWN] = 64, [ST_MEM_INPUT] = 100, [ST_MEM_ACTIVATION] = 2300,
+		[ST_MEM_GRADIENT] = 400, [ST_MEM_OPTIMIZER] = 800, [ST_MEM_TEMPORARY] = 166,
+	};
+	const uint64_t want0[ST_MEM_CATEGORY_COUNT] = {
+		[ST_MEM_PARAMETER] = 1000, [ST_MEM_UNKNOWN] = 64, [ST_MEM_INPUT] = 100, [ST_MEM_ACTIVATION] = 2300,
+		[ST_MEM_GRADIENT] = 400, [ST_MEM_TEMPORARY] = 150,
+	};
+
+	replay_begin(&rp, &b);
+	tag_scenario(&b);
+	CHECK(builder_close(&b, NULL) == 0);
+	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_DRIVER) == 0);
+	CHECK_U64(tl.n_blocks, 17);
+	CHECK_U64(tl.n_points, 29);            /* 17 allocations, 12 frees: the tags are no points */
+	CHECK_U64(tl.n_tags, 13);
+	CHECK_U64(tl.n_tags_ignored, 5);
+	CHECK(tl.inferred);
+
+	/* tagged, re-tagged (the last wins), inferred, unknown */
+	check_category(&tl, 0x1000, 10, ST_MEM_PARAMETER, true);
+	check_category(&tl, 0xf000, 12, ST_MEM_UNKNOWN, false);
+	check_category(&tl, 0x2000, 120, ST_MEM_INPUT, true);
+	check_category(&tl, 0xa000, 160, ST_MEM_TEMPORARY, false);
+	check_category(&tl, 0x3000, 210, ST_MEM_ACTIVATION, false);
+	check_category(&tl, 0x4000, 220, ST_MEM_TEMPORARY, false);
+	check_category(&tl, 0x5000, 240, ST_MEM_ACTIVATION, false);
+	check_category(&tl, 0x6000, 510, ST_MEM_GRADIENT, true);
+	check_category(&tl, 0x7000, 520, ST_MEM_TEMPORARY, false);
+	check_category(&tl, 0x8000, 810, ST_MEM_OPTIMIZER, true);
+	check_category(&tl, 0xd000, 1050, ST_MEM_TEMPORARY, false);
+	check_category(&tl, 0x2100, 1120, ST_MEM_INPUT, true);
+	check_category(&tl, 0x3100, 1210, ST_MEM_ACTIVATION, false);
+	check_category(&tl, 0x5200, 1240, ST_MEM_ACTIVATION, false);
+	check_category(&tl, 0xe000, 1490, ST_MEM_TEMPORARY, false);
+	check_category(&tl, 0x7100, 1510, ST_MEM_TEMPORARY, false);
+	{
+		/* which tags named nothing: another device, inside S, T0 freed, A0's size, inside S1 */
+		static const uint64_t ignored[] = { 25, 250, 260, 270, 1250 };
+		size_t k = 0;
+
+		for (size_t i = 0; i < tl.n_tags; i++)
+			if (tl.tags[i].block < 0) {
+				CHECK(k < 5 && rp.mem[tl.tags[i].mem].ev.start == ignored[k], "ignored tag %zu at %" PRIu64,
+				      k, rp.mem[tl.tags[i].mem].ev.start);
+				k++;
+			}
+		CHECK_U64(k, 5);
+	}
+
+	/* the peaks and what they hold */
+	check_peak(&tl, &tl.peak, 4830, 1510);
+	CHECK(memcmp(tl.peak.by_category, want, sizeof(want)) == 0);
+	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++)
+		CHECK(tl.peak.by_category[c] == want[c], "%s: %" PRIu64 " at the peak, want %" PRIu64,
+		      st_mem_category_name(c), tl.peak.by_category[c], want[c]);
+	mem_timeline_categories_at(&tl, tl.peak.point, cat);
+	CHECK(memcmp(cat, want, sizeof(cat)) == 0);
+	check_peak(&tl, &tl.step_peak[0], 4014, 520);
+	CHECK(memcmp(tl.step_peak[0].by_category, want0, sizeof(want0)) == 0);
+	for (int c = 0; c < ST_MEM_CATEGORY_COUNT; c++)
+		CHECK(tl.step_peak[0].by_category[c] == want0[c], "%s: %" PRIu64 " at step 0's peak, want %" PRIu64,
+		      st_mem_category_name(c), tl.step_peak[0].by_category[c], want0[c]);
+	CHECK_U64(mem_timeline_live_at(&tl, tl.peak.point, top, 3), 9);
+	CHECK(tl.blocks[top[0]].size == 2000 && tl.blocks[top[0]].category == ST_MEM_ACTIVATION);
+	CHECK(tl.blocks[top[1]].size == 1000 && tl.blocks[top[1]].category == ST_MEM_PARAMETER);
+	CHECK(tl.blocks[top[2]].size == 800 && tl.blocks[top[2]].category == ST_MEM_OPTIMIZER);
+
+	/* every phase, zero_grad and data included */
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_FORWARD], 4710, 1490);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_BACKWARD], 4830, 1510);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_OPTIMIZER], 2364, 810);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_DATA], 2480, 1120);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_OTHER], 1064, 12);
+	/* zero_grad: its allocation reached 1172; step 1's starts with 2380 live */
+	CHECK_U64(tl.phase_peak[ST_PHASE_ZERO_GRAD].bytes, 2380);
+	CHECK_U64(tl.phase_peak[ST_PHASE_ZERO_GRAD].t, 1150);
+	CHECK(tl.phase_peak[ST_PHASE_ZERO_GRAD].block == -1);
+	CHECK_U64(tl.phase_peak[ST_PHASE_ZERO_GRAD].by_category[ST_MEM_TEMPORARY], 16);
+	CHECK_U64(block_at(&tl, 0xa000, 160)->phase, ST_PHASE_ZERO_GRAD);
+	CHECK_U64(block_at(&tl, 0x2000, 120)->phase, ST_PHASE_DATA);
+
+	/* the capacity replay: one byte short fails at T3, over what the tags and the rule say */
+	mem_timeline_capacity(&tl, 4829, &cap);
+	CHECK(!cap.fits && cap.request == 150 && cap.live_before == 4680 && cap.overshoot == 1);
+	CHECK(cap.block >= 0 && tl.blocks[cap.block].category == ST_MEM_TEMPORARY);
+	CHECK_U64(cap.by_category[ST_MEM_ACTIVATION], 2300);
+	CHECK_U64(cap.by_category[ST_MEM_OPTIMIZER], 800);
+	CHECK_U64(cap.by_category[ST_MEM_TEMPORARY], 16);
+
+	/* a window sees the whole bundle's categories */
+	CHECK(mem_timeline_build_window(&w, &rp, MEM_VIEW_DRIVER, 1100, 2000) == 0);
+	check_peak(&w, &w.peak, 4830, 1510);
+	CHECK(memcmp(w.peak.by_category, want, sizeof(want)) == 0);
+	mem_timeline_release(&w);
+
+	/* the model view ignores tags */
+	CHECK(mem_timeline_build(&model, &rp, MEM_VIEW_MODEL) == 0);
+	CHECK(model.n_points == 0 && model.n_tags == 0 && !model.inferred);
+	mem_timeline_release(&model);
+	mem_timeline_release(&tl);
+	replay_release(&rp);
+}
+
+/* A tag names driver blocks only; without tags nothing is inferred. */
+static void test_tags_views(void)
+{
+	struct replay rp;
+	struct builder b;
+	struct mem_timeline model, drv;
+
+	replay_begin(&rp, &b);
+	op(&b, 1, "w1", "step/forward/w1", "forward");
+	builder_range(&b, "forward", 0, 0, 100);
+	builder_alloc(&b, 10, 0x1000, 64, ST_MEM_WORKSPACE, 1);   /* the model's, at the same address */
+	b.source = ST_SRC_DRIVER;
+	builder_alloc(&b, 10, 0x1000, 64, 0, 1);
+	builder_alloc(&b, 20, 0x2000, 32, 0, 1);
+	builder_tag(&b, 30, 0x1000, 64, ST_MEM_PARAMETER);
+	builder_tag(&b, 35, 0x2000, 32, ST_MEM_UNKNOWN);         /* says nothing */
+	CHECK(builder_close(&b, NULL) == 0);
+	CHECK(mem_timeline_build(&model, &rp, MEM_VIEW_MODEL) == 0);
+	CHECK(model.n_blocks == 1 && model.blocks[0].category == ST_MEM_WORKSPACE && !model.blocks[0].tagged);
+	CHECK_U64(model.peak.by_category[ST_MEM_WORKSPACE], 64);
+	CHECK(mem_timeline_build(&drv, &rp, MEM_VIEW_DRIVER) == 0);
+	CHECK(drv.n_blocks == 2 && drv.blocks[0].category == ST_MEM_PARAMETER && drv.blocks[0].tagged);
+	/* never freed, so live when the forward ends: an activation */
+	CHECK(drv.blocks[1].category == ST_MEM_ACTIVATION && !drv.blocks[1].tagged);
+	CHECK_U64(drv.n_tags_ignored, 1);
+	CHECK_U64(drv.peak.by_category[ST_MEM_PARAMETER], 64);
+	CHECK_U64(drv.peak.by_category[ST_MEM_ACTIVATION], 32);
+	mem_timeline_release(&model);
+	mem_timeline_release(&drv);
+	replay_release(&rp);
+
+	/* the same blocks without the tags: the driver's categories stay unknown */
+	replay_begin(&rp, &b);
+	op(&b, 1, "w1", "step/forward/w1", "forward");
+	builder_range(&b, "forward", 0, 0, 100);
+	b.source = ST_SRC_DRIVER;
+	builder_alloc(&b, 10, 0x1000, 64, 0, 1);
+	builder_alloc(&b, 20, 0x2000, 32, 0, 1);
+	CHECK(builder_close(&b, NULL) == 0);
+	CHECK(mem_timeline_build(&drv, &rp, MEM_VIEW_DRIVER) == 0);
+	CHECK(!drv.inferred && drv.n_tags == 0);
+	CHECK(drv.blocks[0].category == ST_MEM_UNKNOWN && drv.blocks[1].category == ST_MEM_UNKNOWN);
+	CHECK_U64(drv.peak.by_category[ST_MEM_UNKNOWN], 96);
+	mem_timeline_release(&drv);
+	replay_release(&rp);
+}
+
+/*
+ * The ranks of a run pooled into one replay (replay_ranks_pool) keep their
+ * blocks apart though they share addresses; each rank's tags still name
+ * its own blocks. Rank 0 tags its block a parameter, rank 1 a gradient
+ * (times as tag_scenario's, one step each, rank 1's after rank 0's).
+ */
+static void test_tags_pooled(void)
+{
+	struct replay rank[2], pooled;
+	const struct replay *ranks[2] = { &rank[0], &rank[1] };
+	int64_t offset[2] = { 0, 0 };
+	struct replay_ranks rs = { .rank = ranks, .n = 2, .offset = offset, .world_size = 2, .run_id = 7,
+				   .alignment = "test" };
+	struct mem_timeline tl;
+
+	for (int r = 0; r < 2; r++) {
+		struct builder b;
+
+		replay_begin(&rank[r], &b);
+		b.source = ST_SRC_DRIVER;
+		builder_alloc(&b, 10, 0x1000, 100 * (uint64_t)(r + 1), 0, 0);
+		builder_alloc(&b, 20, 0x2000, 8, 0, 0);
+		builder_tag(&b, 30, 0x1000, 100 * (uint64_t)(r + 1), r ? ST_MEM_GRADIENT : ST_MEM_PARAMETER);
+		CHECK(builder_close(&b, NULL) == 0);
+	}
+	CHECK(replay_ranks_pool(&pooled, &rs) == 0);
+	CHECK(mem_timeline_build(&tl, &pooled, MEM_VIEW_DRIVER) == 0);
+	CHECK_U64(tl.n_blocks, 4);
+	CHECK_U64(tl.n_tags, 2);
+	CHECK_U64(tl.n_tags_ignored, 0);
+	CHECK(tl.n_blocks == 4 && tl.blocks[0].category == ST_MEM_PARAMETER && tl.blocks[2].category == ST_MEM_GRADIENT);
+	/* blocks outside every phase stay unknown */
+	CHECK(tl.n_blocks == 4 && tl.blocks[1].category == ST_MEM_UNKNOWN && tl.blocks[3].category == ST_MEM_UNKNOWN);
+	mem_timeline_release(&tl);
+	replay_release(&pooled);
+	replay_release(&rank[0]);
+	replay_release(&rank[1]);
 }
 
 /* Same instant: the recorded order decides. */
@@ -271,7 +589,11 @@ static void test_reuse_and_leaks(void)
 	replay_release(&rp);
 }
 
-/* No op phase: the covering NVTX range's path names it; an op's phase wins. */
+/*
+ * No op phase: the covering NVTX range's path names it, its first phase
+ * component (a "zero_grad" range inside "backward" is the backward's); an
+ * op's phase wins, but a communication op's "comm" names none.
+ */
 static void test_phase_from_range(void)
 {
 	struct replay rp;
@@ -280,23 +602,31 @@ static void test_phase_from_range(void)
 
 	replay_begin(&rp, &b);
 	op(&b, 3, "adamw", "step/optimizer/adamw", "optimizer");
+	op(&b, 4, "allreduce", "step/backward/comm/allreduce/flat", ST_OP_PHASE_COMM);
 	builder_step(&b, 0, false, 0, 100);
 	builder_range(&b, "step", 0, 0, 100);
 	builder_range(&b, "forward", 1, 0, 50);
+	builder_range(&b, "zero_grad", 2, 80, 90);
 	builder_range(&b, "backward", 1, 51, 100);
 	builder_alloc(&b, 10, 0x1, 10, ST_MEM_ACTIVATION, 0);
 	builder_alloc(&b, 60, 0x2, 5, ST_MEM_GRADIENT, 0);
 	builder_alloc(&b, 70, 0x3, 7, ST_MEM_OPTIMIZER, 3);
+	builder_alloc(&b, 75, 0x4, 1, ST_MEM_WORKSPACE, 4);
+	builder_alloc(&b, 85, 0x5, 2, ST_MEM_TEMPORARY, 0);
 	CHECK(builder_close(&b, NULL) == 0);
 	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
-	CHECK(tl.n_points == 3);
-	CHECK_U64(tl.points[0].phase, MEM_PHASE_FORWARD);
-	CHECK_U64(tl.points[1].phase, MEM_PHASE_BACKWARD);
-	CHECK_U64(tl.points[2].phase, MEM_PHASE_OPTIMIZER);
-	check_peak(&tl, &tl.phase_peak[MEM_PHASE_FORWARD], 10, 10);
-	check_peak(&tl, &tl.phase_peak[MEM_PHASE_BACKWARD], 15, 60);
-	check_peak(&tl, &tl.phase_peak[MEM_PHASE_OPTIMIZER], 22, 70);
-	CHECK(tl.phase_peak[MEM_PHASE_OTHER].point < 0);
+	CHECK(tl.n_points == 5);
+	CHECK_U64(tl.points[0].phase, ST_PHASE_FORWARD);
+	CHECK_U64(tl.points[1].phase, ST_PHASE_BACKWARD);
+	CHECK_U64(tl.points[2].phase, ST_PHASE_OPTIMIZER);
+	CHECK_U64(tl.points[3].phase, ST_PHASE_BACKWARD);
+	CHECK_U64(tl.points[4].phase, ST_PHASE_BACKWARD);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_FORWARD], 10, 10);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_BACKWARD], 25, 85);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_OPTIMIZER], 22, 70);
+	CHECK(tl.phase_peak[ST_PHASE_OTHER].point < 0);
+	/* the nested range is not a span of its own */
+	CHECK(tl.phase_peak[ST_PHASE_ZERO_GRAD].point < 0);
 	mem_timeline_release(&tl);
 	replay_release(&rp);
 }
@@ -335,16 +665,16 @@ static void test_spans(void)
 	CHECK(builder_close(&b, NULL) == 0);
 	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_MODEL) == 0);
 	check_peak(&tl, &tl.peak, 1500, 300);
-	check_peak(&tl, &tl.phase_peak[MEM_PHASE_FORWARD], 1500, 300);
+	check_peak(&tl, &tl.phase_peak[ST_PHASE_FORWARD], 1500, 300);
 	/* backward and the optimizer allocate nothing: live at their start, no block */
-	CHECK_U64(tl.phase_peak[MEM_PHASE_BACKWARD].bytes, 1300);
-	CHECK_U64(tl.phase_peak[MEM_PHASE_BACKWARD].t, 400);
-	CHECK(tl.phase_peak[MEM_PHASE_BACKWARD].block == -1 && tl.phase_peak[MEM_PHASE_BACKWARD].point == 3);
-	CHECK_U64(tl.phase_peak[MEM_PHASE_BACKWARD].by_category[ST_MEM_ACTIVATION], 300);
-	CHECK_U64(tl.phase_peak[MEM_PHASE_BACKWARD].by_category[ST_MEM_TEMPORARY], 0);
-	CHECK_U64(tl.phase_peak[MEM_PHASE_OPTIMIZER].bytes, 1000);
-	CHECK_U64(tl.phase_peak[MEM_PHASE_OPTIMIZER].t, 700);
-	CHECK(tl.phase_peak[MEM_PHASE_OPTIMIZER].block == -1);
+	CHECK_U64(tl.phase_peak[ST_PHASE_BACKWARD].bytes, 1300);
+	CHECK_U64(tl.phase_peak[ST_PHASE_BACKWARD].t, 400);
+	CHECK(tl.phase_peak[ST_PHASE_BACKWARD].block == -1 && tl.phase_peak[ST_PHASE_BACKWARD].point == 3);
+	CHECK_U64(tl.phase_peak[ST_PHASE_BACKWARD].by_category[ST_MEM_ACTIVATION], 300);
+	CHECK_U64(tl.phase_peak[ST_PHASE_BACKWARD].by_category[ST_MEM_TEMPORARY], 0);
+	CHECK_U64(tl.phase_peak[ST_PHASE_OPTIMIZER].bytes, 1000);
+	CHECK_U64(tl.phase_peak[ST_PHASE_OPTIMIZER].t, 700);
+	CHECK(tl.phase_peak[ST_PHASE_OPTIMIZER].block == -1);
 	check_peak(&tl, &tl.step_peak[0], 1500, 300);
 	CHECK_U64(tl.step_peak[1].bytes, 1000);
 	CHECK_U64(tl.step_peak[1].t, 2000);
@@ -357,7 +687,7 @@ static void test_spans(void)
 	CHECK(w.peak.block == -1 && w.peak.by_category[ST_MEM_PARAMETER] == 1000);
 	CHECK(w.step_peak[0].point < 0, "step 0 is outside the window");
 	CHECK_U64(w.step_peak[1].bytes, 1000);
-	CHECK(w.phase_peak[MEM_PHASE_FORWARD].point < 0 && w.phase_peak[MEM_PHASE_OPTIMIZER].point < 0);
+	CHECK(w.phase_peak[ST_PHASE_FORWARD].point < 0 && w.phase_peak[ST_PHASE_OPTIMIZER].point < 0);
 	CHECK_U64(w.n_allocs, 0);
 	CHECK_U64(w.n_frees, 0);
 	CHECK_U64(w.n_points, 5);   /* every event is kept: the live set is the bundle's */
@@ -369,7 +699,7 @@ static void test_spans(void)
 	CHECK_U64(w.n_allocs, 1);
 	CHECK_U64(w.n_frees, 2);
 	/* only the part of backward inside the window: its start at 400 */
-	CHECK_U64(w.phase_peak[MEM_PHASE_BACKWARD].bytes, 1300);
+	CHECK_U64(w.phase_peak[ST_PHASE_BACKWARD].bytes, 1300);
 	mem_timeline_release(&w);
 	mem_timeline_release(&tl);
 	replay_release(&rp);
@@ -472,6 +802,18 @@ static int write_bundle(const char *path)
 	return builder_close(&b, "ok") < 0;
 }
 
+/* tag_scenario as a bundle: driver allocations only, so `memory` shows the driver view. */
+static int write_tags_bundle(const char *path)
+{
+	struct builder b;
+
+	bundle_header(&b, "custom", 128);
+	if (builder_open(&b, path) < 0)
+		return 1;
+	tag_scenario(&b);
+	return builder_close(&b, "ok") < 0;
+}
+
 /*
  * A training-step-shaped bundle for looking at the chart: parameters at
  * setup, then per step a forward pass that stacks activations layer by
@@ -568,10 +910,15 @@ int main(int argc, char **argv)
 		return write_train_bundle(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--write"))
 		return write_bundle(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--write-tags"))
+		return write_tags_bundle(argv[2]);
 	test_main_scenario();
 	test_equal_time();
 	test_reuse_and_leaks();
 	test_phase_from_range();
+	test_tags();
+	test_tags_views();
+	test_tags_pooled();
 	test_spans();
 	test_empty();
 	test_svg_helpers();

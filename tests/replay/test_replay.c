@@ -221,6 +221,7 @@ static void test_round_trip(const char *dir)
 	struct st_event oom = { .kind = ST_OOM, .start = 8500, .end = 8500 };
 	struct st_event ov = { .kind = ST_OVERHEAD, .start = 8600, .end = 8700 };
 	struct st_event sy = { .kind = ST_SYNC, .start = 8800, .end = 8900 };
+	struct st_event tg = { .kind = ST_MEMTAG, .start = 3600, .end = 3600 };
 
 	snprintf(path, sizeof(path), "%s/rt.stb", dir);
 	hdr.command_line = "test";
@@ -258,7 +259,9 @@ static void test_round_trip(const char *dir)
 	oom.oom.category = ST_MEM_ACTIVATION, oom.oom.op = 1, oom.oom.step = 3;
 	ov.overhead.kind = 2, ov.overhead.thread = 77;
 	sy.sync.type = 3, sy.sync.stream = 10, sy.sync.thread = 77, sy.sync.correlation = 99;
-	const struct st_event *all[] = { &op, &st, &rg, &api, &k, &mc, &ms, &al, &fr, &oom, &ov, &sy };
+	tg.mem.address = al.mem.address, tg.mem.size = al.mem.size, tg.mem.category = ST_MEM_PARAMETER;
+	tg.mem.source = ST_SRC_DRIVER, tg.mem.device = 1;
+	const struct st_event *all[] = { &op, &st, &rg, &api, &k, &mc, &ms, &al, &tg, &fr, &oom, &ov, &sy };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		CHECK(bundle_writer_add(w, all[i]) == 0, "add %zu", i);
 	CHECK(bundle_writer_close(w, "ok") == 0, "close");
@@ -266,7 +269,7 @@ static void test_round_trip(const char *dir)
 	CHECK(replay_load(&rp, path, NULL) == 0, "load");
 	if (!rp.priv)
 		return;
-	CHECK(!rp.truncated && rp.run.has_footer && rp.run.footer.complete && rp.events_read == 12, "complete");
+	CHECK(!rp.truncated && rp.run.has_footer && rp.run.footer.complete && rp.events_read == 13, "complete");
 	for (int kind = ST_KIND_FIRST; kind <= ST_KIND_LAST; kind++)
 		CHECK(rp.counts[kind] == 1, "count of %s", st_kind_name(kind));
 	CHECK(rp.n_activities == 3, "activities");
@@ -304,10 +307,12 @@ static void test_round_trip(const char *dir)
 	CHECK(rp.n_steps == 1 && rp.steps[0].index == 3 && rp.steps[0].warmup && rp.steps[0].thread == 77 &&
 	      rp.steps[0].start == 2000 && rp.steps[0].end == 10000 && rp.steps[0].kernels == 1 &&
 	      rp.steps[0].gpu_busy == 1000 + 100 + 50, "step fields");
-	CHECK(rp.n_mem == 3 && same_event(&rp.mem[0].ev, &al) && !memcmp(&rp.mem[0].ev.mem, &al.mem, sizeof(al.mem)) &&
-	      same_event(&rp.mem[1].ev, &fr) && !memcmp(&rp.mem[1].ev.mem, &fr.mem, sizeof(fr.mem)) &&
-	      same_event(&rp.mem[2].ev, &oom) && !memcmp(&rp.mem[2].ev.oom, &oom.oom, sizeof(oom.oom)) &&
-	      rp.mem[0].step == 0 && rp.mem[0].range == 0, "memory events");
+	CHECK(rp.n_mem == 4 && same_event(&rp.mem[0].ev, &al) && !memcmp(&rp.mem[0].ev.mem, &al.mem, sizeof(al.mem)) &&
+	      same_event(&rp.mem[1].ev, &tg) && !memcmp(&rp.mem[1].ev.mem, &tg.mem, sizeof(tg.mem)) &&
+	      same_event(&rp.mem[2].ev, &fr) && !memcmp(&rp.mem[2].ev.mem, &fr.mem, sizeof(fr.mem)) &&
+	      same_event(&rp.mem[3].ev, &oom) && !memcmp(&rp.mem[3].ev.oom, &oom.oom, sizeof(oom.oom)) &&
+	      rp.mem[0].step == 0 && rp.mem[0].range == 0 && rp.mem[1].step == 0 && rp.mem[1].range == 0,
+	      "memory events");
 	CHECK(rp.n_others == 2 && same_event(&rp.others[0], &ov) && rp.others[0].overhead.kind == 2 &&
 	      rp.others[0].overhead.thread == 77 && same_event(&rp.others[1], &sy) &&
 	      rp.others[1].sync.type == 3 && rp.others[1].sync.stream == 10 &&
