@@ -234,18 +234,23 @@ static void tag_apply(struct mem_timeline *tl, const struct live_table *lt, cons
 
 /*
  * The categories of untagged blocks that know none, once the bundle has
- * tags: activation, temporary or unknown by the rule in memory.h.
+ * tags: workspace, activation, temporary or unknown by the rule in memory.h.
  */
 static void infer_categories(struct mem_timeline *tl, const struct replay *rp)
 {
 	for (size_t i = 0; i < tl->n_blocks; i++) {
 		struct mem_block *b = &tl->blocks[i];
-		int32_t forward;
+		int32_t forward, step;
 		int p;
 
 		if (b->tagged || b->category != ST_MEM_UNKNOWN || b->phase == ST_PHASE_OTHER)
 			continue;
 		b->category = ST_MEM_TEMPORARY;
+		step = rp->mem[tl->points[b->alloc_point].mem].step;
+		if (step >= 0 && (size_t)step < rp->n_steps && b->t_free > rp->steps[step].end) {
+			b->category = ST_MEM_WORKSPACE;   /* kept from step to step */
+			continue;
+		}
 		if (b->phase != ST_PHASE_FORWARD)
 			continue;
 		forward = replay_phase_range(rp, rp->mem[tl->points[b->alloc_point].mem].range, &p);

@@ -58,10 +58,14 @@
  * that named it, for its whole life (re-tagged each step, it keeps one).
  * When the bundle holds at least one tag, an untagged driver block of
  * unknown category is inferred:
- *   - "activation": allocated in the forward phase (its event's phase, as
- *     above) and still live when the "forward" phase range covering its
- *     allocation on the main thread ends (freed after that range's end, or
- *     never): saved for the backward;
+ *   - "workspace": allocated in a phase of a step and still live when that
+ *     step ends (freed in a later step, or never): what the libraries keep
+ *     from step to step, cuBLAS's workspaces above all (PyTorch allocates
+ *     them on a thread's first matrix product and keeps them);
+ *   - "activation": else, allocated in the forward phase (its event's
+ *     phase, as above) and still live when the "forward" phase range
+ *     covering its allocation on the main thread ends: saved for the
+ *     backward;
  *   - "temporary": allocated in any phase (forward, backward, optimizer,
  *     zero_grad, data) and not an activation (a forward block with no
  *     covering "forward" range included);

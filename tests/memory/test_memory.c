@@ -331,6 +331,46 @@ static void check_category(const struct mem_timeline *tl, uint64_t address, uint
 	      address, t, b ? st_mem_category_name(b->category) : "missing", b && b->tagged ? " (tagged)" : "");
 }
 
+/*
+ * What the libraries keep from step to step (cuBLAS's workspace, made on the
+ * first matrix product of a forward and never freed) is a workspace, not an
+ * activation; a block freed in the next step too; an activation is freed in
+ * its own step.
+ */
+static void test_workspace(void)
+{
+	static const struct builder_span phases[] = {
+		{ "step", 0, 0, 900 }, { "forward", 1, 100, 400 }, { "backward", 1, 400, 700 },
+	};
+	struct replay rp;
+	struct builder b;
+	struct mem_timeline tl;
+
+	replay_begin(&rp, &b);
+	op(&b, 1, "c_attn", "step/forward/GPT/c_attn", "forward");
+	builder_step(&b, 0, false, 100, 1000);
+	builder_step(&b, 1, false, 1100, 2000);
+	builder_ranges(&b, 100, phases, sizeof(phases) / sizeof(phases[0]));
+	builder_ranges(&b, 1100, phases, sizeof(phases) / sizeof(phases[0]));
+	b.source = ST_SRC_DRIVER;
+	builder_alloc(&b, 10, 0x1000, 1000, 0, 0);
+	builder_tag(&b, 20, 0x1000, 1000, ST_MEM_PARAMETER);
+	builder_alloc(&b, 210, 0x2000, 64, 0, 1);     /* the workspace: never freed */
+	builder_alloc(&b, 220, 0x3000, 32, 0, 1);     /* kept into the next step */
+	builder_alloc(&b, 230, 0x4000, 16, 0, 1);     /* an activation: freed in the backward */
+	FREE(&b, 600, 0x4000, 1);
+	FREE(&b, 1300, 0x3000, 1);
+	b.source = ST_SRC_MODEL;
+	CHECK(builder_close(&b, NULL) == 0);
+	CHECK(mem_timeline_build(&tl, &rp, MEM_VIEW_DRIVER) == 0);
+	check_category(&tl, 0x2000, 210, ST_MEM_WORKSPACE, false);
+	check_category(&tl, 0x3000, 220, ST_MEM_WORKSPACE, false);
+	check_category(&tl, 0x4000, 230, ST_MEM_ACTIVATION, false);
+	CHECK_U64(tl.peak.by_category[ST_MEM_WORKSPACE], 96);
+	mem_timeline_release(&tl);
+	replay_release(&rp);
+}
+
 /* The categories of tag_scenario's blocks, its peaks and their breakdowns, worked out in its comment. */
 static void test_tags(void)
 {
@@ -917,6 +957,7 @@ int main(int argc, char **argv)
 	test_reuse_and_leaks();
 	test_phase_from_range();
 	test_tags();
+	test_workspace();
 	test_tags_views();
 	test_tags_pooled();
 	test_spans();
