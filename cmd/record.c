@@ -206,8 +206,8 @@ int cmd_record(int argc, const char **argv)
 			   "with its shapes (FLOPs); off records it as any CUDA program"),
 		OPT_CHOICE(0, "torch-alloc", &l.torch_alloc, launch_torch_alloc_names,
 			   "async sets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, so every "
-			   "tensor's allocation and free is recorded (the default under --torch auto "
-			   "and ops); default keeps PyTorch's caching allocator"),
+			   "tensor's allocation and free is recorded, with its category under --torch "
+			   "auto (it costs the step time); default keeps PyTorch's caching allocator"),
 		OPT_BOOLEAN(0, "cupti-sync", &l.cupti_sync,
 			    "synchronisation records from CUPTI's own activity (with stream ids; adds "
 			    "about a fifth to a PyTorch step) instead of from the synchronising calls"),

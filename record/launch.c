@@ -373,7 +373,7 @@ static void report(const struct launch_opts *o, const char *output, struct bundl
 int launch_run(const struct launch_opts *o)
 {
 	char inject[PATH_MAX], output[PATH_MAX], claims[PATH_MAX], warmup[16], peaks[512] = "";
-	const char *tmp = getenv("TMPDIR"), *alloc_env = getenv("PYTORCH_CUDA_ALLOC_CONF");
+	const char *tmp = getenv("TMPDIR");
 	char *conf = NULL, *pypath = NULL;
 	int torch_alloc = o->torch_alloc;
 	struct saved_signals saved;
@@ -390,9 +390,8 @@ int launch_run(const struct launch_opts *o)
 	if (getenv("CUDA_INJECTION64_PATH") && *getenv("CUDA_INJECTION64_PATH"))
 		return error("CUDA_INJECTION64_PATH is already set ('%s'): another tool is injected, and "
 			     "CUPTI takes one", getenv("CUDA_INJECTION64_PATH"));
-	if (torch_alloc < 0)   /* tensors' allocations seen, unless the program chose its allocator */
-		torch_alloc = o->torch != LAUNCH_TORCH_OFF && !(alloc_env && strstr(alloc_env, "backend"))
-				      ? LAUNCH_ALLOC_ASYNC : LAUNCH_ALLOC_DEFAULT;
+	if (torch_alloc < 0)   /* the program's own allocator: see launch.h */
+		torch_alloc = LAUNCH_ALLOC_DEFAULT;
 	if (torch_alloc == LAUNCH_ALLOC_ASYNC && !(conf = alloc_conf()))
 		return -1;
 	if (o->torch != LAUNCH_TORCH_OFF)

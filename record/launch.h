@@ -7,8 +7,10 @@
  *
  * The command's environment passes through with the recorder's variables
  * added (record/inject.c lists them; PYTORCH_CUDA_ALLOC_CONF gains
- * backend:cudaMallocAsync with --torch-alloc async, the default under
- * --torch auto and ops unless the program's environment names a backend;
+ * backend:cudaMallocAsync with --torch-alloc async, which memory
+ * categories need and which is not the default: it added 14-17% to a
+ * GPT-2 step on an H100 (README, "Recording overhead"), and CUDA graph
+ * trees (torch.compile mode="reduce-overhead") do not run on it;
  * PYTHONPATH gains the Python side's folder, `python` beside
  * libsteptrace_inject.so, unless --torch off). steptrace ignores
  * SIGINT and SIGQUIT while the command runs (the terminal sends them to
@@ -41,7 +43,7 @@ struct launch_opts {
 	int warmup;                  /* steps flagged warm-up; -1: the rule's default */
 	enum capture_api api;
 	int torch;                   /* enum launch_torch */
-	int torch_alloc;             /* enum launch_torch_alloc; -1: async under --torch auto/ops */
+	int torch_alloc;             /* enum launch_torch_alloc; -1: default */
 	bool calibrate;              /* measure peaks here before starting the command */
 	bool cupti_sync;             /* CUPTI's SYNCHRONIZATION records (record/capture.h) */
 	const char *precision;       /* the program's matrix-product precision for the header, or NULL */

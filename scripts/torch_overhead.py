@@ -18,6 +18,8 @@ un-recorded run of the same round:
               with_modules=True, profile_memory=True) (runpy), as a user would wrap it
   emit-nvtx   inside torch.autograd.profiler.emit_nvtx(record_shapes=True) (what
               Nsight Systems' --pytorch=autograd-nvtx turns on), not recorded
+  V,off=LIST  a recorded variant V with STEPTRACE_CUPTI_OFF=LIST (a diagnostic that
+              switches CUPTI pieces off: memory2, driver, runtime, callbacks, ...)
 
 A run's figure is the median of its iterations after the first W; a
 variant's is the median over rounds of those. Prints a Markdown table and
@@ -56,6 +58,9 @@ WRAP = {
 def command(a, variant, bundle):
     script = [TRAIN, "--preset", a.preset, "--steps", str(a.steps)]
     env = dict(os.environ)
+    if ",off=" in variant:
+        variant, off = variant.split(",off=")
+        env["STEPTRACE_CUPTI_OFF"] = off.replace("+", ",")
     if variant == "async":
         env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
     if variant in WRAP:
@@ -70,7 +75,7 @@ def command(a, variant, bundle):
 
 
 def run_one(a, variant, rnd):
-    bundle = os.path.join(a.out, "%s-r%d.stb" % (variant, rnd))
+    bundle = os.path.join(a.out, "%s-r%d.stb" % (variant.replace(",", "_").replace("=", "-"), rnd))
     cmd, env = command(a, variant, bundle)
     t0 = time.time()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -101,11 +106,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", "--steps", type=int, default=30)
     ap.add_argument("-w", "--warmup", type=int, default=5, help="iterations left out of each run's median")
-    ap.add_argument("--variants", default="plain,auto,off,ops,profiler,emit-nvtx")
+    ap.add_argument("--variants", default="plain,auto,off,ops,profiler,emit-nvtx",
+                    help="comma-free list separated by ':' when a variant has ',off=' (else ',')")
     ap.add_argument("--keep", action="store_true", help="keep the bundles")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    variants = a.variants.split(",")
+    variants = a.variants.split(":" if ":" in a.variants else ",")
     rows = []
     for rnd in range(a.rounds):
         for v in variants:

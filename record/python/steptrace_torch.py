@@ -268,7 +268,10 @@ def _activate():
     _step, _tag_call = lib.steptrace_py_step, lib.steptrace_py_tag
     if _mode == "ops":
         try:
-            _torch.autograd.profiler.emit_nvtx(record_shapes=True).__enter__()
+            ops = _torch.autograd.profiler.emit_nvtx(record_shapes=True)
+            ops.__enter__()
+            import atexit
+            atexit.register(_quietly, ops.__exit__, None, None, None)
         except Exception as e:
             _say("--torch ops: emit_nvtx could not start (%s)" % e)
     elif peek:
@@ -294,6 +297,13 @@ def _ready():
     except Exception as e:
         _turn_off(e)
         return False
+
+
+def _quietly(fn, *args):
+    try:
+        fn(*args)
+    except Exception:
+        pass
 
 
 def _turn_off(e):
@@ -452,6 +462,9 @@ def _on_torch(torch):
     except AttributeError:
         _compiling = getattr(getattr(torch, "_dynamo", None), "is_compiling", lambda: False)
     import importlib
+    import warnings
+    # our global hooks are why torch.compile would warn that they fire for its wrapper too
+    warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
     # submodules by import, not attribute: torch.optim's __init__ deletes the name `optimizer`
     M = importlib.import_module("torch.nn.modules.module")
     O = importlib.import_module("torch.optim.optimizer")

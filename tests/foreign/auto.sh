@@ -58,8 +58,8 @@ share() {
 	"$st" summary "$b" --by op --format csv "$@" | awk -F, -v n="$n" '$NF == n { print $1; exit }'
 }
 
-# 1. training
-record train -- "$py" "$train" --steps 5
+# 1. training, every tensor's allocation recorded (--torch-alloc async: memory categories)
+record train --torch-alloc async -- "$py" "$train" --steps 5
 b=$out/train.stb
 printf '0 yes\n1 no\n2 no\n3 no\n4 no\n' | cmp -s - "$(steps_of "$b" >"$out/train.steps"; echo "$out/train.steps")" ||
 	fail "train: steps and warm-up flags: $(cat "$out/train.steps")"
@@ -127,5 +127,16 @@ for phase in forward backward; do
 done
 noop=$(share "$out/compile.stb" "(no op)")
 awk -v x="${noop:-0}" 'BEGIN { exit !(x <= 1.0) }' || fail "compile: ${noop}% of GPU time without an op"
+
+# 6. torch.compile(mode="reduce-overhead"): CUDA graphs replayed; their kernels keep ops
+record graphs -- "$py" "$train" --steps 6 --compile reduce-overhead
+n=$("$st" steps "$out/graphs.stb" --include-warmup --format csv | grep -c '^[0-9]*,\(yes\|no\),')
+[ "$n" = 6 ] || fail "graphs: $n steps, want 6"
+noop=$(share "$out/graphs.stb" "(no op)")
+awk -v x="${noop:-0}" 'BEGIN { exit !(x <= 1.0) }' || fail "graphs: ${noop}% of GPU time without an op"
+"$st" replay "$out/graphs.stb" --kind api --format csv | grep -q 'GraphLaunch' ||
+	fail "graphs: no graph launch recorded (reduce-overhead ran no CUDA graph?)"
+"$st" summary "$out/graphs.stb" --range "step/forward/GPT" --format csv | grep -q 'triton_' ||
+	fail "graphs: no Triton kernel under step/forward/GPT"
 
 check_done foreign.auto
