@@ -20,6 +20,8 @@ un-recorded run of the same round:
               Nsight Systems' --pytorch=autograd-nvtx turns on), not recorded
   V,off=LIST  a recorded variant V with STEPTRACE_CUPTI_OFF=LIST (a diagnostic that
               switches CUPTI pieces off: memory2, driver, runtime, callbacks, ...)
+  V,skip=LIST the same with STEPTRACE_TORCH_SKIP=LIST (the Python side's pieces left out:
+              backward, modules, hooks, tags; '+' separates them)
 
 A run's figure is the median of its iterations after the first W; a
 variant's is the median over rounds of those. Prints a Markdown table and
@@ -61,6 +63,9 @@ def command(a, variant, bundle):
     if ",off=" in variant:
         variant, off = variant.split(",off=")
         env["STEPTRACE_CUPTI_OFF"] = off.replace("+", ",")
+    if ",skip=" in variant:
+        variant, skip = variant.split(",skip=")
+        env["STEPTRACE_TORCH_SKIP"] = skip.replace("+", ",")
     if variant == "async":
         env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
     if variant in WRAP:

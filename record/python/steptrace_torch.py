@@ -51,6 +51,11 @@ CAT_PARAMETER, CAT_GRADIENT, CAT_OPTIMIZER, CAT_INPUT = 1, 2, 3, 7
 PENDING, ACTIVE, OFF = 0, 1, -1
 
 _mode = "auto"
+# STEPTRACE_TORCH_SKIP=backward,modules,hooks,tags: a diagnostic that leaves pieces out, to
+# find what recording costs (the bundle then lacks them): the backward's profiler (no
+# modules in the backward), the module calls' ranges (hooks still run), the module hooks
+# altogether (no forward phase either), the memory tags
+_skip = set(filter(None, os.environ.get("STEPTRACE_TORCH_SKIP", "").split(",")))
 _state = PENDING
 _torch = None
 _lib = None
@@ -122,6 +127,8 @@ def _name_id(parent, module):
 
 def _tag(tensors, category):
     """Tags the blocks of CUDA tensors that own their whole block (address, bytes) as category."""
+    if "tags" in _skip:
+        return
     by_device = {}
     for t in tensors:
         if t is None:
@@ -274,7 +281,7 @@ def _activate():
             atexit.register(_quietly, ops.__exit__, None, None, None)
         except Exception as e:
             _say("--torch ops: emit_nvtx could not start (%s)" % e)
-    elif peek:
+    elif peek and "backward" not in _skip:
         _prof_on, _prof_off = _backward_profiler()
     else:
         _say("at::sequence_number::peek not found in libtorch: backward kernels go under "
@@ -348,7 +355,8 @@ def _pre_hook(module, args):
                 _tag(params, CAT_PARAMETER)
             _tag(_tensors_in(args, []), CAT_INPUT)
         st.append(module)
-        _module(nid)
+        if "modules" not in _skip or len(st) == 1:
+            _module(nid)   # with "modules" skipped: the root's range alone
     except Exception as e:
         _turn_off(e)
     return None
@@ -361,7 +369,8 @@ def _post_hook(module, args, output):
         st = _stack()
         if st and st[-1] is module:
             st.pop()
-            _module_end()
+            if "modules" not in _skip or not st:
+                _module_end()
             if not st:
                 _phase(PHASE_FORWARD, 0)
     except Exception as e:
@@ -469,11 +478,12 @@ def _on_torch(torch):
     M = importlib.import_module("torch.nn.modules.module")
     O = importlib.import_module("torch.optim.optimizer")
     dataloader = importlib.import_module("torch.utils.data.dataloader")
-    _handles.append(M.register_module_forward_pre_hook(_pre_hook))
-    try:
-        _handles.append(M.register_module_forward_hook(_post_hook, always_call=True))
-    except TypeError:
-        _handles.append(M.register_module_forward_hook(_post_hook))
+    if "hooks" not in _skip:
+        _handles.append(M.register_module_forward_pre_hook(_pre_hook))
+        try:
+            _handles.append(M.register_module_forward_hook(_post_hook, always_call=True))
+        except TypeError:
+            _handles.append(M.register_module_forward_hook(_post_hook))
     _handles.append(O.register_optimizer_step_pre_hook(_opt_pre_hook))
     _handles.append(O.register_optimizer_step_post_hook(_opt_post_hook))
     _wrap(torch.optim.Optimizer, "zero_grad", PHASE_ZERO_GRAD)
