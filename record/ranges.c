@@ -168,6 +168,7 @@ static struct {
 	 * ranges, written at the end if nothing else gave steps.
 	 */
 	int torch;                       /* enum ranges_torch_mode, 0 off */
+	_Atomic bool torch_on;           /* torch != 0, read without the mutex */
 	bool tsteps;
 	uint64_t (*peek)(void);
 	struct ranges_domain *tdom;
@@ -176,7 +177,7 @@ static struct {
 	uint64_t step_start;             /* the open step frame's start */
 	uint32_t opt_steps;
 	bool backward_since_clear;       /* a backward began since the module calls were cleared */
-	bool own_profiler;               /* the Python side's backward profiler is on: its ranges are not written */
+	_Atomic bool own_profiler;       /* the Python side's backward profiler is on: its ranges are not written */
 	struct held_step *held;          /* outermost module calls before any optimizer step */
 	size_t n_held, cap_held;
 	struct call *calls;              /* this step's module calls, by begin */
@@ -998,26 +999,32 @@ static void chains_close_locked(uint64_t t)
 	}
 }
 
+/* Is a range with these tags one of the Python side's own profiler, not written? */
+static bool elided_profiler_range_locked(const struct aten_tags *tags)
+{
+	return tags->profiled && R.torch == RANGES_TORCH_AUTO &&
+	       atomic_load_explicit(&R.own_profiler, memory_order_relaxed);
+}
+
 /*
  * A profiler range pushed on a helper (autograd's thread): a node with
  * "seq = N" moves the helper to N's module chain, when nothing of the
  * helper's own is open but autograd's evaluate_function wrapper; under
  * the automatic mode the profiler's ranges are not written. Mutex held.
  */
-static void torch_helper_range_locked(struct tstate *s, const char *name, struct frame *f, uint64_t t)
+static void torch_helper_range_locked(struct tstate *s, const struct aten_tags *tags, struct frame *f,
+				      uint64_t t)
 {
-	struct aten_tags tags;
 	int k, n_real;
 
-	aten_tags(name, &tags);
-	if (tags.seq >= 0 && R.n_calls) {
+	if (tags->seq >= 0 && R.n_calls) {
 		k = synth_count(s);
 		n_real = s->depth - k;
 		if (n_real == 0 ||
 		    (n_real == 1 && !strncmp(R.str[s->f[k].name], "autograd::engine::evaluate_function", 35)))
-			chain_switch_locked(s, (uint64_t)tags.seq, t);
+			chain_switch_locked(s, (uint64_t)tags->seq, t);
 	}
-	if (tags.profiled && R.torch == RANGES_TORCH_AUTO && R.own_profiler)
+	if (elided_profiler_range_locked(tags))
 		f->flags |= FR_ELIDED;
 }
 
@@ -1028,7 +1035,8 @@ int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_
 	struct tstate *s = tstate();
 	char buf[NAME_BUF], *norm = NULL;
 	struct frame f = { .domain = d, .start = t, .call = CALL_NONE };
-	bool kick;
+	struct aten_tags tags = { .seq = -1 };
+	bool kick, helper;
 	int rc;
 
 	if (!s)
@@ -1040,13 +1048,19 @@ int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_
 		pthread_mutex_unlock(&R.lock);
 		return s->depth + s->too_deep - 1;
 	}
-	if (!reg && name)
+	/* a helper's profiler range under the automatic mode is not written: no name needed */
+	helper = name && atomic_load_explicit(&R.torch_on, memory_order_relaxed) && s != R.lead;
+	if (helper)
+		aten_tags(name, &tags);
+	/* the profiler is turned off only once the backward has returned: no push races it */
+	if (!reg && name && !(helper && elided_profiler_range_locked(&tags)))
 		norm = normalized(name, buf, sizeof(buf));
 	pthread_mutex_lock(&R.lock);
-	f.name = message_id_locked(name, reg, norm);
+	if (norm || reg)
+		f.name = message_id_locked(name, reg, norm);
 	f.domain_name = d ? d->name : 0;
-	if (R.torch && name && s != R.lead && !R.finished)
-		torch_helper_range_locked(s, name, &f, t);
+	if (helper && R.torch && s != R.lead && !R.finished)
+		torch_helper_range_locked(s, &tags, &f, t);
 	rc = push_locked(s, &f);
 	kick = want_kick_locked();
 	pthread_mutex_unlock(&R.lock);
@@ -1157,6 +1171,7 @@ void ranges_torch_attach(enum ranges_torch_mode mode, uint64_t (*peek)(void))
 	pthread_mutex_lock(&R.lock);
 	if (!R.torch && d && s) {
 		R.torch = mode;
+		atomic_store(&R.torch_on, true);
 		R.peek = peek;
 		R.tdom = d;
 		R.tdom_name = d->name;
