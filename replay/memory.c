@@ -247,8 +247,8 @@ static void infer_categories(struct mem_timeline *tl, const struct replay *rp)
 			continue;
 		b->category = ST_MEM_TEMPORARY;
 		step = rp->mem[tl->points[b->alloc_point].mem].step;
-		if (step >= 0 && (size_t)step < rp->n_steps && b->t_free > rp->steps[step].end) {
-			b->category = ST_MEM_WORKSPACE;   /* kept from step to step */
+		if (step >= 0 && b->t_free == UINT64_MAX) {
+			b->category = ST_MEM_WORKSPACE;   /* kept for good */
 			continue;
 		}
 		if (b->phase != ST_PHASE_FORWARD)

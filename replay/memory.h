@@ -58,10 +58,12 @@
  * that named it, for its whole life (re-tagged each step, it keeps one).
  * When the bundle holds at least one tag, an untagged driver block of
  * unknown category is inferred:
- *   - "workspace": allocated in a phase of a step and still live when that
- *     step ends (freed in a later step, or never): what the libraries keep
- *     from step to step, cuBLAS's workspaces above all (PyTorch allocates
- *     them on a thread's first matrix product and keeps them);
+ *   - "workspace": allocated in a phase of a step and never freed by the
+ *     end of the bundle: what the libraries keep for good, cuBLAS's
+ *     workspaces above all (PyTorch allocates them on a thread's first
+ *     matrix product and keeps them); a tensor the program holds into the
+ *     next step (the logits it keeps in a variable) is freed there, and is
+ *     not one;
  *   - "activation": else, allocated in the forward phase (its event's
  *     phase, as above) and still live when the "forward" phase range
  *     covering its allocation on the main thread ends: saved for the
