@@ -8,9 +8,9 @@
  * The command's environment passes through with the recorder's variables
  * added (record/inject.c lists them; PYTORCH_CUDA_ALLOC_CONF gains
  * backend:cudaMallocAsync with --torch-alloc async, which memory
- * categories need and which is not the default: it added 14-17% to a
- * GPT-2 step on an H100 (README, "Recording overhead"), and CUDA graph
- * trees (torch.compile mode="reduce-overhead") do not run on it;
+ * categories need and which is not the default: recording does not change
+ * how the program allocates unless asked, and recording every tensor's
+ * allocation costs step time (README, "Recording overhead");
  * PYTHONPATH gains the Python side's folder, `python` beside
  * libsteptrace_inject.so, unless --torch off). steptrace ignores
  * SIGINT and SIGQUIT while the command runs (the terminal sends them to
