@@ -31,8 +31,29 @@ struct layer_split {
 #define LAYER_NS(ls, l, p, ph) ((ls)->ns[((size_t)(l) * LAYER_PARTS + (size_t)(p)) * 3 + (size_t)(ph)])
 
 /*
- * "step/forward/layer.3/attn/softmax" -> layer 3, part "attn"; the norms
- * ("ln1", "rmsnorm", "norm2") are one part. -1 when no component is a layer.
+ * The layer number of a path component: "layer.3" and "layer_3" (the
+ * built-in step's), and, for a PyTorch model recorded with --torch auto, a
+ * module of a numbered container ("transformer.h.3", "layers.3",
+ * "blocks.3": a name ending in "." and up to 4 digits); -1 otherwise.
+ */
+static long layer_number(const char *c, size_t len)
+{
+	size_t d = 0;
+
+	while (d < len && d <= 4 && c[len - 1 - d] >= '0' && c[len - 1 - d] <= '9')
+		d++;
+	if (d == 0 || d > 4 || len < d + 2 || (c[len - 1 - d] != '.' && c[len - 1 - d] != '_'))
+		return -1;
+	if (c[len - 1 - d] == '_' && !(len == d + 6 && strncmp(c, "layer", 5) == 0))
+		return -1;   /* "_N" only in "layer_N": "conv_1" is no layer */
+	return strtol(c + len - d, NULL, 10);
+}
+
+/*
+ * "step/forward/layer.3/attn/softmax" -> layer 3, part "attn";
+ * "step/backward/GPT/transformer.h.3/mlp/c_fc" -> layer 3, part "mlp"; the
+ * norms ("ln1", "ln_2", "rmsnorm", "norm2") are one part. -1 when no
+ * component is a layer.
  */
 static long layer_of(const char *path, char *part, size_t n)
 {
@@ -41,10 +62,9 @@ static long layer_of(const char *path, char *part, size_t n)
 	while (c && *c) {
 		const char *end = strchr(c, '/');
 		size_t len = end ? (size_t)(end - c) : strlen(c);
+		long layer = layer_number(c, len);
 
-		if (len > 6 && strncmp(c, "layer", 5) == 0 && (c[5] == '.' || c[5] == '_') &&
-		    strspn(c + 6, "0123456789") == len - 6 && len - 6 <= 4) {
-			long layer = strtol(c + 6, NULL, 10);
+		if (layer >= 0) {
 			const char *p = end ? end + 1 : "";
 			size_t plen = strcspn(p, "/");
 

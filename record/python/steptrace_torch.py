@@ -28,7 +28,7 @@ the process, through ctypes) what the training loop is doing:
 - --torch ops: every aten op with its input shapes, through
   emit_nvtx(record_shapes=True), kept on from the first module call;
 - torch.compile: each compiled graph's call (Inductor's CompiledFxGraph) is
-  a range "compiled.N" under the module that calls it; the hooks do nothing
+  a range "compiled_N" under the module that calls it; the hooks do nothing
   while Dynamo traces.
 
 Nothing happens until CUDA is initialised in a process that steptrace
@@ -431,7 +431,7 @@ def _wrap(owner, attr, phase, after=None):
 
 
 def _patch_compiled_graph(cls):
-    """Each call of a compiled graph (Inductor's CompiledFxGraph) is a range "compiled.N"."""
+    """Each call of a compiled graph (Inductor's CompiledFxGraph) is a range "compiled_N"."""
     call = getattr(cls, "__call__", None)
     if call is None or getattr(call, "__steptrace_wrapped__", None) is not None:
         return
@@ -442,7 +442,7 @@ def _patch_compiled_graph(cls):
             return call(self, *args, **kwargs)
         nid = self.__dict__.get("_steptrace_name_id")
         if nid is None:
-            nid = _lib.steptrace_py_intern(b"compiled.%d" % _compiled_ids[0])
+            nid = _lib.steptrace_py_intern(b"compiled_%d" % _compiled_ids[0])
             _compiled_ids[0] += 1
             try:
                 self.__dict__["_steptrace_name_id"] = nid

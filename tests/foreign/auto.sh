@@ -121,9 +121,9 @@ record compile -- "$py" "$train" --steps 4 --compile
 printf '0 yes\n1 no\n2 no\n3 no\n' | cmp -s - "$(steps_of "$out/compile.stb" >"$out/compile.steps"; echo "$out/compile.steps")" ||
 	fail "compile: steps: $(cat "$out/compile.steps")"
 for phase in forward backward; do
-	"$st" summary "$out/compile.stb" --range "step/$phase/GPT/compiled.*" --format csv >"$out/compile.$phase" ||
+	"$st" summary "$out/compile.stb" --range "step/$phase/GPT/compiled_*" --format csv >"$out/compile.$phase" ||
 		fail "compile: summary --range $phase"
-	grep -q 'triton_' "$out/compile.$phase" || fail "compile: no Triton kernel under step/$phase/GPT/compiled.*"
+	grep -q 'triton_' "$out/compile.$phase" || fail "compile: no Triton kernel under step/$phase/GPT/compiled_*"
 done
 noop=$(share "$out/compile.stb" "(no op)")
 awk -v x="${noop:-0}" 'BEGIN { exit !(x <= 1.0) }' || fail "compile: ${noop}% of GPU time without an op"

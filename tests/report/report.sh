@@ -64,3 +64,14 @@ if "$steptrace" report 2>/dev/null; then fail "no argument accepted"; fi
 if "$steptrace" report "$tmp/none.stb" -o "$tmp/none.html" 2>/dev/null; then fail "missing file accepted"; fi
 [ ! -e "$tmp/none.html" ] || fail "a failed report left its page"
 echo "report: one.html $(wc -c < "$tmp/one.html") bytes, diff.html $(wc -c < "$tmp/diff.html") bytes"
+
+# per layer on a PyTorch model recorded with --torch auto (samples/pytorch-auto.stb,
+# GPT-2 small): its transformer.h.N are the layers, split by the module under them
+sample="$(dirname "$0")/../../samples/pytorch-auto.stb"
+if [ -f "$sample" ]; then
+  "$steptrace" report "$sample" -o "$tmp/torch.html" 2>> "$tmp/log" || { cat "$tmp/log"; exit 1; }
+  grep -q '<td>layer.11</td>' "$tmp/torch.html" || fail "no per-layer row for GPT-2's transformer.h.11"
+  for part in attn mlp norm; do
+    grep -q "<th class=\"num\">$part (us)</th>" "$tmp/torch.html" || fail "no $part column per layer of GPT-2"
+  done
+fi

@@ -44,10 +44,21 @@ run ranges.csv ranges "$f" --format csv
 grep -q ',step/forward' "$tmp/ranges.csv" || fail "$name: no step/forward range"
 run mem.json memory "$f" --format json --svg "$tmp/mem.svg"
 run flops.csv flops "$f" --format csv --svg "$tmp/roof.svg"
-run cap.txt replay "$f" --capacity 512MiB
-grep -q 'out of memory' "$tmp/cap.txt" || fail "$name: 512 MiB should not fit a small model (490 MiB of parameters alone)"
-run replay.txt replay "$f" --kind kernel --range 'layer.0/attn/softmax'
-grep -q 'softmax' "$tmp/replay.txt" || fail "$name: no softmax kernel under layer.0/attn/softmax"
+if grep -q '^steps from,optimizer steps (PyTorch)' "$tmp/info.csv"; then
+	# a PyTorch program recorded with --torch auto (GPT-2 small): its tensors are the driver's blocks
+	run cap.txt replay "$f" --capacity 512MiB --view driver
+	grep -q 'out of memory' "$tmp/cap.txt" || fail "$name: 512 MiB should not fit GPT-2 small (473 MiB of parameters alone)"
+	run replay.txt replay "$f" --kind kernel --range 'backward/*/transformer.h.0/attn'
+	grep -q 'flash\|attention\|fmha\|sdpa' "$tmp/replay.txt" ||
+		fail "$name: no attention kernel under backward/*/transformer.h.0/attn"
+	run memtag.csv memory "$f" --format csv
+	grep -q '^parameter,496330752,' "$tmp/memtag.csv" || fail "$name: parameters at the peak are not GPT-2's 124,082,688 x 4 bytes"
+else
+	run cap.txt replay "$f" --capacity 512MiB
+	grep -q 'out of memory' "$tmp/cap.txt" || fail "$name: 512 MiB should not fit a small model (490 MiB of parameters alone)"
+	run replay.txt replay "$f" --kind kernel --range 'layer.0/attn/softmax'
+	grep -q 'softmax' "$tmp/replay.txt" || fail "$name: no softmax kernel under layer.0/attn/softmax"
+fi
 run export.txt export "$f" -o "$tmp/t.pftrace"
 protoc --decode=perfetto.protos.Trace -I "$proto" "$proto/perfetto_trace.proto" < "$tmp/t.pftrace" \
 	> "$tmp/t.txt" || fail "protoc cannot decode the export of $name"
