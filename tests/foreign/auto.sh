@@ -15,7 +15,9 @@
 #  - torch.compile: steps, Triton kernels under a compiled region of the
 #    model in the forward and in the backward;
 #  - an inference loop: a step per call of the model;
-#  - --torch ops: aten ops with shapes, FLOPs of the matrix products.
+#  - --torch ops: aten ops with shapes, FLOPs of the matrix products;
+#  - torch.compile(mode="reduce-overhead"): CUDA graph replays keep their ops;
+#  - a program without annotation: a step per cudaProfilerStart/Stop range.
 # Exit 77 (skipped) without python3 + torch + a CUDA GPU. Outputs stay in OUTDIR.
 set -u
 st=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -138,5 +140,23 @@ awk -v x="${noop:-0}" 'BEGIN { exit !(x <= 1.0) }' || fail "graphs: ${noop}% of 
 	fail "graphs: no graph launch recorded (reduce-overhead ran no CUDA graph?)"
 "$st" summary "$out/graphs.stb" --range "step/forward/GPT" --format csv | grep -q 'triton_' ||
 	fail "graphs: no Triton kernel under step/forward/GPT"
+
+# 7. a program without annotation that marks each iteration with cudaProfilerStart/Stop
+# (Nsight Systems' capture ranges): a step per range
+cat >"$out/capture.py" <<'PY'
+import torch
+x = torch.randn(1024, 1024, device="cuda")
+for i in range(4):
+    torch.cuda.profiler.start()
+    for _ in range(5):
+        x = x @ x
+        x = x / x.norm()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+PY
+record capture --torch off -- "$py" "$out/capture.py"
+printf '0 no\n1 no\n2 no\n3 no\n' | cmp -s - "$(steps_of "$out/capture.stb" >"$out/capture.steps"; echo "$out/capture.steps")" ||
+	fail "capture: steps: $(cat "$out/capture.steps")"
+"$st" info "$out/capture.stb" | grep -q "cudaProfilerStart/Stop" || fail "capture: info does not say cudaProfilerStart/Stop"
 
 check_done foreign.auto
