@@ -20,19 +20,8 @@
 #  - a program without annotation: a step per cudaProfilerStart/Stop range.
 # Exit 77 (skipped) without python3 + torch + a CUDA GPU. Outputs stay in OUTDIR.
 set -u
-st=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-out=$2
-here=$(cd "$(dirname "$0")" && pwd)
-py=${PYTHON:-python3}
+. "$(dirname "$0")/torch_prologue.sh"
 train="$here/../../scripts/gpt_train.py"
-. "$here/../lib/check.sh"
-mkdir -p "$out"
-rm -f "$out"/*.stb
-
-if ! "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-	echo "skip: no python3 with torch and a CUDA GPU"
-	exit 77
-fi
 
 # record NAME RECORD-ARGS... -- COMMAND...: the bundle is $out/NAME.stb, stderr in $out/NAME.err
 record() {

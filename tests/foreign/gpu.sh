@@ -12,19 +12,8 @@
 #  - two processes on one GPU write two bundles (RANK naming).
 # Exit 77 (skipped) without python3 + torch + a CUDA GPU. Outputs stay in OUTDIR.
 set -u
-st=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-out=$2
-here=$(cd "$(dirname "$0")" && pwd)
-py=${PYTHON:-python3}
+. "$(dirname "$0")/torch_prologue.sh"
 train="$here/train_tiny.py"
-. "$here/../lib/check.sh"
-mkdir -p "$out"
-rm -f "$out"/*.stb
-
-if ! "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-	echo "skip: no python3 with torch and a CUDA GPU"
-	exit 77
-fi
 
 # record NAME EXPECTED-STATUS RECORD-ARGS... -- COMMAND...: stderr in $out/NAME.err
 record() {
