@@ -821,8 +821,10 @@
           var range = document.createRange();
           range.setStart(text, m.index);
           range.setEnd(text, m.index + m[0].length);
-          var tops = Array.prototype.map.call(range.getClientRects(), function (r) { return Math.round(r.top); });
-          if (tops.some(function (t) { return t !== tops[0]; }) && range.getBoundingClientRect().width <= width)
+          var rects = Array.prototype.slice.call(range.getClientRects());
+          var split = rects.some(function (r) { return Math.round(r.top) !== Math.round(rects[0].top); });
+          var natural = rects.reduce(function (sum, r) { return sum + r.width; }, 0);
+          if (split && natural <= width)
             bad.push(describeElement(pre) + ': "' + m[0] + '" is split across lines');
         }
       }
