@@ -6,8 +6,11 @@
  * TARGET_INFO_SESSION_START_TIME), with names stored once in StringIds and
  * referenced by id, times in ns since the bundle's time base, process and
  * thread ids serialized as nsys does (globalPid = pid << 24, globalTid =
- * globalPid | tid). Columns a bundle cannot fill are NULL (0 where nsys
- * declares them NOT NULL). After nsys' columns, the activity tables add
+ * globalPid | tid), and the ENUM_* tables its reports join for the values
+ * written here. NVTX domains are numbered as nsys numbers them (0 the
+ * default, a NvtxDomainCreate row naming each other one), so its nvtx_sum
+ * names ranges "domain:name". Columns a bundle cannot fill are NULL (0
+ * where nsys declares them NOT NULL). After nsys' columns, the activity tables add
  * steptrace's: the op that launched the work (opId), its step (stepId) and
  * its innermost NVTX path (nvtxPathId). steptrace's own tables: OPS,
  * ALLOCATIONS, STEPS and RUN (the run's facts as key/value rows). README.md
@@ -30,9 +33,72 @@
 #include "lib/output.h"
 #include "replay/memory.h"
 
-/* Nsight Systems' NVTX event types (ENUM_NSYS_EVENT_TYPE). */
-#define NVTX_MARK 34
-#define NVTX_PUSH_POP_RANGE 59
+/*
+ * Nsight Systems' enum tables, as its export (schema 3.16) writes them:
+ * numerical value, symbol and label. Its reports name copies by the label
+ * ("[CUDA memcpy Host-to-Device]", as replay names them) and NVTX events by
+ * type. Memory kinds are nsys' own numbering, not CUPTI's (see nsys_mem_kind).
+ */
+struct nsys_enum {
+	int id;
+	const char *name, *label;
+};
+
+static const struct nsys_enum memcpy_opers[] = {
+	{ 0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown" },
+	{ 1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device" },
+	{ 2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host" },
+	{ 3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array" },
+	{ 4, "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host" },
+	{ 5, "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array" },
+	{ 6, "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device" },
+	{ 7, "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array" },
+	{ 8, "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device" },
+	{ 9, "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host" },
+	{ 10, "CUDA_MEMCPY_KIND_PTOP", "Peer-to-Peer" },
+	{ 11, "CUDA_MEMCPY_KIND_UVM_HTOD", "Unified Host-to-Device" },
+	{ 12, "CUDA_MEMCPY_KIND_UVM_DTOH", "Unified Device-to-Host" },
+	{ 13, "CUDA_MEMCPY_KIND_UVM_DTOD", "Unified Device-to-Device" },
+	{ 0, NULL, NULL },
+};
+
+static const struct nsys_enum mem_kinds[] = {
+	{ 0, "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE", "Pageable" },
+	{ 1, "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Pinned" },
+	{ 2, "CUDA_MEMOPR_MEMORY_KIND_DEVICE", "Device" },
+	{ 3, "CUDA_MEMOPR_MEMORY_KIND_ARRAY", "Array" },
+	{ 4, "CUDA_MEMOPR_MEMORY_KIND_MANAGED", "Managed" },
+	{ 5, "CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC", "Device Static" },
+	{ 6, "CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC", "Managed Static" },
+	{ 7, "CUDA_MEMOPR_MEMORY_KIND_UNKNOWN", "Unknown" },
+	{ 0, NULL, NULL },
+};
+
+/* The NVTX event types (the export writes 34, 59 and 75; nsys' reports read the others too). */
+enum { NVTX_MARK = 34, NVTX_PUSH_POP_RANGE = 59, NVTX_DOMAIN_CREATE = 75 };
+
+static const struct nsys_enum event_types[] = {
+	{ 33, "NvtxCategory", "NvtxCategory" },
+	{ NVTX_MARK, "NvtxMark", "NvtxMark" },
+	{ 39, "NvtxThread", "NvtxThread" },
+	{ NVTX_PUSH_POP_RANGE, "NvtxPushPopRange", "NvtxPushPopRange" },
+	{ 60, "NvtxStartEndRange", "NvtxStartEndRange" },
+	{ 70, "NvtxtPushPopRange", "NvtxtPushPopRange" },
+	{ 71, "NvtxtStartEndRange", "NvtxtStartEndRange" },
+	{ NVTX_DOMAIN_CREATE, "NvtxDomainCreate", "NvtxDomainCreate" },
+	{ 76, "NvtxDomainDestroy", "NvtxDomainDestroy" },
+	{ 0, NULL, NULL },
+};
+
+/*
+ * CUPTI's memory kind (the bundle's) as nsys numbers it: CUPTI counts
+ * unknown 0, pageable 1, ... managed static 7; nsys pageable 0, ...
+ * managed static 6, unknown 7.
+ */
+static int64_t nsys_mem_kind(uint32_t cupti)
+{
+	return cupti >= 1 && cupti <= 7 ? (int64_t)cupti - 1 : 7;
+}
 
 /* Estimate: bytes per row, indexes included (calibrated on samples/). */
 #define SQLITE_ROW_BYTES 84
@@ -66,8 +132,11 @@ static const char schema[] =
 	"  start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,\n"
 	"  contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL,\n"
 	"  correlationId INTEGER, globalPid INTEGER,\n"
-	"  bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER,\n"
-	"  srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, srcContextId INTEGER,\n"
+	"  bytes INTEGER NOT NULL,\n"
+	"  copyKind INTEGER NOT NULL,       -- REFERENCES ENUM_CUDA_MEMCPY_OPER(id)\n"
+	"  deprecatedSrcId INTEGER,\n"
+	"  srcKind INTEGER, dstKind INTEGER,   -- REFERENCES ENUM_CUDA_MEM_KIND(id)\n"
+	"  srcDeviceId INTEGER, srcContextId INTEGER,\n"
 	"  dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER,\n"
 	"  graphNodeId INTEGER, virtualAddress INTEGER, copyCount INTEGER,\n"
 	"  opId INTEGER, stepId INTEGER, nvtxPathId INTEGER);\n"
@@ -86,11 +155,15 @@ static const char schema[] =
 	"  cbid INTEGER);                   -- steptrace: CUPTI callback id\n"
 	"CREATE TABLE NVTX_EVENTS (\n"
 	"  start INTEGER NOT NULL, end INTEGER,\n"
-	"  eventType INTEGER NOT NULL,      -- 59 push/pop range, 34 mark\n"
-	"  rangeId INTEGER, category INTEGER, color INTEGER, text TEXT,\n"
+	"  eventType INTEGER NOT NULL,      -- REFERENCES ENUM_NSYS_EVENT_TYPE(id): 59, 34, 75\n"
+	"  rangeId INTEGER, category INTEGER, color INTEGER,\n"
+	"  text TEXT,                       -- the range's name; a domain's name (eventType 75)\n"
 	"  globalTid INTEGER, endGlobalTid INTEGER,\n"
-	"  textId INTEGER,                  -- REFERENCES StringIds(id)\n"
-	"  domainId INTEGER,                -- StringIds id of the domain's name, 0 the default\n"
+	"  textId INTEGER,                  -- REFERENCES StringIds(id): the name again\n"
+	"  domainId INTEGER,                -- 0 the default domain, else its NvtxDomainCreate row's\n"
+	"  uint64Value INTEGER, int64Value INTEGER, doubleValue REAL,\n"
+	"  uint32Value INTEGER, int32Value INTEGER, floatValue REAL,\n"
+	"  jsonTextId INTEGER, jsonText TEXT, binaryData TEXT,   -- payloads: not recorded\n"
 	"  nvtxPathId INTEGER,              -- steptrace: REFERENCES StringIds(id)\n"
 	"  depth INTEGER, stepId INTEGER);  -- steptrace\n"
 	"CREATE TABLE OPS (\n"
@@ -109,7 +182,10 @@ static const char schema[] =
 	"  globalTid INTEGER, gpuStart INTEGER, gpuEnd INTEGER, gpuBusy INTEGER,\n"
 	"  kernels INTEGER, activities INTEGER);\n"
 	"CREATE TABLE RUN (\n"
-	"  key TEXT PRIMARY KEY, value);\n";
+	"  key TEXT PRIMARY KEY, value);\n"
+	"CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
+	"CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
+	"CREATE TABLE ENUM_NSYS_EVENT_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n";
 
 static const char indexes[] =
 	"CREATE INDEX kernel_correlationId ON CUPTI_ACTIVITY_KIND_KERNEL(correlationId);\n"
@@ -125,8 +201,8 @@ static const char indexes[] =
 	"CREATE INDEX nvtx_textId ON NVTX_EVENTS(textId);\n"
 	"CREATE INDEX allocations_start ON ALLOCATIONS(start);\n";
 
-enum sq_table { T_STRING, T_KERNEL, T_MEMCPY, T_MEMSET, T_RUNTIME, T_NVTX, T_OPS, T_ALLOC, T_STEPS,
-		T_RUN, T_SESSION, T_COUNT };
+enum sq_table { T_STRING, T_KERNEL, T_MEMCPY, T_MEMSET, T_RUNTIME, T_NVTX, T_DOMAIN, T_OPS, T_ALLOC,
+		T_STEPS, T_RUN, T_SESSION, T_ENUM_MEMCPY, T_ENUM_MEM_KIND, T_ENUM_EVENT, T_COUNT };
 
 static const char *const insert_sql[T_COUNT] = {
 	"INSERT INTO StringIds VALUES (?,?)",
@@ -136,12 +212,26 @@ static const char *const insert_sql[T_COUNT] = {
 	"(?,?,?,0,NULL,?,?,?,?,?,NULL,?,?,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,?,?,?)",
 	"INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,0,NULL,?,?,?,?,?,NULL,NULL,?,?,?)",
 	"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,?,NULL,?)",
-	"INSERT INTO NVTX_EVENTS VALUES (?,?,?,NULL,NULL,NULL,NULL,?,NULL,?,?,?,?,?)",
+	"INSERT INTO NVTX_EVENTS VALUES (?,?,?,NULL,NULL,NULL,?,?,NULL,?,?,"
+	"NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,?,?,?)",
+	"INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (?,75,?,?,?)",
 	"INSERT INTO OPS VALUES (?,?,?,?,?,?,?,?,?)",
 	"INSERT INTO ALLOCATIONS VALUES (?,?,?,?,?,?,?,?,?,?)",
 	"INSERT INTO STEPS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 	"INSERT INTO RUN VALUES (?,?)",
 	"INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (?,?,NULL)",
+	"INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (?,?,?)",
+	"INSERT INTO ENUM_CUDA_MEM_KIND VALUES (?,?,?)",
+	"INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (?,?,?)",
+};
+
+static const struct {
+	enum sq_table table;
+	const struct nsys_enum *rows;
+} nsys_enums[] = {
+	{ T_ENUM_MEMCPY, memcpy_opers },
+	{ T_ENUM_MEM_KIND, mem_kinds },
+	{ T_ENUM_EVENT, event_types },
 };
 
 struct sq {
@@ -155,6 +245,8 @@ struct sq {
 	uint64_t *sid;                  /* replay string id -> StringIds id */
 	uint64_t *short_sid;            /* replay string id -> its short name's id (0: not yet) */
 	uint64_t *path_sid;             /* replay path -> StringIds id */
+	uint32_t *domain_id;            /* replay string id of a domain -> nsys' domainId (0: not yet) */
+	uint32_t n_domains;
 	uint64_t rows[T_COUNT];
 };
 
@@ -298,7 +390,8 @@ static int sq_strings(struct sq *q)
 	q->sid = calloc(rp->n_strings + 1, sizeof(*q->sid));
 	q->short_sid = calloc(rp->n_strings + 1, sizeof(*q->short_sid));
 	q->path_sid = calloc(rp->n_paths + 1, sizeof(*q->path_sid));
-	if (!q->sid || !q->short_sid || !q->path_sid)
+	q->domain_id = calloc(rp->n_strings + 1, sizeof(*q->domain_id));
+	if (!q->sid || !q->short_sid || !q->path_sid || !q->domain_id)
 		return error("out of memory");
 	for (uint32_t i = 0; i < rp->n_strings; i++)
 		if (!(q->sid[i] = sq_string(q, rp->strings[i] ? rp->strings[i] : "")))
@@ -353,7 +446,8 @@ static int sq_activities(struct sq *q)
 			const struct replay_copy *c = a->detail < rp->n_copies ? &rp->copies[a->detail] : NULL;
 			rc = INSERT(q, T_MEMCPY, I(a->start), I(a->end), I(a->device), I(a->stream), corr,
 				    I(q->global_pid), I(a->bytes), I(c ? c->copy_kind : 0),
-				    c ? I(c->src_kind) : NUL, c ? I(c->dst_kind) : NUL, op, sq_step(a->step), path);
+				    c ? I(nsys_mem_kind(c->src_kind)) : NUL, c ? I(nsys_mem_kind(c->dst_kind)) : NUL,
+				    op, sq_step(a->step), path);
 		} else {
 			rc = INSERT(q, T_MEMSET, I(a->start), I(a->end), I(a->device), I(a->stream), corr,
 				    I(q->global_pid), I(a->detail), I(a->bytes), op, sq_step(a->step), path);
@@ -378,6 +472,28 @@ static int sq_apis(struct sq *q)
 	return 0;
 }
 
+/*
+ * nsys' domainId of a range's domain: 0 the default; the others 1, 2, ... in
+ * the order their first range starts, each named by a NvtxDomainCreate row
+ * (its text) at that range's start on its thread, where nsys writes one
+ * when the program creates the domain. nsys' reports find a domain's name
+ * through that row, by domainId and process.
+ */
+static int sq_domain(struct sq *q, const struct replay_range *r, int64_t *id)
+{
+	uint32_t d = r->domain < q->rp->n_strings ? r->domain : 0;
+
+	if (d && !q->domain_id[d]) {
+		q->domain_id[d] = ++q->n_domains;
+		if (INSERT(q, T_DOMAIN, I(r->start), S(replay_str(q->rp, d)), I(global_tid(q, r->thread)),
+			   I(q->domain_id[d])) < 0)
+			return -1;
+	}
+	*id = d ? q->domain_id[d] : 0;
+	return 0;
+}
+
+/* Ranges by start (replay's order), so each domain's row comes before its first range. */
 static int sq_ranges(struct sq *q)
 {
 	const struct replay *rp = q->rp;
@@ -385,12 +501,25 @@ static int sq_ranges(struct sq *q)
 	for (size_t i = 0; i < rp->n_ranges; i++) {
 		const struct replay_range *r = &rp->ranges[i];
 		bool mark = r->end <= r->start;
-		if (export_keep_range(q->f, r) &&
+		int64_t domain;
+
+		if (!export_keep_range(q->f, r))
+			continue;
+		if (sq_domain(q, r, &domain) < 0 ||
 		    INSERT(q, T_NVTX, I(r->start), mark ? NUL : I(r->end), I(mark ? NVTX_MARK : NVTX_PUSH_POP_RANGE),
-			   I(global_tid(q, r->thread)), I(sq_sid(q, r->name)), I(r->domain ? sq_sid(q, r->domain) : 0),
+			   S(replay_str(rp, r->name)), I(global_tid(q, r->thread)), I(sq_sid(q, r->name)), I(domain),
 			   ID(sq_path(q, (int32_t)i)), I(r->depth), sq_step(r->step)) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+static int sq_enums(struct sq *q)
+{
+	for (size_t t = 0; t < sizeof(nsys_enums) / sizeof(nsys_enums[0]); t++)
+		for (const struct nsys_enum *e = nsys_enums[t].rows; e->name; e++)
+			if (INSERT(q, nsys_enums[t].table, I(e->id), S(e->name), S(e->label)) < 0)
+				return -1;
 	return 0;
 }
 
@@ -557,8 +686,8 @@ static int sq_write(struct sq *q, const char *path, const struct export_options 
 	for (int t = 0; t < T_COUNT; t++)
 		if (sqlite3_prepare_v2(q->db, insert_sql[t], -1, &q->ins[t], NULL) != SQLITE_OK)
 			return sq_fail(q);
-	if (sq_strings(q) < 0 || sq_session_start(q) < 0 || sq_run(q, opt) < 0 || sq_steps(q) < 0 ||
-	    sq_ops(q) < 0 || sq_ranges(q) < 0 || sq_apis(q) < 0 || sq_activities(q) < 0 ||
+	if (sq_strings(q) < 0 || sq_enums(q) < 0 || sq_session_start(q) < 0 || sq_run(q, opt) < 0 ||
+	    sq_steps(q) < 0 || sq_ops(q) < 0 || sq_ranges(q) < 0 || sq_apis(q) < 0 || sq_activities(q) < 0 ||
 	    sq_allocations(q, MEM_VIEW_MODEL) < 0 || sq_allocations(q, MEM_VIEW_DRIVER) < 0)
 		return -1;
 	return sq_exec(q, indexes) < 0 || sq_exec(q, "COMMIT") < 0 ? -1 : 0;
@@ -574,6 +703,7 @@ static void sq_release(struct sq *q)
 	free(q->sid);
 	free(q->short_sid);
 	free(q->path_sid);
+	free(q->domain_id);
 	memset(q, 0, sizeof(*q));
 }
 

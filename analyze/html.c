@@ -33,6 +33,24 @@ void markup_escape(FILE *out, const char *s, bool keep_breaks)
 	}
 }
 
+void html_words(FILE *out, const char *s)
+{
+	while (s && *s) {
+		size_t blank = strspn(s, " \t\n"), word;
+
+		fwrite(s, 1, blank, out);
+		s += blank;
+		word = strcspn(s, " \t\n");
+		if (!word)
+			break;
+		fputs("<span>", out);
+		for (size_t i = 0; i < word; i++)
+			markup_escape(out, (const char[]){ s[i], '\0' }, false);
+		fputs("</span>", out);
+		s += word;
+	}
+}
+
 void html_escape(FILE *out, const char *s)
 {
 	markup_escape(out, s, true);
@@ -112,7 +130,9 @@ static void number_cell(FILE *out, const json_t *v, const char *column)
 		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 	} else {
 		double d = json_real_value(v);
-		int decimals = strchr(column, '%') || fabs(d) >= 100 ? 1 : fabs(d) >= 1 ? 2 : 3;
+		/* a column of ns or % has one decimal in every row (as the text report prints it); others about 3 digits */
+		bool one = strchr(column, '%') || strstr(column, "(ns)");
+		int decimals = one || fabs(d) >= 100 ? 1 : fabs(d) >= 1 ? 2 : 3;
 		if (!isfinite(d)) {
 			fputs("&ndash;", out);
 			return;

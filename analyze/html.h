@@ -24,6 +24,13 @@ void markup_escape(FILE *out, const char *s, bool keep_breaks);
 /* markup_escape keeping newlines and tabs: the page's text. */
 void html_escape(FILE *out, const char *s);
 
+/*
+ * s escaped, each word (a run of characters other than blanks) in a <span>
+ * and the blanks between them kept: a command line that report.css wraps
+ * between words, never at a hyphen inside one.
+ */
+void html_words(FILE *out, const char *s);
+
 /* printf-style, the result escaped. */
 void html_printf(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

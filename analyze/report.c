@@ -334,7 +334,7 @@ void page_run(FILE *out, const struct replay *rp)
 	const char *mark = *dv->peak_note ? "*" : "";
 	char b1[64], b2[64], b3[64], b4[64];
 
-	fputs("<div class=\"grid2\">\n<dl class=\"kv\">\n", out);
+	fputs("<div class=\"grid2 run\">\n<dl class=\"kv\">\n", out);
 	if (h->has_config) {
 		kv(out, "Model", "%s", *c->model ? c->model : "custom");
 		kv(out, "Parameters", "%.1f M", (double)c->parameters / 1e6);
@@ -385,7 +385,7 @@ void page_run(FILE *out, const struct replay *rp)
 	}
 	if (h->has_header && *h->command_line) {
 		fputs("<pre class=\"cmd mono\">", out);
-		html_escape(out, h->command_line);
+		html_words(out, h->command_line);
 		fputs("</pre>\n", out);
 	}
 }

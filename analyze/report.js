@@ -387,11 +387,17 @@
     return this.str[src[lane.refs[i] + (lane.kind === 'gpu' ? 2 : 3)]] || '';
   };
 
+  /*
+   * Ticks with their labels right of them; a label that would pass the
+   * canvas' right edge moves left of it, and one that would then touch its
+   * neighbour is left out. data-axis: the last label's right edge and the
+   * canvas' width (px).
+   */
   Timeline.prototype.drawAxis = function (ctx) {
     var span = this.v1 - this.v0, target = span / Math.max(2, (this.w - GUTTER) / 110);
     var step = Math.pow(10, Math.floor(Math.log10(target)));
+    var right = GUTTER - 8, edge = this.w - 4;
     if (target / step > 5) step *= 5; else if (target / step > 2) step *= 2;
-    ctx.fillStyle = '#667085';
     ctx.font = '11px system-ui, sans-serif';
     ctx.textAlign = 'left';
     ctx.textBaseline = 'middle';
@@ -400,9 +406,14 @@
       if (x < GUTTER) continue;
       ctx.fillStyle = '#eaecf0';
       ctx.fillRect(x, AXIS_H - 4, 1, this.height - AXIS_H);
+      var label = Math.abs(t - this.origin) < step / 2 ? '0' : fmtTime(t - this.origin);
+      var w = ctx.measureText(label).width, left = Math.min(x + 3, edge - w);
+      if (left < right + 8) continue;
       ctx.fillStyle = '#667085';
-      ctx.fillText(Math.abs(t - this.origin) < step / 2 ? '0' : fmtTime(t - this.origin), x + 3, AXIS_H / 2);
+      ctx.fillText(label, left, AXIS_H / 2);
+      right = left + w;
     }
+    this.el.setAttribute('data-axis', right.toFixed(1) + ' ' + this.w);
   };
 
   Timeline.prototype.drawLane = function (ctx, lane) {
@@ -752,6 +763,88 @@
   }
 
   /*
+   * What a reader would see cut or misplaced, as lines: a card's title under
+   * the sticky bar after following its link; a timeline's axis label or an
+   * SVG chart's text past the edge; the run's lists with their values in
+   * different columns; a word of the command line split across lines.
+   */
+  function layoutFaults() {
+    var bad = [];
+    function visible(el) { var r = el.getBoundingClientRect(); return r.width > 0 || r.height > 0; }
+    document.querySelectorAll('nav.toc a[href^="#"]').forEach(function (a) {
+      var target = document.getElementById(a.getAttribute('href').slice(1));
+      if (!visible(a) || !target) return;
+      a.click();   /* the browser scrolls as it does for a reader's click */
+      var title = target.querySelector(':scope > h2, :scope > summary'), bar = 0;
+      document.querySelectorAll('nav.toc').forEach(function (nav) {
+        var r = nav.getBoundingClientRect();
+        if (r.height && r.top <= 1 && r.bottom > 0) bar = Math.max(bar, r.bottom);
+      });
+      if (title && title.getBoundingClientRect().top < bar - 0.5)
+        bad.push(a.getAttribute('href') + ': its title is under the sticky bar (' +
+                 Math.round(title.getBoundingClientRect().top) + ' < ' + Math.round(bar) + ' px)');
+    });
+    window.scrollTo(0, 0);
+    document.querySelectorAll('.tl[data-axis]').forEach(function (el) {
+      var v = el.getAttribute('data-axis').split(' ').map(parseFloat);
+      if (v[0] > v[1]) bad.push('timeline ' + el.getAttribute('data-src') + ': an axis label ends at ' + v[0] +
+                                ' px, past the canvas (' + v[1] + ' px)');
+    });
+    document.querySelectorAll('svg').forEach(function (svg) {
+      var box = svg.getBoundingClientRect();
+      if (!box.width) return;
+      svg.querySelectorAll('text').forEach(function (t) {
+        var r = t.getBoundingClientRect();
+        if (r.width && (r.right > box.right + 0.5 || r.left < box.left - 0.5))
+          bad.push(describeElement(svg) + ': "' + t.textContent.slice(0, 30) + '" is cut (' + Math.round(r.left) +
+                   '..' + Math.round(r.right) + ' outside ' + Math.round(box.left) + '..' + Math.round(box.right) + ')');
+      });
+    });
+    var column = null;
+    document.querySelectorAll('.run dl.kv').forEach(function (dl) {
+      var left = dl.getBoundingClientRect().left;
+      dl.querySelectorAll('dd').forEach(function (dd) {
+        if (!visible(dd)) return;
+        var at = Math.round((dd.getBoundingClientRect().left - left) * 2) / 2;
+        if (column === null) column = at;
+        else if (at !== column) bad.push(describeElement(dl) + ': "' + dd.previousElementSibling.textContent +
+                                         '" has its value at ' + at + ' px, the others at ' + column);
+      });
+    });
+    document.querySelectorAll('pre.cmd').forEach(function (pre) {
+      var style = getComputedStyle(pre), text, m, re = /\S+/g;
+      var width = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      var walk = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+      if (!visible(pre)) return;
+      while ((text = walk.nextNode())) {
+        while ((m = re.exec(text.data))) {   /* a word wider than the line may break; no other */
+          var range = document.createRange();
+          range.setStart(text, m.index);
+          range.setEnd(text, m.index + m[0].length);
+          var rects = Array.prototype.slice.call(range.getClientRects());
+          var split = rects.some(function (r) { return Math.round(r.top) !== Math.round(rects[0].top); });
+          var natural = rects.reduce(function (sum, r) { return sum + r.width; }, 0);
+          if (split && natural <= width)
+            bad.push(describeElement(pre) + ': "' + m[0] + '" is split across lines');
+        }
+      }
+    });
+    return bad;
+  }
+
+  /* Keeps --nav-h (report.css: where a link scrolls to) at the sticky bar's height. */
+  function trackNavHeight() {
+    var navs = document.querySelectorAll('nav.toc');
+    function set() {
+      var h = 0;
+      navs.forEach(function (nav) { h = Math.max(h, nav.getBoundingClientRect().height); });
+      if (h) root.style.setProperty('--nav-h', h + 'px');
+    }
+    set();
+    window.addEventListener('resize', set);
+  }
+
+  /*
    * #sort=ID:COL:asc|desc   sorts table ID by column COL (0-based); a comma-separated
    *                         list sorts several: data-sorted="ID ..."
    * #open                   opens every <details> (the diff's folded reports)
@@ -761,6 +854,8 @@
    * #probe=gestures         drags the view 200 px to the left, then turns the wheel to zoom in:
    *                         data-view-fit, data-view-dragged and data-view ("v0 v1" in ns)
    * #check                  data-overflow="N" and data-overflow-what (the first lines)
+   * #layout                 follows every link of the bars, then data-layout="N" and
+   *                         data-layout-what (layoutFaults; the first lines)
    */
   function testHooks(timelines) {
     var args = {};
@@ -788,9 +883,15 @@
       root.setAttribute('data-overflow', String(bad.length));
       root.setAttribute('data-overflow-what', bad.slice(0, 8).join(' | '));
     }
+    if ('layout' in args) {
+      var faults = layoutFaults();
+      root.setAttribute('data-layout', String(faults.length));
+      root.setAttribute('data-layout-what', faults.slice(0, 8).join(' | '));
+    }
   }
 
   initTables();
+  trackNavHeight();
   var timelines = initTimelines();
   testHooks(timelines);
   window.addEventListener('hashchange', function () { testHooks(timelines); });

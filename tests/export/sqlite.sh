@@ -2,7 +2,9 @@
 # `steptrace export --format sqlite`, read with the sqlite3 command-line tool:
 # Nsight Systems' tables and columns, the values of a bundle with known
 # contents, --step and --range, the output rules, and on every sample the
-# README's query (kernel_summary.sql) against `steptrace summary --format csv`.
+# README's query (kernel_summary.sql) against `steptrace summary --format csv`
+# and Nsight Systems' own reports (nsys/*.sql, run by nsys_reports.py)
+# against steptrace's summary, ranges, replay and Chrome export.
 set -eu
 steptrace=$1; writer=$2; samples=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,9 +35,22 @@ done
 for c in start end eventClass globalTid correlationId nameId returnValue; do
 	cols CUPTI_ACTIVITY_KIND_RUNTIME | tr ' ' '\n' | grep -qx "$c" || fail "CUPTI_ACTIVITY_KIND_RUNTIME has no $c"
 done
-for c in start end eventType text textId globalTid domainId; do
+for c in start end eventType rangeId category color text globalTid endGlobalTid textId domainId \
+	 uint64Value int64Value doubleValue uint32Value int32Value floatValue jsonTextId jsonText binaryData; do
 	cols NVTX_EVENTS | tr ' ' '\n' | grep -qx "$c" || fail "NVTX_EVENTS has no $c"
 done
+# the enum tables nsys' reports join (its schema 3.16: id, name, label)
+for t in ENUM_CUDA_MEMCPY_OPER ENUM_CUDA_MEM_KIND ENUM_NSYS_EVENT_TYPE; do
+	[ "$(cols $t)" = "id name label" ] || fail "$t: columns '$(cols $t)'"
+done
+expect "SELECT group_concat(id || ' ' || name || ' ' || label, ', ') FROM ENUM_CUDA_MEMCPY_OPER WHERE id IN (1, 2, 8)" \
+       "1 CUDA_MEMCPY_KIND_HTOD Host-to-Device, 2 CUDA_MEMCPY_KIND_DTOH Device-to-Host, 8 CUDA_MEMCPY_KIND_DTOD Device-to-Device" \
+       "ENUM_CUDA_MEMCPY_OPER"
+expect "SELECT group_concat(id || ' ' || label, ', ') FROM ENUM_CUDA_MEM_KIND" \
+       "0 Pageable, 1 Pinned, 2 Device, 3 Array, 4 Managed, 5 Device Static, 6 Managed Static, 7 Unknown" \
+       "ENUM_CUDA_MEM_KIND (nsys' numbering, not CUPTI's)"
+expect "SELECT group_concat(id || ' ' || name, ', ') FROM ENUM_NSYS_EVENT_TYPE WHERE id IN (34, 59, 60, 75)" \
+       "34 NvtxMark, 59 NvtxPushPopRange, 60 NvtxStartEndRange, 75 NvtxDomainCreate" "ENUM_NSYS_EVENT_TYPE"
 expect "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE '%correlationId'" 4 "correlation indexes"
 
 # the test bundle's values (tests/export/test_export.c)
@@ -54,16 +69,28 @@ expect "SELECT group_concat(s.value || '@' || r.start, ' ') FROM $K k
         JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId JOIN StringIds s ON s.id = r.nameId
         ORDER BY k.start" \
        "cudaLaunchKernel@1100 cudaLaunchKernel@2000 cudaLaunchKernel@7000 cudaLaunchKernel@7150" "kernel-to-call join"
-expect "SELECT copyKind, bytes, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start" "1|64|8
-8|4096|8" "memcpys"
+expect "SELECT copyKind, bytes, streamId, srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start" "1|64|8|7|7
+8|4096|8|7|7" "memcpys (memory kinds not recorded: nsys' Unknown)"
 expect "SELECT value, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET" "0|1024" "memset"
 expect "SELECT DISTINCT globalPid FROM $K" $((4242 << 24)) "globalPid = pid << 24"
 expect "SELECT globalTid / 16777216 % 16777216, globalTid % 16777216, count(*) FROM NVTX_EVENTS
-        GROUP BY globalTid ORDER BY 2" "4242|100|6
+        WHERE eventType = 59 GROUP BY globalTid ORDER BY 2" "4242|100|6
 4242|200|1" "NVTX ranges per thread (nsys' PID/TID recipe)"
-expect "SELECT s.value, n.end - n.start, n.eventType, n.depth FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId
-        WHERE s.value IN ('attn', 'softmax') ORDER BY n.start" "attn|2000|59|3
-softmax|1000|59|4" "NVTX ranges"
+expect "SELECT s.value, n.text, n.end - n.start, n.eventType, n.depth FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId
+        WHERE s.value IN ('attn', 'softmax') ORDER BY n.start" "attn|attn|2000|59|3
+softmax|softmax|1000|59|4" "NVTX ranges: name as text and as textId"
+expect "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59 AND (text IS NULL OR text = '')" 0 "NVTX ranges without text"
+# domains as nsys numbers them: 0 the default; "io" 1, named by a NvtxDomainCreate row on its thread
+expect "SELECT domainId, text, start, end IS NULL, globalTid % 16777216 FROM NVTX_EVENTS WHERE eventType = 75" \
+       "1|io|1500|1|200" "the domain row"
+expect "SELECT text, domainId FROM NVTX_EVENTS WHERE eventType = 59 AND domainId <> 0" "loader|1" "the range in 'io'"
+expect "SELECT count(*) FROM NVTX_EVENTS WHERE coalesce(uint64Value, int64Value, doubleValue, uint32Value, int32Value,
+        floatValue, jsonTextId, jsonText, binaryData) IS NOT NULL" 0 "payloads (not recorded)"
+# nsys' reports on it: Nsight's names, steptrace's numbers
+python3 "$here/nsys_reports.py" "$steptrace" "$tmp/x.stb" "$db" "$here/nsys" --domains io > "$tmp/out" ||
+	{ cat "$tmp/out"; fail "nsys' reports on the test bundle"; }
+grep -q "nvtx_sum: 7 range names in domains io," "$tmp/out" || fail "nvtx_sum: $(cat "$tmp/out")"
+expect "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'io' AND eventType = 75" 1 "one row for the domain"
 expect "SELECT source, category, bytes, end FROM ALLOCATIONS ORDER BY start" "driver|unknown|2097152|
 model|parameter|1048576|
 model|activation|4096|6000
@@ -95,8 +122,8 @@ db=$tmp/keep.sqlite
 expect "SELECT count(*) FROM $K" 5 "an existing file replaced"
 [ "$(ls -A "$tmp" | grep -c '^\.')" -eq 0 ] || fail "temporaries left: $(ls -A "$tmp")"
 
-# the README's query on every sample, against steptrace summary
-n=0
+# the README's query and nsys' reports on every sample, against steptrace's own numbers
+n=0; reports=0
 for f in "$samples"/*.stb; do
 	[ -e "$f" ] || continue
 	db=$tmp/s.sqlite
@@ -104,11 +131,29 @@ for f in "$samples"/*.stb; do
 	sqlite3 -batch -csv "$db" < "$here/kernel_summary.sql" > "$tmp/sql.csv" || fail "query on $f"
 	"$steptrace" summary "$f" --format csv > "$tmp/want.csv" || fail "summary $f"
 	python3 "$here/sqlite_summary.py" "$f" "$tmp/sql.csv" "$tmp/want.csv" > "$tmp/out" || { cat "$tmp/out"; exit 1; }
-	# nsys' short names: templates, parameters and return type gone
-	case $f in *bf16-train*)
+	# nsys' cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum and nvtx_sum
+	domains=""
+	case $f in *pytorch-auto*) domains="steptrace.torch CCCL steptrace.mirror" ;; esac
+	python3 "$here/nsys_reports.py" "$steptrace" "$f" "$db" "$here/nsys" --domains "$domains" > "$tmp/out" ||
+		{ cat "$tmp/out"; exit 1; }
+	reports=$((reports + $(wc -l < "$tmp/out")))
+	case $f in
+	*bf16-train*)
+		# nsys' short names: templates, parameters and return type gone
 		expect "SELECT count(*) FROM $K k JOIN StringIds s ON s.id = k.shortName WHERE s.value = 'permute_heads_kernel'" \
-		       144 "short name of 'void permute_heads_kernel<__nv_bfloat16>(...)'" ;;
+		       144 "short name of 'void permute_heads_kernel<__nv_bfloat16>(...)'"
+		# CUPTI's memory kinds (pageable 1, pinned 2, device 3) in nsys' numbering
+		expect "SELECT o.label, s.label, d.label, count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY m
+		        JOIN ENUM_CUDA_MEMCPY_OPER o ON o.id = m.copyKind JOIN ENUM_CUDA_MEM_KIND s ON s.id = m.srcKind
+		        JOIN ENUM_CUDA_MEM_KIND d ON d.id = m.dstKind GROUP BY 1, 2, 3 ORDER BY 1" \
+		       "Device-to-Host|Device|Pinned|3
+Host-to-Device|Pageable|Device|3" "memcpy kinds" ;;
+	*pytorch-auto*)
+		expect "SELECT n.text, n.domainId, d.text FROM NVTX_EVENTS n JOIN NVTX_EVENTS d
+		        ON d.eventType = 75 AND d.domainId = n.domainId WHERE n.eventType = 59 ORDER BY n.start LIMIT 1" \
+		       "step|1|steptrace.torch" "PyTorch's first range and its domain" ;;
 	esac
 	n=$((n + 1))
 done
-echo "sqlite: nsys' tables and the test bundle's values; kernel_summary.sql matches steptrace summary on $n samples"
+echo "sqlite: nsys' tables and the test bundle's values; kernel_summary.sql matches steptrace summary on $n samples;" \
+     "$reports nsys report runs match steptrace's numbers"

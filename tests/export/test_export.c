@@ -15,7 +15,7 @@
  *   ranges  step [1000,9000] > forward [1000,5000] > layer.0 [1000,3000]
  *           > attn [1000,3000] (same span as its parent) > softmax [2000,3000]
  *           (ends with its parents); step > backward [5000,9000] (starts when
- *           forward ends); thread 200: loader [1500,4000]
+ *           forward ends); thread 200: loader [1500,4000] in the NVTX domain "io"
  *   calls   c1 [1100,1200] -> kernel gemm (7) [1501,2499]
  *           c2 [2000,2000] (zero length, inside softmax) -> softmax_kernel (7) [2499,2600]
  *           c3 [5000,5100] -> memcpy DtoD 4096 B (8) [5200,5300]
@@ -79,7 +79,8 @@ static int write_bundle_as(const char *path, int64_t created, uint32_t pid)
 	builder_alloc(&b, 500, 0x1000, 1u << 20, ST_MEM_PARAMETER, 0);
 	builder_ranges(&b, 0, ranges, sizeof(ranges) / sizeof(ranges[0]));
 	b.thread = 200;
-	builder_range(&b, "loader", 0, 1500, 4000);
+	builder_add(&b, &(struct st_event){ .kind = ST_RANGE, .start = 1500, .end = 4000,
+		    .range = { .name = builder_string(&b, "loader"), .domain = builder_string(&b, "io"), .thread = 200 } });
 	b.thread = 100;
 	builder_call(&b, "cudaLaunchKernel", 1100, 1200);   /* c1 */
 	builder_call(&b, "cudaLaunchKernel", 2000, 2000);

@@ -4,8 +4,12 @@
 # pans (by the hook and by dispatched drag and wheel events), hovering shows
 # a kernel and a click pins it, a header click sorts, nothing is wider than
 # its card at 1280 and 1920 px (synthetic bundles and samples/, the diff
-# with its folded reports open), and a truncated bundle says so. Skipped
-# (77) without Chromium.
+# with its folded reports open), and a truncated bundle says so. At both
+# widths the page's own geometry (the #layout hook) has no card title
+# under the sticky bar after its link is followed, no axis label past the
+# timeline's edge or text past an SVG chart's, the run's lists with their
+# values in one column, no word of the command line split across lines;
+# and every (ns) column shows one decimal. Skipped (77) without Chromium.
 set -eu
 steptrace=$1; gen=$2
 here=$(dirname "$0")
@@ -20,24 +24,30 @@ check() { python3 "$here/check_dom.py" "$@"; }
 "$steptrace" report "$tmp/cut.stb" -o "$tmp/cut.html" 2>/dev/null
 
 page_dom "$tmp/one.html#check&sort=kernels-table:3:asc,ops-table:1:desc&probe=longest" 1280 "$tmp/one.dom"
-check "$tmp/one.dom" --overflow --timelines 1 --drawn-min 300 --sorted kernels-table:3:asc \
+check "$tmp/one.dom" --overflow --decimals --timelines 1 --drawn-min 300 --sorted kernels-table:3:asc \
   --sorted ops-table:1:desc --pinned
+for width in 1280 1920; do   # (apart: following the links scrolls, which hides the pinned kernel's tooltip)
+  page_dom "$tmp/one.html#layout" $width "$tmp/one-layout.dom"
+  check "$tmp/one-layout.dom" --layout
+done
 # zoomed in 16 times, the view holds fewer slices
 page_dom "$tmp/one.html#zoom=16&probe=gestures" 1280 "$tmp/zoom.dom"
 all=$(check "$tmp/one.dom" --print-drawn); zoomed=$(check "$tmp/zoom.dom" --drawn-min 1 --gestures --print-drawn)
 [ "$zoomed" -lt "$all" ] || { echo "zooming in drew $zoomed slices, the whole step $all"; exit 1; }
-page_dom "$tmp/diff.html#check&open" 1280 "$tmp/diff.dom"
-check "$tmp/diff.dom" --overflow --timelines 2 --drawn-min 300 --banner 'What changed'
+for width in 1280 1920; do
+  page_dom "$tmp/diff.html#check&open&layout" $width "$tmp/diff.dom"
+  check "$tmp/diff.dom" --overflow --layout --decimals --timelines 2 --drawn-min 300 --banner 'What changed'
+done
 # the real recordings in samples/, at both widths
 samples="$here/../../samples"
 "$steptrace" report "$samples/small-bf16-train.stb" -o "$tmp/real.html" 2>/dev/null
 "$steptrace" report "$samples/small-fp32-train.stb" "$samples/small-bf16-train.stb" -o "$tmp/real-diff.html" 2>/dev/null
 for width in 1280 1920; do
-  page_dom "$tmp/real.html#check" $width "$tmp/real.dom"
-  check "$tmp/real.dom" --overflow --timelines 1 --drawn-min 300
+  page_dom "$tmp/real.html#check&layout" $width "$tmp/real.dom"
+  check "$tmp/real.dom" --overflow --layout --decimals --timelines 1 --drawn-min 300
+  page_dom "$tmp/real-diff.html#check&open&layout" $width "$tmp/real-diff.dom"
+  check "$tmp/real-diff.dom" --overflow --layout --decimals --timelines 2 --drawn-min 300
 done
-page_dom "$tmp/real-diff.html#check&open" 1920 "$tmp/real-diff.dom"
-check "$tmp/real-diff.dom" --overflow --timelines 2 --drawn-min 300
 page_dom "$tmp/cut.html#check" 1280 "$tmp/cut.dom"
 check "$tmp/cut.dom" --overflow --timelines 1 --drawn-min 100 --banner "Truncated bundle. 'cut.stb' is truncated"
 echo "browser: $all slices drawn, $zoomed zoomed in"

@@ -3,7 +3,7 @@
 after report.js ran and its test hooks (the URL's #fragment) wrote their
 results into data-* attributes. Standard library only.
 
-  check_dom.py PAGE.dom [--overflow] [--timelines N] [--drawn-min N]
+  check_dom.py PAGE.dom [--overflow] [--layout] [--decimals] [--timelines N] [--drawn-min N]
                [--sorted TABLE:COL:asc|desc ...] [--pinned] [--gestures] [--banner TEXT]
                [--print-drawn]
 
@@ -21,12 +21,16 @@ class Page(html.parser.HTMLParser):
         self.root = {}
         self.timelines = []     # attrs of each .tl
         self.tables = {}        # id -> rows of [data-v or text of each cell]
+        self.heads = {}         # id -> the header cells' text
+        self.shown = {}         # id -> rows of [the text each cell shows]
         self.text = []
         self.tip = ''           # the tooltip's text
         self._in_tip = False
         self._table = None
         self._row = None
         self._text_cell = False
+        self._head = False
+        self._shown = []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -40,18 +44,28 @@ class Page(html.parser.HTMLParser):
         elif tag == 'table' and a.get('id'):
             self._table = a['id']
             self.tables[self._table] = []
+            self.heads[self._table] = []
+            self.shown[self._table] = []
         elif tag == 'tr' and self._table:
             self._row = []
+            self._shown = []
+        elif tag == 'th' and self._table:
+            self.heads[self._table].append('')
+            self._head = True
         elif tag == 'td' and self._row is not None:
             # a number's exact value, else the cell's text
             self._row.append(a.get('data-v', ''))
+            self._shown.append('')
             self._text_cell = 'data-v' not in a
 
     def handle_endtag(self, tag):
         if tag == 'tr' and self._table and self._row is not None:
             if self._row:
                 self.tables[self._table].append(self._row)
+                self.shown[self._table].append(self._shown)
             self._row = None
+        elif tag == 'th':
+            self._head = False
         elif tag == 'table':
             self._table = None
         elif tag == 'td':
@@ -65,12 +79,21 @@ class Page(html.parser.HTMLParser):
             self.tip += data
         if self._text_cell and self._row:
             self._row[-1] += data
+        if self._row and self._table:
+            self._shown[-1] += data
+        elif self._head and self._table:
+            self.heads[self._table][-1] += data
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('dom')
     ap.add_argument('--overflow', action='store_true', help='the width check ran and found nothing')
+    ap.add_argument('--layout', action='store_true',
+                    help='the layout check (#layout: titles under the bar, cut labels, unaligned run lists, '
+                         'split words) ran and found nothing')
+    ap.add_argument('--decimals', action='store_true',
+                    help='every (ns) column of the tables shows one decimal in every row that has one')
     ap.add_argument('--timelines', type=int, help='this many timelines drew')
     ap.add_argument('--drawn-min', type=int, default=0, help='each timeline drew at least this many slices')
     ap.add_argument('--sorted', action='append', default=[],
@@ -97,6 +120,25 @@ def main():
         elif root.get('data-overflow') != '0':
             fails.append('%s elements wider than their card: %s' % (root['data-overflow'],
                                                                     root.get('data-overflow-what')))
+    if args.layout:
+        if root.get('data-layout') is None:
+            fails.append('the layout check did not run')
+        elif root.get('data-layout') != '0':
+            fails.append('%s layout faults: %s' % (root['data-layout'], root.get('data-layout-what')))
+    if args.decimals:
+        checked = 0
+        for table, heads in page.heads.items():
+            for col, head in enumerate(heads):
+                if not head.endswith('(ns)'):
+                    continue
+                shown = [r[col] for r in page.shown[table] if col < len(r) and '.' in r[col]]
+                checked += len(shown)
+                wrong = [v for v in shown if len(v.split('.')[1]) != 1]
+                if wrong:
+                    fails.append('table %s, %s: %d of %d cells not with one decimal: %s'
+                                 % (table, head, len(wrong), len(shown), wrong[:4]))
+        if not checked:
+            fails.append('no (ns) column with decimals to check')
     if args.timelines is not None:
         drawn = [t for t in page.timelines if 'data-drawn' in t]
         if len(drawn) != args.timelines:

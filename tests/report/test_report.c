@@ -4,8 +4,9 @@
  * which steps it keeps under a budget, times from the first step kept, op
  * paths, the memory counter's value before the window, strings that cannot
  * end the <script> element. And html.c: JSON strings, sortable tables with
- * exact sort values, long names ellipsized with a title, hidden columns and
- * folded rows.
+ * exact sort values, one decimal in every row of an ns column, long names
+ * ellipsized with a title, hidden columns and folded rows, a command line's
+ * words.
  */
 #include <jansson.h>
 
@@ -183,11 +184,15 @@ static void test_tables(void)
 
 	table_add_column(t, "Total Time (ns)", COL_INT, 0);
 	table_add_column(t, "Avg (ns)", COL_FLOAT, 1);
+	table_add_column(t, "StdDev (ns)", COL_FLOAT, 1);
+	table_add_column(t, "Share", COL_FLOAT, 3);
 	table_add_column(t, "Style", COL_STR, 0);
 	table_add_column(t, "Name", COL_STR, 0);
 	for (int i = 0; i < 3; i++) {
 		table_row(t);
 		table_int(t, 1234567 - i);
+		table_float(t, 0.125 + i);
+		table_float(t, i ? 1761.5 : 38.5);
 		table_float(t, 0.125 + i);
 		table_str(t, "PushPop");
 		table_str(t, i ? "short" : "a_kernel_name_longer_than_twenty_four<float>");
@@ -196,7 +201,10 @@ static void test_tables(void)
 	CHECK(strstr(html, "<table class=\"data sortable\" id=\"k\" data-visible=\"2\">"), "%s", html);
 	CHECK(strstr(html, "<th class=\"num\">Total Time (ns)</th>"), "%s", html);
 	CHECK(strstr(html, "<td class=\"num\" data-v=\"1234567\">1,234,567</td>"), "%s", html);
-	CHECK(strstr(html, "data-v=\"0.125\">0.125</td>"), "%s", html);
+	/* ns columns keep one decimal whatever the value (38.5, not 38.50); others about 3 digits */
+	CHECK(strstr(html, "data-v=\"0.125\">0.1</td><td class=\"num\" data-v=\"38.5\">38.5</td>"), "%s", html);
+	CHECK(strstr(html, "data-v=\"1761.5\">1,761.5</td><td class=\"num\" data-v=\"1.125\">1.12</td>"), "%s", html);
+	CHECK(strstr(html, "data-v=\"0.125\">0.125</td><td class=\"name\""), "%s", html);
 	CHECK(!strstr(html, "Style") && !strstr(html, "PushPop"), "a hidden column is written: %s", html);
 	CHECK(strstr(html, "<td class=\"name\" title=\"a_kernel_name_longer_than_twenty_four&lt;float&gt;\">"),
 	      "%s", html);
@@ -218,6 +226,20 @@ static void test_json_string(void)
 	free(text);
 }
 
+/* A command line: each word a span the page wraps between, blanks kept, markup escaped. */
+static void test_words(void)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	html_words(out, " run  --warmup 1 -o <a&b>.stb\n");
+	fclose(out);
+	CHECK_STR(text, " <span>run</span>  <span>--warmup</span> <span>1</span> <span>-o</span> "
+		  "<span>&lt;a&amp;b&gt;.stb</span>\n");
+	free(text);
+}
+
 int main(void)
 {
 	struct replay rp;
@@ -229,6 +251,7 @@ int main(void)
 	test_budget(&rp, &tl);
 	test_tables();
 	test_json_string();
+	test_words();
 	mem_timeline_release(&tl);
 	replay_release(&rp);
 	return check_done("test_report");
