@@ -489,8 +489,12 @@ int events_end(struct events_out *out, const struct events_opts *a)
 		snprintf(why, sizeof(why), "no events listed: the %s no %s event", bundle,
 			 kinds_asked(a, kinds, sizeof(kinds)));
 	else if (out->listed == 0)
-		snprintf(why, sizeof(why), "no events listed: none of the %" PRIu64 " %s matches --range, --from and --to",
-			 out->present, out->present == 1 ? "event asked for" : "events asked for");
+		snprintf(why, sizeof(why), "no events listed: none of the %s's %" PRIu64 " %s%s%s matches %s%s%s%s%s",
+			 out->ranks > 1 ? "bundles" : "bundle", out->present, a->kinds_given ? kinds_asked(a, kinds, sizeof(kinds)) : "",
+			 a->kinds_given ? " " : "", out->present == 1 ? "event" : "events",
+			 a->range ? "--range '" : "", a->range ? a->range : "", a->range ? "'" : "",
+			 a->range && (a->from_ms >= 0 || a->to_ms >= 0) ? " and " : "",
+			 a->from_ms >= 0 || a->to_ms >= 0 ? "the time window (--from, --to)" : "");
 	errno = 0;
 	if (out->t)
 		table_stream_end(out->t, (enum out_format)a->format, stdout, *why ? why : NULL);

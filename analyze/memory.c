@@ -429,8 +429,9 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 		    "live total during it, allocations or not (no op: what was live when it began)");
 
 	if (a->svg) {
+		/* the chart spans the step's whole [start, end], which is how it knows it is a step's */
 		if (memory_svg_write(svg.f, rp, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl,
-				     t0, only >= 0 ? t1 : 0, 1200, 640) < 0)
+				     t0, only >= 0 ? rp->steps[only].end : 0, 1200, 640) < 0)
 			goto out;
 		if (output_close(&svg) < 0)
 			goto out;
