@@ -2,7 +2,7 @@
  * diff.c: two bundles aligned by op kind, range path,
  * category or kernel (see diff.h). Each side is summed on its own into
  * (name, time per step) lists sorted by name; the report merges them, so a
- * name present on one side only gets empty cells on the other.
+ * name present on one side only gets 0 on the other, and no ratio.
  */
 #include "analyze/diff.h"
 
@@ -241,14 +241,6 @@ static void cell_or_empty(struct table *t, bool ok, double v)
 		table_empty(t);
 }
 
-static void count_or_empty(struct table *t, bool ok, double v)
-{
-	if (ok && isfinite(v))
-		table_count(t, v);
-	else
-		table_empty(t);
-}
-
 /* A, B, Delta, B/A; a side that lacks the value gets empty cells. */
 static void compare_cells(struct table *t, bool has_a, double a, bool has_b, double b)
 {
@@ -350,10 +342,16 @@ static int rows_table(struct report *r, const struct replay *a, const struct rep
 	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
 	for (size_t i = 0; i < shown; i++) {
 		const struct diff_row *d = &rows[i];
+		double ta = d->a ? d->a->time_ns / 1e6 : 0, tb = d->b ? d->b->time_ns / 1e6 : 0;
+
+		/* a row on one side only ran nothing on the other: 0 there, the whole time as the delta, no ratio */
 		table_row(t);
-		compare_cells(t, d->a, d->a ? d->a->time_ns / 1e6 : 0, d->b, d->b ? d->b->time_ns / 1e6 : 0);
-		count_or_empty(t, d->a, d->a ? d->a->count : 0);
-		count_or_empty(t, d->b, d->b ? d->b->count : 0);
+		table_float(t, ta);
+		table_float(t, tb);
+		table_float(t, tb - ta);
+		cell_or_empty(t, d->a && d->b && ta != 0, tb / ta);
+		table_count(t, d->a ? d->a->count : 0);
+		table_count(t, d->b ? d->b->count : 0);
 		table_str(t, d->a ? d->a->name : d->b->name);
 	}
 	if (shown < n)
@@ -491,15 +489,16 @@ static int memory_table(struct report *r, const struct replay *a, const struct r
 	}
 	ha = ta.n_blocks > 0;
 	hb = tb.n_blocks > 0;
+	t = report_add_table(r, "memory", "Memory peaks (live bytes)");
+	table_optional(t);
+	table_add_column(t, "Metric", COL_STR, 0);
+	compare_columns(t, " (MiB)", 3);
 	if (!ha && !hb) {
 		report_note(r, "no allocation events in either bundle: no memory comparison");
 		goto out;
 	}
 	if (ha && hb && ta.view != tb.view)
 		report_note(r, "memory: A from the %s, B from the %s", mem_view_name(ta.view), mem_view_name(tb.view));
-	t = report_add_table(r, "memory", "Memory peaks (live bytes)");
-	table_add_column(t, "Metric", COL_STR, 0);
-	compare_columns(t, " (MiB)", 3);
 	metric(t, "peak", ha, (double)ta.peak.bytes / MIB, hb, (double)tb.peak.bytes / MIB);
 	for (int p = 0; p < ST_PHASE_OTHER; p++) {
 		bool pa = ha && ta.phase_peak[p].bytes > 0, pb = hb && tb.phase_peak[p].bytes > 0;
@@ -534,11 +533,13 @@ static int comm_table(struct report *r, const struct replay *a, const struct rep
 
 	if (comm_totals(a, opt->include_warmup, &ca) < 0 || comm_totals(b, opt->include_warmup, &cb) < 0)
 		return -1;
-	if (!ca.kernels && !cb.kernels)
-		return 0;
+	/* a run on one GPU has none: an empty table, left out of the text formats */
 	t = report_add_table(r, "comm", "Communication per step and rank (see steptrace comm)");
+	table_optional(t);
 	table_add_column(t, "Metric", COL_STR, 0);
 	compare_columns(t, "", 3);
+	if (!ca.kernels && !cb.kernels)
+		return 0;
 	metric(t, "collectives", true, (double)ca.kernels / da, true, (double)cb.kernels / db);
 	metric(t, "comm time (ms)", true, (double)ca.time_ns / da / 1e6, true, (double)cb.time_ns / db / 1e6);
 	metric(t, "hidden (ms)", true, (double)ca.hidden_ns / da / 1e6, true, (double)cb.hidden_ns / db / 1e6);

@@ -7,7 +7,8 @@
  * range path, kernel category, or, when asked, kernel name. Each row has
  * the time per step in A and in B (totals over counted kernels divided by
  * each side's replay_step_divisor), the delta and the ratio B/A; a row that
- * exists on one side only has empty cells on the other.
+ * exists on one side only has 0 time and count on the other, the whole
+ * time as its delta (B - 0, or 0 - A) and no ratio.
  *
  * Besides the rows: mean measured step wall and GPU busy time, kernel time
  * and GEMM share per step; the communication of data-parallel runs

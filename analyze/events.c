@@ -21,16 +21,16 @@ struct lister {
 	bool filtering;
 	const struct mem_timeline *tl;
 	int32_t *point_of_mem;      /* rp->mem index -> tl point, -1 other view */
-	/* With tags: the driver view's timeline, which knows what they named and the blocks' categories */
+	/* With tags: the driver view's timeline, which knows what they named */
 	const struct mem_timeline *drv;    /* NULL: the bundle has no tags */
-	const int32_t *drv_point_of_mem;   /* rp->mem index -> drv point (point_of_mem when tl is drv) */
-	int32_t *drv_points;        /* owned: drv_point_of_mem when drv is not tl */
 	int32_t *tag_of_mem;        /* rp->mem index -> index into drv->tags, -1 not a tag */
 	size_t next_point;          /* first tl point not yet applied */
 	uint64_t live;
 	FILE *out;
 	struct table *t;            /* the row of csv, json and md; NULL for text */
 	enum out_format format;
+	int64_t rank;               /* the Rank column's value; -1: no such column */
+	uint64_t *listed;           /* the output's count of events listed */
 };
 
 static uint64_t src_time(const struct replay *rp, int s, size_t i)
@@ -63,6 +63,26 @@ static void put_ms(FILE *out, uint64_t ns, int width)
 	fprintf(out, "%*" PRIu64 ".%06" PRIu64, width, ns / 1000000, ns % 1000000);
 }
 
+/*
+ * The text columns: each header over its values, numbers right-aligned
+ * (time and duration as put_ms writes them, live MiB with one decimal),
+ * words left-aligned; a value wider than its column pushes the rest right.
+ */
+#define TIME_WIDTH 15     /* put_ms(t, 8) */
+#define KIND_WIDTH 8
+#define DUR_WIDTH 11      /* put_ms(dur, 4) */
+#define WHERE_WIDTH 14    /* "thread" and a thread id of up to 7 digits */
+#define LIVE_WIDTH 10
+
+static void put_header(FILE *out, enum mem_view view)
+{
+	fprintf(out, "# times: ms since the bundle's first event; allocations, frees and live memory: %s\n",
+		view == MEM_VIEW_DRIVER ? "the driver's (cudaMalloc), --view driver" : "the model allocator's, --view model");
+	/* "#" takes the first blank of the right-aligned time column */
+	fprintf(out, "#%*s %-*s %*s %-*s %*s %s %s\n", TIME_WIDTH - 1, "time (ms)", KIND_WIDTH, "kind",
+		DUR_WIDTH, "dur (ms)", WHERE_WIDTH, "where", LIVE_WIDTH, "live (MiB)", "range", "name");
+}
+
 static bool path_ok(const struct lister *l, int32_t range)
 {
 	if (!l->filtering)
@@ -87,8 +107,11 @@ static void put_line(struct lister *l, uint64_t t, const char *kind, uint64_t du
 	uint64_t tenths = (l->live * 10 + 524288) / 1048576;
 	char buf[48];
 
+	(*l->listed)++;
 	if (l->t) {
 		table_row(l->t);
+		if (l->rank >= 0)
+			table_int(l->t, l->rank);
 		table_float(l->t, ns_to_ms(t - l->rp->t_min));
 		table_str(l->t, kind);
 		table_float(l->t, ns_to_ms(dur));
@@ -104,15 +127,16 @@ static void put_line(struct lister *l, uint64_t t, const char *kind, uint64_t du
 		table_stream_row(l->t, l->format, out);
 		return;
 	}
-	put_ms(out, t - l->rp->t_min, 8);
-	fprintf(out, " %-8s ", kind);
-	put_ms(out, dur, 4);
+	put_ms(out, t - l->rp->t_min, TIME_WIDTH - 7);
+	fprintf(out, " %-*s ", KIND_WIDTH, kind);
+	put_ms(out, dur, DUR_WIDTH - 7);
 	fputc(' ', out);
 	if (where)
-		fprintf(out, "%s %-5" PRIu64, where, where_id);
+		fprintf(out, "%s %-*" PRIu64, where, WHERE_WIDTH - (int)strlen(where) - 1, where_id);
 	else
-		fputs("-           ", out);
-	fprintf(out, " %7" PRIu64 ".%" PRIu64 " %s %s\n", tenths / 10, tenths % 10, *path ? path : "-", name);
+		fprintf(out, "%-*s", WHERE_WIDTH, "-");
+	fprintf(out, " %*" PRIu64 ".%" PRIu64 " %s %s\n", LIVE_WIDTH - 2, tenths / 10, tenths % 10,
+		*path ? path : "-", name);
 }
 
 /* Applies the memory points up to time t (all of them at t when through_t). */
@@ -141,6 +165,9 @@ static void list_mem(struct lister *l, size_t i)
 	}
 	if (!l->a->kind_ok[ev->kind] || !path_ok(l, m->range))
 		return;
+	/* the other view's record of a block (the driver's of the model's, say) is not listed twice */
+	if ((ev->kind == ST_ALLOC || ev->kind == ST_FREE) && ev->mem.source != (uint32_t)l->tl->view)
+		return;
 	if (ev->kind == ST_MEMTAG) {
 		int32_t k = l->tag_of_mem ? l->tag_of_mem[i] : -1;
 
@@ -161,10 +188,9 @@ static void list_mem(struct lister *l, size_t i)
 		return;
 	}
 	{
-		/* the block as the listing's view has it, else a driver block as the tags name it */
-		const struct mem_timeline *v = p >= 0 ? l->tl : l->drv;
-		int32_t q = p >= 0 ? p : l->drv ? l->drv_point_of_mem[i] : -1;
-		const struct mem_point *pt = q >= 0 ? &v->points[q] : NULL;
+		/* the block as the view has it (a free's size is its block's) */
+		const struct mem_timeline *v = l->tl;
+		const struct mem_point *pt = p >= 0 ? &v->points[p] : NULL;
 		bool unknown = ev->kind == ST_FREE && pt && pt->block < 0;
 		uint64_t size = pt && pt->block >= 0 ? v->blocks[pt->block].size : ev->mem.size;
 		int cat = pt && pt->block >= 0 ? pt->category : (int)ev->mem.category;
@@ -269,9 +295,9 @@ int events_kind_from_name(const char *name)
 }
 
 /*
- * With tags in the bundle, the driver view that matched them and names its
- * blocks' categories: the listing's own timeline in the driver view, else
- * one built in *drv. 0, or -1 after an error line.
+ * With tags in the bundle, the driver view that matched them: the listing's
+ * own timeline in the driver view, else one built in *drv. 0, or -1 after
+ * an error line.
  */
 static int tags_init(struct lister *l, const struct mem_timeline *tl, struct mem_timeline *drv)
 {
@@ -284,18 +310,10 @@ static int tags_init(struct lister *l, const struct mem_timeline *tl, struct mem
 		return 0;
 	if (tl->view == MEM_VIEW_DRIVER) {
 		l->drv = tl;
-		l->drv_point_of_mem = l->point_of_mem;
 	} else {
 		if (mem_timeline_build(drv, rp, MEM_VIEW_DRIVER) < 0)
 			return -1;
 		l->drv = drv;
-		l->drv_points = malloc(rp->n_mem * sizeof(*l->drv_points));
-		if (!l->drv_points)
-			return error("out of memory");
-		memset(l->drv_points, 0xff, rp->n_mem * sizeof(*l->drv_points));
-		for (size_t p = 0; p < drv->n_points; p++)
-			l->drv_points[drv->points[p].mem] = (int32_t)p;
-		l->drv_point_of_mem = l->drv_points;
 	}
 	l->tag_of_mem = malloc(rp->n_mem * sizeof(*l->tag_of_mem));
 	if (!l->tag_of_mem)
@@ -306,22 +324,60 @@ static int tags_init(struct lister *l, const struct mem_timeline *tl, struct mem
 	return 0;
 }
 
-int events_list(const struct replay *rp, const struct events_opts *a)
+/* The events of the kinds asked in the bundle, allocations and frees of the view only. */
+static uint64_t events_present(const struct replay *rp, const struct events_opts *a, enum mem_view view)
+{
+	uint64_t n = 0;
+
+	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
+		if (a->kind_ok[k] && k != ST_ALLOC && k != ST_FREE)
+			n += rp->counts[k];
+	for (size_t i = 0; i < rp->n_mem; i++) {
+		const struct st_event *ev = &rp->mem[i].ev;
+
+		n += (ev->kind == ST_ALLOC || ev->kind == ST_FREE) && a->kind_ok[ev->kind] &&
+		     ev->mem.source == (uint32_t)view;
+	}
+	return n;
+}
+
+/* The output's one table for csv, json and md, made by the first bundle listed. */
+static void out_table(struct events_out *out, bool ranks)
+{
+	struct table *t;
+
+	out->r = report_new();
+	out->t = t = report_add_table(out->r, "events", "Events in time order (ms since the bundle's first event)");
+	if (ranks)
+		table_add_column(t, "Rank", COL_INT, 0);
+	table_add_column(t, "Time (ms)", COL_FLOAT, 6);
+	table_add_column(t, "Kind", COL_STR, 0);
+	table_add_column(t, "Duration (ms)", COL_FLOAT, 6);
+	table_add_column(t, "Where", COL_STR, 0);
+	table_add_column(t, "Live (bytes)", COL_INT, 0);
+	table_add_column(t, "Range", COL_STR, 0);
+	table_add_column(t, "Name", COL_STR, 0);
+}
+
+int events_list(const struct replay *rp, const struct events_opts *a, struct events_out *out)
 {
 	struct mem_timeline tl, drv = { 0 };
-	struct lister l = { .rp = rp, .a = a, .out = stdout, .format = a->format };
-	struct report *r = NULL;
+	struct lister l = { .rp = rp, .a = a, .out = stdout, .format = a->format, .rank = -1, .listed = &out->listed };
+	enum mem_view view = a->view >= 0 ? (enum mem_view)a->view : mem_default_view(rp);
 	size_t head[SRC_COUNT] = { 0 }, n[SRC_COUNT];
 	uint64_t from = 0, to = UINT64_MAX;
 	static char buf[1 << 20];
 	int rc = 0;
 
-	if (mem_timeline_build(&tl, rp, a->view) < 0)
+	if (mem_timeline_build(&tl, rp, view) < 0) {
+		out->failed = true;
 		return -1;
+	}
 	l.tl = &tl;
 	l.point_of_mem = malloc((rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
 	if (!l.point_of_mem) {
 		mem_timeline_release(&tl);
+		out->failed = true;
 		return error("out of memory");
 	}
 	memset(l.point_of_mem, 0xff, (rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
@@ -344,21 +400,21 @@ int events_list(const struct replay *rp, const struct events_opts *a)
 		to = rp->t_min + (uint64_t)llround(a->to_ms * 1e6);
 	for (int s = 0; s < SRC_COUNT; s++)
 		n[s] = src_count(rp, s);
+	out->present += events_present(rp, a, view);
+	out->ranks++;
 
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
 	if (l.format == OUT_TABLE) {
-		fputs("# time(ms)   kind    dur(ms)     where        live(MiB) range name"
-		      "   (time: ms since the bundle's first event)\n", stdout);
+		put_header(stdout, view);
 	} else {
-		r = report_new();
-		l.t = report_add_table(r, "events", "Events in time order (ms since the bundle's first event)");
-		table_add_column(l.t, "Time (ms)", COL_FLOAT, 6);
-		table_add_column(l.t, "Kind", COL_STR, 0);
-		table_add_column(l.t, "Duration (ms)", COL_FLOAT, 6);
-		table_add_column(l.t, "Where", COL_STR, 0);
-		table_add_column(l.t, "Live (bytes)", COL_INT, 0);
-		table_add_column(l.t, "Range", COL_STR, 0);
-		table_add_column(l.t, "Name", COL_STR, 0);
+		/* the ranks of a run: one table, each row saying whose */
+		if (!out->t) {
+			out->rank_column = rp->run.world_size > 1;
+			out_table(out, out->rank_column);
+		}
+		l.t = out->t;
+		if (out->rank_column)
+			l.rank = rp->run.rank;
 	}
 	for (;;) {
 		int best = -1;
@@ -382,19 +438,71 @@ int events_list(const struct replay *rp, const struct events_opts *a)
 			l.live = tl.points[l.point_of_mem[head[best]]].live, l.next_point = (size_t)l.point_of_mem[head[best]] + 1;
 		head[best]++;
 	}
-	if (l.t)
-		table_stream_end(l.t, l.format, stdout);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = error("cannot write to standard output: %s", strerror(errno ? errno : EIO));
 	if (l.filtering)
 		replay_filter_release(&l.filter);
 out:
+	out->failed |= rc < 0;
 	setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
-	report_free(r);
 	free(l.point_of_mem);
 	free(l.tag_of_mem);
-	free(l.drv_points);
 	mem_timeline_release(&drv);
 	mem_timeline_release(&tl);
+	return rc;
+}
+
+/* The kinds asked, "kernel or oom", into buf. */
+static const char *kinds_asked(const struct events_opts *a, char *buf, size_t len)
+{
+	size_t used = 0, n = 0, k_n = 0;
+
+	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
+		k_n += a->kind_ok[k];
+	buf[0] = '\0';
+	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST && used < len; k++)
+		if (a->kind_ok[k])
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", !n++ ? "" : n == k_n ? " or " : ", ",
+						 events_kind_name(k));
+	return buf;
+}
+
+int events_end(struct events_out *out, const struct events_opts *a)
+{
+	char why[512], kinds[256];
+	const char *bundle = out->ranks > 1 ? "bundles have" : "bundle has";
+	int rc = 0;
+
+	why[0] = '\0';
+	if (out->failed) {
+		report_free(out->r);
+		memset(out, 0, sizeof(*out));
+		return 0;
+	}
+	if (out->listed == 0 && out->present == 0 && !a->kinds_given)
+		snprintf(why, sizeof(why), "no events listed: the %s none", bundle);
+	else if (out->listed == 0 && out->present == 0 && a->kind_ok[ST_OOM] &&
+		 !strcmp(kinds_asked(a, kinds, sizeof(kinds)), "oom"))
+		snprintf(why, sizeof(why), "no events listed: the run never ran out of memory (the %s no oom event)",
+			 bundle);
+	else if (out->listed == 0 && out->present == 0)
+		snprintf(why, sizeof(why), "no events listed: the %s no %s event", bundle,
+			 kinds_asked(a, kinds, sizeof(kinds)));
+	else if (out->listed == 0)
+		snprintf(why, sizeof(why), "no events listed: none of the %s's %" PRIu64 " %s%s%s matches %s%s%s%s%s",
+			 out->ranks > 1 ? "bundles" : "bundle", out->present, a->kinds_given ? kinds_asked(a, kinds, sizeof(kinds)) : "",
+			 a->kinds_given ? " " : "", out->present == 1 ? "event" : "events",
+			 a->range ? "--range '" : "", a->range ? a->range : "", a->range ? "'" : "",
+			 a->range && (a->from_ms >= 0 || a->to_ms >= 0) ? " and " : "",
+			 a->from_ms >= 0 || a->to_ms >= 0 ? "the time window (--from, --to)" : "");
+	errno = 0;
+	if (out->t)
+		table_stream_end(out->t, (enum out_format)a->format, stdout, *why ? why : NULL);
+	else if (*why)
+		printf("# %s\n", why);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = error("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+	report_free(out->r);
+	memset(out, 0, sizeof(*out));
 	return rc;
 }

@@ -20,18 +20,43 @@
 
 struct events_opts {
 	bool kind_ok[ST_KIND_COUNT];   /* the kinds listed, by enum st_kind */
+	bool kinds_given;              /* --kind named them (else: every kind) */
 	const char *range;             /* only events under this NVTX path pattern, NULL: all */
 	double from_ms, to_ms;         /* the window, ms since the first event; -1: open */
-	int view;                      /* enum mem_view of the live-memory column */
+	int view;                      /* enum mem_view: whose allocations, frees and live memory; -1: see below */
 	int format;                    /* enum out_format: text columns, or csv/json/md rows */
 };
 
+/* The listing's output across the calls for the ranks of one run: one document. */
+struct events_out {
+	struct report *r;              /* csv, json, md: the one table, made by the first call */
+	struct table *t;
+	bool rank_column;              /* the table's first column is Rank */
+	uint64_t listed;               /* events listed so far */
+	uint64_t present;              /* events of the kinds asked (and the view) in the bundles */
+	int ranks;                     /* bundles listed */
+	bool failed;                   /* a listing failed (its error said): events_end writes nothing */
+};
+
 /*
- * Writes the listing to stdout: fixed text columns (live memory in MiB), or
- * one row per event in csv, json or md (live memory in bytes), streamed as
- * it goes. 0, or -1 after an error line.
+ * Writes the listing of one bundle to stdout: fixed text columns (live
+ * memory in MiB) under a header, or one row per event in csv, json or md
+ * (live memory in bytes), streamed as it goes; a bundle of a run of
+ * several ranks adds a first column, Rank. Allocations and frees are the
+ * view's only (the same block is often recorded by both the model's
+ * allocator and the driver): o->view, or without one the model
+ * allocator's, the driver's when the model recorded none. 0, or -1 after
+ * an error line. `out` starts zeroed; events_end closes it.
  */
-int events_list(const struct replay *rp, const struct events_opts *o);
+int events_list(const struct replay *rp, const struct events_opts *o, struct events_out *out);
+/*
+ * Ends the listing: JSON's closing and, when no event was listed, one line
+ * saying why (the bundle has no event of the kinds asked, "no oom event:
+ * the run never ran out of memory", or the filters left none): in the
+ * text format on stdout, a note in the others. Frees out's contents. 0, or
+ * -1 after an error line (a failed write).
+ */
+int events_end(struct events_out *out, const struct events_opts *o);
 
 /*
  * A kind's name in the listing (and for --kind): st_kind_name's, but "tag"

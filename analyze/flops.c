@@ -171,6 +171,12 @@ static int group_of(struct flops_result *res, size_t *cap, const struct replay *
 	return (int)res->n_rows++;
 }
 
+/* Whether two lists of dtypes are the same, in order. */
+static bool same_dtypes(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	return na == nb && !memcmp(a, b, na * sizeof(*a));
+}
+
 static void row_add_op(struct flops_row *row, const struct replay *rp, const struct replay_op *op,
 		       const struct op_acc *acc, const struct flops_peaks *pk)
 {
@@ -185,7 +191,12 @@ static void row_add_op(struct flops_row *row, const struct replay *rp, const str
 		row->precision = p;
 		row->bound = b;
 		row->phase = ph;
+		row->dtypes_op = op;
 	} else {
+		row->inputs_mixed |= !same_dtypes(row->dtypes_op->inputs, row->dtypes_op->n_inputs, op->inputs,
+						  op->n_inputs);
+		row->outputs_mixed |= !same_dtypes(row->dtypes_op->outputs, row->dtypes_op->n_outputs, op->outputs,
+						   op->n_outputs);
 		if (row->phase != ph)
 			row->phase = -1;
 		if (row->precision != (int)p) {
@@ -291,6 +302,9 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 			out->peaks_missing = false;
 	out->divisor = (double)replay_step_divisor(rp, opt->include_warmup);
 	out->by_op = opt->by == FLOPS_BY_OP;
+	out->dtypes = out->by_op;
+	out->phase = want;
+	out->range = opt->range;
 	if (replay_filter_init(&filter, rp, opt->range) < 0)
 		return -1;
 	acc = calloc(rp->n_ops + 1, sizeof(*acc));
@@ -444,20 +458,25 @@ static void notes(struct report *r, const struct flops_result *res)
 		report_note(r, "device peaks (%s): fp32 %.1f, tf32 %.1f, bf16 %.1f, fp16 %.1f TFLOP/s; bandwidth %.0f GB/s",
 			    pk->source, pk->flops[FP_FP32] / 1e12, pk->flops[FP_TF32] / 1e12,
 			    pk->flops[FP_BF16] / 1e12, pk->flops[FP_FP16] / 1e12, pk->bandwidth / 1e9);
-		report_note(r, "bound = min(peak, FLOP/B x bandwidth); matrix products use the peak of their input "
-			       "dtype (fp32 inputs: tf32 peak in a tf32 run), other ops the fp32 peak; "
-			       "Of Bound = roofline time / measured time");
+		report_note(r, "Bound = min(the peak of Peak Used, FLOP/B x bandwidth): a matrix product's input dtype's "
+			       "(fp32 inputs: tf32 in a tf32 run), fp32's for every other op whatever its dtype, "
+			       "none for a row without FLOPs (bandwidth alone); Of Bound = roofline time / measured time");
 	}
 	if (res->kernel_ns > 0) {
-		char buf[256];
+		char buf[256], what[160];
 		int n = 0;
-		for (int p = 0; p < ST_PHASE_OTHER; p++)
+
+		/* the selection's share: the phase's, the range's, or the whole step's with each phase's */
+		for (int p = 0; p < ST_PHASE_OTHER && res->phase < 0; p++)
 			if (res->phase_kernel_ns[p] > 0 && n >= 0 && (size_t)n < sizeof(buf))
 				n += snprintf(buf + n, sizeof(buf) - n, "%s%s %.1f%%", n ? ", " : "; ",
 					      st_phase_name(p), 100.0 * res->phase_gemm_ns[p] / res->phase_kernel_ns[p]);
-		report_note(r, "GEMM share of GPU time: %.1f%% (%.3f of %.3f ms of kernels per step)%s",
-			    100.0 * res->gemm_ns / res->kernel_ns, res->gemm_ns / 1e6, res->kernel_ns / 1e6,
-			    n ? buf : "");
+		snprintf(what, sizeof(what), "%s%s%s%s%s", res->phase >= 0 ? "the " : "",
+			 res->phase >= 0 ? st_phase_name(res->phase) : "", res->phase >= 0 ? " phase's " : "",
+			 res->range ? "GPU time under '" : "GPU time", res->range ? res->range : "");
+		report_note(r, "GEMM share of %s%s: %.1f%% (%.3f of %.3f ms of %skernels per step)%s", what,
+			    res->range ? "'" : "", 100.0 * res->gemm_ns / res->kernel_ns, res->gemm_ns / 1e6,
+			    res->kernel_ns / 1e6, res->phase >= 0 || res->range ? "its " : "", n ? buf : "");
 	}
 	if (res->comm_ns > 0)
 		report_note(r, "collectives left out: %.3f ms per step of communication kernels (steptrace comm)",
@@ -508,11 +527,11 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 	table_add_column(t, "TFLOP/s", COL_FLOAT, 2);
 	table_add_column(t, "GB/s", COL_FLOAT, 1);
 	table_add_column(t, "FLOP/B", COL_FLOAT, 2);
-	table_add_column(t, "Precision", COL_STR, 0);
+	table_add_column(t, "Peak Used", COL_STR, 0);
 	table_add_column(t, "Bound (TFLOP/s)", COL_FLOAT, 2);
 	table_add_column(t, "Bound by", COL_STR, 0);
 	table_add_column(t, "Of Bound (%)", COL_FLOAT, 1);
-	if (res->by_op) {
+	if (res->dtypes) {
 		table_add_column(t, "Inputs", COL_STR, 0);
 		table_add_column(t, "Outputs", COL_STR, 0);
 	}
@@ -540,7 +559,8 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 			cell(t, flops_row_gbs(row));
 			cell(t, flops_row_intensity(row));
 		}
-		if (row->no_op)
+		/* the peak the bound takes: none where there are no FLOPs to take it */
+		if (row->no_op || row->flops <= 0)
 			table_empty(t);
 		else
 			table_str(t, row->mixed_precision ? "mixed" : flops_precision_name(row->precision));
@@ -553,9 +573,17 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 			table_empty(t);
 			table_empty(t);
 		}
-		if (res->by_op) {
-			dtype_cell(t, row->op ? row->op->inputs : NULL, row->op ? row->op->n_inputs : 0);
-			dtype_cell(t, row->op ? row->op->outputs : NULL, row->op ? row->op->n_outputs : 0);
+		if (res->dtypes) {
+			const struct replay_op *op = row->dtypes_op;
+
+			if (row->inputs_mixed)
+				table_str(t, "mixed");
+			else
+				dtype_cell(t, op ? op->inputs : NULL, op ? op->n_inputs : 0);
+			if (row->outputs_mixed)
+				table_str(t, "mixed");
+			else
+				dtype_cell(t, op ? op->outputs : NULL, op ? op->n_outputs : 0);
 		}
 		table_str(t, row->name);
 	}
@@ -580,6 +608,8 @@ int flops_run(const struct replay *rp, const struct flops_options *o, struct rep
 		return -1;
 	if (flops_compute(rp, o, &res) < 0)
 		goto out;
+	/* by kind too: the same columns either way, and the dtypes beside the peak they do not decide */
+	res.dtypes = true;
 	snprintf(extra, sizeof(extra), " by %s%s%s%s%s%s", o->by == FLOPS_BY_OP ? "op" : "op kind",
 		 o->range ? " under '" : "", o->range ? o->range : "", o->range ? "'" : "",
 		 o->phase ? ", phase " : "", o->phase ? o->phase : "");

@@ -16,6 +16,9 @@
  *     tf32; with no dtypes recorded, the run's precision decides;
  *   - every other op (norms, softmax, RoPE, SwiGLU, residuals, the loss,
  *     AdamW) runs on CUDA cores and uses the fp32 peak, whatever its dtype.
+ * The table's Peak Used says which peak that is (empty for a row without
+ * FLOPs, whose bound is the bandwidth alone); Inputs and Outputs say the
+ * ops' dtypes, which for an op off the matrix units are not its peak's.
  * "Of bound" is the share of that bound reached. For a group of ops this is
  * sum(roofline time) / sum(measured time), where an op's roofline time is
  * max(FLOPs / peak, bytes / bandwidth): for one op it equals achieved
@@ -72,6 +75,8 @@ struct flops_peaks {
 struct flops_row {
 	char *name;                 /* owned */
 	const struct replay_op *op; /* --by op: the op (its dtypes), else NULL */
+	const struct replay_op *dtypes_op;   /* the row's first op: its dtypes are the row's unless mixed */
+	bool inputs_mixed, outputs_mixed;    /* the row's ops differ in their input (output) dtypes */
 	bool no_op;
 	bool matmul;                /* some op of the row is a matrix product */
 	int precision;              /* enum flops_precision of its ops; FP_NONE when none or mixed */
@@ -106,7 +111,10 @@ struct flops_result {
 	struct flops_peaks peaks;
 	bool peaks_missing;         /* every peak and the bandwidth are 0 */
 	double divisor;             /* steps the totals were divided by (those where selected kernels ran) */
-	bool by_op;                 /* one row per op: the table shows each op's dtypes */
+	bool by_op;                 /* one row per op */
+	bool dtypes;                /* the table shows the rows' dtypes (Inputs, Outputs): by op, and `steptrace flops` */
+	int phase;                  /* the enum st_phase selected (--phase), -1: all */
+	const char *range;          /* the --range selected, NULL: all */
 	double kernel_ns;           /* per step, every kernel counted */
 	double gemm_ns;             /* per step, kernels of category GEMM */
 	double phase_kernel_ns[ST_PHASE_OTHER];        /* per named enum st_phase, by op phase */

@@ -54,13 +54,30 @@ static double rel_ms(const struct replay *rp, uint64_t t)
 
 /* ---- the report ------------------------------------------------------- */
 
-/* The step whose span holds t (rp->steps index), -1 when none. */
+/*
+ * The step whose span holds t (rp->steps index), -1 when none: an instant
+ * shared by two steps (one ends as the next begins) is the later one's, as
+ * replay places events (replay/replay.h).
+ */
 static int32_t step_at(const struct replay *rp, uint64_t t)
 {
+	int32_t at = -1;
+
 	for (size_t s = 0; s < rp->n_steps; s++)
 		if (t >= rp->steps[s].start && t <= rp->steps[s].end)
-			return (int32_t)s;
-	return -1;
+			at = (int32_t)s;
+	return at;
+}
+
+/* The last instant of step s that is its own: its end, or just before it when a step begins there. */
+static uint64_t step_last_instant(const struct replay *rp, size_t s)
+{
+	uint64_t end = rp->steps[s].end;
+
+	for (size_t k = 0; k < rp->n_steps; k++)
+		if (k != s && rp->steps[k].start == end && end > rp->steps[s].start)
+			return end - 1;
+	return end;
 }
 
 /* "step 1", "step 0 (warm-up)" */
@@ -192,7 +209,7 @@ static int add_largest(struct report *r, const struct replay *rp, const struct m
 
 	if (!idx)
 		return error("out of memory");
-	table_add_column(t, "Rank", COL_INT, 0);
+	table_add_column(t, "Order", COL_INT, 0);   /* 1: the largest; "Rank" is a GPU's, under ranks */
 	block_columns(t);
 	live = mem_timeline_live_at(tl, tl->peak.point, idx, (size_t)top);
 	shown = live < (size_t)top ? live : (size_t)top;
@@ -209,7 +226,7 @@ static int add_largest(struct report *r, const struct replay *rp, const struct m
 
 /*
  * What was live when the first out-of-memory happened: the largest blocks
- * then, and the request that failed. Nothing when the run had none.
+ * then, and the request that failed. An empty table when the run had none.
  */
 static int add_at_oom(struct report *r, const struct replay *rp, const struct mem_timeline *tl, int top)
 {
@@ -219,6 +236,10 @@ static int add_at_oom(struct report *r, const struct replay *rp, const struct me
 	int32_t p = -1;
 	char b1[32], b2[32], b3[32];
 
+	t = report_add_table(r, "largest_at_oom", "Largest live blocks at the first out-of-memory");
+	table_optional(t);
+	table_add_column(t, "Order", COL_INT, 0);   /* 1: the largest; "Rank" is a GPU's, under ranks */
+	block_columns(t);
 	for (size_t i = 0; i < tl->n_points && p < 0; i++)
 		if (tl->points[i].kind == ST_OOM)
 			p = (int32_t)i;
@@ -227,9 +248,6 @@ static int add_at_oom(struct report *r, const struct replay *rp, const struct me
 	idx = malloc(((size_t)top + 1) * sizeof(*idx));
 	if (!idx)
 		return error("out of memory");
-	t = report_add_table(r, "largest_at_oom", "Largest live blocks at the first out-of-memory");
-	table_add_column(t, "Rank", COL_INT, 0);
-	block_columns(t);
 	live = mem_timeline_live_at(tl, p, idx, (size_t)top);
 	shown = live < (size_t)top ? live : (size_t)top;
 	for (size_t i = 0; i < shown; i++) {
@@ -250,19 +268,27 @@ static int add_at_oom(struct report *r, const struct replay *rp, const struct me
 	return 0;
 }
 
-/* Never-freed blocks and unknown frees: tables of the first --top, notes with the totals. */
+/*
+ * Never-freed blocks and unknown frees: tables of the first --top (empty,
+ * and left out of the text formats, when there are none), notes with the
+ * totals.
+ */
 static void add_unpaired(struct report *r, const struct replay *rp, const struct mem_timeline *tl, int top)
 {
 	const char *vname = mem_view_short_names[tl->view];
 	char buf[32];
+	struct table *t = report_add_table(r, tl->view == MEM_VIEW_DRIVER ? "never_freed_driver" : "never_freed",
+					   tl->view == MEM_VIEW_DRIVER ? "Never freed by the end of the bundle (driver view)"
+					   : "Never freed by the end of the bundle");
+	struct table *u;
 
+	table_optional(t);
+	block_columns(t);
+	table_add_column(t, "Address", COL_STR, 0);
 	if (tl->n_never_freed) {
 		uint64_t cat[ST_MEM_CATEGORY_COUNT] = { 0 };
 		char list[512] = "";
 		size_t len = 0;
-		struct table *t = report_add_table(r, tl->view == MEM_VIEW_DRIVER ? "never_freed_driver" : "never_freed",
-						   tl->view == MEM_VIEW_DRIVER ? "Never freed by the end of the bundle (driver view)"
-						   : "Never freed by the end of the bundle");
 
 		for (size_t i = 0; i < tl->n_never_freed; i++)
 			cat[tl->blocks[tl->never_freed[i]].category] += tl->blocks[tl->never_freed[i]].size;
@@ -273,8 +299,6 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 		report_note(r, "warning: %s view: %zu block(s) (%s) were never freed by the end of the bundle: %s%s",
 			    vname, tl->n_never_freed, human_bytes(buf, sizeof(buf), (double)tl->never_freed_bytes),
 			    list, tl->n_reused_live ? "; some addresses were allocated again while live (lost frees)" : "");
-		block_columns(t);
-		table_add_column(t, "Address", COL_STR, 0);
 		for (size_t i = 0; i < tl->n_never_freed && i < (size_t)top; i++) {
 			const struct mem_block *b = &tl->blocks[tl->never_freed[i]];
 
@@ -284,30 +308,29 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 			table_str(t, buf);
 		}
 	}
-	if (tl->n_unknown_frees) {
-		struct table *t = report_add_table(r, tl->view == MEM_VIEW_DRIVER ? "unknown_frees_driver" : "unknown_frees",
-						   tl->view == MEM_VIEW_DRIVER ? "Frees of addresses not live (driver view)"
-						   : "Frees of addresses not live");
-
+	u = report_add_table(r, tl->view == MEM_VIEW_DRIVER ? "unknown_frees_driver" : "unknown_frees",
+			     tl->view == MEM_VIEW_DRIVER ? "Frees of addresses not live (driver view)"
+			     : "Frees of addresses not live");
+	table_optional(u);
+	table_add_column(u, "Address", COL_STR, 0);
+	table_add_column(u, "Size (bytes)", COL_INT, 0);
+	table_add_column(u, "Time (ms)", COL_FLOAT, 3);
+	table_add_column(u, "Op", COL_STR, 0);
+	table_add_column(u, "Range", COL_STR, 0);
+	if (tl->n_unknown_frees)
 		report_note(r, "warning: %s view: %zu free(s) of addresses that were not live (their allocation was not recorded); ignored",
 			    vname, tl->n_unknown_frees);
-		table_add_column(t, "Address", COL_STR, 0);
-		table_add_column(t, "Size (bytes)", COL_INT, 0);
-		table_add_column(t, "Time (ms)", COL_FLOAT, 3);
-		table_add_column(t, "Op", COL_STR, 0);
-		table_add_column(t, "Range", COL_STR, 0);
-		for (size_t i = 0; i < tl->n_unknown_frees && i < (size_t)top; i++) {
-			int32_t p = (int32_t)tl->unknown_frees[i];
-			const struct st_event *ev = &rp->mem[tl->points[p].mem].ev;
+	for (size_t i = 0; i < tl->n_unknown_frees && i < (size_t)top; i++) {
+		int32_t p = (int32_t)tl->unknown_frees[i];
+		const struct st_event *ev = &rp->mem[tl->points[p].mem].ev;
 
-			table_row(t);
-			snprintf(buf, sizeof(buf), "0x%" PRIx64, ev->mem.address);
-			table_str(t, buf);
-			table_int(t, (int64_t)ev->mem.size);
-			table_float(t, rel_ms(rp, ev->start));
-			table_str(t, memory_point_op(rp, tl, p));
-			table_str(t, memory_point_range(rp, tl, p));
-		}
+		table_row(u);
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, ev->mem.address);
+		table_str(u, buf);
+		table_int(u, (int64_t)ev->mem.size);
+		table_float(u, rel_ms(rp, ev->start));
+		table_str(u, memory_point_op(rp, tl, p));
+		table_str(u, memory_point_range(rp, tl, p));
 	}
 }
 
@@ -345,7 +368,7 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 		if (only < 0)
 			return error("no step %d in '%s' (it has %zu steps)", a->step, rp->path, rp->n_steps);
 		t0 = rp->steps[only].start;
-		t1 = rp->steps[only].end;
+		t1 = step_last_instant(rp, (size_t)only);
 	}
 	/* the chart's file first: a bad path costs no work and prints no report */
 	if (a->svg && output_open(&svg, a->svg, (const char *[]){ rp->path, NULL }) < 0)
@@ -380,9 +403,9 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 	add_categories(r, &tl->peak, peak_name);
 	if (add_largest(r, rp, tl, a->top, peak_name) < 0 || add_at_oom(r, rp, tl, a->top) < 0)
 		goto out;
-	add_unpaired(r, rp, tl, a->top);
-	if (other->n_points)
-		add_unpaired(r, rp, other, a->top);
+	/* the model view's tables first whichever is shown: the same order of keys for every bundle */
+	add_unpaired(r, rp, &views[MEM_VIEW_MODEL], a->top);
+	add_unpaired(r, rp, &views[MEM_VIEW_DRIVER], a->top);
 	op = tl->peak.block < 0 ? "live when the step began" : memory_point_op(rp, tl, tl->peak.point);
 	if (tl->peak.point >= 0 && view == MEM_VIEW_DRIVER && a->view < 0)
 		report_note(r, "%s peak %s at %.3f ms (%s); the model allocator recorded nothing",
@@ -406,8 +429,9 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 		    "live total during it, allocations or not (no op: what was live when it began)");
 
 	if (a->svg) {
+		/* the chart spans the step's whole [start, end], which is how it knows it is a step's */
 		if (memory_svg_write(svg.f, rp, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl,
-				     t0, only >= 0 ? t1 : 0, 1200, 640) < 0)
+				     t0, only >= 0 ? rp->steps[only].end : 0, 1200, 640) < 0)
 			goto out;
 		if (output_close(&svg) < 0)
 			goto out;

@@ -10,23 +10,54 @@
 
 #define MAX_RUNS 2
 
-/* The command's options, then those every analysis command takes. NULL when out of memory. */
-static struct option *common_options(const struct option *own, uint64_t *memory_limit)
+/*
+ * The command's options, then those every analysis command takes (--section
+ * those that print a report). NULL when out of memory.
+ */
+static struct option *common_options(const struct analysis_cmd *c, uint64_t *memory_limit,
+				     const char **section)
 {
 	size_t n = 0;
 	struct option *all;
 
-	while (own[n].type != OPTION_END)
+	while (c->options[n].type != OPTION_END)
 		n++;
-	all = malloc((n + 2) * sizeof(*all));
+	all = malloc((n + 3) * sizeof(*all));
 	if (!all)
 		return NULL;
-	memcpy(all, own, n * sizeof(*all));
-	all[n] = (struct option)OPT_SIZE(0, "memory-limit", memory_limit,
-					 "refuse bundles that need more memory than SIZE "
-					 "(default: half of what is available)");
-	all[n + 1] = (struct option)OPT_END();
+	memcpy(all, c->options, n * sizeof(*all));
+	all[n++] = (struct option)OPT_SIZE(0, "memory-limit", memory_limit,
+					   "refuse bundles that need more memory than SIZE "
+					   "(default: half of what is available)");
+	if (c->format)
+		all[n++] = (struct option)OPT_STRING(0, "section", section, "NAME",
+						     "print this table of the report alone (its JSON key); "
+						     "csv prints one table, the first by default");
+	all[n] = (struct option)OPT_END();
 	return all;
+}
+
+/*
+ * The tables the report prints: --section's alone; in CSV, one table (the
+ * first, the others named on stderr) so that the output is one CSV file.
+ * 0, or -1 after an error line.
+ */
+static int select_section(struct report *r, const char *section, enum out_format f)
+{
+	char others[512];
+	size_t len = 0;
+
+	if (section)
+		return report_keep_table(r, section);
+	if (f != OUT_CSV || !report_table_name(r, 1))
+		return 0;
+	others[0] = '\0';
+	for (size_t i = 1; report_table_name(r, i) && len < sizeof(others); i++)
+		len += (size_t)snprintf(others + len, sizeof(others) - len, "%s%s", i > 1 ? ", " : "",
+					report_table_name(r, i));
+	fprintf(stderr, "csv: one table, '%s'; the report's others: %s (--section NAME prints one, "
+		"--format json all)\n", report_table_name(r, 0), others);
+	return report_keep_table(r, report_table_name(r, 0));
 }
 
 static int parse(const struct analysis_cmd *c, const struct option *opts, int argc, const char **argv)
@@ -154,7 +185,8 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	struct replay *rps = NULL;
 	struct replay_options ro = { 0 };
 	uint64_t memory_limit = UINT64_MAX;
-	struct option *opts = common_options(c->options, &memory_limit);
+	const char *section = NULL;
+	struct option *opts = common_options(c, &memory_limit, &section);
 	struct report *r = NULL;
 	int n, loaded = 0, nruns = 0, rc = 1;
 	char what[128];
@@ -197,7 +229,8 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 		rc = 1;
 	else if (rc == ANALYSIS_NO_REPORT)
 		rc = 0;
-	else if (c->format && report_print(r, (enum out_format)*c->format, stdout) < 0)
+	else if (c->format && (select_section(r, section, (enum out_format)*c->format) < 0 ||
+				report_print(r, (enum out_format)*c->format, stdout) < 0))
 		rc = 1;
 out:
 	report_free(r);

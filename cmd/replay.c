@@ -16,6 +16,7 @@ struct replay_opts {
 	const char *kinds;             /* --kind, a comma-separated list */
 	uint64_t capacity;             /* --capacity, 0: the listing */
 	struct events_opts events;     /* events.view is --view, events.format --format, for both */
+	struct events_out out;         /* the listing, across the ranks of a run */
 };
 
 static const char *const usage[] = {
@@ -41,6 +42,7 @@ static int parse_kinds(struct replay_opts *o)
 			o->events.kind_ok[k] = k != ST_OP;
 		return 0;
 	}
+	o->events.kinds_given = true;
 	n = split_list(o->kinds, items, ST_KIND_COUNT + 4, &storage);
 	if (n < 0)
 		return -1;
@@ -70,10 +72,11 @@ static int check(void *ctx)
 
 static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
-	const struct replay_opts *o = ctx;
+	struct replay_opts *o = ctx;
 
 	if (o->capacity) {
-		const struct capacity_opts c = { o->capacity, o->events.view };
+		const struct capacity_opts c = { o->capacity, o->events.view >= 0 ? o->events.view
+									: (int)mem_default_view(rps[0]) };
 
 		return capacity_run(rps[0], &c, r);
 	}
@@ -81,12 +84,13 @@ static int run(const struct replay *const *rps, int n, void *ctx, struct report 
 	if (rps[0]->run.world_size > 1 && o->events.format == OUT_TABLE)
 		printf("%s# rank %u: %s\n", rps[0]->run.rank ? "\n" : "", (unsigned)rps[0]->run.rank,
 		       rps[0]->path);
-	return events_list(rps[0], &o->events) < 0 ? -1 : ANALYSIS_NO_REPORT;
+	return events_list(rps[0], &o->events, &o->out) < 0 ? -1 : ANALYSIS_NO_REPORT;
 }
 
 int cmd_replay(int argc, const char **argv)
 {
-	struct replay_opts o = { .events = { .from_ms = -1, .to_ms = -1, .view = MEM_VIEW_MODEL } };
+	struct replay_opts o = { .events = { .from_ms = -1, .to_ms = -1, .view = -1 } };
+	int rc;
 	const struct option opts[] = {
 		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync,tag"),
 		OPT_STRING(0, "range", &o.events.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn')"),
@@ -94,7 +98,8 @@ int cmd_replay(int argc, const char **argv)
 		OPT_NONNEGATIVE(0, "to", &o.events.to_ms, "MS", "stop after this time (ms since the bundle's first event)"),
 		OPT_SIZE(0, "capacity", &o.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
 		OPT_CHOICE(0, "view", &o.events.view, mem_view_short_names,
-			   "memory view: model (allocator, default) or driver (cudaMalloc)"),
+			   "whose allocations, frees and live memory: model (the allocator's; the default when it "
+			   "recorded any) or driver (cudaMalloc)"),
 		OPT_FORMAT(&o.events.format),
 		OPT_END(),
 	};
@@ -103,5 +108,9 @@ int cmd_replay(int argc, const char **argv)
 		.format = &o.events.format, .ranks = RANKS_SPLIT, .check = check, .run = run, .ctx = &o,
 	};
 
-	return analysis_main(&c, argc, argv);
+	rc = analysis_main(&c, argc, argv);
+	/* the listing's end, once for all the ranks listed */
+	if (o.out.ranks && events_end(&o.out, &o.events) < 0 && rc == 0)
+		rc = 1;
+	return rc;
 }

@@ -44,6 +44,7 @@ struct table {
 	size_t nrows, cap_rows;
 	size_t next_col;        /* column the next cell call fills in the last row */
 	bool streamed;          /* table_stream_row has begun printing it */
+	bool optional;          /* left out of the text formats when it has no rows */
 	size_t rows_streamed;
 	struct table *next;
 };
@@ -175,6 +176,11 @@ void table_column_max_width(struct table *t, size_t width)
 		t->cols[t->ncols - 1].max_width = width < 4 ? 4 : width > CLIP_MAX ? CLIP_MAX : width;
 }
 
+void table_optional(struct table *t)
+{
+	t->optional = true;
+}
+
 void table_row(struct table *t)
 {
 	size_t i;
@@ -277,7 +283,7 @@ static bool same_columns(const struct table *a, const struct table *b, size_t sk
 
 /* dst's table that takes t's rows: a namesake with t's columns, or a new one. */
 static struct table *stack_target(struct report *dst, const struct table *t, const char *label,
-				  const char *column)
+				  const char *column, bool numeric)
 {
 	struct table *d, *namesake = NULL;
 	char name[256];
@@ -291,7 +297,8 @@ static struct table *stack_target(struct report *dst, const struct table *t, con
 	if (namesake)
 		snprintf(name, sizeof(name), "%s.%s", t->name, label);
 	d = report_add_table(dst, namesake ? name : t->name, t->title);
-	table_add_column(d, column, COL_STR, 0);
+	d->optional = t->optional;
+	table_add_column(d, column, numeric ? COL_INT : COL_STR, 0);
 	for (size_t i = 0; i < t->ncols; i++)
 		table_add_column(d, t->cols[i].name, t->cols[i].type, t->cols[i].precision);
 	return d;
@@ -305,16 +312,29 @@ static bool has_note(const struct report *r, const char *note)
 	return false;
 }
 
+/* Whether s is a decimal integer ("0", "12"): the labels of ranks, which JSON then gets as numbers. */
+static bool is_integer(const char *s)
+{
+	return *s && strspn(s, "0123456789") == strlen(s) && strlen(s) < 19;
+}
+
 void report_stack(struct report *dst, struct report *const *src, const char *const *labels, size_t n,
 		  const char *column)
 {
+	bool numeric = true;
+
+	for (size_t k = 0; k < n; k++)
+		numeric &= is_integer(labels[k]);
 	for (size_t k = 0; k < n; k++)
 		for (const struct table *t = src[k]->first; t; t = t->next) {
-			struct table *d = stack_target(dst, t, labels[k], column);
+			struct table *d = stack_target(dst, t, labels[k], column, numeric);
 
 			for (size_t row = 0; row < t->nrows; row++) {
 				table_row(d);
-				table_str(d, labels[k]);
+				if (numeric)
+					table_int(d, strtoll(labels[k], NULL, 10));
+				else
+					table_str(d, labels[k]);
 				for (size_t col = 0; col < t->ncols; col++) {
 					const struct cell *c = cell_at(t, row, col);
 
@@ -683,7 +703,7 @@ static json_t *report_json(const struct report *r)
 			json_array_append_new(rows, json_row(t, row));
 		json_object_set_new(doc, t->name, rows);
 	}
-	if (r->nnotes) {
+	{
 		json_t *notes = json_array();
 
 		for (i = 0; i < r->nnotes; i++)
@@ -752,15 +772,44 @@ void table_stream_row(struct table *t, enum out_format f, FILE *out)
 	table_clear_rows(t);
 }
 
-void table_stream_end(struct table *t, enum out_format f, FILE *out)
+void table_stream_end(struct table *t, enum out_format f, FILE *out, const char *note)
 {
+	json_t *s;
+
 	if (!t->streamed)
 		stream_begin(t, f, out);
-	if (f == OUT_JSON)
-		fputs(t->rows_streamed ? "\n  ]\n}\n" : "]\n}\n", out);
+	switch (f) {
+	case OUT_JSON:
+		fputs(t->rows_streamed ? "\n  ],\n  \"notes\": [" : "],\n  \"notes\": [", out);
+		if (note) {
+			s = json_string_lossy(note);
+			fputs("\n    ", out);
+			json_dumpf(s, out, JSON_ENCODE_ANY);
+			fputs("\n  ", out);
+			json_decref(s);
+		}
+		fputs("]\n}\n", out);
+		break;
+	case OUT_CSV:
+		if (note)
+			fprintf(stderr, "%s\n", note);
+		break;
+	case OUT_MD:
+		if (note)
+			fprintf(out, "\n- %s\n", note);
+		break;
+	default:
+		break;
+	}
 }
 
 /* ---- reports ---- */
+
+/* Whether the table, csv and md formats print t: an optional table without rows only when alone (--section). */
+static bool table_shown(const struct report *r, const struct table *t)
+{
+	return !t->optional || t->nrows || r->first == r->last;
+}
 
 static size_t report_table_count(const struct report *r)
 {
@@ -768,8 +817,44 @@ static size_t report_table_count(const struct report *r)
 	size_t n = 0;
 
 	for (t = r->first; t; t = t->next)
-		n++;
+		n += table_shown(r, t);
 	return n;
+}
+
+const char *report_table_name(const struct report *r, size_t i)
+{
+	const struct table *t = r->first;
+
+	while (t && i--)
+		t = t->next;
+	return t ? t->name : NULL;
+}
+
+int report_keep_table(struct report *r, const char *name)
+{
+	struct table *t, *next, *keep = NULL;
+	char list[512];
+	size_t len = 0;
+
+	for (t = r->first; t; t = t->next)
+		if (!keep && !strcmp(t->name, name))
+			keep = t;
+	if (!keep) {
+		list[0] = '\0';
+		for (t = r->first; t && len < sizeof(list); t = t->next)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", t == r->first ? "" : ", ",
+						t->name);
+		return error("option '--section' expects one of this report's tables (%s), not '%s'",
+			     r->first ? list : "none", name);
+	}
+	for (t = r->first; t; t = next) {
+		next = t->next;
+		if (t != keep)
+			table_free(t);
+	}
+	keep->next = NULL;
+	r->first = r->last = keep;
+	return 0;
 }
 
 /* One line for a failed write of `out`, with the reason. */
@@ -797,9 +882,14 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 			return write_failed(out);
 		fputc('\n', out);
 	} else {
+		bool first = true;
+
 		for (t = r->first; t; t = t->next) {
-			if (t != r->first)
+			if (!table_shown(r, t))
+				continue;
+			if (!first)
 				fputc('\n', out);
+			first = false;
 			switch (f) {
 			case OUT_CSV:
 				/* A lone table stays plain CSV for spreadsheets and pandas. */
@@ -815,11 +905,12 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 				break;
 			}
 		}
-		if (r->nnotes && ntables)
+		/* CSV is the table alone: what the table format says after it goes to stderr */
+		if (r->nnotes && ntables && f != OUT_CSV)
 			fputc('\n', out);
 		for (i = 0; i < r->nnotes; i++) {
 			if (f == OUT_CSV)
-				fprintf(out, "# %s\n", r->notes[i]);
+				fprintf(stderr, "%s\n", r->notes[i]);
 			else if (f == OUT_MD)
 				fprintf(out, "- %s\n", r->notes[i]);
 			else

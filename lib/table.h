@@ -2,12 +2,18 @@
  * table.h: every report's output. A report is a list of tables (and
  * free-text notes) printed in one of four formats:
  *
- *   table  aligned text, numbers right-aligned, a title line above each table
- *   csv    RFC 4180, one header row per table; several tables are separated
- *          by a blank line and a "# title" line
+ *   table  aligned text, numbers right-aligned, a title line above each table,
+ *          the notes after the tables
+ *   csv    RFC 4180: a header row, then rows of as many fields, nothing else.
+ *          A report of one table is a file any CSV reader takes with its
+ *          defaults (the analysis commands keep one: report_keep_table); a
+ *          report of several (bench's sweeps) prints each after a blank line
+ *          and a "# title" line. The notes go to standard error.
  *   json   one document: { "<table name>": [ {column: value, ...}, ... ], ...,
- *          "notes": [ ... ] }, numbers as JSON numbers, empty cells as null
- *   md     GitHub-flavoured Markdown tables with a "### title" line
+ *          "notes": [ ... ] }, numbers as JSON numbers, empty cells as null;
+ *          every table is there, empty ones as [], and "notes" always
+ *   md     GitHub-flavoured Markdown tables with a "### title" line, the
+ *          notes as a list after them
  *
  * Build with table_new / table_add_column, then per row table_row followed by
  * one table_* cell call per column, in column order. A cell keeps its own
@@ -42,6 +48,14 @@ void report_note(struct report *r, const char *fmt, ...) __attribute__((format(p
 int report_print(const struct report *r, enum out_format f, FILE *out);
 void report_free(struct report *r);
 
+/* The name of the report's i-th table (in the order added), NULL past the last. */
+const char *report_table_name(const struct report *r, size_t i);
+/*
+ * Keeps table `name` alone (its notes stay): what `--section NAME` prints.
+ * 0, or -1 after one line naming the report's tables.
+ */
+int report_keep_table(struct report *r, const char *name);
+
 /* `precision`: digits after the point for COL_FLOAT (ignored otherwise). */
 void table_add_column(struct table *t, const char *name, enum column_type type, int precision);
 /*
@@ -50,6 +64,14 @@ void table_add_column(struct table *t, const char *name, enum column_type type, 
  * kernel names beside other columns.
  */
 void table_column_max_width(struct table *t, size_t width);
+/*
+ * A table a report makes for every bundle but that often has no rows
+ * (memory's never-freed blocks): without rows it is left out of the table,
+ * csv and md formats unless it is the report's only table (--section), and
+ * stays in JSON as [], so the keys a JSON reader finds do not depend on the
+ * bundle.
+ */
+void table_optional(struct table *t);
 void table_row(struct table *t);
 void table_str(struct table *t, const char *s);     /* copied */
 void table_int(struct table *t, int64_t v);
@@ -62,8 +84,8 @@ size_t table_rows(const struct table *t);
 /*
  * Several reports of one kind stacked into dst, one source per label
  * ("0", "1": the ranks of a run): each table becomes one table of dst whose
- * first column, `column`, names the source of each row, the sources' rows
- * one after the other. Tables match by name and columns; a table whose
+ * first column, `column`, names the source of each row (an integer column
+ * when every label is one), the sources' rows one after the other. Tables match by name and columns; a table whose
  * columns differ from its namesake's keeps its own ("name.label"). A note
  * every source has is kept once; the others get "label: " in front.
  */
@@ -74,12 +96,13 @@ void report_stack(struct report *dst, struct report *const *src, const char *con
  * A table too long to keep (replay's event listing), printed as it is
  * built: after each row (or a few), table_stream_row prints the rows added
  * since its last call and forgets them, the header first; table_stream_end
- * closes the document. csv, json and md come out as report_print prints a
- * report of this one table (JSON with one row per line); OUT_TABLE prints
- * each batch as its own aligned block, so callers that stream text print
- * their own fixed-width lines instead.
+ * closes the document with `note` (NULL: none). csv, json and md come out
+ * as report_print prints a report of this one table and that note (JSON
+ * with one row per line); OUT_TABLE prints each batch as its own aligned
+ * block, so callers that stream text print their own fixed-width lines
+ * instead.
  */
 void table_stream_row(struct table *t, enum out_format f, FILE *out);
-void table_stream_end(struct table *t, enum out_format f, FILE *out);
+void table_stream_end(struct table *t, enum out_format f, FILE *out, const char *note);
 
 #endif

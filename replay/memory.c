@@ -22,6 +22,21 @@ const char *mem_view_name(enum mem_view v)
 	return v == MEM_VIEW_DRIVER ? "driver (cudaMalloc)" : "model allocator";
 }
 
+enum mem_view mem_default_view(const struct replay *rp)
+{
+	bool model = false, driver = false;
+
+	for (size_t i = 0; i < rp->n_mem; i++) {
+		const struct st_event *ev = &rp->mem[i].ev;
+
+		if (ev->kind == ST_ALLOC) {
+			model |= ev->mem.source == ST_SRC_MODEL;
+			driver |= ev->mem.source == ST_SRC_DRIVER;
+		}
+	}
+	return !model && driver ? MEM_VIEW_DRIVER : MEM_VIEW_MODEL;
+}
+
 static uint32_t event_op(const struct st_event *ev)
 {
 	return ev->kind == ST_OOM ? ev->oom.op : ev->mem.op;

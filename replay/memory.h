@@ -97,6 +97,8 @@ enum mem_view {
 	MEM_VIEW_DRIVER = ST_SRC_DRIVER,
 };
 const char *mem_view_name(enum mem_view v);   /* "model allocator", "driver (cudaMalloc)" */
+/* What a report shows without --view: the model allocator's, or the driver's when the model recorded no allocation and the driver did. */
+enum mem_view mem_default_view(const struct replay *rp);
 extern const char *const mem_view_short_names[];   /* "model", "driver": the --view names */
 
 /* One block of the view: an allocation and, when seen, its free. */

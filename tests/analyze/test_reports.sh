@@ -15,12 +15,15 @@ fail=0
 "$GEN" nosteps -o "$dir/nosteps.stb" || exit 1
 "$GEN" truncated -o "$dir/trunc.stb" || exit 1
 
-# expect NAME EXPECTED-EXIT EXPECTED-STDOUT -- ARGS...
+# expect NAME EXPECTED-EXIT EXPECTED-OUTPUT -- ARGS...: the output is stdout,
+# then, when anything went to stderr (CSV's notes, warnings) of a command
+# that is to succeed, a line "--- stderr" and that
 expect() {
 	name=$1 want_rc=$2 want=$3
 	shift 4
 	got=$("$ST" "$@" 2>"$dir/stderr")
 	rc=$?
+	[ "$want_rc" = 0 ] && [ -s "$dir/stderr" ] && got=$(printf '%s\n--- stderr\n%s' "$got" "$(cat "$dir/stderr")")
 	if [ "$rc" != "$want_rc" ] || [ "$got" != "$want" ]; then
 		echo "FAIL $name: steptrace $* (exit $rc, wanted $want_rc)"
 		printf '%s\n' "$want" >"$dir/want"
@@ -47,8 +50,8 @@ expect summary 0 "$H
 expect summary-top 0 "$H
 30.6,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
 16.1,200,2,100.0,100.0,100,100,0.0,adam_kernel
-
-# 2 of 7 rows shown (--top 2)" -- summary "$dir/basic.stb" --format csv --top 2
+--- stderr
+2 of 7 rows shown (--top 2)" -- summary "$dir/basic.stb" --format csv --top 2
 
 # warm-up adds step 0 (as step 1: 610) and the setup kernel init_kernel (30): total 1880
 expect summary-warmup 0 "$H
@@ -75,8 +78,8 @@ expect summary-softmax 0 "$H
 20.0,80,2,40.0,40.0,40,40,0.0,elementwise_add_kernel" -- summary "$dir/basic.stb" --format csv --range 'layer.*/attn/softmax'
 
 expect summary-anchored 0 "$H
-
-# no GPU work under '/forward'" -- summary "$dir/basic.stb" --format csv --range /forward
+--- stderr
+no GPU work under '/forward'" -- summary "$dir/basic.stb" --format csv --range /forward
 
 expect summary-op 0 "$H
 30.6,380,4,95.0,100.0,80,100,10.0,forward/attn/q_proj
@@ -95,8 +98,8 @@ expect summary-category 0 "$H
 16.1,200,2,100.0,100.0,100,100,0.0,optimizer
 6.5,80,2,40.0,40.0,40,40,0.0,communication
 4.8,60,4,15.0,15.0,10,20,5.8,memcpy/memset
-
-# Time (%) is a share of kernel time: memcpy and memset rows are measured against it, not part of it" -- summary "$dir/basic.stb" --format csv --by category
+--- stderr
+Time (%) is a share of kernel time: memcpy and memset rows are measured against it, not part of it" -- summary "$dir/basic.stb" --format csv --by category
 
 expect summary-forward-category 0 "$H
 57.6,380,4,95.0,100.0,80,100,10.0,GEMM
@@ -113,15 +116,15 @@ expect summary-all 0 "$H
 6.5,80,2,40.0,40.0,40,40,0.0,nccl_kernel_orphan
 3.2,40,2,20.0,20.0,20,20,0.0,[CUDA memcpy Device-to-Device]
 1.6,20,2,10.0,10.0,10,10,0.0,[CUDA memset]
-
-# Time (%) is a share of kernel time: memcpy and memset rows are measured against it, not part of it" -- summary "$dir/basic.stb" --format csv --all
+--- stderr
+Time (%) is a share of kernel time: memcpy and memset rows are measured against it, not part of it" -- summary "$dir/basic.stb" --format csv --all
 
 expect summary-per-step 0 "$H
 30.6,190.0,2,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
 16.1,100.0,1,100.0,100.0,100,100,0.0,adam_kernel
-
-# 2 of 7 rows shown (--top 2)
-# totals and instances are per measured step: divided by 2 steps" -- summary "$dir/basic.stb" --format csv --per-step --top 2
+--- stderr
+2 of 7 rows shown (--top 2)
+totals and instances are per measured step: divided by 2 steps" -- summary "$dir/basic.stb" --format csv --per-step --top 2
 
 # no steps: everything counts (3 copies of the step content plus the setup kernel)
 expect summary-nosteps 0 "$H
@@ -134,10 +137,9 @@ expect summary-nosteps 0 "$H
 # a truncated bundle still answers, with a warning on stderr
 expect summary-truncated 0 "$H
 30.6,380,4,95.0,100.0,80,100,10.0,ampere_sgemm_128x64_nn
-
-# 1 of 7 rows shown (--top 1)" -- summary "$dir/trunc.stb" --format csv --top 1 --no-all
-grep -q "^warning: '.*trunc.stb' is truncated (.*): read 1 chunks, 128 events; results cover only that part$" "$dir/stderr" ||
-	{ echo "FAIL truncation warning: $(cat "$dir/stderr")"; fail=1; }
+--- stderr
+warning: '$dir/trunc.stb' is truncated (it has no footer: the recording did not finish): read 1 chunks, 128 events; results cover only that part
+1 of 7 rows shown (--top 1)" -- summary "$dir/trunc.stb" --format csv --top 1 --no-all
 
 R='Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Style,Range,GPU Time (ns),GPU Busy (ns)'
 # GPU time per instance: step [100,910] = 810; busy 470 (step 1) + 490 (step 2)
@@ -171,30 +173,38 @@ expect ranges-depth 0 "$R
 19.5,750,3,250.0,250.0,250,250,0.0,PushPop,loader,150,150
 2.6,100,1,100.0,100.0,100,100,0.0,PushPop,setup,30,30" -- ranges "$dir/basic.stb" --format csv --depth 1 --include-warmup
 
-expect steps 0 "# Steps (warm-up included)
-Step,Warm-up,Wall (ms),GPU Busy (ms),GPU Span (ms),Kernels
+# CSV is one table: the steps; the statistics with --section stats (std: the sample's, n - 1)
+expect steps 0 "Step,Warm-up,Wall (ms),GPU Busy (ms),GPU Span (ms),Kernels
 0,yes,5.000,0.001,0.001,9
 1,no,2.000,0.001,0.001,9
 2,no,2.400,0.001,0.001,9
-
-# Mean ± std over steps
-Steps,N,Wall Mean (ms),Wall Std (ms),Wall Med (ms),Wall Min (ms),Wall Max (ms),GPU Busy Mean (ms),GPU Busy Std (ms),GPU Span Mean (ms),GPU Span Std (ms)
+--- stderr
+csv: one table, 'steps'; the report's others: stats (--section NAME prints one, --format json all)
+counting the 1 warm-up step(s) changes the mean wall time by +0.933 ms (+42.4%)" -- steps "$dir/basic.stb" --format csv --include-warmup
+expect steps-stats 0 "Steps,N,Wall Mean (ms),Wall Std (ms),Wall Med (ms),Wall Min (ms),Wall Max (ms),GPU Busy Mean (ms),GPU Busy Std (ms),GPU Span Mean (ms),GPU Span Std (ms)
 measured,2,2.200,0.283,2.200,2.000,2.400,0.001,0.000,0.001,0.000
 all (with warm-up),3,3.133,1.629,2.400,2.000,5.000,0.001,0.000,0.001,0.000
 warm-up only,1,5.000,0.000,5.000,5.000,5.000,0.001,0.000,0.001,0.000
+--- stderr
+counting the 1 warm-up step(s) changes the mean wall time by +0.933 ms (+42.4%)" -- steps "$dir/basic.stb" --format csv --include-warmup --section stats
+expect steps-section-bad 1 "" -- steps "$dir/basic.stb" --format csv --section footer
+[ "$(cat "$dir/stderr")" = "error: option '--section' expects one of this report's tables (steps, stats), not 'footer'" ] ||
+	{ echo "FAIL --section footer: $(cat "$dir/stderr")"; fail=1; }
 
-# counting the 1 warm-up step(s) changes the mean wall time by +0.933 ms (+42.4%)" -- steps "$dir/basic.stb" --format csv --include-warmup
-
-# info: counts from the footer and as read, the 2 dropped kernels loudly
-got=$("$ST" info "$dir/basic.stb" --format csv 2>"$dir/stderr")
+# info: counts from the footer and as read, the 2 dropped kernels loudly; each table a CSV of its own
+got=$("$ST" info "$dir/basic.stb" --format csv --section counts 2>"$dir/stderr")
+got="$got
+$("$ST" info "$dir/basic.stb" --format csv --section footer 2>/dev/null)"
 for line in 'kernel,28,28,2' 'memcpy,3,3,0' 'api,31,31,0' 'range,46,46,0' 'op,5,5,0' 'step,3,3,0' \
-	    'oom,1,1,0' 'sync,1,1,0' 'complete,yes' 'end reason,ok' 'events,128' 'dropped,2' \
-	    '# WARNING: 2 records were dropped while recording: totals undercount (enlarge CUPTI'"'"'s buffers)' \
-	    '# complete: 128 events'; do
+	    'oom,1,1,0' 'sync,1,1,0' 'complete,yes' 'end reason,ok' 'events,128' 'dropped,2'; do
 	printf '%s\n' "$got" | grep -qxF "$line" || { echo "FAIL info: no line '$line'"; fail=1; }
 done
-grep -q "2 records were dropped" "$dir/stderr" || { echo "FAIL info: no dropped warning"; fail=1; }
-got=$("$ST" info "$dir/trunc.stb" --format csv 2>/dev/null)
+for line in 'WARNING: 2 records were dropped while recording: totals undercount (enlarge CUPTI'"'"'s buffers)' \
+	    'complete: 128 events'; do
+	grep -qxF "$line" "$dir/stderr" || { echo "FAIL info: no note '$line' on stderr"; fail=1; }
+done
+grep -q "^warning: .*2 records were dropped" "$dir/stderr" || { echo "FAIL info: no dropped warning"; fail=1; }
+got=$("$ST" info "$dir/trunc.stb" --format csv --section footer 2>/dev/null)
 printf '%s\n' "$got" | grep -qxF 'complete,no (no footer)' || { echo "FAIL info truncated"; fail=1; }
 
 # CUPTI's overhead kinds and synchronization types by name, not number

@@ -80,7 +80,8 @@ static void test_text(void)
 static void test_csv(void)
 {
 	struct report *r = sample(false, false);
-	char *s = render(r, OUT_CSV);
+	char *s = render(r, OUT_CSV), *err;
+	struct capture c;
 
 	CHECK_STR(s,
 		"Time (%),Total Time (ns),Name\n"
@@ -90,10 +91,78 @@ static void test_csv(void)
 	free(s);
 	report_free(r);
 
+	/* several tables (bench's sweeps): each under its title; the notes go to stderr, not into the CSV */
 	r = sample(true, true);
+	capture_begin(&c, stderr);
 	s = render(r, OUT_CSV);
+	err = capture_end(&c);
 	CHECK(strncmp(s, "# Kernel summary\nTime (%),", 26) == 0);
-	CHECK(strstr(s, ",-5000,\n\n# Steps\nStep,Wall (ms)\n0,1.500\n\n# 2 warm-up steps left out\n") != NULL);
+	CHECK_STR(strstr(s, ",-5000,\n"), ",-5000,\n\n# Steps\nStep,Wall (ms)\n0,1.500\n");
+	CHECK_STR(err, "2 warm-up steps left out\n");
+	free(err);
+	free(s);
+
+	/* one table kept (--section): a plain CSV file, nothing but the header and the rows */
+	CHECK_STR(report_table_name(r, 0), "kernels");
+	CHECK_STR(report_table_name(r, 1), "steps");
+	CHECK(report_table_name(r, 2) == NULL);
+	CHECK(report_keep_table(r, "steps") == 0);
+	CHECK(report_table_name(r, 1) == NULL);
+	capture_begin(&c, stderr);
+	s = render(r, OUT_CSV);
+	err = capture_end(&c);
+	CHECK_STR(s, "Step,Wall (ms)\n0,1.500\n");
+	CHECK_STR(err, "2 warm-up steps left out\n");
+	free(err);
+	free(s);
+	capture_begin(&c, stderr);
+	CHECK(report_keep_table(r, "kernels") == -1);
+	err = capture_end(&c);
+	CHECK_STR(err, "error: option '--section' expects one of this report's tables (steps), not 'kernels'\n");
+	free(err);
+	report_free(r);
+}
+
+/* An optional table without rows: out of table, csv and md, [] in JSON; with rows, everywhere. */
+static void test_optional(void)
+{
+	struct report *r = report_new();
+	struct table *t = report_add_table(r, "main", "Main"), *o = report_add_table(r, "extra", "Extra");
+	char *s;
+
+	table_add_column(t, "A", COL_INT, 0);
+	table_row(t);
+	table_int(t, 1);
+	table_optional(o);
+	table_add_column(o, "B", COL_INT, 0);
+	s = render(r, OUT_TABLE);
+	CHECK_STR(s, "Main\n\nA\n-\n1\n");
+	free(s);
+	s = render(r, OUT_CSV);
+	CHECK_STR(s, "A\n1\n");
+	free(s);
+	s = render(r, OUT_MD);
+	CHECK(strstr(s, "Extra") == NULL, "%s", s);
+	free(s);
+	s = render(r, OUT_JSON);
+	CHECK_STR(s, "{\n  \"main\": [\n    {\n      \"A\": 1\n    }\n  ],\n  \"extra\": [],\n  \"notes\": []\n}\n");
+	free(s);
+	table_row(o);
+	table_int(o, 2);
+	s = render(r, OUT_TABLE);
+	CHECK_STR(s, "Main\n\nA\n-\n1\n\nExtra\n\nB\n-\n2\n");
+	free(s);
+	report_free(r);
+
+	/* alone (--section extra), an optional table prints even without rows: an empty CSV table */
+	r = report_new();
+	report_add_table(r, "main", "Main");
+	o = report_add_table(r, "extra", "Extra");
+	table_optional(o);
+	table_add_column(o, "B", COL_INT, 0);
+	CHECK(report_keep_table(r, "extra") == 0);
+	s = render(r, OUT_CSV);
+	CHECK_STR(s, "B\n");
 	free(s);
 	report_free(r);
 }
@@ -150,7 +219,7 @@ static void test_json(void)
 	free(s);
 	report_free(r);
 
-	/* No notes: no "notes" key; NaN is null; an empty table is []. */
+	/* No notes: "notes" is [] all the same; NaN is null; an empty table is []. */
 	r = report_new();
 	{
 		struct table *t = report_add_table(r, "x", NULL);
@@ -162,7 +231,7 @@ static void test_json(void)
 	}
 	s = render(r, OUT_JSON);
 	doc = json_loads(s, 0, &e);
-	CHECK(doc && json_object_get(doc, "notes") == NULL);
+	CHECK(doc && json_is_array(json_object_get(doc, "notes")) && json_array_size(json_object_get(doc, "notes")) == 0);
 	CHECK(json_is_null(json_object_get(json_array_get(json_object_get(doc, "x"), 0), "v")));
 	CHECK(json_is_array(json_object_get(doc, "empty")) &&
 	      json_array_size(json_object_get(doc, "empty")) == 0);
@@ -271,14 +340,14 @@ static void test_stream(void)
 				table_str(w, i == 1 ? "a, \"quoted\" | name" : "n");
 			}
 		}
-		table_stream_end(t, (enum out_format)f, out);
+		table_stream_end(t, (enum out_format)f, out, NULL);
 		fclose(out);
 		CHECK(table_rows(t) == 0, "streamed rows are forgotten");
 		if (f == OUT_JSON) {
 			CHECK_STR(buf, "{\n  \"events\": [\n"
 				  "    {\"Time (ms)\": 0.0, \"Name\": \"n\"},\n"
 				  "    {\"Time (ms)\": 0.5, \"Name\": \"a, \\\"quoted\\\" | name\"},\n"
-				  "    {\"Time (ms)\": 1.0, \"Name\": \"n\"}\n  ]\n}\n");
+				  "    {\"Time (ms)\": 1.0, \"Name\": \"n\"}\n  ],\n  \"notes\": []\n}\n");
 		} else {
 			s = render(whole, (enum out_format)f);
 			CHECK_STR(buf, s);
@@ -295,6 +364,41 @@ static void test_stream(void)
 	}
 	report_free(r);
 	report_free(whole);
+
+	/* nothing streamed, one note: valid JSON with its note; csv's note on stderr */
+	r = report_new();
+	t = report_add_table(r, "events", "Events");
+	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
+	buf = NULL;
+	{
+		FILE *out = open_memstream(&buf, &len);
+
+		table_stream_end(t, OUT_JSON, out, "no events listed");
+		fclose(out);
+	}
+	CHECK_STR(buf, "{\n  \"events\": [],\n  \"notes\": [\n    \"no events listed\"\n  ]\n}\n");
+	free(buf);
+	report_free(r);
+	r = report_new();
+	t = report_add_table(r, "events", "Events");
+	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
+	buf = NULL;
+	{
+		FILE *out = open_memstream(&buf, &len);
+
+		struct capture c;
+		char *err;
+
+		capture_begin(&c, stderr);
+		table_stream_end(t, OUT_CSV, out, "no events listed");
+		err = capture_end(&c);
+		fclose(out);
+		CHECK_STR(err, "no events listed\n");
+		free(err);
+	}
+	CHECK_STR(buf, "Time (ms)\n");
+	free(buf);
+	report_free(r);
 }
 
 int main(void)
@@ -305,6 +409,7 @@ int main(void)
 	test_csv();
 	test_md();
 	test_json();
+	test_optional();
 	test_details();
 	return check_done("test_cli_table");
 }

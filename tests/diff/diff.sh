@@ -1,29 +1,41 @@
 #!/bin/sh
 # diff.sh STEPTRACE GEN_PAIR EXPECTED_DIR: `steptrace diff` on the bundles of
 # gen_pair.c, whose every number is worked out in that file's comment;
-# outputs are compared byte for byte with EXPECTED_DIR.
+# outputs are compared byte for byte with EXPECTED_DIR (NAME: stdout,
+# NAME.stderr: what goes to stderr, CSV's notes; none when absent).
 set -u
 st=$1
 gen=$2
 exp=$3
 . "$(dirname "$0")/../lib/check.sh"
 
-# same NAME ARGS...: `steptrace diff ARGS` must exit 0, print nothing on
-# stderr and print exactly EXPECTED_DIR/NAME
+# same NAME ARGS...: `steptrace diff ARGS` must exit 0 and print exactly
+# EXPECTED_DIR/NAME, and on stderr EXPECTED_DIR/NAME.stderr (or nothing)
 same() {
 	name=$1
 	shift
 	(cd "$tmp" && "$st" diff "$@") >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	[ "$rc" = 0 ] || fail "diff $*: exit $rc: $(cat "$tmp/err")"
-	[ -s "$tmp/err" ] && fail "diff $*: stderr: $(cat "$tmp/err")"
 	cmp -s "$tmp/out" "$exp/$name" || { fail "diff $*: output differs from $name"; diff "$exp/$name" "$tmp/out" >&2; }
+	if [ -e "$exp/$name.stderr" ]; then
+		cmp -s "$tmp/err" "$exp/$name.stderr" ||
+			{ fail "diff $*: stderr differs from $name.stderr"; diff "$exp/$name.stderr" "$tmp/err" >&2; }
+	else
+		[ -s "$tmp/err" ] && fail "diff $*: stderr: $(cat "$tmp/err")"
+	fi
 }
 
 (cd "$tmp" && "$gen" A.stb B.stb C.stb D.stb E.stb) || { echo "FAIL: gen_pair" >&2; exit 1; }
 
+# an op on one side only (cast_weights in B, kernels of no op in A): 0 on the
+# other side, its whole time as the delta, no ratio
 same ab_op.csv A.stb B.stb --format csv
 same ab_op.csv A.stb B.stb --by op --format csv
+# CSV is one table; the others by --section
+same ab_op.steps.csv A.stb B.stb --format csv --section steps
+same ab_op.memory.csv A.stb B.stb --format csv --section memory
+same ab_op.kernels.csv A.stb B.stb --format csv --section kernels
 same ab_range.csv A.stb B.stb --by range --format csv
 same ab_category.csv A.stb B.stb --by category --format csv
 same ab_kernel_top7.csv A.stb B.stb --by kernel --top 7 --format csv
@@ -33,13 +45,12 @@ same ab_warmup.json A.stb B.stb --include-warmup --format json
 (cd "$tmp" && "$st" diff A.stb C.stb --format csv) >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" = 0 ] || fail "diff A C: exit $rc"
-want="warning: bundles differ in ctx (128 -> 256), precision (fp32 -> bf16), kernels (plain -> fused), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200): rows are matched by name where the structure matches"
+# the warning, then (CSV) the tables left out and the notes, the last naming the differences
+want="warning: bundles differ in ctx (128 -> 256), precision (fp32 -> bf16), kernels (plain -> fused), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200): rows are matched by name where the structure matches
+csv: one table, 'diff'; the report's others: steps, memory, comm, kernels (--section NAME prints one, --format json all)
+A and B differ in ctx (128 -> 256), precision (fp32 -> bf16), kernels (plain -> fused), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200)"
 [ "$(cat "$tmp/err")" = "$want" ] || fail "diff A C: stderr '$(cat "$tmp/err")'"
-sed '$d' "$exp/ab_op.csv" >"$tmp/want"
-sed '$d' "$tmp/out" >"$tmp/got"
-cmp -s "$tmp/want" "$tmp/got" || fail "diff A C: rows differ from A B"
-tail -n 1 "$tmp/out" | grep -qx '# A and B differ in ctx (128 -> 256), precision (fp32 -> bf16), kernels (plain -> fused), device (NVIDIA H100 80GB HBM3 -> NVIDIA H200)' ||
-	fail "diff A C: last note '$(tail -n 1 "$tmp/out")'"
+cmp -s "$exp/ab_op.csv" "$tmp/out" || fail "diff A C: rows differ from A B"
 
 # a bundle against itself: no deltas, no one-sided kernels, no header note
 (cd "$tmp" && "$st" diff B.stb B.stb) >"$tmp/out" 2>"$tmp/err"
@@ -59,9 +70,10 @@ grep -q "^error: option '--by' expects op, range, category, kernel or phase, not
 
 # across implementations: D (PyTorch's op names) against B, aligned by phase and category
 same db_phase.csv D.stb B.stb --format csv
-(cd "$tmp" && "$st" diff D.stb B.stb --by phase --format csv) >"$tmp/out" 2>&1
-grep -v '^# only 0% of the GPU time' "$exp/db_phase.csv" | cmp -s - "$tmp/out" ||
-	fail "diff D B --by phase differs from the automatic alignment (less its note)"
+(cd "$tmp" && "$st" diff D.stb B.stb --by phase --format csv) >"$tmp/out" 2>"$tmp/err"
+cmp -s "$exp/db_phase.csv" "$tmp/out" || fail "diff D B --by phase differs from the automatic alignment"
+grep -v '^only 0% of the GPU time' "$exp/db_phase.csv.stderr" | cmp -s - "$tmp/err" ||
+	fail "diff D B --by phase: its notes are not the automatic alignment's less its note"
 same ab_phase.csv A.stb B.stb --by phase --format csv
 # the phases a PyTorch loop adds (E): data and zero_grad rows and memory peaks on B's side only
 same de_phase.csv D.stb E.stb --by phase --format csv

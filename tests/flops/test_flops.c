@@ -130,19 +130,38 @@ static void check_row(const struct flops_result *res, const struct want *w)
 		CHECK_STR(flops_precision_name(r->precision), w->prec);
 }
 
+/*
+ * The report as `steptrace flops` prints it (with the dtype columns); in
+ * CSV, with what went to stderr (the notes) after a line "[stderr]".
+ */
 static char *render(const struct flops_result *res, int top, enum out_format fmt)
 {
 	struct report *r = report_new();
-	char *buf = NULL;
+	char *buf = NULL, *err, *all;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
+	struct capture c;
+	struct flops_result shown = *res;
 
-	flops_report(r, res, top, NULL);
+	shown.dtypes = true;
+	flops_report(r, &shown, top, NULL);
+	capture_begin(&c, stderr);
 	if (!f || report_print(r, fmt, f) < 0)
 		exit(2);
+	err = capture_end(&c);
 	fclose(f);
 	report_free(r);
-	return buf;
+	if (fmt != OUT_CSV) {
+		free(err);
+		return buf;
+	}
+	all = malloc(strlen(buf) + strlen(err) + 16);
+	if (!all)
+		exit(2);
+	sprintf(all, "%s[stderr]\n%s", buf, err);
+	free(buf);
+	free(err);
+	return all;
 }
 
 static void set_header(struct replay *rp, double tf32_peak)
@@ -212,20 +231,41 @@ static void test_by_kind(struct replay *rp)
 
 	char *text = render(&res, 0, OUT_CSV);
 	CHECK_STR(text,
-		"Time (%),Time (ms),Instances,Kernels,GFLOP,Min MB,TFLOP/s,GB/s,FLOP/B,Precision,Bound (TFLOP/s),Bound by,Of Bound (%),Name\n"
-		"33.9,0.100,1,1,0.000,100.000,,1000.0,,fp32,,memory,50.0,optimizer/adamw\n"
-		"20.3,0.060,1,1,0.060,60.000,1.00,1000.0,1.00,fp32,2.00,memory,50.0,backward/attn/softmax\n"
-		"16.9,0.050,2,2,8.000,40.000,160.00,800.0,200.00,bf16,400.00,memory,40.0,forward/attn/scores\n"
-		"13.6,0.040,1,2,0.050,40.000,1.25,1000.0,1.25,fp32,2.50,memory,50.0,forward/attn/softmax\n"
-		"8.5,0.025,1,1,2.000,4.000,80.00,160.0,500.00,tf32,400.00,compute,20.0,forward/ffn/w1\n"
-		"3.4,0.010,,1,,,,,,,,,,(no op)\n"
-		"3.4,0.010,1,1,4.000,8.000,400.00,800.0,500.00,bf16,800.00,compute,50.0,forward/attn/av\n"
-		"\n"
-		"# device peaks (datasheet): fp32 50.0, tf32 400.0, bf16 800.0, fp16 800.0 TFLOP/s; bandwidth 2000 GB/s\n"
-		"# bound = min(peak, FLOP/B x bandwidth); matrix products use the peak of their input dtype (fp32 inputs: tf32 peak in a tf32 run), other ops the fp32 peak; Of Bound = roofline time / measured time\n"
-		"# GEMM share of GPU time: 28.8% (0.085 of 0.295 ms of kernels per step); forward 68.0%, backward 0.0%, optimizer 0.0%\n"
-		"# attention forward: softmax takes 0.667x the time of scores+av (0.040 vs 0.060 ms) for 0.0042x their FLOPs (0.050 vs 12.000 GFLOP): 160.0x the time per FLOP\n");
+		"Time (%),Time (ms),Instances,Kernels,GFLOP,Min MB,TFLOP/s,GB/s,FLOP/B,Peak Used,Bound (TFLOP/s),Bound by,"
+		"Of Bound (%),Inputs,Outputs,Name\n"
+		/* no FLOPs: no peak used, whatever the dtype */
+		"33.9,0.100,1,1,0.000,100.000,,1000.0,,,,memory,50.0,\"f32,f32\",f32,optimizer/adamw\n"
+		"20.3,0.060,1,1,0.060,60.000,1.00,1000.0,1.00,fp32,2.00,memory,50.0,\"f32,f32\",f32,backward/attn/softmax\n"
+		"16.9,0.050,2,2,8.000,40.000,160.00,800.0,200.00,bf16,400.00,memory,40.0,\"bf16,bf16\",bf16,forward/attn/scores\n"
+		/* bf16 data off the matrix units: the fp32 peak, and Inputs says bf16 */
+		"13.6,0.040,1,2,0.050,40.000,1.25,1000.0,1.25,fp32,2.50,memory,50.0,\"bf16,bf16\",bf16,forward/attn/softmax\n"
+		"8.5,0.025,1,1,2.000,4.000,80.00,160.0,500.00,tf32,400.00,compute,20.0,\"f32,f32\",f32,forward/ffn/w1\n"
+		"3.4,0.010,,1,,,,,,,,,,,,(no op)\n"
+		"3.4,0.010,1,1,4.000,8.000,400.00,800.0,500.00,bf16,800.00,compute,50.0,\"bf16,bf16\",bf16,forward/attn/av\n"
+		"[stderr]\n"
+		"device peaks (datasheet): fp32 50.0, tf32 400.0, bf16 800.0, fp16 800.0 TFLOP/s; bandwidth 2000 GB/s\n"
+		"Bound = min(the peak of Peak Used, FLOP/B x bandwidth): a matrix product's input dtype's (fp32 inputs: "
+		"tf32 in a tf32 run), fp32's for every other op whatever its dtype, none for a row without FLOPs "
+		"(bandwidth alone); Of Bound = roofline time / measured time\n"
+		"GEMM share of GPU time: 28.8% (0.085 of 0.295 ms of kernels per step); forward 68.0%, backward 0.0%, optimizer 0.0%\n"
+		"attention forward: softmax takes 0.667x the time of scores+av (0.040 vs 0.060 ms) for 0.0042x their FLOPs (0.050 vs 12.000 GFLOP): 160.0x the time per FLOP\n");
 	free(text);
+
+	/* flops_compute by kind leaves the dtypes out (the HTML report's table): as wide as it was */
+	{
+		struct report *r = report_new();
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		CHECK(!res.dtypes);
+		flops_report(r, &res, 0, NULL);
+		CHECK(f && report_print(r, OUT_MD, f) == 0);
+		fclose(f);
+		CHECK(strstr(buf, "| Peak Used |") && !strstr(buf, "| Inputs |"), "%s", buf);
+		free(buf);
+		report_free(r);
+	}
 
 	text = render(&res, 2, OUT_TABLE);
 	CHECK(strstr(text, "2 of 7 rows shown (--top 2)") != NULL);
@@ -287,7 +327,7 @@ static void test_missing_peaks(struct replay *rp)
 	if ((r = find(&res, "forward/attn/av")) != NULL)
 		CHECK_NEAR(flops_row_percent(r), 50, 1e-9);
 	text = render(&res, 0, OUT_CSV);
-	CHECK(strstr(text, "8.5,0.025,1,1,2.000,4.000,80.00,160.0,500.00,tf32,,,,forward/ffn/w1\n") != NULL);
+	CHECK(strstr(text, "8.5,0.025,1,1,2.000,4.000,80.00,160.0,500.00,tf32,,,,\"f32,f32\",f32,forward/ffn/w1\n") != NULL);
 	free(text);
 	flops_result_release(&res);
 
@@ -296,7 +336,7 @@ static void test_missing_peaks(struct replay *rp)
 	CHECK(res.peaks_missing);
 	text = render(&res, 0, OUT_CSV);
 	CHECK(strstr(text, "the header has no device peaks") != NULL);
-	CHECK(strstr(text, "16.9,0.050,2,2,8.000,40.000,160.00,800.0,200.00,bf16,,,,forward/attn/scores\n") != NULL);
+	CHECK(strstr(text, "16.9,0.050,2,2,8.000,40.000,160.00,800.0,200.00,bf16,,,,\"bf16,bf16\",bf16,forward/attn/scores\n") != NULL);
 	free(text);
 	flops_result_release(&res);
 	set_header(rp, 400e12);
@@ -391,10 +431,28 @@ static void test_more_phases(void)
 	CHECK(find(&res, "zero_grad/zero") && find(&res, "data/copy"));
 	CHECK(find(&res, "zero_grad/zero") && find(&res, "zero_grad/zero")->phase == ST_PHASE_ZERO_GRAD);
 	text = render(&res, 0, OUT_CSV);
-	CHECK(strstr(text, "# GEMM share of GPU time: 47.6% (0.010 of 0.021 ms of kernels per step); "
+	CHECK(strstr(text, "\nGEMM share of GPU time: 47.6% (0.010 of 0.021 ms of kernels per step); "
 		      "forward 100.0%, zero_grad 0.0%, data 0.0%\n") != NULL, "%s", text);
 	free(text);
 	flops_result_release(&res);
+
+	/* --phase forward: the share is the forward's, said so, with no breakdown by phase */
+	opt.phase = "forward";
+	CHECK(flops_compute(&rp, &opt, &res) == 0);
+	text = render(&res, 0, OUT_CSV);
+	CHECK(strstr(text, "\nGEMM share of the forward phase's GPU time: 100.0% (0.010 of 0.010 ms of its kernels "
+		      "per step)\n") != NULL, "%s", text);
+	free(text);
+	flops_result_release(&res);
+	opt.phase = NULL;
+	opt.range = "step/zero_grad";
+	CHECK(flops_compute(&rp, &opt, &res) == 0);
+	text = render(&res, 0, OUT_CSV);
+	CHECK(strstr(text, "\nGEMM share of GPU time under 'step/zero_grad': 0.0% (0.000 of 0.004 ms of its kernels "
+		      "per step); zero_grad 0.0%\n") != NULL, "%s", text);
+	free(text);
+	flops_result_release(&res);
+	opt.range = NULL;
 
 	/* --phase zero_grad: its op, and the kernel of no op under "step/zero_grad" but not the backward's */
 	opt.phase = "zero_grad";

@@ -74,8 +74,8 @@ for layer in 0 1 2 3; do
 		fail "train: layer $layer's backward c_fc has ${gemms:-0} GEMMs: $(cat "$out/train.cfc$layer")"
 done
 params=$("$py" -c "import json, sys; print([json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')][-1]['parameters'])" "$out/train.out")
-"$st" memory "$b" --format csv >"$out/train.memory" || fail "train: memory"
-cat_bytes() { awk -F, -v c="$1" '/^# By category at the overall peak/ { on = 1; next } on && $1 == c { print $2; exit }' "$out/train.memory"; }
+"$st" memory "$b" --format csv --section at_peak >"$out/train.memory" || fail "train: memory"
+cat_bytes() { awk -F, -v c="$1" '$1 == c { print $2; exit }' "$out/train.memory"; }
 [ "$(cat_bytes parameter)" = "$((params * 4))" ] ||
 	fail "train: parameter bytes at the peak $(cat_bytes parameter), want $((params * 4))"
 [ "$(cat_bytes optimizer)" = "$((params * 8))" ] ||

@@ -27,9 +27,9 @@ record() {
 	grep -q "CUPTI DROPPED" "$out/$name.err" && fail "$name: CUPTI dropped records"
 }
 
-# field BUNDLE NAME: a field of `steptrace info --format csv`
+# field BUNDLE NAME: a field of the footer, `steptrace info --format csv --section footer`
 field() {
-	"$st" info "$1" --format csv 2>/dev/null | awk -F, -v k="$2" '$1 == k { print $2; exit }'
+	"$st" info "$1" --format csv --section footer 2>/dev/null | awk -F, -v k="$2" '$1 == k { print $2; exit }'
 }
 
 # 1. emit_nvtx(record_shapes=True), 1 warm-up + 3 measured steps
@@ -100,8 +100,8 @@ n=$("$st" summary "$out/launches.stb" --range 'train_step/forward' --format csv 
 
 # 3. --torch-alloc async: tensor allocations reach CUPTI
 record alloc 0 -o "$out/alloc.stb" --torch off --step-range train_step --torch-alloc async -- "$py" "$train" -w 0 -n 2
-a_async=$("$st" info "$out/alloc.stb" --format csv | awk -F, '$1 == "alloc" { print $2 }')
-a_plain=$("$st" info "$out/plain.stb" --format csv | awk -F, '$1 == "alloc" { print $2 }')
+a_async=$("$st" info "$out/alloc.stb" --format csv --section counts | awk -F, '$1 == "alloc" { print $2 }')
+a_plain=$("$st" info "$out/plain.stb" --format csv --section counts | awk -F, '$1 == "alloc" { print $2 }')
 echo "allocations: $a_plain with PyTorch's caching allocator, $a_async with cudaMallocAsync"
 [ "${a_async:-0}" -gt $((${a_plain:-0} + 20)) ] || fail "--torch-alloc async: $a_async allocations, plain $a_plain"
 "$st" memory "$out/alloc.stb" >"$out/alloc.memory" 2>&1 || fail "memory on the async bundle failed"
@@ -118,7 +118,7 @@ grep -q "got signal 6" "$out/abort.err" || fail "abort: no signal line"
 [ "$(field "$out/abort.stb" "end reason")" = error ] || fail "abort: end reason '$(field "$out/abort.stb" "end reason")'"
 n=$("$st" steps "$out/abort.stb" --include-warmup --format csv | grep -c '^[0-9]*,no,')
 [ "$n" = 2 ] || fail "abort: $n whole steps, want 2"
-k=$("$st" info "$out/abort.stb" --format csv | awk -F, '$1 == "kernel" { print $2 }')
+k=$("$st" info "$out/abort.stb" --format csv --section counts | awk -F, '$1 == "kernel" { print $2 }')
 [ "${k:-0}" -gt 0 ] || fail "abort: no kernels in the bundle"
 record kill 137 -o "$out/kill.stb" --step-range train_step -- "$py" "$train" -w 0 -n 4 --crash-at 2 --crash kill
 grep -q "was not closed" "$out/kill.err" || fail "kill: steptrace did not say the bundle was left open"

@@ -1,22 +1,30 @@
 #!/usr/bin/env python3
-"""compare_summary.py NAME GOT WANT [NAMES]: two kernel summaries as CSV
-(read_bundle.py's, steptrace's) must hold the same rows, names and numbers:
-integers exactly, decimals to the precision they are printed with. With
-NAMES, a file of kernel names one a line, WANT must list exactly those.
-Stops at the first difference with one line naming it; on success prints
-"ROWS NUMBERS"."""
+"""compare_summary.py NAME GOT WANT WANT_NOTES [NAMES]: two kernel summaries
+as CSV (read_bundle.py's, steptrace's) must hold the same rows, names and
+numbers: integers exactly, decimals to the precision they are printed with;
+and the same notes: read_bundle.py's '#' lines, the lines of WANT_NOTES
+(steptrace's standard error, where its CSV puts them; warnings left out).
+With NAMES, a file of kernel names one a line, WANT must list exactly
+those. Stops at the first difference with one line naming it; on success
+prints "ROWS NUMBERS"."""
 import csv
 import sys
 from decimal import Decimal, InvalidOperation
 
 
 def table(path):
-    """The header, the rows, and the '#' note lines of a one-table CSV report."""
+    """The header, the rows, and the '#' note lines (without '# ') of a CSV report."""
     with open(path, newline="") as f:
         lines = f.read().split("\n")
-    notes = [l for l in lines if l.startswith("#")]
+    notes = [l[2:] for l in lines if l.startswith("#")]
     rows = list(csv.reader(l for l in lines if l and not l.startswith("#")))
     return (rows[0] if rows else []), rows[1:], notes
+
+
+def stderr_notes(path):
+    """steptrace's notes: its standard error less warnings and errors."""
+    with open(path) as f:
+        return [l.rstrip("\n") for l in f if l.strip() and not l.startswith(("warning:", "error:"))]
 
 
 def number(s):
@@ -31,10 +39,14 @@ def decimals(d):
 
 
 def main():
-    name, got_path, want_path = sys.argv[1:4]
-    names_path = sys.argv[4] if len(sys.argv) > 4 else None
+    name, got_path, want_path, want_notes_path = sys.argv[1:5]
+    names_path = sys.argv[5] if len(sys.argv) > 5 else None
     got_head, got, got_notes = table(got_path)
     want_head, want, want_notes = table(want_path)
+    if want_notes:
+        print("%s: steptrace's CSV holds '#' lines: %s" % (name, want_notes), file=sys.stderr)
+        sys.exit(1)
+    want_notes = stderr_notes(want_notes_path)
 
     def differ(what):
         print("%s: %s" % (name, what), file=sys.stderr)

@@ -44,7 +44,7 @@ compare() { # NAME FILE [SUMMARY OPTION]; $names: the kernels steptrace must lis
 	elif grep -q 'is truncated' "$tmp/py.err" && ! grep -q 'is truncated' "$tmp/st.err"; then
 		fail "$name: read_bundle.py warns that the bundle is truncated, steptrace does not"
 	fi
-	counts=$("$py" "$src/tests/format/compare_summary.py" "$name" "$tmp/py.csv" "$tmp/st.csv" $names) || {
+	counts=$("$py" "$src/tests/format/compare_summary.py" "$name" "$tmp/py.csv" "$tmp/st.csv" "$tmp/st.err" $names) || {
 		fail "$name: read_bundle.py's summary differs from steptrace's (line above)"
 		return
 	}

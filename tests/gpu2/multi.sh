@@ -88,7 +88,9 @@ done
 # shellcheck disable=SC2086
 "$st" comm $B --format csv >"$tmp/comm.csv" 2>&1 || fail "comm: $(cat "$tmp/comm.csv")"
 grep -q '^allreduce/bucket\.0,' "$tmp/comm.csv" || fail "comm: no bucket.0: $(cat "$tmp/comm.csv")"
-grep -q '^# Arrival skew' "$tmp/comm.csv" || fail "comm: no skew table"
+# shellcheck disable=SC2086
+"$st" comm $B --format csv --section skew >"$tmp/skew.csv" 2>/dev/null || fail "comm: no skew table"
+grep -q '^allreduce' "$tmp/skew.csv" || fail "comm: no skew rows: $(cat "$tmp/skew.csv")"
 grep -q '(no op)' "$tmp/comm.csv" && fail "comm: NCCL kernels without an op"
 # every NCCL kernel is a communication op's: as many in the kernel summary as in the op summary
 # shellcheck disable=SC2086

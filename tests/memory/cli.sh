@@ -12,6 +12,7 @@ fail() { echo "memory.cli: $*"; exit 1; }
 "$gen" --write "$tmp/x.stb" || fail "cannot write the bundle"
 "$gen" --write-train "$tmp/train.stb" || fail "cannot write the training bundle"
 "$gen" --write-tags "$tmp/tags.stb" || fail "cannot write the bundle with tags"
+"$gen" --write-edges "$tmp/edges.stb" || fail "cannot write the bundle of shared step boundaries"
 
 # peaks, categories, largest blocks
 "$st" memory "$tmp/x.stb" --top 3 --format json > "$tmp/m.json" || fail "memory --format json failed"
@@ -65,14 +66,17 @@ assert any("fragmentation" in n for n in d["notes"])
 PY
 grep -q "fragmentation" "$tmp/d.txt" || fail "capacity text does not say it ignores fragmentation"
 
-# the listing: every event once, in time order, filters
+# the listing: every event once, in time order, filters; allocations and frees
+# of one view (the model's 17; the driver's 3 with --view driver)
 "$st" replay "$tmp/x.stb" > "$tmp/all.txt" || fail "replay failed"
 n=$(grep -c -v '^#' "$tmp/all.txt")
-[ "$n" -eq 22 ] || { cat "$tmp/all.txt"; fail "replay listed $n events, want 22 (20 memory + 2 steps)"; }
+[ "$n" -eq 19 ] || { cat "$tmp/all.txt"; fail "replay listed $n events, want 19 (17 memory + 2 steps)"; }
+n=$("$st" replay --view driver "$tmp/x.stb" | grep -c -v '^#')
+[ "$n" -eq 5 ] || fail "replay --view driver listed $n events, want 5 (3 memory + 2 steps)"
 awk '!/^#/ { if ($1 + 0 < prev) { print "out of order: " $0; exit 1 } prev = $1 + 0 }' "$tmp/all.txt" ||
   fail "replay is not in time order"
 n=$("$st" replay --kind alloc "$tmp/x.stb" | grep -c ' alloc ')
-[ "$n" -eq 11 ] || fail "--kind alloc gave $n, want 11"
+[ "$n" -eq 9 ] || fail "--kind alloc gave $n, want 9"
 n=$("$st" replay --kind free --from 0.0005 --to 0.0009 "$tmp/x.stb" | grep -c -v '^#')
 [ "$n" -eq 4 ] || fail "--kind free --from 0.0005 --to 0.0009 gave $n, want 4"
 grep -q "unknown address" "$tmp/all.txt" || fail "the unknown free is not flagged"
@@ -82,19 +86,55 @@ for f in csv json md; do
 done
 [ "$(head -n 1 "$tmp/all.csv")" = "Time (ms),Kind,Duration (ms),Where,Live (bytes),Range,Name" ] ||
   fail "replay --format csv header: $(head -n 1 "$tmp/all.csv")"
-[ "$(($(wc -l < "$tmp/all.csv") - 1))" -eq 22 ] || fail "replay --format csv rows: $(wc -l < "$tmp/all.csv")"
-[ "$(grep -c '^| [0-9]' "$tmp/all.md")" -eq 22 ] || fail "replay --format md rows"
+[ "$(($(wc -l < "$tmp/all.csv") - 1))" -eq 19 ] || fail "replay --format csv rows: $(wc -l < "$tmp/all.csv")"
+[ "$(grep -c '^| [0-9]' "$tmp/all.md")" -eq 19 ] || fail "replay --format md rows"
 python3 - "$tmp/all.json" <<'PY' || fail "replay --format json is wrong"
 import json, sys
 ev = json.load(open(sys.argv[1]))["events"]
-assert len(ev) == 22, len(ev)
+assert len(ev) == 19, len(ev)
 times = [e["Time (ms)"] for e in ev]
 assert times == sorted(times), times
 assert max(e["Live (bytes)"] for e in ev) == 2100
-assert sum(e["Kind"] == "alloc" for e in ev) == 11
+assert sum(e["Kind"] == "alloc" for e in ev) == 9
 assert any("unknown address" in e["Name"] for e in ev)
 PY
-"$st" replay "$tmp/x.stb" --kind alloc --format csv | grep -c ',alloc,' | grep -qx 11 || fail "--kind with --format csv"
+"$st" replay "$tmp/x.stb" --kind alloc --format csv | grep -c ',alloc,' | grep -qx 9 || fail "--kind with --format csv"
+
+# blocks both views recorded (edges.stb): each listed once, in the view asked for
+"$st" replay "$tmp/edges.stb" --kind alloc > "$tmp/e.txt" || fail "replay edges"
+[ "$(grep -c ' alloc ' "$tmp/e.txt")" -eq 3 ] || { cat "$tmp/e.txt"; fail "replay --kind alloc: each block once, 3"; }
+grep -q ' driver' "$tmp/e.txt" && fail "the model view lists the driver's records"
+"$st" replay "$tmp/edges.stb" --kind alloc --view driver > "$tmp/e.txt" || fail "replay edges --view driver"
+[ "$(grep -c ' alloc .* driver' "$tmp/e.txt")" -eq 3 ] || { cat "$tmp/e.txt"; fail "replay --view driver: 3 driver blocks"; }
+# the text header stands over its columns: "live (MiB)" ends where the live values end
+awk '/^#  *time/ { h = index($0, "live (MiB)") + length("live (MiB)") - 1 }
+     !/^#/ { split($0, f, " "); v = index($0, " " f[6] " ") + length(f[6]); if (v != h) { print "header " h ", value " v ": " $0; exit 1 } }' \
+	"$tmp/e.txt" || fail "the header does not line up with the live column"
+# --kind oom on a run that never ran out of memory: the header, then a line that says so
+"$st" replay "$tmp/edges.stb" --kind oom > "$tmp/e.txt" || fail "replay --kind oom"
+[ "$(tail -n 1 "$tmp/e.txt")" = "# no events listed: the run never ran out of memory (the bundle has no oom event)" ] ||
+	fail "replay --kind oom without one: $(cat "$tmp/e.txt")"
+"$st" replay "$tmp/edges.stb" --kind oom --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["events"] == [] and d["notes"] == ["no events listed: the run never ran out of memory (the bundle has no oom event)"], d
+' || fail "replay --kind oom --format json without one"
+# steps that share a boundary: the shared instant is the later step's
+"$st" memory "$tmp/edges.stb" --format json > "$tmp/e.json" || fail "memory edges"
+"$st" memory "$tmp/edges.stb" --step 0 --format json > "$tmp/e0.json" || fail "memory edges --step 0"
+python3 - "$tmp/e.json" "$tmp/e0.json" <<'PY' || fail "memory at shared step boundaries"
+import json, sys
+rows = {(r["Scope"], r["View"]): r for r in json.load(open(sys.argv[1]))["peaks"]}
+def row(scope): return rows[(scope, "model")]
+assert (row("step 0")["Peak (bytes)"], row("step 0")["In step (ms)"]) == (1500, 0.101), row("step 0")
+# allocated at the instant step 0 ends and step 1 begins: 0 ms into step 1, not 0.9 ms into step 0
+assert (row("step 1")["Peak (bytes)"], row("step 1")["In step (ms)"]) == (1800, 0.0), row("step 1")
+# carried into step 2, which allocates nothing: its start, 0 ms into it
+assert (row("step 2")["Peak (bytes)"], row("step 2")["In step (ms)"]) == (1000, 0.0), row("step 2")
+one = {(r["Scope"], r["View"]): r for r in json.load(open(sys.argv[2]))["peaks"]}
+# step 0 alone leaves out step 1's allocation at their shared instant
+assert one[("step 0", "model")]["Peak (bytes)"] == 1500, one
+PY
 # live MiB after g3 (2100 B) prints 0.0; the training bundle has real sizes
 "$st" replay --kind range --range forward "$tmp/train.stb" > "$tmp/r.txt" || fail "replay --range failed"
 n=$(grep -v '^#' "$tmp/r.txt" | grep -c ' range ')

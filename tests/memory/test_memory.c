@@ -10,7 +10,8 @@
  *
  * `test_memory --write PATH` writes the main scenario as a bundle for the
  * command-line tests (cli.sh); --write-train a training-step-shaped one,
- * --write-tags the driver blocks and tags of tag_scenario.
+ * --write-tags the driver blocks and tags of tag_scenario, --write-edges
+ * blocks recorded by both views and steps that share their boundaries.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -855,6 +856,54 @@ static int write_tags_bundle(const char *path)
 }
 
 /*
+ * Every block recorded twice, as steptrace's own recordings hold them: the
+ * driver's record (cudaMallocFromPoolAsync) and the model allocator's, at
+ * the same address and size; and steps that share their boundaries (times
+ * in us, live bytes after each pair):
+ *     10 parameter 0x1000 1000                    1000
+ *   step 0 [100, 1000]
+ *    201 activation 0x2000 500 (forward)          1500   step 0's peak, 0.101 ms into it
+ *    900 free 0x2000                              1000
+ *   step 1 [1000, 2000]: its first instant is step 0's last, and its own
+ *   1000 activation 0x3000 800 (forward)          1800   step 1's peak, 0 ms into it
+ *   1500 free 0x3000                              1000
+ *   step 2 [2000, 3000]: allocates nothing; its peak is the 1000 it begins with
+ * No out-of-memory.
+ */
+static int write_edges_bundle(const char *path)
+{
+	static const struct { uint64_t us, address, size; bool alloc; } blocks[] = {
+		{ 10, 0x1000, 1000, true }, { 201, 0x2000, 500, true }, { 900, 0x2000, 500, false },
+		{ 1000, 0x3000, 800, true }, { 1500, 0x3000, 800, false },
+	};
+	struct builder b;
+
+	bundle_header(&b, "tiny", 128);
+	if (builder_open(&b, path) < 0)
+		return 1;
+	op(&b, 1, "w1", "step/forward/layer.0/ffn/w1", "forward");
+	for (uint32_t st = 0; st < 3; st++)
+		builder_step(&b, st, false, (st ? st * 1000 : 100) * 1000ull, (st + 1) * 1000 * 1000ull);
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		uint64_t t = blocks[i].us * 1000;
+		int cat = i ? ST_MEM_ACTIVATION : ST_MEM_PARAMETER;
+
+		/* the driver's record first on an allocation, last on a free, as CUDA sees them */
+		b.source = blocks[i].alloc ? ST_SRC_DRIVER : ST_SRC_MODEL;
+		for (int k = 0; k < 2; k++) {
+			if (blocks[i].alloc)
+				builder_alloc(&b, t, blocks[i].address, blocks[i].size,
+					      b.source == ST_SRC_MODEL ? cat : 0, i ? 1 : 0);
+			else
+				FREE(&b, t, blocks[i].address, i ? 1 : 0);
+			b.source = b.source == ST_SRC_MODEL ? ST_SRC_DRIVER : ST_SRC_MODEL;
+		}
+	}
+	b.source = ST_SRC_MODEL;
+	return builder_close(&b, "ok") < 0;
+}
+
+/*
  * A training-step-shaped bundle for looking at the chart: parameters at
  * setup, then per step a forward pass that stacks activations layer by
  * layer (with temporaries), a backward pass that frees them in reverse while
@@ -952,6 +1001,8 @@ int main(int argc, char **argv)
 		return write_bundle(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--write-tags"))
 		return write_tags_bundle(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--write-edges"))
+		return write_edges_bundle(argv[2]);
 	test_main_scenario();
 	test_equal_time();
 	test_reuse_and_leaks();

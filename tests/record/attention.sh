@@ -77,13 +77,13 @@ check "7 steps (naive 65536 stops in its warm-up), named by configuration" sh -c
 cat "$dir/flops.out"
 check "flops of one configuration: softmax against the products, per its one step" sh -c "
 	grep -q 'attention forward: softmax takes' '$dir/flops.out' && grep -q 'totals / 1)' '$dir/flops.out'"
-"$st" memory "$bundle" --format csv >"$dir/memory.csv" 2>&1
+"$st" memory "$bundle" --format csv --section largest_at_oom >"$dir/memory.csv" 2>&1
 cat "$dir/memory.csv"
 scores=$(( batch * 65536 * 65536 * 2 ))
 check "memory at the first OOM: the B x T x T score matrix, $scores bytes, is the largest live block" sh -c "
-	sed -n '/^# Largest live blocks at the first out-of-memory/,/^\$/p' '$dir/memory.csv' | sed -n 3p |
+	grep '^1,' '$dir/memory.csv' |
 	grep -q '^1,$scores,.*,temporary,forward,attn d16 seq65536 b$batch h1 bf16 naive/forward/attn/scores,'"
-"$st" replay "$bundle" --capacity 24GiB --format csv >"$dir/capacity.csv" 2>&1
+"$st" replay "$bundle" --capacity 24GiB --format csv --section capacity_by_range >"$dir/capacity.csv" 2>&1
 cat "$dir/capacity.csv"
 check "replay --capacity 24GiB: seq 256 fits, naive at 65536 does not" sh -c "
 	grep -q '^attn d16 seq256 b$batch h1 bf16 naive,2,.*,ok,yes$' '$dir/capacity.csv' &&

@@ -494,11 +494,13 @@ static void test_random_soups(void)
 /* ---- reports ---------------------------------------------------------------- */
 
 /* What a report prints in format f. Caller frees. */
+/* The report printed in f; CSV's notes, which go to stderr, after a line "[stderr]". */
 static char *printed(const struct replay *rp, int which, enum out_format f)
 {
 	struct report *r = report_new();
 	FILE *tmp = tmpfile();
-	char *s = NULL;
+	struct capture c;
+	char *s = NULL, *err;
 	long n;
 
 	if (!r || !tmp)
@@ -507,12 +509,17 @@ static char *printed(const struct replay *rp, int which, enum out_format f)
 		CHECK(info_run(rp, r) == 0, "info");
 	else
 		CHECK(steps_run(rp, true, r) == 0, "steps");
+	capture_begin(&c, stderr);
 	CHECK(report_print(r, f, tmp) == 0, "print");
+	err = capture_end(&c);
 	n = ftell(tmp);
 	rewind(tmp);
-	s = calloc(1, (size_t)n + 1);
+	s = calloc(1, (size_t)n + strlen(err) + 16);
 	if (!s || (n > 0 && fread(s, 1, (size_t)n, tmp) != (size_t)n))
 		exit(2);
+	if (f == OUT_CSV)
+		sprintf(s + n, "[stderr]\n%s", err);
+	free(err);
 	fclose(tmp);
 	report_free(r);
 	return s;
@@ -558,7 +565,7 @@ static void test_reports(const char *dir)
 		};
 		static const char *const steps_line[] = {
 			"\nsteps from: launch period: 7 launches per step, found by replay\n",
-			"\n# steps from: launch period: 7 launches per step, found by replay\n",
+			"\nsteps from: launch period: 7 launches per step, found by replay\n",   /* on stderr */
 			"\"steps from: launch period: 7 launches per step, found by replay\"",
 			"\n- steps from: launch period: 7 launches per step, found by replay\n",
 		};

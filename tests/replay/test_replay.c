@@ -196,6 +196,37 @@ static void test_steps(void)
 	replay_release(&rp);
 }
 
+/*
+ * Ids given twice (docs/FORMAT.md, 6.1 and 2): a correlation id on two calls
+ * links to the call that started first, whatever their order in the file;
+ * an op id defined twice keeps its first definition in the file.
+ */
+static void test_duplicate_ids(void)
+{
+	struct replay rp;
+	struct builder b;
+	const struct replay_activity *k;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_op(&b, &(struct builder_op){ .id = 5, .path = "step/forward/first", .kind = "first" });
+	builder_op(&b, &(struct builder_op){ .id = 5, .path = "step/backward/second", .kind = "second" });
+	builder_step(&b, 0, false, 0, 200);
+	builder_step(&b, 1, false, 200, 1000);
+	builder_call(&b, "later_call", 500, 510);   /* id 1, first in the file */
+	b.correlation = 0;
+	builder_call(&b, "earlier_call", 100, 110); /* id 1 again, started earlier */
+	builder_kernel(&b, "k", 1, 7, 5, 600, 700);
+	CHECK(builder_close(&b, NULL) == 0, "build");
+	k = find_kernel(&rp, 1);
+	CHECK(k && k->api >= 0 && !strcmp(replay_str(&rp, rp.apis[k->api].name), "earlier_call"),
+	      "a repeated correlation id links the earliest call");
+	CHECK(k && k->step == 0, "the kernel's step is the earliest call's");
+	CHECK(rp.n_ops == 1 && replay_op(&rp, 5) && !strcmp(replay_str(&rp, replay_op(&rp, 5)->path), "step/forward/first"),
+	      "an op id defined twice keeps its first definition");
+	replay_release(&rp);
+}
+
 /* ---- round trip ---------------------------------------------------------- */
 
 static int same_event(const struct st_event *a, const struct st_event *b)
@@ -342,6 +373,7 @@ int main(void)
 	test_patterns();
 	test_projection();
 	test_steps();
+	test_duplicate_ids();
 	test_round_trip(dir);
 	{
 		char cmd[600];

@@ -29,8 +29,9 @@ run() {  # run WHAT ARGS...: steptrace ARGS with stdout in $tmp/WHAT, stderr kep
 }
 
 run info.csv info "$f" --format csv
-grep -q '^complete,yes' "$tmp/info.csv" || fail "$name is not complete"
-grep -q '^dropped,0' "$tmp/info.csv" || fail "$name has dropped records"
+run footer.csv info "$f" --format csv --section footer
+grep -q '^complete,yes' "$tmp/footer.csv" || fail "$name is not complete"
+grep -q '^dropped,0' "$tmp/footer.csv" || fail "$name has dropped records"
 run steps.json steps "$f" --format json
 run summary.csv summary "$f" --format csv
 # Every kernel of a real recording is attributed to an op: no "(no op)" row.
@@ -44,14 +45,14 @@ run ranges.csv ranges "$f" --format csv
 grep -q ',step/forward' "$tmp/ranges.csv" || fail "$name: no step/forward range"
 run mem.json memory "$f" --format json --svg "$tmp/mem.svg"
 run flops.csv flops "$f" --format csv --svg "$tmp/roof.svg"
-if grep -q '^steps from,optimizer steps (PyTorch)' "$tmp/info.csv"; then
+if grep -q '^steps from,optimizer steps (PyTorch)' "$tmp/footer.csv"; then
 	# a PyTorch program recorded with --torch auto (GPT-2 small): its tensors are the driver's blocks
 	run cap.txt replay "$f" --capacity 512MiB --view driver
 	grep -q 'out of memory' "$tmp/cap.txt" || fail "$name: 512 MiB should not fit GPT-2 small (473 MiB of parameters alone)"
 	run replay.txt replay "$f" --kind kernel --range 'backward/*/transformer.h.0/attn'
 	grep -q 'flash\|attention\|fmha\|sdpa' "$tmp/replay.txt" ||
 		fail "$name: no attention kernel under backward/*/transformer.h.0/attn"
-	run memtag.csv memory "$f" --format csv
+	run memtag.csv memory "$f" --format csv --section at_peak
 	grep -q '^parameter,496330752,' "$tmp/memtag.csv" || fail "$name: parameters at the peak are not GPT-2's 124,082,688 x 4 bytes"
 else
 	run cap.txt replay "$f" --capacity 512MiB
