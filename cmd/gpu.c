@@ -18,11 +18,11 @@ int gpu_parse(int argc, const char **argv, const struct option *opts, const char
 	if (argc < 0)
 		return argc == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
 	if (argc > 0)
-		return gpu_usage_error(usage, opts, "unexpected argument '%s'", argv[0]);
+		return gpu_usage_error(usage, "unexpected argument '%s'", argv[0]);
 	return GPU_GO;
 }
 
-int gpu_usage_error(const char *const usage[], const struct option *opts, const char *fmt, ...)
+int gpu_usage_error(const char *const usage[], const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -31,7 +31,7 @@ int gpu_usage_error(const char *const usage[], const struct option *opts, const 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	error("%s", msg);
-	usage_with_options(usage, opts, false);
+	usage_hint(usage);
 	return EXIT_USAGE;
 }
 

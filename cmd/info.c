@@ -5,6 +5,8 @@
 
 static const char *const usage[] = {
 	"steptrace info [<options>] FILE",
+	"",
+	"steptrace info: " CMD_INFO_HELP,
 	NULL,
 };
 

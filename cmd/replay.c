@@ -21,6 +21,8 @@ struct replay_opts {
 static const char *const usage[] = {
 	"steptrace replay [<options>] FILE",
 	"steptrace replay --capacity SIZE [<options>] FILE",
+	"",
+	"steptrace replay: " CMD_REPLAY_HELP,
 	NULL,
 };
 
@@ -88,10 +90,10 @@ int cmd_replay(int argc, const char **argv)
 {
 	struct replay_opts o = { .events = { .from_ms = -1, .to_ms = -1, .view = MEM_VIEW_MODEL } };
 	const struct option opts[] = {
-		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync,tag"),
-		OPT_STRING(0, "range", &o.events.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_NONNEGATIVE(0, "from", &o.events.from_ms, "MS", "start at this time (ms since the bundle's first event)"),
-		OPT_NONNEGATIVE(0, "to", &o.events.to_ms, "MS", "stop after this time (ms since the bundle's first event)"),
+		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync,tag (default: all)"),
+		OPT_STRING(0, "range", &o.events.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn'; default: all)"),
+		OPT_NONNEGATIVE(0, "from", &o.events.from_ms, "MS", "start at this time (ms since the bundle's first event; default: its start)"),
+		OPT_NONNEGATIVE(0, "to", &o.events.to_ms, "MS", "stop after this time (ms since the bundle's first event; default: its end)"),
 		OPT_SIZE(0, "capacity", &o.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
 		OPT_CHOICE(0, "view", &o.events.view, mem_view_short_names,
 			   "memory view: model (allocator, default) or driver (cudaMalloc)"),

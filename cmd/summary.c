@@ -5,6 +5,8 @@
 
 static const char *const usage[] = {
 	"steptrace summary [<options>] FILE",
+	"",
+	"steptrace summary: " CMD_SUMMARY_HELP,
 	NULL,
 };
 
@@ -20,10 +22,10 @@ int cmd_summary(int argc, const char **argv)
 	bool per_rank = false;
 	const struct option opts[] = {
 		OPT_STRING(0, "range", &o.range, "PATH",
-			   "keep GPU work under this NVTX path ('forward', 'layer.*/attn/softmax')"),
+			   "keep GPU work under this NVTX path ('forward', 'layer.*/attn/softmax'; default: all)"),
 		OPT_CHOICE(0, "by", &o.by, summary_by_names,
 			   "group by kernel (name), op (kind, over layers) or category"),
-		OPT_POSITIVE('n', "top", &o.top, "show the N largest rows"),
+		OPT_POSITIVE('n', "top", &o.top, "show the N largest rows (default: all)"),
 		OPT_BOOLEAN(0, "per-step", &o.per_step, "divide totals by the number of measured steps"),
 		OPT_BOOLEAN(0, "all", &o.all, "include memcpy and memset rows"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count warm-up steps and work outside steps"),
