@@ -191,6 +191,8 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 			ro.memory_limit -= rps[loaded].memory < ro.memory_limit ? rps[loaded].memory
 										: ro.memory_limit - 1;
 	}
+	if (c->range && replay_range_check(rps, (size_t)n, *c->range) < 0)
+		goto out;
 	snprintf(what, sizeof(what), "'%s' reads %s", name,
 		 max == 1 ? "one run (a bundle, or the bundles of one run's ranks)" : "at most two runs");
 	nruns = replay_runs_group(rps, (size_t)n, runs, (size_t)max, what);
