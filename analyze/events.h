@@ -24,6 +24,7 @@ struct events_opts {
 	double from_ms, to_ms;         /* the window, ms since the first event; -1: open */
 	int view;                      /* enum mem_view of the live-memory column */
 	int format;                    /* enum out_format: text columns, or csv/json/md rows */
+	bool full_names;               /* kernel names whole, not base names (analyze/common.h) */
 };
 
 /*

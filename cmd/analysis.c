@@ -178,6 +178,8 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	if (memory_limit == 0)
 		return error("option '--memory-limit' expects a size above 0"), EXIT_USAGE;
 	ro.memory_limit = memory_limit != UINT64_MAX ? memory_limit : memory_limit_default();
+	if (c->full_names && c->format && (*c->format == OUT_CSV || *c->format == OUT_JSON))
+		*c->full_names = true;
 	if (max > MAX_RUNS)
 		max = MAX_RUNS;
 	rps = calloc((size_t)n, sizeof(*rps));

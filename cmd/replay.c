@@ -97,12 +97,14 @@ int cmd_replay(int argc, const char **argv)
 		OPT_SIZE(0, "capacity", &o.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
 		OPT_CHOICE(0, "view", &o.events.view, mem_view_short_names,
 			   "memory view: model (allocator, default) or driver (cudaMalloc)"),
+		OPT_FULL_NAMES(&o.events.full_names),
 		OPT_FORMAT(&o.events.format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.events.range,
-		.format = &o.events.format, .ranks = RANKS_SPLIT, .check = check, .run = run, .ctx = &o,
+		.format = &o.events.format, .ranks = RANKS_SPLIT, .full_names = &o.events.full_names,
+		.check = check, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

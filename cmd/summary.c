@@ -29,13 +29,14 @@ int cmd_summary(int argc, const char **argv)
 		OPT_BOOLEAN(0, "per-step", &o.per_step, "divide totals by the number of measured steps"),
 		OPT_BOOLEAN(0, "all", &o.all, "include memcpy and memset rows"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count warm-up steps and work outside steps"),
+		OPT_FULL_NAMES(&o.full_names),
 		OPT_PER_RANK(&per_rank),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.range,
-		.format = &format, .per_rank = &per_rank, .run = run, .ctx = &o,
+		.format = &format, .per_rank = &per_rank, .full_names = &o.full_names, .run = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);
