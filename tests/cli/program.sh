@@ -83,6 +83,7 @@ See 'steptrace $1 --help'." ] || fail "$*: printed '$(cat "$tmp/err")'"
 }
 usage_error "error: unknown option '--tpo'. Did you mean '--top'?" summary --tpo 3 x.stb
 usage_error "error: unknown option '--formt'. Did you mean '--format'?" summary --formt csv x.stb
+usage_error "error: unknown option '--full-name'. Did you mean '--full-names'?" summary --full-name x.stb
 usage_error "error: option '--range' given twice" summary --range forward --range backward x.stb
 usage_error "error: option '--range' given twice" diff --range=forward x.stb --range backward y.stb
 usage_error "error: 'diff' compares two bundles, A (the baseline) and B: give the second" diff x.stb
