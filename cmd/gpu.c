@@ -8,6 +8,7 @@
 
 #include "lib/error.h"
 #include "model/comm.h"
+#include "model/model.h"
 #include "model/ranks.h"
 
 #define SWEEP_MAX_LIST 16
@@ -164,6 +165,9 @@ static int rank_main(const struct rank_info *given, void *p)
 	struct comm *comm;
 	int status;
 
+	/* no GPU or no driver: the one plain line, before NCCL says it its way */
+	if (!model_gpu_available())
+		return 1;
 	if (!ri.rendezvous[0] && rank_rendezvous_dir(&ri, rr->a->rendezvous))
 		return 1;
 	rank_env_defaults();
