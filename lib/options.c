@@ -420,7 +420,7 @@ void usage_with_options(const char *const usage[], const struct option *opts, bo
 struct parse_state {
 	const struct option *opts;
 	const char *const *usage;
-	bool *given;          /* per option: a value was given (one value per option) */
+	bool *given;          /* per option: a value was given (a string takes one) */
 	int *initial;         /* per option: a choice's value before parsing, for the help's defaults */
 };
 
@@ -492,14 +492,18 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 	return 0;
 }
 
-/* One value per option: a second one is refused, whatever the first was. */
+/*
+ * A string (a pattern, a path, a list) is given once: a second would drop
+ * the first unseen, so it is refused. A number or a choice given again
+ * counts as the last one said (a wrapper's default, overridden).
+ */
 static int take_value(const struct parse_state *ps, const struct option *o, const char *arg,
 		      const char *name)
 {
 	bool *given = &ps->given[o - ps->opts];
 	char buf[128];
 
-	if (*given)
+	if (*given && o->type == OPTION_STRING)
 		return error("option '%s' given twice", option_spelling(o, false, buf, sizeof(buf)));
 	*given = true;
 	return assign_value(o, arg, name);

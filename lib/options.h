@@ -19,9 +19,11 @@
  * PARSE_OPT_ERROR; --help / -h prints the usage to stdout and returns
  * PARSE_OPT_HELP.
  *
- * An option that takes a value takes one: given twice ("--range a --range
- * b"), it is an error ("option '--range' given twice"), never a silent
- * choice of one. Booleans may repeat, the last one counting (--x --no-x).
+ * A string option (a pattern, a path, a list: OPT_STRING) takes one value:
+ * given twice ("--range a --range b", "-o a -o b") it is an error ("option
+ * '--range' given twice"), never a silent choice of one. Numbers, sizes,
+ * choices and booleans may repeat, the last one counting (a wrapper's
+ * --top 20 overridden by --top 5; --x --no-x).
  *
  * The usage array: its usage lines, then optionally an empty string and
  * description lines, which the help prints first:
