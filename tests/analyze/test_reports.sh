@@ -74,9 +74,10 @@ expect summary-softmax 0 "$H
 30.0,120,2,60.0,60.0,60,60,0.0,softmax_kernel
 20.0,80,2,40.0,40.0,40,40,0.0,elementwise_add_kernel" -- summary "$dir/basic.stb" --format csv --range 'layer.*/attn/softmax'
 
-expect summary-anchored 0 "$H
-
-# no GPU work under '/forward'" -- summary "$dir/basic.stb" --format csv --range /forward
+# anchored at the root, where the ranges are step, setup and loader: nothing, an error naming them
+expect summary-anchored 1 "" -- summary "$dir/basic.stb" --format csv --range /forward
+grep -qxF "error: --range '/forward' matches no range path; the nearest: '/loader', '/setup', '/step'" "$dir/stderr" ||
+	{ echo "FAIL summary-anchored: $(cat "$dir/stderr")"; fail=1; }
 
 expect summary-op 0 "$H
 30.6,380,4,95.0,100.0,80,100,10.0,forward/attn/q_proj
