@@ -89,6 +89,12 @@ grep -q 'swiglu_forward_kernel<float> .* swiglu_forward_kernel<__nv_bfloat16> ' 
 
 [ "$n" -ge 9 ] || fail "the kernel names of $n bundles checked, not 9"
 
+# The HTML diff keeps whole names: its cells ellipsize and show them on hover
+"$st" report "$samples/small-fp32-train.stb" "$samples/small-bf16-train.stb" -o "$tmp/d.html" > /dev/null 2>&1 ||
+	fail "report A B failed"
+grep -q 'title="[^"]*void swiglu_forward_kernel&lt;float&gt;(float\*' "$tmp/d.html" ||
+	fail "the HTML diff does not keep whole kernel names"
+
 # A --range that matches nothing: exit 1, one line naming the nearest paths, nothing printed
 for c in summary ranges flops replay "diff $samples/small-fp32-train.stb"; do
 	want="error: --range 'forwrd' matches no range path; the nearest: 'forward'"
