@@ -165,12 +165,12 @@ static int rank_main(const struct rank_info *given, void *p)
 	struct comm *comm;
 	int status;
 
-	/* no GPU or no driver: the one plain line, before NCCL says it its way */
-	if (!model_gpu_available())
-		return 1;
 	if (!ri.rendezvous[0] && rank_rendezvous_dir(&ri, rr->a->rendezvous))
 		return 1;
 	rank_env_defaults();
+	/* no GPU or no driver: the one plain line, before NCCL says it its way */
+	if (!model_gpu_available())
+		return 1;
 	comm = comm_init(&ri, rr->a->timeout_s);
 	if (!comm)
 		return 1;
