@@ -73,6 +73,53 @@ char *bundle_output_name(const char *a, const char *b, const char *ext);
  */
 const char **step_labels(const struct replay *rp, bool *differ);
 
+/* ---- kernel names for people ------------------------------------------ */
+
+/* The widest a shortened kernel name prints: a long one is cut in the middle ("..."). */
+#define KERNEL_NAME_WIDTH 60
+
+/*
+ * A kernel's base name, as Nsight Systems shows base names: its demangled
+ * signature without the return type, template argument lists and
+ * parameter list ("void at::native::vectorized_elementwise_kernel<8, ...>
+ * (int, ...)" -> "at::native::vectorized_elementwise_kernel"); a name
+ * without a parameter list (nvjet_sm90_..., triton_..., a CUTLASS or
+ * cuDNN generated name, "[CUDA memcpy ...]") as it is. Into buf (cut to
+ * len - 1 bytes); returns buf.
+ */
+const char *kernel_base_name(const char *name, char *buf, size_t len);
+
+/*
+ * The names the rows of one table print for their kernels (summary, diff,
+ * replay): base names fitted to a width, and where two distinct
+ * kernels would print alike (the rows stay apart, they are distinct keys),
+ * their template arguments each reduced to its base name
+ * ("swiglu_forward_kernel<float>", "...<8, CUDAFunctor_add, array>"),
+ * cut where they still differ, then, where still alike, " #1", " #2". With
+ * `whole` (--full-names, and csv and json, which programs read), every
+ * name as it is.
+ */
+struct kernel_names {
+	const char **full;          /* the distinct names, sorted */
+	char **shown;               /* what each prints; owned */
+	size_t n;
+	size_t width;               /* the widest a shortened name prints */
+};
+
+/*
+ * names[0..n): the kernels of the table, repeats allowed; width: the widest
+ * a name prints, KERNEL_NAME_WIDTH but where a table has less room (at
+ * least 20). 0, or -1 after an error line.
+ */
+int kernel_names_init(struct kernel_names *kn, const char *const *names, size_t n, size_t width,
+		      bool whole);
+/* What `name` prints as; `name` itself when it is not one of the table's. */
+const char *kernel_names_get(const struct kernel_names *kn, const char *name);
+/* Whether any name prints other than whole; then a report says so in KERNEL_NAMES_NOTE. */
+bool kernel_names_shortened(const struct kernel_names *kn);
+#define KERNEL_NAMES_NOTE "kernel names shortened to their base names: --full-names prints them whole"
+void kernel_names_release(struct kernel_names *kn);
+
 /* Bytes in a MiB, for the MiB columns. */
 #define MIB (1024.0 * 1024.0)
 

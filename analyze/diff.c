@@ -228,8 +228,11 @@ out:
 	return rc;
 }
 
-/* Kernel names beside other columns are cut to this in the text format (csv and json keep them whole). */
-#define KERNEL_NAME_WIDTH 60
+/*
+ * The kernels table's "Only in" cells (kernels joined with " + ") fit this
+ * ("nvjet_... + 2 more"), unless --full-names (csv and json keep them whole).
+ */
+#define JOINED_WIDTH 55
 
 /* ---- cells ------------------------------------------------------------ */
 
@@ -306,16 +309,37 @@ static struct diff_row *merge_rows(const struct named_list *la, const struct nam
 	return rows;
 }
 
+/* What the kernel names of both sides print (analyze/common.h): names, or with subs the kernels'. */
+static int both_names(struct kernel_names *kn, const struct named_list *la, const struct named_list *lb,
+		      bool subs, size_t width, bool whole)
+{
+	const char **names = malloc((la->n + lb->n + 1) * sizeof(*names));
+	size_t n = 0;
+	int rc;
+
+	if (!names)
+		return error("out of memory");
+	for (size_t i = 0; i < la->n; i++)
+		names[n++] = subs ? la->v[i].sub : la->v[i].name;
+	for (size_t i = 0; i < lb->n; i++)
+		names[n++] = subs ? lb->v[i].sub : lb->v[i].name;
+	rc = kernel_names_init(kn, names, n, width, whole);
+	free(names);
+	return rc;
+}
+
 static int rows_table(struct report *r, const struct replay *a, const struct replay *b,
 		      const struct diff_options *opt)
 {
 	static const char *const by_name[] = { "op kind", "range path", "category", "kernel",
 					       "phase and kernel category" };
 	struct named_list la, lb;
+	struct kernel_names kn = { NULL, NULL, 0, 0 };
 	struct diff_row *rows;
 	struct table *t;
 	char title[512];
 	size_t n = 0, shown;
+	int rc = -1;
 
 	if (side_collect(a, opt, false, &la) < 0)
 		return -1;
@@ -337,8 +361,8 @@ static int rows_table(struct report *r, const struct replay *a, const struct rep
 	table_add_column(t, "A Count", COL_FLOAT, 2);
 	table_add_column(t, "B Count", COL_FLOAT, 2);
 	table_add_column(t, "Name", COL_STR, 0);
-	if (opt->by == DIFF_BY_KERNEL)
-		table_column_max_width(t, KERNEL_NAME_WIDTH);
+	if (opt->by == DIFF_BY_KERNEL && both_names(&kn, &la, &lb, false, KERNEL_NAME_WIDTH, opt->full_names) < 0)
+		goto out;
 	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
 	for (size_t i = 0; i < shown; i++) {
 		const struct diff_row *d = &rows[i];
@@ -352,14 +376,19 @@ static int rows_table(struct report *r, const struct replay *a, const struct rep
 		cell_or_empty(t, d->a && d->b && ta != 0, tb / ta);
 		table_count(t, d->a ? d->a->count : 0);
 		table_count(t, d->b ? d->b->count : 0);
-		table_str(t, d->a ? d->a->name : d->b->name);
+		table_str(t, kernel_names_get(&kn, d->a ? d->a->name : d->b->name));
 	}
 	if (shown < n)
 		report_note(r, "%zu of %zu rows shown (--top %d)", shown, n, opt->top);
+	if (kernel_names_shortened(&kn))
+		report_note(r, KERNEL_NAMES_NOTE);
+	rc = 0;
+out:
+	kernel_names_release(&kn);
 	free(rows);
 	named_list_release(&la);
 	named_list_release(&lb);
-	return 0;
+	return rc;
 }
 
 /* ---- steps ------------------------------------------------------------- */
@@ -584,20 +613,27 @@ struct pair_row {
 	double a_ns, b_ns;
 };
 
-/* Appends the entries of l[from..to) whose kernel the other side lacks. */
+/*
+ * Appends the entries of l[from..to) whose kernel the other side lacks, as
+ * kn prints them; where they do not fit `width` (0: no limit), the one
+ * with the most time and "+ N more".
+ */
 static int join_only(const struct named_list *l, size_t from, size_t to, const char **other, size_t n_other,
-		     char **joined, double *time_ns)
+		     const struct kernel_names *kn, size_t width, char **joined, double *time_ns)
 {
-	size_t len = 0;
+	size_t len = 0, count = 0, most = from;
 
 	for (size_t i = from; i < to; i++)
-		if (!has_kernel(other, n_other, l->v[i].sub))
-			len += strlen(l->v[i].sub) + 3;
+		if (!has_kernel(other, n_other, l->v[i].sub)) {
+			len += strlen(kernel_names_get(kn, l->v[i].sub)) + 3;
+			if (!count++ || l->v[i].time_ns > l->v[most].time_ns)
+				most = i;
+		}
 	*joined = NULL;
 	*time_ns = 0;
 	if (!len)
 		return 0;
-	*joined = calloc(1, len + 1);
+	*joined = calloc(1, len + 32);
 	if (!*joined)
 		return error("out of memory");
 	for (size_t i = from; i < to; i++) {
@@ -605,9 +641,11 @@ static int join_only(const struct named_list *l, size_t from, size_t to, const c
 			continue;
 		if (**joined)
 			strcat(*joined, " + ");
-		strcat(*joined, l->v[i].sub);
+		strcat(*joined, kernel_names_get(kn, l->v[i].sub));
 		*time_ns += l->v[i].time_ns;
 	}
+	if (width && count > 1 && strlen(*joined) > width)
+		sprintf(*joined, "%s + %zu more", kernel_names_get(kn, l->v[most].sub), count - 1);
 	return 0;
 }
 
@@ -646,6 +684,8 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 			 const struct diff_options *opt)
 {
 	struct named_list la = { NULL, 0 }, lb = { NULL, 0 };
+	struct kernel_names kn = { NULL, NULL, 0, 0 };
+	size_t width = opt->full_names ? 0 : JOINED_WIDTH;
 	const char **na = NULL, **nb = NULL;
 	struct pair_row *rows = NULL;
 	size_t n = 0, i = 0, j = 0, shown;
@@ -661,14 +701,16 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 		error("out of memory");
 		goto out;
 	}
+	if (both_names(&kn, &la, &lb, true, JOINED_WIDTH - strlen(" + 99 more"), opt->full_names) < 0)
+		goto out;
 	while (i < la.n || j < lb.n) {
 		int c = i == la.n ? 1 : j == lb.n ? -1 : strcmp(la.v[i].name, lb.v[j].name);
 		size_t ie = c <= 0 ? group_end(&la, i) : i, je = c >= 0 ? group_end(&lb, j) : j;
 		struct pair_row *p = &rows[n];
 
 		p->op = c <= 0 ? la.v[i].name : lb.v[j].name;
-		if (join_only(&la, i, ie, nb, lb.n, &p->only_a, &p->a_ns) < 0 ||
-		    join_only(&lb, j, je, na, la.n, &p->only_b, &p->b_ns) < 0)
+		if (join_only(&la, i, ie, nb, lb.n, &kn, width, &p->only_a, &p->a_ns) < 0 ||
+		    join_only(&lb, j, je, na, la.n, &kn, width, &p->only_b, &p->b_ns) < 0)
 			goto out;
 		if (p->only_a || p->only_b)
 			n++;
@@ -682,10 +724,12 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 				   : "Kernels in one bundle only, paired by the op kind that launched them");
 	table_add_column(t, "Op", COL_STR, 0);
 	table_add_column(t, "Only in A", COL_STR, 0);
-	table_column_max_width(t, KERNEL_NAME_WIDTH);
+	if (!opt->full_names)
+		table_column_max_width(t, JOINED_WIDTH);
 	table_add_column(t, "A (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Only in B", COL_STR, 0);
-	table_column_max_width(t, KERNEL_NAME_WIDTH);
+	if (!opt->full_names)
+		table_column_max_width(t, JOINED_WIDTH);
 	table_add_column(t, "B (ms)", COL_FLOAT, 3);
 	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
 	for (size_t k = 0; k < shown; k++) {
@@ -698,6 +742,8 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 		report_note(r, "both bundles ran the same kernels");
 	else if (shown < n)
 		report_note(r, "%zu of %zu ops with one-sided kernels shown (--top %d)", shown, n, opt->top);
+	if (n && kernel_names_shortened(&kn))
+		report_note(r, KERNEL_NAMES_NOTE);
 	rc = 0;
 out:
 	if (rows)
@@ -708,6 +754,7 @@ out:
 	free(rows);
 	free(na);
 	free(nb);
+	kernel_names_release(&kn);
 	named_list_release(&la);
 	named_list_release(&lb);
 	return rc;

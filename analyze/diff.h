@@ -51,6 +51,7 @@ struct diff_options {
 	bool include_warmup;
 	int top;                    /* > 0: the N rows with the largest |delta| (tables "diff" and "kernels") */
 	bool warn;                  /* header differences beyond precision/attention also go to stderr */
+	bool full_names;            /* kernel names whole, not base names (analyze/common.h) */
 };
 
 /*

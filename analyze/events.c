@@ -31,6 +31,7 @@ struct lister {
 	enum out_format format;
 	int64_t rank;               /* the Rank column's value; -1: no such column */
 	uint64_t *listed;           /* the output's count of events listed */
+	struct kernel_names names;  /* what the kernels print (analyze/common.h) */
 };
 
 static uint64_t src_time(const struct replay *rp, int s, size_t i)
@@ -195,10 +196,14 @@ static void list_mem(struct lister *l, size_t i)
 		uint64_t size = pt && pt->block >= 0 ? v->blocks[pt->block].size : ev->mem.size;
 		int cat = pt && pt->block >= 0 ? pt->category : (int)ev->mem.category;
 
+		/* the op's path, unless the range column says it already */
+		const char *op_path = op && strcmp(replay_str(rp, op->path), range_path(rp, m->range))
+					      ? replay_str(rp, op->path) : NULL;
+
 		snprintf(name, sizeof(name), "%c%s %s 0x%" PRIx64 "%s%s%s", ev->kind == ST_ALLOC ? '+' : '-',
 			 human_bytes(b1, sizeof(b1), (double)size), st_mem_category_name(cat), ev->mem.address,
-			 ev->mem.source == ST_SRC_DRIVER ? " driver" : "", op ? " op " : "",
-			 op ? replay_str(rp, op->path) : "");
+			 ev->mem.source == ST_SRC_DRIVER ? " driver" : "", op_path ? " op " : "",
+			 op_path ? op_path : "");
 		if (unknown)
 			strncat(name, " (unknown address)", sizeof(name) - strlen(name) - 1);
 		put_line(l, ev->start, ev->kind == ST_ALLOC ? "alloc" : "free", 0, "device",
@@ -226,7 +231,7 @@ static void list_one(struct lister *l, int s, size_t i)
 		if (l->filtering && !replay_filter_activity(&l->filter, rp, a))
 			return;
 		put_line(l, a->start, kinds[a->kind] ? kinds[a->kind] : "gpu", a->end - a->start, "stream",
-			 a->stream, range_path(rp, a->range), replay_str(rp, a->name));
+			 a->stream, range_path(rp, a->range), kernel_names_get(&l->names, replay_str(rp, a->name)));
 		break;
 	}
 	case SRC_API: {
@@ -359,6 +364,39 @@ static void out_table(struct events_out *out, bool ranks)
 	table_add_column(t, "Name", COL_STR, 0);
 }
 
+/* A kernel's name follows its range path on a line: less room than in a table. */
+#define EVENTS_NAME_WIDTH (KERNEL_NAME_WIDTH - 12)
+
+/* What the activities' names print: one table of the bundle's distinct kernel names. */
+static int activity_names(struct kernel_names *kn, const struct replay *rp, bool whole)
+{
+	uint32_t top = 0;
+	uint8_t *seen;
+	const char **names;
+	size_t n = 0;
+	int rc;
+
+	memset(kn, 0, sizeof(*kn));
+	if (whole)
+		return 0;   /* no names: each prints as it is */
+	for (size_t i = 0; i < rp->n_activities; i++)
+		top = rp->activities[i].name > top ? rp->activities[i].name : top;
+	seen = calloc((size_t)top + 1, 1);
+	names = malloc(((size_t)top + 1) * sizeof(*names));
+	if (!seen || !names) {
+		free(seen);
+		free(names);
+		return error("out of memory");
+	}
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (!seen[rp->activities[i].name]++)
+			names[n++] = replay_str(rp, rp->activities[i].name);
+	rc = kernel_names_init(kn, names, n, EVENTS_NAME_WIDTH, false);
+	free(seen);
+	free(names);
+	return rc;
+}
+
 int events_list(const struct replay *rp, const struct events_opts *a, struct events_out *out)
 {
 	struct mem_timeline tl, drv = { 0 };
@@ -383,7 +421,7 @@ int events_list(const struct replay *rp, const struct events_opts *a, struct eve
 	memset(l.point_of_mem, 0xff, (rp->n_mem ? rp->n_mem : 1) * sizeof(*l.point_of_mem));
 	for (size_t p = 0; p < tl.n_points; p++)
 		l.point_of_mem[tl.points[p].mem] = (int32_t)p;
-	if (tags_init(&l, &tl, &drv) < 0) {
+	if (tags_init(&l, &tl, &drv) < 0 || activity_names(&l.names, rp, a->full_names) < 0) {
 		rc = -1;
 		goto out;
 	}
@@ -447,6 +485,7 @@ out:
 	setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
 	free(l.point_of_mem);
 	free(l.tag_of_mem);
+	kernel_names_release(&l.names);
 	mem_timeline_release(&drv);
 	mem_timeline_release(&tl);
 	return rc;

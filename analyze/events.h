@@ -25,6 +25,7 @@ struct events_opts {
 	double from_ms, to_ms;         /* the window, ms since the first event; -1: open */
 	int view;                      /* enum mem_view: whose allocations, frees and live memory; -1: see below */
 	int format;                    /* enum out_format: text columns, or csv/json/md rows */
+	bool full_names;               /* kernel names whole, not base names (analyze/common.h) */
 };
 
 /* The listing's output across the calls for the ranks of one run: one document. */

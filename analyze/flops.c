@@ -533,9 +533,12 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 	table_add_column(t, "Of Bound (%)", COL_FLOAT, 1);
 	if (res->dtypes) {
 		table_add_column(t, "Inputs", COL_STR, 0);
+		table_column_hide_empty(t);
 		table_add_column(t, "Outputs", COL_STR, 0);
+		table_column_hide_empty(t);
 	}
 	table_add_column(t, "Name", COL_STR, 0);
+	table_column_elastic(t);
 	for (size_t i = 0; i < shown; i++) {
 		const struct flops_row *row = &res->rows[i];
 		bool roof = !res->peaks_missing && row->roof_ns > 0;

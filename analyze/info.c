@@ -9,18 +9,58 @@
 
 #include "lib/error.h"
 
-static void kv_str(struct table *t, const char *k, const char *v)
+/*
+ * A table of (field, value) rows; a value wider than `wrap` goes on as
+ * many rows as it takes, broken between words, the field named on the
+ * first (0: never).
+ */
+struct kv {
+	struct table *t;
+	size_t wrap;
+};
+
+static struct kv *kv_table(struct kv *kv, struct report *r, const char *name, const char *title, size_t wrap)
 {
-	table_row(t);
-	table_str(t, k);
-	table_str(t, v ? v : "");
+	kv->t = report_add_table(r, name, title);
+	kv->wrap = wrap;
+	table_add_column(kv->t, "Field", COL_STR, 0);
+	table_add_column(kv->t, "Value", COL_STR, 0);
+	return kv;
 }
 
-static void kv_fmt(struct table *t, const char *k, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void kv_fmt(struct table *t, const char *k, const char *fmt, ...)
+static void kv_row(struct kv *t, const char *k, const char *v, size_t n)
 {
-	char buf[512];
+	char buf[1024];
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)n, v);
+	table_row(t->t);
+	table_str(t->t, k);
+	table_str(t->t, buf);
+}
+
+static void kv_str(struct kv *t, const char *k, const char *v)
+{
+	v = v ? v : "";
+	while (t->wrap && strlen(v) > t->wrap) {
+		size_t cut = t->wrap;
+
+		while (cut > 0 && v[cut] != ' ')
+			cut--;
+		if (cut == 0)
+			cut = t->wrap;   /* one word wider than the column: broken where it must */
+		kv_row(t, k, v, cut);
+		k = "";
+		for (v += cut; *v == ' '; v++)
+			;
+	}
+	kv_row(t, k, v, strlen(v));
+}
+
+static void kv_fmt(struct kv *t, const char *k, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void kv_fmt(struct kv *t, const char *k, const char *fmt, ...)
+{
+	char buf[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -38,14 +78,12 @@ static void unix_time(char *buf, size_t len, int64_t ns)
 		snprintf(buf, len, "%s", ns ? "?" : "");
 }
 
-static void header_table(struct report *r, const struct replay *rp)
+static void header_table(struct report *r, const struct replay *rp, size_t wrap)
 {
 	const struct replay_run *h = &rp->run;
-	struct table *t = report_add_table(r, "header", "Header");
+	struct kv kv, *t = kv_table(&kv, r, "header", "Header", wrap);
 	char buf[64];
 
-	table_add_column(t, "Field", COL_STR, 0);
-	table_add_column(t, "Value", COL_STR, 0);
 	kv_str(t, "file", rp->path);
 	if (!h->has_header)
 		return;
@@ -104,14 +142,12 @@ static void header_table(struct report *r, const struct replay *rp)
 	}
 }
 
-static void footer_table(struct report *r, const struct replay *rp)
+static void footer_table(struct report *r, const struct replay *rp, size_t wrap)
 {
 	const struct replay_footer *f = &rp->run.footer;
-	struct table *t = report_add_table(r, "footer", "Footer");
+	struct kv kv, *t = kv_table(&kv, r, "footer", "Footer", wrap);
 	char buf[64];
 
-	table_add_column(t, "Field", COL_STR, 0);
-	table_add_column(t, "Value", COL_STR, 0);
 	if (!rp->run.has_footer) {
 		kv_str(t, "complete", "no (no footer)");
 	} else {
@@ -163,12 +199,12 @@ static uint64_t counts_table(struct report *r, const struct replay *rp)
 	return dropped;
 }
 
-int info_run(const struct replay *rp, struct report *r)
+int info_run(const struct replay *rp, const struct info_opts *o, struct report *r)
 {
 	uint64_t dropped, footer_events = 0;
 
-	header_table(r, rp);
-	footer_table(r, rp);
+	header_table(r, rp, o->wrap);
+	footer_table(r, rp, o->wrap);
 	dropped = counts_table(r, rp);
 	if (rp->run.has_footer)
 		footer_events = rp->run.footer.events;

@@ -12,7 +12,15 @@
 #include "lib/table.h"
 #include "replay/replay.h"
 
+struct info_opts {
+	/* values wider than this go on rows of their own, broken between words (0: never) */
+	size_t wrap;
+};
+
+/* The text table's wrap: the command line, the peaks' note. */
+#define INFO_WRAP 120
+
 /* Adds the header, footer and counts tables and the notes to r. 0. */
-int info_run(const struct replay *rp, struct report *r);
+int info_run(const struct replay *rp, const struct info_opts *o, struct report *r);
 
 #endif

@@ -345,8 +345,9 @@ static void note_tags(struct report *r, const struct mem_timeline *tl)
 	if (tl->n_tags_ignored)
 		snprintf(ignored, sizeof(ignored), "; %zu named no live block and were ignored", tl->n_tags_ignored);
 	report_note(r, "driver view: %zu tag(s) of the program named the category of %zu block(s)%s; "
-		    "untagged blocks: activation when allocated in the forward and live when it ends, temporary "
-		    "when allocated in another phase or freed within the forward, unknown outside every phase",
+		    "untagged blocks: workspace when never freed, activation when allocated in the forward and "
+		    "live when it ends, temporary when allocated in another phase or freed within the forward, "
+		    "unknown outside every phase",
 		    tl->n_tags - tl->n_tags_ignored, tagged, ignored);
 }
 

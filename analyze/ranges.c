@@ -65,6 +65,7 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 	nsys_stat_columns(t, 1.0);
 	table_add_column(t, "Style", COL_STR, 0);
 	table_add_column(t, "Range", COL_STR, 0);
+	table_column_elastic(t);
 	table_add_column(t, "GPU Time (ns)", COL_INT, 0);
 	table_add_column(t, "GPU Busy (ns)", COL_INT, 0);
 	shown = args->top > 0 && (size_t)args->top < groups.n ? (size_t)args->top : groups.n;

@@ -300,7 +300,8 @@ static int write_pair_part(FILE *out, const struct page_data *d)
 int page_diff(FILE *out, const struct replay_ranks *ra, const struct replay_ranks *rb)
 {
 	const struct replay *a = ra->rank[0], *b = rb->rank[0];
-	struct diff_options opt = { .by = DIFF_BY_OP };
+	/* whole kernel names: the page's cells ellipsize and show the full text on hover */
+	struct diff_options opt = { .by = DIFF_BY_OP, .full_names = true };
 	struct page_data da, db;
 	struct report *r = report_new();
 	json_t *doc = NULL;

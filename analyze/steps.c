@@ -22,7 +22,7 @@ static bool in_set(const struct replay_step *s, enum step_set set)
 /* One statistics row over a set of steps; false when the set is empty. */
 static bool stats_row(struct table *t, const struct replay *rp, enum step_set set, uint64_t *buf)
 {
-	static const char *const names[] = { "measured", "all (with warm-up)", "warm-up only" };
+	static const char *const names[] = { "measured", "with warm-up", "warm-up only" };
 	struct dur_stats wall, busy, span;
 	size_t n = 0;
 
@@ -96,7 +96,7 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 	}
 	free(label);
 
-	s = report_add_table(r, "stats", "Mean ± std over steps");
+	s = report_add_table(r, "stats", "Mean ± std over steps: wall time, and the GPU's busy time and span");
 	table_add_column(s, "Steps", COL_STR, 0);
 	table_add_column(s, "N", COL_INT, 0);
 	table_add_column(s, "Wall Mean (ms)", COL_FLOAT, 3);
@@ -104,10 +104,10 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 	table_add_column(s, "Wall Med (ms)", COL_FLOAT, 3);
 	table_add_column(s, "Wall Min (ms)", COL_FLOAT, 3);
 	table_add_column(s, "Wall Max (ms)", COL_FLOAT, 3);
-	table_add_column(s, "GPU Busy Mean (ms)", COL_FLOAT, 3);
-	table_add_column(s, "GPU Busy Std (ms)", COL_FLOAT, 3);
-	table_add_column(s, "GPU Span Mean (ms)", COL_FLOAT, 3);
-	table_add_column(s, "GPU Span Std (ms)", COL_FLOAT, 3);
+	table_add_column(s, "Busy Mean (ms)", COL_FLOAT, 3);
+	table_add_column(s, "Busy Std (ms)", COL_FLOAT, 3);
+	table_add_column(s, "Span Mean (ms)", COL_FLOAT, 3);
+	table_add_column(s, "Span Std (ms)", COL_FLOAT, 3);
 	stats_row(s, rp, SET_MEASURED, buf);
 	if (include_warmup) {
 		stats_row(s, rp, SET_ALL, buf);

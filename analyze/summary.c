@@ -88,6 +88,21 @@ out:
 	return rc;
 }
 
+/* What the kernel rows print (analyze/common.h): base names unless whole. */
+static int row_names(struct kernel_names *kn, const struct dur_groups *g, bool whole)
+{
+	const char **names = malloc((g->n + 1) * sizeof(*names));
+	int rc;
+
+	if (!names)
+		return error("out of memory");
+	for (size_t i = 0; i < g->n; i++)
+		names[i] = g->g[i].name;
+	rc = kernel_names_init(kn, names, g->n, KERNEL_NAME_WIDTH, whole);
+	free(names);
+	return rc;
+}
+
 static void title_of(const struct replay *rp, const struct summary_opts *args, double per_step,
 		     char *buf, size_t len)
 {
@@ -115,6 +130,7 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 	struct replay_filter filter;
 	struct dur_collect dc;
 	struct dur_groups groups = { NULL, 0, 0 };
+	struct kernel_names kn = { NULL, NULL, 0, 0 };
 	struct table *t;
 	char title[512], buf[512];
 	double per_step = 1.0;
@@ -143,6 +159,8 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 			g->name = owned[i] ? owned[i] : "";
 		}
 	}
+	if (args->by == BY_KERNEL && row_names(&kn, &groups, args->full_names) < 0)
+		goto free_names;
 	dur_groups_sort(&groups);
 
 	if (args->per_step && rp->n_steps)
@@ -155,13 +173,15 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 	for (size_t i = 0; i < shown; i++) {
 		table_row(t);
 		nsys_stat_cells(t, &groups.g[i].s, kernel_ns, per_step);
-		table_str(t, groups.g[i].name);
+		table_str(t, args->by == BY_KERNEL ? kernel_names_get(&kn, groups.g[i].name) : groups.g[i].name);
 	}
 	if (groups.n == 0)
 		report_note(r, "no GPU work%s%s%s", args->range ? " under '" : "",
 			    args->range ? args->range : "", args->range ? "'" : "");
 	else if (shown < groups.n)
 		report_note(r, "%zu of %zu rows shown (--top %d)", shown, groups.n, args->top);
+	if (args->by == BY_KERNEL && kernel_names_shortened(&kn))
+		report_note(r, KERNEL_NAMES_NOTE);
 	if (groups.total > kernel_ns)
 		report_note(r, "Time (%%) is a share of kernel time: memcpy and memset rows are measured "
 			    "against it, not part of it");
@@ -169,9 +189,11 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 		report_note(r, "totals and instances are per %s step: divided by %.0f steps",
 			    args->include_warmup ? "recorded" : "measured", per_step);
 	rc = 0;
+free_names:
 	for (size_t i = 0; i < groups.n; i++)
 		free(owned[i]);
 	free(owned);
+	kernel_names_release(&kn);
 out:
 	dur_groups_release(&groups);
 	dur_collect_release(&dc);

@@ -20,6 +20,7 @@ struct summary_opts {
 	bool per_step;            /* totals divided by the number of measured steps */
 	bool all;                 /* memcpy and memset rows too */
 	bool include_warmup;      /* warm-up steps and work outside steps count */
+	bool full_names;          /* kernel names whole, not base names (analyze/common.h) */
 };
 
 /* Adds the summary table (and notes) to r. 0, or -1 after an error line. */

@@ -60,30 +60,40 @@ static int select_section(struct report *r, const char *section, enum out_format
 	return report_keep_table(r, report_table_name(r, 0));
 }
 
+/* The command's value rules and its --range pattern's syntax: -1 after an error line. */
+static int check_values(const struct analysis_cmd *c)
+{
+	struct range_pattern p;
+
+	if (c->check && c->check(c->ctx) < 0)
+		return -1;
+	if (!c->range || !*c->range)
+		return 0;
+	if (range_pattern_compile(&p, *c->range) < 0)
+		return -1;
+	range_pattern_release(&p);
+	return 0;
+}
+
+/* Usage errors: one line, and one pointing to --help. */
 static int parse(const struct analysis_cmd *c, const struct option *opts, int argc, const char **argv)
 {
+	const char *name = argv[0];
 	int n = parse_options(argc, argv, opts, c->usage);
 
 	if (n < 0)
 		return n;
-	if (n < c->bundles || n > ANALYSIS_MAX_BUNDLES) {
-		if (n < c->bundles)
-			error("missing bundle argument");
-		else
-			error("too many bundles: at most %d", ANALYSIS_MAX_BUNDLES);
-		usage_with_options(c->usage, opts, false);
-		return PARSE_OPT_ERROR;
-	}
-	if (c->check && c->check(c->ctx) < 0)
-		return PARSE_OPT_ERROR;
-	if (c->range && *c->range) {
-		struct range_pattern p;
-
-		if (range_pattern_compile(&p, *c->range) < 0)
-			return PARSE_OPT_ERROR;
-		range_pattern_release(&p);
-	}
-	return n;
+	if (n < c->bundles && c->bundles == 2)
+		error("'%s' compares two bundles, A (the baseline) and B: %s", name,
+		      n ? "give the second" : "give both");
+	else if (n < c->bundles)
+		error("'%s' needs a bundle (FILE.stb, or the bundles of one run's ranks)", name);
+	else if (n > ANALYSIS_MAX_BUNDLES)
+		error("too many bundles: at most %d", ANALYSIS_MAX_BUNDLES);
+	else if (check_values(c) == 0)
+		return n;
+	usage_hint(c->usage);
+	return PARSE_OPT_ERROR;
 }
 
 /* Each rank of the runs on its own, the tables stacked under a "Rank" column. */
@@ -200,6 +210,8 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	if (memory_limit == 0)
 		return error("option '--memory-limit' expects a size above 0"), EXIT_USAGE;
 	ro.memory_limit = memory_limit != UINT64_MAX ? memory_limit : memory_limit_default();
+	if (c->full_names && c->format && (*c->format == OUT_CSV || *c->format == OUT_JSON))
+		*c->full_names = true;
 	if (max > MAX_RUNS)
 		max = MAX_RUNS;
 	rps = calloc((size_t)n, sizeof(*rps));
@@ -213,6 +225,8 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 			ro.memory_limit -= rps[loaded].memory < ro.memory_limit ? rps[loaded].memory
 										: ro.memory_limit - 1;
 	}
+	if (c->range && replay_range_check(rps, (size_t)n, *c->range) < 0)
+		goto out;
 	snprintf(what, sizeof(what), "'%s' reads %s", name,
 		 max == 1 ? "one run (a bundle, or the bundles of one run's ranks)" : "at most two runs");
 	nruns = replay_runs_group(rps, (size_t)n, runs, (size_t)max, what);

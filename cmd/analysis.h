@@ -61,6 +61,14 @@ enum analysis_ranks { RANKS_POOL, RANKS_SPLIT, RANKS_OWN };
 	OPT_BOOLEAN(0, "per-rank", (v),                                                       \
 		    "with the bundles of several ranks: each rank's report, not their totals")
 
+/*
+ * --full-names of the reports that print kernel names: whole signatures, not
+ * the base names a table prints by default (analyze/common.h, kernel_names).
+ */
+#define OPT_FULL_NAMES(v)                                                                     \
+	OPT_BOOLEAN(0, "full-names", (v),                                                     \
+		    "print kernel names whole, not their base names (csv and json always do)")
+
 struct analysis_cmd {
 	const char *const *usage;
 	const struct option *options;
@@ -70,6 +78,8 @@ struct analysis_cmd {
 	const int *format;            /* the OPT_FORMAT value; NULL when the command prints no report */
 	enum analysis_ranks ranks;    /* what a run of several ranks becomes (see above) */
 	const bool *per_rank;         /* --per-rank, for RANKS_POOL; or NULL */
+	/* --full-names, or NULL: set for csv and json as well, which programs read */
+	bool *full_names;
 	/* An output file option the command was given (memory's --svg): RANKS_SPLIT refuses it. */
 	const char *const *output;
 	const char *output_option;    /* its name, "--svg" */

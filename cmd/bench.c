@@ -29,6 +29,8 @@ static const char *const bench_usage[] = {
 	"steptrace bench attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>]",
 	"steptrace bench allreduce [--sizes LIST] [--dtype LIST] [--nproc N] [<options>]",
 	"steptrace bench --ddp MODE [--nproc N] [<options>]",
+	"",
+	"steptrace bench: " CMD_BENCH_HELP,
 	NULL,
 };
 
@@ -106,9 +108,7 @@ static int bench_rank(const struct rank_info *ri, struct comm *comm, void *ctx)
 	uint64_t wrong = 0;
 	int status;
 
-	if (!model_gpu_available())
-		return 1;
-	rep = report_new();
+	rep = report_new();   /* rank_main (cmd/gpu.c) found the GPU */
 	if (j->allreduce) {
 		status = allreduce_bench_run(comm, j->allreduce, rep, &wrong) ? 1 : 0;
 	} else {
@@ -168,7 +168,7 @@ static int bench_allreduce(int argc, const char **argv)
 	if (status != GPU_GO)
 		return status;
 	if (o.warmup < 0 || o.iters < 1 || o.iters > 100000)
-		return gpu_usage_error(allreduce_usage, opts, "--warmup must be 0 or more and --iters "
+		return gpu_usage_error(allreduce_usage, "--warmup must be 0 or more and --iters "
 				       "between 1 and 100000");
 	if (gpu_ranks_check(&ranks))
 		return EXIT_USAGE;
@@ -235,7 +235,7 @@ int cmd_bench(int argc, const char **argv)
 	if (gpu_ranks_check(&ranks))
 		return EXIT_USAGE;
 	if (ranks.nproc > 1 && a.ddp == ST_DDP_NONE)
-		return gpu_usage_error(bench_usage, opts, "--nproc %d runs the step data-parallel: "
+		return gpu_usage_error(bench_usage, "--nproc %d runs the step data-parallel: "
 				       "give --ddp naive, flat, overlap or bucket", ranks.nproc);
 	n = gpu_sweep_configs(&sweep, &a, &configs);
 	if (n < 0)

@@ -6,6 +6,8 @@
 static const char *const usage[] = {
 	"steptrace comm [<options>] RUN.rank0.stb RUN.rank1.stb ...",
 	"steptrace comm [<options>] FILE",
+	"",
+	"steptrace comm: " CMD_COMM_HELP,
 	NULL,
 };
 
@@ -19,7 +21,7 @@ int cmd_comm(int argc, const char **argv)
 	struct comm_opts o = { 0 };
 	int format = OUT_TABLE;
 	const struct option opts[] = {
-		OPT_POSITIVE('n', "top", &o.top, "show the N collectives with the most time"),
+		OPT_POSITIVE('n', "top", &o.top, "show the N collectives with the most time (default: all)"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count warm-up steps and work outside steps"),
 		OPT_FORMAT(&format),
 		OPT_END(),

@@ -15,6 +15,26 @@
 
 typedef int (*cmd_fn)(int argc, const char **argv);
 
+/*
+ * What each command does, in one line: `steptrace help` lists them, and
+ * each command's --help starts with its own (the usage array's
+ * description, lib/options.h).
+ */
+#define CMD_INFO_HELP    "header, footer, counts, completeness, dropped records"
+#define CMD_STEPS_HELP   "per-step wall and GPU time, mean ± std over measured steps"
+#define CMD_SUMMARY_HELP "kernel summary (Nsight's cuda_gpu_kern_sum) by kernel, op or category"
+#define CMD_RANGES_HELP  "NVTX ranges with CPU time and projected GPU time"
+#define CMD_MEMORY_HELP  "memory peaks per phase and step, breakdown at the peak, --svg"
+#define CMD_REPLAY_HELP  "the events in time order with range path and live memory"
+#define CMD_FLOPS_HELP   "per-op FLOPs, bytes, achieved rates and roofline bound"
+#define CMD_DIFF_HELP    "compare two bundles by op, range path and kernel category"
+#define CMD_EXPORT_HELP  "write the bundle for Perfetto, Chrome DevTools or SQL (perfetto, chrome, sqlite)"
+#define CMD_REPORT_HELP  "write one self-contained HTML page"
+#define CMD_COMM_HELP    "collectives of a multi-GPU run: bandwidth, hidden vs exposed, skew"
+#define CMD_BENCH_HELP   "benchmark the training step without CUPTI (sizes, contexts, precisions)"
+#define CMD_STEP_HELP    "run the training step on the GPU and check it"
+#define CMD_RECORD_HELP  "record training steps under CUPTI into a bundle"
+
 /* the program */
 int cmd_info(int argc, const char **argv);
 int cmd_steps(int argc, const char **argv);

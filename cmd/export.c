@@ -10,6 +10,8 @@
 static const char *const usage[] = {
 	"steptrace export [<options>] FILE",
 	"steptrace export [<options>] RUN.rank0.stb RUN.rank1.stb ...   (one trace, a process per rank)",
+	"",
+	"steptrace export: " CMD_EXPORT_HELP,
 	NULL,
 };
 

@@ -12,6 +12,8 @@ struct flops_cmd_opts {
 
 static const char *const usage[] = {
 	"steptrace flops [<options>] FILE",
+	"",
+	"steptrace flops: " CMD_FLOPS_HELP,
 	NULL,
 };
 
@@ -40,9 +42,9 @@ int cmd_flops(int argc, const char **argv)
 	const struct option opts[] = {
 		OPT_CHOICE(0, "by", &o.flops.by, flops_by_names,
 			   "one row per op kind summed over layers (kind) or per op (op)"),
-		OPT_STRING(0, "range", &o.flops.range, "PATH", "keep kernels under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_CHOICE(0, "phase", &o.phase, st_phase_names, "keep ops of this phase"),
-		OPT_POSITIVE('n', "top", &o.flops.top, "show the N rows with the most GPU time"),
+		OPT_STRING(0, "range", &o.flops.range, "PATH", "keep kernels under this NVTX path ('forward', 'layer.*/attn'; default: all)"),
+		OPT_CHOICE(0, "phase", &o.phase, st_phase_names, "keep ops of this phase (default: every phase)"),
+		OPT_POSITIVE('n', "top", &o.flops.top, "show the N rows with the most GPU time (default: all)"),
 		OPT_BOOLEAN(0, "include-warmup", &o.flops.include_warmup, "count warm-up steps and work outside steps"),
 		OPT_STRING(0, "svg", &o.flops.svg, "FILE", "write the roofline chart to FILE ('-': the chart alone, on stdout)"),
 		OPT_PER_RANK(&per_rank),

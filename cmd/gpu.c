@@ -8,6 +8,7 @@
 
 #include "lib/error.h"
 #include "model/comm.h"
+#include "model/model.h"
 #include "model/ranks.h"
 
 #define SWEEP_MAX_LIST 16
@@ -18,11 +19,11 @@ int gpu_parse(int argc, const char **argv, const struct option *opts, const char
 	if (argc < 0)
 		return argc == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
 	if (argc > 0)
-		return gpu_usage_error(usage, opts, "unexpected argument '%s'", argv[0]);
+		return gpu_usage_error(usage, "unexpected argument '%s'", argv[0]);
 	return GPU_GO;
 }
 
-int gpu_usage_error(const char *const usage[], const struct option *opts, const char *fmt, ...)
+int gpu_usage_error(const char *const usage[], const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -31,7 +32,7 @@ int gpu_usage_error(const char *const usage[], const struct option *opts, const 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	error("%s", msg);
-	usage_with_options(usage, opts, false);
+	usage_hint(usage);
 	return EXIT_USAGE;
 }
 
@@ -167,6 +168,9 @@ static int rank_main(const struct rank_info *given, void *p)
 	if (!ri.rendezvous[0] && rank_rendezvous_dir(&ri, rr->a->rendezvous))
 		return 1;
 	rank_env_defaults();
+	/* no GPU or no driver: the one plain line, before NCCL says it its way */
+	if (!model_gpu_available())
+		return 1;
 	comm = comm_init(&ri, rr->a->timeout_s);
 	if (!comm)
 		return 1;

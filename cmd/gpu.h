@@ -143,13 +143,13 @@ int gpu_ranks_run(const struct gpu_ranks_args *a, gpu_rank_fn body, void *ctx);
 /*
  * Parses argv against opts and refuses positional arguments. GPU_GO when
  * the command goes on, else its exit status: 0 after --help, EXIT_USAGE
- * after a usage error (reported, with the usage).
+ * after a usage error (reported in one line, and one pointing to --help).
  */
 int gpu_parse(int argc, const char **argv, const struct option *opts, const char *const usage[]);
 
-/* One error line and the usage on stderr; returns EXIT_USAGE. */
-int gpu_usage_error(const char *const usage[], const struct option *opts, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* One error line and the line pointing to --help on stderr; returns EXIT_USAGE. */
+int gpu_usage_error(const char *const usage[], const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /*
  * The configuration the model flags name (model_config_resolve), validated.

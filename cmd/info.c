@@ -5,12 +5,18 @@
 
 static const char *const usage[] = {
 	"steptrace info [<options>] FILE",
+	"",
+	"steptrace info: " CMD_INFO_HELP,
 	NULL,
 };
 
 static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
-	return info_run(rps[0], r);
+	const int *format = ctx;
+	/* the text table wraps long values (the command line, the peaks' note); the others keep them whole */
+	const struct info_opts o = { *format == OUT_TABLE ? INFO_WRAP : 0 };
+
+	return info_run(rps[0], &o, r);
 }
 
 int cmd_info(int argc, const char **argv)
@@ -21,7 +27,8 @@ int cmd_info(int argc, const char **argv)
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
-		.usage = usage, .options = opts, .bundles = 1, .format = &format, .ranks = RANKS_SPLIT, .run = run,
+		.usage = usage, .options = opts, .bundles = 1, .format = &format, .ranks = RANKS_SPLIT,
+		.run = run, .ctx = &format,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -7,6 +7,8 @@
 
 static const char *const usage[] = {
 	"steptrace memory [<options>] FILE",
+	"",
+	"steptrace memory: " CMD_MEMORY_HELP,
 	NULL,
 };
 
@@ -24,7 +26,7 @@ int cmd_memory(int argc, const char **argv)
 	struct memory_opts o = { .top = 10, .view = -1, .step = -1 };
 	int format = OUT_TABLE;
 	const struct option opts[] = {
-		OPT_POSITIVE('n', "top", &o.top, "list the N largest live blocks at the peak (default 10)"),
+		OPT_POSITIVE('n', "top", &o.top, "list the N largest live blocks at the peak (default: 10)"),
 		OPT_CHOICE(0, "view", &o.view, mem_view_short_names,
 			   "model (the allocator's categories; the default when it recorded any) or driver (cudaMalloc)"),
 		OPT_STRING(0, "svg", &o.svg, "FILE", "draw the active-memory timeline stacked by category ('-': the chart alone, on stdout)"),

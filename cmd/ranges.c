@@ -5,6 +5,8 @@
 
 static const char *const usage[] = {
 	"steptrace ranges [<options>] FILE",
+	"",
+	"steptrace ranges: " CMD_RANGES_HELP,
 	NULL,
 };
 
@@ -20,9 +22,9 @@ int cmd_ranges(int argc, const char **argv)
 	bool per_rank = false;
 	const struct option opts[] = {
 		OPT_STRING(0, "range", &o.range, "PATH",
-			   "keep ranges under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_POSITIVE('n', "top", &o.top, "show the N largest rows"),
-		OPT_POSITIVE(0, "depth", &o.depth, "keep paths of at most N components"),
+			   "keep ranges under this NVTX path ('forward', 'layer.*/attn'; default: all)"),
+		OPT_POSITIVE('n', "top", &o.top, "show the N largest rows (default: all)"),
+		OPT_POSITIVE(0, "depth", &o.depth, "keep paths of at most N components (default: any depth)"),
 		OPT_BOOLEAN(0, "include-warmup", &o.include_warmup, "count ranges of warm-up steps and outside steps"),
 		OPT_PER_RANK(&per_rank),
 		OPT_FORMAT(&format),

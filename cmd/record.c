@@ -35,6 +35,8 @@ static const char *const record_usage[] = {
 	"steptrace record attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>] -o FILE.stb",
 	"steptrace record [--step-range NAME [--warmup N]] [<options>] -o FILE.stb -- COMMAND [ARGS...]",
 	"steptrace record --ddp MODE [--nproc N] [<options>] -o FILE.stb   (FILE.rankN.stb per rank)",
+	"",
+	"steptrace record: " CMD_RECORD_HELP,
 	NULL
 };
 
@@ -81,7 +83,7 @@ static int record_attention(int argc, const char **argv, char *command_line)
 
 	status = gpu_parse(argc, argv, opts, attention_usage);
 	if (status == GPU_GO && !o.output)
-		status = gpu_usage_error(attention_usage, opts, "no output file: use -o FILE.stb");
+		status = gpu_usage_error(attention_usage, "no output file: use -o FILE.stb");
 	if (status == GPU_GO && ((n = attn_grid_configs(&g, &configs)) < 0 ||
 				 attn_bench_check(configs, (size_t)n)))
 		status = EXIT_USAGE;
@@ -148,23 +150,23 @@ static int command_start(int argc, const char **argv)
 	return 0;
 }
 
-static int record_command(int argc, const char **argv, int dd, const struct option *opts,
-			  struct launch_opts *l, const char *command_line)
+static int record_command(int argc, const char **argv, int dd, struct launch_opts *l,
+			  const char *command_line)
 {
 	const char *bad = flag_given(dd, argv, builtin_only);
 	int status;
 
 	if (bad)
-		return gpu_usage_error(record_usage, opts,
+		return gpu_usage_error(record_usage,
 				       "option '%s' is for the built-in step, not for -- COMMAND", bad);
 	if (dd + 1 >= argc)
-		return gpu_usage_error(record_usage, opts, "no command after '--'");
+		return gpu_usage_error(record_usage, "no command after '--'");
 	if (!l->output)
-		return gpu_usage_error(record_usage, opts, "no output file: use -o FILE.stb");
+		return gpu_usage_error(record_usage, "no output file: use -o FILE.stb");
 	if (l->warmup == INT_MIN)
 		l->warmup = -1;   /* the step rule's default */
 	if (l->step_range && !*l->step_range)
-		return gpu_usage_error(record_usage, opts, "--step-range needs a range name");
+		return gpu_usage_error(record_usage, "--step-range needs a range name");
 	/* datasheet peaks unless asked: calibrating takes the GPU for a second or two */
 	l->calibrate = flag_given(dd, argv, (const char *const[]){ "--calibrate", NULL }) != NULL;
 	l->command_line = command_line;
@@ -238,15 +240,15 @@ int cmd_record(int argc, const char **argv)
 		l.warmup = o.warmup;
 		l.api = (enum capture_api)api;
 		l.precision = a.precision >= 0 ? st_name(st_precision_names, a.precision) : NULL;
-		status = record_command(argc, argv, dd, opts, &l, command_line);
+		status = record_command(argc, argv, dd, &l, command_line);
 		free(command_line);
 		return status;
 	}
 	if (status == GPU_GO && flag_given(argc, argv, command_only))
-		status = gpu_usage_error(record_usage, opts, "option '%s' needs -- COMMAND",
+		status = gpu_usage_error(record_usage, "option '%s' needs -- COMMAND",
 					 flag_given(argc, argv, command_only));
 	if (status == GPU_GO && !o.output)
-		status = gpu_usage_error(record_usage, opts, "no output file: use -o FILE.stb");
+		status = gpu_usage_error(record_usage, "no output file: use -o FILE.stb");
 	if (o.warmup == INT_MIN)
 		o.warmup = 1;
 	if (a.precision < 0)
@@ -254,7 +256,7 @@ int cmd_record(int argc, const char **argv)
 	if (status == GPU_GO && (gpu_model_config(&a, &c) || gpu_ranks_check(&ranks)))
 		status = EXIT_USAGE;
 	if (status == GPU_GO && ranks.nproc > 1 && c.ddp == ST_DDP_NONE)
-		status = gpu_usage_error(record_usage, opts, "--nproc %d records a data-parallel run: "
+		status = gpu_usage_error(record_usage, "--nproc %d records a data-parallel run: "
 					 "give --ddp naive, flat, overlap or bucket", ranks.nproc);
 	if (status == GPU_GO) {
 		o.api = (enum capture_api)api;

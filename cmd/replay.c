@@ -22,6 +22,8 @@ struct replay_opts {
 static const char *const usage[] = {
 	"steptrace replay [<options>] FILE",
 	"steptrace replay --capacity SIZE [<options>] FILE",
+	"",
+	"steptrace replay: " CMD_REPLAY_HELP,
 	NULL,
 };
 
@@ -92,20 +94,22 @@ int cmd_replay(int argc, const char **argv)
 	struct replay_opts o = { .events = { .from_ms = -1, .to_ms = -1, .view = -1 } };
 	int rc;
 	const struct option opts[] = {
-		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync,tag"),
-		OPT_STRING(0, "range", &o.events.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn')"),
-		OPT_NONNEGATIVE(0, "from", &o.events.from_ms, "MS", "start at this time (ms since the bundle's first event)"),
-		OPT_NONNEGATIVE(0, "to", &o.events.to_ms, "MS", "stop after this time (ms since the bundle's first event)"),
+		OPT_STRING(0, "kind", &o.kinds, "LIST", "only these kinds: kernel,memcpy,memset,api,range,alloc,free,oom,step,overhead,sync,tag (default: all)"),
+		OPT_STRING(0, "range", &o.events.range, "PATH", "only events under this NVTX path ('forward', 'layer.*/attn'; default: all)"),
+		OPT_NONNEGATIVE(0, "from", &o.events.from_ms, "MS", "start at this time (ms since the bundle's first event; default: its start)"),
+		OPT_NONNEGATIVE(0, "to", &o.events.to_ms, "MS", "stop after this time (ms since the bundle's first event; default: its end)"),
 		OPT_SIZE(0, "capacity", &o.capacity, "replay the allocations against a device of SIZE (24GiB, 80GB)"),
 		OPT_CHOICE(0, "view", &o.events.view, mem_view_short_names,
 			   "whose allocations, frees and live memory: model (the allocator's; the default when it "
 			   "recorded any) or driver (cudaMalloc)"),
+		OPT_FULL_NAMES(&o.events.full_names),
 		OPT_FORMAT(&o.events.format),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.events.range,
-		.format = &o.events.format, .ranks = RANKS_SPLIT, .check = check, .run = run, .ctx = &o,
+		.format = &o.events.format, .ranks = RANKS_SPLIT, .full_names = &o.events.full_names,
+		.check = check, .run = run, .ctx = &o,
 	};
 
 	rc = analysis_main(&c, argc, argv);

@@ -7,6 +7,8 @@ static const char *const usage[] = {
 	"steptrace report [<options>] FILE [-o report.html]",
 	"steptrace report [<options>] A B [-o diff.html]",
 	"steptrace report [<options>] RUN.rank0.stb RUN.rank1.stb ... [-o run.html]",
+	"",
+	"steptrace report: " CMD_REPORT_HELP,
 	NULL,
 };
 

@@ -10,6 +10,8 @@
 
 static const char *const step_usage[] = {
 	"steptrace step [--model NAME | --d-model N --d-ff N --layers N --heads N] [<options>] -o OUT.safetensors",
+	"",
+	"steptrace step: " CMD_STEP_HELP,
 	NULL,
 };
 
@@ -39,7 +41,7 @@ int cmd_step(int argc, const char **argv)
 	if (status != GPU_GO)
 		return status;
 	if (!o.output)
-		return gpu_usage_error(step_usage, opts, "missing -o OUT.safetensors");
+		return gpu_usage_error(step_usage, "missing -o OUT.safetensors");
 	if (gpu_model_config(&a, &c) || !model_gpu_available())
 		return 1;
 	return step_file_run(&o, &c) ? 1 : 0;

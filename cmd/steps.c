@@ -5,6 +5,8 @@
 
 static const char *const usage[] = {
 	"steptrace steps [<options>] FILE",
+	"",
+	"steptrace steps: " CMD_STEPS_HELP,
 	NULL,
 };
 

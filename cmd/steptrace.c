@@ -16,6 +16,7 @@
 
 #include "cmd/commands.h"
 #include "lib/error.h"
+#include "lib/options.h"
 
 #ifndef STEPTRACE_VERSION
 #define STEPTRACE_VERSION "unknown"
@@ -31,20 +32,20 @@ struct cmd_struct {
 };
 
 static const struct cmd_struct commands[] = {
-	{ "info",    cmd_info,    false, "header, footer, counts, completeness, dropped records" },
-	{ "steps",   cmd_steps,   false, "per-step wall and GPU time, mean ± std over measured steps" },
-	{ "summary", cmd_summary, false, "kernel summary (Nsight's cuda_gpu_kern_sum) by kernel, op or category" },
-	{ "ranges",  cmd_ranges,  false, "NVTX ranges with CPU time and projected GPU time" },
-	{ "memory",  cmd_memory,  false, "memory peaks per phase and step, breakdown at the peak, --svg" },
-	{ "replay",  cmd_replay,  false, "the events in time order with range path and live memory" },
-	{ "flops",   cmd_flops,   false, "per-op FLOPs, bytes, achieved rates and roofline bound" },
-	{ "diff",    cmd_diff,    false, "compare two bundles by op, range path and kernel category" },
-	{ "export",  cmd_export,  false, "write the bundle for Perfetto, Chrome DevTools or SQL (perfetto, chrome, sqlite)" },
-	{ "report",  cmd_report,  false, "write one self-contained HTML page" },
-	{ "comm",    cmd_comm,    false, "collectives of a multi-GPU run: bandwidth, hidden vs exposed, skew" },
-	{ "bench",   NULL,        true,  "benchmark the training step without CUPTI (sizes, contexts, precisions)" },
-	{ "step",    NULL,        true,  "run the training step on the GPU and check it" },
-	{ "record",  NULL,        true,  "record training steps under CUPTI into a bundle" },
+	{ "info",    cmd_info,    false, CMD_INFO_HELP },
+	{ "steps",   cmd_steps,   false, CMD_STEPS_HELP },
+	{ "summary", cmd_summary, false, CMD_SUMMARY_HELP },
+	{ "ranges",  cmd_ranges,  false, CMD_RANGES_HELP },
+	{ "memory",  cmd_memory,  false, CMD_MEMORY_HELP },
+	{ "replay",  cmd_replay,  false, CMD_REPLAY_HELP },
+	{ "flops",   cmd_flops,   false, CMD_FLOPS_HELP },
+	{ "diff",    cmd_diff,    false, CMD_DIFF_HELP },
+	{ "export",  cmd_export,  false, CMD_EXPORT_HELP },
+	{ "report",  cmd_report,  false, CMD_REPORT_HELP },
+	{ "comm",    cmd_comm,    false, CMD_COMM_HELP },
+	{ "bench",   NULL,        true,  CMD_BENCH_HELP },
+	{ "step",    NULL,        true,  CMD_STEP_HELP },
+	{ "record",  NULL,        true,  CMD_RECORD_HELP },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -83,6 +84,10 @@ static void print_main_usage(FILE *f)
 	fputs("\nOther commands:\n", f);
 	fprintf(f, "   %-10s %s\n", "help", "show this list, or a command's options");
 	fprintf(f, "   %-10s %s\n", "version", "print the version");
+	fputs("\nOrder of work: record a bundle where the GPU is, then read it anywhere:\n"
+	      "  1. steptrace record -o run.stb                (or: record -o run.stb -- python3 train.py)\n"
+	      "  2. steptrace info run.stb                     then steps, summary, ranges, memory, flops\n"
+	      "  3. steptrace diff a.stb b.stb                 then report run.stb (HTML), export run.stb (Perfetto, SQL)\n", f);
 	fputs("\nSee 'steptrace help <command>' for a command's options.\n", f);
 }
 
@@ -180,7 +185,19 @@ static int finish_stdout(int status)
 
 static int unknown_command(const char *name)
 {
-	error("'%s' is not a steptrace command. See 'steptrace help'.", name);
+	const char *names[NCOMMANDS + 3], *near;
+	size_t n = 0;
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[n++] = commands[i].name;
+	names[n++] = "help";
+	names[n++] = "version";
+	names[n] = NULL;
+	near = did_you_mean(name, names);
+	if (near)
+		error("'%s' is not a steptrace command. Did you mean '%s'?", name, near);
+	else
+		error("'%s' is not a steptrace command. See 'steptrace help'.", name);
 	return EXIT_USAGE;
 }
 
@@ -231,7 +248,7 @@ int main(int argc, char **argv)
 		status = 0;
 	} else if (cmd[0] == '-') {
 		error("unknown option '%s'", cmd);
-		print_main_usage(stderr);
+		fputs("See 'steptrace --help'.\n", stderr);
 		status = EXIT_USAGE;
 	} else {
 		status = run_command(cmd, ac, av);

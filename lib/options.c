@@ -162,6 +162,70 @@ static int choice_index(const char *s, const char *const *names)
 	return -1;
 }
 
+size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), w = lb + 1, d;
+	/* the table's rows i-2, i-1 and i, in turn (the one two back is for swaps) */
+	size_t *buf = malloc(3 * w * sizeof(*buf));
+
+	if (!buf)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		buf[w + j] = j;   /* row 0 sits where row i-1 is read first */
+	for (size_t i = 1; i <= la; i++) {
+		size_t *row = buf + (i + 1) % 3 * w, *prev = buf + i % 3 * w, *prev2 = buf + (i + 2) % 3 * w;
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+
+			d = prev[j] + 1 < row[j - 1] + 1 ? prev[j] + 1 : row[j - 1] + 1;
+			d = sub < d ? sub : d;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    prev2[j - 2] + 1 < d)
+				d = prev2[j - 2] + 1;
+			row[j] = d;
+		}
+	}
+	d = buf[(la + 1) % 3 * w + lb];
+	free(buf);
+	return d;
+}
+
+const char *did_you_mean(const char *s, const char *const *names)
+{
+	size_t len = strlen(s), best = SIZE_MAX, max = len < 6 ? 1 : len < 12 ? 2 : 3;
+	const char *found = NULL;
+	int prefixed = 0, ties = 0;
+
+	if (len == 0)
+		return NULL;
+	for (int i = 0; names[i]; i++) {
+		size_t d = edit_distance(s, names[i]);
+
+		/* of two as near, the one as long ("modle": model, not mode) */
+		if (d < best || (d == best && found && strlen(found) != len && strlen(names[i]) == len)) {
+			best = d;
+			found = names[i];
+			ties = 0;
+		} else if (d == best && (!found || strlen(names[i]) == len || strlen(found) != len)) {
+			ties++;
+		}
+	}
+	if (ties)
+		found = NULL;   /* no one guess */
+	if (best <= max && found)
+		return found;
+	/* the start of exactly one name: "--include" for "--include-warmup" */
+	found = NULL;
+	for (int i = 0; names[i]; i++)
+		if (len >= 3 && strncmp(names[i], s, len) == 0) {
+			found = names[i];
+			prefixed++;
+		}
+	return prefixed == 1 ? found : NULL;
+}
+
 static int bad_value(const char *name, const char *what, const char *arg)
 {
 	return error("option '%s' expects %s, not '%s'", name, what, arg);
@@ -231,7 +295,7 @@ static bool takes_value(const struct option *o)
 }
 
 static void print_option_line(FILE *f, int short_name, const char *long_name, bool negatable,
-			      const char *argh, const char *help)
+			      const char *argh, const char *help, const char *dflt)
 {
 	int col = fprintf(f, "    ");
 
@@ -251,7 +315,10 @@ static void print_option_line(FILE *f, int short_name, const char *long_name, bo
 		fputc('\n', f);
 		col = 0;
 	}
-	fprintf(f, "%*s%s\n", USAGE_HELP_COLUMN - col, "", help);
+	fprintf(f, "%*s%s", USAGE_HELP_COLUMN - col, "", help);
+	if (dflt)
+		fprintf(f, " (default: %s)", dflt);
+	fputc('\n', f);
 }
 
 /* What the usage screen shows for an option's value: its placeholder, or the choices. */
@@ -273,26 +340,79 @@ static const char *value_name(const struct option *o, char *buf, size_t len)
 	return buf;
 }
 
-void usage_with_options(const char *const usage[], const struct option *opts, bool to_stdout)
+/*
+ * A choice's default, the name its variable held before parsing (`initial`,
+ * or the variable itself), unless the help text speaks of it already.
+ */
+static const char *choice_default(const struct option *o, const int *initial)
 {
-	FILE *f = to_stdout ? stdout : stderr;
+	int v = initial ? *initial : *(const int *)o->value, n = 0;
+
+	if (o->type != OPTION_CHOICE || !o->choices || (o->help && strstr(o->help, "default")))
+		return NULL;
+	while (o->choices[n])
+		n++;
+	return v >= 0 && v < n ? o->choices[v] : NULL;
+}
+
+/* The first usage line's command ("steptrace summary" of "steptrace summary [<options>] FILE"). */
+static int command_length(const char *line)
+{
+	const char *p = line, *end = line;
+
+	while (*p) {
+		const char *w = p;
+
+		while (*p && strchr("abcdefghijklmnopqrstuvwxyz0123456789-", *p))
+			p++;
+		if (p == w || (*p && *p != ' '))
+			break;
+		end = p;
+		while (*p == ' ')
+			p++;
+	}
+	return (int)(end - line);
+}
+
+void usage_hint(const char *const usage[])
+{
+	if (usage && usage[0])
+		fprintf(stderr, "See '%.*s --help'.\n", command_length(usage[0]), usage[0]);
+}
+
+static void print_usage(const char *const usage[], const struct option *opts, FILE *f,
+			const int *initial)
+{
 	char argh[256];
 	const struct option *o;
-	int i;
+	int i, k = 0;
 
-	for (i = 0; usage && usage[i]; i++)
+	/* the description, after an empty line of the usage, comes first */
+	for (i = 0; usage && usage[i] && *usage[i]; i++)
+		;
+	if (usage && usage[i]) {
+		for (i++; usage[i]; i++)
+			fprintf(f, "%s\n", usage[i]);
+		fputc('\n', f);
+	}
+	for (i = 0; usage && usage[i] && *usage[i]; i++)
 		fprintf(f, "%s%s\n", i == 0 ? "usage: " : "   or: ", usage[i]);
 	fputc('\n', f);
-	for (o = opts; o && o->type != OPTION_END; o++) {
+	for (o = opts; o && o->type != OPTION_END; o++, k++) {
 		if (o->type == OPTION_GROUP) {
 			fprintf(f, "\n%s\n", o->help ? o->help : "");
 			continue;
 		}
 		print_option_line(f, o->short_name, o->long_name,
 				  o->type == OPTION_BOOLEAN && o->long_name, value_name(o, argh, sizeof(argh)),
-				  o->help);
+				  o->help, choice_default(o, initial ? &initial[k] : NULL));
 	}
-	print_option_line(f, 'h', "help", false, NULL, "show this help");
+	print_option_line(f, 'h', "help", false, NULL, "show this help", NULL);
+}
+
+void usage_with_options(const char *const usage[], const struct option *opts, bool to_stdout)
+{
+	print_usage(usage, opts, to_stdout ? stdout : stderr, NULL);
 }
 
 /* ---- parsing ---- */
@@ -300,6 +420,8 @@ void usage_with_options(const char *const usage[], const struct option *opts, bo
 struct parse_state {
 	const struct option *opts;
 	const char *const *usage;
+	bool *given;          /* per option: a value was given (a string takes one) */
+	int *initial;         /* per option: a choice's value before parsing, for the help's defaults */
 };
 
 /* Formats how the user spelled an option, for messages. */
@@ -370,6 +492,56 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 	return 0;
 }
 
+/*
+ * A string (a pattern, a path, a list) is given once: a second would drop
+ * the first unseen, so it is refused. A number or a choice given again
+ * counts as the last one said (a wrapper's default, overridden).
+ */
+static int take_value(const struct parse_state *ps, const struct option *o, const char *arg,
+		      const char *name)
+{
+	bool *given = &ps->given[o - ps->opts];
+	char buf[128];
+
+	if (*given && o->type == OPTION_STRING)
+		return error("option '%s' given twice", option_spelling(o, false, buf, sizeof(buf)));
+	*given = true;
+	return assign_value(o, arg, name);
+}
+
+/* The long names of the table, "help" included, NULL-terminated; NULL when out of memory. */
+static const char **long_names(const struct option *opts)
+{
+	size_t n = 0, k = 0;
+	const char **v;
+
+	while (opts[n].type != OPTION_END)
+		n++;
+	v = calloc(n + 2, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (opts[i].long_name)
+			v[k++] = opts[i].long_name;
+	v[k] = "help";
+	return v;
+}
+
+static int unknown_long(const struct option *opts, const char *arg, size_t len)
+{
+	const char **names = long_names(opts);
+	char *typed = strndup(arg, len);
+	const char *near = names && typed ? did_you_mean(typed, names) : NULL;
+
+	if (near)
+		error("unknown option '--%.*s'. Did you mean '--%s'?", (int)len, arg, near);
+	else
+		error("unknown option '--%.*s'", (int)len, arg);
+	free(names);
+	free(typed);
+	return PARSE_OPT_ERROR;
+}
+
 static const struct option *find_long(const struct option *opts, const char *name, size_t len,
 				      bool *negated)
 {
@@ -420,8 +592,7 @@ static int parse_long(const struct parse_state *ps, int argc, const char **argv,
 	if (!o) {
 		if (len == 4 && strncmp(arg, "help", 4) == 0 && !eq)
 			return PARSE_OPT_HELP;
-		error("unknown option '--%.*s'", (int)len, arg);
-		return PARSE_OPT_ERROR;
+		return unknown_long(ps->opts, arg, len);
 	}
 	snprintf(name, sizeof(name), "--%.*s", (int)len, arg);
 	if (o->type == OPTION_BOOLEAN) {
@@ -433,13 +604,13 @@ static int parse_long(const struct parse_state *ps, int argc, const char **argv,
 		return 0;
 	}
 	if (eq)
-		return assign_value(o, eq + 1, name) < 0 ? PARSE_OPT_ERROR : 0;
+		return take_value(ps, o, eq + 1, name) < 0 ? PARSE_OPT_ERROR : 0;
 	if (*i + 1 >= argc) {
 		error("option '%s' requires a value", name);
 		return PARSE_OPT_ERROR;
 	}
 	*i += 1;
-	return assign_value(o, argv[*i], name) < 0 ? PARSE_OPT_ERROR : 0;
+	return take_value(ps, o, argv[*i], name) < 0 ? PARSE_OPT_ERROR : 0;
 }
 
 /* Handles argv[*i], one or more short options after "-" ("-v", "-vq", "-oFILE", "-o FILE"). */
@@ -463,13 +634,13 @@ static int parse_short(const struct parse_state *ps, int argc, const char **argv
 			continue;
 		}
 		if (p[1])
-			return assign_value(o, p + 1, name) < 0 ? PARSE_OPT_ERROR : 0;
+			return take_value(ps, o, p + 1, name) < 0 ? PARSE_OPT_ERROR : 0;
 		if (*i + 1 >= argc) {
 			error("option '%s' requires a value", name);
 			return PARSE_OPT_ERROR;
 		}
 		*i += 1;
-		return assign_value(o, argv[*i], name) < 0 ? PARSE_OPT_ERROR : 0;
+		return take_value(ps, o, argv[*i], name) < 0 ? PARSE_OPT_ERROR : 0;
 	}
 	return 0;
 }
@@ -477,9 +648,23 @@ static int parse_short(const struct parse_state *ps, int argc, const char **argv
 int parse_options(int argc, const char **argv, const struct option *opts,
 		  const char *const usage[])
 {
-	struct parse_state ps = { opts, usage };
+	struct parse_state ps = { opts, usage, NULL, NULL };
 	int i, npos = 0, rc = 0;
+	size_t n = 0;
 
+	while (opts[n].type != OPTION_END)
+		n++;
+	ps.given = calloc(n + 1, sizeof(*ps.given));
+	ps.initial = calloc(n + 1, sizeof(*ps.initial));
+	if (!ps.given || !ps.initial) {
+		free(ps.given);
+		free(ps.initial);
+		error("out of memory");
+		return PARSE_OPT_ERROR;
+	}
+	for (size_t k = 0; k < n; k++)
+		if (opts[k].type == OPTION_CHOICE)
+			ps.initial[k] = *(const int *)opts[k].value;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -495,14 +680,19 @@ int parse_options(int argc, const char **argv, const struct option *opts,
 		else
 			argv[npos++] = a;   /* npos < i: never overwrites what is still to read */
 		if (rc == PARSE_OPT_HELP) {
-			usage_with_options(usage, opts, true);
-			return PARSE_OPT_HELP;
+			print_usage(usage, opts, stdout, ps.initial);
+			break;
 		}
 		if (rc < 0) {
-			usage_with_options(usage, opts, false);
-			return PARSE_OPT_ERROR;
+			usage_hint(usage);
+			rc = PARSE_OPT_ERROR;
+			break;
 		}
 	}
+	free(ps.given);
+	free(ps.initial);
+	if (rc < 0)
+		return rc;
 	if (npos < argc)
 		argv[npos] = NULL;
 	return npos;

@@ -13,9 +13,23 @@
  *   if (argc < 0) return argc == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
  *
  * On return argv[0..argc-1] are the positional arguments (command name
- * dropped). Unknown options, missing or malformed values print one error
- * line plus the usage and return PARSE_OPT_ERROR; --help / -h prints the
- * usage to stdout and returns PARSE_OPT_HELP.
+ * dropped). Unknown options (with git's "Did you mean '--top'?" when one is
+ * near), missing, malformed or repeated values print one error line and one
+ * line pointing to --help ("See 'steptrace summary --help'.") and return
+ * PARSE_OPT_ERROR; --help / -h prints the usage to stdout and returns
+ * PARSE_OPT_HELP.
+ *
+ * A string option (a pattern, a path, a list: OPT_STRING) takes one value:
+ * given twice ("--range a --range b", "-o a -o b") it is an error ("option
+ * '--range' given twice"), never a silent choice of one. Numbers, sizes,
+ * choices and booleans may repeat, the last one counting (a wrapper's
+ * --top 20 overridden by --top 5; --x --no-x).
+ *
+ * The usage array: its usage lines, then optionally an empty string and
+ * description lines, which the help prints first:
+ *   { "steptrace summary [<options>] FILE", "", "steptrace summary: the kernel summary ...", NULL }
+ * The help shows each choice's default (the name its variable holds before
+ * parsing) unless the option's help text speaks of its default itself.
  *
  * Every malformed value gets the same line: "option '--by' expects kernel,
  * op or category, not 'x'". One rule per kind of value, in the type: a
@@ -81,6 +95,18 @@ struct option {
 int parse_options(int argc, const char **argv, const struct option *opts,
 		  const char *const usage[]);
 void usage_with_options(const char *const usage[], const struct option *opts, bool to_stdout);
+/* The line after a usage error's: "See 'steptrace summary --help'." on stderr. */
+void usage_hint(const char *const usage[]);
+
+/* Edit distance, an adjacent swap counting one ("tpo" is 1 from "top"). SIZE_MAX when out of memory. */
+size_t edit_distance(const char *a, const char *b);
+/*
+ * For "Did you mean": the one name of `names` (NULL-terminated) near enough
+ * to `s` to be a typo of it (1 edit in a short word, 2 or 3 in longer
+ * ones), or the one name `s` begins (3 characters at least); NULL when none
+ * or several are.
+ */
+const char *did_you_mean(const char *s, const char *const *names);
 
 /*
  * `s` as an index into `names` (NULL-terminated), for list items and other

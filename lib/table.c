@@ -34,6 +34,8 @@ struct column {
 	enum column_type type;
 	int precision;
 	size_t max_width;       /* text format: longer cells are cut to this; 0: none */
+	bool elastic;           /* text format: cut in the middle so the table fits TABLE_TEXT_WIDTH */
+	bool hide_empty;        /* text format: left out when no row has a value in it */
 };
 
 struct table {
@@ -167,6 +169,8 @@ void table_add_column(struct table *t, const char *name, enum column_type type, 
 	t->cols[t->ncols].type = type;
 	t->cols[t->ncols].precision = precision < 0 ? 0 : precision > 17 ? 17 : precision;
 	t->cols[t->ncols].max_width = 0;
+	t->cols[t->ncols].elastic = false;
+	t->cols[t->ncols].hide_empty = false;
 	t->ncols++;
 }
 
@@ -174,6 +178,18 @@ void table_column_max_width(struct table *t, size_t width)
 {
 	if (t->ncols)
 		t->cols[t->ncols - 1].max_width = width < 4 ? 4 : width > CLIP_MAX ? CLIP_MAX : width;
+}
+
+void table_column_elastic(struct table *t)
+{
+	if (t->ncols)
+		t->cols[t->ncols - 1].elastic = true;
+}
+
+void table_column_hide_empty(struct table *t)
+{
+	if (t->ncols)
+		t->cols[t->ncols - 1].hide_empty = true;
 }
 
 void table_optional(struct table *t)
@@ -454,9 +470,73 @@ static const char *clip(const struct column *c, const char *s, char *buf)
 	return buf;
 }
 
+/*
+ * s cut in the middle to `width` characters, "..." where the cut is, whole
+ * code points kept at both ends: a range path keeps its root and, longer,
+ * its leaf.
+ */
+static const char *clip_middle(const char *s, size_t width, char *buf, size_t len)
+{
+	size_t w = text_width(s), head, tail, i = 0, j, k = 0;
+
+	if (w <= width || width < 8)
+		return s;
+	head = (width - 3) / 3;   /* the leaf names the row: it keeps two thirds */
+	tail = width - 3 - head;
+	for (; s[i] && k < head; k++)   /* i: the byte after `head` code points */
+		for (i++; ((unsigned char)s[i] & 0xC0) == 0x80; i++)
+			;
+	j = strlen(s);
+	for (k = 0; j > i && k < tail; k++)   /* j: the byte `tail` code points from the end */
+		while (j > i && ((unsigned char)s[--j] & 0xC0) == 0x80)
+			;
+	if (i + 3 + strlen(s + j) + 1 > len)
+		return s;
+	memcpy(buf, s, i);
+	memcpy(buf + i, "...", 3);
+	memcpy(buf + i + 3, s + j, strlen(s + j) + 1);
+	return buf;
+}
+
 static bool column_is_numeric(const struct column *c)
 {
 	return c->type != COL_STR;
+}
+
+/*
+ * A note for people: lines of at most `width` characters, broken between
+ * words, continued indented by two spaces; a word wider than a line stays
+ * whole. Characters are counted as bytes, except UTF-8 continuation bytes.
+ * A note that fits, has lines of its own or starts indented is printed as
+ * it is.
+ */
+static void print_wrapped(FILE *out, const char *s, size_t width)
+{
+	size_t col = 0, indent = 0;
+
+	if (strlen(s) <= width || strchr(s, '\n') || s[0] == ' ') {   /* short, or laid out already */
+		fprintf(out, "%s\n", s);
+		return;
+	}
+	while (*s) {
+		size_t wlen = strcspn(s, " "), cols = 0;
+
+		for (size_t k = 0; k < wlen; k++)
+			cols += ((unsigned char)s[k] & 0xC0) != 0x80;
+		if (col > indent && col + 1 + cols > width) {
+			fputs("\n  ", out);
+			col = indent = 2;
+		} else if (col > indent) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(s, 1, wlen, out);
+		col += cols;
+		s += wlen;
+		while (*s == ' ')
+			s++;
+	}
+	fputc('\n', out);
 }
 
 /* ---- text ---- */
@@ -506,42 +586,92 @@ static void line_flush(struct line *l, FILE *out)
 	l->len = 0;
 }
 
-static void print_text(const struct table *t, FILE *out)
+/* The text of cell (r, c) as the text format prints it, before an elastic column's cut. */
+static const char *text_cell(const struct table *t, size_t r, size_t c, char *buf, size_t len, char *cut)
+{
+	return clip(&t->cols[c], format_cell(t, c, cell_at(t, r, c), true, buf, len), cut);
+}
+
+/* Prints t aligned; whether an elastic column's cell was cut. */
+static bool print_text(const struct table *t, FILE *out)
 {
 	size_t *width = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*width));
 	struct line l = { NULL, 0, 0 };
-	char buf[96], cut[4 * CLIP_MAX + 4];
-	size_t r, c;
+	char buf[96], cut[4 * CLIP_MAX + 4], *mid = NULL;
+	size_t r, c, total = 0, elastic_min = 0;
+	bool cut_any = false, started = false, *hidden = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*hidden));
 
+	for (c = 0; c < t->ncols; c++) {
+		hidden[c] = t->cols[c].hide_empty;
+		for (r = 0; r < t->nrows && hidden[c]; r++)
+			hidden[c] = cell_at(t, r, c)->kind == CELL_EMPTY;
+	}
 	for (c = 0; c < t->ncols; c++) {
 		width[c] = text_width(t->cols[c].name);
 		for (r = 0; r < t->nrows; r++) {
-			size_t w = text_width(clip(&t->cols[c], format_cell(t, c, cell_at(t, r, c), true, buf,
-									    sizeof(buf)), cut));
+			size_t w = text_width(text_cell(t, r, c, buf, sizeof(buf), cut));
 			if (w > width[c])
 				width[c] = w;
 		}
+		if (!hidden[c])
+			total += width[c] + (total ? 2 : 0);
+	}
+	/* Elastic columns give up width, evenly, down to 24 characters each, until the table fits. */
+	for (c = 0; c < t->ncols; c++)
+		if (t->cols[c].elastic)
+			elastic_min += width[c] < 24 ? width[c] : 24;
+	while (total > TABLE_TEXT_WIDTH && elastic_min) {
+		size_t widest = t->ncols;
+
+		for (c = 0; c < t->ncols; c++)
+			if (t->cols[c].elastic && width[c] > 24 && width[c] > text_width(t->cols[c].name) &&
+			    (widest == t->ncols || width[c] > width[widest]))
+				widest = c;
+		if (widest == t->ncols)
+			break;
+		width[widest]--;
+		total--;
 	}
 	if (t->title)
 		fprintf(out, "%s\n\n", t->title);
 	for (c = 0; c < t->ncols; c++)
-		line_cell(&l, c, t->cols[c].name, width[c], column_is_numeric(&t->cols[c]));
+		if (!hidden[c])
+			line_cell(&l, l.len, t->cols[c].name, width[c], column_is_numeric(&t->cols[c]));
 	line_flush(&l, out);
 	for (c = 0; c < t->ncols; c++) {
-		if (c)
+		if (hidden[c])
+			continue;
+		if (l.len)
 			line_repeat(&l, ' ', 2);
 		line_repeat(&l, '-', width[c]);
 	}
 	line_flush(&l, out);
 	for (r = 0; r < t->nrows; r++) {
-		for (c = 0; c < t->ncols; c++)
-			line_cell(&l, c, clip(&t->cols[c], format_cell(t, c, cell_at(t, r, c), true, buf, sizeof(buf)),
-					      cut),
-				  width[c], column_is_numeric(&t->cols[c]));
+		for (c = 0; c < t->ncols; c++) {
+			const char *s = text_cell(t, r, c, buf, sizeof(buf), cut);
+			bool first = !started;
+
+			if (hidden[c])
+				continue;
+			started = true;
+
+			if (t->cols[c].elastic && text_width(s) > width[c]) {
+				size_t need = strlen(s) + 4;
+
+				mid = xrealloc(mid, need);
+				s = clip_middle(s, width[c], mid, need);
+				cut_any = true;
+			}
+			line_cell(&l, !first, s, width[c], column_is_numeric(&t->cols[c]));
+		}
+		started = false;
 		line_flush(&l, out);
 	}
+	free(mid);
 	free(l.buf);
 	free(width);
+	free(hidden);
+	return cut_any;
 }
 
 /* ---- csv ---- */
@@ -871,6 +1001,7 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 {
 	const struct table *t;
 	size_t i, ntables = report_table_count(r);
+	bool cut = false;
 
 	errno = 0;
 	if (f == OUT_JSON) {
@@ -901,12 +1032,12 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 				print_md(t, out);
 				break;
 			default:
-				print_text(t, out);
+				cut |= print_text(t, out);
 				break;
 			}
 		}
 		/* CSV is the table alone: what the table format says after it goes to stderr */
-		if (r->nnotes && ntables && f != OUT_CSV)
+		if ((r->nnotes || cut) && ntables && f != OUT_CSV)
 			fputc('\n', out);
 		for (i = 0; i < r->nnotes; i++) {
 			if (f == OUT_CSV)
@@ -914,8 +1045,11 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 			else if (f == OUT_MD)
 				fprintf(out, "- %s\n", r->notes[i]);
 			else
-				fprintf(out, "%s\n", r->notes[i]);
+				print_wrapped(out, r->notes[i], TABLE_TEXT_WIDTH);
 		}
+		if (cut)
+			fprintf(out, "names cut in the middle (...) to fit %d columns; --format md, csv or json prints them whole\n",
+				TABLE_TEXT_WIDTH);
 	}
 	if (fflush(out) != 0 || ferror(out))
 		return write_failed(out);

@@ -44,6 +44,8 @@ struct report *report_new(void);
 struct table *report_add_table(struct report *r, const char *name, const char *title);
 /* A free-text line printed after the tables (printf-style). */
 void report_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The table format's notes are wrapped between words to this many columns. */
+#define TABLE_TEXT_WIDTH 160
 /* 0, or -1 after one line naming the write error ("cannot write to standard output: ..."). */
 int report_print(const struct report *r, enum out_format f, FILE *out);
 void report_free(struct report *r);
@@ -64,6 +66,19 @@ void table_add_column(struct table *t, const char *name, enum column_type type, 
  * kernel names beside other columns.
  */
 void table_column_max_width(struct table *t, size_t width);
+/*
+ * The last column added (a path, a name) gives up width in the text format
+ * when the table is wider than TABLE_TEXT_WIDTH: its cells are cut in the
+ * middle ("..."), keeping both ends, down to 24 characters. csv, json and md
+ * keep every cell whole.
+ */
+void table_column_elastic(struct table *t);
+/*
+ * The last column added is left out of the text format when no row has a
+ * value in it (flops' dtypes on a bundle without them); csv, json and md
+ * keep it, so their columns do not depend on the bundle.
+ */
+void table_column_hide_empty(struct table *t);
 /*
  * A table a report makes for every bundle but that often has no rows
  * (memory's never-freed blocks): without rows it is left out of the table,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/options.h"
 
 int range_pattern_compile(struct range_pattern *p, const char *pattern)
 {
@@ -232,4 +233,208 @@ void replay_filter_release(struct replay_filter *f)
 	free(f->path_ok);
 	free(f->op_ok);
 	memset(f, 0, sizeof(*f));
+}
+
+/* ---- a pattern that keeps nothing ---------------------------------------- */
+
+/* A suggestion for a pattern that matched nothing: what to type, and how far it is. */
+struct near_path {
+	char *text;
+	size_t cost;
+};
+
+#define NEAR_MAX 5
+
+/* How far component c[0..len) is from the glob: 0 when it matches, else the edits. */
+static size_t component_cost(const char *glob, const char *c, size_t len)
+{
+	char *s;
+	size_t d;
+
+	if (glob_match(glob, c, len))
+		return 0;
+	s = strndup(c, len);
+	d = s ? edit_distance(glob, s) : SIZE_MAX;
+	free(s);
+	return d;
+}
+
+static int cmp_near(const void *x, const void *y)
+{
+	const struct near_path *a = x, *b = y;
+
+	if (a->cost != b->cost)
+		return a->cost < b->cost ? -1 : 1;
+	return strcmp(a->text, b->text);
+}
+
+/* Keeps (text, cost) when among the NEAR_MAX nearest of near[0..*n), sorted, no text twice; owns text. */
+static void keep_near(struct near_path *near, size_t *n, char *text, size_t cost)
+{
+	struct near_path c = { text, cost };
+
+	for (size_t k = 0; k < *n; k++)
+		if (!strcmp(near[k].text, text)) {
+			if (cost < near[k].cost)
+				near[k].cost = cost;
+			free(text);
+			goto sort;
+		}
+	if (*n < NEAR_MAX) {
+		near[(*n)++] = c;
+	} else if (cmp_near(&c, &near[NEAR_MAX - 1]) < 0) {
+		free(near[NEAR_MAX - 1].text);
+		near[NEAR_MAX - 1] = c;
+	} else {
+		free(text);
+	}
+sort:
+	qsort(near, *n, sizeof(*near), cmp_near);
+}
+
+/*
+ * Offers each run of `path`'s components as long as the pattern (the first
+ * only when it is anchored) as a suggestion: the components its glob
+ * matches as the user typed them, the others as the path has them; its cost
+ * is the edits of those others.
+ */
+static int offer_path(const struct range_pattern *p, const char *path, struct near_path *near, size_t *n)
+{
+	size_t m = 1, k = (size_t)p->n;
+	const char **comp;
+	size_t *len;
+	const char *s;
+
+	for (s = path; (s = strchr(s, '/')); s++)
+		m++;
+	comp = malloc(m * sizeof(*comp));
+	len = malloc(m * sizeof(*len));
+	if (!comp || !len) {
+		free(comp);
+		free(len);
+		return error("out of memory");
+	}
+	m = 0;
+	for (s = path;; s++) {
+		const char *slash = strchr(s, '/');
+
+		comp[m] = s;
+		len[m++] = slash ? (size_t)(slash - s) : strlen(s);
+		if (!slash)
+			break;
+		s = slash;
+	}
+	for (size_t at = 0; at + k <= m && (at == 0 || !p->anchored); at++) {
+		size_t cost = 0, size = 2;
+		char *text, *t;
+
+		for (size_t i = 0; i < k; i++) {
+			size_t d = component_cost(p->comp[i], comp[at + i], len[at + i]);
+
+			cost = cost + d < cost ? SIZE_MAX : cost + d;
+			size += (d ? len[at + i] : strlen(p->comp[i])) + 1;
+		}
+		text = t = malloc(size);
+		if (!text) {
+			free(comp);
+			free(len);
+			return error("out of memory");
+		}
+		if (p->anchored)
+			*t++ = '/';
+		for (size_t i = 0; i < k; i++) {
+			bool typed = component_cost(p->comp[i], comp[at + i], len[at + i]) == 0;
+			size_t l = typed ? strlen(p->comp[i]) : len[at + i];
+
+			memcpy(t, typed ? p->comp[i] : comp[at + i], l);
+			t += l;
+			*t++ = '/';
+		}
+		t[-1] = '\0';
+		keep_near(near, n, text, cost);
+	}
+	free(comp);
+	free(len);
+	return 0;
+}
+
+/* Does the filter keep anything of rp: a range path, or, in a bundle without ranges, an op's path? */
+static bool filter_keeps_any(const struct replay_filter *f, const struct replay *rp)
+{
+	if (f->all)
+		return true;
+	if (rp->n_ranges == 0) {
+		for (size_t i = 0; i < rp->n_ops; i++)
+			if (f->op_ok[i])
+				return true;
+		return false;
+	}
+	for (size_t i = 0; i < rp->n_paths; i++)
+		if (f->path_ok[i])
+			return true;
+	return false;
+}
+
+/* The suggestions from one replay's paths (its ops' paths when it has no ranges). */
+static int offer_replay(const struct range_pattern *p, const struct replay *rp, struct near_path *near,
+			size_t *n)
+{
+	if (rp->n_ranges == 0) {
+		for (size_t i = 0; i < rp->n_ops; i++)
+			if (offer_path(p, replay_str(rp, rp->ops[i].path), near, n) < 0)
+				return -1;
+		return 0;
+	}
+	for (size_t i = 0; i < rp->n_paths; i++)
+		if (offer_path(p, replay_path_str(rp, (uint32_t)i), near, n) < 0)
+			return -1;
+	return 0;
+}
+
+int replay_range_check(const struct replay *rps, size_t n_rps, const char *pattern)
+{
+	struct near_path near[NEAR_MAX];
+	struct range_pattern p;
+	char list[1024];
+	size_t n = 0, used = 0;
+	int rc = -1;
+
+	if (!pattern)
+		return 0;
+	for (size_t i = 0; i < n_rps; i++) {
+		struct replay_filter f;
+		bool any;
+
+		if (replay_filter_init(&f, &rps[i], pattern) < 0)
+			return -1;
+		any = filter_keeps_any(&f, &rps[i]);
+		replay_filter_release(&f);
+		if (any)
+			return 0;
+	}
+	if (range_pattern_compile(&p, pattern) < 0)
+		return -1;
+	for (size_t i = 0; i < n_rps; i++)
+		if (offer_replay(&p, &rps[i], near, &n) < 0)
+			goto out;
+	list[0] = '\0';
+	/* the nearest, and those about as near: not five names far from it */
+	for (size_t k = 0; k < n && used < sizeof(list) && near[k].cost <= near[0].cost + 2; k++) {
+		int w = snprintf(list + used, sizeof(list) - used, "%s'%s'", k ? ", " : "", near[k].text);
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	if (n)
+		error("--range '%s' matches no range path%s; the nearest: %s", pattern,
+		      n_rps > 1 ? " in the bundles given" : "", list);
+	else
+		error("--range '%s' matches no range path: %s", pattern,
+		      n_rps > 1 ? "the bundles given have no NVTX ranges" : "the bundle has no NVTX ranges");
+out:
+	for (size_t k = 0; k < n; k++)
+		free(near[k].text);
+	range_pattern_release(&p);
+	return rc;
 }

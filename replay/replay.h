@@ -429,6 +429,16 @@ bool replay_filter_activity(const struct replay_filter *f, const struct replay *
 bool replay_filter_range(const struct replay_filter *f, const struct replay_range *r);
 void replay_filter_release(struct replay_filter *f);
 
+/*
+ * A --range pattern must keep something: 0 when it matches a path of any
+ * of the n replays (an op's path in one without ranges; a NULL pattern
+ * keeps everything), else -1 after one error line naming the nearest
+ * existing paths: up to 5 about as near as the nearest, by the edits of
+ * the components the pattern does not match, those it matches as typed
+ * ("--range 'forwrd' matches no range path; the nearest: 'forward'").
+ */
+int replay_range_check(const struct replay *rps, size_t n, const char *pattern);
+
 /* ---- helpers --------------------------------------------------------- */
 
 /*

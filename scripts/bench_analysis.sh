@@ -18,7 +18,7 @@ command -v taskset >/dev/null && pin="taskset -c 0,1"
 
 $gen bench --events "$kernels" -o "$dir/bench.stb"
 bytes=$(stat -c %s "$dir/bench.stb")
-events=$($st info "$dir/bench.stb" --format csv | sed -n 's/^events,//p')
+events=$($st info "$dir/bench.stb" --format csv --section footer | sed -n 's/^events,//p')
 echo "bundle: $kernels kernels, $events events, $bytes bytes on disk, $(awk "BEGIN{printf \"%.2f\", $bytes/$events}") bytes/event"
 
 run() {

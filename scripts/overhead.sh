@@ -42,7 +42,7 @@ record() {  # model precision round variant [extra record flags...]
 	STEPTRACE_CUPTI_OFF=$off $st record --model $m --ctx 512 --precision $p --mode train \
 		--warmup 3 --steps $steps --no-calibrate $kernels "$@" -o "$out/ovh.stb" >/dev/null 2>"$out/ovh.log" ||
 		{ echo "record $m $p $v failed:"; cat "$out/ovh.log"; }
-	csv=$($st steps "$out/ovh.stb" --format csv)
+	csv=$($st steps "$out/ovh.stb" --format csv --section stats)
 	ev=$($st info "$out/ovh.stb" | awk '$1=="events"{print $2; exit}')
 	echo "$m,$p,$v,$r,$(echo "$csv" | col Steps "Wall Med (ms)"),$(echo "$csv" | col Steps "Wall Mean (ms)"),$(echo "$csv" | col Steps "GPU Busy Mean (ms)"),,$ev" >> "$runs"
 }

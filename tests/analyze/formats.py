@@ -131,7 +131,7 @@ def single(bundles):
     for f in bundles:
         for args in (["info"], ["steps"], ["steps", "--include-warmup"], ["summary"],
                      ["summary", "--by", "op", "--top", "3"], ["summary", "--by", "category", "--all"],
-                     ["summary", "--per-step", "--include-warmup"], ["summary", "--range", "no/such/range"],
+                     ["summary", "--per-step", "--include-warmup"], ["summary", "--range", "forward"],
                      ["ranges"], ["ranges", "--depth", "2"], ["memory"], ["memory", "--view", "driver"],
                      ["flops"], ["flops", "--by", "op", "--top", "5"], ["flops", "--phase", "forward"],
                      ["replay", "--capacity", "1GiB"], ["replay", "--capacity", "1KiB"]):

@@ -1,9 +1,10 @@
 #!/bin/sh
 # gpu_command.sh STEPTRACE [gpu-part|no-gpu-part]: on a machine without a
-# GPU, `steptrace bench`, `record` and `step` fail plainly: exit 1 and
-# exactly one line on stderr, either "needs a GPU build" (no
-# libsteptrace_gpu.so) or "no NVIDIA GPU found (the CUDA reason)"; a build
-# without the GPU part says just that; record and step write nothing.
+# GPU, `steptrace bench` (and its attention and allreduce benchmarks),
+# `record` and `step` fail plainly: exit 1 and exactly one line on stderr,
+# either "needs a GPU build" (no libsteptrace_gpu.so) or "no NVIDIA GPU
+# found (the CUDA reason)" (bench allreduce: or "built without NCCL"); a
+# build without the GPU part says just that; record and step write nothing.
 # Skipped (77) where a GPU is present and the build has its GPU part, since
 # they would then really run.
 set -u
@@ -18,7 +19,7 @@ if ! "$st" help | grep -q '^   bench '; then
 	exit 77
 fi
 . "$(dirname "$0")/../lib/check.sh"
-for c in bench "record -o $tmp/r.stb" "step -o $tmp/s.safetensors"; do
+for c in bench "bench attention" "bench allreduce" "record -o $tmp/r.stb" "step -o $tmp/s.safetensors"; do
 	# The CUDA runtime's own allocations at a failed init are not ours to find.
 	# shellcheck disable=SC2086
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
@@ -30,7 +31,7 @@ for c in bench "record -o $tmp/r.stb" "step -o $tmp/s.safetensors"; do
 		[ "$(cat "$tmp/err")" = "error: '${c%% *}' needs the GPU part of steptrace, and this build has none (configured without CUDA)" ] ||
 			fail "$c: a build without the GPU part does not say so: $(cat "$tmp/err")"
 	else
-		grep -Eq "^error: ('${c%% *}' needs a GPU build of steptrace: .+|no NVIDIA GPU found \(.+\))$" "$tmp/err" ||
+		grep -Eq "^error: ('${c%% *}' needs a GPU build of steptrace: .+|no NVIDIA GPU found \(.+\)|this steptrace was built without NCCL .+)$" "$tmp/err" ||
 			fail "$c: the line does not say the GPU is missing: $(cat "$tmp/err")"
 	fi
 done

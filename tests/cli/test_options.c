@@ -57,19 +57,18 @@ static int parse(const char **argv, char **out, char **err)
 	return rc;
 }
 
-/* Expects PARSE_OPT_ERROR with exactly `line` first on stderr, the usage after it, nothing on stdout. */
+/*
+ * Expects PARSE_OPT_ERROR with exactly `line` on stderr and one line after
+ * it pointing to --help (not the usage), nothing on stdout.
+ */
 static void expect_error(const char **argv, const char *line)
 {
-	char *out, *err;
+	char *out, *err, want[512];
 	int rc = parse(argv, &out, &err);
-	size_t n = strlen(line);
 
 	CHECK(rc == PARSE_OPT_ERROR);
-	CHECK(strncmp(err, line, n) == 0 && err[n] == '\n');
-	if (strncmp(err, line, n) != 0)
-		fprintf(stderr, "  wanted '%s', got: %.*s\n", line, (int)strcspn(err, "\n"), err);
-	CHECK(strstr(err + n, "\nusage: steptrace test [<options>] FILE...\n") == err + n);
-	CHECK(strstr(err + n, "error:") == NULL);
+	snprintf(want, sizeof(want), "%s\nSee 'steptrace test --help'.\n", line);
+	CHECK_STR(err, want);
 	CHECK(*out == '\0');
 	free(out);
 	free(err);
@@ -168,6 +167,58 @@ static void test_errors(void)
 	expect_error(a12, "error: option '--top' expects an integer, not ''");
 }
 
+/* git's "Did you mean": a near long name, or the one it begins; none when two are as near. */
+static void test_did_you_mean(void)
+{
+	const char *a1[] = { "test", "--tpo", "3", NULL };
+	const char *a2[] = { "test", "--outptu", "x", NULL };
+	const char *a3[] = { "test", "--verbos", NULL };
+	const char *a4[] = { "test", "--capa", "1", NULL };
+	const char *a5[] = { "test", "--zzz", NULL };
+	const char *a6[] = { "test", "--hlep", NULL };
+	static const char *const modes[] = { "model", "mode", "modes", NULL };
+
+	expect_error(a1, "error: unknown option '--tpo'. Did you mean '--top'?");
+	expect_error(a2, "error: unknown option '--outptu'. Did you mean '--output'?");
+	expect_error(a3, "error: unknown option '--verbos'. Did you mean '--verbose'?");
+	expect_error(a4, "error: unknown option '--capa'. Did you mean '--capacity'?");
+	expect_error(a5, "error: unknown option '--zzz'");
+	expect_error(a6, "error: unknown option '--hlep'. Did you mean '--help'?");
+
+	CHECK(edit_distance("", "") == 0);
+	CHECK(edit_distance("top", "") == 3);
+	CHECK(edit_distance("", "top") == 3);
+	CHECK(edit_distance("tpo", "top") == 1);
+	CHECK(edit_distance("sumary", "summary") == 1);
+	CHECK(edit_distance("kitten", "sitting") == 3);
+	CHECK(edit_distance("ca", "abc") == 3);   /* a swap, then no edit of the swapped pair */
+	CHECK_STR(did_you_mean("sumary", (const char *const[]){ "info", "summary", "steps", NULL }), "summary");
+	CHECK_STR(did_you_mean("modle", modes), "model");      /* as near as mode, and as long */
+	CHECK_STR(did_you_mean("mod", modes), "mode");
+	CHECK_STR(did_you_mean("include", (const char *const[]){ "include-warmup", "all", NULL }), "include-warmup");
+	CHECK(did_you_mean("incl", (const char *const[]){ "include-warmup", "include-all", NULL }) == NULL);
+	CHECK(did_you_mean("xyz", modes) == NULL);
+	CHECK(did_you_mean("", modes) == NULL);
+}
+
+/* A string takes one value; a number, a choice or a boolean may repeat, the last one counting. */
+static void test_given_twice(void)
+{
+	const char *a1[] = { "test", "-o", "a", "--output", "b", NULL };
+	const char *a2[] = { "test", "-o", "a", "x", "-ob", NULL };
+	const char *a3[] = { "test", "--output=a", "--output=a", NULL };
+	const char *ok[] = { "test", "--top", "3", "-n", "4", "--warmup", "--no-warmup", "-v", "-v", NULL };
+	char *out, *err;
+
+	expect_error(a1, "error: option '--output' given twice");
+	expect_error(a2, "error: option '--output' given twice");
+	expect_error(a3, "error: option '--output' given twice");
+	CHECK(parse(ok, &out, &err) == 0, "%s", err);
+	CHECK(top == 4 && !warmup && verbose);
+	free(out);
+	free(err);
+}
+
 /* One rule per kind of value: what may be 0, what may not, what may not be negative. */
 static void test_kinds(void)
 {
@@ -194,6 +245,38 @@ static void test_kinds(void)
 	expect_error(b7, "error: option '--step' expects a non-negative integer, not 'two'");
 	/* a refused value leaves the variable as it was */
 	CHECK(step == -1 && depth == 0 && from == -1);
+}
+
+static int by;
+static const char *const by_names[] = { "kernel", "op", "category", NULL };
+static const char *const described[] = {
+	"steptrace thing [<options>] FILE", "", "steptrace thing: what it does, in one line", NULL,
+};
+static const struct option choice_opts[] = {
+	OPT_CHOICE(0, "by", &by, by_names, "group rows"),
+	OPT_CHOICE(0, "fmt", &by, by_names, "group rows (default: whatever)"),
+	OPT_END(),
+};
+
+/* The description comes first; a choice shows its default, the value before parsing. */
+static void test_help_described(void)
+{
+	const char *a1[] = { "thing", "--by", "op", "--help", NULL };
+	struct capture co;
+	char *out;
+
+	by = 2;
+	capture_begin(&co, stdout);
+	CHECK(parse_options(4, a1, choice_opts, described) == PARSE_OPT_HELP);
+	out = capture_end(&co);
+	{
+		const char *head = "steptrace thing: what it does, in one line\n\n"
+				   "usage: steptrace thing [<options>] FILE\n\n";
+		CHECK(strncmp(out, head, strlen(head)) == 0, "%s", out);
+	}
+	CHECK(strstr(out, "group rows (default: category)\n") != NULL, "%s", out);
+	CHECK(strstr(out, "group rows (default: whatever)\n") != NULL, "%s", out);
+	free(out);
 }
 
 static void test_help(void)
@@ -284,8 +367,11 @@ int main(void)
 	test_values();
 	test_positional();
 	test_errors();
+	test_did_you_mean();
+	test_given_twice();
 	test_kinds();
 	test_help();
+	test_help_described();
 	test_sizes();
 	test_split_list();
 	return check_done("test_cli_options");

@@ -310,6 +310,72 @@ static void test_counts_and_widths(void)
 	report_free(r);
 }
 
+/*
+ * An elastic column is cut in the middle, keeping both ends, so the text
+ * table fits TABLE_TEXT_WIDTH; one that fits stays whole; csv keeps it whole.
+ */
+static void test_elastic(void)
+{
+	struct report *r = report_new();
+	struct table *t = report_add_table(r, "t", NULL);
+	char path[200], *s, *line, *save;
+	size_t widest = 0;
+
+	table_add_column(t, "Path", COL_STR, 0);
+	table_column_elastic(t);
+	table_add_column(t, "Wide", COL_STR, 0);
+	for (size_t i = 0; i < 120; i++)
+		path[i] = (char)('a' + i % 26);
+	memcpy(path, "root/", 5);
+	memcpy(path + 114, "/leaf", 6);
+	table_row(t);
+	table_str(t, path);
+	table_str(t, "x234567890123456789012345678901234567890123456789012345678901234567890");
+	table_row(t);
+	table_str(t, "short/path");
+	table_str(t, "y");
+	s = render(r, OUT_TABLE);
+	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (strlen(line) > widest)
+			widest = strlen(line);
+	CHECK(widest == TABLE_TEXT_WIDTH, "widest line %zu", widest);
+	free(s);
+	s = render(r, OUT_TABLE);
+	CHECK(strstr(s, "root/") && strstr(s, "...") && strstr(s, "/leaf  x2345") && strstr(s, "short/path"), "%s", s);
+	free(s);
+	s = render(r, OUT_CSV);
+	CHECK(strstr(s, path) != NULL, "%s", s);
+	free(s);
+	report_free(r);
+	/* A column marked hide_empty without a value is left out of the text format only. */
+	r = report_new();
+	t = report_add_table(r, "t", NULL);
+	table_add_column(t, "Dtypes", COL_STR, 0);
+	table_column_hide_empty(t);
+	table_add_column(t, "Name", COL_STR, 0);
+	table_row(t);
+	table_empty(t);
+	table_str(t, "mm");
+	s = render(r, OUT_TABLE);
+	CHECK_STR(s, "Name\n----\nmm\n");
+	free(s);
+	s = render(r, OUT_CSV);
+	CHECK_STR(s, "Dtypes,Name\n,mm\n");
+	free(s);
+	report_free(r);
+	/* A table that fits is left alone. */
+	r = report_new();
+	t = report_add_table(r, "t", NULL);
+	table_add_column(t, "Path", COL_STR, 0);
+	table_column_elastic(t);
+	table_row(t);
+	table_str(t, path);
+	s = render(r, OUT_TABLE);
+	CHECK(strstr(s, path) != NULL, "%s", s);
+	free(s);
+	report_free(r);
+}
+
 /* A streamed table prints as report_print prints it alone (csv, md), valid JSON with one row a line. */
 static void test_stream(void)
 {
@@ -404,6 +470,7 @@ static void test_stream(void)
 int main(void)
 {
 	test_counts_and_widths();
+	test_elastic();
 	test_stream();
 	test_text();
 	test_csv();

@@ -56,7 +56,9 @@ grep -q 'optimizer/' "$out/tiny.byop" || fail "tiny: no optimizer op"
 "$st" flops "$b" --format csv >"$out/tiny.flops" || fail "tiny: flops failed"
 awk -F, 'NR > 1 && /matmul\/aten::/ && $5 + 0 > 0 { found = 1 } END { exit !found }' "$out/tiny.flops" ||
 	fail "tiny: no matmul op with FLOPs in flops"
-"$st" info "$b" | grep -q "command line.*train_tiny.py --emit-nvtx" || fail "tiny: command line not in the header"
+# (csv: the text table wraps a long command line)
+"$st" info "$b" --format csv | grep -q "^command line,.*train_tiny.py --emit-nvtx" ||
+	fail "tiny: command line not in the header"
 for cmd in "info" "summary --range forward" "summary --by category" "ranges --depth 2" "memory" \
 	"replay --kind kernel --to 1" "diff $b" "export -o $out/tiny.pftrace" "report -o $out/tiny.html"; do
 	# shellcheck disable=SC2086

@@ -506,7 +506,7 @@ static char *printed(const struct replay *rp, int which, enum out_format f)
 	if (!r || !tmp)
 		exit(2);
 	if (which == 0)
-		CHECK(info_run(rp, r) == 0, "info");
+		CHECK(info_run(rp, &(struct info_opts){ 0 }, r) == 0, "info");
 	else
 		CHECK(steps_run(rp, true, r) == 0, "steps");
 	capture_begin(&c, stderr);

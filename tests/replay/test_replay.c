@@ -122,6 +122,30 @@ static void test_projection(void)
 	CHECK(replay_filter_activity(&f, &rp, find_kernel(&rp, c3)) && !replay_filter_activity(&f, &rp, find_kernel(&rp, c2)),
 	      "softmax filter");
 	replay_filter_release(&f);
+
+	/* a pattern that keeps nothing: one line naming the nearest paths, the matched components as typed */
+	{
+		static const struct { const char *pat, *line; } none[] = {
+			{ "forwrd", "error: --range 'forwrd' matches no range path; the nearest: 'forward'\n" },
+			{ "layer.*/atn/softmax", "error: --range 'layer.*/atn/softmax' matches no range path; "
+						 "the nearest: 'layer.*/attn/softmax'\n" },
+			{ "/forward", "error: --range '/forward' matches no range path; the nearest: '/loader', '/step'\n" },
+			/* and those about as near (2 edits more at most) */
+			{ "atn", "error: --range 'atn' matches no range path; the nearest: 'attn', 'step'\n" },
+		};
+		struct capture ce;
+		char *err;
+
+		CHECK(replay_range_check(&rp, 1, NULL) == 0 && replay_range_check(&rp, 1, "softmax") == 0 &&
+		      replay_range_check(&rp, 1, "loader") == 0, "patterns that match");
+		for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+			capture_begin(&ce, stderr);
+			CHECK(replay_range_check(&rp, 1, none[i].pat) == -1, "%s", none[i].pat);
+			err = capture_end(&ce);
+			CHECK_STR(err, none[i].line);
+			free(err);
+		}
+	}
 	replay_release(&rp);
 }
 
