@@ -61,6 +61,7 @@ static int add_by_label(struct report *r, const struct replay *rp, const struct 
 	}
 	t = report_add_table(r, "capacity_by_range", "Each step's range against the capacity");
 	table_add_column(t, "Range", COL_STR, 0);
+	table_column_elastic(t);
 	table_add_column(t, "Steps", COL_INT, 0);
 	table_add_column(t, "Peak (MiB)", COL_FLOAT, 1);
 	table_add_column(t, "Needs (MiB)", COL_FLOAT, 1);

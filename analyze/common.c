@@ -101,6 +101,7 @@ void nsys_stat_columns(struct table *t, double per_step)
 	table_add_column(t, "Instances", div ? COL_FLOAT : COL_INT, div ? 2 : 0);
 	table_add_column(t, "Avg (ns)", COL_FLOAT, 1);
 	table_add_column(t, "Med (ns)", COL_FLOAT, 1);
+	table_column_droppable(t, 2);   /* the first to go, after a report's own, when the table is too wide */
 	table_add_column(t, "Min (ns)", COL_INT, 0);
 	table_add_column(t, "Max (ns)", COL_INT, 0);
 	table_add_column(t, "StdDev (ns)", COL_FLOAT, 1);

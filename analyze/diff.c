@@ -361,6 +361,8 @@ static int rows_table(struct report *r, const struct replay *a, const struct rep
 	table_add_column(t, "A Count", COL_FLOAT, 2);
 	table_add_column(t, "B Count", COL_FLOAT, 2);
 	table_add_column(t, "Name", COL_STR, 0);
+	if (!opt->full_names)
+		table_column_elastic(t);
 	if (opt->by == DIFF_BY_KERNEL && both_names(&kn, &la, &lb, false, KERNEL_NAME_WIDTH, opt->full_names) < 0)
 		goto out;
 	shown = opt->top > 0 && (size_t)opt->top < n ? (size_t)opt->top : n;
@@ -723,6 +725,7 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 				   ? "Kernels in one bundle only, paired by phase and kernel category"
 				   : "Kernels in one bundle only, paired by the op kind that launched them");
 	table_add_column(t, "Op", COL_STR, 0);
+	table_column_elastic(t);
 	table_add_column(t, "Only in A", COL_STR, 0);
 	if (!opt->full_names)
 		table_column_max_width(t, JOINED_WIDTH);

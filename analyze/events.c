@@ -31,6 +31,7 @@ struct lister {
 	enum out_format format;
 	int64_t rank;               /* the Rank column's value; -1: no such column */
 	uint64_t *listed;           /* the output's count of events listed */
+	bool *cut;                  /* the output's: a text line's range path was cut */
 	struct kernel_names names;  /* what the kernels print (analyze/common.h) */
 };
 
@@ -136,6 +137,33 @@ static void put_line(struct lister *l, uint64_t t, const char *kind, uint64_t du
 		fprintf(out, "%s %-*" PRIu64, where, WHERE_WIDTH - (int)strlen(where) - 1, where_id);
 	else
 		fprintf(out, "%-*s", WHERE_WIDTH, "-");
+	/*
+	 * A line wider than TABLE_TEXT_WIDTH: the range path is cut in the
+	 * middle, down to 24 characters, then the name (an allocation's, which
+	 * ends with its op's path).
+	 */
+	size_t room = TABLE_TEXT_WIDTH - (TIME_WIDTH + KIND_WIDTH + DUR_WIDTH + WHERE_WIDTH + LIVE_WIDTH + 6),
+	       path_len = strlen(path), name_len = strlen(name);
+	if (*path && path_len + name_len > room && !l->a->full_names) {
+		size_t pw = name_len + 24 < room ? room - name_len : 24;
+		char *pbuf = malloc(path_len + 4), *nbuf = malloc(name_len + 4);
+
+		if (pbuf && nbuf) {
+			const char *p = table_clip_middle(path, pw, pbuf, path_len + 4), *nm = name;
+			size_t p_len = strlen(p);
+
+			if (p_len + name_len > room)
+				nm = table_clip_middle(name, room - p_len > 24 ? room - p_len : 24, nbuf, name_len + 4);
+			*l->cut |= p != path || nm != name;
+			fprintf(out, " %*" PRIu64 ".%" PRIu64 " %s %s\n", LIVE_WIDTH - 2, tenths / 10, tenths % 10, p,
+				nm);
+			free(pbuf);
+			free(nbuf);
+			return;
+		}
+		free(pbuf);
+		free(nbuf);
+	}
 	fprintf(out, " %*" PRIu64 ".%" PRIu64 " %s %s\n", LIVE_WIDTH - 2, tenths / 10, tenths % 10,
 		*path ? path : "-", name);
 }
@@ -200,6 +228,12 @@ static void list_mem(struct lister *l, size_t i)
 		const char *op_path = op && strcmp(replay_str(rp, op->path), range_path(rp, m->range))
 					      ? replay_str(rp, op->path) : NULL;
 
+		char opcut[48];
+
+		if (op_path && !l->t && !l->a->full_names && strlen(op_path) > 40) {   /* text: the line keeps its address */
+			op_path = table_clip_middle(op_path, 40, opcut, sizeof(opcut));
+			*l->cut = true;
+		}
 		snprintf(name, sizeof(name), "%c%s %s 0x%" PRIx64 "%s%s%s", ev->kind == ST_ALLOC ? '+' : '-',
 			 human_bytes(b1, sizeof(b1), (double)size), st_mem_category_name(cat), ev->mem.address,
 			 ev->mem.source == ST_SRC_DRIVER ? " driver" : "", op_path ? " op " : "",
@@ -400,7 +434,8 @@ static int activity_names(struct kernel_names *kn, const struct replay *rp, bool
 int events_list(const struct replay *rp, const struct events_opts *a, struct events_out *out)
 {
 	struct mem_timeline tl, drv = { 0 };
-	struct lister l = { .rp = rp, .a = a, .out = stdout, .format = a->format, .rank = -1, .listed = &out->listed };
+	struct lister l = { .rp = rp, .a = a, .out = stdout, .format = a->format, .rank = -1, .listed = &out->listed,
+			  .cut = &out->cut };
 	enum mem_view view = a->view >= 0 ? (enum mem_view)a->view : mem_default_view(rp);
 	size_t head[SRC_COUNT] = { 0 }, n[SRC_COUNT];
 	uint64_t from = 0, to = UINT64_MAX;
@@ -539,6 +574,9 @@ int events_end(struct events_out *out, const struct events_opts *a)
 		table_stream_end(out->t, (enum out_format)a->format, stdout, *why ? why : NULL);
 	else if (*why)
 		printf("# %s\n", why);
+	if (!out->t && out->cut)
+		printf("# range paths and names cut in the middle (...) to fit %d columns; --format csv, json or md prints them whole\n",
+		       TABLE_TEXT_WIDTH);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = error("cannot write to standard output: %s", strerror(errno ? errno : EIO));
 	report_free(out->r);

@@ -37,6 +37,7 @@ struct events_out {
 	uint64_t present;              /* events of the kinds asked (and the view) in the bundles */
 	int ranks;                     /* bundles listed */
 	bool failed;                   /* a listing failed (its error said): events_end writes nothing */
+	bool cut;                      /* text: a range path was cut to fit TABLE_TEXT_WIDTH */
 };
 
 /*

@@ -522,13 +522,16 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Instances", COL_FLOAT, 2);
 	table_add_column(t, "Kernels", COL_FLOAT, 2);
+	table_column_droppable(t, 3);
 	table_add_column(t, "GFLOP", COL_FLOAT, 3);
 	table_add_column(t, "Min MB", COL_FLOAT, 3);
+	table_column_droppable(t, 2);
 	table_add_column(t, "TFLOP/s", COL_FLOAT, 2);
 	table_add_column(t, "GB/s", COL_FLOAT, 1);
 	table_add_column(t, "FLOP/B", COL_FLOAT, 2);
 	table_add_column(t, "Peak Used", COL_STR, 0);
 	table_add_column(t, "Bound (TFLOP/s)", COL_FLOAT, 2);
+	table_column_droppable(t, 1);
 	table_add_column(t, "Bound by", COL_STR, 0);
 	table_add_column(t, "Of Bound (%)", COL_FLOAT, 1);
 	if (res->dtypes) {

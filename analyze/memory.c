@@ -131,7 +131,9 @@ static void add_peaks(struct report *r, const struct replay *rp, const struct me
 	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
 	table_add_column(t, "In step (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Op", COL_STR, 0);
+	table_column_elastic(t);
 	table_add_column(t, "Range", COL_STR, 0);
+	table_column_elastic(t);
 
 	for (const struct mem_timeline *v = tl; v; v = v == tl && other && other->n_points ? other : NULL) {
 		peak_row(t, rp, v, only >= 0 ? step_name(rp, (size_t)only, scope, sizeof(scope)) : "overall",
@@ -192,7 +194,9 @@ static void block_columns(struct table *t)
 	table_add_column(t, "Category", COL_STR, 0);
 	table_add_column(t, "Phase", COL_STR, 0);
 	table_add_column(t, "Op", COL_STR, 0);
+	table_column_elastic(t);
 	table_add_column(t, "Range", COL_STR, 0);
+	table_column_elastic(t);
 	table_add_column(t, "Allocated (ms)", COL_FLOAT, 3);
 }
 
@@ -316,7 +320,9 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 	table_add_column(u, "Size (bytes)", COL_INT, 0);
 	table_add_column(u, "Time (ms)", COL_FLOAT, 3);
 	table_add_column(u, "Op", COL_STR, 0);
+	table_column_elastic(u);
 	table_add_column(u, "Range", COL_STR, 0);
+	table_column_elastic(u);
 	if (tl->n_unknown_frees)
 		report_note(r, "warning: %s view: %zu free(s) of addresses that were not live (their allocation was not recorded); ignored",
 			    vname, tl->n_unknown_frees);

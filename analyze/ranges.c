@@ -64,6 +64,7 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 	t = report_add_table(r, "ranges", title);
 	nsys_stat_columns(t, 1.0);
 	table_add_column(t, "Style", COL_STR, 0);
+	table_column_droppable(t, 1);
 	table_add_column(t, "Range", COL_STR, 0);
 	table_column_elastic(t);
 	table_add_column(t, "GPU Time (ns)", COL_INT, 0);

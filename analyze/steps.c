@@ -78,8 +78,10 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 	table_add_column(t, "GPU Busy (ms)", COL_FLOAT, 3);
 	table_add_column(t, "GPU Span (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Kernels", COL_INT, 0);
-	if (labelled)     /* steps of different things (an attention sweep): say which */
+	if (labelled) {   /* steps of different things (an attention sweep): say which */
 		table_add_column(t, "Range", COL_STR, 0);
+		table_column_elastic(t);
+	}
 	for (size_t i = 0; i < rp->n_steps; i++) {
 		const struct replay_step *st = &rp->steps[i];
 		if (st->warmup && !include_warmup)

@@ -169,6 +169,8 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 	t = report_add_table(r, "summary", title);
 	nsys_stat_columns(t, per_step);
 	table_add_column(t, "Name", COL_STR, 0);
+	if (!args->full_names)
+		table_column_elastic(t);
 	shown = args->top > 0 && (size_t)args->top < groups.n ? (size_t)args->top : groups.n;
 	for (size_t i = 0; i < shown; i++) {
 		table_row(t);

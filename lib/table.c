@@ -36,6 +36,7 @@ struct column {
 	size_t max_width;       /* text format: longer cells are cut to this; 0: none */
 	bool elastic;           /* text format: cut in the middle so the table fits TABLE_TEXT_WIDTH */
 	bool hide_empty;        /* text format: left out when no row has a value in it */
+	int drop_rank;          /* text format: left out, lowest rank first, when the table is too wide; 0: never */
 };
 
 struct table {
@@ -171,6 +172,7 @@ void table_add_column(struct table *t, const char *name, enum column_type type, 
 	t->cols[t->ncols].max_width = 0;
 	t->cols[t->ncols].elastic = false;
 	t->cols[t->ncols].hide_empty = false;
+	t->cols[t->ncols].drop_rank = 0;
 	t->ncols++;
 }
 
@@ -190,6 +192,12 @@ void table_column_hide_empty(struct table *t)
 {
 	if (t->ncols)
 		t->cols[t->ncols - 1].hide_empty = true;
+}
+
+void table_column_droppable(struct table *t, int rank)
+{
+	if (t->ncols)
+		t->cols[t->ncols - 1].drop_rank = rank < 1 ? 1 : rank;
 }
 
 void table_optional(struct table *t)
@@ -470,12 +478,8 @@ static const char *clip(const struct column *c, const char *s, char *buf)
 	return buf;
 }
 
-/*
- * s cut in the middle to `width` characters, "..." where the cut is, whole
- * code points kept at both ends: a range path keeps its root and, longer,
- * its leaf.
- */
-static const char *clip_middle(const char *s, size_t width, char *buf, size_t len)
+/* See table.h. */
+const char *table_clip_middle(const char *s, size_t width, char *buf, size_t len)
 {
 	size_t w = text_width(s), head, tail, i = 0, j, k = 0;
 
@@ -592,13 +596,22 @@ static const char *text_cell(const struct table *t, size_t r, size_t c, char *bu
 	return clip(&t->cols[c], format_cell(t, c, cell_at(t, r, c), true, buf, len), cut);
 }
 
-/* Prints t aligned; whether an elastic column's cell was cut. */
-static bool print_text(const struct table *t, FILE *out)
+/* What the text format gave up to fit TABLE_TEXT_WIDTH, for its closing note. */
+struct text_fit {
+	bool cut;               /* an elastic column's cell was cut */
+	char dropped[256];      /* the columns left out, ", "-separated */
+};
+
+/* The narrowest an elastic column is cut to. */
+#define ELASTIC_MIN 24
+
+/* Prints t aligned, noting in fit (may be NULL) what it gave up to fit. */
+static void print_text(const struct table *t, FILE *out, struct text_fit *fit)
 {
 	size_t *width = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*width));
 	struct line l = { NULL, 0, 0 };
 	char buf[96], cut[4 * CLIP_MAX + 4], *mid = NULL;
-	size_t r, c, total = 0, elastic_min = 0;
+	size_t r, c, total = 0, elastic_slack = 0, droppable = 0;
 	bool cut_any = false, started = false, *hidden = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*hidden));
 
 	for (c = 0; c < t->ncols; c++) {
@@ -616,15 +629,36 @@ static bool print_text(const struct table *t, FILE *out)
 		if (!hidden[c])
 			total += width[c] + (total ? 2 : 0);
 	}
-	/* Elastic columns give up width, evenly, down to 24 characters each, until the table fits. */
+	/* Droppable columns go, lowest rank first, while the table cannot fit with its elastic columns cut. */
 	for (c = 0; c < t->ncols; c++)
-		if (t->cols[c].elastic)
-			elastic_min += width[c] < 24 ? width[c] : 24;
-	while (total > TABLE_TEXT_WIDTH && elastic_min) {
+		if (t->cols[c].elastic && !hidden[c] && width[c] > ELASTIC_MIN)
+			elastic_slack += width[c] - ELASTIC_MIN;
+	for (c = 0; c < t->ncols; c++)   /* dropping columns is for a table it makes fit */
+		if (t->cols[c].drop_rank && !hidden[c])
+			droppable += width[c] + 2;
+	while (total - elastic_slack > TABLE_TEXT_WIDTH && total - elastic_slack - droppable <= TABLE_TEXT_WIDTH) {
+		size_t drop = t->ncols;
+
+		for (c = 0; c < t->ncols; c++)
+			if (t->cols[c].drop_rank && !hidden[c] &&
+			    (drop == t->ncols || t->cols[c].drop_rank < t->cols[drop].drop_rank))
+				drop = c;
+		if (drop == t->ncols)
+			break;
+		hidden[drop] = true;
+		total -= width[drop] + 2;
+		if (fit) {
+			size_t n = strlen(fit->dropped);
+
+			snprintf(fit->dropped + n, sizeof(fit->dropped) - n, "%s%s", n ? ", " : "", t->cols[drop].name);
+		}
+	}
+	/* Elastic columns give up width, the widest first, down to ELASTIC_MIN characters, until the table fits. */
+	while (total > TABLE_TEXT_WIDTH && elastic_slack) {
 		size_t widest = t->ncols;
 
 		for (c = 0; c < t->ncols; c++)
-			if (t->cols[c].elastic && width[c] > 24 && width[c] > text_width(t->cols[c].name) &&
+			if (t->cols[c].elastic && !hidden[c] && width[c] > ELASTIC_MIN && width[c] > text_width(t->cols[c].name) &&
 			    (widest == t->ncols || width[c] > width[widest]))
 				widest = c;
 		if (widest == t->ncols)
@@ -659,7 +693,7 @@ static bool print_text(const struct table *t, FILE *out)
 				size_t need = strlen(s) + 4;
 
 				mid = xrealloc(mid, need);
-				s = clip_middle(s, width[c], mid, need);
+				s = table_clip_middle(s, width[c], mid, need);
 				cut_any = true;
 			}
 			line_cell(&l, !first, s, width[c], column_is_numeric(&t->cols[c]));
@@ -671,7 +705,8 @@ static bool print_text(const struct table *t, FILE *out)
 	free(l.buf);
 	free(width);
 	free(hidden);
-	return cut_any;
+	if (fit)
+		fit->cut |= cut_any;
 }
 
 /* ---- csv ---- */
@@ -893,7 +928,7 @@ void table_stream_row(struct table *t, enum out_format f, FILE *out)
 			json_decref(obj);
 			break;
 		default:
-			print_text(t, out);
+			print_text(t, out, NULL);
 			r = t->nrows;
 			break;
 		}
@@ -1001,7 +1036,7 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 {
 	const struct table *t;
 	size_t i, ntables = report_table_count(r);
-	bool cut = false;
+	struct text_fit fit = { false, "" };
 
 	errno = 0;
 	if (f == OUT_JSON) {
@@ -1032,12 +1067,12 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 				print_md(t, out);
 				break;
 			default:
-				cut |= print_text(t, out);
+				print_text(t, out, &fit);
 				break;
 			}
 		}
 		/* CSV is the table alone: what the table format says after it goes to stderr */
-		if ((r->nnotes || cut) && ntables && f != OUT_CSV)
+		if ((r->nnotes || fit.cut || fit.dropped[0]) && ntables && f != OUT_CSV)
 			fputc('\n', out);
 		for (i = 0; i < r->nnotes; i++) {
 			if (f == OUT_CSV)
@@ -1047,9 +1082,17 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 			else
 				print_wrapped(out, r->notes[i], TABLE_TEXT_WIDTH);
 		}
-		if (cut)
-			fprintf(out, "names cut in the middle (...) to fit %d columns; --format md, csv or json prints them whole\n",
-				TABLE_TEXT_WIDTH);
+		if (fit.cut || fit.dropped[0]) {
+			char what[320];
+
+			if (fit.dropped[0])
+				snprintf(what, sizeof(what), "left out %s%s", fit.dropped,
+					 fit.cut ? " and cut names in the middle (...)" : "");
+			else
+				snprintf(what, sizeof(what), "cut names in the middle (...)");
+			fprintf(out, "to fit %d columns this table %s; --format md, csv or json prints %s\n",
+				TABLE_TEXT_WIDTH, what, fit.dropped[0] ? "every column, names whole" : "names whole");
+		}
 	}
 	if (fflush(out) != 0 || ferror(out))
 		return write_failed(out);

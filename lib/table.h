@@ -80,6 +80,20 @@ void table_column_elastic(struct table *t);
  */
 void table_column_hide_empty(struct table *t);
 /*
+ * The last column added may be left out of the text format when the table
+ * would not fit TABLE_TEXT_WIDTH even with its elastic columns cut: the
+ * droppable columns go lowest `rank` first, and a closing note names them.
+ * For columns a reader can do without at a glance (flops' Min MB, ranges'
+ * Style); csv, json and md keep every column.
+ */
+void table_column_droppable(struct table *t, int rank);
+/*
+ * s cut in the middle to `width` characters (UTF-8 code points), "..."
+ * where the cut is: a range path keeps its root and, longer, its leaf. s
+ * itself when it fits, when width < 8 or when buf (len bytes) is too small.
+ */
+const char *table_clip_middle(const char *s, size_t width, char *buf, size_t len);
+/*
  * A table a report makes for every bundle but that often has no rows
  * (memory's never-freed blocks): without rows it is left out of the table,
  * csv and md formats unless it is the report's only table (--section), and

@@ -363,6 +363,34 @@ static void test_elastic(void)
 	CHECK_STR(s, "Dtypes,Name\n,mm\n");
 	free(s);
 	report_free(r);
+	/*
+	 * A droppable column goes when that makes the table fit, and a note
+	 * says so; when it cannot make it fit (a whole name wider than a
+	 * line) every column stays.
+	 */
+	for (int wide = 0; wide < 2; wide++) {
+		r = report_new();
+		t = report_add_table(r, "t", NULL);
+		table_add_column(t, "Spare", COL_STR, 0);
+		table_column_droppable(t, 1);
+		table_add_column(t, "Keep", COL_STR, 0);
+		table_row(t);
+		table_str(t, "s");
+		path[wide ? 170 : 155] = '\0';
+		memset(path, 'k', wide ? 170 : 155);
+		table_str(t, path);
+		s = render(r, OUT_TABLE);
+		CHECK((strncmp(s, "Spare", 5) != 0) == !wide, "wide %d: %s", wide, s);
+		CHECK((strstr(s, "left out Spare") != NULL) == !wide, "wide %d: %s", wide, s);
+		free(s);
+		s = render(r, OUT_CSV);
+		CHECK(strstr(s, "Spare,Keep") != NULL, "%s", s);
+		free(s);
+		report_free(r);
+	}
+	memcpy(path, "root/", 5);
+	memset(path + 5, 'm', 109);
+	memcpy(path + 114, "/leaf", 6);
 	/* A table that fits is left alone. */
 	r = report_new();
 	t = report_add_table(r, "t", NULL);

@@ -93,7 +93,7 @@ gen nested "$dir/launches.stb" 16 1000000              # and a million launches 
 expect nested-launches 0 "" summary "$dir/launches.stb"
 expect_out nested-launches "5,000,000 +1,000,000 .*nested_kernel"
 expect nested-launches-ranges 0 "" ranges "$dir/launches.stb" --depth 2
-expect_out nested-launches-ranges "r0000x+\.\.\.[01x]+ +[0-9,]+ +5,000,000"   # r0000x.../r0001x..., cut in the middle
+expect_out nested-launches-ranges "r0000x+[./01x]+ +[0-9,]+ +5,000,000"   # r0000x.../r0001x..., maybe cut in the middle
 
 # The zstd frame's end and what follows it: warnings, results for what was read.
 size=$(wc -c < "$sample")
