@@ -53,6 +53,14 @@ static double json_num(const json_t *row, const char *key)
 	return json_is_number(v) ? json_number_value(v) : 0.0;
 }
 
+/* Whether the row has the count `key` and it is 0: an op kind found on the other side only. */
+static bool no_instances(const json_t *row, const char *key)
+{
+	const json_t *v = json_object_get(row, key);
+
+	return json_is_number(v) && json_number_value(v) == 0;
+}
+
 static const char *json_str(const json_t *row, const char *key)
 {
 	const char *s = json_string_value(json_object_get(row, key));
@@ -130,9 +138,10 @@ static int diverging_chart(FILE *out, const json_t *rows, const char *title)
 			 "%s\nA %s, B %s per step: %s%s (B/A %.2f)", name, human_time(b1, sizeof(b1), a),
 			 human_time(b2, sizeof(b2), b), dlt < 0 ? "-" : "+", human_time(b3, sizeof(b3), fabs(dlt)),
 			 a > 0 ? b / a : NAN);
-		if (!json_is_number(json_object_get(r[i], "A (ms)")))
+		/* a one-sided row has times on both sides (0 on the other) but no instances there */
+		if (!json_is_number(json_object_get(r[i], "A (ms)")) || no_instances(r[i], "A Count"))
 			snprintf(change, sizeof(change), "only in B");
-		else if (!json_is_number(json_object_get(r[i], "B (ms)")))
+		else if (!json_is_number(json_object_get(r[i], "B (ms)")) || no_instances(r[i], "B Count"))
 			snprintf(change, sizeof(change), "only in A");
 		else
 			snprintf(change, sizeof(change), "%s \xe2\x86\x92 %s", human_time(b1, sizeof(b1), a),

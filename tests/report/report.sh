@@ -65,6 +65,18 @@ if "$steptrace" report "$tmp/none.stb" -o "$tmp/none.html" 2>/dev/null; then fai
 [ ! -e "$tmp/none.html" ] || fail "a failed report left its page"
 echo "report: one.html $(wc -c < "$tmp/one.html") bytes, diff.html $(wc -c < "$tmp/diff.html") bytes"
 
+# the diff page's one-sided op (forward/cast_weights exists in the BF16 run
+# only) is labelled as such, not as a change from 0 ns
+samples="$(dirname "$0")/../../samples"
+if [ -f "$samples/small-bf16-train.stb" ] && [ -f "$samples/small-fp32-train.stb" ]; then
+  "$steptrace" report "$samples/small-bf16-train.stb" "$samples/small-fp32-train.stb" -o "$tmp/real-diff.html" 2>> "$tmp/log" ||
+    { cat "$tmp/log"; exit 1; }
+  grep -q 'only in A' "$tmp/real-diff.html" || fail "the diff page does not say cast_weights is only in A"
+  if grep -q "0 ns →\|→ 0 ns" "$tmp/real-diff.html"; then
+    fail "the diff page labels a one-sided op as a change from 0 ns"
+  fi
+fi
+
 # per layer on a PyTorch model recorded with --torch auto (samples/pytorch-auto.stb,
 # GPT-2 small): its transformer.h.N are the layers, split by the module under them
 sample="$(dirname "$0")/../../samples/pytorch-auto.stb"
