@@ -46,6 +46,16 @@ static int add_by_label(struct report *r, const struct replay *rp, const struct 
 		goto out;
 	}
 	rc = 0;
+	/* In every report, so JSON's keys do not depend on the bundle: empty unless the steps are of different ranges */
+	t = report_add_table(r, "capacity_by_range", "Each step's range against the capacity");
+	table_optional(t);
+	table_add_column(t, "Range", COL_STR, 0);
+	table_column_elastic(t);
+	table_add_column(t, "Steps", COL_INT, 0);
+	table_add_column(t, "Peak (MiB)", COL_FLOAT, 1);
+	table_add_column(t, "Needs (MiB)", COL_FLOAT, 1);
+	table_add_column(t, "Recorded", COL_STR, 0);
+	table_add_column(t, "Fits", COL_STR, 0);
 	if (!differ || tl->n_steps != rp->n_steps)
 		goto out;
 	for (size_t s = 0; s < rp->n_steps; s++)
@@ -59,14 +69,6 @@ static int add_by_label(struct report *r, const struct replay *rp, const struct 
 		if (m->ev.oom.live_bytes + m->ev.oom.requested > need[m->step])
 			need[m->step] = m->ev.oom.live_bytes + m->ev.oom.requested;
 	}
-	t = report_add_table(r, "capacity_by_range", "Each step's range against the capacity");
-	table_add_column(t, "Range", COL_STR, 0);
-	table_column_elastic(t);
-	table_add_column(t, "Steps", COL_INT, 0);
-	table_add_column(t, "Peak (MiB)", COL_FLOAT, 1);
-	table_add_column(t, "Needs (MiB)", COL_FLOAT, 1);
-	table_add_column(t, "Recorded", COL_STR, 0);
-	table_add_column(t, "Fits", COL_STR, 0);
 	for (size_t s = 0; s < rp->n_steps; s++) {
 		uint64_t peak = 0, needs = 0;
 		size_t n = 0;
@@ -105,6 +107,18 @@ out:
 	return rc;
 }
 
+/* What was live when the replay ran out; in every report (empty when it fits), so JSON's keys stay. */
+static struct table *failure_table(struct report *r)
+{
+	struct table *c = report_add_table(r, "live_at_failure", "Live by category when it fails");
+
+	table_optional(c);
+	table_add_column(c, "Category", COL_STR, 0);
+	table_add_column(c, "Bytes", COL_INT, 0);
+	table_add_column(c, "MiB", COL_FLOAT, 1);
+	return c;
+}
+
 int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct report *r)
 {
 	struct mem_timeline tl;
@@ -134,6 +148,7 @@ int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct 
 			    human_bytes(b1, sizeof(b1), (double)cap.capacity),
 			    human_bytes(b2, sizeof(b2), (double)cap.peak),
 			    human_bytes((char[32]){ 0 }, 32, (double)cap.headroom));
+		failure_table(r);
 	} else {
 		const struct mem_block *b = &tl.blocks[cap.block];
 		const struct replay_mem *m = &rp->mem[tl.points[cap.point].mem];
@@ -155,10 +170,7 @@ int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct 
 		kv_row(t, "time", b2, 0, false);
 		kv_row(t, "live before it", human_bytes(b1, sizeof(b1), (double)cap.live_before), (int64_t)cap.live_before, true);
 		kv_row(t, "overshoot", human_bytes(b1, sizeof(b1), (double)cap.overshoot), (int64_t)cap.overshoot, true);
-		c = report_add_table(r, "live_at_failure", "Live by category when it fails");
-		table_add_column(c, "Category", COL_STR, 0);
-		table_add_column(c, "Bytes", COL_INT, 0);
-		table_add_column(c, "MiB", COL_FLOAT, 1);
+		c = failure_table(r);
 		for (int k = 0; k < ST_MEM_CATEGORY_COUNT; k++) {
 			if (!cap.by_category[k])
 				continue;

@@ -385,9 +385,12 @@ static void collectives_table(struct comm_work *w, const struct comm_opts *o, st
 		report_note(r, "%zu of %zu collectives shown (--top %d)", shown, w->n, o->top);
 }
 
-static void skew_table(struct comm_work *w, struct report *r)
+/* In every report (empty for one rank), so JSON's keys do not depend on the bundles. */
+static void skew_table(struct comm_work *w, struct report *r, bool ranks)
 {
 	struct table *t = report_add_table(r, "skew", "Arrival skew between ranks (kernel starts on the run's time line)");
+
+	table_optional(t);
 
 	table_add_column(t, "Collective", COL_STR, 0);
 	table_add_column(t, "Instances", COL_INT, 0);
@@ -396,7 +399,7 @@ static void skew_table(struct comm_work *w, struct report *r)
 	table_add_column(t, "Last Rank", COL_INT, 0);
 	table_add_column(t, "Last (%)", COL_FLOAT, 1);
 	table_add_column(t, "Wait Mean (us)", COL_FLOAT, 1);
-	for (size_t i = 0; i < w->n; i++) {
+	for (size_t i = 0; ranks && i < w->n; i++) {
 		const struct coll *c = &w->c[i];
 		size_t most = 0;
 
@@ -501,8 +504,7 @@ int comm_run(const struct replay_ranks *rs, const struct comm_opts *o, struct re
 	if (w.n > 1)
 		qsort(w.c, w.n, sizeof(*w.c), cmp_coll);
 	collectives_table(&w, o, r);
-	if (rs->n > 1)
-		skew_table(&w, r);
+	skew_table(&w, r, rs->n > 1);
 	ranks_table(&w, r);
 	if (!w.n)
 		report_note(r, "no collectives: the bundle%s hold%s no communication (record with --ddp on "

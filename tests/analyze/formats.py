@@ -104,9 +104,13 @@ def report(args, tables_seen=None):
     if doc is None:
         return
     names = [k for k in doc if k != "notes"]
-    # replay --capacity's tables depend on the result (analyze/capacity.c: live_at_failure when it does not fit)
-    if tables_seen is not None and "--capacity" not in args:
-        key = args[0] + " " + " ".join(a for a in args[1:] if not a.endswith(".stb"))
+    # the same command has the same tables on every bundle: replay --capacity whether or not it fits
+    # (live_at_failure empty), comm on one rank or several (skew empty)
+    if tables_seen is not None:
+        rest = [a for a in args[1:] if not a.endswith(".stb")]
+        if "--capacity" in rest:
+            rest = ["--capacity"]
+        key = args[0] + " " + " ".join(rest)
         if key in tables_seen and tables_seen[key] != names:
             problem("steptrace %s: tables %s here, %s on another bundle" % (" ".join(args), names, tables_seen[key]))
         tables_seen.setdefault(key, names)
@@ -134,11 +138,12 @@ def single(bundles):
                      ["summary", "--per-step", "--include-warmup"], ["summary", "--range", "forward"],
                      ["ranges"], ["ranges", "--depth", "2"], ["memory"], ["memory", "--view", "driver"],
                      ["flops"], ["flops", "--by", "op", "--top", "5"], ["flops", "--phase", "forward"],
-                     ["replay", "--capacity", "1GiB"], ["replay", "--capacity", "1KiB"]):
+                     ["replay", "--capacity", "1GiB"], ["replay", "--capacity", "1KiB"], ["comm"]):
             report([args[0], f] + args[1:], seen)
         listing(["replay", f, "--to", "5"])
         listing(["replay", f, "--kind", "oom"])
         report(["diff", f, bundles[0]], seen)
+    return seen
 
 
 def main():
@@ -151,14 +156,14 @@ def main():
         subprocess.run([gen_ranks, tmp, "n", "naive", "0x777"], check=True)
         ours = [path(s + ".stb") for s in ("basic", "nosteps", "truncated")]
         theirs = sorted(os.path.join(samples, f) for f in os.listdir(samples) if f.endswith(".stb"))
-        single(ours + theirs)
+        seen = single(ours + theirs)
 
         # the ranks of a run: totals, each rank's, the collectives, two runs compared
         b = [path("b.rank0.stb"), path("b.rank1.stb")]
         n = [path("n.rank0.stb"), path("n.rank1.stb")]
         for args in (["info"], ["steps"], ["summary"], ["summary", "--per-rank"], ["ranges"], ["memory"],
                      ["flops"], ["flops", "--per-rank"], ["comm"], ["replay", "--capacity", "1GiB"]):
-            report([args[0]] + b + args[1:])
+            report([args[0]] + b + args[1:], seen if args[0] in ("comm", "replay") else None)
         report(["diff"] + b + n)
         report(["diff"] + b + n + ["--per-rank"])
         listing(["replay"] + b)
