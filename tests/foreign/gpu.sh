@@ -32,6 +32,11 @@ field() {
 	"$st" info "$1" --format csv --section footer 2>/dev/null | awk -F, -v k="$2" '$1 == k { print $2; exit }'
 }
 
+# count BUNDLE KIND: the events of one kind the footer counts (`--section counts`)
+count() {
+	"$st" info "$1" --format csv --section counts 2>/dev/null | awk -F, -v k="$2" '$1 == k { print $2; exit }'
+}
+
 # 1. emit_nvtx(record_shapes=True), 1 warm-up + 3 measured steps
 b=$out/tiny.stb
 record tiny 0 -o "$b" --step-range train_step --warmup 1 --precision bf16 -- \
@@ -83,12 +88,12 @@ n=$("$st" summary "$out/plain.stb" --range 'train_step/backward' --format csv | 
 
 # 2b'. synchronisation: from the synchronising calls by default (the loop's
 # torch.cuda.synchronize is a cudaDeviceSynchronize), from CUPTI with --cupti-sync
-n=$(field "$out/plain.stb" sync)
+n=$(count "$out/plain.stb" sync)
 [ "${n:-0}" -ge 2 ] || fail "plain: ${n:-no} synchronisation events, want one per step at least"
 "$st" replay "$out/plain.stb" --kind sync >"$out/plain.sync" || fail "plain: replay --kind sync failed"
 grep -q 'context synchronize' "$out/plain.sync" || fail "plain: no context synchronize event: $(head -5 "$out/plain.sync")"
 record cuptisync 0 -o "$out/cuptisync.stb" --torch off --step-range train_step --cupti-sync -- "$py" "$train" -w 0 -n 2
-n=$(field "$out/cuptisync.stb" sync)
+n=$(count "$out/cuptisync.stb" sync)
 [ "${n:-0}" -ge 2 ] || fail "cuptisync: ${n:-no} synchronisation events with --cupti-sync"
 
 # 2c. --api launches: API events from the callbacks, the same kernels per step
