@@ -114,6 +114,15 @@ static void peak_row(struct table *t, const struct replay *rp, const struct mem_
 	table_str(t, p->block >= 0 ? memory_point_range(rp, tl, p->point) : "");
 }
 
+/* The op and the range of a block or an instant: paths, cut in the middle where the text table is too wide. */
+static void path_columns(struct table *t)
+{
+	table_add_column(t, "Op", COL_STR, 0);
+	table_column_elastic(t);
+	table_add_column(t, "Range", COL_STR, 0);
+	table_column_elastic(t);
+}
+
 /* The peaks of view tl, then of the other view; only >= 0: of that step alone (--step). */
 static void add_peaks(struct report *r, const struct replay *rp, const struct mem_timeline *tl,
 		      const struct mem_timeline *other, int32_t only)
@@ -130,10 +139,7 @@ static void add_peaks(struct report *r, const struct replay *rp, const struct me
 	table_add_column(t, "Peak (MiB)", COL_FLOAT, 1);
 	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
 	table_add_column(t, "In step (ms)", COL_FLOAT, 3);
-	table_add_column(t, "Op", COL_STR, 0);
-	table_column_elastic(t);
-	table_add_column(t, "Range", COL_STR, 0);
-	table_column_elastic(t);
+	path_columns(t);
 
 	for (const struct mem_timeline *v = tl; v; v = v == tl && other && other->n_points ? other : NULL) {
 		peak_row(t, rp, v, only >= 0 ? step_name(rp, (size_t)only, scope, sizeof(scope)) : "overall",
@@ -193,10 +199,7 @@ static void block_columns(struct table *t)
 	table_add_column(t, "MiB", COL_FLOAT, 2);
 	table_add_column(t, "Category", COL_STR, 0);
 	table_add_column(t, "Phase", COL_STR, 0);
-	table_add_column(t, "Op", COL_STR, 0);
-	table_column_elastic(t);
-	table_add_column(t, "Range", COL_STR, 0);
-	table_column_elastic(t);
+	path_columns(t);
 	table_add_column(t, "Allocated (ms)", COL_FLOAT, 3);
 }
 
@@ -319,10 +322,7 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 	table_add_column(u, "Address", COL_STR, 0);
 	table_add_column(u, "Size (bytes)", COL_INT, 0);
 	table_add_column(u, "Time (ms)", COL_FLOAT, 3);
-	table_add_column(u, "Op", COL_STR, 0);
-	table_column_elastic(u);
-	table_add_column(u, "Range", COL_STR, 0);
-	table_column_elastic(u);
+	path_columns(u);
 	if (tl->n_unknown_frees)
 		report_note(r, "warning: %s view: %zu free(s) of addresses that were not live (their allocation was not recorded); ignored",
 			    vname, tl->n_unknown_frees);
