@@ -8,12 +8,88 @@
 #include "analyze/common.h"
 #include "lib/error.h"
 
+static bool is_mirror(const struct replay *rp, const struct replay_range *g)
+{
+	return g->domain && !strcmp(replay_str(rp, g->domain), "steptrace.mirror");
+}
+
+struct by_start {
+	uint64_t start;
+	uint32_t range;
+};
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct by_start *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->range < y->range ? -1 : x->range > y->range;
+}
+
+/*
+ * Each range's GPU span (start, end; equal when it has no GPU work), a
+ * lead range's widened by its mirrors': the copies a helper thread (PyTorch's
+ * autograd engine) makes of the lead thread's open ranges, whose kernels
+ * are the range's too. A mirror belongs to the latest lead range of its path
+ * that began before it and had not ended. O(n log n) in the ranges.
+ */
+static int gpu_spans(const struct replay *rp, uint64_t **start_out, uint64_t **end_out)
+{
+	size_t n = rp->n_ranges;
+	uint64_t *start = malloc((n + 1) * sizeof(*start)), *end = malloc((n + 1) * sizeof(*end));
+	struct by_start *order = malloc((n + 1) * sizeof(*order));
+	int64_t *lead = malloc((rp->n_paths + 1) * sizeof(*lead));
+
+	*start_out = start;
+	*end_out = end;
+	if (!start || !end || !order || !lead) {
+		free(order);
+		free(lead);
+		return error("out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		start[i] = rp->ranges[i].gpu_start;
+		end[i] = rp->ranges[i].gpu_end > rp->ranges[i].gpu_start ? rp->ranges[i].gpu_end : rp->ranges[i].gpu_start;
+		order[i].start = rp->ranges[i].start;
+		order[i].range = (uint32_t)i;
+	}
+	for (size_t p = 0; p < rp->n_paths; p++)
+		lead[p] = -1;
+	if (n > 1)
+		qsort(order, n, sizeof(*order), cmp_start);
+	for (size_t k = 0; k < n; k++) {
+		const struct replay_range *g = &rp->ranges[order[k].range];
+		int64_t l;
+
+		if (g->path >= rp->n_paths)
+			continue;
+		if (!is_mirror(rp, g)) {
+			lead[g->path] = order[k].range;
+			continue;
+		}
+		l = lead[g->path];
+		if (l < 0 || rp->ranges[l].end < g->start || g->gpu_end <= g->gpu_start)
+			continue;
+		if (end[l] <= start[l]) {       /* the lead has no GPU work of its own */
+			start[l] = g->gpu_start;
+			end[l] = g->gpu_end;
+		} else {
+			start[l] = g->gpu_start < start[l] ? g->gpu_start : start[l];
+			end[l] = g->gpu_end > end[l] ? g->gpu_end : end[l];
+		}
+	}
+	free(order);
+	free(lead);
+	return 0;
+}
+
 int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct report *r)
 {
 	struct replay_filter filter;
 	struct dur_collect dc;
 	struct dur_groups groups = { NULL, 0, 0 };
-	uint64_t *gpu_time = NULL, *gpu_busy = NULL;
+	uint64_t *gpu_time = NULL, *gpu_busy = NULL, *span_start = NULL, *span_end = NULL;
 	struct table *t;
 	char title[512];
 	size_t shown;
@@ -28,6 +104,8 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 		error("out of memory");
 		goto out;
 	}
+	if (gpu_spans(rp, &span_start, &span_end) < 0)
+		goto out;
 	for (size_t i = 0; i < rp->n_ranges; i++) {
 		const struct replay_range *g = &rp->ranges[i];
 
@@ -36,14 +114,15 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 		if (args->depth > 0 && rp->paths[g->path].depth >= (uint32_t)args->depth)
 			continue;
 		/* A copy of a lead thread's range on a helper thread (`record -- COMMAND`,
-		 * record/ranges.h) adds its GPU work, not another instance or its span. */
-		if (g->domain && !strcmp(replay_str(rp, g->domain), "steptrace.mirror")) {
+		 * record/ranges.h) adds its GPU work, not another instance; its span
+		 * widened its lead's (gpu_spans). */
+		if (is_mirror(rp, g)) {
 			gpu_busy[g->path] += g->gpu_busy;
 			continue;
 		}
 		if (dur_collect_add(&dc, g->path, g->end - g->start) < 0)
 			goto out;
-		gpu_time[g->path] += g->gpu_end - g->gpu_start;
+		gpu_time[g->path] += span_end[i] - span_start[i];
 		gpu_busy[g->path] += g->gpu_busy;
 	}
 	if (dur_collect_groups(&dc, &groups) < 0)
@@ -89,6 +168,8 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 	rc = 0;
 out:
 	free(gpu_time);
+	free(span_start);
+	free(span_end);
 	free(gpu_busy);
 	dur_groups_release(&groups);
 	dur_collect_release(&dc);

@@ -60,6 +60,11 @@ else
 	run replay.txt replay "$f" --kind kernel --range 'layer.0/attn/softmax'
 	grep -q 'softmax' "$tmp/replay.txt" || fail "$name: no softmax kernel under layer.0/attn/softmax"
 fi
+# a range's GPU span holds all of its GPU work, that of its copies on a helper
+# thread (PyTorch's autograd engine: steptrace.mirror) included
+run ranges.csv ranges "$f" --format csv
+awk -F, 'NR > 1 && $(NF - 1) + 0 < $NF + 0 { print; exit 1 }' "$tmp/ranges.csv" >"$tmp/short" ||
+	fail "$name: a range's GPU Time is less than its GPU Busy: $(cat "$tmp/short")"
 run export.txt export "$f" -o "$tmp/t.pftrace"
 protoc --decode=perfetto.protos.Trace -I "$proto" "$proto/perfetto_trace.proto" < "$tmp/t.pftrace" \
 	> "$tmp/t.txt" || fail "protoc cannot decode the export of $name"
