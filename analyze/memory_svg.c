@@ -11,6 +11,7 @@
 
 #include "analyze/svg.h"
 #include "lib/error.h"
+#include "lib/table.h"
 
 /* Bottom-to-top stacking: what lives longest first, as memory_viz tends to show. */
 static const int stack_order[ST_MEM_CATEGORY_COUNT] = {
@@ -305,6 +306,46 @@ static const char *window_name(const struct replay *rp, uint64_t t0, uint64_t t1
 	return buf;
 }
 
+
+/*
+ * What `record -- COMMAND` ran, for a title: the command after " -- " (the
+ * recorder's own options left out), each word that is a path by its last
+ * part (python3 gpt_train.py), without the "[pid N: ...]" that follows,
+ * cut in the middle to 80 characters.
+ */
+static const char *program_of(const char *line, char *buf, size_t len)
+{
+	const char *p = strstr(line, " -- "), *end;
+	char whole[380];
+	size_t n = 0;
+
+	p = p ? p + 4 : line;
+	end = p + strcspn(p, "[");
+	while (end > p && end[-1] == ' ')
+		end--;
+	while (p < end && n + 1 < sizeof(whole)) {
+		const char *w = p, *we = p + strcspn(p, " "), *slash;
+
+		if (we > end)
+			we = end;
+		for (slash = w; slash < we; slash++)   /* a path's last part, unless it ends with '/' */
+			if (*slash == '/' && slash + 1 < we)
+				w = slash + 1;
+		while (w < we && n + 1 < sizeof(whole))
+			whole[n++] = *w++;
+		p = we;
+		while (p < end && *p == ' ' && n + 1 < sizeof(whole)) {
+			whole[n++] = ' ';
+			p++;
+		}
+	}
+	whole[n] = '\0';
+	p = table_clip_middle(whole, 80, buf, len);
+	if (p == whole)
+		snprintf(buf, len, "%s", whole);
+	return buf;
+}
+
 /* The highest live total in [t0, t1], what was live at t0 included. */
 static uint64_t window_peak(const struct mem_timeline *tl, uint64_t t0, uint64_t t1)
 {
@@ -336,7 +377,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 	double unit, tunit, colw;
 	const char *uname, *tname;
 	size_t cols;
-	char b1[32], b2[32], b3[48];
+	char b1[32], b2[32], b3[48], cmd[400];
 	int rc = -1;
 
 	if (width < 400)
@@ -408,10 +449,13 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 	{
 		const struct replay_config *c = &rp->run.config;
 
-		if (rp->run.has_config && *c->model)
+		if (rp->run.has_config && *c->model && c->ctx)   /* the built-in model (a program's has ctx 0) */
 			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"",
 				 "Active memory \xe2\x80\x94 %s, ctx %u, batch %u, %s, %s", c->model, c->ctx,
 				 c->batch, c->precision_name, c->mode_name);
+		else if (*rp->run.command_line)   /* a program of the user's: its command, cut to fit */
+			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"", "Active memory \xe2\x80\x94 %s",
+				 program_of(rp->run.command_line, cmd, sizeof(cmd)));
 		else
 			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"", "Active memory timeline");
 		window_name(rp, t0, t1, b3, sizeof(b3));

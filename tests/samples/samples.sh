@@ -46,6 +46,9 @@ grep -q ',step/forward' "$tmp/ranges.csv" || fail "$name: no step/forward range"
 run mem.json memory "$f" --format json --svg "$tmp/mem.svg"
 run flops.csv flops "$f" --format csv --svg "$tmp/roof.svg"
 if grep -q '^steps from,optimizer steps (PyTorch)' "$tmp/footer.csv"; then
+	# the chart's title names the user's program, not the recorder's options
+	grep -q 'Active memory — python3 .*gpt_train' "$tmp/mem.svg" && ! grep -q 'Active memory — steptrace' "$tmp/mem.svg" ||
+		fail "$name: the memory chart's title does not name the program: $(grep -o 'Active memory[^<]*' "$tmp/mem.svg" | head -1)"
 	# a PyTorch program recorded with --torch auto (GPT-2 small): its tensors are the driver's blocks
 	run cap.txt replay "$f" --capacity 512MiB --view driver
 	grep -q 'out of memory' "$tmp/cap.txt" || fail "$name: 512 MiB should not fit GPT-2 small (473 MiB of parameters alone)"
