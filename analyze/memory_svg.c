@@ -449,7 +449,7 @@ int memory_svg_write(FILE *out, const struct replay *rp, const struct mem_timeli
 	{
 		const struct replay_config *c = &rp->run.config;
 
-		if (rp->run.has_config && *c->model && c->ctx)   /* the built-in model (a program's has ctx 0) */
+		if (rp->run.has_config && *c->model && c->d_model)   /* the built-in model (a program's has none) */
 			svg_text(out, ch.x0, 26, SVG_START, 17, "#111", "font-weight=\"bold\"",
 				 "Active memory \xe2\x80\x94 %s, ctx %u, batch %u, %s, %s", c->model, c->ctx,
 				 c->batch, c->precision_name, c->mode_name);

@@ -272,7 +272,9 @@ void page_chips(FILE *out, const struct replay *rp)
 	const struct replay_config *c = &rp->run.config;
 
 	fputs("<div class=\"chips\">", out);
-	if (rp->run.has_config) {
+	if (rp->run.has_config && !c->d_model) {   /* a program recorded with `record -- COMMAND --precision P` */
+		chip(out, c->precision_name);
+	} else if (rp->run.has_config) {
 		chip(out, c->model);
 		chip(out, c->precision_name);
 		chip(out, c->mode_name);
@@ -335,7 +337,9 @@ void page_run(FILE *out, const struct replay *rp)
 	char b1[64], b2[64], b3[64], b4[64];
 
 	fputs("<div class=\"grid2 run\">\n<dl class=\"kv\">\n", out);
-	if (h->has_config) {
+	if (h->has_config && !c->d_model) {
+		kv(out, "Precision", "%s (as record --precision said)", c->precision_name);
+	} else if (h->has_config) {
 		kv(out, "Model", "%s", *c->model ? c->model : "custom");
 		kv(out, "Parameters", "%.1f M", (double)c->parameters / 1e6);
 		kv(out, "Sizes", "d_model %" PRIu32 ", d_ff %" PRIu32 ", %" PRIu32 " layers, %" PRIu32 " heads",

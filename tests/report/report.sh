@@ -77,6 +77,15 @@ if [ -f "$samples/small-bf16-train.stb" ] && [ -f "$samples/small-fp32-train.stb
   fi
 fi
 
+# a program recorded with --precision: the page shows that precision, not a
+# built-in model of zero sizes ("program", "ctx 0")
+ops="$(dirname "$0")/../../docs/foreign/pytorch-ops.stb"
+if [ -f "$ops" ]; then
+  "$steptrace" report "$ops" -o "$tmp/ops.html" 2>> "$tmp/log" || { cat "$tmp/log"; exit 1; }
+  grep -q 'ctx 0\|>program<' "$tmp/ops.html" && fail "a program's page shows a built-in model of zero sizes"
+  grep -q 'bf16 (as record --precision said)' "$tmp/ops.html" || fail "a program's page does not say its --precision"
+fi
+
 # per layer on a PyTorch model recorded with --torch auto (samples/pytorch-auto.stb,
 # GPT-2 small): its transformer.h.N are the layers, split by the module under them
 sample="$(dirname "$0")/../../samples/pytorch-auto.stb"
