@@ -75,22 +75,28 @@ static void align(struct replay_ranks *rs)
 				   "as close as those clocks agree";
 }
 
-/* Warns about the ranks of world_size that no bundle holds. */
+/*
+ * Warns about the ranks of world_size that no bundle holds. The world size
+ * is the header's claim (up to 2^32 - 1), so this walks the ranks given and
+ * the gaps between them only as far as the list has room.
+ */
 static void missing_ranks(const struct replay_ranks *rs)
 {
 	char list[256] = "";
-	size_t j = 0, n = 0, len;
+	size_t len = 0;
+	uint32_t next = 0;   /* the first rank not yet looked at */
+	uint64_t n = (uint64_t)rs->world_size - rs->n, listed = 0;   /* ranks are distinct, below world_size */
 
-	for (uint32_t r = 0; r < rs->world_size; r++) {
-		while (j < rs->n && rs->rank[j]->run.rank < r)
-			j++;
-		if (j < rs->n && rs->rank[j]->run.rank == r)
-			continue;
-		len = strlen(list);
-		if (len + 16 < sizeof(list))
-			snprintf(list + len, sizeof(list) - len, "%s%" PRIu32, n ? ", " : "", r);
-		n++;
+	for (size_t j = 0; j <= rs->n && len + 16 < sizeof(list); j++) {
+		uint32_t end = j < rs->n ? rs->rank[j]->run.rank : rs->world_size;
+
+		for (; next < end && len + 16 < sizeof(list); next++, listed++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%" PRIu32, len ? ", " : "", next);
+		if (next == end && j < rs->n)
+			next = end + 1;
 	}
+	if (listed < n)
+		snprintf(list + len, sizeof(list) - len, ", ...");
 	if (n)
 		warning("the run of '%s' has %" PRIu32 " ranks but no bundle of rank%s %s: results cover the "
 			"ranks given", rs->rank[0]->path, rs->world_size, n > 1 ? "s" : "", list);

@@ -9,6 +9,14 @@
  *   st-hostile nested OUT NAME_BYTES [LAUNCHES [DEPTH]]
  *                                              DEPTH (4096) nested ranges, names of NAME_BYTES,
  *                                              LAUNCHES launches in the innermost
+ *   st-hostile world OUT [WORLD [RANK]]       rank RANK (0) of a run of WORLD (2^32-1) ranks, one kernel
+ *   st-hostile long-names OUT NAMES BYTES LAUNCHES
+ *                                              NAMES kernel names of BYTES each, LAUNCHES launches
+ *                                              cycling through them
+ *   st-hostile overlap OUT steps|ranges|kernels N
+ *                                              N steps, ranges on one thread or kernels on one
+ *                                              stream, each overlapping the next without nesting
+ *   st-hostile steps OUT N                     N steps of 1 ms in a row, an allocation and a free in each
  *   st-hostile run MAX_KIB MAX_SECONDS CMD ARGS...
  *                                              runs CMD; its exit status, or 125 after a line
  *                                              when its peak RSS or wall time went over
@@ -32,13 +40,19 @@
 
 #define CHUNK_BYTES (4u << 20)
 
+/* The header every hostile bundle has: the small model on an H100. */
+static void usual_header(struct builder *b)
+{
+	builder_init(b);
+	builder_small_model(b, "bf16");
+	builder_h100(b, "NVIDIA H100 80GB HBM3");
+}
+
 static uint8_t *header(size_t *len)
 {
 	struct builder b;
 
-	builder_init(&b);
-	builder_small_model(&b, "bf16");
-	builder_h100(&b, "NVIDIA H100 80GB HBM3");
+	usual_header(&b);
 	return builder_header_bytes(&b, len);
 }
 
@@ -175,9 +189,7 @@ static int nested(const char *out, size_t name_bytes, uint64_t launches, uint32_
 
 	if (!name || name_bytes < 6)
 		return -1;
-	builder_init(&b);
-	builder_small_model(&b, "bf16");
-	builder_h100(&b, "NVIDIA H100 80GB HBM3");
+	usual_header(&b);
 	if (builder_open(&b, out) < 0)
 		return -1;
 	for (uint64_t i = 0; i < launches; i++) {
@@ -193,6 +205,103 @@ static int nested(const char *out, size_t name_bytes, uint64_t launches, uint32_
 	}
 	builder_step(&b, 0, false, 0, end);
 	free(name);
+	return builder_close(&b, "ok");
+}
+
+/* A bundle of the usual header at `out`; -1 after a line. */
+static int open_bundle(struct builder *b, const char *out)
+{
+	usual_header(b);
+	return builder_open(b, out);
+}
+
+/* Rank `rank` of a run of `world` ranks: one launch in one step. */
+static int world(const char *out, uint32_t world, uint32_t rank)
+{
+	struct builder b;
+
+	usual_header(&b);
+	builder_rank(&b, rank, world, 42, "bucket");
+	if (builder_open(&b, out) < 0)
+		return -1;
+	builder_launch(&b, "one_kernel", 7, 0, 100, 110, 200, 300);
+	builder_step(&b, 0, false, 0, 1000);
+	return builder_close(&b, "ok");
+}
+
+/*
+ * `names` kernel names of `bytes` each ("k01xxx..."), then `launches`
+ * launches cycling through them: the names interned once, the events
+ * written with their ids (interning a long name per event would make
+ * this generator as slow as what it tests).
+ */
+static int long_names(const char *out, uint32_t names, size_t bytes, uint64_t launches)
+{
+	struct builder b;
+	uint32_t *id = calloc(names + 1, sizeof(*id));
+	char *name = malloc(bytes + 1);
+	int ret = -1;
+
+	if (!id || !name || bytes < 4 || !names || open_bundle(&b, out) < 0)
+		goto out;
+	for (uint32_t i = 0; i < names; i++) {
+		memset(name, 'x', bytes);
+		name[snprintf(name, bytes + 1, "k%02u", i % 100)] = 'x';
+		name[bytes] = '\0';
+		name[bytes - 1] = (char)('a' + i % 26);   /* distinct beyond 100 names */
+		id[i] = builder_string(&b, name);
+	}
+	for (uint64_t i = 0; i < launches; i++) {
+		uint64_t t = 1000 + 100 * i;
+		struct st_event ev = { .kind = ST_KERNEL, .start = t + 20, .end = t + 80 };
+
+		ev.kernel.name = id[i % names];
+		ev.kernel.correlation = builder_call(&b, "cudaLaunchKernel", t, t + 10);
+		ev.kernel.stream = 7;
+		builder_add(&b, &ev);
+	}
+	builder_step(&b, 0, false, 0, 1000 + 100 * launches);
+	ret = builder_close(&b, "ok");
+out:
+	free(id);
+	free(name);
+	return ret;
+}
+
+/* n spans [10 i, 10 (i + n)]: each overlaps the next without nesting in it. */
+static int overlap(const char *out, const char *what, uint64_t n)
+{
+	struct builder b;
+
+	if (open_bundle(&b, out) < 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t start = 10 * i, end = 10 * (i + n);
+
+		if (!strcmp(what, "steps"))
+			builder_step(&b, (uint32_t)i, false, start, end);
+		else if (!strcmp(what, "ranges"))
+			builder_range(&b, "overlapping", 0, start, end);
+		else
+			builder_kernel(&b, "overlapping_kernel", 0, 7, 0, start, end);
+	}
+	return builder_close(&b, "ok");
+}
+
+/* n steps of 1 ms in a row, each allocating 4 KiB + 512 (i % 7) at 0.25 ms and freeing it. */
+static int steps(const char *out, uint64_t n)
+{
+	struct builder b;
+
+	if (open_bundle(&b, out) < 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t = 1000000 * i;
+
+		builder_alloc(&b, t + 250000, 0x10000, 4096 + 512 * (i % 7), ST_MEM_ACTIVATION, 0);
+		builder_free(&b, t + 750000, 0x10000, 0, 0, 0);
+		builder_step(&b, (uint32_t)i, false, t, t + 999999);
+	}
 	return builder_close(&b, "ok");
 }
 
@@ -277,8 +386,18 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "nested") && argc > 3)
 		return nested(argv[2], arg_u64(argc, argv, 3, 64), arg_u64(argc, argv, 4, 1),
 			      (uint32_t)arg_u64(argc, argv, 5, 4096)) < 0;
+	if (!strcmp(what, "world"))
+		return world(argv[2], (uint32_t)arg_u64(argc, argv, 3, UINT32_MAX),
+			     (uint32_t)arg_u64(argc, argv, 4, 0)) < 0;
+	if (!strcmp(what, "long-names") && argc > 5)
+		return long_names(argv[2], (uint32_t)arg_u64(argc, argv, 3, 12), arg_u64(argc, argv, 4, 20 << 20),
+				  arg_u64(argc, argv, 5, 1000)) < 0;
+	if (!strcmp(what, "overlap") && argc > 4)
+		return overlap(argv[2], argv[3], arg_u64(argc, argv, 4, 250000)) < 0;
+	if (!strcmp(what, "steps") && argc > 3)
+		return steps(argv[2], arg_u64(argc, argv, 3, 150000)) < 0;
 usage:
-	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested OUT [ARGS]\n"
+	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested|world|long-names|overlap|steps OUT [ARGS]\n"
 			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");
 	return 2;
 }

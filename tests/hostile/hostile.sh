@@ -9,39 +9,9 @@ set -u
 st=$1; h=$2; sample=$3
 dir=$(mktemp -d /tmp/st-hostile-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-failed=0
 MAX_KIB=${MAX_KIB:-1048576}   # 1 GiB: a budget of 256 MiB plus what a sanitizer adds
 MAX_S=${MAX_S:-60}
-
-fail() {
-	echo "hostile: $*" >&2
-	failed=1
-}
-
-# expect NAME STATUS PATTERN ARGS...: `steptrace ARGS` exits STATUS, and its
-# stderr is one line matching PATTERN (grep -E), or nothing when PATTERN is "".
-expect() {
-	name=$1; status=$2; pattern=$3; shift 3
-	"$h" run "$MAX_KIB" "$MAX_S" "$st" "$@" > "$dir/out" 2> "$dir/err"
-	got=$?
-	lines=$(wc -l < "$dir/err")
-	if [ "$got" != "$status" ]; then
-		fail "$name: exit status $got, want $status"; sed 's/^/  /' "$dir/err" | head -5 >&2
-	elif [ -z "$pattern" ] && [ "$lines" != 0 ]; then
-		fail "$name: wants no message, got:"; sed 's/^/  /' "$dir/err" | head -5 >&2
-	elif [ -n "$pattern" ] && { [ "$lines" != 1 ] || ! grep -Eq "$pattern" "$dir/err"; }; then
-		fail "$name: wants one line matching '$pattern', got:"; sed 's/^/  /' "$dir/err" | head -5 >&2
-	fi
-}
-
-# expect_out NAME PATTERN: the last command's output holds PATTERN (a correct result).
-expect_out() {
-	grep -Eq "$2" "$dir/out" || { fail "$1: the output lacks '$2'"; head -5 "$dir/out" >&2; }
-}
-
-gen() {
-	"$h" "$@" || fail "cannot generate $2"
-}
+. "$(dirname "$0")/expect.sh"
 
 # Events and strings without content are damage: refused at once.
 gen empty-events "$dir/empty.stb"                       # 16.7 million empty events, 3.2 KB

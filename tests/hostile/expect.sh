@@ -1,0 +1,48 @@
+# expect.sh: what hostile.sh and time.sh share, sourced with $st (steptrace),
+# $h (st-hostile), $dir (a scratch folder), MAX_KIB and MAX_S set. A check
+# that fails says why on stderr and sets failed=1.
+failed=0
+
+fail() {
+	echo "hostile: $*" >&2
+	failed=1
+}
+
+# run_timed NAME STATUS ARGS...: `steptrace ARGS` exits STATUS within
+# MAX_KIB of peak RSS and MAX_S seconds; its stdout and stderr are in
+# $dir/out and $dir/err. False when it did not.
+run_timed() {
+	name=$1; status=$2; shift 2
+	"$h" run "$MAX_KIB" "$MAX_S" "$st" "$@" > "$dir/out" 2> "$dir/err"
+	got=$?
+	[ "$got" = "$status" ] && return 0
+	fail "$name: exit status $got, want $status"; sed 's/^/  /' "$dir/err" | head -5 >&2
+	return 1
+}
+
+# expect NAME STATUS PATTERN ARGS...: run_timed, and its stderr is one line
+# matching PATTERN (grep -E), or nothing when PATTERN is "".
+expect() {
+	name=$1; status=$2; pattern=$3; shift 3
+	run_timed "$name" "$status" "$@" || return
+	lines=$(wc -l < "$dir/err")
+	if [ -z "$pattern" ] && [ "$lines" != 0 ]; then
+		fail "$name: wants no message, got:"; sed 's/^/  /' "$dir/err" | head -5 >&2
+	elif [ -n "$pattern" ] && { [ "$lines" != 1 ] || ! grep -Eq "$pattern" "$dir/err"; }; then
+		fail "$name: wants one line matching '$pattern', got:"; sed 's/^/  /' "$dir/err" | head -5 >&2
+	fi
+}
+
+# expect_err NAME PATTERN: the last command's stderr holds PATTERN.
+expect_err() {
+	grep -Eq "$2" "$dir/err" || { fail "$1: stderr lacks '$2'"; head -5 "$dir/err" >&2; }
+}
+
+# expect_out NAME PATTERN: the last command's output holds PATTERN (a correct result).
+expect_out() {
+	grep -Eq "$2" "$dir/out" || { fail "$1: the output lacks '$2'"; head -5 "$dir/out" >&2; }
+}
+
+gen() {
+	"$h" "$@" || fail "cannot generate $2"
+}

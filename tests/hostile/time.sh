@@ -1,0 +1,42 @@
+#!/bin/sh
+# time.sh STEPTRACE ST_HOSTILE CASE: the bundles of issue 25, small files
+# that made a command run for minutes or hours, each generated here. Every
+# command must end within MAX_S seconds (2, generous for a slow CI; what
+# they take is in README's "Hostile bundles") and MAX_KIB of peak RSS, with
+# the right exit status and a result that shows the work was done.
+#   world     a header that claims 2^32-1 ranks, and ranks with gaps
+set -u
+st=$1; h=$2; case=$3
+dir=$(mktemp -d /tmp/st-time-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+MAX_KIB=${MAX_KIB:-1048576}
+MAX_S=${MAX_S:-2}
+. "$(dirname "$0")/expect.sh"
+
+case $case in
+world)
+	# the missing ranks are listed as far as one line has room, never counted one by one
+	gen world "$dir/w.stb"                                  # rank 0 of 4294967295, 540 B
+	for cmd in info steps summary ranges memory replay flops comm; do
+		expect "world-$cmd" 0 "^warning: the run of '.*w.stb' has 4294967295 ranks but no bundle of ranks 1, 2, 3, .* 63, \.\.\.: results cover the ranks given$" \
+			$cmd "$dir/w.stb"
+	done
+	for fmt in perfetto chrome sqlite; do
+		run_timed "world-export-$fmt" 0 export "$dir/w.stb" --format $fmt -o "$dir/w.$fmt" &&
+			expect_err "world-export-$fmt" "has 4294967295 ranks but no bundle of ranks 1, 2, 3, "
+	done
+	run_timed world-report 0 report "$dir/w.stb" -o "$dir/w.html" &&
+		expect_err world-report "has 4294967295 ranks"
+	gen world "$dir/g.rank0.stb" 6 0                        # ranks 0 and 3 of 6: the gaps between them
+	gen world "$dir/g.rank3.stb" 6 3
+	expect world-gaps 0 "^warning: the run of '.*g.rank0.stb' has 6 ranks but no bundle of ranks 1, 2, 4, 5: results cover the ranks given$" \
+		summary "$dir/g.rank0.stb" "$dir/g.rank3.stb"
+	gen world "$dir/h.rank0.stb" 2 0
+	expect world-one 0 "but no bundle of rank 1: results" summary "$dir/h.rank0.stb"
+	;;
+*)
+	echo "time.sh: no case '$case'" >&2
+	exit 2
+	;;
+esac
+exit $failed
