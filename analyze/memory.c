@@ -54,21 +54,6 @@ static double rel_ms(const struct replay *rp, uint64_t t)
 
 /* ---- the report ------------------------------------------------------- */
 
-/*
- * The step whose span holds t (rp->steps index), -1 when none: an instant
- * shared by two steps (one ends as the next begins) is the later one's, as
- * replay places events (replay/replay.h).
- */
-static int32_t step_at(const struct replay *rp, uint64_t t)
-{
-	int32_t at = -1;
-
-	for (size_t s = 0; s < rp->n_steps; s++)
-		if (t >= rp->steps[s].start && t <= rp->steps[s].end)
-			at = (int32_t)s;
-	return at;
-}
-
 /* The last instant of step s that is its own: its end, or just before it when a step begins there. */
 static uint64_t step_last_instant(const struct replay *rp, size_t s)
 {
@@ -90,7 +75,7 @@ static const char *step_name(const struct replay *rp, size_t s, char *buf, size_
 static void peak_row(struct table *t, const struct replay *rp, const struct mem_timeline *tl,
 		     const char *scope, const struct mem_peak *p)
 {
-	int32_t step = step_at(rp, p->t);
+	int32_t step = replay_step_at(rp, p->t);
 
 	table_row(t);
 	table_str(t, scope);

@@ -301,23 +301,6 @@ out:
 	return rc;
 }
 
-/* Step whose host span covers t; a shared instant goes to the later step. */
-static int32_t step_at(const struct replay *rp, uint64_t t)
-{
-	size_t lo = 0, hi = rp->n_steps;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (rp->steps[mid].start <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return -1;
-	return t <= rp->steps[lo - 1].end ? (int32_t)(lo - 1) : -1;
-}
-
 /* One interval of a union being summed in start order. */
 struct span_sum {
 	uint64_t cur_start, cur_end;
@@ -763,9 +746,9 @@ static int project_activities(struct replay *rp, const int32_t *graph_range)
 		if (a->api >= 0) {
 			a->range = graph_range && graph_range[i] >= 0 ? graph_range[i]
 								     : rp->apis[a->api].range;
-			a->step = step_at(rp, rp->apis[a->api].start);
+			a->step = replay_step_at(rp, rp->apis[a->api].start);
 		} else {
-			a->step = step_at(rp, a->start);
+			a->step = replay_step_at(rp, a->start);
 		}
 		if (a->range >= 0)
 			walk += rp->ranges[a->range].depth + 1;
@@ -902,7 +885,7 @@ int replay_project(struct replay *rp)
 	graph_range = NULL;
 
 	for (size_t i = 0; i < rp->n_ranges; i++)
-		rp->ranges[i].step = step_at(rp, rp->ranges[i].start +
+		rp->ranges[i].step = replay_step_at(rp, rp->ranges[i].start +
 					     (rp->ranges[i].end - rp->ranges[i].start) / 2);
 
 	/* the main thread: the steps', else the one with most ranges */
@@ -917,7 +900,7 @@ int replay_project(struct replay *rp)
 			}
 	}
 	for (size_t i = 0; i < rp->n_mem; i++) {
-		rp->mem[i].step = step_at(rp, rp->mem[i].ev.start);
+		rp->mem[i].step = replay_step_at(rp, rp->mem[i].ev.start);
 		rp->mem[i].range = replay_range_at(rp, rp->main_thread, rp->mem[i].ev.start);
 	}
 	time_bounds(rp);

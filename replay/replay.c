@@ -624,6 +624,22 @@ void replay_path_phases(const struct replay *rp, uint8_t *phase)
 	}
 }
 
+int32_t replay_step_at(const struct replay *rp, uint64_t t)
+{
+	size_t lo = 0, hi = rp->n_steps;   /* the first step that starts after t */
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rp->steps[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	return t <= rp->steps[lo - 1].end ? (int32_t)(lo - 1) : -1;
+}
+
 bool replay_counts(const struct replay *rp, int32_t step_index, bool include_warmup)
 {
 	if (rp->n_steps == 0 || include_warmup)

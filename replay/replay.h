@@ -382,6 +382,14 @@ int replay_range_phase(const struct replay *rp, size_t i);
  */
 void replay_path_phases(const struct replay *rp, uint8_t *phase);
 
+/*
+ * The step whose host span covers t (rp->steps index), -1 when none: the
+ * last one to start at or before t, when it has not ended by then, so that
+ * an instant shared by two steps is the later one's, as events are placed
+ * (see Steps above). O(log steps).
+ */
+int32_t replay_step_at(const struct replay *rp, uint64_t t);
+
 /* ---- filters --------------------------------------------------------- */
 
 /*

@@ -5,6 +5,7 @@
 # they take is in README's "Hostile bundles") and MAX_KIB of peak RSS, with
 # the right exit status and a result that shows the work was done.
 #   world     a header that claims 2^32-1 ranks, and ranks with gaps
+#   steps     150,000 steps with an allocation each
 set -u
 st=$1; h=$2; case=$3
 dir=$(mktemp -d /tmp/st-time-XXXXXX)
@@ -33,6 +34,18 @@ world)
 		summary "$dir/g.rank0.stb" "$dir/g.rank3.stb"
 	gen world "$dir/h.rank0.stb" 2 0
 	expect world-one 0 "but no bundle of rank 1: results" summary "$dir/h.rank0.stb"
+	;;
+steps)
+	# memory finds each step by binary search
+	gen steps "$dir/s.stb" 150000                           # 272 KB
+	expect steps-memory 0 "" memory "$dir/s.stb"
+	# each step's peak: its allocation, 0.25 ms into it
+	expect_out steps-memory "^step 149999 +model +5,632 +0\.0 +149,999\.250 +0\.250( |$)"
+	expect steps-memory-step 0 "" memory "$dir/s.stb" --step 149998
+	expect_out steps-memory-step "^step 149998 +model +5,120 +0\.0 +149,998\.250 +0\.250( |$)"
+	for cmd in steps summary replay; do
+		expect "steps-$cmd" 0 "" $cmd "$dir/s.stb"
+	done
 	;;
 *)
 	echo "time.sh: no case '$case'" >&2
