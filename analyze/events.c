@@ -422,9 +422,12 @@ static int activity_names(struct kernel_names *kn, const struct replay *rp, bool
 		free(names);
 		return error("out of memory");
 	}
+	/* a flag, not a count: a byte's count wraps at 256 and would list a name again, past names' end */
 	for (size_t i = 0; i < rp->n_activities; i++)
-		if (!seen[rp->activities[i].name]++)
+		if (!seen[rp->activities[i].name]) {
+			seen[rp->activities[i].name] = 1;
 			names[n++] = replay_str(rp, rp->activities[i].name);
+		}
 	rc = kernel_names_init(kn, names, n, EVENTS_NAME_WIDTH, false);
 	free(seen);
 	free(names);
