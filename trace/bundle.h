@@ -120,7 +120,14 @@ const Steptrace__Header *bundle_reader_header(const struct bundle_reader *r);
  */
 int bundle_reader_next(struct bundle_reader *r, struct st_event *ev);
 
-/* A string by id; "" for 0, NULL for an id not (yet) defined. Owned by the reader. */
+/*
+ * A string by id; "" for 0, NULL for an id not (yet) defined. Owned by the
+ * reader. A string of the bundle longer than BUNDLE_NAME_MAX bytes is kept
+ * to its first bytes, cut at a UTF-8 character, and "..." (BUNDLE_NAME_MAX
+ * in all at most): every report hashes, compares or prints names per event,
+ * and a bundle of a few kilobytes can hold names of megabytes.
+ */
+#define BUNDLE_NAME_MAX 4096
 const char *bundle_reader_string(const struct bundle_reader *r, uint32_t id);
 uint32_t bundle_reader_string_count(const struct bundle_reader *r); /* ids are < this */
 

@@ -607,13 +607,30 @@ static int next_member(struct bundle_reader *r, struct member_buf *mb, const cha
 }
 
 /*
+ * How much of a string of `len` bytes is kept: all of it, or at most
+ * BUNDLE_NAME_MAX - 3 bytes ending before a UTF-8 character, which "..."
+ * follows (bundle.h).
+ */
+static size_t name_kept(const uint8_t *s, size_t len)
+{
+	size_t n = BUNDLE_NAME_MAX - 3;
+
+	if (len <= BUNDLE_NAME_MAX)
+		return len;
+	while (n > 0 && (s[n] & 0xC0) == 0x80)   /* s[n], the first byte left out, continues a character */
+		n--;
+	return n;
+}
+
+/*
  * Adds the string table in `data` (a StringTable message) to the ids,
- * copying its strings into one block. An empty string is damage: the writer
- * never writes one (id 0 is the empty string). 0, or -1 (in r->err).
+ * copying its strings, each cut to BUNDLE_NAME_MAX, into one block. An
+ * empty string is damage: the writer never writes one (id 0 is the empty
+ * string). 0, or -1 (in r->err).
  */
 static int add_strings(struct bundle_reader *r, const uint8_t *data, size_t len, const char *member)
 {
-	uint64_t n = 0, bytes = 0, first_id = 0;
+	uint64_t n = 0, bytes = 0, kept = 0, first_id = 0;
 	struct pb_field f;
 	size_t pos = 0;
 	char *block, *p;
@@ -629,6 +646,7 @@ static int add_strings(struct bundle_reader *r, const uint8_t *data, size_t len,
 						    (unsigned long long)(r->n_strings + n));
 			n++;
 			bytes += f.len;
+			kept += f.len < BUNDLE_NAME_MAX ? f.len : BUNDLE_NAME_MAX;
 		} else if (f.number == 1 || f.number == 2) {
 			ret = -1;
 			break;
@@ -645,15 +663,15 @@ static int add_strings(struct bundle_reader *r, const uint8_t *data, size_t len,
 	if (r->string_bytes + bytes > MAX_STRING_BYTES)
 		return read_error(r, "bundle '%s' is damaged: string table over 1 GiB", r->path);
 	/* the block, and a page slot per id */
-	if (memory_check(r, member, 0, 0, bytes + n + n * sizeof(char *)) < 0)
+	if (memory_check(r, member, 0, 0, kept + n + n * sizeof(char *)) < 0)
 		return -1;
 	char **blocks = realloc(r->string_blocks, (r->n_string_blocks + 1) * sizeof(*blocks));
 	if (!blocks)
 		return out_of_memory(r, "reading", member, sizeof(*blocks));
 	r->string_blocks = blocks;
-	block = malloc(bytes + n + 1);
+	block = malloc(kept + n + 1);
 	if (!block)
-		return out_of_memory(r, "reading", member, bytes + n + 1);
+		return out_of_memory(r, "reading", member, kept + n + 1);
 	r->string_blocks[r->n_string_blocks++] = block;
 	p = block;
 	pos = 0;
@@ -664,10 +682,15 @@ static int add_strings(struct bundle_reader *r, const uint8_t *data, size_t len,
 		if (!r->string_pages[pg] &&
 		    !(r->string_pages[pg] = malloc(((size_t)STRING_PAGE0 << pg) * sizeof(char *))))
 			return out_of_memory(r, "reading", member, ((size_t)STRING_PAGE0 << pg) * sizeof(char *));
-		memcpy(p, f.data, f.len);
-		p[f.len] = '\0';
+		size_t k = name_kept(f.data, f.len);
 		*string_slot(r->string_pages, id++) = p;
-		p += f.len + 1;
+		memcpy(p, f.data, k);
+		if (k < f.len) {
+			memcpy(p + k, "...", 3);
+			k += 3;
+		}
+		p[k] = '\0';
+		p += k + 1;
 	}
 	r->n_strings += (uint32_t)n;
 	r->string_bytes += bytes;

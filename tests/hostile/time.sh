@@ -5,6 +5,7 @@
 # they take is in README's "Hostile bundles") and MAX_KIB of peak RSS, with
 # the right exit status and a result that shows the work was done.
 #   world     a header that claims 2^32-1 ranks, and ranks with gaps
+#   names     12 kernel names of 4 MiB, 2,000 launches
 #   steps     150,000 steps with an allocation each
 set -u
 st=$1; h=$2; case=$3
@@ -34,6 +35,21 @@ world)
 		summary "$dir/g.rank0.stb" "$dir/g.rank3.stb"
 	gen world "$dir/h.rank0.stb" 2 0
 	expect world-one 0 "but no bundle of rank 1: results" summary "$dir/h.rank0.stb"
+	;;
+names)
+	# names cut at 4 KiB when read (BUNDLE_NAME_MAX): no report hashes, compares or prints megabytes per event
+	gen long-names "$dir/n.stb" 12 4194304 2000             # 3.4 KB
+	for fmt in perfetto chrome sqlite; do
+		run_timed "names-$fmt" 0 export "$dir/n.stb" --format $fmt -o "$dir/n.$fmt" &&
+			expect_err "names-$fmt" "^wrote '.*n.$fmt'"
+	done
+	expect names-summary 0 "" summary "$dir/n.stb" --full-names --format csv
+	expect_out names-summary ",k00x{4090}\.\.\.$"          # its first 4,093 bytes and "..."
+	[ "$(grep -c ',k[0-9][0-9]x*\.\.\.$' "$dir/out")" = 12 ] || fail "names-summary: not 12 names cut"
+	for cmd in ranges memory replay flops steps; do
+		expect "names-$cmd" 0 "" $cmd "$dir/n.stb"
+	done
+	run_timed names-report 0 report "$dir/n.stb" -o "$dir/n.html"
 	;;
 steps)
 	# memory finds each step by binary search

@@ -690,6 +690,73 @@ static void test_missing_chunk(const char *full)
 	expect_refused(p, "a bundle missing chunk 3", "chunk 3 is missing");
 }
 
+/*
+ * Strings longer than BUNDLE_NAME_MAX come back cut: their first bytes,
+ * ending before a UTF-8 character, and "...", BUNDLE_NAME_MAX at most; one
+ * of exactly BUNDLE_NAME_MAX stays whole.
+ */
+static void test_long_names(void)
+{
+	static const struct { size_t bytes; const char *unit; size_t kept; } cases[] = {
+		{ BUNDLE_NAME_MAX, "a", BUNDLE_NAME_MAX },            /* whole */
+		{ BUNDLE_NAME_MAX + 1, "a", BUNDLE_NAME_MAX - 3 },
+		{ 20 << 20, "b", BUNDLE_NAME_MAX - 3 },
+		{ 6000, "\xe2\x82\xac", 1364 * 3 },                /* 4,093 bytes would split a euro sign */
+		{ 6000, "\xf0\x9d\x84\x9e", 1023 * 4 },           /* and a 4-byte character */
+	};
+	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	Steptrace__Header h = STEPTRACE__HEADER__INIT;
+	struct bundle_writer *w;
+	struct bundle_reader *r;
+	struct st_event ev;
+	uint32_t id[N];
+	char path[256];
+
+	path_in_tmp(path, sizeof(path), "long-names.stb");
+	h.clock = "synthetic";
+	w = bundle_writer_open(path, &h, NULL);
+	CHECK(w != NULL, "open for writing");
+	if (!w)
+		return;
+	for (size_t i = 0; i < N; i++) {
+		size_t u = strlen(cases[i].unit);
+		char *name = malloc(cases[i].bytes + 1);
+
+		for (size_t k = 0; k + u <= cases[i].bytes; k += u)
+			memcpy(name + k, cases[i].unit, u);
+		name[cases[i].bytes / u * u] = '\0';
+		id[i] = bundle_writer_intern(w, name);
+		free(name);
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = ST_KERNEL;
+		ev.kernel.name = id[i];
+		CHECK(bundle_writer_add(w, &ev) == 0, "an event naming string %zu", i);
+	}
+	CHECK(bundle_writer_close(w, "ok") == 0, "closing");
+	r = bundle_reader_open(path);
+	CHECK(r != NULL, "open for reading");
+	if (!r)
+		return;
+	while (bundle_reader_next(r, &ev) > 0)
+		;
+	for (size_t i = 0; i < N; i++) {
+		const char *got = bundle_reader_string(r, id[i]);
+		size_t n = got ? strlen(got) : 0, u = strlen(cases[i].unit);
+		bool whole = cases[i].kept == cases[i].bytes;
+
+		CHECK(got && n == cases[i].kept + (whole ? 0 : 3), "string %zu: %zu bytes, want %zu", i, n,
+		      cases[i].kept + (whole ? 0 : 3));
+		CHECK(n <= BUNDLE_NAME_MAX, "string %zu: %zu bytes", i, n);
+		for (size_t k = 0; got && k + u <= cases[i].kept && k + u <= n; k += u)
+			if (memcmp(got + k, cases[i].unit, u)) {
+				CHECK(0, "string %zu: byte %zu is not the string's", i, k);
+				break;
+			}
+		CHECK(whole || (got && n >= 3 && !strcmp(got + n - 3, "...")), "string %zu ends in '...'", i);
+	}
+	bundle_reader_free(r);
+}
+
 int main(int argc, char **argv)
 {
 	char full[256];
@@ -709,6 +776,7 @@ int main(int argc, char **argv)
 	test_threads();
 	test_budget();
 	test_missing_chunk(full);
+	test_long_names();
 	error_set_stream(NULL);
 	test_not_bundles();
 	printf("test_bundle: bundles left in %s\n", tmpdir);
