@@ -67,6 +67,7 @@ void replay_release(struct replay *rp)
 		if (pv->reader)
 			bundle_reader_free(pv->reader);
 		free(pv->path_strs);
+		free(pv->path_head);
 		free(pv->jump);
 		free(pv->jump_end);
 		free(pv);
@@ -545,33 +546,119 @@ const struct replay_op *replay_op(const struct replay *rp, uint32_t id)
 	return lo < rp->n_ops && rp->ops[lo].id == id ? &rp->ops[lo] : NULL;
 }
 
+/* The length of the first at most `max` bytes of s (len bytes), ending before a UTF-8 character. */
+static size_t utf8_prefix(const char *s, size_t len, size_t max)
+{
+	size_t n = len > max ? max : len;
+
+	while (n > 0 && n < len && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
+/* Where the last at most `max` bytes of s (len bytes) start, at a UTF-8 character. */
+static size_t utf8_suffix(const char *s, size_t len, size_t max)
+{
+	size_t i = len > max ? len - max : 0;
+
+	while (i < len && ((unsigned char)s[i] & 0xC0) == 0x80)
+		i++;
+	return i;
+}
+
+#define PATH_HEAD ((REPLAY_PATH_MAX - 3) / 3)   /* a cut path keeps a third for its root, as tables do */
+#define PATH_WHOLE UINT16_MAX
+
+/*
+ * Path `path`'s string from its parent's, already built: the parent's and
+ * "/name" when that fits REPLAY_PATH_MAX, else the first bytes of the whole
+ * path (the parent's own head when it was cut), "..." and its last bytes,
+ * which end with the parent's tail and "/name". O(REPLAY_PATH_MAX + name).
+ */
+static int path_build(const struct replay *rp, uint32_t path, char **scratch, size_t *cap)
+{
+	struct replay_priv *pv = rp->priv;
+	int32_t parent = rp->paths[path].parent;
+	const char *name = replay_str(rp, rp->paths[path].name), *head = NULL, *tail = "";
+	size_t head_len = 0, tail_len = 0, name_len = strlen(name), len, from;
+	char *s;
+
+	if (parent >= 0) {
+		const char *ps = pv->path_strs[parent];
+		size_t ps_len = strlen(ps);
+
+		if (pv->path_head[parent] == PATH_WHOLE) {
+			tail = ps, tail_len = ps_len;
+		} else {
+			head = ps, head_len = pv->path_head[parent];
+			tail = ps + head_len + 3, tail_len = ps_len - head_len - 3;
+		}
+	}
+	/* the end of the whole path: the parent's (tail), '/', the name */
+	len = tail_len + (parent >= 0) + name_len;
+	if (len + 1 > *cap) {
+		char *p = realloc(*scratch, len + 1);
+		if (!p)
+			return -1;
+		*scratch = p;
+		*cap = len + 1;
+	}
+	memcpy(*scratch, tail, tail_len);
+	if (parent >= 0)
+		(*scratch)[tail_len] = '/';
+	memcpy(*scratch + len - name_len, name, name_len);
+	if (!head && len <= REPLAY_PATH_MAX) {
+		pv->path_head[path] = PATH_WHOLE;
+		return (pv->path_strs[path] = replay_arena_strdup((struct replay *)rp, *scratch, len)) ? 0 : -1;
+	}
+	if (!head) {   /* cut here first: the whole path is in scratch, longer than the cut one */
+		head = *scratch;
+		head_len = utf8_prefix(*scratch, len, PATH_HEAD);
+	}
+	from = utf8_suffix(*scratch, len, REPLAY_PATH_MAX - 3 - head_len);
+	s = arena_alloc((struct replay *)rp, head_len + 3 + len - from);
+	if (!s)
+		return -1;
+	memcpy(s, head, head_len);
+	memcpy(s + head_len, "...", 3);
+	memcpy(s + head_len + 3, *scratch + from, len - from);
+	pv->path_head[path] = (uint16_t)head_len;
+	pv->path_strs[path] = s;
+	return 0;
+}
+
 const char *replay_path_str(const struct replay *rp, uint32_t path)
 {
 	struct replay_priv *pv = rp->priv;
-	size_t len = 0;
-	char *s, *end;
+	uint32_t *todo;
+	size_t n = 0, cap = 0;
+	char *scratch = NULL;
+	int rc = 0;
 
 	if (path >= rp->n_paths || !pv)
 		return "";
 	if (!pv->path_strs && !(pv->path_strs = calloc(rp->n_paths, sizeof(*pv->path_strs))))
 		goto oom;
+	if (!pv->path_head && !(pv->path_head = calloc(rp->n_paths, sizeof(*pv->path_head))))
+		goto oom;
 	if (pv->path_strs[path])
 		return pv->path_strs[path];
-	for (int32_t p = (int32_t)path; p >= 0; p = rp->paths[p].parent)
-		len += strlen(replay_str(rp, rp->paths[p].name)) + (rp->paths[p].parent >= 0);
-	s = arena_alloc((struct replay *)rp, len); /* only the cache changes, not the replay */
-	if (!s)
+	/* the ancestors not built yet, innermost first (parents have smaller indices); then from the root down */
+	for (int32_t p = (int32_t)path; p >= 0 && !pv->path_strs[p]; p = rp->paths[p].parent)
+		n++;
+	todo = malloc(n * sizeof(*todo));
+	if (!todo)
 		goto oom;
-	end = s + len;
-	for (int32_t p = (int32_t)path; p >= 0; p = rp->paths[p].parent) {
-		const char *name = replay_str(rp, rp->paths[p].name);
-		size_t n = strlen(name);
-		end -= n;
-		memcpy(end, name, n);
-		if (rp->paths[p].parent >= 0)
-			*--end = '/';
-	}
-	return pv->path_strs[path] = s;
+	n = 0;
+	for (int32_t p = (int32_t)path; p >= 0 && !pv->path_strs[p]; p = rp->paths[p].parent)
+		todo[n++] = (uint32_t)p;
+	while (n && rc == 0)
+		rc = path_build(rp, todo[--n], &scratch, &cap);
+	free(todo);
+	free(scratch);
+	if (rc < 0)
+		goto oom;
+	return pv->path_strs[path];
 oom:
 	error("out of memory for a range path");
 	return "";

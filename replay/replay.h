@@ -350,8 +350,13 @@ const struct replay_op *replay_op(const struct replay *rp, uint32_t id);
 /*
  * A path's string, e.g. "step/forward/layer.3/attn": built the first time it
  * is asked for and kept as long as the replay; "" for an index out of range
- * (or, after an error line, when memory runs out).
+ * (or, after an error line, when memory runs out). One longer than
+ * REPLAY_PATH_MAX bytes is cut in the middle, at UTF-8 characters: its
+ * first bytes (a third), "..." and its last, REPLAY_PATH_MAX in all, so that
+ * deep trees of long names (4,096 ranges of 4 KiB names nest into paths of
+ * 16 MiB each) cost O(REPLAY_PATH_MAX) a path in time and memory.
  */
+#define REPLAY_PATH_MAX 4096
 const char *replay_path_str(const struct replay *rp, uint32_t path);
 
 /* A range's full path: replay_path_str() of its path. */

@@ -6,8 +6,9 @@
 # the right exit status and a result that shows the work was done.
 #   world     a header that claims 2^32-1 ranks, and ranks with gaps
 #   names     12 kernel names of 4 MiB, 2,000 launches
+#   paths     4,096 nested ranges of 1 KiB names, 1,000 launches in the innermost
 #   steps     150,000 steps with an allocation each
-set -u
+set -u -f   # -f: patterns such as r4095* go to steptrace as they are
 st=$1; h=$2; case=$3
 dir=$(mktemp -d /tmp/st-time-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
@@ -50,6 +51,24 @@ names)
 		expect "names-$cmd" 0 "" $cmd "$dir/n.stb"
 	done
 	run_timed names-report 0 report "$dir/n.stb" -o "$dir/n.html"
+	;;
+paths)
+	# range paths cut in the middle at 4 KiB, each built from its parent's: 4,096 nested
+	# ranges of 1 KiB names made paths of up to 4 MiB, 8.6 GB of them in all
+	gen nested "$dir/p.stb" 1024 1000                       # 23 KB
+	for cmd in ranges "ranges --depth 4096" "summary --range r4095*"; do
+		expect "paths-$cmd" 0 "" $cmd "$dir/p.stb"
+	done
+	expect paths-replay 0 "" replay "$dir/p.stb" --kind kernel --format csv
+	# the kernels' path: its first 1,364 bytes, "...", its last
+	expect_out paths-replay ",r0000x{1019}/r0001x{334}\.\.\.x+/r4094x{1019}/r4095x{1019},nested_kernel$"
+	expect paths-nomatch 1 "^error: --range 'nomatch' matches no range path; the nearest: 'r[0-9]{4}x+" \
+		summary "$dir/p.stb" --range nomatch
+	for fmt in perfetto chrome sqlite; do
+		run_timed "paths-$fmt" 0 export "$dir/p.stb" --format $fmt -o "$dir/p.$fmt" &&
+			expect_err "paths-$fmt" "^wrote '.*p.$fmt'"
+	done
+	run_timed paths-report 0 report "$dir/p.stb" -o "$dir/p.html"
 	;;
 steps)
 	# memory finds each step by binary search

@@ -3,7 +3,8 @@
  * random trees shallow and deep: each call's innermost covering range (jump
  * pointers), every range's GPU span, busy time and counts (the walk for
  * shallow trees, the sweep for deep ones), the --range matcher over the
- * tree against the one over path strings, and the path strings themselves.
+ * tree against the one over path strings, and the path strings themselves,
+ * whole, or cut in the middle when longer than REPLAY_PATH_MAX.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,9 +227,90 @@ static void test_paths(void)
 	}
 }
 
+/* A name of 1 to 700 bytes of ASCII and 2-, 3- and 4-byte UTF-8 characters. */
+static void utf8_name(char *s, size_t max)
+{
+	static const char *const chars[] = { "a", "z", "_", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e" };
+	size_t want = 1 + rnd(700), n = 0;
+
+	while (n < want && n + 4 < max) {
+		const char *c = chars[rnd(6)];
+		memcpy(s + n, c, strlen(c));
+		n += strlen(c);
+	}
+	s[n] = '\0';
+}
+
+/* The start of a UTF-8 character (or the end): not a continuation byte. */
+static bool at_char(const char *s, size_t i)
+{
+	return ((unsigned char)s[i] & 0xC0) != 0x80;
+}
+
+/*
+ * Paths longer than REPLAY_PATH_MAX: the whole path's first bytes (about a
+ * third), "..." and its last bytes, cut between characters, at most
+ * REPLAY_PATH_MAX in all; the same whichever path is asked for first.
+ */
+static void test_long_paths(void)
+{
+	enum { DEPTH = 60, T = 100000 };
+	static char full[DEPTH][DEPTH * 720];
+	struct replay rp[2];
+	char name[720];
+	int cut = 0;
+
+	for (int k = 0; k < 2; k++) {
+		struct builder b;
+		uint64_t saved = rng;
+
+		builder_init(&b);
+		builder_open_replay(&b, &rp[k]);
+		for (int d = 0; d < DEPTH; d++) {
+			utf8_name(name, sizeof(name));
+			builder_range(&b, name, (uint32_t)d, (uint64_t)d * 10, T - (uint64_t)d * 10);
+			if (k == 0)
+				snprintf(full[d], sizeof(full[d]), "%s%s%s", d ? full[d - 1] : "", d ? "/" : "", name);
+		}
+		builder_launch(&b, "k", 7, 0, DEPTH * 10, DEPTH * 10 + 5, DEPTH * 10 + 10, DEPTH * 10 + 20);
+		CHECK(builder_close(&b, "ok") == 0 && rp[k].n_paths == DEPTH, "the chain's replay");
+		if (k == 0)
+			rng = saved;   /* the same names again */
+	}
+	if (rp[0].n_paths != DEPTH || rp[1].n_paths != DEPTH)
+		return;
+	replay_path_str(&rp[1], DEPTH - 1);   /* the second replay builds the innermost first */
+	for (uint32_t i = 0; i < DEPTH; i++) {
+		const char *got = replay_path_str(&rp[0], i), *f = full[i], *dots = strstr(got, "...");
+		size_t len = strlen(f), n = strlen(got), head, tail;
+
+		CHECK(rp[0].paths[i].parent == (int32_t)i - 1, "path %u is the chain's depth %u", i, i);
+		CHECK_STR(replay_path_str(&rp[1], i), got);
+		if (len <= REPLAY_PATH_MAX) {
+			CHECK_STR(got, f);
+			continue;
+		}
+		cut++;
+		CHECK(n <= REPLAY_PATH_MAX && n >= REPLAY_PATH_MAX - 3, "path %u: %zu bytes", i, n);
+		if (!dots)
+			continue;
+		head = (size_t)(dots - got);
+		tail = n - head - 3;
+		CHECK(head <= (REPLAY_PATH_MAX - 3) / 3 && head >= (REPLAY_PATH_MAX - 3) / 3 - 3,
+		      "path %u: a head of %zu bytes", i, head);
+		CHECK(!memcmp(got, f, head) && at_char(f, head), "path %u: the head is the path's first bytes", i);
+		CHECK(!strcmp(got + head + 3, f + len - tail) && at_char(f, len - tail),
+		      "path %u: the tail is the path's last bytes", i);
+	}
+	CHECK(cut > 10, "%d paths cut", cut);
+	replay_release(&rp[0]);
+	replay_release(&rp[1]);
+}
+
 int main(void)
 {
 	test_projection();
 	test_paths();
+	test_long_paths();
 	return check_done("test_tree");
 }
