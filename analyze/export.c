@@ -726,6 +726,22 @@ const char *export_slice_name(const struct layout *L, const struct xslice *s, ch
 	}
 }
 
+uint64_t export_slice_name_id(const struct layout *L, const struct xslice *s)
+{
+	const struct replay *rp = L->rp;
+
+	switch (s->what) {
+	case SL_ACTIVITY:
+		return EXPORT_ID_STRING(rp->activities[s->idx].name);
+	case SL_RANGE:
+		return EXPORT_ID_STRING(rp->ranges[s->idx].name);
+	case SL_API:
+		return EXPORT_ID_STRING(rp->apis[s->idx].name);
+	default:
+		return 0;
+	}
+}
+
 /*
  * Launch calls and GPU work share "cuda": DevTools joins a flow's start and
  * end only when they have one category (with name and id), and binds each
@@ -760,29 +776,32 @@ size_t export_slice_annotations(const struct layout *L, const struct xslice *s, 
 	const struct replay *rp = L->rp;
 	size_t n = 0;
 
-#define ANN_S(k, v) (a[n++] = (struct ann){ (k), true, (v), 0 })
-#define ANN_U(k, v) (a[n++] = (struct ann){ (k), false, NULL, (v) })
+#define ANN_S(k, v, from) (a[n++] = (struct ann){ (k), true, (v), (from), 0 })
+#define ANN_U(k, v) (a[n++] = (struct ann){ (k), false, NULL, 0, (v) })
 	if (s->what == SL_ACTIVITY) {
 		const struct replay_activity *x = &rp->activities[s->idx];
 		const struct replay_op *op = replay_op(rp, x->op);
 		const char *path = replay_activity_path(rp, x);
 		if (op) {
 			const char *p = replay_str(rp, op->path);
-			ANN_S(ANN_OP, *p ? p : replay_str(rp, op->name));
+			if (*p)
+				ANN_S(ANN_OP, p, EXPORT_ID_STRING(op->path));
+			else
+				ANN_S(ANN_OP, replay_str(rp, op->name), EXPORT_ID_STRING(op->name));
 			if (op->n_inputs || op->n_outputs) {
 				fmt_dtypes(bufs[2], sizeof(bufs[2]), op);
-				ANN_S(ANN_DTYPES, bufs[2]);
+				ANN_S(ANN_DTYPES, bufs[2], 0);
 			}
 		}
 		if (*path)
-			ANN_S(ANN_NVTX, path);
+			ANN_S(ANN_NVTX, path, EXPORT_ID_PATH(rp->ranges[x->range].path));
 		ANN_U(ANN_CORRELATION, x->correlation);
 		if (x->kind == ST_KERNEL && x->detail < rp->n_kernel_cfg) {
 			const struct replay_kernel_cfg *k = &rp->kernel_cfg[x->detail];
 			fmt_dim(bufs[0], sizeof(bufs[0]), k->grid);
 			fmt_dim(bufs[1], sizeof(bufs[1]), k->block);
-			ANN_S(ANN_GRID, bufs[0]);
-			ANN_S(ANN_BLOCK, bufs[1]);
+			ANN_S(ANN_GRID, bufs[0], 0);
+			ANN_S(ANN_BLOCK, bufs[1], 0);
 			ANN_U(ANN_REGISTERS, k->registers);
 			ANN_U(ANN_SMEM, (uint64_t)k->static_smem + k->dynamic_smem);
 		} else if (x->kind != ST_KERNEL) {
@@ -790,7 +809,7 @@ size_t export_slice_annotations(const struct layout *L, const struct xslice *s, 
 		}
 	} else if (s->what == SL_RANGE) {
 		const struct replay_range *r = &rp->ranges[s->idx];
-		ANN_S(ANN_PATH, replay_range_path(rp, r));
+		ANN_S(ANN_PATH, replay_range_path(rp, r), EXPORT_ID_PATH(r->path));
 		if (r->gpu_end > r->gpu_start)
 			ANN_U(ANN_GPU_NS, r->gpu_end - r->gpu_start);
 		ANN_U(ANN_KERNELS, r->kernels);
@@ -828,7 +847,8 @@ uint64_t export_hash_str(const char *s)
 	return h;
 }
 
-uint64_t export_intern(struct export_interner *in, const char *s, bool *fresh)
+/* The text's id: s hashed and compared, interned when new. */
+static uint64_t intern_text(struct export_interner *in, const char *s, bool *fresh)
 {
 	size_t i;
 
@@ -868,12 +888,65 @@ uint64_t export_intern(struct export_interner *in, const char *s, bool *fresh)
 	return in->iids[i];
 }
 
+/* The slot of `from` in in->from: where it is, or the empty slot it would take. */
+static size_t from_slot(const uint64_t *from, size_t cap, uint64_t id)
+{
+	size_t i = mix64(id) & (cap - 1);
+
+	while (from[i] && from[i] != id)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+uint64_t export_intern(struct export_interner *in, uint64_t from, const char *s, bool *fresh)
+{
+	uint64_t iid;
+	size_t i;
+
+	if (!from)
+		return intern_text(in, s, fresh);
+	if (in->from_n * 2 >= in->from_cap) {
+		size_t nc = in->from_cap ? in->from_cap * 2 : 1024;
+		uint64_t *k = calloc(nc, sizeof(*k)), *v = calloc(nc, sizeof(*v));
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return 0;
+		}
+		for (size_t j = 0; j < in->from_cap; j++)
+			if (in->from[j]) {
+				i = from_slot(k, nc, in->from[j]);
+				k[i] = in->from[j];
+				v[i] = in->from_iids[j];
+			}
+		free(in->from);
+		free(in->from_iids);
+		in->from = k;
+		in->from_iids = v;
+		in->from_cap = nc;
+	}
+	i = from_slot(in->from, in->from_cap, from);
+	if (in->from[i]) {
+		*fresh = false;
+		return in->from_iids[i];
+	}
+	iid = intern_text(in, s, fresh);   /* the same text from elsewhere keeps its id */
+	if (iid) {
+		in->from[i] = from;
+		in->from_iids[i] = iid;
+		in->from_n++;
+	}
+	return iid;
+}
+
 void export_interner_release(struct export_interner *in)
 {
 	for (size_t i = 0; i < in->cap; i++)
 		free(in->keys[i]);
 	free(in->keys);
 	free(in->iids);
+	free(in->from);
+	free(in->from_iids);
 	memset(in, 0, sizeof(*in));
 }
 

@@ -144,6 +144,8 @@ uint64_t export_activity_flow(const struct layout *L, const struct replay_activi
 
 /* The slice's name; a step's is formatted into buf. */
 const char *export_slice_name(const struct layout *L, const struct xslice *s, char *buf, size_t len);
+/* Where that name comes from (EXPORT_ID_STRING), 0 for a step's. */
+uint64_t export_slice_name_id(const struct layout *L, const struct xslice *s);
 
 extern const char *const export_slice_category[];   /* by enum slice_what: "cuda", "nvtx", "cuda", "step" */
 
@@ -154,11 +156,16 @@ enum ann_key {
 };
 extern const char *const export_ann_names[ANN_COUNT];
 
+/* Where a string of the replay comes from, to intern it by that (export_intern). */
+#define EXPORT_ID_STRING(id) ((1ull << 32) | (uint32_t)(id))   /* replay_str(rp, id) */
+#define EXPORT_ID_PATH(i) ((2ull << 32) | (uint32_t)(i))       /* replay_path_str(rp, i) */
+
 /* One annotation: a string or an unsigned value. */
 struct ann {
 	uint8_t key;
 	bool is_str;
 	const char *str;
+	uint64_t id;                  /* where str comes from (EXPORT_ID_*), 0: formatted */
 	uint64_t u;
 };
 
@@ -171,14 +178,25 @@ size_t export_slice_annotations(const struct layout *L, const struct xslice *s, 
 /* "OOM: N B category request by op" for rp->mem[mem]. */
 void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t len);
 
-/* Strings to ids 1, 2, 3... in first-seen order: open addressing, keys owned. */
+/*
+ * Strings to ids 1, 2, 3... in first-seen order: open addressing, keys
+ * owned; and the id already given to each replay string or path seen
+ * (EXPORT_ID_*), so that one repeated on a million events is hashed once,
+ * not per event (a name or path of kilobytes).
+ */
 struct export_interner {
 	char **keys;
 	uint64_t *iids;
 	size_t cap, n;
+	uint64_t *from, *from_iids;   /* EXPORT_ID_* -> its string's id; 0 empty */
+	size_t from_cap, from_n;
 };
-/* The id of s; *fresh when it is new. 0 on allocation failure (no line printed). */
-uint64_t export_intern(struct export_interner *in, const char *s, bool *fresh);
+/*
+ * The id of s; *fresh when it is new. `from` says where s comes from
+ * (EXPORT_ID_*; 0 for a formatted string): s is read only the first time.
+ * 0 on allocation failure (no line printed).
+ */
+uint64_t export_intern(struct export_interner *in, uint64_t from, const char *s, bool *fresh);
 void export_interner_release(struct export_interner *in);
 uint64_t export_hash_str(const char *s);   /* FNV-1a */
 

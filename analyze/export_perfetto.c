@@ -172,12 +172,12 @@ static int pf_tracks(struct pf_writer *w, const struct layout *L)
 	return 0;
 }
 
-/* Interns s in `in`; a fresh string is appended to the packet's interned entries. */
-static uint64_t pf_intern(struct export_interner *in, const char *s, Perfetto__Protos__InternedString *fresh_out,
-			  size_t *n_fresh)
+/* Interns s (from `from`, EXPORT_ID_*) in `in`; a fresh string is appended to the packet's interned entries. */
+static uint64_t pf_intern(struct export_interner *in, uint64_t from, const char *s,
+			  Perfetto__Protos__InternedString *fresh_out, size_t *n_fresh)
 {
 	bool fresh = false;
-	uint64_t iid = export_intern(in, s, &fresh);
+	uint64_t iid = export_intern(in, from, s, &fresh);
 
 	if (iid && fresh) {
 		Perfetto__Protos__InternedString *e = &fresh_out[(*n_fresh)++];
@@ -240,7 +240,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	/* name: interned (kernel names are long and repeat) */
 	const char *name = export_slice_name(L, s, namebuf, sizeof(namebuf));
 	bool fresh = false;
-	uint64_t iid = export_intern(&w->names, name, &fresh);
+	uint64_t iid = export_intern(&w->names, export_slice_name_id(L, s), name, &fresh);
 	if (!iid)
 		return error("out of memory");
 	ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
@@ -260,7 +260,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 		d->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
 		d->name_iid = (uint64_t)ann[i].key + 1;
 		if (ann[i].is_str) {
-			uint64_t sid = pf_intern(&w->strings, ann[i].str, istr, &n_istr);
+			uint64_t sid = pf_intern(&w->strings, ann[i].id, ann[i].str, istr, &n_istr);
 			if (!sid)
 				return error("out of memory");
 			d->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;

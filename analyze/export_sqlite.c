@@ -307,7 +307,7 @@ static int sq_insert(struct sq *q, enum sq_table t, const struct sq_val *v, int 
 static uint64_t sq_string(struct sq *q, const char *s)
 {
 	bool fresh = false;
-	uint64_t id = export_intern(&q->names, s, &fresh);
+	uint64_t id = export_intern(&q->names, 0, s, &fresh);
 
 	if (!id) {
 		error("out of memory");
