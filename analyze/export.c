@@ -40,7 +40,20 @@ struct lane {
 	size_t n, cap;
 };
 
-/* A stream or thread and the lanes its slices needed. */
+/* A lane's innermost open slice, by its end; stale once the slice is closed or covered. */
+struct lane_end {
+	uint64_t end;
+	uint32_t lane, slice;
+};
+
+/*
+ * A stream or thread and the lanes its slices needed. Slices that overlap
+ * without nesting open a lane each, and a bundle can make a lane per slice
+ * (250,000 steps, each overlapping the next), so nothing here tries the
+ * lanes one by one: a min-heap of the lanes' innermost ends says which
+ * close before a slice begins, and a tree of the lanes' fit keys finds the
+ * first lane a slice fits in. O(log lanes) a slice.
+ */
 struct lane_group {
 	struct lane *lanes;
 	size_t n, cap;
@@ -48,6 +61,18 @@ struct lane_group {
 	uint64_t extra_parent;        /* parent uuid of extra lanes */
 	int32_t pid;
 	const char *base;             /* name extra lanes derive from */
+	struct lane_end *ends;        /* min-heap by end */
+	size_t n_ends, cap_ends;
+	struct lane_end *held;        /* group_pop's: ancestors of the slice placed, kept open */
+	size_t cap_held;
+	/*
+	 * Max tree over lanes (leaves at [leaves, 2 leaves)) of each lane's fit
+	 * key: UINT64_MAX for an empty lane (lanes not opened yet included),
+	 * else its innermost slice's end, in which a slice ending by then
+	 * nests (0 when flat: nothing does).
+	 */
+	uint64_t *fit;
+	size_t leaves;
 };
 
 /* splitmix64's finalizer: a bijection, so distinct inputs give distinct outputs */
@@ -165,18 +190,123 @@ static bool tree_ancestor(const struct replay *rp, const struct xslice *e, const
 	return false;
 }
 
-/* Closes the lane's slices that end before n begins (or exactly when, unless n nests in them). */
-static int lane_pop(struct layout *L, struct lane *ln, const struct node *n)
+/* ---- lanes: the heap of ends, the tree of fit keys ------------------------ */
+
+static bool end_before(const struct lane_end *a, const struct lane_end *b)
 {
-	while (ln->n) {
-		const struct xslice *e = &L->slices[ln->stack[ln->n - 1]];
-		if (e->end > n->start || (e->end == n->start && tree_ancestor(L->rp, e, n)))
+	return a->end < b->end || (a->end == b->end && a->lane < b->lane);
+}
+
+static int ends_push(struct lane_group *g, uint64_t end, uint32_t lane, uint32_t slice)
+{
+	size_t i;
+
+	if (ALLOC_GROW(g->ends, g->n_ends + 1, g->cap_ends) < 0)
+		return -1;
+	for (i = g->n_ends++; i > 0; i = (i - 1) / 2) {
+		struct lane_end *up = &g->ends[(i - 1) / 2];
+		if (!end_before(&(struct lane_end){ end, lane, slice }, up))
 			break;
-		if (add_mark(L, e->end, MK_END, ln->stack[ln->n - 1]) < 0)
-			return -1;
-		ln->n--;
+		g->ends[i] = *up;
 	}
+	g->ends[i] = (struct lane_end){ end, lane, slice };
 	return 0;
+}
+
+static void ends_pop(struct lane_group *g)
+{
+	struct lane_end last = g->ends[--g->n_ends];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < g->n_ends) {
+		if (c + 1 < g->n_ends && end_before(&g->ends[c + 1], &g->ends[c]))
+			c++;
+		if (!end_before(&g->ends[c], &last))
+			break;
+		g->ends[i] = g->ends[c];
+		i = c;
+	}
+	if (g->n_ends)
+		g->ends[i] = last;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static void fit_set(struct lane_group *g, size_t lane, uint64_t key)
+{
+	size_t i = g->leaves + lane;
+
+	for (g->fit[i] = key; i > 1; i /= 2)
+		g->fit[i / 2] = max_u64(g->fit[i & ~(size_t)1], g->fit[i | 1]);   /* i's pair: 2k, 2k + 1 */
+}
+
+/* Leaves for at least `need` lanes, doubling; the new ones are empty lanes. */
+static int fit_grow(struct lane_group *g, size_t need)
+{
+	size_t leaves = g->leaves ? g->leaves : 1, old = g->leaves;
+	uint64_t *fit;
+
+	while (leaves < need)
+		leaves *= 2;
+	fit = malloc(2 * leaves * sizeof(*fit));
+	if (!fit)
+		return error("out of memory");
+	for (size_t i = 0; i < leaves; i++)
+		fit[leaves + i] = i < old ? g->fit[old + i] : UINT64_MAX;
+	for (size_t i = leaves; i-- > 1;)
+		fit[i] = max_u64(fit[2 * i], fit[2 * i + 1]);
+	free(g->fit);
+	g->fit = fit;
+	g->leaves = leaves;
+	return 0;
+}
+
+/* The lane's fit key (see struct lane_group). */
+static uint64_t lane_key(const struct layout *L, const struct lane_group *g, const struct lane *ln)
+{
+	if (!ln->n)
+		return UINT64_MAX;
+	return g->flat ? 0 : L->slices[ln->stack[ln->n - 1]].end;
+}
+
+/*
+ * Closes the slices of every lane that end before n begins (or exactly
+ * when, unless n nests in them: an NVTX ancestor that ends as its child
+ * starts), innermost first; those end marks go out now.
+ */
+static int group_pop(struct layout *L, struct lane_group *g, const struct node *n)
+{
+	size_t n_held = 0;
+	int rc = 0;
+
+	while (g->n_ends && g->ends[0].end <= n->start && rc == 0) {
+		struct lane_end e = g->ends[0];
+		struct lane *ln = &g->lanes[e.lane];
+
+		ends_pop(g);
+		if (!ln->n || ln->stack[ln->n - 1] != e.slice)
+			continue;   /* stale: closed, or covered by a slice pushed since */
+		if (e.end == n->start && tree_ancestor(L->rp, &L->slices[e.slice], n)) {
+			/* open until n is placed; at most one per lane, each an ancestor of n */
+			rc = ALLOC_GROW(g->held, n_held + 1, g->cap_held);
+			if (rc == 0)
+				g->held[n_held++] = e;
+			continue;
+		}
+		rc = add_mark(L, e.end, MK_END, e.slice);
+		ln->n--;
+		fit_set(g, e.lane, lane_key(L, g, ln));
+		if (ln->n && rc == 0)
+			rc = ends_push(g, L->slices[ln->stack[ln->n - 1]].end, e.lane, ln->stack[ln->n - 1]);
+	}
+	while (n_held && rc == 0) {
+		n_held--;
+		rc = ends_push(g, g->held[n_held].end, g->held[n_held].lane, g->held[n_held].slice);
+	}
+	return rc;
 }
 
 static int lane_close_all(struct layout *L, struct lane *ln)
@@ -189,8 +319,9 @@ static int lane_close_all(struct layout *L, struct lane *ln)
 	return 0;
 }
 
-static int lane_push(struct layout *L, struct lane *ln, const struct node *n)
+static int lane_push(struct layout *L, struct lane_group *g, size_t lane, const struct node *n)
 {
+	struct lane *ln = &g->lanes[lane];
 	struct xslice *s;
 
 	if (ALLOC_GROW(L->slices, L->n_slices + 1, L->cap_slices) < 0 ||
@@ -203,31 +334,46 @@ static int lane_push(struct layout *L, struct lane *ln, const struct node *n)
 	s->idx = n->idx;
 	s->what = n->what;
 	ln->stack[ln->n++] = (uint32_t)L->n_slices;
+	fit_set(g, lane, lane_key(L, g, ln));
+	if (ends_push(g, n->end, (uint32_t)lane, (uint32_t)L->n_slices) < 0)
+		return -1;
 	return add_mark(L, n->start, MK_BEGIN, (uint32_t)L->n_slices++);
+}
+
+/* The first lane whose key is at least `key`: one is, since lanes not opened yet are empty. */
+static size_t fit_first(const struct lane_group *g, uint64_t key)
+{
+	size_t i = 1;
+
+	while (i < g->leaves)
+		i = g->fit[2 * i] >= key ? 2 * i : 2 * i + 1;
+	return i - g->leaves;
 }
 
 /* Places n on the first lane of g where it nests, opening a lane when none fits. */
 static int place(struct layout *L, struct lane_group *g, const struct node *n)
 {
-	for (size_t i = 0;; i++) {
-		if (i == g->n) {
-			uint32_t track;
-			if (ALLOC_GROW(g->lanes, g->n + 1, g->cap) < 0)
-				return -1;
-			if (add_track(L, TK_CHILD, g->extra_parent, g->pid, L->next_tid++, &track,
-				      "%s (overlap %zu)", g->base, i) < 0)
-				return -1;
-			memset(&g->lanes[i], 0, sizeof(g->lanes[i]));
-			g->lanes[i].track = track;
-			g->n++;
-			L->extra_lanes++;
-		}
-		struct lane *ln = &g->lanes[i];
-		if (lane_pop(L, ln, n) < 0)
+	uint64_t key = g->flat ? UINT64_MAX : n->end;   /* flat: an empty lane; else one whose slice holds n */
+	size_t i;
+
+	if (group_pop(L, g, n) < 0)
+		return -1;
+	if (g->fit[1] < key && fit_grow(g, g->leaves + 1) < 0)
+		return -1;
+	i = fit_first(g, key);
+	if (i == g->n) {
+		uint32_t track;
+		if (ALLOC_GROW(g->lanes, g->n + 1, g->cap) < 0)
 			return -1;
-		if (ln->n == 0 || (!g->flat && n->end <= L->slices[ln->stack[ln->n - 1]].end))
-			return lane_push(L, ln, n);
+		if (add_track(L, TK_CHILD, g->extra_parent, g->pid, L->next_tid++, &track,
+			      "%s (overlap %zu)", g->base, i) < 0)
+			return -1;
+		memset(&g->lanes[i], 0, sizeof(g->lanes[i]));
+		g->lanes[i].track = track;
+		g->n++;
+		L->extra_lanes++;
 	}
+	return lane_push(L, g, i, n);
 }
 
 static int group_close(struct layout *L, struct lane_group *g)
@@ -240,8 +386,10 @@ static int group_close(struct layout *L, struct lane_group *g)
 		free(g->lanes[i].stack);
 	}
 	free(g->lanes);
-	g->lanes = NULL;
-	g->n = g->cap = 0;
+	free(g->ends);
+	free(g->held);
+	free(g->fit);
+	memset(g, 0, sizeof(*g));
 	return rc;
 }
 
@@ -249,7 +397,7 @@ static int group_init(struct lane_group *g, uint32_t track, bool flat, uint64_t 
 		      int32_t pid, const char *base)
 {
 	memset(g, 0, sizeof(*g));
-	if (ALLOC_GROW(g->lanes, 1, g->cap) < 0)
+	if (ALLOC_GROW(g->lanes, 1, g->cap) < 0 || fit_grow(g, 1) < 0)
 		return -1;
 	memset(&g->lanes[0], 0, sizeof(g->lanes[0]));
 	g->lanes[0].track = track;
@@ -375,18 +523,23 @@ static int gpu_process(struct layout *L, uint32_t device, uint32_t *track)
 	const char *name = device_name(L->rp, device);
 	char whose[32] = "";
 
-	for (size_t i = 0; i < L->n_tracks; i++)
-		if (L->tracks[i].kind == TK_DEVICE && L->tracks[i].pid == pid) {
-			*track = (uint32_t)i;
-			return 0;
-		}
+	/* looked up, not searched for among the tracks: a bundle may hold a stream per kernel */
+	if (!L->gpu_track && !(L->gpu_track = calloc(0x10000, sizeof(*L->gpu_track))))
+		return error("out of memory");
+	if (L->gpu_track[device & 0xffff]) {
+		*track = L->gpu_track[device & 0xffff] - 1;
+		return 0;
+	}
 	/* whose GPU work it is, for traces merged from several processes */
 	if (L->rank >= 0)
 		snprintf(whose, sizeof(whose), " (rank %" PRId32 ", pid %" PRIu32 ")", L->rank, L->rp->run.pid);
 	else if (L->rp->run.pid)
 		snprintf(whose, sizeof(whose), " (pid %" PRIu32 ")", L->rp->run.pid);
-	return add_track(L, TK_DEVICE, 0, pid, 0, track, "GPU %" PRIu32 "%s%s%s", device,
-			 name ? " " : "", name ? name : "", whose);
+	if (add_track(L, TK_DEVICE, 0, pid, 0, track, "GPU %" PRIu32 "%s%s%s", device,
+		      name ? " " : "", name ? name : "", whose) < 0)
+		return -1;
+	L->gpu_track[device & 0xffff] = *track + 1;
+	return 0;
 }
 
 static int layout_streams(struct layout *L)
@@ -631,6 +784,7 @@ void export_layout_release(struct layout *L)
 	free(L->keys);
 	free(L->counts);
 	free(L->act_kept);
+	free(L->gpu_track);
 	free(L->thread_tid);
 	free(L->thread_track);
 	export_filter_release(&L->filter);

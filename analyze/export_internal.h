@@ -97,6 +97,7 @@ struct layout {
 	struct xcount *counts;
 	size_t n_counts, cap_counts;
 	uint8_t *act_kept;            /* per activity: exported */
+	uint32_t *gpu_track;          /* by device & 0xffff: its process's track + 1, 0 none yet */
 	int32_t *thread_tid;          /* per rp->threads */
 	uint32_t *thread_track;       /* per rp->threads: its track */
 	int32_t next_tid;             /* Chrome tids of extra lanes */

@@ -16,6 +16,8 @@
  *   st-hostile overlap OUT steps|ranges|kernels N
  *                                              N steps, ranges on one thread or kernels on one
  *                                              stream, each overlapping the next without nesting
+ *   st-hostile spread OUT N                    N launches, each from a thread of its own onto a
+ *                                              stream of its own
  *   st-hostile steps OUT N                     N steps of 1 ms in a row, an allocation and a free in each
  *   st-hostile run MAX_KIB MAX_SECONDS CMD ARGS...
  *                                              runs CMD; its exit status, or 125 after a line
@@ -288,6 +290,23 @@ static int overlap(const char *out, const char *what, uint64_t n)
 	return builder_close(&b, "ok");
 }
 
+/* n launches, each from a thread of its own onto a stream of its own, in one step */
+static int spread(const char *out, uint64_t n)
+{
+	struct builder b;
+
+	if (open_bundle(&b, out) < 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		b.thread = 1000 + i;
+		builder_launch(&b, "spread_kernel", (uint32_t)(100 + i), 0, 10 * i, 10 * i + 5, 10 * i + 6,
+			       10 * i + 9);
+	}
+	b.thread = 1;
+	builder_step(&b, 0, false, 0, 10 * n + 10);
+	return builder_close(&b, "ok");
+}
+
 /* n steps of 1 ms in a row, each allocating 4 KiB + 512 (i % 7) at 0.25 ms and freeing it. */
 static int steps(const char *out, uint64_t n)
 {
@@ -394,10 +413,12 @@ int main(int argc, char **argv)
 				  arg_u64(argc, argv, 5, 1000)) < 0;
 	if (!strcmp(what, "overlap") && argc > 4)
 		return overlap(argv[2], argv[3], arg_u64(argc, argv, 4, 250000)) < 0;
+	if (!strcmp(what, "spread") && argc > 3)
+		return spread(argv[2], arg_u64(argc, argv, 3, 100000)) < 0;
 	if (!strcmp(what, "steps") && argc > 3)
 		return steps(argv[2], arg_u64(argc, argv, 3, 150000)) < 0;
 usage:
-	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested|world|long-names|overlap|steps OUT [ARGS]\n"
+	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested|world|long-names|overlap|spread|steps OUT [ARGS]\n"
 			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");
 	return 2;
 }

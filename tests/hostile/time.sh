@@ -6,6 +6,8 @@
 # the right exit status and a result that shows the work was done.
 #   world     a header that claims 2^32-1 ranks, and ranks with gaps
 #   names     12 kernel names of 4 MiB, 2,000 launches
+#   overlap   100,000 steps, ranges or kernels, each overlapping the next; 100,000
+#             launches, each from a thread of its own onto a stream of its own
 #   paths     4,096 nested ranges of 1 KiB names, 1,000 launches in the innermost
 #   steps     150,000 steps with an allocation each
 set -u -f   # -f: patterns such as r4095* go to steptrace as they are
@@ -51,6 +53,21 @@ names)
 		expect "names-$cmd" 0 "" $cmd "$dir/n.stb"
 	done
 	run_timed names-report 0 report "$dir/n.stb" -o "$dir/n.html"
+	;;
+overlap)
+	# lanes for slices that overlap without nesting: a heap of lane ends and a tree of the
+	# lanes' room, not a try of every lane for every slice
+	for what in steps ranges kernels; do
+		gen overlap "$dir/o-$what.stb" $what 100000
+		for fmt in perfetto chrome; do
+			run_timed "overlap-$what-$fmt" 0 export "$dir/o-$what.stb" --format $fmt -o "$dir/o.$fmt" &&
+				expect_err "overlap-$what-$fmt" " 100000 slices, .*\(99999 extra lanes for slices that overlap"
+		done
+	done
+	# a stream and a thread per launch: each GPU's track looked up, not searched for
+	gen spread "$dir/spread.stb" 100000
+	run_timed spread-perfetto 0 export "$dir/spread.stb" -o "$dir/spread.perfetto" &&
+		expect_err spread-perfetto "^wrote .*: 200003 tracks, 200001 slices"
 	;;
 paths)
 	# range paths cut in the middle at 4 KiB, each built from its parent's: 4,096 nested
