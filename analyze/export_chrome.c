@@ -35,6 +35,8 @@ struct chrome_writer {
 /* Writes ev (and drops the reference) as the next element of traceEvents. */
 static int chrome_emit(struct chrome_writer *w, json_t *ev)
 {
+	char buf[2048];
+	size_t len;
 	int rc;
 
 	if (!ev)
@@ -42,7 +44,12 @@ static int chrome_emit(struct chrome_writer *w, json_t *ev)
 	if (!w->first)
 		fputs(",\n", w->out);
 	w->first = false;
-	rc = json_dumpf(ev, w->out, CHROME_DUMP_FLAGS);
+	/* one write an event: json_dumpf writes each token on its own, a third of the time */
+	len = json_dumpb(ev, buf, sizeof(buf), CHROME_DUMP_FLAGS);
+	if (len && len <= sizeof(buf))
+		rc = fwrite(buf, 1, len, w->out) == len ? 0 : -1;
+	else
+		rc = json_dumpf(ev, w->out, CHROME_DUMP_FLAGS);
 	json_decref(ev);
 	if (rc < 0 || ferror(w->out)) {
 		w->failed = true;
