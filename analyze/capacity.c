@@ -22,25 +22,58 @@ static void kv_row(struct table *t, const char *what, const char *value, int64_t
 		table_empty(t);
 }
 
+struct labelled {
+	const char *label;
+	size_t step;
+};
+
+static int cmp_labelled(const void *a, const void *b)
+{
+	const struct labelled *x = a, *y = b;
+	int c = strcmp(x->label, y->label);
+
+	return c ? c : (x->step > y->step) - (x->step < y->step);
+}
+
+/*
+ * first[s]: the first step with step s's label. Sorted, not compared step
+ * against step: a sweep of 150,000 configurations is 150,000 labels.
+ */
+static int first_of_label(const char **label, size_t n, size_t *first)
+{
+	struct labelled *by = malloc((n + 1) * sizeof(*by));
+
+	if (!by)
+		return error("out of memory");
+	for (size_t s = 0; s < n; s++)
+		by[s] = (struct labelled){ label[s], s };
+	qsort(by, n, sizeof(*by), cmp_labelled);
+	for (size_t i = 0; i < n; i++)
+		first[by[i].step] = i && !strcmp(by[i].label, by[i - 1].label) ? first[by[i - 1].step] : by[i].step;
+	free(by);
+	return 0;
+}
+
 /*
  * When the steps carry different labels (an attention sweep: one
  * configuration each), whether each configuration fits on its own: its
  * steps' peak, or at least what was live plus the request that failed where
  * it ran out when recorded. Steps of one label are one row, warm-up
- * included. 0, or -1 after an error line.
+ * included, in the order of their first step. 0, or -1 after an error line.
  */
 static int add_by_label(struct report *r, const struct replay *rp, const struct mem_timeline *tl,
 			uint64_t capacity)
 {
 	bool differ;
 	const char **label = step_labels(rp, &differ);
-	uint64_t *need = calloc(rp->n_steps + 1, sizeof(*need));
-	bool *oom = calloc(rp->n_steps + 1, sizeof(*oom)), *done = calloc(rp->n_steps + 1, sizeof(*done));
+	uint64_t *need = calloc(rp->n_steps + 1, sizeof(*need)), *peak = calloc(rp->n_steps + 1, sizeof(*peak));
+	size_t *first = calloc(rp->n_steps + 1, sizeof(*first)), *n = calloc(rp->n_steps + 1, sizeof(*n));
+	bool *oom = calloc(rp->n_steps + 1, sizeof(*oom));
 	size_t fit = 0, rows = 0;
 	struct table *t;
 	int rc = -1;
 
-	if (!label || !need || !oom || !done) {
+	if (!label || !need || !peak || !first || !n || !oom) {
 		if (label)
 			error("out of memory");
 		goto out;
@@ -69,30 +102,29 @@ static int add_by_label(struct report *r, const struct replay *rp, const struct 
 		if (m->ev.oom.live_bytes + m->ev.oom.requested > need[m->step])
 			need[m->step] = m->ev.oom.live_bytes + m->ev.oom.requested;
 	}
-	for (size_t s = 0; s < rp->n_steps; s++) {
-		uint64_t peak = 0, needs = 0;
-		size_t n = 0;
-		bool ran_out = false;
+	rc = first_of_label(label, rp->n_steps, first);
+	if (rc < 0)
+		goto out;
+	/* each label's totals on its first step */
+	for (size_t u = 0; u < rp->n_steps; u++) {
+		size_t s = first[u];
 
-		if (done[s])
+		n[s]++;
+		peak[s] = tl->step_peak[u].bytes > peak[s] ? tl->step_peak[u].bytes : peak[s];
+		need[s] = need[u] > need[s] ? need[u] : need[s];
+		oom[s] |= oom[u];
+	}
+	for (size_t s = 0; s < rp->n_steps; s++) {
+		if (first[s] != s)
 			continue;
-		for (size_t u = s; u < rp->n_steps; u++) {
-			if (done[u] || strcmp(label[u], label[s]))
-				continue;
-			done[u] = true;
-			n++;
-			peak = tl->step_peak[u].bytes > peak ? tl->step_peak[u].bytes : peak;
-			needs = need[u] > needs ? need[u] : needs;
-			ran_out |= oom[u];
-		}
 		table_row(t);
 		table_str(t, label[s]);
-		table_int(t, (int64_t)n);
-		table_float(t, peak / MIB);
-		table_float(t, needs / MIB);
-		table_str(t, ran_out ? "OOM" : "ok");
-		table_str(t, needs > capacity ? "no" : ran_out ? "maybe" : "yes");
-		fit += needs <= capacity && !ran_out;
+		table_int(t, (int64_t)n[s]);
+		table_float(t, peak[s] / MIB);
+		table_float(t, need[s] / MIB);
+		table_str(t, oom[s] ? "OOM" : "ok");
+		table_str(t, need[s] > capacity ? "no" : oom[s] ? "maybe" : "yes");
+		fit += need[s] <= capacity && !oom[s];
 		rows++;
 	}
 	report_note(r, "%zu of %zu step ranges fit in %s on their own (Needs: the steps' peak, or "
@@ -102,8 +134,10 @@ static int add_by_label(struct report *r, const struct replay *rp, const struct 
 out:
 	free(label);
 	free(need);
+	free(peak);
+	free(first);
+	free(n);
 	free(oom);
-	free(done);
 	return rc;
 }
 

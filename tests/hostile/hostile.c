@@ -18,7 +18,8 @@
  *                                              stream, each overlapping the next without nesting
  *   st-hostile spread OUT N                    N launches, each from a thread of its own onto a
  *                                              stream of its own
- *   st-hostile steps OUT N                     N steps of 1 ms in a row, an allocation and a free in each
+ *   st-hostile steps OUT N [labelled]          N steps of 1 ms in a row, an allocation and a free in
+ *                                              each; labelled: each in a range of its own name
  *   st-hostile run MAX_KIB MAX_SECONDS CMD ARGS...
  *                                              runs CMD; its exit status, or 125 after a line
  *                                              when its peak RSS or wall time went over
@@ -27,6 +28,7 @@
  * the valid ones through the bundle writer or as the writer would.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,10 +309,15 @@ static int spread(const char *out, uint64_t n)
 	return builder_close(&b, "ok");
 }
 
-/* n steps of 1 ms in a row, each allocating 4 KiB + 512 (i % 7) at 0.25 ms and freeing it. */
-static int steps(const char *out, uint64_t n)
+/*
+ * n steps of 1 ms in a row, each allocating 4 KiB + 512 (i % 7) at 0.25 ms
+ * and freeing it; `labelled`: each in a range "config i" of its own, as an
+ * attention sweep's steps are.
+ */
+static int steps(const char *out, uint64_t n, bool labelled)
 {
 	struct builder b;
+	char name[32];
 
 	if (open_bundle(&b, out) < 0)
 		return -1;
@@ -319,6 +326,10 @@ static int steps(const char *out, uint64_t n)
 
 		builder_alloc(&b, t + 250000, 0x10000, 4096 + 512 * (i % 7), ST_MEM_ACTIVATION, 0);
 		builder_free(&b, t + 750000, 0x10000, 0, 0, 0);
+		if (labelled) {
+			snprintf(name, sizeof(name), "config %" PRIu64, i);
+			builder_range(&b, name, 0, t, t + 999999);
+		}
 		builder_step(&b, (uint32_t)i, false, t, t + 999999);
 	}
 	return builder_close(&b, "ok");
@@ -416,7 +427,7 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "spread") && argc > 3)
 		return spread(argv[2], arg_u64(argc, argv, 3, 100000)) < 0;
 	if (!strcmp(what, "steps") && argc > 3)
-		return steps(argv[2], arg_u64(argc, argv, 3, 150000)) < 0;
+		return steps(argv[2], arg_u64(argc, argv, 3, 150000), argc > 4 && !strcmp(argv[4], "labelled")) < 0;
 usage:
 	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested|world|long-names|overlap|spread|steps OUT [ARGS]\n"
 			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");

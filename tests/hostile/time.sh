@@ -9,7 +9,7 @@
 #   overlap   100,000 steps, ranges or kernels, each overlapping the next; 100,000
 #             launches, each from a thread of its own onto a stream of its own
 #   paths     4,096 nested ranges of 1 KiB names, 1,000 launches in the innermost
-#   steps     150,000 steps with an allocation each
+#   steps     150,000 steps with an allocation each, in a range each or not
 set -u -f   # -f: patterns such as r4095* go to steptrace as they are
 st=$1; h=$2; case=$3
 dir=$(mktemp -d /tmp/st-time-XXXXXX)
@@ -98,6 +98,13 @@ steps)
 	for cmd in steps summary replay; do
 		expect "steps-$cmd" 0 "" $cmd "$dir/s.stb"
 	done
+	# each in a range of its own, as an attention sweep's: --capacity groups them by sorting
+	gen steps "$dir/l.stb" 150000 labelled
+	expect steps-capacity 0 "" replay --capacity 1GiB "$dir/l.stb"
+	expect_out steps-capacity "^config 149999 +1 +0\.0 +0\.0 +ok +yes"
+	expect_out steps-capacity "150000 of 150000 step ranges fit in 1 GiB"
+	expect steps-labelled 0 "" steps "$dir/l.stb"
+	expect_out steps-labelled "^ *149,999 +no +1\.000 .* config 149999$"
 	;;
 *)
 	echo "time.sh: no case '$case'" >&2

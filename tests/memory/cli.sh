@@ -13,6 +13,7 @@ fail() { echo "memory.cli: $*"; exit 1; }
 "$gen" --write-train "$tmp/train.stb" || fail "cannot write the training bundle"
 "$gen" --write-tags "$tmp/tags.stb" || fail "cannot write the bundle with tags"
 "$gen" --write-edges "$tmp/edges.stb" || fail "cannot write the bundle of shared step boundaries"
+"$gen" --write-sweep "$tmp/sweep.stb" || fail "cannot write the sweep"
 
 # peaks, categories, largest blocks
 "$st" memory "$tmp/x.stb" --top 3 --format json > "$tmp/m.json" || fail "memory --format json failed"
@@ -65,6 +66,17 @@ assert live == {"parameter": 1000, "optimizer": 400, "activation": 500}, live
 assert any("fragmentation" in n for n in d["notes"])
 PY
 grep -q "fragmentation" "$tmp/d.txt" || fail "capacity text does not say it ignores fragmentation"
+# a sweep's steps by label (A B A C B): one row a label, in the order first seen, C's recorded OOM
+"$st" replay --capacity 6000 "$tmp/sweep.stb" --format json > "$tmp/sweep.json" 2> /dev/null ||
+	fail "capacity on the sweep"
+python3 - "$tmp/sweep.json" <<'PY' || fail "capacity by label is wrong"
+import json, sys
+rows = json.load(open(sys.argv[1]))["capacity_by_range"]
+got = [(r["Range"], r["Steps"], round(r["Peak (MiB)"] * 2**20), round(r["Needs (MiB)"] * 2**20), r["Recorded"],
+        r["Fits"]) for r in rows]
+assert got == [("A", 2, 3000, 3000, "ok", "yes"), ("B", 2, 5000, 5000, "ok", "yes"),
+               ("C", 1, 4000, 6500, "OOM", "no")], got
+PY
 
 # the listing: every event once, in time order, filters; allocations and frees
 # of one view (the model's 17; the driver's 3 with --view driver)

@@ -11,7 +11,8 @@
  * `test_memory --write PATH` writes the main scenario as a bundle for the
  * command-line tests (cli.sh); --write-train a training-step-shaped one,
  * --write-tags the driver blocks and tags of tag_scenario, --write-edges
- * blocks recorded by both views and steps that share their boundaries.
+ * blocks recorded by both views and steps that share their boundaries,
+ * --write-sweep steps of an attention sweep's shape, one label each.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -993,8 +994,39 @@ static int write_train_bundle(const char *path)
 	return builder_close(&b, "ok") < 0;
 }
 
+/*
+ * An attention sweep's shape: steps of 1 ms each in a range of its
+ * configuration, A B A C B, each allocating (and freeing) 1000 * (step + 1)
+ * bytes; step 3 (C) ran out asking for 5000 with 1500 live. Against a
+ * capacity of 6000, by label in the order first seen: A, 2 steps, peak 3000,
+ * fits; B, 2 steps, peak 5000, fits; C, 1 step, peak 4000 but needs 6500
+ * (recorded OOM): no.
+ */
+static int write_sweep_bundle(const char *path)
+{
+	static const char *const label[] = { "A", "B", "A", "C", "B" };
+	struct builder b;
+
+	bundle_header(&b, "tiny", 128);
+	if (builder_open(&b, path) < 0)
+		return 1;
+	for (uint32_t st = 0; st < 5; st++) {
+		uint64_t t = st * 1000000ull;
+
+		builder_range(&b, label[st], 0, t, t + 999999);
+		builder_alloc(&b, t + 1000, 0x1000, 1000 * (st + 1), ST_MEM_ACTIVATION, 0);
+		if (st == 3)
+			builder_oom(&b, t + 2000, 5000, ST_MEM_ACTIVATION, 0, 1500, 80ull << 30, st);
+		FREE(&b, t + 3000, 0x1000, 0);
+		builder_step(&b, st, false, t, t + 999999);
+	}
+	return builder_close(&b, "ok") < 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--write-sweep"))
+		return write_sweep_bundle(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--write-train"))
 		return write_train_bundle(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--write"))
