@@ -550,48 +550,107 @@ struct op_comps {
 	bool done;
 };
 
-/* The string id of s[0..len), added to the strings when new. */
-static uint32_t intern(struct replay *rp, const char *s, size_t len)
+/*
+ * The replay's strings by text, for the ids of ops' path components: open
+ * addressing over ids, the lowest id of a text only (the one a scan from id
+ * 1 finds). Built once, when a graph's launch needs it: looking each
+ * component up among every string made 100,000 ops of their own paths
+ * cost 10 billion comparisons.
+ */
+struct str_index {
+	uint32_t *slot;               /* id, 0 empty */
+	size_t cap, n;
+};
+
+static uint64_t hash_text(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (len--)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+/* Where s[0..len) is in the index, or the empty slot it would take. */
+static size_t str_index_find(const struct replay *rp, const struct str_index *x, const char *s, size_t len)
+{
+	size_t i = hash_text(s, len) & (x->cap - 1);
+
+	for (; x->slot[i]; i = (i + 1) & (x->cap - 1)) {
+		const char *t = rp->strings[x->slot[i]];
+		if (!strncmp(t, s, len) && t[len] == '\0')
+			break;
+	}
+	return i;
+}
+
+/* Adds id unless its text is there (ids added in order: the lowest stays), growing at half full. */
+static int str_index_add(const struct replay *rp, struct str_index *x, uint32_t id)
+{
+	size_t i;
+
+	if ((x->n + 1) * 2 > x->cap) {
+		struct str_index y = { NULL, x->cap ? x->cap * 2 : 1024, 0 };
+		if (!(y.slot = calloc(y.cap, sizeof(*y.slot))))
+			return -1;
+		for (size_t k = 0; k < x->cap; k++) {
+			const char *t = x->slot[k] ? rp->strings[x->slot[k]] : NULL;
+			if (t) {
+				y.slot[str_index_find(rp, &y, t, strlen(t))] = x->slot[k];
+				y.n++;
+			}
+		}
+		free(x->slot);
+		*x = y;
+	}
+	i = str_index_find(rp, x, rp->strings[id], strlen(rp->strings[id]));
+	if (!x->slot[i]) {
+		x->slot[i] = id;
+		x->n++;
+	}
+	return 0;
+}
+
+/* The string id of s[0..len), added to the strings when new; 0 when out of memory. */
+static uint32_t intern(struct replay *rp, struct str_index *x, const char *s, size_t len)
 {
 	struct replay_priv *pv = rp->priv;
+	size_t i;
 	char *copy;
 
-	for (uint32_t i = 1; i < rp->n_strings; i++)
-		if (!strncmp(rp->strings[i], s, len) && rp->strings[i][len] == '\0')
-			return i;
+	if (!x->cap) {   /* the first time: every string, and room to look in */
+		if (!(x->slot = calloc(1024, sizeof(*x->slot))))
+			return 0;
+		x->cap = 1024;
+		for (uint32_t id = 1; id < rp->n_strings; id++)
+			if (str_index_add(rp, x, id) < 0)
+				return 0;
+	}
+	i = str_index_find(rp, x, s, len);
+	if (x->slot[i])
+		return x->slot[i];
 	if (ALLOC_GROW(rp->strings, rp->n_strings + 1, pv->cap_strings) < 0 ||
 	    !(copy = replay_arena_strdup(rp, s, len)))
 		return 0;
 	rp->strings[rp->n_strings] = copy;
+	if (str_index_add(rp, x, (uint32_t)rp->n_strings) < 0)
+		return 0;
 	return rp->n_strings++;
 }
 
 /* Splits the op's path into names once; -1 when out of memory. */
-static int op_comps(struct replay *rp, const struct replay_op *op, struct op_comps *c,
-		    uint32_t **names, size_t *n_names, size_t *cap_names)
+static int op_comps(struct replay *rp, const struct replay_op *op, struct op_comps *c, struct str_index *x)
 {
 	const char *path = replay_str(rp, op->path), *p = path;
-	size_t i;
 
 	c->done = true;
 	while (*p) {
 		const char *slash = strchr(p, '/');
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
-		uint32_t id = 0;
 
-		/* a name per distinct component, looked up in the strings once */
-		for (i = 0; i < *n_names; i++)
-			if (!strncmp(rp->strings[(*names)[i]], p, len) &&
-			    rp->strings[(*names)[i]][len] == '\0')
-				id = (*names)[i];
-		if (len && !id) {
-			if (!(id = intern(rp, p, len)) || ALLOC_GROW(*names, *n_names + 1, *cap_names) < 0)
-				return -1;
-			(*names)[(*n_names)++] = id;
-		}
 		if (len) {
-			uint32_t *grown = realloc(c->id, (c->n + 1) * sizeof(*c->id));
-			if (!grown)
+			uint32_t id = intern(rp, x, p, len), *grown;
+			if (!id || !(grown = realloc(c->id, (c->n + 1) * sizeof(*c->id))))
 				return -1;
 			c->id = grown;
 			c->id[c->n++] = id;
@@ -600,7 +659,6 @@ static int op_comps(struct replay *rp, const struct replay_op *op, struct op_com
 	}
 	return 0;
 }
-
 
 static bool api_named(const struct replay *rp, size_t api, const char *what)
 {
@@ -612,36 +670,104 @@ static bool graph_launch(const struct replay *rp, int32_t api)
 	return api >= 0 && api_named(rp, (size_t)api, "GraphLaunch");
 }
 
+/* A cudaStreamBeginCapture or EndCapture call: its thread, index and time (its start, or its end). */
+struct capture_call {
+	uint64_t thread, t;
+	size_t api;
+	bool begin;
+};
+
+/* A thread's capture: from a Begin's start to the end of the thread's next End. */
+struct capture {
+	uint64_t thread, start, end;
+	uint64_t latest_end;          /* the latest end of its thread's captures that start before or with it */
+};
+
+static int cmp_capture_call(const void *a, const void *b)
+{
+	const struct capture_call *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return (x->api > y->api) - (x->api < y->api);
+}
+
+static int cmp_capture(const void *a, const void *b)
+{
+	const struct capture *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Range r lies within one of the captures (sorted, latest_end filled) of its thread. */
+static bool in_capture(const struct capture *cap, size_t n, const struct replay_range *r)
+{
+	size_t lo = 0, hi = n;   /* the first capture after (r's thread, r's start) */
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cap[mid].thread < r->thread || (cap[mid].thread == r->thread && cap[mid].start <= r->start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && cap[lo - 1].thread == r->thread && cap[lo - 1].latest_end >= r->end;
+}
+
 /*
  * The ranges a thread pushed while it captured a stream into a graph
  * (between its cudaStreamBeginCapture and cudaStreamEndCapture): the
  * launches under them made no kernel, so they hold no GPU work, and the
  * graph's launch gets its own ranges (graph_ranges). Kept, they would count
  * each range of the capturing step twice. Removed here, before anything
- * refers to a range by its index.
+ * refers to a range by its index. The calls are sorted by thread once and
+ * each range looked up among its thread's captures: 100,000 captures are
+ * not 100,000 passes over every call and range. -1 when out of memory.
  */
-static void drop_capture_ranges(struct replay *rp)
+static int drop_capture_ranges(struct replay *rp)
 {
-	for (size_t i = 0; i < rp->n_apis; i++) {
-		const struct replay_api *b = &rp->apis[i], *e = NULL;
-		size_t w = 0;
+	struct capture_call *call = malloc((rp->n_apis + 1) * sizeof(*call));
+	struct capture *cap = malloc((rp->n_apis + 1) * sizeof(*cap));
+	size_t n_calls = 0, n = 0, w = 0;
+	uint64_t next_end = 0;
+	bool has_end = false;
 
-		if (!api_named(rp, i, "StreamBeginCapture"))
-			continue;
-		for (size_t j = i + 1; j < rp->n_apis && !e; j++)
-			if (rp->apis[j].thread == b->thread && api_named(rp, j, "StreamEndCapture"))
-				e = &rp->apis[j];
-		if (!e)
-			continue;
-		for (size_t k = 0; k < rp->n_ranges; k++) {
-			const struct replay_range *r = &rp->ranges[k];
-
-			if (r->thread == b->thread && r->start >= b->start && r->end <= e->end)
-				continue;
-			rp->ranges[w++] = *r;
-		}
-		rp->n_ranges = w;
+	if (!call || !cap) {
+		free(call);
+		free(cap);
+		return -1;
 	}
+	for (size_t i = 0; i < rp->n_apis; i++) {
+		const struct replay_api *c = &rp->apis[i];
+		bool begin = api_named(rp, i, "StreamBeginCapture");
+
+		if (begin || api_named(rp, i, "StreamEndCapture"))
+			call[n_calls++] = (struct capture_call){ c->thread, begin ? c->start : c->end, i, begin };
+	}
+	qsort(call, n_calls, sizeof(*call), cmp_capture_call);   /* by thread, then as called */
+	for (size_t i = n_calls; i-- > 0;) {   /* from each thread's last call back: its next End */
+		if (i + 1 == n_calls || call[i + 1].thread != call[i].thread)
+			has_end = false;
+		if (!call[i].begin) {
+			next_end = call[i].t;
+			has_end = true;
+		} else if (has_end) {
+			cap[n++] = (struct capture){ call[i].thread, call[i].t, next_end, next_end };
+		}
+	}
+	qsort(cap, n, sizeof(*cap), cmp_capture);
+	for (size_t i = 1; i < n; i++)
+		if (cap[i - 1].thread == cap[i].thread && cap[i - 1].latest_end > cap[i].latest_end)
+			cap[i].latest_end = cap[i - 1].latest_end;
+	for (size_t k = 0; k < rp->n_ranges; k++)
+		if (!in_capture(cap, n, &rp->ranges[k]))
+			rp->ranges[w++] = rp->ranges[k];
+	rp->n_ranges = w;
+	free(call);
+	free(cap);
+	return 0;
 }
 
 /*
@@ -659,8 +785,8 @@ static int graph_ranges(struct replay *rp, int32_t **graph_range)
 {
 	struct op_comps *comps = NULL;
 	struct { uint32_t name; int32_t range; } stack[RANGE_PATTERN_MAX * 4];
-	uint32_t *names = NULL;
-	size_t n_names = 0, cap_names = 0, depth = 0;
+	struct str_index names = { NULL, 0, 0 };
+	size_t depth = 0;
 	int32_t call = -1, *out = NULL;
 	int rc = -1;
 
@@ -669,7 +795,8 @@ static int graph_ranges(struct replay *rp, int32_t **graph_range)
 		return 0;
 	for (size_t i = 0; i < rp->n_activities; i++)
 		if (rp->activities[i].op && graph_launch(rp, rp->activities[i].api)) {
-			drop_capture_ranges(rp);
+			if (drop_capture_ranges(rp) < 0)
+				return -1;
 			break;
 		}
 	/* sorting may have left the array exactly n_ranges long (replay.c's permute) */
@@ -690,7 +817,7 @@ static int graph_ranges(struct replay *rp, int32_t **graph_range)
 				out[j] = -1;
 		}
 		c = &comps[op - rp->ops];
-		if (!c->done && op_comps(rp, op, c, &names, &n_names, &cap_names) < 0)
+		if (!c->done && op_comps(rp, op, c, &names) < 0)
 			goto out;
 		if (!c->n || c->n > sizeof(stack) / sizeof(stack[0]))
 			continue;
@@ -727,7 +854,7 @@ out:
 	for (size_t j = 0; comps && j < rp->n_ops; j++)
 		free(comps[j].id);
 	free(comps);
-	free(names);
+	free(names.slot);
 	free(out);
 	return rc;
 }

@@ -16,6 +16,8 @@
  *   st-hostile overlap OUT steps|ranges|kernels N
  *                                              N steps, ranges on one thread or kernels on one
  *                                              stream, each overlapping the next without nesting
+ *   st-hostile graph OUT N                     a CUDA graph's launch of N kernels of N ops of
+ *                                              distinct paths, after N stream captures
  *   st-hostile spread OUT N                    N launches, each from a thread of its own onto a
  *                                              stream of its own
  *   st-hostile steps OUT N [labelled]          N steps of 1 ms in a row, an allocation and a free in
@@ -292,6 +294,35 @@ static int overlap(const char *out, const char *what, uint64_t n)
 	return builder_close(&b, "ok");
 }
 
+/*
+ * n stream captures (cudaStreamBeginCapture, cudaStreamEndCapture) under a
+ * range, then one cudaGraphLaunch of n kernels, kernel i of op i, whose path
+ * "graph/op.i" replay turns into ranges: n components of their own.
+ */
+static int graph(const char *out, uint64_t n)
+{
+	struct builder b;
+	uint64_t corr, t = 10 * n;
+	char path[48];
+
+	if (open_bundle(&b, out) < 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		builder_call(&b, "cudaStreamBeginCapture", 10 * i, 10 * i + 1);
+		builder_call(&b, "cudaStreamEndCapture", 10 * i + 5, 10 * i + 6);
+	}
+	builder_range(&b, "capture", 0, 0, t);
+	for (uint64_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "graph/op.%" PRIu64, i);
+		builder_op(&b, &(struct builder_op){ .id = (uint32_t)i + 1, .path = path, .kind = "op" });
+	}
+	corr = builder_call(&b, "cudaGraphLaunch", t + 10, t + 20);
+	for (uint64_t i = 0; i < n; i++)
+		builder_kernel(&b, "graph_kernel", corr, 7, (uint32_t)i + 1, t + 100 + 10 * i, t + 105 + 10 * i);
+	builder_step(&b, 0, false, t, t + 100 + 10 * n);
+	return builder_close(&b, "ok");
+}
+
 /* n launches, each from a thread of its own onto a stream of its own, in one step */
 static int spread(const char *out, uint64_t n)
 {
@@ -424,12 +455,14 @@ int main(int argc, char **argv)
 				  arg_u64(argc, argv, 5, 1000)) < 0;
 	if (!strcmp(what, "overlap") && argc > 4)
 		return overlap(argv[2], argv[3], arg_u64(argc, argv, 4, 250000)) < 0;
+	if (!strcmp(what, "graph") && argc > 3)
+		return graph(argv[2], arg_u64(argc, argv, 3, 100000)) < 0;
 	if (!strcmp(what, "spread") && argc > 3)
 		return spread(argv[2], arg_u64(argc, argv, 3, 100000)) < 0;
 	if (!strcmp(what, "steps") && argc > 3)
 		return steps(argv[2], arg_u64(argc, argv, 3, 150000), argc > 4 && !strcmp(argv[4], "labelled")) < 0;
 usage:
-	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested|world|long-names|overlap|spread|steps OUT [ARGS]\n"
+	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested|world|long-names|overlap|graph|spread|steps OUT [ARGS]\n"
 			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");
 	return 2;
 }

@@ -5,6 +5,7 @@
 # they take is in README's "Hostile bundles") and MAX_KIB of peak RSS, with
 # the right exit status and a result that shows the work was done.
 #   world     a header that claims 2^32-1 ranks, and ranks with gaps
+#   graph     100,000 stream captures, then a graph's launch of 100,000 ops' kernels
 #   names     12 kernel names of 4 MiB, 2,000 launches
 #   overlap   100,000 steps, ranges or kernels, each overlapping the next; 100,000
 #             launches, each from a thread of its own onto a stream of its own
@@ -38,6 +39,18 @@ world)
 		summary "$dir/g.rank0.stb" "$dir/g.rank3.stb"
 	gen world "$dir/h.rank0.stb" 2 0
 	expect world-one 0 "but no bundle of rank 1: results" summary "$dir/h.rank0.stb"
+	;;
+graph)
+	# a CUDA graph's ops: their path components looked up in a table of the strings, the
+	# capture calls sorted by thread, not each compared with every string, call and range
+	gen graph "$dir/g.stb" 100000                           # 887 KB
+	for cmd in summary "ranges --depth 1" flops; do
+		expect "graph-$cmd" 0 "" $cmd "$dir/g.stb"
+	done
+	expect graph-ranges 0 "" ranges "$dir/g.stb" --format csv
+	expect_out graph-ranges ",graph/op\.99999,"
+	grep -q ",capture," "$dir/out" && fail "graph-ranges: the range around the captures is kept"
+	run_timed graph-perfetto 0 export "$dir/g.stb" -o "$dir/g.pftrace"
 	;;
 names)
 	# names cut at 4 KiB when read (BUNDLE_NAME_MAX): no report hashes, compares or prints megabytes per event
