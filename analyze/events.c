@@ -423,8 +423,10 @@ static int activity_names(struct kernel_names *kn, const struct replay *rp, bool
 		return error("out of memory");
 	}
 	for (size_t i = 0; i < rp->n_activities; i++)
-		if (!seen[rp->activities[i].name]++)
+		if (!seen[rp->activities[i].name]) {   /* a flag: a count would wrap at 256 */
+			seen[rp->activities[i].name] = 1;
 			names[n++] = replay_str(rp, rp->activities[i].name);
+		}
 	rc = kernel_names_init(kn, names, n, EVENTS_NAME_WIDTH, false);
 	free(seen);
 	free(names);

@@ -60,6 +60,7 @@ expect empty-strings 1 "string table 'strings-000000.pb' holds an empty string \
 gen kernels "$dir/k2.stb" 2                             # 419,430 kernels
 expect kernels-fit 0 "" summary "$dir/k2.stb" --memory-limit 256MiB
 expect_out kernels-fit " 419,430 .*identical_kernel"
+expect kernels-replay 0 "" replay "$dir/k2.stb" --kind step --memory-limit 256MiB   # a name seen 256 times
 gen kernels "$dir/k160.stb" 160                         # 33.6 million kernels, 390 KB (threads)
 expect kernels-budget 1 "bundle '.*k160.stb' needs at least .* of memory .*over the limit of 256 MiB: raise it with --memory-limit" \
 	summary "$dir/k160.stb" --memory-limit 256MiB
