@@ -18,6 +18,7 @@ struct replay_priv {
 	size_t cap_ranges, cap_ops, cap_steps, cap_mem, cap_others;
 	bool strings_owned;             /* rp->strings is ours (not the reader's table) */
 	const char **path_strs;         /* n_paths, each NULL until replay_path_str() builds it */
+	uint64_t *path_lens;            /* n_paths: each path's whole length; NULL until then */
 	/*
 	 * Jump pointers over the range tree (project.c): for each range an
 	 * ancestor (-1: past the root) whose depth depends only on its own, and

@@ -8,9 +8,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/human.h"
 #include "lib/memlimit.h"
 
 #define ARENA_BLOCK (64 * 1024)
@@ -67,6 +69,7 @@ void replay_release(struct replay *rp)
 		if (pv->reader)
 			bundle_reader_free(pv->reader);
 		free(pv->path_strs);
+		free(pv->path_lens);
 		free(pv->jump);
 		free(pv->jump_end);
 		free(pv);
@@ -281,6 +284,24 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	return 0;
 }
 
+/* The reader's memory budget (struct replay_options' memory_limit). */
+static void set_budget(struct bundle_reader *r, const char *path, const struct replay_options *opt)
+{
+	uint64_t limit = opt && opt->memory_limit ? opt->memory_limit : memory_limit_default(), scaled;
+	char why[96], size[32], bytes[32];
+	struct stat st;
+
+	if ((opt && opt->memory_limit_given) || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		bundle_reader_set_budget(r, limit, REPLAY_EVENT_BYTES, NULL);
+		return;
+	}
+	scaled = memory_limit_for_bundle(limit, (uint64_t)st.st_size);
+	snprintf(why, sizeof(why), "the default for a bundle of %s: %d times its size, at least %s",
+		 human_bytes(size, sizeof(size), (double)st.st_size), MEMORY_PER_BUNDLE_BYTE,
+		 human_bytes(bytes, sizeof(bytes), (double)MEMORY_LIMIT_SMALL));
+	bundle_reader_set_budget(r, scaled, REPLAY_EVENT_BYTES, scaled < limit ? why : NULL);
+}
+
 int replay_load(struct replay *rp, const char *path, const struct replay_options *opt)
 {
 	struct bundle_reader *r;
@@ -294,8 +315,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	if (!r)
 		goto fail;
 	((struct replay_priv *)rp->priv)->reader = r;
-	bundle_reader_set_budget(r, opt && opt->memory_limit ? opt->memory_limit : memory_limit_default(),
-				 REPLAY_EVENT_BYTES);
+	set_budget(r, path, opt);
 	while ((rc = bundle_reader_next(r, &ev)) > 0)
 		if (replay_add(rp, &ev) < 0)
 			goto fail;
@@ -545,11 +565,90 @@ const struct replay_op *replay_op(const struct replay *rp, uint32_t id)
 	return lo < rp->n_ops && rp->ops[lo].id == id ? &rp->ops[lo] : NULL;
 }
 
+/*
+ * Each path's full length in bytes, parents before children: its parent's,
+ * a "/" and its name's. Kept in pv->path_lens; -1 when out of memory.
+ */
+static int path_lengths(const struct replay *rp)
+{
+	struct replay_priv *pv = rp->priv;
+
+	if (pv->path_lens)
+		return 0;
+	pv->path_lens = malloc((rp->n_paths + 1) * sizeof(*pv->path_lens));
+	if (!pv->path_lens)
+		return -1;
+	for (size_t i = 0; i < rp->n_paths; i++) {
+		int32_t parent = rp->paths[i].parent;
+		uint64_t name = strlen(replay_str(rp, rp->paths[i].name));
+
+		pv->path_lens[i] = parent >= 0 && (size_t)parent < i ? pv->path_lens[parent] + 1 + name : name;
+	}
+	return 0;
+}
+
+/*
+ * Bytes [from, to) of the path whose components, root first, are
+ * chain[0..n), into dst: components wholly before `from` are skipped.
+ */
+static void path_copy(const struct replay *rp, const int32_t *chain, size_t n, uint64_t from, uint64_t to,
+		      char *dst)
+{
+	const uint64_t *lens = ((const struct replay_priv *)rp->priv)->path_lens;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t begin = i ? lens[chain[i - 1]] : 0, end = lens[chain[i]];
+		const char *name = replay_str(rp, rp->paths[chain[i]].name);
+
+		if (end <= from)
+			continue;
+		if (begin >= to)
+			break;
+		for (uint64_t at = begin > from ? begin : from; at < end && at < to; at++)
+			*dst++ = i && at == begin ? '/' : name[at - begin - (i > 0)];
+	}
+}
+
+/* The byte at offset `at` of that path. */
+static unsigned char path_byte(const struct replay *rp, const int32_t *chain, size_t n, uint64_t at)
+{
+	char c = '\0';
+
+	path_copy(rp, chain, n, at, at + 1, &c);
+	return (unsigned char)c;
+}
+
+/*
+ * A path longer than REPLAY_PATH_MAX: its first quarter, "…" and its last
+ * bytes, cut between characters (a UTF-8 sequence stays whole).
+ */
+static char *path_clip(struct replay *rp, const int32_t *chain, size_t n, uint64_t len)
+{
+	static const char mark[] = "\xe2\x80\xa6";   /* U+2026 */
+	size_t m = sizeof(mark) - 1;
+	uint64_t head = REPLAY_PATH_MAX / 4, from = len - (REPLAY_PATH_MAX - head - m);
+	char *s;
+
+	while (head > 0 && (path_byte(rp, chain, n, head) & 0xC0) == 0x80)
+		head--;
+	while (from < len && (path_byte(rp, chain, n, from) & 0xC0) == 0x80)
+		from++;
+	s = arena_alloc(rp, (size_t)(head + m + (len - from)));
+	if (!s)
+		return NULL;
+	path_copy(rp, chain, n, 0, head, s);
+	memcpy(s + head, mark, m);
+	path_copy(rp, chain, n, from, len, s + head + m);
+	return s;
+}
+
 const char *replay_path_str(const struct replay *rp, uint32_t path)
 {
 	struct replay_priv *pv = rp->priv;
-	size_t len = 0;
-	char *s, *end;
+	int32_t *chain = NULL;
+	size_t n = 0;
+	uint64_t len;
+	char *s;
 
 	if (path >= rp->n_paths || !pv)
 		return "";
@@ -557,20 +656,31 @@ const char *replay_path_str(const struct replay *rp, uint32_t path)
 		goto oom;
 	if (pv->path_strs[path])
 		return pv->path_strs[path];
-	for (int32_t p = (int32_t)path; p >= 0; p = rp->paths[p].parent)
-		len += strlen(replay_str(rp, rp->paths[p].name)) + (rp->paths[p].parent >= 0);
-	s = arena_alloc((struct replay *)rp, len); /* only the cache changes, not the replay */
+	if (path_lengths(rp) < 0)
+		goto oom;
+	chain = malloc(((size_t)rp->paths[path].depth + 1) * sizeof(*chain));
+	if (!chain)
+		goto oom;
+	/* root first; a parent always has a smaller index, so the walk ends */
+	for (int32_t p = (int32_t)path; p >= 0 && n <= rp->paths[path].depth; p = rp->paths[p].parent)
+		chain[n++] = p;
+	for (size_t i = 0; i < n / 2; i++) {
+		int32_t t = chain[i];
+		chain[i] = chain[n - 1 - i];
+		chain[n - 1 - i] = t;
+	}
+	len = pv->path_lens[path];
+	/* only the cache changes, not the replay */
+	if (len > REPLAY_PATH_MAX) {
+		s = path_clip((struct replay *)rp, chain, n, len);
+	} else {
+		s = arena_alloc((struct replay *)rp, (size_t)len);
+		if (s)
+			path_copy(rp, chain, n, 0, len, s);
+	}
+	free(chain);
 	if (!s)
 		goto oom;
-	end = s + len;
-	for (int32_t p = (int32_t)path; p >= 0; p = rp->paths[p].parent) {
-		const char *name = replay_str(rp, rp->paths[p].name);
-		size_t n = strlen(name);
-		end -= n;
-		memcpy(end, name, n);
-		if (rp->paths[p].parent >= 0)
-			*--end = '/';
-	}
 	return pv->path_strs[path] = s;
 oom:
 	error("out of memory for a range path");

@@ -74,9 +74,12 @@ struct replay_options {
 	/*
 	 * Bytes the replay may need (0: memory_limit_default()): loading ends
 	 * with one line before it would need more (bundle_reader_set_budget),
-	 * counting REPLAY_EVENT_BYTES for every event.
+	 * counting REPLAY_EVENT_BYTES for every event. Unless given, a small
+	 * bundle (a regular file) gets less: memory_limit_for_bundle() of its
+	 * size, so that a few kilobytes cannot claim gigabytes.
 	 */
 	uint64_t memory_limit;
+	bool memory_limit_given;   /* the user's --memory-limit: used as it is */
 };
 
 /*
@@ -350,8 +353,12 @@ const struct replay_op *replay_op(const struct replay *rp, uint32_t id);
 /*
  * A path's string, e.g. "step/forward/layer.3/attn": built the first time it
  * is asked for and kept as long as the replay; "" for an index out of range
- * (or, after an error line, when memory runs out).
+ * (or, after an error line, when memory runs out). A path longer than
+ * REPLAY_PATH_MAX bytes is cut in the middle: its first quarter, "…" and
+ * its end, so that the paths of deeply nested ranges take memory (and
+ * every output that names them, room) linear in the ranges, not quadratic.
  */
+#define REPLAY_PATH_MAX 8192
 const char *replay_path_str(const struct replay *rp, uint32_t path);
 
 /* A range's full path: replay_path_str() of its path. */

@@ -6,9 +6,12 @@
  *   st-hostile kindless OUT [N]                N events with a time and no kind
  *   st-hostile empty-strings OUT [N]           a string table of N empty strings
  *   st-hostile kernels OUT CHUNKS              valid, identical kernels: 4 MiB chunks of 209,715
+ *   st-hostile flood OUT CHUNKS                the same without the noise: 750 bytes a chunk
  *   st-hostile nested OUT NAME_BYTES [LAUNCHES [DEPTH]]
  *                                              DEPTH (4096) nested ranges, names of NAME_BYTES,
  *                                              LAUNCHES launches in the innermost
+ *   st-hostile mixed OUT N                     N times a launch, an allocation and its free, a range
+ *                                              and every 1000th a step: every kind a report keeps
  *   st-hostile run MAX_KIB MAX_SECONDS CMD ARGS...
  *                                              runs CMD; its exit status, or 125 after a line
  *                                              when its peak RSS or wall time went over
@@ -17,6 +20,7 @@
  * the valid ones through the bundle writer or as the writer would.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,12 +75,13 @@ static uint8_t *footer(uint32_t chunks, uint32_t strings, uint64_t events, const
  * A bundle of a header, one string table (when `strings` is not NULL),
  * `chunks` event chunks each made of `n` copies of the encoded event `ev`
  * (field 3 of EventChunk, tag and length included) and a footer that agrees.
- * With more than one chunk, a member of 320 KiB of noise (a name readers
- * skip) comes after the header, so that the file is large enough for the
- * reader's worker threads.
+ * With `noise` and more than one chunk, a member of 320 KiB of noise (a
+ * name readers skip) comes after the header, so that the file is large
+ * enough for the reader's worker threads.
  */
 static int repeated_events(const char *out, const uint8_t *ev, size_t ev_len, uint64_t n, uint32_t chunks,
-			   const uint8_t *strings, size_t strings_len, uint32_t n_strings, const char *kind)
+			   const uint8_t *strings, size_t strings_len, uint32_t n_strings, const char *kind,
+			   bool noise)
 {
 	size_t hlen, flen, body = (size_t)n * ev_len;
 	uint8_t *h = header(&hlen), *f = footer(chunks, n_strings, n * chunks, kind, &flen);
@@ -93,14 +98,14 @@ static int repeated_events(const char *out, const uint8_t *ev, size_t ev_len, ui
 	raw = builder_raw_open(out, 19);
 	if (!raw || builder_raw_member(raw, "header.pb", h, hlen) < 0)
 		goto out;
-	if (chunks > 1) {
-		static uint8_t noise[320 << 10];
+	if (noise && chunks > 1) {
+		static uint8_t bytes[320 << 10];
 		uint64_t x = 88172645463325252ull;
-		for (size_t i = 0; i < sizeof(noise); i++) {
+		for (size_t i = 0; i < sizeof(bytes); i++) {
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			noise[i] = (uint8_t)x;
+			bytes[i] = (uint8_t)x;
 		}
-		if (builder_raw_member(raw, "noise.bin", noise, sizeof(noise)) < 0)
+		if (builder_raw_member(raw, "noise.bin", bytes, sizeof(bytes)) < 0)
 			goto out;
 	}
 	if (strings && builder_raw_member(raw, "strings-000000.pb", strings, strings_len) < 0)
@@ -155,7 +160,7 @@ static int empty_strings(const char *out, uint64_t n)
 }
 
 /* CHUNKS chunks of 4 MiB of identical kernels: { dur 1000, kernel { name 1, grid 1x1x1, block 128, stream 7 } }. */
-static int kernels(const char *out, uint32_t chunks)
+static int kernels(const char *out, uint32_t chunks, bool noise)
 {
 	static const uint8_t ev[] = { 0x1a, 0x12, 0x10, 0xe8, 0x07, 0x1a, 0x0d, 0x08, 0x01, 0x10, 0x01,
 				      0x18, 0x01, 0x20, 0x01, 0x28, 0x80, 0x01, 0x58, 0x07 };
@@ -163,7 +168,7 @@ static int kernels(const char *out, uint32_t chunks)
 					   'l', '_', 'k', 'e', 'r', 'n', 'e', 'l' };
 
 	return repeated_events(out, ev, sizeof(ev), CHUNK_BYTES / sizeof(ev), chunks, strings, sizeof(strings),
-			       1, "kernel");
+			       1, "kernel", noise);
 }
 
 /* `depth` nested ranges named "r0001xxx..." (name_bytes each), `launches` launches in the innermost. */
@@ -193,6 +198,29 @@ static int nested(const char *out, size_t name_bytes, uint64_t launches, uint32_
 	}
 	builder_step(&b, 0, false, 0, end);
 	free(name);
+	return builder_close(&b, "ok");
+}
+
+/* n rounds of launch, alloc, free and range, a step every 1000: each kind replay and the reports keep. */
+static int mixed(const char *out, uint64_t n)
+{
+	struct builder b;
+
+	builder_init(&b);
+	builder_small_model(&b, "bf16");
+	builder_h100(&b, "NVIDIA H100 80GB HBM3");
+	if (builder_open(&b, out) < 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t = 1000 + 100 * i;
+
+		builder_launch(&b, "mixed_kernel", 7, 0, t, t + 5, t + 10, t + 60);
+		builder_alloc(&b, t + 1, 0x10000, 4096, ST_MEM_ACTIVATION, 0);
+		builder_free(&b, t + 70, 0x10000, 4096, ST_MEM_ACTIVATION, 0);
+		builder_range(&b, "mixed", 0, t, t + 80);
+		if (i % 1000 == 999)
+			builder_step(&b, (uint32_t)(i / 1000), false, t - 99900, t + 90);
+	}
 	return builder_close(&b, "ok");
 }
 
@@ -264,21 +292,23 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "empty-events")) {
 		static const uint8_t ev[] = { 0x1a, 0x00 };
 		return repeated_events(argv[2], ev, 2, arg_u64(argc, argv, 3, (1u << 24) - 1),
-				       (uint32_t)arg_u64(argc, argv, 4, 1), NULL, 0, 0, NULL) < 0;
+				       (uint32_t)arg_u64(argc, argv, 4, 1), NULL, 0, 0, NULL, true) < 0;
 	}
 	if (!strcmp(what, "kindless")) {
 		static const uint8_t ev[] = { 0x1a, 0x02, 0x08, 0x02 }; /* t: 1 */
-		return repeated_events(argv[2], ev, 4, arg_u64(argc, argv, 3, 1000), 1, NULL, 0, 0, NULL) < 0;
+		return repeated_events(argv[2], ev, 4, arg_u64(argc, argv, 3, 1000), 1, NULL, 0, 0, NULL, true) < 0;
 	}
 	if (!strcmp(what, "empty-strings"))
 		return empty_strings(argv[2], arg_u64(argc, argv, 3, (1u << 26) - 1)) < 0;
-	if (!strcmp(what, "kernels") && argc > 3)
-		return kernels(argv[2], (uint32_t)arg_u64(argc, argv, 3, 1)) < 0;
+	if ((!strcmp(what, "kernels") || !strcmp(what, "flood")) && argc > 3)
+		return kernels(argv[2], (uint32_t)arg_u64(argc, argv, 3, 1), !strcmp(what, "kernels")) < 0;
+	if (!strcmp(what, "mixed"))
+		return mixed(argv[2], arg_u64(argc, argv, 3, 100000)) < 0;
 	if (!strcmp(what, "nested") && argc > 3)
 		return nested(argv[2], arg_u64(argc, argv, 3, 64), arg_u64(argc, argv, 4, 1),
 			      (uint32_t)arg_u64(argc, argv, 5, 4096)) < 0;
 usage:
-	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested OUT [ARGS]\n"
+	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|flood|mixed|nested OUT [ARGS]\n"
 			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");
 	return 2;
 }
