@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lib/error.h"
+#include "lib/human.h"
 
 /* Links followed before giving up, as the kernel's own limit. */
 #define MAX_LINK_HOPS 40
@@ -343,4 +344,69 @@ unsigned long long output_bytes(struct output *o)
 const char *output_writing(const struct output *o)
 {
 	return o->tmp ? o->tmp : o->path;
+}
+
+/* ---- sizes before writing ------------------------------------------------- */
+
+static ssize_t count_write(void *cookie, const char *buf, size_t n)
+{
+	(void)buf;
+	*(uint64_t *)cookie += n;
+	return (ssize_t)n;
+}
+
+int output_counter_open(struct output_counter *c)
+{
+	static const cookie_io_functions_t io = { .write = count_write };
+
+	c->n = 0;
+	c->f = fopencookie(&c->n, "w", io);
+	return c->f ? 0 : error("out of memory");
+}
+
+uint64_t output_counter_bytes(struct output_counter *c)
+{
+	fflush(c->f);
+	return c->n;
+}
+
+void output_counter_close(struct output_counter *c)
+{
+	if (c->f)
+		fclose(c->f);
+	c->f = NULL;
+}
+
+int output_check_size(const char *path, uint64_t estimate, uint64_t max, const char *what, const char *hint)
+{
+	char size[32], limit[32];
+
+	if (!max || estimate <= max)
+		return 0;
+	return error("'%s' would be about %s of %s, more than --max-size %s: %s%sraise --max-size (0: no limit)",
+		     path, human_bytes(size, sizeof(size), (double)estimate), what,
+		     human_bytes(limit, sizeof(limit), (double)max), hint ? hint : "", hint ? ", or " : "");
+}
+
+int output_write_sized(struct output *o, uint64_t max, const char *what, const char *hint,
+		       int (*write)(void *ctx, FILE *f), void *ctx, uint64_t *bytes)
+{
+	struct output_counter c;
+	uint64_t n;
+	int rc;
+
+	if (output_counter_open(&c) < 0) {
+		output_discard(o);
+		return -1;
+	}
+	rc = write(ctx, c.f);
+	n = output_counter_bytes(&c);
+	output_counter_close(&c);
+	if (rc < 0 || output_check_size(o->path, n, max, what, hint) < 0 || write(ctx, o->f) < 0) {
+		output_discard(o);
+		return -1;
+	}
+	if (bytes)
+		*bytes = n;
+	return output_close(o);
 }

@@ -15,6 +15,9 @@
 #             77 where neither can be had
 #   stdout    every report with standard output on /dev/full: exit 1 and
 #             one line, "cannot write to standard output: No space left..."
+#   maxsize   --max-size on every file written: measured first, refused in
+#             one line at half the size written, the target untouched and
+#             no temporary left; written at twice it
 set -u
 . "$(dirname "$0")/../lib/check.sh"
 st=$1 gen=$2 case=$3
@@ -199,7 +202,45 @@ full_stdout() {
 	done
 }
 
+# sized WHAT TARGET MAX: the command WHAT (export-perfetto, export-chrome,
+# export-sqlite, report, memory, flops) writing TARGET with --max-size MAX
+sized() {
+	c=$1 target=$2 max=$3
+	case $c in
+	export-*) "$st" export "$b" --format "${c#export-}" -o "$target" --max-size "$max" ;;
+	report) "$st" report "$b" -o "$target" --max-size "$max" ;;
+	memory) "$st" memory "$b" --svg "$target" --max-size "$max" ;;
+	flops) "$st" flops "$b" --svg "$target" --max-size "$max" ;;
+	esac > "$tmp/out" 2> "$tmp/err"
+}
+
+maxsize() {
+	d="$tmp/max"
+	mkdir "$d"
+	for c in export-perfetto export-chrome export-sqlite report memory flops; do
+		sized $c "$d/whole" 0 || { fail "$c --max-size 0: exit $?"; cat "$tmp/err" >&2; continue; }
+		size=$(wc -c < "$d/whole")
+		echo precious > "$d/target"
+		# the estimate is within a factor of 2 of what is written
+		if sized $c "$d/target" $((size / 2)); then
+			fail "$c --max-size $((size / 2)) wrote $size bytes"
+		else
+			one_error "$c --max-size $((size / 2))"
+			grep -q "^error: '$d/target' would be about .* of .*, more than --max-size .*raise --max-size (0: no limit)$" \
+				"$tmp/err" || fail "$c --max-size: $(cat "$tmp/err")"
+			[ "$(cat "$d/target")" = precious ] || fail "$c --max-size changed the target"
+			[ ! -s "$tmp/out" ] || [ $c = memory ] || [ $c = flops ] || fail "$c --max-size printed something"
+		fi
+		no_temporaries "$d" "$c --max-size"
+		sized $c "$d/target" $((size * 2)) || fail "$c --max-size $((size * 2)): exit $?"
+		[ "$(wc -c < "$d/target")" = "$size" ] || fail "$c --max-size $((size * 2)) did not write the same file"
+		sized $c "$d/target" -1 && fail "$c --max-size -1 exited 0"
+		rm -f "$d/whole" "$d/target"
+	done
+}
+
 case $case in
+maxsize) maxsize ;;
 files) files ;;
 stdout) full_stdout ;;
 same) same ;;
