@@ -26,6 +26,7 @@
 #include "lib/grow.h"
 #include "lib/human.h"
 #include "lib/output.h"
+#include "lib/utf8.h"
 
 const char *const export_format_names[] = { "perfetto", "chrome", "json", "sqlite", NULL };
 
@@ -108,6 +109,7 @@ static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pi
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	utf8_cut_tail(buf);   /* a long name cut between characters, never inside one */
 	t = &L->tracks[L->n_tracks];
 	t->name = strdup(buf);
 	if (!t->name)
@@ -815,6 +817,7 @@ void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t le
 	snprintf(buf, len, "OOM: %" PRIu64 " B %s request%s%s", e->oom.requested,
 		 st_mem_category_name((int)e->oom.category), op ? " by " : "",
 		 op ? replay_str(rp, op->path) : "");
+	utf8_cut_tail(buf);
 }
 
 /* ---- interning ------------------------------------------------------------ */

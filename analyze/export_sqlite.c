@@ -31,6 +31,7 @@
 #include "lib/error.h"
 #include "lib/human.h"
 #include "lib/output.h"
+#include "lib/utf8.h"
 #include "replay/memory.h"
 
 /*
@@ -274,6 +275,7 @@ static int sq_insert(struct sq *q, enum sq_table t, const struct sq_val *v, int 
 {
 	sqlite3_stmt *st = q->ins[t];
 	int rc = SQLITE_OK;
+	char *fixed;
 
 	for (int i = 0; i < n && rc == SQLITE_OK; i++) {
 		switch (v[i].type) {
@@ -281,7 +283,13 @@ static int sq_insert(struct sq *q, enum sq_table t, const struct sq_val *v, int 
 			rc = sqlite3_bind_int64(st, i + 1, v[i].i);
 			break;
 		case V_TEXT:
-			rc = sqlite3_bind_text(st, i + 1, v[i].s, -1, SQLITE_STATIC);
+			/* TEXT is UTF-8: a path given on the command line may not be (lib/utf8.h) */
+			if (utf8_valid(v[i].s))
+				rc = sqlite3_bind_text(st, i + 1, v[i].s, -1, SQLITE_STATIC);
+			else if ((fixed = utf8_repair(v[i].s)))
+				rc = sqlite3_bind_text(st, i + 1, fixed, -1, free);
+			else
+				return error("out of memory");
 			break;
 		case V_REAL:
 			rc = sqlite3_bind_double(st, i + 1, v[i].d);

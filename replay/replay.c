@@ -14,6 +14,7 @@
 #include "lib/grow.h"
 #include "lib/human.h"
 #include "lib/memlimit.h"
+#include "lib/utf8.h"
 
 #define ARENA_BLOCK (64 * 1024)
 
@@ -46,6 +47,20 @@ char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
 	if (p)
 		memcpy(p, s, len);
 	return p;
+}
+
+const char *replay_utf8(struct replay *rp, const char *s)
+{
+	char *fixed;
+
+	if (utf8_valid(s))
+		return s;
+	fixed = arena_alloc(rp, utf8_repaired_len(s));
+	if (!fixed) {
+		error("out of memory for a string");
+		return "";
+	}
+	return utf8_repair_into(fixed, s);
 }
 
 void replay_init(struct replay *rp)
@@ -107,9 +122,11 @@ int replay_set_strings(struct replay *rp, const char *const *strings, uint32_t n
 	rp->strings[0] = "";
 	for (uint32_t i = 1; i < n; i++) {
 		const char *s = strings[i] ? strings[i] : "";
-		rp->strings[i] = replay_arena_strdup(rp, s, strlen(s));
-		if (!rp->strings[i])
+		char *copy = arena_alloc(rp, utf8_repaired_len(s));
+
+		if (!copy)
 			return error("out of memory for strings");
+		rp->strings[i] = utf8_repair_into(copy, s);
 	}
 	rp->n_strings = n ? n : 1;
 	pv->strings_owned = true;
@@ -323,7 +340,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 		goto fail;
 
 	rp->path = bundle_reader_path(r);
-	replay_run_fill(&rp->run, bundle_reader_header(r), bundle_reader_footer(r));
+	replay_run_fill(rp, bundle_reader_header(r), bundle_reader_footer(r));
 	rp->truncated = bundle_reader_truncated(r);
 	rp->truncation = bundle_reader_truncation(r);
 	rp->chunks_read = bundle_reader_chunks(r);
@@ -345,7 +362,9 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 			goto fail;
 		for (uint32_t i = 0; i < n; i++) {
 			const char *s = bundle_reader_string(r, i);
-			rp->strings[i] = s ? s : "";
+			rp->strings[i] = replay_utf8(rp, s ? s : "");
+			if (s && *s && !*rp->strings[i])
+				goto fail;   /* out of memory, said */
 		}
 		rp->n_strings = rp->strings_read = n;
 	}

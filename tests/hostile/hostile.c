@@ -12,6 +12,8 @@
  *                                              LAUNCHES launches in the innermost
  *   st-hostile mixed OUT N                     N times a launch, an allocation and its free, a range
  *                                              and every 1000th a step: every kind a report keeps
+ *   st-hostile utf8 OUT                        names, paths, a command line and a device that are
+ *                                              not valid UTF-8 (see bad_utf8[]), and valid ones
  *   st-hostile run MAX_KIB MAX_SECONDS CMD ARGS...
  *                                              runs CMD; its exit status, or 125 after a line
  *                                              when its peak RSS or wall time went over
@@ -224,6 +226,56 @@ static int mixed(const char *out, uint64_t n)
 	return builder_close(&b, "ok");
 }
 
+/*
+ * Names each output must show with U+FFFD where they are not UTF-8 (as
+ * Python's decode(errors="replace") does), the valid ones as they are.
+ */
+static const char *const bad_utf8[] = {
+	"latin1_caf\xe9",           /* a Latin-1 byte */
+	"bytes_\xff\xfe_end",        /* never in UTF-8 */
+	"cut_\xe2\x80",              /* a sequence cut short */
+	"overlong_\xc0\xaf",         /* an overlong "/" */
+	"surrogate_\xed\xa0\x80",     /* a UTF-16 surrogate */
+	"valid_\xc3\xa9t\xc3\xa9_\xe2\x9c\x93", /* "valid_été_✓" */
+};
+#define N_BAD_UTF8 (sizeof(bad_utf8) / sizeof(bad_utf8[0]))
+
+/* A kernel, a range (nested under "forward") and an op of each name; the header's strings too. */
+static int utf8(const char *out)
+{
+	struct builder b;
+	char device[1200] = "NVIDIA ";
+
+	builder_init(&b);
+	builder_small_model(&b, "bf16");
+	/* a name longer than the writers' 512-byte buffers, cut by them between characters */
+	for (size_t i = strlen(device); i + 3 < sizeof(device); i += 2)
+		memcpy(device + i, "\xc3\xa9", 3);
+	builder_h100(&b, device);
+	b.header.command_line = "python3 caf\xe9.py --tag \xff";
+	b.header.hostname = "host\xc3";
+	if (builder_open(&b, out) < 0)
+		return -1;
+	builder_step(&b, 0, false, 100, 100000);
+	builder_push(&b, "forward", 200);
+	for (size_t i = 0; i < N_BAD_UTF8; i++) {
+		uint64_t t = 1000 + 10000 * i;
+		char path[128];
+		uint32_t op;
+
+		snprintf(path, sizeof(path), "step/forward/%s", bad_utf8[i]);
+		op = builder_op(&b, &(struct builder_op){ .path = path, .kind = "matmul", .phase = "forward",
+							   .flops = 1000000, .bytes = 1000 });
+		builder_push(&b, bad_utf8[i], t);
+		builder_launch(&b, bad_utf8[i], 7, op, t + 10, t + 20, t + 100, t + 900);
+		builder_alloc(&b, t + 30, 0x1000 * (i + 1), 4096, ST_MEM_ACTIVATION, op);
+		builder_free(&b, t + 950, 0x1000 * (i + 1), 4096, ST_MEM_ACTIVATION, op);
+		builder_pop(&b, t + 1000);
+	}
+	builder_pop(&b, 90000);
+	return builder_close(&b, "ok");
+}
+
 static volatile sig_atomic_t child_pid;
 
 static void on_alarm(int sig)
@@ -302,13 +354,15 @@ int main(int argc, char **argv)
 		return empty_strings(argv[2], arg_u64(argc, argv, 3, (1u << 26) - 1)) < 0;
 	if ((!strcmp(what, "kernels") || !strcmp(what, "flood")) && argc > 3)
 		return kernels(argv[2], (uint32_t)arg_u64(argc, argv, 3, 1), !strcmp(what, "kernels")) < 0;
+	if (!strcmp(what, "utf8"))
+		return utf8(argv[2]) < 0;
 	if (!strcmp(what, "mixed"))
 		return mixed(argv[2], arg_u64(argc, argv, 3, 100000)) < 0;
 	if (!strcmp(what, "nested") && argc > 3)
 		return nested(argv[2], arg_u64(argc, argv, 3, 64), arg_u64(argc, argv, 4, 1),
 			      (uint32_t)arg_u64(argc, argv, 5, 4096)) < 0;
 usage:
-	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|flood|mixed|nested OUT [ARGS]\n"
+	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|flood|mixed|nested|utf8 OUT [ARGS]\n"
 			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");
 	return 2;
 }
