@@ -18,8 +18,16 @@
  *   temporary file beside it ("NAME.tmp-XXXXXX", same directory, so the
  *   rename is atomic); output_close flushes, fsyncs and renames it over the
  *   target. A failed write, or output_discard, removes the temporary file
- *   and leaves the target as it was. A process killed in between leaves the
- *   temporary file, never a half-written target.
+ *   and leaves the target as it was. SIGINT, SIGTERM or SIGHUP in between
+ *   (unless the program took them over, as record does) removes the
+ *   temporary file, then ends the process as the signal would; a process
+ *   killed outright leaves it, never a half-written target. The rename
+ *   gives the target a new inode: a hard link's other names keep the old
+ *   content.
+ * - An existing file the user could not write with `>` is refused with one
+ *   line before anything is written: one whose mode has no write bit for
+ *   the user's class (owner, group or others; root too, whom `>` would let
+ *   through), or that access(2) refuses. A 0444 file, another user's 0600.
  * - A symbolic link is followed: the file it points to is replaced (or
  *   created), the link itself stays as it is.
  * - Anything else (a pipe, /dev/stdout, /dev/null, a device) is written in
@@ -45,6 +53,7 @@ struct output {
 	char *tmp;            /* the temporary file being written; NULL in place */
 	int fd;               /* what f writes to */
 	int err;              /* errno of the first failed write, 0 if none */
+	int slot;             /* where a signal's handler finds tmp; -1 none */
 };
 
 /*

@@ -15,6 +15,8 @@
 #             77 where neither can be had
 #   stdout    every report with standard output on /dev/full: exit 1 and
 #             one line, "cannot write to standard output: No space left..."
+#   perms     a file the user could not write with '>' (mode 0444; as root,
+#             another user's 0600 file too) is refused in one line, untouched
 #   maxsize   --max-size on every file written: measured first, refused in
 #             one line at half the size written, the target untouched and
 #             no temporary left; written at twice it
@@ -239,7 +241,42 @@ maxsize() {
 	done
 }
 
+perms() {
+	d="$tmp/perms"
+	mkdir "$d"
+	for c in export report memory flops; do
+		for who in mine other; do
+			echo precious > "$d/t"
+			if [ $who = mine ]; then
+				chmod 444 "$d/t"
+				mode=0444
+			else
+				[ "$(id -u)" = 0 ] || continue   # another user's file: only root can make one here
+				chown 65534:65534 "$d/t" && chmod 600 "$d/t" || { fail "cannot chown"; continue; }
+				mode=0600
+			fi
+			write $c "$d/t" && fail "$c onto a $mode file ($who) exited 0"
+			one_error "$c onto a $mode file ($who)"
+			grep -q "^error: cannot write '$d/t': Permission denied (mode $mode, .*): steptrace replaces only a file you may write" \
+				"$tmp/err" || fail "$c onto a $mode file ($who): $(cat "$tmp/err")"
+			[ "$(cat "$d/t")" = precious ] || fail "$c REPLACED a $mode file ($who)"
+			[ "$(stat -c %a "$d/t")" = ${mode#0} ] || fail "$c changed the mode of a $mode file"
+			[ ! -s "$tmp/out" ] || [ $c = flops ] || [ $c = memory ] || fail "$c printed something"
+			no_temporaries "$d" "$c onto a $mode file"
+			rm -f "$d/t"
+		done
+		# through a symlink: the file it points to decides
+		echo precious > "$d/real"
+		chmod 444 "$d/real"
+		ln -s real "$d/link"
+		write $c "$d/link" && fail "$c through a symlink to a 0444 file exited 0"
+		[ "$(cat "$d/real")" = precious ] || fail "$c replaced a 0444 file through a symlink"
+		rm -f "$d/real" "$d/link"
+	done
+}
+
 case $case in
+perms) perms ;;
 maxsize) maxsize ;;
 files) files ;;
 stdout) full_stdout ;;
