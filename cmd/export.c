@@ -5,7 +5,6 @@
  */
 #include "analyze/export.h"
 #include "cmd/analysis.h"
-#include "lib/output.h"
 #include "cmd/commands.h"
 
 static const char *const usage[] = {

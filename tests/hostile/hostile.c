@@ -173,6 +173,20 @@ static int kernels(const char *out, uint32_t chunks, bool noise)
 			       1, "kernel", noise);
 }
 
+/* A bundle of the small model on an H100 (`device` its name, NULL the usual) opened at out. */
+static int small_h100(struct builder *b, const char *out, const char *device, const char *command_line,
+		      const char *hostname)
+{
+	builder_init(b);
+	builder_small_model(b, "bf16");
+	builder_h100(b, device ? device : "NVIDIA H100 80GB HBM3");
+	if (command_line)
+		b->header.command_line = (char *)command_line;
+	if (hostname)
+		b->header.hostname = (char *)hostname;
+	return builder_open(b, out);
+}
+
 /* `depth` nested ranges named "r0001xxx..." (name_bytes each), `launches` launches in the innermost. */
 static int nested(const char *out, size_t name_bytes, uint64_t launches, uint32_t depth)
 {
@@ -182,10 +196,7 @@ static int nested(const char *out, size_t name_bytes, uint64_t launches, uint32_
 
 	if (!name || name_bytes < 6)
 		return -1;
-	builder_init(&b);
-	builder_small_model(&b, "bf16");
-	builder_h100(&b, "NVIDIA H100 80GB HBM3");
-	if (builder_open(&b, out) < 0)
+	if (small_h100(&b, out, NULL, NULL, NULL) < 0)
 		return -1;
 	for (uint64_t i = 0; i < launches; i++) {
 		uint64_t t = 100000 + 10 * i;
@@ -208,10 +219,7 @@ static int mixed(const char *out, uint64_t n)
 {
 	struct builder b;
 
-	builder_init(&b);
-	builder_small_model(&b, "bf16");
-	builder_h100(&b, "NVIDIA H100 80GB HBM3");
-	if (builder_open(&b, out) < 0)
+	if (small_h100(&b, out, NULL, NULL, NULL) < 0)
 		return -1;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t t = 1000 + 100 * i;
@@ -246,15 +254,10 @@ static int utf8(const char *out)
 	struct builder b;
 	char device[1200] = "NVIDIA ";
 
-	builder_init(&b);
-	builder_small_model(&b, "bf16");
 	/* a name longer than the writers' 512-byte buffers, cut by them between characters */
 	for (size_t i = strlen(device); i + 3 < sizeof(device); i += 2)
 		memcpy(device + i, "\xc3\xa9", 3);
-	builder_h100(&b, device);
-	b.header.command_line = "python3 caf\xe9.py --tag \xff";
-	b.header.hostname = "host\xc3";
-	if (builder_open(&b, out) < 0)
+	if (small_h100(&b, out, device, "python3 caf\xe9.py --tag \xff", "host\xc3") < 0)
 		return -1;
 	builder_step(&b, 0, false, 100, 100000);
 	builder_push(&b, "forward", 200);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/utf8.h"
 #include "replay/internal.h"
 #include "tests/lib/builder.h"
 #include "tests/lib/check.h"
@@ -226,9 +227,62 @@ static void test_paths(void)
 	}
 }
 
+/*
+ * Paths longer than REPLAY_PATH_MAX: "A" and 39 nested ranges of 301-byte
+ * names, "é"s from the second byte on, so that the cuts land inside
+ * characters. A path is whole up to the limit; past it, its first
+ * quarter at most, "…", and its end, at most REPLAY_PATH_MAX bytes in all,
+ * never a character cut in two.
+ */
+static void test_long_paths(void)
+{
+	static const char mark[] = "\xe2\x80\xa6";
+	char full[40 * 302 + 1] = "", name[302];
+	struct replay rp;
+	struct builder b;
+	int clipped = 0;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	for (int d = 0; d < 40; d++) {
+		snprintf(name, sizeof(name), "%c", 'A' + d % 26);
+		for (int k = 0; k < 150 && d > 0; k++)   /* the root "A": byte 2048 falls inside an "é" */
+			strcat(name, "\xc3\xa9");
+		builder_range(&b, name, (uint32_t)d, (uint64_t)d * 10, 100000 - (uint64_t)d * 10);
+	}
+	CHECK(builder_close(&b, "ok") == 0, "build");
+	for (size_t i = 0; i < rp.n_paths; i++) {
+		const char *got = replay_path_str(&rp, (uint32_t)i), *cut = strstr(got, mark);
+		size_t len, head;
+
+		if (rp.paths[i].parent >= 0)
+			strcat(full, "/");
+		strcat(full, replay_str(&rp, rp.paths[i].name));
+		len = strlen(full);
+		CHECK(utf8_valid(got), "path %zu: not UTF-8", i);
+		if (len <= REPLAY_PATH_MAX) {
+			CHECK_STR(got, full);
+			continue;
+		}
+		clipped++;
+		CHECK(cut && strlen(got) <= REPLAY_PATH_MAX, "path %zu (%zu bytes): %zu bytes, %s", i, len,
+		      strlen(got), cut ? "cut" : "no mark");
+		if (!cut)
+			continue;
+		head = (size_t)(cut - got);
+		CHECK(head <= REPLAY_PATH_MAX / 4 && head + 1 >= REPLAY_PATH_MAX / 4 && !strncmp(got, full, head),
+		      "path %zu: a head of %zu bytes", i, head);
+		CHECK(strlen(got) + 3 >= REPLAY_PATH_MAX && !strcmp(full + len - strlen(cut + 3), cut + 3),
+		      "path %zu: its end", i);
+	}
+	CHECK(clipped > 10, "%d paths past the limit", clipped);
+	replay_release(&rp);
+}
+
 int main(void)
 {
 	test_projection();
 	test_paths();
+	test_long_paths();
 	return check_done("test_tree");
 }
