@@ -26,6 +26,7 @@
 #include "lib/grow.h"
 #include "lib/human.h"
 #include "lib/output.h"
+#include "lib/utf8.h"
 
 const char *const export_format_names[] = { "perfetto", "chrome", "json", "sqlite", NULL };
 
@@ -133,6 +134,7 @@ static int add_track(struct layout *L, uint8_t kind, uint64_t parent, int32_t pi
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	utf8_cut_tail(buf);   /* a long name cut between characters, never inside one */
 	t = &L->tracks[L->n_tracks];
 	t->name = strdup(buf);
 	if (!t->name)
@@ -988,6 +990,7 @@ void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t le
 	snprintf(buf, len, "OOM: %" PRIu64 " B %s request%s%s", e->oom.requested,
 		 st_mem_category_name((int)e->oom.category), op ? " by " : "",
 		 op ? replay_str(rp, op->path) : "");
+	utf8_cut_tail(buf);
 }
 
 /* ---- interning ------------------------------------------------------------ */
@@ -1108,62 +1111,27 @@ void export_interner_release(struct export_interner *in)
 
 #define ESTIMATE_SAMPLE 20000   /* marks encoded at most */
 
-static ssize_t count_write(void *cookie, const char *buf, size_t n)
-{
-	(void)buf;
-	*(uint64_t *)cookie += n;
-	return (ssize_t)n;
-}
-
-/* A stream whose writes go nowhere, counted. */
-struct export_counter {
-	FILE *f;
-	uint64_t n;
-};
-
-static int export_counter_open(struct export_counter *c)
-{
-	cookie_io_functions_t io = { .write = count_write };
-
-	c->n = 0;
-	c->f = fopencookie(&c->n, "w", io);
-	return c->f ? 0 : error("out of memory");
-}
-
-static uint64_t export_counter_bytes(struct export_counter *c)
-{
-	fflush(c->f);
-	return c->n;
-}
-
-static void export_counter_close(struct export_counter *c)
-{
-	if (c->f)
-		fclose(c->f);
-	c->f = NULL;
-}
-
 int export_estimate(const struct layout *L, void *ctx, int (*begin)(void *ctx, FILE *f),
 		    int (*mark)(void *ctx, size_t i), uint64_t *bytes)
 {
-	struct export_counter c;
+	struct output_counter c;
 	size_t stride = L->n_marks / ESTIMATE_SAMPLE + 1, sampled = 0;
 	uint64_t fixed, marks;
 	int rc = -1;
 
-	if (export_counter_open(&c) < 0)
+	if (output_counter_open(&c) < 0)
 		return -1;
 	if (begin(ctx, c.f) < 0)
 		goto out;
-	fixed = export_counter_bytes(&c);
+	fixed = output_counter_bytes(&c);
 	for (size_t i = 0; i < L->n_marks; i += stride, sampled++)
 		if (mark(ctx, i) < 0)
 			goto out;
-	marks = export_counter_bytes(&c) - fixed;
+	marks = output_counter_bytes(&c) - fixed;
 	*bytes = fixed + (sampled ? (uint64_t)((double)marks * (double)L->n_marks / (double)sampled) : 0);
 	rc = 0;
 out:
-	export_counter_close(&c);
+	output_counter_close(&c);
 	return rc;
 }
 
@@ -1208,16 +1176,14 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 int export_check_size(const struct export_options *opt, uint64_t estimate, const char *what,
 		      const char *output)
 {
-	char size[32], limit[32];
+	char size[32];
 
-	human_bytes(size, sizeof(size), (double)estimate);
-	if (opt->max_size && estimate > opt->max_size)
-		return error("'%s' would be about %s of %s, more than --max-size %s: keep less with "
-			     "--step N, --range PATH or --no-api, or raise --max-size (0: no limit)",
-			     output, size, what, human_bytes(limit, sizeof(limit), (double)opt->max_size));
+	if (output_check_size(output, estimate, opt->max_size, what,
+			      "keep less with --step N, --range PATH or --no-api") < 0)
+		return -1;
 	if (estimate >= NOTE_BYTES)
 		fprintf(stderr, "writing about %s of %s to '%s' (--step N or --range PATH write less)\n",
-			size, what, output);
+			human_bytes(size, sizeof(size), (double)estimate), what, output);
 	return 0;
 }
 

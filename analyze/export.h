@@ -30,6 +30,9 @@
 #include "replay/ranks.h"
 #include "replay/replay.h"
 
+/* --max-size's default for a database: no bundle the default --memory-limit lets in needs more. */
+#define EXPORT_SQLITE_MAX_SIZE (UINT64_C(4) << 30)
+
 /* "json" is the name chrome had first: the same format. */
 enum export_format { EXPORT_PERFETTO, EXPORT_CHROME, EXPORT_JSON, EXPORT_SQLITE };
 extern const char *const export_format_names[];   /* "perfetto", "chrome", "json", "sqlite" */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/utf8.h"
 
 /* µs with the ns kept: 15 significant digits print any ns below 10^15 exactly. */
 #define CHROME_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
@@ -66,9 +67,9 @@ static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
 		const char *what = process ? "process_name" : "thread_name";
 		if (t->kind == TK_COUNTER)
 			continue;
-		json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M",
+		json_t *ev = json_pack("{s:s, s:s, s:i, s:i, s:{s:o}}", "name", what, "ph", "M",
 				       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid,
-				       "args", "name", t->name);
+				       "args", "name", json_string_utf8(t->name));
 		if (chrome_emit(w, ev) < 0)
 			return -1;
 		if (process) {
@@ -94,7 +95,7 @@ static json_t *chrome_args(const struct layout *L, const struct xslice *s)
 
 	for (size_t i = 0; args && i < n; i++)
 		json_object_set_new(args, export_ann_names[ann[i].key],
-				    ann[i].is_str ? json_string(ann[i].str)
+				    ann[i].is_str ? json_string_utf8(ann[i].str)
 						  : json_integer((json_int_t)ann[i].u));
 	return args;
 }
@@ -106,8 +107,8 @@ static int chrome_slice(struct chrome_writer *w, const struct layout *L, const s
 	uint64_t flow = 0;
 	json_t *ev;
 
-	ev = json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:o}",
-		       "name", export_slice_name(L, s, namebuf, sizeof(namebuf)),
+	ev = json_pack("{s:o, s:s, s:s, s:o, s:o, s:i, s:i, s:o}",
+		       "name", json_string_utf8(export_slice_name(L, s, namebuf, sizeof(namebuf))),
 		       "cat", export_slice_category[s->what], "ph", "X", "ts", ts(L, s->start),
 		       "dur", us(s->end - s->start), "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid,
 		       "args", chrome_args(L, s));
@@ -168,18 +169,20 @@ static int chrome_prologue(FILE *out, const struct layout *L)
 	json_t *other;
 
 	fputs("{\"otherData\":", out);
-	other = json_pack("{s:s, s:s}", "generator", "steptrace export --format chrome",
-			  "bundle", rp->path ? rp->path : "");
+	other = json_pack("{s:s, s:o}", "generator", "steptrace export --format chrome",
+			  "bundle", json_string_utf8(rp->path ? rp->path : ""));
 	if (other && rp->run.has_header) {
 		char base[24];
 		/* a string: the value exceeds 2^53, which JavaScript's numbers would round */
 		snprintf(base, sizeof(base), "%" PRIu64, rp->run.time_base_ns);
 		json_object_set_new(other, "time_base_ns", json_string(base));
-		json_object_set_new(other, "command_line", json_string(rp->run.command_line));
+		json_object_set_new(other, "command_line", json_string_utf8(rp->run.command_line));
 	}
-	if (!other || json_dumpf(other, out, CHROME_DUMP_FLAGS) < 0) {
+	if (!other)
+		return error("out of memory");
+	if (json_dumpf(other, out, CHROME_DUMP_FLAGS) < 0) {
 		json_decref(other);
-		return error("cannot write the trace");
+		return error("cannot write the trace: %s", strerror(errno));
 	}
 	json_decref(other);
 	fputs(",\"traceEvents\":[\n", out);
@@ -210,7 +213,7 @@ static int chrome_mark(struct chrome_writer *w, const struct layout *L, size_t i
 	}
 	if (m->type == MK_INSTANT) {
 		export_oom_name(L->rp, m->ref, namebuf, sizeof(namebuf));
-		return chrome_emit(w, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "name", namebuf,
+		return chrome_emit(w, json_pack("{s:o, s:s, s:s, s:o, s:i, s:i}", "name", json_string_utf8(namebuf),
 						"ph", "i", "s", "g", "ts", ts(L, k->key),
 						"pid", (json_int_t)L->host_pid, "tid", (json_int_t)STEPS_TID));
 	}

@@ -31,6 +31,7 @@
 #include "lib/error.h"
 #include "lib/human.h"
 #include "lib/output.h"
+#include "lib/utf8.h"
 #include "replay/memory.h"
 
 /*
@@ -100,8 +101,9 @@ static int64_t nsys_mem_kind(uint32_t cupti)
 	return cupti >= 1 && cupti <= 7 ? (int64_t)cupti - 1 : 7;
 }
 
-/* Estimate: bytes per row, indexes included (calibrated on samples/). */
+/* Estimate: bytes per row, indexes included (calibrated on samples/), and SQLite's default page. */
 #define SQLITE_ROW_BYTES 84
+#define SQLITE_PAGE_BYTES 4096
 
 static const char schema[] =
 	"CREATE TABLE StringIds (\n"
@@ -273,6 +275,7 @@ static int sq_insert(struct sq *q, enum sq_table t, const struct sq_val *v, int 
 {
 	sqlite3_stmt *st = q->ins[t];
 	int rc = SQLITE_OK;
+	char *fixed;
 
 	for (int i = 0; i < n && rc == SQLITE_OK; i++) {
 		switch (v[i].type) {
@@ -280,7 +283,13 @@ static int sq_insert(struct sq *q, enum sq_table t, const struct sq_val *v, int 
 			rc = sqlite3_bind_int64(st, i + 1, v[i].i);
 			break;
 		case V_TEXT:
-			rc = sqlite3_bind_text(st, i + 1, v[i].s, -1, SQLITE_STATIC);
+			/* TEXT is UTF-8: a path given on the command line may not be (lib/utf8.h) */
+			if (utf8_valid(v[i].s))
+				rc = sqlite3_bind_text(st, i + 1, v[i].s, -1, SQLITE_STATIC);
+			else if ((fixed = utf8_repair(v[i].s)))
+				rc = sqlite3_bind_text(st, i + 1, fixed, -1, free);
+			else
+				return error("out of memory");
 			break;
 		case V_REAL:
 			rc = sqlite3_bind_double(st, i + 1, v[i].d);
@@ -707,18 +716,42 @@ static void sq_release(struct sq *q)
 	memset(q, 0, sizeof(*q));
 }
 
-/* Rows the export will write, for the estimate. */
-static uint64_t sq_count_rows(const struct replay *rp, const struct export_filter *f)
+/*
+ * The database's size before it is written: SQLITE_ROW_BYTES a row, plus
+ * the text each row holds beyond it (every string and range path once in
+ * StringIds, a range's name again in NVTX_EVENTS, an op's names in OPS).
+ */
+static uint64_t sq_estimate(const struct replay *rp, const struct export_filter *f)
 {
-	uint64_t n = rp->n_strings + rp->n_paths + rp->n_ops + rp->n_mem + 64;
+	uint64_t rows = rp->n_mem + rp->n_steps + 64, text = 0, pages = 2;   /* the schema's, RUN's key */
 
+	/* every table and index takes a page of its own however few its rows */
+	for (const char *p = schema; (p = strstr(p, "CREATE ")); p++)
+		pages++;
+	for (const char *p = indexes; (p = strstr(p, "CREATE ")); p++)
+		pages++;
+
+	for (uint32_t i = 0; i < rp->n_strings; i++)
+		text += strlen(replay_str(rp, i));
+	for (size_t i = 0; i < rp->n_paths; i++)
+		text += strlen(replay_path_str(rp, (uint32_t)i));
+	rows += rp->n_strings + rp->n_paths;
 	for (size_t i = 0; i < rp->n_activities; i++)
-		n += export_keep_activity(f, &rp->activities[i]);
+		rows += export_keep_activity(f, &rp->activities[i]);
 	for (size_t i = 0; i < rp->n_apis; i++)
-		n += export_keep_api(f, &rp->apis[i]);
+		rows += export_keep_api(f, &rp->apis[i]);
 	for (size_t i = 0; i < rp->n_ranges; i++)
-		n += export_keep_range(f, &rp->ranges[i]);
-	return n;
+		if (export_keep_range(f, &rp->ranges[i])) {
+			rows++;
+			text += strlen(replay_str(rp, rp->ranges[i].name));
+		}
+	for (size_t i = 0; i < rp->n_ops; i++) {
+		const struct replay_op *op = &rp->ops[i];
+		rows++;
+		text += strlen(replay_str(rp, op->name)) + strlen(replay_str(rp, op->path)) +
+			strlen(replay_str(rp, op->kind)) + strlen(replay_str(rp, op->phase));
+	}
+	return pages * SQLITE_PAGE_BYTES + rows * SQLITE_ROW_BYTES + text;
 }
 
 int export_sqlite_run(const struct replay *rp, const struct export_options *opt, const char *output)
@@ -726,15 +759,13 @@ int export_sqlite_run(const struct replay *rp, const struct export_options *opt,
 	struct export_filter f;
 	struct output out;
 	struct sq q = { .rp = rp, .f = &f, .output = output };
-	uint64_t strings = 0, rows[T_COUNT], bytes = 0;
+	uint64_t rows[T_COUNT], bytes = 0;
 	char size[32];
 	int rc = -1;
 
 	if (export_filter_init(&f, rp, opt) < 0)
 		return -1;
-	for (uint32_t i = 0; i < rp->n_strings; i++)
-		strings += rp->strings[i] ? strlen(rp->strings[i]) + 8 : 8;
-	if (export_check_size(opt, sq_count_rows(rp, &f) * SQLITE_ROW_BYTES + strings, "SQLite", output) < 0 ||
+	if (export_check_size(opt, sq_estimate(rp, &f), "SQLite", output) < 0 ||
 	    output_open(&out, output, (const char *[]){ rp->path, NULL }) < 0)
 		goto out;
 	if (!out.tmp) {   /* SQLite opens its file by name: standard output, a pipe or a device won't do */

@@ -602,6 +602,11 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 
 /* ---- the command ------------------------------------------------------- */
 
+static int write_chart(void *ctx, FILE *out)
+{
+	return flops_svg(out, ctx, 1000, 700);
+}
+
 int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r)
 {
 	struct flops_result res;
@@ -622,8 +627,9 @@ int flops_run(const struct replay *rp, const struct flops_options *o, struct rep
 	flops_report(r, &res, o->top, extra);
 	if (!o->svg) {
 		rc = 0;
-	} else if (flops_svg(svg.f, &res, 1000, 700) == 0) {
-		rc = output_close(&svg);
+	} else {
+		rc = output_write_sized(&svg, o->max_size, "SVG",
+					"--by kind, --range PATH or --phase NAME draw fewer points", write_chart, &res, NULL);
 		if (rc == 0)
 			fprintf(stderr, "wrote '%s': the roofline chart (SVG)\n", o->svg);
 	}

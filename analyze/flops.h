@@ -56,6 +56,7 @@ struct flops_options {
 	/* what flops_run shows besides */
 	int top;                    /* rows shown, 0 = all */
 	const char *svg;            /* write the roofline chart here, NULL = none */
+	uint64_t max_size;          /* refuse a chart larger than this (--max-size); 0: no limit */
 };
 
 enum flops_precision { FP_FP32, FP_TF32, FP_BF16, FP_FP16, FP_COUNT, FP_NONE = -1 };

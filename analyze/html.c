@@ -14,11 +14,14 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/utf8.h"
 
-void markup_escape(FILE *out, const char *s, bool keep_breaks)
+/* markup_escape of the first n bytes of s; invalid UTF-8 as U+FFFD. */
+static void escape_span(FILE *out, const char *s, size_t n, bool keep_breaks)
 {
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		int len;
 
 		switch (c) {
 		case '&': fputs("&amp;", out); break;
@@ -27,10 +30,24 @@ void markup_escape(FILE *out, const char *s, bool keep_breaks)
 		case '"': fputs("&quot;", out); break;
 		case '\'': fputs("&#39;", out); break;
 		default:
-			if ((c >= 0x20 && c != 0x7f) || (keep_breaks && (c == '\n' || c == '\t')))
+			if (c >= 0x80) {
+				len = utf8_next(s + i);
+				if (len < 0 || (size_t)len > n - i)
+					fputs(UTF8_REPLACEMENT, out);
+				else
+					fwrite(s + i, 1, (size_t)len, out);
+				i += (size_t)(len < 0 ? -len : len) - 1;
+			} else if ((c >= 0x20 && c != 0x7f) || (keep_breaks && (c == '\n' || c == '\t'))) {
 				fputc(c, out);
+			}
 		}
 	}
+}
+
+void markup_escape(FILE *out, const char *s, bool keep_breaks)
+{
+	if (s)
+		escape_span(out, s, strlen(s), keep_breaks);
 }
 
 void html_words(FILE *out, const char *s)
@@ -44,8 +61,7 @@ void html_words(FILE *out, const char *s)
 		if (!word)
 			break;
 		fputs("<span>", out);
-		for (size_t i = 0; i < word; i++)
-			markup_escape(out, (const char[]){ s[i], '\0' }, false);
+		escape_span(out, s, word, false);
 		fputs("</span>", out);
 		s += word;
 	}
@@ -83,10 +99,15 @@ void html_attr(FILE *out, const char *name, const char *fmt, ...)
 void html_json_string(FILE *out, const char *s)
 {
 	fputc('"', out);
-	for (; s && *s; s++) {
+	for (int n = 1; s && *s; s += n < 0 ? -n : n) {
 		unsigned char c = (unsigned char)*s;
 
-		if (c == '"' || c == '\\')
+		n = c < 0x80 ? 1 : utf8_next(s);
+		if (n < 0)
+			fputs(UTF8_REPLACEMENT, out);
+		else if (n > 1)
+			fwrite(s, 1, (size_t)n, out);
+		else if (c == '"' || c == '\\')
 			fprintf(out, "\\%c", c);
 		else if (c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&')
 			fprintf(out, "\\u%04x", c);

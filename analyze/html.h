@@ -17,8 +17,9 @@
 
 /*
  * Writes s with &, <, >, " and ' escaped and control characters dropped,
- * newlines and tabs too unless keep_breaks (NULL writes nothing). The
- * entities are XML's as well: SVG text comes through here (svg_escape).
+ * newlines and tabs too unless keep_breaks (NULL writes nothing), and
+ * invalid UTF-8 as U+FFFD (lib/utf8.h). The entities are XML's as well:
+ * SVG text comes through here (svg_escape).
  */
 void markup_escape(FILE *out, const char *s, bool keep_breaks);
 /* markup_escape keeping newlines and tabs: the page's text. */
@@ -39,7 +40,8 @@ void html_attr(FILE *out, const char *name, const char *fmt, ...) __attribute__(
 
 /*
  * s as a JSON string literal that is also safe inside <script>: quotes,
- * backslashes and control characters escaped, and <, > and & as \u00XX.
+ * backslashes and control characters escaped, <, > and & as \u00XX, and
+ * invalid UTF-8 as U+FFFD.
  */
 void html_json_string(FILE *out, const char *s);
 

@@ -342,6 +342,20 @@ static void note_tags(struct report *r, const struct mem_timeline *tl)
 		    tl->n_tags - tl->n_tags_ignored, tagged, ignored);
 }
 
+/* What memory_svg_write draws, for output_write_sized. */
+struct chart_args {
+	const struct replay *rp;
+	const struct mem_timeline *tl;
+	uint64_t t0, t1;
+};
+
+static int write_chart(void *ctx, FILE *out)
+{
+	const struct chart_args *c = ctx;
+
+	return memory_svg_write(out, c->rp, c->tl, c->t0, c->t1, 1200, 640);
+}
+
 int memory_run(const struct replay *rp, const struct memory_opts *a, struct report *r)
 {
 	struct mem_timeline views[2];
@@ -422,10 +436,10 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 
 	if (a->svg) {
 		/* the chart spans the step's whole [start, end], which is how it knows it is a step's */
-		if (memory_svg_write(svg.f, rp, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl,
-				     t0, only >= 0 ? rp->steps[only].end : 0, 1200, 640) < 0)
-			goto out;
-		if (output_close(&svg) < 0)
+		struct chart_args c = { rp, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl, t0,
+					only >= 0 ? rp->steps[only].end : 0 };
+
+		if (output_write_sized(&svg, a->max_size, "SVG", NULL, write_chart, &c, NULL) < 0)
 			goto out;
 		fprintf(stderr, "wrote '%s': the active-memory timeline (SVG)\n", a->svg);
 	}

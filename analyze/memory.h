@@ -22,6 +22,7 @@ struct memory_opts {
 	int view;                 /* enum mem_view of the tables (the other view's peaks follow); -1: the
 				     model's, or the driver's when the model reported no allocation */
 	const char *svg;          /* write the chart here, NULL: no chart */
+	uint64_t max_size;        /* refuse a chart larger than this (--max-size); 0: no limit */
 	int step;                 /* report and chart only the step of this index; -1: the whole run */
 };
 

@@ -982,37 +982,40 @@ int page_bundle_sections(FILE *out, const struct page_data *d)
 	return d->have_comm ? page_comm(out, d) : 0;
 }
 
-static int write_single(FILE *out, const struct replay_ranks *rs)
+/* One bundle's page from its data (ctx), computed once and written as often as asked. */
+static int write_single(void *ctx, FILE *out)
 {
-	const struct replay *rp = rs->rank[0];
-	struct page_data d;
-	int rc = -1;
+	const struct page_data *d = ctx;
 
-	if (page_data_init(&d, rp, rs, NULL, "") < 0)
-		goto out;
-	page_begin(out, page_base_name(rp->path));
-	page_top(out, rp, NULL);
-	page_banner(out, rp, NULL);
-	page_nav(out, &d);
-	page_kpis(out, &d);
-	if (page_bundle_sections(out, &d) < 0)
-		goto out;
+	page_begin(out, page_base_name(d->rp->path));
+	page_top(out, d->rp, NULL);
+	page_banner(out, d->rp, NULL);
+	page_nav(out, d);
+	page_kpis(out, d);
+	if (page_bundle_sections(out, d) < 0)
+		return -1;
 	page_end(out);
-	rc = 0;
-out:
-	page_data_release(&d);
-	return rc;
+	return 0;
 }
 
-/* The one place the page reaches the disk: an error leaves no page behind. */
-int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b, const char *output)
+/*
+ * The one place the page reaches the disk: computed once, measured, then
+ * written; an error or a page over max_size leaves no page behind.
+ */
+int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b, const char *output,
+		      uint64_t max_size)
 {
 	size_t n = a->n + (b ? b->n : 0), k = 0;
 	const char **inputs = calloc(n + 1, sizeof(*inputs));
+	struct page_data single;
+	struct page_pair pair;
 	struct output out;
-	char *owned = NULL;
+	char *owned = NULL, size[32];
+	uint64_t bytes = 0;
 	int rc = -1;
 
+	memset(&single, 0, sizeof(single));
+	memset(&pair, 0, sizeof(pair));
 	if (!inputs)
 		return error("out of memory");
 	for (size_t r = 0; r < a->n; r++)
@@ -1027,15 +1030,21 @@ int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b
 	}
 	if (output_open(&out, output, inputs) < 0)
 		goto out;
-	if ((b ? page_diff(out.f, a, b) : write_single(out.f, a)) < 0) {
+	if ((b ? page_pair_init(&pair, a, b) : page_data_init(&single, a->rank[0], a, NULL, "")) < 0) {
 		output_discard(&out);
 		goto out;
 	}
-	if (output_close(&out) < 0)
+	if (output_write_sized(&out, max_size, "HTML", NULL, b ? page_pair_write : write_single,
+			       b ? (void *)&pair : (void *)&single, &bytes) < 0)
 		goto out;
 	rc = 0;
-	fprintf(stderr, "wrote '%s': open it in any browser (self-contained, no network)\n", output);
+	fprintf(stderr, "wrote '%s' (%s): open it in any browser (self-contained, no network)\n", output,
+		human_bytes(size, sizeof(size), (double)bytes));
 out:
+	if (b)
+		page_pair_release(&pair);
+	else
+		page_data_release(&single);
 	free(inputs);
 	free(owned);
 	return rc;

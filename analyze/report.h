@@ -11,6 +11,8 @@
 #ifndef STEPTRACE_ANALYZE_REPORT_H
 #define STEPTRACE_ANALYZE_REPORT_H
 
+#include <stdint.h>
+
 #include "replay/ranks.h"
 #include "replay/replay.h"
 
@@ -21,8 +23,11 @@
  * failed write leaves the target as it was), then names it on stderr. A run
  * of several ranks (replay/ranks.h) shows its rank 0's cards, and a
  * Communication card of every rank (collectives, hidden and exposed time,
- * skew), as does a bundle with collectives. 0, or -1 after an error line.
+ * skew), as does a bundle with collectives. A page larger than max_size
+ * (0: no limit) is refused before it is written. 0, or -1 after an error
+ * line.
  */
-int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b, const char *output);
+int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b, const char *output,
+		      uint64_t max_size);
 
 #endif

@@ -306,28 +306,43 @@ static int write_pair_part(FILE *out, const struct page_data *d)
 	return 0;
 }
 
-int page_diff(FILE *out, const struct replay_ranks *ra, const struct replay_ranks *rb)
+int page_pair_init(struct page_pair *p, const struct replay_ranks *ra, const struct replay_ranks *rb)
 {
-	const struct replay *a = ra->rank[0], *b = rb->rank[0];
 	/* whole kernel names: the page's cells ellipsize and show the full text on hover */
 	struct diff_options opt = { .by = DIFF_BY_OP, .full_names = true };
-	struct page_data da, db;
-	struct report *r = report_new();
-	json_t *doc = NULL;
-	int rc = -1;
 
-	memset(&db, 0, sizeof(db));
-	if (page_data_init(&da, a, ra, "A", "a-") < 0 || page_data_init(&db, b, rb, "B", "b-") < 0)
-		goto out;
-	if (diff_run(a, b, &opt, r) < 0 || !(doc = html_report_json(r)))
-		goto out;
+	memset(p, 0, sizeof(*p));
+	p->a = ra->rank[0];
+	p->b = rb->rank[0];
+	p->diff = report_new();
+	if (page_data_init(&p->da, p->a, ra, "A", "a-") < 0 || page_data_init(&p->db, p->b, rb, "B", "b-") < 0)
+		return -1;
+	if (diff_run(p->a, p->b, &opt, p->diff) < 0 || !(p->doc = html_report_json(p->diff)))
+		return -1;
+	return 0;
+}
+
+void page_pair_release(struct page_pair *p)
+{
+	json_decref(p->doc);
+	report_free(p->diff);
+	page_data_release(&p->da);
+	page_data_release(&p->db);
+	memset(p, 0, sizeof(*p));
+}
+
+int page_pair_write(void *ctx, FILE *out)
+{
+	const struct page_pair *p = ctx;
+	const struct replay *a = p->a, *b = p->b;
+
 	page_begin(out, "steptrace diff");
 	page_top(out, a, b);
 	page_banner(out, a, "A");
 	page_banner(out, b, "B");
 	fputs("<nav class=\"toc\"><a href=\"#summary\">Run</a><a href=\"#charts\">What changed</a>"
 	      "<a href=\"#tables\">Diff tables</a><a href=\"#a\">A's report</a><a href=\"#b\">B's report</a></nav>\n", out);
-	write_kpis_diff(out, &da, &db);
+	write_kpis_diff(out, &p->da, &p->db);
 	page_section_begin(out, NULL, "summary", "Run", NULL);
 	fputs("<div class=\"pair\"><div><h3>A</h3>\n", out);
 	page_chips(out, a);
@@ -337,16 +352,10 @@ int page_diff(FILE *out, const struct replay_ranks *ra, const struct replay_rank
 	page_run(out, b);
 	fputs("</div></div>\n", out);
 	page_section_end(out);
-	if (write_diff_charts(out, &da, &db, doc) < 0 || write_diff_tables(out, a, b, r) < 0)
-		goto out;
-	if (write_pair_part(out, &da) < 0 || write_pair_part(out, &db) < 0)
-		goto out;
+	if (write_diff_charts(out, &p->da, &p->db, p->doc) < 0 || write_diff_tables(out, a, b, p->diff) < 0)
+		return -1;
+	if (write_pair_part(out, &p->da) < 0 || write_pair_part(out, &p->db) < 0)
+		return -1;
 	page_end(out);
-	rc = 0;
-out:
-	json_decref(doc);
-	report_free(r);
-	page_data_release(&da);
-	page_data_release(&db);
-	return rc;
+	return 0;
 }

@@ -6,12 +6,14 @@
 #ifndef STEPTRACE_ANALYZE_REPORT_PAGE_H
 #define STEPTRACE_ANALYZE_REPORT_PAGE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "analyze/category.h"
 #include "analyze/flops.h"
 #include "lib/stats.h"
+#include "lib/table.h"
 #include "replay/memory.h"
 #include "replay/ranks.h"
 #include "replay/replay.h"
@@ -91,8 +93,21 @@ int page_bundle_sections(FILE *out, const struct page_data *d);
 /* report_layers.c: time per layer.N by part (attn, ffn, norm, ...). */
 int page_layers(FILE *out, const struct page_data *d);
 
-/* report_diff.c: the diff page of a (baseline) and b (rank 0 of each when they are runs). */
-int page_diff(FILE *out, const struct replay_ranks *a, const struct replay_ranks *b);
+/*
+ * report_diff.c: the diff page of a (baseline) and b (rank 0 of each when
+ * they are runs), computed once by page_pair_init (0, or -1 after an error
+ * line; release it either way) and written by page_pair_write (ctx: the
+ * pair) as often as asked.
+ */
+struct page_pair {
+	const struct replay *a, *b;
+	struct page_data da, db;
+	struct report *diff;               /* diff_run's tables */
+	json_t *doc;                       /* and their JSON, for the charts */
+};
+int page_pair_init(struct page_pair *p, const struct replay_ranks *a, const struct replay_ranks *b);
+int page_pair_write(void *ctx, FILE *out);
+void page_pair_release(struct page_pair *p);
 
 /* report_comm.c: the Communication card (analyze/comm.h) of d's run. 0 or -1 with an error line. */
 int page_comm(FILE *out, const struct page_data *d);

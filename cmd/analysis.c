@@ -28,7 +28,7 @@ static struct option *common_options(const struct analysis_cmd *c, uint64_t *mem
 	memcpy(all, c->options, n * sizeof(*all));
 	all[n++] = (struct option)OPT_SIZE(0, "memory-limit", memory_limit,
 					   "refuse bundles that need more memory than SIZE "
-					   "(default: half of what is available)");
+					   "(default: " MEMORY_LIMIT_DEFAULT_TEXT ")");
 	if (c->format)
 		all[n++] = (struct option)OPT_STRING(0, "section", section, "NAME",
 						     "print this table of the report alone (its JSON key); "
@@ -209,7 +209,8 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 		return n == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
 	if (memory_limit == 0)
 		return error("option '--memory-limit' expects a size above 0"), EXIT_USAGE;
-	ro.memory_limit = memory_limit != UINT64_MAX ? memory_limit : memory_limit_default();
+	ro.memory_limit_given = memory_limit != UINT64_MAX;
+	ro.memory_limit = ro.memory_limit_given ? memory_limit : memory_limit_default();
 	if (c->full_names && c->format && (*c->format == OUT_CSV || *c->format == OUT_JSON))
 		*c->full_names = true;
 	if (max > MAX_RUNS)

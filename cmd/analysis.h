@@ -44,6 +44,7 @@
 #include <stdbool.h>
 
 #include "lib/options.h"
+#include "lib/output.h"
 #include "lib/table.h"
 #include "replay/ranks.h"
 #include "replay/replay.h"
@@ -68,6 +69,15 @@ enum analysis_ranks { RANKS_POOL, RANKS_SPLIT, RANKS_OWN };
 #define OPT_FULL_NAMES(v)                                                                     \
 	OPT_BOOLEAN(0, "full-names", (v),                                                     \
 		    "print kernel names whole, not their base names (csv and json always do)")
+
+/*
+ * --max-size of the commands that write a file (lib/output.h): one
+ * estimated larger is refused in one line before it is written. `what`:
+ * "the page", "the chart". The variable starts at OUTPUT_MAX_SIZE.
+ */
+#define OPT_MAX_SIZE(v, what)                                                                 \
+	OPT_SIZE_LIMIT(0, "max-size", (v),                                                    \
+		       "refuse " what " when larger than SIZE (default " OUTPUT_MAX_SIZE_TEXT "; 0: no limit)")
 
 struct analysis_cmd {
 	const char *const *usage;

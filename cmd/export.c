@@ -30,7 +30,7 @@ static int check(void *ctx)
 	o->no_api = !c->api;
 	/* a trace over 512 MiB does not open in Chrome (longer than V8's longest string) */
 	if (o->max_size == UINT64_MAX)
-		o->max_size = o->format == EXPORT_SQLITE ? 0 : 512ull << 20;
+		o->max_size = o->format == EXPORT_SQLITE ? EXPORT_SQLITE_MAX_SIZE : OUTPUT_MAX_SIZE;
 	return 0;
 }
 
@@ -53,8 +53,9 @@ int cmd_export(int argc, const char **argv)
 		OPT_STRING(0, "range", &o->range, "PATH",
 			   "only work under NVTX ranges matching PATH (* wildcards, e.g. forward or layer.0/attn)"),
 		OPT_BOOLEAN(0, "api", &e.api, "host API calls and their launch flows (default; --no-api leaves them out)"),
-		OPT_SIZE(0, "max-size", &o->max_size,
-			 "refuse an output estimated larger than SIZE (default 512MiB, sqlite none; 0: no limit)"),
+		OPT_SIZE_LIMIT(0, "max-size", &o->max_size,
+			       "refuse an output estimated larger than SIZE (default " OUTPUT_MAX_SIZE_TEXT
+			       ", sqlite 4GiB; 0: no limit)"),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {

@@ -36,7 +36,7 @@ static int run(const struct replay *const *rps, int n, void *ctx, struct report 
 
 int cmd_flops(int argc, const char **argv)
 {
-	struct flops_cmd_opts o = { .flops = { .by = FLOPS_BY_KIND }, .phase = -1 };
+	struct flops_cmd_opts o = { .flops = { .by = FLOPS_BY_KIND, .max_size = OUTPUT_MAX_SIZE }, .phase = -1 };
 	int format = OUT_TABLE;
 	bool per_rank = false;
 	const struct option opts[] = {
@@ -47,6 +47,7 @@ int cmd_flops(int argc, const char **argv)
 		OPT_POSITIVE('n', "top", &o.flops.top, "show the N rows with the most GPU time (default: all)"),
 		OPT_BOOLEAN(0, "include-warmup", &o.flops.include_warmup, "count warm-up steps and work outside steps"),
 		OPT_STRING(0, "svg", &o.flops.svg, "FILE", "write the roofline chart to FILE ('-': the chart alone, on stdout)"),
+		OPT_MAX_SIZE(&o.flops.max_size, "the chart"),
 		OPT_PER_RANK(&per_rank),
 		OPT_FORMAT(&format),
 		OPT_END(),

@@ -12,22 +12,30 @@ static const char *const usage[] = {
 	NULL,
 };
 
+struct report_cmd {
+	const char *output;
+	uint64_t max_size;
+};
+
 static int run(const struct replay_ranks *runs, int n, void *ctx, struct report *r)
 {
-	return report_html_write(&runs[0], n == 2 ? &runs[1] : NULL, *(const char **)ctx);
+	const struct report_cmd *o = ctx;
+
+	return report_html_write(&runs[0], n == 2 ? &runs[1] : NULL, o->output, o->max_size);
 }
 
 int cmd_report(int argc, const char **argv)
 {
-	const char *output = NULL;
+	struct report_cmd o = { .max_size = OUTPUT_MAX_SIZE };
 	const struct option opts[] = {
-		OPT_STRING('o', "output", &output, "FILE",
+		OPT_STRING('o', "output", &o.output, "FILE",
 			   "write the page here (default: the bundle's name with .html)"),
+		OPT_MAX_SIZE(&o.max_size, "the page"),
 		OPT_END(),
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .bundles_max = 2, .ranks = RANKS_OWN,
-		.run_ranks = run, .ctx = &output,
+		.run_ranks = run, .ctx = &o,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -26,21 +26,10 @@ static uint64_t read_number(const char *path)
 	return v;
 }
 
-static uint64_t mem_available(void)
+static uint64_t physical_memory(void)
 {
-	unsigned long long kib = 0;
-	char line[128];
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-				break;
-		fclose(f);
-	}
-	if (kib)
-		return (uint64_t)kib * 1024;
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
 	return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 }
 
@@ -116,9 +105,19 @@ uint64_t memory_limit_default(void)
 {
 	uint64_t min = 0;
 
-	lower(&min, mem_available());
+	lower(&min, physical_memory());
 	lower(&min, cgroup_room());
 	lower(&min, rlimit(RLIMIT_AS));
 	lower(&min, rlimit(RLIMIT_DATA));
-	return min / 2;
+	min /= 2;
+	return min && min < MEMORY_LIMIT_MAX ? min : MEMORY_LIMIT_MAX;
+}
+
+uint64_t memory_limit_for_bundle(uint64_t limit, uint64_t bytes)
+{
+	uint64_t scaled = bytes < UINT64_MAX / MEMORY_PER_BUNDLE_BYTE ? bytes * MEMORY_PER_BUNDLE_BYTE : UINT64_MAX;
+
+	if (scaled < MEMORY_LIMIT_SMALL)
+		scaled = MEMORY_LIMIT_SMALL;
+	return limit && limit < scaled ? limit : scaled;
 }

@@ -3,20 +3,44 @@
  * what it will need against a limit before it allocates (trace/bundle.h),
  * so that a bundle too large for the machine ends with one line rather than
  * with the kernel's OOM killer. Every analysis command takes
- * --memory-limit SIZE; without it the limit is memory_limit_default().
+ * --memory-limit SIZE; without it the limit is memory_limit_default(),
+ * lowered for a small bundle by memory_limit_for_bundle().
  */
 #ifndef STEPTRACE_LIB_MEMLIMIT_H
 #define STEPTRACE_LIB_MEMLIMIT_H
 
 #include <stdint.h>
 
+/* The default's ceiling, whatever the machine: what a laptop user would give an analysis. */
+#define MEMORY_LIMIT_MAX (UINT64_C(4) << 30)
+
 /*
- * Half of what this process can get now: the smallest of MemAvailable
- * (/proc/meminfo; the physical memory from sysconf where that is missing),
- * the room left under the memory limit of its cgroup and of the cgroup's
- * parents (memory.max of cgroup v2, memory.limit_in_bytes of v1),
- * RLIMIT_AS and RLIMIT_DATA. 0 when none of them can be read (no limit).
+ * A bundle's data, as replay keeps them, need 40-80 times its size on disk
+ * (the samples); a few kilobytes of zstd can claim 60,000 times theirs. By
+ * default a bundle may take MEMORY_PER_BUNDLE_BYTE times its size, and
+ * never less than MEMORY_LIMIT_SMALL.
+ */
+#define MEMORY_PER_BUNDLE_BYTE 1000
+#define MEMORY_LIMIT_SMALL (UINT64_C(128) << 20)
+
+/* The default in words, for --help: keep it beside the numbers it says. */
+#define MEMORY_LIMIT_DEFAULT_TEXT \
+	"4GiB or half the RAM, whichever is less; a bundle 1000 times its size on disk, at least 128MiB"
+
+/*
+ * The default limit, the same on every run of a machine: MEMORY_LIMIT_MAX
+ * or half the physical memory (sysconf), whichever is less; lower where
+ * the process is held to less (half the room left under the memory limit
+ * of its cgroup and its parents, memory.max of cgroup v2 or
+ * memory.limit_in_bytes of v1, and under RLIMIT_AS and RLIMIT_DATA).
  */
 uint64_t memory_limit_default(void);
+
+/*
+ * What a bundle of `bytes` bytes on disk may take by default: `limit`, but
+ * at most MEMORY_PER_BUNDLE_BYTE times `bytes`, and at least
+ * MEMORY_LIMIT_SMALL (never more than `limit`).
+ */
+uint64_t memory_limit_for_bundle(uint64_t limit, uint64_t bytes);
 
 #endif

@@ -473,11 +473,13 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 	case OPTION_STRING:
 		*(const char **)o->value = arg;
 		break;
-	case OPTION_SIZE: {
+	case OPTION_SIZE:
+	case OPTION_SIZE_LIMIT: {
 		uint64_t v;
 
-		if (parse_size_quiet(arg, &v) < 0 || v == 0)
-			what = "a positive size such as 4096, 512MiB, 1.5GiB or 80GB";
+		if (parse_size_quiet(arg, &v) < 0 || (v == 0 && o->type == OPTION_SIZE))
+			what = o->type == OPTION_SIZE ? "a positive size such as 4096, 512MiB, 1.5GiB or 80GB"
+						      : "a size such as 4096, 512MiB or 1.5GiB, or 0 for no limit";
 		else
 			*(uint64_t *)o->value = v;
 		break;

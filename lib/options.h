@@ -34,10 +34,10 @@
  * Every malformed value gets the same line: "option '--by' expects kernel,
  * op or category, not 'x'". One rule per kind of value, in the type: a
  * count (0 or more) is OPT_COUNT, a number of things that cannot be none
- * (--top, --depth, --steps) OPT_POSITIVE, a size is positive, a time or
- * other measure that cannot be negative OPT_NONNEGATIVE. A variable's
- * initial value (say -1 for "not given") is never checked: only what the
- * user typed is.
+ * (--top, --depth, --steps) OPT_POSITIVE, a size is positive (a limit,
+ * OPT_SIZE_LIMIT, may be 0: none), a time or other measure that cannot be
+ * negative OPT_NONNEGATIVE. A variable's initial value (say -1 for "not
+ * given") is never checked: only what the user typed is.
  */
 #ifndef STEPTRACE_LIB_OPTIONS_H
 #define STEPTRACE_LIB_OPTIONS_H
@@ -57,6 +57,7 @@ enum option_type {
 	OPTION_NONNEGATIVE, /* double *, 0 or more */
 	OPTION_STRING,    /* const char ** (points into argv) */
 	OPTION_SIZE,      /* uint64_t * bytes, more than 0: 1024, 24GiB, 80GB, 512MiB, 1.5GiB */
+	OPTION_SIZE_LIMIT, /* uint64_t * bytes, a size or 0 for no limit (--max-size) */
 	OPTION_CHOICE,    /* int *: the index of the value in a NULL-terminated name list */
 	OPTION_GROUP,     /* a heading in the usage screen */
 };
@@ -82,6 +83,7 @@ struct option {
 #define OPT_NONNEGATIVE(s, l, v, a, h)    { OPTION_NONNEGATIVE, (s), (l), (v), (a), (h), NULL }
 #define OPT_STRING(s, l, v, a, h)         { OPTION_STRING, (s), (l), (v), (a), (h), NULL }
 #define OPT_SIZE(s, l, v, h)              { OPTION_SIZE, (s), (l), (v), "SIZE", (h), NULL }
+#define OPT_SIZE_LIMIT(s, l, v, h)        { OPTION_SIZE_LIMIT, (s), (l), (v), "SIZE", (h), NULL }
 /*
  * One of several names: *v (an int) becomes the index of the name given in
  * `names` (NULL-terminated; the name tables of lib/ and trace/types.h fit).

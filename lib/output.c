@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "lib/error.h"
+#include "lib/human.h"
 
 /* Links followed before giving up, as the kernel's own limit. */
 #define MAX_LINK_HOPS 40
@@ -103,19 +106,116 @@ static char *follow_links(const char *path)
 	return NULL;
 }
 
-/* Creates "TARGET.tmp-XXXXXX" exclusively (mode 0666 less the umask); its fd, or -1 with errno. */
-static int create_temp(const char *target, char **tmp_out)
+/* ---- signals ---------------------------------------------------------------- */
+
+/*
+ * The temporary files being written, removed when SIGINT, SIGTERM or SIGHUP
+ * ends the process (a process killed outright, SIGKILL, still leaves its
+ * temporary, never a half-written target). Copies in static slots, so the
+ * handler reads no memory the program frees; a slot's path is whole before
+ * its flag is set, and the flag is cleared before the slot is reused. The
+ * main thread changes them with those signals blocked.
+ */
+#define MAX_TEMPS 8
+static char temp_path[MAX_TEMPS][PATH_MAX];
+static volatile sig_atomic_t temp_used[MAX_TEMPS];
+static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#define N_CLEANUP_SIGNALS (sizeof(cleanup_signals) / sizeof(cleanup_signals[0]))
+
+/* Async-signal-safe: unlink, then the signal again, now with its default action. */
+static void on_signal(int sig)
+{
+	int e = errno;
+
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temp_used[i])
+			unlink(temp_path[i]);
+	errno = e;
+	raise(sig);   /* SA_RESETHAND made it SIG_DFL; delivered as the handler returns */
+}
+
+/*
+ * The handler, once, for each of the signals whose action is still the
+ * default: one ignored (nohup) or handled by the program itself (record's
+ * graceful stop) keeps its own.
+ */
+static void install_handler(void)
+{
+	static bool installed;
+	struct sigaction sa, old;
+
+	if (installed)
+		return;
+	installed = true;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < N_CLEANUP_SIGNALS; i++)
+		sigaddset(&sa.sa_mask, cleanup_signals[i]);
+	sa.sa_flags = SA_RESETHAND;
+	for (size_t i = 0; i < N_CLEANUP_SIGNALS; i++)
+		if (sigaction(cleanup_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+		    !(old.sa_flags & SA_SIGINFO))
+			sigaction(cleanup_signals[i], &sa, NULL);
+}
+
+/* Blocks the cleanup signals (their old mask in *saved), around a change to a slot and its file. */
+static void signals_hold(sigset_t *saved)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < N_CLEANUP_SIGNALS; i++)
+		sigaddset(&set, cleanup_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &set, saved);
+}
+
+static void signals_release(const sigset_t *saved)
+{
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+/* Signals held: a slot for path; its index, or -1 when none is free (or the path too long). */
+static int temp_remember(const char *path)
+{
+	size_t len = strlen(path);
+
+	for (int i = 0; i < MAX_TEMPS && len < PATH_MAX; i++)
+		if (!temp_used[i]) {
+			memcpy(temp_path[i], path, len + 1);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			temp_used[i] = 1;
+			return i;
+		}
+	return -1;
+}
+
+static void temp_forget(int slot)
+{
+	if (slot >= 0)
+		temp_used[slot] = 0;
+}
+
+/* ---- the file --------------------------------------------------------------- */
+
+/*
+ * Creates "TARGET.tmp-XXXXXX" exclusively (mode 0666 less the umask), in a
+ * slot of its own (*slot); its fd, or -1 with errno.
+ */
+static int create_temp(const char *target, char **tmp_out, int *slot)
 {
 	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 	static uint64_t counter;
 	size_t len = strlen(target) + sizeof(".tmp-XXXXXX");
 	char *tmp = malloc(len);
-	int fd = -1;
+	sigset_t saved;
+	int fd = -1, e;
 
 	if (!tmp) {
 		errno = ENOMEM;
 		return -1;
 	}
+	install_handler();
 	for (int tries = 0; tries < 100; tries++) {
 		struct timespec ts;
 		uint64_t x;
@@ -132,19 +232,38 @@ static int create_temp(const char *target, char **tmp_out)
 			suffix[i] = alphabet[x % (sizeof(alphabet) - 1)];
 		suffix[6] = '\0';
 		snprintf(tmp, len, "%s.tmp-%s", target, suffix);
+		signals_hold(&saved);
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		e = errno;
+		if (fd >= 0)
+			*slot = temp_remember(tmp);   /* a signal from here on removes it */
+		signals_release(&saved);
+		errno = e;
 		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
 	if (fd < 0) {
-		int e = errno;
-
+		e = errno;
 		free(tmp);
 		errno = e;
 		return -1;
 	}
 	*tmp_out = tmp;
 	return fd;
+}
+
+/* Removes the temporary file and frees its slot, the signals held meanwhile. */
+static void temp_remove(struct output *o)
+{
+	sigset_t saved;
+
+	if (!o->tmp)
+		return;
+	signals_hold(&saved);
+	unlink(o->tmp);
+	temp_forget(o->slot);
+	o->slot = -1;
+	signals_release(&saved);
 }
 
 static void output_release(struct output *o)
@@ -232,6 +351,32 @@ static int open_in_place(struct output *o, int fd)
 	return 0;
 }
 
+/*
+ * Whether the user may write the file st describes (at target), as `>`
+ * would ask, by its mode as well: the write bit of the class the process
+ * is in (owner, group, others). Root, whom `>` never refuses, is held to
+ * the mode too: a file made read-only, or another user's private one, is
+ * not replaced behind its owner's back.
+ */
+static bool may_write(const char *target, const struct stat *st)
+{
+	mode_t bit = S_IWOTH;
+	gid_t groups[256];
+	int n;
+
+	if (st->st_uid == geteuid()) {
+		bit = S_IWUSR;
+	} else if (st->st_gid == getegid()) {
+		bit = S_IWGRP;
+	} else {
+		n = getgroups(sizeof(groups) / sizeof(groups[0]), groups);
+		for (int i = 0; i < n; i++)
+			if (groups[i] == st->st_gid)
+				bit = S_IWGRP;
+	}
+	return (st->st_mode & bit) && faccessat(AT_FDCWD, target, W_OK, AT_EACCESS) == 0;
+}
+
 int output_open(struct output *o, const char *path, const char *const *inputs)
 {
 	struct stat st;
@@ -241,6 +386,7 @@ int output_open(struct output *o, const char *path, const char *const *inputs)
 	memset(o, 0, sizeof(*o));
 	o->path = path;
 	o->fd = -1;
+	o->slot = -1;
 	if (!path || !*path)
 		return error("no output file given");
 	if (output_check_inputs(path, inputs) < 0)
@@ -260,7 +406,17 @@ int output_open(struct output *o, const char *path, const char *const *inputs)
 		output_release(o);
 		return open_in_place(o, -1);
 	}
-	fd = create_temp(o->target, &o->tmp);
+	if (exists && !may_write(o->target, &st)) {
+		char owner[48] = "yours";
+
+		if (st.st_uid != geteuid())
+			snprintf(owner, sizeof(owner), "owned by uid %u", (unsigned)st.st_uid);
+		output_release(o);
+		return error("cannot write '%s': Permission denied (mode %04o, %s): steptrace replaces only "
+			     "a file you may write; choose another output or change its mode",
+			     path, (unsigned)(st.st_mode & 07777), owner);
+	}
+	fd = create_temp(o->target, &o->tmp, &o->slot);
 	if (fd < 0) {
 		int e = errno;
 
@@ -273,7 +429,7 @@ int output_open(struct output *o, const char *path, const char *const *inputs)
 	if (open_stream(o, fd) < 0) {
 		int e = errno;
 
-		unlink(o->tmp);
+		temp_remove(o);
 		output_release(o);
 		return write_error(o, e);
 	}
@@ -308,11 +464,21 @@ int output_close(struct output *o)
 	if (fclose(o->f) != 0 && !e)
 		e = errno ? errno : EIO;
 	o->f = NULL;
-	if (!e && o->tmp && rename(o->tmp, o->target) != 0)
-		e = errno;
+	if (!e && o->tmp) {
+		sigset_t saved;
+
+		/* renamed and forgotten at once: a signal then must not remove what now has the target's name */
+		signals_hold(&saved);
+		if (rename(o->tmp, o->target) != 0) {
+			e = errno;
+		} else {
+			temp_forget(o->slot);
+			o->slot = -1;
+		}
+		signals_release(&saved);
+	}
 	if (e) {
-		if (o->tmp)
-			unlink(o->tmp);
+		temp_remove(o);
 		output_release(o);
 		return write_error(o, e);
 	}
@@ -326,8 +492,7 @@ void output_discard(struct output *o)
 {
 	if (o->f)
 		fclose(o->f);
-	if (o->tmp)
-		unlink(o->tmp);
+	temp_remove(o);
 	output_release(o);
 }
 
@@ -343,4 +508,69 @@ unsigned long long output_bytes(struct output *o)
 const char *output_writing(const struct output *o)
 {
 	return o->tmp ? o->tmp : o->path;
+}
+
+/* ---- sizes before writing ------------------------------------------------- */
+
+static ssize_t count_write(void *cookie, const char *buf, size_t n)
+{
+	(void)buf;
+	*(uint64_t *)cookie += n;
+	return (ssize_t)n;
+}
+
+int output_counter_open(struct output_counter *c)
+{
+	static const cookie_io_functions_t io = { .write = count_write };
+
+	c->n = 0;
+	c->f = fopencookie(&c->n, "w", io);
+	return c->f ? 0 : error("out of memory");
+}
+
+uint64_t output_counter_bytes(struct output_counter *c)
+{
+	fflush(c->f);
+	return c->n;
+}
+
+void output_counter_close(struct output_counter *c)
+{
+	if (c->f)
+		fclose(c->f);
+	c->f = NULL;
+}
+
+int output_check_size(const char *path, uint64_t estimate, uint64_t max, const char *what, const char *hint)
+{
+	char size[32], limit[32];
+
+	if (!max || estimate <= max)
+		return 0;
+	return error("'%s' would be about %s of %s, more than --max-size %s: %s%sraise --max-size (0: no limit)",
+		     path, human_bytes(size, sizeof(size), (double)estimate), what,
+		     human_bytes(limit, sizeof(limit), (double)max), hint ? hint : "", hint ? ", or " : "");
+}
+
+int output_write_sized(struct output *o, uint64_t max, const char *what, const char *hint,
+		       int (*write)(void *ctx, FILE *f), void *ctx, uint64_t *bytes)
+{
+	struct output_counter c;
+	uint64_t n;
+	int rc;
+
+	if (output_counter_open(&c) < 0) {
+		output_discard(o);
+		return -1;
+	}
+	rc = write(ctx, c.f);
+	n = output_counter_bytes(&c);
+	output_counter_close(&c);
+	if (rc < 0 || output_check_size(o->path, n, max, what, hint) < 0 || write(ctx, o->f) < 0) {
+		output_discard(o);
+		return -1;
+	}
+	if (bytes)
+		*bytes = n;
+	return output_close(o);
 }

@@ -18,8 +18,16 @@
  *   temporary file beside it ("NAME.tmp-XXXXXX", same directory, so the
  *   rename is atomic); output_close flushes, fsyncs and renames it over the
  *   target. A failed write, or output_discard, removes the temporary file
- *   and leaves the target as it was. A process killed in between leaves the
- *   temporary file, never a half-written target.
+ *   and leaves the target as it was. SIGINT, SIGTERM or SIGHUP in between
+ *   (unless the program took them over, as record does) removes the
+ *   temporary file, then ends the process as the signal would; a process
+ *   killed outright leaves it, never a half-written target. The rename
+ *   gives the target a new inode: a hard link's other names keep the old
+ *   content.
+ * - An existing file the user could not write with `>` is refused with one
+ *   line before anything is written: one whose mode has no write bit for
+ *   the user's class (owner, group or others; root too, whom `>` would let
+ *   through), or that access(2) refuses. A 0444 file, another user's 0600.
  * - A symbolic link is followed: the file it points to is replaced (or
  *   created), the link itself stays as it is.
  * - Anything else (a pipe, /dev/stdout, /dev/null, a device) is written in
@@ -34,6 +42,7 @@
 #ifndef STEPTRACE_LIB_OUTPUT_H
 #define STEPTRACE_LIB_OUTPUT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* Stays where it is while open: f writes through it. */
@@ -44,6 +53,7 @@ struct output {
 	char *tmp;            /* the temporary file being written; NULL in place */
 	int fd;               /* what f writes to */
 	int err;              /* errno of the first failed write, 0 if none */
+	int slot;             /* where a signal's handler finds tmp; -1 none */
 };
 
 /*
@@ -76,5 +86,42 @@ unsigned long long output_bytes(struct output *o);
 
 /* What is being written: the temporary file's name, else the path given. */
 const char *output_writing(const struct output *o);
+
+/*
+ * Sizes before writing (--max-size). A file is measured before it is
+ * written: written whole into a stream that only counts bytes (the HTML
+ * report, the SVG charts), or, when that would cost too much, estimated
+ * from a sample written so (the traces of analyze/export.c) or from its
+ * rows (SQLite). One over the limit is refused with one line, and nothing
+ * is left behind.
+ */
+#define OUTPUT_MAX_SIZE (UINT64_C(512) << 20)   /* the default: past V8's longest string, no browser opens it */
+#define OUTPUT_MAX_SIZE_TEXT "512MiB"
+
+struct output_counter {
+	FILE *f;              /* write here: only counted */
+	uint64_t n;
+};
+/* 0, or -1 after one line (out of memory). */
+int output_counter_open(struct output_counter *c);
+uint64_t output_counter_bytes(struct output_counter *c);   /* written so far (flushed first) */
+void output_counter_close(struct output_counter *c);
+
+/*
+ * -1 after one line when `estimate` bytes are over `max` (0: no limit):
+ * "'x.html' would be about 612 MiB of HTML, more than --max-size 512 MiB:
+ * HINT, or raise --max-size (0: no limit)"; `hint` (what writes less) may
+ * be NULL.
+ */
+int output_check_size(const char *path, uint64_t estimate, uint64_t max, const char *what, const char *hint);
+
+/*
+ * The whole of an opened output `o` from `write` (0, or -1 after an error
+ * line): written once into a counter, refused above `max` as above, then
+ * written into o and closed. 0; or -1 after one line, o discarded (its
+ * target untouched, no temporary left). *bytes (may be NULL): the size.
+ */
+int output_write_sized(struct output *o, uint64_t max, const char *what, const char *hint,
+		       int (*write)(void *ctx, FILE *f), void *ctx, uint64_t *bytes);
 
 #endif

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "lib/error.h"
+#include "lib/utf8.h"
 
 enum cell_kind { CELL_EMPTY, CELL_STR, CELL_INT, CELL_FLOAT };
 
@@ -809,29 +810,11 @@ static void print_md(const struct table *t, FILE *out)
 
 /* ---- json ---- */
 
-/* json_string refuses invalid UTF-8; a kernel name must never sink a report. */
-static json_t *json_string_lossy(const char *s)
-{
-	json_t *j = json_string(s);
-	char *copy;
-	size_t i;
-
-	if (j)
-		return j;
-	copy = xstrdup(s);
-	for (i = 0; copy[i]; i++)
-		if ((unsigned char)copy[i] >= 0x80)
-			copy[i] = '?';
-	j = json_string(copy);
-	free(copy);
-	return j;
-}
-
 static json_t *json_cell(const struct table *t, size_t col, const struct cell *c)
 {
 	switch (c->kind) {
 	case CELL_STR:
-		return json_string_lossy(c->v.s);
+		return json_string_utf8(c->v.s);
 	case CELL_INT:
 		return json_integer((json_int_t)c->v.i);
 	case CELL_FLOAT:
@@ -872,7 +855,7 @@ static json_t *report_json(const struct report *r)
 		json_t *notes = json_array();
 
 		for (i = 0; i < r->nnotes; i++)
-			json_array_append_new(notes, json_string_lossy(r->notes[i]));
+			json_array_append_new(notes, json_string_utf8(r->notes[i]));
 		json_object_set_new(doc, "notes", notes);
 	}
 	return doc;
@@ -896,7 +879,7 @@ static void stream_begin(struct table *t, enum out_format f, FILE *out)
 		print_md_header(t, out);
 		break;
 	case OUT_JSON:
-		key = json_string_lossy(t->name);
+		key = json_string_utf8(t->name);
 		fputs("{\n  ", out);
 		json_dumpf(key, out, JSON_ENCODE_ANY);
 		fputs(": [", out);
@@ -947,7 +930,7 @@ void table_stream_end(struct table *t, enum out_format f, FILE *out, const char 
 	case OUT_JSON:
 		fputs(t->rows_streamed ? "\n  ],\n  \"notes\": [" : "],\n  \"notes\": [", out);
 		if (note) {
-			s = json_string_lossy(note);
+			s = json_string_utf8(note);
 			fputs("\n    ", out);
 			json_dumpf(s, out, JSON_ENCODE_ANY);
 			fputs("\n  ", out);

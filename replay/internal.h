@@ -40,8 +40,14 @@ struct replay_priv {
 #define WALK_STEPS_PER_ITEM 16
 
 char *replay_arena_strdup(struct replay *rp, const char *s, size_t len);
-/* The run's facts from the header and footer (either may be NULL); see run.c. */
-void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const Steptrace__Footer *f);
+/*
+ * s when it is valid UTF-8, else its copy in the arena with each invalid
+ * subpart replaced by U+FFFD (lib/utf8.h): "" after an error line when out
+ * of memory. Every string a bundle gives goes through here.
+ */
+const char *replay_utf8(struct replay *rp, const char *s);
+/* rp->run from the header and footer (either may be NULL); see run.c. */
+void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptrace__Footer *f);
 /*
  * Sorts the ranges by (start, recorded depth), stably; remap (NULL, or
  * n_ranges entries) receives each range's new index by its old one.

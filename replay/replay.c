@@ -8,10 +8,13 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/human.h"
 #include "lib/memlimit.h"
+#include "lib/utf8.h"
 
 #define ARENA_BLOCK (64 * 1024)
 
@@ -44,6 +47,20 @@ char *replay_arena_strdup(struct replay *rp, const char *s, size_t len)
 	if (p)
 		memcpy(p, s, len);
 	return p;
+}
+
+const char *replay_utf8(struct replay *rp, const char *s)
+{
+	char *fixed;
+
+	if (utf8_valid(s))
+		return s;
+	fixed = arena_alloc(rp, utf8_repaired_len(s));
+	if (!fixed) {
+		error("out of memory for a string");
+		return "";
+	}
+	return utf8_repair_into(fixed, s);
 }
 
 void replay_init(struct replay *rp)
@@ -105,9 +122,11 @@ int replay_set_strings(struct replay *rp, const char *const *strings, uint32_t n
 	rp->strings[0] = "";
 	for (uint32_t i = 1; i < n; i++) {
 		const char *s = strings[i] ? strings[i] : "";
-		rp->strings[i] = replay_arena_strdup(rp, s, strlen(s));
-		if (!rp->strings[i])
+		char *copy = arena_alloc(rp, utf8_repaired_len(s));
+
+		if (!copy)
 			return error("out of memory for strings");
+		rp->strings[i] = utf8_repair_into(copy, s);
 	}
 	rp->n_strings = n ? n : 1;
 	pv->strings_owned = true;
@@ -282,6 +301,24 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 	return 0;
 }
 
+/* The reader's memory budget (struct replay_options' memory_limit). */
+static void set_budget(struct bundle_reader *r, const char *path, const struct replay_options *opt)
+{
+	uint64_t limit = opt && opt->memory_limit ? opt->memory_limit : memory_limit_default(), scaled;
+	char why[96], size[32], bytes[32];
+	struct stat st;
+
+	if ((opt && opt->memory_limit_given) || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		bundle_reader_set_budget(r, limit, REPLAY_EVENT_BYTES, NULL);
+		return;
+	}
+	scaled = memory_limit_for_bundle(limit, (uint64_t)st.st_size);
+	snprintf(why, sizeof(why), "the default for a bundle of %s: %d times its size, at least %s",
+		 human_bytes(size, sizeof(size), (double)st.st_size), MEMORY_PER_BUNDLE_BYTE,
+		 human_bytes(bytes, sizeof(bytes), (double)MEMORY_LIMIT_SMALL));
+	bundle_reader_set_budget(r, scaled, REPLAY_EVENT_BYTES, scaled < limit ? why : NULL);
+}
+
 int replay_load(struct replay *rp, const char *path, const struct replay_options *opt)
 {
 	struct bundle_reader *r;
@@ -295,8 +332,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	if (!r)
 		goto fail;
 	((struct replay_priv *)rp->priv)->reader = r;
-	bundle_reader_set_budget(r, opt && opt->memory_limit ? opt->memory_limit : memory_limit_default(),
-				 REPLAY_EVENT_BYTES);
+	set_budget(r, path, opt);
 	while ((rc = bundle_reader_next(r, &ev)) > 0)
 		if (replay_add(rp, &ev) < 0)
 			goto fail;
@@ -304,7 +340,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 		goto fail;
 
 	rp->path = bundle_reader_path(r);
-	replay_run_fill(&rp->run, bundle_reader_header(r), bundle_reader_footer(r));
+	replay_run_fill(rp, bundle_reader_header(r), bundle_reader_footer(r));
 	rp->truncated = bundle_reader_truncated(r);
 	rp->truncation = bundle_reader_truncation(r);
 	rp->chunks_read = bundle_reader_chunks(r);
@@ -326,7 +362,9 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 			goto fail;
 		for (uint32_t i = 0; i < n; i++) {
 			const char *s = bundle_reader_string(r, i);
-			rp->strings[i] = s ? s : "";
+			rp->strings[i] = replay_utf8(rp, s ? s : "");
+			if (s && *s && !*rp->strings[i])
+				goto fail;   /* out of memory, said */
 		}
 		rp->n_strings = rp->strings_read = n;
 	}

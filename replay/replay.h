@@ -74,9 +74,12 @@ struct replay_options {
 	/*
 	 * Bytes the replay may need (0: memory_limit_default()): loading ends
 	 * with one line before it would need more (bundle_reader_set_budget),
-	 * counting REPLAY_EVENT_BYTES for every event.
+	 * counting REPLAY_EVENT_BYTES for every event. Unless given, a small
+	 * bundle (a regular file) gets less: memory_limit_for_bundle() of its
+	 * size, so that a few kilobytes cannot claim gigabytes.
 	 */
 	uint64_t memory_limit;
+	bool memory_limit_given;   /* the user's --memory-limit: used as it is */
 };
 
 /*
@@ -356,7 +359,7 @@ const struct replay_op *replay_op(const struct replay *rp, uint32_t id);
  * deep trees of long names (4,096 ranges of 4 KiB names nest into paths of
  * 16 MiB each) cost O(REPLAY_PATH_MAX) a path in time and memory.
  */
-#define REPLAY_PATH_MAX 4096
+#define REPLAY_PATH_MAX 8192
 const char *replay_path_str(const struct replay *rp, uint32_t path);
 
 /* A range's full path: replay_path_str() of its path. */

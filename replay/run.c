@@ -2,20 +2,20 @@
  * run.c: the run's facts (struct replay_run) from the bundle's header and
  * footer messages, so that no report reads a generated protobuf type. The
  * strings point into the messages, which the reader keeps as long as the
- * replay lives.
+ * replay lives, or, for one that is not valid UTF-8, to its repaired copy.
  */
 #include "replay/internal.h"
 
 #include <string.h>
 
-static const char *str(const char *s)
+static const char *str(struct replay *rp, const char *s)
 {
-	return s ? s : "";
+	return replay_utf8(rp, s ? s : "");
 }
 
-static void config_fill(struct replay_config *c, const Steptrace__RunConfig *m)
+static void config_fill(struct replay *rp, struct replay_config *c, const Steptrace__RunConfig *m)
 {
-	c->model = str(m->model);
+	c->model = str(rp, m->model);
 	c->d_model = m->d_model;
 	c->d_ff = m->d_ff;
 	c->layers = m->layers;
@@ -23,10 +23,10 @@ static void config_fill(struct replay_config *c, const Steptrace__RunConfig *m)
 	c->vocab = m->vocab;
 	c->batch = m->batch;
 	c->ctx = m->ctx;
-	c->precision_name = str(m->precision);
-	c->mode_name = str(m->mode);
-	c->attention_name = str(m->attention);
-	c->kernels_name = str(m->kernels);
+	c->precision_name = str(rp, m->precision);
+	c->mode_name = str(rp, m->mode);
+	c->attention_name = str(rp, m->attention);
+	c->kernels_name = str(rp, m->kernels);
 	c->precision = st_lookup(st_precision_names, c->precision_name);
 	c->mode = st_lookup(st_mode_names, c->mode_name);
 	c->attention = st_lookup(st_attention_names, c->attention_name);
@@ -38,14 +38,14 @@ static void config_fill(struct replay_config *c, const Steptrace__RunConfig *m)
 	c->parameters = m->parameters;
 	c->seed = m->seed;
 	c->lr = m->lr;
-	c->ddp_name = str(m->ddp);
+	c->ddp_name = str(rp, m->ddp);
 	c->ddp = *c->ddp_name ? st_lookup(st_ddp_names, c->ddp_name) : ST_DDP_NONE;
 	c->bucket_mb = m->bucket_mb;
 }
 
-static void device_fill(struct replay_device *d, const Steptrace__DeviceInfo *m)
+static void device_fill(struct replay *rp, struct replay_device *d, const Steptrace__DeviceInfo *m)
 {
-	d->name = str(m->name);
+	d->name = str(rp, m->name);
 	d->index = m->index;
 	d->sm_count = m->sm_count;
 	d->cc_major = m->cc_major;
@@ -63,19 +63,19 @@ static void device_fill(struct replay_device *d, const Steptrace__DeviceInfo *m)
 	d->peak_source = m->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_MEASURED    ? ST_PEAK_MEASURED
 			 : m->peak_source == STEPTRACE__PEAK_SOURCE__PEAK_DATASHEET ? ST_PEAK_DATASHEET
 										    : ST_PEAK_UNKNOWN;
-	d->peak_note = str(m->peak_note);
+	d->peak_note = str(rp, m->peak_note);
 	d->cuda_runtime_version = m->cuda_runtime_version;
 	d->cuda_driver_version = m->cuda_driver_version;
 	d->cupti_version = m->cupti_version;
 	d->cublas_version = m->cublas_version;
-	d->driver_version = str(m->driver_version);
+	d->driver_version = str(rp, m->driver_version);
 }
 
-static void footer_fill(struct replay_footer *f, const Steptrace__Footer *m)
+static void footer_fill(struct replay *rp, struct replay_footer *f, const Steptrace__Footer *m)
 {
 	f->complete = m->complete;
-	f->end_reason = str(m->end_reason);
-	f->steps_from = str(m->steps_from);
+	f->end_reason = str(rp, m->end_reason);
+	f->steps_from = str(rp, m->steps_from);
 	f->events = m->events;
 	f->dropped = m->dropped;
 	f->chunks = m->chunks;
@@ -93,8 +93,10 @@ static void footer_fill(struct replay_footer *f, const Steptrace__Footer *m)
 	}
 }
 
-void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const Steptrace__Footer *f)
+void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptrace__Footer *f)
 {
+	struct replay_run *run = &rp->run;
+
 	memset(run, 0, sizeof(*run));
 	run->tool_version = run->command_line = run->hostname = run->clock = run->api_calls = "";
 	run->config.model = run->config.precision_name = run->config.mode_name = "";
@@ -108,31 +110,31 @@ void replay_run_fill(struct replay_run *run, const Steptrace__Header *h, const S
 		run->has_header = true;
 		run->format_major = h->format_major;
 		run->format_minor = h->format_minor;
-		run->tool_version = str(h->tool_version);
-		run->command_line = str(h->command_line);
-		run->hostname = str(h->hostname);
+		run->tool_version = str(rp, h->tool_version);
+		run->command_line = str(rp, h->command_line);
+		run->hostname = str(rp, h->hostname);
 		run->created_unix_ns = h->created_unix_ns;
-		run->clock = str(h->clock);
+		run->clock = str(rp, h->clock);
 		run->time_base_ns = h->time_base_ns;
-		run->api_calls = str(h->api_calls);
+		run->api_calls = str(rp, h->api_calls);
 		run->pid = h->pid;
 		run->rank = h->rank;
 		run->world_size = h->world_size;
 		run->local_rank = h->local_rank;
 		run->run_id = h->run_id;
-		run->nccl_version = str(h->nccl_version);
+		run->nccl_version = str(rp, h->nccl_version);
 		if (h->config) {
 			run->has_config = true;
-			config_fill(&run->config, h->config);
+			config_fill(rp, &run->config, h->config);
 		}
 		if (h->device) {
 			run->has_device = true;
-			device_fill(&run->device, h->device);
+			device_fill(rp, &run->device, h->device);
 		}
 	}
 	if (f) {
 		run->has_footer = true;
-		footer_fill(&run->footer, f);
+		footer_fill(rp, &run->footer, f);
 	}
 	run->steps_from = run->footer.steps_from;   /* replay_build may find its own */
 }

@@ -103,9 +103,10 @@ struct bundle_reader *bundle_reader_open(const char *path);
  * and of the decoded chunks, and `per_event` bytes for every event read,
  * what the caller keeps of each (replay's cost), all known before the
  * allocations (member sizes from the archive, event counts from a scan of
- * each chunk).
+ * each chunk). `why`, when not NULL, says what the limit is, in parentheses
+ * after it ("the default for a bundle of 12.7 KiB"); copied.
  */
-void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event);
+void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event, const char *why);
 /* What the budget has counted so far, in bytes. */
 uint64_t bundle_reader_memory(const struct bundle_reader *r);
 

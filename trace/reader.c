@@ -259,6 +259,7 @@ struct bundle_reader {
 
 	/* The memory budget (bundle_reader_set_budget), under read_lock. */
 	uint64_t limit, per_event;
+	char limit_why[128];      /* said after the limit, "" for nothing */
 	uint64_t events_claimed;  /* in the chunks claimed */
 	uint64_t string_memory;   /* the tables' blocks and the pages */
 	size_t largest_member, largest_chunk; /* events; what the buffers hold */
@@ -403,10 +404,11 @@ static int memory_check(struct bundle_reader *r, const char *name, size_t member
 
 	if (r->limit && need > r->limit)
 		return read_error(r, "bundle '%s' needs at least %s of memory by '%s' (%llu events), "
-				  "over the limit of %s: raise it with --memory-limit", r->path,
+				  "over the limit of %s%s%s%s: raise it with --memory-limit", r->path,
 				  human_bytes(h, sizeof(h), (double)need), name,
 				  (unsigned long long)(r->events_claimed + events),
-				  human_bytes(l, sizeof(l), (double)r->limit));
+				  human_bytes(l, sizeof(l), (double)r->limit), *r->limit_why ? " (" : "",
+				  r->limit_why, *r->limit_why ? ")" : "");
 	r->largest_member = m;
 	r->largest_chunk = c;
 	r->events_claimed += events;
@@ -1166,10 +1168,11 @@ int bundle_reader_next(struct bundle_reader *r, struct st_event *ev)
 	}
 }
 
-void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event)
+void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event, const char *why)
 {
 	r->limit = limit;
 	r->per_event = per_event;
+	snprintf(r->limit_why, sizeof(r->limit_why), "%s", why ? why : "");
 }
 
 uint64_t bundle_reader_memory(const struct bundle_reader *r)

@@ -13,7 +13,7 @@ fail() {
 # $dir/out and $dir/err. False when it did not.
 run_timed() {
 	name=$1; status=$2; shift 2
-	"$h" run "$MAX_KIB" "$MAX_S" "$st" "$@" > "$dir/out" 2> "$dir/err"
+	"$h" run "${small_kib:-$MAX_KIB}" "$MAX_S" "$st" "$@" > "$dir/out" 2> "$dir/err"
 	got=$?
 	[ "$got" = "$status" ] && return 0
 	fail "$name: exit status $got, want $status"; sed 's/^/  /' "$dir/err" | head -5 >&2
@@ -45,4 +45,13 @@ expect_out() {
 
 gen() {
 	"$h" "$@" || fail "cannot generate $2"
+}
+
+# expect_wrote NAME FILE ARGS...: `steptrace ARGS` exits 0 and says it wrote FILE, no error.
+expect_wrote() {
+	name=$1; file=$2; shift 2
+	run_timed "$name" 0 "$@" || return
+	if grep -q '^error' "$dir/err" || ! grep -q "^wrote '$file'" "$dir/err"; then
+		fail "$name: want 'wrote $file' and no error"; sed 's/^/  /' "$dir/err" | head -5 >&2
+	fi
 }

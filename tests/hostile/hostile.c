@@ -6,6 +6,7 @@
  *   st-hostile kindless OUT [N]                N events with a time and no kind
  *   st-hostile empty-strings OUT [N]           a string table of N empty strings
  *   st-hostile kernels OUT CHUNKS              valid, identical kernels: 4 MiB chunks of 209,715
+ *   st-hostile flood OUT CHUNKS                the same without the noise: 750 bytes a chunk
  *   st-hostile nested OUT NAME_BYTES [LAUNCHES [DEPTH]]
  *                                              DEPTH (4096) nested ranges, names of NAME_BYTES,
  *                                              LAUNCHES launches in the innermost
@@ -22,6 +23,10 @@
  *                                              stream of its own
  *   st-hostile steps OUT N [labelled]          N steps of 1 ms in a row, an allocation and a free in
  *                                              each; labelled: each in a range of its own name
+ *   st-hostile mixed OUT N                     N times a launch, an allocation and its free, a range
+ *                                              and every 1000th a step: every kind a report keeps
+ *   st-hostile utf8 OUT                        names, paths, a command line and a device that are
+ *                                              not valid UTF-8 (see bad_utf8[]), and valid ones
  *   st-hostile run MAX_KIB MAX_SECONDS CMD ARGS...
  *                                              runs CMD; its exit status, or 125 after a line
  *                                              when its peak RSS or wall time went over
@@ -31,6 +36,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,12 +97,13 @@ static uint8_t *footer(uint32_t chunks, uint32_t strings, uint64_t events, const
  * A bundle of a header, one string table (when `strings` is not NULL),
  * `chunks` event chunks each made of `n` copies of the encoded event `ev`
  * (field 3 of EventChunk, tag and length included) and a footer that agrees.
- * With more than one chunk, a member of 320 KiB of noise (a name readers
- * skip) comes after the header, so that the file is large enough for the
- * reader's worker threads.
+ * With `noise` and more than one chunk, a member of 320 KiB of noise (a
+ * name readers skip) comes after the header, so that the file is large
+ * enough for the reader's worker threads.
  */
 static int repeated_events(const char *out, const uint8_t *ev, size_t ev_len, uint64_t n, uint32_t chunks,
-			   const uint8_t *strings, size_t strings_len, uint32_t n_strings, const char *kind)
+			   const uint8_t *strings, size_t strings_len, uint32_t n_strings, const char *kind,
+			   bool noise)
 {
 	size_t hlen, flen, body = (size_t)n * ev_len;
 	uint8_t *h = header(&hlen), *f = footer(chunks, n_strings, n * chunks, kind, &flen);
@@ -113,14 +120,14 @@ static int repeated_events(const char *out, const uint8_t *ev, size_t ev_len, ui
 	raw = builder_raw_open(out, 19);
 	if (!raw || builder_raw_member(raw, "header.pb", h, hlen) < 0)
 		goto out;
-	if (chunks > 1) {
-		static uint8_t noise[320 << 10];
+	if (noise && chunks > 1) {
+		static uint8_t bytes[320 << 10];
 		uint64_t x = 88172645463325252ull;
-		for (size_t i = 0; i < sizeof(noise); i++) {
+		for (size_t i = 0; i < sizeof(bytes); i++) {
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			noise[i] = (uint8_t)x;
+			bytes[i] = (uint8_t)x;
 		}
-		if (builder_raw_member(raw, "noise.bin", noise, sizeof(noise)) < 0)
+		if (builder_raw_member(raw, "noise.bin", bytes, sizeof(bytes)) < 0)
 			goto out;
 	}
 	if (strings && builder_raw_member(raw, "strings-000000.pb", strings, strings_len) < 0)
@@ -175,7 +182,7 @@ static int empty_strings(const char *out, uint64_t n)
 }
 
 /* CHUNKS chunks of 4 MiB of identical kernels: { dur 1000, kernel { name 1, grid 1x1x1, block 128, stream 7 } }. */
-static int kernels(const char *out, uint32_t chunks)
+static int kernels(const char *out, uint32_t chunks, bool noise)
 {
 	static const uint8_t ev[] = { 0x1a, 0x12, 0x10, 0xe8, 0x07, 0x1a, 0x0d, 0x08, 0x01, 0x10, 0x01,
 				      0x18, 0x01, 0x20, 0x01, 0x28, 0x80, 0x01, 0x58, 0x07 };
@@ -183,7 +190,21 @@ static int kernels(const char *out, uint32_t chunks)
 					   'l', '_', 'k', 'e', 'r', 'n', 'e', 'l' };
 
 	return repeated_events(out, ev, sizeof(ev), CHUNK_BYTES / sizeof(ev), chunks, strings, sizeof(strings),
-			       1, "kernel");
+			       1, "kernel", noise);
+}
+
+/* A bundle of the small model on an H100 (`device` its name, NULL the usual) opened at out. */
+static int small_h100(struct builder *b, const char *out, const char *device, const char *command_line,
+		      const char *hostname)
+{
+	builder_init(b);
+	builder_small_model(b, "bf16");
+	builder_h100(b, device ? device : "NVIDIA H100 80GB HBM3");
+	if (command_line)
+		b->header.command_line = (char *)command_line;
+	if (hostname)
+		b->header.hostname = (char *)hostname;
+	return builder_open(b, out);
 }
 
 /* `depth` nested ranges named "r0001xxx..." (name_bytes each), `launches` launches in the innermost. */
@@ -195,8 +216,7 @@ static int nested(const char *out, size_t name_bytes, uint64_t launches, uint32_
 
 	if (!name || name_bytes < 6)
 		return -1;
-	usual_header(&b);
-	if (builder_open(&b, out) < 0)
+	if (small_h100(&b, out, NULL, NULL, NULL) < 0)
 		return -1;
 	for (uint64_t i = 0; i < launches; i++) {
 		uint64_t t = 100000 + 10 * i;
@@ -217,8 +237,7 @@ static int nested(const char *out, size_t name_bytes, uint64_t launches, uint32_
 /* A bundle of the usual header at `out`; -1 after a line. */
 static int open_bundle(struct builder *b, const char *out)
 {
-	usual_header(b);
-	return builder_open(b, out);
+	return small_h100(b, out, NULL, NULL, NULL);
 }
 
 /* Rank `rank` of a run of `world` ranks: one launch in one step. */
@@ -290,6 +309,26 @@ static int overlap(const char *out, const char *what, uint64_t n)
 			builder_range(&b, "overlapping", 0, start, end);
 		else
 			builder_kernel(&b, "overlapping_kernel", 0, 7, 0, start, end);
+	}
+	return builder_close(&b, "ok");
+}
+
+/* n rounds of launch, alloc, free and range, a step every 1000: each kind replay and the reports keep. */
+static int mixed(const char *out, uint64_t n)
+{
+	struct builder b;
+
+	if (small_h100(&b, out, NULL, NULL, NULL) < 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t = 1000 + 100 * i;
+
+		builder_launch(&b, "mixed_kernel", 7, 0, t, t + 5, t + 10, t + 60);
+		builder_alloc(&b, t + 1, 0x10000, 4096, ST_MEM_ACTIVATION, 0);
+		builder_free(&b, t + 70, 0x10000, 4096, ST_MEM_ACTIVATION, 0);
+		builder_range(&b, "mixed", 0, t, t + 80);
+		if (i % 1000 == 999)
+			builder_step(&b, (uint32_t)(i / 1000), false, t - 99900, t + 90);
 	}
 	return builder_close(&b, "ok");
 }
@@ -366,6 +405,51 @@ static int steps(const char *out, uint64_t n, bool labelled)
 	return builder_close(&b, "ok");
 }
 
+/*
+ * Names each output must show with U+FFFD where they are not UTF-8 (as
+ * Python's decode(errors="replace") does), the valid ones as they are.
+ */
+static const char *const bad_utf8[] = {
+	"latin1_caf\xe9",           /* a Latin-1 byte */
+	"bytes_\xff\xfe_end",        /* never in UTF-8 */
+	"cut_\xe2\x80",              /* a sequence cut short */
+	"overlong_\xc0\xaf",         /* an overlong "/" */
+	"surrogate_\xed\xa0\x80",     /* a UTF-16 surrogate */
+	"valid_\xc3\xa9t\xc3\xa9_\xe2\x9c\x93", /* "valid_été_✓" */
+};
+#define N_BAD_UTF8 (sizeof(bad_utf8) / sizeof(bad_utf8[0]))
+
+/* A kernel, a range (nested under "forward") and an op of each name; the header's strings too. */
+static int utf8(const char *out)
+{
+	struct builder b;
+	char device[1200] = "NVIDIA ";
+
+	/* a name longer than the writers' 512-byte buffers, cut by them between characters */
+	for (size_t i = strlen(device); i + 3 < sizeof(device); i += 2)
+		memcpy(device + i, "\xc3\xa9", 3);
+	if (small_h100(&b, out, device, "python3 caf\xe9.py --tag \xff", "host\xc3") < 0)
+		return -1;
+	builder_step(&b, 0, false, 100, 100000);
+	builder_push(&b, "forward", 200);
+	for (size_t i = 0; i < N_BAD_UTF8; i++) {
+		uint64_t t = 1000 + 10000 * i;
+		char path[128];
+		uint32_t op;
+
+		snprintf(path, sizeof(path), "step/forward/%s", bad_utf8[i]);
+		op = builder_op(&b, &(struct builder_op){ .path = path, .kind = "matmul", .phase = "forward",
+							   .flops = 1000000, .bytes = 1000 });
+		builder_push(&b, bad_utf8[i], t);
+		builder_launch(&b, bad_utf8[i], 7, op, t + 10, t + 20, t + 100, t + 900);
+		builder_alloc(&b, t + 30, 0x1000 * (i + 1), 4096, ST_MEM_ACTIVATION, op);
+		builder_free(&b, t + 950, 0x1000 * (i + 1), 4096, ST_MEM_ACTIVATION, op);
+		builder_pop(&b, t + 1000);
+	}
+	builder_pop(&b, 90000);
+	return builder_close(&b, "ok");
+}
+
 static volatile sig_atomic_t child_pid;
 
 static void on_alarm(int sig)
@@ -434,16 +518,20 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "empty-events")) {
 		static const uint8_t ev[] = { 0x1a, 0x00 };
 		return repeated_events(argv[2], ev, 2, arg_u64(argc, argv, 3, (1u << 24) - 1),
-				       (uint32_t)arg_u64(argc, argv, 4, 1), NULL, 0, 0, NULL) < 0;
+				       (uint32_t)arg_u64(argc, argv, 4, 1), NULL, 0, 0, NULL, true) < 0;
 	}
 	if (!strcmp(what, "kindless")) {
 		static const uint8_t ev[] = { 0x1a, 0x02, 0x08, 0x02 }; /* t: 1 */
-		return repeated_events(argv[2], ev, 4, arg_u64(argc, argv, 3, 1000), 1, NULL, 0, 0, NULL) < 0;
+		return repeated_events(argv[2], ev, 4, arg_u64(argc, argv, 3, 1000), 1, NULL, 0, 0, NULL, true) < 0;
 	}
 	if (!strcmp(what, "empty-strings"))
 		return empty_strings(argv[2], arg_u64(argc, argv, 3, (1u << 26) - 1)) < 0;
-	if (!strcmp(what, "kernels") && argc > 3)
-		return kernels(argv[2], (uint32_t)arg_u64(argc, argv, 3, 1)) < 0;
+	if ((!strcmp(what, "kernels") || !strcmp(what, "flood")) && argc > 3)
+		return kernels(argv[2], (uint32_t)arg_u64(argc, argv, 3, 1), !strcmp(what, "kernels")) < 0;
+	if (!strcmp(what, "utf8"))
+		return utf8(argv[2]) < 0;
+	if (!strcmp(what, "mixed"))
+		return mixed(argv[2], arg_u64(argc, argv, 3, 100000)) < 0;
 	if (!strcmp(what, "nested") && argc > 3)
 		return nested(argv[2], arg_u64(argc, argv, 3, 64), arg_u64(argc, argv, 4, 1),
 			      (uint32_t)arg_u64(argc, argv, 5, 4096)) < 0;
@@ -462,7 +550,8 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "steps") && argc > 3)
 		return steps(argv[2], arg_u64(argc, argv, 3, 150000), argc > 4 && !strcmp(argv[4], "labelled")) < 0;
 usage:
-	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|nested|world|long-names|overlap|graph|spread|steps OUT [ARGS]\n"
+	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|flood|mixed|nested|utf8|world|\n"
+			"                  long-names|overlap|graph|spread|steps OUT [ARGS]\n"
 			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");
 	return 2;
 }

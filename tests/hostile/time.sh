@@ -83,15 +83,15 @@ overlap)
 		expect_err spread-perfetto "^wrote .*: 200003 tracks, 200001 slices"
 	;;
 paths)
-	# range paths cut in the middle at 4 KiB, each built from its parent's: 4,096 nested
+	# range paths cut in the middle at 8 KiB, each built from its parent's: 4,096 nested
 	# ranges of 1 KiB names made paths of up to 4 MiB, 8.6 GB of them in all
 	gen nested "$dir/p.stb" 1024 1000                       # 23 KB
 	for cmd in ranges "ranges --depth 4096" "summary --range r4095*"; do
 		expect "paths-$cmd" 0 "" $cmd "$dir/p.stb"
 	done
 	expect paths-replay 0 "" replay "$dir/p.stb" --kind kernel --format csv
-	# the kernels' path: its first 1,364 bytes, "...", its last
-	expect_out paths-replay ",r0000x{1019}/r0001x{334}\.\.\.x+/r4094x{1019}/r4095x{1019},nested_kernel$"
+	# the kernels' path: its first third (of 8 KiB), "...", its last
+	expect_out paths-replay ",r0000x{1019}/r0001x{1019}/r0002x+\.\.\.x+/(r409[0-4]x{1019}/)+r4095x{1019},nested_kernel$"
 	expect paths-nomatch 1 "^error: --range 'nomatch' matches no range path; the nearest: 'r[0-9]{4}x+" \
 		summary "$dir/p.stb" --range nomatch
 	for fmt in perfetto chrome sqlite; do

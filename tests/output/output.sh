@@ -15,6 +15,11 @@
 #             77 where neither can be had
 #   stdout    every report with standard output on /dev/full: exit 1 and
 #             one line, "cannot write to standard output: No space left..."
+#   perms     a file the user could not write with '>' (mode 0444; as root,
+#             another user's 0600 file too) is refused in one line, untouched
+#   maxsize   --max-size on every file written: measured first, refused in
+#             one line at half the size written, the target untouched and
+#             no temporary left; written at twice it
 set -u
 . "$(dirname "$0")/../lib/check.sh"
 st=$1 gen=$2 case=$3
@@ -199,7 +204,80 @@ full_stdout() {
 	done
 }
 
+# sized WHAT TARGET MAX: the command WHAT (export-perfetto, export-chrome,
+# export-sqlite, report, memory, flops) writing TARGET with --max-size MAX
+sized() {
+	c=$1 target=$2 max=$3
+	case $c in
+	export-*) "$st" export "$b" --format "${c#export-}" -o "$target" --max-size "$max" ;;
+	report) "$st" report "$b" -o "$target" --max-size "$max" ;;
+	memory) "$st" memory "$b" --svg "$target" --max-size "$max" ;;
+	flops) "$st" flops "$b" --svg "$target" --max-size "$max" ;;
+	esac > "$tmp/out" 2> "$tmp/err"
+}
+
+maxsize() {
+	d="$tmp/max"
+	mkdir "$d"
+	for c in export-perfetto export-chrome export-sqlite report memory flops; do
+		sized $c "$d/whole" 0 || { fail "$c --max-size 0: exit $?"; cat "$tmp/err" >&2; continue; }
+		size=$(wc -c < "$d/whole")
+		echo precious > "$d/target"
+		# the estimate is within a factor of 2 of what is written
+		if sized $c "$d/target" $((size / 2)); then
+			fail "$c --max-size $((size / 2)) wrote $size bytes"
+		else
+			one_error "$c --max-size $((size / 2))"
+			grep -q "^error: '$d/target' would be about .* of .*, more than --max-size .*raise --max-size (0: no limit)$" \
+				"$tmp/err" || fail "$c --max-size: $(cat "$tmp/err")"
+			[ "$(cat "$d/target")" = precious ] || fail "$c --max-size changed the target"
+			[ ! -s "$tmp/out" ] || [ $c = memory ] || [ $c = flops ] || fail "$c --max-size printed something"
+		fi
+		no_temporaries "$d" "$c --max-size"
+		sized $c "$d/target" $((size * 2)) || fail "$c --max-size $((size * 2)): exit $?"
+		[ "$(wc -c < "$d/target")" = "$size" ] || fail "$c --max-size $((size * 2)) did not write the same file"
+		sized $c "$d/target" -1 && fail "$c --max-size -1 exited 0"
+		rm -f "$d/whole" "$d/target"
+	done
+}
+
+perms() {
+	d="$tmp/perms"
+	mkdir "$d"
+	for c in export report memory flops; do
+		for who in mine other; do
+			echo precious > "$d/t"
+			if [ $who = mine ]; then
+				chmod 444 "$d/t"
+				mode=0444
+			else
+				[ "$(id -u)" = 0 ] || continue   # another user's file: only root can make one here
+				chown 65534:65534 "$d/t" && chmod 600 "$d/t" || { fail "cannot chown"; continue; }
+				mode=0600
+			fi
+			write $c "$d/t" && fail "$c onto a $mode file ($who) exited 0"
+			one_error "$c onto a $mode file ($who)"
+			grep -q "^error: cannot write '$d/t': Permission denied (mode $mode, .*): steptrace replaces only a file you may write" \
+				"$tmp/err" || fail "$c onto a $mode file ($who): $(cat "$tmp/err")"
+			[ "$(cat "$d/t")" = precious ] || fail "$c REPLACED a $mode file ($who)"
+			[ "$(stat -c %a "$d/t")" = ${mode#0} ] || fail "$c changed the mode of a $mode file"
+			[ ! -s "$tmp/out" ] || [ $c = flops ] || [ $c = memory ] || fail "$c printed something"
+			no_temporaries "$d" "$c onto a $mode file"
+			rm -f "$d/t"
+		done
+		# through a symlink: the file it points to decides
+		echo precious > "$d/real"
+		chmod 444 "$d/real"
+		ln -s real "$d/link"
+		write $c "$d/link" && fail "$c through a symlink to a 0444 file exited 0"
+		[ "$(cat "$d/real")" = precious ] || fail "$c replaced a 0444 file through a symlink"
+		rm -f "$d/real" "$d/link"
+	done
+}
+
 case $case in
+perms) perms ;;
+maxsize) maxsize ;;
 files) files ;;
 stdout) full_stdout ;;
 same) same ;;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/utf8.h"
 #include "replay/internal.h"
 #include "tests/lib/builder.h"
 #include "tests/lib/check.h"

@@ -231,7 +231,7 @@ static long read_budget(const char *path, const uint64_t *budget, int *truncated
 	if (!r)
 		return -1;
 	if (budget)
-		bundle_reader_set_budget(r, budget[0], budget[1]);
+		bundle_reader_set_budget(r, budget[0], budget[1], NULL);
 	while ((ret = bundle_reader_next(r, &ev)) == 1) {
 		if (n < N_EVENTS && !quiet)
 			CHECK(same_event(&ev, &events[n]), "event %ld differs (kind %d vs %d, start %llu vs %llu)",
