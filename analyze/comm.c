@@ -218,8 +218,8 @@ static int gather_rank(struct comm_work *w, size_t r)
 		in = &c->inst[r];
 		if (ALLOC_GROW(in->start, in->n + 1, in->cap_s) || ALLOC_GROW(in->end, in->n + 1, in->cap_e))
 			goto oom;
-		in->start[in->n] = (uint64_t)((int64_t)a->start + off);
-		in->end[in->n++] = (uint64_t)((int64_t)a->end + off);
+		in->start[in->n] = a->start + (uint64_t)off;   /* unsigned: times reach 2^63 */
+		in->end[in->n++] = a->end + (uint64_t)off;
 	}
 	rs->compute = spans_total(&sp);
 	rs->steps = replay_step_divisor(rp, w->warm);

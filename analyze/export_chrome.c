@@ -24,7 +24,7 @@ static json_t *us(uint64_t ns)
 /* A time of L as written: moved onto the run's time line for a rank of several. */
 static json_t *ts(const struct layout *L, uint64_t ns)
 {
-	return us((uint64_t)((int64_t)ns + L->shift));
+	return us(ns + (uint64_t)L->shift);   /* unsigned: a bundle's times reach 2^63 */
 }
 
 struct chrome_writer {

@@ -206,7 +206,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 
 	pf_packet_init(w, &p);
 	p.has_timestamp = 1;
-	p.timestamp = (uint64_t)((int64_t)t + L->shift);
+	p.timestamp = t + (uint64_t)L->shift;   /* unsigned: a bundle's times reach 2^63 */
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	p.track_event = &ev;
 	ev.has_type = 1;

@@ -10,6 +10,12 @@
 #include "lib/grow.h"
 
 #define POOL_GAP_NS 1000000ull   /* between one rank's last event and the next rank's first */
+/*
+ * A run's time line, the ranks' times placed on it, spans at most this (the
+ * reader's bound on an event's start, 146 years): ranks further apart are
+ * damage, not a run.
+ */
+#define RUN_SPAN_NS (1ull << 62)
 
 uint32_t replay_ranks_rank(const struct replay_ranks *rs, size_t i)
 {
@@ -47,32 +53,48 @@ static int agree(const struct replay *a, const struct replay *b)
 	return 0;
 }
 
-/* The run's time line: one host's CUPTI clock, else the hosts' real-time clocks. */
-static void align(struct replay_ranks *rs)
+/*
+ * The run's time line: one host's CUPTI clock, else the hosts' real-time
+ * clocks. 0, or -1 after an error line when they place ranks more than
+ * RUN_SPAN_NS apart.
+ */
+static int align(struct replay_ranks *rs)
 {
 	bool one_host = true;
 	uint64_t base = UINT64_MAX;
 	int64_t created = INT64_MAX;
+	size_t first_base = 0, first_created = 0;
 
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct replay_run *h = &rs->rank[i]->run;
 
 		one_host &= h->has_header && !strcmp(h->hostname, rs->rank[0]->run.hostname) &&
 			    !strcmp(h->clock, rs->rank[0]->run.clock);
-		if (h->time_base_ns < base)
+		if (h->time_base_ns < base) {
 			base = h->time_base_ns;
-		if (h->created_unix_ns < created)
+			first_base = i;
+		}
+		if (h->created_unix_ns < created) {
 			created = h->created_unix_ns;
+			first_created = i;
+		}
 	}
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct replay_run *h = &rs->rank[i]->run;
+		/* unsigned: the difference of two int64_t fits a uint64_t */
+		uint64_t off = one_host ? h->time_base_ns - base : (uint64_t)h->created_unix_ns - (uint64_t)created;
 
-		rs->offset[i] = one_host ? (int64_t)(h->time_base_ns - base) : h->created_unix_ns - created;
+		if (off > RUN_SPAN_NS)
+			return error("'%s' and '%s' are ranks of one run, but their %s place them over 146 years "
+				     "apart", rs->rank[one_host ? first_base : first_created]->path, rs->rank[i]->path,
+				     one_host ? "time bases" : "creation times");
+		rs->offset[i] = (int64_t)off;
 	}
 	rs->alignment = rs->n < 2 ? "one rank" :
 			one_host ? "the ranks share their host's clock: each placed by its time base" :
 				   "ranks on different hosts placed by each host's real-time clock, so only "
 				   "as close as those clocks agree";
+	return 0;
 }
 
 /*
@@ -159,7 +181,8 @@ int replay_runs_group(const struct replay *rps, size_t n, struct replay_ranks *r
 			      rs->rank[rs->n - 1]->run.rank, rs->world_size);
 			goto fail;
 		}
-		align(rs);
+		if (align(rs) < 0)
+			goto fail;
 		if (rs->run_id)
 			missing_ranks(rs);
 	}
@@ -429,7 +452,12 @@ int replay_ranks_pool(struct replay *out, const struct replay_ranks *rs)
 			m.thread_tag = (uint64_t)r << 48;
 			m.addr_tag = (uint64_t)r << 52;
 		}
-		m.shift = r == 0 ? 0 : (int64_t)cursor - (int64_t)rp->t_min;
+		/* one after another on one time line, which must hold them all */
+		if (r > 0 && (rp->t_max - rp->t_min > RUN_SPAN_NS || cursor > RUN_SPAN_NS - (rp->t_max - rp->t_min))) {
+			error("the ranks of '%s' span over 146 years on one time line", rs->rank[0]->path);
+			goto out;
+		}
+		m.shift = r == 0 ? 0 : (int64_t)(cursor - rp->t_min);
 		pool.map = calloc(rp->n_strings + 1, sizeof(*pool.map));
 		if (!pool.map) {
 			error("out of memory");

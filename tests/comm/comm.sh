@@ -7,8 +7,8 @@
 #     shares; the skew and the last rank, which only come out right when
 #     rank 1's clock base (5 ms later) is applied; per-rank overlap;
 #   - every report across ranks: summary's totals and --per-rank, steps per
-#     rank, bundles of two runs refused, a rank given twice refused, a
-#     missing rank warned about;
+#     rank, bundles of two runs refused, a rank given twice refused, ranks
+#     whose clocks no time line holds refused, a missing rank warned about;
 #   - export: one process per rank on one time line; report: a
 #     Communication card; diff of two data-parallel modes.
 set -u
@@ -95,6 +95,12 @@ want "$tmp/err" "error: '$tmp/b.rank0.stb' and '$tmp/b.rank0.stb' are both rank 
 "$st" diff $B >"$tmp/out" 2>"$tmp/err"
 [ $? = 129 ] || fail "diff of one run: exit $?, want 129"
 want "$tmp/err" "error: 'diff' compares two runs: the bundles given are ranks of one run"
+# clocks 2^62 + 1 ns apart: no time line holds both ranks
+"$gen" "$tmp" far bucket 0x555 2 0x4000000000000001 || fail "gen far"
+"$st" summary "$tmp/far.rank0.stb" "$tmp/far.rank1.stb" >"$tmp/out" 2>"$tmp/err"
+[ $? = 1 ] || fail "ranks 146 years apart: not refused"
+[ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "ranks 146 years apart: want one line, got: $(cat "$tmp/err")"
+want "$tmp/err" "error: '$tmp/far.rank0.stb' and '$tmp/far.rank1.stb' are ranks of one run, but their time bases place them over 146 years apart"
 
 # ---- reports across ranks -----------------------------------------------------
 # shellcheck disable=SC2086

@@ -2,13 +2,15 @@
  * gen_ranks.c: the rank bundles of a synthetic data-parallel run with
  * known answers, as `steptrace record --nproc 2 --ddp MODE` would write them:
  *
- *   gen_ranks DIR NAME MODE [RUN_ID [RANKS]]   writes DIR/NAME.rank0.stb ...
+ *   gen_ranks DIR NAME MODE [RUN_ID [RANKS [CLOCK_GAP]]]   writes DIR/NAME.rank0.stb ...
  *
  * MODE bucket: two buckets started from the backward; naive: two all-
  * reduces after it. 1 warm-up and 2 measured steps; step s starts at
  * 10 + 20 s ms on the run's time line. Rank 1's clock base is 5 ms later
  * than rank 0's, so its events are written 5 ms earlier: placed by their
  * time bases, both ranks land on the time line below (ms into a step).
+ * CLOCK_GAP (ns) puts rank 1's clock base that much later instead, its
+ * events written as before: a run no time line holds when it is huge.
  *
  *   compute (stream 7): forward 1-3, backward 3-6, optimizer after the
  *   last all-reduce for 1 ms
@@ -46,7 +48,7 @@ static const struct coll naive[] = {
 	{ "step/comm/allreduce/lm_head.weight", 200000000, { 7000 * US, 7050 * US }, 9000 * US },
 };
 
-static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, const char *mode)
+static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, const char *mode, uint64_t gap)
 {
 	const struct coll *cl = strcmp(mode, "naive") ? bucket : naive;
 	bool is_bucket = cl == bucket;
@@ -64,7 +66,7 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 	b.config.measured_steps = 2;
 	b.header.hostname = "node1";
 	b.header.pid = 100 + (uint32_t)rank;
-	b.header.time_base_ns = 1000000000000ull + shift;
+	b.header.time_base_ns = 1000000000000ull + (gap ? (uint64_t)rank * gap : shift);
 	if (builder_open(&b, path) < 0)
 		return -1;
 	builder_op(&b, &(struct builder_op){ .id = 1, .path = "step/forward/layer.0/ffn/w1", .kind = "ffn/w1",
@@ -122,15 +124,16 @@ int main(int argc, char **argv)
 {
 	uint64_t run_id = argc > 4 ? strtoull(argv[4], NULL, 0) : 0xabcdef;
 	int ranks = argc > 5 ? atoi(argv[5]) : 2;
+	uint64_t gap = argc > 6 ? strtoull(argv[6], NULL, 0) : 0;
 	char path[4096];
 
 	if (argc < 4 || ranks < 1 || ranks > 2) {
-		fprintf(stderr, "usage: gen_ranks DIR NAME bucket|naive [RUN_ID [RANKS (1 or 2)]]\n");
+		fprintf(stderr, "usage: gen_ranks DIR NAME bucket|naive [RUN_ID [RANKS (1 or 2) [CLOCK_GAP]]]\n");
 		return 2;
 	}
 	for (int r = 0; r < 2; r++) {
 		snprintf(path, sizeof(path), "%s/%s.rank%d.stb", argv[1], argv[2], r);
-		if (r < ranks && write_rank(path, r, 2, run_id, argv[3]) < 0)
+		if (r < ranks && write_rank(path, r, 2, run_id, argv[3], gap) < 0)
 			return 1;
 	}
 	return 0;

@@ -17,7 +17,7 @@ const char *fuzz_setup(void);
 
 /*
  * Loads the bundle at `path` as the analysis commands do (a memory budget
- * of 512 MiB), and runs a few reports over it: every decode path, the
+ * of 128 MiB), and runs a few reports over it: every decode path, the
  * replay's build and projection, the memory timeline, the summary.
  */
 void fuzz_analyse(const char *path);

@@ -33,7 +33,7 @@ const char *fuzz_setup(void)
 
 void fuzz_analyse(const char *path)
 {
-	struct replay_options o = { .quiet = true, .memory_limit = 512u << 20 };
+	struct replay_options o = { .quiet = true, .memory_limit = 128u << 20 };
 	struct summary_opts so = { .by = BY_KERNEL, .range = "forward/*" };
 	struct memory_opts mo = { .top = 3, .step = -1 };
 	struct replay rp;

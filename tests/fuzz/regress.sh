@@ -1,11 +1,17 @@
 #!/bin/sh
-# regress.sh BUNDLE_RUN MEMBER_RUN SAMPLES: each harness once over its seeds
-# (from SAMPLES) and over every input fuzzing found (tests/fuzz/regress/),
-# under the build's sanitizers: a crash or a sanitizer report fails.
+# regress.sh BUNDLE_RUN MEMBER_RUN COMMANDS_RUN FUZZ_SEED ROOT: each harness
+# once over its seeds (seeds.sh, from the source tree ROOT) and over every
+# input fuzzing found (tests/fuzz/regress/), under the build's sanitizers,
+# and fuzz_commands' mutator a few times over windows of the samples and of
+# a run of two ranks: a crash, a sanitizer report or a finding of
+# fuzz_commands' own fails.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/st-fuzz-regress-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-sh "$here/seeds.sh" "$3" "$tmp"
-"$1" "$tmp/bundle" "$here/regress/bundle" > /dev/null
-"$2" "$tmp/member" "$here/regress/member" > /dev/null
+sh "$here/seeds.sh" "$5" "$tmp" "$4"
+export ST_FUZZ_SCRATCH="$tmp"
+"$1" "$tmp/bundle" "$here/regress/bundle"
+"$2" "$tmp/member" "$here/regress/member"
+"$3" "$tmp/commands" "$here/regress/commands"
+"$3" -mutate=20 "$tmp"/windows/small-*.0 "$tmp/windows/ddp-bucket.tar.0"

@@ -1,24 +1,39 @@
 #!/bin/sh
-# run.sh FUZZ_BUILD SECONDS: runs each fuzzer built in FUZZ_BUILD
-# (`cmake --build BUILD --target fuzz` makes BUILD/fuzz) for SECONDS, from
-# the samples and what fuzzing found before (tests/fuzz/regress/). Prints a
-# line per fuzzer; on a crash, a sanitizer report, a leak or a timeout it
-# prints the report's end, keeps the input in FUZZ_BUILD/findings/ and
-# exits 1: add the input to tests/fuzz/regress/ once fixed.
+# run.sh FUZZ_BUILD SECONDS: runs the fuzzers built in FUZZ_BUILD
+# (`cmake --build BUILD --target fuzz` makes BUILD/fuzz) for SECONDS in all,
+# a fifth each to fuzz_bundle and fuzz_member and the rest to fuzz_commands,
+# from the seeds (seeds.sh) and what fuzzing found before
+# (tests/fuzz/regress/). An input that runs over 10 s or takes over 1 GiB is
+# a finding, as is a crash, a sanitizer report, a leak and fuzz_commands'
+# own checks. Prints a line per fuzzer; on a finding it prints the report's
+# end, keeps the input in FUZZ_BUILD/findings/ and exits 1: add the input to
+# tests/fuzz/regress/ once fixed. Inputs of the known findings that
+# fuzz_commands lets through (fuzz_commands.c, known()) are kept in
+# FUZZ_BUILD/findings/known/.
 set -u
 fb=$(cd "$1" && pwd); secs=$2
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/st-fuzz-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-sh "$here/seeds.sh" "$here/../../samples" "$work/seeds" || exit 1
-mkdir -p "$fb/findings"
+sh "$here/seeds.sh" "$here/../.." "$work/seeds" "$fb/tests/fuzz/fuzz_seed" || exit 1
+mkdir -p "$fb/findings/known"
+export ST_FUZZ_SCRATCH="$work" ST_FUZZ_KNOWN="$fb/findings/known"
 status=0
-for h in bundle member; do
+for h in bundle member commands; do
 	mkdir -p "$work/corpus-$h"
-	if "$fb/tests/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=20 -rss_limit_mb=3072 \
+	if [ $h = commands ]; then
+		t=$((secs - 2 * (secs / 5)))
+		# the mutator writes whole bundles: room for them from the start
+		set -- -max_len=1048576 -len_control=0 "$work/seeds/windows"
+	else
+		t=$((secs / 5))
+		set -- "$work/seeds/$h"
+	fi
+	if "$fb/tests/fuzz/fuzz_$h" -max_total_time="$t" -timeout=10 -rss_limit_mb=1024 -close_fd_mask=2 \
 		-artifact_prefix="$fb/findings/$h-" -print_final_stats=1 \
-		"$work/corpus-$h" "$work/seeds/$h" "$here/regress/$h" > "$work/$h.log" 2>&1; then
-		echo "fuzz_$h: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$h.log") runs in $secs s, nothing found"
+		"$work/corpus-$h" "$here/regress/$h" "$@" > "$work/$h.log" 2>&1; then
+		echo "fuzz_$h: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$h.log") runs in $t s" \
+		     "($(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/$h.log")/s), nothing found"
 	else
 		status=1
 		tail -n 60 "$work/$h.log"
