@@ -18,9 +18,6 @@
  * command that fails says why (an "error:" line), and none says "out of
  * memory" when memory is not short (it never is here: an allocation that
  * fails ends the fuzzer first).
- *
- * Known findings that other branches fix are let through (known(), F1, F2
- * and F5 of issue 25); the list goes once they are fixed.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -41,107 +38,17 @@ static struct {
 	char bundle[EDIT_MAX_BUNDLES][300];
 	char out[300];
 	uint64_t hash;                /* of the input: picks the options */
-	bool skip_oom_check;          /* known(): F5 */
 	bool verbose;                 /* ST_FUZZ_VERBOSE set: each command and its messages on stderr */
 	const uint8_t *data;          /* the input */
 	size_t size;
-	unsigned kept[6];             /* inputs kept of each known finding (keep_known) */
 } fz;
 
-/* ---- known findings, fixed on other branches ------------------------------------------------ */
+/* ---- the runs ---------------------------------------------------------------------------- */
 
-/*
- * F1: a run whose world_size is near 2^32 makes every command slow
- * (replay/ranks.c, missing_ranks): such inputs are skipped. F2: names of
- * hundreds of kilobytes make export slow (export_intern): such inputs run
- * without export and report. F5: names that are not UTF-8 make export say
- * "out of memory": no finding then (fz.skip_oom_check). An input that hits
- * one is kept (keep_known).
- */
-#define KNOWN_WORLD (1u << 20)
-#define KNOWN_NAME (64u << 10)
-
-/* UTF-8 as jansson takes it: no overlong form, surrogate or code point past U+10FFFF. */
-static bool utf8_valid(const unsigned char *s)
-{
-	while (*s) {
-		int n = *s < 0x80 ? 0 : *s < 0xc2 ? -1 : *s < 0xe0 ? 1 : *s < 0xf0 ? 2 : *s < 0xf5 ? 3 : -1;
-		uint32_t c = n == 0 ? *s : n == 1 ? *s & 0x1fu : n == 2 ? *s & 0x0fu : *s & 0x07u;
-		if (n < 0)
-			return false;
-		for (int i = 1; i <= n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return false;
-			c = c << 6 | (s[i] & 0x3fu);
-		}
-		if ((n == 2 && c < 0x800) || (n == 3 && c < 0x10000) || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-			return false;
-		s += n + 1;
-	}
-	return true;
-}
-
-/* Every string of a message, deep: the longest, and whether one is not UTF-8. */
-static void scan_strings(const ProtobufCMessage *m, size_t *longest, bool *bad_utf8)
-{
-	const ProtobufCMessageDescriptor *d = m->descriptor;
-
-	for (unsigned i = 0; i < d->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
-		const char *base = (const char *)m;
-		size_t n = 1;
-		const void *p = base + f->offset;
-		if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE)
-			continue;
-		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			n = *(const size_t *)(base + f->quantifier_offset);
-			p = *(void *const *)p;
-		}
-		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && *(const uint32_t *)(base + f->quantifier_offset) != f->id)
-			continue;
-		for (size_t k = 0; k < n; k++) {
-			const void *v = ((void *const *)p)[k];
-			if (!v)
-				continue;
-			if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
-				scan_strings(v, longest, bad_utf8);
-				continue;
-			}
-			if (strlen(v) > *longest)
-				*longest = strlen(v);
-			*bad_utf8 |= !utf8_valid(v);
-		}
-	}
-}
-
-/*
- * The input of known finding F<which>, kept in $ST_FUZZ_KNOWN (run.sh: its
- * findings/known/) for those who fix it: the first few of each.
- */
-static void keep_known(int which)
-{
-	const char *dir = getenv("ST_FUZZ_KNOWN");
-	char path[4096];
-	FILE *f;
-
-	if (!dir || fz.kept[which]++ >= 10)
-		return;
-	snprintf(path, sizeof(path), "%s/F%d-%d-%u", dir, which, (int)getpid(), fz.kept[which]);
-	if ((f = fopen(path, "wb"))) {
-		fwrite(fz.data, 1, fz.size, f);
-		fclose(f);
-	}
-}
-
-/*
- * Looks into the bundles: which run each is of (run[i], the index of the
- * first bundle of its run), and the known findings they would hit.
- */
-static bool known(uint8_t **bundle, const size_t *len, size_t n, size_t *run, bool *exports)
+/* Which run each bundle is of: run[i], the index of the first bundle of its run. */
+static void runs(uint8_t **bundle, const size_t *len, size_t n, size_t *run)
 {
 	uint64_t id[EDIT_MAX_BUNDLES];
-	size_t longest = 0;
-	bool bad_utf8 = false, slow = false;
 
 	for (size_t i = 0; i < n; i++) {
 		struct edit_set s;
@@ -151,14 +58,8 @@ static bool known(uint8_t **bundle, const size_t *len, size_t n, size_t *run, bo
 			continue;
 		for (size_t k = 0; k < s.b[0].n; k++) {
 			const struct edit_member *m = &s.b[0].m[k];
-			if (!m->msg)
-				continue;
-			if (m->type == EDIT_HEADER && edit_header(m)->world_size > 1)
+			if (m->msg && m->type == EDIT_HEADER && edit_header(m)->world_size > 1)
 				id[i] = edit_header(m)->run_id;
-			if (m->type == EDIT_HEADER)
-				slow |= edit_header(m)->world_size > KNOWN_WORLD && edit_header(m)->run_id;   /* F1 */
-			if (m->type != EDIT_EVENTS)
-				scan_strings(m->msg, &longest, &bad_utf8);
 		}
 		edit_free(&s);
 		for (size_t k = 0; k < i; k++)
@@ -167,14 +68,6 @@ static bool known(uint8_t **bundle, const size_t *len, size_t n, size_t *run, bo
 				break;
 			}
 	}
-	if (slow)
-		keep_known(1);
-	if (longest > KNOWN_NAME) {
-		*exports = false;                                                        /* F2 */
-		keep_known(2);
-	}
-	fz.skip_oom_check = bad_utf8;                                                    /* F5 */
-	return slow;
 }
 
 /* ---- the commands ---------------------------------------------------------------------- */
@@ -288,11 +181,8 @@ static void run(cmd_fn fn, const struct args *a)
 	}
 	if (f && rc != 0 && !strstr(msgs, "error: "))
 		finding(a, "exit status without an error line", msgs);
-	if (f && strstr(msgs, "out of memory")) {
-		if (!fz.skip_oom_check)
-			finding(a, "'out of memory' with memory to spare", msgs);
-		keep_known(5);
-	}
+	if (f && strstr(msgs, "out of memory"))
+		finding(a, "'out of memory' with memory to spare", msgs);
 	free(msgs);
 }
 
@@ -308,7 +198,7 @@ static const char *out_file(const char *name)
  * which those that read one run refuse), diff and report on two runs when
  * there are.
  */
-static void run_all(size_t one, size_t n, bool exports)
+static void run_all(size_t one, size_t n)
 {
 	static const char *const exports_to[] = { "perfetto", "chrome", "sqlite" };
 	static const char *const kinds[] = { "kernel,memcpy,memset", "api,range", "alloc,free,oom,tag", "step,overhead,sync" };
@@ -356,7 +246,7 @@ static void run_all(size_t one, size_t n, bool exports)
 		arg(&a, "--view"), arg(&a, pick(2) ? "driver" : "model");
 	if (pick(3) == 0)
 		arg(&a, "--step"), arg(&a, pick(2) ? "0" : "1");
-	if (one == 1 && exports)
+	if (one == 1)
 		arg(&a, "--svg"), arg(&a, out_file("memory.svg"));
 	args_format(&a);
 	args_run(&a, one, n);
@@ -383,8 +273,7 @@ static void run_all(size_t one, size_t n, bool exports)
 		arg(&a, "--phase"), arg(&a, phases[pick(5)]);
 	args_range(&a, "--range");
 	args_maybe(&a, "--include-warmup");
-	if (exports)
-		arg(&a, "--svg"), arg(&a, out_file("roofline.svg"));
+	arg(&a, "--svg"), arg(&a, out_file("roofline.svg"));
 	args_format(&a);
 	args_run(&a, one, n);
 	run(cmd_flops, &a);
@@ -413,8 +302,6 @@ static void run_all(size_t one, size_t n, bool exports)
 	}
 	run(cmd_diff, &a);
 
-	if (!exports)
-		return;
 	args_start(&a, "export");
 	arg(&a, "--format");
 	arg(&a, exports_to[pick(3)]);
@@ -527,14 +414,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *bundle[EDIT_MAX_BUNDLES];
 	size_t len[EDIT_MAX_BUNDLES], run[EDIT_MAX_BUNDLES], n, one = 0, written = 0;
-	bool exports = true, skip;
 
 	if (!fz.dir[0])
 		setup();
 	fz.data = data;
 	fz.size = size;
 	n = edit_split(data, size, bundle, len);
-	skip = known(bundle, len, n, run, &exports);
+	runs(bundle, len, n, run);
 	/* the first run's bundles first */
 	for (size_t pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < n; i++) {
@@ -542,7 +428,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if ((run[i] == run[0]) != (pass == 0))
 				continue;
 			one += pass == 0;
-			f = skip ? NULL : fopen(fz.bundle[written], "wb");
+			f = fopen(fz.bundle[written], "wb");
 			if (f && fwrite(bundle[i], 1, len[i], f) == len[i] && fclose(f) == 0)
 				written++;
 			else if (f)
@@ -554,7 +440,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < size; i++)
 		fz.hash = (fz.hash ^ data[i]) * 0x100000001b3ull;
 	fz.hash |= 1;
-	if (!skip && written == n && n)
-		run_all(one, n, exports);
+	if (written == n && n)
+		run_all(one, n);
 	return 0;
 }

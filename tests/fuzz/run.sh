@@ -7,17 +7,15 @@
 # a finding, as is a crash, a sanitizer report, a leak and fuzz_commands'
 # own checks. Prints a line per fuzzer; on a finding it prints the report's
 # end, keeps the input in FUZZ_BUILD/findings/ and exits 1: add the input to
-# tests/fuzz/regress/ once fixed. Inputs of the known findings that
-# fuzz_commands lets through (fuzz_commands.c, known()) are kept in
-# FUZZ_BUILD/findings/known/.
+# tests/fuzz/regress/ once fixed.
 set -u
 fb=$(cd "$1" && pwd); secs=$2
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/st-fuzz-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 sh "$here/seeds.sh" "$here/../.." "$work/seeds" "$fb/tests/fuzz/fuzz_seed" || exit 1
-mkdir -p "$fb/findings/known"
-export ST_FUZZ_SCRATCH="$work" ST_FUZZ_KNOWN="$fb/findings/known"
+mkdir -p "$fb/findings"
+export ST_FUZZ_SCRATCH="$work"
 status=0
 for h in bundle member commands; do
 	mkdir -p "$work/corpus-$h"
