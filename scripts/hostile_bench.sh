@@ -27,7 +27,7 @@ row() {
 	fb=$(bytes "$file")
 	what="exit $rc"
 	[ $rc = 125 ] && what="killed past $max_s s"
-	[ $rc = 1 ] && what="refused: $(grep -m1 '^error' "$dir/err" | cut -c1-70)..."
+	[ $rc = 1 ] && what="refused: $(grep -m1 '^error' "$dir/err" | sed "s|$dir/||g" | cut -c1-80)..."
 	awk -v l="$label" -v fb="$fb" -v cmd="$cmd" -v t="$t" -v kib="$kib" -v ob="$ob" -v w="$what" 'BEGIN {
 		printf "| %s | %.1f KB | `%s` | %s s | %.0f MiB (%.0f×) | %.1f MB (%.0f×) | %s |\n",
 		       l, fb / 1000, cmd, t, kib / 1024, kib * 1024 / fb, ob / 1e6, ob / fb, w }'
