@@ -121,7 +121,8 @@ enum kernel_category category_from_kernel_name(const char *name)
 
 enum kernel_category category_pick(enum kernel_category by_op, enum kernel_category by_name)
 {
-	if (by_op == CAT_OTHER)
+	/* NCCL's kernels are communication whatever module's op launched them */
+	if (by_op == CAT_OTHER || by_name == CAT_COMM)
 		return by_name;
 	if (by_op == CAT_GEMM && by_name != CAT_GEMM && by_name != CAT_OTHER)
 		return by_name;

@@ -8,6 +8,7 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "replay/nccl.h"
 
 bool comm_is_collective(const struct replay *rp, const struct replay_activity *a)
 {
@@ -16,9 +17,43 @@ bool comm_is_collective(const struct replay *rp, const struct replay_activity *a
 	if (a->kind != ST_KERNEL)
 		return false;
 	op = replay_op(rp, a->op);
-	if (op)
-		return !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM);
-	return !strncmp(replay_str(rp, a->name), "nccl", 4);
+	/* steptrace's own step says so; a program's NCCL kernels run under its modules' ops */
+	return (op && !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM)) || nccl_kernel(replay_str(rp, a->name), NULL);
+}
+
+/*
+ * What a program's NCCL kernel is, as "allreduce (NCCL RING LL)": the
+ * collective its name says, else the one of the NCCL range it was launched
+ * under (ncclDevKernel_Generic), else "NCCL, collective unknown". *type its
+ * enum st_collective, -1 unknown.
+ */
+static void nccl_name(const struct replay *rp, const struct replay_activity *a, char *buf, size_t len, int *type,
+		      uint64_t *bytes)
+{
+	struct nccl_kernel k;
+
+	nccl_kernel(replay_str(rp, a->name), &k);
+	*bytes = 0;
+	/* the NCCL call it was launched under: its collective when the name has none, its payload's size */
+	for (int32_t r = a->range; r >= 0 && (size_t)r < rp->n_ranges; r = rp->ranges[r].parent) {
+		int t = nccl_range(replay_str(rp, rp->ranges[r].name));
+
+		if (t < 0)
+			continue;
+		if (k.type < 0)
+			k.type = t;
+		if (t == k.type)
+			*bytes = rp->ranges[r].bytes;
+		break;
+	}
+	*type = k.type;
+	if (k.type < 0)
+		snprintf(buf, len, "NCCL, collective unknown");
+	else if (*k.algo || *k.proto)
+		snprintf(buf, len, "%s (NCCL %s%s%s)", st_collective_names[k.type], k.algo, *k.algo && *k.proto ? " " : "",
+			 k.proto);
+	else
+		snprintf(buf, len, "%s (NCCL)", st_collective_names[k.type]);
 }
 
 /* ---- computation's busy time ------------------------------------------------- */
@@ -120,7 +155,7 @@ struct instances {
 };
 
 struct coll {
-	const char *name;            /* the op's kind, "(no op)" for NCCL's own */
+	char *name;                  /* the op's kind, or what a program's NCCL kernel is (nccl_name) */
 	int type;                    /* enum st_collective, -1 unknown */
 	uint64_t bytes;              /* per instance, 0 unknown */
 	uint64_t count, time, hidden;   /* over the ranks */
@@ -158,12 +193,12 @@ static int coll_type(const char *kind)
 	return st_lookup(st_collective_names, first);
 }
 
-static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t bytes)
+static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t bytes, int type)
 {
 	struct coll *c;
 
 	for (size_t i = 0; i < w->n; i++)
-		if (!strcmp(w->c[i].name, name))
+		if (!strcmp(w->c[i].name, name) && w->c[i].bytes == bytes)
 			return &w->c[i];
 	if (ALLOC_GROW(w->c, w->n + 1, w->cap))
 		return NULL;
@@ -171,13 +206,14 @@ static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t byte
 	memset(c, 0, sizeof(*c));
 	c->inst = calloc(w->rs->n, sizeof(*c->inst));
 	c->last = calloc(w->rs->n, sizeof(*c->last));
-	if (!c->inst || !c->last) {
+	c->name = strdup(name);
+	if (!c->inst || !c->last || !c->name) {
 		free(c->inst);
 		free(c->last);
+		free(c->name);
 		return NULL;
 	}
-	c->name = name;
-	c->type = coll_type(name);
+	c->type = type;
 	c->bytes = bytes;
 	w->n++;
 	return c;
@@ -201,12 +237,21 @@ static int gather_rank(struct comm_work *w, size_t r)
 		struct instances *in;
 		struct coll *c;
 		uint64_t hidden;
+		char name[96];
+		int type;
 
 		if (!comm_is_collective(rp, a) || !replay_counts(rp, a->step, w->warm))
 			continue;
 		op = replay_op(rp, a->op);
-		c = coll_of(w, op ? replay_str(rp, op->kind ? op->kind : op->path) : "(no op)",
-			    op ? op->bytes : 0);
+		if (op && !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM)) {
+			const char *kind = replay_str(rp, op->kind ? op->kind : op->path);
+			c = coll_of(w, kind, op->bytes, coll_type(kind));
+		} else {
+			uint64_t bytes;
+
+			nccl_name(rp, a, name, sizeof(name), &type, &bytes);
+			c = coll_of(w, name, bytes, type);
+		}
 		if (!c)
 			goto oom;
 		hidden = covered(&sp, a->start, a->end);
@@ -357,7 +402,7 @@ static void collectives_table(struct comm_work *w, const struct comm_opts *o, st
 			 w->rs->world_size, c->hidden, c->time);
 	}
 	/* each type's total per step: its bytes and transfers added up */
-	for (int type = -1; type < ST_COLL_REDUCE + 1; type++) {
+	for (int type = -1; type < ST_COLL_COUNT; type++) {
 		uint64_t count = 0, time = 0, hidden = 0, bytes = 0, kinds = 0;
 		double transfer = 0;
 		char name[64];
@@ -483,6 +528,7 @@ static void work_release(struct comm_work *w)
 		}
 		free(w->c[i].inst);
 		free(w->c[i].last);
+		free(w->c[i].name);
 	}
 	free(w->c);
 	free(w->rank);
@@ -507,8 +553,9 @@ int comm_run(const struct replay_ranks *rs, const struct comm_opts *o, struct re
 	skew_table(&w, r, rs->n > 1);
 	ranks_table(&w, r);
 	if (!w.n)
-		report_note(r, "no collectives: the bundle%s hold%s no communication (record with --ddp on "
-			    "several GPUs)", rs->n > 1 ? "s" : "", rs->n > 1 ? "" : "s");
+		report_note(r, "no collectives: the bundle%s hold%s no NCCL kernel (record a program that "
+			    "communicates, or steptrace's own step with --ddp on several GPUs)", rs->n > 1 ? "s" : "",
+			    rs->n > 1 ? "" : "s");
 	if (rs->n > 1)
 		report_note(r, "%zu ranks; time line: %s", rs->n, rs->alignment);
 	if (rs->world_size > rs->n)

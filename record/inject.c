@@ -230,6 +230,7 @@ static void open_bundle(uint32_t device)
 	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
 	Steptrace__RunConfig rc = STEPTRACE__RUN_CONFIG__INIT;
 	struct device_facts dev;
+	struct naming_identity job;
 	char host[256] = "", line[4096];
 
 	if (pick_path())
@@ -253,6 +254,13 @@ static void open_bundle(uint32_t device)
 		rc.model = "program";
 		rc.precision = (char *)in.precision;
 		hdr.config = &rc;
+	}
+	if (naming_identity(getenv_const, &job)) {
+		/* a rank of a torchrun, mpirun or srun job: its bundles join as one run */
+		hdr.rank = job.rank;
+		hdr.world_size = job.world_size;
+		hdr.local_rank = job.local_rank;
+		hdr.run_id = job.run_id;
 	}
 	hdr.device = &dev.info;
 	hdr.clock = "cupti";
@@ -607,13 +615,52 @@ static nvtxStringHandle_t nvtx_register_w(nvtxDomainHandle_t d, const wchar_t *s
 	return (nvtxStringHandle_t)(uintptr_t)ranges_register(narrow(s, buf, sizeof(buf)));
 }
 
+/*
+ * NVTX's extended payload (nvtx3/nvToolsExtPayload.h: payloadType
+ * NVTX_PAYLOAD_TYPE_EXT, reserved0 the number of nvtxPayloadData_t, the
+ * payload their address), as NCCL 2.19 on attaches it to its ranges. The
+ * layout of what it points to is NVTX's nvtxPayloadData_t.
+ */
+#define NVTX_PAYLOAD_TYPE_EXT_ ((int32_t)0xDFBD0009)
+struct nvtx_payload_data {
+	uint64_t schema_id;
+	size_t size;
+	const void *payload;
+};
+
+/*
+ * The communicator id and message size of an NCCL range's payload: every
+ * collective's and send/receive's schema (NCCL's nvtx_payload_schemas.h)
+ * starts with the communicator (uint64_t) and the size in bytes (size_t).
+ * 0, 0 when there is none to read.
+ */
+static void nccl_payload(const nvtxEventAttributes_t *a, uint64_t *comm, uint64_t *bytes)
+{
+	const struct nvtx_payload_data *pd;
+	uint64_t v[2];
+
+	*comm = *bytes = 0;
+	if (!a || a->size < offsetof(nvtxEventAttributes_t, payload) + sizeof(a->payload) ||
+	    a->payloadType != NVTX_PAYLOAD_TYPE_EXT_ || a->reserved0 < 1 || !a->payload.ullValue)
+		return;
+	pd = (const struct nvtx_payload_data *)(uintptr_t)a->payload.ullValue;
+	if (!pd->payload || pd->size < sizeof(v) || pd->size == SIZE_MAX)
+		return;
+	memcpy(v, pd->payload, sizeof(v));
+	*comm = v[0];
+	*bytes = v[1];
+}
+
 static int nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
 	char buf[1024];
 	uint32_t reg;
+	uint64_t comm = 0, bytes = 0;
 	const char *m = message(a, &reg, buf, sizeof(buf));
 
-	return ranges_push((struct ranges_domain *)d, m, reg, now());
+	if (ranges_domain_nccl((struct ranges_domain *)d))
+		nccl_payload(a, &comm, &bytes);
+	return ranges_push_payload((struct ranges_domain *)d, m, reg, now(), comm, bytes);
 }
 
 static int nvtx_domain_pop(nvtxDomainHandle_t d)

@@ -2,6 +2,7 @@
 #include "record/naming.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const naming_rank_vars[] = {
@@ -38,4 +39,66 @@ int naming_bundle(char *out, size_t len, const char *output, const char *id)
 	else
 		w = snprintf(out, len, "%s.%s.stb", output, id);
 	return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+/* A variable's value as a number of at most 9 digits; false when it is not one. */
+static bool number(const char *(*get)(const char *name), const char *var, uint32_t *v)
+{
+	const char *s = var ? get(var) : NULL;
+
+	if (!is_number(s))
+		return false;
+	*v = (uint32_t)strtoul(s, NULL, 10);
+	return true;
+}
+
+/* FNV-1a over the values of the variables that name the run, each with its name. */
+static uint64_t run_hash(const char *(*get)(const char *name), const char *launcher, const char *const *vars)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = launcher; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (const char *const *v = vars; *v; v++) {
+		const char *val = get(*v);
+
+		for (const char *p = *v; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+		h = (h ^ '=') * 1099511628211ull;
+		for (const char *p = val ? val : ""; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+		h = (h ^ ';') * 1099511628211ull;
+	}
+	return h ? h : 1;
+}
+
+bool naming_identity(const char *(*get)(const char *name), struct naming_identity *id)
+{
+	static const struct {
+		const char *launcher, *rank, *size, *local;
+		const char *const run[5];     /* what names the run, NULL-terminated */
+	} kinds[] = {
+		{ "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+		  { "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", NULL } },
+		{ "mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+		  { "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", NULL } },
+		{ "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", { "SLURM_JOB_ID", "SLURM_STEP_ID", NULL } },
+	};
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		uint32_t rank, size, local = 0;
+
+		if (!number(get, kinds[k].rank, &rank) || !number(get, kinds[k].size, &size) || size < 2 ||
+		    rank >= size)
+			continue;
+		if (!number(get, kinds[k].local, &local))
+			local = 0;
+		id->rank = rank;
+		id->world_size = size;
+		id->local_rank = local;
+		id->launcher = kinds[k].launcher;
+		id->run_id = run_hash(get, kinds[k].launcher, kinds[k].run);
+		return true;
+	}
+	return false;
 }

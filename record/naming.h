@@ -10,7 +10,9 @@
 #ifndef STEPTRACE_RECORD_NAMING_H
 #define STEPTRACE_RECORD_NAMING_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The variables naming_rank reads, in order, NULL-terminated. */
 extern const char *const naming_rank_vars[];
@@ -26,5 +28,26 @@ const char *naming_rank(const char *(*get)(const char *name));
  * "run.3.stb"; "trace" -> "trace.3.stb") into out. -1 when it does not fit.
  */
 int naming_bundle(char *out, size_t len, const char *output, const char *id);
+
+/*
+ * Which rank of which job this process is, as its launcher says: torchrun
+ * (RANK, WORLD_SIZE, LOCAL_RANK; the run by TORCHELASTIC_RUN_ID,
+ * MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RESTART_COUNT), Open MPI
+ * (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK; the run by PMIX_NAMESPACE
+ * or OMPI_MCA_orte_ess_jobid) or Slurm (SLURM_PROCID, SLURM_NTASKS,
+ * SLURM_LOCALID; the run by SLURM_JOB_ID and SLURM_STEP_ID), the first
+ * that gives a rank below a world size of 2 or more. torchrun first: srun
+ * or mpirun may start torchrun, whose ranks are the job's. The run id is a
+ * hash of what names the run, the same in every rank of it on every host,
+ * never 0. `launcher`: "torchrun", "mpi" or "slurm".
+ */
+struct naming_identity {
+	uint32_t rank, world_size, local_rank;
+	uint64_t run_id;
+	const char *launcher;
+};
+
+/* true and *id filled when the environment (`get`) names a job of several ranks */
+bool naming_identity(const char *(*get)(const char *name), struct naming_identity *id);
 
 #endif

@@ -38,6 +38,7 @@
 
 struct ranges_domain {
 	uint32_t name;
+	bool nccl;                       /* NCCL's: its ranges carry a communicator and a message size */
 };
 
 struct node {
@@ -73,6 +74,7 @@ struct frame {
 	uint8_t flags;                   /* enum frame_flag */
 	uint8_t phase;                   /* FR_PHASE: enum ranges_phase */
 	bool step;                       /* a step of --step-range */
+	uint64_t comm, bytes;            /* NCCL's payload: communicator id, message size; 0 none */
 };
 
 /* A module call of the lead thread: the autograd sequence numbers its forward used. */
@@ -505,8 +507,9 @@ static bool want_kick_locked(void)
 	return true;
 }
 
-static void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_t depth,
-			       uint64_t start, uint64_t end)
+/* A range of an NCCL call: its communicator and message size (0 when it has none). */
+static void range_payload_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_t depth,
+				       uint64_t start, uint64_t end, uint64_t comm, uint64_t bytes)
 {
 	struct st_event *ev = queue_locked(ST_RANGE, start, end);
 
@@ -516,7 +519,15 @@ static void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, 
 	ev->range.domain = domain;
 	ev->range.thread = thread;
 	ev->range.depth = depth;
+	ev->range.comm = comm;
+	ev->range.bytes = bytes;
 	R.ranges++;
+}
+
+static void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_t depth,
+			       uint64_t start, uint64_t end)
+{
+	range_payload_event_locked(name, domain, thread, depth, start, end, 0, 0);
 }
 
 static void step_event_locked(uint32_t index, uint64_t thread, uint64_t start, uint64_t end)
@@ -635,6 +646,7 @@ struct ranges_domain *ranges_domain_create(const char *name)
 
 	if (!d)
 		return NULL;
+	d->nccl = name && !strcmp(name, "NCCL");
 	pthread_mutex_lock(&R.lock);
 	d->name = intern_locked(name);
 	if (ALLOC_GROW(R.domains, R.n_domains + 1, R.cap_domains)) {
@@ -870,7 +882,8 @@ static void pop_at_locked(struct tstate *s, int i, uint64_t t)
 	memmove(&s->f[i], &s->f[i + 1], (size_t)(s->depth - i - 1) * sizeof(s->f[0]));
 	s->depth--;
 	if (!(f.flags & FR_ELIDED) && f.depth >= 0)
-		range_event_locked(f.name, f.domain_name, s->thread, (uint32_t)f.depth, f.start, t);
+		range_payload_event_locked(f.name, f.domain_name, s->thread, (uint32_t)f.depth, f.start, t, f.comm,
+					   f.bytes);
 	if ((f.flags & FR_MODULE) && f.call < R.n_calls && R.peek)
 		R.calls[f.call].end = R.peek();
 	if (s == R.lead) {
@@ -1030,11 +1043,22 @@ static void torch_helper_range_locked(struct tstate *s, const struct aten_tags *
 
 /* ---- NVTX ranges of the program ------------------------------------------------ */
 
+bool ranges_domain_nccl(const struct ranges_domain *d)
+{
+	return d && d->nccl;
+}
+
 int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t)
+{
+	return ranges_push_payload(d, name, reg, t, 0, 0);
+}
+
+int ranges_push_payload(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t, uint64_t comm,
+			uint64_t bytes)
 {
 	struct tstate *s = tstate();
 	char buf[NAME_BUF], *norm = NULL;
-	struct frame f = { .domain = d, .start = t, .call = CALL_NONE };
+	struct frame f = { .domain = d, .start = t, .call = CALL_NONE, .comm = comm, .bytes = bytes };
 	struct aten_tags tags = { .seq = -1 };
 	bool kick, helper;
 	int rc;

@@ -96,6 +96,11 @@ uint32_t ranges_register(const char *s);
  * that domain.
  */
 int ranges_push(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t);
+/* ranges_push with NCCL's payload: the call's communicator id and message size in bytes. */
+int ranges_push_payload(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t, uint64_t comm,
+			uint64_t bytes);
+/* Domain d is NCCL's (named "NCCL"): its ranges' payloads say what each collective moves. */
+bool ranges_domain_nccl(const struct ranges_domain *d);
 int ranges_pop(struct ranges_domain *d, uint64_t t);
 /* A launch on a thread with no range open took the lead's op (capture_set_lead's hook). */
 void ranges_stackless(void);

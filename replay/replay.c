@@ -239,6 +239,8 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 		r->thread = e.range.thread;
 		r->name = e.range.name;
 		r->domain = e.range.domain;
+		r->comm = e.range.comm;
+		r->bytes = e.range.bytes;
 		r->recorded_depth = e.range.depth;
 		r->parent = r->step = -1;
 		break;

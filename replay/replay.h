@@ -139,6 +139,7 @@ struct replay_range {
 	uint32_t kernels;              /* kernels projected onto it (descendants' included) */
 	uint32_t activities;           /* kernels + memcpys + memsets */
 	int32_t step;                  /* step covering its midpoint, -1 none */
+	uint64_t comm, bytes;          /* an NCCL call's communicator id and message size; 0 none */
 };
 
 /*

@@ -116,6 +116,8 @@ size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct s
 		rg.thread = ev->range.thread;
 		rg.depth = ev->range.depth;
 		rg.domain = ev->range.domain;
+		rg.comm = ev->range.comm;
+		rg.bytes = ev->range.bytes;
 		m.kind_case = STEPTRACE__EVENT__KIND_RANGE;
 		m.range = &rg;
 		break;
@@ -431,6 +433,8 @@ int event_decode(const Steptrace__Event *m, struct chunk_state *st, uint32_t str
 		ev->range.thread = r->thread;
 		ev->range.depth = r->depth;
 		ev->range.domain = r->domain;
+		ev->range.comm = r->comm;
+		ev->range.bytes = r->bytes;
 		break;
 	}
 	case STEPTRACE__EVENT__KIND_ALLOC:

@@ -11,7 +11,7 @@ const char *const st_peak_source_names[] = { "unknown", "measured", "datasheet",
 const char *const st_ddp_names[] = { "none", "naive", "flat", "overlap", "bucket", NULL };
 const char *const st_phase_names[] = { "forward", "backward", "optimizer", "zero_grad", "data", NULL };
 const char *const st_collective_names[] = {
-	"allreduce", "allgather", "reducescatter", "broadcast", "reduce", NULL,
+	"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "sendrecv", NULL,
 };
 
 double st_bus_factor(int collective, int ranks)
@@ -26,6 +26,7 @@ double st_bus_factor(int collective, int ranks)
 		return (double)(ranks - 1) / ranks;
 	case ST_COLL_BROADCAST:
 	case ST_COLL_REDUCE:
+	case ST_COLL_SENDRECV:
 		return 1.0;
 	default:
 		return 0;

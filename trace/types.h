@@ -48,6 +48,7 @@ extern const char *const st_ddp_names[];         /* "none", "naive", "flat", "ov
 /* Collective operations, as NCCL names them (lower case, no underscores). */
 enum st_collective {
 	ST_COLL_ALLREDUCE, ST_COLL_ALLGATHER, ST_COLL_REDUCESCATTER, ST_COLL_BROADCAST, ST_COLL_REDUCE,
+	ST_COLL_SENDRECV, ST_COLL_COUNT
 };
 extern const char *const st_collective_names[];  /* "allreduce", "allgather", "reducescatter", ... */
 
@@ -56,7 +57,7 @@ extern const char *const st_collective_names[];  /* "allreduce", "allgather", "r
  * bandwidth = algorithm bandwidth (bytes / time) * factor, which makes the
  * number comparable with the hardware's link speed whatever the rank
  * count: all-reduce 2(n - 1)/n, all-gather and reduce-scatter (n - 1)/n,
- * broadcast and reduce 1. 0 for n < 1 or an unknown collective.
+ * broadcast, reduce and send/receive 1. 0 for n < 1 or an unknown collective.
  */
 double st_bus_factor(int collective, int ranks);
 
@@ -188,6 +189,7 @@ struct st_event {
 		struct {
 			uint32_t name, depth, domain;
 			uint64_t thread;
+			uint64_t comm, bytes;    /* (1.6) NCCL's payload: communicator id, message size; 0 none */
 		} range;
 		struct { /* ST_ALLOC and ST_FREE; ST_MEMTAG uses address, size, category, device */
 			uint64_t address, size;

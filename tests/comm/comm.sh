@@ -53,6 +53,21 @@ want "$tmp/err" "2 ranks; time line: the ranks share their host's clock: each pl
 # any order of the bundles, the same report
 "$st" comm "$tmp/b.rank1.stb" "$tmp/b.rank0.stb" --format csv >"$tmp/comm2.csv" 2>"$tmp/err2"
 cmp -s "$tmp/comm.csv" "$tmp/comm2.csv" && cmp -s "$tmp/err" "$tmp/err2" || fail "the order of the bundles changed the report"
+# the same run as a PyTorch program records it: NCCL's kernels under a module's op, the
+# collective from the kernel's name or (ncclDevKernel_Generic) from NCCL's range, the bytes
+# from that range's payload; the same numbers as steptrace's own step
+"$gen" "$tmp" t torch || fail "gen torch"
+"$st" comm "$tmp/t.rank0.stb" "$tmp/t.rank1.stb" --format csv >"$tmp/torch.csv" 2>/dev/null || fail "comm torch"
+want "$tmp/torch.csv" "allreduce (NCCL),1,200000000,1.950,1900.0,105.26,105.26,23.1,76.9"
+want "$tmp/torch.csv" "allreduce (NCCL RING LL),1,100000000,0.900,800.0,125.00,125.00,100.0,0.0"
+want "$tmp/torch.csv" "allreduce (total per step),2,300000000,2.850,2700.0,111.11,111.11,47.4,52.6"
+"$st" comm "$tmp/t.rank0.stb" "$tmp/t.rank1.stb" --format csv --section skew >"$tmp/torch.csv" 2>/dev/null ||
+	fail "comm torch --section skew"
+want "$tmp/torch.csv" "allreduce (NCCL),2,100.0,100.0,1,100.0,100.0"
+want "$tmp/torch.csv" "allreduce (NCCL RING LL),2,200.0,200.0,1,100.0,200.0"
+# NCCL's kernels are communication in summary's categories, whatever op launched them
+"$st" summary --by category "$tmp/t.rank0.stb" --format csv >"$tmp/torch.csv" 2>/dev/null || fail "summary torch"
+grep -q ",communication\$" "$tmp/torch.csv" || fail "summary --by category: no communication row: $(cat "$tmp/torch.csv")"
 # naive: everything after the backward, nothing hidden; rank 1 arrives 300 us late
 # shellcheck disable=SC2086
 "$st" comm $N --format csv >"$tmp/naive.csv" 2>/dev/null || fail "comm naive"
@@ -79,7 +94,7 @@ assert not json.load(sys.stdin).get("skew"), "skew from one rank"' || fail "skew
 # a bundle without communication
 if [ -n "$samples" ] && [ -f "$samples/small-bf16-train.stb" ]; then
 	"$st" comm "$samples/small-bf16-train.stb" >"$tmp/none.txt" 2>&1 || fail "comm of a single-GPU sample"
-	want "$tmp/none.txt" "no collectives: the bundle holds no communication (record with --ddp on several GPUs)"
+	want "$tmp/none.txt" "no collectives: the bundle holds no NCCL kernel (record a program that communicates, or steptrace's own step with --ddp on several GPUs)"
 fi
 
 # ---- one run only -------------------------------------------------------------

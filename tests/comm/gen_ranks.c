@@ -5,7 +5,11 @@
  *   gen_ranks DIR NAME MODE [RUN_ID [RANKS [CLOCK_GAP]]]   writes DIR/NAME.rank0.stb ...
  *
  * MODE bucket: two buckets started from the backward; naive: two all-
- * reduces after it. 1 warm-up and 2 measured steps; step s starts at
+ * reduces after it; torch: the bucket run as a PyTorch program records it
+ * (`record -- torchrun ...`): no op says "comm", the NCCL kernels run
+ * under the backward's module op inside NCCL's own "ncclAllReduce" ranges,
+ * bucket.0's kernel named by NCCL 2.19's spelling, bucket.1's
+ * ncclDevKernel_Generic (its collective only in the range). 1 warm-up and 2 measured steps; step s starts at
  * 10 + 20 s ms on the run's time line. Rank 1's clock base is 5 ms later
  * than rank 0's, so its events are written 5 ms earlier: placed by their
  * time bases, both ranks land on the time line below (ms into a step).
@@ -51,7 +55,7 @@ static const struct coll naive[] = {
 static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, const char *mode, uint64_t gap)
 {
 	const struct coll *cl = strcmp(mode, "naive") ? bucket : naive;
-	bool is_bucket = cl == bucket;
+	bool is_bucket = cl == bucket, torch = !strcmp(mode, "torch");
 	uint64_t shift = (uint64_t)rank * 5 * MS;   /* this rank's clock starts later */
 	uint64_t opt_start = is_bucket ? 7500 * US : 9000 * US, step_len = is_bucket ? 9 * MS : 10500 * US;
 	struct builder b;
@@ -60,7 +64,7 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 	builder_init(&b);
 	builder_small_model(&b, "bf16");
 	builder_h100(&b, "NVIDIA H200");
-	builder_rank(&b, (uint32_t)rank, (uint32_t)ranks, run_id, mode);
+	builder_rank(&b, (uint32_t)rank, (uint32_t)ranks, run_id, torch ? "none" : mode);
 	b.config.bucket_mb = is_bucket ? 25 : 0;
 	b.config.warmup_steps = 1;
 	b.config.measured_steps = 2;
@@ -75,8 +79,12 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 					     .phase = "backward", .flops = 2000000000 });
 	builder_op(&b, &(struct builder_op){ .id = 3, .path = "step/optimizer/adamw", .kind = "adamw",
 					     .phase = "optimizer" });
+	/* a module's backward under which DDP's hook launches (its kind reads as a norm's) */
+	if (torch)
+		builder_op(&b, &(struct builder_op){ .id = 4, .path = "step/backward/layer.0/norm", .kind = "norm",
+						     .phase = "backward" });
 	for (int k = 0; k < 2; k++)
-		comm_op[k] = builder_comm_op(&b, cl[k].path, cl[k].bytes);
+		comm_op[k] = torch ? 0 : builder_comm_op(&b, cl[k].path, cl[k].bytes);
 	/* parameters for the run; each step's activations (rank 1's twice rank 0's), freed by its end */
 	builder_alloc(&b, 5 * MS - shift, 0x7f0000000000ull, 64 << 20, ST_MEM_PARAMETER, 0);
 	for (uint32_t s = 0; s < 3; s++) {
@@ -92,7 +100,17 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 		builder_pop(&b, S + 700 * US);
 		builder_push(&b, "backward", S + 2900 * US);
 		builder_launch(&b, "gemm_bwd", 7, 2, S + 2950 * US, S + 2960 * US, S + 3 * MS, S + 6 * MS);
-		for (int k = 0; is_bucket && k < 2; k++) {
+		for (int k = 0; is_bucket && torch && k < 2; k++) {
+			/* a module's range on the main thread, NCCL's own range (with its payload) in it */
+			builder_push(&b, "DistributedDataParallel", S + 3400 * US + k * MS);
+			builder_launch(&b, k == 0 ? BUILDER_NCCL_ALLREDUCE :
+				       "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", 9, 4,
+				       S + 3500 * US + k * MS, S + 3510 * US + k * MS, S + cl[k].start[rank], S + cl[k].end);
+			builder_nccl_range(&b, "ncclAllReduce", 2, S + 3401 * US + k * MS, S + 3520 * US + k * MS,
+					   0x5eed, cl[k].bytes);
+			builder_pop(&b, S + 3521 * US + k * MS);
+		}
+		for (int k = 0; is_bucket && !torch && k < 2; k++) {
 			builder_push(&b, "comm", S + 3400 * US + k * MS);
 			builder_push(&b, "allreduce", S + 3401 * US + k * MS);
 			builder_launch(&b, BUILDER_NCCL_ALLREDUCE, 9, comm_op[k], S + 3500 * US + k * MS,
@@ -128,7 +146,7 @@ int main(int argc, char **argv)
 	char path[4096];
 
 	if (argc < 4 || ranks < 1 || ranks > 2) {
-		fprintf(stderr, "usage: gen_ranks DIR NAME bucket|naive [RUN_ID [RANKS (1 or 2) [CLOCK_GAP]]]\n");
+		fprintf(stderr, "usage: gen_ranks DIR NAME bucket|naive|torch [RUN_ID [RANKS (1 or 2) [CLOCK_GAP]]]\n");
 		return 2;
 	}
 	for (int r = 0; r < 2; r++) {

@@ -56,9 +56,60 @@ static void test_bundle(void)
 	CHECK(naming_bundle(buf, 13, "run.stb", "1234") == 0);
 }
 
+static bool identity_of(const char *const *env, struct naming_identity *id)
+{
+	vars = env;
+	memset(id, 0, sizeof(*id));
+	return naming_identity(lookup, id);
+}
+
+/* torchrun, Open MPI and Slurm: rank, size, local rank; one run id for the ranks of one job */
+static void test_identity(void)
+{
+	struct naming_identity a, b, c;
+
+	CHECK(!identity_of((const char *const[]){ NULL }, &a));
+	CHECK(!identity_of((const char *const[]){ "RANK", "0", NULL }, &a));                 /* no size */
+	CHECK(!identity_of((const char *const[]){ "RANK", "0", "WORLD_SIZE", "1", NULL }, &a)); /* one process */
+	CHECK(!identity_of((const char *const[]){ "RANK", "2", "WORLD_SIZE", "2", NULL }, &a)); /* past the size */
+	/* two ranks of a torchrun job on two hosts: the same run; another port, another run */
+	CHECK(identity_of((const char *const[]){ "RANK", "3", "WORLD_SIZE", "4", "LOCAL_RANK", "1",
+		"TORCHELASTIC_RUN_ID", "none", "MASTER_ADDR", "node0", "MASTER_PORT", "29500", NULL }, &a));
+	CHECK(a.rank == 3 && a.world_size == 4 && a.local_rank == 1 && a.run_id != 0);
+	CHECK_STR(a.launcher, "torchrun");
+	CHECK(identity_of((const char *const[]){ "RANK", "0", "WORLD_SIZE", "4", "LOCAL_RANK", "0",
+		"TORCHELASTIC_RUN_ID", "none", "MASTER_ADDR", "node0", "MASTER_PORT", "29500", NULL }, &b));
+	CHECK(b.rank == 0 && b.run_id == a.run_id);
+	CHECK(identity_of((const char *const[]){ "RANK", "0", "WORLD_SIZE", "4", "LOCAL_RANK", "0",
+		"TORCHELASTIC_RUN_ID", "none", "MASTER_ADDR", "node0", "MASTER_PORT", "29501", NULL }, &c));
+	CHECK(c.run_id != a.run_id);
+	/* srun starting torchrun: torchrun's rank is the job's */
+	CHECK(identity_of((const char *const[]){ "SLURM_PROCID", "1", "SLURM_NTASKS", "2", "SLURM_JOB_ID", "77",
+		"RANK", "5", "WORLD_SIZE", "8", NULL }, &a));
+	CHECK(a.rank == 5 && a.world_size == 8);
+	CHECK_STR(a.launcher, "torchrun");
+	/* Open MPI: the namespace names the run */
+	CHECK(identity_of((const char *const[]){ "OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2",
+		"OMPI_COMM_WORLD_LOCAL_RANK", "1", "PMIX_NAMESPACE", "prterun-host-4242@1", NULL }, &a));
+	CHECK(identity_of((const char *const[]){ "OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2",
+		"OMPI_COMM_WORLD_LOCAL_RANK", "0", "PMIX_NAMESPACE", "prterun-host-4242@1", NULL }, &b));
+	CHECK(a.rank == 1 && a.local_rank == 1 && b.rank == 0 && a.run_id == b.run_id);
+	CHECK_STR(a.launcher, "mpi");
+	/* Slurm: job and step */
+	CHECK(identity_of((const char *const[]){ "SLURM_PROCID", "7", "SLURM_NTASKS", "16", "SLURM_LOCALID", "3",
+		"SLURM_JOB_ID", "1234", "SLURM_STEP_ID", "0", NULL }, &a));
+	CHECK(identity_of((const char *const[]){ "SLURM_PROCID", "7", "SLURM_NTASKS", "16", "SLURM_LOCALID", "3",
+		"SLURM_JOB_ID", "1234", "SLURM_STEP_ID", "1", NULL }, &b));
+	CHECK(a.rank == 7 && a.world_size == 16 && a.local_rank == 3 && a.run_id != b.run_id);
+	CHECK_STR(a.launcher, "slurm");
+	/* not numbers: not a rank */
+	CHECK(!identity_of((const char *const[]){ "RANK", "x", "WORLD_SIZE", "2", NULL }, &a));
+}
+
 int main(void)
 {
 	test_rank();
 	test_bundle();
+	test_identity();
 	return check_done("test_naming");
 }

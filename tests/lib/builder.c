@@ -161,6 +161,20 @@ void builder_range(struct builder *b, const char *name, uint32_t depth, uint64_t
 	builder_add(b, &ev);
 }
 
+void builder_nccl_range(struct builder *b, const char *name, uint32_t depth, uint64_t start, uint64_t end,
+			uint64_t comm, uint64_t bytes)
+{
+	struct st_event ev = { .kind = ST_RANGE, .start = start, .end = end };
+
+	ev.range.name = builder_string(b, name);
+	ev.range.domain = builder_string(b, "NCCL");
+	ev.range.thread = b->thread;
+	ev.range.depth = depth;
+	ev.range.comm = comm;
+	ev.range.bytes = bytes;
+	builder_add(b, &ev);
+}
+
 void builder_ranges(struct builder *b, uint64_t t0, const struct builder_span *spans, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

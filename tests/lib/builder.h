@@ -132,6 +132,9 @@ uint32_t builder_op(struct builder *b, const struct builder_op *op);
 
 /* An NVTX range on b->thread at `depth` (0 outermost). */
 void builder_range(struct builder *b, const char *name, uint32_t depth, uint64_t start, uint64_t end);
+/* A range of NCCL's own (domain "NCCL", e.g. "ncclAllReduce") with its payload's communicator and size. */
+void builder_nccl_range(struct builder *b, const char *name, uint32_t depth, uint64_t start, uint64_t end,
+			uint64_t comm, uint64_t bytes);
 /* Ranges from a table, each [t0 + start, t0 + end] and written in table order. */
 struct builder_span {
 	const char *name;
