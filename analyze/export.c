@@ -829,6 +829,7 @@ int export_layout_build_placed(struct layout *L, const struct replay *rp, const 
 		L->realtime_base = place->realtime_base;
 		L->host_pid = place->host_pid;
 		L->gpu_pid_base = RANK_GPU_PIDS + place->rank * 0x10000;
+		L->place = place->place;
 	}
 	if (layout_host(L) < 0 || layout_streams(L) < 0 ||
 	    layout_memory_view(L, MEM_VIEW_MODEL) < 0 || layout_memory_view(L, MEM_VIEW_DRIVER) < 0)
@@ -843,13 +844,28 @@ int export_layout_build_placed(struct layout *L, const struct replay *rp, const 
 
 /* ---- shared event details ------------------------------------------------ */
 
-/* The flow from a launch call to the first activity it launched: its correlation id, 0 none. */
+/*
+ * Flow ids are the trace's, not a sequence's or a process's: Perfetto and
+ * Chrome join every begin and end of one id. Each rank counts its CUPTI
+ * correlation ids from 1, so in a trace of several ranks the id is the
+ * correlation id (32 bits in CUPTI) with the rank's place in the run above
+ * it, and stays below 2^53 for Chrome's JavaScript numbers; a correlation
+ * id wider than CUPTI's gets no flow there rather than one that could meet
+ * another rank's.
+ */
+#define FLOW_CORRELATION_BITS 32
+#define FLOW_PLACES (1u << (53 - FLOW_CORRELATION_BITS))
+
 uint64_t export_launch_flow(const struct layout *L, const struct replay_api *api)
 {
 	if (L->filter.no_api || api->activity < 0 || (size_t)api->activity >= L->rp->n_activities ||
 	    !L->act_kept[api->activity] || api->correlation == 0)
 		return 0;
-	return api->correlation;
+	if (L->rank < 0)
+		return api->correlation;
+	if (api->correlation >> FLOW_CORRELATION_BITS || L->place >= FLOW_PLACES)
+		return 0;
+	return (uint64_t)L->place << FLOW_CORRELATION_BITS | api->correlation;
 }
 
 uint64_t export_activity_flow(const struct layout *L, const struct replay_activity *a, uint32_t idx)
@@ -1310,7 +1326,7 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 		const struct replay *rp = rs->rank[r];
 		struct layout_place place = { (int32_t)replay_ranks_rank(rs, r), rs->offset[r], realtime,
 					      rp->run.pid && rp->run.pid <= INT32_MAX && !pids_clash
-						      ? (int32_t)rp->run.pid : (1 << 22) + (int32_t)r };
+						      ? (int32_t)rp->run.pid : (1 << 22) + (int32_t)r, (uint32_t)r };
 
 		built = r + 1;   /* released whether or not it was built whole */
 		if (export_layout_build_placed(&L[r], rp, opt, &place) < 0)

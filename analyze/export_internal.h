@@ -113,6 +113,7 @@ struct layout {
 	int32_t rank;                 /* -1 for a bundle of its own */
 	int64_t shift;                /* ns added to every time written: the run's time line */
 	int64_t realtime_base;        /* CLOCK_REALTIME at written time 0 (Perfetto's clock snapshot) */
+	uint32_t place;               /* its place among the run's ranks, 0 first: its flows' ids */
 };
 
 /* Where a rank's layout goes in a trace of several ranks. */
@@ -120,6 +121,7 @@ struct layout_place {
 	int32_t rank;
 	int64_t shift, realtime_base;
 	int32_t host_pid;             /* its process's pid in the trace */
+	uint32_t place;               /* its place among the run's ranks (rs->rank[place]), 0 first */
 };
 
 /* Chrome's pid of a device's process. */
@@ -138,7 +140,11 @@ void export_layout_release(struct layout *L);
 /* Perfetto's trusted_packet_sequence_id for this bundle: nonzero, from its identity. */
 uint32_t export_sequence_id(const struct layout *L);
 
-/* The flow from a launch call to the first activity it launched: its correlation id, 0 none. */
+/*
+ * The flow from a launch call to the first activity it launched, 0 none:
+ * its correlation id, and in a trace of several ranks the rank's place
+ * above it (export.c says why).
+ */
 uint64_t export_launch_flow(const struct layout *L, const struct replay_api *api);
 /* The flow that ends at activity idx (a), 0 none. */
 uint64_t export_activity_flow(const struct layout *L, const struct replay_activity *a, uint32_t idx);

@@ -574,19 +574,57 @@ static void steps_chart(FILE *out, const struct replay *rp)
 
 /* ---- sections ---------------------------------------------------------------- */
 
+/*
+ * The timeline's data: every rank of the page's run, one lane group each on
+ * the run's time line; rank 0's memory counter is the page's, the others'
+ * in the same view.
+ */
+static int write_timeline_data(FILE *out, const struct page_data *d, const char *id)
+{
+	const struct replay_ranks *rs = d->ranks;
+	struct report_timeline_rank *ranks;
+	struct mem_timeline *tls;
+	int rc = -1;
+
+	if (!rs || rs->n < 2)
+		return report_timeline_write(out, d->rp, &d->tl, id, REPORT_TIMELINE_BUDGET);
+	ranks = calloc(rs->n, sizeof(*ranks));
+	tls = calloc(rs->n, sizeof(*tls));   /* zeroed: released whether built or not */
+	if (!ranks || !tls) {
+		error("out of memory for the timeline");
+		goto out;
+	}
+	for (size_t r = 0; r < rs->n; r++) {
+		ranks[r] = (struct report_timeline_rank){ rs->rank[r], &tls[r], rs->offset[r],
+							  replay_ranks_rank(rs, r) };
+		if (rs->rank[r] == d->rp)
+			ranks[r].tl = &d->tl;
+		else if (mem_timeline_build(&tls[r], rs->rank[r], d->tl.view) < 0)
+			goto out;
+	}
+	rc = report_timeline_write_ranks(out, ranks, rs->n, id, REPORT_TIMELINE_BUDGET);
+out:
+	for (size_t r = 0; tls && r < rs->n; r++)
+		mem_timeline_release(&tls[r]);
+	free(tls);
+	free(ranks);
+	return rc;
+}
+
 static int write_timeline(FILE *out, const struct page_data *d)
 {
-	char id[64];
+	char id[64], lead[512];
 
 	snprintf(id, sizeof(id), "%stimeline-data", d->prefix);
-	page_section_begin(out, d, "timeline", "Timeline",
-		      "One step as recorded: kernels and copies on each GPU stream (coloured by category), the NVTX "
-		      "ranges of each host thread nested by depth, and live memory as a counter. Wheel or +/- to "
-		      "zoom, drag to pan, hover for values, click to pin a slice's details, double-click to fit the "
-		      "step.");
+	snprintf(lead, sizeof(lead), "One step as recorded: kernels and copies on each GPU stream (coloured by "
+		 "category), the NVTX ranges of each host thread nested by depth, and live memory as a counter%s. "
+		 "Wheel or +/- to zoom, drag to pan, hover for values, click to pin a slice's details, double-click "
+		 "to fit the step.", d->ranks && d->ranks->n > 1 ? "; one lane group per rank, on the run's time line"
+								: "");
+	page_section_begin(out, d, "timeline", "Timeline", lead);
 	fprintf(out, "<div class=\"tl\" data-src=\"%s\"><noscript><p class=\"muted\">The timeline is drawn by the "
 		"page's script; it needs JavaScript.</p></noscript></div>\n", id);
-	if (report_timeline_write(out, d->rp, &d->tl, id, REPORT_TIMELINE_BUDGET) < 0)
+	if (write_timeline_data(out, d, id) < 0)
 		return -1;
 	page_section_end(out);
 	return 0;

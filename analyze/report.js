@@ -7,8 +7,9 @@
  *     click reverses; "Show all" unfolds long tables;
  *   - the timeline of one step on a <canvas>, from the JSON that
  *     analyze/report_timeline.c writes: GPU streams, NVTX ranges per
- *     thread, the memory counter; wheel or +/- zoom, drag pans, hover shows
- *     a slice, click pins it, double-click fits the step;
+ *     thread, the memory counter, one lane group per rank of a multi-GPU
+ *     run; wheel or +/- zoom, drag pans, hover shows a slice, click pins
+ *     it, double-click fits the step;
  *   - hooks for the tests, read from the URL's fragment, e.g.
  *     report.html#sort=kernels-table:3:asc&zoom=4&probe=longest&check
  *     (results land in data-* attributes of <html>, see testHooks below).
@@ -138,7 +139,7 @@
 
   /* ---- the timeline --------------------------------------------------- */
 
-  var GUTTER = 150, AXIS_H = 24, GPU_H = 22, RANGE_H = 17, MEM_H = 56, GAP = 6;
+  var GUTTER = 150, AXIS_H = 24, GPU_H = 22, RANGE_H = 17, MEM_H = 56, RANK_H = 20, GAP = 6;
   var MIN_SPAN = 200;   /* ns: the deepest zoom */
 
   function lowerBound(arr, v) {
@@ -205,32 +206,60 @@
     this.fitStep(data.steps.length ? data.first : -1);
   }
 
+  /* Lane groups: one per rank of a run (under a "rank R" lane), the only one of a bundle of its own. */
   Timeline.prototype.buildLanes = function () {
+    var d = this.d, self = this, groups = Math.max(1, d.ranks.length);
+    for (var g = 0; g < groups; g++) {
+      if (d.ranks.length > 1) {
+        var head = new Lane('rank', 'rank ' + d.ranks[g], RANK_H);
+        head.rank = g;
+        this.lanes.push(head);
+      }
+      this.buildGroup(g);
+    }
+    var y = AXIS_H, prev = null;
+    this.lanes.forEach(function (lane) {
+      if (prev && (prev.kind !== lane.kind || (lane.kind === 'range' && lane.first))) y += GAP;
+      if (prev && lane.kind === 'rank') y += GAP;
+      lane.y = y;
+      y += lane.h;
+      prev = lane;
+    });
+    this.height = y + 4;
+    this.slices = this.lanes.reduce(function (n, l) { return n + l.starts.length; }, 0);
+  };
+
+  /* Group g's lanes: its GPU streams, its threads' ranges by depth, its memory counter. */
+  Timeline.prototype.buildGroup = function (g) {
     var d = this.d, self = this;
     d.streams.forEach(function (s, k) {
+      if ((s.rank || 0) !== g) return;
       var lane = new Lane('gpu', s.name, GPU_H);
       lane.stream = k;
+      lane.rank = g;
       for (var i = 0; i + 4 < s.s.length; i += 5) lane.add(s.s[i], s.s[i + 1], i);
       self.lanes.push(lane);
     });
     d.threads.forEach(function (t, k) {
+      if ((t.rank || 0) !== g) return;
       var depths = [];
       for (var i = 0; i + 5 < t.r.length; i += 6) {
         var depth = t.r[i + 2];
         if (!depths[depth]) depths[depth] = new Lane('range', depth === 0 ? t.name : '', RANGE_H);
-        depths[depth].thread = k;
         depths[depth].add(t.r[i], t.r[i + 1], i);
       }
       for (var dd = 0; dd < depths.length; dd++) {
         var lane = depths[dd] || new Lane('range', '', RANGE_H);
         lane.thread = k;
+        lane.rank = g;
         lane.first = dd === 0;
         self.lanes.push(lane);
       }
     });
-    var mem = d.mem.p;
+    var mem = d.mem[g] ? d.mem[g].p : [];
     if (mem.length >= 2) {
       var lane = new Lane('mem', 'memory', MEM_H);
+      lane.rank = g;
       lane.t = [];
       lane.v = [];
       lane.max = 0;
@@ -243,15 +272,6 @@
       }
       self.lanes.push(lane);
     }
-    var y = AXIS_H, prev = null;
-    this.lanes.forEach(function (lane) {
-      if (prev && (prev.kind !== lane.kind || (lane.kind === 'range' && lane.first))) y += GAP;
-      lane.y = y;
-      y += lane.h;
-      prev = lane;
-    });
-    this.height = y + 4;
-    this.slices = this.lanes.reduce(function (n, l) { return n + l.starts.length; }, 0);
   };
 
   Timeline.prototype.buildDom = function () {
@@ -505,13 +525,27 @@
         ctx.fillRect(Math.round(x), AXIS_H - 4, 1, self.height - AXIS_H);
       }
     });
+    var byRank = [];   /* slices drawn per lane group, for the tests */
     this.lanes.forEach(function (lane, k) {
+      if (lane.kind === 'rank') {   /* a rank's group opens with a band */
+        ctx.fillStyle = '#eef1f6';
+        ctx.fillRect(0, lane.y, w, lane.h);
+        ctx.fillStyle = '#98a2b3';
+        ctx.fillRect(0, lane.y, w, 1);
+        byRank[lane.rank] = 0;
+        return;
+      }
       if (k % 2) {
         ctx.fillStyle = '#fafbfc';
         ctx.fillRect(0, lane.y, w, lane.h);
       }
-      if (lane.kind === 'mem') self.drawMemory(ctx, lane);
-      else drawn += self.drawLane(ctx, lane);
+      if (lane.kind === 'mem') {
+        self.drawMemory(ctx, lane);
+        return;
+      }
+      var n = self.drawLane(ctx, lane);
+      drawn += n;
+      if (byRank[lane.rank] !== undefined) byRank[lane.rank] += n;
     });
     [this.pinned, this.hover].forEach(function (hit, k) {
       if (!hit || hit.lane.kind === 'mem') return;
@@ -530,6 +564,7 @@
     this.lanes.forEach(function (lane) {
       var label = lane.kind === 'mem' ? 'live memory' : lane.label;
       if (!label) return;
+      ctx.font = lane.kind === 'rank' ? 'bold 12px system-ui, sans-serif' : '12px system-ui, sans-serif';
       while (label.length > 3 && ctx.measureText(label).width > GUTTER - 12) label = label.slice(0, -2) + '\u2026';
       ctx.fillText(label, 6, lane.y + Math.min(lane.h, GPU_H) / 2);
     });
@@ -539,6 +574,7 @@
     this.el.setAttribute('data-view', Math.round(this.v0) + ' ' + Math.round(this.v1));
     this.el.setAttribute('data-slices', String(this.slices));
     this.el.setAttribute('data-lanes', String(this.lanes.length));
+    this.el.setAttribute('data-ranks', byRank.map(function (n, g) { return self.d.ranks[g] + ':' + n; }).join(' '));
     this.info.textContent = 'showing ' + fmtTime(this.v1 - this.v0) + ' from ' + fmtTime(this.v0 - this.origin) +
       ', ' + drawn + ' of ' + this.slices + ' slices';
   };
@@ -546,7 +582,7 @@
   /* The slice (or memory value) under canvas point (x, y), or null. */
   Timeline.prototype.hit = function (x, y) {
     var lane = this.laneAt(y);
-    if (!lane || x < GUTTER) return null;
+    if (!lane || x < GUTTER || lane.kind === 'rank') return null;
     var t = this.tOf(x);
     if (lane.kind === 'mem') {
       var i = lowerBound(lane.t, t + 1) - 1;
@@ -564,11 +600,17 @@
     return best === null ? null : { lane: lane, i: best };
   };
 
-  /* [label, value] pairs describing a hit. */
+  /* [label, value] pairs describing a hit; its rank last on a page of several. */
   Timeline.prototype.describe = function (hit) {
+    var kv = this.describeSlice(hit), d = this.d;
+    if (d.ranks.length > 1) kv.push(['rank', String(d.ranks[hit.lane.rank])]);
+    return kv;
+  };
+
+  Timeline.prototype.describeSlice = function (hit) {
     var lane = hit.lane, d = this.d;
     if (lane.kind === 'mem')
-      return [['live memory', fmtBytes(hit.v)], ['at', fmtTime(hit.t - this.origin)], ['view', d.mem.view]];
+      return [['live memory', fmtBytes(hit.v)], ['at', fmtTime(hit.t - this.origin)], ['view', d.mem[lane.rank].view]];
     var start = lane.starts[hit.i], dur = lane.durs[hit.i];
     if (lane.kind === 'gpu') {
       var s = d.streams[lane.stream].s, r = lane.refs[hit.i], cat = d.cats[s[r + 3]];
@@ -717,7 +759,8 @@
       var src = document.getElementById(el.getAttribute('data-src'));
       if (!src) return;
       var data = JSON.parse(src.textContent);
-      if (!data.streams.length && !data.threads.length && data.mem.p.length < 4) {
+      var noMem = data.mem.every(function (m) { return m.p.length < 4; });
+      if (!data.streams.length && !data.threads.length && noMem) {
         var p = document.createElement('p');
         p.className = 'muted';
         p.textContent = 'Nothing to draw: the bundle holds no GPU work, NVTX range or allocation in its steps.';

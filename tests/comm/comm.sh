@@ -10,7 +10,8 @@
 #     rank, bundles of two runs refused, a rank given twice refused, ranks
 #     whose clocks no time line holds refused, a missing rank warned about;
 #   - export: one process per rank on one time line; report: a
-#     Communication card; diff of two data-parallel modes.
+#     Communication card and a timeline lane group per rank; diff of two
+#     data-parallel modes.
 set -u
 st=$1
 gen=$2
@@ -199,6 +200,22 @@ grep -q 'id="comm"' "$tmp/run.html" || fail "no Communication card"
 grep -q 'href="#comm">Communication</a>' "$tmp/run.html" || fail "no Communication link"
 grep -q 'allreduce/bucket.1' "$tmp/run.html" || fail "the card lacks the collectives"
 grep -q 'Arrival skew' "$tmp/run.html" || fail "the card lacks the skew"
+# the timeline: a lane group per rank (its GPU stream, its thread, its memory), on the run's time line
+if command -v python3 >/dev/null; then
+	python3 - "$tmp/run.html" >"$tmp/tl.txt" 2>&1 <<'EOF' || fail "report timeline: $(cat "$tmp/tl.txt")"
+import json, re, sys
+page = open(sys.argv[1]).read()
+d = json.loads(re.search(r'id="timeline-data">(.*?)</script>', page, re.S).group(1))
+assert d["ranks"] == [0, 1], d["ranks"]
+for key in ("streams", "threads", "mem"):
+    assert sorted({t["rank"] for t in d[key]}) == [0, 1], (key, [t["rank"] for t in d[key]])
+# the first bucket.0: rank 1's 200 us after rank 0's, as in the export
+names = d["strings"]
+nccl = sorted((s["s"][i], s["rank"]) for s in d["streams"] for i in range(0, len(s["s"]), 5)
+              if names[s["s"][i + 2]].startswith("nccl"))
+assert nccl[1][0] - nccl[0][0] == 200000 and [r for _, r in nccl[:2]] == [0, 1], nccl[:2]
+EOF
+fi
 # shellcheck disable=SC2086
 "$st" report $B $N -o "$tmp/diff.html" 2>/dev/null || fail "report diff of two runs"
 grep -q 'id="a-comm"' "$tmp/diff.html" && grep -q 'id="b-comm"' "$tmp/diff.html" ||

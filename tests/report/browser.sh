@@ -4,7 +4,8 @@
 # pans (by the hook and by dispatched drag and wheel events), hovering shows
 # a kernel and a click pins it, a header click sorts, nothing is wider than
 # its card at 1280 and 1920 px (synthetic bundles and samples/, the diff
-# with its folded reports open), and a truncated bundle says so. At both
+# with its folded reports open), a truncated bundle says so, and a run of
+# two ranks (docs/multi) draws a lane group of each. At both
 # widths the page's own geometry (the #layout hook) has no card title
 # under the sticky bar after its link is followed, no axis label past the
 # timeline's edge or text past an SVG chart's, the run's lists with their
@@ -48,6 +49,11 @@ for width in 1280 1920; do
   page_dom "$tmp/real-diff.html#check&open&layout" $width "$tmp/real-diff.dom"
   check "$tmp/real-diff.dom" --overflow --layout --decimals --timelines 2 --drawn-min 300
 done
+# a run of two ranks: one lane group per rank, both drawn
+"$steptrace" report "$here/../../docs/multi/ddp-bucket.rank0.stb" "$here/../../docs/multi/ddp-bucket.rank1.stb" \
+  -o "$tmp/ranks.html" 2>/dev/null
+page_dom "$tmp/ranks.html#check&probe=longest" 1280 "$tmp/ranks.dom"
+check "$tmp/ranks.dom" --overflow --timelines 1 --drawn-min 300 --pinned --ranks 0,1
 page_dom "$tmp/cut.html#check" 1280 "$tmp/cut.dom"
 check "$tmp/cut.dom" --overflow --timelines 1 --drawn-min 100 --banner "Truncated bundle. 'cut.stb' is truncated"
 echo "browser: $all slices drawn, $zoomed zoomed in"

@@ -5,7 +5,7 @@ results into data-* attributes. Standard library only.
 
   check_dom.py PAGE.dom [--overflow] [--layout] [--decimals] [--timelines N] [--drawn-min N]
                [--sorted TABLE:COL:asc|desc ...] [--pinned] [--gestures] [--banner TEXT]
-               [--print-drawn]
+               [--ranks R,R...] [--print-drawn]
 
 Always: report.js finished (data-ready) and no script error was collected
 (data-js-errors is 0). Prints one line per failure and exits 1.
@@ -99,6 +99,7 @@ def main():
     ap.add_argument('--sorted', action='append', default=[],
                     help='TABLE:COL:asc|desc, the order the hook asked for (repeatable)')
     ap.add_argument('--pinned', action='store_true', help='a click pinned a kernel in every timeline')
+    ap.add_argument('--ranks', help='the first timeline drew a lane group per rank of these (0,1), each with slices')
     ap.add_argument('--gestures', action='store_true',
                     help='the drag moved the view later by the same span, the wheel then zoomed in')
     ap.add_argument('--banner', help='text the page must show')
@@ -160,6 +161,13 @@ def main():
                 fails.append('dragging left did not pan later: %s -> %s' % (fit, dragged))
             if not (0 < now[1] - now[0] < 0.8 * (dragged[1] - dragged[0])):
                 fails.append('the wheel did not zoom in: %s -> %s' % (dragged, now))
+    if args.ranks is not None and page.timelines:
+        groups = dict(g.split(':') for g in page.timelines[0].get('data-ranks', '').split())
+        if sorted(groups) != sorted(args.ranks.split(',')):
+            fails.append('the timeline drew lane groups of ranks %s, want %s' % (sorted(groups), args.ranks))
+        for rank, n in groups.items():
+            if int(n) < 1:
+                fails.append('the lane group of rank %s drew no slice' % rank)
     for spec in args.sorted:
         table, col, direction = spec.split(':')
         col = int(col)

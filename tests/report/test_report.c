@@ -3,7 +3,7 @@
  * look. The timeline's JSON (report_timeline.c) on a replay built by hand:
  * which steps it keeps under a budget, times from the first step kept, op
  * paths, the memory counter's value before the window, strings that cannot
- * end the <script> element. And html.c: JSON strings, sortable tables with
+ * end the <script> element, a lane group per rank of a run. And html.c: JSON strings, sortable tables with
  * exact sort values, one decimal in every row of an ns column, long names
  * ellipsized with a title, hidden columns and folded rows, a command line's
  * words.
@@ -52,8 +52,12 @@ static int build(struct replay *rp)
 	return builder_close(&b, "ok");
 }
 
-/* The timeline's document for rp under `budget`, parsed; NULL on failure. */
-static json_t *timeline(const struct replay *rp, const struct mem_timeline *tl, size_t budget)
+/*
+ * The timeline's document for ranks[0..n) (n 0: rp alone, through
+ * report_timeline_write) under `budget`, parsed; NULL on failure.
+ */
+static json_t *timeline_of(const struct replay *rp, const struct mem_timeline *tl,
+			   const struct report_timeline_rank *ranks, size_t n, size_t budget)
 {
 	char *text = NULL, *body, *end;
 	size_t len = 0;
@@ -61,7 +65,8 @@ static json_t *timeline(const struct replay *rp, const struct mem_timeline *tl, 
 	json_error_t err;
 	json_t *doc = NULL;
 
-	if (!out || report_timeline_write(out, rp, tl, "tl", budget) < 0 || fclose(out) != 0) {
+	if (!out || (n ? report_timeline_write_ranks(out, ranks, n, "tl", budget)
+		       : report_timeline_write(out, rp, tl, "tl", budget)) < 0 || fclose(out) != 0) {
 		CHECK(0, "report_timeline_write failed");
 		free(text);
 		return NULL;
@@ -75,6 +80,11 @@ static json_t *timeline(const struct replay *rp, const struct mem_timeline *tl, 
 	CHECK(doc != NULL, "not JSON: %s", doc ? "" : err.text);
 	free(text);
 	return doc;
+}
+
+static json_t *timeline(const struct replay *rp, const struct mem_timeline *tl, size_t budget)
+{
+	return timeline_of(rp, tl, NULL, 0, budget);
 }
 
 static const char *string_at(const json_t *doc, const json_t *index)
@@ -124,7 +134,7 @@ static void test_whole(const struct replay *rp, const struct mem_timeline *tl)
 	CHECK_STR(string_at(doc, json_array_get(r, 10)), "step/forward");
 	CHECK_U64(json_integer_value(json_array_get(r, 8)), 1);                   /* forward's depth */
 	CHECK_U64(json_integer_value(json_array_get(r, 11)), 300);                /* forward's GPU busy */
-	mem = json_object_get(json_object_get(doc, "mem"), "p");
+	mem = json_object_get(json_array_get(json_object_get(doc, "mem"), 0), "p");
 	CHECK_U64(json_integer_value(json_array_get(mem, 1)), 100);               /* live before step 0 */
 	CHECK_U64(json_integer_value(json_array_get(mem, 2)), 1040);              /* the allocation in step 1 */
 	CHECK_U64(json_integer_value(json_array_get(mem, 3)), 150);
@@ -146,7 +156,7 @@ static void test_budget(const struct replay *rp, const struct mem_timeline *tl)
 	CHECK_U64(json_integer_value(json_object_get(doc, "first")), 0);
 	CHECK_U64(json_integer_value(json_array_get(json_array_get(steps, 0), 2)), 0);
 	CHECK_U64(slices(doc), 4);
-	mem = json_object_get(json_object_get(doc, "mem"), "p");
+	mem = json_object_get(json_array_get(json_object_get(doc, "mem"), 0), "p");
 	CHECK_U64(json_integer_value(json_array_get(mem, 1)), 100);               /* the setup's block */
 	CHECK_U64(json_integer_value(json_array_get(mem, 2)), 40);
 	omitted = json_string_value(json_object_get(doc, "omitted"));
@@ -160,6 +170,52 @@ static void test_budget(const struct replay *rp, const struct mem_timeline *tl)
 	CHECK_U64(slices(doc), 3);
 	omitted = json_string_value(json_object_get(doc, "omitted"));
 	CHECK(omitted && strstr(omitted, "Only the first 3 slices of the step"), "omitted: %s", omitted);
+	json_decref(doc);
+}
+
+/*
+ * Two ranks of one run (the same steps, rank 1 placed 250 ns later on the
+ * run's time line): one lane group each, labelled by rank, on the run's
+ * time line; a step spans both ranks'; the budget counts both.
+ */
+static void test_ranks(const struct replay *rp, const struct mem_timeline *tl)
+{
+	const struct report_timeline_rank ranks[2] = { { rp, tl, 0, 3 }, { rp, tl, 250, 5 } };
+	json_t *doc = timeline_of(NULL, NULL, ranks, 2, 1000), *v, *s0, *s1;
+	size_t i, streams[2] = { 0 }, threads[2] = { 0 };
+
+	if (!doc)
+		return;
+	CHECK_U64(json_array_size(json_object_get(doc, "ranks")), 2);
+	CHECK_U64(json_integer_value(json_array_get(json_object_get(doc, "ranks"), 0)), 3);
+	CHECK_U64(json_integer_value(json_array_get(json_object_get(doc, "ranks"), 1)), 5);
+	json_array_foreach(json_object_get(doc, "streams"), i, v)
+		if (json_integer_value(json_object_get(v, "rank")) < 2)
+			streams[json_integer_value(json_object_get(v, "rank"))]++;
+	json_array_foreach(json_object_get(doc, "threads"), i, v)
+		if (json_integer_value(json_object_get(v, "rank")) < 2)
+			threads[json_integer_value(json_object_get(v, "rank"))]++;
+	CHECK(streams[0] == 1 && streams[1] == 1, "streams of each rank: %zu, %zu", streams[0], streams[1]);
+	CHECK(threads[0] == 1 && threads[1] == 1, "threads of each rank: %zu, %zu", threads[0], threads[1]);
+	CHECK_U64(slices(doc), 24);
+	s0 = json_object_get(json_array_get(json_object_get(doc, "streams"), 0), "s");
+	s1 = json_object_get(json_array_get(json_object_get(doc, "streams"), 1), "s");
+	CHECK_U64(json_integer_value(json_array_get(s0, 0)), 100);   /* from step 0's start, rank 0's */
+	CHECK_U64(json_integer_value(json_array_get(s1, 0)), 350);   /* the same kernel, 250 ns later */
+	v = json_array_get(json_object_get(doc, "steps"), 1);
+	CHECK_U64(json_integer_value(json_array_get(v, 2)), 1000);   /* step 1: rank 0's start */
+	CHECK_U64(json_integer_value(json_array_get(v, 3)), 2150);   /* to rank 1's end */
+	CHECK_U64(json_array_size(json_object_get(doc, "mem")), 2);
+	v = json_object_get(json_array_get(json_object_get(doc, "mem"), 1), "p");
+	CHECK_U64(json_integer_value(json_array_get(v, 2)), 1290);   /* rank 1's allocation in step 1 */
+	json_decref(doc);
+
+	/* a budget of one step of one rank: the first measured step of both, cut */
+	doc = timeline_of(NULL, NULL, ranks, 2, 5);
+	if (!doc)
+		return;
+	CHECK_U64(json_array_size(json_object_get(doc, "steps")), 1);
+	CHECK_U64(slices(doc), 5);
 	json_decref(doc);
 }
 
@@ -249,6 +305,7 @@ int main(void)
 		return 1;
 	test_whole(&rp, &tl);
 	test_budget(&rp, &tl);
+	test_ranks(&rp, &tl);
 	test_tables();
 	test_json_string();
 	test_words();
