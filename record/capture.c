@@ -18,6 +18,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -571,11 +572,20 @@ static void pool_release(void)
 	pthread_mutex_unlock(&cap.pool_lock);
 }
 
+/* Buffer traffic, for STEPTRACE_DEBUG_BUFFERS (issue 23: where --ddp naive's drops come from). */
+static struct {
+	_Atomic uint64_t requested, denied, completed, empty, records_valid;
+	_Atomic uint64_t ctx_dropped;    /* dropped in a context's queue (kernels, copies), not yet booked */
+} bufstat;
+
 static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
 	*buffer = pool_get();
 	*size = *buffer ? BUFFER_BYTES : 0;
 	*max_records = 0;
+	bufstat.requested++;
+	if (!*buffer)
+		bufstat.denied++;
 }
 
 /* ---- decoding (under the session lock) ------------------------------- */
@@ -992,6 +1002,11 @@ static void count_drops_locked(void)
 		cap.dropped += dropped;
 		rec_session_count_dropped_locked(cap.s, ST_KERNEL, dropped);
 	}
+	dropped = (size_t)atomic_exchange(&bufstat.ctx_dropped, 0);
+	if (dropped) {
+		cap.dropped += dropped;
+		rec_session_count_dropped_locked(cap.s, ST_KERNEL, dropped);
+	}
 }
 
 /*
@@ -1083,6 +1098,15 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
 
 	if (!buffer)
 		return;
+	bufstat.completed++;
+	bufstat.records_valid += valid;
+	if (!valid)
+		bufstat.empty++;
+	if (ctx) {   /* a context's queue: its drops are counted there, not in the global one */
+		size_t d = 0;
+		if (cuptiActivityGetNumDroppedRecords(ctx, stream, &d) == CUPTI_SUCCESS && d)
+			bufstat.ctx_dropped += d;
+	}
 	pthread_mutex_lock(&cap.queue_lock);
 	if (cap.decoder_running && cap.q_len < BUFFER_MAX) {
 		cap.queue[(cap.q_head + cap.q_len) % BUFFER_MAX] = (struct done_buffer){ buffer, valid };
@@ -1335,6 +1359,11 @@ int capture_stop(void)
 		rc = -1;
 	decoder_end();   /* every buffer CUPTI handed back is decoded now */
 	s = cap.s;
+	if (getenv("STEPTRACE_DEBUG_BUFFERS"))
+		fprintf(stderr, "steptrace: CUPTI buffers: %" PRIu64 " requested (%" PRIu64 " denied), %" PRIu64
+			" completed (%" PRIu64 " empty, %" PRIu64 " bytes of records), %d allocated\n",
+			(uint64_t)bufstat.requested, (uint64_t)bufstat.denied, (uint64_t)bufstat.completed,
+			(uint64_t)bufstat.empty, (uint64_t)bufstat.records_valid, cap.pool_allocated);
 	if (s) {
 		rec_session_lock(s);
 		count_drops_locked();

@@ -198,8 +198,8 @@ drops)
 	for v in "" 33554432; do
 		for m in naive bucket; do
 			echo "== STEPTRACE_CUPTI_DEVICE_BUFFER=$v record --nproc 2 --ddp $m"
-			STEPTRACE_CUPTI_DEVICE_BUFFER=$v $st record --nproc 2 --ddp $m --model small --ctx 512 \
-				--precision bf16 --warmup 1 --steps 2 -o "$out/drops/$m$v.stb" 2>&1 | tail -2
+			STEPTRACE_DEBUG_BUFFERS=1 STEPTRACE_CUPTI_DEVICE_BUFFER=$v $st record --nproc 2 --ddp $m --model small --ctx 512 \
+				--precision bf16 --warmup 1 --steps 2 -o "$out/drops/$m$v.stb" 2>&1 | grep -E "CUPTI buffers|record:" | tail -4
 			$st info "$out/drops/$m$v.rank0.stb" 2>&1 | grep -A12 "Events per kind" | grep -E "kernel|api|range"
 			$st steps "$out/drops/$m$v.rank0.stb" 2>/dev/null | grep -E "^ +[0-9]"
 		done

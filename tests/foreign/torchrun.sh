@@ -1,0 +1,79 @@
+#!/bin/sh
+# torchrun.sh STEPTRACE OUTDIR: PyTorch's data parallelism under torchrun,
+# recorded with `steptrace record -- python3 -m torch.distributed.run
+# --nproc_per_node 2 tests/foreign/ddp_train.py` (label gpu2; issue 23).
+# ddp_train.py writes what it knows (--facts): the parameters' bytes,
+# DDP's bucket sizes, FSDP's units. Checks, with steptrace's own reports:
+#  - the two processes' bundles are one run (rank 0 and 1 of 2, one run id),
+#    and every analysis command takes them together;
+#  - DDP: the all-reduce bytes per step = the gradients' bytes (FP32, as
+#    the parameters) exactly; one all-reduce per bucket, of DDP's own
+#    bucket sizes (its logging data's rebuilt_bucket_sizes), in number and
+#    in bytes;
+#  - FSDP2 (fully_shard on each block and on the model, FP32 parameters,
+#    reshard after forward): per step each block's parameters are
+#    all-gathered twice (forward, backward) and the root's once, each
+#    reduce-scattered once; NCCL's size of an all-gather or a
+#    reduce-scatter is one rank's shard, unit bytes / world size; so
+#    all-gather bytes per step = (2 sum(blocks) + root) / 2 and
+#    reduce-scatter bytes = sum(units) / 2;
+#  - hidden + exposed = the communication time, on every rank;
+#  - NCCL's kernels are communication in summary --by category.
+# Exit 77 (skipped) without two GPUs, torch, or torch.distributed.
+set -u
+. "$(dirname "$0")/torch_prologue.sh"
+if ! "$py" -c "import torch, sys, torch.distributed as d; sys.exit(0 if torch.cuda.device_count() >= 2 and d.is_nccl_available() else 1)" 2>/dev/null; then
+	echo "skip: fewer than two GPUs, or no NCCL in torch"
+	exit 77
+fi
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+for m in ddp fsdp; do
+	flag=""
+	[ $m = fsdp ] && flag=--fsdp
+	echo "+ steptrace record -o $m.stb -- $py -m torch.distributed.run --nproc_per_node 2 ddp_train.py $flag"
+	"$st" record -o "$out/$m.stb" -- "$py" -m torch.distributed.run --nproc_per_node 2 "$here/ddp_train.py" \
+		$flag --facts "$out/$m.json" > "$out/$m.log" 2>&1 || { tail -20 "$out/$m.log"; fail "record $m"; continue; }
+	[ -f "$out/$m.0.stb" ] && [ -f "$out/$m.1.stb" ] || { fail "$m: no $m.0.stb and $m.1.stb"; continue; }
+	for c in info steps summary ranges memory flops comm; do
+		"$st" $c "$out/$m.0.stb" "$out/$m.1.stb" > "$out/$m-$c.txt" 2> "$out/$m-$c.err" ||
+			fail "$m: steptrace $c of both ranks: $(cat "$out/$m-$c.err")"
+		grep -q "not ranks of one run" "$out/$m-$c.err" && fail "$m: $c says the ranks are not of one run"
+	done
+	"$st" comm "$out/$m.0.stb" "$out/$m.1.stb" --format json > "$out/$m-comm.json" 2>/dev/null
+	"$st" summary --by category "$out/$m.0.stb" --format csv > "$out/$m-cat.csv" 2>/dev/null
+	grep -q ",communication$" "$out/$m-cat.csv" || fail "$m: no communication in summary --by category"
+	"$py" - "$m" "$out/$m.json" "$out/$m-comm.json" "$out/$m.0.stb" "$out/$m.1.stb" <<'EOF' || fail "$m: comm disagrees with PyTorch"
+import json, sys
+mode, facts, comm = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+rows = [r for r in comm["collectives"] if "total per step" not in r["Collective"]]
+def per_step(kind):
+    return sum(r["Bytes"] * r["Count"] for r in rows if r["Collective"].startswith(kind) and r.get("Bytes"))
+ok = True
+def check(what, got, want):
+    global ok
+    print(f"{mode}: {what}: steptrace {got}, PyTorch {want}")
+    if got != want:
+        ok = False
+if mode == "ddp":
+    check("all-reduce bytes per step", round(per_step("allreduce")), facts["param_bytes"])
+    ar = sorted(r["Bytes"] for r in rows if r["Collective"].startswith("allreduce") and r["Count"] >= 1)
+    check("all-reduce sizes per step (DDP's buckets)", ar, sorted(facts["bucket_sizes"]))
+else:
+    units, world = facts["unit_bytes"], facts["world_size"]
+    blocks, root = units[:-1], units[-1]
+    check("all-gather bytes per step", round(per_step("allgather")), (2 * sum(blocks) + root) // world)
+    check("reduce-scatter bytes per step", round(per_step("reducescatter")), sum(units) // world)
+for r in comm["ranks"]:
+    if abs(r["Hidden (ms)"] + r["Exposed (ms)"] - r["Comm (ms)"]) > 1e-6 * max(1, r["Comm (ms)"]):
+        print(f"{mode}: rank {r['Rank']}: hidden + exposed != comm: {r}")
+        ok = False
+    if r["Comm (ms)"] <= 0:
+        print(f"{mode}: rank {r['Rank']}: no communication")
+        ok = False
+sys.exit(0 if ok else 1)
+EOF
+	"$st" info "$out/$m.0.stb" 2>/dev/null | grep -Eq "^rank +0 of 2" ||
+		fail "$m: info does not say rank 0 of 2: $(grep -E '^rank' "$out/$m-info.txt")"
+done
+check_done foreign.torchrun
