@@ -2,7 +2,8 @@
  * test_replay.c: replay's rules on hand-made events (NVTX projection with
  * ties, kernels without a launch call, several threads and streams, the
  * range tree, steps and the measured-step filter, --range patterns, the
- * footer's dropped records in words), and a round trip of every event kind through the writer, the reader and replay.
+ * footer's dropped records in words), and a round trip of every event
+ * kind through the writer, the reader and replay.
  */
 #include <stdio.h>
 #include <stdlib.h>
