@@ -234,6 +234,55 @@ out:
  */
 #define JOINED_WIDTH 55
 
+/* ---- what the sides dropped while recording ---------------------------- */
+
+/* Kinds a verdict counts on, ended by 0. */
+static const int gpu_kinds[] = { ST_KERNEL, ST_MEMCPY, ST_MEMSET, 0 };
+static const int memory_kinds[] = { ST_ALLOC, ST_FREE, ST_MEMTAG, 0 };
+
+/* Whether rp dropped records of one of these kinds, or of a kind its footer does not name. */
+static bool side_lost(const struct replay *rp, const int *kinds)
+{
+	uint64_t named = 0;
+
+	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
+		named += replay_dropped(rp, k);
+	if (replay_dropped(rp, -1) > named)
+		return true;
+	for (const int *k = kinds; *k; k++)
+		if (replay_dropped(rp, *k))
+			return true;
+	return false;
+}
+
+/*
+ * The sides whose totals of these kinds are incomplete, "A", "B" or "A and
+ * B"; NULL when both are whole. A verdict over them says so.
+ */
+static const char *lost_sides(const struct replay *a, const struct replay *b, const int *kinds)
+{
+	bool la = side_lost(a, kinds), lb = side_lost(b, kinds);
+
+	return la && lb ? "A and B" : la ? "A" : lb ? "B" : NULL;
+}
+
+/* What each side dropped, and which comparisons that leaves incomplete. */
+static void lost_notes(struct report *r, const struct replay *a, const struct replay *b)
+{
+	const char *gpu = lost_sides(a, b, gpu_kinds), *memory = lost_sides(a, b, memory_kinds);
+	char text[512];
+
+	if (*replay_dropped_text(a, text, sizeof(text)))
+		report_note(r, "A: %s", text);
+	if (*replay_dropped_text(b, text, sizeof(text)))
+		report_note(r, "B: %s", text);
+	if (gpu)
+		report_note(r, "%s dropped records of GPU work: GPU times, kernel counts and their deltas "
+			    "compare incomplete totals", gpu);
+	if (memory)
+		report_note(r, "%s dropped allocation records: the memory peaks may be wrong", memory);
+}
+
 /* ---- cells ------------------------------------------------------------ */
 
 static void cell_or_empty(struct table *t, bool ok, double v)
@@ -688,6 +737,7 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 	struct named_list la = { NULL, 0 }, lb = { NULL, 0 };
 	struct kernel_names kn = { NULL, NULL, 0, 0 };
 	size_t width = opt->full_names ? 0 : JOINED_WIDTH;
+	const char *lost = lost_sides(a, b, gpu_kinds);
 	const char **na = NULL, **nb = NULL;
 	struct pair_row *rows = NULL;
 	size_t n = 0, i = 0, j = 0, shown;
@@ -741,9 +791,15 @@ static int kernels_table(struct report *r, const struct replay *a, const struct 
 		one_side_cells(t, rows[k].only_a, rows[k].a_ns);
 		one_side_cells(t, rows[k].only_b, rows[k].b_ns);
 	}
-	if (n == 0)
+	if (n == 0 && lost)
+		report_note(r, "no kernel of those recorded ran in one bundle only, but %s dropped records of GPU "
+			    "work: whether both ran the same kernels is unknown", lost);
+	else if (n == 0)
 		report_note(r, "both bundles ran the same kernels");
-	else if (shown < n)
+	else if (lost)
+		report_note(r, "%s dropped records of GPU work: a kernel shown in one bundle only may have run, "
+			    "unrecorded, in the other", lost);
+	if (n && shown < n)
 		report_note(r, "%zu of %zu ops with one-sided kernels shown (--top %d)", shown, n, opt->top);
 	if (n && kernel_names_shortened(&kn))
 		report_note(r, KERNEL_NAMES_NOTE);
@@ -885,6 +941,7 @@ int diff_run(const struct replay *a, const struct replay *b, const struct diff_o
 				    100 * overlap);
 		}
 	}
+	lost_notes(r, a, b);
 	if (*what) {
 		report_note(r, "A and B differ in %s", what);
 		if (structural && opt->warn)

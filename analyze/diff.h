@@ -28,6 +28,12 @@
  * st_phase) is its op's, else the first of forward, backward, optimizer,
  * zero_grad, data in its NVTX path, else "other".
  *
+ * A side that dropped records while recording (replay_dropped) compares
+ * incomplete totals: notes say what each side dropped and which
+ * comparisons that leaves incomplete (GPU times and counts for kernels,
+ * copies and memsets; memory peaks for allocations), and the one-sided
+ * kernels are then never called "the same kernels".
+ *
  * Bundles of different models or sizes are still diffed where their names
  * match; what differs in the headers is listed in a note, and, when it is
  * more than the precision or attention implementation (the comparisons

@@ -7,8 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/error.h"
-
 /*
  * A table of (field, value) rows; a value wider than `wrap` goes on as
  * many rows as it takes, broken between words, the field named on the
@@ -169,11 +167,10 @@ static void footer_table(struct report *r, const struct replay *rp, size_t wrap)
 	kv_str(t, "truncated", rp->truncated ? (rp->truncation ? rp->truncation : "yes") : "no");
 }
 
-static uint64_t counts_table(struct report *r, const struct replay *rp)
+static void counts_table(struct report *r, const struct replay *rp)
 {
 	const struct replay_footer *f = &rp->run.footer;
 	struct table *t = report_add_table(r, "counts", "Events per kind");
-	uint64_t dropped = 0;
 
 	table_add_column(t, "Kind", COL_STR, 0);
 	table_add_column(t, "Footer", COL_INT, 0);
@@ -187,34 +184,27 @@ static uint64_t counts_table(struct report *r, const struct replay *rp)
 		else
 			table_empty(t);
 		table_int(t, (int64_t)rp->counts[k]);
-		if (f->has_count[k]) {
-			table_int(t, (int64_t)f->count_dropped[k]);
-			dropped += f->count_dropped[k];
-		} else {
+		if (f->has_count[k])
+			table_int(t, (int64_t)replay_dropped(rp, k));
+		else
 			table_empty(t);
-		}
 	}
-	if (rp->run.has_footer && f->dropped > dropped)
-		dropped = f->dropped;
-	return dropped;
 }
 
 int info_run(const struct replay *rp, const struct info_opts *o, struct report *r)
 {
-	uint64_t dropped, footer_events = 0;
+	uint64_t footer_events = 0;
+	char dropped[512];
 
 	header_table(r, rp, o->wrap);
 	footer_table(r, rp, o->wrap);
-	dropped = counts_table(r, rp);
+	counts_table(r, rp);
 	if (rp->run.has_footer)
 		footer_events = rp->run.footer.events;
 
-	if (dropped) {
-		warning("'%s': %" PRIu64 " records were dropped while recording; totals undercount",
-			rp->path, dropped);
-		report_note(r, "WARNING: %" PRIu64 " records were dropped while recording: totals undercount "
-			    "(enlarge CUPTI's buffers)", dropped);
-	}
+	/* loudly: on stderr too, where replay_load warned when it read the bundle */
+	if (*replay_dropped_text(rp, dropped, sizeof(dropped)))
+		report_note(r, "WARNING: %s", dropped);
 	if (rp->truncated)
 		report_note(r, "incomplete bundle (%s): everything above covers only the %" PRIu64
 			    " events read", rp->truncation ? rp->truncation : "no footer", rp->events_read);

@@ -4,7 +4,8 @@
  * or not, why it ended, how the steps were found when it says: "steps
  * from", with the recorder's word beside the replay's when replay found
  * them itself), event counts per kind as the footer states them
- * and as read, dropped records (loudly: also a warning line), truncation.
+ * and as read, dropped records (loudly: a note, beside the warning line
+ * replay_load prints for every command), truncation.
  */
 #ifndef STEPTRACE_ANALYZE_INFO_H
 #define STEPTRACE_ANALYZE_INFO_H

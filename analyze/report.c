@@ -300,7 +300,7 @@ void page_chips(FILE *out, const struct replay *rp)
 void page_banner(FILE *out, const struct replay *rp, const char *label)
 {
 	const struct replay_footer *f = &rp->run.footer;
-	char who[512];
+	char who[512], dropped[512];
 
 	snprintf(who, sizeof(who), "%s%s'%s'", label ? label : "", label ? ", " : "", page_base_name(rp->path));
 	if (!rp->run.has_footer && rp->path) {
@@ -312,16 +312,16 @@ void page_banner(FILE *out, const struct replay *rp, const char *label)
 		fputs("</div>\n", out);
 		return;
 	}
-	if (rp->run.has_footer && (!f->complete || f->dropped)) {
+	replay_dropped_text(rp, dropped, sizeof(dropped));
+	if (rp->run.has_footer && (!f->complete || *dropped)) {
 		fputs("<div class=\"banner\" role=\"alert\"><b>Incomplete recording.</b> ", out);
 		html_printf(out, "%s: the recording %s%s", who,
 			    !f->complete ? "says it is incomplete" : "is complete",
 			    *f->end_reason && strcmp(f->end_reason, "ok") != 0 ? " (it ended: " : "");
 		if (*f->end_reason && strcmp(f->end_reason, "ok") != 0)
 			html_printf(out, "%s)", f->end_reason);
-		if (f->dropped)
-			html_printf(out, "; %" PRIu64 " records were dropped, so some work is missing from the numbers",
-				    f->dropped);
+		if (*dropped)
+			html_printf(out, "; %s", dropped);
 		fputs(".</div>\n", out);
 	}
 }
@@ -354,7 +354,7 @@ void page_run(FILE *out, const struct replay *rp)
 	if (h->has_footer)
 		kv(out, "Bundle", "%s, %" PRIu64 " events in %" PRIu32 " chunks, %s%s", page_base_name(rp->path),
 		   h->footer.events, h->footer.chunks, h->footer.complete ? "complete" : "incomplete",
-		   h->footer.dropped ? ", records dropped" : "");
+		   replay_dropped(rp, -1) ? ", records dropped" : "");
 	else if (rp->path)
 		kv(out, "Bundle", "%s, %" PRIu64 " events read, truncated (%s)", page_base_name(rp->path), rp->events_read,
 		   rp->truncation ? rp->truncation : "no footer");

@@ -16,11 +16,13 @@
  *   }
  *
  * analysis_main parses, checks the values (a bad one is a usage error),
- * loads the bundles into replays, sorts them into runs, runs, prints the
- * report in --format and releases everything. Its return value is the exit
- * status. A command with a report also takes --section NAME, which prints
- * that table alone; CSV prints one table (the first unless --section says),
- * and the report's notes go to stderr there: one CSV file on stdout.
+ * loads the bundles into replays (replay_load: a bundle that lost records,
+ * truncated or dropped while recording, warns in one line, once), sorts
+ * them into runs, runs, prints the report in --format and releases
+ * everything. Its return value is the exit status. A command with a report
+ * also takes --section NAME, which prints that table alone; CSV prints one
+ * table (the first unless --section says), and the report's notes go to
+ * stderr there: one CSV file on stdout.
  *
  * A run is one bundle, or the bundles of the ranks of one run on several
  * GPUs (replay/ranks.h: one run id), given in any order: `steptrace summary

@@ -1,6 +1,7 @@
 /* human.c: see human.h. */
 #include "lib/human.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -79,4 +80,35 @@ double human_time_unit(double max_ns, const char **name)
 	if (name)
 		*name = units[i];
 	return u;
+}
+
+void human_group_digits(const char *in, char *out, size_t len)
+{
+	const char *p = in, *int_end;
+	size_t o = 0, ndig;
+
+	if (*p == '-' || *p == '+')
+		out[o++] = *p++;
+	int_end = p;
+	while (*int_end >= '0' && *int_end <= '9')
+		int_end++;
+	ndig = (size_t)(int_end - p);
+	while (p < int_end && o + 2 < len) {
+		out[o++] = *p++;
+		ndig--;
+		if (ndig && ndig % 3 == 0)
+			out[o++] = ',';
+	}
+	while (*p && o + 1 < len)
+		out[o++] = *p++;
+	out[o] = '\0';
+}
+
+char *human_count(char *buf, size_t n, uint64_t count)
+{
+	char raw[32];
+
+	snprintf(raw, sizeof(raw), "%" PRIu64, count);
+	human_group_digits(raw, buf, n);
+	return buf;
 }

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "lib/error.h"
+#include "lib/human.h"
 #include "lib/utf8.h"
 
 enum cell_kind { CELL_EMPTY, CELL_STR, CELL_INT, CELL_FLOAT };
@@ -390,29 +391,6 @@ void report_stack(struct report *dst, struct report *const *src, const char *con
 		}
 }
 
-/* Inserts ',' every three digits of the integer part of a formatted number. */
-static void group_digits(const char *in, char *out, size_t len)
-{
-	const char *p = in, *int_end;
-	size_t o = 0, ndig;
-
-	if (*p == '-' || *p == '+')
-		out[o++] = *p++;
-	int_end = p;
-	while (*int_end >= '0' && *int_end <= '9')
-		int_end++;
-	ndig = (size_t)(int_end - p);
-	while (p < int_end && o + 2 < len) {
-		out[o++] = *p++;
-		ndig--;
-		if (ndig && ndig % 3 == 0)
-			out[o++] = ',';
-	}
-	while (*p && o + 1 < len)
-		out[o++] = *p++;
-	out[o] = '\0';
-}
-
 /*
  * Formats a cell for the text formats into buf. `grouped` adds thousands
  * separators. Returns buf, or the string itself for string cells.
@@ -446,7 +424,7 @@ static const char *format_cell(const struct table *t, size_t col, const struct c
 		break;
 	}
 	if (grouped)
-		group_digits(raw, buf, len);
+		human_group_digits(raw, buf, len);
 	else
 		snprintf(buf, len, "%s", raw);
 	return buf;

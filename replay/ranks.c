@@ -346,6 +346,25 @@ static void op_event(struct move *m, const struct replay_op *o, struct st_event 
 	memcpy(ev->op.outputs, o->outputs, sizeof(o->outputs));
 }
 
+/*
+ * The pooled run's drops are every rank's (its facts are rank 0's
+ * otherwise): totals across the ranks undercount by all of them.
+ */
+static void pool_dropped(struct replay *out, const struct replay_ranks *rs)
+{
+	struct replay_footer *f = &out->run.footer;
+
+	for (size_t r = 1; r < rs->n; r++) {
+		const struct replay_footer *g = &rs->rank[r]->run.footer;
+
+		f->dropped += g->dropped;
+		for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++) {
+			f->has_count[k] |= g->has_count[k];
+			f->count_dropped[k] += g->count_dropped[k];
+		}
+	}
+}
+
 /* Every event of one rank into out, moved. -1 on allocation failure. */
 static int move_rank(struct move *m, struct replay *out)
 {
@@ -486,6 +505,7 @@ int replay_ranks_pool(struct replay *out, const struct replay_ranks *rs)
 	if (rs->n) {
 		out->run = rs->rank[0]->run;
 		out->path = rs->rank[0]->path;
+		pool_dropped(out, rs);
 	}
 	rc = 0;
 out:

@@ -61,7 +61,8 @@ void replay_runs_release(struct replay_ranks *runs, size_t n);
 
 /*
  * Every rank's events in one replay (see above), built; `out` points into
- * the ranks' replays (its run facts are rank 0's): release it before them.
+ * the ranks' replays (its run facts are rank 0's, but for the footer's
+ * dropped counts: every rank's summed): release it before them.
  * -1 after one line.
  */
 int replay_ranks_pool(struct replay *out, const struct replay_ranks *rs);

@@ -321,6 +321,26 @@ static void set_budget(struct bundle_reader *r, const char *path, const struct r
 	bundle_reader_set_budget(r, scaled, REPLAY_EVENT_BYTES, scaled < limit ? why : NULL);
 }
 
+/*
+ * What the bundle lacks, in one line: what was cut off, what was dropped
+ * while recording (both, the truncation first), nothing for a sound one.
+ * Every analysis command loads its bundles here, each once, so each bundle
+ * says it once.
+ */
+static void warn_loss(const struct replay *rp)
+{
+	char dropped[512];
+
+	replay_dropped_text(rp, dropped, sizeof(dropped));
+	if (rp->truncated)
+		warning("'%s' is truncated (%s): read %" PRIu32 " chunks, %" PRIu64
+			" events; results cover only that part%s%s", rp->path,
+			rp->truncation ? rp->truncation : "no footer", rp->chunks_read,
+			rp->events_read, *dropped ? "; " : "", dropped);
+	else if (*dropped)
+		warning("'%s': %s", rp->path, dropped);
+}
+
 int replay_load(struct replay *rp, const char *path, const struct replay_options *opt)
 {
 	struct bundle_reader *r;
@@ -348,11 +368,8 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	rp->chunks_read = bundle_reader_chunks(r);
 	rp->events_read = bundle_reader_events(r);
 	rp->memory = bundle_reader_memory(r);
-	if (rp->truncated && !(opt && opt->quiet))
-		warning("'%s' is truncated (%s): read %" PRIu32 " chunks, %" PRIu64
-			   " events; results cover only that part", path,
-			   rp->truncation ? rp->truncation : "no footer", rp->chunks_read,
-			   rp->events_read);
+	if (!(opt && opt->quiet))
+		warn_loss(rp);
 
 	/* The reader's string table, by pointer: the reader lives as long as rp. */
 	{

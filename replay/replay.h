@@ -318,14 +318,37 @@ struct replay {
 	void *priv;                           /* builder state, reader, arenas */
 };
 
+/*
+ * Records the bundle says were lost while recording (its footer's dropped
+ * counts; 0 without a footer): of kind k (enum st_kind), or, for k = -1, in
+ * all: the kinds' sum, or the footer's total when that says more. CUPTI
+ * does not say of which kind the activity records it dropped were: the
+ * recorder books them under ST_KERNEL, copies and memsets among them.
+ */
+uint64_t replay_dropped(const struct replay *rp, int kind);
+
+/*
+ * What was dropped, for people, into buf (len), "" when nothing was; the
+ * counts per kind, why where the recorder knows, and what undercounts:
+ *   2,637 kernel records were dropped while recording (CUPTI's buffers were
+ *   full; it does not say of which kind: copies and memsets may be among
+ *   them): kernel totals undercount
+ * replay_load warns with it; info and diff say it in their notes. Returns buf.
+ */
+const char *replay_dropped_text(const struct replay *rp, char *buf, size_t len);
+
 /* ---- lifetime -------------------------------------------------------- */
 
 void replay_init(struct replay *rp);
 
 /*
- * Reads the whole bundle through trace/bundle.h and builds it. A truncated
- * bundle loads what it holds and warns once (unless opt->quiet):
+ * Reads the whole bundle through trace/bundle.h and builds it. A bundle
+ * that lost records warns in one line (unless opt->quiet), whatever it
+ * lost: a truncated bundle loads what it holds,
  *   warning: 'x.stb' is truncated (why): read N chunks, M events; results cover only that part
+ * and one whose footer counts dropped records (replay_dropped_text) says so,
+ * after the truncation when both:
+ *   warning: 'x.stb': 2,637 kernel records were dropped while recording (...): kernel totals undercount
  * Anything else wrong prints one error line and returns -1 (rp is then
  * released). opt may be NULL.
  */

@@ -6,7 +6,11 @@
  */
 #include "replay/internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "lib/human.h"
 
 static const char *str(struct replay *rp, const char *s)
 {
@@ -137,4 +141,82 @@ void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptr
 		footer_fill(rp, &run->footer, f);
 	}
 	run->steps_from = run->footer.steps_from;   /* replay_build may find its own */
+}
+
+uint64_t replay_dropped(const struct replay *rp, int kind)
+{
+	const struct replay_footer *f = &rp->run.footer;
+	uint64_t sum = 0;
+
+	/* zero without a footer (replay_run_fill) */
+	if (kind >= ST_KIND_FIRST && kind <= ST_KIND_LAST)
+		return f->has_count[kind] ? f->count_dropped[kind] : 0;
+	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
+		sum += f->has_count[k] ? f->count_dropped[k] : 0;
+	return f->dropped > sum ? f->dropped : sum;
+}
+
+/* snprintf at buf + *at, never past len; *at moves on. */
+static void appendf(char *buf, size_t len, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void appendf(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*at >= len)
+		return;
+	va_start(ap, fmt);
+	*at += (size_t)vsnprintf(buf + *at, len - *at, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The kinds with drops, "kernel", "kernel and range", "kernel, memcpy and
+ * range", each after its count with `counts`; the records of no kind the
+ * footer names, when it counts more than its kinds, last as "other".
+ */
+static void kinds_list(const struct replay *rp, char *buf, size_t len, bool counts)
+{
+	uint64_t v[ST_KIND_COUNT + 1] = { 0 }, all = replay_dropped(rp, -1), kinds = 0;
+	const char *name[ST_KIND_COUNT + 1];
+	size_t at = 0, n = 0, shown = 0;
+	char num[32];
+
+	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++) {
+		v[n] = replay_dropped(rp, k);
+		name[n] = st_kind_name(k);
+		kinds += v[n];
+		n += v[n] > 0;
+	}
+	if (all > kinds && (kinds || counts)) {
+		v[n] = all - kinds;
+		name[n++] = kinds ? "other" : "";
+	}
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++, shown++) {
+		appendf(buf, len, &at, "%s", shown == 0 ? "" : shown + 1 == n ? " and " : ", ");
+		if (counts)
+			appendf(buf, len, &at, "%s%s", human_count(num, sizeof(num), v[i]), *name[i] ? " " : "");
+		appendf(buf, len, &at, "%s", name[i]);
+	}
+}
+
+const char *replay_dropped_text(const struct replay *rp, char *buf, size_t len)
+{
+	uint64_t all = replay_dropped(rp, -1);
+	char counts[320], names[160];
+	size_t at = 0;
+
+	if (len)
+		buf[0] = '\0';
+	if (!all || !len)
+		return buf;
+	kinds_list(rp, counts, sizeof(counts), true);
+	kinds_list(rp, names, sizeof(names), false);
+	appendf(buf, len, &at, "%s record%s dropped while recording", counts, all == 1 ? " was" : "s were");
+	if (replay_dropped(rp, ST_KERNEL))
+		appendf(buf, len, &at, " (CUPTI's buffers were full; it does not say of which kind: copies "
+			"and memsets may be among them)");
+	appendf(buf, len, &at, ": %s%stotals undercount", names, *names ? " " : "");
+	return buf;
 }

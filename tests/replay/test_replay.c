@@ -1,8 +1,9 @@
 /*
  * test_replay.c: replay's rules on hand-made events (NVTX projection with
  * ties, kernels without a launch call, several threads and streams, the
- * range tree, steps and the measured-step filter, --range patterns), and a
- * round trip of every event kind through the writer, the reader and replay.
+ * range tree, steps and the measured-step filter, --range patterns, the
+ * footer's dropped records in words), and a round trip of every event
+ * kind through the writer, the reader and replay.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -388,6 +389,42 @@ static void test_round_trip(const char *dir)
 	error_set_stream(NULL);
 }
 
+/*
+ * What a footer's drops read as: per kind, the footer's total when it says
+ * more (the rest "other"), one record, none.
+ */
+static void test_dropped(void)
+{
+	struct replay rp;
+	struct replay_footer *f = &rp.run.footer;
+	char buf[512];
+
+	memset(&rp, 0, sizeof(rp));
+	CHECK(replay_dropped(&rp, -1) == 0 && !*replay_dropped_text(&rp, buf, sizeof(buf)), "none: '%s'", buf);
+	rp.run.has_footer = true;
+	f->has_count[ST_KERNEL] = f->has_count[ST_RANGE] = f->has_count[ST_ALLOC] = true;
+	f->count_dropped[ST_KERNEL] = 2637;
+	f->count_dropped[ST_RANGE] = 3;
+	f->dropped = 2640;
+	CHECK(replay_dropped(&rp, ST_KERNEL) == 2637 && replay_dropped(&rp, ST_ALLOC) == 0 &&
+	      replay_dropped(&rp, -1) == 2640, "per kind");
+	replay_dropped_text(&rp, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "2,637 kernel and 3 range records were dropped while recording (CUPTI's buffers were "
+		      "full; it does not say of which kind: copies and memsets may be among them): kernel and "
+		      "range totals undercount"), "two kinds: '%s'", buf);
+	f->count_dropped[ST_ALLOC] = 1;
+	f->dropped = 2645;   /* the total says more than the kinds */
+	CHECK(replay_dropped(&rp, -1) == 2645, "total %llu", (unsigned long long)replay_dropped(&rp, -1));
+	replay_dropped_text(&rp, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "2,637 kernel, 3 range, 1 alloc and 4 other records were dropped while recording "
+		      "(CUPTI's buffers were full; it does not say of which kind: copies and memsets may be among "
+		      "them): kernel, range, alloc and other totals undercount"), "other: '%s'", buf);
+	memset(f, 0, sizeof(*f));
+	f->dropped = 1;      /* a footer that names no kind */
+	replay_dropped_text(&rp, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "1 record was dropped while recording: totals undercount"), "one: '%s'", buf);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/st-replay-XXXXXX";
@@ -398,6 +435,7 @@ int main(void)
 	test_projection();
 	test_steps();
 	test_duplicate_ids();
+	test_dropped();
 	test_round_trip(dir);
 	{
 		char cmd[600];
