@@ -148,10 +148,10 @@ int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals
 
 /* ---- per collective, across ranks ---------------------------------------------- */
 
-/* One rank's instances of a collective, on the run's time line. */
+/* One rank's instances of a collective, on the run's time line: kernel start and end, launch call's start. */
 struct instances {
-	uint64_t *start, *end;
-	size_t n, cap_s, cap_e;
+	uint64_t *start, *end, *launch;
+	size_t n, cap_s, cap_e, cap_l;
 };
 
 struct coll {
@@ -165,11 +165,15 @@ struct coll {
 	uint64_t transfer, skew_sum, skew_max, wait_sum;
 	uint32_t *last;              /* per rank: times it arrived last */
 	bool uneven;                 /* the ranks ran different numbers of it */
+	/* why the last rank was late, summed over instances (see blame) */
+	uint64_t host_late, gpu_late, sync_late, data_late;
 };
 
 struct rank_sum {
 	uint64_t time, hidden, compute, steps;
 	double step_ms;
+	/* the host's synchronisations and data loading, on the run's time line: why a rank is late */
+	struct spans sync, data;
 };
 
 struct comm_work {
@@ -219,6 +223,42 @@ static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t byte
 	return c;
 }
 
+/* Adds [s, e) to spans kept sorted by start as they come (calls and ranges come in time order). */
+static int spans_add(struct spans *sp, uint64_t s, uint64_t e)
+{
+	if (e <= s)
+		return 0;
+	if (sp->n && s <= sp->e[sp->n - 1]) {
+		if (e > sp->e[sp->n - 1])
+			sp->e[sp->n - 1] = e;
+		return 0;
+	}
+	if (ALLOC_GROW(sp->s, sp->n + 1, sp->cap_s) || ALLOC_GROW(sp->e, sp->n + 1, sp->cap_e))
+		return -1;
+	sp->s[sp->n] = s;
+	sp->e[sp->n++] = e;
+	return 0;
+}
+
+/*
+ * A rank's host time that makes it late to a collective, on the run's time
+ * line: its synchronisations (cudaStreamSynchronize, cudaDeviceSynchronize,
+ * cudaEventSynchronize, cuCtxSynchronize, ...: the host waits for the GPU)
+ * and its data loading (the "data" phase's ranges).
+ */
+static int host_spans(const struct replay *rp, int64_t off, struct rank_sum *rs)
+{
+	for (size_t i = 0; i < rp->n_apis; i++)
+		if (strstr(replay_str(rp, rp->apis[i].name), "ynchronize") &&
+		    spans_add(&rs->sync, rp->apis[i].start + (uint64_t)off, rp->apis[i].end + (uint64_t)off) < 0)
+			return -1;
+	for (size_t i = 0; i < rp->n_ranges; i++)
+		if (!strcmp(replay_str(rp, rp->ranges[i].name), "data") &&
+		    spans_add(&rs->data, rp->ranges[i].start + (uint64_t)off, rp->ranges[i].end + (uint64_t)off) < 0)
+			return -1;
+	return 0;
+}
+
 /* One rank's collectives into w. */
 static int gather_rank(struct comm_work *w, size_t r)
 {
@@ -261,11 +301,16 @@ static int gather_rank(struct comm_work *w, size_t r)
 		rs->time += a->end - a->start;
 		rs->hidden += hidden;
 		in = &c->inst[r];
-		if (ALLOC_GROW(in->start, in->n + 1, in->cap_s) || ALLOC_GROW(in->end, in->n + 1, in->cap_e))
+		if (ALLOC_GROW(in->start, in->n + 1, in->cap_s) || ALLOC_GROW(in->end, in->n + 1, in->cap_e) ||
+		    ALLOC_GROW(in->launch, in->n + 1, in->cap_l))
 			goto oom;
 		in->start[in->n] = a->start + (uint64_t)off;   /* unsigned: times reach 2^63 */
+		in->launch[in->n] = (a->api >= 0 && (size_t)a->api < rp->n_apis && rp->apis[a->api].start <= a->start ?
+				     rp->apis[a->api].start : a->start) + (uint64_t)off;
 		in->end[in->n++] = a->end + (uint64_t)off;
 	}
+	if (host_spans(rp, off, rs) < 0)
+		goto oom;
 	rs->compute = spans_total(&sp);
 	rs->steps = replay_step_divisor(rp, w->warm);
 	for (size_t i = 0; i < rp->n_steps; i++)
@@ -281,6 +326,29 @@ oom:
 	return error("out of memory");
 }
 
+/*
+ * Why rank `last` started instance j later than rank `first`: the skew is
+ * its launch call's lateness on the host plus its kernel's longer wait
+ * on the GPU (queued behind earlier work). Of the host's part, what its
+ * synchronisations and data loading took between the two launches.
+ */
+static void blame(struct comm_work *w, struct coll *c, size_t j, size_t first, size_t last)
+{
+	const struct instances *f = &c->inst[first], *l = &c->inst[last];
+	uint64_t skew = l->start[j] - f->start[j], host = 0;
+	const struct rank_sum *rs = &w->rank[last];
+
+	if (l->launch[j] > f->launch[j])
+		host = l->launch[j] - f->launch[j] < skew ? l->launch[j] - f->launch[j] : skew;
+	c->host_late += host;
+	c->gpu_late += skew - host;
+	if (host) {
+		uint64_t from = l->launch[j] - host;
+		c->sync_late += covered(&rs->sync, from, l->launch[j]);
+		c->data_late += covered(&rs->data, from, l->launch[j]);
+	}
+}
+
 /* The k-th instances of each rank taken as one collective. */
 static void match(struct comm_work *w, struct coll *c)
 {
@@ -294,7 +362,7 @@ static void match(struct comm_work *w, struct coll *c)
 	}
 	for (size_t j = 0; j < m; j++) {
 		uint64_t max_s = 0, min_s = UINT64_MAX, max_e = 0;
-		size_t last = 0;
+		size_t last = 0, first = 0;
 
 		for (size_t r = 0; r < n; r++) {
 			uint64_t start = c->inst[r].start[j];
@@ -303,8 +371,10 @@ static void match(struct comm_work *w, struct coll *c)
 				max_s = start;
 				last = r;
 			}
-			if (start < min_s)
+			if (start < min_s) {
 				min_s = start;
+				first = r;
+			}
 			if (c->inst[r].end[j] > max_e)
 				max_e = c->inst[r].end[j];
 		}
@@ -316,6 +386,8 @@ static void match(struct comm_work *w, struct coll *c)
 		for (size_t r = 0; r < n; r++)
 			if (r != last)
 				c->wait_sum += max_s - c->inst[r].start[j];
+		if (n > 1)
+			blame(w, c, j, first, last);
 	}
 	c->matched = m == SIZE_MAX ? 0 : m;
 }
@@ -444,6 +516,8 @@ static void skew_table(struct comm_work *w, struct report *r, bool ranks)
 	table_add_column(t, "Last Rank", COL_INT, 0);
 	table_add_column(t, "Last (%)", COL_FLOAT, 1);
 	table_add_column(t, "Wait Mean (us)", COL_FLOAT, 1);
+	table_add_column(t, "Host Late (us)", COL_FLOAT, 1);
+	table_add_column(t, "GPU Late (us)", COL_FLOAT, 1);
 	for (size_t i = 0; ranks && i < w->n; i++) {
 		const struct coll *c = &w->c[i];
 		size_t most = 0;
@@ -461,10 +535,51 @@ static void skew_table(struct comm_work *w, struct report *r, bool ranks)
 		table_int(t, replay_ranks_rank(w->rs, most));
 		table_float(t, pct(c->last[most], c->matched));
 		table_float(t, (double)c->wait_sum / ((double)c->matched * (double)(w->rs->n - 1)) / 1e3);
+		table_float(t, (double)c->host_late / (double)c->matched / 1e3);
+		table_float(t, (double)c->gpu_late / (double)c->matched / 1e3);
 		if (c->uneven)
 			report_note(r, "the ranks ran '%s' a different number of times: skew compares the first %zu",
 				    c->name, c->matched);
 	}
+}
+
+/*
+ * Stragglers with a cause: the rank that arrives last most often, how much
+ * of the skew its host's late launches explain (and of those what its
+ * synchronisations and data loading took) and how much its GPU's queue.
+ */
+static void straggler_note(struct comm_work *w, struct report *r)
+{
+	uint64_t skew = 0, host = 0, gpu = 0, sync = 0, data = 0, matched = 0;
+	uint64_t *last = calloc(w->rs->n, sizeof(*last));
+	size_t most = 0;
+
+	if (!last)
+		return;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct coll *c = &w->c[i];
+
+		skew += c->skew_sum;
+		host += c->host_late;
+		gpu += c->gpu_late;
+		sync += c->sync_late;
+		data += c->data_late;
+		matched += c->matched;
+		for (size_t k = 0; k < w->rs->n; k++)
+			last[k] += c->last[k];
+	}
+	for (size_t k = 1; k < w->rs->n; k++)
+		if (last[k] > last[most])
+			most = k;
+	if (matched && skew) {
+		report_note(r, "straggler: rank %" PRIu32 " arrives last at %.1f%% of %" PRIu64 " collectives; of the "
+			    "mean skew of %.1f us, %.1f%% is the last rank's host launching later (synchronisation "
+			    "%.1f%%, data loading %.1f%%, other host work %.1f%%) and %.1f%% its GPU still busy with "
+			    "earlier work", replay_ranks_rank(w->rs, most), pct(last[most], matched), matched,
+			    (double)skew / (double)matched / 1e3, pct(host, skew), pct(sync, skew), pct(data, skew),
+			    pct(host - sync - data, skew), pct(gpu, skew));
+	}
+	free(last);
 }
 
 static void ranks_table(struct comm_work *w, struct report *r)
@@ -525,12 +640,17 @@ static void work_release(struct comm_work *w)
 		for (size_t r = 0; r < w->rs->n; r++) {
 			free(w->c[i].inst[r].start);
 			free(w->c[i].inst[r].end);
+			free(w->c[i].inst[r].launch);
 		}
 		free(w->c[i].inst);
 		free(w->c[i].last);
 		free(w->c[i].name);
 	}
 	free(w->c);
+	for (size_t k = 0; w->rank && k < w->rs->n; k++) {
+		spans_release(&w->rank[k].sync);
+		spans_release(&w->rank[k].data);
+	}
 	free(w->rank);
 }
 
@@ -551,6 +671,8 @@ int comm_run(const struct replay_ranks *rs, const struct comm_opts *o, struct re
 		qsort(w.c, w.n, sizeof(*w.c), cmp_coll);
 	collectives_table(&w, o, r);
 	skew_table(&w, r, rs->n > 1);
+	if (rs->n > 1)
+		straggler_note(&w, r);
 	ranks_table(&w, r);
 	if (!w.n)
 		report_note(r, "no collectives: the bundle%s hold%s no NCCL kernel (record a program that "

@@ -42,8 +42,8 @@ $(cat "$1")"
 want "$tmp/comm.csv" "allreduce/bucket.1,1,200000000,1.950,1900.0,105.26,105.26,23.1,76.9"
 want "$tmp/comm.csv" "allreduce/bucket.0,1,100000000,0.900,800.0,125.00,125.00,100.0,0.0"
 want "$tmp/comm.csv" "allreduce (total per step),2,300000000,2.850,2700.0,111.11,111.11,47.4,52.6"
-want "$tmp/skew.csv" "allreduce/bucket.1,2,100.0,100.0,1,100.0,100.0"
-want "$tmp/skew.csv" "allreduce/bucket.0,2,200.0,200.0,1,100.0,200.0"
+want "$tmp/skew.csv" "allreduce/bucket.1,2,100.0,100.0,1,100.0,100.0,0.0,100.0"
+want "$tmp/skew.csv" "allreduce/bucket.0,2,200.0,200.0,1,100.0,200.0,0.0,200.0"
 want "$tmp/ranks.csv" "0,3.000,1.500,1.500,50.0,50.0,6.000,9.000,16.7"
 want "$tmp/ranks.csv" "1,2.700,1.200,1.500,44.4,55.6,6.000,9.000,16.7"
 # CSV: the first table alone; the others and the notes on stderr
@@ -64,8 +64,11 @@ want "$tmp/torch.csv" "allreduce (NCCL RING LL),1,100000000,0.900,800.0,125.00,1
 want "$tmp/torch.csv" "allreduce (total per step),2,300000000,2.850,2700.0,111.11,111.11,47.4,52.6"
 "$st" comm "$tmp/t.rank0.stb" "$tmp/t.rank1.stb" --format csv --section skew >"$tmp/torch.csv" 2>/dev/null ||
 	fail "comm torch --section skew"
-want "$tmp/torch.csv" "allreduce (NCCL),2,100.0,100.0,1,100.0,100.0"
-want "$tmp/torch.csv" "allreduce (NCCL RING LL),2,200.0,200.0,1,100.0,200.0"
+want "$tmp/torch.csv" "allreduce (NCCL),2,100.0,100.0,1,100.0,100.0,0.0,100.0"
+want "$tmp/torch.csv" "allreduce (NCCL RING LL),2,200.0,200.0,1,100.0,200.0,150.0,50.0"
+# the straggler and why: of 600 us of skew, rank 1's host 300 (its synchronisation 200), its GPU 300
+"$st" comm "$tmp/t.rank0.stb" "$tmp/t.rank1.stb" --format csv >/dev/null 2>"$tmp/torch.err" || fail "comm torch notes"
+want "$tmp/torch.err" "straggler: rank 1 arrives last at 100.0% of 4 collectives; of the mean skew of 150.0 us, 50.0% is the last rank's host launching later (synchronisation 33.3%, data loading 0.0%, other host work 16.7%) and 50.0% its GPU still busy with earlier work"
 # NCCL's kernels are communication in summary's categories, whatever op launched them
 "$st" summary --by category "$tmp/t.rank0.stb" --format csv >"$tmp/torch.csv" 2>/dev/null || fail "summary torch"
 grep -q ",communication\$" "$tmp/torch.csv" || fail "summary --by category: no communication row: $(cat "$tmp/torch.csv")"
@@ -75,7 +78,8 @@ grep -q ",communication\$" "$tmp/torch.csv" || fail "summary --by category: no c
 want "$tmp/naive.csv" "allreduce/layers.0.ffn.w1.weight,1,100000000,0.850,700.0,142.86,142.86,0.0,100.0"
 # shellcheck disable=SC2086
 "$st" comm $N --format csv --section skew >"$tmp/naive.csv" 2>/dev/null || fail "comm naive --section skew"
-want "$tmp/naive.csv" "allreduce/layers.0.ffn.w1.weight,2,300.0,300.0,1,100.0,300.0"
+# (rank 0's kernel starts 20 us before its launch call here: its start stands for the launch)
+want "$tmp/naive.csv" "allreduce/layers.0.ffn.w1.weight,2,300.0,300.0,1,100.0,300.0,20.0,280.0"
 # shellcheck disable=SC2086
 "$st" comm $N --format csv --section ranks >"$tmp/naive.csv" 2>/dev/null || fail "comm naive --section ranks"
 want "$tmp/naive.csv" "0,3.000,0.000,3.000,0.0,100.0,6.000,10.500,28.6"

@@ -9,7 +9,9 @@
  * (`record -- torchrun ...`): no op says "comm", the NCCL kernels run
  * under the backward's module op inside NCCL's own "ncclAllReduce" ranges,
  * bucket.0's kernel named by NCCL 2.19's spelling, bucket.1's
- * ncclDevKernel_Generic (its collective only in the range). 1 warm-up and 2 measured steps; step s starts at
+ * ncclDevKernel_Generic (its collective only in the range); rank 1's host
+ * launches bucket.0 150 us after rank 0's, 100 us of that in a
+ * cudaStreamSynchronize (the other 50 us of its 200 us skew are its GPU's). 1 warm-up and 2 measured steps; step s starts at
  * 10 + 20 s ms on the run's time line. Rank 1's clock base is 5 ms later
  * than rank 0's, so its events are written 5 ms earlier: placed by their
  * time bases, both ranks land on the time line below (ms into a step).
@@ -101,14 +103,20 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 		builder_push(&b, "backward", S + 2900 * US);
 		builder_launch(&b, "gemm_bwd", 7, 2, S + 2950 * US, S + 2960 * US, S + 3 * MS, S + 6 * MS);
 		for (int k = 0; is_bucket && torch && k < 2; k++) {
+			/* rank 1's host launches bucket.0 150 us late, 100 us of it in a cudaStreamSynchronize */
+			uint64_t late = rank == 1 && k == 0 ? 150 * US : 0;
+
+			if (late)
+				builder_call(&b, "cudaStreamSynchronize", S + 3540 * US, S + 3640 * US);
 			/* a module's range on the main thread, NCCL's own range (with its payload) in it */
 			builder_push(&b, "DistributedDataParallel", S + 3400 * US + k * MS);
 			builder_launch(&b, k == 0 ? BUILDER_NCCL_ALLREDUCE :
 				       "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", 9, 4,
-				       S + 3500 * US + k * MS, S + 3510 * US + k * MS, S + cl[k].start[rank], S + cl[k].end);
-			builder_nccl_range(&b, "ncclAllReduce", 2, S + 3401 * US + k * MS, S + 3520 * US + k * MS,
+				       S + 3500 * US + k * MS + late, S + 3510 * US + k * MS + late, S + cl[k].start[rank],
+				       S + cl[k].end);
+			builder_nccl_range(&b, "ncclAllReduce", 2, S + 3401 * US + k * MS, S + 3520 * US + k * MS + late,
 					   0x5eed, cl[k].bytes);
-			builder_pop(&b, S + 3521 * US + k * MS);
+			builder_pop(&b, S + 3521 * US + k * MS + late);
 		}
 		for (int k = 0; is_bucket && !torch && k < 2; k++) {
 			builder_push(&b, "comm", S + 3400 * US + k * MS);
