@@ -133,7 +133,10 @@ for f in "$samples"/*.stb; do
 	python3 "$here/sqlite_summary.py" "$f" "$tmp/sql.csv" "$tmp/want.csv" > "$tmp/out" || { cat "$tmp/out"; exit 1; }
 	# nsys' cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum and nvtx_sum
 	domains=""
-	case $f in *pytorch-auto*) domains="steptrace.torch CCCL steptrace.mirror" ;; esac
+	case $f in
+	*pytorch-auto*) domains="steptrace.torch CCCL steptrace.mirror" ;;
+	*pytorch-ddp*) domains="NCCL steptrace.mirror steptrace.torch" ;;
+	esac
 	python3 "$here/nsys_reports.py" "$steptrace" "$f" "$db" "$here/nsys" --domains "$domains" > "$tmp/out" ||
 		{ cat "$tmp/out"; exit 1; }
 	reports=$((reports + $(wc -l < "$tmp/out")))
