@@ -576,6 +576,7 @@ static void pool_release(void)
 static struct {
 	_Atomic uint64_t requested, denied, completed, empty, records_valid;
 	_Atomic uint64_t ctx_dropped;    /* dropped in a context's queue (kernels, copies), not yet booked */
+	_Atomic uint64_t global_dropped, ctx_dropped_all;
 } bufstat;
 
 static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -999,10 +1000,12 @@ static void count_drops_locked(void)
 	size_t dropped = 0;
 
 	if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped) {
+		bufstat.global_dropped += dropped;
 		cap.dropped += dropped;
 		rec_session_count_dropped_locked(cap.s, ST_KERNEL, dropped);
 	}
 	dropped = (size_t)atomic_exchange(&bufstat.ctx_dropped, 0);
+	bufstat.ctx_dropped_all += dropped;
 	if (dropped) {
 		cap.dropped += dropped;
 		rec_session_count_dropped_locked(cap.s, ST_KERNEL, dropped);
@@ -1361,9 +1364,11 @@ int capture_stop(void)
 	s = cap.s;
 	if (getenv("STEPTRACE_DEBUG_BUFFERS"))
 		fprintf(stderr, "steptrace: CUPTI buffers: %" PRIu64 " requested (%" PRIu64 " denied), %" PRIu64
-			" completed (%" PRIu64 " empty, %" PRIu64 " bytes of records), %d allocated\n",
+			" completed (%" PRIu64 " empty, %" PRIu64 " bytes of records), %d allocated; dropped so far: %"
+			PRIu64 " global, %" PRIu64 " in contexts\n",
 			(uint64_t)bufstat.requested, (uint64_t)bufstat.denied, (uint64_t)bufstat.completed,
-			(uint64_t)bufstat.empty, (uint64_t)bufstat.records_valid, cap.pool_allocated);
+			(uint64_t)bufstat.empty, (uint64_t)bufstat.records_valid, cap.pool_allocated,
+			(uint64_t)bufstat.global_dropped, (uint64_t)bufstat.ctx_dropped_all);
 	if (s) {
 		rec_session_lock(s);
 		count_drops_locked();

@@ -45,6 +45,17 @@ run ranges.csv ranges "$f" --format csv
 grep -q ',step/forward' "$tmp/ranges.csv" || fail "$name: no step/forward range"
 run mem.json memory "$f" --format json --svg "$tmp/mem.svg"
 run flops.csv flops "$f" --format csv --svg "$tmp/roof.svg"
+case $name in
+pytorch-ddp.*)
+	# one rank of PyTorch DDP under torchrun (21,130,240 FP32 parameters, three buckets)
+	grep -q 'Active memory — python3 .*ddp_train' "$tmp/mem.svg" ||
+		fail "$name: the memory chart's title does not name the program"
+	grep -q ',communication$' "$tmp/cat.csv" || fail "$name: NCCL's kernels are not communication"
+	run comm.csv comm "$f" --format csv
+	grep -q '^allreduce (total per step),3,84520960,' "$tmp/comm.csv" ||
+		fail "$name: all-reduce bytes per step are not the gradients' 84,520,960: $(cat "$tmp/comm.csv")"
+	;;
+*)
 if grep -q '^steps from,optimizer steps (PyTorch)' "$tmp/footer.csv"; then
 	# the chart's title names the user's program, not the recorder's options
 	grep -q 'Active memory — python3 .*gpt_train' "$tmp/mem.svg" && ! grep -q 'Active memory — steptrace' "$tmp/mem.svg" ||
@@ -63,6 +74,8 @@ else
 	run replay.txt replay "$f" --kind kernel --range 'layer.0/attn/softmax'
 	grep -q 'softmax' "$tmp/replay.txt" || fail "$name: no softmax kernel under layer.0/attn/softmax"
 fi
+	;;
+esac
 # a range's GPU span holds all of its GPU work, that of its copies on a helper
 # thread (PyTorch's autograd engine: steptrace.mirror) included
 run ranges.csv ranges "$f" --format csv
