@@ -31,9 +31,16 @@
 #include "lib/grow.h"
 #include "record/corr_map.h"
 
-#define BUFFER_BYTES (8u << 20)
-#define BUFFER_PREALLOC 8        /* 64 MiB, touched before the run: no page faults in a step */
-#define BUFFER_MAX 128           /* 1 GiB; past it CUPTI drops records and we say so */
+/*
+ * CUPTI keeps a buffer of its own for each queue it fills (a stream's
+ * kernels, a thread's calls) until it is full or flushed: a run with many
+ * queues holds many half-empty buffers at once. `--ddp naive` held 128
+ * of 8 MiB (the old cap) with 1 MB of records in all, and CUPTI dropped
+ * the 2,600 records it had no buffer for. Small buffers, many of them.
+ */
+#define BUFFER_BYTES (512u << 10)
+#define BUFFER_PREALLOC 128      /* 64 MiB, touched before the run: no page faults in a step */
+#define BUFFER_MAX 2048          /* 1 GiB; past it CUPTI drops records and we say so */
 #define DEFAULT_CUPTI_PATH "/usr/local/cuda/lib64/libcupti.so"
 
 /* The activity kinds recorded (SPEC.md, "Recording"). */
@@ -1015,7 +1022,7 @@ static void count_drops_locked(void)
 /*
  * Decodes one completed buffer into the session and gives it back to the
  * pool zeroed: CUPTI is told our buffers come zeroed, or it would zero each
- * new 8 MiB buffer itself on the launching thread, a stall inside a step.
+ * new buffer itself on the launching thread, a stall inside a step.
  */
 static void decode_buffer(uint8_t *buffer, size_t valid)
 {

@@ -1,7 +1,8 @@
 #!/bin/sh
-# dropped.sh STEPTRACE ROOT: no silent loss. docs/multi/ddp-naive's ranks
-# dropped about 65% of their kernel records while recording (CUPTI's
-# buffers were full): every analysis command that reads one says so in one
+# dropped.sh STEPTRACE ROOT: no silent loss. tests/samples/dropped/ holds
+# the ranks of a `record --ddp naive` run made before issue 23's fix of the
+# recorder's buffers, which dropped 2,637 and 2,678 records while recording
+# (CUPTI had no buffer for them): every analysis command that reads one says so in one
 # warning line per bundle on stderr, once, in every format, stdout left as
 # it was; a sound bundle (samples/small-bf16-train.stb) gets none; and diff
 # does not call two runs' kernels the same when one of them dropped some.
@@ -9,8 +10,8 @@ set -u
 st=$1 root=$2
 . "$(dirname "$0")/../lib/check.sh"
 
-r0=$root/docs/multi/ddp-naive.rank0.stb
-r1=$root/docs/multi/ddp-naive.rank1.stb
+r0=$root/tests/samples/dropped/ddp-naive.rank0.stb
+r1=$root/tests/samples/dropped/ddp-naive.rank1.stb
 b0=$root/docs/multi/ddp-bucket.rank0.stb
 b1=$root/docs/multi/ddp-bucket.rank1.stb
 sound=$root/samples/small-bf16-train.stb
