@@ -10,17 +10,6 @@
 #include "lib/grow.h"
 #include "replay/nccl.h"
 
-bool comm_is_collective(const struct replay *rp, const struct replay_activity *a)
-{
-	const struct replay_op *op;
-
-	if (a->kind != ST_KERNEL)
-		return false;
-	op = replay_op(rp, a->op);
-	/* steptrace's own step says so; a program's NCCL kernels run under its modules' ops */
-	return (op && !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM)) || nccl_kernel(replay_str(rp, a->name), NULL);
-}
-
 /*
  * What a program's NCCL kernel is, as "allreduce (NCCL RING LL)": the
  * collective its name says, else the one of the NCCL range it was launched
@@ -78,7 +67,7 @@ static int compute_spans(const struct replay *rp, bool warm, struct spans *sp)
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
 
-		if (a->kind != ST_KERNEL || comm_is_collective(rp, a) || !replay_counts(rp, a->step, warm))
+		if (a->kind != ST_KERNEL || nccl_collective(rp, a) || !replay_counts(rp, a->step, warm))
 			continue;
 		if (sp->n && a->start <= sp->e[sp->n - 1]) {
 			if (a->end > sp->e[sp->n - 1])
@@ -135,7 +124,7 @@ int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
 
-		if (!comm_is_collective(rp, a) || !replay_counts(rp, a->step, include_warmup))
+		if (!nccl_collective(rp, a) || !replay_counts(rp, a->step, include_warmup))
 			continue;
 		t->kernels++;
 		t->time_ns += a->end - a->start;
@@ -280,7 +269,7 @@ static int gather_rank(struct comm_work *w, size_t r)
 		char name[96];
 		int type;
 
-		if (!comm_is_collective(rp, a) || !replay_counts(rp, a->step, w->warm))
+		if (!nccl_collective(rp, a) || !replay_counts(rp, a->step, w->warm))
 			continue;
 		op = replay_op(rp, a->op);
 		if (op && !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM)) {

@@ -4,12 +4,13 @@
  *
  * A collective is a kernel of a communication op (phase "comm", the kind
  * naming it: "allreduce/bucket.3", its message size in the op's bytes), or
- * a kernel named nccl... that no op launched. Per collective, over the
- * measured steps: instances and time per step and rank, bytes, the
- * transfer time (from the last rank's arrival to the last rank's end: the
- * time the data moved while every rank was in), algorithm bandwidth (bytes
- * / transfer) and bus bandwidth (nccl-tests' factor, st_bus_factor), and
- * the share of its time hidden under computation and exposed.
+ * a kernel named nccl... that no op launched (nccl_collective,
+ * replay/nccl.h). Per collective, over the measured steps: instances and
+ * time per step and rank, bytes, the transfer time (from the last rank's
+ * arrival to the last rank's end: the time the data moved while every rank
+ * was in), algorithm bandwidth (bytes / transfer) and bus bandwidth
+ * (nccl-tests' factor, st_bus_factor), and the share of its time hidden
+ * under computation and exposed.
  *
  * Hidden and exposed, as Holistic Trace Analysis's computation-
  * communication overlap: on each rank, the part of a collective's kernel
@@ -48,9 +49,6 @@ struct comm_totals {
 
 /* 0, or -1 after an error line. */
 int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals *t);
-
-/* True when the kernel is a collective: a "comm" op's, or NCCL's without an op. */
-bool comm_is_collective(const struct replay *rp, const struct replay_activity *a);
 
 /*
  * The report: tables "collectives" (per collective and each kind's total),

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "analyze/category.h"
-#include "analyze/comm.h"
 #include "lib/error.h"
 #include "lib/output.h"
+#include "replay/nccl.h"
 
 const char *const flops_by_names[] = { "kind", "op", NULL };
 
@@ -338,7 +338,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 			continue;
 		op = replay_op(rp, a->op);
 		/* a communication op's kernels move data between GPUs: no FLOPs, no roofline */
-		if (op && comm_is_collective(rp, a)) {
+		if (op && nccl_collective(rp, a)) {
 			out->comm_ns += (double)(a->end - a->start);
 			continue;
 		}

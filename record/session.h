@@ -24,7 +24,10 @@ struct rec_session {
 	bool failed;               /* a write failed; the run ends with "error" */
 };
 
-/* Creates `path` and writes the header; hdr->time_base_ns must be set. -1 on error. */
+/*
+ * Creates `path` and writes the header; hdr->time_base_ns must be set.
+ * STEPTRACE_HOSTNAME, when set, replaces hdr->hostname. -1 on error.
+ */
 int rec_session_open(struct rec_session *s, const char *path, const Steptrace__Header *hdr);
 
 void rec_session_lock(struct rec_session *s);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay/replay.h"
 #include "trace/types.h"
 
 /* NCCL's names of its collectives, in kernels and ranges, and ours. */
@@ -141,4 +142,14 @@ int nccl_range(const char *name)
 	if (!name || strncmp(name, "nccl", 4))
 		return -1;
 	return collective(name + 4, strlen(name + 4));
+}
+
+bool nccl_collective(const struct replay *rp, const struct replay_activity *a)
+{
+	const struct replay_op *op;
+
+	if (a->kind != ST_KERNEL)
+		return false;
+	op = replay_op(rp, a->op);
+	return (op && !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM)) || nccl_kernel(replay_str(rp, a->name), NULL);
 }

@@ -19,6 +19,9 @@
 
 #include <stdbool.h>
 
+struct replay;
+struct replay_activity;
+
 struct nccl_kernel {
 	int type;              /* enum st_collective; -1 not named (Generic, an unknown spelling) */
 	const char *algo;      /* "RING", "TREE", "NVLS", ...; "" not named */
@@ -29,6 +32,13 @@ struct nccl_kernel {
 
 /* true when `name` is one of NCCL's kernels; *k what the name says of it (k may be NULL) */
 bool nccl_kernel(const char *name, struct nccl_kernel *k);
+
+/*
+ * True when activity a of rp is a collective's kernel: one of a "comm" op
+ * (ST_OP_PHASE_COMM: steptrace's own step says so), or NCCL's by its name
+ * (a program's NCCL kernels run under its modules' ops).
+ */
+bool nccl_collective(const struct replay *rp, const struct replay_activity *a);
 
 /* The collective an NCCL API range names ("ncclAllReduce"): enum st_collective, -1 none. */
 int nccl_range(const char *name);

@@ -8,6 +8,8 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/human.h"
+#include "replay/nccl.h"
 
 #define POOL_GAP_NS 1000000ull   /* between one rank's last event and the next rank's first */
 /*
@@ -16,6 +18,8 @@
  * damage, not a run.
  */
 #define RUN_SPAN_NS (1ull << 62)
+/* Fewer collectives common to every rank leave ranks of different hosts on their real-time clocks. */
+#define ALIGN_MIN_COLLECTIVES 3
 
 uint32_t replay_ranks_rank(const struct replay_ranks *rs, size_t i)
 {
@@ -25,6 +29,11 @@ uint32_t replay_ranks_rank(const struct replay_ranks *rs, size_t i)
 }
 
 /* ---- runs -------------------------------------------------------------------- */
+
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
 
 static bool multi(const struct replay *rp)
 {
@@ -53,10 +62,200 @@ static int agree(const struct replay *a, const struct replay *b)
 	return 0;
 }
 
+/* ---- the time line ------------------------------------------------------------ */
+
+/* How many distinct hostnames the ranks carry (their headers'). */
+static size_t count_hosts(const struct replay_ranks *rs)
+{
+	const char **name = malloc(rs->n * sizeof(*name));
+	size_t n = 0;
+
+	if (!name)
+		return 0;
+	for (size_t i = 0; i < rs->n; i++)
+		name[i] = rs->rank[i]->run.hostname;
+	qsort(name, rs->n, sizeof(*name), cmp_str);
+	for (size_t i = 0; i < rs->n; i++)
+		n += i == 0 || strcmp(name[i - 1], name[i]);
+	free(name);
+	return n;
+}
+
+/* Who the ranks are, for the alignment's text: "ranks on 2 hosts". */
+static const char *who(const struct replay_ranks *rs, char *buf, size_t len)
+{
+	size_t hosts = count_hosts(rs);
+
+	if (hosts > 1)
+		snprintf(buf, len, "ranks on %zu hosts", hosts);
+	else
+		snprintf(buf, len, "ranks without a clock in common");
+	return buf;
+}
+
+/* The ends of rp's collective kernels (ns on its own clock), in the order they start. */
+static int collective_ends(const struct replay *rp, uint64_t **ends, size_t *n)
+{
+	size_t cap = 0;
+
+	*ends = NULL;
+	*n = 0;
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		if (!nccl_collective(rp, &rp->activities[i]))
+			continue;
+		if (ALLOC_GROW(*ends, *n + 1, cap)) {
+			free(*ends);
+			*ends = NULL;
+			return error("out of memory");
+		}
+		(*ends)[(*n)++] = rp->activities[i].end;
+	}
+	return 0;
+}
+
+/*
+ * a - b for two placed times (below 2^64), held to +-(RUN_SPAN_NS + 1):
+ * collectives further apart are damage, which the span check refuses.
+ */
+static int64_t signed_gap(uint64_t a, uint64_t b)
+{
+	if (a >= b)
+		return a - b > RUN_SPAN_NS ? (int64_t)RUN_SPAN_NS + 1 : (int64_t)(a - b);
+	return b - a > RUN_SPAN_NS ? -(int64_t)RUN_SPAN_NS - 1 : -(int64_t)(b - a);
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* |a - b| for two gaps (each within +-(RUN_SPAN_NS + 1)): unsigned, it fits. */
+static uint64_t abs_gap(int64_t a, int64_t b)
+{
+	return a >= b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+}
+
+/* What refine works with: each rank's collective ends, m of them matched. */
+struct matched {
+	uint64_t **ends;
+	size_t m;
+	int64_t *gap;        /* m: end on rank 0 - end on rank r, placed */
+	uint64_t *resid;     /* (n - 1) m: |gap - the rank's shift| */
+	uint64_t *biased;    /* n: each rank's new offset + RUN_SPAN_NS + 1 */
+};
+
+static void matched_release(struct matched *mt, size_t n)
+{
+	for (size_t i = 0; mt->ends && i < n; i++)
+		free(mt->ends[i]);
+	free(mt->ends);
+	free(mt->gap);
+	free(mt->resid);
+	free(mt->biased);
+}
+
+/* Rank r's shift onto rank 0: the lower median of its gaps; its residuals into resid. */
+static int64_t shift_rank(const struct replay_ranks *rs, struct matched *mt, size_t r, uint64_t *resid)
+{
+	int64_t med;
+
+	for (size_t k = 0; k < mt->m; k++)
+		mt->gap[k] = signed_gap(mt->ends[0][k] + (uint64_t)rs->offset[0],
+					mt->ends[r][k] + (uint64_t)rs->offset[r]);
+	qsort(mt->gap, mt->m, sizeof(*mt->gap), cmp_i64);
+	med = mt->gap[(mt->m - 1) / 2];
+	for (size_t k = 0; k < mt->m; k++)
+		resid[k] = abs_gap(mt->gap[k], med);
+	return med;
+}
+
+/*
+ * The offsets of ranks placed by their real-time clocks, refined by their
+ * collectives' ends (ranks.h), and the alignment's text. 0, or -1 after an
+ * error line.
+ */
+static int refine(struct replay_ranks *rs)
+{
+	struct matched mt = { .m = SIZE_MAX };
+	uint64_t low = UINT64_MAX, moved = 0;
+	char ranks[64], med[32], max[32], by[32];
+	size_t n = rs->n, first = 0, nres;
+	int rc = -1;
+
+	mt.ends = calloc(n, sizeof(*mt.ends));
+	if (!mt.ends)
+		goto oom;
+	for (size_t r = 0; r < n; r++) {
+		size_t count;
+
+		if (collective_ends(rs->rank[r], &mt.ends[r], &count))
+			goto out;
+		if (count < mt.m)
+			mt.m = count;
+	}
+	who(rs, ranks, sizeof(ranks));
+	if (mt.m < ALIGN_MIN_COLLECTIVES) {
+		snprintf(rs->alignment, sizeof(rs->alignment), "%s placed by each host's real-time clock only, so "
+			 "only as close as those clocks agree (%zu collective%s common to every rank, at least %d "
+			 "needed to align them by their ends)", ranks, mt.m, mt.m == 1 ? "" : "s", ALIGN_MIN_COLLECTIVES);
+		rc = 0;
+		goto out;
+	}
+	nres = (n - 1) * mt.m;   /* at most the kernels of ranks 1 to n - 1 */
+	mt.gap = malloc(mt.m * sizeof(*mt.gap));
+	mt.resid = malloc(nres * sizeof(*mt.resid));
+	mt.biased = malloc(n * sizeof(*mt.biased));
+	if (!mt.gap || !mt.resid || !mt.biased)
+		goto oom;
+	/* biased by RUN_SPAN_NS + 1 so that a shift back stays unsigned: offset + shift + bias < 2^64 */
+	mt.biased[0] = (uint64_t)rs->offset[0] + RUN_SPAN_NS + 1;
+	for (size_t r = 1; r < n; r++) {
+		int64_t shift = shift_rank(rs, &mt, r, mt.resid + (r - 1) * mt.m);
+
+		mt.biased[r] = (uint64_t)rs->offset[r] + RUN_SPAN_NS + 1 + (uint64_t)shift;
+		if (abs_gap(shift, 0) > moved)
+			moved = abs_gap(shift, 0);
+	}
+	for (size_t r = 0; r < n; r++)
+		if (mt.biased[r] < low) {
+			low = mt.biased[r];
+			first = r;
+		}
+	for (size_t r = 0; r < n; r++) {
+		if (mt.biased[r] - low > RUN_SPAN_NS) {
+			error("'%s' and '%s' are ranks of one run, but their collectives place them over 146 years "
+			      "apart", rs->rank[first]->path, rs->rank[r]->path);
+			goto out;
+		}
+		rs->offset[r] = (int64_t)(mt.biased[r] - low);
+	}
+	qsort(mt.resid, nres, sizeof(*mt.resid), cmp_u64);
+	snprintf(rs->alignment, sizeof(rs->alignment), "%s aligned by the ends of %zu collectives (moved up to %s "
+		 "from their real-time clocks): residual median %s, max %s", ranks, mt.m,
+		 human_time(by, sizeof(by), (double)moved), human_time(med, sizeof(med), (double)mt.resid[(nres - 1) / 2]),
+		 human_time(max, sizeof(max), (double)mt.resid[nres - 1]));
+	rc = 0;
+	goto out;
+oom:
+	error("out of memory");
+out:
+	matched_release(&mt, n);
+	return rc;
+}
+
 /*
  * The run's time line: one host's CUPTI clock, else the hosts' real-time
- * clocks. 0, or -1 after an error line when they place ranks more than
- * RUN_SPAN_NS apart.
+ * clocks refined by the collectives. 0, or -1 after an error line when
+ * they place ranks more than RUN_SPAN_NS apart.
  */
 static int align(struct replay_ranks *rs)
 {
@@ -90,10 +289,10 @@ static int align(struct replay_ranks *rs)
 				     one_host ? "time bases" : "creation times");
 		rs->offset[i] = (int64_t)off;
 	}
-	rs->alignment = rs->n < 2 ? "one rank" :
-			one_host ? "the ranks share their host's clock: each placed by its time base" :
-				   "ranks on different hosts placed by each host's real-time clock, so only "
-				   "as close as those clocks agree";
+	if (rs->n >= 2 && !one_host)
+		return refine(rs);
+	snprintf(rs->alignment, sizeof(rs->alignment), "%s", rs->n < 2 ? "one rank" :
+		 "the ranks share their host's clock: each placed by its time base");
 	return 0;
 }
 

@@ -12,9 +12,15 @@
  * process of a host shares, so each rank's events are placed by its time
  * base: rank r's event at t (ns since its Header.time_base_ns) is at
  * time_base_ns(r) - min over ranks of time_base_ns + t. Ranks on different
- * hosts (or without a CUPTI clock in common) are placed by the real-time
- * clock each read right after its time base (created_unix_ns), so only as
- * well as the hosts' clocks agree; `alignment` says which was used.
+ * hosts (or without a CUPTI clock in common) are placed first by the
+ * real-time clock each read right after its time base (created_unix_ns),
+ * which hosts agree on only to milliseconds, then by their collectives: an
+ * NCCL collective ends at nearly the same instant on every rank, so the
+ * k-th collective kernel of each rank is matched with rank 0's k-th (those
+ * every rank ran) and rank r moves by the median of (end on rank 0 - end on
+ * rank r). The residual, |end on rank 0 - end on rank r| over the matched
+ * collectives once moved, says how well that held; with fewer than 3
+ * matched the real-time clocks stand. `alignment` says which was used.
  *
  * Totals across ranks: replay_ranks_pool builds one replay holding every
  * rank's events one rank after the other on a shared time line (each rank
@@ -37,9 +43,10 @@ struct replay_ranks {
 	const struct replay **rank;   /* n replays in rank order (the caller's) */
 	size_t n;
 	int64_t *offset;              /* ns added to rank i's times to place it on the run's time line */
+	                              /* (0 to 2^62; the rank placed first: 0) */
 	uint32_t world_size;          /* as the headers say; n when the bundles have none */
 	uint64_t run_id;              /* 0: a single-process bundle */
-	const char *alignment;        /* how the time line was made, for a note */
+	char alignment[256];          /* how the time line was made, for a note */
 };
 
 /* The rank of replay i (its header's, or i for a run of bundles without ranks). */

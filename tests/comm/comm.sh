@@ -5,7 +5,9 @@
 #   - steptrace comm: per collective, time per step and rank, transfer (last
 #     arrival to end), algorithm and bus bandwidth, hidden and exposed
 #     shares; the skew and the last rank, which only come out right when
-#     rank 1's clock base (5 ms later) is applied; per-rank overlap;
+#     rank 1's clock base (5 ms later) is applied; per-rank overlap; the
+#     same numbers with rank 1 on another host whose real-time clock is off
+#     (aligned by the collectives' ends), and the residual of that alignment;
 #   - every report across ranks: summary's totals and --per-rank, steps per
 #     rank, bundles of two runs refused, a rank given twice refused, ranks
 #     whose clocks no time line holds refused, a missing rank warned about;
@@ -54,6 +56,28 @@ want "$tmp/err" "2 ranks; time line: the ranks share their host's clock: each pl
 # any order of the bundles, the same report
 "$st" comm "$tmp/b.rank1.stb" "$tmp/b.rank0.stb" --format csv >"$tmp/comm2.csv" 2>"$tmp/err2"
 cmp -s "$tmp/comm.csv" "$tmp/comm2.csv" && cmp -s "$tmp/err" "$tmp/err2" || fail "the order of the bundles changed the report"
+# ranks on two hosts, node2's real-time clock 7 ms behind (then 3 ms ahead): the ends of the
+# collectives place rank 1 where one host's clock does, so every number is the same host's; the
+# residual is what the ends disagree by once aligned (rank 1's warm-up ends 3 and 8 us late)
+for err in -7000000 3000000; do
+	"$gen" "$tmp" h bucket 0xabcdef 2 0 $err || fail "gen two hosts"
+	for section in collectives skew ranks; do
+		# shellcheck disable=SC2086
+		"$st" comm $B --format csv --section $section >"$tmp/one.csv" 2>/dev/null
+		"$st" comm "$tmp/h.rank0.stb" "$tmp/h.rank1.stb" --format csv --section $section >"$tmp/two.csv" \
+			2>"$tmp/two.err" || fail "comm of two hosts: $(cat "$tmp/two.err")"
+		cmp -s "$tmp/one.csv" "$tmp/two.csv" || fail "two hosts (clock off by $err ns): $section differs:
+$(diff "$tmp/one.csv" "$tmp/two.csv")"
+	done
+done
+want "$tmp/two.err" "2 ranks; time line: ranks on 2 hosts aligned by the ends of 6 collectives (moved up to 3 ms from their real-time clocks): residual median 0 ns, max 8 us"
+"$gen" "$tmp" h bucket 0xabcdef 2 0 -7000000 || fail "gen two hosts"
+"$st" comm "$tmp/h.rank0.stb" "$tmp/h.rank1.stb" --format csv >/dev/null 2>"$tmp/two.err" || fail "comm of two hosts"
+want "$tmp/two.err" "2 ranks; time line: ranks on 2 hosts aligned by the ends of 6 collectives (moved up to 7 ms from their real-time clocks): residual median 0 ns, max 8 us"
+# without collectives nothing refines the real-time clocks, and the note says so
+"$gen" "$tmp" quiet none 0x123 2 0 3000000 || fail "gen two hosts without collectives"
+"$st" comm "$tmp/quiet.rank0.stb" "$tmp/quiet.rank1.stb" --format csv >/dev/null 2>"$tmp/quiet.err" || fail "comm without collectives"
+want "$tmp/quiet.err" "2 ranks; time line: ranks on 2 hosts placed by each host's real-time clock only, so only as close as those clocks agree (0 collectives common to every rank, at least 3 needed to align them by their ends)"
 # the same run as a PyTorch program records it: NCCL's kernels under a module's op, the
 # collective from the kernel's name or (ncclDevKernel_Generic) from NCCL's range, the bytes
 # from that range's payload; the same numbers as steptrace's own step

@@ -2,7 +2,7 @@
  * gen_ranks.c: the rank bundles of a synthetic data-parallel run with
  * known answers, as `steptrace record --nproc 2 --ddp MODE` would write them:
  *
- *   gen_ranks DIR NAME MODE [RUN_ID [RANKS [CLOCK_GAP]]]   writes DIR/NAME.rank0.stb ...
+ *   gen_ranks DIR NAME MODE [RUN_ID [RANKS [CLOCK_GAP [CLOCK_ERR]]]]   writes DIR/NAME.rank0.stb ...
  *
  * MODE bucket: two buckets started from the backward; naive: two all-
  * reduces after it; torch: the bucket run as a PyTorch program records it
@@ -11,12 +11,20 @@
  * bucket.0's kernel named by NCCL 2.19's spelling, bucket.1's
  * ncclDevKernel_Generic (its collective only in the range); rank 1's host
  * launches bucket.0 150 us after rank 0's, 100 us of that in a
- * cudaStreamSynchronize (the other 50 us of its 200 us skew are its GPU's). 1 warm-up and 2 measured steps; step s starts at
+ * cudaStreamSynchronize (the other 50 us of its 200 us skew are its GPU's);
+ * none: the bucket run's step without its collectives. 1 warm-up and 2
+ * measured steps; step s starts at
  * 10 + 20 s ms on the run's time line. Rank 1's clock base is 5 ms later
  * than rank 0's, so its events are written 5 ms earlier: placed by their
  * time bases, both ranks land on the time line below (ms into a step).
  * CLOCK_GAP (ns) puts rank 1's clock base that much later instead, its
  * events written as before: a run no time line holds when it is huge.
+ * CLOCK_ERR (ns, may be negative) puts rank 1 on another host, "node2",
+ * whose real-time clock is that far off: both ranks' created_unix_ns are
+ * read at their time bases (rank 1's 5 ms later), rank 1's then off by
+ * CLOCK_ERR, so only the collectives can place it exactly; its warm-up
+ * step's collectives end 3 and 8 us late (NCCL's ends agree only nearly),
+ * which the measured steps' numbers do not see.
  *
  *   compute (stream 7): forward 1-3, backward 3-6, optimizer after the
  *   last all-reduce for 1 ms
@@ -54,10 +62,24 @@ static const struct coll naive[] = {
 	{ "step/comm/allreduce/lm_head.weight", 200000000, { 7000 * US, 7050 * US }, 9000 * US },
 };
 
-static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, const char *mode, uint64_t gap)
+/* How rank 1's clocks are off: its time base's gap (0: 5 ms), another host's real-time clock's error. */
+struct clocks {
+	uint64_t gap;
+	bool other_host;
+	int64_t err;
+};
+
+/* How late rank 1's k-th collective of step s ends on another host. */
+static uint64_t late(const struct clocks *ck, int rank, uint32_t s, int k)
+{
+	return ck->other_host && rank == 1 && s == 0 ? (k ? 8 : 3) * US : 0;
+}
+
+static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, const char *mode,
+		      const struct clocks *ck)
 {
 	const struct coll *cl = strcmp(mode, "naive") ? bucket : naive;
-	bool is_bucket = cl == bucket, torch = !strcmp(mode, "torch");
+	bool is_bucket = cl == bucket, torch = !strcmp(mode, "torch"), none = !strcmp(mode, "none");
 	uint64_t shift = (uint64_t)rank * 5 * MS;   /* this rank's clock starts later */
 	uint64_t opt_start = is_bucket ? 7500 * US : 9000 * US, step_len = is_bucket ? 9 * MS : 10500 * US;
 	struct builder b;
@@ -70,9 +92,11 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 	b.config.bucket_mb = is_bucket ? 25 : 0;
 	b.config.warmup_steps = 1;
 	b.config.measured_steps = 2;
-	b.header.hostname = "node1";
+	b.header.hostname = ck->other_host && rank == 1 ? "node2" : "node1";
 	b.header.pid = 100 + (uint32_t)rank;
-	b.header.time_base_ns = 1000000000000ull + (gap ? (uint64_t)rank * gap : shift);
+	b.header.time_base_ns = 1000000000000ull + (ck->gap ? (uint64_t)rank * ck->gap : shift);
+	if (ck->other_host)   /* 2023-11-14, each rank's real time at its time base, rank 1's off by err */
+		b.header.created_unix_ns = 1700000000000000000ll + (int64_t)shift + (rank ? ck->err : 0);
 	if (builder_open(&b, path) < 0)
 		return -1;
 	builder_op(&b, &(struct builder_op){ .id = 1, .path = "step/forward/layer.0/ffn/w1", .kind = "ffn/w1",
@@ -86,7 +110,7 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 		builder_op(&b, &(struct builder_op){ .id = 4, .path = "step/backward/layer.0/norm", .kind = "norm",
 						     .phase = "backward" });
 	for (int k = 0; k < 2; k++)
-		comm_op[k] = torch ? 0 : builder_comm_op(&b, cl[k].path, cl[k].bytes);
+		comm_op[k] = torch || none ? 0 : builder_comm_op(&b, cl[k].path, cl[k].bytes);
 	/* parameters for the run; each step's activations (rank 1's twice rank 0's), freed by its end */
 	builder_alloc(&b, 5 * MS - shift, 0x7f0000000000ull, 64 << 20, ST_MEM_PARAMETER, 0);
 	for (uint32_t s = 0; s < 3; s++) {
@@ -118,11 +142,11 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 					   0x5eed, cl[k].bytes);
 			builder_pop(&b, S + 3521 * US + k * MS + late);
 		}
-		for (int k = 0; is_bucket && !torch && k < 2; k++) {
+		for (int k = 0; is_bucket && !torch && !none && k < 2; k++) {
 			builder_push(&b, "comm", S + 3400 * US + k * MS);
 			builder_push(&b, "allreduce", S + 3401 * US + k * MS);
 			builder_launch(&b, BUILDER_NCCL_ALLREDUCE, 9, comm_op[k], S + 3500 * US + k * MS,
-				       S + 3510 * US + k * MS, S + cl[k].start[rank], S + cl[k].end);
+				       S + 3510 * US + k * MS, S + cl[k].start[rank], S + cl[k].end + late(ck, rank, s, k));
 			builder_pop(&b, S + 3520 * US + k * MS);
 			builder_pop(&b, S + 3521 * US + k * MS);
 		}
@@ -150,16 +174,18 @@ int main(int argc, char **argv)
 {
 	uint64_t run_id = argc > 4 ? strtoull(argv[4], NULL, 0) : 0xabcdef;
 	int ranks = argc > 5 ? atoi(argv[5]) : 2;
-	uint64_t gap = argc > 6 ? strtoull(argv[6], NULL, 0) : 0;
+	struct clocks ck = { .gap = argc > 6 ? strtoull(argv[6], NULL, 0) : 0, .other_host = argc > 7,
+			     .err = argc > 7 ? strtoll(argv[7], NULL, 0) : 0 };
 	char path[4096];
 
 	if (argc < 4 || ranks < 1 || ranks > 2) {
-		fprintf(stderr, "usage: gen_ranks DIR NAME bucket|naive|torch [RUN_ID [RANKS (1 or 2) [CLOCK_GAP]]]\n");
+		fprintf(stderr, "usage: gen_ranks DIR NAME bucket|naive|torch|none [RUN_ID [RANKS (1 or 2) "
+			"[CLOCK_GAP [CLOCK_ERR]]]]\n");
 		return 2;
 	}
 	for (int r = 0; r < 2; r++) {
 		snprintf(path, sizeof(path), "%s/%s.rank%d.stb", argv[1], argv[2], r);
-		if (r < ranks && write_rank(path, r, 2, run_id, argv[3], gap) < 0)
+		if (r < ranks && write_rank(path, r, 2, run_id, argv[3], &ck) < 0)
 			return 1;
 	}
 	return 0;
