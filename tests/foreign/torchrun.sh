@@ -18,7 +18,12 @@
 #    all-gather bytes per step = (2 sum(blocks) + root) / 2 and
 #    reduce-scatter bytes = sum(units) / 2;
 #  - hidden + exposed = the communication time, on every rank;
-#  - NCCL's kernels are communication in summary --by category.
+#  - NCCL's kernels are communication in summary --by category;
+#  - two simulated nodes: torchrun --nnodes 2, one process per node, each
+#    node under a `steptrace record` of its own with STEPTRACE_HOSTNAME
+#    set, on a GPU of its own: the two bundles are one run of two hosts,
+#    aligned by the ends of their collectives with a residual median under
+#    50 us (NCCL's ends on two GPUs agree within microseconds).
 # Exit 77 (skipped) without two GPUs, torch, or torch.distributed.
 set -u
 . "$(dirname "$0")/torch_prologue.sh"
@@ -76,4 +81,30 @@ EOF
 	"$st" info "$out/$m.0.stb" 2>/dev/null | grep -Eq "^rank +0 of 2" ||
 		fail "$m: info does not say rank 0 of 2: $(grep -E '^rank' "$out/$m-info.txt")"
 done
+# two nodes on one machine: the ranks' hosts differ, so only their collectives align them
+port=$((29600 + $$ % 300))
+for node in 0 1; do
+	CUDA_VISIBLE_DEVICES=$node STEPTRACE_HOSTNAME=node$node "$st" record -o "$out/node$node.stb" -- \
+		"$py" -m torch.distributed.run --nnodes 2 --node_rank $node --nproc_per_node 1 \
+		--master_addr 127.0.0.1 --master_port $port "$here/ddp_train.py" > "$out/nodes$node.log" 2>&1 &
+done
+wait
+# each record sees one process: its bundle is node0.stb (node0.0.stb were there two)
+n0=$(ls "$out"/node0*.stb 2>/dev/null | head -1)
+n1=$(ls "$out"/node1*.stb 2>/dev/null | head -1)
+if [ -n "$n0" ] && [ -n "$n1" ]; then
+	"$st" comm "$n0" "$n1" --format csv > /dev/null 2> "$out/nodes.err" ||
+		fail "nodes: comm: $(cat "$out/nodes.err")"
+	line=$(grep "time line:" "$out/nodes.err")
+	echo "nodes: $line"
+	echo "$line" | grep -q "ranks on 2 hosts aligned by the ends of" || fail "nodes: not aligned by collectives: $line"
+	echo "$line" | "$py" -c '
+import re, sys
+m = re.search(r"residual median ([0-9.]+) (ns|us|ms)", sys.stdin.read())
+scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}
+sys.exit(0 if m and float(m.group(1)) * scale[m.group(2)] < 50 else 1)' || fail "nodes: residual median not under 50 us: $line"
+else
+	tail -5 "$out/nodes0.log" "$out/nodes1.log"
+	fail "nodes: no node0.stb and node1.stb"
+fi
 check_done foreign.torchrun
