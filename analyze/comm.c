@@ -17,12 +17,12 @@
  * enum st_collective, -1 unknown.
  */
 static void nccl_name(const struct replay *rp, const struct replay_activity *a, char *buf, size_t len, int *type,
-		      uint64_t *bytes)
+		      uint64_t *bytes, uint64_t *comm)
 {
 	struct nccl_kernel k;
 
 	nccl_kernel(replay_str(rp, a->name), &k);
-	*bytes = 0;
+	*bytes = *comm = 0;
 	/* the NCCL call it was launched under: its collective when the name has none, its payload's size */
 	for (int32_t r = a->range; r >= 0 && (size_t)r < rp->n_ranges; r = rp->ranges[r].parent) {
 		int t = nccl_range(replay_str(rp, rp->ranges[r].name));
@@ -31,8 +31,10 @@ static void nccl_name(const struct replay *rp, const struct replay_activity *a, 
 			continue;
 		if (k.type < 0)
 			k.type = t;
-		if (t == k.type)
+		if (t == k.type) {
 			*bytes = rp->ranges[r].bytes;
+			*comm = rp->ranges[r].comm;
+		}
 		break;
 	}
 	*type = k.type;
@@ -147,6 +149,7 @@ struct coll {
 	char *name;                  /* the op's kind, or what a program's NCCL kernel is (nccl_name) */
 	int type;                    /* enum st_collective, -1 unknown */
 	uint64_t bytes;              /* per instance, 0 unknown */
+	uint64_t comm;               /* NCCL's communicator id (the same on every rank), 0 unknown */
 	uint64_t count, time, hidden;   /* over the ranks */
 	struct instances *inst;      /* per rank */
 	/* matched across ranks */
@@ -186,12 +189,13 @@ static int coll_type(const char *kind)
 	return st_lookup(st_collective_names, first);
 }
 
-static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t bytes, int type)
+/* The collective of that name, size and communicator: instances of one are matched across ranks by order. */
+static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t bytes, uint64_t comm, int type)
 {
 	struct coll *c;
 
 	for (size_t i = 0; i < w->n; i++)
-		if (!strcmp(w->c[i].name, name) && w->c[i].bytes == bytes)
+		if (!strcmp(w->c[i].name, name) && w->c[i].bytes == bytes && w->c[i].comm == comm)
 			return &w->c[i];
 	if (ALLOC_GROW(w->c, w->n + 1, w->cap))
 		return NULL;
@@ -207,6 +211,7 @@ static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t byte
 		return NULL;
 	}
 	c->type = type;
+	c->comm = comm;
 	c->bytes = bytes;
 	w->n++;
 	return c;
@@ -274,12 +279,12 @@ static int gather_rank(struct comm_work *w, size_t r)
 		op = replay_op(rp, a->op);
 		if (op && !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM)) {
 			const char *kind = replay_str(rp, op->kind ? op->kind : op->path);
-			c = coll_of(w, kind, op->bytes, coll_type(kind));
+			c = coll_of(w, kind, op->bytes, 0, coll_type(kind));
 		} else {
-			uint64_t bytes;
+			uint64_t bytes, comm;
 
-			nccl_name(rp, a, name, sizeof(name), &type, &bytes);
-			c = coll_of(w, name, bytes, type);
+			nccl_name(rp, a, name, sizeof(name), &type, &bytes, &comm);
+			c = coll_of(w, name, bytes, comm, type);
 		}
 		if (!c)
 			goto oom;
