@@ -2,6 +2,7 @@
 """ddp_train.py: a data-parallel training loop as people write one, for torchrun.
 
     torchrun --nproc_per_node 2 tests/foreign/ddp_train.py [--fsdp] [--steps N] [--facts FILE]
+    mpirun -np 2 python3 tests/foreign/ddp_train.py --init tcp://127.0.0.1:PORT ...
 
 No NVTX, no import of steptrace: a small GPT-style model (embedding,
 pre-norm transformer blocks, LM head), BF16 autocast, AdamW, either
@@ -62,11 +63,19 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--facts")
+    ap.add_argument("--init", help="under mpirun: the rendezvous (tcp://HOST:PORT); rank and size from Open MPI")
     args = ap.parse_args()
 
-    local = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local)
-    dist.init_process_group("nccl")
+    if args.init:
+        rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+        local = int(os.environ["OMPI_COMM_WORLD_LOCAL_RANK"])
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", init_method=args.init, rank=rank,
+                                world_size=int(os.environ["OMPI_COMM_WORLD_SIZE"]))
+    else:
+        local = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(1234)
     model = GPT().cuda()

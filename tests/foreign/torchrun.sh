@@ -23,7 +23,9 @@
 #    node under a `steptrace record` of its own with STEPTRACE_HOSTNAME
 #    set, on a GPU of its own: the two bundles are one run of two hosts,
 #    aligned by the ends of their collectives with a residual median under
-#    50 us (NCCL's ends on two GPUs agree within microseconds).
+#    50 us (NCCL's ends on two GPUs agree within microseconds);
+#  - the same DDP program under mpirun (when Open MPI is there): its ranks
+#    from Open MPI's variables, one run, the same all-reduce bytes.
 # Exit 77 (skipped) without two GPUs, torch, or torch.distributed.
 set -u
 . "$(dirname "$0")/torch_prologue.sh"
@@ -106,5 +108,26 @@ sys.exit(0 if m and float(m.group(1)) * scale[m.group(2)] < 50 else 1)' || fail 
 else
 	tail -5 "$out/nodes0.log" "$out/nodes1.log"
 	fail "nodes: no node0.stb and node1.stb"
+fi
+# Open MPI: the ranks are the launcher's (OMPI_COMM_WORLD_*), no torchrun variable set
+if command -v mpirun > /dev/null 2>&1; then
+	port=$((29900 + $$ % 90))
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$st" record -o "$out/mpi.stb" -- \
+		mpirun -np 2 -x PATH -x LD_LIBRARY_PATH -x PYTHONPATH -x NCCL_NVLS_ENABLE "$py" "$here/ddp_train.py" \
+		--init tcp://127.0.0.1:$port --facts "$out/mpi.json" > "$out/mpi.log" 2>&1 ||
+		{ tail -20 "$out/mpi.log"; fail "record mpirun"; }
+	if [ -f "$out/mpi.0.stb" ] && [ -f "$out/mpi.1.stb" ]; then
+		"$st" comm "$out/mpi.0.stb" "$out/mpi.1.stb" --format csv > "$out/mpi-comm.csv" 2> "$out/mpi-comm.err" ||
+			fail "mpi: comm: $(cat "$out/mpi-comm.err")"
+		want=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["param_bytes"])' "$out/mpi.json")
+		grep -q "^allreduce (total per step),3,$want," "$out/mpi-comm.csv" ||
+			fail "mpi: all-reduce bytes per step are not $want: $(cat "$out/mpi-comm.csv")"
+		echo "mpi: $(grep '^allreduce (total' "$out/mpi-comm.csv")"
+	else
+		tail -10 "$out/mpi.log"
+		fail "mpi: no mpi.0.stb and mpi.1.stb"
+	fi
+else
+	echo "mpi: no mpirun here: not tried"
 fi
 check_done foreign.torchrun
