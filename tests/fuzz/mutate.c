@@ -905,7 +905,8 @@ static void change_chunks(struct mut *m)
 	Steptrace__Event **p = realloc(c->events, (c->n_events + nc->n_events) * sizeof(*p));
 	if (!p)
 		return;
-	memcpy(p + c->n_events, nc->events, nc->n_events * sizeof(*p));
+	if (nc->n_events)   /* an empty chunk's events may be NULL, which memcpy may not take */
+		memcpy(p + c->n_events, nc->events, nc->n_events * sizeof(*p));
 	c->events = p;
 	c->n_events += nc->n_events;
 	nc->n_events = 0;
