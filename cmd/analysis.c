@@ -37,12 +37,8 @@ static struct option *common_options(const struct analysis_cmd *c, uint64_t *mem
 	return all;
 }
 
-/*
- * The tables the report prints: --section's alone; in CSV, one table (the
- * first, the others named on stderr) so that the output is one CSV file.
- * 0, or -1 after an error line.
- */
-static int select_section(struct report *r, const char *section, enum out_format f)
+/* See analysis.h: one CSV file on stdout. */
+int analysis_select_section(struct report *r, const char *section, enum out_format f)
 {
 	char others[512];
 	size_t len = 0;
@@ -244,7 +240,7 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 		rc = 1;
 	else if (rc == ANALYSIS_NO_REPORT)
 		rc = 0;
-	else if (c->format && (select_section(r, section, (enum out_format)*c->format) < 0 ||
+	else if (c->format && (analysis_select_section(r, section, (enum out_format)*c->format) < 0 ||
 				report_print(r, (enum out_format)*c->format, stdout) < 0))
 		rc = 1;
 out:

@@ -113,4 +113,11 @@ struct analysis_cmd {
 
 int analysis_main(const struct analysis_cmd *c, int argc, const char **argv);
 
+/*
+ * The tables a report prints: --section's alone (`section` NULL: all); in
+ * CSV one table, the first, naming the others on stderr. For commands that
+ * print a report without reading a bundle (plan). 0, or -1 after one line.
+ */
+int analysis_select_section(struct report *r, const char *section, enum out_format f);
+
 #endif

@@ -62,7 +62,9 @@ run bad.flag summary --bogus "$a"
 run bad.by summary --by nothing "$a"
 run bad.range summary --range '[' "$a"
 run help.main help
-for c in info steps summary ranges memory replay flops diff export report bench step record; do
+# plan reads no bundle: the seeds' XXL, every table
+run plan.xxl plan --d-model 16384 --d-ff 53248 --blocks 126 --ffn-only --chip tpu-v5p --fsdp 16 --tp 4 --mesh-x 2 --format json
+for c in info steps summary ranges memory replay flops diff export report plan bench step record; do
 	run "help.$c" $c --help
 done
 echo "golden: $n commands into $out"

@@ -1,0 +1,66 @@
+/*
+ * plan.h: `steptrace plan`, the seeds' parallelism accounting ("4D
+ * Parallelism") from a model's sizes, each number with its formula:
+ *
+ *   state    (a) master weights, accumulated gradients and Adam's two
+ *            moments in FP32 on one device: 16 B per parameter, in GB
+ *            (10^9 B, the seeds' unit) and in devices of the chip
+ *   fsdp     (b) memory per device under FSDP over N devices, weights,
+ *            gradients, optimizer state and half of the activations
+ *            sharded: 16·P/N + A/2 + A/(2N); the smallest N that fits
+ *   compute  (c) the per-device batch (tokens) at which FSDP × TP is
+ *            compute-bound in the forward pass, in the Scaling Book's
+ *            notation, and the overall batch
+ *
+ * Precisions are the seeds': FP32 master weights, gradients and optimizer
+ * state; BF16 activations and gradient communication.
+ */
+#ifndef STEPTRACE_ANALYZE_PLAN_H
+#define STEPTRACE_ANALYZE_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/table.h"
+
+/* The numbering of plan_chip_names ("h100", "h200", "tpu-v5p"). */
+enum plan_chip { PLAN_CHIP_H100, PLAN_CHIP_H200, PLAN_CHIP_TPU_V5P };
+extern const char *const plan_chip_names[];
+
+struct plan_chip_spec {
+	const char *label;    /* "H100 80GB" */
+	double flops;         /* C: dense BF16 FLOP/s */
+	double link;          /* W_ici: bytes/s a device sends along one mesh axis */
+	uint64_t memory;      /* bytes */
+};
+
+/* The preset of a chip (enum plan_chip). */
+const struct plan_chip_spec *plan_chip_spec(int chip);
+
+struct plan_opts {
+	int d_model, d_ff, blocks;
+	bool ffn_only;        /* the seeds' XXL: each block d_model×d_ff and d_ff×d_model, nothing else */
+	uint64_t params;      /* the full model's (model_config_params); unused with ffn_only */
+	int batch, seq;       /* per device; 0: no activations counted */
+	int chip;             /* enum plan_chip */
+	double flops, link;   /* 0: the chip's */
+	uint64_t memory;      /* 0: the chip's */
+	int fsdp;             /* X, N_FSDP; 0: the smallest that fits */
+	int tp;               /* Y */
+	int mesh_x, mesh_y;   /* M_X, M_Y: mesh axes each of X and Y spans */
+	const char *section;  /* the one table printed (--section), whose notes alone are added; NULL: all */
+};
+
+/* Trainable parameters: blocks × 2 × d_model × d_ff with ffn_only, else o->params. */
+uint64_t plan_params(const struct plan_opts *o);
+/* BF16 activations saved for backward on one device, bytes (0 without --batch and --seq). */
+double plan_activation_bytes(const struct plan_opts *o);
+/* Bytes per device under FSDP of degree n: 16·P/n + A/2 + A/(2n). */
+double plan_fsdp_bytes(const struct plan_opts *o, int n);
+/* The smallest FSDP degree whose bytes per device fit `memory`; 0 when none does below 2^30. */
+int plan_fsdp_min(const struct plan_opts *o, double memory);
+
+/* Adds the state, fsdp and compute tables and notes to r (options checked by the command). 0. */
+int plan_run(const struct plan_opts *o, struct report *r);
+
+#endif

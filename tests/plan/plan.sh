@@ -1,0 +1,137 @@
+#!/bin/sh
+# plan.sh STEPTRACE: `steptrace plan` against the seeds' answers ("4D
+# Parallelism", XXL) and against values worked out by hand below, with
+# their arithmetic beside them.
+set -u
+st=$1
+. "$(dirname "$0")/../lib/check.sh"
+
+xxl="--d-model 16384 --d-ff 53248 --blocks 126 --ffn-only"
+
+# value TABLE QUANTITY [ARGS...]: the Value cell of a row of one table, from the CSV
+value() {
+	t=$1
+	q=$2
+	shift 2
+	# shellcheck disable=SC2086
+	"$st" plan $xxl --section "$t" --format csv "$@" 2>/dev/null |
+		awk -F, -v q="$q" '$1 == q { print $2 }'
+}
+
+want() {  # want WHAT GOT EXPECTED
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+# (a) the seeds: 126 × 2 × 16384 × 53248 = 219,848,638,464 parameters;
+# 4 B each = 879.39 GB; Adam 8 B = 1,758.79 GB; 16 B = 3,517,578,215,424 B,
+# which is 3,517.58 GB (the seeds' 3,517.57 adds the rounded parts);
+# 3,517.58 / 80 = 43.97: 44 H100s
+# shellcheck disable=SC2086
+"$st" plan $xxl --format csv >"$tmp/a.csv" 2>"$tmp/a.err" || fail "plan --format csv failed"
+row() { awk -F, -v q="$1" '$1 == q { print $2 }' "$tmp/a.csv"; }
+want "parameters" "$(row 'Parameters P')" 219848638464
+want "master weights" "$(row 'Master weights (FP32)')" 879.39
+want "gradients" "$(row 'Accumulated gradients (FP32)')" 879.39
+want "adam" "$(row 'Adam m and v (FP32)')" 1758.79
+want "total" "$(row Total)" 3517.58
+want "devices" "$(row Devices)" 44
+grep -q '16 B × P = 3,517,578,215,424 B' "$tmp/a.csv" || fail "the total's formula has not its bytes"
+grep -q '⌈total / 80 GB⌉ = ⌈43.97⌉' "$tmp/a.csv" || fail "the devices' formula is not printed"
+grep -q '3,517.58 GB = 44 H100 80GB' "$tmp/a.err" || fail "no one-line answer to (a): $(cat "$tmp/a.err")"
+# the seeds' 3,517.57 = 879.39 + 879.39 + 1,758.79, the parts rounded first
+grep -q 'the parts as printed add up to 3,517.57 GB' "$tmp/a.err" || fail "no note of the seeds' 3,517.57"
+# shellcheck disable=SC2086
+"$st" plan $xxl --format json >"$tmp/a.json" || fail "plan --format json failed"
+grep -q '"Value": 219848638464' "$tmp/a.json" || fail "json: no parameter count"
+for f in table md; do
+	# shellcheck disable=SC2086
+	"$st" plan $xxl --format $f >"$tmp/a.$f" || fail "plan --format $f failed"
+	grep -q '3,517.58' "$tmp/a.$f" || fail "$f: no total"
+done
+
+# The full model's count is model_config_params': small (768, 3072, 12
+# layers, vocab 10000) = 2·10000·768 + 12·(4·768² + 3·768·3072 + 2·768) + 768 = 128,625,408
+params() {
+	"$st" plan "$@" --format csv 2>/dev/null | awk -F, '$1 == "Parameters P" { print $2 }'
+}
+want "small's parameters" "$(params --d-model 768 --d-ff 3072 --blocks 12)" 128625408
+want "--model small" "$(params --model small)" 128625408
+# 2.7B: 2·10000·2560 + 32·(4·2560² + 3·2560·10240 + 2·2560) + 2560 = 3,406,809,600
+want "--model 2.7B" "$(params --model 2.7B)" 3406809600
+# a preset's sizes as the seeds' FFN-only blocks: 12 × 2 × 768 × 3072 = 56,623,104
+want "--model small --ffn-only" "$(params --model small --ffn-only)" 56623104
+"$st" plan --model huge >/dev/null 2>&1
+[ $? = 129 ] || fail "--model huge: want exit 129"
+
+# (b) on a TPU v5p (95 GB), no activations: N ≥ 3,517.58 / 95 = 37.03: 38,
+# 3,517,578,215,424 / 38 = 92,567,847,774 B = 92.57 GB
+want "v5p smallest N" "$(value fsdp 'Smallest N that fits' --chip tpu-v5p)" 38
+want "v5p per device" "$(value fsdp 'Total per device' --chip tpu-v5p)" 92.57
+# With --batch 1 --seq 2048: A = 126 × 1 × 2048 × (16384 + 53248) × 2 B
+# = 35,936,796,672 B, A/2 = 17,968,398,336 B.
+# N ≥ (3,517,578,215,424 + 17,968,398,336) / (95e9 − 17,968,398,336)
+#   = 3,535,546,613,760 / 77,031,601,664 = 45.90: 46
+# at 46: 76,469,091,640 + 17,968,398,336 + 390,617,355 = 94,828,107,331 B = 94.83 GB
+# at 45: 78,168,404,787 + 17,968,398,336 + 399,297,741 = 96,536,100,864 B > 95 GB
+act="--chip tpu-v5p --batch 1 --seq 2048"
+# shellcheck disable=SC2086
+want "activations" "$(value fsdp 'Activations A (unsharded)' $act)" 35.94
+# shellcheck disable=SC2086
+want "smallest N with activations" "$(value fsdp 'Smallest N that fits' $act)" 46
+# shellcheck disable=SC2086
+want "per device at 46" "$(value fsdp 'Total per device' $act)" 94.83
+# shellcheck disable=SC2086
+want "fits at 45" "$(value fsdp 'Fits' $act --fsdp 45)" no
+# --fsdp 64: 54,962,159,616 + 17,968,398,336 + 280,756,224 = 73,211,314,176 B
+# shellcheck disable=SC2086
+want "per device at 64" "$(value fsdp 'Total per device' $act --fsdp 64)" 73.21
+# the unsharded half alone above the memory: 1 × 8192 tokens give A/2 = 71.87 GB,
+# over a 64 GB device no N fits
+# shellcheck disable=SC2086
+want "no N fits" "$(value fsdp 'Smallest N that fits' --batch 1 --seq 8192 --memory 64GB)" ""
+
+# (c) the seeds: v5p, α = 4.6e14 / 1.8e11 = 2,555.56; X = 16, Y = 4, M_X = 2,
+# M_Y = 1: B/(X·Y) ≥ α / (M_X·Y) = 2,555.56 / 8 = 319.44: 320 tokens per
+# device, 320 × 16 × 4 = 20,480 overall; TP: Y ≤ 53,248 / 2,555.56 = 20.84
+c="--chip tpu-v5p --fsdp 16 --tp 4 --mesh-x 2 --mesh-y 1"
+# shellcheck disable=SC2086
+want "alpha" "$(value compute 'α' $c)" 2555.56
+# shellcheck disable=SC2086
+want "v5p bound" "$(value compute 'FSDP bound on tokens per device' $c)" 319.44
+# shellcheck disable=SC2086
+want "v5p per-device batch" "$(value compute 'Per-device batch' $c)" 320
+# shellcheck disable=SC2086
+want "v5p overall batch" "$(value compute 'Overall batch' $c)" 20480
+# shellcheck disable=SC2086
+want "v5p TP bound" "$(value compute 'TP bound on Y' $c)" 20.84
+# the Scaling Book's optimum: α² / (M_X·M_Y·F) = 2,555.56² / (2 × 53,248) = 61.32
+# shellcheck disable=SC2086
+want "v5p optimum" "$(value compute 'FSDP bound with the optimal X' $c)" 61.32
+# H100: α = 989e12 / 450e9 = 2,197.78; X = 8, Y = 8: 2,197.78 / 8 = 274.72:
+# 275 per device, 275 × 64 = 17,600
+c="--fsdp 8 --tp 8"
+# shellcheck disable=SC2086
+want "h100 per-device batch" "$(value compute 'Per-device batch' $c)" 275
+# shellcheck disable=SC2086
+want "h100 overall batch" "$(value compute 'Overall batch' $c)" 17600
+# Y = 32 > 53,248 / 2,197.78 = 24.23: TP is communication-bound at any batch
+want "h100 Y above the TP bound" "$(value compute 'Per-device batch' --fsdp 8 --tp 32)" ""
+
+# usage errors
+# shellcheck disable=SC2086
+"$st" plan --d-model 16384 --d-ff 53248 >/dev/null 2>"$tmp/err"
+[ $? = 129 ] || fail "no --blocks: want exit 129"
+grep -q "needs the model's sizes" "$tmp/err" || fail "no --blocks: $(cat "$tmp/err")"
+"$st" plan $xxl --batch 4 >/dev/null 2>&1
+[ $? = 129 ] || fail "--batch without --seq: want exit 129"
+"$st" plan --d-model 768 --d-ff 3072 --blocks 12 --batch 4 --seq 128 >/dev/null 2>&1
+[ $? = 129 ] || fail "activations of a full model: want exit 129"
+"$st" plan $xxl x.stb >/dev/null 2>&1
+[ $? = 129 ] || fail "a bundle: want exit 129"
+
+# 2^31−1 everywhere: over 2^53 parameters, refused rather than wrapped
+"$st" plan --d-model 2147483647 --d-ff 2147483647 --blocks 2147483647 --ffn-only >/dev/null 2>"$tmp/err"
+[ $? = 129 ] || fail "an uncountable model: want exit 129"
+grep -q 'over 2^53 parameters' "$tmp/err" || fail "an uncountable model: $(cat "$tmp/err")"
+
+check_done plan.cli
