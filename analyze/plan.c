@@ -304,6 +304,132 @@ static void compute_table(const struct plan_opts *o, const struct plan_chip_spec
 		    "per layer (B tokens, N = X·Y), the collectives overlapped: compute-bound when T_math ≥ both");
 }
 
+int plan_dp_degree(const struct plan_opts *o)
+{
+	return o->dp ? o->dp : o->fsdp ? o->fsdp : 1;
+}
+
+double plan_shard_params(const struct plan_opts *o)
+{
+	return (double)plan_params(o) / ((double)o->tp * o->pp);
+}
+
+double plan_parallel_activation_bytes(const struct plan_opts *o)
+{
+	return (double)o->blocks / o->pp * o->batch * o->seq *
+	       ((double)o->d_model + (double)o->d_ff / o->tp) * ACT_BYTES;
+}
+
+/* Memory per device table columns: what, state, activations, total, fits, formula. */
+static void parallel_row(struct table *t, const char *what, double state, double act, double memory,
+			 const char *formula)
+{
+	table_row(t);
+	table_str(t, what);
+	table_float(t, state / GB);
+	table_float(t, act / GB);
+	table_float(t, (state + act) / GB);
+	table_str(t, state + act <= memory ? "yes" : "no");
+	table_str(t, formula);
+}
+
+/*
+ * Memory per device for each parallelism in the seeds' precisions: FP32
+ * master weights 4 B, FP32 gradients 4 B, Adam m and v 8 B per parameter.
+ * P' = P/(T·PP); D the data-parallel degree.
+ *   DP      16·P'              ZeRO-1  (4+4)·P' + 8·P'/D
+ *   ZeRO-2  4·P' + (4+8)·P'/D  ZeRO-3  16·P'/D
+ */
+static void parallel_table(const struct plan_opts *o, const char *label, double memory,
+			   bool notes, struct report *r)
+{
+	struct table *t;
+	int d = plan_dp_degree(o);
+	double p1 = plan_shard_params(o), act = plan_parallel_activation_bytes(o);
+	char title[256], f[384], a[64], b[64];
+
+	snprintf(title, sizeof(title), "Memory per device by parallelism: D = %d, T = %d, PP = %d, "
+		 "FP32 weights 4 B + FP32 gradients 4 B + Adam m, v 8 B per parameter", d, o->tp, o->pp);
+	t = report_add_table(r, "parallel", title);
+	table_add_column(t, "Parallelism", COL_STR, 0);
+	table_add_column(t, "State GB", COL_FLOAT, 2);
+	table_add_column(t, "Activations GB", COL_FLOAT, 2);
+	table_add_column(t, "Total GB", COL_FLOAT, 2);
+	table_add_column(t, "Fits", COL_STR, 0);
+	table_add_column(t, "Formula", COL_STR, 0);
+	snprintf(f, sizeof(f), "16 B × P' + act (every device all of its T·PP shard)");
+	parallel_row(t, "DP", 16 * p1, act, memory, f);
+	snprintf(f, sizeof(f), "(4 + 4) B × P' + 8 B × P'/D + act (Adam sharded over D)");
+	parallel_row(t, "ZeRO-1", 8 * p1 + 8 * p1 / d, act, memory, f);
+	snprintf(f, sizeof(f), "4 B × P' + (4 + 8) B × P'/D + act (gradients and Adam sharded over D)");
+	parallel_row(t, "ZeRO-2", 4 * p1 + 12 * p1 / d, act, memory, f);
+	snprintf(f, sizeof(f), "16 B × P'/D + act (weights, gradients and Adam sharded over D)");
+	parallel_row(t, "ZeRO-3/FSDP", 16 * p1 / d, act, memory, f);
+	table_row(t);
+	table_str(t, "act (in each row)");
+	table_empty(t);
+	table_float(t, act / GB);
+	table_empty(t);
+	table_empty(t);
+	if (o->batch && o->seq)
+		snprintf(f, sizeof(f), "blocks/PP × B × S × (d_model + d_ff/T) × 2 B = %d/%d × %d × %d × (%d + %d/%d) × 2 B: "
+			 "BF16 inputs of the two linears, x whole, h split by TP; one micro-batch per stage; not split by D",
+			 o->blocks, o->pp, o->batch, o->seq, o->d_model, o->d_ff, o->tp);
+	else
+		snprintf(f, sizeof(f), "none counted: --batch and --seq give them");
+	table_str(t, f);
+	if (!notes)
+		return;
+	report_note(r, "parallel: P' = P/(T·PP) = %s / (%d × %d) = %s parameters; D = %d (%s); "
+		    "device memory %s GB (%s)", num(a, sizeof(a), (double)plan_params(o), 0), o->tp, o->pp,
+		    num(b, sizeof(b), p1, 0), d, o->dp ? "--dp" : o->fsdp ? "--fsdp" : "neither --dp nor --fsdp",
+		    num(title, sizeof(title), memory / GB, 2), label);
+}
+
+/*
+ * Bytes per device per step over the data-parallel degree D, BF16, ring:
+ *   DP, ZeRO-1, ZeRO-2  all-reduce of the gradients      2·(D−1)/D × 2 B × P'
+ *   ZeRO-3/FSDP         all-gather of the weights in forward and again in
+ *                       backward, reduce-scatter of the gradients  3·(D−1)/D × 2 B × P'
+ */
+static void comm_table(const struct plan_opts *o, double link, bool notes, struct report *r)
+{
+	struct table *t;
+	int d = plan_dp_degree(o);
+	double p1 = plan_shard_params(o), frac = (double)(d - 1) / d;
+	const struct { const char *what, *collective; double k; } rows[] = {
+		{ "DP", "all-reduce of BF16 gradients", 2 },
+		{ "ZeRO-1", "all-reduce of BF16 gradients (as DP)", 2 },
+		{ "ZeRO-2", "all-reduce of BF16 gradients (as DP)", 2 },
+		{ "ZeRO-3/FSDP", "all-gather BF16 weights (forward, backward) + reduce-scatter BF16 gradients", 3 },
+	};
+	char title[128], f[256], a[64], b[64];
+
+	snprintf(title, sizeof(title), "Communication per device per step over D = %d (ring, BF16)", d);
+	t = report_add_table(r, "comm", title);
+	table_add_column(t, "Parallelism", COL_STR, 0);
+	table_add_column(t, "Collectives", COL_STR, 0);
+	table_add_column(t, "GB per device", COL_FLOAT, 2);
+	table_add_column(t, "Time ms", COL_FLOAT, 2);
+	table_add_column(t, "Formula", COL_STR, 0);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		double bytes = rows[i].k * frac * 2 * p1;
+
+		snprintf(f, sizeof(f), "%g·(D−1)/D × 2 B × P' = %g × %d/%d × 2 B × %s; time: ÷ W_ici = %s GB/s",
+			 rows[i].k, rows[i].k, d - 1, d, num(a, sizeof(a), p1, 0), num(b, sizeof(b), link / 1e9, 2));
+		table_row(t);
+		table_str(t, rows[i].what);
+		table_str(t, rows[i].collective);
+		table_float(t, bytes / GB);
+		table_float(t, bytes / link * 1e3);
+		table_str(t, f);
+	}
+	if (!notes)
+		return;
+	report_note(r, "comm: bus-bandwidth lower bounds: each device's bytes at W_ici = %s GB/s (--chip or --link-bw), "
+		    "no overlap with compute, no latency, no TP or PP traffic", num(a, sizeof(a), link / 1e9, 2));
+}
+
 /* A table's notes only where it is printed: --section's alone. */
 static bool notes_for(const struct plan_opts *o, const char *table)
 {
@@ -326,5 +452,7 @@ int plan_run(const struct plan_opts *o, struct report *r)
 	state_table(o, label, memory, notes_for(o, "state"), r);
 	fsdp_table(o, label, memory, notes_for(o, "fsdp"), r);
 	compute_table(o, chip, flops, link, notes_for(o, "compute"), r);
+	parallel_table(o, label, memory, notes_for(o, "parallel"), r);
+	comm_table(o, link, notes_for(o, "comm"), r);
 	return 0;
 }

@@ -11,6 +11,13 @@
  *   compute  (c) the per-device batch (tokens) at which FSDP × TP is
  *            compute-bound in the forward pass, in the Scaling Book's
  *            notation, and the overall batch
+ *   parallel memory per device under DP, ZeRO-1, ZeRO-2 and ZeRO-3/FSDP
+ *            of data-parallel degree D (--dp or --fsdp), with the
+ *            parameters split over T × PP tensor and pipeline stages
+ *            first, P' = P/(T·PP); activations per device from --batch
+ *   comm     bytes each device moves per step for the gradients (and
+ *            ZeRO-3's weights) over D, ring algorithm, BF16, and the time
+ *            at W_ici: bus-bandwidth lower bounds
  *
  * Precisions are the seeds': FP32 master weights, gradients and optimizer
  * state; BF16 activations and gradient communication.
@@ -47,6 +54,8 @@ struct plan_opts {
 	uint64_t memory;      /* 0: the chip's */
 	int fsdp;             /* X, N_FSDP; 0: the smallest that fits */
 	int tp;               /* Y */
+	int dp;               /* data-parallel degree of the parallel and comm tables; 0: --fsdp's, else 1 */
+	int pp;               /* pipeline-parallel degree of the parallel and comm tables (1: none) */
 	int mesh_x, mesh_y;   /* M_X, M_Y: mesh axes each of X and Y spans */
 	const char *section;  /* the one table printed (--section), whose notes alone are added; NULL: all */
 };
@@ -60,7 +69,14 @@ double plan_fsdp_bytes(const struct plan_opts *o, int n);
 /* The smallest FSDP degree whose bytes per device fit `memory`; 0 when none does below 2^30. */
 int plan_fsdp_min(const struct plan_opts *o, double memory);
 
-/* Adds the state, fsdp and compute tables and notes to r (options checked by the command). 0. */
+/* The data-parallel degree D of the parallel and comm tables: --dp, else --fsdp, else 1. */
+int plan_dp_degree(const struct plan_opts *o);
+/* P' = P / (T·PP): the parameters one device holds a shard of before data parallelism. */
+double plan_shard_params(const struct plan_opts *o);
+/* BF16 activations on one device under T and PP: blocks/PP × B × S × (d_model + d_ff/T) × 2 B. */
+double plan_parallel_activation_bytes(const struct plan_opts *o);
+
+/* Adds the state, fsdp, compute, parallel and comm tables and notes to r (options checked by the command). 0. */
 int plan_run(const struct plan_opts *o, struct report *r);
 
 #endif

@@ -43,6 +43,11 @@ static int check(const struct plan_opts *o)
 {
 	if (!o->batch != !o->seq)
 		return error("--batch and --seq go together (the activations of B sequences of S tokens)");
+	if (o->dp && o->fsdp && o->dp != o->fsdp)
+		return error("--dp and --fsdp are both the data-parallel degree D of the parallel and comm tables: "
+			     "give one, or the same");
+	if (o->pp > o->blocks)
+		return error("--pp %d is more pipeline stages than the %d blocks", o->pp, o->blocks);
 	if (o->batch && !o->ffn_only)
 		return error("activations are counted for --ffn-only models only (the seeds' XXL)");
 	return 0;
@@ -51,7 +56,7 @@ static int check(const struct plan_opts *o)
 /* No bundle to read, so not analysis_main: parse, check, report. */
 int cmd_plan(int argc, const char **argv)
 {
-	struct plan_opts o = { .chip = PLAN_CHIP_H100, .tp = 1, .mesh_x = 1, .mesh_y = 1 };
+	struct plan_opts o = { .chip = PLAN_CHIP_H100, .tp = 1, .pp = 1, .mesh_x = 1, .mesh_y = 1 };
 	int format = OUT_TABLE, rc = 0;
 	const char *model = NULL;
 	struct model_dims dims = { 0 };
@@ -74,10 +79,12 @@ int cmd_plan(int argc, const char **argv)
 		OPT_SIZE(0, "memory", &o.memory, "memory of a device (default: the chip's)"),
 		OPT_POSITIVE(0, "fsdp", &o.fsdp, "FSDP degree N, X (default: the smallest that fits)"),
 		OPT_POSITIVE(0, "tp", &o.tp, "tensor-parallel degree Y (default 1)"),
+		OPT_POSITIVE(0, "dp", &o.dp, "data-parallel degree D of the parallel and comm tables (default: --fsdp's, else 1)"),
+		OPT_POSITIVE(0, "pp", &o.pp, "pipeline-parallel degree of the parallel and comm tables (default 1)"),
 		OPT_POSITIVE(0, "mesh-x", &o.mesh_x, "M_X, mesh axes the FSDP dimension spans (default 1)"),
 		OPT_POSITIVE(0, "mesh-y", &o.mesh_y, "M_Y, mesh axes the TP dimension spans (default 1)"),
 		OPT_GROUP("The report"),
-		OPT_STRING(0, "section", &o.section, "NAME", "print one table: state, fsdp or compute"),
+		OPT_STRING(0, "section", &o.section, "NAME", "print one table: state, fsdp, compute, parallel or comm"),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};

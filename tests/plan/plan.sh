@@ -117,6 +117,92 @@ want "h100 overall batch" "$(value compute 'Overall batch' $c)" 17600
 # Y = 32 > 53,248 / 2,197.78 = 24.23: TP is communication-bound at any batch
 want "h100 Y above the TP bound" "$(value compute 'Per-device batch' --fsdp 8 --tp 32)" ""
 
+# parallel: memory per device by parallelism, FP32 weights 4 B + gradients
+# 4 B + Adam 8 B per parameter, P' = P/(T·PP), D = --dp or --fsdp.
+# cell TABLE ROW COLUMN ARGS...: one cell of the CSV (columns numbered from 1)
+cell() {
+	t=$1
+	q=$2
+	c=$3
+	shift 3
+	# shellcheck disable=SC2086
+	"$st" plan $xxl --section "$t" --format csv "$@" 2>/dev/null |
+		awk -F, -v q="$q" -v c="$c" '$1 == q { print $c }'
+}
+# DP on 8 H100s: every device 16·P = 3,517,578,215,424 B = 3,517.58 GB > 80 GB
+want "dp 8 state" "$(cell parallel DP 2 --dp 8)" 3517.58
+want "dp 8 fits" "$(cell parallel DP 5 --dp 8)" no
+# ZeRO-1 over 8: 8·P + 8·P/8 = 9·P = 1,978,637,746,176 B = 1,978.64 GB
+want "zero-1 over 8" "$(cell parallel ZeRO-1 2 --dp 8)" 1978.64
+# ZeRO-2 over 8: 4·P + 12·P/8 = 5.5·P = 1,209,167,511,552 B = 1,209.17 GB
+want "zero-2 over 8" "$(cell parallel ZeRO-2 2 --dp 8)" 1209.17
+# ZeRO-3 over 8: 16·P/8 = 2·P = 439,697,276,928 B = 439.70 GB, no fit
+want "zero-3 over 8" "$(cell parallel ZeRO-3/FSDP 2 --dp 8)" 439.70
+want "zero-3 over 8 fits" "$(cell parallel ZeRO-3/FSDP 5 --dp 8)" no
+# ZeRO-3 over 64 (--fsdp): 16·P/64 = 54,962,159,616 B = 54.96 GB, fits 80 GB
+want "zero-3 over 64" "$(cell parallel ZeRO-3/FSDP 4 --fsdp 64)" 54.96
+want "zero-3 over 64 fits" "$(cell parallel ZeRO-3/FSDP 5 --fsdp 64)" yes
+# TP 4 × FSDP 16: P' = P/4 = 54,962,159,616; ZeRO-3 16·P'/16 = P' = 54.96 GB;
+# DP 16·P' = 879,394,553,856 B = 879.39 GB
+tf="--tp 4 --fsdp 16"
+# shellcheck disable=SC2086
+want "tp 4 fsdp 16 zero-3" "$(cell parallel ZeRO-3/FSDP 2 $tf)" 54.96
+# shellcheck disable=SC2086
+want "tp 4 fsdp 16 dp" "$(cell parallel DP 2 $tf)" 879.39
+# with --batch 1 --seq 2048: act = 126 × 1 × 2048 × (16384 + 53248/4) × 2 B
+# = 258,048 × 29,696 × 2 = 15,325,986,816 B = 15.33 GB;
+# total 54,962,159,616 + 15,325,986,816 = 70,288,146,432 B = 70.29 GB, fits
+# shellcheck disable=SC2086
+want "tp 4 activations" "$(cell parallel 'act (in each row)' 3 $tf --batch 1 --seq 2048)" 15.33
+# shellcheck disable=SC2086
+want "tp 4 fsdp 16 total" "$(cell parallel ZeRO-3/FSDP 4 $tf --batch 1 --seq 2048)" 70.29
+# TP 2 × PP 2, D = 4: P' = P/4 = 54,962,159,616; ZeRO-1 8·P' + 8·P'/4 = 10·P'
+# = 549,621,596,160 B; act = 126/2 × 2048 × (16384 + 26624) × 2 B
+# = 129,024 × 43,008 × 2 = 11,098,128,384 B = 11.10 GB; total 560,719,724,544 B = 560.72 GB
+tpp="--tp 2 --pp 2 --dp 4 --batch 1 --seq 2048"
+# shellcheck disable=SC2086
+want "pp 2 activations" "$(cell parallel 'act (in each row)' 3 $tpp)" 11.10
+# shellcheck disable=SC2086
+want "pp 2 zero-1 total" "$(cell parallel ZeRO-1 4 $tpp)" 560.72
+# --dp and --fsdp disagreeing: refused
+"$st" plan $xxl --dp 8 --fsdp 16 >/dev/null 2>&1
+[ $? = 129 ] || fail "--dp 8 --fsdp 16: want exit 129"
+"$st" plan $xxl --pp 127 >/dev/null 2>&1
+[ $? = 129 ] || fail "--pp above the blocks: want exit 129"
+
+# comm: D = 8 on H100 (450e9 B/s): all-reduce 2·7/8 × 2 B × P = 3.5·P
+# = 769,470,234,624 B = 769.47 GB; / 450e9 = 1.70993 s = 1,709.93 ms
+want "all-reduce GB" "$(cell comm DP 3 --dp 8)" 769.47
+want "all-reduce ms" "$(cell comm DP 4 --dp 8)" 1709.93
+want "zero-1 as DP" "$(cell comm ZeRO-1 4 --dp 8)" 1709.93
+# ZeRO-3: 3·7/8 × 2 B × P = 5.25·P = 1,154,205,351,936 B = 1,154.21 GB;
+# / 450e9 = 2.56490 s = 2,564.90 ms (its collectives cell holds a comma: read the text table)
+# shellcheck disable=SC2086
+"$st" plan $xxl --dp 8 --section comm >"$tmp/comm.txt" 2>&1 || fail "comm failed"
+grep -Eq '^ZeRO-3/FSDP .* 1,154\.21 +2,564\.90 ' "$tmp/comm.txt" || fail "zero-3 comm: no 1,154.21 GB in 2,564.90 ms"
+# D = 1: nothing moves
+want "d 1 all-reduce" "$(cell comm DP 3)" 0.00
+# shellcheck disable=SC2086
+"$st" plan $xxl --dp 8 --section comm 2>&1 | grep -q 'bus-bandwidth lower bounds' || fail "comm: no lower-bound note"
+
+# A small case: d_model 1024, d_ff 4096, 2 blocks, FFN-only: P = 2 × 2 × 1024 × 4096
+# = 16,777,216; D = 4, 150,000,000 B devices, W_ici 1e9 B/s:
+# DP 16·P = 268,435,456 B (0.27 GB, no); ZeRO-1 10·P = 167,772,160 (0.17, no);
+# ZeRO-2 4·P + 3·P = 117,440,512 (0.12, yes); ZeRO-3 4·P = 67,108,864 (0.07, yes)
+# all-reduce 2·3/4 × 2 × P = 3·P = 50,331,648 B: 50.33 ms; ZeRO-3 4.5·P = 75,497,472 B (0.08 GB): 75.50 ms
+small="--d-model 1024 --d-ff 4096 --blocks 2 --ffn-only --dp 4 --memory 150000000 --link-bw 1e9"
+scell() {
+	# shellcheck disable=SC2086
+	"$st" plan $small --section "$1" --format csv 2>/dev/null | awk -F, -v q="$2" -v c="$3" '$1 == q { print $c }'
+}
+want "small dp" "$(scell parallel DP 2) $(scell parallel DP 5)" "0.27 no"
+want "small zero-1" "$(scell parallel ZeRO-1 2) $(scell parallel ZeRO-1 5)" "0.17 no"
+want "small zero-2" "$(scell parallel ZeRO-2 2) $(scell parallel ZeRO-2 5)" "0.12 yes"
+want "small zero-3" "$(scell parallel ZeRO-3/FSDP 2) $(scell parallel ZeRO-3/FSDP 5)" "0.07 yes"
+want "small all-reduce ms" "$(scell comm DP 4)" 50.33
+# shellcheck disable=SC2086
+"$st" plan $small --section comm | grep -Eq '^ZeRO-3/FSDP .* 0\.08 +75\.50 ' || fail "small zero-3 comm: no 75.50 ms"
+
 # usage errors
 # shellcheck disable=SC2086
 "$st" plan --d-model 16384 --d-ff 53248 >/dev/null 2>"$tmp/err"
