@@ -62,6 +62,23 @@ static void spans_release(struct spans *sp)
 	memset(sp, 0, sizeof(*sp));
 }
 
+/* Adds [s, e) to spans filled in order of start (replay's activities, calls and ranges are). */
+static int spans_add(struct spans *sp, uint64_t s, uint64_t e)
+{
+	if (e <= s)
+		return 0;
+	if (sp->n && s <= sp->e[sp->n - 1]) {
+		if (e > sp->e[sp->n - 1])
+			sp->e[sp->n - 1] = e;
+		return 0;
+	}
+	if (ALLOC_GROW(sp->s, sp->n + 1, sp->cap_s) || ALLOC_GROW(sp->e, sp->n + 1, sp->cap_e))
+		return -1;
+	sp->s[sp->n] = s;
+	sp->e[sp->n++] = e;
+	return 0;
+}
+
 /* The counted computation kernels of rp (activities come sorted by start). */
 static int compute_spans(const struct replay *rp, bool warm, struct spans *sp)
 {
@@ -71,17 +88,10 @@ static int compute_spans(const struct replay *rp, bool warm, struct spans *sp)
 
 		if (a->kind != ST_KERNEL || nccl_collective(rp, a) || !replay_counts(rp, a->step, warm))
 			continue;
-		if (sp->n && a->start <= sp->e[sp->n - 1]) {
-			if (a->end > sp->e[sp->n - 1])
-				sp->e[sp->n - 1] = a->end;
-			continue;
-		}
-		if (ALLOC_GROW(sp->s, sp->n + 1, sp->cap_s) || ALLOC_GROW(sp->e, sp->n + 1, sp->cap_e)) {
+		if (spans_add(sp, a->start, a->end) < 0) {
 			spans_release(sp);
 			return -1;
 		}
-		sp->s[sp->n] = a->start;
-		sp->e[sp->n++] = a->end;
 	}
 	return 0;
 }
@@ -215,23 +225,6 @@ static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t byte
 	c->bytes = bytes;
 	w->n++;
 	return c;
-}
-
-/* Adds [s, e) to spans kept sorted by start as they come (calls and ranges come in time order). */
-static int spans_add(struct spans *sp, uint64_t s, uint64_t e)
-{
-	if (e <= s)
-		return 0;
-	if (sp->n && s <= sp->e[sp->n - 1]) {
-		if (e > sp->e[sp->n - 1])
-			sp->e[sp->n - 1] = e;
-		return 0;
-	}
-	if (ALLOC_GROW(sp->s, sp->n + 1, sp->cap_s) || ALLOC_GROW(sp->e, sp->n + 1, sp->cap_e))
-		return -1;
-	sp->s[sp->n] = s;
-	sp->e[sp->n++] = e;
-	return 0;
 }
 
 /*
