@@ -24,6 +24,7 @@
 #include "analyze/common.h"
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/hash.h"
 #include "lib/human.h"
 #include "lib/output.h"
 #include "lib/utf8.h"
@@ -99,7 +100,7 @@ static uint64_t bundle_identity(const struct replay_run *run)
 
 	if (!run->has_header)
 		return GOLDEN_GAMMA;
-	h = mix64(export_hash_str(run->hostname) ^ (uint64_t)run->created_unix_ns);
+	h = mix64(hash_str(run->hostname) ^ (uint64_t)run->created_unix_ns);
 	h = mix64(h ^ run->time_base_ns);
 	return mix64(h ^ run->pid);
 }
@@ -1011,15 +1012,6 @@ void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t le
 
 /* ---- interning ------------------------------------------------------------ */
 
-uint64_t export_hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* The text's id: s hashed and compared, interned when new. */
 static uint64_t intern_text(struct export_interner *in, const char *s, bool *fresh)
 {
@@ -1037,7 +1029,7 @@ static uint64_t intern_text(struct export_interner *in, const char *s, bool *fre
 		for (size_t j = 0; j < in->cap; j++) {
 			if (!in->keys[j])
 				continue;
-			for (i = export_hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
+			for (i = hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
 				;
 			k[i] = in->keys[j];
 			v[i] = in->iids[j];
@@ -1048,7 +1040,7 @@ static uint64_t intern_text(struct export_interner *in, const char *s, bool *fre
 		in->iids = v;
 		in->cap = nc;
 	}
-	for (i = export_hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
+	for (i = hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
 		if (strcmp(in->keys[i], s) == 0) {
 			*fresh = false;
 			return in->iids[i];

@@ -205,7 +205,6 @@ struct export_interner {
  */
 uint64_t export_intern(struct export_interner *in, uint64_t from, const char *s, bool *fresh);
 void export_interner_release(struct export_interner *in);
-uint64_t export_hash_str(const char *s);   /* FNV-1a */
 
 /* `export --format sqlite` into output (export_sqlite.c). -1 after an error line. */
 int export_sqlite_run(const struct replay *rp, const struct export_options *opt, const char *output);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
+
 const char *const naming_rank_vars[] = {
 	"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "LOCAL_RANK", NULL,
 };
@@ -52,22 +54,21 @@ static bool number(const char *(*get)(const char *name), const char *var, uint32
 	return true;
 }
 
-/* FNV-1a over the values of the variables that name the run, each with its name. */
+/* FNV-1a over the launcher and the variables that name the run, each "NAME=value;". */
 static uint64_t run_hash(const char *(*get)(const char *name), const char *launcher, const char *const *vars)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, launcher, strlen(launcher));
 
-	for (const char *p = launcher; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
 	for (const char *const *v = vars; *v; v++) {
 		const char *val = get(*v);
 
-		for (const char *p = *v; *p; p++)
-			h = (h ^ (unsigned char)*p) * 1099511628211ull;
-		h = (h ^ '=') * 1099511628211ull;
-		for (const char *p = val ? val : ""; *p; p++)
-			h = (h ^ (unsigned char)*p) * 1099511628211ull;
-		h = (h ^ ';') * 1099511628211ull;
+		if (!val)
+			val = "";
+
+		h = hash_fnv1a(h, *v, strlen(*v));
+		h = hash_fnv1a(h, "=", 1);
+		h = hash_fnv1a(h, val, strlen(val));
+		h = hash_fnv1a(h, ";", 1);
 	}
 	return h ? h : 1;
 }

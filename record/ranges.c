@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "lib/grow.h"
+#include "lib/hash.h"
 #include "record/aten.h"
 #include "record/capture.h"
 
@@ -199,15 +200,6 @@ static pthread_once_t tkey_once = PTHREAD_ONCE_INIT;
 static _Thread_local struct tstate *ts;
 
 /* ---- strings ----------------------------------------------------------- */
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
 
 /* Doubles an open-addressing table of the ids 1..n-1, placed by key(id). -1 when out of memory. */
 static int table_grow(uint32_t **table, size_t *cap, size_t n, uint64_t (*key)(size_t id))

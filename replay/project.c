@@ -14,6 +14,7 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/hash.h"
 #include "replay/period.h"
 
 static int32_t thread_index(const struct replay *rp, uint64_t thread)
@@ -562,19 +563,10 @@ struct str_index {
 	size_t cap, n;
 };
 
-static uint64_t hash_text(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (len--)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 /* Where s[0..len) is in the index, or the empty slot it would take. */
 static size_t str_index_find(const struct replay *rp, const struct str_index *x, const char *s, size_t len)
 {
-	size_t i = hash_text(s, len) & (x->cap - 1);
+	size_t i = hash_fnv1a(HASH_FNV1A_INIT, s, len) & (x->cap - 1);
 
 	for (; x->slot[i]; i = (i + 1) & (x->cap - 1)) {
 		const char *t = rp->strings[x->slot[i]];

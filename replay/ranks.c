@@ -8,6 +8,7 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/hash.h"
 #include "lib/human.h"
 #include "replay/nccl.h"
 
@@ -401,15 +402,6 @@ struct pool {
 	uint32_t *map;              /* this rank's string id -> pooled id + 1 (0: not yet) */
 	bool failed;
 };
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
 
 static int slots_grow(struct pool *p)
 {

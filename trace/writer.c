@@ -26,6 +26,7 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/hash.h"
 #include "lib/output.h"
 #include "trace/codec.h"
 
@@ -69,15 +70,6 @@ struct bundle_writer {
 	uint64_t events;
 	char *steps_from;    /* the footer's, NULL when not said */
 };
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
 
 /* Compresses `len` bytes (mode ZSTD_e_continue, _flush or _end) into the file. */
 static int zstd_push(struct bundle_writer *w, const void *data, size_t len, ZSTD_EndDirective mode)

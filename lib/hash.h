@@ -1,0 +1,36 @@
+/*
+ * hash.h: FNV-1a, the one string hash of the project's open-addressing
+ * tables (replay's pooled strings and path components, export's interner)
+ * and of the recorder's run ids. Chain calls to hash several pieces:
+ *
+ *   uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, a, strlen(a));
+ *   h = hash_fnv1a(h, b, strlen(b));
+ */
+#ifndef STEPTRACE_LIB_HASH_H
+#define STEPTRACE_LIB_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HASH_FNV1A_INIT 1469598103934665603ull
+
+static inline uint64_t hash_fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *s = p;
+
+	while (len--)
+		h = (h ^ *s++) * 1099511628211ull;
+	return h;
+}
+
+/* A NUL-terminated string's hash. */
+static inline uint64_t hash_str(const char *s)
+{
+	uint64_t h = HASH_FNV1A_INIT;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+#endif
