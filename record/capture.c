@@ -1289,13 +1289,6 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	    (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
 	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE)))
 		goto fail;
-	/* an experiment's knob (issue 23: where --ddp naive's drops come from): CUPTI's device buffer */
-	const char *devbuf = getenv("STEPTRACE_CUPTI_DEVICE_BUFFER");
-	if (devbuf && strtoull(devbuf, NULL, 0)) {
-		size_t v = (size_t)strtoull(devbuf, NULL, 0), vs = sizeof(v);
-		if (CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &vs, &v)))
-			goto fail;
-	}
 	uint8_t zeroed = 1;
 	size_t zeroed_size = sizeof(zeroed);
 	if (CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,

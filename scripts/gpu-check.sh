@@ -175,38 +175,22 @@ multi-record)
 	ls -l "$out"/ddp-*.stb
 	;;
 torchrun)
-	# issue 23: PyTorch DDP and FSDP under torchrun, recorded with record --; two GPUs
+	# issue 23: PyTorch DDP and FSDP under torchrun, two simulated nodes and mpirun, recorded
+	# with record -- (the gpu2 test foreign.torchrun; its bundles and reports kept)
 	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-	mkdir -p "$out/torchrun"
-	for m in ddp fsdp; do
-		flag=""; [ $m = fsdp ] && flag=--fsdp
-		echo "== $st record -o $m.stb -- python3 -m torch.distributed.run --nproc_per_node 2 tests/foreign/ddp_train.py $flag"
-		$st record -o "$out/torchrun/$m.stb" -- python3 -m torch.distributed.run --nproc_per_node 2 \
-			tests/foreign/ddp_train.py $flag --facts "$out/torchrun/$m.json" > "$out/torchrun/$m.log" 2>&1
-		echo "exit $?"; tail -5 "$out/torchrun/$m.log"; cat "$out/torchrun/$m.json"; echo
-		ls -l "$out"/torchrun/$m.*stb
-		$st info "$out"/torchrun/$m.*.stb 2>&1 | grep -E "^(rank|run|world|dropped|events) |warning|error"
-		$st comm "$out"/torchrun/$m.*.stb 2>&1 | head -40
-		$st comm "$out"/torchrun/$m.*.stb --format json > "$out/torchrun/$m-comm.json" 2>&1
-		$st summary --by category "$out"/torchrun/$m.*.stb 2>&1 | head -12
-	done
+	ctest --test-dir "$build" -R foreign.torchrun -V 2>&1 | grep -E "ddp:|fsdp:|nodes:|mpi:|FAIL|Passed|Failed"
+	tar czf "$out/torchrun.tgz" -C "$build/tests/foreign" torchrun
 	;;
 drops)
-	# issue 23: where --ddp naive's dropped records come from; CUPTI's device buffer as a knob
+	# issue 23: dropped records and CUPTI's buffer traffic (STEPTRACE_DEBUG_BUFFERS) per DDP mode
 	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 	mkdir -p "$out/drops"
-	for v in "" 33554432; do
-		for m in naive bucket; do
-			echo "== STEPTRACE_CUPTI_DEVICE_BUFFER=$v record --nproc 2 --ddp $m"
-			STEPTRACE_DEBUG_BUFFERS=1 STEPTRACE_CUPTI_DEVICE_BUFFER=$v $st record --nproc 2 --ddp $m --model small --ctx 512 \
-				--precision bf16 --warmup 1 --steps 2 -o "$out/drops/$m$v.stb" 2>&1 | grep -E "CUPTI buffers|record:" | tail -4
-			$st info "$out/drops/$m$v.rank0.stb" 2>&1 | grep -A12 "Events per kind" | grep -E "kernel|api|range"
-			$st steps "$out/drops/$m$v.rank0.stb" 2>/dev/null | grep -E "^ +[0-9]"
-		done
-		echo "== --api launches, naive"
-		STEPTRACE_CUPTI_DEVICE_BUFFER=$v $st record --nproc 2 --ddp naive --model small --ctx 512 --api launches \
-			--precision bf16 --warmup 1 --steps 2 -o "$out/drops/naive-launches$v.stb" 2>&1 | tail -2
-		$st info "$out/drops/naive-launches$v.rank0.stb" 2>&1 | grep -A12 "Events per kind" | grep -E "kernel|api"
+	for m in naive bucket; do
+		echo "== record --nproc 2 --ddp $m"
+		STEPTRACE_DEBUG_BUFFERS=1 $st record --nproc 2 --ddp $m --model small --ctx 512 \
+			--precision bf16 --warmup 1 --steps 2 -o "$out/drops/$m.stb" 2>&1 | grep -E "CUPTI buffers|record:"
+		$st info "$out/drops/$m.rank0.stb" 2>&1 | grep -A12 "Events per kind" | grep -E "kernel|api|range"
+		$st steps "$out/drops/$m.rank0.stb" 2>/dev/null | grep -E "^ +[0-9]"
 	done
 	;;
 torch)
