@@ -10,7 +10,9 @@
 # precision, PyTorch eager and torch.compile on the same sizes, the
 # agreement check for both kernel sets, a fused bundle; README "Fused"),
 # multi (issue 16 on two GPUs, nvidia-h200-x2: multi-tests, multi-allreduce,
-# multi-ddp and multi-record in turn; each can be run alone).
+# multi-ddp and multi-record in turn; each can be run alone), torchrun (issue
+# 23 on two GPUs: PyTorch DDP, FSDP, two simulated nodes and mpirun, recorded
+# with record --), drops (dropped records and CUPTI's buffer traffic per DDP mode).
 # Default: tests samples overhead torch.
 # The build must have been configured at the path its CTest files name; on
 # the GPU machine link that path to the checkout first (see README).
