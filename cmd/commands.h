@@ -31,6 +31,7 @@ typedef int (*cmd_fn)(int argc, const char **argv);
 #define CMD_EXPORT_HELP  "write the bundle for Perfetto, Chrome DevTools or SQL (perfetto, chrome, sqlite)"
 #define CMD_REPORT_HELP  "write one self-contained HTML page"
 #define CMD_PLAN_HELP    "parallelism accounting from a model's sizes: FP32 state, FSDP memory, compute-bound batch, DP/ZeRO memory and communication"
+#define CMD_EXPLAIN_HELP "why the step takes as long as it does: its parts, critical path, ranked findings, --what-if"
 #define CMD_COMM_HELP    "collectives of a multi-GPU run: bandwidth, hidden vs exposed, skew"
 #define CMD_BENCH_HELP   "benchmark the training step without CUPTI (sizes, contexts, precisions)"
 #define CMD_STEP_HELP    "run the training step on the GPU and check it"
@@ -48,6 +49,7 @@ int cmd_diff(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);
 int cmd_report(int argc, const char **argv);
 int cmd_comm(int argc, const char **argv);
+int cmd_explain(int argc, const char **argv);
 int cmd_plan(int argc, const char **argv);
 
 /* libsteptrace_gpu (looked up with dlsym, never linked against) */

@@ -43,6 +43,7 @@ static const struct cmd_struct commands[] = {
 	{ "export",  cmd_export,  false, CMD_EXPORT_HELP },
 	{ "report",  cmd_report,  false, CMD_REPORT_HELP },
 	{ "comm",    cmd_comm,    false, CMD_COMM_HELP },
+	{ "explain", cmd_explain, false, CMD_EXPLAIN_HELP },
 	{ "plan",    cmd_plan,    false, CMD_PLAN_HELP },
 	{ "bench",   NULL,        true,  CMD_BENCH_HELP },
 	{ "step",    NULL,        true,  CMD_STEP_HELP },

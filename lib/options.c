@@ -473,6 +473,14 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 	case OPTION_STRING:
 		*(const char **)o->value = arg;
 		break;
+	case OPTION_STRING_LIST: {
+		struct opt_list *l = o->value;
+
+		if (l->n >= l->max)
+			return error("option '%s' given more than %zu times", name, l->max);
+		l->v[l->n++] = arg;
+		break;
+	}
 	case OPTION_SIZE:
 	case OPTION_SIZE_LIMIT: {
 		uint64_t v;

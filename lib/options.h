@@ -56,6 +56,7 @@ enum option_type {
 	OPTION_DOUBLE,    /* double * */
 	OPTION_NONNEGATIVE, /* double *, 0 or more */
 	OPTION_STRING,    /* const char ** (points into argv) */
+	OPTION_STRING_LIST, /* struct opt_list *: each time given, one more (points into argv) */
 	OPTION_SIZE,      /* uint64_t * bytes, more than 0: 1024, 24GiB, 80GB, 512MiB, 1.5GiB */
 	OPTION_SIZE_LIMIT, /* uint64_t * bytes, a size or 0 for no limit (--max-size) */
 	OPTION_CHOICE,    /* int *: the index of the value in a NULL-terminated name list */
@@ -82,6 +83,16 @@ struct option {
 #define OPT_DOUBLE(s, l, v, h)            { OPTION_DOUBLE, (s), (l), (v), "X", (h), NULL }
 #define OPT_NONNEGATIVE(s, l, v, a, h)    { OPTION_NONNEGATIVE, (s), (l), (v), (a), (h), NULL }
 #define OPT_STRING(s, l, v, a, h)         { OPTION_STRING, (s), (l), (v), (a), (h), NULL }
+/*
+ * A string that may be given several times, each adding one (explain's
+ * --what-if): into a struct opt_list, at most its `max`; one more is an
+ * error ("option '--what-if' given more than 16 times").
+ */
+struct opt_list {
+	const char **v;
+	size_t n, max;
+};
+#define OPT_STRING_LIST(s, l, v, a, h)    { OPTION_STRING_LIST, (s), (l), (v), (a), (h), NULL }
 #define OPT_SIZE(s, l, v, h)              { OPTION_SIZE, (s), (l), (v), "SIZE", (h), NULL }
 #define OPT_SIZE_LIMIT(s, l, v, h)        { OPTION_SIZE_LIMIT, (s), (l), (v), "SIZE", (h), NULL }
 /*

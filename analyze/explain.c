@@ -1,0 +1,1092 @@
+/*
+ * explain.c: `steptrace explain` (explain.h): the step's time split into
+ * parts, its critical path, findings ranked by the saving the re-timed
+ * graph predicts, and what-if predictions.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/explain.h"
+
+#include "analyze/common.h"
+#include "lib/error.h"
+#include "lib/grow.h"
+#include "lib/hash.h"
+#include "replay/memory.h"
+
+const char *const explain_part_names[EP_COUNT] = {
+	"compute", "exposed comm", "copies", "launch-bound", "sync stall", "data loading", "other idle",
+};
+
+/* A stretch of one rank's GPU time in one state. */
+struct seg {
+	uint64_t a, b;
+	uint8_t part;                  /* enum explain_part */
+};
+
+struct ctx {
+	const struct replay_ranks *rs;
+	const struct explain_opts *o;
+	struct graph g;
+	const struct replay *rp;       /* rank 0 */
+	uint8_t *path_phase;           /* rank 0's paths' phases */
+	struct seg *segs;              /* rank 0's GPU time, in order */
+	size_t n_segs;
+	uint32_t *meas;                /* the steps counted (measured, or all with --include-warmup) */
+	size_t n_meas;
+	double (*part)[EP_COUNT];      /* per step of rank 0 */
+	uint64_t *idle_edge;           /* per step: idle at its start + at its end */
+	double measured, replayed;
+	uint64_t *replayed_step;       /* per step */
+};
+
+static double mean_of(const struct ctx *c, const double *v)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < c->n_meas; i++)
+		sum += v[c->meas[i]];
+	return c->n_meas ? sum / (double)c->n_meas : 0;
+}
+
+static int activity_phase(const struct ctx *c, const struct replay_activity *a)
+{
+	const struct replay_op *op;
+
+	if (a->range >= 0 && (size_t)a->range < c->rp->n_ranges)
+		return c->path_phase[c->rp->ranges[a->range].path];
+	op = replay_op(c->rp, a->op);
+	return op ? st_phase_of_path(replay_str(c->rp, op->phase)) : ST_PHASE_OTHER;
+}
+
+/* ---- the parts ------------------------------------------------------- */
+
+struct edge_ev {
+	uint64_t t;
+	int8_t delta;
+	uint8_t work;
+};
+
+static int cmp_ev(const void *x, const void *y)
+{
+	const struct edge_ev *a = x, *b = y;
+
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return (a->delta > b->delta) - (a->delta < b->delta);   /* ends first: no empty segments */
+}
+
+/* The first rank-0 activity starting at or after t, as its node; -1 none. */
+static int32_t next_activity(const struct ctx *c, uint64_t t)
+{
+	size_t lo = 0, hi = c->rp->n_activities;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->g.nodes[c->g.act_node[0][mid]].start < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->rp->n_activities ? c->g.act_node[0][lo] : -1;
+}
+
+/* Why the GPU was idle over [a, b): what decided when the work after it started. */
+static uint8_t idle_part(const struct ctx *c, uint64_t a, uint64_t b)
+{
+	int32_t x = next_activity(c, b);
+	const struct graph_node *n;
+	const struct graph_edge *e;
+	const struct replay_activity *act;
+	const struct replay_api *api;
+	const struct replay_thread *th = NULL;
+
+	if (x < 0)
+		return EP_IDLE;
+	n = &c->g.nodes[x];
+	if (n->bind < 0)
+		return EP_IDLE;
+	e = &c->g.edges[n->bind];
+	if (e->kind != GE_LAUNCH)
+		return EP_IDLE;
+	act = &c->rp->activities[n->index];
+	api = &c->rp->apis[c->g.nodes[e->from].index];
+	if (act->kind == ST_MEMCPY && act->detail < c->rp->n_copies && c->rp->copies[act->detail].copy_kind == 1)
+		return EP_DATA;   /* CUPTI_ACTIVITY_MEMCPY_KIND_HTOD */
+	if (api->range >= 0 && (size_t)api->range < c->rp->n_ranges &&
+	    c->path_phase[c->rp->ranges[api->range].path] == ST_PHASE_DATA)
+		return EP_DATA;
+	for (size_t i = 0; i < c->rp->n_threads; i++)
+		if (c->rp->threads[i].thread == api->thread)
+			th = &c->rp->threads[i];
+	if (th) {
+		/* the launching call's place on its thread, then back while calls end within the gap */
+		size_t lo = 0, hi = th->n_apis;
+		int looked = 0;
+
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (c->rp->apis[th->apis[mid]].start < api->start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo; k-- > 0 && looked < 256; looked++) {
+			const struct graph_node *s = &c->g.nodes[c->g.api_node[0][th->apis[k]]];
+
+			if (s->end + 1000 < a)
+				break;
+			if (s->sync)
+				return EP_SYNC;
+		}
+	}
+	return EP_LAUNCH;
+}
+
+static int build_segments(struct ctx *c)
+{
+	size_t n = c->rp->n_activities, alloc = 0, cnt[4] = { 0 };
+	struct edge_ev *ev = malloc((2 * n + 1) * sizeof(*ev));
+	uint64_t at = 0;
+
+	if (!ev)
+		return error("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct graph_node *x = &c->g.nodes[c->g.act_node[0][i]];
+
+		ev[2 * i] = (struct edge_ev){ x->start, +1, x->work };
+		ev[2 * i + 1] = (struct edge_ev){ x->end, -1, x->work };
+	}
+	qsort(ev, 2 * n, sizeof(*ev), cmp_ev);
+	for (size_t i = 0; i < 2 * n; i++) {
+		uint8_t part = cnt[GW_KERNEL] ? EP_COMPUTE : cnt[GW_COMM] ? EP_COMM : cnt[GW_COPY] ? EP_COPY : EP_IDLE;
+
+		if (i > 0 && ev[i].t > at) {
+			if (part == EP_IDLE)
+				part = idle_part(c, at, ev[i].t);
+			if (c->n_segs && c->segs[c->n_segs - 1].part == part && c->segs[c->n_segs - 1].b == at) {
+				c->segs[c->n_segs - 1].b = ev[i].t;
+			} else {
+				if (ALLOC_GROW(c->segs, c->n_segs + 1, alloc) < 0) {
+					free(ev);
+					return -1;
+				}
+				c->segs[c->n_segs++] = (struct seg){ at, ev[i].t, part };
+			}
+		}
+		at = ev[i].t;
+		if (ev[i].delta > 0)
+			cnt[ev[i].work]++;
+		else if (cnt[ev[i].work])
+			cnt[ev[i].work]--;
+	}
+	free(ev);
+	return 0;
+}
+
+/* Adds [S, E)'s parts into part[]; idle at its start and end into *edge. */
+static void window_parts(const struct ctx *c, uint64_t S, uint64_t E, double *part, uint64_t *edge)
+{
+	size_t lo = 0, hi = c->n_segs;
+	uint64_t at = S, first_busy = E, last_busy = S;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->segs[mid].b <= S)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < c->n_segs && c->segs[i].a < E; i++) {
+		uint64_t a = c->segs[i].a > S ? c->segs[i].a : S, b = c->segs[i].b < E ? c->segs[i].b : E;
+
+		if (a > at)
+			part[EP_IDLE] += (double)(a - at);   /* before any recorded work: nothing to say why */
+		part[c->segs[i].part] += (double)(b - a);
+		if (c->segs[i].part <= EP_COPY) {
+			if (a < first_busy)
+				first_busy = a;
+			last_busy = b;
+		}
+		at = b;
+	}
+	if (E > at)
+		part[EP_IDLE] += (double)(E - at);
+	*edge = first_busy >= last_busy ? E - S : (first_busy - S) + (E - last_busy);
+}
+
+/* ---- steps ------------------------------------------------------------ */
+
+static uint64_t step_pred(const struct ctx *c, const struct graph_times *t, size_t s, double host)
+{
+	const struct replay_step *st = &c->rp->steps[s];
+	uint64_t a = graph_instant(&c->g, t, 0, st->thread, st->start, host);
+	uint64_t b = graph_instant(&c->g, t, 0, st->thread, st->end, host);
+
+	return b > a ? b - a : 0;
+}
+
+static int cmp_u64pair(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* The mean busy time of the counted steps' GPU work as re-timed (union of intervals). */
+static double mean_busy(const struct ctx *c, const struct graph_times *t)
+{
+	const struct replay *rp = c->rp;
+	uint64_t *iv = malloc((2 * rp->n_activities + 2) * sizeof(uint64_t));
+	uint8_t *counted = calloc(rp->n_steps + 1, 1);
+	double total = 0;
+
+	if (!iv || !counted) {
+		free(iv);
+		free(counted);
+		return 0;
+	}
+	for (size_t i = 0; i < c->n_meas; i++)
+		counted[c->meas[i]] = 1;
+	/* every counted step's work at once: steps do not overlap on one GPU's queue by much */
+	{
+		size_t n = 0;
+		uint64_t at = 0, end = 0;
+
+		for (size_t i = 0; i < rp->n_activities; i++)
+			if (rp->activities[i].step >= 0 && counted[rp->activities[i].step]) {
+				int32_t k = c->g.act_node[0][i];
+
+				iv[2 * n] = t->start[k];
+				iv[2 * n + 1] = t->end[k];
+				n++;
+			}
+		qsort(iv, n, 2 * sizeof(uint64_t), cmp_u64pair);
+		for (size_t i = 0; i < n; i++) {
+			if (i == 0 || iv[2 * i] > end) {
+				total += (double)(end - at);
+				at = iv[2 * i];
+				end = iv[2 * i + 1];
+			} else if (iv[2 * i + 1] > end) {
+				end = iv[2 * i + 1];
+			}
+		}
+		total += (double)(end - at);
+	}
+	free(iv);
+	free(counted);
+	return c->n_meas ? total / (double)c->n_meas : 0;
+}
+
+/*
+ * The mean counted step under rules: the steps' host spans as re-timed, at
+ * least the GPU's busy time per step (a host that runs ahead waits for it
+ * in the end). -1 after an error line.
+ */
+static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
+		   double *mean)
+{
+	struct graph_times t;
+	double host = 1, sum = 0, busy;
+
+	if (graph_retime(&c->g, rules, n, rm, &t) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].kind == GR_HOST)
+			host *= rules[i].factor;
+	for (size_t i = 0; i < c->n_meas; i++)
+		sum += (double)step_pred(c, &t, c->meas[i], host);
+	*mean = c->n_meas ? sum / (double)c->n_meas : 0;
+	busy = mean_busy(c, &t);
+	if (busy > *mean)
+		*mean = busy;
+	graph_times_release(&t);
+	return 0;
+}
+
+/* ---- the critical path ------------------------------------------------ */
+
+struct cp_entry {
+	char *kind, *label;
+	double ns;
+};
+
+struct cp {
+	struct cp_entry *e;
+	size_t n, alloc;
+	int32_t *slot;                 /* open addressing over e, -1 empty */
+	size_t n_slots;
+};
+
+static int cp_add(struct cp *cp, const char *kind, const char *label, double ns)
+{
+	uint64_t h = hash_fnv1a(hash_str(kind), label, strlen(label));
+	size_t i;
+
+	if (ns <= 0)
+		return 0;
+	if (2 * (cp->n + 1) > cp->n_slots) {
+		size_t n_slots = cp->n_slots ? 2 * cp->n_slots : 256;
+		int32_t *slot = malloc(n_slots * sizeof(*slot));
+
+		if (!slot)
+			return error("out of memory");
+		memset(slot, 0xff, n_slots * sizeof(*slot));
+		for (size_t k = 0; k < cp->n; k++) {
+			uint64_t hk = hash_fnv1a(hash_str(cp->e[k].kind), cp->e[k].label, strlen(cp->e[k].label));
+
+			for (i = hk & (n_slots - 1); slot[i] >= 0; i = (i + 1) & (n_slots - 1))
+				;
+			slot[i] = (int32_t)k;
+		}
+		free(cp->slot);
+		cp->slot = slot;
+		cp->n_slots = n_slots;
+	}
+	for (i = h & (cp->n_slots - 1); cp->slot[i] >= 0; i = (i + 1) & (cp->n_slots - 1)) {
+		struct cp_entry *e = &cp->e[cp->slot[i]];
+
+		if (!strcmp(e->kind, kind) && !strcmp(e->label, label)) {
+			e->ns += ns;
+			return 0;
+		}
+	}
+	if (ALLOC_GROW(cp->e, cp->n + 1, cp->alloc) < 0)
+		return -1;
+	cp->e[cp->n] = (struct cp_entry){ strdup(kind), strdup(label), ns };
+	if (!cp->e[cp->n].kind || !cp->e[cp->n].label)
+		return error("out of memory");
+	cp->slot[i] = (int32_t)cp->n++;
+	return 0;
+}
+
+static void cp_release(struct cp *cp)
+{
+	for (size_t i = 0; i < cp->n; i++) {
+		free(cp->e[i].kind);
+		free(cp->e[i].label);
+	}
+	free(cp->e);
+	free(cp->slot);
+}
+
+/* A path with its layer numbers made globs: "step/forward/layer.3/attn" -> "step/forward/layer.*" "/attn". */
+static const char *collapse(const char *path, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	for (const char *p = path; *p && o + 2 < len;) {
+		if (isdigit((unsigned char)*p) && (p == path || p[-1] == '.' || p[-1] == '/')) {
+			const char *q = p;
+
+			while (isdigit((unsigned char)*q))
+				q++;
+			if (!*q || *q == '/' || *q == '.') {
+				buf[o++] = '*';
+				p = q;
+				continue;
+			}
+		}
+		buf[o++] = *p++;
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* What a GPU node is called on the path: its op, else its range, else its kernel's base name. */
+static const char *gpu_label(const struct graph *g, const struct graph_node *n, char *buf, size_t len)
+{
+	const struct replay *rp = g->rp[n->rank];
+	const struct replay_activity *a = &rp->activities[n->index];
+	const struct replay_op *op = replay_op(rp, a->op);
+	char tmp[512];
+
+	if (op) {
+		const char *phase = replay_str(rp, op->phase), *kind = replay_str(rp, op->kind ? op->kind : op->path);
+
+		snprintf(tmp, sizeof(tmp), "%s%s%s", phase, *phase ? "/" : "", kind);
+		return collapse(tmp, buf, len);
+	}
+	if (a->range >= 0)
+		return collapse(replay_activity_path(rp, a), buf, len);
+	return kernel_base_name(replay_str(rp, a->name), buf, len);
+}
+
+static const char *host_label(const struct graph *g, uint32_t rank, uint64_t thread, uint64_t t, char *buf,
+			      size_t len)
+{
+	const struct replay *rp = g->rp[rank];
+	uint64_t local = g->offset ? (uint64_t)((int64_t)t - g->offset[rank]) : t;
+	int32_t r = replay_range_at(rp, thread, local);
+
+	if (r < 0)
+		return "(outside ranges)";
+	return collapse(replay_range_path(rp, &rp->ranges[r]), buf, len);
+}
+
+static const char *const work_kind[] = { "host call", "kernel", "collective", "copy" };
+
+/* The critical path of step s back from its end, into cp. */
+static int critical_path(const struct ctx *c, size_t s, struct cp *cp)
+{
+	const struct graph *g = &c->g;
+	const struct replay_step *st = &c->rp->steps[s];
+	uint64_t S = graph_time(g, 0, st->start), t = graph_time(g, 0, st->end);
+	const struct replay_thread *th = NULL;
+	char buf[512];
+	int32_t n = -1;
+	bool at_end = true;
+	size_t guard = 2 * g->n_nodes + 8;
+
+	for (size_t i = 0; i < c->rp->n_threads; i++)
+		if (c->rp->threads[i].thread == st->thread)
+			th = &c->rp->threads[i];
+	for (size_t k = th ? th->n_apis : 0; k-- > 0;) {
+		const struct graph_node *x = &g->nodes[g->api_node[0][th->apis[k]]];
+
+		if (x->end <= t && x->end > S) {
+			n = g->api_node[0][th->apis[k]];
+			break;
+		}
+		if (x->end <= S)
+			break;
+	}
+	if (n < 0)
+		return cp_add(cp, "host work", host_label(g, 0, st->thread, t, buf, sizeof(buf)), (double)(t - S));
+	if (cp_add(cp, "host work", host_label(g, 0, st->thread, g->nodes[n].end, buf, sizeof(buf)),
+		   (double)(t - g->nodes[n].end)) < 0)
+		return -1;
+	t = g->nodes[n].end;
+	while (t > S && guard--) {
+		const struct graph_node *x = &g->nodes[n];
+		const struct graph_edge *e;
+		uint64_t src;
+		const char *kind, *label;
+		int r;
+
+		if (at_end && x->bind_end < 0) {
+			uint64_t a = x->start > S ? x->start : S;
+
+			label = x->kind == GN_API ? replay_str(g->rp[x->rank], g->rp[x->rank]->apis[x->index].name)
+						  : gpu_label(g, x, buf, sizeof(buf));
+			if (cp_add(cp, work_kind[x->work], label, (double)(t - a)) < 0)
+				return -1;
+			t = x->start;
+			at_end = false;
+			continue;
+		}
+		e = &g->edges[at_end ? x->bind_end : x->bind];
+		if (!at_end && x->bind < 0)
+			break;
+		src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? g->nodes[e->from].start : g->nodes[e->from].end;
+		if (src > t)
+			src = t;
+		{
+			uint64_t a = src > S ? src : S;
+
+			switch (e->kind) {
+			case GE_THREAD:
+				kind = "host work";
+				label = host_label(g, x->rank, g->rp[x->rank]->apis[x->index].thread, a, buf, sizeof(buf));
+				break;
+			case GE_LAUNCH: kind = "launch"; label = "launch latency"; break;
+			case GE_STREAM: kind = "GPU gap"; label = "between a stream's work"; break;
+			case GE_WAIT: kind = "wait"; label = "for another stream"; break;
+			case GE_SYNC:
+				kind = "sync";
+				label = replay_str(g->rp[x->rank], g->rp[x->rank]->apis[x->index].name);
+				break;
+			default: kind = "wait for ranks"; label = gpu_label(g, x, buf, sizeof(buf)); break;
+			}
+			r = cp_add(cp, kind, label, (double)(t - a));
+			if (r < 0)
+				return -1;
+		}
+		at_end = e->kind != GE_LAUNCH && e->kind != GE_COLL;
+		n = e->from;
+		t = src;
+	}
+	if (t > S)
+		return cp_add(cp, "before", "(nothing recorded decides it)", (double)(t - S));
+	return 0;
+}
+
+static int cmp_cp(const void *x, const void *y)
+{
+	const struct cp_entry *a = x, *b = y;
+
+	if (a->ns != b->ns)
+		return a->ns > b->ns ? -1 : 1;
+	return strcmp(a->label, b->label);
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+static void ctx_release(struct ctx *c)
+{
+	graph_release(&c->g);
+	free(c->path_phase);
+	free(c->segs);
+	free(c->meas);
+	free(c->part);
+	free(c->idle_edge);
+	free(c->replayed_step);
+}
+
+static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct explain_opts *o)
+{
+	const struct replay *rp = rs->rank[0];
+	struct graph_times t;
+	double *dm, *dr;
+
+	memset(c, 0, sizeof(*c));
+	c->rs = rs;
+	c->o = o;
+	c->rp = rp;
+	if (!rp->n_steps)
+		return error("'%s' has no steps to explain", rp->path ? rp->path : "the run");
+	if (graph_build(&c->g, rs->rank, rs->n, rs->n > 1 ? rs->offset : NULL) < 0)
+		return -1;
+	c->path_phase = malloc(rp->n_paths + 1);
+	c->meas = malloc(rp->n_steps * sizeof(*c->meas));
+	c->part = calloc(rp->n_steps, sizeof(*c->part));
+	c->idle_edge = calloc(rp->n_steps, sizeof(*c->idle_edge));
+	c->replayed_step = calloc(rp->n_steps, sizeof(*c->replayed_step));
+	dm = calloc(rp->n_steps, sizeof(double));
+	dr = calloc(rp->n_steps, sizeof(double));
+	if (!c->path_phase || !c->meas || !c->part || !c->idle_edge || !c->replayed_step || !dm || !dr) {
+		free(dm);
+		free(dr);
+		ctx_release(c);
+		return error("out of memory");
+	}
+	replay_path_phases(rp, c->path_phase);
+	for (size_t s = 0; s < rp->n_steps; s++)
+		if (o->include_warmup || !rp->steps[s].warmup || !rp->n_measured_steps)
+			c->meas[c->n_meas++] = (uint32_t)s;
+	if (build_segments(c) < 0 || graph_retime(&c->g, NULL, 0, NULL, &t) < 0) {
+		free(dm);
+		free(dr);
+		ctx_release(c);
+		return -1;
+	}
+	for (size_t s = 0; s < rp->n_steps; s++) {
+		const struct replay_step *st = &rp->steps[s];
+
+		window_parts(c, graph_time(&c->g, 0, st->start), graph_time(&c->g, 0, st->end), c->part[s],
+			     &c->idle_edge[s]);
+		c->replayed_step[s] = step_pred(c, &t, s, 1);
+		dm[s] = (double)(st->end - st->start);
+		dr[s] = (double)c->replayed_step[s];
+	}
+	graph_times_release(&t);
+	c->measured = mean_of(c, dm);
+	c->replayed = mean_of(c, dr);
+	free(dm);
+	free(dr);
+	return 0;
+}
+
+/* ---- findings ---------------------------------------------------------- */
+
+struct finding {
+	char title[96], evidence[512];
+	double predicted, saving;      /* ns; saving < 0: none predicted (memory) */
+	bool at_most;
+};
+
+static int finding_predict(const struct ctx *c, struct finding *f, const char *rule_text)
+{
+	struct graph_rule rule;
+	int ret;
+
+	if (graph_rule_parse(&rule, rule_text) < 0)
+		return -1;
+	ret = predict(c, &rule, 1, NULL, &f->predicted);
+	free((char *)rule.pattern);
+	if (ret < 0)
+		return -1;
+	f->saving = c->measured - f->predicted;
+	return 0;
+}
+
+static double part_mean(const struct ctx *c, int p)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < c->n_meas; i++)
+		sum += c->part[c->meas[i]][p];
+	return c->n_meas ? sum / (double)c->n_meas : 0;
+}
+
+static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
+{
+	const struct replay *rp = c->rp;
+	double m = c->measured, per = c->n_meas ? 1.0 / (double)c->n_meas : 0;
+	size_t n = 0;
+	uint8_t *counted = calloc(rp->n_steps + 1, 1);
+
+	if (!counted)
+		return error("out of memory");
+	for (size_t i = 0; i < c->n_meas; i++)
+		counted[c->meas[i]] = 1;
+	if (!(m > 0))
+		goto done;
+
+	/* launch-bound */
+	{
+		double lb = part_mean(c, EP_LAUNCH);
+		size_t kernels = 0;
+
+		for (size_t i = 0; i < rp->n_activities; i++)
+			kernels += rp->activities[i].step >= 0 && counted[rp->activities[i].step];
+		if (lb >= 0.05 * m) {
+			snprintf(f[n].title, sizeof(f[n].title), "launch-bound: the step as one CUDA graph");
+			snprintf(f[n].evidence, sizeof(f[n].evidence),
+				 "the GPU waited %.1f%% of the step (%.3f ms) for the host to launch its next work; "
+				 "%.0f launches per step, typical launch latency %.1f us; CUDA graphs or "
+				 "torch.compile(mode=\"reduce-overhead\") launch the step at once",
+				 100 * lb / m, lb / 1e6, (double)kernels * per, (double)c->g.typical[GE_LAUNCH] / 1e3);
+			if (finding_predict(c, &f[n], "graph") < 0)
+				goto fail;
+			n++;
+		}
+	}
+	/* synchronisations inside the loop */
+	{
+		size_t syncs = 0;
+		double stall = part_mean(c, EP_SYNC);
+
+		for (size_t i = 0; i < rp->n_apis; i++) {
+			const struct graph_node *x = &c->g.nodes[c->g.api_node[0][i]];
+			int32_t s = replay_step_at(rp, rp->apis[i].start);
+
+			if (x->sync && x->bind_end >= 0 && s >= 0 && counted[s])
+				syncs++;
+		}
+		if (syncs && (stall >= 0.01 * m || (double)syncs * per > 1)) {
+			snprintf(f[n].title, sizeof(f[n].title), "host synchronisations inside the loop");
+			snprintf(f[n].evidence, sizeof(f[n].evidence),
+				 "%.1f calls per step waited for the GPU (.item(), cudaStreamSynchronize, a blocking "
+				 "copy); the GPU then sat idle %.3f ms per step (%.1f%%) while the host refilled its queue",
+				 (double)syncs * per, stall / 1e6, 100 * stall / m);
+			if (finding_predict(c, &f[n], "no-sync") < 0)
+				goto fail;
+			n++;
+		}
+	}
+	/* exposed communication */
+	{
+		double comm = part_mean(c, EP_COMM);
+
+		if (comm >= 0.02 * m) {
+			snprintf(f[n].title, sizeof(f[n].title), "exposed communication");
+			snprintf(f[n].evidence, sizeof(f[n].evidence),
+				 "collectives ran with no computation beside them %.3f ms per step (%.1f%%): larger "
+				 "buckets, earlier all-reduces or overlap with the backward hide them",
+				 comm / 1e6, 100 * comm / m);
+			if (finding_predict(c, &f[n], "comm-overlap") < 0)
+				goto fail;
+			n++;
+		}
+	}
+	/* a bandwidth-bound optimizer */
+	{
+		double t_opt = 0, bytes = 0, peak = rp->run.device.peak_bandwidth;
+
+		for (size_t i = 0; i < rp->n_activities; i++) {
+			const struct replay_activity *a = &rp->activities[i];
+
+			if (a->kind == ST_KERNEL && a->step >= 0 && counted[a->step] &&
+			    activity_phase(c, a) == ST_PHASE_OPTIMIZER)
+				t_opt += (double)(a->end - a->start);
+		}
+		t_opt *= per;
+		if (rp->run.has_config && rp->run.config.parameters)
+			bytes = 28.0 * (double)rp->run.config.parameters;   /* AdamW, FP32: read p g m v, write p m v */
+		if (t_opt >= 0.10 * m) {
+			double achieved = bytes > 0 ? bytes / (t_opt / 1e9) : 0;
+			double k = peak > 0 && achieved > 0 && achieved < 0.7 * peak ? achieved / peak : 0.5;
+			char rule[64];
+
+			snprintf(f[n].title, sizeof(f[n].title), "a bandwidth-bound optimizer");
+			if (achieved > 0 && peak > 0)
+				snprintf(f[n].evidence, sizeof(f[n].evidence),
+					 "the optimizer's kernels take %.3f ms per step (%.1f%%), moving about %.2f GB "
+					 "(AdamW in FP32: 28 B per parameter) at %.0f GB/s, %.0f%% of the %.0f GB/s peak; %s",
+					 t_opt / 1e6, 100 * t_opt / m, bytes / 1e9, achieved / 1e9, 100 * achieved / peak,
+					 peak / 1e9,
+					 k < 0.5 ? "predicted at the peak bandwidth (a fused, multi-tensor optimizer)"
+						 : "near the peak already: predicted with half its bytes (BF16 moments, or "
+						   "the update fused into the backward)");
+			else
+				snprintf(f[n].evidence, sizeof(f[n].evidence),
+					 "the optimizer's kernels take %.3f ms per step (%.1f%%); predicted with half "
+					 "their bytes (BF16 moments, a fused multi-tensor update)",
+					 t_opt / 1e6, 100 * t_opt / m);
+			snprintf(rule, sizeof(rule), "kernels:optimizer*=%.4f", k);
+			if (finding_predict(c, &f[n], rule) < 0)
+				goto fail;
+			n++;
+		}
+	}
+	/* many small kernels */
+	{
+		size_t small = 0, all = 0;
+		double t_small = 0;
+
+		for (size_t i = 0; i < rp->n_activities; i++) {
+			const struct replay_activity *a = &rp->activities[i];
+
+			if (a->kind != ST_KERNEL || a->step < 0 || !counted[a->step])
+				continue;
+			all++;
+			if (a->end - a->start < 10000) {
+				small++;
+				t_small += (double)(a->end - a->start);
+			}
+		}
+		if (all && small * 2 >= all && (double)small * per >= 100) {
+			snprintf(f[n].title, sizeof(f[n].title), "many small kernels");
+			snprintf(f[n].evidence, sizeof(f[n].evidence),
+				 "%.0f of the step's %.0f kernels run under 10 us (%.3f ms in all): each costs a launch "
+				 "and a pass over memory; predicted with them fused away (their time gone, their "
+				 "launches kept)",
+				 (double)small * per, (double)all * per, t_small * per / 1e6);
+			if (finding_predict(c, &f[n], "kernels:<10us=0") < 0)
+				goto fail;
+			n++;
+		}
+	}
+	/* idle at the step's start or end */
+	{
+		double edge = 0;
+
+		for (size_t i = 0; i < c->n_meas; i++)
+			edge += (double)c->idle_edge[c->meas[i]];
+		edge *= per;
+		if (edge >= 0.03 * m) {
+			snprintf(f[n].title, sizeof(f[n].title), "GPU idle at the step's start or end");
+			snprintf(f[n].evidence, sizeof(f[n].evidence),
+				 "before its first and after its last work the GPU is idle %.3f ms per step (%.1f%%): "
+				 "the host's work between steps (logging, data, the loop) not overlapped with the GPU's",
+				 edge / 1e6, 100 * edge / m);
+			f[n].predicted = m - edge;
+			f[n].saving = edge;
+			f[n].at_most = true;
+			n++;
+		}
+	}
+	/* memory headroom */
+	if (rp->run.has_device && rp->run.device.memory_bytes) {
+		struct mem_timeline tl;
+
+		if (mem_timeline_build(&tl, rp, mem_default_view(rp)) == 0) {
+			double cap = (double)rp->run.device.memory_bytes * 0.95, peak = (double)tl.peak.bytes;
+			double dep = (double)(tl.peak.by_category[ST_MEM_ACTIVATION] + tl.peak.by_category[ST_MEM_TEMPORARY]);
+
+			if (peak > 0 && dep > 0 && cap > peak) {
+				double k = (cap - (peak - dep)) / dep;
+				uint32_t batch = rp->run.has_config ? rp->run.config.batch : 0;
+
+				snprintf(f[n].title, sizeof(f[n].title), "memory headroom");
+				if (batch)
+					snprintf(f[n].evidence, sizeof(f[n].evidence),
+						 "the peak is %.2f GiB of %.2f GiB, activations and temporaries %.2f GiB of it: "
+						 "a batch of about %u (x%.1f) would still fit in 95%% of the device "
+						 "(check with replay --capacity)",
+						 peak / 1073741824.0, cap / 0.95 / 1073741824.0, dep / 1073741824.0,
+						 (unsigned)floor(batch * k), k);
+				else
+					snprintf(f[n].evidence, sizeof(f[n].evidence),
+						 "the peak is %.2f GiB of %.2f GiB, activations and temporaries %.2f GiB of it: "
+						 "about x%.1f the batch would still fit in 95%% of the device",
+						 peak / 1073741824.0, cap / 0.95 / 1073741824.0, dep / 1073741824.0, k);
+				f[n].predicted = -1;
+				f[n].saving = -1;
+				n++;
+			}
+			mem_timeline_release(&tl);
+		}
+	}
+done:
+	free(counted);
+	*n_out = n;
+	return 0;
+fail:
+	free(counted);
+	return -1;
+}
+
+static int cmp_finding(const void *x, const void *y)
+{
+	const struct finding *a = x, *b = y;
+
+	return (a->saving < b->saving) - (a->saving > b->saving);
+}
+
+/* ---- the report -------------------------------------------------------- */
+
+static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct graph_ranks_model *rm)
+{
+	const struct replay *rp = c->rp;
+	struct mem_timeline tl;
+
+	memset(rm, 0, sizeof(*rm));
+	if (!c->o->allreduce)
+		return error("--what-if ranks=N needs --allreduce FILE: `steptrace bench allreduce --format csv` "
+			     "output, or a table of the same columns");
+	if (graph_bw_table_load(table, c->o->allreduce) < 0)
+		return -1;
+	rm->table = table;
+	if (mem_timeline_build(&tl, rp, mem_default_view(rp)) == 0) {
+		rm->grad_bytes = tl.peak.by_category[ST_MEM_GRADIENT];
+		mem_timeline_release(&tl);
+	}
+	if (!rm->grad_bytes && rp->run.has_config)
+		rm->grad_bytes = 4 * rp->run.config.parameters;
+	if (!rm->grad_bytes)
+		return error("--what-if ranks=N: the run's gradients have no size (no gradient memory recorded and no "
+			     "parameter count)");
+	if (!c->o->naive)
+		rm->bucket_bytes = (uint64_t)((c->o->bucket_mb > 0 ? c->o->bucket_mb
+					       : rp->run.config.bucket_mb > 0 ? rp->run.config.bucket_mb : 25) * 1e6);
+	return 0;
+}
+
+static void ms_cell(struct table *t, double ns)
+{
+	table_float(t, ns / 1e6);
+}
+
+static int what_if_table(const struct ctx *c, struct report *r)
+{
+	const struct explain_opts *o = c->o;
+	struct graph_rule rules[EXPLAIN_MAX_RULES];
+	struct graph_bw_table table = { 0 };
+	struct graph_ranks_model rm = { 0 };
+	struct table *t;
+	bool need_ranks = false;
+	int ret = -1;
+	size_t parsed = 0;
+
+	for (; parsed < o->n_rules; parsed++) {
+		if (graph_rule_parse(&rules[parsed], o->rules[parsed]) < 0)
+			goto out;
+		need_ranks |= rules[parsed].kind == GR_RANKS;
+	}
+	if (need_ranks && ranks_model(c, &table, &rm) < 0)
+		goto out;
+	t = report_add_table(r, "what_if", "What if: the step re-timed under each rule, and all together (ms)");
+	table_add_column(t, "Rule", COL_STR, 0);
+	table_add_column(t, "Measured", COL_FLOAT, 3);
+	table_add_column(t, "Replayed", COL_FLOAT, 3);
+	table_add_column(t, "Predicted", COL_FLOAT, 3);
+	table_add_column(t, "Change (%)", COL_FLOAT, 1);
+	for (size_t i = 0; i <= o->n_rules; i++) {
+		double p;
+		char all[512];
+
+		if (i == o->n_rules && o->n_rules < 2)
+			break;
+		if (predict(c, i < o->n_rules ? &rules[i] : rules, i < o->n_rules ? 1 : o->n_rules, &rm, &p) < 0)
+			goto out;
+		table_row(t);
+		if (i < o->n_rules) {
+			table_str(t, o->rules[i]);
+		} else {
+			size_t at = 0;
+
+			all[0] = 0;
+			for (size_t k = 0; k < o->n_rules && at + 2 < sizeof(all); k++)
+				at += (size_t)snprintf(all + at, sizeof(all) - at, "%s%s", k ? " + " : "", o->rules[k]);
+			table_str(t, all);
+		}
+		ms_cell(t, c->measured);
+		ms_cell(t, c->replayed);
+		ms_cell(t, p);
+		table_float(t, c->measured > 0 ? 100 * (p - c->measured) / c->measured : 0);
+	}
+	if (need_ranks)
+		report_note(r, "ranks=N: %.1f MB of gradients all-reduced over N GPUs %s at the bus bandwidth of '%s' "
+			    "(interpolated by size), on a stream of their own, the step's first work after its backward "
+			    "waiting for the last; slowdowns of the computation beside NCCL's kernels are not modelled",
+			    (double)rm.grad_bytes / 1e6,
+			    rm.bucket_bytes ? "in buckets as the backward produces them" : "after the backward",
+			    o->allreduce);
+	ret = 0;
+out:
+	for (size_t i = 0; i < parsed; i++)
+		free((char *)rules[i].pattern);
+	graph_bw_table_release(&table);
+	return ret;
+}
+
+int explain_summarise(const struct replay_ranks *rs, const struct explain_opts *o, struct explain_summary *s)
+{
+	struct ctx c;
+	struct finding f[8] = { 0 };
+	size_t n = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (ctx_init(&c, rs, o) < 0)
+		return -1;
+	if (findings(&c, f, &n) < 0) {
+		ctx_release(&c);
+		return -1;
+	}
+	qsort(f, n, sizeof(f[0]), cmp_finding);
+	s->steps = c.n_meas;
+	s->measured = c.measured;
+	s->replayed = c.replayed;
+	for (int p = 0; p < EP_COUNT; p++)
+		s->part[p] = part_mean(&c, p);
+	for (size_t i = 0; i < n && i < 8; i++) {
+		memcpy(s->finding[i].title, f[i].title, sizeof(f[i].title));
+		memcpy(s->finding[i].evidence, f[i].evidence, sizeof(f[i].evidence));
+		s->finding[i].predicted = f[i].predicted;
+		s->finding[i].saving = f[i].saving;
+	}
+	s->n_findings = n;
+	ctx_release(&c);
+	return 0;
+}
+
+int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, struct report *r)
+{
+	struct ctx c;
+	struct table *t;
+	struct finding f[8] = { 0 };
+	struct cp cp = { 0 };
+	size_t n_f = 0, n_edges[GE_KIND_COUNT] = { 0 };
+	int top = o->top > 0 ? o->top : 15;
+	double total_cp = 0;
+
+	if (ctx_init(&c, rs, o) < 0)
+		return -1;
+
+	t = report_add_table(r, "steps", "Step time, split into parts that add up to it (ms)");
+	table_add_column(t, "Step", COL_STR, 0);
+	table_add_column(t, "Wall", COL_FLOAT, 3);
+	for (int p = 0; p < EP_COUNT; p++) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "%c%s", toupper((unsigned char)explain_part_names[p][0]),
+			 explain_part_names[p] + 1);
+		table_add_column(t, name, COL_FLOAT, 3);
+	}
+	table_add_column(t, "Replayed", COL_FLOAT, 3);
+	for (size_t i = 0; i < c.n_meas; i++) {
+		size_t s = c.meas[i];
+		char label[32];
+
+		snprintf(label, sizeof(label), "%u%s", c.rp->steps[s].index, c.rp->steps[s].warmup ? " (warm-up)" : "");
+		table_row(t);
+		table_str(t, label);
+		ms_cell(t, (double)(c.rp->steps[s].end - c.rp->steps[s].start));
+		for (int p = 0; p < EP_COUNT; p++)
+			ms_cell(t, c.part[s][p]);
+		ms_cell(t, (double)c.replayed_step[s]);
+	}
+	table_row(t);
+	table_str(t, "mean");
+	ms_cell(t, c.measured);
+	for (int p = 0; p < EP_COUNT; p++)
+		ms_cell(t, part_mean(&c, p));
+	ms_cell(t, c.replayed);
+	table_row(t);
+	table_str(t, "share (%)");
+	table_float(t, 100);
+	for (int p = 0; p < EP_COUNT; p++)
+		table_float(t, c.measured > 0 ? 100e6 * part_mean(&c, p) / c.measured / 1e6 : 0);
+	table_float(t, c.measured > 0 ? 100 * c.replayed / c.measured : 0);
+
+	/* the critical path */
+	for (size_t i = 0; i < c.n_meas; i++)
+		if (critical_path(&c, c.meas[i], &cp) < 0)
+			goto fail;
+	qsort(cp.e, cp.n, sizeof(*cp.e), cmp_cp);
+	for (size_t i = 0; i < cp.n; i++)
+		total_cp += cp.e[i].ns;
+	t = report_add_table(r, "critical_path", "Critical path: what decided the step's end, per step");
+	table_add_column(t, "Kind", COL_STR, 0);
+	table_add_column(t, "On the path", COL_STR, 0);
+	table_column_elastic(t);
+	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Share (%)", COL_FLOAT, 1);
+	for (size_t i = 0; i < cp.n && (int)i < top; i++) {
+		table_row(t);
+		table_str(t, cp.e[i].kind);
+		table_str(t, cp.e[i].label);
+		ms_cell(t, c.n_meas ? cp.e[i].ns / (double)c.n_meas : 0);
+		table_float(t, total_cp > 0 ? 100 * cp.e[i].ns / total_cp : 0);
+	}
+	if (cp.n > (size_t)top)
+		report_note(r, "critical path: %zu more entries (--top N shows more)", cp.n - (size_t)top);
+
+	/* findings */
+	if (findings(&c, f, &n_f) < 0)
+		goto fail;
+	qsort(f, n_f, sizeof(f[0]), cmp_finding);
+	t = report_add_table(r, "findings", "Findings, by the saving the re-timed graph predicts");
+	table_add_column(t, "#", COL_INT, 0);
+	table_add_column(t, "Finding", COL_STR, 0);
+	table_add_column(t, "Evidence", COL_STR, 0);
+	table_column_elastic(t);
+	table_add_column(t, "Predicted (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Saving (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Saving (%)", COL_FLOAT, 1);
+	for (size_t i = 0; i < n_f; i++) {
+		char title[112];
+
+		table_row(t);
+		table_int(t, (int64_t)i + 1);
+		snprintf(title, sizeof(title), "%.95s%s", f[i].title, f[i].at_most ? " (at most)" : "");
+		table_str(t, title);
+		table_str(t, f[i].evidence);
+		if (f[i].saving < 0) {
+			table_empty(t);
+			table_empty(t);
+			table_empty(t);
+		} else {
+			ms_cell(t, f[i].predicted);
+			ms_cell(t, f[i].saving);
+			table_float(t, 100 * f[i].saving / c.measured);
+		}
+	}
+	if (!n_f)
+		report_note(r, "findings: none above their thresholds (launch-bound 5%%, sync stalls 1%%, exposed "
+			       "communication 2%%, optimizer 10%%, idle at the edges 3%% of the step)");
+
+	if (o->n_rules && what_if_table(&c, r) < 0)
+		goto fail;
+
+	for (size_t e = 0; e < c.g.n_edges; e++)
+		n_edges[c.g.edges[e].kind]++;
+	report_note(r,
+		    "graph: %zu nodes (calls and GPU work of %zu rank%s), edges: %zu thread, %zu launch, %zu stream, "
+		    "%zu inferred waits, %zu synchronisations, %zu collective; typical delays: launch %.1f us, "
+		    "between a stream's kernels %.1f us",
+		    c.g.n_nodes, rs->n, rs->n == 1 ? "" : "s", n_edges[GE_THREAD], n_edges[GE_LAUNCH], n_edges[GE_STREAM],
+		    n_edges[GE_WAIT], n_edges[GE_SYNC], n_edges[GE_COLL], (double)c.g.typical[GE_LAUNCH] / 1e3,
+		    (double)c.g.typical[GE_STREAM] / 1e3);
+	report_note(r, "parts: of rank %u's GPU over each step's host span; replayed: the graph re-timed with no rule "
+		       "(every deciding edge keeps its recorded delay, so it gives the recorded times back); "
+		       "predictions are at least the GPU's busy time per step",
+		    replay_ranks_rank(rs, 0));
+	if (c.g.cut)
+		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);
+	cp_release(&cp);
+	ctx_release(&c);
+	return 0;
+fail:
+	cp_release(&cp);
+	ctx_release(&c);
+	return -1;
+}

@@ -1,0 +1,195 @@
+/*
+ * graph.h: a recorded run as a dependency graph, and that graph re-timed.
+ *
+ * Built from replays (one bundle, or the ranks of one run on their shared
+ * time line, replay/ranks.h), it holds a node per host API call and per GPU
+ * activity, and the edges that made each one wait:
+ *
+ *   GE_THREAD   a thread's API calls in order: a call starts after the one
+ *               before it ends, plus the host's own work in between (the
+ *               program's code: Python, the framework, data loading);
+ *   GE_LAUNCH   a call -> the kernel, copy or memset it launched: the work
+ *               starts after the call starts (the launch latency);
+ *   GE_STREAM   a stream's activities in order;
+ *   GE_WAIT     an activity that started later than its stream and its
+ *               launch allow, right when one on another stream of its
+ *               device ended: an event it waited for (cudaStreamWaitEvent;
+ *               CUPTI does not say which event, so the edge is inferred,
+ *               from the nearest end no more than GRAPH_WAIT_WINDOW before);
+ *   GE_SYNC     an activity -> the end of a call that waited for it: a
+ *               synchronisation (cudaStreamSynchronize, cudaDeviceSynchronize,
+ *               cudaEventSynchronize, a blocking copy such as .item()'s) that
+ *               returned once the latest work it covers had ended;
+ *   GE_COLL     the ranks of one collective: NCCL's k-th collective kernel of
+ *               each rank ends once the last rank's has started, plus the
+ *               transfer (collectives matched as replay/ranks.h aligns them).
+ *
+ * Timing. Every edge carries a delay. A node starts at the latest of its
+ * start edges (the source's end, or for GE_LAUNCH its start, plus the
+ * delay) and ends at the latest of its start plus its own duration and its
+ * end edges (GE_SYNC, GE_COLL). On the recorded run, the edge that decided
+ * a node's start (its `bind`) keeps the delay measured; the others keep the
+ * run's typical delay of their kind (the median over the edges of that kind
+ * that did decide), or less where the measured times say less. So the graph
+ * re-timed as it is gives back every recorded time exactly, and a change
+ * (what-if rules, graph_what_if) moves each node only as far as the edges
+ * that remain allow: a kernel that waited for its launch starts after its
+ * stream's previous kernel once launches are free.
+ *
+ * Times are ns on the run's time line (a rank's own plus its offset).
+ */
+#ifndef STEPTRACE_GRAPH_GRAPH_H
+#define STEPTRACE_GRAPH_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replay/ranks.h"
+#include "replay/replay.h"
+
+/* An inferred cross-stream wait: the other stream's work ended at most this long before (ns). */
+#define GRAPH_WAIT_WINDOW 20000
+
+enum graph_node_kind { GN_API, GN_GPU };
+
+enum graph_edge_kind { GE_THREAD, GE_LAUNCH, GE_STREAM, GE_WAIT, GE_SYNC, GE_COLL, GE_KIND_COUNT };
+
+/* "thread", "launch", "stream", "wait", "sync", "collective" */
+extern const char *const graph_edge_names[GE_KIND_COUNT];
+
+/* What a GPU node is, for the rules and the reports. */
+enum graph_work { GW_HOST, GW_KERNEL, GW_COMM, GW_COPY };
+
+struct graph_edge {
+	int32_t from, to;              /* node indices */
+	int64_t delay;                 /* ns after the source's end (its start for GE_LAUNCH, GE_COLL) */
+	uint8_t kind;                  /* enum graph_edge_kind */
+	bool to_end;                   /* constrains the target's end (GE_SYNC, GE_COLL), not its start */
+};
+
+struct graph_node {
+	uint64_t start, end;           /* as recorded, on the run's time line */
+	uint64_t own;                  /* duration of its own: end - start, less any wait on an end edge */
+	uint32_t rank;                 /* index of its replay */
+	uint8_t kind;                  /* enum graph_node_kind */
+	uint8_t work;                  /* enum graph_work */
+	bool sync;                     /* an API call that synchronises (GE_SYNC edges end here) */
+	bool launch;                   /* an API call that launched GPU work */
+	int32_t index;                 /* into its replay's apis or activities */
+	int32_t bind;                  /* the edge that decided its start (edge index), -1 none */
+	int32_t bind_end;              /* the end edge that decided its end, -1: its own duration did */
+	uint32_t in, n_in;             /* its incoming edges: in_edges[in .. in + n_in) */
+};
+
+struct graph {
+	const struct replay *const *rp;   /* the replays, by rank index */
+	size_t n_ranks;
+	const int64_t *offset;         /* per rank, added to its times (NULL: none) */
+	struct graph_node *nodes;      /* per rank: its API calls, then its activities */
+	size_t n_nodes;
+	struct graph_edge *edges;
+	size_t n_edges;
+	uint32_t *in_edges;            /* edge indices grouped by target */
+	uint32_t *order;               /* a topological order of the nodes' 2 events: 2n+0 start, 2n+1 end */
+	int32_t **api_node;            /* per rank: rp->apis[i] -> node */
+	int32_t **act_node;            /* per rank: rp->activities[i] -> node */
+	int64_t typical[GE_KIND_COUNT];   /* median delay of the edges of each kind that decided */
+	size_t cut;                    /* edges left out to break cycles of equal times (hostile input) */
+};
+
+/*
+ * Builds the graph of n replays (ranks of one run: `offset` places them on
+ * one time line, NULL for a single replay). 0, or -1 after one line.
+ */
+int graph_build(struct graph *g, const struct replay *const *rp, size_t n, const int64_t *offset);
+void graph_release(struct graph *g);
+
+/* The node's time on the run's time line of a replay time t. */
+static inline uint64_t graph_time(const struct graph *g, uint32_t rank, uint64_t t)
+{
+	return g->offset ? (uint64_t)((int64_t)t + g->offset[rank]) : t;
+}
+
+/* ---- what-if -------------------------------------------------------- */
+
+enum graph_rule_kind {
+	GR_KERNELS,     /* kernels matching `pattern` (name, op kind or range path glob): duration x factor */
+	GR_GRAPH,       /* the step as one CUDA graph: the host's work and calls take no time but its */
+	                /* synchronisations', launches their typical latency at most */
+	GR_HOST,        /* the host's own work (between calls, and calls' own time): x factor */
+	GR_COMM_BW,     /* collectives' transfer: / factor (bandwidth x factor) */
+	GR_COMM_OVERLAP,/* collectives fully overlapped: nothing waits for them */
+	GR_NO_SYNC,     /* host synchronisations inside the loop removed */
+	GR_RANKS,       /* data parallelism over `ranks` GPUs (graph_ranks_rule) */
+	GR_KIND_COUNT
+};
+
+struct graph_rule {
+	int kind;                      /* enum graph_rule_kind */
+	const char *pattern;           /* GR_KERNELS: a glob (owned), or NULL with `below` */
+	uint64_t below;                /* GR_KERNELS "kernels:<10us=K": those shorter than this (ns) */
+	double factor;
+	uint32_t ranks;                /* GR_RANKS */
+	const char *text;              /* as the user wrote it */
+};
+
+/*
+ * Parses one --what-if rule: "graph", "no-sync", "comm-overlap",
+ * "host=K", "comm-bw=K", "kernels:GLOB=K", "kernels:<DUR=K" (DUR in ns,
+ * us or ms: kernels shorter), "ranks=N". 0, or -1 after one line. `text`
+ * is kept, not copied; free(pattern) when done.
+ */
+int graph_rule_parse(struct graph_rule *r, const char *text);
+
+/*
+ * An all-reduce bandwidth table: bus bandwidth (bytes/s) by message size,
+ * for GR_RANKS: `bench allreduce --format csv` output. Interpolated in log
+ * size; outside its sizes the nearest row's.
+ */
+struct graph_bw_table {
+	double *bytes, *busbw;
+	size_t n;
+	uint32_t ranks;                /* the GPUs it was measured on, 0 unknown */
+};
+int graph_bw_table_load(struct graph_bw_table *t, const char *path);   /* -1 after one line */
+double graph_bw_table_busbw(const struct graph_bw_table *t, double bytes);
+void graph_bw_table_release(struct graph_bw_table *t);
+
+/*
+ * What GR_RANKS adds to a single-GPU graph: the gradients' all-reduce in
+ * buckets of `bucket_bytes` (0: one after the backward, the naive way), of
+ * `grad_bytes` in all, over `ranks` GPUs at the table's bandwidth, on a
+ * stream of its own, each bucket once the backward has done its share.
+ */
+struct graph_ranks_model {
+	uint64_t grad_bytes, bucket_bytes;
+	const struct graph_bw_table *table;
+};
+
+/*
+ * The graph re-timed under rules (n may be 0: the run as recorded):
+ * start[i], end[i] per node (arrays of g->n_nodes). `phase_of` tells which
+ * phase (enum st_phase) a node's work is in, for GR_RANKS (may be NULL
+ * otherwise). 0, or -1 after one line.
+ */
+struct graph_times {
+	uint64_t *start, *end;
+	/* GR_RANKS: per step of rank 0, the all-reduce time added at its end (ns) */
+	uint64_t *added;
+};
+int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
+		 const struct graph_ranks_model *rm, struct graph_times *t);
+void graph_times_release(struct graph_times *t);
+
+/*
+ * A host instant of replay `rank`'s thread `thread` (a step's start or
+ * end), moved as the graph moved the calls around it: inside a call, as
+ * far into it (at most its new length); else after the last call before
+ * it by the host work between, scaled by `host` (1, or GR_HOST's factor);
+ * else before the first call after it likewise.
+ */
+uint64_t graph_instant(const struct graph *g, const struct graph_times *t, uint32_t rank, uint64_t thread,
+		       uint64_t instant, double host);
+
+#endif

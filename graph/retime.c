@@ -1,0 +1,544 @@
+/*
+ * retime.c: the graph re-timed under what-if rules (graph.h), the rules
+ * parsed, the all-reduce bandwidth table read.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+#include "lib/error.h"
+#include "lib/grow.h"
+
+int graph_rule_parse(struct graph_rule *r, const char *text)
+{
+	static const struct {
+		const char *name;
+		int kind;
+		bool value;
+	} forms[] = {
+		{ "graph", GR_GRAPH, false }, { "no-sync", GR_NO_SYNC, false },
+		{ "comm-overlap", GR_COMM_OVERLAP, false }, { "host", GR_HOST, true },
+		{ "comm-bw", GR_COMM_BW, true }, { "ranks", GR_RANKS, true },
+	};
+	const char *eq = strrchr(text, '=');
+	char *end;
+
+	memset(r, 0, sizeof(*r));
+	r->text = text;
+	r->factor = 1;
+	if (!strncmp(text, "kernels:", 8)) {
+		if (!eq || eq == text + 8)
+			return error("--what-if '%s': say kernels:GLOB=K (a name, op or range path glob and a factor)", text);
+		r->kind = GR_KERNELS;
+		if (text[8] == '<') {
+			double v = strtod(text + 9, &end);
+			double unit = !strncmp(end, "ns=", 3) ? 1 : !strncmp(end, "us=", 3) ? 1e3 : !strncmp(end, "ms=", 3) ? 1e6 : 0;
+
+			if (end == text + 9 || !unit || !(v > 0) || v > 1e9)
+				return error("--what-if '%s': say kernels:<DUR=K with DUR such as 10us, 500ns or 1ms", text);
+			r->below = (uint64_t)(v * unit);
+		} else {
+			r->pattern = strndup(text + 8, (size_t)(eq - text - 8));
+			if (!r->pattern)
+				return error("out of memory");
+		}
+		errno = 0;
+		r->factor = strtod(eq + 1, &end);
+		if (errno || end == eq + 1 || *end || !(r->factor >= 0) || r->factor > 1e6)
+			return error("--what-if '%s': the factor must be a number from 0 to 1000000", text);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		size_t len = strlen(forms[i].name);
+
+		if (strncmp(text, forms[i].name, len) || (text[len] && text[len] != '='))
+			continue;
+		r->kind = forms[i].kind;
+		if (!forms[i].value) {
+			if (text[len])
+				return error("--what-if '%s': '%s' takes no value", text, forms[i].name);
+			return 0;
+		}
+		if (text[len] != '=')
+			return error("--what-if '%s': say %s=%s", text, forms[i].name,
+				     forms[i].kind == GR_RANKS ? "N" : "K");
+		errno = 0;
+		r->factor = strtod(text + len + 1, &end);
+		if (errno || end == text + len + 1 || *end)
+			return error("--what-if '%s': '%s' is not a number", text, text + len + 1);
+		if (forms[i].kind == GR_RANKS) {
+			if (r->factor < 2 || r->factor > 65536 || r->factor != floor(r->factor))
+				return error("--what-if '%s': the ranks must be a whole number from 2 to 65536", text);
+			r->ranks = (uint32_t)r->factor;
+			r->factor = 1;
+		} else if (!(r->factor >= 0) || r->factor > 1e6 || (forms[i].kind == GR_COMM_BW && r->factor == 0)) {
+			return error("--what-if '%s': the factor must be a number from 0 to 1000000%s", text,
+				     forms[i].kind == GR_COMM_BW ? ", not 0" : "");
+		}
+		return 0;
+	}
+	return error("--what-if '%s': no such rule; the rules: graph, no-sync, comm-overlap, host=K, comm-bw=K, "
+		     "kernels:GLOB=K, ranks=N", text);
+}
+
+/* ---- the bandwidth table ----------------------------------------------- */
+
+/* Splits a CSV line in place (no quoted commas in `bench allreduce`'s output). */
+static size_t csv_split(char *line, char **field, size_t max)
+{
+	size_t n = 0;
+
+	line[strcspn(line, "\r\n")] = 0;
+	for (char *p = line; n < max;) {
+		field[n++] = p;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+		*p++ = 0;
+	}
+	return n;
+}
+
+int graph_bw_table_load(struct graph_bw_table *t, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096], *field[64];
+	int c_bytes = -1, c_bus = -1, c_ranks = -1;
+	size_t alloc = 0, alloc2 = 0, lineno = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!f)
+		return error("cannot open '%s': %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = csv_split(line, field, 64);
+		double bytes, bus;
+		char *e1, *e2;
+
+		lineno++;
+		if (c_bytes < 0) {
+			for (size_t i = 0; i < n; i++) {
+				if (!strcasecmp(field[i], "Bytes") || !strcasecmp(field[i], "Size (B)") ||
+				    !strcasecmp(field[i], "size_bytes"))
+					c_bytes = (int)i;
+				else if (!strncasecmp(field[i], "Bus BW", 6) || !strcasecmp(field[i], "busbw_gbs"))
+					c_bus = (int)i;
+				else if (!strcasecmp(field[i], "GPUs") || !strcasecmp(field[i], "Ranks"))
+					c_ranks = (int)i;
+			}
+			if (c_bytes < 0 || c_bus < 0) {
+				fclose(f);
+				graph_bw_table_release(t);
+				return error("'%s': not an all-reduce table: its first line names no 'Bytes' and "
+					     "'Bus BW (GB/s)' columns (`steptrace bench allreduce --format csv` writes one)",
+					     path);
+			}
+			continue;
+		}
+		if ((int)n <= c_bytes || (int)n <= c_bus)
+			continue;
+		bytes = strtod(field[c_bytes], &e1);
+		bus = strtod(field[c_bus], &e2);
+		if (e1 == field[c_bytes] || e2 == field[c_bus] || !(bytes > 0) || !(bus > 0) || bytes > 1e15 ||
+		    bus > 1e6)
+			continue;
+		if (ALLOC_GROW(t->bytes, t->n + 1, alloc) < 0 || ALLOC_GROW(t->busbw, t->n + 1, alloc2) < 0) {
+			fclose(f);
+			graph_bw_table_release(t);
+			return -1;
+		}
+		t->bytes[t->n] = bytes;
+		t->busbw[t->n] = bus * 1e9;
+		if (c_ranks >= 0 && (int)n > c_ranks)
+			t->ranks = (uint32_t)strtoul(field[c_ranks], NULL, 10);
+		t->n++;
+	}
+	fclose(f);
+	if (!t->n)
+		return error("'%s': an all-reduce table without a row of sizes and bandwidths", path);
+	/* by size (insertion: a table is tens of rows) */
+	for (size_t i = 1; i < t->n; i++)
+		for (size_t j = i; j > 0 && t->bytes[j - 1] > t->bytes[j]; j--) {
+			double x = t->bytes[j], y = t->busbw[j];
+
+			t->bytes[j] = t->bytes[j - 1];
+			t->busbw[j] = t->busbw[j - 1];
+			t->bytes[j - 1] = x;
+			t->busbw[j - 1] = y;
+		}
+	return 0;
+}
+
+double graph_bw_table_busbw(const struct graph_bw_table *t, double bytes)
+{
+	if (bytes <= t->bytes[0])
+		return t->busbw[0];
+	for (size_t i = 1; i < t->n; i++)
+		if (bytes <= t->bytes[i]) {
+			double f = (log(bytes) - log(t->bytes[i - 1])) / (log(t->bytes[i]) - log(t->bytes[i - 1]));
+
+			return t->busbw[i - 1] + f * (t->busbw[i] - t->busbw[i - 1]);
+		}
+	return t->busbw[t->n - 1];
+}
+
+void graph_bw_table_release(struct graph_bw_table *t)
+{
+	free(t->bytes);
+	free(t->busbw);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- re-timing ---------------------------------------------------------- */
+
+struct effects {
+	double host, comm_bw;
+	bool graph, overlap, no_sync;
+	double *kernel;        /* per node, the kernel rules' product; NULL: none */
+};
+
+static bool kernel_matches(const struct graph *g, const struct graph_node *n, const char *pattern)
+{
+	const struct replay *rp = g->rp[n->rank];
+	const struct replay_activity *a = &rp->activities[n->index];
+	const struct replay_op *op = replay_op(rp, a->op);
+	const char *name = replay_str(rp, a->name);
+
+	if (!fnmatch(pattern, name, 0))
+		return true;
+	if (op && (!fnmatch(pattern, replay_str(rp, op->kind), 0) || !fnmatch(pattern, replay_str(rp, op->name), 0) ||
+		   !fnmatch(pattern, replay_str(rp, op->phase), 0) ||
+		   !fnmatch(pattern, replay_path_str(rp, op->path), 0)))
+		return true;
+	if (a->range >= 0) {
+		const char *path = replay_activity_path(rp, a);
+		const char *p = path;
+
+		/* the path, or any tail of it from a component on (a glob of "attn" and what follows matches "step/forward/layer.3/attn/qk") */
+		for (;;) {
+			if (!fnmatch(pattern, p, 0))
+				return true;
+			p = strchr(p, '/');
+			if (!p)
+				break;
+			p++;
+		}
+	}
+	return false;
+}
+
+static int effects_init(struct effects *fx, const struct graph *g, const struct graph_rule *rules, size_t n)
+{
+	memset(fx, 0, sizeof(*fx));
+	fx->host = 1;
+	fx->comm_bw = 1;
+	for (size_t i = 0; i < n; i++) {
+		switch (rules[i].kind) {
+		case GR_HOST: fx->host *= rules[i].factor; break;
+		case GR_COMM_BW: fx->comm_bw *= rules[i].factor; break;
+		case GR_GRAPH: fx->graph = true; break;
+		case GR_COMM_OVERLAP: fx->overlap = true; break;
+		case GR_NO_SYNC: fx->no_sync = true; break;
+		case GR_KERNELS:
+			if (!fx->kernel) {
+				fx->kernel = malloc((g->n_nodes + 1) * sizeof(double));
+				if (!fx->kernel)
+					return error("out of memory");
+				for (size_t k = 0; k < g->n_nodes; k++)
+					fx->kernel[k] = 1;
+			}
+			for (size_t k = 0; k < g->n_nodes; k++) {
+				const struct graph_node *x = &g->nodes[k];
+
+				if (x->kind != GN_GPU)
+					continue;
+				if (rules[i].pattern ? kernel_matches(g, x, rules[i].pattern)
+						     : x->end - x->start < rules[i].below)
+					fx->kernel[k] *= rules[i].factor;
+			}
+			break;
+		default: break;
+		}
+	}
+	return 0;
+}
+
+static uint64_t scaled(uint64_t v, double k)
+{
+	double x = (double)v * k;
+
+	return x <= 0 ? 0 : x >= 1.8e19 ? UINT64_MAX / 2 : (uint64_t)x;
+}
+
+static int64_t edge_delay(const struct graph *g, const struct effects *fx, const struct graph_edge *e)
+{
+
+	switch (e->kind) {
+	case GE_THREAD:
+		if (fx->graph)
+			return 0;
+		return e->delay > 0 ? (int64_t)scaled((uint64_t)e->delay, fx->host) : e->delay;
+	case GE_LAUNCH:
+		return fx->graph && e->delay > g->typical[GE_LAUNCH] ? g->typical[GE_LAUNCH] : e->delay;
+	case GE_COLL:
+		return fx->overlap ? 0 : e->delay > 0 ? (int64_t)scaled((uint64_t)e->delay, 1 / fx->comm_bw) : e->delay;
+	default:
+		return e->delay;
+	}
+}
+
+static uint64_t own_time(const struct graph *g, const struct effects *fx, size_t i)
+{
+	const struct graph_node *n = &g->nodes[i];
+
+	if (n->kind == GN_API)
+		return fx->graph && !n->sync ? 0 : scaled(n->own, fx->host);
+	if (n->work == GW_COMM) {
+		if (fx->overlap)
+			return 0;
+		return scaled(n->own, (fx->kernel ? fx->kernel[i] : 1) / fx->comm_bw);
+	}
+	return fx->kernel ? scaled(n->own, fx->kernel[i]) : n->own;
+}
+
+static void retime_pass(const struct graph *g, const struct effects *fx, const uint64_t *floor_start,
+			uint64_t *start, uint64_t *end)
+{
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		start[i] = g->nodes[i].start;
+		end[i] = g->nodes[i].end;
+	}
+	for (size_t k = 0; k < 2 * g->n_nodes; k++) {
+		uint32_t v = g->order[k];
+		size_t i = v / 2;
+		const struct graph_node *n = &g->nodes[i];
+		bool any = false;
+		uint64_t t = 0;
+
+		for (uint32_t j = 0; j < n->n_in; j++) {
+			const struct graph_edge *e = &g->edges[g->in_edges[n->in + j]];
+			uint64_t src;
+			int64_t at;
+
+			if (e->to_end != (v & 1))
+				continue;
+			if (e->kind == GE_SYNC && fx->no_sync)
+				continue;
+			if (fx->overlap && e->to_end && e->kind == GE_COLL)
+				continue;
+			src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? start[e->from] : end[e->from];
+			at = (int64_t)src + edge_delay(g, fx, e);
+			if (at < 0)
+				at = 0;
+			if (!any || (uint64_t)at > t)
+				t = (uint64_t)at;
+			any = true;
+		}
+		if (!(v & 1)) {
+			start[i] = any ? t : n->start;
+			if (floor_start && floor_start[i] > start[i])
+				start[i] = floor_start[i];
+		} else {
+			uint64_t own = start[i] + own_time(g, fx, i);
+
+			end[i] = any && t > own ? t : own;
+		}
+	}
+}
+
+/* The phase (enum st_phase) of an activity: its range path's, else its op's. */
+static int activity_phase(const struct replay *rp, const uint8_t *path_phase, const struct replay_activity *a)
+{
+	const struct replay_op *op;
+
+	if (a->range >= 0 && (size_t)a->range < rp->n_ranges)
+		return path_phase[rp->ranges[a->range].path];
+	op = replay_op(rp, a->op);
+	return op ? st_phase_of_path(replay_str(rp, op->phase)) : ST_PHASE_OTHER;
+}
+
+/*
+ * GR_RANKS: each step's gradients all-reduced in buckets over `ranks` GPUs,
+ * on a stream of their own, a bucket once the backward has done its share
+ * of its GPU time; the step's first work after its backward waits for the
+ * last. Sets floor_start of those nodes and t->added per step.
+ */
+static int ranks_floor(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
+		       const uint64_t *start, const uint64_t *end, uint64_t *floor_start, uint64_t *added)
+{
+	const struct replay *rp = g->rp[0];
+	uint8_t *path_phase = malloc(rp->n_paths + 1);
+	uint32_t *first = calloc(rp->n_steps + 2, sizeof(uint32_t)), *acts = malloc((rp->n_activities + 1) * sizeof(uint32_t));
+	double n = rule->ranks;
+	uint64_t bucket = rm->bucket_bytes && rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes;
+	size_t n_buckets = bucket ? (size_t)((rm->grad_bytes + bucket - 1) / bucket) : 0;
+
+	if (!path_phase || !first || !acts) {
+		free(path_phase);
+		free(first);
+		free(acts);
+		return error("out of memory");
+	}
+	replay_path_phases(rp, path_phase);
+	/* each step's activities, in start order (a counting sort by step) */
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (rp->activities[i].step >= 0)
+			first[rp->activities[i].step + 1]++;
+	for (size_t s = 0; s < rp->n_steps; s++)
+		first[s + 1] += first[s];
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (rp->activities[i].step >= 0)
+			acts[first[rp->activities[i].step]++] = (uint32_t)i;
+	for (size_t s = rp->n_steps; s > 0; s--)
+		first[s] = first[s - 1];
+	first[0] = 0;
+	for (size_t s = 0; s < rp->n_steps; s++) {
+		uint64_t busy = 0, done = 0, comm_end = 0, last_end = 0;
+		size_t b = 0;
+		double left = (double)rm->grad_bytes;
+
+		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD)
+				continue;
+			busy += end[k] - start[k];
+			if (end[k] > last_end)
+				last_end = end[k];
+		}
+		if (!busy || !n_buckets)
+			continue;
+		for (uint32_t j = first[s]; j < first[s + 1] && b < n_buckets; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD)
+				continue;
+			done += end[k] - start[k];
+			while (b < n_buckets && (double)done * (double)n_buckets >= (double)(b + 1) * (double)busy) {
+				double size = left < (double)bucket ? left : (double)bucket;
+				double bw = graph_bw_table_busbw(rm->table, size);
+				uint64_t ready = rm->bucket_bytes ? end[k] : last_end;
+				uint64_t dur = (uint64_t)(2 * (n - 1) / n * size / bw * 1e9);
+
+				comm_end = (comm_end > ready ? comm_end : ready) + dur;
+				left -= size;
+				b++;
+			}
+		}
+		/* the step's first work once its backward is done waits for the last bucket */
+		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (start[k] >= last_end &&
+			    activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD) {
+				floor_start[k] = comm_end;
+				break;
+			}
+		}
+		added[s] = comm_end > last_end ? comm_end - last_end : 0;
+	}
+	free(path_phase);
+	free(first);
+	free(acts);
+	return 0;
+}
+
+int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
+		 const struct graph_ranks_model *rm, struct graph_times *t)
+{
+	struct effects fx;
+	const struct graph_rule *ranks = NULL;
+	uint64_t *floor_start = NULL;
+	int ret = -1;
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].kind == GR_RANKS)
+			ranks = &rules[i];
+	if (ranks && (!rm || !rm->table || !rm->grad_bytes || g->n_ranks != 1))
+		return error("--what-if %s: needs a single-GPU run with its gradients' size and an all-reduce table "
+			     "(--allreduce FILE)", ranks->text);
+	if (effects_init(&fx, g, rules, n) < 0)
+		return -1;
+	t->start = malloc((g->n_nodes + 1) * sizeof(uint64_t));
+	t->end = malloc((g->n_nodes + 1) * sizeof(uint64_t));
+	t->added = calloc(g->rp[0]->n_steps + 1, sizeof(uint64_t));
+	if (!t->start || !t->end || !t->added) {
+		error("out of memory");
+		goto out;
+	}
+	retime_pass(g, &fx, NULL, t->start, t->end);
+	if (ranks) {
+		floor_start = calloc(g->n_nodes + 1, sizeof(uint64_t));
+		if (!floor_start) {
+			error("out of memory");
+			goto out;
+		}
+		if (ranks_floor(g, ranks, rm, t->start, t->end, floor_start, t->added) < 0)
+			goto out;
+		retime_pass(g, &fx, floor_start, t->start, t->end);
+	}
+	ret = 0;
+out:
+	free(fx.kernel);
+	free(floor_start);
+	if (ret < 0)
+		graph_times_release(t);
+	return ret;
+}
+
+void graph_times_release(struct graph_times *t)
+{
+	free(t->start);
+	free(t->end);
+	free(t->added);
+	memset(t, 0, sizeof(*t));
+}
+
+uint64_t graph_instant(const struct graph *g, const struct graph_times *t, uint32_t rank, uint64_t thread,
+		       uint64_t instant, double host)
+{
+	const struct replay *rp = g->rp[rank];
+	const struct replay_thread *th = NULL;
+	uint64_t at = graph_time(g, rank, instant);
+	size_t lo = 0, hi;
+
+	for (size_t i = 0; i < rp->n_threads; i++)
+		if (rp->threads[i].thread == thread)
+			th = &rp->threads[i];
+	if (!th || !th->n_apis || !t)
+		return at;
+	hi = th->n_apis;
+	/* the first call starting after the instant */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g->nodes[g->api_node[rank][th->apis[mid]]].start <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* inside a call (calls of the runtime and the driver nest): as far into it */
+	for (size_t k = lo, looked = 0; k-- > 0 && looked < 64; looked++) {
+		int32_t i = g->api_node[rank][th->apis[k]];
+		uint64_t into = at - g->nodes[i].start;
+
+		if (g->nodes[i].end > at)
+			return t->start[i] + (into < t->end[i] - t->start[i] ? into : t->end[i] - t->start[i]);
+	}
+	if (lo > 0) {
+		int32_t i = g->api_node[rank][th->apis[lo - 1]];
+
+		return t->end[i] + scaled(at - g->nodes[i].end, host);
+	}
+	{
+		int32_t i = g->api_node[rank][th->apis[0]];
+		uint64_t back = scaled(g->nodes[i].start - at, host);
+
+		return t->start[i] > back ? t->start[i] - back : 0;
+	}
+}
