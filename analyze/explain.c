@@ -207,7 +207,7 @@ static void window_parts(const struct ctx *c, uint64_t S, uint64_t E, double *pa
 		uint64_t a = c->segs[i].a > S ? c->segs[i].a : S, b = c->segs[i].b < E ? c->segs[i].b : E;
 
 		if (a > at)
-			part[EP_IDLE] += (double)(a - at);   /* before any recorded work: nothing to say why */
+			part[idle_part(c, at, a)] += (double)(a - at);   /* before the run's first work */
 		part[c->segs[i].part] += (double)(b - a);
 		if (c->segs[i].part <= EP_COPY) {
 			if (a < first_busy)
@@ -217,7 +217,7 @@ static void window_parts(const struct ctx *c, uint64_t S, uint64_t E, double *pa
 		at = b;
 	}
 	if (E > at)
-		part[EP_IDLE] += (double)(E - at);
+		part[idle_part(c, at, E)] += (double)(E - at);
 	*edge = first_busy >= last_busy ? E - S : (first_busy - S) + (E - last_busy);
 }
 
@@ -232,62 +232,38 @@ static uint64_t step_pred(const struct ctx *c, const struct graph_times *t, size
 	return b > a ? b - a : 0;
 }
 
-static int cmp_u64pair(const void *x, const void *y)
-{
-	const uint64_t *a = x, *b = y;
-
-	return a[0] < b[0] ? -1 : a[0] > b[0];
-}
-
-/* The mean busy time of the counted steps' GPU work as re-timed (union of intervals). */
-static double mean_busy(const struct ctx *c, const struct graph_times *t)
+/*
+ * The GPU's time per counted step as re-timed: from the first start to the
+ * last end of their work, over their number (what the steps take once the
+ * GPU is the bottleneck, its idle gaps included).
+ */
+static double mean_gpu(const struct ctx *c, const struct graph_times *t)
 {
 	const struct replay *rp = c->rp;
-	uint64_t *iv = malloc((2 * rp->n_activities + 2) * sizeof(uint64_t));
 	uint8_t *counted = calloc(rp->n_steps + 1, 1);
-	double total = 0;
+	uint64_t first = UINT64_MAX, last = 0;
 
-	if (!iv || !counted) {
-		free(iv);
-		free(counted);
+	if (!counted)
 		return 0;
-	}
 	for (size_t i = 0; i < c->n_meas; i++)
 		counted[c->meas[i]] = 1;
-	/* every counted step's work at once: steps do not overlap on one GPU's queue by much */
-	{
-		size_t n = 0;
-		uint64_t at = 0, end = 0;
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (rp->activities[i].step >= 0 && counted[rp->activities[i].step]) {
+			int32_t k = c->g.act_node[0][i];
 
-		for (size_t i = 0; i < rp->n_activities; i++)
-			if (rp->activities[i].step >= 0 && counted[rp->activities[i].step]) {
-				int32_t k = c->g.act_node[0][i];
-
-				iv[2 * n] = t->start[k];
-				iv[2 * n + 1] = t->end[k];
-				n++;
-			}
-		qsort(iv, n, 2 * sizeof(uint64_t), cmp_u64pair);
-		for (size_t i = 0; i < n; i++) {
-			if (i == 0 || iv[2 * i] > end) {
-				total += (double)(end - at);
-				at = iv[2 * i];
-				end = iv[2 * i + 1];
-			} else if (iv[2 * i + 1] > end) {
-				end = iv[2 * i + 1];
-			}
+			if (t->start[k] < first)
+				first = t->start[k];
+			if (t->end[k] > last)
+				last = t->end[k];
 		}
-		total += (double)(end - at);
-	}
-	free(iv);
 	free(counted);
-	return c->n_meas ? total / (double)c->n_meas : 0;
+	return c->n_meas && last > first ? (double)(last - first) / (double)c->n_meas : 0;
 }
 
 /*
  * The mean counted step under rules: the steps' host spans as re-timed, at
- * least the GPU's busy time per step (a host that runs ahead waits for it
- * in the end). -1 after an error line.
+ * least the GPU's time per step (mean_gpu: a host that runs ahead waits
+ * for it in the end). -1 after an error line.
  */
 static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
 		   double *mean)
@@ -303,7 +279,7 @@ static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n
 	for (size_t i = 0; i < c->n_meas; i++)
 		sum += (double)step_pred(c, &t, c->meas[i], host);
 	*mean = c->n_meas ? sum / (double)c->n_meas : 0;
-	busy = mean_busy(c, &t);
+	busy = mean_gpu(c, &t);
 	if (busy > *mean)
 		*mean = busy;
 	graph_times_release(&t);
@@ -915,7 +891,7 @@ static int what_if_table(const struct ctx *c, struct report *r)
 	}
 	if (need_ranks)
 		report_note(r, "ranks=N: %.1f MB of gradients all-reduced over N GPUs %s at the bus bandwidth of '%s' "
-			    "(interpolated by size), on a stream of their own, the step's first work after its backward "
+			    "(interpolated by size), on a stream of their own, the optimizer's work "
 			    "waiting for the last; slowdowns of the computation beside NCCL's kernels are not modelled",
 			    (double)rm.grad_bytes / 1e6,
 			    rm.bucket_bytes ? "in buckets as the backward produces them" : "after the backward",
@@ -1078,7 +1054,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		    (double)c.g.typical[GE_STREAM] / 1e3);
 	report_note(r, "parts: of rank %u's GPU over each step's host span; replayed: the graph re-timed with no rule "
 		       "(every deciding edge keeps its recorded delay, so it gives the recorded times back); "
-		       "predictions are at least the GPU's busy time per step",
+		       "predictions are at least the GPU's time per step (its first start to its last end over the steps, over their number)",
 		    replay_ranks_rank(rs, 0));
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);

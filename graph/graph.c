@@ -445,7 +445,7 @@ static int typical_delays(struct graph *g)
 		}
 		if (n) {
 			qsort(v, n, sizeof(*v), cmp_i64);
-			g->typical[kind] = v[n / 2] > 0 ? v[n / 2] : 0;
+			g->typical[kind] = v[(n - 1) / 2] > 0 ? v[(n - 1) / 2] : 0;   /* the lower median */
 		} else {
 			g->typical[kind] = 0;
 		}

@@ -305,7 +305,16 @@ static uint64_t own_time(const struct graph *g, const struct effects *fx, size_t
 	return fx->kernel ? scaled(n->own, fx->kernel[i]) : n->own;
 }
 
-static void retime_pass(const struct graph *g, const struct effects *fx, const uint64_t *floor_start,
+/*
+ * A node gated by another's end (ranks=N: the optimizer after the last
+ * gradients' all-reduce): it starts no earlier than end[anchor] + extra.
+ */
+struct gate {
+	int32_t anchor;
+	uint64_t extra;
+};
+
+static void retime_pass(const struct graph *g, const struct effects *fx, const struct gate *gate,
 			uint64_t *start, uint64_t *end)
 {
 	for (size_t i = 0; i < g->n_nodes; i++) {
@@ -340,8 +349,8 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const u
 		}
 		if (!(v & 1)) {
 			start[i] = any ? t : n->start;
-			if (floor_start && floor_start[i] > start[i])
-				start[i] = floor_start[i];
+			if (gate && gate[i].anchor >= 0 && end[gate[i].anchor] + gate[i].extra > start[i])
+				start[i] = end[gate[i].anchor] + gate[i].extra;
 		} else {
 			uint64_t own = start[i] + own_time(g, fx, i);
 
@@ -364,11 +373,11 @@ static int activity_phase(const struct replay *rp, const uint8_t *path_phase, co
 /*
  * GR_RANKS: each step's gradients all-reduced in buckets over `ranks` GPUs,
  * on a stream of their own, a bucket once the backward has done its share
- * of its GPU time; the step's first work after its backward waits for the
- * last. Sets floor_start of those nodes and t->added per step.
+ * of its GPU time; the optimizer's work (else all after the backward) waits for the last:
+ * their gates, and t->added per step.
  */
 static int ranks_floor(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
-		       const uint64_t *start, const uint64_t *end, uint64_t *floor_start, uint64_t *added)
+		       const uint64_t *start, const uint64_t *end, struct gate *gate, uint64_t *added)
 {
 	const struct replay *rp = g->rp[0];
 	uint8_t *path_phase = malloc(rp->n_paths + 1);
@@ -397,25 +406,38 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 		first[s] = first[s - 1];
 	first[0] = 0;
 	for (size_t s = 0; s < rp->n_steps; s++) {
-		uint64_t busy = 0, done = 0, comm_end = 0, last_end = 0;
+		uint64_t busy = 0, done = 0, comm_end = 0, last_end = 0, opt_start = UINT64_MAX;
+		int32_t last = -1;
 		size_t b = 0;
 		double left = (double)rm->grad_bytes;
 
+		/* the backward: its work before the optimizer's (a zero_grad inside it may run later) */
 		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD)
+			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) == ST_PHASE_OPTIMIZER &&
+			    start[k] < opt_start)
+				opt_start = start[k];
+		}
+		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD ||
+			    start[k] >= opt_start)
 				continue;
 			busy += end[k] - start[k];
-			if (end[k] > last_end)
+			if (end[k] > last_end) {
 				last_end = end[k];
+				last = k;
+			}
 		}
 		if (!busy || !n_buckets)
 			continue;
 		for (uint32_t j = first[s]; j < first[s + 1] && b < n_buckets; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD)
+			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD ||
+			    start[k] >= opt_start)
 				continue;
 			done += end[k] - start[k];
 			while (b < n_buckets && (double)done * (double)n_buckets >= (double)(b + 1) * (double)busy) {
@@ -429,15 +451,15 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 				b++;
 			}
 		}
-		/* the step's first work once its backward is done waits for the last bucket */
+		/* the optimizer's work (else all after the backward) waits for the last bucket */
 		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (start[k] >= last_end &&
-			    activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD) {
-				floor_start[k] = comm_end;
-				break;
-			}
+			int phase = activity_phase(rp, path_phase, &rp->activities[acts[j]]);
+
+			if (opt_start != UINT64_MAX ? phase == ST_PHASE_OPTIMIZER
+						    : start[k] >= last_end && phase != ST_PHASE_BACKWARD)
+				gate[k] = (struct gate){ last, comm_end > last_end ? comm_end - last_end : 0 };
 		}
 		added[s] = comm_end > last_end ? comm_end - last_end : 0;
 	}
@@ -452,7 +474,7 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 {
 	struct effects fx;
 	const struct graph_rule *ranks = NULL;
-	uint64_t *floor_start = NULL;
+	struct gate *gate = NULL;
 	int ret = -1;
 
 	memset(t, 0, sizeof(*t));
@@ -473,19 +495,21 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 	}
 	retime_pass(g, &fx, NULL, t->start, t->end);
 	if (ranks) {
-		floor_start = calloc(g->n_nodes + 1, sizeof(uint64_t));
-		if (!floor_start) {
+		gate = malloc((g->n_nodes + 1) * sizeof(*gate));
+		if (!gate) {
 			error("out of memory");
 			goto out;
 		}
-		if (ranks_floor(g, ranks, rm, t->start, t->end, floor_start, t->added) < 0)
+		for (size_t i = 0; i < g->n_nodes; i++)
+			gate[i].anchor = -1;
+		if (ranks_floor(g, ranks, rm, t->start, t->end, gate, t->added) < 0)
 			goto out;
-		retime_pass(g, &fx, floor_start, t->start, t->end);
+		retime_pass(g, &fx, gate, t->start, t->end);
 	}
 	ret = 0;
 out:
 	free(fx.kernel);
-	free(floor_start);
+	free(gate);
 	if (ret < 0)
 		graph_times_release(t);
 	return ret;

@@ -1,0 +1,64 @@
+#!/bin/sh
+# cli.sh STEPTRACE SAMPLES: `steptrace explain` on the recorded samples:
+# every step's parts add up to its wall time and the replay gives the
+# measured step back (tables, CSV, JSON, markdown); a PyTorch step (no
+# NVTX, its own loop) is found launch-bound and its CUDA-graph prediction
+# lies between the GPU's busy time and the measured step; two ranks of a
+# DDP run join through their collectives; the rules' usage errors; ranks=N
+# with an all-reduce table.
+set -u
+st=$1
+samples=$2
+. "$(dirname "$0")/../lib/check.sh"
+
+for f in "$samples"/small-bf16-train.stb "$samples"/small-fp32-train.stb "$samples"/pytorch-auto.stb; do
+	"$st" explain "$f" --section steps --format csv > "$tmp/s.csv" 2> "$tmp/err" || fail "explain $f: $(cat "$tmp/err")"
+	# Step,Wall,Compute,...,Other idle,Replayed: parts sum to Wall, Replayed == Wall
+	awk -F, 'NR > 1 && $1 != "share (%)" {
+		s = 0; for (i = 3; i <= 9; i++) s += $i
+		if (s - $2 > 0.002 || $2 - s > 0.002) { print "row " $1 ": parts " s " != wall " $2; bad = 1 }
+		if ($10 != $2) { print "row " $1 ": replayed " $10 " != wall " $2; bad = 1 }
+	} END { exit bad }' "$tmp/s.csv" > "$tmp/bad" || fail "$f: $(cat "$tmp/bad")"
+	for fmt in table json md; do
+		"$st" explain "$f" --format $fmt > "$tmp/out.$fmt" 2>&1 || fail "explain --format $fmt $f"
+	done
+	grep -q '"findings"' "$tmp/out.json" || fail "$f: no findings in JSON"
+	grep -q '"critical_path"' "$tmp/out.json" || fail "$f: no critical path in JSON"
+done
+
+# the PyTorch step: launch-bound first, predicted between busy and measured
+"$st" explain "$samples"/pytorch-auto.stb --section findings --format csv > "$tmp/f.csv" 2>/dev/null
+head -2 "$tmp/f.csv" | tail -1 | grep -q '^1,launch-bound' || fail "pytorch: launch-bound is not the first finding: $(head -2 "$tmp/f.csv")"
+"$st" explain "$samples"/pytorch-auto.stb --what-if graph --section what_if --format csv > "$tmp/w.csv" 2>/dev/null
+awk -F, 'NR == 2 { exit !($4 > 16 && $4 < 0.6 * $2) }' "$tmp/w.csv" || fail "pytorch graph prediction: $(cat "$tmp/w.csv")"
+# host=1 and kernels:*=1 change nothing
+"$st" explain "$samples"/pytorch-auto.stb --what-if host=1 --what-if 'kernels:*=1' --section what_if --format csv > "$tmp/w.csv" 2>/dev/null
+awk -F, 'NR > 1 && $4 != $3 { bad = 1 } END { exit bad }' "$tmp/w.csv" || fail "identity rules moved the step: $(cat "$tmp/w.csv")"
+
+# two ranks: collectives join them
+"$st" explain "$samples"/pytorch-ddp.rank0.stb "$samples"/pytorch-ddp.rank1.stb > "$tmp/ddp.txt" 2>&1 || fail "explain ddp"
+grep -q "of 2 ranks" "$tmp/ddp.txt" || fail "ddp: not 2 ranks: $(tail -5 "$tmp/ddp.txt")"
+grep -Eq "[1-9][0-9]* collective;" "$tmp/ddp.txt" || fail "ddp: no collective edges"
+
+# ranks=N: a single GPU's step on 2 and 8 GPUs, from a table
+cat > "$tmp/ar.csv" <<'CSV'
+size,bytes,dtype,ranks,rank,iters,mean_us,min_us,max_us,std_us,algbw_gbs,busbw_gbs,check
+1 MiB,1048576,f32,2,all,100,58.2,34.1,156.4,26.2,18.02,18.02,ok
+100 MiB,104857600,f32,2,all,100,800.0,790.0,810.0,5.0,131.0,131.0,ok
+CSV
+"$st" explain "$samples"/small-bf16-train.stb --allreduce "$tmp/ar.csv" --what-if ranks=2 --what-if ranks=8 --naive \
+	--section what_if --format csv > "$tmp/r.csv" 2> "$tmp/err" || fail "ranks=N: $(cat "$tmp/err")"
+awk -F, 'NR == 2 { two = $4; m = $2 } NR == 3 { eight = $4 } END { exit !(two > m && eight > two) }' "$tmp/r.csv" ||
+	fail "ranks=N: naive all-reduce adds no time, or 8 GPUs no more than 2: $(cat "$tmp/r.csv")"
+
+# usage errors: one line, status 129 (a bad rule) or 1 (what the run lacks)
+"$st" explain "$samples"/small-bf16-train.stb --what-if faster > /dev/null 2> "$tmp/err"
+[ $? = 129 ] || fail "bad rule: status not 129 (usage)"
+grep -q "no such rule" "$tmp/err" || fail "bad rule: $(cat "$tmp/err")"
+"$st" explain "$samples"/small-bf16-train.stb --what-if ranks=2 > /dev/null 2> "$tmp/err"
+[ $? = 1 ] || fail "ranks without a table: status not 1"
+grep -q "needs --allreduce" "$tmp/err" || fail "ranks without a table: $(cat "$tmp/err")"
+echo "no,table" > "$tmp/bad.csv"
+"$st" explain "$samples"/small-bf16-train.stb --what-if ranks=2 --allreduce "$tmp/bad.csv" > /dev/null 2> "$tmp/err"
+grep -q "not an all-reduce table" "$tmp/err" || fail "bad table: $(cat "$tmp/err")"
+check_done explain.cli

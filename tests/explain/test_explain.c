@@ -1,0 +1,229 @@
+/*
+ * test_explain.c: the dependency graph (graph/) and `steptrace explain`'s
+ * numbers (analyze/explain.c) on hand-built steps whose parts, critical
+ * paths and predictions are worked out by hand below. Times in us (x1000).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/explain.h"
+#include "graph/graph.h"
+#include "tests/lib/builder.h"
+#include "tests/lib/check.h"
+
+#define US 1000ull
+
+static struct replay_ranks one(const struct replay **rps)
+{
+	static int64_t zero[1];
+
+	return (struct replay_ranks){ .rank = rps, .n = 1, .offset = zero, .world_size = 1 };
+}
+
+/*
+ * Launch-bound: ten launches 100 us apart, each call 5 us, its kernel
+ * 10 us after the call starts and 30 us long; the step [0, 1000].
+ *   compute 10 x 30 = 300; launch-bound: 10 before the first kernel and
+ *   9 x 70 between them = 640; other idle: 940..1000 = 60 (no work after).
+ *   Critical path: all host: 10 calls of 5 us (50) and the host's work
+ *   between and after them (950).
+ *   graph: the calls take no time, the kernels follow each other on the
+ *   stream: predicted = the GPU's busy time, 300.
+ */
+static void build_launch_bound(struct replay *rp)
+{
+	struct builder b;
+
+	builder_init(&b);
+	builder_open_replay(&b, rp);
+	builder_push(&b, "step", 0);
+	for (uint64_t i = 0; i < 10; i++)
+		builder_launch(&b, "k", 7, 0, 100 * i * US, (100 * i + 5) * US, (100 * i + 10) * US,
+			       (100 * i + 40) * US);
+	builder_pop(&b, 1000 * US);
+	builder_step(&b, 0, false, 0, 1000 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+}
+
+static void test_launch_bound(void)
+{
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct replay_ranks rs = one(rps);
+	struct explain_opts o = { 0 };
+	struct explain_summary s;
+	struct graph g;
+	struct graph_times t;
+	struct graph_rule rule;
+
+	build_launch_bound(&rp);
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	CHECK_U64(g.typical[GE_LAUNCH], 10 * US);
+	/* every kernel was decided by its launch */
+	for (size_t i = 0; i < rp.n_activities; i++) {
+		const struct graph_node *n = &g.nodes[g.act_node[0][i]];
+
+		CHECK(n->bind >= 0 && g.edges[n->bind].kind == GE_LAUNCH, "kernel %zu", i);
+	}
+	/* re-timed as recorded: every time comes back */
+	CHECK(graph_retime(&g, NULL, 0, NULL, &t) == 0);
+	for (size_t i = 0; i < g.n_nodes; i++) {
+		CHECK_U64(t.start[i], g.nodes[i].start);
+		CHECK_U64(t.end[i], g.nodes[i].end);
+	}
+	graph_times_release(&t);
+	/* as one CUDA graph: the kernels back to back from 10 us */
+	CHECK(graph_rule_parse(&rule, "graph") == 0);
+	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	CHECK_U64(t.start[g.act_node[0][0]], 10 * US);
+	CHECK_U64(t.end[g.act_node[0][9]], 310 * US);
+	graph_times_release(&t);
+	graph_release(&g);
+
+	CHECK(explain_summarise(&rs, &o, &s) == 0);
+	CHECK_U64(s.steps, 1);
+	CHECK_NEAR(s.measured, 1000 * US, 0);
+	CHECK_NEAR(s.replayed, 1000 * US, 0);
+	CHECK_NEAR(s.part[EP_COMPUTE], 300 * US, 0);
+	CHECK_NEAR(s.part[EP_LAUNCH], 640 * US, 0);
+	CHECK_NEAR(s.part[EP_IDLE], 60 * US, 0);
+	CHECK_NEAR(s.part[EP_SYNC] + s.part[EP_COMM] + s.part[EP_COPY] + s.part[EP_DATA], 0, 0);
+	CHECK(s.n_findings >= 1);
+	CHECK(strstr(s.finding[0].title, "launch-bound") != NULL, "%s", s.finding[0].title);
+	CHECK_NEAR(s.finding[0].predicted, 300 * US, 0);
+	CHECK_NEAR(s.finding[0].saving, 700 * US, 0);
+	replay_release(&rp);
+}
+
+/*
+ * A synchronisation stall: k1 [10, 500] launched by a call [5, 8]; the host
+ * waits in cudaStreamSynchronize [20, 505] (.item()); launches k2 with a
+ * call [600, 605], the kernel [612, 700]; the step [0, 710].
+ *   compute 490 + 88 = 578; launch-bound 10 (before k1); sync stall
+ *   500..612 = 112 (k2's launch decided it, right after the host waited);
+ *   other idle 700..710 = 10.
+ *   no-sync: the wait gone, the synchronisation takes its own 5 us:
+ *   [20, 25]; k2's call at 25 + 95 = 120, k2 after k1 on its stream:
+ *   [500, 588]; the host's span 230 us, less than the GPU's busy time:
+ *   predicted 578.
+ */
+static void test_sync_stall(void)
+{
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct replay_ranks rs = one(rps);
+	struct explain_opts o = { .rules = { "no-sync", "host=0" }, .n_rules = 2 };
+	struct explain_summary s;
+	struct builder b;
+	struct graph g;
+	struct graph_times t;
+	struct graph_rule rule;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_push(&b, "step", 0);
+	builder_launch(&b, "k1", 7, 0, 5 * US, 8 * US, 10 * US, 500 * US);
+	builder_call(&b, "cudaStreamSynchronize", 20 * US, 505 * US);
+	builder_launch(&b, "k2", 7, 0, 600 * US, 605 * US, 612 * US, 700 * US);
+	builder_pop(&b, 710 * US);
+	builder_step(&b, 0, false, 0, 710 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	{
+		const struct graph_node *sync = &g.nodes[g.api_node[0][1]];
+
+		CHECK(sync->sync);
+		CHECK(sync->bind_end >= 0 && g.edges[sync->bind_end].kind == GE_SYNC);
+		CHECK_U64(sync->own, 5 * US);
+	}
+	CHECK(graph_rule_parse(&rule, "no-sync") == 0);
+	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	CHECK_U64(t.end[g.api_node[0][1]], 25 * US);
+	CHECK_U64(t.start[g.api_node[0][2]], 120 * US);
+	CHECK_U64(t.start[g.act_node[0][1]], 500 * US);
+	CHECK_U64(t.end[g.act_node[0][1]], 588 * US);
+	graph_times_release(&t);
+	graph_release(&g);
+
+	CHECK(explain_summarise(&rs, &o, &s) == 0);
+	CHECK_NEAR(s.part[EP_COMPUTE], 578 * US, 0);
+	CHECK_NEAR(s.part[EP_LAUNCH], 10 * US, 0);
+	CHECK_NEAR(s.part[EP_SYNC], 112 * US, 0);
+	CHECK_NEAR(s.part[EP_IDLE], 10 * US, 0);
+	{
+		bool found = false;
+
+		for (size_t i = 0; i < s.n_findings; i++)
+			if (strstr(s.finding[i].title, "synchronisations")) {
+				found = true;
+				CHECK_NEAR(s.finding[i].predicted, 578 * US, 0);
+			}
+		CHECK(found);
+	}
+	replay_release(&rp);
+}
+
+/*
+ * An inferred wait: k1 on stream 1 [0, 100]; k2 on stream 2 launched at
+ * [1, 2], started at 103, right after k1: its stream and launch explain
+ * 2 + 1 at most, k1's end 100 explains it. kernels:k1=0.5 moves it to 53.
+ */
+static void test_wait(void)
+{
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct builder b;
+	struct graph g;
+	struct graph_times t;
+	struct graph_rule rule;
+	const struct graph_node *k2;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_launch(&b, "k1", 1, 0, 0, 1 * US, 0, 100 * US);
+	builder_launch(&b, "k2", 2, 0, 1 * US, 2 * US, 103 * US, 150 * US);
+	builder_step(&b, 0, false, 0, 200 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	k2 = &g.nodes[g.act_node[0][1]];
+	CHECK(k2->bind >= 0 && g.edges[k2->bind].kind == GE_WAIT);
+	CHECK(graph_rule_parse(&rule, "kernels:k1=0.5") == 0);
+	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	CHECK_U64(t.end[g.act_node[0][0]], 50 * US);
+	CHECK_U64(t.start[g.act_node[0][1]], 53 * US);
+	free((char *)rule.pattern);
+	graph_times_release(&t);
+	graph_release(&g);
+	replay_release(&rp);
+}
+
+static void test_rules(void)
+{
+	struct graph_rule r;
+
+	CHECK(graph_rule_parse(&r, "kernels:*gemm*=0.5") == 0 && r.kind == GR_KERNELS && r.factor == 0.5);
+	CHECK_STR(r.pattern, "*gemm*");
+	free((char *)r.pattern);
+	CHECK(graph_rule_parse(&r, "kernels:<10us=0") == 0 && r.below == 10 * US && !r.pattern);
+	CHECK(graph_rule_parse(&r, "ranks=8") == 0 && r.kind == GR_RANKS && r.ranks == 8);
+	CHECK(graph_rule_parse(&r, "comm-bw=2") == 0 && r.kind == GR_COMM_BW && r.factor == 2);
+	fprintf(stderr, "(six error lines expected)\n");
+	CHECK(graph_rule_parse(&r, "ranks=1") < 0);
+	CHECK(graph_rule_parse(&r, "comm-bw=0") < 0);
+	CHECK(graph_rule_parse(&r, "graph=2") < 0);
+	CHECK(graph_rule_parse(&r, "host=x") < 0);
+	CHECK(graph_rule_parse(&r, "kernels:=2") < 0);
+	CHECK(graph_rule_parse(&r, "faster") < 0);
+}
+
+int main(void)
+{
+	test_launch_bound();
+	test_sync_stall();
+	test_wait();
+	test_rules();
+	return check_done("explain");
+}
