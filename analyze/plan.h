@@ -10,14 +10,17 @@
  *            sharded: 16·P/N + A/2 + A/(2N); the smallest N that fits
  *   compute  (c) the per-device batch (tokens) at which FSDP × TP is
  *            compute-bound in the forward pass, in the Scaling Book's
- *            notation, and the overall batch
+ *            notation (T_math ≥ T_FSDP + T_TP), and the overall batch
  *   parallel memory per device under DP, ZeRO-1, ZeRO-2 and ZeRO-3/FSDP
  *            of data-parallel degree D (--dp or --fsdp), with the
  *            parameters split over T × PP tensor and pipeline stages
  *            first, P' = P/(T·PP); activations per device from --batch
  *   comm     bytes each device moves per step for the gradients (and
- *            ZeRO-3's weights) over D, ring algorithm, BF16, and the time
- *            at W_ici: bus-bandwidth lower bounds
+ *            ZeRO-3's weights) over D, for tensor parallelism (Megatron's
+ *            all-reduces of the activations) and pipeline parallelism (the
+ *            activations and their gradients at a stage boundary), ring
+ *            algorithm, BF16, and the time at W_ici: bus-bandwidth lower
+ *            bounds; and the pipeline bubble (PP−1)/(M+PP−1)
  *
  * Precisions are the seeds': FP32 master weights, gradients and optimizer
  * state; BF16 activations and gradient communication.
