@@ -30,7 +30,7 @@ typedef int (*cmd_fn)(int argc, const char **argv);
 #define CMD_DIFF_HELP    "compare two bundles by op, range path and kernel category"
 #define CMD_EXPORT_HELP  "write the bundle for Perfetto, Chrome DevTools or SQL (perfetto, chrome, sqlite)"
 #define CMD_REPORT_HELP  "write one self-contained HTML page"
-#define CMD_PLAN_HELP    "parallelism accounting from a model's sizes: FP32 state, FSDP memory, compute-bound batch, DP/ZeRO memory and communication"
+#define CMD_PLAN_HELP    "parallelism accounting from a model's sizes or a bundle: FP32 state, FSDP memory, compute-bound batch, DP/ZeRO memory, DP/TP/PP communication"
 #define CMD_EXPLAIN_HELP "why the step takes as long as it does: its parts, critical path, ranked findings, --what-if"
 #define CMD_COMM_HELP    "collectives of a multi-GPU run: bandwidth, hidden vs exposed, skew"
 #define CMD_BENCH_HELP   "benchmark the training step without CUPTI (sizes, contexts, precisions)"

@@ -4,10 +4,12 @@
 #include "cmd/commands.h"
 #include "lib/error.h"
 #include "model/config.h"
+#include "replay/replay.h"
 
 static const char *const usage[] = {
 	"steptrace plan [<options>] --d-model N --d-ff N --blocks N",
 	"steptrace plan [<options>] --model NAME",
+	"steptrace plan [<options>] RUN.stb",
 	"",
 	"steptrace plan: " CMD_PLAN_HELP,
 	NULL,
@@ -48,21 +50,58 @@ static int check(const struct plan_opts *o)
 			     "give one, or the same");
 	if (o->pp > o->blocks)
 		return error("--pp %d is more pipeline stages than the %d blocks", o->pp, o->blocks);
-	if (o->batch && !o->ffn_only)
+	if (o->microbatches && o->pp == 1)
+		return error("--microbatches counts a pipeline's micro-batches: give --pp too");
+	if (o->batch && !o->ffn_only && !o->measured)
 		return error("activations are counted for --ffn-only models only (the seeds' XXL)");
 	return 0;
 }
 
-/* No bundle to read, so not analysis_main: parse, check, report. */
+/*
+ * With a bundle: its parameters; the sizes, batch and sequence its run
+ * configuration records, those given on the command line in their place
+ * (a foreign program's bundle records none). -1 after an error line.
+ */
+static int bundle_options(const char *model, const struct model_dims *dims, int batch, int seq, bool ffn_only)
+{
+	if (model || dims->vocab || ffn_only)
+		return error("a bundle gives the parameters: no --model, --vocab or --ffn-only with it "
+			     "(--d-model, --d-ff, --blocks, --batch and --seq replace its sizes)");
+	if (!batch != !seq)
+		return error("--batch and --seq go together (the activations of B sequences of S tokens)");
+	return 0;
+}
+
+static int bundle_sizes(const char *path, const struct model_dims *dims, int batch, int seq, struct plan_opts *o)
+{
+	if (dims->d_model)
+		o->d_model = dims->d_model;
+	if (dims->d_ff)
+		o->d_ff = dims->d_ff;
+	if (dims->layers)
+		o->blocks = dims->layers;
+	if (batch && seq) {
+		o->batch = batch;
+		o->seq = seq;
+	}
+	if (!o->d_model || !o->d_ff || !o->blocks)
+		return error("'%s' records no model sizes: give --d-model, --d-ff and --blocks", path);
+	return 0;
+}
+
+/* Not analysis_main: at most one bundle, and none needed. Parse, read the bundle if any, check, report. */
 int cmd_plan(int argc, const char **argv)
 {
 	struct plan_opts o = { .chip = PLAN_CHIP_H100, .tp = 1, .pp = 1, .mesh_x = 1, .mesh_y = 1 };
 	int format = OUT_TABLE, rc = 0;
 	const char *model = NULL;
 	struct model_dims dims = { 0 };
+	struct plan_measured measured;
+	struct replay rp;
+	bool loaded = false;
 	struct report *r;
 	const struct option opts[] = {
-		OPT_GROUP("The model"),
+		OPT_GROUP("The model (or a bundle's)"),
 		OPT_STRING(0, "model", &model, "NAME", "small, medium, large, xl or 2.7B (the sizes override it)"),
 		OPT_POSITIVE(0, "d-model", &dims.d_model, "model width d_model"),
 		OPT_POSITIVE(0, "d-ff", &dims.d_ff, "feed-forward width d_ff"),
@@ -79,12 +118,16 @@ int cmd_plan(int argc, const char **argv)
 		OPT_SIZE(0, "memory", &o.memory, "memory of a device (default: the chip's)"),
 		OPT_POSITIVE(0, "fsdp", &o.fsdp, "FSDP degree N, X (default: the smallest that fits)"),
 		OPT_POSITIVE(0, "tp", &o.tp, "tensor-parallel degree Y (default 1)"),
-		OPT_POSITIVE(0, "dp", &o.dp, "data-parallel degree D of the parallel and comm tables (default: --fsdp's, else 1)"),
+		OPT_POSITIVE(0, "dp", &o.dp, "data-parallel degree D of the parallel and comm tables "
+			     "(default: --fsdp's, else the bundle's world size, else 1)"),
 		OPT_POSITIVE(0, "pp", &o.pp, "pipeline-parallel degree of the parallel and comm tables (default 1)"),
+		OPT_POSITIVE(0, "microbatches", &o.microbatches,
+			     "M, micro-batches of a pipeline step, for the bubble (PP−1)/(M+PP−1) (default 1)"),
 		OPT_POSITIVE(0, "mesh-x", &o.mesh_x, "M_X, mesh axes the FSDP dimension spans (default 1)"),
 		OPT_POSITIVE(0, "mesh-y", &o.mesh_y, "M_Y, mesh axes the TP dimension spans (default 1)"),
 		OPT_GROUP("The report"),
-		OPT_STRING(0, "section", &o.section, "NAME", "print one table: state, fsdp, compute, parallel or comm"),
+		OPT_STRING(0, "section", &o.section, "NAME",
+			   "print one table: bundle, state, fsdp, compute, parallel or comm"),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};
@@ -92,12 +135,38 @@ int cmd_plan(int argc, const char **argv)
 	argc = parse_options(argc, argv, opts, usage);
 	if (argc < 0)
 		return argc == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
-	if (argc > 0) {
-		error("plan reads no bundle: unexpected '%s'", argv[0]);
+	if (argc > 1) {
+		error("plan reads one bundle (one rank's, of a run of several): unexpected '%s'", argv[1]);
 		usage_hint(usage);
 		return EXIT_USAGE;
 	}
-	if (resolve_model(model, &dims, &o) < 0 || check(&o) < 0) {
+	if (argc == 1) {
+		int batch = o.batch, seq = o.seq;
+
+		/* usage first: a bad option costs no reading */
+		if (bundle_options(model, &dims, batch, seq, o.ffn_only) < 0) {
+			usage_hint(usage);
+			return EXIT_USAGE;
+		}
+		if (replay_load(&rp, argv[0], NULL) < 0)
+			return 1;
+		loaded = true;
+		if (plan_measure(&rp, &measured) < 0 || plan_opts_from_bundle(&rp, &measured, &o) < 0) {
+			replay_release(&rp);
+			return 1;
+		}
+		if (bundle_sizes(argv[0], &dims, batch, seq, &o) < 0) {
+			replay_release(&rp);
+			usage_hint(usage);
+			return EXIT_USAGE;
+		}
+	} else if (resolve_model(model, &dims, &o) < 0) {
+		usage_hint(usage);
+		return EXIT_USAGE;
+	}
+	if (check(&o) < 0) {
+		if (loaded)
+			replay_release(&rp);
 		usage_hint(usage);
 		return EXIT_USAGE;
 	}
@@ -106,5 +175,7 @@ int cmd_plan(int argc, const char **argv)
 	    report_print(r, (enum out_format)format, stdout) < 0)
 		rc = 1;
 	report_free(r);
+	if (loaded)
+		replay_release(&rp);
 	return rc;
 }

@@ -91,29 +91,44 @@ want "per device at 64" "$(value fsdp 'Total per device' $act --fsdp 64)" 73.21
 want "no N fits" "$(value fsdp 'Smallest N that fits' --batch 1 --seq 8192 --memory 64GB)" ""
 
 # (c) the seeds: v5p, α = 4.6e14 / 1.8e11 = 2,555.56; X = 16, Y = 4, M_X = 2,
-# M_Y = 1: B/(X·Y) ≥ α / (M_X·Y) = 2,555.56 / 8 = 319.44: 320 tokens per
-# device, 320 × 16 × 4 = 20,480 overall; TP: Y ≤ 53,248 / 2,555.56 = 20.84
+# M_Y = 1. The Scaling Book (Training, "Mixed FSDP and Tensor Parallelism"):
+# compute-bound when T_math ≥ T_FSDP + T_TP, i.e.
+# B/N ≥ [α/(M_X·Y)] / [1 − α·Y/(M_Y·F)] = (2,555.56/8) / (1 − 2,555.56·4/53,248)
+#     = 319.44 / (1 − 0.191974) = 319.44 / 0.808026 = 395.34: 396 tokens per
+# device, 396 × 16 × 4 = 25,344 overall; TP: Y < 53,248 / 2,555.56 = 20.84.
+# Were the two collectives to overlap each other too (max, not the Book's
+# sum): ⌈319.44⌉ = 320, 20,480 overall.
 c="--chip tpu-v5p --fsdp 16 --tp 4 --mesh-x 2 --mesh-y 1"
 # shellcheck disable=SC2086
 want "alpha" "$(value compute 'α' $c)" 2555.56
 # shellcheck disable=SC2086
 want "v5p bound" "$(value compute 'FSDP bound on tokens per device' $c)" 319.44
 # shellcheck disable=SC2086
-want "v5p per-device batch" "$(value compute 'Per-device batch' $c)" 320
+want "v5p TP share" "$(value compute 'TP share of T_math' $c)" 0.19
 # shellcheck disable=SC2086
-want "v5p overall batch" "$(value compute 'Overall batch' $c)" 20480
+want "v5p tokens per device bound" "$(value compute 'Tokens per device bound' $c)" 395.34
+# shellcheck disable=SC2086
+want "v5p per-device batch" "$(value compute 'Per-device batch' $c)" 396
+# shellcheck disable=SC2086
+want "v5p overall batch" "$(value compute 'Overall batch' $c)" 25344
+# shellcheck disable=SC2086
+want "v5p overlapped" "$(value compute 'Per-device batch if collectives overlap' $c)" 320
 # shellcheck disable=SC2086
 want "v5p TP bound" "$(value compute 'TP bound on Y' $c)" 20.84
-# the Scaling Book's optimum: α² / (M_X·M_Y·F) = 2,555.56² / (2 × 53,248) = 61.32
+# the Scaling Book's floor with the optimal X: 4·α² / (F·M_X·M_Y)
+# = 4 × 2,555.56² / (53,248 × 2 × 1) = 245.30 (its 2·2550²/F at M_X = 2, M_Y = 1)
 # shellcheck disable=SC2086
-want "v5p optimum" "$(value compute 'FSDP bound with the optimal X' $c)" 61.32
-# H100: α = 989e12 / 450e9 = 2,197.78; X = 8, Y = 8: 2,197.78 / 8 = 274.72:
-# 275 per device, 275 × 64 = 17,600
+want "v5p optimum" "$(value compute 'FSDP bound with the optimal X' $c)" 245.30
+# H100: α = 989e12 / 450e9 = 2,197.78; X = 8, Y = 8: 2,197.78 / 8 = 274.72,
+# α·Y/F = 17,582.22 / 53,248 = 0.330195: 274.72 / 0.669805 = 410.15:
+# 411 per device, 411 × 64 = 26,304
 c="--fsdp 8 --tp 8"
 # shellcheck disable=SC2086
-want "h100 per-device batch" "$(value compute 'Per-device batch' $c)" 275
+want "h100 per-device batch" "$(value compute 'Per-device batch' $c)" 411
 # shellcheck disable=SC2086
-want "h100 overall batch" "$(value compute 'Overall batch' $c)" 17600
+want "h100 overall batch" "$(value compute 'Overall batch' $c)" 26304
+# X = 1, Y = 1: no collective, compute-bound at any batch
+want "no collectives" "$(value compute 'Per-device batch' --fsdp 1)" 0
 # Y = 32 > 53,248 / 2,197.78 = 24.23: TP is communication-bound at any batch
 want "h100 Y above the TP bound" "$(value compute 'Per-device batch' --fsdp 8 --tp 32)" ""
 
@@ -185,6 +200,28 @@ want "d 1 all-reduce" "$(cell comm DP 3)" 0.00
 # shellcheck disable=SC2086
 "$st" plan $xxl --dp 8 --section comm 2>&1 | grep -q 'bus-bandwidth lower bounds' || fail "comm: no lower-bound note"
 
+# TP and PP (Megatron), T = 4, PP = 2, one sequence of 2,048 tokens, M = 8:
+# TP: blocks/PP × 4 × 2·(T−1)/T × B·S·d_model × 2 B = 63 × 4 × 1.5 × 2048 × 16384 × 2
+#   = 378 × 67,108,864 = 25,367,150,592 B = 25.37 GB; / 450e9 = 56.37 ms
+# PP: 2 × B·S·d_model × 2 B = 134,217,728 B = 0.13 GB, 0.30 ms; bubble 1/(8 + 1) = 0.1111
+# DP over 8 of P' = P/8: 2·7/8 × 2 B × 27,481,079,808 = 96,183,779,328 B = 96.18 GB
+tpc="--tp 4 --pp 2 --dp 8 --batch 1 --seq 2048 --microbatches 8"
+# shellcheck disable=SC2086
+want "tp GB" "$(cell comm TP 3 $tpc)" 25.37
+# shellcheck disable=SC2086
+want "tp ms" "$(cell comm TP 4 $tpc)" 56.37
+# shellcheck disable=SC2086
+want "pp GB ms" "$(cell comm PP 3 $tpc) $(cell comm PP 4 $tpc)" "0.13 0.30"
+# shellcheck disable=SC2086
+want "bubble" "$(cell comm 'PP bubble' 5 $tpc)" 0.1111
+# shellcheck disable=SC2086
+want "dp over 8 of a T·PP shard" "$(cell comm DP 3 $tpc)" 96.18
+# shellcheck disable=SC2086
+"$st" plan $xxl $tpc --section comm 2>&1 | grep -q 'pipeline bubble is 11.11% of a step at PP = 2, M = 8' ||
+	fail "comm: no bubble note"
+# without --batch and --seq no TP or PP bytes are counted
+want "tp without batch" "$(cell comm TP 3 --tp 4)" ""
+
 # A small case: d_model 1024, d_ff 4096, 2 blocks, FFN-only: P = 2 × 2 × 1024 × 4096
 # = 16,777,216; D = 4, 150,000,000 B devices, W_ici 1e9 B/s:
 # DP 16·P = 268,435,456 B (0.27 GB, no); ZeRO-1 10·P = 167,772,160 (0.17, no);
@@ -212,8 +249,18 @@ grep -q "needs the model's sizes" "$tmp/err" || fail "no --blocks: $(cat "$tmp/e
 [ $? = 129 ] || fail "--batch without --seq: want exit 129"
 "$st" plan --d-model 768 --d-ff 3072 --blocks 12 --batch 4 --seq 128 >/dev/null 2>&1
 [ $? = 129 ] || fail "activations of a full model: want exit 129"
+# a bundle gives P: --ffn-only (the seeds' count) with one is bad usage, before reading it
 "$st" plan $xxl x.stb >/dev/null 2>&1
-[ $? = 129 ] || fail "a bundle: want exit 129"
+[ $? = 129 ] || fail "--ffn-only with a bundle: want exit 129"
+# one bundle at most; a missing one fails to load (exit 1)
+"$st" plan a.stb b.stb >/dev/null 2>&1
+[ $? = 129 ] || fail "two bundles: want exit 129"
+"$st" plan "$tmp/none.stb" >/dev/null 2>&1
+[ $? = 1 ] || fail "a missing bundle: want exit 1"
+"$st" plan --d-model 64 --d-ff 256 --blocks 2 --pp 2 --microbatches 4 --section comm >/dev/null 2>&1 ||
+	fail "--microbatches with --pp failed"
+"$st" plan --d-model 64 --d-ff 256 --blocks 2 --microbatches 4 >/dev/null 2>&1
+[ $? = 129 ] || fail "--microbatches without --pp: want exit 129"
 
 # 2^31−1 everywhere: over 2^53 parameters, refused rather than wrapped
 "$st" plan --d-model 2147483647 --d-ff 2147483647 --blocks 2147483647 --ffn-only >/dev/null 2>"$tmp/err"

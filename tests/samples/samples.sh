@@ -45,6 +45,9 @@ run ranges.csv ranges "$f" --format csv
 grep -q ',step/forward' "$tmp/ranges.csv" || fail "$name: no step/forward range"
 run mem.json memory "$f" --format json --svg "$tmp/mem.svg"
 run flops.csv flops "$f" --format csv --svg "$tmp/roof.svg"
+# plan from the bundle: the sizes given, as a foreign program's bundle records none (GPT-2 small's and the built-in small's)
+run plan.json plan "$f" --d-model 768 --d-ff 3072 --blocks 12 --dp 2 --tp 2 --pp 2 --microbatches 4 --format json
+grep -q '"bundle"' "$tmp/plan.json" || fail "$name: plan has no bundle table"
 case $name in
 pytorch-ddp.*)
 	# one rank of PyTorch DDP under torchrun (21,130,240 FP32 parameters, three buckets)
