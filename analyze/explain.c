@@ -33,8 +33,13 @@ struct ctx {
 	struct graph g;
 	const struct replay *rp;       /* rank 0 */
 	uint8_t *path_phase;           /* rank 0's paths' phases */
-	struct seg *segs;              /* rank 0's GPU time, in order */
+	struct seg *segs;              /* rank 0's GPU time, in order, contiguous */
 	size_t n_segs;
+	double *cum;                   /* cum[p * (n_segs + 1) + i]: part p's time in segs[0 .. i) */
+	int32_t *next_busy, *prev_busy;   /* per seg: the first busy seg at or after it, the last at or before; -1 */
+	const struct replay_step *steps;   /* rank 0's, or `whole` when it has none */
+	size_t n_steps;
+	struct replay_step whole;      /* the whole run as one step, for a bundle without steps */
 	uint32_t *meas;                /* the steps counted (measured, or all with --include-warmup) */
 	size_t n_meas;
 	double (*part)[EP_COUNT];      /* per step of rank 0 */
@@ -60,6 +65,12 @@ static int activity_phase(const struct ctx *c, const struct replay_activity *a)
 		return c->path_phase[c->rp->ranges[a->range].path];
 	op = replay_op(c->rp, a->op);
 	return op ? st_phase_of_path(replay_str(c->rp, op->phase)) : ST_PHASE_OTHER;
+}
+
+/* The step of an activity: its own, or the whole run's (0) when the run has no steps. */
+static int32_t act_step(const struct ctx *c, const struct replay_activity *a)
+{
+	return c->steps == &c->whole ? 0 : a->step;
 }
 
 /* ---- the parts ------------------------------------------------------- */
@@ -103,7 +114,7 @@ static uint8_t idle_part(const struct ctx *c, uint64_t a, uint64_t b)
 	const struct graph_edge *e;
 	const struct replay_activity *act;
 	const struct replay_api *api;
-	const struct replay_thread *th = NULL;
+	const struct replay_thread *th;
 
 	if (x < 0)
 		return EP_IDLE;
@@ -120,9 +131,7 @@ static uint8_t idle_part(const struct ctx *c, uint64_t a, uint64_t b)
 	if (api->range >= 0 && (size_t)api->range < c->rp->n_ranges &&
 	    c->path_phase[c->rp->ranges[api->range].path] == ST_PHASE_DATA)
 		return EP_DATA;
-	for (size_t i = 0; i < c->rp->n_threads; i++)
-		if (c->rp->threads[i].thread == api->thread)
-			th = &c->rp->threads[i];
+	th = graph_thread(c->rp, api->thread);
 	if (th) {
 		/* the launching call's place on its thread, then back while calls end within the gap */
 		size_t lo = 0, hi = th->n_apis;
@@ -186,16 +195,37 @@ static int build_segments(struct ctx *c)
 			cnt[ev[i].work]--;
 	}
 	free(ev);
+	/* prefix sums, so that a step's parts cost O(log n) however steps overlap */
+	c->cum = calloc(EP_COUNT * (c->n_segs + 1), sizeof(double));
+	c->next_busy = malloc((c->n_segs + 1) * sizeof(int32_t));
+	c->prev_busy = malloc((c->n_segs + 1) * sizeof(int32_t));
+	if (!c->cum || !c->next_busy || !c->prev_busy)
+		return error("out of memory");
+	for (size_t i = 0; i < c->n_segs; i++)
+		for (int p = 0; p < EP_COUNT; p++)
+			c->cum[p * (c->n_segs + 1) + i + 1] = c->cum[p * (c->n_segs + 1) + i] +
+				(c->segs[i].part == p ? (double)(c->segs[i].b - c->segs[i].a) : 0);
+	for (size_t i = 0, last = (size_t)-1; i < c->n_segs; i++) {
+		if (c->segs[i].part <= EP_COPY)
+			last = i;
+		c->prev_busy[i] = last == (size_t)-1 ? -1 : (int32_t)last;
+	}
+	for (size_t i = c->n_segs, next = (size_t)-1; i-- > 0;) {
+		if (c->segs[i].part <= EP_COPY)
+			next = i;
+		c->next_busy[i] = next == (size_t)-1 ? -1 : (int32_t)next;
+	}
 	return 0;
 }
 
-/* Adds [S, E)'s parts into part[]; idle at its start and end into *edge. */
+/* Adds [S, E)'s parts into part[]; idle at its start and end into *edge. O(log n). */
 static void window_parts(const struct ctx *c, uint64_t S, uint64_t E, double *part, uint64_t *edge)
 {
-	size_t lo = 0, hi = c->n_segs;
-	uint64_t at = S, first_busy = E, last_busy = S;
+	size_t lo = 0, hi = c->n_segs, end, n1 = c->n_segs + 1;
+	uint64_t first_busy = E, last_busy = S;
 
-	while (lo < hi) {
+	*edge = E - S;
+	while (lo < hi) {   /* the first segment ending after S */
 		size_t mid = (lo + hi) / 2;
 
 		if (c->segs[mid].b <= S)
@@ -203,29 +233,45 @@ static void window_parts(const struct ctx *c, uint64_t S, uint64_t E, double *pa
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < c->n_segs && c->segs[i].a < E; i++) {
-		uint64_t a = c->segs[i].a > S ? c->segs[i].a : S, b = c->segs[i].b < E ? c->segs[i].b : E;
+	end = lo;
+	hi = c->n_segs;
+	while (end < hi) {   /* the first segment starting at or after E */
+		size_t mid = (end + hi) / 2;
 
-		if (a > at)
-			part[idle_part(c, at, a)] += (double)(a - at);   /* before the run's first work */
-		part[c->segs[i].part] += (double)(b - a);
-		if (c->segs[i].part <= EP_COPY) {
-			if (a < first_busy)
-				first_busy = a;
-			last_busy = b;
-		}
-		at = b;
+		if (c->segs[mid].a < E)
+			end = mid + 1;
+		else
+			hi = mid;
 	}
-	if (E > at)
-		part[idle_part(c, at, E)] += (double)(E - at);
-	*edge = first_busy >= last_busy ? E - S : (first_busy - S) + (E - last_busy);
+	if (lo >= end) {
+		part[idle_part(c, S, E)] += (double)(E - S);
+		return;
+	}
+	if (c->segs[lo].a > S)
+		part[idle_part(c, S, c->segs[lo].a)] += (double)(c->segs[lo].a - S);   /* before the run's first work */
+	for (int p = 0; p < EP_COUNT; p++)
+		part[p] += c->cum[p * n1 + end] - c->cum[p * n1 + lo];
+	/* the first and last segments, cut to the window */
+	if (c->segs[lo].a < S)
+		part[c->segs[lo].part] -= (double)(S - c->segs[lo].a);
+	if (c->segs[end - 1].b > E)
+		part[c->segs[end - 1].part] -= (double)(c->segs[end - 1].b - E);
+	if (c->segs[end - 1].b < E)
+		part[idle_part(c, c->segs[end - 1].b, E)] += (double)(E - c->segs[end - 1].b);
+	if (c->next_busy[lo] >= 0 && (size_t)c->next_busy[lo] < end) {
+		const struct seg *f = &c->segs[c->next_busy[lo]], *l = &c->segs[c->prev_busy[end - 1]];
+
+		first_busy = f->a > S ? f->a : S;
+		last_busy = l->b < E ? l->b : E;
+		*edge = (first_busy - S) + (E - last_busy);
+	}
 }
 
 /* ---- steps ------------------------------------------------------------ */
 
 static uint64_t step_pred(const struct ctx *c, const struct graph_times *t, size_t s, double host)
 {
-	const struct replay_step *st = &c->rp->steps[s];
+	const struct replay_step *st = &c->steps[s];
 	uint64_t a = graph_instant(&c->g, t, 0, st->thread, st->start, host);
 	uint64_t b = graph_instant(&c->g, t, 0, st->thread, st->end, host);
 
@@ -240,7 +286,7 @@ static uint64_t step_pred(const struct ctx *c, const struct graph_times *t, size
 static double mean_gpu(const struct ctx *c, const struct graph_times *t)
 {
 	const struct replay *rp = c->rp;
-	uint8_t *counted = calloc(rp->n_steps + 1, 1);
+	uint8_t *counted = calloc(c->n_steps + 1, 1);
 	uint64_t first = UINT64_MAX, last = 0;
 
 	if (!counted)
@@ -248,7 +294,7 @@ static double mean_gpu(const struct ctx *c, const struct graph_times *t)
 	for (size_t i = 0; i < c->n_meas; i++)
 		counted[c->meas[i]] = 1;
 	for (size_t i = 0; i < rp->n_activities; i++)
-		if (rp->activities[i].step >= 0 && counted[rp->activities[i].step]) {
+		if (act_step(c, &rp->activities[i]) >= 0 && counted[act_step(c, &rp->activities[i])]) {
 			int32_t k = c->g.act_node[0][i];
 
 			if (t->start[k] < first)
@@ -408,30 +454,43 @@ static const char *host_label(const struct graph *g, uint32_t rank, uint64_t thr
 
 static const char *const work_kind[] = { "host call", "kernel", "collective", "copy" };
 
-/* The critical path of step s back from its end, into cp. */
-static int critical_path(const struct ctx *c, size_t s, struct cp *cp)
+/*
+ * The critical path of step s back from its end, into cp. Each node walked
+ * costs one of *budget (shared by the steps: overlapping steps of hostile
+ * input would walk the whole graph each); 1 when it ran out.
+ */
+static int critical_path(const struct ctx *c, size_t s, struct cp *cp, size_t *budget)
 {
 	const struct graph *g = &c->g;
-	const struct replay_step *st = &c->rp->steps[s];
+	const struct replay_step *st = &c->steps[s];
 	uint64_t S = graph_time(g, 0, st->start), t = graph_time(g, 0, st->end);
-	const struct replay_thread *th = NULL;
+	const struct replay_thread *th = graph_thread(c->rp, st->thread);
 	char buf[512];
 	int32_t n = -1;
 	bool at_end = true;
-	size_t guard = 2 * g->n_nodes + 8;
 
-	for (size_t i = 0; i < c->rp->n_threads; i++)
-		if (c->rp->threads[i].thread == st->thread)
-			th = &c->rp->threads[i];
-	for (size_t k = th ? th->n_apis : 0; k-- > 0;) {
-		const struct graph_node *x = &g->nodes[g->api_node[0][th->apis[k]]];
+	if (th) {
+		/* the last call ending by the step's end: among the last few starting before it */
+		size_t lo = 0, hi = th->n_apis;
 
-		if (x->end <= t && x->end > S) {
-			n = g->api_node[0][th->apis[k]];
-			break;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (g->nodes[g->api_node[0][th->apis[mid]]].start <= t)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
-		if (x->end <= S)
-			break;
+		for (size_t k = lo, looked = 0; k-- > 0 && looked < 64; looked++) {
+			const struct graph_node *x = &g->nodes[g->api_node[0][th->apis[k]]];
+
+			if (x->end <= S)
+				break;
+			if (x->end <= t) {
+				n = g->api_node[0][th->apis[k]];
+				break;
+			}
+		}
 	}
 	if (n < 0)
 		return cp_add(cp, "host work", host_label(g, 0, st->thread, t, buf, sizeof(buf)), (double)(t - S));
@@ -439,13 +498,16 @@ static int critical_path(const struct ctx *c, size_t s, struct cp *cp)
 		   (double)(t - g->nodes[n].end)) < 0)
 		return -1;
 	t = g->nodes[n].end;
-	while (t > S && guard--) {
+	while (t > S) {
 		const struct graph_node *x = &g->nodes[n];
 		const struct graph_edge *e;
 		uint64_t src;
 		const char *kind, *label;
 		int r;
 
+		if (!*budget)
+			return 1;
+		--*budget;
 		if (at_end && x->bind_end < 0) {
 			uint64_t a = x->start > S ? x->start : S;
 
@@ -509,6 +571,9 @@ static void ctx_release(struct ctx *c)
 	graph_release(&c->g);
 	free(c->path_phase);
 	free(c->segs);
+	free(c->cum);
+	free(c->next_busy);
+	free(c->prev_busy);
 	free(c->meas);
 	free(c->part);
 	free(c->idle_edge);
@@ -525,17 +590,23 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 	c->rs = rs;
 	c->o = o;
 	c->rp = rp;
-	if (!rp->n_steps)
-		return error("'%s' has no steps to explain", rp->path ? rp->path : "the run");
+	c->steps = rp->steps;
+	c->n_steps = rp->n_steps;
+	if (!rp->n_steps) {
+		/* no steps: the whole run, as one */
+		c->whole = (struct replay_step){ .start = rp->t_min, .end = rp->t_max, .thread = rp->main_thread };
+		c->steps = &c->whole;
+		c->n_steps = 1;
+	}
 	if (graph_build(&c->g, rs->rank, rs->n, rs->n > 1 ? rs->offset : NULL) < 0)
 		return -1;
 	c->path_phase = malloc(rp->n_paths + 1);
-	c->meas = malloc(rp->n_steps * sizeof(*c->meas));
-	c->part = calloc(rp->n_steps, sizeof(*c->part));
-	c->idle_edge = calloc(rp->n_steps, sizeof(*c->idle_edge));
-	c->replayed_step = calloc(rp->n_steps, sizeof(*c->replayed_step));
-	dm = calloc(rp->n_steps, sizeof(double));
-	dr = calloc(rp->n_steps, sizeof(double));
+	c->meas = malloc(c->n_steps * sizeof(*c->meas));
+	c->part = calloc(c->n_steps, sizeof(*c->part));
+	c->idle_edge = calloc(c->n_steps, sizeof(*c->idle_edge));
+	c->replayed_step = calloc(c->n_steps, sizeof(*c->replayed_step));
+	dm = calloc(c->n_steps, sizeof(double));
+	dr = calloc(c->n_steps, sizeof(double));
 	if (!c->path_phase || !c->meas || !c->part || !c->idle_edge || !c->replayed_step || !dm || !dr) {
 		free(dm);
 		free(dr);
@@ -543,8 +614,8 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 		return error("out of memory");
 	}
 	replay_path_phases(rp, c->path_phase);
-	for (size_t s = 0; s < rp->n_steps; s++)
-		if (o->include_warmup || !rp->steps[s].warmup || !rp->n_measured_steps)
+	for (size_t s = 0; s < c->n_steps; s++)
+		if (o->include_warmup || !c->steps[s].warmup || !rp->n_measured_steps)
 			c->meas[c->n_meas++] = (uint32_t)s;
 	if (build_segments(c) < 0 || graph_retime(&c->g, NULL, 0, NULL, &t) < 0) {
 		free(dm);
@@ -552,8 +623,8 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 		ctx_release(c);
 		return -1;
 	}
-	for (size_t s = 0; s < rp->n_steps; s++) {
-		const struct replay_step *st = &rp->steps[s];
+	for (size_t s = 0; s < c->n_steps; s++) {
+		const struct replay_step *st = &c->steps[s];
 
 		window_parts(c, graph_time(&c->g, 0, st->start), graph_time(&c->g, 0, st->end), c->part[s],
 			     &c->idle_edge[s]);
@@ -606,7 +677,7 @@ static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
 	const struct replay *rp = c->rp;
 	double m = c->measured, per = c->n_meas ? 1.0 / (double)c->n_meas : 0;
 	size_t n = 0;
-	uint8_t *counted = calloc(rp->n_steps + 1, 1);
+	uint8_t *counted = calloc(c->n_steps + 1, 1);
 
 	if (!counted)
 		return error("out of memory");
@@ -621,7 +692,7 @@ static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
 		size_t kernels = 0;
 
 		for (size_t i = 0; i < rp->n_activities; i++)
-			kernels += rp->activities[i].step >= 0 && counted[rp->activities[i].step];
+			kernels += act_step(c, &rp->activities[i]) >= 0 && counted[act_step(c, &rp->activities[i])];
 		if (lb >= 0.05 * m) {
 			snprintf(f[n].title, sizeof(f[n].title), "launch-bound: the step as one CUDA graph");
 			snprintf(f[n].evidence, sizeof(f[n].evidence),
@@ -641,7 +712,7 @@ static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
 
 		for (size_t i = 0; i < rp->n_apis; i++) {
 			const struct graph_node *x = &c->g.nodes[c->g.api_node[0][i]];
-			int32_t s = replay_step_at(rp, rp->apis[i].start);
+			int32_t s = c->steps == &c->whole ? 0 : replay_step_at(rp, rp->apis[i].start);
 
 			if (x->sync && x->bind_end >= 0 && s >= 0 && counted[s])
 				syncs++;
@@ -679,7 +750,7 @@ static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
 		for (size_t i = 0; i < rp->n_activities; i++) {
 			const struct replay_activity *a = &rp->activities[i];
 
-			if (a->kind == ST_KERNEL && a->step >= 0 && counted[a->step] &&
+			if (a->kind == ST_KERNEL && act_step(c, a) >= 0 && counted[act_step(c, a)] &&
 			    activity_phase(c, a) == ST_PHASE_OPTIMIZER)
 				t_opt += (double)(a->end - a->start);
 		}
@@ -720,7 +791,7 @@ static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
 		for (size_t i = 0; i < rp->n_activities; i++) {
 			const struct replay_activity *a = &rp->activities[i];
 
-			if (a->kind != ST_KERNEL || a->step < 0 || !counted[a->step])
+			if (a->kind != ST_KERNEL || act_step(c, a) < 0 || !counted[act_step(c, a)])
 				continue;
 			all++;
 			if (a->end - a->start < 10000) {
@@ -962,10 +1033,10 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		size_t s = c.meas[i];
 		char label[32];
 
-		snprintf(label, sizeof(label), "%u%s", c.rp->steps[s].index, c.rp->steps[s].warmup ? " (warm-up)" : "");
+		snprintf(label, sizeof(label), "%u%s", c.steps[s].index, c.steps[s].warmup ? " (warm-up)" : "");
 		table_row(t);
 		table_str(t, label);
-		ms_cell(t, (double)(c.rp->steps[s].end - c.rp->steps[s].start));
+		ms_cell(t, (double)(c.steps[s].end - c.steps[s].start));
 		for (int p = 0; p < EP_COUNT; p++)
 			ms_cell(t, c.part[s][p]);
 		ms_cell(t, (double)c.replayed_step[s]);
@@ -984,9 +1055,18 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	table_float(t, c.measured > 0 ? 100 * c.replayed / c.measured : 0);
 
 	/* the critical path */
-	for (size_t i = 0; i < c.n_meas; i++)
-		if (critical_path(&c, c.meas[i], &cp) < 0)
+	{
+		size_t budget = 8 * c.g.n_nodes + 1000000, walked = 0;
+		int ret = 0;
+
+		for (size_t i = 0; i < c.n_meas && ret == 0; i++, walked++)
+			ret = critical_path(&c, c.meas[i], &cp, &budget);
+		if (ret < 0)
 			goto fail;
+		if (ret > 0)
+			report_note(r, "critical path: over the first %zu of the %zu steps (their paths cross the whole "
+				       "graph many times over: steps overlap)", walked, c.n_meas);
+	}
 	qsort(cp.e, cp.n, sizeof(*cp.e), cmp_cp);
 	for (size_t i = 0; i < cp.n; i++)
 		total_cp += cp.e[i].ns;

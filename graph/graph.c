@@ -147,7 +147,7 @@ static ptrdiff_t last_end_at(const struct graph *g, const uint32_t *ends, size_t
 }
 
 /* How far back a synchronisation or wait looks among activities by end. */
-#define SCAN_BACK 512
+#define SCAN_BACK 64
 
 /* The nodes and the edges every run has: thread, launch, stream; and the calls' syncs. */
 static int build_rank(struct build *b, uint32_t r)
@@ -649,6 +649,21 @@ int graph_build(struct graph *g, const struct replay *const *rp, size_t n, const
 fail:
 	graph_release(g);
 	return -1;
+}
+
+const struct replay_thread *graph_thread(const struct replay *rp, uint64_t thread)
+{
+	size_t lo = 0, hi = rp->n_threads;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (rp->threads[mid].thread < thread)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rp->n_threads && rp->threads[lo].thread == thread ? &rp->threads[lo] : NULL;
 }
 
 void graph_release(struct graph *g)

@@ -111,6 +111,9 @@ static inline uint64_t graph_time(const struct graph *g, uint32_t rank, uint64_t
 	return g->offset ? (uint64_t)((int64_t)t + g->offset[rank]) : t;
 }
 
+/* Replay rp's thread `thread` (threads are by id: a binary search), NULL none. */
+const struct replay_thread *graph_thread(const struct replay *rp, uint64_t thread);
+
 /* ---- what-if -------------------------------------------------------- */
 
 enum graph_rule_kind {

@@ -527,13 +527,10 @@ uint64_t graph_instant(const struct graph *g, const struct graph_times *t, uint3
 		       uint64_t instant, double host)
 {
 	const struct replay *rp = g->rp[rank];
-	const struct replay_thread *th = NULL;
+	const struct replay_thread *th = graph_thread(rp, thread);
 	uint64_t at = graph_time(g, rank, instant);
 	size_t lo = 0, hi;
 
-	for (size_t i = 0; i < rp->n_threads; i++)
-		if (rp->threads[i].thread == thread)
-			th = &rp->threads[i];
 	if (!th || !th->n_apis || !t)
 		return at;
 	hi = th->n_apis;

@@ -2,7 +2,7 @@
  * fuzz_commands.c: every analysis command, in process, as the program runs
  * it (cmd/), on a bundle or on the bundles of a run's ranks: info, steps,
  * summary, ranges, memory (and its --svg chart), replay (and --capacity),
- * flops (and its --svg roofline), comm, diff (against a good bundle, and
+ * flops (and its --svg roofline), comm, explain (with what-if rules), diff (against a good bundle, and
  * between two runs), export (to Perfetto, Chrome JSON or SQLite), and
  * report, their options and formats picked by a hash of the input. Each
  * runs under --memory-limit 128MiB and prints into /dev/null; files go to a
@@ -35,6 +35,7 @@
 static struct {
 	char dir[256];
 	char good[300];
+	char allreduce[300];          /* an all-reduce table for explain's ranks=N */
 	char bundle[EDIT_MAX_BUNDLES][300];
 	char out[300];
 	uint64_t hash;                /* of the input: picks the options */
@@ -284,6 +285,26 @@ static void run_all(size_t one, size_t n)
 	args_run(&a, one, n);
 	run(cmd_comm, &a);
 
+	args_start(&a, "explain");
+	{
+		static const char *const rules[] = { "graph", "no-sync", "comm-overlap", "comm-bw=2", "host=0.5",
+						     "kernels:*=0.5", "kernels:<10us=0", "ranks=4" };
+
+		for (int i = pick(3); i > 0; i--) {
+			const char *r = rules[pick(8)];
+
+			arg(&a, "--what-if");
+			arg(&a, r);
+			if (!strcmp(r, "ranks=4"))
+				arg(&a, "--allreduce"), arg(&a, fz.allreduce);
+		}
+	}
+	args_maybe(&a, "--naive");
+	args_maybe(&a, "--include-warmup");
+	args_format(&a);
+	args_run(&a, one, n);
+	run(cmd_explain, &a);
+
 	/* against a good bundle, either side; a set's two runs against each other */
 	args_start(&a, "diff");
 	arg(&a, "--by");
@@ -402,6 +423,15 @@ static void setup(void)
 	for (int i = 0; i < EDIT_MAX_BUNDLES; i++)
 		snprintf(fz.bundle[i], sizeof(fz.bundle[i]), "%s/rank%d.stb", fz.dir, i);
 	snprintf(fz.good, sizeof(fz.good), "%s/good.stb", fz.dir);
+	snprintf(fz.allreduce, sizeof(fz.allreduce), "%s/allreduce.csv", fz.dir);
+	{
+		FILE *f = fopen(fz.allreduce, "w");
+
+		if (!f || fputs("size,bytes,dtype,ranks,rank,iters,mean_us,min_us,max_us,std_us,algbw_gbs,busbw_gbs,check\n"
+				"1 MiB,1048576,f32,4,all,10,50,40,60,5,20,30,ok\n"
+				"1 GiB,1073741824,f32,4,all,10,9000,8900,9100,50,119,179,ok\n", f) < 0 || fclose(f))
+			abort();
+	}
 	fz.verbose = getenv("ST_FUZZ_VERBOSE") != NULL;
 	if (write_good(fz.good) < 0)
 		abort();

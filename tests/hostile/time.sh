@@ -24,7 +24,7 @@ case $case in
 world)
 	# the missing ranks are listed as far as one line has room, never counted one by one
 	gen world "$dir/w.stb"                                  # rank 0 of 4294967295, 540 B
-	for cmd in info steps summary ranges memory replay flops comm; do
+	for cmd in info steps summary ranges memory replay flops comm explain; do
 		expect "world-$cmd" 0 "^warning: the run of '.*w.stb' has 4294967295 ranks but no bundle of ranks 1, 2, 3, .* 63, \.\.\.: results cover the ranks given$" \
 			$cmd "$dir/w.stb"
 	done
@@ -45,7 +45,7 @@ graph)
 	# a CUDA graph's ops: their path components looked up in a table of the strings, the
 	# capture calls sorted by thread, not each compared with every string, call and range
 	gen graph "$dir/g.stb" 100000                           # 887 KB
-	for cmd in summary "ranges --depth 1" flops; do
+	for cmd in summary "ranges --depth 1" flops "explain --what-if graph"; do
 		expect "graph-$cmd" 0 "" $cmd "$dir/g.stb"
 	done
 	expect graph-ranges 0 "" ranges "$dir/g.stb" --format csv
@@ -63,7 +63,7 @@ names)
 	expect names-summary 0 "" summary "$dir/n.stb" --full-names --format csv
 	expect_out names-summary ",k00x{4090}\.\.\.$"          # its first 4,093 bytes and "..."
 	[ "$(grep -c ',k[0-9][0-9]x*\.\.\.$' "$dir/out")" = 12 ] || fail "names-summary: not 12 names cut"
-	for cmd in ranges memory replay flops steps; do
+	for cmd in ranges memory replay flops steps explain; do
 		expect "names-$cmd" 0 "" $cmd "$dir/n.stb"
 	done
 	run_timed names-report 0 report "$dir/n.stb" -o "$dir/n.html"
@@ -77,6 +77,8 @@ overlap)
 			run_timed "overlap-$what-$fmt" 0 export "$dir/o-$what.stb" --format $fmt -o "$dir/o.$fmt" &&
 				expect_err "overlap-$what-$fmt" " 100000 slices, .*\(99999 extra lanes for slices that overlap"
 		done
+		# each step's parts by prefix sums, its critical path within a budget of the graph's size
+		run_timed "overlap-$what-explain" 0 explain "$dir/o-$what.stb" --what-if graph --what-if no-sync
 	done
 	# a stream and a thread per launch: each GPU's track looked up, not searched for
 	gen spread "$dir/spread.stb" 100000
@@ -87,7 +89,7 @@ paths)
 	# range paths cut in the middle at 8 KiB, each built from its parent's: 4,096 nested
 	# ranges of 1 KiB names made paths of up to 4 MiB, 8.6 GB of them in all
 	gen nested "$dir/p.stb" 1024 1000                       # 23 KB
-	for cmd in ranges "ranges --depth 4096" "summary --range r4095*"; do
+	for cmd in ranges "ranges --depth 4096" "summary --range r4095*" explain; do
 		expect "paths-$cmd" 0 "" $cmd "$dir/p.stb"
 	done
 	expect paths-replay 0 "" replay "$dir/p.stb" --kind kernel --format csv
@@ -109,7 +111,7 @@ steps)
 	expect_out steps-memory "^step 149999 +model +5,632 +0\.0 +149,999\.250 +0\.250( |$)"
 	expect steps-memory-step 0 "" memory "$dir/s.stb" --step 149998
 	expect_out steps-memory-step "^step 149998 +model +5,120 +0\.0 +149,998\.250 +0\.250( |$)"
-	for cmd in steps summary replay; do
+	for cmd in steps summary replay "explain --what-if graph --what-if host=0.5"; do
 		expect "steps-$cmd" 0 "" $cmd "$dir/s.stb"
 	done
 	# each in a range of its own, as an attention sweep's: --capacity groups them by sorting
