@@ -1116,6 +1116,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 			table_float(t, 100 * f[i].saving / c.measured);
 		}
 	}
+	for (size_t i = 0; i < n_f; i++)
+		report_note(r, "finding %zu, %s: %s", i + 1, f[i].title, f[i].evidence);
 	if (!n_f)
 		report_note(r, "findings: none above their thresholds (launch-bound 5%%, sync stalls 1%%, exposed "
 			       "communication 2%%, optimizer 10%%, idle at the edges 3%% of the step)");

@@ -997,6 +997,8 @@ void page_nav(FILE *out, const struct page_data *d)
 {
 	fputs("<nav class=\"toc\">", out);
 	fprintf(out, "<a href=\"#%srun\">Run</a>", d->prefix);
+	if (d->have_steps)
+		fprintf(out, "<a href=\"#%sexplain\">Explain</a>", d->prefix);
 	for (size_t i = 0; i < sizeof(bundle_sections) / sizeof(bundle_sections[0]); i++)
 		fprintf(out, "<a href=\"#%s%s\">%s</a>", d->prefix, bundle_sections[i].id, bundle_sections[i].title);
 	if (d->have_comm)
@@ -1009,6 +1011,8 @@ int page_bundle_sections(FILE *out, const struct page_data *d)
 	page_section_begin(out, d, "run", "Run", NULL);
 	page_run(out, d->rp);
 	page_section_end(out);
+	if (d->have_steps && page_explain(out, d) < 0)
+		return -1;
 	if (write_timeline(out, d) < 0)
 		return -1;
 	write_steps(out, d);

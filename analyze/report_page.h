@@ -109,6 +109,9 @@ int page_pair_init(struct page_pair *p, const struct replay_ranks *a, const stru
 int page_pair_write(void *ctx, FILE *out);
 void page_pair_release(struct page_pair *p);
 
+/* report_explain.c: the Explain card (analyze/explain.h) of d's run. 0 or -1 with an error line. */
+int page_explain(FILE *out, const struct page_data *d);
+
 /* report_comm.c: the Communication card (analyze/comm.h) of d's run. 0 or -1 with an error line. */
 int page_comm(FILE *out, const struct page_data *d);
 

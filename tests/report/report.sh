@@ -95,4 +95,10 @@ if [ -f "$sample" ]; then
   for part in attn mlp norm; do
     grep -q "<th class=\"num\">$part (us)</th>" "$tmp/torch.html" || fail "no $part column per layer of GPT-2"
   done
+  # the Explain card: in the navigation, its parts bar, its findings led by the launch-bound one
+  grep -q '<a href="#explain">Explain</a>' "$tmp/torch.html" || fail "no Explain in the navigation"
+  grep -q 'id="explain"' "$tmp/torch.html" || fail "no Explain card"
+  grep -q 'aria-label="the step.s parts"' "$tmp/torch.html" || fail "no parts bar in the Explain card"
+  grep -q 'First finding: launch-bound' "$tmp/torch.html" || fail "the Explain card does not lead with launch-bound"
+  grep -q 'id="explain-findings' "$tmp/torch.html" || fail "no findings table in the Explain card"
 fi
