@@ -372,6 +372,7 @@ static int group_in_edges(struct graph *g)
 {
 	uint32_t *fill;
 
+	free(g->in_edges);   /* grouped again once the inferred waits are in */
 	g->in_edges = malloc((g->n_edges + 1) * sizeof(uint32_t));
 	fill = calloc(g->n_nodes + 1, sizeof(uint32_t));
 	if (!g->in_edges || !fill) {
