@@ -45,6 +45,7 @@ struct ctx {
 	double (*part)[EP_COUNT];      /* per step of rank 0 */
 	uint64_t *idle_edge;           /* per step: idle at its start + at its end */
 	double measured, replayed;
+	double gpu_slack;              /* how far the recorded GPU time per step (mean_gpu) exceeds `measured` */
 	uint64_t *replayed_step;       /* per step */
 };
 
@@ -325,7 +326,8 @@ static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n
 	for (size_t i = 0; i < c->n_meas; i++)
 		sum += (double)step_pred(c, &t, c->meas[i], host);
 	*mean = c->n_meas ? sum / (double)c->n_meas : 0;
-	busy = mean_gpu(c, &t);
+	/* less what the recorded run's GPU time already exceeded its steps by: no rule, no change */
+	busy = mean_gpu(c, &t) - c->gpu_slack;
 	if (busy > *mean)
 		*mean = busy;
 	graph_times_release(&t);
@@ -632,9 +634,10 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 		dm[s] = (double)(st->end - st->start);
 		dr[s] = (double)c->replayed_step[s];
 	}
-	graph_times_release(&t);
 	c->measured = mean_of(c, dm);
 	c->replayed = mean_of(c, dr);
+	c->gpu_slack = mean_gpu(c, &t) > c->measured ? mean_gpu(c, &t) - c->measured : 0;
+	graph_times_release(&t);
 	free(dm);
 	free(dr);
 	return 0;
@@ -644,7 +647,7 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 
 struct finding {
 	char title[96], evidence[512];
-	double predicted, saving;      /* ns; saving < 0: none predicted (memory) */
+	double predicted, saving;      /* ns; predicted < 0: none predicted (memory) */
 	bool at_most;
 };
 
@@ -686,20 +689,37 @@ static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
 	if (!(m > 0))
 		goto done;
 
-	/* launch-bound */
+	/* launch-bound, or host-bound: the host's work decides the step */
 	{
-		double lb = part_mean(c, EP_LAUNCH);
+		double lb = part_mean(c, EP_LAUNCH), stall = part_mean(c, EP_SYNC), host = 0;
 		size_t kernels = 0;
+		struct cp cp = { 0 };
+		size_t budget = 8 * c->g.n_nodes + 1000000;
+		int ret = 0;
 
+		for (size_t i = 0; i < c->n_meas && ret == 0; i++)
+			ret = critical_path(c, c->meas[i], &cp, &budget);
+		if (ret < 0) {
+			cp_release(&cp);
+			goto fail;
+		}
+		for (size_t i = 0; i < cp.n; i++)
+			if (!strncmp(cp.e[i].kind, "host", 4))
+				host += cp.e[i].ns;
+		host *= per;
+		cp_release(&cp);
 		for (size_t i = 0; i < rp->n_activities; i++)
 			kernels += act_step(c, &rp->activities[i]) >= 0 && counted[act_step(c, &rp->activities[i])];
-		if (lb >= 0.05 * m) {
-			snprintf(f[n].title, sizeof(f[n].title), "launch-bound: the step as one CUDA graph");
+		if (lb >= 0.05 * m || (host >= 0.5 * m && lb + stall >= 0.05 * m)) {
+			snprintf(f[n].title, sizeof(f[n].title), "%s: the step as one CUDA graph",
+				 lb >= 0.05 * m ? "launch-bound" : "host-bound");
 			snprintf(f[n].evidence, sizeof(f[n].evidence),
-				 "the GPU waited %.1f%% of the step (%.3f ms) for the host to launch its next work; "
-				 "%.0f launches per step, typical launch latency %.1f us; CUDA graphs or "
-				 "torch.compile(mode=\"reduce-overhead\") launch the step at once",
-				 100 * lb / m, lb / 1e6, (double)kernels * per, (double)c->g.typical[GE_LAUNCH] / 1e3);
+				 "the GPU waited %.1f%% of the step (%.3f ms) for the host to launch its next work%s; "
+				 "the host's work and calls are %.0f%% of the critical path; %.0f launches per step, "
+				 "typical launch latency %.1f us; CUDA graphs or torch.compile(mode=\"reduce-overhead\") "
+				 "launch the step at once",
+				 100 * (lb + stall) / m, (lb + stall) / 1e6, stall > 0.01 * m ? ", after synchronisations included" : "",
+				 100 * host / m, (double)kernels * per, (double)c->g.typical[GE_LAUNCH] / 1e3);
 			if (finding_predict(c, &f[n], "graph") < 0)
 				goto fail;
 			n++;
@@ -871,11 +891,12 @@ fail:
 	return -1;
 }
 
-static int cmp_finding(const void *x, const void *y)
+static int cmp_finding(const void *pa, const void *pb)
 {
-	const struct finding *a = x, *b = y;
+	const struct finding *a = pa, *b = pb;
+	double x = a->predicted < 0 ? -1e300 : a->saving, y = b->predicted < 0 ? -1e300 : b->saving;
 
-	return (a->saving < b->saving) - (a->saving > b->saving);
+	return (x < y) - (x > y);
 }
 
 /* ---- the report -------------------------------------------------------- */
@@ -1106,7 +1127,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		snprintf(title, sizeof(title), "%.95s%s", f[i].title, f[i].at_most ? " (at most)" : "");
 		table_str(t, title);
 		table_str(t, f[i].evidence);
-		if (f[i].saving < 0) {
+		if (f[i].predicted < 0) {
 			table_empty(t);
 			table_empty(t);
 			table_empty(t);
@@ -1136,7 +1157,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		    (double)c.g.typical[GE_STREAM] / 1e3);
 	report_note(r, "parts: of rank %u's GPU over each step's host span; replayed: the graph re-timed with no rule "
 		       "(every deciding edge keeps its recorded delay, so it gives the recorded times back); "
-		       "predictions are at least the GPU's time per step (its first start to its last end over the steps, over their number)",
+		       "predictions are at least the GPU's time per step (its first start to its last end over the steps, over their number, less what that exceeded the measured step by)",
 		    replay_ranks_rank(rs, 0));
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);

@@ -63,7 +63,7 @@ struct explain_summary {
 	double part[EP_COUNT];        /* mean per step, ns: sums to `measured` */
 	struct {
 		char title[96], evidence[512];
-		double predicted, saving;     /* ns; saving < 0: none predicted */
+		double predicted, saving;     /* ns; predicted < 0: none predicted (memory headroom) */
 	} finding[8];
 	size_t n_findings;
 };

@@ -108,8 +108,9 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	char line[4096], *field[64];
-	int c_bytes = -1, c_bus = -1, c_ranks = -1;
+	int c_bytes = -1, c_bus = -1, c_ranks = -1, c_rank = -1;
 	size_t alloc = 0, alloc2 = 0, lineno = 0;
+	bool all_rows = false;   /* bench allreduce's rows of every rank at once ("all"): those alone */
 
 	memset(t, 0, sizeof(*t));
 	if (!f)
@@ -129,6 +130,8 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 					c_bus = (int)i;
 				else if (!strcasecmp(field[i], "GPUs") || !strcasecmp(field[i], "Ranks"))
 					c_ranks = (int)i;
+				else if (!strcasecmp(field[i], "Rank"))
+					c_rank = (int)i;
 			}
 			if (c_bytes < 0 || c_bus < 0) {
 				fclose(f);
@@ -141,6 +144,16 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 		}
 		if ((int)n <= c_bytes || (int)n <= c_bus)
 			continue;
+		if (c_rank >= 0 && (int)n > c_rank) {
+			bool all = !strcmp(field[c_rank], "all");
+
+			if (all && !all_rows) {
+				all_rows = true;   /* the per-rank rows read so far give way */
+				t->n = 0;
+			}
+			if (all_rows && !all)
+				continue;
+		}
 		bytes = strtod(field[c_bytes], &e1);
 		bus = strtod(field[c_bus], &e2);
 		if (e1 == field[c_bytes] || e2 == field[c_bus] || !(bytes > 0) || !(bus > 0) || bytes > 1e15 ||
