@@ -901,7 +901,8 @@ static int cmp_finding(const void *pa, const void *pb)
 
 /* ---- the report -------------------------------------------------------- */
 
-static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct graph_ranks_model *rm)
+static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct graph_ranks_model *rm,
+		       uint64_t **tensors)
 {
 	const struct replay *rp = c->rp;
 	struct mem_timeline tl;
@@ -922,9 +923,35 @@ static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct
 	if (!rm->grad_bytes)
 		return error("--what-if ranks=N: the run's gradients have no size (no gradient memory recorded and no "
 			     "parameter count)");
-	if (!c->o->naive)
+	if (!c->o->naive) {
 		rm->bucket_bytes = (uint64_t)((c->o->bucket_mb > 0 ? c->o->bucket_mb
 					       : rp->run.config.bucket_mb > 0 ? rp->run.config.bucket_mb : 25) * 1e6);
+		return 0;
+	}
+	/*
+	 * naive, on steptrace's own model: its parameter tensors (model/params.c),
+	 * each all-reduced on its own as `--ddp naive` does, at the gradients'
+	 * bytes per parameter
+	 */
+	if (rp->run.has_config && rp->run.config.parameters && rp->run.config.layers &&
+	    rp->run.config.layers <= 4096 && rp->run.config.d_model && rp->run.config.d_ff && rp->run.config.vocab) {
+		const struct replay_config *k = &rp->run.config;
+		double per = (double)rm->grad_bytes / (double)k->parameters;
+		uint64_t d = k->d_model, ff = k->d_ff, layer[9] = { d, d * d, d * d, d * d, d * d, d, ff * d, d * ff, ff * d };
+		size_t n = 0;
+
+		*tensors = malloc((3 + 9 * (size_t)k->layers) * sizeof(uint64_t));
+		if (!*tensors)
+			return error("out of memory");
+		(*tensors)[n++] = (uint64_t)(per * (double)k->vocab * (double)d);
+		for (uint32_t l = 0; l < k->layers; l++)
+			for (int x = 0; x < 9; x++)
+				(*tensors)[n++] = (uint64_t)(per * (double)layer[x]);
+		(*tensors)[n++] = (uint64_t)(per * (double)d);
+		(*tensors)[n++] = (uint64_t)(per * (double)k->vocab * (double)d);
+		rm->tensors = *tensors;
+		rm->n_tensors = n;
+	}
 	return 0;
 }
 
@@ -939,6 +966,7 @@ static int what_if_table(const struct ctx *c, struct report *r)
 	struct graph_rule rules[EXPLAIN_MAX_RULES];
 	struct graph_bw_table table = { 0 };
 	struct graph_ranks_model rm = { 0 };
+	uint64_t *tensors = NULL;
 	struct table *t;
 	bool need_ranks = false;
 	int ret = -1;
@@ -949,7 +977,7 @@ static int what_if_table(const struct ctx *c, struct report *r)
 			goto out;
 		need_ranks |= rules[parsed].kind == GR_RANKS;
 	}
-	if (need_ranks && ranks_model(c, &table, &rm) < 0)
+	if (need_ranks && ranks_model(c, &table, &rm, &tensors) < 0)
 		goto out;
 	t = report_add_table(r, "what_if", "What if: the step re-timed under each rule, and all together (ms)");
 	table_add_column(t, "Rule", COL_STR, 0);
@@ -982,17 +1010,21 @@ static int what_if_table(const struct ctx *c, struct report *r)
 		table_float(t, c->measured > 0 ? 100 * (p - c->measured) / c->measured : 0);
 	}
 	if (need_ranks)
-		report_note(r, "ranks=N: %.1f MB of gradients all-reduced over N GPUs %s at the bus bandwidth of '%s' "
-			    "(interpolated by size), on a stream of their own, the optimizer's work "
-			    "waiting for the last; slowdowns of the computation beside NCCL's kernels are not modelled",
+		report_note(r, "ranks=N: %.1f MB of gradients all-reduced over N GPUs %s, each all-reduce as long as '%s' "
+			    "measured its size (interpolated; scaled by the ring's 2(N-1)/N), on a stream of their own, "
+			    "the optimizer's work waiting for the last; slowdowns of the computation beside NCCL's "
+			    "kernels are not modelled",
 			    (double)rm.grad_bytes / 1e6,
-			    rm.bucket_bytes ? "in buckets as the backward produces them" : "after the backward",
+			    rm.bucket_bytes ? "in buckets as the backward produces them"
+			    : rm.tensors ? "after the backward, each parameter tensor on its own (--naive)"
+					 : "after the backward, at once (--naive)",
 			    o->allreduce);
 	ret = 0;
 out:
 	for (size_t i = 0; i < parsed; i++)
 		free((char *)rules[i].pattern);
 	graph_bw_table_release(&table);
+	free(tensors);
 	return ret;
 }
 

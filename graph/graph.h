@@ -152,11 +152,20 @@ int graph_rule_parse(struct graph_rule *r, const char *text);
  */
 struct graph_bw_table {
 	double *bytes, *busbw;
+	double *mean_us;               /* the measured time of each size (its mean_us column), 0 when absent */
 	size_t n;
 	uint32_t ranks;                /* the GPUs it was measured on, 0 unknown */
 };
 int graph_bw_table_load(struct graph_bw_table *t, const char *path);   /* -1 after one line */
 double graph_bw_table_busbw(const struct graph_bw_table *t, double bytes);
+/*
+ * Seconds to all-reduce `bytes` over `ranks` GPUs: the table's measured time
+ * of that size (interpolated in log size; past its largest, its largest's
+ * bus bandwidth) times the ring's 2(N-1)/N over the table's own; without
+ * times or its GPU count, 2(N-1)/N x bytes / bus bandwidth. Small messages
+ * so keep their latency.
+ */
+double graph_bw_table_time(const struct graph_bw_table *t, double bytes, uint32_t ranks);
 void graph_bw_table_release(struct graph_bw_table *t);
 
 /*
@@ -168,6 +177,9 @@ void graph_bw_table_release(struct graph_bw_table *t);
 struct graph_ranks_model {
 	uint64_t grad_bytes, bucket_bytes;
 	const struct graph_bw_table *table;
+	/* naive (bucket_bytes 0): the gradient tensors' bytes, each all-reduced on its own; NULL: all at once */
+	const uint64_t *tensors;
+	size_t n_tensors;
 };
 
 /*

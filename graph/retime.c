@@ -108,8 +108,8 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	char line[4096], *field[64];
-	int c_bytes = -1, c_bus = -1, c_ranks = -1, c_rank = -1;
-	size_t alloc = 0, alloc2 = 0, lineno = 0;
+	int c_bytes = -1, c_bus = -1, c_ranks = -1, c_rank = -1, c_mean = -1;
+	size_t alloc = 0, alloc2 = 0, alloc3 = 0, lineno = 0;
 	bool all_rows = false;   /* bench allreduce's rows of every rank at once ("all"): those alone */
 
 	memset(t, 0, sizeof(*t));
@@ -132,6 +132,8 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 					c_ranks = (int)i;
 				else if (!strcasecmp(field[i], "Rank"))
 					c_rank = (int)i;
+				else if (!strcasecmp(field[i], "mean_us") || !strcasecmp(field[i], "Mean (us)"))
+					c_mean = (int)i;
 			}
 			if (c_bytes < 0 || c_bus < 0) {
 				fclose(f);
@@ -159,13 +161,21 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 		if (e1 == field[c_bytes] || e2 == field[c_bus] || !(bytes > 0) || !(bus > 0) || bytes > 1e15 ||
 		    bus > 1e6)
 			continue;
-		if (ALLOC_GROW(t->bytes, t->n + 1, alloc) < 0 || ALLOC_GROW(t->busbw, t->n + 1, alloc2) < 0) {
+		if (ALLOC_GROW(t->bytes, t->n + 1, alloc) < 0 || ALLOC_GROW(t->busbw, t->n + 1, alloc2) < 0 ||
+		    ALLOC_GROW(t->mean_us, t->n + 1, alloc3) < 0) {
 			fclose(f);
 			graph_bw_table_release(t);
 			return -1;
 		}
 		t->bytes[t->n] = bytes;
 		t->busbw[t->n] = bus * 1e9;
+		t->mean_us[t->n] = 0;
+		if (c_mean >= 0 && (int)n > c_mean) {
+			double us = strtod(field[c_mean], &e1);
+
+			if (e1 != field[c_mean] && us > 0 && us < 1e12)
+				t->mean_us[t->n] = us;
+		}
 		if (c_ranks >= 0 && (int)n > c_ranks)
 			t->ranks = (uint32_t)strtoul(field[c_ranks], NULL, 10);
 		t->n++;
@@ -176,12 +186,14 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 	/* by size (insertion: a table is tens of rows) */
 	for (size_t i = 1; i < t->n; i++)
 		for (size_t j = i; j > 0 && t->bytes[j - 1] > t->bytes[j]; j--) {
-			double x = t->bytes[j], y = t->busbw[j];
+			double x = t->bytes[j], y = t->busbw[j], z = t->mean_us[j];
 
 			t->bytes[j] = t->bytes[j - 1];
 			t->busbw[j] = t->busbw[j - 1];
+			t->mean_us[j] = t->mean_us[j - 1];
 			t->bytes[j - 1] = x;
 			t->busbw[j - 1] = y;
+			t->mean_us[j - 1] = z;
 		}
 	return 0;
 }
@@ -199,10 +211,33 @@ double graph_bw_table_busbw(const struct graph_bw_table *t, double bytes)
 	return t->busbw[t->n - 1];
 }
 
+double graph_bw_table_time(const struct graph_bw_table *t, double bytes, uint32_t ranks)
+{
+	double n = ranks, ring = 2 * (n - 1) / n, own;
+	bool times = t->ranks >= 2;
+
+	for (size_t i = 0; i < t->n && times; i++)
+		times = t->mean_us[i] > 0;
+	if (!times)
+		return ring * bytes / graph_bw_table_busbw(t, bytes);
+	own = 2.0 * (t->ranks - 1) / t->ranks;
+	if (bytes <= t->bytes[0])
+		return t->mean_us[0] / 1e6 * ring / own;
+	for (size_t i = 1; i < t->n; i++)
+		if (bytes <= t->bytes[i]) {
+			double f = (log(bytes) - log(t->bytes[i - 1])) / (log(t->bytes[i]) - log(t->bytes[i - 1]));
+
+			return exp(log(t->mean_us[i - 1]) + f * (log(t->mean_us[i]) - log(t->mean_us[i - 1]))) / 1e6 *
+			       ring / own;
+		}
+	return (t->mean_us[t->n - 1] / 1e6 + own * (bytes - t->bytes[t->n - 1]) / t->busbw[t->n - 1]) * ring / own;
+}
+
 void graph_bw_table_release(struct graph_bw_table *t)
 {
 	free(t->bytes);
 	free(t->busbw);
+	free(t->mean_us);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -395,7 +430,6 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 	const struct replay *rp = g->rp[0];
 	uint8_t *path_phase = malloc(rp->n_paths + 1);
 	uint32_t *first = calloc(rp->n_steps + 2, sizeof(uint32_t)), *acts = malloc((rp->n_activities + 1) * sizeof(uint32_t));
-	double n = rule->ranks;
 	uint64_t bucket = rm->bucket_bytes && rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes;
 	size_t n_buckets = bucket ? (size_t)((rm->grad_bytes + bucket - 1) / bucket) : 0;
 
@@ -455,11 +489,15 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 			done += end[k] - start[k];
 			while (b < n_buckets && (double)done * (double)n_buckets >= (double)(b + 1) * (double)busy) {
 				double size = left < (double)bucket ? left : (double)bucket;
-				double bw = graph_bw_table_busbw(rm->table, size);
 				uint64_t ready = rm->bucket_bytes ? end[k] : last_end;
-				uint64_t dur = (uint64_t)(2 * (n - 1) / n * size / bw * 1e9);
 
-				comm_end = (comm_end > ready ? comm_end : ready) + dur;
+				comm_end = comm_end > ready ? comm_end : ready;
+				if (!rm->bucket_bytes && rm->tensors)   /* naive: each tensor on its own */
+					for (size_t x = 0; x < rm->n_tensors; x++)
+						comm_end += (uint64_t)(graph_bw_table_time(rm->table, (double)rm->tensors[x],
+											    rule->ranks) * 1e9);
+				else
+					comm_end += (uint64_t)(graph_bw_table_time(rm->table, size, rule->ranks) * 1e9);
 				left -= size;
 				b++;
 			}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyze/explain.h"
 #include "graph/graph.h"
@@ -219,8 +220,37 @@ static void test_rules(void)
 	CHECK(graph_rule_parse(&r, "faster") < 0);
 }
 
+/* The all-reduce table: its measured times at its sizes, the ring's factor for other counts of GPUs. */
+static void test_table(void)
+{
+	struct graph_bw_table t;
+	char path[] = "/tmp/st-test-allreduce-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("size,bytes,dtype,ranks,rank,iters,mean_us,min_us,max_us,std_us,algbw_gbs,busbw_gbs,check\n"
+	      "1 MiB,1048576,f32,2,0,20,90.0,49.6,197.1,48.6,11.05,11.05,ok\n"
+	      "1 MiB,1048576,f32,2,all,20,100.0,49.7,197.1,51.7,10.49,10.49,ok\n"
+	      "16 MiB,16777216,f32,2,all,20,400.0,86.3,90.0,1.0,41.9,41.9,ok\n", f);
+	fclose(f);
+	CHECK(graph_bw_table_load(&t, path) == 0);
+	CHECK_U64(t.n, 2);   /* the "all" rows alone */
+	CHECK_U64(t.ranks, 2);
+	CHECK_NEAR(graph_bw_table_time(&t, 1048576, 2), 100e-6, 1e-9);
+	CHECK_NEAR(graph_bw_table_time(&t, 16777216, 2), 400e-6, 1e-9);
+	CHECK_NEAR(graph_bw_table_time(&t, 4194304, 2), 200e-6, 1e-9);   /* halfway in log size and log time */
+	CHECK_NEAR(graph_bw_table_time(&t, 1024, 2), 100e-6, 1e-9);      /* below: the smallest's latency */
+	CHECK_NEAR(graph_bw_table_time(&t, 1048576, 8), 175e-6, 1e-9);   /* 2·7/8 over 2·1/2 */
+	graph_bw_table_release(&t);
+	unlink(path);
+}
+
 int main(void)
 {
+	test_table();
 	test_launch_bound();
 	test_sync_stall();
 	test_wait();
