@@ -1120,7 +1120,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 			report_note(r, "critical path: over the first %zu of the %zu steps (their paths cross the whole "
 				       "graph many times over: steps overlap)", walked, c.n_meas);
 	}
-	qsort(cp.e, cp.n, sizeof(*cp.e), cmp_cp);
+	if (cp.n)
+		qsort(cp.e, cp.n, sizeof(*cp.e), cmp_cp);
 	for (size_t i = 0; i < cp.n; i++)
 		total_cp += cp.e[i].ns;
 	t = report_add_table(r, "critical_path", "Critical path: what decided the step's end, per step");
