@@ -59,7 +59,8 @@ int cmd_explain(int argc, const char **argv)
 		OPT_STRING_LIST(0, "what-if", &c.rules, "RULE",
 				"re-time the step under RULE (repeatable; see the rules above)"),
 		OPT_STRING(0, "allreduce", &c.o.allreduce, "FILE",
-			   "ranks=N's all-reduce bandwidths: `steptrace bench allreduce --format csv` output"),
+			   "ranks=N's all-reduce times: `steptrace bench allreduce --format csv` output, or a recorded "
+			   "run's (`steptrace comm RUN.rank*.stb --section collectives --format csv`)"),
 		OPT_NONNEGATIVE(0, "bucket-mb", &c.o.bucket_mb, "MB",
 				"ranks=N's gradient buckets (default: the run's, else 25)"),
 		OPT_BOOLEAN(0, "naive", &c.o.naive, "ranks=N all-reduces every gradient after the backward"),

@@ -147,8 +147,11 @@ int graph_rule_parse(struct graph_rule *r, const char *text);
 
 /*
  * An all-reduce bandwidth table: bus bandwidth (bytes/s) by message size,
- * for GR_RANKS: `bench allreduce --format csv` output. Interpolated in log
- * size; outside its sizes the nearest row's.
+ * for GR_RANKS: `bench allreduce --format csv` output (its rows of all
+ * ranks, "all", when it has them), or a recorded run's collectives
+ * (`comm RUN.rank*.stb --section collectives --format csv`: Bytes and
+ * Busbw, its totals left out). Interpolated in log size; outside its sizes
+ * the nearest row's.
  */
 struct graph_bw_table {
 	double *bytes, *busbw;

@@ -126,8 +126,9 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 				if (!strcasecmp(field[i], "Bytes") || !strcasecmp(field[i], "Size (B)") ||
 				    !strcasecmp(field[i], "size_bytes"))
 					c_bytes = (int)i;
-				else if (!strncasecmp(field[i], "Bus BW", 6) || !strcasecmp(field[i], "busbw_gbs"))
-					c_bus = (int)i;
+				else if (!strncasecmp(field[i], "Bus BW", 6) || !strcasecmp(field[i], "busbw_gbs") ||
+					 !strcasecmp(field[i], "Busbw (GB/s)"))
+					c_bus = (int)i;   /* bench allreduce's, or comm's collectives of a recorded run */
 				else if (!strcasecmp(field[i], "GPUs") || !strcasecmp(field[i], "Ranks"))
 					c_ranks = (int)i;
 				else if (!strcasecmp(field[i], "Rank"))
@@ -139,12 +140,15 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 				fclose(f);
 				graph_bw_table_release(t);
 				return error("'%s': not an all-reduce table: its first line names no 'Bytes' and "
-					     "'Bus BW (GB/s)' columns (`steptrace bench allreduce --format csv` writes one)",
+					     "bus bandwidth columns (`steptrace bench allreduce --format csv` writes one, "
+					     "and `steptrace comm RUN.rank*.stb --section collectives --format csv`)",
 					     path);
 			}
 			continue;
 		}
 		if ((int)n <= c_bytes || (int)n <= c_bus)
+			continue;
+		if (strstr(field[0], "(total"))   /* comm's total of a kind, not a message */
 			continue;
 		if (c_rank >= 0 && (int)n > c_rank) {
 			bool all = !strcmp(field[c_rank], "all");

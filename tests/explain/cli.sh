@@ -51,6 +51,13 @@ CSV
 awk -F, 'NR == 2 { two = $4; m = $2 } NR == 3 { eight = $4 } END { exit !(two > m && eight > two) }' "$tmp/r.csv" ||
 	fail "ranks=N: naive all-reduce adds no time, or 8 GPUs no more than 2: $(cat "$tmp/r.csv")"
 
+# the table from a recorded run's collectives (comm's CSV)
+"$st" comm "$samples"/pytorch-ddp.rank0.stb "$samples"/pytorch-ddp.rank1.stb --section collectives --format csv \
+	> "$tmp/rec.csv" 2>/dev/null || fail "comm csv"
+"$st" explain "$samples"/small-bf16-train.stb --allreduce "$tmp/rec.csv" --what-if ranks=2 --section what_if --format csv \
+	> "$tmp/r.csv" 2> "$tmp/err" || fail "ranks=N from a recorded run: $(cat "$tmp/err")"
+awk -F, 'NR == 2 { exit !($4 > $2) }' "$tmp/r.csv" || fail "ranks=N from a recorded run adds no time: $(cat "$tmp/r.csv")"
+
 # usage errors: one line, status 129 (a bad rule) or 1 (what the run lacks)
 "$st" explain "$samples"/small-bf16-train.stb --what-if faster > /dev/null 2> "$tmp/err"
 [ $? = 129 ] || fail "bad rule: status not 129 (usage)"
