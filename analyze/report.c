@@ -987,6 +987,23 @@ void page_top(FILE *out, const struct replay *rp, const struct replay *other)
 	fputs("</div><div class=\"brand\"><b>steptrace</b><br>training-step profile</div></header>\n", out);
 }
 
+int page_titled_tables(FILE *out, const struct page_data *d, const struct report *r, const char *card,
+		       const struct page_part *parts, size_t n)
+{
+	char id[96];
+
+	for (size_t i = 0; i < n; i++) {
+		fputs("<h3>", out);
+		html_escape(out, parts[i].title);
+		fputs("</h3>\n", out);
+		snprintf(id, sizeof(id), "%s%s-%s", d->prefix, card, parts[i].name);
+		if (html_report_tables(out, r, &(struct html_tables){ .name = parts[i].name, .id = id,
+				       .visible = VISIBLE_ROWS, .notes = i + 1 == n }) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static const struct { const char *id, *title; } bundle_sections[] = {
 	{ "timeline", "Timeline" }, { "steps", "Steps" }, { "phases", "Phases" }, { "categories", "Categories" },
 	{ "layers", "Layers" }, { "kernels", "Kernels" }, { "ops", "Ops" }, { "ranges", "Ranges" },

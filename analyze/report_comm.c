@@ -60,17 +60,17 @@ static void rank_bars(FILE *out, const struct replay_ranks *rs)
 
 int page_comm(FILE *out, const struct page_data *d)
 {
-	static const struct { const char *name, *title; } parts[] = {
+	static const struct page_part parts[] = {
 		{ "collectives", "Collectives per measured step and rank" },
-		{ "skew", "Arrival skew between ranks" },
 		{ "ranks", "Communication and computation per rank" },
+		{ "skew", "Arrival skew between ranks" },
 	};
 	const struct replay *one[1] = { d->rp };
 	int64_t zero = 0;
 	struct replay_ranks alone = { one, 1, &zero, 1, 0, "one rank" };
 	const struct replay_ranks *rs = d->ranks ? d->ranks : &alone;
 	struct report *r = report_new();
-	char lead[768], id[64];
+	char lead[768];
 	int rc = -1;
 
 	snprintf(lead, sizeof(lead),
@@ -85,17 +85,9 @@ int page_comm(FILE *out, const struct page_data *d)
 	if (comm_run(rs, &(struct comm_opts){ 0 }, r) < 0)
 		goto out;
 	rank_bars(out, rs);
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		if (!strcmp(parts[i].name, "skew") && rs->n < 2)
-			continue;
-		fputs("<h3>", out);
-		html_escape(out, parts[i].title);
-		fputs("</h3>\n", out);
-		snprintf(id, sizeof(id), "%scomm-%s", d->prefix, parts[i].name);
-		if (html_report_tables(out, r, &(struct html_tables){ .name = parts[i].name, .id = id,
-				       .visible = VISIBLE_ROWS, .notes = i + 1 == sizeof(parts) / sizeof(parts[0]) }) < 0)
-			goto out;
-	}
+	/* the skew (last) with two ranks or more */
+	if (page_titled_tables(out, d, r, "comm", parts, rs->n < 2 ? 2 : 3) < 0)
+		goto out;
 	page_section_end(out);
 	rc = 0;
 out:

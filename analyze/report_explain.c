@@ -50,7 +50,7 @@ static void parts_bar(FILE *out, const struct explain_summary *s)
 
 int page_explain(FILE *out, const struct page_data *d)
 {
-	static const struct { const char *name, *title; } parts[] = {
+	static const struct page_part parts[] = {
 		{ "findings", "Findings, by the saving the re-timed graph predicts" },
 		{ "critical_path", "Critical path: what decided the step's end" },
 		{ "steps", "Each step's parts (ms)" },
@@ -62,7 +62,7 @@ int page_explain(FILE *out, const struct page_data *d)
 	struct explain_opts o = { .top = 10 };
 	struct explain_summary s;
 	struct report *r;
-	char lead[1024], id[64];
+	char lead[1024];
 	int rc = -1;
 
 	if (explain_summarise(rs, &o, &s) < 0)
@@ -86,15 +86,8 @@ int page_explain(FILE *out, const struct page_data *d)
 	if (explain_run(rs, &o, r) < 0)
 		goto out;
 	parts_bar(out, &s);
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		fputs("<h3>", out);
-		html_escape(out, parts[i].title);
-		fputs("</h3>\n", out);
-		snprintf(id, sizeof(id), "%sexplain-%s", d->prefix, parts[i].name);
-		if (html_report_tables(out, r, &(struct html_tables){ .name = parts[i].name, .id = id,
-				       .visible = VISIBLE_ROWS, .notes = i + 1 == sizeof(parts) / sizeof(parts[0]) }) < 0)
-			goto out;
-	}
+	if (page_titled_tables(out, d, r, "explain", parts, sizeof(parts) / sizeof(parts[0])) < 0)
+		goto out;
 	page_section_end(out);
 	rc = 0;
 out:

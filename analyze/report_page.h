@@ -109,6 +109,17 @@ int page_pair_init(struct page_pair *p, const struct replay_ranks *a, const stru
 int page_pair_write(void *ctx, FILE *out);
 void page_pair_release(struct page_pair *p);
 
+/* A table of a card's report and the heading it prints under. */
+struct page_part {
+	const char *name, *title;
+};
+/*
+ * r's tables named in parts[0..n), each under its <h3> title, with ids
+ * "<prefix><card>-<name>", the notes after the last. 0, or -1 with an error line.
+ */
+int page_titled_tables(FILE *out, const struct page_data *d, const struct report *r, const char *card,
+		       const struct page_part *parts, size_t n);
+
 /* report_explain.c: the Explain card (analyze/explain.h) of d's run. 0 or -1 with an error line. */
 int page_explain(FILE *out, const struct page_data *d);
 
