@@ -446,7 +446,7 @@ static const char *host_label(const struct graph *g, uint32_t rank, uint64_t thr
 			      size_t len)
 {
 	const struct replay *rp = g->rp[rank];
-	uint64_t local = g->offset ? (uint64_t)((int64_t)t - g->offset[rank]) : t;
+	uint64_t local = g->offset ? t - (uint64_t)g->offset[rank] : t;
 	int32_t r = replay_range_at(rp, thread, local);
 
 	if (r < 0)

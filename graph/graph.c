@@ -411,7 +411,7 @@ static void bind_starts(struct graph *g, const int64_t *floor)
 
 			if (e->to_end)
 				continue;
-			t = (uint64_t)((int64_t)edge_source(g, e) + d);
+			t = graph_add(edge_source(g, e), d);
 			if (n->bind < 0 || t > best || (t == best && e->kind == GE_WAIT)) {
 				best = t;
 				n->bind = (int32_t)g->in_edges[n->in + k];
@@ -421,7 +421,7 @@ static void bind_starts(struct graph *g, const int64_t *floor)
 		for (uint32_t k = 0; k < n->n_in; k++) {
 			const struct graph_edge *e = &g->edges[g->in_edges[n->in + k]];
 
-			if (e->to_end && (uint64_t)((int64_t)edge_source(g, e) + e->delay) >= n->end &&
+			if (e->to_end && graph_add(edge_source(g, e), e->delay) >= n->end &&
 			    (n->bind_end < 0 || edge_source(g, e) > edge_source(g, &g->edges[n->bind_end])))
 				n->bind_end = (int32_t)g->in_edges[n->in + k];
 		}
@@ -480,7 +480,7 @@ static int infer_waits(struct build *b)
 			for (uint32_t k = 0; k < n->n_in; k++) {
 				const struct graph_edge *e = &g->edges[g->in_edges[n->in + k]];
 				int64_t d = e->delay < g->typical[e->kind] ? e->delay : g->typical[e->kind];
-				uint64_t t = (uint64_t)((int64_t)edge_source(g, e) + d);
+				uint64_t t = graph_add(edge_source(g, e), d);
 
 				if (!e->to_end && t > explained)
 					explained = t;

@@ -105,10 +105,18 @@ struct graph {
 int graph_build(struct graph *g, const struct replay *const *rp, size_t n, const int64_t *offset);
 void graph_release(struct graph *g);
 
-/* The node's time on the run's time line of a replay time t. */
+/* The node's time on the run's time line of a replay time t (unsigned: hostile times wrap, never overflow). */
 static inline uint64_t graph_time(const struct graph *g, uint32_t rank, uint64_t t)
 {
-	return g->offset ? (uint64_t)((int64_t)t + g->offset[rank]) : t;
+	return g->offset ? t + (uint64_t)g->offset[rank] : t;
+}
+
+/* t + d, at least 0 and at most UINT64_MAX: times and delays of hostile input never overflow. */
+static inline uint64_t graph_add(uint64_t t, int64_t d)
+{
+	if (d >= 0)
+		return t > UINT64_MAX - (uint64_t)d ? UINT64_MAX : t + (uint64_t)d;
+	return t > (uint64_t)-(d + 1) ? t - (uint64_t)-(d + 1) - 1 : 0;
 }
 
 /* Replay rp's thread `thread` (threads are by id: a binary search), NULL none. */

@@ -382,8 +382,7 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 
 		for (uint32_t j = 0; j < n->n_in; j++) {
 			const struct graph_edge *e = &g->edges[g->in_edges[n->in + j]];
-			uint64_t src;
-			int64_t at;
+			uint64_t src, at;
 
 			if (e->to_end != (v & 1))
 				continue;
@@ -392,11 +391,9 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 			if (fx->overlap && e->to_end && e->kind == GE_COLL)
 				continue;
 			src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? start[e->from] : end[e->from];
-			at = (int64_t)src + edge_delay(g, fx, e);
-			if (at < 0)
-				at = 0;
-			if (!any || (uint64_t)at > t)
-				t = (uint64_t)at;
+			at = graph_add(src, edge_delay(g, fx, e));
+			if (!any || at > t)
+				t = at;
 			any = true;
 		}
 		if (!(v & 1)) {
