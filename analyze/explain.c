@@ -541,6 +541,10 @@ static int critical_path(const struct ctx *c, size_t s, struct cp *cp, size_t *b
 			case GE_SYNC:
 				kind = "sync";
 				label = replay_str(g->rp[x->rank], g->rp[x->rank]->apis[x->index].name);
+				if (!at_end) {
+					snprintf(buf, sizeof(buf), "polled until done: %s", label);
+					label = buf;
+				}
 				break;
 			default: kind = "wait for ranks"; label = gpu_label(g, x, buf, sizeof(buf)); break;
 			}

@@ -53,6 +53,16 @@ static bool api_synchronises(const char *name)
 	return false;
 }
 
+/* 1: a query (cudaStreamQuery, cudaEventQuery, cu...) that found the work done; 2: not ready; 0: no query. */
+static int api_query(const struct replay *rp, size_t i)
+{
+	const char *name = replay_str(rp, rp->apis[i].name);
+
+	if (!strstr(name, "StreamQuery") && !strstr(name, "EventQuery"))
+		return 0;
+	return rp->apis[i].status == 0 ? 1 : rp->apis[i].status == 600 ? 2 : 0;   /* cudaErrorNotReady, CUDA_ERROR_NOT_READY */
+}
+
 static int cmp_u64_idx(const void *a, const void *b)
 {
 	const uint64_t *x = a, *y = b;
@@ -170,7 +180,7 @@ static int build_rank(struct build *b, uint32_t r)
 		*n = (struct graph_node){
 			.start = graph_time(g, r, a->start), .end = graph_time(g, r, a->end < a->start ? a->start : a->end),
 			.rank = r, .kind = GN_API, .work = GW_HOST, .index = (int32_t)i, .bind = -1, .bind_end = -1,
-			.launch = a->activity >= 0,
+			.launch = a->activity >= 0, .poll = -1,
 		};
 		n->own = n->end - n->start;
 		n->sync = api_synchronises(replay_str(rp, a->name));
@@ -182,22 +192,44 @@ static int build_rank(struct build *b, uint32_t r)
 
 		*n = (struct graph_node){
 			.start = graph_time(g, r, a->start), .end = graph_time(g, r, a->end < a->start ? a->start : a->end),
-			.rank = r, .kind = GN_GPU, .index = (int32_t)i, .bind = -1, .bind_end = -1,
+			.rank = r, .kind = GN_GPU, .index = (int32_t)i, .bind = -1, .bind_end = -1, .poll = -1,
 		};
 		n->work = a->kind != ST_KERNEL ? GW_COPY : nccl_collective(rp, a) ? GW_COMM : GW_KERNEL;
 		n->own = n->end - n->start;
 		g->act_node[r][i] = (int32_t)g->n_nodes++;
 	}
 
-	/* thread order */
+	/*
+	 * Thread order. A query that found the work done after queries that
+	 * found it not ready (a polling loop) follows the call before the first
+	 * of them: the polls wait for the GPU (its GE_SYNC edge, below), they
+	 * are not the host's work.
+	 */
 	for (size_t t = 0; t < rp->n_threads; t++) {
 		const struct replay_thread *th = &rp->threads[t];
 
 		for (size_t k = 1; k < th->n_apis; k++) {
 			int32_t from = g->api_node[r][th->apis[k - 1]], to = g->api_node[r][th->apis[k]];
 
+			if (api_query(rp, th->apis[k]) == 1 && api_query(rp, th->apis[k - 1]) == 2) {
+				size_t j = k - 1;
+
+				while (j > 0 && api_query(rp, th->apis[j - 1]) == 2)
+					j--;
+				/*
+				 * a loop: two polls or more, over GRAPH_POLL_GAP at least (a
+				 * caching allocator's one look at an event is no wait)
+				 */
+				if (k - j >= 2 && rp->apis[th->apis[k]].start - rp->apis[th->apis[j]].start >= GRAPH_POLL_GAP) {
+					g->nodes[to].poll = g->api_node[r][th->apis[j]];   /* the first poll */
+					if (j == 0)
+						continue;
+					from = g->api_node[r][th->apis[j - 1]];
+				}
+			}
 			if (add_edge(b, from, to, GE_THREAD, false,
-				     (int64_t)(g->nodes[to].start - g->nodes[from].end)) < 0)
+				     (int64_t)(g->nodes[g->nodes[to].poll >= 0 ? g->nodes[to].poll : to].start -
+					       g->nodes[from].end)) < 0)
 				return -1;
 		}
 	}
@@ -309,6 +341,19 @@ static int build_rank(struct build *b, uint32_t r)
 			n->own = n->end - w->end;
 			break;
 		}
+	}
+	/* a polling loop's last query: after the work that ended while it polled */
+	for (size_t i = 0; i < rp->n_apis; i++) {
+		const struct graph_node *q = &g->nodes[first_api + (int32_t)i];
+		ptrdiff_t w;
+
+		if (q->poll < 0)
+			continue;
+		w = last_end_at(g, ends, rp->n_activities, q->start);
+		if (w >= 0 && g->nodes[ends[w]].end > g->nodes[q->poll].start &&
+		    add_edge(b, (int32_t)ends[w], first_api + (int32_t)i, GE_SYNC, false,
+			     (int64_t)(q->start - g->nodes[ends[w]].end)) < 0)
+			goto fail;
 	}
 	free(syncs);
 	free(ends);

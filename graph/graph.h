@@ -7,7 +7,10 @@
  *
  *   GE_THREAD   a thread's API calls in order: a call starts after the one
  *               before it ends, plus the host's own work in between (the
- *               program's code: Python, the framework, data loading);
+ *               program's code: Python, the framework, data loading); a
+ *               query that found the work done after two or more that found
+ *               it not ready, over GRAPH_POLL_GAP or more (a polling loop),
+ *               follows the call before them;
  *   GE_LAUNCH   a call -> the kernel, copy or memset it launched: the work
  *               starts after the call starts (the launch latency);
  *   GE_STREAM   a stream's activities in order;
@@ -19,7 +22,9 @@
  *   GE_SYNC     an activity -> the end of a call that waited for it: a
  *               synchronisation (cudaStreamSynchronize, cudaDeviceSynchronize,
  *               cudaEventSynchronize, a blocking copy such as .item()'s) that
- *               returned once the latest work it covers had ended;
+ *               returned once the latest work it covers had ended; or ->
+ *               the start of a polling loop's last query (after the latest
+ *               work that ended while it polled);
  *   GE_COLL     the ranks of one collective: NCCL's k-th collective kernel of
  *               each rank ends once the last rank's has started, plus the
  *               transfer (collectives matched as replay/ranks.h aligns them).
@@ -50,6 +55,8 @@
 
 /* An inferred cross-stream wait: the other stream's work ended at most this long before (ns). */
 #define GRAPH_WAIT_WINDOW 20000
+/* A polling loop: two not-ready queries or more, the done one at least this long after the first (ns). */
+#define GRAPH_POLL_GAP 50000
 
 enum graph_node_kind { GN_API, GN_GPU };
 
@@ -79,6 +86,7 @@ struct graph_node {
 	int32_t index;                 /* into its replay's apis or activities */
 	int32_t bind;                  /* the edge that decided its start (edge index), -1 none */
 	int32_t bind_end;              /* the end edge that decided its end, -1: its own duration did */
+	int32_t poll;                  /* a query that found the work done: the first of the polls before it, else -1 */
 	uint32_t in, n_in;             /* its incoming edges: in_edges[in .. in + n_in) */
 };
 

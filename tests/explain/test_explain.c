@@ -201,6 +201,55 @@ static void test_wait(void)
 	replay_release(&rp);
 }
 
+/*
+ * A polling loop: k [10, 500] launched by a call [5, 8]; cudaStreamQuery
+ * not ready at 100, 200, 300, 400, done at [502, 504]; k2's call
+ * [510, 515], k2 [520, 600]. The done query follows the launch call (its
+ * polls are waits, not the host's work) and k's end: with k halved,
+ * k [10, 255], the query at 255 + 2, k2's call at 259 + 6 = 265 and k2 at
+ * its launch, 265 + 10.
+ */
+static void test_poll(void)
+{
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct builder b;
+	struct graph g;
+	struct graph_times t;
+	struct graph_rule rule;
+	int32_t done;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_launch(&b, "k", 7, 0, 5 * US, 8 * US, 10 * US, 500 * US);
+	b.status = 600;
+	for (uint64_t i = 1; i <= 4; i++)
+		builder_call(&b, "cudaStreamQuery", 100 * i * US, (100 * i + 2) * US);
+	b.status = 0;
+	builder_call(&b, "cudaStreamQuery", 502 * US, 504 * US);
+	builder_launch(&b, "k2", 7, 0, 510 * US, 515 * US, 520 * US, 600 * US);
+	builder_step(&b, 0, false, 0, 610 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	done = g.api_node[0][5];
+	CHECK(g.nodes[done].poll == g.api_node[0][1], "poll %d", g.nodes[done].poll);
+	CHECK(g.nodes[done].bind >= 0 && g.edges[g.nodes[done].bind].kind == GE_SYNC);
+	CHECK(graph_retime(&g, NULL, 0, NULL, &t) == 0);
+	for (size_t i = 0; i < g.n_nodes; i++)
+		CHECK_U64(t.start[i], g.nodes[i].start);
+	graph_times_release(&t);
+	CHECK(graph_rule_parse(&rule, "kernels:k=0.5") == 0);
+	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	CHECK_U64(t.end[g.act_node[0][0]], 255 * US);
+	CHECK_U64(t.start[done], 257 * US);
+	CHECK_U64(t.start[g.api_node[0][6]], 265 * US);
+	CHECK_U64(t.start[g.act_node[0][1]], 275 * US);
+	free((char *)rule.pattern);
+	graph_times_release(&t);
+	graph_release(&g);
+	replay_release(&rp);
+}
+
 static void test_rules(void)
 {
 	struct graph_rule r;
@@ -254,6 +303,7 @@ int main(void)
 	test_launch_bound();
 	test_sync_stall();
 	test_wait();
+	test_poll();
 	test_rules();
 	return check_done("explain");
 }

@@ -221,6 +221,7 @@ uint64_t builder_call(struct builder *b, const char *name, uint64_t start, uint6
 	ev.api.thread = b->thread;
 	ev.api.correlation = ++b->correlation;
 	ev.api.cbid = b->cbid;
+	ev.api.status = b->status;
 	builder_add(b, &ev);
 	return b->correlation;
 }

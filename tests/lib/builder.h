@@ -19,7 +19,7 @@
  *   return builder_close(&b, "ok") < 0;  // builder_abort(&b): no footer
  *
  * Events carry the builder's current host thread (b.thread), launch
- * geometry (b.geometry), API callback id (b.cbid) and allocation source
+ * geometry (b.geometry), API callback id (b.cbid) and status (b.status), and allocation source
  * (b.source): set them between calls where a test needs other values;
  * b.steps_from (the footer's: how the recorder found the steps) any time
  * before builder_close.
@@ -62,6 +62,7 @@ struct builder {
 
 	uint64_t thread;                    /* of ranges, calls and steps (1) */
 	uint32_t cbid;                      /* CUPTI callback id written on calls (0) */
+	int32_t status;                     /* the calls' return status (0; 600: not ready, a query's) */
 	uint32_t source;                    /* enum st_mem_source of allocations (model) */
 	uint32_t gpu;                       /* CUDA device of kernels, copies and memsets (0) */
 	struct builder_geometry geometry;   /* of the kernels written next */
