@@ -280,39 +280,31 @@ static uint64_t step_pred(const struct ctx *c, const struct graph_times *t, size
 }
 
 /*
- * The GPU's time per counted step as re-timed: each step's span, from the
- * first start to the last end of its work, averaged (its idle gaps
- * included; what the steps take once the GPU is the bottleneck).
+ * The GPU's time per counted step as re-timed: from the first start to the
+ * last end of their work, over their number (what the steps take once the
+ * GPU is the bottleneck, its idle gaps included).
  */
 static double mean_gpu(const struct ctx *c, const struct graph_times *t)
 {
 	const struct replay *rp = c->rp;
-	uint64_t *first = malloc((c->n_steps + 1) * sizeof(uint64_t)), *last = calloc(c->n_steps + 1, sizeof(uint64_t));
-	double sum = 0;
+	uint8_t *counted = calloc(c->n_steps + 1, 1);
+	uint64_t first = UINT64_MAX, last = 0;
 
-	if (!first || !last) {
-		free(first);
-		free(last);
+	if (!counted)
 		return 0;
-	}
-	for (size_t s = 0; s < c->n_steps; s++)
-		first[s] = UINT64_MAX;
-	for (size_t i = 0; i < rp->n_activities; i++) {
-		int32_t s = act_step(c, &rp->activities[i]), k = c->g.act_node[0][i];
-
-		if (s < 0 || (size_t)s >= c->n_steps)
-			continue;
-		if (t->start[k] < first[s])
-			first[s] = t->start[k];
-		if (t->end[k] > last[s])
-			last[s] = t->end[k];
-	}
 	for (size_t i = 0; i < c->n_meas; i++)
-		if (last[c->meas[i]] > first[c->meas[i]])
-			sum += (double)(last[c->meas[i]] - first[c->meas[i]]);
-	free(first);
-	free(last);
-	return c->n_meas ? sum / (double)c->n_meas : 0;
+		counted[c->meas[i]] = 1;
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (act_step(c, &rp->activities[i]) >= 0 && counted[act_step(c, &rp->activities[i])]) {
+			int32_t k = c->g.act_node[0][i];
+
+			if (t->start[k] < first)
+				first = t->start[k];
+			if (t->end[k] > last)
+				last = t->end[k];
+		}
+	free(counted);
+	return c->n_meas && last > first ? (double)(last - first) / (double)c->n_meas : 0;
 }
 
 /*
@@ -1202,7 +1194,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		    (double)c.g.typical[GE_STREAM] / 1e3);
 	report_note(r, "parts: of rank %u's GPU over each step's host span; replayed: the graph re-timed with no rule "
 		       "(every deciding edge keeps its recorded delay, so it gives the recorded times back); "
-		       "predictions are at least the GPU's time per step (the mean of each step's first start to last end, less what that exceeded the measured step by)",
+		       "predictions are at least the GPU's time per step (its first start to its last end over the steps, over their number, less what that exceeded the measured step by)",
 		    replay_ranks_rank(rs, 0));
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);
