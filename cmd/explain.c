@@ -12,7 +12,8 @@ static const char *const usage[] = {
 	"steptrace explain: " CMD_EXPLAIN_HELP,
 	"",
 	"Rules (--what-if, repeatable; all given are also applied together):",
-	"  graph            launch overhead removed: the step as one CUDA graph",
+	"  graph            the step as one CUDA graph: the host's work and calls take no time",
+	"                   (its synchronisations still wait), launches their typical latency at most",
 	"  no-sync          the host's synchronisations inside the loop removed",
 	"  comm-overlap     collectives fully overlapped: nothing waits for them",
 	"  comm-bw=K        collectives' bandwidth x K",
@@ -20,7 +21,8 @@ static const char *const usage[] = {
 	"  kernels:GLOB=K   kernels whose name, op or range path matches GLOB x K",
 	"                   ('*gemm*', 'attn*', 'optimizer*'); kernels:<10us=K: those shorter than 10 us",
 	"  ranks=N          a single-GPU run on N GPUs, data-parallel: its gradients all-reduced",
-	"                   at --allreduce's bandwidths, in buckets (--bucket-mb) or after the backward (--naive)",
+	"                   as --allreduce's table times them, in buckets (--bucket-mb) or after the backward",
+	"                   (--naive: steptrace's own model's tensors one by one)",
 	NULL,
 };
 
