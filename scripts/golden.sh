@@ -35,6 +35,8 @@ for f in samples/*.stb; do
 		run "$b.flops.op.$fmt" flops "$f" --by op --format $fmt
 		run "$b.flops.fwd.$fmt" flops "$f" --phase forward --format $fmt
 		run "$b.replay.$fmt" replay "$f" --kind kernel --range 'layer.0/attn/*' --format $fmt
+		run "$b.explain.$fmt" explain "$f" --format $fmt
+		run "$b.explain.wi.$fmt" explain "$f" --what-if graph --what-if 'kernels:*gemm*=0.5' --what-if no-sync --format $fmt
 	done
 	run "$b.replay.all" replay "$f" --from 0 --to 5
 	run "$b.replay.cap" replay "$f" --capacity 512MiB
@@ -64,7 +66,7 @@ run bad.range summary --range '[' "$a"
 run help.main help
 # plan reads no bundle: the seeds' XXL, every table
 run plan.xxl plan --d-model 16384 --d-ff 53248 --blocks 126 --ffn-only --chip tpu-v5p --fsdp 16 --tp 4 --mesh-x 2 --format json
-for c in info steps summary ranges memory replay flops diff export report plan bench step record; do
+for c in info steps summary ranges memory replay flops diff export report comm explain plan bench step record; do
 	run "help.$c" $c --help
 done
 echo "golden: $n commands into $out"
