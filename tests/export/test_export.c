@@ -132,26 +132,6 @@ static int run(const char *fmt, ...)
 	return rc;
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n + 1);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t)n;
-	}
-	fclose(f);
-	return buf;
-}
-
 /* ---- checking the Perfetto file ---------------------------------------------- */
 
 #define MAX_TRACKS 64
@@ -306,7 +286,7 @@ static void track_event(struct perfetto_view *v, const Perfetto__Protos__TracePa
 static int decode_perfetto(const char *path, struct perfetto_view *v, Perfetto__Protos__Trace **out)
 {
 	size_t len = 0;
-	uint8_t *buf = slurp(path, &len);
+	uint8_t *buf = check_slurp(path, &len);
 	Perfetto__Protos__Trace *tr;
 
 	memset(v, 0, sizeof(*v));

@@ -65,26 +65,6 @@ static int cmp_end(const void *a, const void *b)
 	return y->begin - x->begin;   /* the begin first */
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n + 1);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t)n;
-	}
-	fclose(f);
-	return buf;
-}
-
 /* Every begin and end of a flow in tr, with its rank; *n of them. */
 static struct flow_end *flow_ends(const Perfetto__Protos__Trace *tr, size_t *n)
 {
@@ -125,7 +105,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_rank_flows TRACE.pftrace RANKS\n");
 		return 2;
 	}
-	buf = slurp(argv[1], &len);
+	buf = check_slurp(argv[1], &len);
 	tr = buf ? perfetto__protos__trace__unpack(NULL, len, buf) : NULL;
 	free(buf);
 	CHECK(tr != NULL, "'%s' does not decode as perfetto.protos.Trace", argv[1]);

@@ -86,6 +86,27 @@ static __attribute__((unused)) int check_done(const char *name)
 	return check_failures ? 1 : 0;
 }
 
+/* A whole file (one byte more, allocated), its length in *len; NULL when it cannot be read. */
+static __attribute__((unused)) void *check_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)n + 1);
+		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		}
+		*len = (size_t)n;
+	}
+	fclose(f);
+	return buf;
+}
+
 /* Redirects `stream` (stdout or stderr) into a temporary file. */
 struct capture {
 	FILE *stream;
