@@ -58,16 +58,6 @@ static double mean_of(const struct ctx *c, const double *v)
 	return c->n_meas ? sum / (double)c->n_meas : 0;
 }
 
-static int activity_phase(const struct ctx *c, const struct replay_activity *a)
-{
-	const struct replay_op *op;
-
-	if (a->range >= 0 && (size_t)a->range < c->rp->n_ranges)
-		return c->path_phase[c->rp->ranges[a->range].path];
-	op = replay_op(c->rp, a->op);
-	return op ? st_phase_of_path(replay_str(c->rp, op->phase)) : ST_PHASE_OTHER;
-}
-
 /* The step of an activity: its own, or the whole run's (0) when the run has no steps. */
 static int32_t act_step(const struct ctx *c, const struct replay_activity *a)
 {
@@ -679,7 +669,8 @@ static double part_mean(const struct ctx *c, int p)
 	return c->n_meas ? sum / (double)c->n_meas : 0;
 }
 
-static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
+/* The findings; host: the host's share of the critical path, ns per step. */
+static int findings(const struct ctx *c, double host, struct finding *f, size_t *n_out)
 {
 	const struct replay *rp = c->rp;
 	double m = c->measured, per = c->n_meas ? 1.0 / (double)c->n_meas : 0;
@@ -695,23 +686,9 @@ static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
 
 	/* launch-bound, or host-bound: the host's work decides the step */
 	{
-		double lb = part_mean(c, EP_LAUNCH), stall = part_mean(c, EP_SYNC), host = 0;
+		double lb = part_mean(c, EP_LAUNCH), stall = part_mean(c, EP_SYNC);
 		size_t kernels = 0;
-		struct cp cp = { 0 };
-		size_t budget = 8 * c->g.n_nodes + 1000000;
-		int ret = 0;
 
-		for (size_t i = 0; i < c->n_meas && ret == 0; i++)
-			ret = critical_path(c, c->meas[i], &cp, &budget);
-		if (ret < 0) {
-			cp_release(&cp);
-			goto fail;
-		}
-		for (size_t i = 0; i < cp.n; i++)
-			if (!strncmp(cp.e[i].kind, "host", 4))
-				host += cp.e[i].ns;
-		host *= per;
-		cp_release(&cp);
 		for (size_t i = 0; i < rp->n_activities; i++)
 			kernels += act_step(c, &rp->activities[i]) >= 0 && counted[act_step(c, &rp->activities[i])];
 		if (lb >= 0.05 * m || (host >= 0.5 * m && lb + stall >= 0.05 * m)) {
@@ -775,7 +752,7 @@ static int findings(const struct ctx *c, struct finding *f, size_t *n_out)
 			const struct replay_activity *a = &rp->activities[i];
 
 			if (a->kind == ST_KERNEL && act_step(c, a) >= 0 && counted[act_step(c, a)] &&
-			    activity_phase(c, a) == ST_PHASE_OPTIMIZER)
+			    graph_activity_phase(c->rp, c->path_phase, a) == ST_PHASE_OPTIMIZER)
 				t_opt += (double)(a->end - a->start);
 		}
 		t_opt *= per;
@@ -1032,48 +1009,67 @@ out:
 	return ret;
 }
 
-int explain_summarise(const struct replay_ranks *rs, const struct explain_opts *o, struct explain_summary *s)
+/*
+ * Every counted step's critical path, into cp, sorted by time; *walked the
+ * steps walked. 0, 1 when the walk's budget ran out first, -1 after a line.
+ */
+static int critical_paths(const struct ctx *c, struct cp *cp, size_t *walked)
 {
-	struct ctx c;
-	struct finding f[8] = { 0 };
-	size_t n = 0;
+	size_t budget = 8 * c->g.n_nodes + 1000000;
+	int ret = 0;
 
+	for (*walked = 0; *walked < c->n_meas && ret == 0; ++*walked)
+		ret = critical_path(c, c->meas[*walked], cp, &budget);
+	if (ret >= 0 && cp->n)
+		qsort(cp->e, cp->n, sizeof(*cp->e), cmp_cp);
+	return ret;
+}
+
+static void summarise(const struct ctx *c, const struct finding *f, size_t n, struct explain_summary *s)
+{
 	memset(s, 0, sizeof(*s));
-	if (ctx_init(&c, rs, o) < 0)
-		return -1;
-	if (findings(&c, f, &n) < 0) {
-		ctx_release(&c);
-		return -1;
-	}
-	qsort(f, n, sizeof(f[0]), cmp_finding);
-	s->steps = c.n_meas;
-	s->measured = c.measured;
-	s->replayed = c.replayed;
+	s->steps = c->n_meas;
+	s->measured = c->measured;
+	s->replayed = c->replayed;
 	for (int p = 0; p < EP_COUNT; p++)
-		s->part[p] = part_mean(&c, p);
-	for (size_t i = 0; i < n && i < 8; i++) {
+		s->part[p] = part_mean(c, p);
+	for (size_t i = 0; i < n && i < sizeof(s->finding) / sizeof(s->finding[0]); i++) {
 		memcpy(s->finding[i].title, f[i].title, sizeof(f[i].title));
 		memcpy(s->finding[i].evidence, f[i].evidence, sizeof(f[i].evidence));
 		s->finding[i].predicted = f[i].predicted;
 		s->finding[i].saving = f[i].saving;
+		s->n_findings++;
 	}
-	s->n_findings = n;
-	ctx_release(&c);
-	return 0;
 }
 
-int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, struct report *r)
+int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, struct report *r,
+		struct explain_summary *sum)
 {
 	struct ctx c;
 	struct table *t;
 	struct finding f[8] = { 0 };
 	struct cp cp = { 0 };
-	size_t n_f = 0, n_edges[GE_KIND_COUNT] = { 0 };
-	int top = o->top > 0 ? o->top : 15;
-	double total_cp = 0;
+	size_t n_f = 0, walked, n_edges[GE_KIND_COUNT] = { 0 };
+	int top = o->top > 0 ? o->top : 15, walk;
+	double total_cp = 0, host = 0;
 
 	if (ctx_init(&c, rs, o) < 0)
 		return -1;
+	walk = critical_paths(&c, &cp, &walked);
+	if (walk < 0)
+		goto fail;
+	for (size_t i = 0; i < cp.n; i++) {
+		total_cp += cp.e[i].ns;
+		if (!strncmp(cp.e[i].kind, "host", 4))
+			host += cp.e[i].ns;
+	}
+	if (findings(&c, c.n_meas ? host / (double)c.n_meas : 0, f, &n_f) < 0)
+		goto fail;
+	qsort(f, n_f, sizeof(f[0]), cmp_finding);
+	if (sum)
+		summarise(&c, f, n_f, sum);
+	if (!r)
+		goto done;
 
 	t = report_add_table(r, "steps", "Step time, split into parts that add up to it (ms)");
 	table_add_column(t, "Step", COL_STR, 0);
@@ -1108,26 +1104,13 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	table_str(t, "share (%)");
 	table_float(t, 100);
 	for (int p = 0; p < EP_COUNT; p++)
-		table_float(t, c.measured > 0 ? 100e6 * part_mean(&c, p) / c.measured / 1e6 : 0);
+		table_float(t, c.measured > 0 ? 100 * part_mean(&c, p) / c.measured : 0);
 	table_float(t, c.measured > 0 ? 100 * c.replayed / c.measured : 0);
 
 	/* the critical path */
-	{
-		size_t budget = 8 * c.g.n_nodes + 1000000, walked = 0;
-		int ret = 0;
-
-		for (size_t i = 0; i < c.n_meas && ret == 0; i++, walked++)
-			ret = critical_path(&c, c.meas[i], &cp, &budget);
-		if (ret < 0)
-			goto fail;
-		if (ret > 0)
-			report_note(r, "critical path: over the first %zu of the %zu steps (their paths cross the whole "
-				       "graph many times over: steps overlap)", walked, c.n_meas);
-	}
-	if (cp.n)
-		qsort(cp.e, cp.n, sizeof(*cp.e), cmp_cp);
-	for (size_t i = 0; i < cp.n; i++)
-		total_cp += cp.e[i].ns;
+	if (walk > 0)
+		report_note(r, "critical path: over the first %zu of the %zu steps (their paths cross the whole "
+			       "graph many times over: steps overlap)", walked, c.n_meas);
 	t = report_add_table(r, "critical_path", "Critical path: what decided the step's end, per step");
 	table_add_column(t, "Kind", COL_STR, 0);
 	table_add_column(t, "On the path", COL_STR, 0);
@@ -1145,9 +1128,6 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		report_note(r, "critical path: %zu more entries (--top N shows more)", cp.n - (size_t)top);
 
 	/* findings */
-	if (findings(&c, f, &n_f) < 0)
-		goto fail;
-	qsort(f, n_f, sizeof(f[0]), cmp_finding);
 	t = report_add_table(r, "findings", "Findings, by the saving the re-timed graph predicts");
 	table_add_column(t, "#", COL_INT, 0);
 	table_add_column(t, "Finding", COL_STR, 0);
@@ -1198,6 +1178,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		    replay_ranks_rank(rs, 0));
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);
+done:
 	cp_release(&cp);
 	ctx_release(&c);
 	return 0;

@@ -68,10 +68,12 @@ struct explain_summary {
 	size_t n_findings;
 };
 
-/* Computes the summary of run `rs` (its ranks; one replay for a bundle). 0, or -1 after one line. */
-int explain_summarise(const struct replay_ranks *rs, const struct explain_opts *o, struct explain_summary *s);
-
-/* Adds the tables and notes to r. 0, or -1 after one line. */
-int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, struct report *r);
+/*
+ * Explains run `rs` (its ranks; one replay for a bundle): the tables and
+ * notes into r, and the mean step, its parts and the findings into s
+ * (either may be NULL). 0, or -1 after one line.
+ */
+int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, struct report *r,
+		struct explain_summary *s);
 
 #endif

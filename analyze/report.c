@@ -987,6 +987,16 @@ void page_top(FILE *out, const struct replay *rp, const struct replay *other)
 	fputs("</div><div class=\"brand\"><b>steptrace</b><br>training-step profile</div></header>\n", out);
 }
 
+const struct replay_ranks *page_ranks(const struct page_data *d, struct page_alone *alone)
+{
+	if (d->ranks)
+		return d->ranks;
+	alone->one[0] = d->rp;
+	alone->zero = 0;
+	alone->rs = (struct replay_ranks){ alone->one, 1, &alone->zero, 1, 0, "one rank" };
+	return &alone->rs;
+}
+
 int page_titled_tables(FILE *out, const struct page_data *d, const struct report *r, const char *card,
 		       const struct page_part *parts, size_t n)
 {

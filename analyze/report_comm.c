@@ -64,10 +64,8 @@ int page_comm(FILE *out, const struct page_data *d)
 		{ "ranks", "Communication and computation per rank" },
 		{ "skew", "Arrival skew between ranks" },
 	};
-	const struct replay *one[1] = { d->rp };
-	int64_t zero = 0;
-	struct replay_ranks alone = { one, 1, &zero, 1, 0, "one rank" };
-	const struct replay_ranks *rs = d->ranks ? d->ranks : &alone;
+	struct page_alone alone;
+	const struct replay_ranks *rs = page_ranks(d, &alone);
 	struct report *r = report_new();
 	char lead[768];
 	int rc = -1;

@@ -55,19 +55,17 @@ int page_explain(FILE *out, const struct page_data *d)
 		{ "critical_path", "Critical path: what decided the step's end" },
 		{ "steps", "Each step's parts (ms)" },
 	};
-	const struct replay *one[1] = { d->rp };
-	int64_t zero = 0;
-	struct replay_ranks alone = { one, 1, &zero, 1, 0, "one rank" };
-	const struct replay_ranks *rs = d->ranks ? d->ranks : &alone;
+	struct page_alone alone;
+	const struct replay_ranks *rs = page_ranks(d, &alone);
 	struct explain_opts o = { .top = 10 };
 	struct explain_summary s;
 	struct report *r;
 	char lead[1024];
 	int rc = -1;
 
-	if (explain_summarise(rs, &o, &s) < 0)
-		return -1;
 	r = report_new();
+	if (explain_run(rs, &o, r, &s) < 0)
+		goto out;
 	if (s.n_findings && s.finding[0].saving > 0)
 		snprintf(lead, sizeof(lead),
 			 "The step is %.3f ms (mean of %zu); of it the GPU computes %.1f%%. First finding: %s, "
@@ -83,8 +81,6 @@ int page_explain(FILE *out, const struct page_data *d)
 			 s.measured / 1e6, s.steps, s.measured > 0 ? 100 * s.part[EP_COMPUTE] / s.measured : 0,
 			 page_base_name(d->rp->path), rs->n > 1 ? " ..." : "");
 	page_section_begin(out, d, "explain", "Explain", lead);
-	if (explain_run(rs, &o, r) < 0)
-		goto out;
 	parts_bar(out, &s);
 	if (page_titled_tables(out, d, r, "explain", parts, sizeof(parts) / sizeof(parts[0])) < 0)
 		goto out;

@@ -109,6 +109,14 @@ int page_pair_init(struct page_pair *p, const struct replay_ranks *a, const stru
 int page_pair_write(void *ctx, FILE *out);
 void page_pair_release(struct page_pair *p);
 
+/* The run a card of d reads: d's ranks, or d's bundle as a run of one rank, held in *alone. */
+struct page_alone {
+	const struct replay *one[1];
+	int64_t zero;
+	struct replay_ranks rs;
+};
+const struct replay_ranks *page_ranks(const struct page_data *d, struct page_alone *alone);
+
 /* A table of a card's report and the heading it prints under. */
 struct page_part {
 	const char *name, *title;

@@ -50,7 +50,7 @@ static int run(const struct replay_ranks *runs, int n, void *ctx, struct report 
 {
 	struct ctx *c = ctx;
 
-	return explain_run(&runs[0], &c->o, r);
+	return explain_run(&runs[0], &c->o, r, NULL);
 }
 
 int cmd_explain(int argc, const char **argv)

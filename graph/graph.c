@@ -12,10 +12,6 @@
 #include "lib/grow.h"
 #include "replay/nccl.h"
 
-const char *const graph_edge_names[GE_KIND_COUNT] = {
-	"thread", "launch", "stream", "wait", "sync", "collective",
-};
-
 struct build {
 	struct graph *g;
 	size_t alloc_edges;
@@ -180,7 +176,7 @@ static int build_rank(struct build *b, uint32_t r)
 		*n = (struct graph_node){
 			.start = graph_time(g, r, a->start), .end = graph_time(g, r, a->end < a->start ? a->start : a->end),
 			.rank = r, .kind = GN_API, .work = GW_HOST, .index = (int32_t)i, .bind = -1, .bind_end = -1,
-			.launch = a->activity >= 0, .poll = -1,
+			.poll = -1,
 		};
 		n->own = n->end - n->start;
 		n->sync = api_synchronises(replay_str(rp, a->name));
@@ -710,6 +706,16 @@ const struct replay_thread *graph_thread(const struct replay *rp, uint64_t threa
 			hi = mid;
 	}
 	return lo < rp->n_threads && rp->threads[lo].thread == thread ? &rp->threads[lo] : NULL;
+}
+
+int graph_activity_phase(const struct replay *rp, const uint8_t *path_phase, const struct replay_activity *a)
+{
+	const struct replay_op *op;
+
+	if (a->range >= 0 && (size_t)a->range < rp->n_ranges)
+		return path_phase[rp->ranges[a->range].path];
+	op = replay_op(rp, a->op);
+	return op ? st_phase_of_path(replay_str(rp, op->phase)) : ST_PHASE_OTHER;
 }
 
 void graph_release(struct graph *g)

@@ -62,9 +62,6 @@ enum graph_node_kind { GN_API, GN_GPU };
 
 enum graph_edge_kind { GE_THREAD, GE_LAUNCH, GE_STREAM, GE_WAIT, GE_SYNC, GE_COLL, GE_KIND_COUNT };
 
-/* "thread", "launch", "stream", "wait", "sync", "collective" */
-extern const char *const graph_edge_names[GE_KIND_COUNT];
-
 /* What a GPU node is, for the rules and the reports. */
 enum graph_work { GW_HOST, GW_KERNEL, GW_COMM, GW_COPY };
 
@@ -82,7 +79,6 @@ struct graph_node {
 	uint8_t kind;                  /* enum graph_node_kind */
 	uint8_t work;                  /* enum graph_work */
 	bool sync;                     /* an API call that synchronises (GE_SYNC edges end here) */
-	bool launch;                   /* an API call that launched GPU work */
 	int32_t index;                 /* into its replay's apis or activities */
 	int32_t bind;                  /* the edge that decided its start (edge index), -1 none */
 	int32_t bind_end;              /* the end edge that decided its end, -1: its own duration did */
@@ -130,6 +126,12 @@ static inline uint64_t graph_add(uint64_t t, int64_t d)
 /* Replay rp's thread `thread` (threads are by id: a binary search), NULL none. */
 const struct replay_thread *graph_thread(const struct replay *rp, uint64_t thread);
 
+/*
+ * The phase (enum st_phase) of an activity: its innermost range's path's
+ * (path_phase from replay_path_phases), else its op's, else ST_PHASE_OTHER.
+ */
+int graph_activity_phase(const struct replay *rp, const uint8_t *path_phase, const struct replay_activity *a);
+
 /* ---- what-if -------------------------------------------------------- */
 
 enum graph_rule_kind {
@@ -176,7 +178,6 @@ struct graph_bw_table {
 	uint32_t ranks;                /* the GPUs it was measured on, 0 unknown */
 };
 int graph_bw_table_load(struct graph_bw_table *t, const char *path);   /* -1 after one line */
-double graph_bw_table_busbw(const struct graph_bw_table *t, double bytes);
 /*
  * Seconds to all-reduce `bytes` over `ranks` GPUs: the table's measured time
  * of that size (interpolated in log size; past its largest, its largest's
@@ -203,14 +204,11 @@ struct graph_ranks_model {
 
 /*
  * The graph re-timed under rules (n may be 0: the run as recorded):
- * start[i], end[i] per node (arrays of g->n_nodes). `phase_of` tells which
- * phase (enum st_phase) a node's work is in, for GR_RANKS (may be NULL
- * otherwise). 0, or -1 after one line.
+ * start[i], end[i] per node (arrays of g->n_nodes); rm for GR_RANKS (else
+ * NULL). 0, or -1 after one line.
  */
 struct graph_times {
 	uint64_t *start, *end;
-	/* GR_RANKS: per step of rank 0, the all-reduce time added at its end (ns) */
-	uint64_t *added;
 };
 int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
 		 const struct graph_ranks_model *rm, struct graph_times *t);

@@ -202,7 +202,8 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 	return 0;
 }
 
-double graph_bw_table_busbw(const struct graph_bw_table *t, double bytes)
+/* The table's bus bandwidth at `bytes`, interpolated in log size; outside its sizes the nearest row's. */
+static double bw_table_busbw(const struct graph_bw_table *t, double bytes)
 {
 	if (bytes <= t->bytes[0])
 		return t->busbw[0];
@@ -223,7 +224,7 @@ double graph_bw_table_time(const struct graph_bw_table *t, double bytes, uint32_
 	for (size_t i = 0; i < t->n && times; i++)
 		times = t->mean_us[i] > 0;
 	if (!times)
-		return ring * bytes / graph_bw_table_busbw(t, bytes);
+		return ring * bytes / bw_table_busbw(t, bytes);
 	own = 2.0 * (t->ranks - 1) / t->ranks;
 	if (bytes <= t->bytes[0])
 		return t->mean_us[0] / 1e6 * ring / own;
@@ -408,25 +409,14 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 	}
 }
 
-/* The phase (enum st_phase) of an activity: its range path's, else its op's. */
-static int activity_phase(const struct replay *rp, const uint8_t *path_phase, const struct replay_activity *a)
-{
-	const struct replay_op *op;
-
-	if (a->range >= 0 && (size_t)a->range < rp->n_ranges)
-		return path_phase[rp->ranges[a->range].path];
-	op = replay_op(rp, a->op);
-	return op ? st_phase_of_path(replay_str(rp, op->phase)) : ST_PHASE_OTHER;
-}
-
 /*
  * GR_RANKS: each step's gradients all-reduced in buckets over `ranks` GPUs,
  * on a stream of their own, a bucket once the backward has done its share
  * of its GPU time; the optimizer's work (else all after the backward) waits for the last:
- * their gates, and t->added per step.
+ * their gates.
  */
 static int ranks_floor(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
-		       const uint64_t *start, const uint64_t *end, struct gate *gate, uint64_t *added)
+		       const uint64_t *start, const uint64_t *end, struct gate *gate)
 {
 	const struct replay *rp = g->rp[0];
 	uint8_t *path_phase = malloc(rp->n_paths + 1);
@@ -463,14 +453,14 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) == ST_PHASE_OPTIMIZER &&
+			if (graph_activity_phase(rp, path_phase, &rp->activities[acts[j]]) == ST_PHASE_OPTIMIZER &&
 			    start[k] < opt_start)
 				opt_start = start[k];
 		}
 		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD ||
+			if (graph_activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD ||
 			    start[k] >= opt_start)
 				continue;
 			busy += end[k] - start[k];
@@ -484,7 +474,7 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 		for (uint32_t j = first[s]; j < first[s + 1] && b < n_buckets; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD ||
+			if (graph_activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD ||
 			    start[k] >= opt_start)
 				continue;
 			done += end[k] - start[k];
@@ -507,13 +497,12 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			int phase = activity_phase(rp, path_phase, &rp->activities[acts[j]]);
+			int phase = graph_activity_phase(rp, path_phase, &rp->activities[acts[j]]);
 
 			if (opt_start != UINT64_MAX ? phase == ST_PHASE_OPTIMIZER
 						    : start[k] >= last_end && phase != ST_PHASE_BACKWARD)
 				gate[k] = (struct gate){ last, comm_end > last_end ? comm_end - last_end : 0 };
 		}
-		added[s] = comm_end > last_end ? comm_end - last_end : 0;
 	}
 	free(path_phase);
 	free(first);
@@ -540,8 +529,7 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 		return -1;
 	t->start = malloc((g->n_nodes + 1) * sizeof(uint64_t));
 	t->end = malloc((g->n_nodes + 1) * sizeof(uint64_t));
-	t->added = calloc(g->rp[0]->n_steps + 1, sizeof(uint64_t));
-	if (!t->start || !t->end || !t->added) {
+	if (!t->start || !t->end) {
 		error("out of memory");
 		goto out;
 	}
@@ -554,7 +542,7 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 		}
 		for (size_t i = 0; i < g->n_nodes; i++)
 			gate[i].anchor = -1;
-		if (ranks_floor(g, ranks, rm, t->start, t->end, gate, t->added) < 0)
+		if (ranks_floor(g, ranks, rm, t->start, t->end, gate) < 0)
 			goto out;
 		retime_pass(g, &fx, gate, t->start, t->end);
 	}
@@ -571,7 +559,6 @@ void graph_times_release(struct graph_times *t)
 {
 	free(t->start);
 	free(t->end);
-	free(t->added);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -83,7 +83,7 @@ static void test_launch_bound(void)
 	graph_times_release(&t);
 	graph_release(&g);
 
-	CHECK(explain_summarise(&rs, &o, &s) == 0);
+	CHECK(explain_run(&rs, &o, NULL, &s) == 0);
 	CHECK_U64(s.steps, 1);
 	CHECK_NEAR(s.measured, 1000 * US, 0);
 	CHECK_NEAR(s.replayed, 1000 * US, 0);
@@ -149,7 +149,7 @@ static void test_sync_stall(void)
 	graph_times_release(&t);
 	graph_release(&g);
 
-	CHECK(explain_summarise(&rs, &o, &s) == 0);
+	CHECK(explain_run(&rs, &o, NULL, &s) == 0);
 	CHECK_NEAR(s.part[EP_COMPUTE], 578 * US, 0);
 	CHECK_NEAR(s.part[EP_LAUNCH], 10 * US, 0);
 	CHECK_NEAR(s.part[EP_SYNC], 112 * US, 0);
