@@ -219,7 +219,7 @@ int cmd_bench(int argc, const char **argv)
 		OPT_COUNT('w', "warmup", &o.warmup, "warm-up steps, not measured (default 5)"),
 		OPT_POSITIVE('n', "steps", &o.steps, "measured steps (default 10)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the random weights and batch (default 0)"),
-		OPT_GPU_DDP(&a.ddp, &a.bucket_mb),
+		OPT_GPU_DDP(&a),
 		OPT_GPU_RANKS(&ranks),
 		OPT_FORMAT(&fmt),
 		OPT_END(),
@@ -245,6 +245,7 @@ int cmd_bench(int argc, const char **argv)
 
 		o.configs = configs;
 		o.n_configs = (size_t)n;
+		ranks.nccl_ctas = n > 0 ? configs[0].nccl_ctas : 0;   /* the same in every one */
 		status = gpu_ranks_run(&ranks, bench_rank, &job);
 		free(configs);
 		return status;

@@ -56,6 +56,14 @@ int gpu_model_config(const struct gpu_model_args *a, struct model_config *c)
 		return error("--bucket-mb is the bucket size of --ddp bucket");
 	if (!isnan(a->bucket_mb))
 		c->bucket_mb = a->bucket_mb;
+	if ((a->sm_carveout != INT_MIN || a->nccl_ctas != INT_MIN) && !model_config_overlaps(c))
+		return error("--sm-carveout and --nccl-ctas shape the all-reduces beside the backward: "
+			     "--ddp overlap or bucket");
+	if (model_config_overlaps(c)) {
+		c->sm_carveout = a->sm_carveout != INT_MIN ? a->sm_carveout
+			       : c->precision == ST_BF16 ? MODEL_SM_CARVEOUT : 0;
+		c->nccl_ctas = a->nccl_ctas != INT_MIN ? a->nccl_ctas : MODEL_NCCL_CTAS;
+	}
 	return model_config_validate(c);
 }
 
@@ -171,7 +179,7 @@ static int rank_main(const struct rank_info *given, void *p)
 	/* no GPU or no driver: the one plain line, before NCCL says it its way */
 	if (!model_gpu_available())
 		return 1;
-	comm = comm_init(&ri, rr->a->timeout_s);
+	comm = comm_init(&ri, rr->a->timeout_s, rr->a->nccl_ctas);
 	if (!comm)
 		return 1;
 	status = rr->body(&ri, comm, rr->ctx);

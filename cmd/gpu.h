@@ -17,6 +17,7 @@
 #ifndef STEPTRACE_CMD_GPU_H
 #define STEPTRACE_CMD_GPU_H
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,12 +38,13 @@ struct gpu_model_args {
 	uint64_t seed;                   /* of the random weights and batch */
 	int ddp;                         /* enum st_ddp */
 	double bucket_mb;                /* NAN: the default */
+	int sm_carveout, nccl_ctas;      /* INT_MIN: the default (model_config.h) */
 };
 
 #define GPU_MODEL_ARGS_INIT                                                           \
 	{ .precision = ST_FP32, .mode = ST_MODE_TRAIN, .attention = -1,                \
 	  .kernels = ST_KERNELS_PLAIN, .lr = NAN, .weight_decay = NAN, .ddp = ST_DDP_NONE,   \
-	  .bucket_mb = NAN }
+	  .bucket_mb = NAN, .sm_carveout = INT_MIN, .nccl_ctas = INT_MIN }
 
 /* The size flags; --ctx aside: bench takes a list of context lengths. */
 #define OPT_MODEL_DIMS(dims)                                                                  \
@@ -99,6 +101,7 @@ struct gpu_ranks_args {
 				      launcher's rank) */
 	const char *rendezvous;    /* --rendezvous DIR */
 	double timeout_s;          /* --timeout */
+	int nccl_ctas;             /* NCCL's CTAs per collective, 0: its choice (model_config.nccl_ctas) */
 };
 
 #define GPU_RANKS_ARGS_INIT { .timeout_s = 300 }
@@ -112,11 +115,17 @@ struct gpu_ranks_args {
 	OPT_DOUBLE(0, "timeout", &(a)->timeout_s,                                              \
 		   "seconds a rank waits for the others before it aborts the run (default 300)")
 
-/* The data-parallel flags of bench and record: --ddp and --bucket-mb. */
-#define OPT_GPU_DDP(ddp, bucket_mb)                                                           \
-	OPT_CHOICE(0, "ddp", (ddp), st_ddp_names,                                              \
+/* The data-parallel flags of bench and record: --ddp, --bucket-mb, --sm-carveout, --nccl-ctas. */
+#define OPT_GPU_DDP(a)                                                                        \
+	OPT_CHOICE(0, "ddp", &(a)->ddp, st_ddp_names,                                          \
 		   "average gradients over the ranks: naive, flat, overlap, bucket (default none)"), \
-	OPT_DOUBLE(0, "bucket-mb", (bucket_mb), "bucket size of --ddp bucket, MB (default 25)")
+	OPT_DOUBLE(0, "bucket-mb", &(a)->bucket_mb, "bucket size of --ddp bucket, MB (default 25)"), \
+	OPT_INTEGER(0, "sm-carveout", &(a)->sm_carveout,                                       \
+		    "SMs the matrix products leave to the all-reduces beside the backward "      \
+		    "(--ddp overlap, bucket; default 28 under bf16, else 0: none)"),                              \
+	OPT_INTEGER(0, "nccl-ctas", &(a)->nccl_ctas,                                           \
+		    "CTAs NCCL may use per all-reduce (--ddp overlap, bucket: default 12; "       \
+		    "0: NCCL's choice)")
 
 /* -1 with an error line for a value out of range (--nproc, --timeout). */
 int gpu_ranks_check(const struct gpu_ranks_args *a);

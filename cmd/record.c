@@ -197,7 +197,7 @@ int cmd_record(int argc, const char **argv)
 		OPT_POSITIVE('n', "steps", &o.steps, "measured steps (default 2)"),
 		OPT_U64(0, "seed", &a.seed, "seed of the weights and the batch (default 0)"),
 		OPT_DOUBLE(0, "lr", &a.lr, "AdamW learning rate (default 1e-3)"),
-		OPT_GPU_DDP(&a.ddp, &a.bucket_mb),
+		OPT_GPU_DDP(&a),
 		OPT_GROUP("A program of your own (-- COMMAND [ARGS...])"),
 		OPT_STRING(0, "step-range", &step_range, "NAME",
 			   "each NVTX range of this name is a step (default: PyTorch's optimizer steps, "
@@ -265,6 +265,7 @@ int cmd_record(int argc, const char **argv)
 	if (status == GPU_GO && c.ddp != ST_DDP_NONE) {
 		struct record_job job = { &o, &c };
 
+		ranks.nccl_ctas = c.nccl_ctas;
 		/* NCCL has NVTX ranges of its own: injection first, for every rank */
 		status = capture_nvtx_setup() ? 1 : gpu_ranks_run(&ranks, record_rank, &job);
 	} else if (status == GPU_GO) {

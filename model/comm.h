@@ -38,9 +38,10 @@ const char *comm_nccl_version(void);
 /*
  * Rank ri->rank of ri->size: its device (rank_device) made current, NCCL's
  * id through ri->rendezvous, the communicator created, every later wait
- * bounded by timeout_s seconds. NULL after one line.
+ * bounded by timeout_s seconds; its collectives run on at most max_ctas
+ * CTAs (SMs) each, 0: as many as NCCL chooses. NULL after one line.
  */
-struct comm *comm_init(const struct rank_info *ri, double timeout_s);
+struct comm *comm_init(const struct rank_info *ri, double timeout_s, int max_ctas);
 
 int comm_rank(const struct comm *c);
 int comm_size(const struct comm *c);

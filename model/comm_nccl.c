@@ -121,7 +121,7 @@ static int settle(struct comm *c, ncclResult_t r, const char *what)
 	return comm_fail(c, state, what);
 }
 
-struct comm *comm_init(const struct rank_info *ri, double timeout_s)
+struct comm *comm_init(const struct rank_info *ri, double timeout_s, int max_ctas)
 {
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	struct bootstrap boot;
@@ -159,6 +159,8 @@ struct comm *comm_init(const struct rank_info *ri, double timeout_s)
 		goto fail;
 	c->run_id = boot.run_id;
 	config.blocking = 0;
+	if (max_ctas > 0)
+		config.maxCTAs = max_ctas;
 	r = ncclCommInitRankConfig(&c->nccl, c->size, boot.id, c->rank, &config);
 	if (r != ncclSuccess && r != ncclInProgress) {
 		error("NCCL cannot create the communicator of rank %d of %d: %s", c->rank, c->size,

@@ -19,7 +19,7 @@ const char *comm_nccl_version(void)
 	return "";
 }
 
-struct comm *comm_init(const struct rank_info *ri, double timeout_s)
+struct comm *comm_init(const struct rank_info *ri, double timeout_s, int max_ctas)
 {
 	comm_available();
 	return NULL;

@@ -37,6 +37,13 @@ static void config_defaults(struct model_config *c)
 	c->seed = 0;
 	c->ddp = ST_DDP_NONE;
 	c->bucket_mb = 25;   /* PyTorch DDP's bucket_cap_mb */
+	c->sm_carveout = 0;
+	c->nccl_ctas = 0;
+}
+
+int model_config_overlaps(const struct model_config *c)
+{
+	return c->ddp == ST_DDP_OVERLAP || c->ddp == ST_DDP_BUCKET;
 }
 
 enum st_attention model_config_default_attention(const struct model_config *c)
@@ -96,6 +103,10 @@ int model_config_validate(const struct model_config *c)
 			     st_name(st_ddp_names, c->ddp));
 	if (c->ddp == ST_DDP_BUCKET && !(c->bucket_mb > 0 && c->bucket_mb < 1e6))
 		return error("--bucket-mb must be above 0, not %g", c->bucket_mb);
+	if (c->sm_carveout < 0 || c->sm_carveout > 1024)
+		return error("--sm-carveout must be between 0 and 1024, not %d", c->sm_carveout);
+	if (c->nccl_ctas < 0 || c->nccl_ctas > 1024)
+		return error("--nccl-ctas must be between 0 and 1024, not %d", c->nccl_ctas);
 	return 0;
 }
 

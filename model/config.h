@@ -23,7 +23,25 @@ struct model_config {
 	/* several GPUs: how gradients are averaged over the ranks (model_set_comm) */
 	enum st_ddp ddp;      /* ST_DDP_NONE: one process */
 	double bucket_mb;     /* ST_DDP_BUCKET's bucket size, MB of 2^20 bytes (default 25) */
+	/*
+	 * With collectives beside the backward (ST_DDP_OVERLAP, ST_DDP_BUCKET):
+	 * the SMs the matrix products leave to them while one runs (cuBLASLt's
+	 * SM count target: the device's SMs less sm_carveout), and the CTAs
+	 * NCCL may use per collective (0: NCCL's choice). Hopper's products are
+	 * persistent, one CTA per SM: beside NCCL's CTAs a full-width product
+	 * runs in two waves (README "Several GPUs"). FP32's products are not
+	 * persistent: there the carve-out only took SMs away (2 H100s: small
+	 * 1.06 -> 1.10x one GPU), so its default is 0.
+	 */
+	int sm_carveout;      /* default MODEL_SM_CARVEOUT there under BF16, else 0 */
+	int nccl_ctas;        /* default MODEL_NCCL_CTAS there, else 0 */
 };
+
+#define MODEL_SM_CARVEOUT 28
+#define MODEL_NCCL_CTAS 12
+
+/* 1 when c's collectives run beside its backward (--ddp overlap, bucket). */
+int model_config_overlaps(const struct model_config *c);
 
 /* Defaults (batch 4, vocab 10000, ctx 128, fp32, train, naive, lr 1e-3,
  * betas 0.9/0.999, eps 1e-8, wd 0.01, seed 0, no data parallelism, buckets

@@ -12,6 +12,13 @@
  * time from the backward's end until then is the communication the step
  * waited for, the exposed part.
  *
+ * While a collective runs beside the backward (overlap, bucket), the
+ * matrix products target the device's SMs less c.sm_carveout: Hopper's
+ * cuBLASLt kernels are persistent, a CTA per SM, and beside NCCL's CTAs a
+ * full-width one runs its last CTAs as a second wave (1.5-2x as long,
+ * README "Several GPUs"). The target holds from the first collective's
+ * start to the backward's end.
+ *
  * Each collective is an op (phase "comm", kind "allreduce/bucket.3",
  * message bytes in `bytes`) inside NVTX ranges "comm" and "allreduce",
  * registered when it first starts, under the NVTX path open then, so that
@@ -41,6 +48,7 @@ struct ddp {
 	size_t next;                       /* collectives started in this step */
 	int32_t *flag, *host_flag;         /* model_agree's, on the device and pinned */
 	uint32_t agree_op;
+	int gemm_sms;                      /* the products' SM target beside a collective, 0: all */
 };
 
 static const uint8_t f32[1] = { ST_DT_F32 };
@@ -108,6 +116,19 @@ static int ddp_create(struct model *m, struct comm *comm)
 	    CUDA_CHECK(cudaMalloc((void **)&d->flag, sizeof(*d->flag))) ||
 	    CUDA_CHECK(cudaMallocHost((void **)&d->host_flag, sizeof(*d->host_flag))))
 		goto fail;
+	if (model_config_overlaps(&m->c) && m->c.sm_carveout > 0) {
+		int device = 0, sms = 0;
+
+		if (CUDA_CHECK(cudaGetDevice(&device)) ||
+		    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)))
+			goto fail;
+		if (m->c.sm_carveout >= sms) {
+			error("--sm-carveout %d leaves none of the device's %d SMs to the matrix products",
+			      m->c.sm_carveout, sms);
+			goto fail;
+		}
+		d->gemm_sms = sms - m->c.sm_carveout;
+	}
 	for (size_t k = 0; k < n; k++)
 		if (CUDA_CHECK(cudaEventCreateWithFlags(&d->ready[k], cudaEventDisableTiming)) ||
 		    CUDA_CHECK(cudaEventCreate(&d->begin[k])) || CUDA_CHECK(cudaEventCreate(&d->end[k])))
@@ -165,6 +186,7 @@ static int start(struct model *m, size_t k)
 	op_end(&m->ops);
 	op_range_pop(&m->ops);
 	op_range_pop(&m->ops);
+	m->gemm.sm_target = d->gemm_sms;
 	return rc ? MODEL_ERROR : MODEL_OK;
 }
 
@@ -219,6 +241,7 @@ int ddp_finish_backward(struct model *m)
 	for (; d->next < d->plan.n; d->next++)
 		if (start(m, d->next))
 			return MODEL_ERROR;
+	m->gemm.sm_target = 0;   /* the backward is over */
 	/* the communication stream runs its collectives in order: the last one's end is everyone's */
 	if (CUDA_CHECK(cudaStreamWaitEvent(m->stream, d->end[d->plan.n - 1], 0)) ||
 	    CUDA_CHECK(cudaEventRecord(d->waited, m->stream)))

@@ -23,7 +23,7 @@ struct gemm_key {
 	int M, N, K, ld[3], batch;
 	int trans_a, trans_b, ab_dtype, c_dtype, beta_zero;
 	int align[3];                 /* A, B, C */
-	int zero;                     /* fills what would be padding */
+	int sms;                      /* the gemm's sm_target then */
 };
 
 _Static_assert(sizeof(struct gemm_key) == 3 * sizeof(long long) + 16 * sizeof(int),
@@ -219,7 +219,9 @@ static int plan_build(const struct gemm *g, struct gemm_plan *p)
 	    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ob,
 							sizeof(ob))) ||
 	    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &oa,
-							sizeof(oa))))
+							sizeof(oa))) ||
+	    (k->sms > 0 && CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+				   p->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &k->sms, sizeof(k->sms)))))
 		return -1;
 	if (layout_create(&p->a, k->ab_dtype, k->trans_b ? k->K : k->N, k->trans_b ? k->N : k->K,
 			  k->ld[1], k->batch, k->stride[1]) ||
@@ -317,6 +319,7 @@ static int gemm_rm_to(const struct gemm *g, bool trans_a, bool trans_b, int M, i
 	k.trans_a = trans_a, k.trans_b = trans_b;
 	k.ab_dtype = ab_dtype, k.c_dtype = c_dtype;
 	k.beta_zero = beta == 0.0f;
+	k.sms = g->sm_target;
 	k.align[0] = alignment(A, k.stride[0] * dtype_bytes(ab_dtype));
 	k.align[1] = alignment(B, k.stride[1] * dtype_bytes(ab_dtype));
 	k.align[2] = alignment((const void *)((uintptr_t)C | (uintptr_t)D),

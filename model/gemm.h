@@ -29,6 +29,8 @@ struct gemm {
 	void *workspace;              /* borrowed: the caller's, outlives the gemm */
 	size_t workspace_bytes;
 	struct gemm_plans *plans;     /* owned; filled by gemm_rm */
+	int sm_target;                /* SMs a product may count on (cuBLASLt's SM count target: fewer
+					 while a collective runs beside it, model/ddp.c), 0: all */
 };
 
 /* On failure the gemm still needs gemm_release. */

@@ -16,7 +16,9 @@ prints Markdown tables:
     at most 1.15x) and PyTorch DDP against bucket (target: at least 2.5x for
     large BF16);
   - the seeds' table per mode: step time, each phase's share, communication
-    and the part of it exposed.
+    and the part of it exposed;
+  - with --speed DIR (scripts/ddp_speed.sh's CSVs): bucket against one GPU
+    with and without the SM carve-out, 100 MB buckets, and PyTorch DDP.
 Inputs are steptrace's `--format csv` (lines starting with '#' are titles
 and notes) and the scripts' `--format csv`.
 """
@@ -110,13 +112,44 @@ def ddp_tables(single_path, ddp_paths, torch_path):
     print()
 
 
+def speed_table(d):
+    """scripts/ddp_speed.sh's CSVs in d: bucket against one GPU, before and after the carve-out."""
+    import os
+    print("| model | precision | 1 GPU step (ms) | 1 GPU backward (ms) | bucket, no carve-out (ms) | its backward (ms) | "
+          "bucket (ms) | its backward (ms) | its exposed comm (ms) | bucket / 1 GPU, no carve-out | "
+          "bucket / 1 GPU | bucket 100 MB (ms) | bucket 100 MB / 1 GPU | PyTorch DDP (ms) | PyTorch DDP / bucket |")
+    print("|---|---|" + "---:|" * 13)
+    for prec in ("bf16", "fp32"):
+        def rows(name, all_rows=True):
+            path = os.path.join(d, f"{prec}-{name}.csv")
+            if not os.path.exists(path):
+                return {}
+            return {r["model"]: r for r in read_rows(path) if not all_rows or r.get("rank") == "all"}
+        one, old, now, b100 = rows("one", False), rows("old"), rows("bucket"), rows("b100")
+        pt = {r["model"]: r for r in read_rows(os.path.join(d, f"{prec}-torch.csv"))} \
+            if os.path.exists(os.path.join(d, f"{prec}-torch.csv")) else {}
+        for model, o in one.items():
+            v = lambda t, k: num(t.get(model, {}).get(k))
+            s1, so, sn, sb, sp = num(o["step_ms"]), v(old, "step_ms"), v(now, "step_ms"), v(b100, "step_ms"), \
+                v(pt, "step_ms")
+            ratio = lambda a, b: fmt(a / b if a and b else None, 3)
+            print(f"| {model} | {prec} | {fmt(s1)} | {fmt(num(o['backward_ms']))} | {fmt(so)} | "
+                  f"{fmt(v(old, 'backward_ms'))} | {fmt(sn)} | {fmt(v(now, 'backward_ms'))} | "
+                  f"{fmt(v(now, 'exposed_ms'))} | {ratio(so, s1)} | {ratio(sn, s1)} | {fmt(sb)} | "
+                  f"{ratio(sb, s1)} | {fmt(sp)} | {ratio(sp, sn)} |")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--allreduce", nargs=2, metavar=("STEPTRACE_CSV", "TORCH_CSV"))
     ap.add_argument("--single", metavar="CSV", help="steptrace bench (one GPU) --format csv")
     ap.add_argument("--ddp", nargs="+", metavar="CSV", help="steptrace bench --ddp MODE --format csv")
     ap.add_argument("--torch-ddp", metavar="CSV", help="scripts/torch_ddp.py --format csv")
+    ap.add_argument("--speed", metavar="DIR", help="scripts/ddp_speed.sh's output folder")
     a = ap.parse_args()
+    if a.speed:
+        speed_table(a.speed)
     if a.allreduce:
         allreduce_table(*a.allreduce)
     if a.ddp:

@@ -11,6 +11,8 @@
  *   - both ranks hold bitwise the same gradients, and after three more steps
  *     bitwise the same parameters (a checksum of every byte);
  *   - the step's times name the communication (comm_ms > 0).
+ * overlap and bucket run with bench's and record's defaults: the matrix
+ * products' SM carve-out and NCCL's CTAs capped (model/config.h).
  * Each rank runs in a process of its own (ranks_launch, as --nproc does),
  * and so does the one-GPU reference: they write what they computed to files
  * that this process, which never touches CUDA, compares. Exit 77 (skipped)
@@ -51,6 +53,10 @@ static struct model_config config(const struct job *j, int batch)
 	c.mode = ST_MODE_TRAIN;
 	c.ddp = j->ddp;
 	c.bucket_mb = 0.02;   /* 20 KiB: the embedding alone is 64 KiB */
+	if (model_config_overlaps(&c)) {   /* the defaults of bench and record */
+		c.sm_carveout = c.precision == ST_BF16 ? MODEL_SM_CARVEOUT : 0;
+		c.nccl_ctas = MODEL_NCCL_CTAS;
+	}
 	return c;
 }
 
@@ -128,7 +134,8 @@ out:
 static int rank_main(const struct rank_info *ri, void *ctx)
 {
 	const struct job *j = ctx;
-	struct comm *comm = comm_init(ri, 120);
+	struct comm *comm = comm_init(ri, 120, j->ddp == ST_DDP_OVERLAP || j->ddp == ST_DDP_BUCKET
+						       ? MODEL_NCCL_CTAS : 0);
 	char path[512];
 	int rc;
 

@@ -112,6 +112,10 @@ int main(void)
 	CHECK(BENCH(buf, "--ddp", "flat", "--mode", "forward") == 1, "--ddp needs a backward");
 	CHECK(BENCH(buf, "--ddp", "flat", "--bucket-mb", "5") == 1, "--bucket-mb without buckets");
 	CHECK(BENCH(buf, "--ddp", "bucket", "--bucket-mb", "0") == 1, "a bucket of 0 MB");
+	CHECK(BENCH(buf, "--ddp", "flat", "--sm-carveout", "8") == 1, "--sm-carveout without overlap");
+	CHECK(BENCH(buf, "--ddp", "naive", "--nccl-ctas", "8") == 1, "--nccl-ctas without overlap");
+	CHECK(BENCH(buf, "--ddp", "bucket", "--sm-carveout", "-3") == 1, "a negative carve-out");
+	CHECK(BENCH(buf, "--ddp", "overlap", "--nccl-ctas", "5000") == 1, "5000 CTAs");
 	CHECK(BENCH(buf, "--ddp", "bucket", "--nproc", "2", "--d-model", "16", "--layers", "1",
 		    "--heads", "2") == 1, "no NCCL in this build");
 	CHECK(buf[0] == '\0', "nothing on stdout:\n%s", buf);
