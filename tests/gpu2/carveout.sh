@@ -10,13 +10,7 @@ set -u
 st=$1
 out=$2
 . "$(dirname "$0")/../lib/check.sh"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ "$gpus" -lt 2 ]; then
-	echo "skip: $gpus GPU(s), this test needs 2"
-	exit 77
-fi
-mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+two_gpus "$out"
 WIDE="--d-model 1024 --d-ff 4096 --layers 2 --heads 8 --vocab 8192 --ctx 512 --batch 4 --precision bf16"
 
 # widest NAME: "SMS MAXGRID N" over the products that start inside an NCCL kernel of rank 0

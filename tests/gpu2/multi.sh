@@ -14,13 +14,7 @@ set -u
 st=$1
 out=$2
 . "$(dirname "$0")/../lib/check.sh"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ "$gpus" -lt 2 ]; then
-	echo "skip: $gpus GPU(s), this test needs 2"
-	exit 77
-fi
-mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+two_gpus "$out"
 TINY="--d-model 128 --layers 2 --heads 4 --d-ff 256 --vocab 512 --ctx 64 --batch 2"
 
 # count PATTERN FILE: lines matching

@@ -21,3 +21,15 @@ check_done() {
 	fi
 	echo "$1: ok"
 }
+
+# two_gpus OUTDIR: the two-GPU tests' start (tests/gpu2): exit 77 (skipped)
+# with fewer GPUs, else OUTDIR made and NVLink multicast kept off.
+two_gpus() {
+	gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+	if [ "$gpus" -lt 2 ]; then
+		echo "skip: $gpus GPU(s), this test needs 2"
+		exit 77
+	fi
+	mkdir -p "$1"
+	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+}
