@@ -115,6 +115,15 @@ static void header_table(struct report *r, const struct replay *rp, size_t wrap)
 			kv_fmt(t, "data parallel", "%s (buckets of %g MB)", c->ddp_name, c->bucket_mb);
 		else if (*c->ddp_name)
 			kv_str(t, "data parallel", c->ddp_name);
+		if ((c->ddp == ST_DDP_BUCKET || c->ddp == ST_DDP_OVERLAP) &&
+		    (h->format_major > 1 || h->format_minor >= 7)) {
+			char ctas[48] = "NCCL's choice of CTAs";
+
+			if (c->nccl_ctas)
+				snprintf(ctas, sizeof(ctas), "NCCL on at most %" PRIu32 " CTAs", c->nccl_ctas);
+			kv_fmt(t, "beside the all-reduces", "products on the SMs less %" PRIu32 " (--sm-carveout), "
+			       "%s (--nccl-ctas)", c->sm_carveout, ctas);
+		}
 	}
 	if (h->world_size > 1)
 		kv_fmt(t, "rank", "%" PRIu32 " of %" PRIu32 " (local rank %" PRIu32 ", run %016" PRIx64

@@ -77,6 +77,8 @@ static void fill_run_config(Steptrace__RunConfig *rc, const struct model_config 
 	if (c->ddp != ST_DDP_NONE) {
 		rc->ddp = (char *)st_name(st_ddp_names, c->ddp);
 		rc->bucket_mb = c->ddp == ST_DDP_BUCKET ? c->bucket_mb : 0;
+		rc->sm_carveout = (uint32_t)c->sm_carveout;
+		rc->nccl_ctas = (uint32_t)c->nccl_ctas;
 	}
 }
 

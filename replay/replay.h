@@ -216,6 +216,7 @@ struct replay_config {
 	int ddp;                       /* enum st_ddp; ST_DDP_NONE when not recorded, -1 unknown name */
 	const char *ddp_name;          /* as recorded, "" for a single process */
 	double bucket_mb;              /* bucket mode's bucket size, MB */
+	uint32_t sm_carveout, nccl_ctas;   /* (1.7) --sm-carveout, --nccl-ctas; 0 before */
 };
 
 struct replay_device {

@@ -45,6 +45,8 @@ static void config_fill(struct replay *rp, struct replay_config *c, const Steptr
 	c->ddp_name = str(rp, m->ddp);
 	c->ddp = *c->ddp_name ? st_lookup(st_ddp_names, c->ddp_name) : ST_DDP_NONE;
 	c->bucket_mb = m->bucket_mb;
+	c->sm_carveout = m->sm_carveout;
+	c->nccl_ctas = m->nccl_ctas;
 }
 
 static void device_fill(struct replay *rp, struct replay_device *d, const Steptrace__DeviceInfo *m)

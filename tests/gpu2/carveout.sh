@@ -5,7 +5,8 @@
 # is recorded data-parallel on two GPUs twice: with the default carve-out
 # every product that starts while an NCCL kernel runs has at most SMs - 28
 # CTAs; with --sm-carveout 0 some have more (else the check could not
-# fail). Skipped (77) without two GPUs. Bundles stay in OUTDIR.
+# fail). The bundles' run configurations say which (`info`, format 1.7).
+# Skipped (77) without two GPUs. Bundles stay in OUTDIR.
 set -u
 st=$1
 out=$2
@@ -36,6 +37,10 @@ for v in co:"" co0:"--sm-carveout 0 --nccl-ctas 0"; do
 	timeout 600 "$st" record --nproc 2 --ddp bucket --bucket-mb 4 $WIDE ${v#*:} --warmup 1 --steps 2 \
 		--no-calibrate -o "$out/$name.stb" >"$tmp/$name.log" 2>&1 || fail "record $name: $(cat "$tmp/$name.log")"
 done
+"$st" info "$out/co.rank0.stb" | grep -q 'products on the SMs less 28 (--sm-carveout), NCCL on at most 12 CTAs' ||
+	fail "info: no carve-out 28 and 12 CTAs: $("$st" info "$out/co.rank0.stb" | grep -i beside)"
+"$st" info "$out/co0.rank0.stb" | grep -q "SMs less 0 (--sm-carveout), NCCL's choice of CTAs" ||
+	fail "info --sm-carveout 0: $("$st" info "$out/co0.rank0.stb" | grep -i beside)"
 set -- $(widest co)
 if [ "$#" != 3 ]; then
 	fail "no products beside NCCL read: $*"
