@@ -744,6 +744,58 @@ static int findings(const struct ctx *c, double host, struct finding *f, size_t 
 			n++;
 		}
 	}
+	/* computation slowed beside communication */
+	{
+		double *fac = malloc((c->g.n_nodes + 1) * sizeof(double));
+		double excess = 0, t_beside = 0, slowed = 0, wide = 0, ratio;
+		uint32_t sms = rp->run.has_device ? rp->run.device.sm_count : 0;
+		long beside;
+
+		if (!fac) {
+			error("out of memory");
+			goto fail;
+		}
+		beside = graph_contention(&c->g, fac);
+		for (size_t i = 0; beside > 0 && i < rp->n_activities; i++) {
+			const struct replay_activity *a = &rp->activities[i];
+			int32_t node = c->g.act_node[0][i], s = act_step(c, a);
+
+			if (node < 0 || a->kind != ST_KERNEL || s < 0 || !counted[s] || !(fac[node] < 1))
+				continue;
+			slowed++;
+			excess += (double)c->g.nodes[node].own * (1 - fac[node]);
+			t_beside += (double)c->g.nodes[node].own;
+			if (sms && a->detail < rp->n_kernel_cfg) {
+				const uint32_t *gd = rp->kernel_cfg[a->detail].grid;
+				double ctas = (double)gd[0] * gd[1] * gd[2];
+
+				wide += ctas >= 0.9 * sms && ctas <= sms;   /* a CTA per SM: persistent */
+			}
+		}
+		free(fac);
+		if (beside < 0)
+			goto fail;
+		ratio = t_beside > excess ? t_beside / (t_beside - excess) : 0;
+		excess *= per;
+		if (excess >= 0.02 * m) {
+			char persistent[160] = "";
+
+			if (wide > 0)
+				snprintf(persistent, sizeof(persistent),
+					 "; %.0f of them launch about a CTA per SM (%u SMs): persistent kernels, whose last "
+					 "CTAs beside NCCL's wait for a second wave", wide * per, sms);
+			snprintf(f[n].title, sizeof(f[n].title), "computation slowed beside communication");
+			snprintf(f[n].evidence, sizeof(f[n].evidence),
+				 "%.0f kernels per step started while a collective ran and took %.3f ms longer (%.2fx) "
+				 "than the same kernels (name and grid) with none running%s; predicted as long as alone: "
+				 "fewer SMs for the products beside it (steptrace --sm-carveout; PyTorch's experimental "
+				 "sm_carveout) or fewer CTAs for NCCL (NCCL_MAX_CTAS)",
+				 slowed * per, excess / 1e6, ratio, persistent);
+			if (finding_predict(c, &f[n], "no-contention") < 0)
+				goto fail;
+			n++;
+		}
+	}
 	/* a bandwidth-bound optimizer */
 	{
 		double t_opt = 0, bytes = 0, peak = rp->run.device.peak_bandwidth;
@@ -1047,7 +1099,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 {
 	struct ctx c;
 	struct table *t;
-	struct finding f[8] = { 0 };
+	struct finding f[12] = { 0 };
 	struct cp cp = { 0 };
 	size_t n_f = 0, walked, n_edges[GE_KIND_COUNT] = { 0 };
 	int top = o->top > 0 ? o->top : 15, walk;

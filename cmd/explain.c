@@ -16,6 +16,7 @@ static const char *const usage[] = {
 	"                   (its synchronisations still wait), launches their typical latency at most",
 	"  no-sync          the host's synchronisations inside the loop removed",
 	"  comm-overlap     collectives fully overlapped: nothing waits for them",
+	"  no-contention    kernels beside a collective as long as the same kernels (name, grid) alone",
 	"  comm-bw=K        collectives' bandwidth x K",
 	"  host=K           the host's own work (between and inside its calls) x K",
 	"  kernels:GLOB=K   kernels whose name, op or range path matches GLOB x K",

@@ -142,6 +142,7 @@ enum graph_rule_kind {
 	GR_COMM_BW,     /* collectives' transfer: / factor (bandwidth x factor) */
 	GR_COMM_OVERLAP,/* collectives fully overlapped: nothing waits for them */
 	GR_NO_SYNC,     /* host synchronisations inside the loop removed */
+	GR_NO_CONTENTION, /* kernels beside a collective as long as the same kernels alone (graph_contention) */
 	GR_RANKS,       /* data parallelism over `ranks` GPUs (graph_ranks_rule) */
 	GR_KIND_COUNT
 };
@@ -213,6 +214,18 @@ struct graph_times {
 int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
 		 const struct graph_ranks_model *rm, struct graph_times *t);
 void graph_times_release(struct graph_times *t);
+
+/*
+ * How much longer computation ran beside communication: factor[i] (one per
+ * node) is 1, except for a kernel that started while a collective of its
+ * rank ran and took longer than the same kernels (name and grid) of that
+ * rank that started with none running, typically (their lower median):
+ * then that median over its own time. A kernel with no such twin keeps 1.
+ * (On Hopper, persistent products, a CTA per SM, run a second wave beside
+ * NCCL's CTAs: README "Several GPUs".) Returns the number of kernels that
+ * ran beside a collective, or -1 after one line.
+ */
+long graph_contention(const struct graph *g, double *factor);
 
 /*
  * A host instant of replay `rank`'s thread `thread` (a step's start or

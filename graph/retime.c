@@ -24,6 +24,7 @@ int graph_rule_parse(struct graph_rule *r, const char *text)
 		{ "graph", GR_GRAPH, false }, { "no-sync", GR_NO_SYNC, false },
 		{ "comm-overlap", GR_COMM_OVERLAP, false }, { "host", GR_HOST, true },
 		{ "comm-bw", GR_COMM_BW, true }, { "ranks", GR_RANKS, true },
+		{ "no-contention", GR_NO_CONTENTION, false },
 	};
 	const char *eq = strrchr(text, '=');
 	char *end;
@@ -82,8 +83,8 @@ int graph_rule_parse(struct graph_rule *r, const char *text)
 		}
 		return 0;
 	}
-	return error("--what-if '%s': no such rule; the rules: graph, no-sync, comm-overlap, host=K, comm-bw=K, "
-		     "kernels:GLOB=K, ranks=N", text);
+	return error("--what-if '%s': no such rule; the rules: graph, no-sync, comm-overlap, no-contention, host=K, "
+		     "comm-bw=K, kernels:GLOB=K, ranks=N", text);
 }
 
 /* ---- the bandwidth table ----------------------------------------------- */
@@ -284,6 +285,155 @@ static bool kernel_matches(const struct graph *g, const struct graph_node *n, co
 	return false;
 }
 
+/* ---- contention -------------------------------------------------------- */
+
+/* A collective's time on its rank's device. */
+struct busy {
+	uint32_t rank;
+	uint64_t start, end;           /* end: the latest end of it and those before it on its rank */
+};
+
+/* A kernel, keyed by what makes two launches the same work. */
+struct twin {
+	uint32_t rank, name, grid[3];
+	uint8_t beside;                /* started while a collective ran */
+	uint64_t own;
+	uint32_t node;
+};
+
+static int cmp_busy(const void *x, const void *y)
+{
+	const struct busy *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static int cmp_twin(const void *x, const void *y)
+{
+	const struct twin *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->name != b->name)
+		return a->name < b->name ? -1 : 1;
+	for (int k = 0; k < 3; k++)
+		if (a->grid[k] != b->grid[k])
+			return a->grid[k] < b->grid[k] ? -1 : 1;
+	if (a->beside != b->beside)
+		return a->beside < b->beside ? -1 : 1;
+	return a->own < b->own ? -1 : a->own > b->own;
+}
+
+static bool same_twin(const struct twin *a, const struct twin *b)
+{
+	return a->rank == b->rank && a->name == b->name && !memcmp(a->grid, b->grid, sizeof(a->grid));
+}
+
+/* Whether a collective of `rank` ran at t: busy[] sorted by rank and start, ends running maxima. */
+static bool busy_at(const struct busy *busy, size_t n, uint32_t rank, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+
+	/* the last entry of rank with start <= t */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (busy[mid].rank < rank || (busy[mid].rank == rank && busy[mid].start <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && busy[lo - 1].rank == rank && busy[lo - 1].end > t;
+}
+
+long graph_contention(const struct graph *g, double *factor)
+{
+	struct busy *busy = NULL;
+	struct twin *tw = NULL;
+	size_t n_busy = 0, n_tw = 0;
+	long beside = 0;
+
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		factor[i] = 1;
+		n_busy += g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_COMM;
+		n_tw += g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_KERNEL;
+	}
+	if (!n_busy || !n_tw)
+		return 0;
+	busy = malloc(n_busy * sizeof(*busy));
+	tw = malloc(n_tw * sizeof(*tw));
+	if (!busy || !tw) {
+		free(busy);
+		free(tw);
+		return error("out of memory");
+	}
+	n_busy = n_tw = 0;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *x = &g->nodes[i];
+
+		if (x->kind == GN_GPU && x->work == GW_COMM)
+			busy[n_busy++] = (struct busy){ x->rank, x->start, x->end };
+	}
+	qsort(busy, n_busy, sizeof(*busy), cmp_busy);
+	for (size_t i = 1; i < n_busy; i++)
+		if (busy[i].rank == busy[i - 1].rank && busy[i - 1].end > busy[i].end)
+			busy[i].end = busy[i - 1].end;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *x = &g->nodes[i];
+		const struct replay *rp;
+		const struct replay_activity *a;
+		struct twin *t;
+
+		if (x->kind != GN_GPU || x->work != GW_KERNEL)
+			continue;
+		rp = g->rp[x->rank];
+		a = &rp->activities[x->index];
+		t = &tw[n_tw++];
+		memset(t, 0, sizeof(*t));
+		t->rank = x->rank;
+		t->name = a->name;
+		if (a->detail < rp->n_kernel_cfg)
+			memcpy(t->grid, rp->kernel_cfg[a->detail].grid, sizeof(t->grid));
+		t->beside = busy_at(busy, n_busy, x->rank, x->start);
+		t->own = x->own;
+		t->node = (uint32_t)i;
+		beside += t->beside;
+	}
+	qsort(tw, n_tw, sizeof(*tw), cmp_twin);
+	for (size_t i = 0, j; i < n_tw; i = j) {
+		size_t alone = 0;
+		uint64_t typical;
+
+		for (j = i; j < n_tw && same_twin(&tw[i], &tw[j]); j++)
+			alone += !tw[j].beside;
+		if (!alone || alone == j - i)
+			continue;
+		typical = tw[i + (alone - 1) / 2].own;   /* the lower median: alone ones sort first, by own */
+		for (size_t k = i + alone; k < j; k++)
+			if (tw[k].own > typical)
+				factor[tw[k].node] = (double)typical / (double)tw[k].own;
+	}
+	free(busy);
+	free(tw);
+	return beside;
+}
+
+static double *kernel_factors(struct effects *fx, const struct graph *g)
+{
+	if (!fx->kernel) {
+		fx->kernel = malloc((g->n_nodes + 1) * sizeof(double));
+		if (!fx->kernel) {
+			error("out of memory");
+			return NULL;
+		}
+		for (size_t k = 0; k < g->n_nodes; k++)
+			fx->kernel[k] = 1;
+	}
+	return fx->kernel;
+}
+
 static int effects_init(struct effects *fx, const struct graph *g, const struct graph_rule *rules, size_t n)
 {
 	memset(fx, 0, sizeof(*fx));
@@ -296,14 +446,21 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 		case GR_GRAPH: fx->graph = true; break;
 		case GR_COMM_OVERLAP: fx->overlap = true; break;
 		case GR_NO_SYNC: fx->no_sync = true; break;
-		case GR_KERNELS:
-			if (!fx->kernel) {
-				fx->kernel = malloc((g->n_nodes + 1) * sizeof(double));
-				if (!fx->kernel)
-					return error("out of memory");
-				for (size_t k = 0; k < g->n_nodes; k++)
-					fx->kernel[k] = 1;
+		case GR_NO_CONTENTION: {
+			double *f = malloc((g->n_nodes + 1) * sizeof(double));
+
+			if (!f || !kernel_factors(fx, g) || graph_contention(g, f) < 0) {
+				free(f);
+				return f ? -1 : error("out of memory");
 			}
+			for (size_t k = 0; k < g->n_nodes; k++)
+				fx->kernel[k] *= f[k];
+			free(f);
+			break;
+		}
+		case GR_KERNELS:
+			if (!kernel_factors(fx, g))
+				return -1;
 			for (size_t k = 0; k < g->n_nodes; k++) {
 				const struct graph_node *x = &g->nodes[k];
 
@@ -525,8 +682,10 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 	if (ranks && (!rm || !rm->table || !rm->grad_bytes || g->n_ranks != 1))
 		return error("--what-if %s: needs a single-GPU run with its gradients' size and an all-reduce table "
 			     "(--allreduce FILE)", ranks->text);
-	if (effects_init(&fx, g, rules, n) < 0)
+	if (effects_init(&fx, g, rules, n) < 0) {
+		free(fx.kernel);
 		return -1;
+	}
 	t->start = malloc((g->n_nodes + 1) * sizeof(uint64_t));
 	t->end = malloc((g->n_nodes + 1) * sizeof(uint64_t));
 	if (!t->start || !t->end) {

@@ -4,8 +4,9 @@
 # measured step back (tables, CSV, JSON, markdown); a PyTorch step (no
 # NVTX, its own loop) is found launch-bound and its CUDA-graph prediction
 # lies between the GPU's busy time and the measured step; two ranks of a
-# DDP run join through their collectives; the rules' usage errors; ranks=N
-# with an all-reduce table.
+# DDP run join through their collectives; steptrace's bucketed DDP's
+# products slowed beside NCCL (docs/multi); the rules' usage errors;
+# ranks=N with an all-reduce table.
 set -u
 st=$1
 samples=$2
@@ -34,6 +35,17 @@ awk -F, 'NR == 2 { exit !($4 > 16 && $4 < 0.6 * $2) }' "$tmp/w.csv" || fail "pyt
 # host=1 and kernels:*=1 change nothing
 "$st" explain "$samples"/pytorch-auto.stb --what-if host=1 --what-if 'kernels:*=1' --section what_if --format csv > "$tmp/w.csv" 2>/dev/null
 awk -F, 'NR > 1 && $4 != $3 { bad = 1 } END { exit bad }' "$tmp/w.csv" || fail "identity rules moved the step: $(cat "$tmp/w.csv")"
+
+# steptrace's own bucketed DDP on two H200s, recorded before the SM carve-out
+# (docs/multi/ddp-bucket.rank*.stb): its products beside NCCL's kernels took
+# longer than alone, and no-contention predicts the step without that
+docs=$(dirname "$samples")/docs/multi
+"$st" explain "$docs"/ddp-bucket.rank0.stb "$docs"/ddp-bucket.rank1.stb --section findings --format csv \
+	> "$tmp/c.csv" 2>/dev/null || fail "explain ddp-bucket"
+grep -q '^[0-9]*,computation slowed beside communication,.*CTA per SM' "$tmp/c.csv" ||
+	fail "ddp-bucket: no contention finding: $(cat "$tmp/c.csv")"
+awk -F, '$2 == "computation slowed beside communication" { found = 1; if (!($(NF-1) > 0.2)) exit 1 }
+	END { exit !found }' "$tmp/c.csv" || fail "ddp-bucket: contention saving under 0.2 ms: $(cat "$tmp/c.csv")"
 
 # two ranks: collectives join them
 "$st" explain "$samples"/pytorch-ddp.rank0.stb "$samples"/pytorch-ddp.rank1.stb > "$tmp/ddp.txt" 2>&1 || fail "explain ddp"

@@ -297,6 +297,70 @@ static void test_table(void)
 	unlink(path);
 }
 
+/*
+ * Computation beside communication: "gemm" alone [10, 110] and
+ * [120, 220]; then [230, 430] while an all-reduce (an NCCL kernel on a
+ * stream of its own, no launch recorded, [200, 500]) runs: 200 us against
+ * the 100 of its twins alone; then [440, 540], also beside it but no
+ * longer than alone. graph_contention: the third at 100/200, the rest 1;
+ * two kernels beside the collective. no-contention: the third [230, 330].
+ * explain: 100 us of 1000 (10%, over the 2% threshold) -> the finding.
+ */
+static void test_contention(void)
+{
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct replay_ranks rs = one(rps);
+	struct explain_opts o = { 0 };
+	struct explain_summary s;
+	struct builder b;
+	struct graph g;
+	struct graph_times t;
+	struct graph_rule rule;
+	double *f;
+	bool found = false;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_push(&b, "step", 0);
+	builder_launch(&b, "gemm", 7, 0, 0, 5 * US, 10 * US, 110 * US);
+	builder_launch(&b, "gemm", 7, 0, 110 * US, 115 * US, 120 * US, 220 * US);
+	builder_launch(&b, "gemm", 7, 0, 220 * US, 225 * US, 230 * US, 430 * US);
+	builder_kernel(&b, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 9, 0, 200 * US, 500 * US);
+	builder_launch(&b, "gemm", 7, 0, 430 * US, 435 * US, 440 * US, 540 * US);
+	builder_pop(&b, 1000 * US);
+	builder_step(&b, 0, false, 0, 1000 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	f = malloc(g.n_nodes * sizeof(double));
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	CHECK(graph_contention(&g, f) == 2);
+	/* activities in start order: gemm, gemm, the all-reduce, the slowed gemm, gemm */
+	for (size_t i = 0; i < rp.n_activities; i++)
+		CHECK_NEAR(f[g.act_node[0][i]], i == 3 ? 0.5 : 1, 1e-12);
+	free(f);
+	CHECK(graph_rule_parse(&rule, "no-contention") == 0 && rule.kind == GR_NO_CONTENTION);
+	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	CHECK_U64(t.start[g.act_node[0][3]], 230 * US);
+	CHECK_U64(t.end[g.act_node[0][3]], 330 * US);
+	CHECK_U64(t.end[g.act_node[0][0]], 110 * US);
+	graph_times_release(&t);
+	graph_release(&g);
+
+	CHECK(explain_run(&rs, &o, NULL, &s) == 0);
+	for (size_t i = 0; i < s.n_findings; i++)
+		if (strstr(s.finding[i].title, "beside communication")) {
+			found = true;
+			CHECK(strstr(s.finding[i].evidence, "2 kernels per step") == NULL);   /* only the slowed one */
+			CHECK(strstr(s.finding[i].evidence, "1 kernels per step started while a collective ran and "
+						"took 0.100 ms longer (2.00x)") != NULL, "%s", s.finding[i].evidence);
+		}
+	CHECK(found, "no contention finding");
+	replay_release(&rp);
+}
+
 int main(void)
 {
 	test_table();
@@ -305,5 +369,6 @@ int main(void)
 	test_wait();
 	test_poll();
 	test_rules();
+	test_contention();
 	return check_done("explain");
 }

@@ -288,10 +288,10 @@ static void run_all(size_t one, size_t n)
 	args_start(&a, "explain");
 	{
 		static const char *const rules[] = { "graph", "no-sync", "comm-overlap", "comm-bw=2", "host=0.5",
-						     "kernels:*=0.5", "kernels:<10us=0", "ranks=4" };
+						     "kernels:*=0.5", "kernels:<10us=0", "ranks=4", "no-contention" };
 
 		for (int i = pick(3); i > 0; i--) {
-			const char *r = rules[pick(8)];
+			const char *r = rules[pick(sizeof(rules) / sizeof(rules[0]))];
 
 			arg(&a, "--what-if");
 			arg(&a, r);
