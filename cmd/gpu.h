@@ -122,7 +122,7 @@ struct gpu_ranks_args {
 	OPT_DOUBLE(0, "bucket-mb", &(a)->bucket_mb, "bucket size of --ddp bucket, MB (default 25)"), \
 	OPT_INTEGER(0, "sm-carveout", &(a)->sm_carveout,                                       \
 		    "SMs the matrix products leave to the all-reduces beside the backward "      \
-		    "(--ddp overlap, bucket; default 28 under bf16, else 0: none)"),                              \
+		    "(--ddp overlap, bucket; default 28 under bf16, else 0: none)"),             \
 	OPT_INTEGER(0, "nccl-ctas", &(a)->nccl_ctas,                                           \
 		    "CTAs NCCL may use per all-reduce (--ddp overlap, bucket: default 12; "       \
 		    "0: NCCL's choice)")
