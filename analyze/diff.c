@@ -867,6 +867,22 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		STR_FIELD("precision", precision_name, false);
 		STR_FIELD("attention", attention_name, false);
 		STR_FIELD("ddp", ddp_name, false);
+		/* how the ranks' all-reduces ran: not structure either */
+		if (ca->bucket_mb != cb->bucket_mb) {
+			snprintf(x, sizeof(x), "%g", ca->bucket_mb);
+			snprintf(y, sizeof(y), "%g", cb->bucket_mb);
+			add_diff(buf, len, "bucket_mb", x, y);
+		}
+		if (ca->sm_carveout != cb->sm_carveout) {
+			snprintf(x, sizeof(x), "%" PRIu32, ca->sm_carveout);
+			snprintf(y, sizeof(y), "%" PRIu32, cb->sm_carveout);
+			add_diff(buf, len, "sm_carveout", x, y);
+		}
+		if (ca->nccl_ctas != cb->nccl_ctas) {
+			snprintf(x, sizeof(x), "%" PRIu32, ca->nccl_ctas);
+			snprintf(y, sizeof(y), "%" PRIu32, cb->nccl_ctas);
+			add_diff(buf, len, "nccl_ctas", x, y);
+		}
 		/* by value: a bundle from before 1.4 names none, and ran plain */
 		if (ca->kernels != cb->kernels)
 			add_diff(buf, len, "kernels", st_name(st_kernels_names, ca->kernels),
