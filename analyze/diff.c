@@ -867,18 +867,20 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		STR_FIELD("precision", precision_name, false);
 		STR_FIELD("attention", attention_name, false);
 		STR_FIELD("ddp", ddp_name, false);
-		/* how the ranks' all-reduces ran: not structure either */
-		if (ca->bucket_mb != cb->bucket_mb) {
+		/* how the ranks' all-reduces ran, where both have them: not structure either */
+		if (ca->ddp == ST_DDP_BUCKET && cb->ddp == ST_DDP_BUCKET && ca->bucket_mb != cb->bucket_mb) {
 			snprintf(x, sizeof(x), "%g", ca->bucket_mb);
 			snprintf(y, sizeof(y), "%g", cb->bucket_mb);
 			add_diff(buf, len, "bucket_mb", x, y);
 		}
-		if (ca->sm_carveout != cb->sm_carveout) {
+		if ((ca->ddp == ST_DDP_BUCKET || ca->ddp == ST_DDP_OVERLAP) &&
+		    (cb->ddp == ST_DDP_BUCKET || cb->ddp == ST_DDP_OVERLAP) && ca->sm_carveout != cb->sm_carveout) {
 			snprintf(x, sizeof(x), "%" PRIu32, ca->sm_carveout);
 			snprintf(y, sizeof(y), "%" PRIu32, cb->sm_carveout);
 			add_diff(buf, len, "sm_carveout", x, y);
 		}
-		if (ca->nccl_ctas != cb->nccl_ctas) {
+		if ((ca->ddp == ST_DDP_BUCKET || ca->ddp == ST_DDP_OVERLAP) &&
+		    (cb->ddp == ST_DDP_BUCKET || cb->ddp == ST_DDP_OVERLAP) && ca->nccl_ctas != cb->nccl_ctas) {
 			snprintf(x, sizeof(x), "%" PRIu32, ca->nccl_ctas);
 			snprintf(y, sizeof(y), "%" PRIu32, cb->nccl_ctas);
 			add_diff(buf, len, "nccl_ctas", x, y);
