@@ -867,30 +867,24 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		STR_FIELD("precision", precision_name, false);
 		STR_FIELD("attention", attention_name, false);
 		STR_FIELD("ddp", ddp_name, false);
-		/* how the ranks' all-reduces ran, where both have them: not structure either */
-		if (ca->ddp == ST_DDP_BUCKET && cb->ddp == ST_DDP_BUCKET && ca->bucket_mb != cb->bucket_mb) {
-			snprintf(x, sizeof(x), "%g", ca->bucket_mb);
-			snprintf(y, sizeof(y), "%g", cb->bucket_mb);
-			add_diff(buf, len, "bucket_mb", x, y);
-		}
-		if ((ca->ddp == ST_DDP_BUCKET || ca->ddp == ST_DDP_OVERLAP) &&
-		    (cb->ddp == ST_DDP_BUCKET || cb->ddp == ST_DDP_OVERLAP) && ca->sm_carveout != cb->sm_carveout) {
-			snprintf(x, sizeof(x), "%" PRIu32, ca->sm_carveout);
-			snprintf(y, sizeof(y), "%" PRIu32, cb->sm_carveout);
-			add_diff(buf, len, "sm_carveout", x, y);
-		}
-		if ((ca->ddp == ST_DDP_BUCKET || ca->ddp == ST_DDP_OVERLAP) &&
-		    (cb->ddp == ST_DDP_BUCKET || cb->ddp == ST_DDP_OVERLAP) && ca->nccl_ctas != cb->nccl_ctas) {
-			snprintf(x, sizeof(x), "%" PRIu32, ca->nccl_ctas);
-			snprintf(y, sizeof(y), "%" PRIu32, cb->nccl_ctas);
-			add_diff(buf, len, "nccl_ctas", x, y);
-		}
+		/* how the ranks' all-reduces ran, between runs that both have the setting: not structure */
+#define SETTING(f, fmt, when) do { \
+		if ((when) && ca->f != cb->f) { \
+			snprintf(x, sizeof(x), fmt, ca->f); \
+			snprintf(y, sizeof(y), fmt, cb->f); \
+			add_diff(buf, len, #f, x, y); \
+		} \
+	} while (0)
+		SETTING(bucket_mb, "%g", ca->ddp == ST_DDP_BUCKET && cb->ddp == ST_DDP_BUCKET);
+		SETTING(sm_carveout, "%" PRIu32, st_ddp_overlaps(ca->ddp) && st_ddp_overlaps(cb->ddp));
+		SETTING(nccl_ctas, "%" PRIu32, st_ddp_overlaps(ca->ddp) && st_ddp_overlaps(cb->ddp));
 		/* by value: a bundle from before 1.4 names none, and ran plain */
 		if (ca->kernels != cb->kernels)
 			add_diff(buf, len, "kernels", st_name(st_kernels_names, ca->kernels),
 				 st_name(st_kernels_names, cb->kernels));
 #undef STR_FIELD
 #undef NUM_FIELD
+#undef SETTING
 	}
 	if (a->run.has_device && b->run.has_device && strcmp(a->run.device.name, b->run.device.name) != 0) {
 		add_diff(buf, len, "device", a->run.device.name, b->run.device.name);

@@ -115,8 +115,7 @@ static void header_table(struct report *r, const struct replay *rp, size_t wrap)
 			kv_fmt(t, "data parallel", "%s (buckets of %g MB)", c->ddp_name, c->bucket_mb);
 		else if (*c->ddp_name)
 			kv_str(t, "data parallel", c->ddp_name);
-		if ((c->ddp == ST_DDP_BUCKET || c->ddp == ST_DDP_OVERLAP) &&
-		    (h->format_major > 1 || h->format_minor >= 7)) {
+		if (st_ddp_overlaps(c->ddp) && (h->format_major > 1 || h->format_minor >= 7)) {
 			char ctas[48] = "NCCL's choice of CTAs";
 
 			if (c->nccl_ctas)

@@ -43,7 +43,7 @@ static void config_defaults(struct model_config *c)
 
 int model_config_overlaps(const struct model_config *c)
 {
-	return c->ddp == ST_DDP_OVERLAP || c->ddp == ST_DDP_BUCKET;
+	return st_ddp_overlaps(c->ddp);
 }
 
 enum st_attention model_config_default_attention(const struct model_config *c)

@@ -41,6 +41,11 @@ const char *st_name(const char *const *names, int v)
 	return "?";
 }
 
+bool st_ddp_overlaps(int ddp)
+{
+	return ddp == ST_DDP_OVERLAP || ddp == ST_DDP_BUCKET;
+}
+
 int st_lookup(const char *const *names, const char *s)
 {
 	for (int i = 0; s && names[i]; i++)

@@ -44,6 +44,8 @@ extern const char *const st_kernels_names[];     /* "plain", "fused" */
  */
 enum st_ddp { ST_DDP_NONE, ST_DDP_NAIVE, ST_DDP_FLAT, ST_DDP_OVERLAP, ST_DDP_BUCKET };
 extern const char *const st_ddp_names[];         /* "none", "naive", "flat", "overlap", "bucket" */
+/* Whether its collectives run beside the backward (overlap, bucket): where --sm-carveout applies. */
+bool st_ddp_overlaps(int ddp);
 
 /* Collective operations, as NCCL names them (lower case, no underscores). */
 enum st_collective {
