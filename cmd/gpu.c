@@ -59,11 +59,11 @@ int gpu_model_config(const struct gpu_model_args *a, struct model_config *c)
 	if ((a->sm_carveout != INT_MIN || a->nccl_ctas != INT_MIN) && !model_config_overlaps(c))
 		return error("--sm-carveout and --nccl-ctas shape the all-reduces beside the backward: "
 			     "--ddp overlap or bucket");
-	if (model_config_overlaps(c)) {
-		c->sm_carveout = a->sm_carveout != INT_MIN ? a->sm_carveout
-			       : c->precision == ST_BF16 ? MODEL_SM_CARVEOUT : 0;
-		c->nccl_ctas = a->nccl_ctas != INT_MIN ? a->nccl_ctas : MODEL_NCCL_CTAS;
-	}
+	model_config_ddp_defaults(c);
+	if (a->sm_carveout != INT_MIN)
+		c->sm_carveout = a->sm_carveout;
+	if (a->nccl_ctas != INT_MIN)
+		c->nccl_ctas = a->nccl_ctas;
 	return model_config_validate(c);
 }
 

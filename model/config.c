@@ -46,6 +46,14 @@ int model_config_overlaps(const struct model_config *c)
 	return st_ddp_overlaps(c->ddp);
 }
 
+void model_config_ddp_defaults(struct model_config *c)
+{
+	int on = model_config_overlaps(c);
+
+	c->sm_carveout = on && c->precision == ST_BF16 ? MODEL_SM_CARVEOUT : 0;
+	c->nccl_ctas = on ? MODEL_NCCL_CTAS : 0;
+}
+
 enum st_attention model_config_default_attention(const struct model_config *c)
 {
 	int dh = c->heads > 0 ? c->d_model / c->heads : 0;

@@ -43,6 +43,13 @@ struct model_config {
 /* 1 when c's collectives run beside its backward (--ddp overlap, bucket). */
 int model_config_overlaps(const struct model_config *c);
 
+/*
+ * sm_carveout and nccl_ctas as c's ddp and precision imply: where the
+ * collectives overlap, MODEL_SM_CARVEOUT under BF16 (else 0) and
+ * MODEL_NCCL_CTAS; elsewhere 0 and 0.
+ */
+void model_config_ddp_defaults(struct model_config *c);
+
 /* Defaults (batch 4, vocab 10000, ctx 128, fp32, train, naive, lr 1e-3,
  * betas 0.9/0.999, eps 1e-8, wd 0.01, seed 0, no data parallelism, buckets
  * of 25 MB) with the preset's sizes.

@@ -53,10 +53,7 @@ static struct model_config config(const struct job *j, int batch)
 	c.mode = ST_MODE_TRAIN;
 	c.ddp = j->ddp;
 	c.bucket_mb = 0.02;   /* 20 KiB: the embedding alone is 64 KiB */
-	if (model_config_overlaps(&c)) {   /* the defaults of bench and record */
-		c.sm_carveout = c.precision == ST_BF16 ? MODEL_SM_CARVEOUT : 0;
-		c.nccl_ctas = MODEL_NCCL_CTAS;
-	}
+	model_config_ddp_defaults(&c);   /* the defaults of bench and record */
 	return c;
 }
 
@@ -134,8 +131,7 @@ out:
 static int rank_main(const struct rank_info *ri, void *ctx)
 {
 	const struct job *j = ctx;
-	struct comm *comm = comm_init(ri, 120, j->ddp == ST_DDP_OVERLAP || j->ddp == ST_DDP_BUCKET
-						       ? MODEL_NCCL_CTAS : 0);
+	struct comm *comm = comm_init(ri, 120, config(j, B).nccl_ctas);
 	char path[512];
 	int rc;
 

@@ -60,6 +60,32 @@ int main(void)
 		CHECK(model_config_validate(&c) == 0, "%s validates", c.name);
 	}
 
+	/* --sm-carveout and --nccl-ctas by ddp and precision */
+	{
+		static const struct {
+			int ddp, precision, carveout, ctas;
+		} want[] = {
+			{ ST_DDP_BUCKET, ST_BF16, MODEL_SM_CARVEOUT, MODEL_NCCL_CTAS },
+			{ ST_DDP_OVERLAP, ST_BF16, MODEL_SM_CARVEOUT, MODEL_NCCL_CTAS },
+			{ ST_DDP_BUCKET, ST_FP32, 0, MODEL_NCCL_CTAS },
+			{ ST_DDP_BUCKET, ST_TF32, 0, MODEL_NCCL_CTAS },
+			{ ST_DDP_NAIVE, ST_BF16, 0, 0 },
+			{ ST_DDP_FLAT, ST_BF16, 0, 0 },
+			{ ST_DDP_NONE, ST_BF16, 0, 0 },
+		};
+
+		for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			model_config_preset("small", &c);
+			c.ddp = (enum st_ddp)want[i].ddp;
+			c.precision = (enum st_precision)want[i].precision;
+			c.sm_carveout = c.nccl_ctas = -7;   /* overwritten */
+			model_config_ddp_defaults(&c);
+			CHECK(c.sm_carveout == want[i].carveout && c.nccl_ctas == want[i].ctas,
+			      "ddp %d precision %d: %d, %d", want[i].ddp, want[i].precision, c.sm_carveout,
+			      c.nccl_ctas);
+		}
+	}
+
 	error_set_stream(sink);
 	CHECK(model_config_preset("huge", &c) == -1, "unknown preset");
 	model_config_preset("small", &c);
