@@ -339,13 +339,15 @@ static int bench_ddp_run(const struct bench_opts *o, struct report *rep)
 			    "rank; phases timed with device events: comm is the all-reduces' time on the "
 			    "communication stream, exposed the part the step waited for after the backward",
 			    o->warmup, o->steps, comm_size(o->comm));
-	for (size_t i = 0, said = 0; rank == 0 && i < o->n_configs; i++) {
+	for (size_t i = 0, said = 0; rank == 0 && i < o->n_configs; i++) {   /* a note per precision */
 		const struct model_config *c = &o->configs[i];
 
-		if (model_config_overlaps(c) && !(said & 1u << c->precision) && (said |= 1u << c->precision))
-			report_note(rep, "%s: beside an all-reduce the matrix products target the device's SMs "
-				    "less %d (--sm-carveout), NCCL uses at most %d CTAs (--nccl-ctas; 0: its choice)",
-				    st_name(st_precision_names, c->precision), c->sm_carveout, c->nccl_ctas);
+		if (!model_config_overlaps(c) || said & 1u << c->precision)
+			continue;
+		said |= 1u << c->precision;
+		report_note(rep, "%s: beside an all-reduce the matrix products target the device's SMs "
+			    "less %d (--sm-carveout), NCCL uses at most %d CTAs (--nccl-ctas; 0: its choice)",
+			    st_name(st_precision_names, c->precision), c->sm_carveout, c->nccl_ctas);
 	}
 	return 0;
 }

@@ -25,6 +25,7 @@ and notes) and the scripts' `--format csv`.
 
 import argparse
 import csv
+import os
 import sys
 
 
@@ -114,7 +115,6 @@ def ddp_tables(single_path, ddp_paths, torch_path):
 
 def speed_table(d):
     """scripts/ddp_speed.sh's CSVs in d: bucket against one GPU, before and after the carve-out."""
-    import os
     print("| model | precision | 1 GPU step (ms) | 1 GPU backward (ms) | bucket, no carve-out or cap (ms) | its backward (ms) | "
           "bucket (ms) | its backward (ms) | its exposed comm (ms) | bucket / 1 GPU, no carve-out or cap | "
           "bucket / 1 GPU | bucket 100 MB (ms) | bucket 100 MB / 1 GPU | PyTorch DDP (ms) | PyTorch DDP / bucket |")

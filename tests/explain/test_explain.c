@@ -16,6 +16,16 @@
 
 #define US 1000ull
 
+/* g re-timed under the one rule `text` into t. */
+static void retime_under(const struct graph *g, const char *text, struct graph_times *t)
+{
+	struct graph_rule rule;
+
+	CHECK(graph_rule_parse(&rule, text) == 0, "%s", text);
+	CHECK(graph_retime(g, &rule, 1, NULL, t) == 0, "%s", text);
+	free((char *)rule.pattern);
+}
+
 static struct replay_ranks one(const struct replay **rps)
 {
 	static int64_t zero[1];
@@ -57,7 +67,6 @@ static void test_launch_bound(void)
 	struct explain_summary s;
 	struct graph g;
 	struct graph_times t;
-	struct graph_rule rule;
 
 	build_launch_bound(&rp);
 	CHECK(graph_build(&g, rps, 1, NULL) == 0);
@@ -76,8 +85,7 @@ static void test_launch_bound(void)
 	}
 	graph_times_release(&t);
 	/* as one CUDA graph: the kernels back to back from 10 us */
-	CHECK(graph_rule_parse(&rule, "graph") == 0);
-	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	retime_under(&g, "graph", &t);
 	CHECK_U64(t.start[g.act_node[0][0]], 10 * US);
 	CHECK_U64(t.end[g.act_node[0][9]], 310 * US);
 	graph_times_release(&t);
@@ -120,7 +128,6 @@ static void test_sync_stall(void)
 	struct builder b;
 	struct graph g;
 	struct graph_times t;
-	struct graph_rule rule;
 
 	builder_init(&b);
 	builder_open_replay(&b, &rp);
@@ -140,8 +147,7 @@ static void test_sync_stall(void)
 		CHECK(sync->bind_end >= 0 && g.edges[sync->bind_end].kind == GE_SYNC);
 		CHECK_U64(sync->own, 5 * US);
 	}
-	CHECK(graph_rule_parse(&rule, "no-sync") == 0);
-	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	retime_under(&g, "no-sync", &t);
 	CHECK_U64(t.end[g.api_node[0][1]], 25 * US);
 	CHECK_U64(t.start[g.api_node[0][2]], 120 * US);
 	CHECK_U64(t.start[g.act_node[0][1]], 500 * US);
@@ -179,7 +185,6 @@ static void test_wait(void)
 	struct builder b;
 	struct graph g;
 	struct graph_times t;
-	struct graph_rule rule;
 	const struct graph_node *k2;
 
 	builder_init(&b);
@@ -191,11 +196,9 @@ static void test_wait(void)
 	CHECK(graph_build(&g, rps, 1, NULL) == 0);
 	k2 = &g.nodes[g.act_node[0][1]];
 	CHECK(k2->bind >= 0 && g.edges[k2->bind].kind == GE_WAIT);
-	CHECK(graph_rule_parse(&rule, "kernels:k1=0.5") == 0);
-	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	retime_under(&g, "kernels:k1=0.5", &t);
 	CHECK_U64(t.end[g.act_node[0][0]], 50 * US);
 	CHECK_U64(t.start[g.act_node[0][1]], 53 * US);
-	free((char *)rule.pattern);
 	graph_times_release(&t);
 	graph_release(&g);
 	replay_release(&rp);
@@ -216,7 +219,6 @@ static void test_poll(void)
 	struct builder b;
 	struct graph g;
 	struct graph_times t;
-	struct graph_rule rule;
 	int32_t done;
 
 	builder_init(&b);
@@ -238,13 +240,11 @@ static void test_poll(void)
 	for (size_t i = 0; i < g.n_nodes; i++)
 		CHECK_U64(t.start[i], g.nodes[i].start);
 	graph_times_release(&t);
-	CHECK(graph_rule_parse(&rule, "kernels:k=0.5") == 0);
-	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	retime_under(&g, "kernels:k=0.5", &t);
 	CHECK_U64(t.end[g.act_node[0][0]], 255 * US);
 	CHECK_U64(t.start[done], 257 * US);
 	CHECK_U64(t.start[g.api_node[0][6]], 265 * US);
 	CHECK_U64(t.start[g.act_node[0][1]], 275 * US);
-	free((char *)rule.pattern);
 	graph_times_release(&t);
 	graph_release(&g);
 	replay_release(&rp);
@@ -260,6 +260,7 @@ static void test_rules(void)
 	CHECK(graph_rule_parse(&r, "kernels:<10us=0") == 0 && r.below == 10 * US && !r.pattern);
 	CHECK(graph_rule_parse(&r, "ranks=8") == 0 && r.kind == GR_RANKS && r.ranks == 8);
 	CHECK(graph_rule_parse(&r, "comm-bw=2") == 0 && r.kind == GR_COMM_BW && r.factor == 2);
+	CHECK(graph_rule_parse(&r, "no-contention") == 0 && r.kind == GR_NO_CONTENTION);
 	fprintf(stderr, "(six error lines expected)\n");
 	CHECK(graph_rule_parse(&r, "ranks=1") < 0);
 	CHECK(graph_rule_parse(&r, "comm-bw=0") < 0);
@@ -316,7 +317,6 @@ static void test_contention(void)
 	struct builder b;
 	struct graph g;
 	struct graph_times t;
-	struct graph_rule rule;
 	double *f;
 	bool found = false;
 
@@ -341,8 +341,7 @@ static void test_contention(void)
 	for (size_t i = 0; i < rp.n_activities; i++)
 		CHECK_NEAR(f[g.act_node[0][i]], i == 3 ? 0.5 : 1, 1e-12);
 	free(f);
-	CHECK(graph_rule_parse(&rule, "no-contention") == 0 && rule.kind == GR_NO_CONTENTION);
-	CHECK(graph_retime(&g, &rule, 1, NULL, &t) == 0);
+	retime_under(&g, "no-contention", &t);
 	CHECK_U64(t.start[g.act_node[0][3]], 230 * US);
 	CHECK_U64(t.end[g.act_node[0][3]], 330 * US);
 	CHECK_U64(t.end[g.act_node[0][0]], 110 * US);
