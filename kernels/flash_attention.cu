@@ -27,6 +27,7 @@
 
 #include "kernels/common.cuh"
 #include "kernels/flash_attention.h"
+#include "kernels/flash_attention_sm90.h"
 
 typedef __nv_bfloat16 bf16;
 
@@ -1343,6 +1344,9 @@ static bool flash_args_ok(int bh, int t, int d_head, float scale, enum st_dtype 
 	return true;
 }
 
+/* flash_attention_set_forward_path's choice */
+static volatile enum flash_fwd_path fwd_path = FLASH_FWD_AUTO;
+
 extern "C" cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const void *k,
 					       const void *v, int bh, int t, int d_head, float scale,
 					       bool causal, enum st_dtype dtype, cudaStream_t stream)
@@ -1356,7 +1360,23 @@ extern "C" cudaError_t flash_attention_forward(void *o, float *lse, const void *
 		return cudaSuccess;
 	a.o = o, a.lse = lse, a.q = q, a.k = k, a.v = v;
 	a.bh = bh, a.t = t, a.d = d_head, a.scale = scale, a.causal = causal, a.stream = stream;
-	return dtype == ST_DT_BF16 ? fwd_bf16_any(a) : fwd_simt_any<float>(a);
+	if (dtype != ST_DT_BF16)
+		return fwd_simt_any<float>(a);
+	if (fwd_path == FLASH_FWD_AUTO && bh <= 65535 && flash_sm90_supported(d_head))
+		return flash_sm90_forward(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);
+	return fwd_bf16_any(a);
+}
+
+extern "C" void flash_attention_set_forward_path(enum flash_fwd_path path)
+{
+	fwd_path = path;
+}
+
+extern "C" const char *flash_attention_forward_kernel(int d_head, enum st_dtype dtype)
+{
+	if (dtype != ST_DT_BF16)
+		return "simt";
+	return fwd_path == FLASH_FWD_AUTO && flash_sm90_supported(d_head) ? "sm90" : "fa2";
 }
 
 static size_t align256(size_t n)

@@ -45,6 +45,23 @@ cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const vo
 				    const void *v, int bh, int t, int d_head, float scale,
 				    bool causal, enum st_dtype dtype, cudaStream_t stream);
 
+/*
+ * Which kernels flash_attention_forward runs under BF16: FLASH_FWD_AUTO (the
+ * default) the Hopper kernel (wgmma, TMA bulk copies, warp specialisation;
+ * flash_attention_sm90.h) where it runs, compute capability 9.0 and d_head
+ * up to 128, FlashAttention-2 elsewhere; FLASH_FWD_FA2 always
+ * FlashAttention-2. Process-wide, for benchmarks and tests.
+ */
+enum flash_fwd_path { FLASH_FWD_AUTO, FLASH_FWD_FA2 };
+void flash_attention_set_forward_path(enum flash_fwd_path path);
+
+/*
+ * The forward kernels flash_attention_forward would run for d_head and
+ * dtype on the current device now: "sm90" (Hopper), "fa2" (BF16
+ * FlashAttention-2) or "simt" (F32, CUDA cores).
+ */
+const char *flash_attention_forward_kernel(int d_head, enum st_dtype dtype);
+
 /* Bytes of device workspace flash_attention_backward needs (256-byte aligned start). */
 size_t flash_attention_backward_workspace(int bh, int t, int d_head);
 

@@ -8,6 +8,9 @@ causal attention at batch 8, 1 head, d_head 16/32/64/128 and seq 256 ..
 16,384 (SDPA also 32,768):
   - sdpa:  F.scaled_dot_product_attention(q, k, v, is_causal=True), forced
            onto its flash backend (SDPBackend.FLASH_ATTENTION), BF16;
+  - default: the same call with no backend forced, BF16: what PyTorch picks
+           (cuDNN's fused attention on an H100 with PyTorch 2.11; the
+           kernels it ran are printed once, from torch.profiler);
   - naive: the seeds' attention, scores = q k^T / sqrt(d), causal mask,
            softmax, @ v, in BF16 and (--fp32-too) FP32.
 Forward with autograd recording (what a training step runs); backward is
@@ -15,7 +18,7 @@ out.backward(dout) after a fresh forward. TFLOP/s count the causal half:
 forward 4 B H T^2 d / 2, backward 2.5 times that. A configuration that does
 not fit prints an OOM row, its memory is returned and the sweep goes on.
 
-  python3 scripts/torch_attention.py [--impl sdpa,naive] [--d-head 16,32,64,128]
+  python3 scripts/torch_attention.py [--impl default,sdpa,naive] [--d-head 16,32,64,128]
       [--seq 256,1024,4096,8192,16384] [--runs 20] [--fp32-too] [--flash LOG]
       [--steptrace CSV]
 
@@ -55,7 +58,25 @@ def sdpa_attention(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-IMPLS = {"sdpa": sdpa_attention, "naive": naive_attention}
+def default_attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+IMPLS = {"sdpa": sdpa_attention, "default": default_attention, "naive": naive_attention}
+
+
+def default_kernels(d):
+    """The CUDA kernels SDPA's default backend runs, forward and backward, at d_head d."""
+    q, k, v = (torch.randn(1, 1, 1024, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    default_attention(q, k, v).sum().backward()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        default_attention(q, k, v).sum().backward()
+        torch.cuda.synchronize()
+    names = {e.key for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA}
+    return sorted(n[:90] for n in names if any(w in n.lower() for w in
+                                              ("sdpa", "fmha", "flash", "attention", "cudnn")))
 
 
 def median_ms(prepare, timed, runs, warmup):
@@ -107,7 +128,7 @@ def bench(impl, dtype, d, t, batch, heads, runs, warmup):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--impl", default="sdpa,naive")
+    ap.add_argument("--impl", default="default,sdpa,naive")
     ap.add_argument("--d-head", default="16,32,64,128")
     ap.add_argument("--seq", default="256,1024,4096,8192,16384")
     ap.add_argument("--sdpa-extra-seq", default="32768")
@@ -128,9 +149,12 @@ def main():
     print(f"{'impl':<18} {'dt':<4} {'d':>4} {'seq':>6} {'fwd_ms':>9} {'fwd_tf':>7} {'bwd_ms':>9} {'bwd_tf':>7} "
           f"{'before_mib':>9} {'peak_mib':>9}")
     rows = []
+    if "default" in a.impl.split(","):
+        for d in ds:
+            print(f"# SDPA default backend, d_head {d}: " + "; ".join(default_kernels(d)), flush=True)
     for impl in a.impl.split(","):
         for d in ds:
-            for t in seqs + (extra if impl == "sdpa" else []):
+            for t in seqs + (extra if impl in ("sdpa", "default") else []):
                 rows.append((impl, torch.bfloat16, d, t))
     if a.fp32_too:
         rows += [("naive", torch.float32, d, t) for d in ds for t in seqs]
@@ -210,15 +234,18 @@ def steptrace_tables(paths, results, bh):
         flops = 4.0 * bh * t * t * d / 2 * (2.5 if i else 1)
         return f"{r[i]:.3f} ({flops / r[i] / 1e9:.0f})"
 
-    impls = [(st, "flash"), (results, "sdpa"), (st, "naive"), (results, "naive")]
-    print("\n| dtype | d_head | seq | flash fwd | SDPA fwd | naive fwd | torch naive fwd "
-          "| flash bwd | SDPA bwd | naive bwd | torch naive bwd |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    impls = [(st, "flash"), (results, "default"), (results, "sdpa"), (st, "naive"),
+             (results, "naive")]
+    print("\n| dtype | d_head | seq | flash fwd | SDPA default fwd | SDPA FA2 fwd | naive fwd "
+          "| torch naive fwd | flash bwd | SDPA default bwd | SDPA FA2 bwd | naive bwd "
+          "| torch naive bwd |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for dt, d, t in keys:
         cells = [cell(src, impl, dt, d, t, i) for i in (0, 1) for src, impl in impls]
         print(f"| {dt} | {d} | {t} | " + " | ".join(cells) + " |")
-    print("\n| dtype | d_head | seq | flash before bwd / peak | SDPA | naive | torch naive |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| dtype | d_head | seq | flash before bwd / peak | SDPA default | SDPA FA2 | naive "
+          "| torch naive |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for dt, d, t in keys:
         cells = []
         for src, impl in impls:

@@ -13,6 +13,10 @@
  *                            launchers (err: worst relative error of o, or
  *                            of dq, dk, dv)
  *
+ *   flash_bench paths        the BF16 forward's kernels: the default (sm90 on
+ *                            an H100) against FlashAttention-2, d_head 64 and
+ *                            128, seq 1024 .. 32768, causal and full (full/...)
+ *
  * One line per configuration: impl dtype d_head seq fwd_ms fwd_tflops bwd_ms bwd_tflops.
  */
 #include <math.h>
@@ -29,6 +33,8 @@
 #define HEADS 1
 #define WARMUP 3
 #define RUNS 20
+
+static bool causal = true;   /* `paths` times full attention too */
 
 #ifdef FLASH_ATTENTION_VARIANTS
 int flash_dev_variants(void);
@@ -146,10 +152,10 @@ static cudaError_t launch(int what, int variant, struct bufs *b, int bh, int t, 
 #endif
 	(void)variant;
 	if (what == 0)
-		return flash_attention_forward(b->o, b->lse, b->q, b->k, b->v, bh, t, d, scale, true,
+		return flash_attention_forward(b->o, b->lse, b->q, b->k, b->v, bh, t, d, scale, causal,
 					       dt, 0);
 	return flash_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->o,
-					b->lse, b->ws, bh, t, d, scale, true, dt, 0);
+					b->lse, b->ws, bh, t, d, scale, causal, dt, 0);
 }
 
 /* Median milliseconds of `what` (the forward runs once first when timing the backward). */
@@ -191,7 +197,7 @@ static void bench(const char *impl, int variant, int d, int t, enum st_dtype dt)
 	struct bufs b = { 0 };
 	int bh = BATCH * HEADS;
 	size_t es = dt == ST_DT_BF16 ? 2 : 4, n = (size_t)bh * t * d;
-	double fwd_flops = 4.0 * bh * (double)t * t * d / 2;
+	double fwd_flops = 4.0 * bh * (double)t * t * d / (causal ? 2 : 1);
 	float f = -1, g = -1;
 	void **all[] = { &b.q, &b.k, &b.v, &b.o, &b.dout, &b.dq, &b.dk, &b.dv };
 
@@ -278,6 +284,22 @@ int main(int argc, char **argv)
 #else
 		printf("built without -DFLASH_ATTENTION_VARIANTS\n");
 #endif
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "paths")) {
+		/* the BF16 forward's two kernel families, causal and not, d_head 64 and 128 */
+		int tp[] = { 1024, 4096, 8192, 16384, 32768 };
+		for (int c = 1; c >= 0; c--)
+			for (int i = 2; i < 4; i++)
+				for (int j = 0; j < 5; j++) {
+					causal = c;
+					flash_attention_set_forward_path(FLASH_FWD_AUTO);
+					bench(c ? flash_attention_forward_kernel(ds[i], ST_DT_BF16)
+						: "full/auto", -1, ds[i], tp[j], ST_DT_BF16);
+					flash_attention_set_forward_path(FLASH_FWD_FA2);
+					bench(c ? "fa2" : "full/fa2", -1, ds[i], tp[j], ST_DT_BF16);
+				}
+		flash_attention_set_forward_path(FLASH_FWD_AUTO);
 		return 0;
 	}
 	if (argc > 2) {

@@ -1,10 +1,12 @@
 /*
  * test_flash: FlashAttention forward and backward (kernels/flash_attention.h)
  * against a double-precision CPU reference written here, at awkward sizes
- * (T = 1, 77, 1000; d_head 40 and 128, and 16, 24, 64, 80, 96, 136, 256 at
+ * (T = 1, 77, 129, 256, 1000; d_head 40, 64 and 128, and 16, 24, 64, 80, 96, 136, 256 at
  * small T), causal and not, F32 and BF16; and large cases (T 4096, d_head
- * 64; 20 heads of T 2048, d_head 32 and 64; BF16) against a naive FP32
- * attention on the GPU (flash_naive.cu).
+ * 64; 20 heads of T 2048, d_head 32 and 64; 3 heads of T 3000, d_head 128;
+ * BF16) against a naive FP32 attention on the GPU (flash_naive.cu). Where
+ * the BF16 forward runs the Hopper kernels (flash_attention_sm90.cu), each
+ * BF16 case checks FlashAttention-2's forward too, on the same inputs.
  * Inputs are fresh random normals (never zeros); outputs are poisoned with
  * NaN before each run, so an element left unwritten fails.
  *
@@ -239,6 +241,7 @@ struct flash_run {
 	void *gq, *gk, *gv, *gdout;                /* device inputs */
 	void *o, *dq, *dk, *dv, *ws;               /* device outputs and workspace */
 	float *lse;
+	const char *path;                          /* the forward's kernels, as run_forward ran them */
 };
 
 static void run_init(struct flash_run *r, int bh, int t, int d, bool causal, enum st_dtype dt)
@@ -268,6 +271,7 @@ static void run_release(struct flash_run *r)
 
 static void run_forward(struct flash_run *r)
 {
+	r->path = flash_attention_forward_kernel(r->d, r->dt);
 	CUDA_OK(flash_attention_forward(r->o, r->lse, r->gq, r->gk, r->gv, r->bh, r->t, r->d,
 					r->scale, r->causal, r->dt, 0));
 }
@@ -291,12 +295,30 @@ static void run_check(const struct flash_run *r, const char *what, const void *g
 	double err = rel_err(g, want, n);
 	double tol = r->dt == ST_DT_F32 ? 1e-5 : is_lse ? 1e-4 : 1e-2;
 
-	printf("  %-4s bh %d t %5d d %3d %-6s %-4s rel err %.3e (tol %.0e) %s\n", what, r->bh,
-	       r->t, r->d, r->causal ? "causal" : "full", dt_name(r->dt), err, tol,
+	printf("  %-4s bh %d t %5d d %3d %-6s %-4s fwd %-4s rel err %.3e (tol %.0e) %s\n", what,
+	       r->bh, r->t, r->d, r->causal ? "causal" : "full", dt_name(r->dt), r->path, err, tol,
 	       err <= tol ? "ok" : "FAIL");
-	CHECK(err <= tol, "%s bh %d t %d d %d %s %s: rel err %.3e > %.0e", what, r->bh, r->t, r->d,
-	      r->causal ? "causal" : "full", dt_name(r->dt), err, tol);
+	CHECK(err <= tol, "%s bh %d t %d d %d %s %s fwd %s: rel err %.3e > %.0e", what, r->bh, r->t,
+	      r->d, r->causal ? "causal" : "full", dt_name(r->dt), r->path, err, tol);
 	free(g);
+}
+
+/*
+ * Where the forward ran the Hopper kernels, FlashAttention-2's forward on
+ * the same inputs against the same reference (into poisoned outputs), so
+ * both stay tested on a Hopper GPU.
+ */
+static void fa2_forward_too(struct flash_run *r, const double *o, const double *lse)
+{
+	if (strcmp(r->path, "sm90"))
+		return;
+	CUDA_OK(cudaMemset(r->o, 0xff, r->n * dtype_size(r->dt)));
+	CUDA_OK(cudaMemset(r->lse, 0xff, (size_t)r->bh * r->t * sizeof(float)));
+	flash_attention_set_forward_path(FLASH_FWD_FA2);
+	run_forward(r);
+	flash_attention_set_forward_path(FLASH_FWD_AUTO);
+	run_check(r, "o", r->o, o, r->n);
+	run_check(r, "lse", r->lse, lse, (size_t)r->bh * r->t);
 }
 
 /* Forward and backward of one configuration against the CPU reference. */
@@ -318,6 +340,7 @@ static void case_cpu(int bh, int t, int d, bool causal, enum st_dtype dt)
 	CUDA_OK(cudaMemset(r.dq, 0xff, r.n * dtype_size(dt)));
 	run_backward(&r);
 	run_check(&r, "dq'", r.dq, ref.dq, r.n);
+	fa2_forward_too(&r, ref.o, ref.lse);
 	ref_free(&ref);
 	run_release(&r);
 }
@@ -347,6 +370,9 @@ static void case_naive(int bh, int t, int d, bool causal, enum st_dtype dt)
 		run_check(&r, c[i].name, c[i].got, want, c[i].n);
 		free(want);
 	}
+	double *want_o = download(o, r.n, ST_DT_F32), *want_lse = download(lse, rows, ST_DT_F32);
+	fa2_forward_too(&r, want_o, want_lse);
+	free(want_o), free(want_lse);
 	void *bufs[] = { o, lse, dq, dk, dv };
 	free_device(bufs, sizeof(bufs) / sizeof(bufs[0]));
 	run_release(&r);
@@ -402,6 +428,9 @@ int main(int argc, char **argv)
 			for (int j = 0; j < 8; j++)
 				case_cpu(2, 77, small_ds[j], causal, dt);
 			case_cpu(1, quick ? 130 : 333, 64, causal, dt);
+			/* the Hopper forward's tile edges: 128 query rows, 128 keys a tile */
+			case_cpu(2, 256, 128, causal, dt);
+			case_cpu(2, 129, 64, causal, dt);
 		}
 	if (!quick) {
 		for (int causal = 0; causal < 2; causal++)
@@ -409,6 +438,8 @@ int main(int argc, char **argv)
 		/* grids that fill an H100 twice over, where the backward takes wider warp tiles */
 		case_naive(20, 2048, 64, true, ST_DT_BF16);
 		case_naive(20, 2048, 32, false, ST_DT_BF16);
+		for (int causal = 0; causal < 2; causal++)
+			case_naive(3, 3000, 128, causal, ST_DT_BF16);
 	}
 	return check_done("test_flash");
 }

@@ -1,0 +1,445 @@
+/*
+ * flash_attention_sm90.cu: the BF16 FlashAttention forward on Hopper's own
+ * instructions (compiled for sm_90a only): a FlashAttention-3-style kernel
+ * with warp specialisation. One CTA takes 128 query rows of one head and
+ * three warpgroups: the first is the producer, whose one thread loads Q
+ * once and every K and V tile with TMA bulk copies (cp.async.bulk.tensor,
+ * 128-byte swizzle, completion counted on mbarriers) into a two-stage ring;
+ * the other two are consumers of 64 rows each, computing S = Q K^T with
+ * wgmma from shared memory, the online softmax in registers, and O += P V
+ * with wgmma taking P from registers (the S accumulator's layout is the A
+ * operand's) and V N-major from shared memory. A consumer releases a stage
+ * as soon as its products have read it, so the producer's next loads run
+ * under the softmax; the two consumers' softmax and products interleave on
+ * the SM.
+ *
+ * d_head is padded to 64 or 128 (TMA fills the columns past d_head with
+ * zeros, which add nothing to Q K^T; P V's extra columns are not stored),
+ * rows past t likewise. Same contract as flash_attention_forward
+ * (flash_attention.h): head-major (bh, t, d_head) BF16, lse natural log.
+ */
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/flash_attention_sm90.h"
+
+namespace {
+
+constexpr int BM = 128;     /* query rows a CTA: two consumer warpgroups of 64 */
+constexpr int BN = 128;     /* keys a tile */
+constexpr int STAGES = 2;   /* K and V tiles in flight */
+constexpr int THREADS = 384;
+
+template <int D> struct sm90_layout {
+	static constexpr int ATOMS = D / 64;              /* 128-byte column blocks */
+	static constexpr int Q_BYTES = BM * D * 2;
+	static constexpr int KV_BYTES = BN * D * 2;       /* one of K or V, one stage */
+	static constexpr int Q_OFF = 0;
+	static constexpr int K_OFF = Q_BYTES;
+	static constexpr int V_OFF = K_OFF + STAGES * KV_BYTES;
+	static constexpr int BAR_OFF = V_OFF + STAGES * KV_BYTES;
+	static constexpr int SMEM = BAR_OFF + 8 * (1 + 4 * STAGES) + 1024;  /* + alignment */
+};
+
+/* Device code for sm_90a only (wgmma, setmaxnreg); other targets get an empty kernel. */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr float LN2 = 0.69314718055994530942f;
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+		     : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+/* Until the phase of the given parity has completed. */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+	uint32_t done;
+
+	do {
+		asm volatile("{\n.reg .pred p;\n"
+			     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+			     "selp.u32 %0, 1, 0, p;\n}\n"
+			     : "=r"(done)
+			     : "r"(bar), "r"(parity)
+			     : "memory");
+	} while (!done);
+}
+
+/* One box of a 3-D tensor map (columns, rows, head) into shared memory, counted on bar. */
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, int c0, int c1,
+					 int c2, uint32_t bar)
+{
+	asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+		     " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+		     "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+		     : "memory");
+}
+
+/*
+ * Shared-memory matrix descriptor, 128-byte swizzle: start address, leading
+ * and stride byte offsets (each >> 4), layout type 1 in bits 62-63.
+ */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+	return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
+	       ((uint64_t)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence()
+{
+	asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit()
+{
+	asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_wait0()
+{
+	asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+
+/* Keeps the compiler from moving reads or writes of an accumulator across a wgmma wait. */
+template <int N> __device__ __forceinline__ void reg_fence(float (&r)[N])
+{
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		asm volatile("" : "+f"(r[i])::"memory");
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+
+	return *(uint32_t *)&v;
+}
+
+/* d (64 x 128, this thread's 64) += A (smem, K-major) B (smem, K-major)^T; d = A B when !acc */
+__device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+		     "%64, %65, p, 1, 1, 0, 0;\n}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
+/* d (64 x 64, this thread's 32) += A (registers, BF16 pairs) B (smem, N-major) */
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+		     "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+
+#endif
+
+/*
+ * Grid (query blocks, bh); causal grids take the longest blocks first.
+ * Smem: Q (ATOMS column blocks of BM rows x 128 B), STAGES K tiles and
+ * STAGES V tiles (ATOMS blocks of BN rows x 128 B each), then the mbarriers:
+ * q_full, k_full[S], v_full[S], k_empty[S], v_empty[S].
+ */
+template <int D>
+__global__ void __launch_bounds__(THREADS, 1)
+flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
+	       const __grid_constant__ CUtensorMap qmap, const __grid_constant__ CUtensorMap kmap,
+	       const __grid_constant__ CUtensorMap vmap, int t, int d, float scale_log2,
+	       int causal)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	typedef sm90_layout<D> L;
+	extern __shared__ __align__(1024) unsigned char smem_raw[];
+	const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+	const uint32_t sq = base + L::Q_OFF, sk = base + L::K_OFF, sv = base + L::V_OFF;
+	const uint32_t bars = base + L::BAR_OFF;
+	const uint32_t q_full = bars;
+	auto k_full = [&](int s) { return bars + 8 * (1 + s); };
+	auto v_full = [&](int s) { return bars + 8 * (1 + STAGES + s); };
+	auto k_empty = [&](int s) { return bars + 8 * (1 + 2 * STAGES + s); };
+	auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * STAGES + s); };
+
+	const int mb = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+	const int m0 = mb * BM, head = blockIdx.y;
+	const int kv_end = causal ? min(t, m0 + BM) : t;
+	const int tiles = (kv_end + BN - 1) / BN;
+	const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+
+	if (threadIdx.x == 0) {
+		mbar_init(q_full, 1);
+		for (int s = 0; s < STAGES; s++) {
+			mbar_init(k_full(s), 1);
+			mbar_init(v_full(s), 1);
+			mbar_init(k_empty(s), 256);
+			mbar_init(v_empty(s), 256);
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+	}
+	__syncthreads();
+
+	if (wg == 0) {
+		/* producer: one thread issues every copy */
+		asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+		if (tid != 0)
+			return;
+		mbar_expect_tx(q_full, L::Q_BYTES);
+		for (int a = 0; a < L::ATOMS; a++)
+			tma_load(sq + a * BM * 128, &qmap, a * 64, m0, head, q_full);
+		for (int j = 0; j < tiles; j++) {
+			int s = j % STAGES;
+			uint32_t ph = (j / STAGES) & 1;
+
+			mbar_wait(k_empty(s), ph ^ 1);
+			mbar_expect_tx(k_full(s), L::KV_BYTES);
+			for (int a = 0; a < L::ATOMS; a++)
+				tma_load(sk + s * L::KV_BYTES + a * BN * 128, &kmap, a * 64, j * BN,
+					 head, k_full(s));
+			mbar_wait(v_empty(s), ph ^ 1);
+			mbar_expect_tx(v_full(s), L::KV_BYTES);
+			for (int a = 0; a < L::ATOMS; a++)
+				tma_load(sv + s * L::KV_BYTES + a * BN * 128, &vmap, a * 64, j * BN,
+					 head, v_full(s));
+		}
+		return;
+	}
+
+	/* consumers: warpgroup c (1 or 2) owns query rows m0 + 64 (c - 1) ... + 63 */
+	asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+	const int warp = tid / 32, lane = tid % 32, g = lane / 4, tq = lane % 4;
+	const int wrow0 = m0 + 64 * (wg - 1);            /* the warpgroup's first row */
+	const int row0 = wrow0 + warp * 16 + g;          /* this thread's rows: row0, row0 + 8 */
+	const uint32_t sq_wg = sq + (wg - 1) * 64 * 128;
+
+	float acc[L::ATOMS][32];
+	float mx[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
+#pragma unroll
+	for (int a = 0; a < L::ATOMS; a++)
+#pragma unroll
+		for (int i = 0; i < 32; i++)
+			acc[a][i] = 0.0f;
+
+	mbar_wait(q_full, 0);
+	for (int j = 0; j < tiles; j++) {
+		const int s = j % STAGES, n0 = j * BN;
+		const uint32_t ph = (j / STAGES) & 1;
+		float sc[64];
+
+		mbar_wait(k_full(s), ph);
+		wgmma_fence();
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+			uint32_t qa = sq_wg + (kk / 4) * BM * 128 + (kk % 4) * 32;
+			uint32_t ka = sk + s * L::KV_BYTES + (kk / 4) * BN * 128 + (kk % 4) * 32;
+			wgmma_ss_n128(sc, desc_sw128(qa, 16, 1024), desc_sw128(ka, 16, 1024), kk > 0);
+		}
+		wgmma_commit();
+		wgmma_wait0();
+		reg_fence(sc);
+		mbar_arrive(k_empty(s));
+
+		/* mask keys past t and, when causal, past the row */
+		if (n0 + BN > t || (causal && n0 + BN - 1 > wrow0)) {
+#pragma unroll
+			for (int jn = 0; jn < 16; jn++)
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					int col = n0 + jn * 8 + 2 * tq + (e & 1);
+					int row = row0 + (e >> 1) * 8;
+					if (col >= t || (causal && col > row))
+						sc[jn * 4 + e] = -INFINITY;
+				}
+		}
+		/* online softmax, in units of log2 */
+		float alpha[2];
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			float m = mx[h];
+#pragma unroll
+			for (int jn = 0; jn < 16; jn++)
+				m = fmaxf(m, fmaxf(sc[jn * 4 + 2 * h], sc[jn * 4 + 2 * h + 1]) * scale_log2);
+			m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+			m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+			alpha[h] = exp2f(mx[h] - m);
+			mx[h] = m;
+			float sum = 0.0f;
+#pragma unroll
+			for (int jn = 0; jn < 16; jn++)
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					float p = exp2f(sc[jn * 4 + 2 * h + e] * scale_log2 - m);
+					sc[jn * 4 + 2 * h + e] = p;
+					sum += p;
+				}
+			l[h] = l[h] * alpha[h] + sum;
+		}
+#pragma unroll
+		for (int a = 0; a < L::ATOMS; a++)
+#pragma unroll
+			for (int i = 0; i < 32; i++)
+				acc[a][i] *= alpha[(i >> 1) & 1];
+		uint32_t pa[8][4];
+#pragma unroll
+		for (int kk = 0; kk < 8; kk++) {
+			pa[kk][0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);
+			pa[kk][1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);
+			pa[kk][2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);
+			pa[kk][3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
+		}
+
+		mbar_wait(v_full(s), ph);
+		wgmma_fence();
+#pragma unroll
+		for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+			for (int a = 0; a < L::ATOMS; a++) {
+				uint32_t va = sv + s * L::KV_BYTES + a * BN * 128 + kk * 2048;
+				wgmma_rs_n64(acc[a], pa[kk], desc_sw128(va, 1024, 1024));
+			}
+		wgmma_commit();
+		wgmma_wait0();
+#pragma unroll
+		for (int a = 0; a < L::ATOMS; a++)
+			reg_fence(acc[a]);
+		mbar_arrive(v_empty(s));
+	}
+
+	/* the row sums over the quad, then O / l and the log-sum-exp */
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+		l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+	}
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		int row = row0 + 8 * h;
+		if (row >= t)
+			continue;
+		float inv = 1.0f / l[h];
+		__nv_bfloat16 *orow = o + ((size_t)head * t + row) * d;
+#pragma unroll
+		for (int a = 0; a < L::ATOMS; a++)
+#pragma unroll
+			for (int jn = 0; jn < 8; jn++) {
+				int col = a * 64 + jn * 8 + 2 * tq;
+				if (col < d)
+					*(uint32_t *)(orow + col) =
+						pack_bf16(acc[a][jn * 4 + 2 * h] * inv,
+							  acc[a][jn * 4 + 2 * h + 1] * inv);
+			}
+		if (lse && tq == 0)
+			lse[(size_t)head * t + row] = (mx[h] + log2f(l[h])) * LN2;
+	}
+#endif
+}
+
+typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+				    const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+				    const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+				    CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/* The driver's cuTensorMapEncodeTiled, found once without linking libcuda. */
+encode_tiled_fn encode_tiled()
+{
+	static encode_tiled_fn fn = [] {
+		void *p = NULL;
+		cudaDriverEntryPointQueryResult q;
+		if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+						     cudaEnableDefault, &q) != cudaSuccess ||
+		    q != cudaDriverEntryPointSuccess)
+			p = NULL;
+		return (encode_tiled_fn)p;
+	}();
+	return fn;
+}
+
+/* (d, t, bh) BF16 as boxes of 64 columns x rows x 1 head, 128-byte swizzle, zeros outside. */
+bool tensor_map(CUtensorMap *m, const void *base, int d, int t, int bh, int rows)
+{
+	encode_tiled_fn enc = encode_tiled();
+	cuuint64_t dims[3] = { (cuuint64_t)d, (cuuint64_t)t, (cuuint64_t)bh };
+	cuuint64_t strides[2] = { (cuuint64_t)d * 2, (cuuint64_t)t * d * 2 };
+	cuuint32_t box[3] = { 64, (cuuint32_t)rows, 1 }, elem[3] = { 1, 1, 1 };
+
+	return enc && enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dims, strides, box,
+			  elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+			  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+			  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int D> bool kernel_ready()
+{
+	static const bool ok = [] {
+		cudaFuncAttributes fa;
+		return cudaFuncGetAttributes(&fa, flash_fwd_sm90<D>) == cudaSuccess &&
+		       fa.binaryVersion == 90 &&
+		       cudaFuncSetAttribute(flash_fwd_sm90<D>,
+					    cudaFuncAttributeMaxDynamicSharedMemorySize,
+					    sm90_layout<D>::SMEM) == cudaSuccess;
+	}();
+	return ok;
+}
+
+template <int D>
+cudaError_t launch(void *o, float *lse, const void *q, const void *k, const void *v, int bh,
+		   int t, int d, float scale, bool causal, cudaStream_t stream)
+{
+	CUtensorMap qm, km, vm;
+
+	if (!tensor_map(&qm, q, d, t, bh, BM) || !tensor_map(&km, k, d, t, bh, BN) ||
+	    !tensor_map(&vm, v, d, t, bh, BN))
+		return cudaErrorInvalidValue;
+	dim3 grid((unsigned)((t + BM - 1) / BM), (unsigned)bh);
+	flash_fwd_sm90<D><<<grid, THREADS, sm90_layout<D>::SMEM, stream>>>(
+		(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
+		causal ? 1 : 0);
+	return cudaGetLastError();
+}
+
+} /* namespace */
+
+extern "C" int flash_sm90_supported(int d_head)
+{
+	int dev, major, minor;
+
+	if (d_head < 8 || d_head > 128 || d_head % 8 || cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
+	    major != 9 || minor != 0 || !encode_tiled())
+		return 0;
+	return d_head <= 64 ? kernel_ready<64>() : kernel_ready<128>();
+}
+
+extern "C" cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, const void *k,
+					  const void *v, int bh, int t, int d_head, float scale,
+					  bool causal, cudaStream_t stream)
+{
+	if (bh > 65535)
+		return cudaErrorInvalidValue;
+	return d_head <= 64 ? launch<64>(o, lse, q, k, v, bh, t, d_head, scale, causal, stream)
+			    : launch<128>(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);
+}

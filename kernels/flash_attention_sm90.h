@@ -1,0 +1,35 @@
+/*
+ * flash_attention_sm90.h: the BF16 FlashAttention forward on Hopper's wgmma,
+ * TMA and warp specialisation (flash_attention_sm90.cu, built for sm_90a).
+ * flash_attention.cu dispatches to it; nothing else calls it.
+ */
+#ifndef STEPTRACE_KERNELS_FLASH_ATTENTION_SM90_H
+#define STEPTRACE_KERNELS_FLASH_ATTENTION_SM90_H
+
+#include <stdbool.h>
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * 1 if the current device runs the kernel for d_head: compute capability
+ * 9.0, a build with sm_90a code, the driver's tensor-map encoder, d_head a
+ * multiple of 8 up to 128.
+ */
+int flash_sm90_supported(int d_head);
+
+/*
+ * As flash_attention_forward for BF16 (flash_attention.h), for a d_head
+ * flash_sm90_supported accepted; q, k, v 16-byte aligned; bh <= 65535.
+ */
+cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, const void *k,
+			       const void *v, int bh, int t, int d_head, float scale, bool causal,
+			       cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
