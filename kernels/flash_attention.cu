@@ -1344,8 +1344,14 @@ static bool flash_args_ok(int bh, int t, int d_head, float scale, enum st_dtype 
 	return true;
 }
 
-/* flash_attention_set_forward_path's choice */
-static volatile enum flash_fwd_path fwd_path = FLASH_FWD_AUTO;
+/* flash_attention_set_path's choice */
+static volatile enum flash_path path_choice = FLASH_PATH_AUTO;
+
+/* The Hopper kernels for BF16 at d_head, where they run and were not turned off. */
+static bool use_sm90(int bh, int d_head)
+{
+	return path_choice == FLASH_PATH_AUTO && bh <= 65535 && flash_sm90_supported(d_head);
+}
 
 extern "C" cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const void *k,
 					       const void *v, int bh, int t, int d_head, float scale,
@@ -1362,21 +1368,21 @@ extern "C" cudaError_t flash_attention_forward(void *o, float *lse, const void *
 	a.bh = bh, a.t = t, a.d = d_head, a.scale = scale, a.causal = causal, a.stream = stream;
 	if (dtype != ST_DT_BF16)
 		return fwd_simt_any<float>(a);
-	if (fwd_path == FLASH_FWD_AUTO && bh <= 65535 && flash_sm90_supported(d_head))
+	if (use_sm90(bh, d_head))
 		return flash_sm90_forward(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);
 	return fwd_bf16_any(a);
 }
 
-extern "C" void flash_attention_set_forward_path(enum flash_fwd_path path)
+extern "C" void flash_attention_set_path(enum flash_path path)
 {
-	fwd_path = path;
+	path_choice = path;
 }
 
-extern "C" const char *flash_attention_forward_kernel(int d_head, enum st_dtype dtype)
+extern "C" const char *flash_attention_kernels(int d_head, enum st_dtype dtype)
 {
 	if (dtype != ST_DT_BF16)
 		return "simt";
-	return fwd_path == FLASH_FWD_AUTO && flash_sm90_supported(d_head) ? "sm90" : "fa2";
+	return use_sm90(1, d_head) ? "sm90" : "fa2";
 }
 
 static size_t align256(size_t n)
@@ -1430,13 +1436,23 @@ static cudaError_t backward_with(flash_pass main_pass, void *dq, void *dk, void 
 	return cudaGetLastError();
 }
 
+/* The Hopper main pass (flash_attention_sm90.h). */
+static cudaError_t bwd_sm90(const flash_args &a)
+{
+	return flash_sm90_backward(a.dk, a.dv, a.dq_acc, a.dout, a.q, a.k, a.v, a.lse_in, a.drow,
+				   a.bh, a.t, a.d, a.scale, a.causal, a.stream);
+}
+
 extern "C" cudaError_t flash_attention_backward(void *dq, void *dk, void *dv, const void *dout,
 						const void *q, const void *k, const void *v,
 						const void *o, const float *lse, void *workspace,
 						int bh, int t, int d_head, float scale, bool causal,
 						enum st_dtype dtype, cudaStream_t stream)
 {
-	return backward_with(dtype == ST_DT_BF16 ? bwd_bf16_any : bwd_simt_any<float>, dq, dk, dv,
+	flash_pass main_pass = dtype != ST_DT_BF16 ? bwd_simt_any<float>
+			       : use_sm90(bh, d_head) ? bwd_sm90 : bwd_bf16_any;
+
+	return backward_with(main_pass, dq, dk, dv,
 			     dout, q, k, v, o, lse, workspace, bh, t, d_head, scale, causal, dtype,
 			     stream);
 }

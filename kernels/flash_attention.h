@@ -46,21 +46,22 @@ cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const vo
 				    bool causal, enum st_dtype dtype, cudaStream_t stream);
 
 /*
- * Which kernels flash_attention_forward runs under BF16: FLASH_FWD_AUTO (the
- * default) the Hopper kernel (wgmma, TMA bulk copies, warp specialisation;
- * flash_attention_sm90.h) where it runs, compute capability 9.0 and d_head
- * up to 128, FlashAttention-2 elsewhere; FLASH_FWD_FA2 always
- * FlashAttention-2. Process-wide, for benchmarks and tests.
+ * Which kernels flash_attention_forward and _backward run under BF16:
+ * FLASH_PATH_AUTO (the default) the Hopper kernels (wgmma, TMA bulk copies,
+ * warp specialisation; flash_attention_sm90.h) where they run, compute
+ * capability 9.0 and d_head up to 128, FlashAttention-2 elsewhere;
+ * FLASH_PATH_FA2 always FlashAttention-2. Process-wide, for benchmarks and
+ * tests.
  */
-enum flash_fwd_path { FLASH_FWD_AUTO, FLASH_FWD_FA2 };
-void flash_attention_set_forward_path(enum flash_fwd_path path);
+enum flash_path { FLASH_PATH_AUTO, FLASH_PATH_FA2 };
+void flash_attention_set_path(enum flash_path path);
 
 /*
- * The forward kernels flash_attention_forward would run for d_head and
- * dtype on the current device now: "sm90" (Hopper), "fa2" (BF16
+ * The kernels flash_attention_forward and _backward would run for d_head
+ * and dtype on the current device now: "sm90" (Hopper), "fa2" (BF16
  * FlashAttention-2) or "simt" (F32, CUDA cores).
  */
-const char *flash_attention_forward_kernel(int d_head, enum st_dtype dtype);
+const char *flash_attention_kernels(int d_head, enum st_dtype dtype);
 
 /* Bytes of device workspace flash_attention_backward needs (256-byte aligned start). */
 size_t flash_attention_backward_workspace(int bh, int t, int d_head);

@@ -156,6 +156,28 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
 
+/* d (64 x 64, this thread's 32) += A (smem, K-major) B (smem, K-major)^T; d = A B when !acc */
+__device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+		     "%32, %33, p, 1, 1, 0, 0;\n}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
+/* d (64 x 64, this thread's 32) += A (smem, M-major) B (smem, N-major); d = A B when !acc */
+__device__ __forceinline__ void wgmma_ss_mn_n64(float (&d)[32], uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+		     "%32, %33, p, 1, 1, 1, 1;\n}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
 #endif
 
 /*
@@ -357,6 +379,300 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 #endif
 }
 
+constexpr int BKEYS = 128;  /* keys a backward CTA: two consumer warpgroups of 64 */
+constexpr int BQ = 64;      /* queries a backward tile */
+
+template <int D> struct sm90_bwd_layout {
+	static constexpr int ATOMS = D / 64;
+	static constexpr int KV_BYTES = BKEYS * D * 2;   /* K or V */
+	static constexpr int QT_BYTES = BQ * D * 2;      /* one Q or dO tile */
+	static constexpr int DS_BYTES = BKEYS * BQ * 2;  /* dS^T, one of two buffers */
+	static constexpr int K_OFF = 0;
+	static constexpr int V_OFF = KV_BYTES;
+	static constexpr int Q_OFF = 2 * KV_BYTES;
+	static constexpr int DO_OFF = Q_OFF + STAGES * QT_BYTES;
+	static constexpr int DS_OFF = DO_OFF + STAGES * QT_BYTES;
+	static constexpr int LSE_OFF = DS_OFF + 2 * DS_BYTES;
+	static constexpr int DR_OFF = LSE_OFF + STAGES * BQ * 4;
+	static constexpr int DQ_OFF = DR_OFF + STAGES * BQ * 4;  /* 1024-aligned: lse, D 2 KB */
+	static constexpr int DQ_BYTES = BQ * 64 * 4;     /* a warpgroup's dQ tile, FP32 */
+	static constexpr int BAR_OFF = DQ_OFF + 2 * DQ_BYTES;
+	static constexpr int SMEM = BAR_OFF + 8 * (1 + 2 * STAGES) + 1024;
+};
+
+/*
+ * The backward's main pass (flash_attention.cu computes D = rowsum(dO o O)
+ * and zeroes dq_acc before, scales dq_acc into dq after). Grid (key
+ * blocks of 128, bh). The producer warp loads K and V once, then for each
+ * query tile of 64 (from the block's diagonal when causal) Q and dO by TMA
+ * and the tile's lse (times log2 e) and D into shared memory. Consumer
+ * warpgroup w owns keys n0 + 64 w ... + 63: S^T = K Q^T and dP^T = V dO^T
+ * (wgmma, shared memory), P^T and dS^T = P^T (dP^T - D) in registers, dV +=
+ * P^T dO and dK += dS^T Q (wgmma, A from registers, dO and Q N-major); dS^T
+ * goes to shared memory in the swizzled layout wgmma reads M-major, and dQ
+ * += dS K (wgmma, both operands transposed) is added to dq_acc by a TMA
+ * bulk reduce-add from shared memory: for d_head 128 each warpgroup takes
+ * 64 columns of dQ over all 128 keys (the two meet at a named barrier),
+ * for 64 each its own keys.
+ */
+template <int D>
+__global__ void __launch_bounds__(THREADS, 1)
+flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
+	       float *__restrict__ dq_acc, const float *__restrict__ lse,
+	       const float *__restrict__ drow, const __grid_constant__ CUtensorMap qmap,
+	       const __grid_constant__ CUtensorMap kmap, const __grid_constant__ CUtensorMap vmap,
+	       const __grid_constant__ CUtensorMap domap, const __grid_constant__ CUtensorMap dqmap,
+	       int t, int d, float scale, int causal)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	typedef sm90_bwd_layout<D> L;
+	extern __shared__ __align__(1024) unsigned char smem_raw[];
+	const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+	unsigned char *gbase = smem_raw + (base - smem_u32(smem_raw));
+	float *lse_s = (float *)(gbase + L::LSE_OFF), *dr_s = (float *)(gbase + L::DR_OFF);
+	const uint32_t sk = base + L::K_OFF, sv = base + L::V_OFF, sq = base + L::Q_OFF;
+	const uint32_t sdo = base + L::DO_OFF, sds = base + L::DS_OFF;
+	const uint32_t bars = base + L::BAR_OFF, kv_full = bars;
+	const uint32_t sdq = base + L::DQ_OFF + (threadIdx.x / 128 - 1) * L::DQ_BYTES;
+	auto full = [&](int s) { return bars + 8 * (1 + s); };
+	auto empty = [&](int s) { return bars + 8 * (1 + STAGES + s); };
+
+	const int n0 = blockIdx.x * BKEYS, head = blockIdx.y;
+	const int q_begin = causal ? n0 / BQ : 0, q_end = (t + BQ - 1) / BQ;
+	const int tiles = q_end - q_begin;
+	const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+	const float scale_log2 = scale * 1.44269504088896340736f;
+
+	if (threadIdx.x == 0) {
+		mbar_init(kv_full, 1);
+		for (int s = 0; s < STAGES; s++) {
+			mbar_init(full(s), 1 + 32);
+			mbar_init(empty(s), 256);
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+	}
+	__syncthreads();
+
+	if (wg == 0) {
+		/* producer: warp 0; lane 0 issues the copies, every lane fills lse and D */
+		asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+		if (tid >= 32)
+			return;
+		const int lane = tid;
+		if (lane == 0) {
+			mbar_expect_tx(kv_full, 2 * L::KV_BYTES);
+			for (int a = 0; a < L::ATOMS; a++) {
+				tma_load(sk + a * BKEYS * 128, &kmap, a * 64, n0, head, kv_full);
+				tma_load(sv + a * BKEYS * 128, &vmap, a * 64, n0, head, kv_full);
+			}
+		}
+		for (int it = 0; it < tiles; it++) {
+			const int s = it % STAGES, m0 = (q_begin + it) * BQ;
+			const uint32_t ph = (it / STAGES) & 1;
+
+			mbar_wait(empty(s), ph ^ 1);
+			if (lane == 0) {
+				mbar_expect_tx(full(s), 2 * L::QT_BYTES);
+				for (int a = 0; a < L::ATOMS; a++) {
+					tma_load(sq + s * L::QT_BYTES + a * BQ * 128, &qmap, a * 64, m0,
+						 head, full(s));
+					tma_load(sdo + s * L::QT_BYTES + a * BQ * 128, &domap, a * 64, m0,
+						 head, full(s));
+				}
+			}
+			for (int r = lane; r < BQ; r += 32) {
+				int q = m0 + r;
+				bool in = q < t;
+				lse_s[s * BQ + r] = in ? lse[(size_t)head * t + q] * 1.44269504088896340736f
+						       : INFINITY;
+				dr_s[s * BQ + r] = in ? drow[(size_t)head * t + q] : 0.0f;
+			}
+			mbar_arrive(full(s));
+		}
+		return;
+	}
+
+	asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+	const int w = wg - 1, warp = tid / 32, lane = tid % 32, g = lane / 4, tq = lane % 4;
+	const int kw0 = n0 + 64 * w;                      /* the warpgroup's first key */
+	const int krow = warp * 16 + g;                   /* this thread's keys: kw0 + krow (+8) */
+
+	float dka[L::ATOMS][32], dva[L::ATOMS][32];
+#pragma unroll
+	for (int a = 0; a < L::ATOMS; a++)
+#pragma unroll
+		for (int i = 0; i < 32; i++)
+			dka[a][i] = dva[a][i] = 0.0f;
+
+	mbar_wait(kv_full, 0);
+	for (int it = 0; it < tiles; it++) {
+		const int s = it % STAGES, m0 = (q_begin + it) * BQ;
+		const uint32_t ph = (it / STAGES) & 1;
+		const uint32_t qs = sq + s * L::QT_BYTES, dos = sdo + s * L::QT_BYTES;
+		const uint32_t dsb = sds + (it & 1) * L::DS_BYTES;
+		float st[32], dp[32];
+
+		mbar_wait(full(s), ph);
+		wgmma_fence();
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+			uint32_t off = (kk / 4) * BKEYS * 128 + w * 64 * 128 + (kk % 4) * 32;
+			uint32_t qoff = (kk / 4) * BQ * 128 + (kk % 4) * 32;
+			wgmma_ss_n64(st, desc_sw128(sk + off, 16, 1024), desc_sw128(qs + qoff, 16, 1024),
+				     kk > 0);
+		}
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+			uint32_t off = (kk / 4) * BKEYS * 128 + w * 64 * 128 + (kk % 4) * 32;
+			uint32_t qoff = (kk / 4) * BQ * 128 + (kk % 4) * 32;
+			wgmma_ss_n64(dp, desc_sw128(sv + off, 16, 1024), desc_sw128(dos + qoff, 16, 1024),
+				     kk > 0);
+		}
+		wgmma_commit();
+		wgmma_wait0();
+		reg_fence(st);
+		reg_fence(dp);
+
+		/* P^T and dS^T: rows keys kw0 + krow (+8), columns queries m0 + 8 j + 2 tq (+1) */
+		const float *ls = lse_s + s * BQ, *dr = dr_s + s * BQ;
+		const bool mask = causal && m0 < kw0 + 64;
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				int c = 8 * j + 2 * tq + (e & 1);
+				int key = kw0 + krow + 8 * (e >> 1);
+				float p = exp2f(st[4 * j + e] * scale_log2 - ls[c]);
+				if (mask && key > m0 + c)
+					p = 0.0f;
+				dp[4 * j + e] = p * (dp[4 * j + e] - dr[c]);
+				st[4 * j + e] = p;
+			}
+		uint32_t pa[4][4], da[4][4];
+#pragma unroll
+		for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+			for (int r = 0; r < 4; r++) {
+				pa[kk][r] = pack_bf16(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
+				da[kk][r] = pack_bf16(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
+			}
+
+		/* dS^T into shared memory: key row 64 w + krow (+8), 128-byte rows of 64 queries, swizzled */
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				uint32_t r = 64 * w + krow + 8 * h;
+				uint32_t addr = dsb + r * 128 + ((j ^ (r & 7)) << 4) + 4 * tq;
+				asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr),
+					     "r"(da[j / 2][(j & 1) * 2 + h]));
+			}
+		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+
+		wgmma_fence();
+#pragma unroll
+		for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+			for (int a = 0; a < L::ATOMS; a++) {
+				wgmma_rs_n64(dva[a], pa[kk],
+					     desc_sw128(dos + a * BQ * 128 + kk * 2048, 1024, 1024));
+				wgmma_rs_n64(dka[a], da[kk],
+					     desc_sw128(qs + a * BQ * 128 + kk * 2048, 1024, 1024));
+			}
+		wgmma_commit();
+
+		wgmma_wait0();
+#pragma unroll
+		for (int a = 0; a < L::ATOMS; a++) {
+			reg_fence(dka[a]);
+			reg_fence(dva[a]);
+		}
+		mbar_arrive(empty(s));
+
+		/* dQ (64 queries x 64 columns) += dS K over 128 keys (d 128) or this warpgroup's 64 */
+		float dq[32];
+		int col0;
+		if (D == 128) {
+			asm volatile("bar.sync 1, 256;\n" ::: "memory");
+			wgmma_fence();
+#pragma unroll
+			for (int kk = 0; kk < 8; kk++)
+				wgmma_ss_mn_n64(dq, desc_sw128(dsb + kk * 2048, 1024, 1024),
+						desc_sw128(sk + w * BKEYS * 128 + kk * 2048, 1024, 1024),
+						kk > 0);
+			col0 = 64 * w;
+		} else {
+			asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
+			wgmma_fence();
+#pragma unroll
+			for (int kk = 0; kk < 4; kk++)
+				wgmma_ss_mn_n64(dq, desc_sw128(dsb + w * 64 * 128 + kk * 2048, 1024, 1024),
+						desc_sw128(sk + w * 64 * 128 + kk * 2048, 1024, 1024),
+						kk > 0);
+			col0 = 0;
+		}
+		wgmma_commit();
+		wgmma_wait0();
+		reg_fence(dq);
+		/*
+		 * dq_acc += the tile: into shared memory as two 32-column boxes of
+		 * the FP32 tensor map (128-byte swizzle), then one bulk reduce-add
+		 * each (rows past t and columns past d are clipped)
+		 */
+		if (tid == 0)
+			asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+		asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+#pragma unroll
+			for (int j = 0; j < 8; j++) {
+				uint32_t row = warp * 16 + g + 8 * h, chunk = 2 * (j % 4) + tq / 2;
+				uint32_t addr = sdq + (j / 4) * (BQ * 128) + row * 128 +
+						((chunk ^ (row & 7)) << 4) + (tq & 1) * 8;
+				asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr),
+					     "f"(dq[4 * j + 2 * h]), "f"(dq[4 * j + 2 * h + 1])
+					     : "memory");
+			}
+		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+		asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
+		if (tid == 0) {
+			for (int b = 0; b < 2; b++)
+				asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
+					     " [%0, {%1, %2, %3}], [%4];\n" ::"l"((uint64_t)&dqmap),
+					     "r"(col0 + 32 * b), "r"(m0), "r"(head),
+					     "r"(sdq + b * (BQ * 128))
+					     : "memory");
+			asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+		}
+	}
+	if (tid == 0)
+		asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+
+	/* dK = scale dS^T Q, dV = P^T dO, rows kw0 + krow (+8) */
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		int key = kw0 + krow + 8 * h;
+		if (key >= t)
+			continue;
+		__nv_bfloat16 *krow_p = dk + ((size_t)head * t + key) * d;
+		__nv_bfloat16 *vrow_p = dv + ((size_t)head * t + key) * d;
+#pragma unroll
+		for (int a = 0; a < L::ATOMS; a++)
+#pragma unroll
+			for (int j = 0; j < 8; j++) {
+				int col = a * 64 + 8 * j + 2 * tq;
+				if (col < d) {
+					*(uint32_t *)(krow_p + col) = pack_bf16(
+						dka[a][4 * j + 2 * h] * scale, dka[a][4 * j + 2 * h + 1] * scale);
+					*(uint32_t *)(vrow_p + col) =
+						pack_bf16(dva[a][4 * j + 2 * h], dva[a][4 * j + 2 * h + 1]);
+				}
+			}
+	}
+#endif
+}
+
 typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
 				    const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
 				    const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
@@ -391,6 +707,20 @@ bool tensor_map(CUtensorMap *m, const void *base, int d, int t, int bh, int rows
 			  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+/* dq_acc (d, t, bh) FP32 as boxes of 32 columns x 64 rows x 1 head, 128-byte swizzle. */
+bool tensor_map_f32(CUtensorMap *m, float *base, int d, int t, int bh)
+{
+	encode_tiled_fn enc = encode_tiled();
+	cuuint64_t dims[3] = { (cuuint64_t)d, (cuuint64_t)t, (cuuint64_t)bh };
+	cuuint64_t strides[2] = { (cuuint64_t)d * 4, (cuuint64_t)t * d * 4 };
+	cuuint32_t box[3] = { 32, (cuuint32_t)BQ, 1 }, elem[3] = { 1, 1, 1 };
+
+	return enc && enc(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, base, dims, strides, box, elem,
+			  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+			  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+			  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <int D> bool kernel_ready()
 {
 	static const bool ok = [] {
@@ -402,6 +732,37 @@ template <int D> bool kernel_ready()
 					    sm90_layout<D>::SMEM) == cudaSuccess;
 	}();
 	return ok;
+}
+
+template <int D> bool bwd_ready()
+{
+	static const bool ok = [] {
+		cudaFuncAttributes fa;
+		return cudaFuncGetAttributes(&fa, flash_bwd_sm90<D>) == cudaSuccess &&
+		       fa.binaryVersion == 90 &&
+		       cudaFuncSetAttribute(flash_bwd_sm90<D>,
+					    cudaFuncAttributeMaxDynamicSharedMemorySize,
+					    sm90_bwd_layout<D>::SMEM) == cudaSuccess;
+	}();
+	return ok;
+}
+
+template <int D>
+cudaError_t launch_bwd(void *dk, void *dv, float *dq_acc, const void *dout, const void *q,
+		       const void *k, const void *v, const float *lse, const float *drow, int bh,
+		       int t, int d, float scale, bool causal, cudaStream_t stream)
+{
+	CUtensorMap qm, km, vm, dom, dqm;
+
+	if (!bwd_ready<D>() || !tensor_map(&qm, q, d, t, bh, BQ) ||
+	    !tensor_map(&km, k, d, t, bh, BKEYS) || !tensor_map(&vm, v, d, t, bh, BKEYS) ||
+	    !tensor_map(&dom, dout, d, t, bh, BQ) || !tensor_map_f32(&dqm, dq_acc, d, t, bh))
+		return cudaErrorInvalidValue;
+	dim3 grid((unsigned)((t + BKEYS - 1) / BKEYS), (unsigned)bh);
+	flash_bwd_sm90<D><<<grid, THREADS, sm90_bwd_layout<D>::SMEM, stream>>>(
+		(__nv_bfloat16 *)dk, (__nv_bfloat16 *)dv, dq_acc, lse, drow, qm, km, vm, dom, dqm, t, d,
+		scale, causal ? 1 : 0);
+	return cudaGetLastError();
 }
 
 template <int D>
@@ -431,7 +792,8 @@ extern "C" int flash_sm90_supported(int d_head)
 	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
 	    major != 9 || minor != 0 || !encode_tiled())
 		return 0;
-	return d_head <= 64 ? kernel_ready<64>() : kernel_ready<128>();
+	return d_head <= 64 ? kernel_ready<64>() && bwd_ready<64>()
+			    : kernel_ready<128>() && bwd_ready<128>();
 }
 
 extern "C" cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, const void *k,
@@ -442,4 +804,17 @@ extern "C" cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, co
 		return cudaErrorInvalidValue;
 	return d_head <= 64 ? launch<64>(o, lse, q, k, v, bh, t, d_head, scale, causal, stream)
 			    : launch<128>(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);
+}
+
+extern "C" cudaError_t flash_sm90_backward(void *dk, void *dv, float *dq_acc, const void *dout,
+					   const void *q, const void *k, const void *v,
+					   const float *lse, const float *drow, int bh, int t,
+					   int d_head, float scale, bool causal, cudaStream_t stream)
+{
+	if (bh > 65535)
+		return cudaErrorInvalidValue;
+	return d_head <= 64 ? launch_bwd<64>(dk, dv, dq_acc, dout, q, k, v, lse, drow, bh, t,
+					     d_head, scale, causal, stream)
+			    : launch_bwd<128>(dk, dv, dq_acc, dout, q, k, v, lse, drow, bh, t,
+					      d_head, scale, causal, stream);
 }

@@ -1,5 +1,5 @@
 /*
- * flash_attention_sm90.h: the BF16 FlashAttention forward on Hopper's wgmma,
+ * flash_attention_sm90.h: the BF16 FlashAttention forward and backward on Hopper's wgmma,
  * TMA and warp specialisation (flash_attention_sm90.cu, built for sm_90a).
  * flash_attention.cu dispatches to it; nothing else calls it.
  */
@@ -28,6 +28,18 @@ int flash_sm90_supported(int d_head);
 cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, const void *k,
 			       const void *v, int bh, int t, int d_head, float scale, bool causal,
 			       cudaStream_t stream);
+
+/*
+ * The backward's main pass for BF16 (flash_attention_backward runs it
+ * between its D = rowsum(dO o O) pass and the scaling of dq_acc into dq):
+ * dk = scale dS^T Q and dv = P^T dO (bh, t, d_head) BF16, dq_acc (bh, t,
+ * d_head) FP32 += dS K (unscaled; zeroed before), from the forward's lse
+ * (natural log) and drow = D (bh, t).
+ */
+cudaError_t flash_sm90_backward(void *dk, void *dv, float *dq_acc, const void *dout,
+				const void *q, const void *k, const void *v, const float *lse,
+				const float *drow, int bh, int t, int d_head, float scale,
+				bool causal, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

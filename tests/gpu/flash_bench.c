@@ -13,7 +13,7 @@
  *                            launchers (err: worst relative error of o, or
  *                            of dq, dk, dv)
  *
- *   flash_bench paths        the BF16 forward's kernels: the default (sm90 on
+ *   flash_bench paths        the BF16 kernels: the default (sm90 on
  *                            an H100) against FlashAttention-2, d_head 64 and
  *                            128, seq 1024 .. 32768, causal and full (full/...)
  *
@@ -287,19 +287,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "paths")) {
-		/* the BF16 forward's two kernel families, causal and not, d_head 64 and 128 */
+		/* the BF16 kernels' two families, causal and not, d_head 64 and 128 */
 		int tp[] = { 1024, 4096, 8192, 16384, 32768 };
 		for (int c = 1; c >= 0; c--)
 			for (int i = 2; i < 4; i++)
 				for (int j = 0; j < 5; j++) {
 					causal = c;
-					flash_attention_set_forward_path(FLASH_FWD_AUTO);
-					bench(c ? flash_attention_forward_kernel(ds[i], ST_DT_BF16)
+					flash_attention_set_path(FLASH_PATH_AUTO);
+					bench(c ? flash_attention_kernels(ds[i], ST_DT_BF16)
 						: "full/auto", -1, ds[i], tp[j], ST_DT_BF16);
-					flash_attention_set_forward_path(FLASH_FWD_FA2);
+					flash_attention_set_path(FLASH_PATH_FA2);
 					bench(c ? "fa2" : "full/fa2", -1, ds[i], tp[j], ST_DT_BF16);
 				}
-		flash_attention_set_forward_path(FLASH_FWD_AUTO);
+		flash_attention_set_path(FLASH_PATH_AUTO);
 		return 0;
 	}
 	if (argc > 2) {

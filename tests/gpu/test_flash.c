@@ -5,8 +5,8 @@
  * small T), causal and not, F32 and BF16; and large cases (T 4096, d_head
  * 64; 20 heads of T 2048, d_head 32 and 64; 3 heads of T 3000, d_head 128;
  * BF16) against a naive FP32 attention on the GPU (flash_naive.cu). Where
- * the BF16 forward runs the Hopper kernels (flash_attention_sm90.cu), each
- * BF16 case checks FlashAttention-2's forward too, on the same inputs.
+ * BF16 runs the Hopper kernels (flash_attention_sm90.cu), each
+ * BF16 case checks FlashAttention-2's forward and backward too, on the same inputs.
  * Inputs are fresh random normals (never zeros); outputs are poisoned with
  * NaN before each run, so an element left unwritten fails.
  *
@@ -241,7 +241,7 @@ struct flash_run {
 	void *gq, *gk, *gv, *gdout;                /* device inputs */
 	void *o, *dq, *dk, *dv, *ws;               /* device outputs and workspace */
 	float *lse;
-	const char *path;                          /* the forward's kernels, as run_forward ran them */
+	const char *path;                          /* the kernels, as run_forward ran them */
 };
 
 static void run_init(struct flash_run *r, int bh, int t, int d, bool causal, enum st_dtype dt)
@@ -271,7 +271,7 @@ static void run_release(struct flash_run *r)
 
 static void run_forward(struct flash_run *r)
 {
-	r->path = flash_attention_forward_kernel(r->d, r->dt);
+	r->path = flash_attention_kernels(r->d, r->dt);
 	CUDA_OK(flash_attention_forward(r->o, r->lse, r->gq, r->gk, r->gv, r->bh, r->t, r->d,
 					r->scale, r->causal, r->dt, 0));
 }
@@ -295,30 +295,36 @@ static void run_check(const struct flash_run *r, const char *what, const void *g
 	double err = rel_err(g, want, n);
 	double tol = r->dt == ST_DT_F32 ? 1e-5 : is_lse ? 1e-4 : 1e-2;
 
-	printf("  %-4s bh %d t %5d d %3d %-6s %-4s fwd %-4s rel err %.3e (tol %.0e) %s\n", what,
+	printf("  %-4s bh %d t %5d d %3d %-6s %-4s %-4s rel err %.3e (tol %.0e) %s\n", what,
 	       r->bh, r->t, r->d, r->causal ? "causal" : "full", dt_name(r->dt), r->path, err, tol,
 	       err <= tol ? "ok" : "FAIL");
-	CHECK(err <= tol, "%s bh %d t %d d %d %s %s fwd %s: rel err %.3e > %.0e", what, r->bh, r->t,
+	CHECK(err <= tol, "%s bh %d t %d d %d %s %s %s: rel err %.3e > %.0e", what, r->bh, r->t,
 	      r->d, r->causal ? "causal" : "full", dt_name(r->dt), r->path, err, tol);
 	free(g);
 }
 
 /*
- * Where the forward ran the Hopper kernels, FlashAttention-2's forward on
- * the same inputs against the same reference (into poisoned outputs), so
- * both stay tested on a Hopper GPU.
+ * Where the Hopper kernels ran, FlashAttention-2's forward and backward on
+ * the same inputs against the same references (into poisoned outputs), so
+ * both stay tested on a Hopper GPU. want: o, lse, dq, dk, dv.
  */
-static void fa2_forward_too(struct flash_run *r, const double *o, const double *lse)
+static void fa2_too(struct flash_run *r, const double *const want[5])
 {
+	void *got[5] = { r->o, r->lse, r->dq, r->dk, r->dv };
+	const char *names[5] = { "o", "lse", "dq", "dk", "dv" };
+	size_t rows = (size_t)r->bh * r->t;
+
 	if (strcmp(r->path, "sm90"))
 		return;
-	CUDA_OK(cudaMemset(r->o, 0xff, r->n * dtype_size(r->dt)));
-	CUDA_OK(cudaMemset(r->lse, 0xff, (size_t)r->bh * r->t * sizeof(float)));
-	flash_attention_set_forward_path(FLASH_FWD_FA2);
+	for (int i = 0; i < 5; i++)
+		CUDA_OK(cudaMemset(got[i], 0xff, i == 1 ? rows * sizeof(float)
+							  : r->n * dtype_size(r->dt)));
+	flash_attention_set_path(FLASH_PATH_FA2);
 	run_forward(r);
-	flash_attention_set_forward_path(FLASH_FWD_AUTO);
-	run_check(r, "o", r->o, o, r->n);
-	run_check(r, "lse", r->lse, lse, (size_t)r->bh * r->t);
+	run_backward(r);
+	flash_attention_set_path(FLASH_PATH_AUTO);
+	for (int i = 0; i < 5; i++)
+		run_check(r, names[i], got[i], want[i], i == 1 ? rows : r->n);
 }
 
 /* Forward and backward of one configuration against the CPU reference. */
@@ -340,7 +346,8 @@ static void case_cpu(int bh, int t, int d, bool causal, enum st_dtype dt)
 	CUDA_OK(cudaMemset(r.dq, 0xff, r.n * dtype_size(dt)));
 	run_backward(&r);
 	run_check(&r, "dq'", r.dq, ref.dq, r.n);
-	fa2_forward_too(&r, ref.o, ref.lse);
+	const double *want[5] = { ref.o, ref.lse, ref.dq, ref.dk, ref.dv };
+	fa2_too(&r, want);
 	ref_free(&ref);
 	run_release(&r);
 }
@@ -370,9 +377,12 @@ static void case_naive(int bh, int t, int d, bool causal, enum st_dtype dt)
 		run_check(&r, c[i].name, c[i].got, want, c[i].n);
 		free(want);
 	}
-	double *want_o = download(o, r.n, ST_DT_F32), *want_lse = download(lse, rows, ST_DT_F32);
-	fa2_forward_too(&r, want_o, want_lse);
-	free(want_o), free(want_lse);
+	double *want[5];
+	for (size_t i = 0; i < 5; i++)
+		want[i] = download(c[i].want, c[i].n, ST_DT_F32);
+	fa2_too(&r, (const double *const *)want);
+	for (size_t i = 0; i < 5; i++)
+		free(want[i]);
 	void *bufs[] = { o, lse, dq, dk, dv };
 	free_device(bufs, sizeof(bufs) / sizeof(bufs[0]));
 	run_release(&r);
@@ -428,7 +438,7 @@ int main(int argc, char **argv)
 			for (int j = 0; j < 8; j++)
 				case_cpu(2, 77, small_ds[j], causal, dt);
 			case_cpu(1, quick ? 130 : 333, 64, causal, dt);
-			/* the Hopper forward's tile edges: 128 query rows, 128 keys a tile */
+			/* the Hopper kernels' tile edges: 128 query rows or keys a block, 64 or 128 a tile */
 			case_cpu(2, 256, 128, causal, dt);
 			case_cpu(2, 129, 64, causal, dt);
 		}
