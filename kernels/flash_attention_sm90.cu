@@ -8,10 +8,12 @@
  * the other two are consumers of 64 rows each, computing S = Q K^T with
  * wgmma from shared memory, the online softmax in registers, and O += P V
  * with wgmma taking P from registers (the S accumulator's layout is the A
- * operand's) and V N-major from shared memory. A consumer releases a stage
- * as soon as its products have read it, so the producer's next loads run
- * under the softmax; the two consumers' softmax and products interleave on
- * the SM.
+ * operand's) and V N-major from shared memory; a tile's P V is issued with
+ * the next tile's Q K^T, so the two run back to back on the tensor cores
+ * while the other consumer does its softmax. A consumer releases a stage as
+ * soon as its products have read it, so the producer's next loads run
+ * under the softmax. The backward (flash_bwd_sm90, below) has the same
+ * three warpgroups over 128 keys a CTA.
  *
  * d_head is padded to 64 or 128 (TMA fills the columns past d_head with
  * zeros, which add nothing to Q K^T; P V's extra columns are not stored),
@@ -265,14 +267,10 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 		for (int i = 0; i < 32; i++)
 			acc[a][i] = 0.0f;
 
-	mbar_wait(q_full, 0);
-	for (int j = 0; j < tiles; j++) {
-		const int s = j % STAGES, n0 = j * BN;
-		const uint32_t ph = (j / STAGES) & 1;
-		float sc[64];
-
-		mbar_wait(k_full(s), ph);
-		wgmma_fence();
+	/* S = Q K^T for tile j, issued (not waited for) */
+	auto issue_s = [&](float (&sc)[64], int j) {
+		const int s = j % STAGES;
+		mbar_wait(k_full(s), (j / STAGES) & 1);
 #pragma unroll
 		for (int kk = 0; kk < D / 16; kk++) {
 			uint32_t qa = sq_wg + (kk / 4) * BM * 128 + (kk % 4) * 32;
@@ -280,12 +278,12 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 			wgmma_ss_n128(sc, desc_sw128(qa, 16, 1024), desc_sw128(ka, 16, 1024), kk > 0);
 		}
 		wgmma_commit();
-		wgmma_wait0();
-		reg_fence(sc);
-		mbar_arrive(k_empty(s));
-
-		/* mask keys past t and, when causal, past the row */
+	};
+	/* the online softmax of tile j's scores (units of log2): P into pa, O rescaled */
+	auto softmax = [&](float (&sc)[64], uint32_t (&pa)[8][4], int j) {
+		const int n0 = j * BN;
 		if (n0 + BN > t || (causal && n0 + BN - 1 > wrow0)) {
+			/* keys past t and, when causal, past the row */
 #pragma unroll
 			for (int jn = 0; jn < 16; jn++)
 #pragma unroll
@@ -296,7 +294,6 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 						sc[jn * 4 + e] = -INFINITY;
 				}
 		}
-		/* online softmax, in units of log2 */
 		float alpha[2];
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
@@ -324,16 +321,31 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 #pragma unroll
 			for (int i = 0; i < 32; i++)
 				acc[a][i] *= alpha[(i >> 1) & 1];
-		uint32_t pa[8][4];
 #pragma unroll
-		for (int kk = 0; kk < 8; kk++) {
-			pa[kk][0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);
-			pa[kk][1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);
-			pa[kk][2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);
-			pa[kk][3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
-		}
+		for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+			for (int r = 0; r < 4; r++)
+				pa[kk][r] = pack_bf16(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+	};
 
-		mbar_wait(v_full(s), ph);
+	/*
+	 * Tile j's P V is issued together with tile j + 1's Q K^T, so the tensor
+	 * cores run both back to back while the other warpgroup does its softmax.
+	 */
+	float sc[64];
+	uint32_t pa[8][4];
+	mbar_wait(q_full, 0);
+	wgmma_fence();
+	issue_s(sc, 0);
+	wgmma_wait0();
+	reg_fence(sc);
+	mbar_arrive(k_empty(0));
+	softmax(sc, pa, 0);
+	for (int j = 0; j < tiles; j++) {
+		const int s = j % STAGES;
+		const bool next = j + 1 < tiles;
+
+		mbar_wait(v_full(s), (j / STAGES) & 1);
 		wgmma_fence();
 #pragma unroll
 		for (int kk = 0; kk < 8; kk++)
@@ -343,11 +355,18 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 				wgmma_rs_n64(acc[a], pa[kk], desc_sw128(va, 1024, 1024));
 			}
 		wgmma_commit();
+		if (next)
+			issue_s(sc, j + 1);
 		wgmma_wait0();
 #pragma unroll
 		for (int a = 0; a < L::ATOMS; a++)
 			reg_fence(acc[a]);
+		reg_fence(sc);
 		mbar_arrive(v_empty(s));
+		if (next) {
+			mbar_arrive(k_empty((j + 1) % STAGES));
+			softmax(sc, pa, j + 1);
+		}
 	}
 
 	/* the row sums over the quad, then O / l and the log-sum-exp */
@@ -570,6 +589,14 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 			}
 		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 
+		/*
+		 * dV += P^T dO, dK += dS^T Q and dQ (64 queries x 64 columns) += dS K over
+		 * 128 keys (d 128) or this warpgroup's 64, all in flight together
+		 */
+		if (D == 128)
+			asm volatile("bar.sync 1, 256;\n" ::: "memory");
+		else
+			asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
 		wgmma_fence();
 #pragma unroll
 		for (int kk = 0; kk < 4; kk++)
@@ -581,40 +608,24 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 					     desc_sw128(qs + a * BQ * 128 + kk * 2048, 1024, 1024));
 			}
 		wgmma_commit();
-
+		constexpr int DQ_KEYS = D == 128 ? BKEYS : 64;
+		const uint32_t ds_a = D == 128 ? dsb : dsb + w * 64 * 128;
+		const uint32_t k_b = D == 128 ? sk + w * BKEYS * 128 : sk + w * 64 * 128;
+		const int col0 = D == 128 ? 64 * w : 0;
+		float dq[32];
+#pragma unroll
+		for (int kk = 0; kk < DQ_KEYS / 16; kk++)
+			wgmma_ss_mn_n64(dq, desc_sw128(ds_a + kk * 2048, 1024, 1024),
+					desc_sw128(k_b + kk * 2048, 1024, 1024), kk > 0);
+		wgmma_commit();
 		wgmma_wait0();
 #pragma unroll
 		for (int a = 0; a < L::ATOMS; a++) {
 			reg_fence(dka[a]);
 			reg_fence(dva[a]);
 		}
-		mbar_arrive(empty(s));
-
-		/* dQ (64 queries x 64 columns) += dS K over 128 keys (d 128) or this warpgroup's 64 */
-		float dq[32];
-		int col0;
-		if (D == 128) {
-			asm volatile("bar.sync 1, 256;\n" ::: "memory");
-			wgmma_fence();
-#pragma unroll
-			for (int kk = 0; kk < 8; kk++)
-				wgmma_ss_mn_n64(dq, desc_sw128(dsb + kk * 2048, 1024, 1024),
-						desc_sw128(sk + w * BKEYS * 128 + kk * 2048, 1024, 1024),
-						kk > 0);
-			col0 = 64 * w;
-		} else {
-			asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
-			wgmma_fence();
-#pragma unroll
-			for (int kk = 0; kk < 4; kk++)
-				wgmma_ss_mn_n64(dq, desc_sw128(dsb + w * 64 * 128 + kk * 2048, 1024, 1024),
-						desc_sw128(sk + w * 64 * 128 + kk * 2048, 1024, 1024),
-						kk > 0);
-			col0 = 0;
-		}
-		wgmma_commit();
-		wgmma_wait0();
 		reg_fence(dq);
+		mbar_arrive(empty(s));
 		/*
 		 * dq_acc += the tile: into shared memory as two 32-column boxes of
 		 * the FP32 tensor map (128-byte swizzle), then one bulk reduce-add
