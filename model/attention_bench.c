@@ -485,6 +485,42 @@ static void row(struct table *t, struct report *rep, const struct run *r, const 
 			    res->oom.op, res->oom.live / MIB, res->oom.capacity / (1024.0 * MIB));
 }
 
+/*
+ * Which kernels flash ran on this device, per kernel family: "flash: sm90
+ * (Hopper: ...) at bf16 d_head 64, 128; simt (...) at fp32 d_head 64".
+ */
+static void flash_note(struct report *rep, const struct attn_bench_opts *o)
+{
+	static const struct { const char *name, *what; } fam[] = {
+		{ "sm90", "Hopper kernels: wgmma, TMA, warp specialisation" },
+		{ "fa2", "FlashAttention-2: mma.sync" },
+		{ "simt", "FP32 on CUDA cores" },
+	};
+	char buf[512];
+
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		size_t len = 0;
+		for (size_t i = 0; i < o->n_configs; i++) {
+			const struct attn_config *c = &o->configs[i];
+			enum st_dtype dt = attn_config_dtype(c);
+			bool seen = false;
+			if (c->impl != ST_ATTN_FLASH ||
+			    strcmp(flash_attention_kernels(c->d_head, dt), fam[f].name))
+				continue;
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = o->configs[j].impl == ST_ATTN_FLASH &&
+				       o->configs[j].d_head == c->d_head &&
+				       attn_config_dtype(&o->configs[j]) == dt;
+			if (!seen && len < sizeof(buf) - 64)
+				len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s d_head %d",
+							len ? ", " : "", st_dtype_name(dt),
+							c->d_head);
+		}
+		if (len)
+			report_note(rep, "flash ran %s (%s) at %s", fam[f].name, fam[f].what, buf);
+	}
+}
+
 static void notes(struct report *rep, const struct attn_bench_opts *o)
 {
 	report_note(rep, "%d warm-up and %d measured iterations per configuration; forward and "
@@ -496,6 +532,7 @@ static void notes(struct report *rep, const struct attn_bench_opts *o)
 	report_note(rep, "memory: the allocator's live bytes when the backward starts (inputs q, k, "
 		    "v, dout, what the forward saved, cuBLAS's 32 MiB workspace for naive) and "
 		    "their peak; each configuration starts from an empty device pool");
+	flash_note(rep, o);
 }
 
 static int sweep_init(struct sweep *sw, const struct attn_bench_opts *o)

@@ -1,12 +1,13 @@
 /*
  * test_flash: FlashAttention forward and backward (kernels/flash_attention.h)
  * against a double-precision CPU reference written here, at awkward sizes
- * (T = 1, 77, 129, 256, 1000; d_head 40, 64 and 128, and 16, 24, 64, 80, 96, 136, 256 at
- * small T), causal and not, F32 and BF16; and large cases (T 4096, d_head
- * 64; 20 heads of T 2048, d_head 32 and 64; 3 heads of T 3000, d_head 128;
- * BF16) against a naive FP32 attention on the GPU (flash_naive.cu). Where
- * BF16 runs the Hopper kernels (flash_attention_sm90.cu), each
- * BF16 case checks FlashAttention-2's forward and backward too, on the same inputs.
+ * (T = 1, 77, 129, 256, 1000; d_head 40, 64 and 128, and 16, 24, 64, 80,
+ * 96, 136, 256 at small T), causal and not, F32 and BF16; and large cases
+ * (T 4096, d_head 64; 20 heads of T 2048, d_head 32 and 64; 3 heads of T
+ * 3000, d_head 128; 24 heads of T 2000, d_head 64; BF16) against a naive
+ * FP32 attention on the GPU (flash_naive.cu). Where BF16 runs the Hopper
+ * kernels (flash_attention_sm90.cu), each BF16 case checks
+ * FlashAttention-2's forward and backward too, on the same inputs.
  * Inputs are fresh random normals (never zeros); outputs are poisoned with
  * NaN before each run, so an element left unwritten fails.
  *
@@ -448,8 +449,11 @@ int main(int argc, char **argv)
 		/* grids that fill an H100 twice over, where the backward takes wider warp tiles */
 		case_naive(20, 2048, 64, true, ST_DT_BF16);
 		case_naive(20, 2048, 32, false, ST_DT_BF16);
-		for (int causal = 0; causal < 2; causal++)
+		for (int causal = 0; causal < 2; causal++) {
 			case_naive(3, 3000, 128, causal, ST_DT_BF16);
+			/* 11 blocks of 192 rows x 24 heads: the Hopper forward's three-consumer form */
+			case_naive(24, 2000, 64, causal, ST_DT_BF16);
+		}
 	}
 	return check_done("test_flash");
 }
