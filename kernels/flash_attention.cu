@@ -20,6 +20,11 @@
  *
  * F32 (and BF16 backward above d_head 128) runs on CUDA cores in FP32: 32 x
  * 32 tiles, one warp per score row for the softmax.
+ *
+ * On compute capability 9.0, BF16 with d_head 40 to 128 runs the Hopper
+ * kernels instead (flash_attention_sm90.cu: wgmma, TMA, warp
+ * specialisation); the launchers here pick them (use_sm90) and
+ * flash_attention_set_path turns them off.
  */
 #include <math.h>
 #include <stdint.h>

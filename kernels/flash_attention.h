@@ -1,5 +1,6 @@
 /*
- * flash_attention.h: FlashAttention-2 forward and backward (flash_attention.cu),
+ * flash_attention.h: FlashAttention forward and backward (flash_attention.cu:
+ * FlashAttention-2; on Hopper, BF16, the kernels of flash_attention_sm90.cu),
  * attention without the T x T score matrix. Scores are computed tile by tile
  * and folded into the output with an online softmax; the forward saves each
  * row's log-sum-exp, from which the backward recomputes the probabilities
@@ -49,7 +50,7 @@ cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const vo
  * Which kernels flash_attention_forward and _backward run under BF16:
  * FLASH_PATH_AUTO (the default) the Hopper kernels (wgmma, TMA bulk copies,
  * warp specialisation; flash_attention_sm90.h) where they run, compute
- * capability 9.0 and d_head up to 128, FlashAttention-2 elsewhere;
+ * capability 9.0 and d_head 40 to 128, FlashAttention-2 elsewhere;
  * FLASH_PATH_FA2 always FlashAttention-2. Process-wide, for benchmarks and
  * tests.
  */

@@ -811,7 +811,8 @@ extern "C" int flash_sm90_supported(int d_head)
 {
 	int dev, major, minor;
 
-	if (d_head < 8 || d_head > 128 || d_head % 8 || cudaGetDevice(&dev) != cudaSuccess ||
+	/* at 32 and below, padded to 64, FlashAttention-2 is faster (README, Attention) */
+	if (d_head < 40 || d_head > 128 || d_head % 8 || cudaGetDevice(&dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
 	    major != 9 || minor != 0 || !encode_tiled())

@@ -17,7 +17,8 @@ extern "C" {
 /*
  * 1 if the current device runs the kernel for d_head: compute capability
  * 9.0, a build with sm_90a code, the driver's tensor-map encoder, d_head a
- * multiple of 8 up to 128.
+ * multiple of 8 from 40 to 128 (padded to 64 or 128; at 32 and below
+ * FlashAttention-2 is faster).
  */
 int flash_sm90_supported(int d_head);
 
