@@ -29,6 +29,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/common.cuh"
 #include "kernels/flash_attention.h"
@@ -1349,13 +1351,25 @@ static bool flash_args_ok(int bh, int t, int d_head, float scale, enum st_dtype 
 	return true;
 }
 
-/* flash_attention_set_path's choice */
-static volatile enum flash_path path_choice = FLASH_PATH_AUTO;
+/*
+ * flash_attention_set_path's choice; until it is called, FLASH_PATH_FA2 if
+ * the environment has STEPTRACE_FLASH_PATH=fa2 (read once), else AUTO.
+ */
+static volatile int path_choice = -1;
+
+static enum flash_path path_now(void)
+{
+	if (path_choice < 0) {
+		const char *e = getenv("STEPTRACE_FLASH_PATH");
+		path_choice = e && !strcmp(e, "fa2") ? FLASH_PATH_FA2 : FLASH_PATH_AUTO;
+	}
+	return (enum flash_path)path_choice;
+}
 
 /* The Hopper kernels for BF16 at d_head, where they run and were not turned off. */
 static bool use_sm90(int bh, int d_head)
 {
-	return path_choice == FLASH_PATH_AUTO && bh <= 65535 && flash_sm90_supported(d_head);
+	return path_now() == FLASH_PATH_AUTO && bh <= 65535 && flash_sm90_supported(d_head);
 }
 
 extern "C" cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const void *k,

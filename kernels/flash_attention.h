@@ -52,7 +52,8 @@ cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const vo
  * warp specialisation; flash_attention_sm90.h) where they run, compute
  * capability 9.0 and d_head 40 to 128, FlashAttention-2 elsewhere;
  * FLASH_PATH_FA2 always FlashAttention-2. Process-wide, for benchmarks and
- * tests.
+ * tests; until it is called, STEPTRACE_FLASH_PATH=fa2 in the environment
+ * (read once, at the first launch) chooses FLASH_PATH_FA2.
  */
 enum flash_path { FLASH_PATH_AUTO, FLASH_PATH_FA2 };
 void flash_attention_set_path(enum flash_path path);

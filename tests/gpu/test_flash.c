@@ -418,6 +418,14 @@ int main(int argc, char **argv)
 		printf("SKIP: no CUDA GPU on this machine\n");
 		return SKIP_NO_GPU;
 	}
+	/* STEPTRACE_FLASH_PATH=fa2 is read at the first use; set_path overrides it */
+	setenv("STEPTRACE_FLASH_PATH", "fa2", 1);
+	CHECK_STR(flash_attention_kernels(64, ST_DT_BF16), "fa2");
+	unsetenv("STEPTRACE_FLASH_PATH");
+	CHECK_STR(flash_attention_kernels(64, ST_DT_BF16), "fa2");
+	flash_attention_set_path(FLASH_PATH_AUTO);
+	printf("  BF16 d_head 64 runs %s here (STEPTRACE_FLASH_PATH=fa2 gave fa2)\n",
+	       flash_attention_kernels(64, ST_DT_BF16));
 	refusals();
 	if (argc > 1 && !strcmp(argv[1], "race")) {
 		case_cpu(1, 77, 64, true, ST_DT_BF16);
