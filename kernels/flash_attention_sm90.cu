@@ -1,19 +1,20 @@
 /*
- * flash_attention_sm90.cu: the BF16 FlashAttention forward on Hopper's own
- * instructions (compiled for sm_90a only): a FlashAttention-3-style kernel
- * with warp specialisation. One CTA takes 128 query rows of one head and
- * three warpgroups: the first is the producer, whose one thread loads Q
- * once and every K and V tile with TMA bulk copies (cp.async.bulk.tensor,
- * 128-byte swizzle, completion counted on mbarriers) into a two-stage ring;
- * the other two are consumers of 64 rows each, computing S = Q K^T with
- * wgmma from shared memory, the online softmax in registers, and O += P V
- * with wgmma taking P from registers (the S accumulator's layout is the A
- * operand's) and V N-major from shared memory; a tile's P V is issued with
- * the next tile's Q K^T, so the two run back to back on the tensor cores
- * while the other consumer does its softmax. A consumer releases a stage as
- * soon as its products have read it, so the producer's next loads run
- * under the softmax. The backward (flash_bwd_sm90, below) has the same
- * three warpgroups over 128 keys a CTA.
+ * flash_attention_sm90.cu: the BF16 FlashAttention forward and backward on
+ * Hopper's own instructions (compiled for sm_90a only), FlashAttention-3's
+ * design: warp specialisation. A forward CTA takes 64 query rows of one
+ * head per consumer warpgroup (two, or three for d_head 64 on large grids)
+ * plus a producer warpgroup, whose one thread loads Q once and every K and
+ * V tile with TMA bulk copies (cp.async.bulk.tensor, 128-byte swizzle,
+ * completion counted on mbarriers) into a two-stage ring; the consumers
+ * compute S = Q K^T with wgmma from shared memory, the online softmax in
+ * registers, and O += P V with wgmma taking P from registers (the S
+ * accumulator's layout is the A operand's) and V N-major from shared
+ * memory; a tile's P V is issued with the next tile's Q K^T, so the two run
+ * back to back on the tensor cores while another consumer does its
+ * softmax. A consumer releases a stage as soon as its products have read
+ * it, so the producer's next loads run under the softmax. The backward
+ * (flash_bwd_sm90, below) has a producer and two consumers over 128 keys a
+ * CTA. Design notes and measurements: flash_attention.notes.md.
  *
  * d_head is padded to 64 or 128 (TMA fills the columns past d_head with
  * zeros, which add nothing to Q K^T; P V's extra columns are not stored),
@@ -32,7 +33,7 @@ namespace {
 
 constexpr int BN = 128;     /* keys a tile */
 constexpr int STAGES = 2;   /* K and V tiles in flight */
-constexpr int THREADS = 384;
+constexpr int BWD_THREADS = 384;  /* the backward: a producer and two consumer warpgroups */
 
 /*
  * The forward: NC consumer warpgroups of 64 query rows each: two, or three
@@ -446,7 +447,7 @@ template <int D> struct sm90_bwd_layout {
  * for 64 each its own keys.
  */
 template <int D>
-__global__ void __launch_bounds__(THREADS, 1)
+__global__ void __launch_bounds__(BWD_THREADS, 1)
 flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 	       float *__restrict__ dq_acc, const float *__restrict__ lse,
 	       const float *__restrict__ drow, const __grid_constant__ CUtensorMap qmap,
@@ -781,7 +782,7 @@ cudaError_t launch_bwd(void *dk, void *dv, float *dq_acc, const void *dout, cons
 	    !tensor_map(&dom, dout, d, t, bh, BQ) || !tensor_map_f32(&dqm, dq_acc, d, t, bh))
 		return cudaErrorInvalidValue;
 	dim3 grid((unsigned)((t + BKEYS - 1) / BKEYS), (unsigned)bh);
-	flash_bwd_sm90<D><<<grid, THREADS, sm90_bwd_layout<D>::SMEM, stream>>>(
+	flash_bwd_sm90<D><<<grid, BWD_THREADS, sm90_bwd_layout<D>::SMEM, stream>>>(
 		(__nv_bfloat16 *)dk, (__nv_bfloat16 *)dv, dq_acc, lse, drow, qm, km, vm, dom, dqm, t, d,
 		scale, causal ? 1 : 0);
 	return cudaGetLastError();
