@@ -72,6 +72,54 @@ __device__ __forceinline__ float block_max(float v)
 	return warp_max(v);
 }
 
+/*
+ * 16-byte accesses for the bandwidth-bound kernels: VEC16<E> elements (4 F32
+ * or 8 BF16) loaded into or stored from FP32 registers in one transaction.
+ * The caller checks alignment (aligned16) and that rows hold whole vectors;
+ * conversions round as the scalar from_f32 does, so results match it bit
+ * for bit.
+ */
+template <typename E> struct vec16_len {
+	static constexpr int n = 16 / (int)sizeof(E);
+};
+#define VEC16(E) (vec16_len<E>::n)
+
+static inline bool aligned16(const void *p)
+{
+	return ((unsigned long long)(size_t)p & 15) == 0;
+}
+
+__device__ __forceinline__ void load16(float *f, const float *p)
+{
+	float4 v = *(const float4 *)p;
+	f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+}
+
+__device__ __forceinline__ void load16(float *f, const __nv_bfloat16 *p)
+{
+	uint4 v = *(const uint4 *)p;
+	unsigned w[4] = { v.x, v.y, v.z, v.w };
+	for (int j = 0; j < 4; j++) {
+		float2 t = __bfloat1622float2(*(const __nv_bfloat162 *)&w[j]);
+		f[2 * j] = t.x, f[2 * j + 1] = t.y;
+	}
+}
+
+__device__ __forceinline__ void store16(float *p, const float *f)
+{
+	*(float4 *)p = make_float4(f[0], f[1], f[2], f[3]);
+}
+
+__device__ __forceinline__ void store16(__nv_bfloat16 *p, const float *f)
+{
+	unsigned w[4];
+	for (int j = 0; j < 4; j++) {
+		__nv_bfloat162 t = __floats2bfloat162_rn(f[2 * j], f[2 * j + 1]);
+		w[j] = *(const unsigned *)&t;
+	}
+	*(uint4 *)p = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 /* Instantiates a launch for the F32 or BF16 variant of a kernel template. */
 #define DISPATCH_DTYPE(dtype, T, ...)                         \
 	do {                                                   \

@@ -1367,9 +1367,9 @@ static enum flash_path path_now(void)
 }
 
 /* The Hopper kernels for BF16 at d_head, where they run and were not turned off. */
-static bool use_sm90(int bh, int d_head)
+static bool use_sm90(int d_head)
 {
-	return path_now() == FLASH_PATH_AUTO && bh <= 65535 && flash_sm90_supported(d_head);
+	return path_now() == FLASH_PATH_AUTO && flash_sm90_supported(d_head);
 }
 
 extern "C" cudaError_t flash_attention_forward(void *o, float *lse, const void *q, const void *k,
@@ -1387,7 +1387,7 @@ extern "C" cudaError_t flash_attention_forward(void *o, float *lse, const void *
 	a.bh = bh, a.t = t, a.d = d_head, a.scale = scale, a.causal = causal, a.stream = stream;
 	if (dtype != ST_DT_BF16)
 		return fwd_simt_any<float>(a);
-	if (use_sm90(bh, d_head))
+	if (use_sm90(d_head))
 		return flash_sm90_forward(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);
 	return fwd_bf16_any(a);
 }
@@ -1401,7 +1401,7 @@ extern "C" const char *flash_attention_kernels(int d_head, enum st_dtype dtype)
 {
 	if (dtype != ST_DT_BF16)
 		return "simt";
-	return use_sm90(1, d_head) ? "sm90" : "fa2";
+	return use_sm90(d_head) ? "sm90" : "fa2";
 }
 
 static size_t align256(size_t n)
@@ -1469,7 +1469,7 @@ extern "C" cudaError_t flash_attention_backward(void *dq, void *dk, void *dv, co
 						enum st_dtype dtype, cudaStream_t stream)
 {
 	flash_pass main_pass = dtype != ST_DT_BF16 ? bwd_simt_any<float>
-			       : use_sm90(bh, d_head) ? bwd_sm90 : bwd_bf16_any;
+			       : use_sm90(d_head) ? bwd_sm90 : bwd_bf16_any;
 
 	return backward_with(main_pass, dq, dk, dv,
 			     dout, q, k, v, o, lse, workspace, bh, t, d_head, scale, causal, dtype,

@@ -216,8 +216,9 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	auto k_empty = [&](int s) { return bars + 8 * (1 + 2 * STAGES + s); };
 	auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * STAGES + s); };
 
-	const int mb = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
-	const int m0 = mb * L::BM, head = blockIdx.y;
+	/* heads on x: every head's costliest causal block is dispatched before any cheaper one */
+	const int mb = causal ? (int)gridDim.y - 1 - (int)blockIdx.y : (int)blockIdx.y;
+	const int m0 = mb * L::BM, head = blockIdx.x;
 	const int kv_end = causal ? min(t, m0 + L::BM) : t;
 	const int tiles = (kv_end + BN - 1) / BN;
 	const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
@@ -468,7 +469,8 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 	auto full = [&](int s) { return bars + 8 * (1 + s); };
 	auto empty = [&](int s) { return bars + 8 * (1 + STAGES + s); };
 
-	const int n0 = blockIdx.x * BKEYS, head = blockIdx.y;
+	/* heads on x: the first key blocks, the costliest under a causal mask, dispatched first */
+	const int n0 = blockIdx.y * BKEYS, head = blockIdx.x;
 	const int q_begin = causal ? n0 / BQ : 0, q_end = (t + BQ - 1) / BQ;
 	const int tiles = q_end - q_begin;
 	const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
@@ -716,58 +718,51 @@ encode_tiled_fn encode_tiled()
 	return fn;
 }
 
-/* (d, t, bh) BF16 as boxes of 64 columns x rows x 1 head, 128-byte swizzle, zeros outside. */
-bool tensor_map(CUtensorMap *m, const void *base, int d, int t, int bh, int rows)
+/*
+ * (d, t, bh) of esize-byte elements as boxes of 128 bytes of columns x rows x
+ * 1 head, 128-byte swizzle, zeros outside: BF16 q, k, v, dout (64 columns)
+ * and the FP32 dq accumulator (32 columns).
+ */
+bool tensor_map(CUtensorMap *m, const void *base, CUtensorMapDataType type, int esize, int d,
+		int t, int bh, int rows)
 {
 	encode_tiled_fn enc = encode_tiled();
 	cuuint64_t dims[3] = { (cuuint64_t)d, (cuuint64_t)t, (cuuint64_t)bh };
-	cuuint64_t strides[2] = { (cuuint64_t)d * 2, (cuuint64_t)t * d * 2 };
-	cuuint32_t box[3] = { 64, (cuuint32_t)rows, 1 }, elem[3] = { 1, 1, 1 };
+	cuuint64_t strides[2] = { (cuuint64_t)d * esize, (cuuint64_t)t * d * esize };
+	cuuint32_t box[3] = { (cuuint32_t)(128 / esize), (cuuint32_t)rows, 1 },
+		   elem[3] = { 1, 1, 1 };
 
-	return enc && enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dims, strides, box,
-			  elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-			  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-			  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
-/* dq_acc (d, t, bh) FP32 as boxes of 32 columns x 64 rows x 1 head, 128-byte swizzle. */
-bool tensor_map_f32(CUtensorMap *m, float *base, int d, int t, int bh)
-{
-	encode_tiled_fn enc = encode_tiled();
-	cuuint64_t dims[3] = { (cuuint64_t)d, (cuuint64_t)t, (cuuint64_t)bh };
-	cuuint64_t strides[2] = { (cuuint64_t)d * 4, (cuuint64_t)t * d * 4 };
-	cuuint32_t box[3] = { 32, (cuuint32_t)BQ, 1 }, elem[3] = { 1, 1, 1 };
-
-	return enc && enc(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, base, dims, strides, box, elem,
+	return enc && enc(m, type, 3, (void *)base, dims, strides, box, elem,
 			  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
 			  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
 			  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int D, int NC> bool kernel_ready()
+bool bf16_map(CUtensorMap *m, const void *base, int d, int t, int bh, int rows)
+{
+	return tensor_map(m, base, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, d, t, bh, rows);
+}
+
+/* The kernel was built for sm_90a and may use SMEM bytes of dynamic shared memory. */
+template <auto K, int SMEM> bool kernel_ready()
 {
 	static const bool ok = [] {
 		cudaFuncAttributes fa;
-		return cudaFuncGetAttributes(&fa, flash_fwd_sm90<D, NC>) == cudaSuccess &&
-		       fa.binaryVersion == 90 &&
-		       cudaFuncSetAttribute(flash_fwd_sm90<D, NC>,
-					    cudaFuncAttributeMaxDynamicSharedMemorySize,
-					    sm90_layout<D, NC>::SMEM) == cudaSuccess;
+		return cudaFuncGetAttributes(&fa, K) == cudaSuccess && fa.binaryVersion == 90 &&
+		       cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM) ==
+			       cudaSuccess;
 	}();
 	return ok;
 }
 
+template <int D, int NC> bool fwd_ready()
+{
+	return kernel_ready<flash_fwd_sm90<D, NC>, sm90_layout<D, NC>::SMEM>();
+}
+
 template <int D> bool bwd_ready()
 {
-	static const bool ok = [] {
-		cudaFuncAttributes fa;
-		return cudaFuncGetAttributes(&fa, flash_bwd_sm90<D>) == cudaSuccess &&
-		       fa.binaryVersion == 90 &&
-		       cudaFuncSetAttribute(flash_bwd_sm90<D>,
-					    cudaFuncAttributeMaxDynamicSharedMemorySize,
-					    sm90_bwd_layout<D>::SMEM) == cudaSuccess;
-	}();
-	return ok;
+	return kernel_ready<flash_bwd_sm90<D>, sm90_bwd_layout<D>::SMEM>();
 }
 
 template <int D>
@@ -777,11 +772,12 @@ cudaError_t launch_bwd(void *dk, void *dv, float *dq_acc, const void *dout, cons
 {
 	CUtensorMap qm, km, vm, dom, dqm;
 
-	if (!bwd_ready<D>() || !tensor_map(&qm, q, d, t, bh, BQ) ||
-	    !tensor_map(&km, k, d, t, bh, BKEYS) || !tensor_map(&vm, v, d, t, bh, BKEYS) ||
-	    !tensor_map(&dom, dout, d, t, bh, BQ) || !tensor_map_f32(&dqm, dq_acc, d, t, bh))
+	if (!bwd_ready<D>() || !bf16_map(&qm, q, d, t, bh, BQ) ||
+	    !bf16_map(&km, k, d, t, bh, BKEYS) || !bf16_map(&vm, v, d, t, bh, BKEYS) ||
+	    !bf16_map(&dom, dout, d, t, bh, BQ) ||
+	    !tensor_map(&dqm, dq_acc, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, d, t, bh, BQ))
 		return cudaErrorInvalidValue;
-	dim3 grid((unsigned)((t + BKEYS - 1) / BKEYS), (unsigned)bh);
+	dim3 grid((unsigned)bh, (unsigned)((t + BKEYS - 1) / BKEYS));
 	flash_bwd_sm90<D><<<grid, BWD_THREADS, sm90_bwd_layout<D>::SMEM, stream>>>(
 		(__nv_bfloat16 *)dk, (__nv_bfloat16 *)dv, dq_acc, lse, drow, qm, km, vm, dom, dqm, t, d,
 		scale, causal ? 1 : 0);
@@ -796,10 +792,10 @@ cudaError_t launch(void *o, float *lse, const void *q, const void *k, const void
 
 	typedef sm90_layout<D, NC> L;
 
-	if (!tensor_map(&qm, q, d, t, bh, L::BM) || !tensor_map(&km, k, d, t, bh, BN) ||
-	    !tensor_map(&vm, v, d, t, bh, BN))
+	if (!bf16_map(&qm, q, d, t, bh, L::BM) || !bf16_map(&km, k, d, t, bh, BN) ||
+	    !bf16_map(&vm, v, d, t, bh, BN))
 		return cudaErrorInvalidValue;
-	dim3 grid((unsigned)((t + L::BM - 1) / L::BM), (unsigned)bh);
+	dim3 grid((unsigned)bh, (unsigned)((t + L::BM - 1) / L::BM));
 	flash_fwd_sm90<D, NC><<<grid, L::THREADS, L::SMEM, stream>>>(
 		(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
 		causal ? 1 : 0);
@@ -818,15 +814,15 @@ extern "C" int flash_sm90_supported(int d_head)
 	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
 	    major != 9 || minor != 0 || !encode_tiled())
 		return 0;
-	return d_head <= 64 ? kernel_ready<64, 2>() && kernel_ready<64, 3>() && bwd_ready<64>()
-			    : kernel_ready<128, 2>() && bwd_ready<128>();
+	return d_head <= 64 ? fwd_ready<64, 2>() && fwd_ready<64, 3>() && bwd_ready<64>()
+			    : fwd_ready<128, 2>() && bwd_ready<128>();
 }
 
 extern "C" cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, const void *k,
 					  const void *v, int bh, int t, int d_head, float scale,
 					  bool causal, cudaStream_t stream)
 {
-	if (bh > 65535)
+	if ((t + 127) / 128 > 65535)   /* row blocks on the grid's y */
 		return cudaErrorInvalidValue;
 	int dev, sms = 132;
 
@@ -845,7 +841,7 @@ extern "C" cudaError_t flash_sm90_backward(void *dk, void *dv, float *dq_acc, co
 					   const float *lse, const float *drow, int bh, int t,
 					   int d_head, float scale, bool causal, cudaStream_t stream)
 {
-	if (bh > 65535)
+	if ((t + 127) / 128 > 65535)   /* row blocks on the grid's y */
 		return cudaErrorInvalidValue;
 	return d_head <= 64 ? launch_bwd<64>(dk, dv, dq_acc, dout, q, k, v, lse, drow, bh, t,
 					     d_head, scale, causal, stream)

@@ -387,5 +387,10 @@ int bench_run(const struct bench_opts *o, struct report *rep)
 	report_note(rep, "%d warm-up and %d measured steps per configuration; phases timed with "
 		    "device events, step with the host clock after synchronisation", o->warmup,
 		    o->steps);
+	const char *tune = getenv("STEPTRACE_GEMM_TUNE");
+	if (tune && atoi(tune) > 1)
+		report_note(rep, "STEPTRACE_GEMM_TUNE=%s: each matrix product's plan timed up to that "
+			    "many of cuBLASLt's algorithms on its first product (a warm-up step) and "
+			    "kept the fastest", tune);
 	return errors;
 }

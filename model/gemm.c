@@ -1,6 +1,7 @@
 /* gemm.c: see gemm.h. */
 #include "model/gemm.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@ struct gemm_key {
 _Static_assert(sizeof(struct gemm_key) == 3 * sizeof(long long) + 16 * sizeof(int),
 	       "struct gemm_key must have no padding");
 
+/* The most algorithms STEPTRACE_GEMM_TUNE times for one plan. */
+#define GEMM_TUNE_MAX 16
+
 /* cuBLASLt's operands a, b, c are row-major B, A, C (see gemm_rm). */
 struct gemm_plan {
 	struct gemm_key key;
@@ -37,12 +41,15 @@ struct gemm_plan {
 	cublasLtMatmulDesc_t op;
 	cublasLtMatrixLayout_t a, b, c;
 	cublasLtMatmulAlgo_t algo;
+	int ncand;                    /* > 1: cand[] to time on the first product (gemm.tune) */
+	cublasLtMatmulAlgo_t cand[GEMM_TUNE_MAX];
 };
 
 /* Open addressing with linear probing, at most half full. */
 struct gemm_plans {
 	struct gemm_plan *slot;       /* cap of them, cap a power of two (or 0) */
 	size_t cap, n;
+	int tuned;                    /* plans whose candidates were timed */
 };
 
 int gemm_init(struct gemm *g, cudaStream_t s, enum st_precision p, void *workspace,
@@ -62,6 +69,9 @@ int gemm_init(struct gemm *g, cudaStream_t s, enum st_precision p, void *workspa
 		return -1;
 	if (workspace && CUBLAS_CHECK(cublasSetWorkspace(g->handle, workspace, workspace_bytes)))
 		return -1;
+	const char *tune = getenv("STEPTRACE_GEMM_TUNE");
+	if (tune && atoi(tune) > 1)
+		g->tune = atoi(tune) < GEMM_TUNE_MAX ? atoi(tune) : GEMM_TUNE_MAX;
 	return 0;
 }
 
@@ -139,7 +149,7 @@ static struct gemm_plan *plans_find(const struct gemm_plans *t, const struct gem
 static int plans_grow(struct gemm_plans *t)
 {
 	size_t cap = t->cap ? 2 * t->cap : 64;
-	struct gemm_plans bigger = { calloc(cap, sizeof(struct gemm_plan)), cap, t->n };
+	struct gemm_plans bigger = { calloc(cap, sizeof(struct gemm_plan)), cap, t->n, t->tuned };
 
 	if (!bigger.slot)
 		return error("out of host memory for the GEMM plans");
@@ -170,14 +180,17 @@ static int layout_create(cublasLtMatrixLayout_t *l, enum st_dtype dtype, int row
 	return 0;
 }
 
-/* The heuristic's first algorithm for p under pref; none found marks p legacy. */
+/*
+ * The heuristic's first algorithm for p under pref, and with gemm.tune its
+ * next ones as candidates; none found marks p legacy.
+ */
 static int plan_pick(const struct gemm *g, struct gemm_plan *p, cublasLtMatmulPreference_t pref)
 {
 	const struct gemm_key *k = &p->key;
 	uint64_t ws = g->workspace_bytes;
 	uint32_t align_a = k->align[1], align_b = k->align[0], align_c = k->align[2];
-	cublasLtMatmulHeuristicResult_t best;
-	int found = 0;
+	cublasLtMatmulHeuristicResult_t res[GEMM_TUNE_MAX];
+	int found = 0, want = g->tune > 1 ? g->tune : 1;
 	cublasStatus_t s;
 
 	if (CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -191,7 +204,7 @@ static int plan_pick(const struct gemm *g, struct gemm_plan *p, cublasLtMatmulPr
 	    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
 		    pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c))))
 		return -1;
-	s = cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &best,
+	s = cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->a, p->b, p->c, p->c, pref, want, res,
 					   &found);
 	if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
 		p->legacy = true;
@@ -199,8 +212,57 @@ static int plan_pick(const struct gemm *g, struct gemm_plan *p, cublasLtMatmulPr
 	}
 	if (cublas_check_at(s, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__))
 		return -1;
-	p->algo = best.algo;
+	p->algo = res[0].algo;
+	for (int i = 0; found > 1 && i < found; i++)
+		if (res[i].state == CUBLAS_STATUS_SUCCESS)
+			p->cand[p->ncand++] = res[i].algo;
 	return 0;
+}
+
+/*
+ * STEPTRACE_GEMM_TUNE: the plan's candidates timed on this product's own
+ * operands (a warm-up and three runs each, CUDA events on the gemm's
+ * stream), the fastest kept for every later product of the plan. Only where
+ * running it again changes nothing (D = alpha A B + beta C with C not D, or
+ * beta 0) and the stream is not being captured into a graph; otherwise the
+ * plan keeps the heuristic's first until such a product comes. A candidate
+ * that fails to launch is passed over.
+ */
+static void plan_tune(const struct gemm *g, struct gemm_plan *p, const float *alpha,
+		      const void *A, const void *B, const float *beta, const void *C, void *D)
+{
+	enum cudaStreamCaptureStatus cs;
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	float best = INFINITY;
+
+	if (cudaStreamIsCapturing(g->stream, &cs) != cudaSuccess ||
+	    cs != cudaStreamCaptureStatusNone || cudaEventCreate(&e0) != cudaSuccess ||
+	    cudaEventCreate(&e1) != cudaSuccess)
+		goto out;
+	for (int i = 0; i < p->ncand; i++) {
+		float ms = 0.0f;
+		int ok = cublasLtMatmul(g->lt, p->op, alpha, B, p->a, A, p->b, beta, C, p->c, D,
+					p->c, &p->cand[i], g->workspace, g->workspace_bytes,
+					g->stream) == CUBLAS_STATUS_SUCCESS &&
+			 cudaEventRecord(e0, g->stream) == cudaSuccess;
+		for (int r = 0; ok && r < 3; r++)
+			ok = cublasLtMatmul(g->lt, p->op, alpha, B, p->a, A, p->b, beta, C, p->c, D,
+					    p->c, &p->cand[i], g->workspace, g->workspace_bytes,
+					    g->stream) == CUBLAS_STATUS_SUCCESS;
+		if (ok && cudaEventRecord(e1, g->stream) == cudaSuccess &&
+		    cudaEventSynchronize(e1) == cudaSuccess &&
+		    cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms < best) {
+			best = ms;
+			p->algo = p->cand[i];
+		}
+	}
+	p->ncand = 0;
+	g->plans->tuned++;
+out:
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
 }
 
 /*
@@ -338,6 +400,8 @@ static int gemm_rm_to(const struct gemm *g, bool trans_a, bool trans_b, int M, i
 		return gemm_legacy(g, trans_a, trans_b, M, N, K, alpha, A, lda, sA, B, ldb, sB,
 				   ab_dtype, beta, D, ldc, sC, c_dtype, batch);
 	}
+	if (p->ncand > 1 && (beta == 0.0f || C != D))
+		plan_tune(g, p, &alpha, A, B, &beta, C, D);
 	return CUBLAS_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, B, p->a, A, p->b, &beta, C, p->c,
 					   D, p->c, &p->algo, g->workspace, g->workspace_bytes,
 					   g->stream));
@@ -358,6 +422,11 @@ int gemm_rm_add(const struct gemm *g, bool trans_a, bool trans_b, int M, int N, 
 {
 	return gemm_rm_to(g, trans_a, trans_b, M, N, K, 1.0f, A, lda, 0, B, ldb, 0, ab_dtype, 1.0f,
 			  C, D, ldc, 0, c_dtype, 1);
+}
+
+int gemm_tuned(const struct gemm *g)
+{
+	return g->plans ? g->plans->tuned : 0;
 }
 
 int gemm_attention(const struct gemm *g, enum attn_gemm kind, int bh, int T, int dh,

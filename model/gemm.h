@@ -31,12 +31,17 @@ struct gemm {
 	struct gemm_plans *plans;     /* owned; filled by gemm_rm */
 	int sm_target;                /* SMs a product may count on (cuBLASLt's SM count target: fewer
 					 while a collective runs beside it, model/ddp.c), 0: all */
+	int tune;                     /* > 1: time up to this many of the heuristic's algorithms on
+					 a plan's first product and keep the fastest
+					 (STEPTRACE_GEMM_TUNE); else its first */
 };
 
 /* On failure the gemm still needs gemm_release. */
 int gemm_init(struct gemm *g, cudaStream_t s, enum st_precision p, void *workspace,
 	      size_t workspace_bytes);
 void gemm_release(struct gemm *g);
+/* How many plans have timed their candidates (gemm.tune) so far. */
+int gemm_tuned(const struct gemm *g);
 
 /*
  * C = alpha op(A) op(B) + beta C, all row-major: op(A) is (M, K), op(B) (K, N),

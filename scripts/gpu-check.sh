@@ -9,6 +9,9 @@
 # fused (issue 17's measurements: bench --kernels plain,fused per size and
 # precision, PyTorch eager and torch.compile on the same sizes, the
 # agreement check for both kernel sets, a fused bundle; README "Fused"),
+# fused-step and fused-torch (issue 27's: the BF16 step plain and fused at
+# every size, its agreement with PyTorch in FP32 and BF16, a recorded large
+# fused bundle; then PyTorch eager and torch.compile on small to large),
 # multi (issue 16 on two GPUs, nvidia-h200-x2: multi-tests, multi-allreduce,
 # multi-ddp and multi-record in turn; each can be run alone), torchrun (issue
 # 23 on two GPUs: PyTorch DDP, FSDP, two simulated nodes and mpirun, recorded
@@ -123,6 +126,28 @@ fused)
 	echo "== $st record --model small --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 2 -o fused.stb"
 	$st record --model small --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 2 \
 		-o "$out/fused.stb" 2>&1 | tail -2
+	;;
+fused-step)
+	a="--model small,medium,large,xl --ctx 512 --precision bf16 --kernels plain,fused --warmup 3 --steps 10"
+	echo "== $st bench $a"
+	$st bench $a --format csv > "$out/fused-bench.csv" 2>"$out/fused-bench.err"; cat "$out/fused-bench.csv"
+	for p in fp32 bf16; do
+		echo "== torch_check.py run --steptrace $st --precision $p --mode train --kernels fused"
+		PYTHONUNBUFFERED=1 python3 scripts/torch_check.py run --steptrace "$st" --precision $p \
+			--mode train --kernels fused --workdir "$out/torch-check-fused-$p" 2>&1 | tail -3
+	done
+	a="--model large --ctx 512 --precision bf16 --kernels fused --warmup 1 --steps 1 --no-calibrate"
+	echo "== $st record $a -o large-fused.stb"
+	$st record $a -o "$out/large-fused.stb" 2>&1 | tail -2
+	$st summary "$out/large-fused.stb" --by category | head -14
+	;;
+fused-torch)
+	for c in "" --compile; do
+		a="--model small,medium,large --ctx 512 --precision bf16 --mode train --warmup 3 --steps 10 $c"
+		echo "== torch_bench.py $a"
+		PYTHONUNBUFFERED=1 python3 scripts/torch_bench.py $a --format csv \
+			> "$out/torch-bench$c.csv" 2>"$out/torch-bench$c.err"; cat "$out/torch-bench$c.csv"
+	done
 	;;
 multi-tests)
 	# NVLink multicast can take the host's GPUs out of service: off in everything started here

@@ -87,9 +87,13 @@ static void test_embedding(void)
 	free(table), free(dout), free(base), free(ref);
 }
 
-static void test_rmsnorm(int dtype)
+/*
+ * n rows of d: d a multiple of 4 takes the warp-per-row kernels, any other
+ * d the block-per-row ones; n past 16,384 rows (d 200) has each warp of the
+ * backward walk several rows.
+ */
+static void test_rmsnorm(int dtype, int n, int d)
 {
-	const int n = 37, d = 200;
 	double *x = host_normal(&rng, (size_t)n * d, 1.5), *g = host_normal(&rng, d, 0.2);
 	double *y = malloc((size_t)n * d * sizeof(double)), *rstd = malloc(n * sizeof(double));
 	char what[96];
@@ -104,9 +108,12 @@ static void test_rmsnorm(int dtype)
 	float *drstd = poisoned(n, ST_DT_F32);
 	CHECK(rmsnorm_forward(out, drstd, dx, dg, n, d, 1e-5f, dtype, 0) == 0, "rmsnorm_forward launch");
 	double *got = download(out, (size_t)n * d, dtype), *got_r = download(drstd, n, ST_DT_F32);
-	label(what, sizeof(what), "rmsnorm forward", dtype);
+	char name[64];
+	snprintf(name, sizeof(name), "rmsnorm forward %dx%d", n, d);
+	label(what, sizeof(what), name, dtype);
 	check_err(what, rel_err(got, y, (size_t)n * d), tol_of(dtype));
-	label(what, sizeof(what), "rmsnorm forward rstd", dtype);
+	snprintf(name, sizeof(name), "rmsnorm forward rstd %dx%d", n, d);
+	label(what, sizeof(what), name, dtype);
 	check_err(what, rel_err(got_r, rstd, n), 1e-5);
 	free(got), free(got_r);
 
@@ -125,8 +132,10 @@ static void test_rmsnorm(int dtype)
 		CHECK(rmsnorm_backward(ddx, NULL, ddg, ddy, dx, dg, rs, n, d, 0, 0) == 0,
 		      "rmsnorm_backward launch");
 		double *gdx = download(ddx, (size_t)n * d, ST_DT_F32), *gdg = download(ddg, d, ST_DT_F32);
-		check_err("rmsnorm backward dx [f32]", rel_err(gdx, dxr, (size_t)n * d), 1e-5);
-		check_err("rmsnorm backward dg (accumulating) [f32]", rel_err(gdg, dgr, d), 1e-5);
+		snprintf(name, sizeof(name), "rmsnorm backward dx %dx%d [f32]", n, d);
+		check_err(name, rel_err(gdx, dxr, (size_t)n * d), 1e-5);
+		snprintf(name, sizeof(name), "rmsnorm backward dg (accumulating) %dx%d [f32]", n, d);
+		check_err(name, rel_err(gdg, dgr, d), 1e-5);
 		free(gdx);
 		/* accumulate: dx = base + backward */
 		float *ddx2 = upload(xbase, (size_t)n * d, ST_DT_F32);
@@ -135,7 +144,8 @@ static void test_rmsnorm(int dtype)
 		gdx = download(ddx2, (size_t)n * d, ST_DT_F32);
 		for (size_t i = 0; i < (size_t)n * d; i++)
 			dxr[i] += xbase[i];
-		check_err("rmsnorm backward dx (accumulating) [f32]", rel_err(gdx, dxr, (size_t)n * d), 1e-5);
+		snprintf(name, sizeof(name), "rmsnorm backward dx (accumulating) %dx%d [f32]", n, d);
+		check_err(name, rel_err(gdx, dxr, (size_t)n * d), 1e-5);
 		free(gdx), free(gdg), free(dy), free(dxr), free(gbase), free(xbase), free(dgr);
 		cudaFree(ddx2);
 
@@ -151,9 +161,9 @@ static void test_rmsnorm(int dtype)
 			double *gbf = download(dbf, (size_t)n * d, ST_DT_BF16);
 			for (size_t i = 0; i < (size_t)n * d; i++)
 				gdx[i] = ref_round_bf16(gdx[i]);
-			check_err(acc ? "rmsnorm backward dx bf16 copy (accumulating)"
-				      : "rmsnorm backward dx bf16 copy",
-				  rel_err(gbf, gdx, (size_t)n * d), 0.0);
+			snprintf(name, sizeof(name), "rmsnorm backward dx bf16 copy%s %dx%d",
+				 acc ? " (accumulating)" : "", n, d);
+			check_err(name, rel_err(gbf, gdx, (size_t)n * d), 0.0);
 			free(base), free(gdx), free(gbf);
 			cudaFree(dbf);
 			if (acc)
@@ -185,8 +195,9 @@ static void host_heads(const double *x, double *y, int to_heads)
  * The token-major side of the rope kernels: q, k, v (N, D) each inside one
  * buffer of 3 N D elements, rows ld apart, q, k, v starting at off[j]. With
  * ld = D they are three tensors one after another; with ld = 3D they are the
- * column blocks of the fused projection's rows [q | k | v]. Either way the
- * three cover the whole buffer.
+ * column blocks of the fused projection's rows [q | k | v], and with
+ * ld = 3d + 2 the same with two unused elements ending each row (the
+ * kernels' scalar form).
  */
 struct tok_layout {
 	const char *name;
@@ -194,10 +205,17 @@ struct tok_layout {
 	size_t off[3];
 };
 
-static const struct tok_layout tok_layouts[2] = {
+static const struct tok_layout tok_layouts[3] = {
 	{ "stride d", D, { 0, (size_t)N * D, 2 * (size_t)N * D } },
 	{ "stride 3d", 3 * D, { 0, D, 2 * D } },
+	{ "stride 3d+2", 3 * D + 2, { 0, D, 2 * D } },   /* no 16-byte vector divides it */
 };
+
+/* Elements of the buffer that holds a layout: N rows of 3 D, or of ld when wider. */
+static size_t tok_size(const struct tok_layout *L)
+{
+	return L->ld > 3 * D ? (size_t)N * L->ld : 3 * (size_t)N * D;
+}
 
 /* x[j] (N, D) placed into buf, or taken out of it if !into. */
 static void tok_place(const struct tok_layout *L, double *buf, double *const *x, int into)
@@ -240,7 +258,7 @@ static void test_rope(int dtype)
 						  "rope from heads dv (copy)" };
 	size_t n = (size_t)N * D, es = dtype_size(dtype);
 	double *x[3], *ref[3], *got[3], *tmp = malloc(n * sizeof(double));
-	double *buf = malloc(3 * n * sizeof(double));
+	double *buf = malloc(tok_size(&tok_layouts[2]) * sizeof(double));
 	void *in[3], *out[3];
 	float *table = malloc((size_t)T * DH * sizeof(float)), *dtable;
 	double tols[3] = { tol_of(dtype), tol_of(dtype), 0.0 };
@@ -258,12 +276,15 @@ static void test_rope(int dtype)
 	CUDA_OK(cudaMalloc((void **)&dtable, (size_t)T * DH * sizeof(float)));
 	CUDA_OK(cudaMemcpy(dtable, table, (size_t)T * DH * sizeof(float), cudaMemcpyHostToDevice));
 
-	for (int li = 0; li < 2; li++) {
+	for (int li = 0; li < 3; li++) {
 		const struct tok_layout *L = &tok_layouts[li];
+		size_t nb = tok_size(L);
 
 		/* forward: x[] are q, k, v token-major, placed by the layout */
+		for (size_t i = 0; i < nb; i++)
+			buf[i] = 0.0;                  /* the padding, where there is any */
 		tok_place(L, buf, x, 1);
-		char *tok = upload(buf, 3 * n, dtype);
+		char *tok = upload(buf, nb, dtype);
 		for (int j = 0; j < 3; j++) {
 			CUDA_OK(cudaMemset(out[j], 0xff, n * es));
 			if (j < 2)
@@ -282,7 +303,7 @@ static void test_rope(int dtype)
 		check_three(got, ref, fwd_names, L->name, tols, n, dtype);
 
 		/* backward: the same x[] read as dqh, dkh, dvh head-major, written by the layout */
-		CUDA_OK(cudaMemset(tok, 0xff, 3 * n * es));
+		CUDA_OK(cudaMemset(tok, 0xff, nb * es));
 		for (int j = 0; j < 3; j++) {
 			host_heads(x[j], tmp, 0);
 			if (j < 2)
@@ -293,7 +314,7 @@ static void test_rope(int dtype)
 		CHECK(rope_from_heads(tok + L->off[0] * es, tok + L->off[1] * es, tok + L->off[2] * es,
 				      in[0], in[1], in[2], L->ld, dtable, B, T, H, DH, dtype, 0) == 0,
 		      "rope_from_heads launch");
-		double *all = download(tok, 3 * n, dtype);  /* every element: a poisoned one fails */
+		double *all = download(tok, nb, dtype);  /* every element placed: a poisoned one fails */
 		tok_place(L, all, got, 0);
 		free(all);
 		check_three(got, ref, bwd_names, L->name, tols, n, dtype);
@@ -357,45 +378,53 @@ static void test_softmax(int dtype)
 	free(s), free(p), free(dp), free(ds);
 }
 
-/* rows [a | b] of (N, 2 FF) from a and b (N, FF), or back if !join. */
-static void halves(double *ab, double *a, double *b, int join)
+/* rows [a | b] of (rows, 2 f) from a and b (rows, f), or back if !join. */
+static void halves(double *ab, double *a, double *b, size_t rows, size_t f, int join)
 {
-	for (size_t r = 0; r < N; r++)
-		for (size_t c = 0; c < FF; c++) {
-			double *lo = &ab[r * 2 * FF + c], *hi = lo + FF;
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < f; c++) {
+			double *lo = &ab[r * 2 * f + c], *hi = lo + f;
 			if (join)
-				*lo = a[r * FF + c], *hi = b[r * FF + c];
+				*lo = a[r * f + c], *hi = b[r * f + c];
 			else
-				a[r * FF + c] = *lo, b[r * FF + c] = *hi;
+				a[r * f + c] = *lo, b[r * f + c] = *hi;
 		}
 }
 
-/* The gate on the fused layout: h13 (N, 2 FF) rows [a | b] in, dh13 rows [da | db] out. */
-static void test_swiglu(int dtype)
+/*
+ * The gate on the fused layout: h13 (rows, 2 f) rows [a | b] in, dh13 rows
+ * [da | db] out. f a multiple of 8 (4 in FP32) takes the 16-byte kernels.
+ */
+static void test_swiglu(int dtype, size_t rows, size_t f)
 {
-	size_t n = (size_t)N * FF;
+	size_t n = rows * f;
 	double *a = host_normal(&rng, n, 2.0), *b = host_normal(&rng, n, 1.0);
 	double *dh = host_normal(&rng, n, 1.0), *h = malloc(n * sizeof(double));
 	double *da = malloc(n * sizeof(double)), *db = malloc(n * sizeof(double));
 	double *ab = malloc(2 * n * sizeof(double));
-	char what[96];
+	char what[96], name[80];
 
 	round_to(a, n, dtype), round_to(b, n, dtype), round_to(dh, n, dtype);
 	ref_swiglu_fwd(a, b, n, h);
 	ref_swiglu_bwd(dh, a, b, n, da, db);
-	halves(ab, a, b, 1);
+	halves(ab, a, b, rows, f, 1);
 	void *gpab = upload(ab, 2 * n, dtype), *gpdh = upload(dh, n, dtype);
 	void *gph = poisoned(n, dtype), *gpdab = poisoned(2 * n, dtype);
-	CHECK(swiglu_forward(gph, gpab, N, FF, dtype, 0) == 0, "swiglu_forward launch");
-	CHECK(swiglu_backward(gpdab, gpdh, gpab, N, FF, dtype, 0) == 0, "swiglu_backward launch");
+	CHECK(swiglu_forward(gph, gpab, (long long)rows, (int)f, dtype, 0) == 0,
+	      "swiglu_forward launch");
+	CHECK(swiglu_backward(gpdab, gpdh, gpab, (long long)rows, (int)f, dtype, 0) == 0,
+	      "swiglu_backward launch");
 	double *gh = download(gph, n, dtype), *gdab = download(gpdab, 2 * n, dtype);
 	double *gda = malloc(n * sizeof(double)), *gdb = malloc(n * sizeof(double));
-	halves(gdab, gda, gdb, 0);      /* both halves cover dh13: a poisoned element fails */
-	label(what, sizeof(what), "swiglu forward (fused input)", dtype);
+	halves(gdab, gda, gdb, rows, f, 0);      /* both halves cover dh13: a poisoned element fails */
+	snprintf(name, sizeof(name), "swiglu forward (fused input) %zux%zu", rows, f);
+	label(what, sizeof(what), name, dtype);
 	check_err(what, rel_err(gh, h, n), tol_of(dtype));
-	label(what, sizeof(what), "swiglu backward da (fused output)", dtype);
+	snprintf(name, sizeof(name), "swiglu backward da (fused output) %zux%zu", rows, f);
+	label(what, sizeof(what), name, dtype);
 	check_err(what, rel_err(gda, da, n), tol_of(dtype));
-	label(what, sizeof(what), "swiglu backward db (fused output)", dtype);
+	snprintf(name, sizeof(name), "swiglu backward db (fused output) %zux%zu", rows, f);
+	label(what, sizeof(what), name, dtype);
 	check_err(what, rel_err(gdb, db, n), tol_of(dtype));
 	free(gh), free(gdab), free(gda), free(gdb);
 	cudaFree(gpab), cudaFree(gpdh), cudaFree(gph), cudaFree(gpdab);
@@ -738,8 +767,14 @@ static void test_gemm_case(const struct gemm *g, const struct gemm_case *gc, con
 		}
 }
 
-/* Every case twice on one gemm: the second round runs on the plans the first built. */
-static void test_gemm(enum st_precision prec, int ab_dtype, int c_dtype, double tol)
+/*
+ * Every case twice on one gemm: the second round runs on the plans the first
+ * built. With tune (STEPTRACE_GEMM_TUNE's count) the first round also times
+ * the heuristic's candidates on the case's own operands, which must leave C
+ * and the result as they would be without it; in BF16 at least one plan had
+ * candidates to time.
+ */
+static void test_gemm(enum st_precision prec, int ab_dtype, int c_dtype, double tol, int tune)
 {
 	struct gemm g;
 	char name[64];
@@ -749,12 +784,18 @@ static void test_gemm(enum st_precision prec, int ab_dtype, int c_dtype, double 
 		gemm_release(&g);
 		return;
 	}
+	g.tune = tune;
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t c = 0; c < sizeof(gemm_cases) / sizeof(gemm_cases[0]); c++) {
-			snprintf(name, sizeof(name), "%s%s", st_name(st_precision_names, prec),
-				 pass ? ", cached plan" : "");
+			snprintf(name, sizeof(name), "%s%s%s", st_name(st_precision_names, prec),
+				 tune ? ", tuned" : "", pass ? ", cached plan" : "");
 			test_gemm_case(&g, &gemm_cases[c], name, ab_dtype, c_dtype, tol);
 		}
+	if (tune) {
+		printf("  gemm %s tuned: %d plans timed their candidates\n",
+		       st_name(st_precision_names, prec), gemm_tuned(&g));
+		CHECK(prec != ST_BF16 || gemm_tuned(&g) > 0, "no BF16 plan had candidates to time");
+	}
 	gemm_release(&g);
 }
 
@@ -766,10 +807,14 @@ int main(void)
 	printf("kernels against the double-precision CPU reference:\n");
 	test_embedding();
 	for (int dt = ST_DT_F32; dt <= ST_DT_BF16; dt++) {
-		test_rmsnorm(dt);
+		test_rmsnorm(dt, 37, 200);
+		test_rmsnorm(dt, 19, 130);
+		test_rmsnorm(dt, 16500, 200);
 		test_rope(dt);
 		test_softmax(dt);
-		test_swiglu(dt);
+		test_swiglu(dt, N, FF);
+		test_swiglu(dt, 7, 36);
+		test_swiglu(dt, 5, 30);
 		test_cross_entropy(dt);
 	}
 	test_adamw();
@@ -778,9 +823,11 @@ int main(void)
 	test_cast_residual();
 	test_zero_groups();
 	test_init();
-	test_gemm(ST_FP32, ST_DT_F32, ST_DT_F32, 1e-5);
-	test_gemm(ST_TF32, ST_DT_F32, ST_DT_F32, 5e-3);
-	test_gemm(ST_BF16, ST_DT_BF16, ST_DT_BF16, 1e-2);
-	test_gemm(ST_BF16, ST_DT_BF16, ST_DT_F32, 1e-5);
+	for (int tune = 0; tune <= 8; tune += 8) {
+		test_gemm(ST_FP32, ST_DT_F32, ST_DT_F32, 1e-5, tune);
+		test_gemm(ST_TF32, ST_DT_F32, ST_DT_F32, 5e-3, tune);
+		test_gemm(ST_BF16, ST_DT_BF16, ST_DT_BF16, 1e-2, tune);
+		test_gemm(ST_BF16, ST_DT_BF16, ST_DT_F32, 1e-5, tune);
+	}
 	return check_done("test_gpu_kernels");
 }
