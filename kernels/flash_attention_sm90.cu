@@ -130,6 +130,12 @@ __device__ __forceinline__ void wgmma_wait0()
 	asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 }
 
+/* All but the most recently committed group done. */
+__device__ __forceinline__ void wgmma_wait1()
+{
+	asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+}
+
 /* Keeps the compiler from moving reads or writes of an accumulator across a wgmma wait. */
 template <int N> __device__ __forceinline__ void reg_fence(float (&r)[N])
 {
@@ -555,6 +561,7 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 			wgmma_ss_n64(st, desc_sw128(sk + off, 16, 1024), desc_sw128(qs + qoff, 16, 1024),
 				     kk > 0);
 		}
+		wgmma_commit();
 #pragma unroll
 		for (int kk = 0; kk < D / 16; kk++) {
 			uint32_t off = (kk / 4) * BKEYS * 128 + w * 64 * 128 + (kk % 4) * 32;
@@ -563,11 +570,10 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 				     kk > 0);
 		}
 		wgmma_commit();
-		wgmma_wait0();
-		reg_fence(st);
-		reg_fence(dp);
 
-		/* P^T and dS^T: rows keys kw0 + krow (+8), columns queries m0 + 8 j + 2 tq (+1) */
+		/* P^T while dP^T is still being computed: rows keys kw0 + krow (+8), columns queries m0 + 8 j + 2 tq (+1) */
+		wgmma_wait1();
+		reg_fence(st);
 		const float *ls = lse_s + s * BQ, *dr = dr_s + s * BQ;
 		const bool mask = causal && m0 < kw0 + 64;
 #pragma unroll
@@ -577,19 +583,27 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 				int c = 8 * j + 2 * tq + (e & 1);
 				int key = kw0 + krow + 8 * (e >> 1);
 				float p = exp2f(st[4 * j + e] * scale_log2 - ls[c]);
-				if (mask && key > m0 + c)
-					p = 0.0f;
-				dp[4 * j + e] = p * (dp[4 * j + e] - dr[c]);
-				st[4 * j + e] = p;
+				st[4 * j + e] = mask && key > m0 + c ? 0.0f : p;
 			}
 		uint32_t pa[4][4], da[4][4];
 #pragma unroll
 		for (int kk = 0; kk < 4; kk++)
 #pragma unroll
-			for (int r = 0; r < 4; r++) {
+			for (int r = 0; r < 4; r++)
 				pa[kk][r] = pack_bf16(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
+		wgmma_wait0();
+		reg_fence(dp);
+		/* dS^T = P^T (dP^T - D) */
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				dp[4 * j + e] = st[4 * j + e] * (dp[4 * j + e] - dr[8 * j + 2 * tq + (e & 1)]);
+#pragma unroll
+		for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+			for (int r = 0; r < 4; r++)
 				da[kk][r] = pack_bf16(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
-			}
 
 		/* dS^T into shared memory: key row 64 w + krow (+8), 128-byte rows of 64 queries, swizzled */
 #pragma unroll
@@ -604,14 +618,25 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 
 		/*
-		 * dV += P^T dO, dK += dS^T Q and dQ (64 queries x 64 columns) += dS K over
-		 * 128 keys (d 128) or this warpgroup's 64, all in flight together
+		 * dQ (64 queries x 64 columns) = dS K over 128 keys (d 128) or this
+		 * warpgroup's 64 first, then dV += P^T dO and dK += dS^T Q behind it:
+		 * dQ goes out to shared memory while the tensor cores do dV and dK
 		 */
 		if (D == 128)
 			asm volatile("bar.sync 1, 256;\n" ::: "memory");
 		else
 			asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
+		constexpr int DQ_KEYS = D == 128 ? BKEYS : 64;
+		const uint32_t ds_a = D == 128 ? dsb : dsb + w * 64 * 128;
+		const uint32_t k_b = D == 128 ? sk + w * BKEYS * 128 : sk + w * 64 * 128;
+		const int col0 = D == 128 ? 64 * w : 0;
+		float dq[32];
 		wgmma_fence();
+#pragma unroll
+		for (int kk = 0; kk < DQ_KEYS / 16; kk++)
+			wgmma_ss_mn_n64(dq, desc_sw128(ds_a + kk * 2048, 1024, 1024),
+					desc_sw128(k_b + kk * 2048, 1024, 1024), kk > 0);
+		wgmma_commit();
 #pragma unroll
 		for (int kk = 0; kk < 4; kk++)
 #pragma unroll
@@ -622,43 +647,36 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 					     desc_sw128(qs + a * BQ * 128 + kk * 2048, 1024, 1024));
 			}
 		wgmma_commit();
-		constexpr int DQ_KEYS = D == 128 ? BKEYS : 64;
-		const uint32_t ds_a = D == 128 ? dsb : dsb + w * 64 * 128;
-		const uint32_t k_b = D == 128 ? sk + w * BKEYS * 128 : sk + w * 64 * 128;
-		const int col0 = D == 128 ? 64 * w : 0;
-		float dq[32];
-#pragma unroll
-		for (int kk = 0; kk < DQ_KEYS / 16; kk++)
-			wgmma_ss_mn_n64(dq, desc_sw128(ds_a + kk * 2048, 1024, 1024),
-					desc_sw128(k_b + kk * 2048, 1024, 1024), kk > 0);
-		wgmma_commit();
-		wgmma_wait0();
-#pragma unroll
-		for (int a = 0; a < L::ATOMS; a++) {
-			reg_fence(dka[a]);
-			reg_fence(dva[a]);
-		}
+		wgmma_wait1();
 		reg_fence(dq);
-		mbar_arrive(empty(s));
 		/*
 		 * dq_acc += the tile: into shared memory as two 32-column boxes of
 		 * the FP32 tensor map (128-byte swizzle), then one bulk reduce-add
-		 * each (rows past t and columns past d are clipped)
+		 * each (rows past t and columns past d are clipped). In store i of a
+		 * box, lanes with tq & 2 take column group i ^ 2, the others i: a
+		 * half-warp's sixteen 8-byte stores then fill all 32 banks once.
 		 */
 		if (tid == 0)
 			asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 		asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
+		const bool hi = tq & 2;
 #pragma unroll
 		for (int h = 0; h < 2; h++)
 #pragma unroll
-			for (int j = 0; j < 8; j++) {
-				uint32_t row = warp * 16 + g + 8 * h, chunk = 2 * (j % 4) + tq / 2;
-				uint32_t addr = sdq + (j / 4) * (BQ * 128) + row * 128 +
-						((chunk ^ (row & 7)) << 4) + (tq & 1) * 8;
-				asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr),
-					     "f"(dq[4 * j + 2 * h]), "f"(dq[4 * j + 2 * h + 1])
-					     : "memory");
-			}
+			for (int jb = 0; jb < 2; jb++)
+#pragma unroll
+				for (int i = 0; i < 4; i++) {
+					const int j0 = 4 * jb + i, j1 = 4 * jb + (i ^ 2);
+					float v0 = hi ? dq[4 * j1 + 2 * h] : dq[4 * j0 + 2 * h];
+					float v1 = hi ? dq[4 * j1 + 2 * h + 1] : dq[4 * j0 + 2 * h + 1];
+					uint32_t row = warp * 16 + g + 8 * h;
+					uint32_t chunk = 2 * (i ^ (hi ? 2 : 0)) + tq / 2;
+					uint32_t addr = sdq + jb * (BQ * 128) + row * 128 +
+							((chunk ^ (row & 7)) << 4) + (tq & 1) * 8;
+					asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr),
+						     "f"(v0), "f"(v1)
+						     : "memory");
+				}
 		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 		asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
 		if (tid == 0) {
@@ -670,6 +688,13 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 					     : "memory");
 			asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 		}
+		wgmma_wait0();
+#pragma unroll
+		for (int a = 0; a < L::ATOMS; a++) {
+			reg_fence(dka[a]);
+			reg_fence(dva[a]);
+		}
+		mbar_arrive(empty(s));
 	}
 	if (tid == 0)
 		asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
