@@ -430,13 +430,16 @@ template <int D> struct sm90_bwd_layout {
 	static constexpr int Q_OFF = 2 * KV_BYTES;
 	static constexpr int DO_OFF = Q_OFF + STAGES * QT_BYTES;
 	static constexpr int DS_OFF = DO_OFF + STAGES * QT_BYTES;
+	/* a tile's lse (times log2 e) and D as float4 {lse r, lse r + 1, D r, D r + 1}, r even */
 	static constexpr int LSE_OFF = DS_OFF + 2 * DS_BYTES;
-	static constexpr int DR_OFF = LSE_OFF + STAGES * BQ * 4;
-	static constexpr int DQ_OFF = DR_OFF + STAGES * BQ * 4;  /* 1024-aligned: lse, D 2 KB */
-	static constexpr int DQ_BYTES = BQ * 64 * 4;     /* a warpgroup's dQ tile, FP32 */
-	static constexpr int BAR_OFF = DQ_OFF + 2 * DQ_BYTES;
+	static constexpr int DQ_OFF = LSE_OFF + STAGES * BQ * 8;  /* 1024-aligned: 2 KB */
+	static constexpr int DQ_BYTES = BQ * 64 * 4;     /* a warpgroup's dQ tile, FP32, two each */
+	static constexpr int BAR_OFF = DQ_OFF + 4 * DQ_BYTES;
 	static constexpr int SMEM = BAR_OFF + 8 * (1 + 2 * STAGES) + 1024;
 };
+
+/* Hopper's most dynamic shared memory for one block: 227 KiB. */
+static_assert(sm90_bwd_layout<128>::SMEM <= 227 * 1024, "the d_head 128 backward's shared memory");
 
 /*
  * The backward's main pass (flash_attention.cu computes D = rowsum(dO o O)
@@ -467,11 +470,11 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 	extern __shared__ __align__(1024) unsigned char smem_raw[];
 	const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
 	unsigned char *gbase = smem_raw + (base - smem_u32(smem_raw));
-	float *lse_s = (float *)(gbase + L::LSE_OFF), *dr_s = (float *)(gbase + L::DR_OFF);
+	float4 *lsdr_s = (float4 *)(gbase + L::LSE_OFF);
 	const uint32_t sk = base + L::K_OFF, sv = base + L::V_OFF, sq = base + L::Q_OFF;
 	const uint32_t sdo = base + L::DO_OFF, sds = base + L::DS_OFF;
 	const uint32_t bars = base + L::BAR_OFF, kv_full = bars;
-	const uint32_t sdq = base + L::DQ_OFF + (threadIdx.x / 128 - 1) * L::DQ_BYTES;
+	const uint32_t sdq0 = base + L::DQ_OFF + (threadIdx.x / 128 - 1) * 2 * L::DQ_BYTES;
 	auto full = [&](int s) { return bars + 8 * (1 + s); };
 	auto empty = [&](int s) { return bars + 8 * (1 + STAGES + s); };
 
@@ -506,6 +509,17 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 				tma_load(sv + a * BKEYS * 128, &vmap, a * 64, n0, head, kv_full);
 			}
 		}
+		/* lane p: rows 2p and 2p + 1 of a tile, read from global a tile ahead */
+		float4 next;
+		auto fetch = [&](int it) {
+			const int q = (q_begin + it) * BQ + 2 * lane;
+			const float *lr = lse + (size_t)head * t, *dr = drow + (size_t)head * t;
+			next.x = q < t ? lr[q] * 1.44269504088896340736f : INFINITY;
+			next.y = q + 1 < t ? lr[q + 1] * 1.44269504088896340736f : INFINITY;
+			next.z = q < t ? dr[q] : 0.0f;
+			next.w = q + 1 < t ? dr[q + 1] : 0.0f;
+		};
+		fetch(0);
 		for (int it = 0; it < tiles; it++) {
 			const int s = it % STAGES, m0 = (q_begin + it) * BQ;
 			const uint32_t ph = (it / STAGES) & 1;
@@ -520,14 +534,10 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 						 head, full(s));
 				}
 			}
-			for (int r = lane; r < BQ; r += 32) {
-				int q = m0 + r;
-				bool in = q < t;
-				lse_s[s * BQ + r] = in ? lse[(size_t)head * t + q] * 1.44269504088896340736f
-						       : INFINITY;
-				dr_s[s * BQ + r] = in ? drow[(size_t)head * t + q] : 0.0f;
-			}
+			lsdr_s[s * (BQ / 2) + lane] = next;
 			mbar_arrive(full(s));
+			if (it + 1 < tiles)
+				fetch(it + 1);
 		}
 		return;
 	}
@@ -571,10 +581,24 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 		}
 		wgmma_commit();
 
+		/*
+		 * the tile's lse and D for this thread's columns: for d_head 128 read
+		 * while the products run, for 64 after S^T (flash_bench: faster so)
+		 */
+		constexpr bool early = D == 128;
+		float4 lsdr[8];
+		if (early)
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				lsdr[j] = lsdr_s[s * (BQ / 2) + 4 * j + tq];
+
 		/* P^T while dP^T is still being computed: rows keys kw0 + krow (+8), columns queries m0 + 8 j + 2 tq (+1) */
 		wgmma_wait1();
 		reg_fence(st);
-		const float *ls = lse_s + s * BQ, *dr = dr_s + s * BQ;
+		if (!early)
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				lsdr[j] = lsdr_s[s * (BQ / 2) + 4 * j + tq];
 		const bool mask = causal && m0 < kw0 + 64;
 #pragma unroll
 		for (int j = 0; j < 8; j++)
@@ -582,7 +606,7 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 			for (int e = 0; e < 4; e++) {
 				int c = 8 * j + 2 * tq + (e & 1);
 				int key = kw0 + krow + 8 * (e >> 1);
-				float p = exp2f(st[4 * j + e] * scale_log2 - ls[c]);
+				float p = exp2f(st[4 * j + e] * scale_log2 - ((e & 1) ? lsdr[j].y : lsdr[j].x));
 				st[4 * j + e] = mask && key > m0 + c ? 0.0f : p;
 			}
 		uint32_t pa[4][4], da[4][4];
@@ -598,7 +622,8 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 		for (int j = 0; j < 8; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++)
-				dp[4 * j + e] = st[4 * j + e] * (dp[4 * j + e] - dr[8 * j + 2 * tq + (e & 1)]);
+				dp[4 * j + e] = st[4 * j + e] *
+						(dp[4 * j + e] - ((e & 1) ? lsdr[j].w : lsdr[j].z));
 #pragma unroll
 		for (int kk = 0; kk < 4; kk++)
 #pragma unroll
@@ -656,8 +681,9 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 		 * box, lanes with tq & 2 take column group i ^ 2, the others i: a
 		 * half-warp's sixteen 8-byte stores then fill all 32 banks once.
 		 */
+		const uint32_t sdq = sdq0 + (it & 1) * L::DQ_BYTES;   /* the reduce of it - 1 may still read the other */
 		if (tid == 0)
-			asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+			asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
 		asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
 		const bool hi = tq & 2;
 #pragma unroll
