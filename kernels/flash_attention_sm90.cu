@@ -350,12 +350,28 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	/*
 	 * Tile j's P V is issued together with tile j + 1's Q K^T, so the tensor
 	 * cores run both back to back while the other warpgroup does its softmax.
+	 * With two consumers the two take turns to issue (named barriers 4 and
+	 * 5, FlashAttention-3's ping-pong): one's products queue behind the
+	 * other's, so its softmax overlaps them rather than the other's softmax.
 	 */
+	const int w = wg - 1;
+	auto turn_wait = [&] {
+		if (L::NC == 2)
+			asm volatile("bar.sync %0, 256;\n" ::"r"(4 + w) : "memory");
+	};
+	auto turn_pass = [&] {
+		if (L::NC == 2)
+			asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - w) : "memory");
+	};
+	if (L::NC == 2 && w == 1)
+		asm volatile("bar.arrive 4, 256;\n" ::: "memory");   /* the first turn is warpgroup 0's */
 	float sc[64];
 	uint32_t pa[8][4];
 	mbar_wait(q_full, 0);
+	turn_wait();
 	wgmma_fence();
 	issue_s(sc, 0);
+	turn_pass();
 	wgmma_wait0();
 	reg_fence(sc);
 	mbar_arrive(k_empty(0));
@@ -365,6 +381,7 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 		const bool next = j + 1 < tiles;
 
 		mbar_wait(v_full(s), (j / STAGES) & 1);
+		turn_wait();
 		wgmma_fence();
 #pragma unroll
 		for (int kk = 0; kk < 8; kk++)
@@ -376,6 +393,9 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 		wgmma_commit();
 		if (next)
 			issue_s(sc, j + 1);
+		/* every wait is matched: warpgroup 1 leaves its last turn unpassed */
+		if (next || w == 0)
+			turn_pass();
 		wgmma_wait0();
 #pragma unroll
 		for (int a = 0; a < L::ATOMS; a++)
