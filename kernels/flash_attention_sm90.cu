@@ -455,7 +455,8 @@ template <int D> struct sm90_bwd_layout {
 	static constexpr int DQ_OFF = LSE_OFF + STAGES * BQ * 8;  /* 1024-aligned: 2 KB */
 	static constexpr int DQ_BYTES = BQ * 64 * 4;     /* a warpgroup's dQ tile, FP32, two each */
 	static constexpr int BAR_OFF = DQ_OFF + 4 * DQ_BYTES;
-	static constexpr int SMEM = BAR_OFF + 8 * (1 + 2 * STAGES) + 1024;
+	/* kv_full, full[S], empty[S], then dq_full[2][2] and dq_empty[2][2] (warpgroup, buffer) */
+	static constexpr int SMEM = BAR_OFF + 8 * (1 + 2 * STAGES + 8) + 1024;
 };
 
 /* Hopper's most dynamic shared memory for one block: 227 KiB. */
@@ -471,10 +472,11 @@ static_assert(sm90_bwd_layout<128>::SMEM <= 227 * 1024, "the d_head 128 backward
  * (wgmma, shared memory), P^T and dS^T = P^T (dP^T - D) in registers, dV +=
  * P^T dO and dK += dS^T Q (wgmma, A from registers, dO and Q N-major); dS^T
  * goes to shared memory in the swizzled layout wgmma reads M-major, and dQ
- * += dS K (wgmma, both operands transposed) is added to dq_acc by a TMA
- * bulk reduce-add from shared memory: for d_head 128 each warpgroup takes
- * 64 columns of dQ over all 128 keys (the two meet at a named barrier),
- * for 64 each its own keys.
+ * += dS K (wgmma, both operands transposed) is staged in shared memory and
+ * added to dq_acc with TMA bulk reduce-adds: for d_head 128 each warpgroup
+ * takes 64 columns of dQ over all 128 keys (the two meet at a named
+ * barrier) and issues its own, for 64 each its own keys, and the producer
+ * warpgroup's second warp issues them.
  */
 template <int D>
 __global__ void __launch_bounds__(BWD_THREADS, 1)
@@ -497,6 +499,8 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 	const uint32_t sdq0 = base + L::DQ_OFF + (threadIdx.x / 128 - 1) * 2 * L::DQ_BYTES;
 	auto full = [&](int s) { return bars + 8 * (1 + s); };
 	auto empty = [&](int s) { return bars + 8 * (1 + STAGES + s); };
+	auto dq_full = [&](int w, int b) { return bars + 8 * (1 + 2 * STAGES + 2 * w + b); };
+	auto dq_empty = [&](int w, int b) { return bars + 8 * (5 + 2 * STAGES + 2 * w + b); };
 
 	/* heads on x: the first key blocks, the costliest under a causal mask, dispatched first */
 	const int n0 = blockIdx.y * BKEYS, head = blockIdx.x;
@@ -504,6 +508,12 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 	const int tiles = q_end - q_begin;
 	const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 	const float scale_log2 = scale * 1.44269504088896340736f;
+	/*
+	 * a dQ writer warp at d_head 64 (flash_bench: backward 1.63 -> 1.59 ms
+	 * at 16k); at 128, where the consumers already meet before dQ, it was
+	 * slower (2.47-2.71 -> 2.76), so there the consumers issue the reduces
+	 */
+	constexpr bool WRITER = D == 64;
 
 	if (threadIdx.x == 0) {
 		mbar_init(kv_full, 1);
@@ -511,14 +521,49 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 			mbar_init(full(s), 1 + 32);
 			mbar_init(empty(s), 256);
 		}
+		for (int i = 0; i < 4; i++) {
+			mbar_init(dq_full(i / 2, i % 2), 128);
+			mbar_init(dq_empty(i / 2, i % 2), 1);
+		}
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 	}
 	__syncthreads();
 
 	if (wg == 0) {
-		/* producer: warp 0; lane 0 issues the copies, every lane fills lse and D */
+		/*
+		 * producer: warp 0; lane 0 issues the copies, every lane fills lse
+		 * and D. With WRITER, warp 1's lane 0 writes dQ: as each consumer's
+		 * tile lands in one of its two staging buffers, it adds it to dq_acc
+		 * by a bulk tensor reduce-add, and frees a buffer once its reduce
+		 * has read it.
+		 */
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+		if (WRITER && tid == 32) {
+			const uint32_t sdq_base = base + L::DQ_OFF;
+			for (int it = 0; it < tiles; it++) {
+				const int b = it & 1, m0 = (q_begin + it) * BQ;
+				for (int w = 0; w < 2; w++) {
+					const uint32_t src = sdq_base + (2 * w + b) * L::DQ_BYTES;
+					const int col0 = D == 128 ? 64 * w : 0;
+					mbar_wait(dq_full(w, b), (it >> 1) & 1);
+					for (int x = 0; x < 2; x++)
+						asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
+							     " [%0, {%1, %2, %3}], [%4];\n" ::"l"((uint64_t)&dqmap),
+							     "r"(col0 + 32 * x), "r"(m0), "r"(head),
+							     "r"(src + x * (BQ * 128))
+							     : "memory");
+					asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+				}
+				/* this tile's two reduces may still be reading; the last tile's have read */
+				asm volatile("cp.async.bulk.wait_group.read 2;\n" ::: "memory");
+				if (it > 0)
+					for (int w = 0; w < 2; w++)
+						mbar_arrive(dq_empty(w, b ^ 1));
+			}
+			asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+			return;
+		}
 		if (tid >= 32)
 			return;
 		const int lane = tid;
@@ -674,7 +719,6 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 		constexpr int DQ_KEYS = D == 128 ? BKEYS : 64;
 		const uint32_t ds_a = D == 128 ? dsb : dsb + w * 64 * 128;
 		const uint32_t k_b = D == 128 ? sk + w * BKEYS * 128 : sk + w * 64 * 128;
-		const int col0 = D == 128 ? 64 * w : 0;
 		float dq[32];
 		wgmma_fence();
 #pragma unroll
@@ -695,16 +739,22 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 		wgmma_wait1();
 		reg_fence(dq);
 		/*
-		 * dq_acc += the tile: into shared memory as two 32-column boxes of
-		 * the FP32 tensor map (128-byte swizzle), then one bulk reduce-add
-		 * each (rows past t and columns past d are clipped). In store i of a
-		 * box, lanes with tq & 2 take column group i ^ 2, the others i: a
-		 * half-warp's sixteen 8-byte stores then fill all 32 banks once.
+		 * dq_acc += the tile: into one of this warpgroup's two staging
+		 * buffers as two 32-column boxes of the FP32 tensor map (128-byte
+		 * swizzle), then one bulk reduce-add each, issued by the dQ writer
+		 * warp (WRITER) or by thread 0 (rows past t and columns past d are
+		 * clipped). In
+		 * store i of a box, lanes with tq & 2 take column group i ^ 2, the
+		 * others i: a half-warp's sixteen 8-byte stores fill all 32 banks once.
 		 */
-		const uint32_t sdq = sdq0 + (it & 1) * L::DQ_BYTES;   /* the reduce of it - 1 may still read the other */
-		if (tid == 0)
-			asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
-		asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
+		const uint32_t sdq = sdq0 + (it & 1) * L::DQ_BYTES;   /* a reduce may still read the other */
+		if (WRITER) {
+			mbar_wait(dq_empty(w, it & 1), ((it >> 1) & 1) ^ 1);
+		} else {
+			if (tid == 0)
+				asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+			asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
+		}
 		const bool hi = tq & 2;
 #pragma unroll
 		for (int h = 0; h < 2; h++)
@@ -724,15 +774,19 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 						     : "memory");
 				}
 		asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-		asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
-		if (tid == 0) {
-			for (int b = 0; b < 2; b++)
-				asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
-					     " [%0, {%1, %2, %3}], [%4];\n" ::"l"((uint64_t)&dqmap),
-					     "r"(col0 + 32 * b), "r"(m0), "r"(head),
-					     "r"(sdq + b * (BQ * 128))
-					     : "memory");
-			asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+		if (WRITER) {
+			mbar_arrive(dq_full(w, it & 1));
+		} else {
+			asm volatile("bar.sync %0, 128;\n" ::"r"(2 + w) : "memory");
+			if (tid == 0) {
+				for (int b = 0; b < 2; b++)
+					asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
+						     " [%0, {%1, %2, %3}], [%4];\n" ::"l"((uint64_t)&dqmap),
+						     "r"(64 * w + 32 * b), "r"(m0), "r"(head),
+						     "r"(sdq + b * (BQ * 128))
+						     : "memory");
+				asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+			}
 		}
 		wgmma_wait0();
 #pragma unroll
@@ -742,7 +796,7 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 		}
 		mbar_arrive(empty(s));
 	}
-	if (tid == 0)
+	if (!WRITER && tid == 0)
 		asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 
 	/* dK = scale dS^T Q, dV = P^T dO, rows kw0 + krow (+8) */
