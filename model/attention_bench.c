@@ -423,8 +423,9 @@ static void columns(struct table *t, bool steps)
 {
 	static const char *const ints[] = { "batch", "heads", "d_head", "seq" };
 	static const char *const floats[] = {
-		"forward_ms", "forward_std", "backward_ms", "backward_std", "forward_tflops",
-		"backward_tflops", "before_backward_mib", "peak_mib",
+		"forward_ms", "forward_std", "backward_ms", "backward_std", "forward_median_ms",
+		"backward_median_ms", "forward_tflops", "backward_tflops", "before_backward_mib",
+		"peak_mib",
 	};
 
 	table_add_column(t, "impl", COL_STR, 0);
@@ -459,11 +460,13 @@ static void row(struct table *t, struct report *rep, const struct run *r, const 
 		table_float(t, res->fwd.stddev);
 		table_float(t, res->bwd.mean);
 		table_float(t, res->bwd.stddev);
+		table_float(t, res->fwd.median);
+		table_float(t, res->bwd.median);
 		table_float(t, attn_useful_flops(&r->s, false) / (res->fwd.mean * 1e9));
 		table_float(t, attn_useful_flops(&r->s, true) / (res->bwd.mean * 1e9));
 		table_float(t, res->before / MIB);
 	} else {
-		for (int i = 0; i < 7; i++)
+		for (int i = 0; i < 9; i++)
 			table_empty(t);
 	}
 	if (res->status == MODEL_ERROR)

@@ -216,8 +216,11 @@ def steptrace_tables(paths, results, bh):
             continue
         dt = "bf16" if r["precision"] == "bf16" else "f32"
         key = (r["impl"], dt, int(r["d_head"]), int(r["seq"]))
+        # medians where the CSV has them: the same statistic as PyTorch's side
+        fwd = "forward_median_ms" if r.get("forward_median_ms") else "forward_ms"
+        bwd = "backward_median_ms" if r.get("backward_median_ms") else "backward_ms"
         st[key] = None if r["status"] != "ok" else tuple(
-            float(r[c]) for c in ("forward_ms", "backward_ms", "before_backward_mib", "peak_mib"))
+            float(r[c]) for c in (fwd, bwd, "before_backward_mib", "peak_mib"))
         if r["status"] == "OOM" and r.get("peak_mib"):
             st[key] = ("OOM", float(r["peak_mib"]))
     keys = sorted({k[1:] for k in st} | {k[1:] for k in results},
