@@ -449,9 +449,11 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 		case GR_NO_CONTENTION: {
 			double *f = malloc((g->n_nodes + 1) * sizeof(double));
 
-			if (!f || !kernel_factors(fx, g) || graph_contention(g, f) < 0) {
+			if (!f)
+				return error("out of memory");
+			if (!kernel_factors(fx, g) || graph_contention(g, f) < 0) {
 				free(f);
-				return f ? -1 : error("out of memory");
+				return -1;
 			}
 			for (size_t k = 0; k < g->n_nodes; k++)
 				fx->kernel[k] *= f[k];
