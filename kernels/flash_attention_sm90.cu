@@ -627,24 +627,22 @@ flash_bwd_sm90(__nv_bfloat16 *__restrict__ dk, __nv_bfloat16 *__restrict__ dv,
 		const uint32_t dsb = sds + (it & 1) * L::DS_BYTES;
 		float st[32], dp[32];
 
+		/* acc = this warpgroup's 64 keys of kv (K-major) times the tile qt^T, one group */
+		auto issue_t = [&](float (&acc)[32], uint32_t kv, uint32_t qt) {
+#pragma unroll
+			for (int kk = 0; kk < D / 16; kk++) {
+				uint32_t off = (kk / 4) * BKEYS * 128 + w * 64 * 128 + (kk % 4) * 32;
+				uint32_t qoff = (kk / 4) * BQ * 128 + (kk % 4) * 32;
+				wgmma_ss_n64(acc, desc_sw128(kv + off, 16, 1024),
+					     desc_sw128(qt + qoff, 16, 1024), kk > 0);
+			}
+			wgmma_commit();
+		};
+
 		mbar_wait(full(s), ph);
 		wgmma_fence();
-#pragma unroll
-		for (int kk = 0; kk < D / 16; kk++) {
-			uint32_t off = (kk / 4) * BKEYS * 128 + w * 64 * 128 + (kk % 4) * 32;
-			uint32_t qoff = (kk / 4) * BQ * 128 + (kk % 4) * 32;
-			wgmma_ss_n64(st, desc_sw128(sk + off, 16, 1024), desc_sw128(qs + qoff, 16, 1024),
-				     kk > 0);
-		}
-		wgmma_commit();
-#pragma unroll
-		for (int kk = 0; kk < D / 16; kk++) {
-			uint32_t off = (kk / 4) * BKEYS * 128 + w * 64 * 128 + (kk % 4) * 32;
-			uint32_t qoff = (kk / 4) * BQ * 128 + (kk % 4) * 32;
-			wgmma_ss_n64(dp, desc_sw128(sv + off, 16, 1024), desc_sw128(dos + qoff, 16, 1024),
-				     kk > 0);
-		}
-		wgmma_commit();
+		issue_t(st, sk, qs);   /* S^T = K Q^T */
+		issue_t(dp, sv, dos);  /* dP^T = V dO^T */
 
 		/*
 		 * the tile's lse and D for this thread's columns: for d_head 128 read

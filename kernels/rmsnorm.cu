@@ -69,20 +69,16 @@ __global__ void rmsnorm_backward_kernel(float *dx, __nv_bfloat16 *dx_bf16, float
 		atomicAdd(dg + i, dg_part[i]);
 }
 
+/* Four values: 16 bytes of F32 (store16) or 8 of BF16. */
 __device__ __forceinline__ void store4(float *p, const float *f)
 {
-	*(float4 *)p = make_float4(f[0], f[1], f[2], f[3]);
+	store16(p, f);
 }
 
 __device__ __forceinline__ void store4(__nv_bfloat16 *p, const float *f)
 {
 	__nv_bfloat162 lo = __floats2bfloat162_rn(f[0], f[1]), hi = __floats2bfloat162_rn(f[2], f[3]);
 	*(uint2 *)p = make_uint2(*(const unsigned *)&lo, *(const unsigned *)&hi);
-}
-
-__device__ __forceinline__ void load4(float *f, const float *p)
-{
-	load16(f, p);
 }
 
 template <typename T>
@@ -98,13 +94,13 @@ __global__ void rmsnorm_forward_warp_kernel(T *out, float *rstd, const float *x,
 	float ss = 0.0f, v[4], w[4];
 
 	for (int i = 4 * lane; i < d; i += 128) {
-		load4(v, xr + i);
+		load16(v, xr + i);
 		ss += v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
 	}
 	float r = rsqrtf(warp_sum(ss) / d + eps);
 	for (int i = 4 * lane; i < d; i += 128) {
-		load4(v, xr + i);
-		load4(w, g + i);
+		load16(v, xr + i);
+		load16(w, g + i);
 		for (int j = 0; j < 4; j++)
 			v[j] = v[j] * r * w[j];
 		store4(yr + i, v);
@@ -136,20 +132,20 @@ __global__ void rmsnorm_backward_warp_kernel(float *dx, __nv_bfloat16 *dx_bf16, 
 		float r = rstd[row], dot = 0.0f, xv[4], dy[4], gv[4], o[4], p[4];
 
 		for (int i = 4 * lane; i < d; i += 128) {
-			load4(xv, xr + i);
-			load4(dy, dyr + i);
-			load4(gv, g + i);
+			load16(xv, xr + i);
+			load16(dy, dyr + i);
+			load16(gv, g + i);
 			for (int j = 0; j < 4; j++)
 				dot += dy[j] * gv[j] * xv[j];
 		}
 		float c = warp_sum(dot) * r * r * r / d;
 		for (int i = 4 * lane; i < d; i += 128) {
-			load4(xv, xr + i);
-			load4(dy, dyr + i);
-			load4(gv, g + i);
+			load16(xv, xr + i);
+			load16(dy, dyr + i);
+			load16(gv, g + i);
 			if (accumulate)
-				load4(o, dxr + i);
-			load4(p, part + i);
+				load16(o, dxr + i);
+			load16(p, part + i);
 			for (int j = 0; j < 4; j++) {
 				float v = r * gv[j] * dy[j] - c * xv[j];
 				o[j] = accumulate ? o[j] + v : v;
