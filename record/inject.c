@@ -49,7 +49,7 @@
 #include "record/capture.h"
 #include "record/device.h"
 #include "record/naming.h"
-#include "record/ranges.h"
+#include "record/nvtx.h"
 #include "record/session.h"
 #include "trace/types.h"
 

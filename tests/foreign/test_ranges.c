@@ -13,7 +13,7 @@
 
 #include "lib/grow.h"
 #include "record/capture.h"
-#include "record/ranges.h"
+#include "record/nvtx.h"
 #include "record/session.h"
 #include "tests/lib/check.h"
 #include "trace/bundle.h"

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "record/ranges.h"
+#include "record/nvtx.h"
 #include "record/session.h"
 #include "replay/replay.h"
 #include "tests/lib/check.h"

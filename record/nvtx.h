@@ -1,5 +1,5 @@
 /*
- * ranges.h: steps and ops of a program steptrace did not write, from its
+ * nvtx.h: steps and ops of a program steptrace did not write, from its
  * NVTX ranges (`steptrace record -- COMMAND`, issue 15).
  *
  * The NVTX entry points of the injection library (record/inject.c) call
@@ -62,8 +62,8 @@
  * the session (ranges_drain_locked, registered with capture_set_drain), so
  * an application thread never encodes, compresses or writes.
  */
-#ifndef STEPTRACE_RECORD_RANGES_H
-#define STEPTRACE_RECORD_RANGES_H
+#ifndef STEPTRACE_RECORD_NVTX_H
+#define STEPTRACE_RECORD_NVTX_H
 
 #include <stdbool.h>
 #include <stdint.h>

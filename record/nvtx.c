@@ -1,5 +1,5 @@
 /*
- * ranges.c: see ranges.h.
+ * nvtx.c: see nvtx.h.
  *
  * Threads. ranges_push/pop run on the application's threads: the range
  * stack is the thread's own, the tree of nodes, the string table, the op
@@ -11,7 +11,7 @@
  * takes the session lock here.
  */
 #define _GNU_SOURCE
-#include "record/ranges.h"
+#include "record/nvtx.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
