@@ -1,7 +1,7 @@
 /*
  * flops.c: FLOPs and bytes against GPU time per op or op kind, with the
- * roofline bound of each (the rule is in flops.h); the chart is in
- * roofline_svg.c.
+ * roofline bound of each (the rule is in flops.h); the chart is
+ * render/roofline_svg.c's, the command (and its --svg) cmd/flops.c.
  */
 #include "analyze/flops.h"
 
@@ -11,7 +11,6 @@
 
 #include "analyze/category.h"
 #include "lib/error.h"
-#include "lib/output.h"
 #include "replay/nccl.h"
 
 const char *const flops_by_names[] = { "kind", "op", NULL };
@@ -598,44 +597,4 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 	else if (shown < res->n_rows)
 		report_note(r, "%zu of %zu rows shown (--top %d)", shown, res->n_rows, top);
 	notes(r, res);
-}
-
-/* ---- the command ------------------------------------------------------- */
-
-static int write_chart(void *ctx, FILE *out)
-{
-	return flops_svg(out, ctx, 1000, 700);
-}
-
-int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r)
-{
-	struct flops_result res;
-	struct output svg = { 0 };
-	char extra[300];
-	int rc = -1;
-
-	/* the chart's file first: a bad path prints no table */
-	if (o->svg && output_open(&svg, o->svg, (const char *[]){ rp->path, NULL }) < 0)
-		return -1;
-	if (flops_compute(rp, o, &res) < 0)
-		goto out;
-	/* by kind too: the same columns either way, and the dtypes beside the peak they do not decide */
-	res.dtypes = true;
-	snprintf(extra, sizeof(extra), " by %s%s%s%s%s%s", o->by == FLOPS_BY_OP ? "op" : "op kind",
-		 o->range ? " under '" : "", o->range ? o->range : "", o->range ? "'" : "",
-		 o->phase ? ", phase " : "", o->phase ? o->phase : "");
-	flops_report(r, &res, o->top, extra);
-	if (!o->svg) {
-		rc = 0;
-	} else {
-		rc = output_write_sized(&svg, o->max_size, "SVG",
-					"--by kind, --range PATH or --phase NAME draw fewer points", write_chart, &res, NULL);
-		if (rc == 0)
-			fprintf(stderr, "wrote '%s': the roofline chart (SVG)\n", o->svg);
-	}
-	flops_result_release(&res);
-out:
-	if (svg.f)
-		output_discard(&svg);
-	return rc;
 }

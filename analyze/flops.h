@@ -53,10 +53,6 @@ struct flops_options {
 	const char *phase;          /* one of st_phase_names: ops of that phase, kernels of no op by their
 				       range path's phase (replay_path_phases); NULL = all */
 	bool include_warmup;
-	/* what flops_run shows besides */
-	int top;                    /* rows shown, 0 = all */
-	const char *svg;            /* write the roofline chart here, NULL = none */
-	uint64_t max_size;          /* refuse a chart larger than this (--max-size); 0: no limit */
 };
 
 enum flops_precision { FP_FP32, FP_TF32, FP_BF16, FP_FP16, FP_COUNT, FP_NONE = -1 };
@@ -137,26 +133,5 @@ void flops_result_release(struct flops_result *res);
  * (may be NULL) is appended to the table title.
  */
 void flops_report(struct report *r, const struct flops_result *res, int top, const char *title_extra);
-
-/*
- * The roofline chart as a standalone <svg> (embeddable in HTML): log-log
- * FLOP/byte against TFLOP/s, a ceiling per precision with a peak in the
- * header and the bandwidth slope, one labelled point per row with FLOPs,
- * sized by its share of time. Returns 0, or -1 after an error line (out of
- * memory); a write error stays in out's error flag, for whoever closes it
- * (lib/output.h names it once).
- */
-int flops_svg(FILE *out, const struct flops_result *res, int width, int height);
-
-/* flops_compute by kind over measured steps, then flops_svg: what the HTML report embeds. */
-int flops_roofline_svg(FILE *out, const struct replay *rp, int width, int height);
-
-/*
- * `steptrace flops`: flops_compute under o, flops_report of the top rows,
- * and with o->svg the chart written there through lib/output.h (its path is
- * opened first, so a bad one fails before any work), named on stderr once
- * written. 0, or -1 after an error line.
- */
-int flops_run(const struct replay *rp, const struct flops_options *o, struct report *r);
 
 #endif

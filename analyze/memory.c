@@ -1,4 +1,4 @@
-/* memory.c: the memory report (see memory.h); the chart is in memory_svg.c. */
+/* memory.c: the memory report (see memory.h); the chart is render/memory_svg.c's, --svg cmd/memory.c's. */
 #include "analyze/memory.h"
 
 #include <inttypes.h>
@@ -8,7 +8,6 @@
 #include "analyze/common.h"
 #include "lib/error.h"
 #include "lib/human.h"
-#include "lib/output.h"
 
 const char *memory_block_op(const struct replay *rp, const struct mem_block *b)
 {
@@ -342,60 +341,56 @@ static void note_tags(struct report *r, const struct mem_timeline *tl)
 		    tl->n_tags - tl->n_tags_ignored, tagged, ignored);
 }
 
-/* What memory_svg_write draws, for output_write_sized. */
-struct chart_args {
-	const struct replay *rp;
-	const struct mem_timeline *tl;
-	uint64_t t0, t1;
-};
-
-static int write_chart(void *ctx, FILE *out)
+int memory_step_index(const struct replay *rp, int step, int32_t *index)
 {
-	const struct chart_args *c = ctx;
-
-	return memory_svg_write(out, c->rp, c->tl, c->t0, c->t1, 1200, 640);
+	*index = -1;
+	if (step < 0)
+		return 0;
+	for (size_t s = 0; s < rp->n_steps; s++)
+		if (rp->steps[s].index == (uint32_t)step)
+			*index = (int32_t)s;
+	if (*index < 0)
+		return error("no step %d in '%s' (it has %zu steps)", step, rp->path, rp->n_steps);
+	return 0;
 }
 
-int memory_run(const struct replay *rp, const struct memory_opts *a, struct report *r)
+int memory_compute(const struct replay *rp, const struct memory_opts *a, struct memory_result *res)
 {
-	struct mem_timeline views[2];
-	struct mem_timeline *tl, *other;
-	char b1[32], b2[32], peak_name[64];
-	struct output svg = { 0 };
-	uint64_t t0 = 0, t1 = UINT64_MAX;
-	int32_t only = -1;
-	const char *op;
-	int rc = -1, view;
-
-	if (a->step >= 0) {
-		for (size_t s = 0; s < rp->n_steps; s++)
-			if (rp->steps[s].index == (uint32_t)a->step)
-				only = (int32_t)s;
-		if (only < 0)
-			return error("no step %d in '%s' (it has %zu steps)", a->step, rp->path, rp->n_steps);
-		t0 = rp->steps[only].start;
-		t1 = step_last_instant(rp, (size_t)only);
-	}
-	/* the chart's file first: a bad path costs no work and prints no report */
-	if (a->svg && output_open(&svg, a->svg, (const char *[]){ rp->path, NULL }) < 0)
+	memset(res, 0, sizeof(*res));
+	res->t1 = UINT64_MAX;
+	if (memory_step_index(rp, a->step, &res->step) < 0)
 		return -1;
-	if (mem_timeline_build_window(&views[MEM_VIEW_MODEL], rp, MEM_VIEW_MODEL, t0, t1) < 0) {
-		if (svg.f)
-			output_discard(&svg);
-		return -1;
+	if (res->step >= 0) {
+		res->t0 = rp->steps[res->step].start;
+		res->t1 = step_last_instant(rp, (size_t)res->step);
 	}
-	if (mem_timeline_build_window(&views[MEM_VIEW_DRIVER], rp, MEM_VIEW_DRIVER, t0, t1) < 0) {
-		mem_timeline_release(&views[MEM_VIEW_MODEL]);
-		if (svg.f)
-			output_discard(&svg);
+	if (mem_timeline_build_window(&res->views[MEM_VIEW_MODEL], rp, MEM_VIEW_MODEL, res->t0, res->t1) < 0)
 		return -1;
-	}
+	if (mem_timeline_build_window(&res->views[MEM_VIEW_DRIVER], rp, MEM_VIEW_DRIVER, res->t0, res->t1) < 0)
+		return -1;
 	/* no --view: the model allocator's, or CUDA's when the model reported nothing (a program recorded with -- COMMAND) */
-	view = a->view >= 0 ? a->view
-	       : !views[MEM_VIEW_MODEL].n_blocks && views[MEM_VIEW_DRIVER].n_blocks ? MEM_VIEW_DRIVER : MEM_VIEW_MODEL;
-	tl = &views[view];
-	other = &views[!view];
-	if (!views[MEM_VIEW_MODEL].n_points && !views[MEM_VIEW_DRIVER].n_points)
+	res->view = a->view >= 0 ? a->view
+		    : !res->views[MEM_VIEW_MODEL].n_blocks && res->views[MEM_VIEW_DRIVER].n_blocks ? MEM_VIEW_DRIVER
+		    : MEM_VIEW_MODEL;
+	return 0;
+}
+
+void memory_result_release(struct memory_result *res)
+{
+	mem_timeline_release(&res->views[0]);
+	mem_timeline_release(&res->views[1]);
+}
+
+int memory_report(struct report *r, const struct replay *rp, const struct memory_opts *a,
+		  const struct memory_result *res)
+{
+	const struct mem_timeline *tl = &res->views[res->view], *other = &res->views[!res->view];
+	const int32_t only = res->step;
+	const int view = res->view;
+	char b1[32], b2[32], peak_name[64];
+	const char *op;
+
+	if (!res->views[MEM_VIEW_MODEL].n_points && !res->views[MEM_VIEW_DRIVER].n_points)
 		report_note(r, "the bundle holds no allocation events: nothing to report");
 	else if (!tl->n_blocks && other->n_blocks)
 		report_note(r, "the %s view is empty; see --view %s", mem_view_name(tl->view),
@@ -408,10 +403,10 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 	add_peaks(r, rp, tl, other, only);
 	add_categories(r, &tl->peak, peak_name);
 	if (add_largest(r, rp, tl, a->top, peak_name) < 0 || add_at_oom(r, rp, tl, a->top) < 0)
-		goto out;
+		return -1;
 	/* the model view's tables first whichever is shown: the same order of keys for every bundle */
-	add_unpaired(r, rp, &views[MEM_VIEW_MODEL], a->top);
-	add_unpaired(r, rp, &views[MEM_VIEW_DRIVER], a->top);
+	add_unpaired(r, rp, &res->views[MEM_VIEW_MODEL], a->top);
+	add_unpaired(r, rp, &res->views[MEM_VIEW_DRIVER], a->top);
 	op = tl->peak.block < 0 ? "live when the step began" : memory_point_op(rp, tl, tl->peak.point);
 	if (tl->peak.point >= 0 && view == MEM_VIEW_DRIVER && a->view < 0)
 		report_note(r, "%s peak %s at %.3f ms (%s); the model allocator recorded nothing",
@@ -433,21 +428,16 @@ int memory_run(const struct replay *rp, const struct memory_opts *a, struct repo
 			    step_name(rp, (size_t)only, b1, sizeof(b1)), a->step);
 	report_note(r, "times in ms since the bundle's first event; a phase's or step's peak is the highest "
 		    "live total during it, allocations or not (no op: what was live when it began)");
+	return 0;
+}
 
-	if (a->svg) {
-		/* the chart spans the step's whole [start, end], which is how it knows it is a step's */
-		struct chart_args c = { rp, views[MEM_VIEW_MODEL].n_blocks ? &views[MEM_VIEW_MODEL] : tl, t0,
-					only >= 0 ? rp->steps[only].end : 0 };
+int memory_run(const struct replay *rp, const struct memory_opts *a, struct report *r)
+{
+	struct memory_result res;
+	int rc = memory_compute(rp, a, &res);
 
-		if (output_write_sized(&svg, a->max_size, "SVG", NULL, write_chart, &c, NULL) < 0)
-			goto out;
-		fprintf(stderr, "wrote '%s': the active-memory timeline (SVG)\n", a->svg);
-	}
-	rc = 0;
-out:
-	if (svg.f)
-		output_discard(&svg);
-	mem_timeline_release(&views[0]);
-	mem_timeline_release(&views[1]);
+	if (rc == 0)
+		rc = memory_report(r, rp, a, &res);
+	memory_result_release(&res);
 	return rc;
 }

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 
 #include "analyze/comm.h"
-#include "analyze/html.h"
 #include "analyze/report_page.h"
 #include "lib/error.h"
+#include "render/html.h"
 
 #define BAR_H 22
 #define LABEL_W 80

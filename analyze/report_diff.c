@@ -11,11 +11,11 @@
 
 #include "analyze/common.h"
 #include "analyze/diff.h"
-#include "analyze/html.h"
 #include "analyze/report_page.h"
-#include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/human.h"
+#include "render/html.h"
+#include "render/svg.h"
 
 #define DIFF_BARS 20         /* op kinds in the diverging chart */
 

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "analyze/explain.h"
-#include "analyze/html.h"
 #include "analyze/report_page.h"
 #include "lib/error.h"
+#include "render/html.h"
 
 #define BAR_H 28
 

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/html.h"
 #include "analyze/report_page.h"
-#include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/human.h"
 #include "lib/table.h"
+#include "render/html.h"
+#include "render/svg.h"
 
 #define LAYER_PARTS 6        /* columns: the first five parts met, then "other" */
 #define LAYER_MAX 4096       /* a larger layer index counts as outside the layers */

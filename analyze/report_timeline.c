@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "analyze/category.h"
-#include "analyze/html.h"
-#include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "render/html.h"
+#include "render/svg.h"
 
 #define MAX_DEPTH 32   /* range rows per thread; deeper ranges are left out */
 

@@ -3,7 +3,7 @@
  * typed view lib/table.h offers outside table.c): columns in order, numbers
  * as numbers, empty cells as null.
  */
-#include "analyze/html.h"
+#include "render/html.h"
 
 #include <inttypes.h>
 #include <jansson.h>

@@ -6,8 +6,8 @@
  * on the page with the same columns. Numbers are right-aligned with grouped
  * digits and carry their exact value for sorting.
  */
-#ifndef STEPTRACE_ANALYZE_HTML_H
-#define STEPTRACE_ANALYZE_HTML_H
+#ifndef STEPTRACE_RENDER_HTML_H
+#define STEPTRACE_RENDER_HTML_H
 
 #include <jansson.h>
 #include <stdbool.h>

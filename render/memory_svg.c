@@ -1,17 +1,17 @@
 /*
- * memory_svg.c: the active-memory timeline chart (see memory.h): live bytes
+ * memory_svg.c: the active-memory timeline chart (see memory_svg.h): live bytes
  * stacked by category per pixel column, phase bands, step boundaries, OOMs,
  * the driver's total as a dashed line and the peak annotated.
  */
-#include "analyze/memory.h"
+#include "render/memory_svg.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/svg.h"
 #include "lib/error.h"
 #include "lib/table.h"
+#include "render/svg.h"
 
 /* Bottom-to-top stacking: what lives longest first, as memory_viz tends to show. */
 static const int stack_order[ST_MEM_CATEGORY_COUNT] = {
@@ -541,4 +541,13 @@ out_own:
 	if (tl == &own)
 		mem_timeline_release(&own);
 	return rc;
+}
+
+int memory_svg_result(FILE *out, const struct replay *rp, const struct memory_result *res, int width,
+		      int height)
+{
+	const struct mem_timeline *model = &res->views[MEM_VIEW_MODEL];
+
+	return memory_svg_write(out, rp, model->n_blocks ? model : &res->views[res->view], res->t0,
+				res->step >= 0 ? rp->steps[res->step].end : 0, width, height);
 }

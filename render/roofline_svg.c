@@ -1,17 +1,17 @@
 /*
- * roofline_svg.c: the roofline chart (see flops.h): log-log FLOP/byte
+ * roofline_svg.c: the roofline chart (see roofline_svg.h): log-log FLOP/byte
  * against achieved TFLOP/s, the bandwidth slope and one roof per distinct
  * peak, a point per row sized by its share of GPU time, labels placed where
  * they collide with nothing, and a legend by phase.
  */
-#include "analyze/flops.h"
+#include "render/roofline_svg.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/svg.h"
 #include "lib/error.h"
+#include "render/svg.h"
 
 struct roof_label {
 	double x0, y0, x1, y1;        /* a box already taken on the chart */

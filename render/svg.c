@@ -1,11 +1,11 @@
 /* svg.c: the SVG writer behind every chart (see svg.h). */
-#include "analyze/svg.h"
+#include "render/svg.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
-#include "analyze/html.h"
+#include "render/html.h"
 #include "trace/types.h"
 
 /* Shortest round-trip-ish coordinate: two decimals, trailing zeros dropped. */

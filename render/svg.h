@@ -19,8 +19,8 @@
  * the caller is responsible for quoting them; never put file data there, use
  * svg_text/svg_escape for anything that came from a bundle.
  */
-#ifndef STEPTRACE_ANALYZE_SVG_H
-#define STEPTRACE_ANALYZE_SVG_H
+#ifndef STEPTRACE_RENDER_SVG_H
+#define STEPTRACE_RENDER_SVG_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -32,6 +32,7 @@
 
 #include "analyze/flops.h"
 #include "lib/error.h"
+#include "render/roofline_svg.h"
 #include "tests/lib/builder.h"
 #include "tests/lib/check.h"
 

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/svg.h"
 #include "lib/error.h"
+#include "render/svg.h"
 #include "replay/memory.h"
 #include "replay/ranks.h"
 #include "replay/replay.h"
