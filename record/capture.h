@@ -74,7 +74,7 @@ void capture_set_hooks(void (*on_context)(void *ctx, uint32_t device),
 		       void (*drain)(struct rec_session *s));
 void capture_attach(struct rec_session *s);
 /*
- * The lead thread's op (record/ranges.c: the training loop's innermost
+ * The lead thread's op (record/nvtx.c: the training loop's innermost
  * range): launches and allocations on a thread that has no op of its own
  * are attributed to it, and `stackless` (set before capture_start) runs on
  * that thread. 0: none (the built-in step never sets it).
@@ -83,7 +83,7 @@ void capture_set_lead(void (*stackless)(void));
 /*
  * cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop) returned
  * on some thread at CUPTI time t (set before capture_start; record/inject.c
- * makes capture ranges step candidates of them, record/ranges.h).
+ * makes capture ranges step candidates of them, record/nvtx.h).
  */
 void capture_set_profiler_hook(void (*on_profiler)(bool start, uint64_t t));
 void capture_set_lead_op(uint32_t op);

@@ -5,7 +5,7 @@
  * CUDA loads it during cuInit through CUDA_INJECTION64_PATH and calls
  * InitializeInjection; NVTX loads it at the first NVTX call through
  * NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2, where it takes
- * over the NVTX functions of every domain (record/ranges.c keeps the
+ * over the NVTX functions of every domain (record/nvtx.c keeps the
  * ranges). Nothing else is exported. It uses the driver API and CUPTI
  * only: the program keeps its own CUDA runtime.
  *
@@ -51,6 +51,7 @@
 #include "record/naming.h"
 #include "record/nvtx.h"
 #include "record/session.h"
+#include "record/torch.h"
 #include "trace/types.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -457,7 +458,7 @@ EXPORT void steptrace_py_module_end(void)
 	ranges_torch_module_end(capture_now());
 }
 
-/* The Python side's backward profiler is on (1) or off (record/ranges.h). */
+/* The Python side's backward profiler is on (1) or off (record/torch.h). */
 EXPORT void steptrace_py_profiler(int on)
 {
 	ranges_torch_profiler(on != 0);

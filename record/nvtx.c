@@ -1,5 +1,8 @@
 /*
- * nvtx.c: see nvtx.h.
+ * nvtx.c: see nvtx.h. One file at about 1,000 lines: the strings, the tree
+ * of ranges, the op table, the range stacks and the event queue are one
+ * state under one mutex, and a push and its pop go through them all; the
+ * PyTorch mode is apart (torch.c), as are emit_nvtx's names (aten.c).
  *
  * Threads. ranges_push/pop run on the application's threads: the range
  * stack is the thread's own, the tree of nodes, the string table, the op
@@ -24,23 +27,14 @@
 #include "lib/hash.h"
 #include "record/aten.h"
 #include "record/capture.h"
+#include "record/nvtx_internal.h"
 
-#define MAX_DEPTH 256             /* per thread; deeper pushes are counted, not recorded */
 #define OPS_CAP (1u << 20)        /* ops registered at most (an op per execution per step) */
 #define QUEUE_KICK (1u << 16)     /* queued events that wake the decoder thread */
 #define QUEUE_MAX (1u << 20)      /* queued events past which new ones are lost */
 #define NAME_BUF 1024             /* names longer than this are normalised on the heap */
 #define MIRROR_DOMAIN "steptrace.mirror"
-#define TORCH_DOMAIN "steptrace.torch"
-#define CALLS_CAP (1u << 20)      /* module calls kept per step for the backward's chains */
-#define CALL_NONE UINT32_MAX
-#define CHAIN_MAX 64              /* module nesting the backward copies */
 #define HELD_CAP (1u << 20)       /* step candidates held until the end */
-
-struct ranges_domain {
-	uint32_t name;
-	bool nccl;                       /* NCCL's: its ranges carry a communicator and a message size */
-};
 
 struct node {
 	uint32_t parent, name, domain;   /* string ids (domain: its name) */
@@ -54,142 +48,12 @@ struct node {
 	size_t n_ops, cap_ops;
 };
 
-/* What a frame is, beyond an NVTX range of the program. */
-enum frame_flag {
-	FR_ELIDED = 1,       /* not written: its node, op and depth are its parent's */
-	FR_STEP = 2,         /* a step of the PyTorch rule ("step", domain steptrace.torch) */
-	FR_PHASE = 4,        /* a phase of the Python side */
-	FR_PERSIST = 8,      /* ... at the top of a step: open until the next phase begins */
-	FR_MODULE = 16,      /* an nn.Module call (call: its sequence numbers) */
-	FR_SYNTH = 32,       /* a helper's copy of a forward module call, for the backward */
-	FR_ENDED = 64,       /* a persistent phase whose call has returned */
-};
-
-struct frame {
-	uint32_t node, op, name, domain_name;
-	int32_t depth;                   /* written depth: a helper thread's sit under the lead's;
-					  * an elided frame has its parent's */
-	struct ranges_domain *domain;
-	uint64_t start, epoch;
-	uint32_t call;                   /* FR_MODULE, FR_SYNTH: index into R.calls, else CALL_NONE */
-	uint8_t flags;                   /* enum frame_flag */
-	uint8_t phase;                   /* FR_PHASE: enum ranges_phase */
-	bool step;                       /* a step of --step-range */
-	uint64_t comm, bytes;            /* NCCL's payload: communicator id, message size; 0 none */
-};
-
-/* A module call of the lead thread: the autograd sequence numbers its forward used. */
-struct call {
-	uint64_t begin, end;             /* [begin, end); end UINT64_MAX while open */
-	uint32_t name, parent;           /* its range's name; the enclosing call, CALL_NONE */
-};
-
-/* A step found, not yet written: held until the end decides which rule gives the steps. */
-struct held_step {
-	uint64_t start, end, thread;
-};
-
-struct tstate {
-	uint64_t thread;
-	int depth, too_deep;
-	bool adopted;                    /* a helper of the lead thread (R.adopted) */
-	_Atomic uint64_t active;         /* R.epoch when it last pushed a root range or launched without one */
-	struct frame f[MAX_DEPTH];
-};
-
 struct open_se {
 	uint64_t id, start, thread;
 	uint32_t name, domain, depth;
 };
 
-static struct {
-	pthread_mutex_t lock;
-	bool init, finished;
-	uint32_t step_name, warmup;
-	unsigned elem_bytes;
-
-	char **str;                      /* id -> string; id 0 is "" */
-	size_t n_str, cap_str;
-	uint32_t *str_hash;              /* open addressing, slot -> id (0 empty) */
-	size_t str_hash_cap;
-	uint32_t *sess;                  /* id -> session string id, 0 not yet interned there */
-	size_t cap_sess;
-	const struct rec_session *sess_of;
-
-	struct node *nodes;              /* index 0: the root (no range) */
-	size_t n_nodes, cap_nodes;
-	uint32_t *node_hash;
-	size_t node_hash_cap;
-
-	uint32_t *op_node;               /* op id i + 1 -> node */
-	size_t n_ops, cap_ops, ops_written;
-	bool ops_capped;
-
-	uint32_t gen, n_steps, n_warmup, step_index;
-	bool warmup_default;             /* no --warmup: PyTorch's steps flag their first */
-	bool step_open;
-
-	/*
-	 * The lead thread: the one with the step range (else the first to
-	 * push a range). Other threads (autograd's, which runs the backward
-	 * pass) are its helpers: their root ranges are children of the lead's
-	 * innermost range, their launches outside any range of theirs take the
-	 * lead's op (capture_set_lead_op), and each lead range open while a
-	 * helper worked is copied onto the helper's thread, in domain
-	 * MIRROR_DOMAIN, so that NVTX projection puts the helper's kernels
-	 * under it too ("train_step/backward").
-	 */
-	struct tstate *lead;
-	uint32_t lead_node, mirror_domain;
-	int32_t lead_depth;              /* depth a helper's root range is written at */
-	_Atomic uint64_t epoch;          /* lead pushes so far */
-	struct tstate **adopted;
-	size_t n_adopted, cap_adopted;
-	uint64_t open;                   /* ranges pushed and not popped, every thread */
-
-	struct ranges_domain **domains;  /* every domain made: its name may be in queued events */
-	size_t n_domains, cap_domains;
-
-	struct open_se *se;
-	size_t n_se, cap_se;
-	uint64_t next_id;
-
-	struct st_event *q;              /* string ids are ours until drained */
-	size_t n_q, cap_q;
-	struct st_event *spare;          /* the queue drained last, kept for reuse */
-	size_t cap_spare;
-	bool kicked;
-
-	uint64_t ranges, unpaired, lost;
-
-	/*
-	 * PyTorch (ranges_torch_*). tsteps: its step rule gives the steps (no
-	 * --step-range). A step frame is always open on the lead once the
-	 * Python side has spoken; `opt_steps`: steps the optimizer ended (then
-	 * held outermost-module steps are dropped); `held`: the steps of the
-	 * outermost module calls before any optimizer step, or the capture
-	 * ranges, written at the end if nothing else gave steps.
-	 */
-	int torch;                       /* enum ranges_torch_mode, 0 off */
-	_Atomic bool torch_on;           /* torch != 0, read without the mutex */
-	bool tsteps;
-	uint64_t (*peek)(void);
-	struct ranges_domain *tdom;
-	uint32_t tdom_name, step_word;   /* string ids: "steptrace.torch", "step" */
-	uint32_t phase_word[RANGES_PHASE_COUNT];
-	uint64_t step_start;             /* the open step frame's start */
-	uint32_t opt_steps;
-	bool backward_since_clear;       /* a backward began since the module calls were cleared */
-	_Atomic bool own_profiler;       /* the Python side's backward profiler is on: its ranges are not written */
-	struct held_step *held;          /* outermost module calls before any optimizer step */
-	size_t n_held, cap_held;
-	struct call *calls;              /* this step's module calls, by begin */
-	size_t n_calls, cap_calls;
-	struct held_step *captures;      /* cudaProfilerStart/Stop ranges */
-	size_t n_captures, cap_captures;
-	uint64_t capture_open;           /* start of an open capture range + 1, 0 none */
-	const char *steps_from;
-} R = { .lock = PTHREAD_MUTEX_INITIALIZER };
+struct nvtx_state R = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 const char *const ranges_phase_names[] = {
 	"", "data", "zero_grad", "forward", "backward", "optimizer", NULL,
@@ -228,7 +92,7 @@ static uint64_t str_key(size_t id)
 }
 
 /* The id of s (0 for NULL or ""; 0 too when out of memory). */
-static uint32_t intern_locked(const char *s)
+uint32_t intern_locked(const char *s)
 {
 	size_t j;
 	char *dup;
@@ -474,7 +338,7 @@ static uint32_t op_next_locked(uint32_t id)
 
 /* ---- the event queue ---------------------------------------------------- */
 
-static struct st_event *queue_locked(int kind, uint64_t start, uint64_t end)
+struct st_event *queue_locked(int kind, uint64_t start, uint64_t end)
 {
 	struct st_event *ev;
 
@@ -491,7 +355,7 @@ static struct st_event *queue_locked(int kind, uint64_t start, uint64_t end)
 }
 
 /* Wakes the decoder when the queue is long; with the mutex held. */
-static bool want_kick_locked(void)
+bool want_kick_locked(void)
 {
 	if (R.n_q < QUEUE_KICK || R.kicked)
 		return false;
@@ -516,8 +380,8 @@ static void range_payload_event_locked(uint32_t name, uint32_t domain, uint64_t 
 	R.ranges++;
 }
 
-static void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_t depth,
-			       uint64_t start, uint64_t end)
+void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_t depth,
+			uint64_t start, uint64_t end)
 {
 	range_payload_event_locked(name, domain, thread, depth, start, end, 0, 0);
 }
@@ -709,7 +573,7 @@ static void tkey_make(void)
 	pthread_key_create(&tkey, tstate_free);
 }
 
-static struct tstate *tstate(void)
+struct tstate *tstate(void)
 {
 	if (ts)
 		return ts;
@@ -731,7 +595,7 @@ static uint32_t message_id_locked(const char *name, uint32_t reg, const char *no
 }
 
 /* Hands the innermost open range's op to the launch callbacks. */
-static void current_op(const struct tstate *t)
+void current_op(const struct tstate *t)
 {
 	uint32_t op = t->depth ? t->f[t->depth - 1].op : 0;
 
@@ -742,7 +606,7 @@ static void current_op(const struct tstate *t)
 }
 
 /* Registers a helper thread of the lead; with the mutex held. */
-static void adopt_locked(struct tstate *s)
+void adopt_locked(struct tstate *s)
 {
 	if (s->adopted || ALLOC_GROW(R.adopted, R.n_adopted + 1, R.cap_adopted))
 		return;
@@ -776,7 +640,7 @@ void ranges_stackless(void)
 }
 
 /* Where a new frame on s sits: its parent's node and depth (a helper's roots sit under the lead's top). */
-static void parent_of_locked(const struct tstate *s, uint32_t *node, int32_t *depth)
+void parent_of_locked(const struct tstate *s, uint32_t *node, int32_t *depth)
 {
 	const struct frame *top = s->depth ? &s->f[s->depth - 1] : NULL;
 
@@ -785,7 +649,7 @@ static void parent_of_locked(const struct tstate *s, uint32_t *node, int32_t *de
 }
 
 /* Fills f's depth, node and op as a frame above `parent`/`pdepth`; with the mutex held. */
-static void frame_place_locked(struct frame *f, uint32_t parent, int32_t pdepth, uint32_t parent_op)
+void frame_place_locked(struct frame *f, uint32_t parent, int32_t pdepth, uint32_t parent_op)
 {
 	if (f->flags & FR_ELIDED) {
 		f->depth = pdepth;
@@ -802,7 +666,7 @@ static void frame_place_locked(struct frame *f, uint32_t parent, int32_t pdepth,
  * Pushes f (name, domain, start and flags set) on s; with the mutex held.
  * A range named like --step-range opens a step. -1 when too deep.
  */
-static int push_locked(struct tstate *s, struct frame *f)
+int push_locked(struct tstate *s, struct frame *f)
 {
 	const struct frame *top = s->depth ? &s->f[s->depth - 1] : NULL;
 
@@ -867,7 +731,7 @@ static void mirror_locked(const struct frame *f, uint64_t end)
  * the helpers when it is the lead's, a --step-range step closed, a module
  * call's sequence numbers closed. Frames above it stay. Mutex held.
  */
-static void pop_at_locked(struct tstate *s, int i, uint64_t t)
+void pop_at_locked(struct tstate *s, int i, uint64_t t)
 {
 	struct frame f = s->f[i];
 
@@ -876,8 +740,8 @@ static void pop_at_locked(struct tstate *s, int i, uint64_t t)
 	if (!(f.flags & FR_ELIDED) && f.depth >= 0)
 		range_payload_event_locked(f.name, f.domain_name, s->thread, (uint32_t)f.depth, f.start, t, f.comm,
 					   f.bytes);
-	if ((f.flags & FR_MODULE) && f.call < R.n_calls && R.peek)
-		R.calls[f.call].end = R.peek();
+	if (f.flags & FR_MODULE)
+		torch_call_end_locked(f.call);
 	if (s == R.lead) {
 		if (!(f.flags & FR_ELIDED))
 			mirror_locked(&f, t);
@@ -890,147 +754,6 @@ static void pop_at_locked(struct tstate *s, int i, uint64_t t)
 	}
 	if (R.open)
 		R.open--;
-}
-
-/* ---- the backward's module chains (PyTorch) --------------------------------------- */
-
-/* The innermost module call whose sequence numbers hold seq, CALL_NONE if none. */
-static uint32_t call_of_locked(uint64_t seq)
-{
-	size_t lo = 0, hi = R.n_calls;
-	uint32_t c;
-
-	while (lo < hi) {   /* the last call that began at or before seq */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (R.calls[mid].begin <= seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return CALL_NONE;
-	for (c = (uint32_t)(lo - 1); c != CALL_NONE && seq >= R.calls[c].end; c = R.calls[c].parent)
-		;
-	return c;
-}
-
-/* Frames of s that are its copies of module calls: they are at the bottom of its stack. */
-static int synth_count(const struct tstate *s)
-{
-	int k = 0;
-
-	while (k < s->depth && (s->f[k].flags & FR_SYNTH))
-		k++;
-	return k;
-}
-
-/*
- * Moves helper s onto the module chain of forward sequence number seq at t:
- * its copies of the module calls that are not on that chain end when its
- * first open range of its own began (or t), the missing ones begin then,
- * and its open ranges move on top of them. Mutex held.
- */
-static void chain_switch_locked(struct tstate *s, uint64_t seq, uint64_t t)
-{
-	uint32_t chain[CHAIN_MAX], c = call_of_locked(seq);
-	struct frame real[8];
-	int n = 0, k = synth_count(s), same = 0, n_real = s->depth - k;
-
-	for (; c != CALL_NONE; c = R.calls[c].parent)
-		if (n < CHAIN_MAX)
-			chain[n++] = c;
-	for (int i = 0; i < n / 2; i++) {   /* root first */
-		uint32_t x = chain[i];
-
-		chain[i] = chain[n - 1 - i];
-		chain[n - 1 - i] = x;
-	}
-	while (same < k && same < n && s->f[same].call == chain[same])
-		same++;
-	if (same == k && same == n)
-		return;
-	if (n_real > (int)(sizeof(real) / sizeof(real[0])))
-		return;   /* deep reentrant work: leave it where it is */
-	if (n_real > 0)
-		t = s->f[k].start;
-	memcpy(real, &s->f[k], (size_t)n_real * sizeof(real[0]));
-	s->depth = k;
-	while (s->depth > same) {
-		const struct frame *f = &s->f[s->depth - 1];
-
-		range_event_locked(f->name, f->domain_name, s->thread, (uint32_t)f->depth, f->start, t);
-		s->depth--;
-		if (R.open)
-			R.open--;
-	}
-	for (int i = same; i < n && s->depth < MAX_DEPTH; i++) {
-		struct frame f = { .name = R.calls[chain[i]].name, .domain_name = R.tdom_name,
-				   .domain = R.tdom, .start = t, .call = chain[i], .flags = FR_SYNTH };
-		uint32_t parent;
-		int32_t pdepth;
-
-		parent_of_locked(s, &parent, &pdepth);
-		frame_place_locked(&f, parent, pdepth, 0);
-		s->f[s->depth++] = f;
-		R.open++;
-	}
-	for (int i = 0; i < n_real && s->depth < MAX_DEPTH; i++) {
-		struct frame f = real[i];
-		const struct frame *top = s->depth ? &s->f[s->depth - 1] : NULL;
-		uint32_t parent;
-		int32_t pdepth;
-
-		parent_of_locked(s, &parent, &pdepth);
-		frame_place_locked(&f, parent, pdepth, top ? top->op : 0);
-		s->f[s->depth++] = f;
-	}
-	adopt_locked(s);
-	atomic_store_explicit(&s->active, atomic_load_explicit(&R.epoch, memory_order_relaxed),
-			      memory_order_relaxed);
-}
-
-/* The backward ended at t: each helper's copies of module calls end (its own ranges stay). */
-static void chains_close_locked(uint64_t t)
-{
-	for (size_t i = 0; i < R.n_adopted; i++) {
-		struct tstate *h = R.adopted[i];
-		int k = synth_count(h);
-
-		if (h == R.lead || !k || h->depth != k)
-			continue;
-		while (h->depth > 0)
-			pop_at_locked(h, h->depth - 1, t);
-	}
-}
-
-/* Is a range with these tags one of the Python side's own profiler, not written? */
-static bool elided_profiler_range_locked(const struct aten_tags *tags)
-{
-	return tags->profiled && R.torch == RANGES_TORCH_AUTO &&
-	       atomic_load_explicit(&R.own_profiler, memory_order_relaxed);
-}
-
-/*
- * A profiler range pushed on a helper (autograd's thread): a node with
- * "seq = N" moves the helper to N's module chain, when nothing of the
- * helper's own is open but autograd's evaluate_function wrapper; under
- * the automatic mode the profiler's ranges are not written. Mutex held.
- */
-static void torch_helper_range_locked(struct tstate *s, const struct aten_tags *tags, struct frame *f,
-				      uint64_t t)
-{
-	int k, n_real;
-
-	if (tags->seq >= 0 && R.n_calls) {
-		k = synth_count(s);
-		n_real = s->depth - k;
-		if (n_real == 0 ||
-		    (n_real == 1 && !strncmp(R.str[s->f[k].name], "autograd::engine::evaluate_function", 35)))
-			chain_switch_locked(s, (uint64_t)tags->seq, t);
-	}
-	if (elided_profiler_range_locked(tags))
-		f->flags |= FR_ELIDED;
 }
 
 /* ---- NVTX ranges of the program ------------------------------------------------ */
@@ -1177,85 +900,15 @@ void ranges_mark(struct ranges_domain *d, const char *name, uint32_t reg, uint64
 		free(norm);
 }
 
-/* ---- PyTorch: steps, phases, modules, tags ------------------------------------- */
+/* ---- steps written, or held until the end (capture ranges, PyTorch's in torch.c) ---- */
 
-void ranges_torch_attach(enum ranges_torch_mode mode, uint64_t (*peek)(void))
-{
-	struct ranges_domain *d = ranges_domain_create(TORCH_DOMAIN);
-	struct tstate *s = tstate();
-
-	pthread_mutex_lock(&R.lock);
-	if (!R.torch && d && s) {
-		R.torch = mode;
-		atomic_store(&R.torch_on, true);
-		R.peek = peek;
-		R.tdom = d;
-		R.tdom_name = d->name;
-		R.step_word = intern_locked("step");
-		for (int p = 1; p < RANGES_PHASE_COUNT; p++)
-			R.phase_word[p] = intern_locked(ranges_phase_names[p]);
-		R.tsteps = !R.step_name;
-		if (R.tsteps)
-			capture_step_end();   /* launches before the first step are outside it */
-		R.lead = s;           /* the training loop's thread leads */
-	}
-	pthread_mutex_unlock(&R.lock);
-}
-
-/* Index of the innermost frame of s with all of `flags`, -1 if none. */
-static int find_flags(const struct tstate *s, uint8_t flags)
-{
-	int i = s->depth - 1;
-
-	while (i >= 0 && (s->f[i].flags & flags) != flags)
-		i--;
-	return i;
-}
-
-/* Pushes a frame of the domain steptrace.torch; with the mutex held. */
-static struct frame *torch_push_locked(struct tstate *s, uint32_t name, uint8_t flags, uint64_t t)
-{
-	struct frame f = { .name = name, .domain_name = R.tdom_name, .domain = R.tdom, .start = t,
-			   .call = CALL_NONE, .flags = flags };
-
-	return push_locked(s, &f) ? NULL : &s->f[s->depth - 1];
-}
-
-/* The lead is in a step (the PyTorch rule): one begins at t if none is open. Mutex held. */
-static void open_step_locked(struct tstate *s, uint64_t t)
-{
-	if (!R.tsteps || s != R.lead || R.finished || find_flags(s, FR_STEP) >= 0)
-		return;
-	R.gen++;
-	R.step_open = true;
-	R.step_start = t;
-	capture_step_begin(R.n_steps + (uint32_t)R.n_held);
-	torch_push_locked(s, R.step_word, FR_STEP, t);
-}
-
-/* Ends the lead's step frame and what of ours is above it at t; returns its start. Mutex held. */
-static uint64_t close_step_locked(struct tstate *s, uint64_t t)
-{
-	int i = find_flags(s, FR_STEP);
-	uint64_t start = R.step_start;
-
-	if (i < 0)
-		return t;
-	for (int j = s->depth - 1; j >= i; j--)
-		if (s->f[j].domain == R.tdom)
-			pop_at_locked(s, j, t);
-	R.step_open = false;
-	capture_step_end();
-	return start;
-}
-
-static void write_step_locked(uint64_t thread, uint64_t start, uint64_t end)
+void write_step_locked(uint64_t thread, uint64_t start, uint64_t end)
 {
 	step_event_locked(R.n_steps, thread, start, end);
 }
 
-static void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t thread, uint64_t start,
-			uint64_t end)
+void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t thread, uint64_t start,
+		 uint64_t end)
 {
 	if (*n >= HELD_CAP || ALLOC_GROW(*v, *n + 1, *cap)) {
 		R.lost++;
@@ -1264,172 +917,10 @@ static void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t t
 	(*v)[(*n)++] = (struct held_step){ .start = start, .end = end, .thread = thread };
 }
 
-/* Is there a range named `word` open on s (the program's or ours)? */
-static bool open_named(const struct tstate *s, uint32_t word)
+void write_held_locked(const struct held_step *v, size_t n)
 {
-	for (int i = s->depth - 1; i >= 0; i--)
-		if (s->f[i].name == word && !(s->f[i].flags & FR_ELIDED))
-			return true;
-	return false;
-}
-
-void ranges_torch_phase(int phase, bool begin, uint64_t t)
-{
-	struct tstate *s = tstate();
-	int i;
-
-	if (!s || phase < 1 || phase >= RANGES_PHASE_COUNT)
-		return;
-	pthread_mutex_lock(&R.lock);
-	if (!R.torch || R.finished) {
-		pthread_mutex_unlock(&R.lock);
-		return;
-	}
-	if (begin) {
-		const struct frame *top;
-		uint8_t flags = FR_PHASE;
-
-		open_step_locked(s, t);
-		if (phase == RANGES_PHASE_BACKWARD)
-			R.backward_since_clear = true;
-		if (phase == RANGES_PHASE_FORWARD && s == R.lead && !R.backward_since_clear)
-			R.n_calls = 0;   /* forward after forward (inference): the older calls are not needed */
-		top = s->depth ? &s->f[s->depth - 1] : NULL;
-		if (top && (top->flags & FR_PERSIST)) {   /* the step's phase ends where the next begins */
-			if (top->phase == RANGES_PHASE_BACKWARD)
-				chains_close_locked(t);
-			pop_at_locked(s, s->depth - 1, t);
-			top = s->depth ? &s->f[s->depth - 1] : NULL;
-		}
-		if (open_named(s, R.phase_word[phase]))
-			flags |= FR_ELIDED;          /* the program's own range says it already */
-		else if (s == R.lead && (!top || (top->flags & FR_STEP)))
-			flags |= FR_PERSIST;
-		if (torch_push_locked(s, R.phase_word[phase], flags, t))
-			s->f[s->depth - 1].phase = (uint8_t)phase;
-	} else {
-		for (i = s->depth - 1; i >= 0; i--)
-			if ((s->f[i].flags & FR_PHASE) && s->f[i].phase == phase && !(s->f[i].flags & FR_ENDED))
-				break;
-		if (phase == RANGES_PHASE_BACKWARD)
-			chains_close_locked(t);
-		if (i >= 0 && (s->f[i].flags & FR_PERSIST)) {
-			s->f[i].flags |= FR_ENDED;
-			/* before any optimizer step, each outermost module call may be a step (inference) */
-			if (phase == RANGES_PHASE_FORWARD && R.tsteps && !R.opt_steps && s == R.lead) {
-				uint64_t start = close_step_locked(s, t);
-
-				hold_locked(&R.held, &R.n_held, &R.cap_held, s->thread, start, t);
-				open_step_locked(s, t);
-			}
-		} else if (i >= 0) {
-			pop_at_locked(s, i, t);
-		}
-	}
-	pthread_mutex_unlock(&R.lock);
-	current_op(s);
-}
-
-void ranges_torch_profiler(bool on)
-{
-	pthread_mutex_lock(&R.lock);
-	R.own_profiler = on;
-	pthread_mutex_unlock(&R.lock);
-}
-
-void ranges_torch_module(uint32_t name, uint64_t t)
-{
-	struct tstate *s = tstate();
-	struct frame *f;
-	bool kick;
-
-	if (!s)
-		return;
-	pthread_mutex_lock(&R.lock);
-	if (!R.torch || R.finished || !name || name >= R.n_str) {
-		pthread_mutex_unlock(&R.lock);
-		return;
-	}
-	open_step_locked(s, t);
-	f = torch_push_locked(s, name, FR_MODULE, t);
-	if (f && s == R.lead && R.peek && R.n_calls < CALLS_CAP &&
-	    !ALLOC_GROW(R.calls, R.n_calls + 1, R.cap_calls)) {
-		uint32_t parent = CALL_NONE;
-		int outer;
-
-		for (outer = s->depth - 2; outer >= 0 && !(s->f[outer].flags & FR_MODULE); outer--)
-			;
-		if (outer >= 0)
-			parent = s->f[outer].call;
-		f->call = (uint32_t)R.n_calls;
-		R.calls[R.n_calls++] = (struct call){ .begin = R.peek(), .end = UINT64_MAX, .name = name,
-						      .parent = parent };
-	}
-	kick = want_kick_locked();
-	pthread_mutex_unlock(&R.lock);
-	current_op(s);
-	if (kick)
-		capture_kick();
-}
-
-void ranges_torch_module_end(uint64_t t)
-{
-	struct tstate *s = tstate();
-	int i;
-
-	if (!s)
-		return;
-	pthread_mutex_lock(&R.lock);
-	i = R.torch ? find_flags(s, FR_MODULE) : -1;
-	if (i >= 0 && !(s->f[i].flags & FR_SYNTH))
-		pop_at_locked(s, i, t);
-	pthread_mutex_unlock(&R.lock);
-	current_op(s);
-}
-
-void ranges_torch_step(uint64_t t)
-{
-	struct tstate *s = tstate();
-
-	if (!s)
-		return;
-	pthread_mutex_lock(&R.lock);
-	if (R.torch && R.tsteps && !R.finished && s == R.lead && find_flags(s, FR_STEP) >= 0) {
-		uint64_t start = close_step_locked(s, t);
-
-		if (!R.opt_steps && R.n_held)   /* the first: the outermost module calls before it are in it */
-			start = R.held[0].start;
-		R.n_held = 0;
-		R.n_calls = 0;   /* the backward's chains refer to this step's module calls only */
-		R.backward_since_clear = false;
-		R.opt_steps++;
-		write_step_locked(s->thread, start, t);
-		open_step_locked(s, t);
-	}
-	pthread_mutex_unlock(&R.lock);
-	current_op(s);
-}
-
-void ranges_torch_tag(const uint64_t *pairs, size_t n, uint32_t category, uint32_t device, uint64_t t)
-{
-	bool kick;
-
-	pthread_mutex_lock(&R.lock);
-	for (size_t i = 0; R.torch && i < n; i++) {
-		struct st_event *ev = queue_locked(ST_MEMTAG, t, t);
-
-		if (!ev)
-			break;
-		ev->mem.address = pairs[2 * i];
-		ev->mem.size = pairs[2 * i + 1];
-		ev->mem.category = category;
-		ev->mem.device = device;
-		ev->mem.source = ST_SRC_DRIVER;
-	}
-	kick = want_kick_locked();
-	pthread_mutex_unlock(&R.lock);
-	if (kick)
-		capture_kick();
+	for (size_t i = 0; i < n; i++)
+		write_step_locked(v[i].thread, v[i].start, v[i].end);
 }
 
 /* ---- capture ranges -------------------------------------------------------------- */
@@ -1449,31 +940,10 @@ void ranges_capture_range(bool start, uint64_t t)
 	pthread_mutex_unlock(&R.lock);
 }
 
-/* Drops what of ours is still open on s at the end (a step not ended by an optimizer step, its phases). */
-static void drop_torch_frames_locked(struct tstate *s)
-{
-	int n = 0;
-
-	for (int i = 0; i < s->depth; i++) {
-		if (s->f[i].domain == R.tdom) {
-			if (R.open)
-				R.open--;
-			continue;
-		}
-		s->f[n++] = s->f[i];
-	}
-	s->depth = n;
-}
-
-static void write_held_locked(const struct held_step *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		write_step_locked(v[i].thread, v[i].start, v[i].end);
-}
-
 void ranges_finish(uint64_t t0, uint64_t t_end)
 {
 	static char from_range[256];
+	const char *torch_from;
 
 	pthread_mutex_lock(&R.lock);
 	if (!R.finished && R.init) {
@@ -1491,11 +961,8 @@ void ranges_finish(uint64_t t0, uint64_t t_end)
 		if (R.step_name) {
 			snprintf(from_range, sizeof(from_range), "NVTX range '%s'", R.str[R.step_name]);
 			R.steps_from = from_range;
-		} else if (R.opt_steps) {
-			R.steps_from = "optimizer steps (PyTorch)";
-		} else if (R.n_held) {
-			write_held_locked(R.held, R.n_held);
-			R.steps_from = "outermost module calls (PyTorch, no optimizer step)";
+		} else if ((torch_from = torch_steps_locked())) {
+			R.steps_from = torch_from;
 		} else if (R.n_captures) {
 			R.torch = 0;   /* not PyTorch's rule: no warm-up unless --warmup says */
 			write_held_locked(R.captures, R.n_captures);

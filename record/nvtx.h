@@ -26,34 +26,11 @@
  *
  * Steps, by the first rule that gives any (ranges_totals says which):
  * every range named `step_range` (after normalisation, any thread, not
- * nested in another); else, for a PyTorch program (ranges_torch_*), each
+ * nested in another); else, for a PyTorch program (record/torch.h), each
  * step of the primary optimizer ends one, and without an optimizer step in
  * the whole run each outermost module call does; else each
  * cudaProfilerStart/Stop capture range; else the whole run is one step,
  * written by ranges_finish. The first `warmup` steps are flagged warm-up.
- *
- * PyTorch (record/python, through record/inject.c's steptrace_py_*): the
- * Python side calls ranges_torch_* from the training loop's thread, which
- * then leads. Its ranges are in domain "steptrace.torch": a "step" range
- * per step (pushed at the previous step's end, so a step runs from the end
- * of the previous one); the phases "data", "zero_grad", "forward",
- * "backward", "optimizer" (at the top of a step a phase stays open until
- * the next begins, so the loss computed after the model's call is
- * forward and the host's copies after a batch arrives are data; inside a
- * module a phase is an ordinary nested range; a phase inside a range of
- * the same name is not written again); and each nn.Module call, named by
- * the Python side relative to the module call enclosing it, so the path
- * reads like the qualified name ("step/forward/GPT/transformer.h.3/attn").
- * Module calls on the lead thread record the autograd sequence numbers
- * their forward consumed ([begin, end) of at::sequence_number::peek());
- * in the backward, each profiler range with "seq = N" that autograd's
- * thread pushes (PyTorch's NVTX observer, scope BACKWARD_FUNCTION) moves
- * that thread's copy of the module chain to the innermost forward call
- * whose interval holds N: its ranges "step/backward/GPT/transformer.h.3/
- * attn" are written as the thread's own, and under the automatic mode the
- * profiler's ranges themselves are not written (the kernels land in the
- * module's op). A node without "seq" (AccumulateGrad) stays in the chain
- * it finds; a node whose N lies in no module call sits under "backward".
  *
  * Range names are written normalised (aten_normalize: without emit_nvtx's
  * per-call seq, op_id and input_op_ids), so the string table stays small.
@@ -109,37 +86,16 @@ uint64_t ranges_start(struct ranges_domain *d, const char *name, uint32_t reg, u
 void ranges_end(uint64_t id, uint64_t t);
 void ranges_mark(struct ranges_domain *d, const char *name, uint32_t reg, uint64_t t);
 
-/* ---- PyTorch (the Python side, record/python) ---- */
-
-enum ranges_torch_mode { RANGES_TORCH_AUTO = 1, RANGES_TORCH_OPS = 2 };
-/* Phase numbers the Python side passes; ranges_phase_names[p] is the range's name. */
+/*
+ * The phases: a range named so (any case) gives its node's phase, and the
+ * PyTorch mode's Python side passes them by number (record/torch.h);
+ * ranges_phase_names[p] is the range's name.
+ */
 enum ranges_phase {
 	RANGES_PHASE_DATA = 1, RANGES_PHASE_ZERO_GRAD, RANGES_PHASE_FORWARD,
 	RANGES_PHASE_BACKWARD, RANGES_PHASE_OPTIMIZER, RANGES_PHASE_COUNT
 };
 extern const char *const ranges_phase_names[];   /* [0] "", "data", "zero_grad", ... */
-
-/*
- * Turns the PyTorch mode on (the first call wins): `peek` is
- * at::sequence_number::peek of the program's libtorch (NULL: backward
- * kernels stay under "backward", without modules). The calling thread leads.
- */
-void ranges_torch_attach(enum ranges_torch_mode mode, uint64_t (*peek)(void));
-/* A phase begins or ends on the calling thread (see the rules above). */
-void ranges_torch_phase(int phase, bool begin, uint64_t t);
-/* An nn.Module call begins (name: a registered string id) or ends. */
-void ranges_torch_module(uint32_t name, uint64_t t);
-void ranges_torch_module_end(uint64_t t);
-/*
- * The Python side turned PyTorch's NVTX profiler on (on) for a backward call
- * of its own, or off: while on, the profiler's ranges on the helpers are not
- * written under the automatic mode (a program's own emit_nvtx keeps them).
- */
-void ranges_torch_profiler(bool on);
-/* The primary optimizer's step ended: the step ends here and the next begins. */
-void ranges_torch_step(uint64_t t);
-/* Says what n live blocks hold: pairs[2i] address, pairs[2i + 1] size (ST_MEMTAG). */
-void ranges_torch_tag(const uint64_t *pairs, size_t n, uint32_t category, uint32_t device, uint64_t t);
 
 /* cudaProfilerStart (start) or cudaProfilerStop at t: a capture range, a step candidate. */
 void ranges_capture_range(bool start, uint64_t t);

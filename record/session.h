@@ -47,7 +47,7 @@ static inline uint64_t rec_session_time(const struct rec_session *s, uint64_t cu
 	return cupti_ns > s->time_base ? cupti_ns - s->time_base : 0;
 }
 
-/* How the steps were found, for the footer (record/ranges.h; "built-in step" for the model's). */
+/* How the steps were found, for the footer (record/nvtx.h; "built-in step" for the model's). */
 void rec_session_set_steps_from(struct rec_session *s, const char *steps_from);
 
 /*

@@ -7,8 +7,8 @@ the process, through ctypes) what the training loop is doing:
 
 - steps: the end of each step of the primary optimizer (the first whose
   step completes) ends a training step; the next begins there, so data
-  loading and zero_grad belong to it (record/ranges.h has the rules,
-  inference loops without an optimizer included);
+  loading and zero_grad belong to it (record/nvtx.h and record/torch.h
+  have the rules, inference loops without an optimizer included);
 - phases: data (the loop waiting on a DataLoader iterator), zero_grad
   (Optimizer.zero_grad, Module.zero_grad), forward (the outermost module
   call), backward (torch.autograd.backward, so Tensor.backward, and

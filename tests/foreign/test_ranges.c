@@ -1,5 +1,5 @@
 /*
- * test_ranges.c: record/ranges.c without a GPU. NVTX pushes and pops as
+ * test_ranges.c: record/nvtx.c without a GPU. NVTX pushes and pops as
  * PyTorch makes them (a step range, emit_nvtx names whose seq and op_id
  * change every step, autograd's backward on a thread of its own, the
  * optimizer's record_function range, a domain with a registered string,

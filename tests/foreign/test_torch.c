@@ -1,5 +1,5 @@
 /*
- * test_torch.c: record/ranges.c's PyTorch mode without a GPU or PyTorch.
+ * test_torch.c: record/torch.c, the PyTorch mode, without a GPU or PyTorch.
  * The calls steptrace_torch.py makes (phases, module calls, optimizer
  * steps, memory tags) are made as a GPT-like training loop would make them,
  * with a fake at::sequence_number::peek that the "forward" advances as
@@ -22,6 +22,7 @@
 
 #include "record/nvtx.h"
 #include "record/session.h"
+#include "record/torch.h"
 #include "replay/replay.h"
 #include "tests/lib/check.h"
 #include "trace/bundle.h"
