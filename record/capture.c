@@ -6,10 +6,10 @@
  * counters. CUPTI hands back full activity buffers on any thread it likes,
  * the application's included, so the completion callback only queues them:
  * a decoder thread of ours decodes them in order under the session lock,
- * which also guards the decode state below (name caches, open NVTX ranges),
- * and gives them back to the pool. A launch never waits for decoding,
- * compression or the disk. Buffers come from a pool that grows on demand up
- * to a cap, so a steady run allocates nothing per record.
+ * which also guards the decode state (activity.c: name caches, open NVTX
+ * ranges), and gives them back to the pool. A launch never waits for
+ * decoding, compression or the disk. Buffers come from a pool that grows on
+ * demand up to a cap, so a steady run allocates nothing per record.
  */
 #define _GNU_SOURCE
 #include "record/capture.h"
@@ -29,18 +29,9 @@
 #include "lib/error.h"
 #include "lib/gpu_check.h"
 #include "lib/grow.h"
+#include "record/capture_internal.h"
 #include "record/corr_map.h"
 
-/*
- * CUPTI keeps a buffer of its own for each queue it fills (a stream's
- * kernels, a thread's calls) until it is full or flushed: a run with many
- * queues holds many half-empty buffers at once. `--ddp naive` held 128
- * of 8 MiB (the old cap) with 1 MB of records in all, and CUPTI dropped
- * the 2,600 records it had no buffer for. Small buffers, many of them.
- */
-#define BUFFER_BYTES (512u << 10)
-#define BUFFER_PREALLOC 128      /* 64 MiB, touched before the run: no page faults in a step */
-#define BUFFER_MAX 2048          /* 1 GiB; past it CUPTI drops records and we say so */
 #define DEFAULT_CUPTI_PATH "/usr/local/cuda/lib64/libcupti.so"
 
 /* The activity kinds recorded (SPEC.md, "Recording"). */
@@ -60,96 +51,18 @@ static const CUpti_ActivityKind activity_kinds[] = {
 /* What a subscribed API callback is for. */
 enum cb_class { CB_NONE, CB_LAUNCH, CB_COPY, CB_ALLOC, CB_PROFILER_START, CB_PROFILER_STOP };
 
-struct counters {
-	_Atomic uint64_t launches, copies;
-};
-
-struct open_range {
-	uint32_t id, name, domain, depth;
-	uint64_t start, thread;
-};
-
-struct thread_depth {
-	uint64_t thread;
-	uint32_t open;
-};
-
-struct name_slot {
-	const char *key;   /* CUPTI's string; stable for the run */
-	uint32_t id;
-};
-
-static struct capture {
-	bool active;
-	struct rec_session *s;
-	CUpti_SubscriberHandle subscriber;
-	uint32_t enabled;                       /* activity kinds enabled so far */
-	bool api_work;                          /* API records enabled call by call */
-	bool lean, cupti_sync;                  /* capture_lean() */
-	bool sync_derived;                      /* ... and it is in force */
-	uint8_t rt_sync[CUPTI_RUNTIME_TRACE_CBID_SIZE];   /* cbid -> synchronisation type, 0: none */
-	uint8_t drv_sync[CUPTI_DRIVER_TRACE_CBID_SIZE];
-
-	uint8_t rt_class[CUPTI_RUNTIME_TRACE_CBID_SIZE];
-	uint8_t drv_class[CUPTI_DRIVER_TRACE_CBID_SIZE];
-
-	/* Launch counting: written by launching threads, read after stop. */
-	struct counters *steps;
-	uint32_t n_steps;
-	struct counters outside;
-	_Atomic(struct counters *) bucket;
-
-	/* Buffer pool (its own lock: CUPTI asks for buffers on launching threads). */
-	pthread_mutex_t pool_lock;
-	uint8_t *pool[BUFFER_MAX];
-	int pool_free, pool_allocated;
-
-	/* Completed buffers waiting for the decoder thread, in completion order. */
-	pthread_mutex_t queue_lock;
-	pthread_cond_t queue_filled;
-	struct done_buffer { uint8_t *buf; size_t valid; } queue[BUFFER_MAX];
-	uint32_t q_head, q_len;
-	bool decoder_stop, decoder_running;
-	bool kick;                              /* drain requested without a buffer */
-	pthread_t decoder;
-
-	/* Hooks of a capture that opens its session late (record/inject.c). */
-	void (*drain)(struct rec_session *s);   /* after each buffer, under the session lock */
-	void (*on_context)(void *ctx, uint32_t device);
-	void (*stackless)(void);                /* a launch on a thread without an op took the lead's */
-	void (*on_profiler)(bool start, uint64_t t);   /* cudaProfilerStart/Stop returned */
-	bool attached;                          /* s is set: the decoder may decode */
-
-	/* Decode state, under the session lock. */
-	uint32_t rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
-	uint32_t drv_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
-	struct name_slot *kernel_names;
-	size_t kernel_names_cap, kernel_names_n;
-	struct open_range *ranges;
-	size_t n_ranges, ranges_cap;
-	struct open_range *early_ends;          /* ends whose start is in a later buffer */
-	size_t n_early, early_cap;
-	struct thread_depth *threads;
-	size_t n_threads, threads_cap;
-	uint64_t dropped, unattributed, unpaired_ends;
-	bool node_oom;                          /* a graph node could not be mapped */
-} cap = {
+struct capture cap = {
 	.pool_lock = PTHREAD_MUTEX_INITIALIZER,
 	.queue_lock = PTHREAD_MUTEX_INITIALIZER,
 	.queue_filled = PTHREAD_COND_INITIALIZER,
 };
 
 /* Big and zero-initialised: kept apart from `cap` so it lives in .bss only. */
-static struct corr_map corrs;
+struct corr_map corrs;
 
-/* --api launches: API events made in the callbacks, queued for the decoder thread. */
+/* --api launches: the queue (capture_internal.h), and each thread's call in progress. */
 #define API_NEST 8
-static struct {
-	bool on;
-	pthread_mutex_t lock;
-	struct st_event *q;          /* api.name holds the domain's cbid until drained */
-	size_t n, cap;
-} apiq = { .lock = PTHREAD_MUTEX_INITIALIZER };
+struct api_queue apiq = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static _Thread_local struct { uint64_t start; } api_open[API_NEST];
 static _Thread_local uint64_t my_tid;
 
@@ -225,7 +138,7 @@ static uint32_t node_get_locked(uint64_t node)
 	return 0;
 }
 
-static uint32_t node_op(uint64_t node)
+uint32_t node_op(uint64_t node)
 {
 	uint32_t op;
 
@@ -413,7 +326,7 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 }
 
 /* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" into buf. */
-static const char *api_base_name(const char *name, char *buf, size_t len)
+const char *api_base_name(const char *name, char *buf, size_t len)
 {
 	size_t n = strlen(name), i = n;
 
@@ -596,406 +509,7 @@ static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t 
 		bufstat.denied++;
 }
 
-/* ---- decoding (under the session lock) ------------------------------- */
-
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status)
-	__attribute__((weak));
-
-static uint32_t intern_demangled(const char *name)
-{
-	char *plain = NULL;
-	uint32_t id;
-	int status = -1;
-
-	if (__cxa_demangle && name[0] == '_' && name[1] == 'Z')
-		plain = __cxa_demangle(name, NULL, NULL, &status);
-	id = rec_session_intern_locked(cap.s, status == 0 && plain ? plain : name);
-	free(plain);
-	return id;
-}
-
-static size_t name_hash(const char *p, size_t cap_mask)
-{
-	uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
-
-	return (size_t)(h >> 20) & cap_mask;
-}
-
-static int kernel_names_grow(void)
-{
-	size_t ncap = cap.kernel_names_cap ? cap.kernel_names_cap * 2 : 1024, i;
-	struct name_slot *slots = calloc(ncap, sizeof(*slots));
-
-	if (!slots)
-		return -1;
-	for (i = 0; i < cap.kernel_names_cap; i++) {
-		struct name_slot *o = &cap.kernel_names[i];
-		size_t j = name_hash(o->key, ncap - 1);
-
-		if (!o->key)
-			continue;
-		while (slots[j].key)
-			j = (j + 1) & (ncap - 1);
-		slots[j] = *o;
-	}
-	free(cap.kernel_names);
-	cap.kernel_names = slots;
-	cap.kernel_names_cap = ncap;
-	return 0;
-}
-
-/* Kernel name id by CUPTI's name pointer: one hash probe per record, demangling once per kernel. */
-static uint32_t kernel_name(const char *name)
-{
-	size_t j;
-
-	if (!name)
-		return 0;
-	if ((cap.kernel_names_n + 1) * 2 > cap.kernel_names_cap && kernel_names_grow())
-		return intern_demangled(name);
-	j = name_hash(name, cap.kernel_names_cap - 1);
-	while (cap.kernel_names[j].key) {
-		if (cap.kernel_names[j].key == name)
-			return cap.kernel_names[j].id;
-		j = (j + 1) & (cap.kernel_names_cap - 1);
-	}
-	cap.kernel_names[j].key = name;
-	cap.kernel_names[j].id = intern_demangled(name);
-	cap.kernel_names_n++;
-	return cap.kernel_names[j].id;
-}
-
-static uint32_t api_name(CUpti_CallbackDomain domain, uint32_t cbid)
-{
-	uint32_t *slot = NULL;
-	const char *name = NULL;
-	char buf[128];
-
-	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
-		slot = &cap.rt_names[cbid];
-	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
-		slot = &cap.drv_names[cbid];
-	if (slot && *slot)
-		return *slot;
-	if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
-		snprintf(buf, sizeof(buf), "%s cbid %u",
-			 domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver" : "runtime", cbid);
-	else
-		api_base_name(name, buf, sizeof(buf));
-	if (!slot)
-		return rec_session_intern_locked(cap.s, buf);
-	*slot = rec_session_intern_locked(cap.s, buf);
-	return *slot;
-}
-
-/* The op of an activity: its graph node's when a graph launched it, else its launch call's. */
-static uint32_t op_of(uint32_t correlation, uint64_t graph_node)
-{
-	uint32_t op = graph_node ? node_op(graph_node) : 0;
-
-	if (!op)
-		op = corr_map_get(&corrs, correlation);
-
-	if (!op)
-		cap.unattributed++;
-	return op;
-}
-
-static void add(struct st_event *ev, uint64_t start, uint64_t end)
-{
-	ev->start = rec_session_time(cap.s, start);
-	ev->end = end > start ? rec_session_time(cap.s, end) : ev->start;
-	rec_session_add_locked(cap.s, ev);
-}
-
-static void decode_kernel(const CUpti_ActivityKernel10 *k)
-{
-	struct st_event ev = { .kind = ST_KERNEL };
-
-	ev.kernel.name = kernel_name(k->name);
-	ev.kernel.grid[0] = (uint32_t)k->gridX;
-	ev.kernel.grid[1] = (uint32_t)k->gridY;
-	ev.kernel.grid[2] = (uint32_t)k->gridZ;
-	ev.kernel.block[0] = (uint32_t)k->blockX;
-	ev.kernel.block[1] = (uint32_t)k->blockY;
-	ev.kernel.block[2] = (uint32_t)k->blockZ;
-	ev.kernel.registers = k->registersPerThread;
-	ev.kernel.static_smem = (uint32_t)k->staticSharedMemory;
-	ev.kernel.dynamic_smem = (uint32_t)k->dynamicSharedMemory;
-	ev.kernel.stream = k->streamId;
-	ev.kernel.device = k->deviceId;
-	ev.kernel.correlation = k->correlationId;
-	ev.kernel.op = op_of(k->correlationId, k->graphNodeId);
-	add(&ev, k->start, k->end);
-}
-
-static void decode_memcpy(const CUpti_ActivityMemcpy6 *m)
-{
-	struct st_event ev = { .kind = ST_MEMCPY };
-
-	ev.memcpy.copy_kind = m->copyKind;
-	ev.memcpy.src_kind = m->srcKind;
-	ev.memcpy.dst_kind = m->dstKind;
-	ev.memcpy.bytes = m->bytes;
-	ev.memcpy.stream = m->streamId;
-	ev.memcpy.device = m->deviceId;
-	ev.memcpy.correlation = m->correlationId;
-	ev.memcpy.op = op_of(m->correlationId, m->graphNodeId);
-	add(&ev, m->start, m->end);
-}
-
-static void decode_memset(const CUpti_ActivityMemset4 *m)
-{
-	struct st_event ev = { .kind = ST_MEMSET };
-
-	ev.memset.bytes = m->bytes;
-	ev.memset.value = m->value;
-	ev.memset.stream = m->streamId;
-	ev.memset.device = m->deviceId;
-	ev.memset.correlation = m->correlationId;
-	ev.memset.op = op_of(m->correlationId, m->graphNodeId);
-	add(&ev, m->start, m->end);
-}
-
-static void decode_api(const CUpti_ActivityAPI *a)
-{
-	struct st_event ev = { .kind = ST_API };
-	bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-
-	ev.api.name = api_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
-			       a->cbid);
-	ev.api.domain = driver ? 1 : 0;
-	ev.api.cbid = a->cbid;
-	ev.api.status = (int32_t)a->returnValue;
-	ev.api.thread = a->threadId;
-	ev.api.correlation = a->correlationId;
-	add(&ev, a->start, a->end);
-
-	const uint8_t *sync = driver ? cap.drv_sync : cap.rt_sync;
-	uint32_t n = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
-
-	if (cap.sync_derived && a->cbid < n && sync[a->cbid]) {
-		struct st_event y = { .kind = ST_SYNC };
-
-		y.sync.type = sync[a->cbid];
-		y.sync.stream = UINT32_MAX;   /* not known from the call: see capture_lean */
-		y.sync.thread = a->threadId;
-		y.sync.correlation = a->correlationId;
-		add(&y, a->start, a->end);
-	}
-}
-
-static struct thread_depth *thread_depth(uint64_t thread)
-{
-	size_t i;
-
-	for (i = 0; i < cap.n_threads; i++)
-		if (cap.threads[i].thread == thread)
-			return &cap.threads[i];
-	if (ALLOC_GROW(cap.threads, cap.n_threads + 1, cap.threads_cap))
-		return NULL;
-	cap.threads[cap.n_threads] = (struct thread_depth){ .thread = thread };
-	return &cap.threads[cap.n_threads++];
-}
-
-/* A new slot at the end of a range array, or NULL. */
-static struct open_range *range_push(struct open_range **arr, size_t *n, size_t *cap_)
-{
-	if (ALLOC_GROW(*arr, *n + 1, *cap_))
-		return NULL;
-	return &(*arr)[(*n)++];
-}
-
-/* Index + 1 of the range with `id`, searching from the back (push/pop ends are last); 0 if none. */
-static size_t range_find(const struct open_range *arr, size_t n, uint32_t id)
-{
-	while (n > 0 && arr[n - 1].id != id)
-		n--;
-	return n;
-}
-
-static void range_remove(struct open_range *arr, size_t *n, size_t i)
-{
-	memmove(&arr[i], &arr[i + 1], (*n - i - 1) * sizeof(*arr));
-	(*n)--;
-}
-
-static void range_emit(const struct open_range *r, uint64_t end)
-{
-	struct st_event ev = { .kind = ST_RANGE };
-
-	ev.range.name = r->name;
-	ev.range.thread = r->thread;
-	ev.range.depth = r->depth;
-	ev.range.domain = r->domain;
-	add(&ev, r->start, end);
-}
-
-static void range_open(const CUpti_ActivityMarker2 *m, uint64_t thread)
-{
-	struct thread_depth *td = thread_depth(thread);
-	struct open_range r = { .id = m->id, .start = m->timestamp, .thread = thread }, *slot;
-	size_t early = range_find(cap.early_ends, cap.n_early, m->id);
-
-	if (!td)
-		return;
-	r.name = rec_session_intern_locked(cap.s, m->name);
-	r.domain = rec_session_intern_locked(cap.s, m->domain);
-	r.depth = td->open;
-	if (early) {
-		/* Its end came first (buffers completed out of order): close it now. */
-		range_emit(&r, cap.early_ends[early - 1].start);
-		range_remove(cap.early_ends, &cap.n_early, early - 1);
-		return;
-	}
-	slot = range_push(&cap.ranges, &cap.n_ranges, &cap.ranges_cap);
-	if (!slot)
-		return;
-	*slot = r;
-	td->open++;
-}
-
-/* Pairs an end with its start; an end without one waits for it (see range_open). */
-static void range_close(const CUpti_ActivityMarker2 *m)
-{
-	struct thread_depth *td;
-	struct open_range r, *early;
-	size_t i = range_find(cap.ranges, cap.n_ranges, m->id);
-
-	if (i == 0) {
-		early = range_push(&cap.early_ends, &cap.n_early, &cap.early_cap);
-		if (early)
-			*early = (struct open_range){ .id = m->id, .start = m->timestamp };
-		return;
-	}
-	r = cap.ranges[i - 1];
-	range_remove(cap.ranges, &cap.n_ranges, i - 1);
-	td = thread_depth(r.thread);
-	if (td && td->open > 0)
-		td->open--;
-	range_emit(&r, m->timestamp);
-}
-
-static void decode_marker(const CUpti_ActivityMarker2 *m)
-{
-	uint64_t thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
-
-	if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-		range_open(m, thread);
-	} else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-		range_close(m);
-	} else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
-		struct st_event ev = { .kind = ST_RANGE };
-		struct thread_depth *td = thread_depth(thread);
-
-		ev.range.name = rec_session_intern_locked(cap.s, m->name);
-		ev.range.domain = rec_session_intern_locked(cap.s, m->domain);
-		ev.range.thread = thread;
-		ev.range.depth = td ? td->open : 0;
-		add(&ev, m->timestamp, m->timestamp);
-	}
-}
-
-static void decode_memory(const CUpti_ActivityMemory4 *m)
-{
-	struct st_event ev = { 0 };
-
-	/* Device memory only: the bundle's memory timeline is the GPU's. */
-	if (m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
-		return;
-	if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
-		ev.kind = ST_ALLOC;
-	else if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
-		ev.kind = ST_FREE;
-	else
-		return;
-	ev.mem.address = m->address;
-	ev.mem.size = m->bytes;
-	ev.mem.category = ST_MEM_UNKNOWN;
-	ev.mem.op = corr_map_get(&corrs, m->correlationId);
-	ev.mem.source = ST_SRC_DRIVER;
-	ev.mem.device = m->deviceId;
-	add(&ev, m->timestamp, m->timestamp);
-}
-
-static void decode_overhead(const CUpti_ActivityOverhead3 *o)
-{
-	struct st_event ev = { .kind = ST_OVERHEAD };
-
-	ev.overhead.kind = o->overheadKind;
-	ev.overhead.thread = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
-	add(&ev, o->start, o->end);
-}
-
-static void decode_sync(const CUpti_ActivitySynchronization2 *y)
-{
-	struct st_event ev = { .kind = ST_SYNC };
-
-	ev.sync.type = y->type;
-	ev.sync.stream = y->streamId;
-	ev.sync.thread = 0;   /* not in the record; its API call (same correlation) has it */
-	ev.sync.correlation = y->correlationId;
-	add(&ev, y->start, y->end);
-}
-
-static void decode(const CUpti_Activity *rec)
-{
-	switch (rec->kind) {
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		decode_kernel((const CUpti_ActivityKernel10 *)rec);
-		break;
-	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		decode_memcpy((const CUpti_ActivityMemcpy6 *)rec);
-		break;
-	case CUPTI_ACTIVITY_KIND_MEMSET:
-		decode_memset((const CUpti_ActivityMemset4 *)rec);
-		break;
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER:
-		decode_api((const CUpti_ActivityAPI *)rec);
-		break;
-	case CUPTI_ACTIVITY_KIND_MARKER:
-		decode_marker((const CUpti_ActivityMarker2 *)rec);
-		break;
-	case CUPTI_ACTIVITY_KIND_MEMORY2:
-		decode_memory((const CUpti_ActivityMemory4 *)rec);
-		break;
-	case CUPTI_ACTIVITY_KIND_OVERHEAD:
-		decode_overhead((const CUpti_ActivityOverhead3 *)rec);
-		break;
-	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-		decode_sync((const CUpti_ActivitySynchronization2 *)rec);
-		break;
-	default:
-		break;
-	}
-}
-
-/* Writes the API events the callbacks queued (--api launches); the session lock is held. */
-static void api_drain_locked(struct rec_session *s)
-{
-	struct st_event *q;
-	size_t n;
-
-	if (!apiq.on)
-		return;
-	pthread_mutex_lock(&apiq.lock);
-	q = apiq.q;
-	n = apiq.n;
-	apiq.q = NULL;
-	apiq.n = apiq.cap = 0;
-	pthread_mutex_unlock(&apiq.lock);
-	for (size_t i = 0; i < n; i++) {
-		struct st_event *ev = &q[i];
-		uint64_t start = ev->start, end = ev->end;
-
-		ev->api.name = api_name(ev->api.domain ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
-					ev->api.cbid);
-		add(ev, start, end);
-	}
-	free(q);
-}
+/* ---- the decoder thread (activity.c decodes) ------------------------ */
 
 /*
  * CUPTI cannot say which kind a dropped record was; the bundle's footer

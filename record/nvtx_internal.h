@@ -46,7 +46,7 @@ struct frame {
 					  * an elided frame has its parent's */
 	struct ranges_domain *domain;
 	uint64_t start, epoch;
-	uint32_t call;                   /* FR_MODULE, FR_SYNTH: index into torch.c's module calls, else CALL_NONE */
+	uint32_t call;                   /* FR_MODULE, FR_SYNTH: index into torch.c's calls, else CALL_NONE */
 	uint8_t flags;                   /* enum frame_flag */
 	uint8_t phase;                   /* FR_PHASE: enum ranges_phase */
 	bool step;                       /* a step of --step-range */
@@ -159,7 +159,7 @@ void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_
 			uint64_t start, uint64_t end);
 /* Wakes the decoder when the queue is long: true when the caller should capture_kick(). */
 bool want_kick_locked(void);
-/* Writes the next step; holds a step candidate until the end (at most HELD_CAP); writes those held. */
+/* Writes the next step; holds a step candidate until the end; writes the steps held. */
 void write_step_locked(uint64_t thread, uint64_t start, uint64_t end);
 void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t thread, uint64_t start,
 		 uint64_t end);
