@@ -1,9 +1,9 @@
 /*
  * export.c: `steptrace export`, a trace for ui.perfetto.dev (Perfetto protobuf
  * or Chrome JSON) or an SQLite database with Nsight Systems' tables
- * (analyze/export.c).
+ * (export/export.c).
  */
-#include "analyze/export.h"
+#include "export/export.h"
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
 

@@ -1,7 +1,9 @@
 /*
  * hash.h: FNV-1a, the one string hash of the project's open-addressing
  * tables (replay's pooled strings and path components, export's interner)
- * and of the recorder's run ids. Chain calls to hash several pieces:
+ * and of the recorder's run ids; and splitmix64's finalizer, which mixes an
+ * integer key (export's ids and track uuids). Chain calls to hash several
+ * pieces:
  *
  *   uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, a, strlen(a));
  *   h = hash_fnv1a(h, b, strlen(b));
@@ -31,6 +33,14 @@ static inline uint64_t hash_str(const char *s)
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	return h;
+}
+
+/* splitmix64's finalizer: a bijection, so distinct inputs give distinct outputs. */
+static inline uint64_t hash_mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
 }
 
 #endif

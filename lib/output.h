@@ -91,7 +91,7 @@ const char *output_writing(const struct output *o);
  * Sizes before writing (--max-size). A file is measured before it is
  * written: written whole into a stream that only counts bytes (the HTML
  * report, the SVG charts), or, when that would cost too much, estimated
- * from a sample written so (the traces of analyze/export.c) or from its
+ * from a sample written so (the traces of export/layout.c) or from its
  * rows (SQLite). One over the limit is refused with one line, and nothing
  * is left behind.
  */

@@ -6,7 +6,7 @@
  */
 #include <stdio.h>
 
-#include "analyze/export_internal.h"
+#include "export/intern.h"
 #include "tests/lib/check.h"
 
 int main(void)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/export_internal.h"
+#include "export/layout.h"
 #include "tests/lib/builder.h"
 #include "tests/lib/check.h"
 

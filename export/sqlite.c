@@ -1,5 +1,5 @@
 /*
- * export_sqlite.c: a replay as one SQLite database, for SQL and pandas
+ * sqlite.c: a replay as one SQLite database, for SQL and pandas
  * users and their Nsight Systems queries. Nsight Systems' export tables and
  * column names where they exist (its schema 3.x: StringIds,
  * CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET, _RUNTIME, NVTX_EVENTS,
@@ -20,7 +20,7 @@
  * export_filter). The database is built in a temporary file beside the
  * output and renamed over it when complete (lib/output.h).
  */
-#include "analyze/export_internal.h"
+#include "export/sqlite.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -28,6 +28,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "export/filter.h"
+#include "export/intern.h"
+#include "export/layout.h"
 #include "lib/error.h"
 #include "lib/human.h"
 #include "lib/output.h"

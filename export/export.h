@@ -12,7 +12,7 @@
  *             "M" names, "C" memory counters, "s"/"f" launch flows.
  *   sqlite    one SQLite database with Nsight Systems' export tables and
  *             column names where they exist, plus OPS, ALLOCATIONS, STEPS
- *             and RUN (export_sqlite.c).
+ *             and RUN (sqlite.c).
  *
  * The two traces walk one layout: every slice placed on a track so that
  * slices on a track nest properly (a slice that would overlap its neighbour
@@ -20,32 +20,21 @@
  * ordered by time. Every format keeps what --step, --range and --no-api
  * keep. Times are the bundle's, exact to the nanosecond.
  */
-#ifndef STEPTRACE_ANALYZE_EXPORT_H
-#define STEPTRACE_ANALYZE_EXPORT_H
+#ifndef STEPTRACE_EXPORT_EXPORT_H
+#define STEPTRACE_EXPORT_EXPORT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "export/options.h"
 #include "replay/ranks.h"
 #include "replay/replay.h"
 
 /* --max-size's default for a database: no bundle the default --memory-limit lets in needs more. */
 #define EXPORT_SQLITE_MAX_SIZE (UINT64_C(4) << 30)
 
-/* "json" is the name chrome had first: the same format. */
-enum export_format { EXPORT_PERFETTO, EXPORT_CHROME, EXPORT_JSON, EXPORT_SQLITE };
-extern const char *const export_format_names[];   /* "perfetto", "chrome", "json", "sqlite" */
-
-struct export_options {
-	int format;            /* enum export_format */
-	int32_t step;          /* only this step's work (index into rp->steps); -1 = everything */
-	const char *range;     /* only work under NVTX ranges matching this (--range); NULL = all */
-	bool no_api;           /* leave host API calls out (smaller files) */
-	uint64_t max_size;     /* export_run: refuse an output estimated larger; 0 = no limit */
-	const char *output;    /* export_run: the file, "-" for stdout; NULL: the bundle's name
-				  with .pftrace, .json or .sqlite, in the current directory */
-};
+extern const char *const export_format_names[];   /* by enum export_format: "perfetto", "chrome", "json", "sqlite" */
 
 struct export_stats {
 	uint64_t tracks, slices, counters, flows;

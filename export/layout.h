@@ -1,20 +1,24 @@
 /*
- * export_internal.h: private to analyze/export*.c. The track layout that
- * export.c builds and both writers walk (export_perfetto.c,
- * export_chrome.c): tracks, slices placed on them so that every track nests,
- * counter values, and "marks" (slice begins and ends, counter values, OOM
- * instants) in time order; and the details of a slice both writers print.
+ * layout.h: private to export/. The track layout that layout.c builds and
+ * both trace writers walk (perfetto.c, chrome.c): tracks, slices placed on
+ * them so that every track nests, counter values, and "marks" (slice
+ * begins and ends, counter values, OOM instants) in time order; the
+ * details of a slice both writers print; and the size estimates and check
+ * every format makes before it writes.
  */
-#ifndef STEPTRACE_ANALYZE_EXPORT_INTERNAL_H
-#define STEPTRACE_ANALYZE_EXPORT_INTERNAL_H
+#ifndef STEPTRACE_EXPORT_LAYOUT_H
+#define STEPTRACE_EXPORT_LAYOUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "analyze/export.h"
+#include "export/filter.h"
+#include "export/intern.h"
+#include "export/options.h"
 #include "replay/memory.h"
+#include "replay/replay.h"
 
 #define OLD_BUNDLE_PID 1         /* the host's pid when the bundle does not say (before 1.2) */
 #define STEPS_TID 0
@@ -56,31 +60,6 @@ struct xcount {
 	uint16_t series;              /* Chrome: the series within its counter */
 	uint16_t group;               /* Chrome: one "C" event per (group, t) */
 };
-
-/*
- * What an export keeps (--step, --range, --no-api) and the time window they
- * leave: the step's span, narrowed by --range to the span of the kept
- * ranges and activities. Memory counters start with what was live when the
- * window opens. Every format walks the same filter.
- */
-struct export_filter {
-	const struct replay *rp;
-	int32_t step;                 /* -1: every step */
-	bool no_api;
-	bool has_range;
-	struct replay_filter paths;   /* --range, when has_range */
-	bool windowed;                /* false: everything */
-	uint64_t from, to;            /* the window, inclusive */
-};
-
-/* -1 after one error line: no such step, a bad pattern, a pattern that keeps nothing. */
-int export_filter_init(struct export_filter *f, const struct replay *rp, const struct export_options *opt);
-void export_filter_release(struct export_filter *f);
-bool export_keep_time(const struct export_filter *f, uint64_t t);
-bool export_keep_activity(const struct export_filter *f, const struct replay_activity *a);
-bool export_keep_range(const struct export_filter *f, const struct replay_range *r);
-bool export_keep_api(const struct export_filter *f, const struct replay_api *a);
-bool export_keep_step(const struct export_filter *f, size_t step_index);
 
 /* One export: everything the writers walk. */
 struct layout {
@@ -143,7 +122,7 @@ uint32_t export_sequence_id(const struct layout *L);
 /*
  * The flow from a launch call to the first activity it launched, 0 none:
  * its correlation id, and in a trace of several ranks the rank's place
- * above it (export.c says why).
+ * above it (layout.c says why).
  */
 uint64_t export_launch_flow(const struct layout *L, const struct replay_api *api);
 /* The flow that ends at activity idx (a), 0 none. */
@@ -163,10 +142,6 @@ enum ann_key {
 };
 extern const char *const export_ann_names[ANN_COUNT];
 
-/* Where a string of the replay comes from, to intern it by that (export_intern). */
-#define EXPORT_ID_STRING(id) ((1ull << 32) | (uint32_t)(id))   /* replay_str(rp, id) */
-#define EXPORT_ID_PATH(i) ((2ull << 32) | (uint32_t)(i))       /* replay_path_str(rp, i) */
-
 /* One annotation: a string or an unsigned value. */
 struct ann {
 	uint8_t key;
@@ -185,36 +160,6 @@ size_t export_slice_annotations(const struct layout *L, const struct xslice *s, 
 /* "OOM: N B category request by op" for rp->mem[mem]. */
 void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t len);
 
-/*
- * Strings to ids 1, 2, 3... in first-seen order: open addressing, keys
- * owned; and the id already given to each replay string or path seen
- * (EXPORT_ID_*), so that one repeated on a million events is hashed once,
- * not per event (a name or path of kilobytes).
- */
-struct export_interner {
-	char **keys;
-	uint64_t *iids;
-	size_t cap, n;
-	uint64_t *from, *from_iids;   /* EXPORT_ID_* -> its string's id; 0 empty */
-	size_t from_cap, from_n;
-};
-/*
- * The id of s; *fresh when it is new. `from` says where s comes from
- * (EXPORT_ID_*; 0 for a formatted string): s is read only the first time.
- * 0 on allocation failure (no line printed).
- */
-uint64_t export_intern(struct export_interner *in, uint64_t from, const char *s, bool *fresh);
-void export_interner_release(struct export_interner *in);
-
-/* `export --format sqlite` into output (export_sqlite.c). -1 after an error line. */
-int export_sqlite_run(const struct replay *rp, const struct export_options *opt, const char *output);
-
-/* The writers: L's marks to out. -1 after an error line. */
-int export_write_perfetto(const struct layout *L, FILE *out);
-int export_write_chrome(const struct layout *L, FILE *out);
-/* Several ranks' layouts as one trace: one JSON document, or one Perfetto sequence each. */
-int export_write_chrome_ranks(const struct layout *const *L, size_t n, FILE *out);
-
 /* Refuses an estimate above opt->max_size; says a large one before it is written. */
 int export_check_size(const struct export_options *opt, uint64_t estimate, const char *what,
 		      const char *output);
@@ -228,7 +173,5 @@ int export_check_size(const struct export_options *opt, uint64_t estimate, const
  */
 int export_estimate(const struct layout *L, void *ctx, int (*begin)(void *ctx, FILE *f),
 		    int (*mark)(void *ctx, size_t i), uint64_t *bytes);
-int export_estimate_perfetto(const struct layout *L, uint64_t *bytes);
-int export_estimate_chrome(const struct layout *L, uint64_t *bytes);
 
 #endif

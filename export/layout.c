@@ -1,35 +1,26 @@
 /*
- * export.c: a replay written as a trace for timeline viewers (see
- * export.h): the layout both writers walk (export_internal.h) and the
- * entry points.
- *
- * The layout comes first: tracks (host process and threads, steps, one
- * process per GPU with its streams, memory counters) and slices placed on
- * them so that every track nests properly; then "marks" (slice begins and
- * ends, counter values) sorted by time, stably, so that a track's marks keep
- * the order that makes them nest even when times tie. The two writers only
- * encode marks: Perfetto packets (export_perfetto.c) or Chrome JSON events
- * (export_chrome.c).
+ * layout.c: the layout both trace writers walk (see layout.h): tracks
+ * (host process and threads, steps, one process per GPU with its streams,
+ * memory counters) and slices placed on them so that every track nests
+ * properly; then "marks" (slice begins and ends, counter values) sorted by
+ * time, stably, so that a track's marks keep the order that makes them
+ * nest even when times tie. The writers only encode marks: Perfetto
+ * packets (perfetto.c) or Chrome JSON events (chrome.c). Besides: the
+ * details of a slice both print, and size estimates.
  */
-#define _GNU_SOURCE   /* fopencookie */
-#include "analyze/export_internal.h"
+#include "export/layout.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "analyze/common.h"
 #include "lib/error.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/human.h"
 #include "lib/output.h"
 #include "lib/utf8.h"
-
-const char *const export_format_names[] = { "perfetto", "chrome", "json", "sqlite", NULL };
 
 #define MAX_TREE_DEPTH 100000
 
@@ -77,14 +68,6 @@ struct lane_group {
 	size_t leaves;
 };
 
-/* splitmix64's finalizer: a bijection, so distinct inputs give distinct outputs */
-static uint64_t mix64(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 #define GOLDEN_GAMMA 0x9e3779b97f4a7c15ull
 
 /*
@@ -100,22 +83,22 @@ static uint64_t bundle_identity(const struct replay_run *run)
 
 	if (!run->has_header)
 		return GOLDEN_GAMMA;
-	h = mix64(hash_str(run->hostname) ^ (uint64_t)run->created_unix_ns);
-	h = mix64(h ^ run->time_base_ns);
-	return mix64(h ^ run->pid);
+	h = hash_mix64(hash_str(run->hostname) ^ (uint64_t)run->created_unix_ns);
+	h = hash_mix64(h ^ run->time_base_ns);
+	return hash_mix64(h ^ run->pid);
 }
 
 /* Distinct and never 0 (0 means "no parent") within one identity. */
 static uint64_t track_uuid(uint64_t identity, size_t index)
 {
-	uint64_t u = mix64(identity + (index + 1) * GOLDEN_GAMMA);
+	uint64_t u = hash_mix64(identity + (index + 1) * GOLDEN_GAMMA);
 
 	return u ? u : GOLDEN_GAMMA;
 }
 
 uint32_t export_sequence_id(const struct layout *L)
 {
-	uint32_t id = (uint32_t)(mix64(L->identity ^ GOLDEN_GAMMA) >> 32);
+	uint32_t id = (uint32_t)(hash_mix64(L->identity ^ GOLDEN_GAMMA) >> 32);
 
 	return id ? id : 1;
 }
@@ -410,104 +393,6 @@ static int group_init(struct lane_group *g, uint32_t track, bool flat, uint64_t 
 	g->pid = pid;
 	g->base = base;
 	return 0;
-}
-
-/* ---- what is exported ---------------------------------------------------- */
-
-bool export_keep_time(const struct export_filter *f, uint64_t t)
-{
-	return !f->windowed || (t >= f->from && t <= f->to);
-}
-
-bool export_keep_activity(const struct export_filter *f, const struct replay_activity *a)
-{
-	return (f->step < 0 || a->step == f->step) &&
-	       (!f->has_range || replay_filter_activity(&f->paths, f->rp, a));
-}
-
-bool export_keep_range(const struct export_filter *f, const struct replay_range *r)
-{
-	return (f->step < 0 || r->step == f->step) &&
-	       (!f->has_range || replay_filter_range(&f->paths, r));
-}
-
-/* A call under a kept range, or (in a bundle without ranges) one that launched kept work. */
-bool export_keep_api(const struct export_filter *f, const struct replay_api *a)
-{
-	const struct replay *rp = f->rp;
-
-	if (f->no_api || !export_keep_time(f, a->start))
-		return false;
-	if (!f->has_range)
-		return true;
-	if (a->range >= 0 && (size_t)a->range < rp->n_ranges)
-		return replay_filter_range(&f->paths, &rp->ranges[a->range]);
-	return a->activity >= 0 && (size_t)a->activity < rp->n_activities &&
-	       export_keep_activity(f, &rp->activities[a->activity]);
-}
-
-bool export_keep_step(const struct export_filter *f, size_t i)
-{
-	const struct replay_step *s = &f->rp->steps[i];
-
-	if (f->step >= 0)
-		return (int32_t)i == f->step;
-	return !f->windowed || (s->end >= f->from && s->start <= f->to);
-}
-
-static void widen(uint64_t *from, uint64_t *to, uint64_t start, uint64_t end)
-{
-	*from = start < *from ? start : *from;
-	*to = end > *to ? end : *to;
-}
-
-int export_filter_init(struct export_filter *f, const struct replay *rp, const struct export_options *opt)
-{
-	memset(f, 0, sizeof(*f));
-	f->rp = rp;
-	f->step = opt->step;
-	f->no_api = opt->no_api;
-	if (opt->step >= 0 && (size_t)opt->step >= rp->n_steps)
-		return error("no step %" PRId32 " in the bundle (it has %zu)", opt->step, rp->n_steps);
-	if (opt->step >= 0) {
-		f->windowed = true;
-		f->from = rp->steps[opt->step].start;
-		f->to = rp->steps[opt->step].end;
-	}
-	if (!opt->range || !*opt->range)
-		return 0;
-	if (replay_filter_init(&f->paths, rp, opt->range) < 0)
-		return -1;
-	f->has_range = true;
-
-	/* the window: the kept ranges and activities, within the step's */
-	uint64_t from = UINT64_MAX, to = 0;
-	for (size_t i = 0; i < rp->n_ranges; i++)
-		if (export_keep_range(f, &rp->ranges[i]))
-			widen(&from, &to, rp->ranges[i].start, rp->ranges[i].end);
-	for (size_t i = 0; i < rp->n_activities; i++)
-		if (export_keep_activity(f, &rp->activities[i]))
-			widen(&from, &to, rp->activities[i].start, rp->activities[i].end);
-	if (from > to) {
-		replay_filter_release(&f->paths);
-		return error("--range '%s' matches no NVTX range%s in '%s'", opt->range,
-			     opt->step >= 0 ? " of that step" : "", rp->path ? rp->path : "the bundle");
-	}
-	if (f->windowed) {
-		from = from > f->from ? from : f->from;
-		to = to < f->to ? to : f->to;
-	}
-	f->windowed = true;
-	f->from = from;
-	f->to = to;
-	return 0;
-}
-
-void export_filter_release(struct export_filter *f)
-{
-	if (f->has_range)
-		replay_filter_release(&f->paths);
-	memset(f, 0, sizeof(*f));
 }
 
 /* ---- tracks and slices ------------------------------------------------- */
@@ -1010,111 +895,6 @@ void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t le
 	utf8_cut_tail(buf);
 }
 
-/* ---- interning ------------------------------------------------------------ */
-
-/* The text's id: s hashed and compared, interned when new. */
-static uint64_t intern_text(struct export_interner *in, const char *s, bool *fresh)
-{
-	size_t i;
-
-	if (in->n * 2 >= in->cap) {
-		size_t nc = in->cap ? in->cap * 2 : 1024;
-		char **k = calloc(nc, sizeof(*k));
-		uint64_t *v = calloc(nc, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return 0;
-		}
-		for (size_t j = 0; j < in->cap; j++) {
-			if (!in->keys[j])
-				continue;
-			for (i = hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
-				;
-			k[i] = in->keys[j];
-			v[i] = in->iids[j];
-		}
-		free(in->keys);
-		free(in->iids);
-		in->keys = k;
-		in->iids = v;
-		in->cap = nc;
-	}
-	for (i = hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
-		if (strcmp(in->keys[i], s) == 0) {
-			*fresh = false;
-			return in->iids[i];
-		}
-	in->keys[i] = strdup(s);
-	if (!in->keys[i])
-		return 0;
-	in->iids[i] = ++in->n;
-	*fresh = true;
-	return in->iids[i];
-}
-
-/* The slot of `from` in in->from: where it is, or the empty slot it would take. */
-static size_t from_slot(const uint64_t *from, size_t cap, uint64_t id)
-{
-	size_t i = mix64(id) & (cap - 1);
-
-	while (from[i] && from[i] != id)
-		i = (i + 1) & (cap - 1);
-	return i;
-}
-
-uint64_t export_intern(struct export_interner *in, uint64_t from, const char *s, bool *fresh)
-{
-	uint64_t iid;
-	size_t i;
-
-	if (!from)
-		return intern_text(in, s, fresh);
-	if (in->from_n * 2 >= in->from_cap) {
-		size_t nc = in->from_cap ? in->from_cap * 2 : 1024;
-		uint64_t *k = calloc(nc, sizeof(*k)), *v = calloc(nc, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return 0;
-		}
-		for (size_t j = 0; j < in->from_cap; j++)
-			if (in->from[j]) {
-				i = from_slot(k, nc, in->from[j]);
-				k[i] = in->from[j];
-				v[i] = in->from_iids[j];
-			}
-		free(in->from);
-		free(in->from_iids);
-		in->from = k;
-		in->from_iids = v;
-		in->from_cap = nc;
-	}
-	i = from_slot(in->from, in->from_cap, from);
-	if (in->from[i]) {
-		*fresh = false;
-		return in->from_iids[i];
-	}
-	iid = intern_text(in, s, fresh);   /* the same text from elsewhere keeps its id */
-	if (iid) {
-		in->from[i] = from;
-		in->from_iids[i] = iid;
-		in->from_n++;
-	}
-	return iid;
-}
-
-void export_interner_release(struct export_interner *in)
-{
-	for (size_t i = 0; i < in->cap; i++)
-		free(in->keys[i]);
-	free(in->keys);
-	free(in->iids);
-	free(in->from);
-	free(in->from_iids);
-	memset(in, 0, sizeof(*in));
-}
-
 /* ---- size estimates -------------------------------------------------------- */
 
 #define ESTIMATE_SAMPLE 20000   /* marks encoded at most */
@@ -1143,40 +923,6 @@ out:
 	return rc;
 }
 
-/* ---- entry points ---------------------------------------------------------- */
-
-static void layout_stats(const struct layout *L, struct export_stats *stats)
-{
-	memset(stats, 0, sizeof(*stats));
-	stats->tracks = L->n_tracks;
-	stats->slices = L->n_slices;
-	stats->counters = L->n_counts;
-	stats->extra_lanes = L->extra_lanes;
-	for (size_t i = 0; i < L->n_slices; i++)
-		if (L->slices[i].what == SL_API && export_launch_flow(L, &L->rp->apis[L->slices[i].idx]))
-			stats->flows++;
-}
-
-static int layout_write(const struct layout *L, FILE *out)
-{
-	return L->opt->format == EXPORT_PERFETTO ? export_write_perfetto(L, out) : export_write_chrome(L, out);
-}
-
-int export_write(const struct replay *rp, const struct export_options *opt, FILE *out,
-		 struct export_stats *stats)
-{
-	struct layout L;
-	int rc;
-
-	rc = export_layout_build(&L, rp, opt);
-	if (rc == 0)
-		rc = layout_write(&L, out);
-	if (rc == 0 && stats)
-		layout_stats(&L, stats);
-	export_layout_release(&L);
-	return rc;
-}
-
 /* Above this, say how large the trace will be before writing it. */
 #define NOTE_BYTES (16u << 20)
 
@@ -1193,182 +939,4 @@ int export_check_size(const struct export_options *opt, uint64_t estimate, const
 		fprintf(stderr, "writing about %s of %s to '%s' (--step N or --range PATH write less)\n",
 			human_bytes(size, sizeof(size), (double)estimate), what, output);
 	return 0;
-}
-
-static const char *const format_what[] = { "Perfetto trace", "Chrome JSON", "Chrome JSON" };
-static const char *const format_ext[] = { ".pftrace", ".json", ".json", ".sqlite" };
-
-int export_run(const struct replay *rp, const struct export_options *opt)
-{
-	const char *output = opt->output;
-	struct export_stats stats;
-	struct output out;
-	struct layout L;
-	char *owned = NULL;
-	uint64_t estimate = 0, bytes;
-	char size[32];
-	int rc = -1;
-
-	if (!output)
-		output = owned = bundle_output_name(rp->path, NULL, format_ext[opt->format]);
-	if (!output)
-		return error("out of memory");
-	if (opt->format == EXPORT_SQLITE) {
-		rc = export_sqlite_run(rp, opt, output);
-		free(owned);
-		return rc;
-	}
-	if (export_layout_build(&L, rp, opt) < 0 ||
-	    (opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L, &estimate)
-					    : export_estimate_chrome(&L, &estimate)) < 0 ||
-	    export_check_size(opt, estimate, format_what[opt->format], output) < 0 ||
-	    output_open(&out, output, (const char *[]){ rp->path, NULL }) < 0)
-		goto out;
-	if (layout_write(&L, out.f) < 0) {
-		output_discard(&out);
-		goto out;
-	}
-	bytes = output_bytes(&out);
-	if (output_close(&out) < 0)
-		goto out;
-	rc = 0;
-	layout_stats(&L, &stats);
-	fprintf(stderr, "wrote '%s'", output);
-	if (bytes)
-		fprintf(stderr, " (%s)", human_bytes(size, sizeof(size), (double)bytes));
-	fprintf(stderr, ": %" PRIu64 " tracks, %" PRIu64 " slices, %" PRIu64
-		" counter values, %" PRIu64 " launch flows", stats.tracks, stats.slices,
-		stats.counters, stats.flows);
-	if (stats.extra_lanes)
-		fprintf(stderr, " (%" PRIu64 " extra lanes for slices that overlap without nesting)",
-			stats.extra_lanes);
-	fprintf(stderr, "\n%s\n", opt->format == EXPORT_PERFETTO
-		? "open it at https://ui.perfetto.dev (Open trace file); the file stays on your machine"
-		: "open it at https://ui.perfetto.dev or chrome://tracing");
-out:
-	export_layout_release(&L);
-	free(owned);
-	return rc;
-}
-
-/* "runs/run.rank0.stb" -> "run" + ext: the run's name, without the rank. */
-static char *run_output_name(const char *path, const char *ext)
-{
-	char *stem = bundle_output_name(path, NULL, ""), *dot, *end, *out;
-
-	if (!stem)
-		return NULL;
-	dot = strrchr(stem, '.');
-	if (dot && !strncmp(dot, ".rank", 5) && dot[5]) {
-		strtol(dot + 5, &end, 10);
-		if (!*end)
-			*dot = '\0';
-	}
-	out = malloc(strlen(stem) + strlen(ext) + 1);
-	if (out)
-		sprintf(out, "%s%s", stem, ext);
-	free(stem);
-	return out;
-}
-
-int export_run_ranks(const struct replay_ranks *rs, const struct export_options *opt)
-{
-	const char *output = opt->output;
-	struct layout *L = calloc(rs->n, sizeof(*L));
-	const struct layout **view = calloc(rs->n, sizeof(*view));
-	const char **inputs = calloc(rs->n + 1, sizeof(*inputs));
-	struct export_stats stats, all = { 0 };
-	struct output out;
-	unsigned long long bytes;
-	bool pids_clash = false;
-	int64_t realtime = 0;
-	uint64_t estimate = 0, one;
-	char *owned = NULL, size[32];
-	size_t built = 0;
-	int rc = -1;
-
-	if (!L || !view || !inputs) {
-		error("out of memory");
-		goto out;
-	}
-	for (size_t r = 0; r < rs->n; r++)
-		inputs[r] = rs->rank[r]->path;
-	if (rs->n == 1) {
-		rc = export_run(rs->rank[0], opt);
-		goto out;
-	}
-	if (opt->format == EXPORT_SQLITE) {
-		error("--format sqlite writes one rank's database: give one rank's bundle");
-		goto out;
-	}
-	if (!output)
-		output = owned = run_output_name(rs->rank[0]->path, format_ext[opt->format]);
-	if (!output) {
-		error("out of memory");
-		goto out;
-	}
-	/* the run's time 0 is its earliest-starting rank's, at that rank's real time */
-	for (size_t r = 0; r < rs->n; r++) {
-		if (rs->offset[r] == 0)
-			realtime = rs->rank[r]->run.created_unix_ns;
-		for (size_t q = 0; q < r; q++)
-			pids_clash |= rs->rank[q]->run.pid == rs->rank[r]->run.pid;
-	}
-	for (size_t r = 0; r < rs->n; r++) {
-		const struct replay *rp = rs->rank[r];
-		struct layout_place place = { (int32_t)replay_ranks_rank(rs, r), rs->offset[r], realtime,
-					      rp->run.pid && rp->run.pid <= INT32_MAX && !pids_clash
-						      ? (int32_t)rp->run.pid : (1 << 22) + (int32_t)r, (uint32_t)r };
-
-		built = r + 1;   /* released whether or not it was built whole */
-		if (export_layout_build_placed(&L[r], rp, opt, &place) < 0)
-			goto out;
-		view[r] = &L[r];
-		if ((opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L[r], &one)
-						    : export_estimate_chrome(&L[r], &one)) < 0)
-			goto out;
-		estimate += one;
-	}
-	if (export_check_size(opt, estimate, format_what[opt->format], output) < 0 ||
-	    output_open(&out, output, inputs) < 0)
-		goto out;
-	rc = 0;
-	if (opt->format == EXPORT_PERFETTO) {
-		for (size_t r = 0; r < rs->n && rc == 0; r++)
-			rc = export_write_perfetto(&L[r], out.f);
-	} else {
-		rc = export_write_chrome_ranks(view, rs->n, out.f);
-	}
-	if (rc < 0) {
-		output_discard(&out);
-	} else {
-		bytes = output_bytes(&out);
-		rc = output_close(&out);
-	}
-	if (rc == 0) {
-		for (size_t r = 0; r < rs->n; r++) {
-			layout_stats(&L[r], &stats);
-			all.tracks += stats.tracks;
-			all.slices += stats.slices;
-			all.counters += stats.counters;
-			all.flows += stats.flows;
-		}
-		fprintf(stderr, "wrote '%s'", output);
-		if (bytes)
-			fprintf(stderr, " (%s)", human_bytes(size, sizeof(size), (double)bytes));
-		fprintf(stderr, ": %zu ranks, each its own process, on one time line (%s): %" PRIu64
-			" tracks, %" PRIu64 " slices, %" PRIu64 " counter values, %" PRIu64 " launch flows\n",
-			rs->n, rs->alignment, all.tracks, all.slices, all.counters, all.flows);
-		fprintf(stderr, "open it at https://ui.perfetto.dev%s\n",
-			opt->format == EXPORT_PERFETTO ? " (Open trace file); the file stays on your machine"
-						       : " or chrome://tracing");
-	}
-out:
-	for (size_t r = 0; r < built; r++)
-		export_layout_release(&L[r]);
-	free(L);
-	free(view);
-	free(inputs);
-	free(owned);
-	return rc;
 }

@@ -1,15 +1,16 @@
 /*
- * export_chrome.c: the layout's marks as the JSON Trace Event Format
+ * chrome.c: the layout's marks as the JSON Trace Event Format
  * (chrome://tracing, Perfetto too): complete "X" events in microseconds with
  * the nanoseconds kept, "M" names, "C" memory counters, "s"/"f" launch flows.
  */
-#include "analyze/export_internal.h"
+#include "export/chrome.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <string.h>
 
+#include "export/layout.h"
 #include "lib/error.h"
 #include "lib/utf8.h"
 

@@ -1,5 +1,5 @@
 /*
- * export_perfetto.c: the layout's marks as Perfetto's own protobuf trace
+ * perfetto.c: the layout's marks as Perfetto's own protobuf trace
  * (proto/perfetto_trace.proto), on one packet sequence: a first packet
  * that starts the sequence's state (its clock and interned annotation
  * names), track descriptors, then begin/end track events with interned
@@ -15,12 +15,14 @@
  * time line (layout.shift) and all snapshots naming its one real time, so
  * Perfetto places them as replay/ranks.h does, not by their own clocks.
  */
-#include "analyze/export_internal.h"
+#include "export/perfetto.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/intern.h"
+#include "export/layout.h"
 #include "lib/error.h"
 #include "lib/grow.h"
 #include "perfetto_trace.pb-c.h"
