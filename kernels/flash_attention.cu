@@ -1,6 +1,6 @@
 /*
- * flash_attention.cu: FlashAttention-2 (Dao, 2023) forward and backward.
- *
+ * flash_attention.cu: FlashAttention-2 (Dao, 2023) forward and backward, one
+ * op in one file of over 1,000 lines: its kernels share the helpers below.
  * BF16 runs on the tensor cores (mma.sync m16n8k16, FP32 accumulators,
  * ldmatrix from shared memory filled by cp.async). The forward gives each
  * block BM query rows and walks the keys in tiles of BN: S = Q K^T in

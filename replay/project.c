@@ -2,7 +2,10 @@
  * project.c: the NVTX range tree per thread, the range paths, the launch
  * links (correlation ids), the steps of a launch period (period.c), the
  * projection of GPU work onto ranges and steps, and the per-stream and
- * per-thread orderings. The rules are in replay.h.
+ * per-thread orderings. The rules are in replay.h. One file of over 1,000
+ * lines: these are the passes of one pipeline (replay_project, at the end),
+ * run in an order that matters and handing each other the arrays they
+ * build; what stands alone is apart (period.c, sort.c).
  *
  * Everything here is a sort (radix, O(n)) plus linear sweeps; attributing an
  * activity to its ranges costs its range depth.

@@ -1,11 +1,16 @@
 /*
- * reader.c: the bundle reader. Every byte is hostile: member sizes are
- * bounded before anything is allocated, chunks and string tables are scanned
- * field by field before they are (an event or a string without content is
- * damage), what reading will need is checked against the memory budget
- * before each allocation that grows with the bundle, every protobuf unpack
- * is checked, every string id and enum is validated, and the reader never
- * loops on a bad archive (libarchive's FATAL/WARN results end reading).
+ * reader.c: the bundle reader. One file of over 1,000 lines: the zstd and
+ * tar stream, the string pages, the memory budget and the worker threads
+ * share struct bundle_reader and its read_lock (the events' codec is apart,
+ * codec.c).
+ *
+ * Every byte is hostile: member sizes are bounded before anything is
+ * allocated, chunks and string tables are scanned field by field before
+ * they are (an event or a string without content is damage), what reading
+ * will need is checked against the memory budget before each allocation
+ * that grows with the bundle, every protobuf unpack is checked, every
+ * string id and enum is validated, and the reader never loops on a bad
+ * archive (libarchive's FATAL/WARN results end reading).
  *
  * libzstd decompresses (streaming, block by block) and libarchive reads the
  * tar from what it produced, so a cut file yields every zstd block before
