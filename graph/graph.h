@@ -222,7 +222,7 @@ void graph_times_release(struct graph_times *t);
  * rank that started with none running, typically (their lower median):
  * then that median over its own time. A kernel with no such twin keeps 1.
  * (On Hopper, persistent products, a CTA per SM, run a second wave beside
- * NCCL's CTAs: README "Several GPUs".) Returns the number of kernels that
+ * NCCL's CTAs: docs/multi-gpu.md.) Returns the number of kernels that
  * ran beside a collective, or -1 after one line.
  */
 long graph_contention(const struct graph *g, double *factor);

@@ -931,7 +931,7 @@ extern "C" int flash_sm90_supported(int d_head)
 {
 	int dev, major, minor;
 
-	/* at 32 and below, padded to 64, FlashAttention-2 is faster (README, Attention) */
+	/* at 32 and below, padded to 64, FlashAttention-2 is faster (docs/measurements.md) */
 	if (d_head < 40 || d_head > 128 || d_head % 8 || cudaGetDevice(&dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||

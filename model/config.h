@@ -29,7 +29,7 @@ struct model_config {
 	 * SM count target: the device's SMs less sm_carveout), and the CTAs
 	 * NCCL may use per collective (0: NCCL's choice). Hopper's products are
 	 * persistent, one CTA per SM: beside NCCL's CTAs a full-width product
-	 * runs in two waves (README "Several GPUs"). Under FP32 the carve-out
+	 * runs in two waves (docs/multi-gpu.md). Under FP32 the carve-out
 	 * only took SMs away (2 H100s: small 1.06 -> 1.10x one GPU), so its
 	 * default is 0 there, and under TF32 (not measured).
 	 */

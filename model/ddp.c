@@ -16,7 +16,7 @@
  * matrix products target the device's SMs less c.sm_carveout: Hopper's
  * cuBLASLt kernels are persistent, a CTA per SM, and beside NCCL's CTAs a
  * full-width one runs its last CTAs as a second wave (1.5-2x as long,
- * README "Several GPUs"). The target holds from the first collective's
+ * docs/multi-gpu.md). The target holds from the first collective's
  * start to the backward's end.
  *
  * Each collective is an op (phase "comm", kind "allreduce/bucket.3",

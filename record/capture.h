@@ -91,7 +91,7 @@ void capture_set_lead_op(uint32_t op);
 /*
  * Before capture_start, for a program steptrace did not write (record/
  * inject.c), whose host side is what CUPTI's tracing slows (issue 15;
- * README, "Recording overhead of record -- COMMAND"). With the default API
+ * docs/measurements.md, "Recording overhead of record -- COMMAND"). With the default API
  * filter: the records of the calls it keeps are enabled call by call
  * (CUPTI then traces those calls only, not every query), and, unless
  * `cupti_sync`, synchronisation events are made from the API records of

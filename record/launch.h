@@ -10,7 +10,8 @@
  * backend:cudaMallocAsync with --torch-alloc async, which memory
  * categories need and which is not the default: recording does not change
  * how the program allocates unless asked, and recording every tensor's
- * allocation costs step time (README, "Recording overhead");
+ * allocation costs step time (docs/measurements.md, "Recording overhead
+ * with --torch auto");
  * PYTHONPATH gains the Python side's folder, `python` beside
  * libsteptrace_inject.so, unless --torch off). steptrace ignores
  * SIGINT and SIGQUIT while the command runs (the terminal sends them to

@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/attention_check.sh BUILD OUT: the BF16 attention measurements of
-# the README's "Against PyTorch" table in one go, logs under OUT:
+# docs/measurements.md's "Attention against PyTorch" table in one go, logs under OUT:
 # test_gpu_flash (every path against its CPU and GPU references),
 # flash_bench paths (the Hopper kernels against FlashAttention-2),
 # `steptrace bench attention` in BF16, PyTorch's SDPA (default backend and

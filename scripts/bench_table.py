@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_table.py STEPTRACE_CSV TORCH_CSV: the README's Table 1 in Markdown.
+"""bench_table.py STEPTRACE_CSV TORCH_CSV: docs/measurements.md's Table 1 in Markdown.
 
 STEPTRACE_CSV is `steptrace bench ... --format csv`; TORCH_CSV has the
 columns model,ctx,precision,mode,step_ms,step_std,status (scripts/torch_bench.py

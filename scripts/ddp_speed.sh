@@ -1,6 +1,6 @@
 #!/bin/bash
 # ddp_speed.sh OUT: bucketed data parallelism on two GPUs against one GPU
-# and PyTorch DDP, in one call (README "Several GPUs"): `steptrace bench`
+# and PyTorch DDP, in one call (docs/measurements.md, "Several GPUs"): `steptrace bench`
 # on one GPU, then `--nproc 2 --ddp bucket` with the defaults (25 MB
 # buckets, --sm-carveout 28, --nccl-ctas 12), without the carve-out and the
 # CTA cap (--sm-carveout 0 --nccl-ctas 0: the step before #27), and with

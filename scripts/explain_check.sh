@@ -1,6 +1,6 @@
 #!/bin/bash
 # explain_check.sh OUT: `steptrace explain`'s predictions against
-# measurements made in the same run on one GPU (README "explain"):
+# measurements made in the same run on one GPU (docs/explain.md):
 #   - the built-in step, small and large BF16, plain and fused kernels:
 #     each bundle's replay against its measured steps, and the plain
 #     bundle's predictions (--what-if graph, and graph with the small

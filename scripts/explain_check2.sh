@@ -1,6 +1,6 @@
 #!/bin/bash
 # explain_check2.sh OUT: `steptrace explain` and `plan` against measurements
-# made in the same run on two GPUs (README "explain"):
+# made in the same run on two GPUs (docs/explain.md):
 #   - the built-in step (small and large BF16) on one GPU, and data-parallel
 #     on two with --ddp naive and bucket; the all-reduce table of these two
 #     GPUs (bench allreduce); from the one-GPU bundle, ranks=2 predicted

@@ -5,7 +5,7 @@ No NVTX, no profiler, no import of steptrace: the model (GPT-2's layout:
 token and position embeddings, pre-norm blocks of causal self-attention
 through F.scaled_dot_product_attention and a GELU MLP, final LayerNorm, a
 head tied to the token embedding), AdamW over a DataLoader of random
-tokens, BF16 autocast, and the usual options. steptrace's README records it
+tokens, BF16 autocast, and the usual options. steptrace's guide records it
 unchanged (`steptrace record -o run.stb -- python3 scripts/gpt_train.py`)
 and its GPU tests (tests/foreign/auto.sh) check what the recorder makes of
 it; scripts/torch_overhead.py times it with and without recording.

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh BUILD OUTDIR [stage...]: what runs on the GPU machine.
 # Stages: tests (ctest -L gpu), samples (re-record samples/), overhead
-# (record vs bench step time, scripts/overhead.sh), sweep (Table 1 of the
-# README), every-size (record each size at ctx 512, and the 2.7B ctx 1024
+# (record vs bench step time, scripts/overhead.sh), sweep (Table 1 of
+# docs/measurements.md), every-size (record each size at ctx 512, and the 2.7B ctx 1024
 # OOM), torch (agreement with PyTorch), attention (issue 14's measurements:
 # bench attention beside PyTorch's SDPA and naive attention, the model with
-# flash, record attention and naive/flash bundles; README "Attention"),
+# flash, record attention and naive/flash bundles; docs/attention.md),
 # fused (issue 17's measurements: bench --kernels plain,fused per size and
 # precision, PyTorch eager and torch.compile on the same sizes, the
-# agreement check for both kernel sets, a fused bundle; README "Fused"),
+# agreement check for both kernel sets, a fused bundle; docs/measurements.md, "Fused"),
 # fused-step and fused-torch (issue 27's: the BF16 step plain and fused at
 # every size, its agreement with PyTorch in FP32 and BF16, a recorded large
 # fused bundle; then PyTorch eager and torch.compile on small to large),
@@ -18,7 +18,7 @@
 # with record --), drops (dropped records and CUPTI's buffer traffic per DDP mode).
 # Default: tests samples overhead torch.
 # The build must have been configured at the path its CTest files name; on
-# the GPU machine link that path to the checkout first (see README).
+# the GPU machine link that path to the checkout first (see docs/gpu-machine.md).
 set -uo pipefail
 build=$1; out=$2; shift 2
 stages=${*:-tests samples overhead torch}
@@ -53,7 +53,7 @@ overhead)
 	bash scripts/overhead.sh "$build" "$out" 2>&1 | tee "$out/overhead.log"
 	;;
 sweep)
-	# Table 1 (README): bench_table.py turns this and a PyTorch CSV into Markdown.
+	# Table 1 (docs/measurements.md): bench_table.py turns this and a PyTorch CSV into Markdown.
 	$st bench --model small,medium,large,xl,2.7B --ctx 128,256,512,1024 --precision fp32,bf16 \
 		--mode forward,train --warmup 2 --steps 8 --format csv > "$out/bench-sweep.csv"
 	python3 scripts/bench_table.py "$out/bench-sweep.csv" docs/torch-eager-h100.csv | tail -4

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""multi_tables.py: the README's multi-GPU tables from the CSVs of one device call.
+"""multi_tables.py: docs/measurements.md's multi-GPU tables from the CSVs of one device call.
 
   python3 scripts/multi_tables.py \\
       --allreduce st-allreduce.csv torch-allreduce.csv \\

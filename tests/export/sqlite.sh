@@ -2,7 +2,7 @@
 # `steptrace export --format sqlite`, read with the sqlite3 command-line tool:
 # Nsight Systems' tables and columns, the values of a bundle with known
 # contents, --step and --range, the output rules, and on every sample the
-# README's query (kernel_summary.sql) against `steptrace summary --format csv`
+# docs/exports.md's query (kernel_summary.sql) against `steptrace summary --format csv`
 # and Nsight Systems' own reports (nsys/*.sql, run by nsys_reports.py)
 # against steptrace's summary, ranges, replay and Chrome export.
 set -eu
@@ -122,7 +122,7 @@ db=$tmp/keep.sqlite
 expect "SELECT count(*) FROM $K" 5 "an existing file replaced"
 [ "$(ls -A "$tmp" | grep -c '^\.')" -eq 0 ] || fail "temporaries left: $(ls -A "$tmp")"
 
-# the README's query and nsys' reports on every sample, against steptrace's own numbers
+# docs/exports.md's query and nsys' reports on every sample, against steptrace's own numbers
 n=0; reports=0
 for f in "$samples"/*.stb; do
 	[ -e "$f" ] || continue

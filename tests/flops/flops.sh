@@ -38,7 +38,7 @@ grep -q 'backward/' "$tmp/out" && fail "--phase forward kept backward rows"
 # per op: one row per op and layer
 "$st" flops "$tmp/bf16.stb" --by op --range 'layer.*/attn/softmax' --format csv >"$tmp/out" 2>&1 || fail "--by op: exit"
 [ "$(grep -c 'step/.*/layer\.[01]/attn/softmax$' "$tmp/out")" = 4 ] || fail "--by op --range: want 4 softmax ops"
-# --by op carries each op's input and output dtypes as recorded (README: "what
+# --by op carries each op's input and output dtypes as recorded (docs/reports.md: "what
 # dtype each op produces under autocast"): GEMMs in bf16, the rest in f32
 "$st" flops "$tmp/bf16.stb" --by op --format json >"$tmp/op.json" || fail "--by op json: exit"
 python3 - "$tmp/op.json" <<'PY' || fail "--by op json dtypes"
