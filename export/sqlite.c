@@ -13,8 +13,8 @@
  * where nsys declares them NOT NULL). After nsys' columns, the activity tables add
  * steptrace's: the op that launched the work (opId), its step (stepId) and
  * its innermost NVTX path (nvtxPathId). steptrace's own tables: OPS,
- * ALLOCATIONS, STEPS and RUN (the run's facts as key/value rows). README.md
- * ("Viewing a bundle elsewhere") lists what is filled and how.
+ * ALLOCATIONS, STEPS and RUN (the run's facts as key/value rows).
+ * docs/exports.md lists what is filled and how.
  *
  * --step and --range keep what they keep in the other formats (struct
  * export_filter). The database is built in a temporary file beside the
