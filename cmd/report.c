@@ -1,7 +1,7 @@
-/* report.c: `steptrace report`, one self-contained HTML page for a bundle or a pair (analyze/report.c). */
-#include "analyze/report.h"
+/* report.c: `steptrace report`, one self-contained HTML page for a bundle or a pair (report/report.c). */
 #include "cmd/analysis.h"
 #include "cmd/commands.h"
+#include "report/report.h"
 
 static const char *const usage[] = {
 	"steptrace report [<options>] FILE [-o report.html]",

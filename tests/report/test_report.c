@@ -10,8 +10,8 @@
  */
 #include <jansson.h>
 
-#include "analyze/report_timeline.h"
 #include "render/html.h"
+#include "report/timeline.h"
 #include "tests/lib/builder.h"
 #include "tests/lib/check.h"
 

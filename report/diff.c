@@ -1,5 +1,5 @@
 /*
- * report_diff.c: the report of a pair, A (baseline) against B: B's key
+ * diff.c: the report of a pair, A (baseline) against B: B's key
  * numbers with the change from A, charts of what changed (B - A per op kind
  * as diverging bars; A and B side by side per category, phase and memory
  * peak), the tables of `steptrace diff` (whose numbers the charts draw),
@@ -11,11 +11,11 @@
 
 #include "analyze/common.h"
 #include "analyze/diff.h"
-#include "analyze/report_page.h"
 #include "lib/error.h"
 #include "lib/human.h"
 #include "render/html.h"
 #include "render/svg.h"
+#include "report/page.h"
 
 #define DIFF_BARS 20         /* op kinds in the diverging chart */
 

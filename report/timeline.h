@@ -1,5 +1,5 @@
 /*
- * report_timeline.h: the data behind the HTML report's timeline (drawn by
+ * timeline.h: the data behind the HTML report's timeline (drawn by
  * report.js): GPU activities per stream, NVTX ranges per thread with their
  * depth, the live-memory counter, the steps, and a string table, as one
  * JSON document inside <script type="application/json">.
@@ -31,8 +31,8 @@
  * op's NVTX path (the activity's range path without an op); cat indexes
  * cats.
  */
-#ifndef STEPTRACE_ANALYZE_REPORT_TIMELINE_H
-#define STEPTRACE_ANALYZE_REPORT_TIMELINE_H
+#ifndef STEPTRACE_REPORT_TIMELINE_H
+#define STEPTRACE_REPORT_TIMELINE_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * report_comm.c: the HTML report's Communication card: `steptrace comm`'s
+ * comm.c: the HTML report's Communication card: `steptrace comm`'s
  * tables (analyze/comm.h) for the page's run, and a bar per rank of its
  * communication per step, hidden under computation and exposed.
  */
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 
 #include "analyze/comm.h"
-#include "analyze/report_page.h"
 #include "lib/error.h"
 #include "render/html.h"
+#include "report/page.h"
 
 #define BAR_H 22
 #define LABEL_W 80

@@ -5,11 +5,11 @@
  * per layer, the top kernels with Nsight's columns, ops against the
  * roofline, NVTX ranges, the memory timeline with its peak and the largest
  * live blocks. No network and no fonts: inline CSS, SVG and the page's own
- * script (analyze/report.js), so the file opens anywhere and can be mailed
+ * script (report/report.js), so the file opens anywhere and can be mailed
  * around; without JavaScript everything but the timeline still shows.
  */
-#ifndef STEPTRACE_ANALYZE_REPORT_H
-#define STEPTRACE_ANALYZE_REPORT_H
+#ifndef STEPTRACE_REPORT_REPORT_H
+#define STEPTRACE_REPORT_REPORT_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 /*
- * report_explain.c: the HTML report's Explain card: `steptrace explain`'s
+ * explain.c: the HTML report's Explain card: `steptrace explain`'s
  * step split into its parts as one bar (analyze/explain.h), its findings
  * ranked by predicted saving, the critical path and the steps' parts.
  */
@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "analyze/explain.h"
-#include "analyze/report_page.h"
 #include "lib/error.h"
 #include "render/html.h"
+#include "report/page.h"
 
 #define BAR_H 28
 

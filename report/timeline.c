@@ -1,10 +1,10 @@
 /*
- * report_timeline.c: the timeline's data (see report_timeline.h). Numbers
+ * timeline.c: the timeline's data (see timeline.h). Numbers
  * are written as they are walked; strings get a local index the first time
  * they are seen and are written once, at the end. Times are placed on the
  * run's time line (a rank's offset added) before anything compares them.
  */
-#include "analyze/report_timeline.h"
+#include "report/timeline.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

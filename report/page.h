@@ -1,10 +1,10 @@
 /*
- * report_page.h: what the files of the HTML report share (report.c: the
- * page and a bundle's sections; report_layers.c: the per-layer card;
- * report_diff.c: the diff page). Not a public interface: report.h is.
+ * page.h: what the files of the HTML report share (report.c: the page
+ * and a bundle's sections; layers.c: the per-layer card; diff.c: the diff
+ * page). Not a public interface: report.h is.
  */
-#ifndef STEPTRACE_ANALYZE_REPORT_PAGE_H
-#define STEPTRACE_ANALYZE_REPORT_PAGE_H
+#ifndef STEPTRACE_REPORT_PAGE_H
+#define STEPTRACE_REPORT_PAGE_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -90,11 +90,11 @@ void page_kpis(FILE *out, const struct page_data *d);
 /* Every card of one bundle, run included. 0, or -1 with an error line. */
 int page_bundle_sections(FILE *out, const struct page_data *d);
 
-/* report_layers.c: time per layer.N by part (attn, ffn, norm, ...). */
+/* layers.c: time per layer.N by part (attn, ffn, norm, ...). */
 int page_layers(FILE *out, const struct page_data *d);
 
 /*
- * report_diff.c: the diff page of a (baseline) and b (rank 0 of each when
+ * diff.c: the diff page of a (baseline) and b (rank 0 of each when
  * they are runs), computed once by page_pair_init (0, or -1 after an error
  * line; release it either way) and written by page_pair_write (ctx: the
  * pair) as often as asked.
@@ -128,10 +128,10 @@ struct page_part {
 int page_titled_tables(FILE *out, const struct page_data *d, const struct report *r, const char *card,
 		       const struct page_part *parts, size_t n);
 
-/* report_explain.c: the Explain card (analyze/explain.h) of d's run. 0 or -1 with an error line. */
+/* explain.c: the Explain card (analyze/explain.h) of d's run. 0 or -1 with an error line. */
 int page_explain(FILE *out, const struct page_data *d);
 
-/* report_comm.c: the Communication card (analyze/comm.h) of d's run. 0 or -1 with an error line. */
+/* comm.c: the Communication card (analyze/comm.h) of d's run. 0 or -1 with an error line. */
 int page_comm(FILE *out, const struct page_data *d);
 
 #endif

@@ -3,11 +3,11 @@
  * same helpers as the text reports (replay's projection, replay/memory.h,
  * flops.h, ranges.h, diff.h, common.h's statistics), so the page and
  * `steptrace summary|ranges|memory|flops|diff` always agree. The page's
- * style and scripts are analyze/report.css, report_guard.js and report.js
- * (report_assets.h); the timeline's data is report_timeline.c's, the
- * per-layer card report_layers.c's, the diff page report_diff.c's.
+ * style and scripts are report/report.css, guard.js and report.js
+ * (assets.h); the timeline's data is timeline.c's, the per-layer card
+ * layers.c's, the diff page diff.c's.
  */
-#include "analyze/report.h"
+#include "report/report.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -22,9 +22,6 @@
 #include "analyze/flops.h"
 #include "analyze/memory.h"
 #include "analyze/ranges.h"
-#include "analyze/report_assets.h"
-#include "analyze/report_page.h"
-#include "analyze/report_timeline.h"
 #include "lib/error.h"
 #include "lib/human.h"
 #include "lib/output.h"
@@ -33,6 +30,9 @@
 #include "render/roofline_svg.h"
 #include "render/svg.h"
 #include "replay/memory.h"
+#include "report/assets.h"
+#include "report/page.h"
+#include "report/timeline.h"
 
 #define KERNEL_ROWS 500      /* kernel names written at most */
 #define RANGE_ROWS 400       /* range paths written at most */

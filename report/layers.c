@@ -1,5 +1,5 @@
 /*
- * report_layers.c: the report's per-layer card. Kernel and copy time per
+ * layers.c: the report's per-layer card. Kernel and copy time per
  * measured step in each layer.N of the ops' NVTX paths ("step/forward/
  * layer.3/attn/softmax"; an activity without an op goes by its range's
  * path), split by the part under the layer (attn, ffn, the norms as one),
@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/report_page.h"
 #include "lib/error.h"
 #include "lib/human.h"
 #include "lib/table.h"
 #include "render/html.h"
 #include "render/svg.h"
+#include "report/page.h"
 
 #define LAYER_PARTS 6        /* columns: the first five parts met, then "other" */
 #define LAYER_MAX 4096       /* a larger layer index counts as outside the layers */
