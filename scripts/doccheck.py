@@ -19,15 +19,16 @@ refused: nothing escapes the check unnoticed.
 The blocks of one file run in order, in one fresh temporary folder where samples/, docs/, tests/
 and scripts/ are links to the repository's own, so `samples/x.stb` reads
 the shipped bundle and `-o out.html` writes there (samples/ and docs/ are
-folders of links to the files, so nothing a command writes reaches the
-repository's); `steptrace` on PATH is
-the program given; LC_ALL=C.UTF-8, TZ=UTC, no COLUMNS; a terminal (a pty)
+copies, so nothing a command writes reaches the repository's); `steptrace` on PATH is
+the program given (and python3 one that imports google.protobuf and zstandard,
+where one does: Debian's, beside another first on PATH); a `cd` and an `export` hold for the commands after it; LC_ALL=C.UTF-8, TZ=UTC, no COLUMNS; a terminal (a pty)
 on standard output and error, so lines interleave as a person sees them.
 A command's exit status is not compared (errors are quoted on purpose), but
 one killed by a signal or running past --timeout seconds fails.
 
 The comparison is exact, line by line, but for white space at the ends of
-lines; an expected line that is "..." alone stands for any number of lines.
+lines; an expected line that is "..." alone (indented or not) stands for any number
+of lines.
 
 --update writes what the commands print now into the blocks that differ,
 keeping the "..." lines where the new output still fits them (a block
@@ -51,9 +52,10 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINKS = ("samples", "docs", "tests", "scripts")
-COPIED = ("samples", "docs")   # made as folders of links to the files
+LINKS = ("samples", "docs", "tests", "scripts", "proto")
+COPIED = ("samples", "docs")   # copied (3.7 MB): zstd ignores links, and nothing reaches the repo
 MARK = re.compile(r"^\s*<!--\s*doccheck:\s*(gpu|skip)\b\s*(.*?)\s*-->\s*$")
+HEREDOC = re.compile(r"<<-?\s*('[^']+'|\"[^\"]+\"|[A-Za-z_][A-Za-z0-9_]*)")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 
 
@@ -110,6 +112,14 @@ def parse(path, lines):
                         n += 1
                         src.append(body[n])
                         cmd = cmd + "\n" + body[n]     # sh reads a backslash-newline as it should
+                    for delim in HEREDOC.findall(cmd):   # a here-document's lines are the command's
+                        delim = delim.strip("'\"")
+                        while n + 1 < len(body):
+                            n += 1
+                            src.append(body[n])
+                            cmd = cmd + "\n" + body[n]
+                            if body[n].strip() == delim:
+                                break
                     cur = (cmd, src, [])
                     b.steps.append(cur)
                 elif cur is not None:
@@ -126,7 +136,8 @@ def parse(path, lines):
 # what a checked transcript may run besides steptrace: the tools a reader of
 # the guide uses on steptrace's files, all of them in CI's packages
 ALLOWED = {"steptrace", "sqlite3", "head", "tail", "grep", "wc", "cat", "ls", "echo", "cd", "sort",
-           "chmod", "touch", "mkdir", "printf", "cp", "ln"}
+           "chmod", "touch", "mkdir", "printf", "cp", "ln", "sed", "awk", "diff", "cut", "tr",
+           "zstd", "bsdtar", "protoc", "python3", "export", "true", "false", "test", "["}
 
 
 def open_quote(cmd):
@@ -140,6 +151,15 @@ def open_quote(cmd):
 
 def programs(cmd):
     """The programs a command line runs (the words in command position)."""
+    kept, delims = [], []
+    for line in cmd.split("\n"):        # a here-document's body is text, not commands
+        if delims:
+            if line.strip() == delims[0]:
+                delims.pop(0)
+            continue
+        kept.append(line)
+        delims += [d.strip("'\"") for d in HEREDOC.findall(line)]
+    cmd = "\n".join(kept)
     lex = shlex.shlex(cmd.replace("\\\n", " "), posix=True, punctuation_chars=";&|()<>")
     lex.whitespace = " \t"     # a newline outside quotes ends a command
     lex.commenters = "#"
@@ -150,10 +170,13 @@ def programs(cmd):
     except ValueError:
         return ["<unbalanced quotes>"]
     for t in tokens:
-        if t == "\n" or (t and set(t) <= set(";&|()")):
-            at_start, redirect = True, False
-        elif t and set(t) <= set("<>"):
-            redirect = True
+        punct = t and set(t) <= set(";&|()<>")
+        if punct and set(t) & set("<>") and "(" not in t:
+            redirect = True                    # >, 2>&1, <: a file name or descriptor follows
+        elif t == "\n" or (punct and set(t) & set(";&|(")):
+            at_start, redirect = True, False   # a command starts: after |, ;, &&, ( or <(
+        elif punct:
+            pass
         elif redirect:
             redirect = False
         elif at_start and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t):
@@ -168,10 +191,26 @@ def steptrace_only(block):
 
 
 def run_pty(cmd, cwd, env, timeout):
-    """Run sh -c CMD with a pty as stdout and stderr; its output, or an error string."""
+    """Run bash -c CMD with a pty as stdout and stderr; its output, or an error string.
+    The folder a command ends in (a `cd`) is where the next one starts."""
+    here = os.path.join(cwd, ".doccheck-cwd")
+    vars_file = os.path.join(cwd, ".doccheck-env")
+    if not os.path.exists(here):
+        with open(here, "w") as f:
+            f.write(cwd)
+    with open(here) as f:
+        start = f.read().strip()
+    if os.path.exists(vars_file):      # what an earlier command exported
+        with open(vars_file, "rb") as f:
+            for item in f.read().split(b"\0"):
+                k, sep, v = item.decode("utf-8", "replace").partition("=")
+                if sep and k not in ("PWD", "OLDPWD", "SHLVL", "_"):
+                    env[k] = v
+    script = (f"{cmd}\n__st=$?; pwd > {shlex.quote(here)}; env -0 > {shlex.quote(vars_file)};"
+              f" exit $__st\n")
     master, slave = pty.openpty()
     try:
-        proc = subprocess.Popen(["sh", "-c", cmd], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(["bash", "-c", script], cwd=start, env=env, stdin=subprocess.DEVNULL,
                                 stdout=slave, stderr=slave, start_new_session=True)
     finally:
         os.close(slave)
@@ -201,8 +240,13 @@ def run_pty(cmd, cwd, env, timeout):
         chunks.append(data)
     os.close(master)
     rc = proc.wait()
-    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-    out = text.split("\n")
+    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    out = []
+    for line in text.split("\n"):    # a carriage return overwrites the line, as on a terminal
+        shown = ""
+        for part in line.split("\r"):
+            shown = part + shown[len(part):]
+        out.append(shown)
     while out and not out[-1].strip():
         out.pop()
     if killed:
@@ -214,7 +258,7 @@ def run_pty(cmd, cwd, env, timeout):
 
 def fits(expected, got):
     """Whether the lines GOT match EXPECTED, where a '...' line matches any run of lines."""
-    exp = [l.rstrip() for l in expected]
+    exp = ["..." if l.strip() == "..." else l.rstrip() for l in expected]
     got = [l.rstrip() for l in got]
     # dynamic programming over (i in exp, j in got)
     memo = {}
@@ -238,7 +282,7 @@ def fits(expected, got):
 
 def first_difference(expected, got):
     """(index of the quoted line, quoted line, printed line) where the two part."""
-    exp = [l.rstrip() for l in expected]
+    exp = ["..." if l.strip() == "..." else l.rstrip() for l in expected]
     got = [l.rstrip() for l in got]
     j = 0
     for i, e in enumerate(exp):
@@ -263,17 +307,22 @@ def make_folder(steptrace):
     tmp = tempfile.mkdtemp(prefix="st-doccheck-")
     for name in LINKS:
         src = os.path.join(REPO, name)
-        if name in COPIED:   # folders of links: a command writing there writes here
+        if name in COPIED:   # copies: a command writing there writes here
             for d, _, files in os.walk(src):
                 rel = os.path.relpath(d, REPO)
                 os.makedirs(os.path.join(tmp, rel), exist_ok=True)
                 for f in files:
-                    os.symlink(os.path.join(d, f), os.path.join(tmp, rel, f))
+                    shutil.copy2(os.path.join(d, f), os.path.join(tmp, rel, f))
         else:
             os.symlink(src, os.path.join(tmp, name))
     bindir = os.path.join(tmp, ".bin")
     os.mkdir(bindir)
     os.symlink(os.path.abspath(steptrace), os.path.join(bindir, "steptrace"))
+    for cand in (shutil.which("python3"), "/usr/bin/python3"):   # one that reads bundles
+        if cand and subprocess.run([cand, "-c", "import google.protobuf, zstandard"],
+                                   capture_output=True).returncode == 0:
+            os.symlink(cand, os.path.join(bindir, "python3"))
+            break
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env.update(PATH=bindir + os.pathsep + env.get("PATH", "/usr/bin:/bin"),
                LC_ALL="C.UTF-8", TZ="UTC", TERM="dumb")
@@ -286,7 +335,7 @@ def merge_elisions(expected, got):
         return got
     # keep the expected lines that are still printed, in order, and a '...' in
     # place of each run of lines the quote had left out
-    exp = [l.rstrip() for l in expected]
+    exp = ["..." if l.strip() == "..." else l.rstrip() for l in expected]
     g = [l.rstrip() for l in got]
     out, j = [], 0
     for i, e in enumerate(exp):

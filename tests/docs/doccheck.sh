@@ -56,6 +56,10 @@ expect noreason 2
 expect shared 0
 [ -e "$repo/run.sqlite" ] && [ "$repo/run.sqlite" -nt "$dir/shared.md" ] && fail "shared: wrote into the repository"
 
+# an export and a cd hold for the commands after them, a here-document is the command's
+printf '```\n$ export X=41\n$ mkdir -p d && cd d\n$ echo $X; pwd | sed "s#.*/##"\n41\nd\n$ cat <<EOF\nline\nEOF\nline\n```\n' > "$dir/state.md"
+expect state 0
+
 # --update: the drifted digit rewritten, the "..." kept, the page then passes
 { echo 'text before'; echo '```'; echo "\$ steptrace summary $bundle --top 2"; echo "$out" | sed -n 1,2p | sed '2s/[0-9]/#/';
   echo '...'; echo "$out" | tail -n 1; echo '```'; echo 'text after'; } > "$dir/update.md"
