@@ -137,7 +137,7 @@ def parse(path, lines):
 # the guide uses on steptrace's files, all of them in CI's packages
 ALLOWED = {"steptrace", "sqlite3", "head", "tail", "grep", "wc", "cat", "ls", "echo", "cd", "sort",
            "chmod", "touch", "mkdir", "printf", "cp", "ln", "sed", "awk", "diff", "cut", "tr",
-           "zstd", "bsdtar", "protoc", "python3", "export", "true", "false", "test", "["}
+           "zstd", "bsdtar", "protoc", "python3", "export", "true", "false", "test", "[", "pwd"}
 
 
 def open_quote(cmd):
