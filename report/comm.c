@@ -3,6 +3,8 @@
  * tables (analyze/comm.h) for the page's run, and a bar per rank of its
  * communication per step, hidden under computation and exposed.
  */
+#include "report/comm.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -5,6 +5,8 @@
  * peak), the tables of `steptrace diff` (whose numbers the charts draw),
  * then each bundle's whole report folded in a <details>.
  */
+#include "report/diff.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "render/html.h"
 #include "render/svg.h"
 #include "report/page.h"
+#include "report/sections.h"
 
 #define DIFF_BARS 20         /* op kinds in the diverging chart */
 

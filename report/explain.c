@@ -3,6 +3,8 @@
  * step split into its parts as one bar (analyze/explain.h), its findings
  * ranked by predicted saving, the critical path and the steps' parts.
  */
+#include "report/explain.h"
+
 #include <stdio.h>
 #include <string.h>
 

@@ -5,6 +5,8 @@
  * path), split by the part under the layer (attn, ffn, the norms as one),
  * as stacked columns and a sortable table.
  */
+#include "report/layers.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,12 +1,14 @@
 /*
- * page.h: what the files of the HTML report share (report.c: the page
- * and a bundle's sections; layers.c: the per-layer card; diff.c: the diff
- * page). Not a public interface: report.h is.
+ * page.h: what the files of the HTML report share (page.c): a bundle's
+ * numbers computed once, the page's parts and the pieces of HTML every
+ * card writes. report.c writes the page, sections.c a bundle's cards,
+ * comm.c, explain.c and layers.c a card each, diff.c a pair's page; they
+ * all include this, and this includes none of them. Not a public
+ * interface: report.h is.
  */
 #ifndef STEPTRACE_REPORT_PAGE_H
 #define STEPTRACE_REPORT_PAGE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -56,6 +58,8 @@ void page_data_release(struct page_data *d);
 /* ---- pieces of HTML ---------------------------------------------------- */
 
 const char *page_base_name(const char *path);   /* "runs/a.stb" -> "a.stb" */
+/* A <dt>key</dt><dd>value</dd> pair, the printf-style value escaped. */
+void page_kv(FILE *out, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A card; its id carries d's prefix (d NULL: the diff's own cards). lead may be NULL. */
 void page_section_begin(FILE *out, const struct page_data *d, const char *id, const char *title, const char *lead);
 void page_section_end(FILE *out);
@@ -85,29 +89,7 @@ void page_top(FILE *out, const struct replay *rp, const struct replay *other);
 void page_banner(FILE *out, const struct replay *rp, const char *label);
 void page_chips(FILE *out, const struct replay *rp);
 void page_run(FILE *out, const struct replay *rp);
-void page_nav(FILE *out, const struct page_data *d);
 void page_kpis(FILE *out, const struct page_data *d);
-/* Every card of one bundle, run included. 0, or -1 with an error line. */
-int page_bundle_sections(FILE *out, const struct page_data *d);
-
-/* layers.c: time per layer.N by part (attn, ffn, norm, ...). */
-int page_layers(FILE *out, const struct page_data *d);
-
-/*
- * diff.c: the diff page of a (baseline) and b (rank 0 of each when
- * they are runs), computed once by page_pair_init (0, or -1 after an error
- * line; release it either way) and written by page_pair_write (ctx: the
- * pair) as often as asked.
- */
-struct page_pair {
-	const struct replay *a, *b;
-	struct page_data da, db;
-	struct report *diff;               /* diff_run's tables */
-	json_t *doc;                       /* and their JSON, for the charts */
-};
-int page_pair_init(struct page_pair *p, const struct replay_ranks *a, const struct replay_ranks *b);
-int page_pair_write(void *ctx, FILE *out);
-void page_pair_release(struct page_pair *p);
 
 /* The run a card of d reads: d's ranks, or d's bundle as a run of one rank, held in *alone. */
 struct page_alone {
@@ -127,11 +109,5 @@ struct page_part {
  */
 int page_titled_tables(FILE *out, const struct page_data *d, const struct report *r, const char *card,
 		       const struct page_part *parts, size_t n);
-
-/* explain.c: the Explain card (analyze/explain.h) of d's run. 0 or -1 with an error line. */
-int page_explain(FILE *out, const struct page_data *d);
-
-/* comm.c: the Communication card (analyze/comm.h) of d's run. 0 or -1 with an error line. */
-int page_comm(FILE *out, const struct page_data *d);
 
 #endif
