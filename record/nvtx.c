@@ -1,5 +1,5 @@
 /*
- * nvtx.c: see nvtx.h. One file at about 1,000 lines: the strings, the tree
+ * nvtx.c: see nvtx.h. One file of about 1,000 lines: the strings, the tree
  * of ranges, the op table, the range stacks and the event queue are one
  * state under one mutex, and a push and its pop go through them all; the
  * PyTorch mode is apart (torch.c), as are emit_nvtx's names (aten.c).
