@@ -2,10 +2,11 @@
 # hostile_bench.sh STEPTRACE ST_HOSTILE [MAX_S]: the worst bundles of issues
 # 12 and 25 (tests/hostile/st-hostile writes them), each command on them at
 # the default limits, as a Markdown table of file size against wall time,
-# peak RSS and output size (README "Hostile bundles"). A command that runs
-# past MAX_S seconds (default 120) is killed and shown as such: give an
-# older build to see what the fixes bought. Scratch files go to a temporary
-# folder, removed at the end.
+# peak RSS and output size (README "Hostile bundles"). A command that uses
+# more than MAX_S seconds of CPU (default 120; st-hostile run stops it a
+# second later, or after 10 times MAX_S + 60 s of wall time) is shown as
+# killed: give an older build to see what the fixes bought. Scratch files
+# go to a temporary folder, removed at the end.
 set -u -f
 st=$1; h=$2; max_s=${3:-120}
 dir=$(mktemp -d /tmp/st-hostile-bench-XXXXXX)

@@ -27,9 +27,16 @@
  *                                              and every 1000th a step: every kind a report keeps
  *   st-hostile utf8 OUT                        names, paths, a command line and a device that are
  *                                              not valid UTF-8 (see bad_utf8[]), and valid ones
- *   st-hostile run MAX_KIB MAX_SECONDS CMD ARGS...
+ *   st-hostile run MAX_KIB MAX_CPU_SECONDS CMD ARGS...
  *                                              runs CMD; its exit status, or 125 after a line
- *                                              when its peak RSS or wall time went over
+ *                                              when its peak RSS or its CPU time went over
+ *
+ * `run` bounds work, not the clock: CPU time (user + system, every thread of
+ * CMD) is what a slow or busy machine does not inflate much. Hard stops: an
+ * RLIMIT_CPU a second past the bound, and for a CMD that hangs without
+ * using the CPU, a wall-clock backstop of 10 times the bound plus 60 s.
+ * ST_HOSTILE_VERBOSE=1: each run's wall time, peak RSS and CPU time on
+ * stderr; ST_HOSTILE_LOG=FILE: appended to FILE, "CPU_S WALL_S KIB NAME".
  *
  * The damaged ones are written member by member (builder_write_members),
  * the valid ones through the bundle writer or as the writer would.
@@ -450,16 +457,23 @@ static int utf8(const char *out)
 	return builder_close(&b, "ok");
 }
 
-static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t child_pid, backstop_hit;
 
 static void on_alarm(int sig)
 {
-	if (child_pid > 0)
+	if (child_pid > 0) {
+		backstop_hit = 1;
 		kill(child_pid, SIGKILL);
+	}
 }
 
-/* Runs argv; 125 after one line when it used more than max_kib or max_s. */
-static int run(long max_kib, double max_s, char **argv)
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* Runs argv; 125 after one line when it used more than max_kib or max_cpu_s of CPU. */
+static int run(long max_kib, double max_cpu_s, char **argv)
 {
 	struct timespec t0, t1;
 	struct rusage ru;
@@ -473,13 +487,19 @@ static int run(long max_kib, double max_s, char **argv)
 		return 125;
 	}
 	if (pid == 0) {
+		/* the hard stop: SIGXCPU within a second past the bound, SIGKILL a second later */
+		rlim_t soft = (rlim_t)max_cpu_s + 1;
+		struct rlimit rl = { soft, soft + 1 };
+
+		if (setrlimit(RLIMIT_CPU, &rl) != 0)
+			perror("st-hostile: setrlimit(RLIMIT_CPU)");
 		execvp(argv[0], argv);
 		fprintf(stderr, "st-hostile: cannot run '%s': %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	child_pid = pid;
 	signal(SIGALRM, on_alarm);
-	alarm((unsigned)(max_s * 4) + 10); /* never hang a test */
+	alarm((unsigned)(max_cpu_s * 10) + 60); /* a hang uses no CPU: never hang a test */
 	while (wait4(pid, &status, 0, &ru) < 0)
 		if (errno != EINTR) {
 			perror("st-hostile: wait4");
@@ -488,11 +508,27 @@ static int run(long max_kib, double max_s, char **argv)
 	alarm(0);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (getenv("ST_HOSTILE_VERBOSE"))
-		fprintf(stderr, "st-hostile: %s: %.2f s, %ld KiB\n", argv[1] ? argv[1] : argv[0], s, ru.ru_maxrss);
-	if (ru.ru_maxrss > max_kib || s > max_s) {
-		fprintf(stderr, "st-hostile: '%s %s' took %.1f s and %ld KiB (limits %.0f s, %ld KiB)\n",
-			argv[0], argv[1] ? argv[1] : "", s, ru.ru_maxrss, max_s, max_kib);
+	double cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
+	const char *name = argv[1] ? argv[1] : argv[0];
+	if (getenv("ST_HOSTILE_VERBOSE")) {
+		fprintf(stderr, "st-hostile: %s: %.2f s, %ld KiB\n", name, s, ru.ru_maxrss);
+		fprintf(stderr, "st-hostile: %s: %.2f s of CPU\n", name, cpu);
+	}
+	const char *log = getenv("ST_HOSTILE_LOG"); /* one line a run: CPU s, wall s, KiB, command */
+	FILE *lf = log && *log ? fopen(log, "a") : NULL;
+	if (lf) {
+		fprintf(lf, "%.2f %.2f %ld %s\n", cpu, s, ru.ru_maxrss, name);
+		fclose(lf);
+	}
+	if (backstop_hit) {
+		fprintf(stderr, "st-hostile: '%s %s' stopped after %.0f s of wall time, %.2f s of CPU: hung?\n",
+			argv[0], argv[1] ? argv[1] : "", s, cpu);
+		return 125;
+	}
+	if (ru.ru_maxrss > max_kib || cpu > max_cpu_s) {
+		fprintf(stderr, "st-hostile: '%s %s' took %.2f s of CPU (%.2f s of wall time) and %ld KiB "
+			"(limits %.2f s of CPU, %ld KiB)\n",
+			argv[0], argv[1] ? argv[1] : "", cpu, s, ru.ru_maxrss, max_cpu_s, max_kib);
 		return 125;
 	}
 	if (WIFSIGNALED(status)) {
@@ -552,6 +588,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|flood|mixed|nested|utf8|world|\n"
 			"                  long-names|overlap|graph|spread|steps OUT [ARGS]\n"
-			"       st-hostile run MAX_KIB MAX_SECONDS CMD [ARGS]\n");
+			"       st-hostile run MAX_KIB MAX_CPU_SECONDS CMD [ARGS]\n");
 	return 2;
 }
