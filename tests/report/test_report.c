@@ -1,9 +1,9 @@
 /*
  * test_report.c: the pieces of the HTML report that are not the page's
- * look. The timeline's JSON (report_timeline.c) on a replay built by hand:
+ * look. The timeline's JSON (report/timeline.c) on a replay built by hand:
  * which steps it keeps under a budget, times from the first step kept, op
  * paths, the memory counter's value before the window, strings that cannot
- * end the <script> element, a lane group per rank of a run. And html.c: JSON strings, sortable tables with
+ * end the <script> element, a lane group per rank of a run. And render/html.c: JSON strings, sortable tables with
  * exact sort values, one decimal in every row of an ns column, long names
  * ellipsized with a title, hidden columns and folded rows, a command line's
  * words.
