@@ -1384,10 +1384,10 @@ static void devices_table(const struct plan_opts *o, const char *label, double m
 			 "most log2 n)", axes);
 	else
 		snprintf(f, sizeof(f), "M_X = M_Y = 1 (switched links, no torus axes)");
-	report_note(r, "(d) every Y dividing N, %s; memory per device %s/N%s; X crosses nodes when X·Y > %d per node, "
+	report_note(r, "(d) every Y dividing N, %s; memory per device %s/N%s; X crosses %ss when X·Y > %d per %s, "
 		    "Y when Y > %d; k = %d", f, o->measured ? "(W + G + O)" : "16 B × P",
 		    plan_activation_per_token(o) > 0 ? " + the batch's activations, sharded over N" : "",
-		    l.per_node, l.per_node, k);
+		    l.node, l.per_node, l.node, l.per_node, k);
 	free(s);
 }
 
