@@ -90,6 +90,12 @@ static int check(const struct plan_opts *o)
 	if (o->microbatches && o->batch && (o->microbatches > o->batch || o->batch % o->microbatches))
 		return error("--batch %d sequences do not split into --microbatches %d equal micro-batches", o->batch,
 			     o->microbatches);
+	/* rates no device or link has: 0 is the chip's */
+	if (o->flops && (o->flops < 1e9 || o->flops > 1e18))
+		return error("--flops %g: outside 1e9 to 1e18 FLOP/s, no device", o->flops);
+	if ((o->link && (o->link < 1e6 || o->link > 1e15)) || (o->inter && (o->inter < 1e6 || o->inter > 1e15)))
+		return error("--%s %g: outside 1e6 to 1e15 bytes/s, no link", o->link && (o->link < 1e6 || o->link > 1e15) ?
+			     "link-bw" : "inter-bw", o->link && (o->link < 1e6 || o->link > 1e15) ? o->link : o->inter);
 	if (devices > PLAN_DEVICES_MAX)
 		return error("--tp %d × --pp %d × D %d = %.0f devices: more than 2^20 (1,048,576), past any machine",
 			     o->tp, o->pp, d, devices);

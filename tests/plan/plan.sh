@@ -533,6 +533,9 @@ want "(d) 512 H100 Y=16" "$(drow 16 11)" "TP-bound"
 refused "--tp past d_ff" 129 "more tensor-parallel devices than the 53248 columns" $xxl --tp 1000000
 refused "degrees past 2^20 devices" 129 "more than 2^20" --model small --tp 1000 --dp 2000
 refused "degrees past --devices" 129 "is more than --devices 64" $xxl --tp 8 --pp 4 --dp 8 --devices 64
+refused "--link-bw past any link" 129 "outside 1e6 to 1e15 bytes/s" $xxl --link-bw 1e-300
+refused "--inter-bw past any link" 129 "--inter-bw 1e+20: outside" $xxl --inter-bw 1e20
+refused "--flops past any device" 129 "outside 1e9 to 1e18 FLOP/s" $xxl --flops 1e300
 refused "--tp without d_ff" 129 "needs d_ff" --params 1000 --tp 2
 refused "--devices without d_ff" 129 "needs d_ff" --params 1000 --devices 8
 refused "--params 0" 129 "no parameters" --params 0
