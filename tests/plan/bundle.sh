@@ -15,7 +15,7 @@ sample=$3
 want() {  # want WHAT GOT EXPECTED
 	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
 }
-# cell BUNDLE TABLE ROW COLUMN ARGS...: one cell of the CSV (columns numbered from 1)
+# cell BUNDLE TABLE ROW COLUMN ARGS...: one cell of the CSV (columns numbered from 1, quotes honoured)
 cell() {
 	b=$1
 	t=$2
@@ -23,7 +23,23 @@ cell() {
 	c=$4
 	shift 4
 	"$st" plan "$b" --section "$t" --format csv "$@" 2>/dev/null |
-		awk -F, -v q="$q" -v c="$c" '$1 == q { print $c }'
+		awk -v q="$q" -v c="$c" '
+			function split_csv(line,   n, i, ch, f, inq) {
+				n = 0; f = ""; inq = 0
+				for (i = 1; i <= length(line); i++) {
+					ch = substr(line, i, 1)
+					if (inq) {
+						if (ch == "\"") {
+							if (substr(line, i + 1, 1) == "\"") { f = f "\""; i++ } else inq = 0
+						} else f = f ch
+					} else if (ch == "\"") inq = 1
+					else if (ch == ",") { F[++n] = f; f = "" }
+					else f = f ch
+				}
+				F[++n] = f
+				return n
+			}
+			{ split_csv($0); if (F[1] == q) { print F[c]; exit } }'
 }
 run=$tmp/run.stb
 
@@ -53,36 +69,43 @@ want "zero-3 over --dp 2" "$(cell "$run" parallel ZeRO-3/FSDP 2 --dp 2)" 8.00
 want "tp 2 act" "$(cell "$run" parallel 'act (in each row)' 3 --tp 2)" 1.80
 want "tp 2 dp state" "$(cell "$run" parallel DP 2 --tp 2)" 8.00
 
-# comm over D = 4 at 450 GB/s: DP 2·3/4 × G = 6e9 B = 6.00 GB, 13.33 ms;
-# ZeRO-3 3/4 × (2·W + G) = 9e9 B = 9.00 GB, 20.00 ms
-want "dp comm" "$(cell "$run" comm DP 3) $(cell "$run" comm DP 4)" "6.00 13.33"
-"$st" plan "$run" --section comm | grep -Eq '^ZeRO-3/FSDP .* 9\.00 +20\.00 ' || fail "zero-3 comm: no 9.00 GB in 20.00 ms"
-# T = 2, PP = 2, M = 8: DP of the T·PP shard 6e9/4 = 1.50 GB; TP 12/2 × 4 × 2·1/2 × 8 × 2048 × 768 × 2 B
-# = 24 × 25,165,824 = 603,979,776 B = 0.60 GB, 1.34 ms; PP 2 × 25,165,824 = 50,331,648 B = 0.05 GB, 0.11 ms;
-# bubble 1/(8 + 1) = 0.1111
+# comm over D = 4, inside a node of 8 (T·D = 4), at NVLink's 450 GB/s: DP
+# 2·3/4 × G = 6e9 B = 6.00 GB, 13.33 ms; ZeRO-3 3/4 × (2·W + G) = 9e9 B = 9.00 GB, 20.00 ms
+want "dp comm" "$(cell "$run" comm DP 3) $(cell "$run" comm DP 5)" "6.00 13.33"
+"$st" plan "$run" --section comm | grep -Eq '^ZeRO-3/FSDP .* 9\.00 +NVLink 4, 450\.00 GB/s +20\.00 ' || fail "zero-3 comm: no 9.00 GB in 20.00 ms"
+# T = 2, PP = 2, M = 8: DP of the T·PP shard 6e9/4 = 1.50 GB; TP (a full
+# model: four all-reduces per layer, Megatron §3) 12/2 × 4 × 2·1/2 × 8 × 2048 × 768 × 2 B
+# = 24 × 25,165,824 = 603,979,776 B = 0.60 GB, at 450e9 1.34 ms; PP 2 × 25,165,824
+# = 50,331,648 B = 0.05 GB, T·D·PP = 16 > 8 crosses nodes: at 50e9 (InfiniBand
+# 400 Gb/s) 1.01 ms; bubble 1/(8 + 1) = 0.1111
 tpp="--tp 2 --pp 2 --microbatches 8"
 # shellcheck disable=SC2086
 want "dp comm of a shard" "$(cell "$run" comm DP 3 $tpp)" 1.50
 # shellcheck disable=SC2086
-want "tp comm" "$(cell "$run" comm TP 3 $tpp) $(cell "$run" comm TP 4 $tpp)" "0.60 1.34"
+want "tp comm" "$(cell "$run" comm TP 3 $tpp) $(cell "$run" comm TP 5 $tpp)" "0.60 1.34"
 # shellcheck disable=SC2086
-want "pp comm" "$(cell "$run" comm PP 3 $tpp) $(cell "$run" comm PP 4 $tpp)" "0.05 0.11"
+want "pp comm" "$(cell "$run" comm PP 3 $tpp) $(cell "$run" comm PP 5 $tpp)" "0.05 1.01"
 # shellcheck disable=SC2086
-want "bubble" "$(cell "$run" comm 'PP bubble' 5 $tpp)" 0.1111
+want "bubble" "$(cell "$run" comm 'PP bubble' 6 $tpp)" 0.1111
 
 # fsdp: (W + G + O)/N + A/2 + A/(2N) + R; on 7 GB devices ⌈(16 + 1.5) / (7 − 1.5 − 0.5)⌉ = 4
 want "fsdp on 7 GB" "$(cell "$run" fsdp 'Smallest N that fits' 2 --memory 7000000000)" 4
 want "fsdp R" "$(cell "$run" fsdp 'Other (unsharded)' 2)" 0.50
 
-# compute: the measured rate beside C; X = 4, Y = 2 on H100 (W_ici 450e9):
-# α measured = 2e12 / 450e9 = 4.44; bound [4.444/2] / [1 − 4.444·2/3072] = 2.2222 / 0.997106 = 2.23
+# compute: the measured rate beside C; X = 4, Y = 2 on H100 inside a node (450e9):
+# α measured = 2e12 / 450e9 = 4.44; a run of the built-in step: k = 3 (SwiGLU);
+# overlapped 4.444/2 = 2.22; not overlapped [4.444/2] / [1 − 2·4.444·2/(3·3072)]
+# = 2.2222 / 0.998071 = 2.23
 xy="--fsdp 4 --tp 2"
 # shellcheck disable=SC2086
 want "C measured" "$(cell "$run" compute 'C measured' 2 $xy)" 2.00
 # shellcheck disable=SC2086
-want "alpha measured" "$(cell "$run" compute 'α measured' 2 $xy)" 4.44
+want "alpha measured" "$(cell "$run" compute 'α_X measured' 2 $xy)" 4.44
 # shellcheck disable=SC2086
-want "bound at C measured" "$(cell "$run" compute 'Tokens per device bound at C measured' 2 $xy)" 2.23
+want "k of the built-in step" "$(cell "$run" compute 'k (FFN matrices)' 2 $xy)" 3
+# shellcheck disable=SC2086
+want "bound at C measured" "$(cell "$run" compute 'Tokens per device bound at C measured (overlapped)' 2 $xy) $(cell "$run" compute 'Tokens per device bound at C measured (not overlapped)' 2 $xy)" \
+	"2.22 2.23"
 # 2 / 725 TFLOP/s of the device's recorded bf16 peak = 0.28%
 # shellcheck disable=SC2086
 want "of the peak" "$(cell "$run" compute "C measured of the device's peak" 2 $xy)" 0.28
@@ -106,7 +129,7 @@ want "sample peak" "$(cell "$sample" bundle 'Memory peak' 2)" 2.58
 want "sample achieved" "$(cell "$sample" bundle 'Achieved' 2)" 96.23
 want "sample C measured" "$(cell "$sample" compute 'C measured' 2)" 96.23
 # DP over 8: 2·7/8 × 514,501,632 B = 900,377,856 B = 0.90 GB, / 450e9 = 2.00 ms
-want "sample dp comm" "$(cell "$sample" comm DP 3 --dp 8) $(cell "$sample" comm DP 4 --dp 8)" "0.90 2.00"
+want "sample dp comm" "$(cell "$sample" comm DP 3 --dp 8) $(cell "$sample" comm DP 5 --dp 8)" "0.90 2.00"
 # ZeRO-3 over 8: (4 + 4 + 8 B)·P / 8 = 257,250,816 B = 0.26 GB, + A 0.48 + R 0.04 = 0.78 GB
 want "sample zero-3" "$(cell "$sample" parallel ZeRO-3/FSDP 2 --dp 8) $(cell "$sample" parallel ZeRO-3/FSDP 5 --dp 8)" \
 	"0.26 0.78"

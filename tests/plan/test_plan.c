@@ -170,11 +170,93 @@ static void test_no_sizes(void)
 	replay_release(&rp);
 }
 
+/*
+ * From the sizes, the formulas the tables print, each against a published
+ * or hand-derived number (tests/plan/plan.sh names the sources in full).
+ */
+static void test_sizes(void)
+{
+	struct plan_opts o = { .chip = PLAN_CHIP_H100, .tp = 1, .pp = 1, .mesh_x = 1, .mesh_y = 1 };
+	struct plan_split s[16];
+	struct plan_bound b;
+	int n, best;
+
+	/* ZeRO (Rajbhandari et al.) Figure 1: Ψ = 7.5e9, N_d = 64, K = 12: 120, 31.4, 16.6, 1.9 GB */
+	o.params = 7500000000ull;
+	o.params_given = true;
+	o.dp = 64;
+	CHECK_NEAR(plan_zero_state_bytes(&o, PLAN_DP, PLAN_MIXED), 120e9, 1e-12);
+	CHECK_NEAR(plan_zero_state_bytes(&o, PLAN_ZERO1, PLAN_MIXED), 31.40625e9, 1e-12);
+	CHECK_NEAR(plan_zero_state_bytes(&o, PLAN_ZERO2, PLAN_MIXED), 16.640625e9, 1e-12);
+	CHECK_NEAR(plan_zero_state_bytes(&o, PLAN_ZERO3, PLAN_MIXED), 1.875e9, 1e-12);
+	/* autocast, FP32 weights used directly: 8Ψ + 8Ψ/64, 4Ψ + 12Ψ/64 */
+	CHECK_NEAR(plan_zero_state_bytes(&o, PLAN_ZERO1, PLAN_AUTOCAST), 60.9375e9, 1e-12);
+	CHECK_NEAR(plan_zero_state_bytes(&o, PLAN_ZERO2, PLAN_AUTOCAST), 31.40625e9, 1e-12);
+
+	/* the 70B-class FFN-only model: 128 × 2 × 8192 × 32768, TP 8 × PP 4, 16 × 4096 tokens in 16 micro-batches */
+	memset(&o, 0, sizeof(o));
+	o.chip = PLAN_CHIP_H100;
+	o.d_model = 8192;
+	o.d_ff = 32768;
+	o.blocks = 128;
+	o.ffn_only = true;
+	o.tp = 8;
+	o.pp = 4;
+	o.dp = 8;
+	o.batch = 16;
+	o.seq = 4096;
+	o.microbatches = 16;
+	o.mesh_x = o.mesh_y = 1;
+	CHECK_U64(plan_params(&o), 68719476736ull);
+	/* GPipe: 32 × 16 × 4096 × (8192 + 4096) × 2 B; 1F1B (Narayanan et al. §2.2.1): × min(4, 16)/16 */
+	CHECK_NEAR(plan_schedule_activation_bytes(&o, PLAN_GPIPE), 51539607552.0, 1e-12);
+	CHECK_NEAR(plan_schedule_activation_bytes(&o, PLAN_1F1B), 12884901888.0, 1e-12);
+	/* Megatron: one all-reduce forward and one backward per FFN-only block: 32 × 2 × 2 × 7/8 × 65,536 × 8192 × 2 B */
+	CHECK_NEAR(plan_tp_bytes(&o), 120259084288.0, 1e-12);
+	CHECK_NEAR(plan_pp_bytes(&o), 2147483648.0, 1e-12);
+	CHECK_NEAR(plan_bubble(&o), 3.0 / 19, 1e-12);
+	/* FSDP after the T·PP split at N = 2: 16·P/32/2 + A/2 + A/4 with A the 1F1B activations */
+	CHECK_NEAR(plan_fsdp_bytes(&o, 2), 16.0 * 68719476736.0 / 64 + 0.75 * 12884901888.0, 1e-12);
+
+	/* the seeds' (c): XXL on v5p, X = 16, Y = 4, M_X = 2, M_Y = 1, α = 2,555.56 (Scaling Book) */
+	memset(&o, 0, sizeof(o));
+	o.chip = PLAN_CHIP_TPU_V5P;
+	o.d_model = 16384;
+	o.d_ff = 53248;
+	o.blocks = 126;
+	o.ffn_only = true;
+	o.tp = o.pp = 1;
+	o.mesh_x = o.mesh_y = 1;
+	b = plan_compute_bound(&o, 16, 4, 2, 1, 4.6e14, 1.8e11, 1.8e11);
+	CHECK_NEAR(b.fsdp_only, 4.6e14 / 1.8e11 / 8, 1e-12);
+	CHECK_NEAR(b.tp_share, 4.6e14 / 1.8e11 * 4 / 53248, 1e-12);
+	CHECK(b.tp_ok);
+	CHECK_NEAR(b.summed, 395.3392281629617, 1e-9);
+	/* Y = 32 > M_Y·F/α = 20.84: TP-bound */
+	b = plan_compute_bound(&o, 2, 32, 1, 1, 4.6e14, 1.8e11, 1.8e11);
+	CHECK(!b.tp_ok);
+	/* SwiGLU's three matrices: the TP bound 3·F/(2α) */
+	o.ffn_matrices = 3;
+	b = plan_compute_bound(&o, 16, 4, 2, 1, 4.6e14, 1.8e11, 1.8e11);
+	CHECK_NEAR(b.tp_max, 3 * 53248 / (2 * 4.6e14 / 1.8e11), 1e-12);
+	o.ffn_matrices = 0;
+
+	/* (d) on 64 v5p: the smallest overlapped batch at X = 4 × Y = 16 (M_X = 2, M_Y = 1), 80 tokens per device */
+	o.devices = 64;
+	CHECK(plan_devices_search(&o, s, 16, &n, &best) == 0);
+	CHECK(n == 7);
+	CHECK(best >= 0 && s[best].x == 4 && s[best].y == 16 && s[best].mx == 2 && s[best].my == 1);
+	CHECK(best >= 0 && s[best].per_device == 80);
+	/* too few rows for the splits: refused, not overrun */
+	CHECK(plan_devices_search(&o, s, 3, &n, &best) < 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write"))
 		return write_bundle(argv[2]);
 	test_measure();
 	test_no_sizes();
+	test_sizes();
 	return check_done("test_plan");
 }
