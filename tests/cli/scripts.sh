@@ -7,6 +7,7 @@
 set -u
 . "$(dirname "$0")/../lib/check.sh"
 export CMAKE_LOG="$tmp/cmake.log"
+unset STEPTRACE_GPU   # the default is tested: not the one this test may run under (.ci/run sets it)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$tmp/bin"
 cat > "$tmp/bin/cmake" <<'STUB'
