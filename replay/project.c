@@ -1021,6 +1021,8 @@ int replay_project(struct replay *rp)
 				rp->main_thread = rp->threads[i].thread;
 			}
 	}
+	for (size_t i = 0; i < rp->n_costs; i++)   /* all of it was spent before its end, in its stretch */
+		rp->costs[i].step = replay_step_at(rp, rp->costs[i].end);
 	for (size_t i = 0; i < rp->n_mem; i++) {
 		rp->mem[i].step = replay_step_at(rp, rp->mem[i].ev.start);
 		rp->mem[i].range = replay_range_at(rp, rp->main_thread, rp->mem[i].ev.start);
