@@ -186,11 +186,11 @@ struct replay_mem {
  * Python side's own time, and what it handled (RecorderCost).
  */
 struct replay_cost {
-	uint64_t start, end;           /* from its first entry to its last exit, host ns */
+	uint64_t start, end;           /* the stretch between step boundaries it was spent in, host ns */
 	uint64_t thread;
 	uint64_t callback_ns, nvtx_ns, hook_ns, python_ns;
 	uint64_t launches, ranges, modules;
-	int32_t step;                  /* the step whose host span holds its end, -1 none */
+	int32_t step;                  /* the step holding its middle and half its span at least, -1 none */
 };
 
 /* The recorder's host time of a cost record: its parts' sum. */
