@@ -19,15 +19,17 @@
 #define _GNU_SOURCE
 #include "record/cost.h"
 
+#include <cupti.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/grow.h"
-#include "record/capture.h"
 
 #define QUEUE_MAX (1u << 20)     /* stretches waiting to be written; past it they are lost */
 #define BOUNDARIES 4096          /* the last stretches' starts kept */
@@ -59,6 +61,15 @@ static _Thread_local struct acc *mine;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static uint64_t ticks0, mono0, cupti0;   /* read together at the first use */
+
+/* CUPTI's clock, the bundle's (as capture_now reads it: capture.c uses this file). */
+static uint64_t cupti_now(void)
+{
+	uint64_t t = 0;
+
+	cuptiGetTimestamp(&t);
+	return t;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -115,7 +126,7 @@ static void hand_over_locked(struct acc *a, double k)
 	ev->kind = ST_COST;
 	if (cur - a->gen < BOUNDARIES - 1) {
 		ev->start = boundary[a->gen % BOUNDARIES];
-		ev->end = cur == a->gen ? capture_now() : boundary[(a->gen + 1) % BOUNDARIES];
+		ev->end = cur == a->gen ? cupti_now() : boundary[(a->gen + 1) % BOUNDARIES];
 	} else {
 		ev->start = to_cupti(a->first ? a->first : a->last, k);
 		ev->end = to_cupti(a->last, k);
@@ -156,7 +167,7 @@ static void thread_end(void *p)
 static void init_once(void)
 {
 	pthread_key_create(&key, thread_end);
-	cupti0 = capture_now();
+	cupti0 = cupti_now();
 	mono0 = mono_ns();
 	ticks0 = cost_ticks();
 }
@@ -172,7 +183,7 @@ static struct acc *acc_get(void)
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return NULL;
-	a->thread = capture_thread_id();
+	a->thread = (uint64_t)syscall(SYS_gettid);   /* capture_thread_id's */
 	a->gen = atomic_load_explicit(&gen, memory_order_relaxed);
 	pthread_mutex_lock(&C.lock);
 	if (ALLOC_GROW(C.threads, C.n_threads + 1, C.cap_threads)) {
@@ -252,7 +263,7 @@ void cost_boundary(void)
 
 	pthread_mutex_lock(&boundary_lock);
 	g = atomic_load_explicit(&gen, memory_order_relaxed) + 1;
-	boundary[g % BOUNDARIES] = capture_now();   /* before g is seen */
+	boundary[g % BOUNDARIES] = cupti_now();   /* before g is seen */
 	atomic_store_explicit(&gen, g, memory_order_release);
 	pthread_mutex_unlock(&boundary_lock);
 }
