@@ -79,15 +79,35 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The monotonic clock and the counter read together: of three tries, the
+ * one whose counter moved least around the clock's read (a thread
+ * preempted between the two would skew the ratio below).
+ */
+static void read_pair(uint64_t *m, uint64_t *t)
+{
+	uint64_t best = UINT64_MAX;
+
+	*m = *t = 0;
+	for (int i = 0; i < 3; i++) {
+		uint64_t a = cost_ticks(), mm = mono_ns(), b = cost_ticks();
+
+		if (b - a < best) {
+			best = b - a;
+			*m = mm;
+			*t = a + (b - a) / 2;
+		}
+	}
+}
+
 /* ns per tick, from the first use to now (at least a millisecond apart: the first call may wait for it). */
 static double ns_per_tick(void)
 {
-	uint64_t m = mono_ns(), t = cost_ticks();
+	uint64_t m = 0, t = 0;
 
-	while (m - mono0 < 1000000) {
-		m = mono_ns();
-		t = cost_ticks();
-	}
+	do
+		read_pair(&m, &t);
+	while (m - mono0 < 1000000);
 	return t > ticks0 ? (double)(m - mono0) / (double)(t - ticks0) : 1.0;
 }
 
@@ -164,12 +184,31 @@ static void thread_end(void *p)
 	free(a);
 }
 
+/* Both locks whole across fork(); the child records nothing (its bundle is the parent's). */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&boundary_lock);
+	pthread_mutex_lock(&C.lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&boundary_lock);
+}
+
+static void fork_child(void)
+{
+	C.finished = true;
+	fork_parent();
+}
+
 static void init_once(void)
 {
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	pthread_key_create(&key, thread_end);
 	cupti0 = cupti_now();
-	mono0 = mono_ns();
-	ticks0 = cost_ticks();
+	read_pair(&mono0, &ticks0);
 }
 
 /* The calling thread's accumulator, made and registered on first use; NULL when out of memory. */

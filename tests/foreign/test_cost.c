@@ -39,10 +39,14 @@ static uint64_t handler(enum cost_part part, uint64_t ns, unsigned what)
 	return m1 - m0;
 }
 
-/* ns as recorded against ns as run: never less (the ticks bracket the loop), a little more at most. */
+/*
+ * ns as recorded against ns as run: never less (the ticks bracket the
+ * loop; 2% for the counter's ratio to the clock), more by what a busy
+ * machine's preemption adds between the loop's end and the handler's exit.
+ */
 static void check_near(const char *what, uint64_t got, uint64_t ran)
 {
-	CHECK(got + ran / 50 >= ran && got <= ran + 2000000, "%s: recorded %llu ns, ran %llu ns", what,
+	CHECK(got + ran / 50 >= ran && got <= ran + 50000000, "%s: recorded %llu ns, ran %llu ns", what,
 	      (unsigned long long)got, (unsigned long long)ran);
 }
 
@@ -64,7 +68,7 @@ int main(int argc, char **argv)
 	struct rec_session s;
 	struct replay rp;
 	struct replay_cost per[2], outside;
-	uint64_t t_start, t_mid, t_end, hook, cb, nvtx1, nvtx2, threads[2] = { 0, 0 };
+	uint64_t t_start, t_mid, t_end, hook, cb, nvtx1, nvtx2, python, threads[2] = { 0, 0 };
 	size_t n_threads = 0;
 	pthread_t t;
 
@@ -124,9 +128,10 @@ int main(int argc, char **argv)
 	check_near("step 0, hook", per[0].hook_ns, hook);
 	check_near("step 0, callback", per[0].callback_ns, cb);
 	CHECK_U64(per[0].nvtx_ns, 0);
-	CHECK(per[0].python_ns + hook / 50 >= 500000 - hook && per[0].python_ns <= 500000 - hook + hook / 50 + 2000,
-	      "python: %llu ns recorded, the report less the hook's %llu ns expected", (unsigned long long)per[0].python_ns,
-	      (unsigned long long)(500000 - hook));
+	python = per[0].hook_ns < 500000 ? 500000 - per[0].hook_ns : 0;   /* the report less the hook's */
+	CHECK(per[0].python_ns + 1000 >= python && per[0].python_ns <= python + 1000,
+	      "python: %llu ns recorded, %llu ns expected", (unsigned long long)per[0].python_ns,
+	      (unsigned long long)python);
 	CHECK_U64(per[0].launches, 1);
 	CHECK_U64(per[0].modules, 1);
 	CHECK_U64(per[0].ranges, 0);
