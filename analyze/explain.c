@@ -50,6 +50,12 @@ struct ctx {
 	double measured, replayed;
 	double gpu_slack;              /* how far the recorded GPU time per step (mean_gpu) exceeds `measured` */
 	uint64_t *replayed_step;       /* per step */
+	/* the recorder's own time (format 1.8), when rank 0's bundle has it */
+	bool has_cost;
+	struct replay_cost *step_cost; /* per step: its records summed */
+	uint64_t *unrecorded_step;     /* per step: re-timed under "unrecorded", at least its GPU's time */
+	double recorder, unrecorded;   /* means over the counted steps */
+	uint64_t recorder_ns, taken_ns;   /* the run's recorder time, and what of it found host work to leave */
 };
 
 static double mean_of(const struct ctx *c, const double *v)
@@ -327,6 +333,99 @@ static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n
 	return 0;
 }
 
+/*
+ * Each step's GPU time as re-timed: from its work's first start to its last
+ * end, less what that exceeded the step by as recorded (floor[s], ns).
+ */
+static void step_floors(const struct ctx *c, const struct graph_times *t, double *floor)
+{
+	const struct replay *rp = c->rp;
+	uint64_t *lo = malloc(4 * (c->n_steps + 1) * sizeof(uint64_t));
+
+	for (size_t s = 0; s < c->n_steps; s++)
+		floor[s] = 0;
+	if (!lo)
+		return;   /* out of memory: no floors, the means' still stands */
+	for (size_t s = 0; s < c->n_steps; s++) {
+		lo[4 * s] = lo[4 * s + 2] = UINT64_MAX;
+		lo[4 * s + 1] = lo[4 * s + 3] = 0;
+	}
+	for (size_t i = 0; i < rp->n_activities; i++) {
+		int32_t s = act_step(c, &rp->activities[i]), k = c->g.act_node[0][i];
+		uint64_t *v;
+
+		if (s < 0)
+			continue;
+		v = &lo[4 * s];
+		if (t->start[k] < v[0]) v[0] = t->start[k];
+		if (t->end[k] > v[1]) v[1] = t->end[k];
+		if (c->g.nodes[k].start < v[2]) v[2] = c->g.nodes[k].start;
+		if (c->g.nodes[k].end > v[3]) v[3] = c->g.nodes[k].end;
+	}
+	for (size_t s = 0; s < c->n_steps; s++) {
+		const uint64_t *v = &lo[4 * s];
+		double wall = (double)(c->steps[s].end - c->steps[s].start), slack;
+
+		if (v[1] <= v[0])
+			continue;
+		slack = (double)(v[3] - v[2]) > wall ? (double)(v[3] - v[2]) - wall : 0;
+		floor[s] = (double)(v[1] - v[0]) > slack ? (double)(v[1] - v[0]) - slack : 0;
+	}
+	free(lo);
+}
+
+/*
+ * The step without the recorder (the rule "unrecorded"), when rank 0's
+ * bundle says what it cost: per step, and the mean, each at least the
+ * GPU's time. -1 after an error line.
+ */
+static int unrecorded_steps(struct ctx *c)
+{
+	struct graph_rule rule;
+	struct graph_times t;
+	double *floor, *cost, sum = 0, csum = 0, busy;
+
+	c->step_cost = calloc(c->n_steps + 1, sizeof(*c->step_cost));
+	if (!c->step_cost)
+		return error("out of memory");
+	c->has_cost = c->steps != &c->whole && replay_step_costs(c->rp, c->step_cost, NULL);
+	if (!c->has_cost)
+		return 0;
+	if (graph_rule_parse(&rule, "unrecorded") < 0 || graph_retime(&c->g, &rule, 1, NULL, &t) < 0)
+		return -1;
+	c->unrecorded_step = calloc(c->n_steps, sizeof(uint64_t));
+	floor = malloc((c->n_steps + 1) * sizeof(double));
+	cost = malloc((c->n_steps + 1) * sizeof(double));
+	if (!c->unrecorded_step || !floor || !cost) {
+		free(floor);
+		free(cost);
+		graph_times_release(&t);
+		return error("out of memory");
+	}
+	step_floors(c, &t, floor);
+	for (size_t s = 0; s < c->n_steps; s++) {
+		double p = (double)step_pred(c, &t, s, 1);
+
+		c->unrecorded_step[s] = (uint64_t)(p > floor[s] ? p : floor[s]);
+		cost[s] = (double)replay_cost_ns(&c->step_cost[s]);
+	}
+	for (size_t i = 0; i < c->n_meas; i++) {
+		sum += (double)c->unrecorded_step[c->meas[i]];
+		csum += cost[c->meas[i]];
+	}
+	c->unrecorded = c->n_meas ? sum / (double)c->n_meas : 0;
+	c->recorder = c->n_meas ? csum / (double)c->n_meas : 0;
+	busy = mean_gpu(c, &t) - c->gpu_slack;
+	if (busy > c->unrecorded)
+		c->unrecorded = busy;
+	c->recorder_ns = t.recorder_ns;
+	c->taken_ns = t.taken_ns;
+	free(floor);
+	free(cost);
+	graph_times_release(&t);
+	return 0;
+}
+
 /* ---- setup ------------------------------------------------------------- */
 
 static void ctx_release(struct ctx *c)
@@ -341,6 +440,8 @@ static void ctx_release(struct ctx *c)
 	free(c->part);
 	free(c->idle_edge);
 	free(c->replayed_step);
+	free(c->step_cost);
+	free(c->unrecorded_step);
 }
 
 static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct explain_opts *o)
@@ -401,6 +502,10 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 	graph_times_release(&t);
 	free(dm);
 	free(dr);
+	if (unrecorded_steps(c) < 0) {
+		ctx_release(c);
+		return -1;
+	}
 	return 0;
 }
 
@@ -718,11 +823,14 @@ static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct
 		rm->grad_bytes = tl.peak.by_category[ST_MEM_GRADIENT];
 		mem_timeline_release(&tl);
 	}
+	if (!rm->grad_bytes)   /* (1.8) the optimizer's parameter groups: a gradient has its parameter's dtype */
+		for (size_t k = 0; k < rp->run.n_param_groups; k++)
+			rm->grad_bytes += rp->run.param_groups[k].bytes;
 	if (!rm->grad_bytes && rp->run.has_config)
 		rm->grad_bytes = 4 * rp->run.config.parameters;
 	if (!rm->grad_bytes)
-		return error("--what-if ranks=N: the run's gradients have no size (no gradient memory recorded and no "
-			     "parameter count)");
+		return error("--what-if ranks=N: the run's gradients have no size (no gradient memory recorded, no "
+			     "parameter groups and no parameter count)");
 	if (!c->o->naive) {
 		rm->bucket_bytes = (uint64_t)((c->o->bucket_mb > 0 ? c->o->bucket_mb
 					       : rp->run.config.bucket_mb > 0 ? rp->run.config.bucket_mb : 25) * 1e6);
@@ -828,12 +936,39 @@ out:
 	return ret;
 }
 
+/* What the unrecorded column is, and what went into it. */
+static void unrecorded_note(const struct ctx *c, struct report *r)
+{
+	double cb = 0, nvtx = 0, hook = 0, py = 0, per = c->n_meas ? 1.0 / (double)c->n_meas : 0;
+
+	for (size_t i = 0; i < c->n_meas; i++) {
+		const struct replay_cost *k = &c->step_cost[c->meas[i]];
+
+		cb += (double)k->callback_ns;
+		nvtx += (double)k->nvtx_ns;
+		hook += (double)k->hook_ns;
+		py += (double)k->python_ns;
+	}
+	report_note(r, "unrecorded: the step as it would have run without the recorder: its own host time, %.3f ms per "
+		       "step (%.1f%%: CUPTI callbacks %.3f, NVTX handlers %.3f, entry points %.3f, Python side %.3f ms), "
+		       "taken out of the host's work between the calls of the thread and step it was spent in; at least the "
+		       "GPU's time per step",
+		    c->recorder / 1e6, c->measured > 0 ? 100 * c->recorder / c->measured : 0, cb * per / 1e6,
+		    nvtx * per / 1e6, hook * per / 1e6, py * per / 1e6);
+	if (c->taken_ns + 1000 < c->recorder_ns)
+		report_note(r, "unrecorded: %.3f ms of the recorder's %.3f ms in the run found no host work of its thread to "
+			       "come out of (a thread that made no call then, or more than its thread's work); it is left in",
+			    (double)(c->recorder_ns - c->taken_ns) / 1e6, (double)c->recorder_ns / 1e6);
+}
+
 static void summarise(const struct ctx *c, const struct finding *f, size_t n, struct explain_summary *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->steps = c->n_meas;
 	s->measured = c->measured;
 	s->replayed = c->replayed;
+	s->recorder = c->has_cost ? c->recorder : 0;
+	s->unrecorded = c->has_cost ? c->unrecorded : 0;
 	for (int p = 0; p < EP_COUNT; p++)
 		s->part[p] = part_mean(c, p);
 	for (size_t i = 0; i < n && i < sizeof(s->finding) / sizeof(s->finding[0]); i++) {
@@ -885,6 +1020,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		table_add_column(t, name, COL_FLOAT, 3);
 	}
 	table_add_column(t, "Replayed", COL_FLOAT, 3);
+	if (c.has_cost)
+		table_add_column(t, "Unrecorded", COL_FLOAT, 3);
 	for (size_t i = 0; i < c.n_meas; i++) {
 		size_t s = c.meas[i];
 		char label[32];
@@ -896,6 +1033,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		for (int p = 0; p < EP_COUNT; p++)
 			ms_cell(t, c.part[s][p]);
 		ms_cell(t, (double)c.replayed_step[s]);
+		if (c.has_cost)
+			ms_cell(t, (double)c.unrecorded_step[s]);
 	}
 	table_row(t);
 	table_str(t, "mean");
@@ -903,12 +1042,18 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	for (int p = 0; p < EP_COUNT; p++)
 		ms_cell(t, part_mean(&c, p));
 	ms_cell(t, c.replayed);
+	if (c.has_cost)
+		ms_cell(t, c.unrecorded);
 	table_row(t);
 	table_str(t, "share (%)");
 	table_float(t, 100);
 	for (int p = 0; p < EP_COUNT; p++)
 		table_float(t, c.measured > 0 ? 100 * part_mean(&c, p) / c.measured : 0);
 	table_float(t, c.measured > 0 ? 100 * c.replayed / c.measured : 0);
+	if (c.has_cost)
+		table_float(t, c.measured > 0 ? 100 * c.unrecorded / c.measured : 0);
+	if (c.has_cost)
+		unrecorded_note(&c, r);
 
 	/* the critical path */
 	if (walk > 0)

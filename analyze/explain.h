@@ -14,7 +14,11 @@
  *               range, or the next work is a copy to the device), other
  *               idle (the next work waited for its stream, another stream
  *               or another rank); mean and share over the measured steps,
- *               and the replayed step (the graph re-timed as recorded)
+ *               the replayed step (the graph re-timed as recorded) and,
+ *               when the bundle says what the recorder cost (format 1.8),
+ *               the unrecorded step (re-timed under the rule "unrecorded",
+ *               graph/unrecorded.h: the recorder's own host time taken out
+ *               where it was spent; at least the GPU's time per step)
  *   critical_path   the chain of nodes and delays that decided each
  *               measured step's end, back to its start, totalled by what
  *               they are (kernels by op, host work by range, launches,
@@ -60,6 +64,7 @@ extern const char *const explain_part_names[EP_COUNT];
 struct explain_summary {
 	size_t steps;                 /* measured steps of rank 0 */
 	double measured, replayed;    /* mean step, ns */
+	double recorder, unrecorded;  /* mean per step, ns: the recorder's own time, the step without it; 0 when not recorded */
 	double part[EP_COUNT];        /* mean per step, ns: sums to `measured` */
 	struct {
 		char title[96], evidence[512];

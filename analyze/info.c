@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/human.h"
+
 /*
  * A table of (field, value) rows; a value wider than `wrap` goes on as
  * many rows as it takes, broken between words, the field named on the
@@ -148,6 +150,29 @@ static void header_table(struct report *r, const struct replay *rp, size_t wrap)
 	}
 }
 
+/* (1.8) The optimizer's parameter groups: "124,475,904 in 148 tensors ..., 2 groups, 237.4 MiB (bf16)". */
+static void param_groups_row(struct kv *t, const struct replay_run *run)
+{
+	uint64_t tensors = 0, elements = 0, bytes = 0;
+	uint32_t dtype = run->n_param_groups ? run->param_groups[0].dtype : 0;
+	char size[32], count[32];
+
+	if (!run->n_param_groups)
+		return;
+	for (size_t i = 0; i < run->n_param_groups; i++) {
+		tensors += run->param_groups[i].tensors;
+		elements += run->param_groups[i].elements;
+		bytes += run->param_groups[i].bytes;
+		if (run->param_groups[i].dtype != dtype && run->param_groups[i].tensors)
+			dtype = ST_DT_UNKNOWN;
+	}
+	human_bytes(size, sizeof(size), (double)bytes);
+	human_count(count, sizeof(count), elements);
+	kv_fmt(t, "parameters", "%s in %" PRIu64 " tensors that require a gradient, %zu group%s, %s (%s)",
+	       count, tensors, run->n_param_groups, run->n_param_groups == 1 ? "" : "s", size,
+	       dtype ? st_dtype_name((int)dtype) : "several dtypes");
+}
+
 static void footer_table(struct report *r, const struct replay *rp, size_t wrap)
 {
 	const struct replay_footer *f = &rp->run.footer;
@@ -169,6 +194,7 @@ static void footer_table(struct report *r, const struct replay *rp, size_t wrap)
 		kv_fmt(t, "dropped", "%" PRIu64, f->dropped);
 		unix_time(buf, sizeof(buf), f->finished_unix_ns);
 		kv_str(t, "finished", buf);
+		param_groups_row(t, &rp->run);
 	}
 	kv_fmt(t, "read", "%" PRIu32 " chunks, %" PRIu64 " events, %" PRIu32 " strings",
 	       rp->chunks_read, rp->events_read, rp->strings_read ? rp->strings_read - 1 : 0);
@@ -185,6 +211,8 @@ static void counts_table(struct report *r, const struct replay *rp)
 	table_add_column(t, "Read", COL_INT, 0);
 	table_add_column(t, "Dropped", COL_INT, 0);
 	for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++) {
+		if (k == ST_COST && !f->has_count[k] && !rp->counts[k])
+			continue;   /* (1.8) a row only where the recorder said what it cost */
 		table_row(t);
 		table_str(t, st_kind_name(k));
 		if (f->has_count[k])

@@ -3,6 +3,9 @@
  * seeds' benchmarking scripts time it), GPU busy time and GPU span, and
  * mean ± std over measured steps; with --include-warmup the same over all
  * steps and over the warm-up steps alone, which shows the effect of warm-up.
+ * When the bundle says what the recorder cost (format 1.8), its own host
+ * time per step, and what that is per kernel launch, NVTX range and module
+ * call.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,26 +61,72 @@ static bool stats_row(struct table *t, const struct replay *rp, enum step_set se
 	return true;
 }
 
+/* The recorder's own time over the steps shown: per step, per part, per what it handled. */
+static void recorder_notes(const struct replay *rp, const struct replay_cost *cost, bool include_warmup,
+			   struct report *r)
+{
+	struct replay_cost sum = { 0 };
+	double wall = 0, n = 0;
+
+	for (size_t i = 0; i < rp->n_steps; i++) {
+		const struct replay_cost *c = &cost[i];
+
+		if (rp->steps[i].warmup && !include_warmup)
+			continue;
+		sum.callback_ns += c->callback_ns;
+		sum.nvtx_ns += c->nvtx_ns;
+		sum.hook_ns += c->hook_ns;
+		sum.python_ns += c->python_ns;
+		sum.launches += c->launches;
+		sum.ranges += c->ranges;
+		sum.modules += c->modules;
+		wall += (double)(rp->steps[i].end - rp->steps[i].start);
+		n++;
+	}
+	if (!n)
+		return;
+	report_note(r, "recorder: its own host time %.3f ms per step (%.1f%% of the wall time): CUPTI callbacks %.3f, "
+		       "NVTX handlers %.3f, entry points %.3f, Python side %.3f ms",
+		    (double)replay_cost_ns(&sum) / n / 1e6, wall > 0 ? 100 * (double)replay_cost_ns(&sum) / wall : 0,
+		    (double)sum.callback_ns / n / 1e6, (double)sum.nvtx_ns / n / 1e6, (double)sum.hook_ns / n / 1e6,
+		    (double)sum.python_ns / n / 1e6);
+	if (sum.launches && sum.callback_ns)
+		report_note(r, "recorder: %.0f ns per kernel launch (its CUPTI callbacks over %.0f launches per step)",
+			    (double)sum.callback_ns / (double)sum.launches, (double)sum.launches / n);
+	if (sum.ranges && sum.nvtx_ns)
+		report_note(r, "recorder: %.0f ns per NVTX range (its NVTX handlers over %.0f ranges per step)",
+			    (double)sum.nvtx_ns / (double)sum.ranges, (double)sum.ranges / n);
+	if (sum.modules)
+		report_note(r, "recorder: %.1f us per module call (the entry points and the Python side over %.0f calls "
+			       "per step)",
+			    (double)(sum.hook_ns + sum.python_ns) / (double)sum.modules / 1e3, (double)sum.modules / n);
+}
+
 int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 {
 	struct table *t = report_add_table(r, "steps", include_warmup ? "Steps (warm-up included)"
 								       : "Measured steps");
 	struct table *s;
 	uint64_t *buf = malloc((rp->n_steps + 1) * sizeof(*buf));
-	bool labelled;
+	struct replay_cost *cost = calloc(rp->n_steps + 1, sizeof(*cost));
+	bool labelled, has_cost;
 	const char **label = step_labels(rp, &labelled);
 
-	if (!buf || !label) {
+	if (!buf || !label || !cost) {
 		free(buf);
+		free(cost);
 		free(label);
 		return label ? error("out of memory") : -1;
 	}
+	has_cost = replay_step_costs(rp, cost, NULL);
 	table_add_column(t, "Step", COL_INT, 0);
 	table_add_column(t, "Warm-up", COL_STR, 0);
 	table_add_column(t, "Wall (ms)", COL_FLOAT, 3);
 	table_add_column(t, "GPU Busy (ms)", COL_FLOAT, 3);
 	table_add_column(t, "GPU Span (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Kernels", COL_INT, 0);
+	if (has_cost)   /* (1.8) */
+		table_add_column(t, "Recorder (ms)", COL_FLOAT, 3);
 	if (labelled) {   /* steps of different things (an attention sweep): say which */
 		table_add_column(t, "Range", COL_STR, 0);
 		table_column_elastic(t);
@@ -93,6 +142,8 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 		table_float(t, ns_to_ms(st->gpu_busy));
 		table_float(t, ns_to_ms(st->gpu_end - st->gpu_start));
 		table_int(t, st->kernels);
+		if (has_cost)
+			table_float(t, ns_to_ms(replay_cost_ns(&cost[i])));
 		if (labelled)
 			table_str(t, label[i]);
 	}
@@ -119,6 +170,9 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 
 	if (*rp->run.steps_from)
 		report_note(r, "steps from: %s", rp->run.steps_from);
+	if (has_cost)
+		recorder_notes(rp, cost, include_warmup, r);
+	free(cost);
 	if (rp->n_steps == 0)
 		report_note(r, "the bundle has no steps");
 	else if (rp->n_measured_steps == 0)

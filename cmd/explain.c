@@ -24,6 +24,8 @@ static const char *const usage[] = {
 	"  ranks=N          a single-GPU run on N GPUs, data-parallel: its gradients all-reduced",
 	"                   as --allreduce's table times them, in buckets (--bucket-mb) or after the backward",
 	"                   (--naive: steptrace's own model's tensors one by one)",
+	"  unrecorded       the recorder's own host time (format 1.8) taken out of the host's work",
+	"                   where it was spent: the step unrecorded (the steps table's Unrecorded column)",
 	NULL,
 };
 

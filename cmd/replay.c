@@ -41,7 +41,7 @@ static int parse_kinds(struct replay_opts *o)
 
 	if (!o->kinds) {
 		for (int k = ST_KIND_FIRST; k <= ST_KIND_LAST; k++)
-			o->events.kind_ok[k] = k != ST_OP;
+			o->events.kind_ok[k] = k != ST_OP && k != ST_COST;   /* neither is listed */
 		return 0;
 	}
 	o->events.kinds_given = true;

@@ -409,7 +409,7 @@ static int gpu_process(struct layout *L, uint32_t device, uint32_t *track)
 {
 	int32_t pid = export_gpu_pid(L, device);
 	const char *name = device_name(L->rp, device);
-	char whose[32] = "";
+	char whose[48] = "";
 
 	/* looked up, not searched for among the tracks: a bundle may hold a stream per kernel */
 	if (!L->gpu_track && !(L->gpu_track = calloc(0x10000, sizeof(*L->gpu_track))))
@@ -418,9 +418,12 @@ static int gpu_process(struct layout *L, uint32_t device, uint32_t *track)
 		*track = L->gpu_track[device & 0xffff] - 1;
 		return 0;
 	}
-	/* whose GPU work it is, for traces merged from several processes */
-	if (L->rank >= 0)
+	/* whose GPU work it is, for traces merged from several processes (pid 0: not recorded, format 1.5 and 1.6's
+	 * PyTorch bundles) */
+	if (L->rank >= 0 && L->rp->run.pid)
 		snprintf(whose, sizeof(whose), " (rank %" PRId32 ", pid %" PRIu32 ")", L->rank, L->rp->run.pid);
+	else if (L->rank >= 0)
+		snprintf(whose, sizeof(whose), " (rank %" PRId32 ")", L->rank);
 	else if (L->rp->run.pid)
 		snprintf(whose, sizeof(whose), " (pid %" PRIu32 ")", L->rp->run.pid);
 	if (add_track(L, TK_DEVICE, 0, pid, 0, track, "GPU %" PRIu32 "%s%s%s", device,

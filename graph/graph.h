@@ -144,6 +144,7 @@ enum graph_rule_kind {
 	GR_NO_SYNC,     /* host synchronisations inside the loop removed */
 	GR_NO_CONTENTION, /* kernels beside a collective as long as the same kernels alone (graph_contention) */
 	GR_RANKS,       /* data parallelism over `ranks` GPUs (graph_ranks_rule) */
+	GR_UNRECORDED,  /* the recorder's own host time (format 1.8) taken out of the host's work where it was spent */
 	GR_KIND_COUNT
 };
 
@@ -159,8 +160,8 @@ struct graph_rule {
 /*
  * Parses one --what-if rule: "graph", "no-sync", "comm-overlap",
  * "host=K", "comm-bw=K", "kernels:GLOB=K", "kernels:<DUR=K" (DUR in ns,
- * us or ms: kernels shorter), "ranks=N". 0, or -1 after one line. `text`
- * is kept, not copied; free(pattern) when done.
+ * us or ms: kernels shorter), "ranks=N", "unrecorded". 0, or -1 after one
+ * line. `text` is kept, not copied; free(pattern) when done.
  */
 int graph_rule_parse(struct graph_rule *r, const char *text);
 
@@ -207,9 +208,20 @@ struct graph_ranks_model {
  * The graph re-timed under rules (n may be 0: the run as recorded):
  * start[i], end[i] per node (arrays of g->n_nodes); rm for GR_RANKS (else
  * NULL). 0, or -1 after one line.
+ *
+ * GR_UNRECORDED (graph/unrecorded.h has the rule): the recorder's own host
+ * time, by thread and step (a replay's costs), comes out of the host's work
+ * of that thread in that step, in proportion to each piece of it:
+ * recorder_ns is the recorder's time in the run, taken_ns how much of it
+ * found host work to come out of (the rest, on a thread without calls, or
+ * more than its thread worked, does not move anything). Both 0 without the
+ * rule, or for bundles without cost records.
  */
+struct graph_host_scale;
 struct graph_times {
 	uint64_t *start, *end;
+	uint64_t recorder_ns, taken_ns;
+	struct graph_host_scale *host_scale;   /* GR_UNRECORDED's, for graph_instant; NULL without */
 };
 int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
 		 const struct graph_ranks_model *rm, struct graph_times *t);
@@ -231,8 +243,9 @@ long graph_contention(const struct graph *g, double *factor);
  * A host instant of replay `rank`'s thread `thread` (a step's start or
  * end), moved as the graph moved the calls around it: inside a call, as
  * far into it (at most its new length); else after the last call before
- * it by the host work between, scaled by `host` (1, or GR_HOST's factor);
- * else before the first call after it likewise.
+ * it by the host work between, scaled by `host` (1, or GR_HOST's factor)
+ * and shrunk by GR_UNRECORDED where t has it; else before the first call
+ * after it likewise.
  */
 uint64_t graph_instant(const struct graph *g, const struct graph_times *t, uint32_t rank, uint64_t thread,
 		       uint64_t instant, double host);

@@ -11,6 +11,7 @@
 
 #include "graph/graph.h"
 
+#include "graph/unrecorded.h"
 #include "lib/error.h"
 #include "lib/grow.h"
 
@@ -24,7 +25,7 @@ int graph_rule_parse(struct graph_rule *r, const char *text)
 		{ "graph", GR_GRAPH, false }, { "no-sync", GR_NO_SYNC, false },
 		{ "comm-overlap", GR_COMM_OVERLAP, false }, { "host", GR_HOST, true },
 		{ "comm-bw", GR_COMM_BW, true }, { "ranks", GR_RANKS, true },
-		{ "no-contention", GR_NO_CONTENTION, false },
+		{ "no-contention", GR_NO_CONTENTION, false }, { "unrecorded", GR_UNRECORDED, false },
 	};
 	const char *eq = strrchr(text, '=');
 	char *end;
@@ -84,7 +85,7 @@ int graph_rule_parse(struct graph_rule *r, const char *text)
 		return 0;
 	}
 	return error("--what-if '%s': no such rule; the rules: graph, no-sync, comm-overlap, no-contention, host=K, "
-		     "comm-bw=K, kernels:GLOB=K, ranks=N", text);
+		     "comm-bw=K, kernels:GLOB=K, ranks=N, unrecorded", text);
 }
 
 /* ---- the bandwidth table ----------------------------------------------- */
@@ -251,8 +252,9 @@ void graph_bw_table_release(struct graph_bw_table *t)
 
 struct effects {
 	double host, comm_bw;
-	bool graph, overlap, no_sync;
+	bool graph, overlap, no_sync, unrecorded;
 	double *kernel;        /* per node, the kernel rules' product; NULL: none */
+	int64_t *thread_delay; /* GR_UNRECORDED: per edge, a thread edge's delay less the recorder's time; NULL: none */
 };
 
 static bool kernel_matches(const struct graph *g, const struct graph_node *n, const char *pattern)
@@ -446,6 +448,7 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 		case GR_GRAPH: fx->graph = true; break;
 		case GR_COMM_OVERLAP: fx->overlap = true; break;
 		case GR_NO_SYNC: fx->no_sync = true; break;
+		case GR_UNRECORDED: fx->unrecorded = true; break;
 		case GR_NO_CONTENTION: {
 			double *f = malloc((g->n_nodes + 1) * sizeof(double));
 
@@ -490,10 +493,13 @@ static int64_t edge_delay(const struct graph *g, const struct effects *fx, const
 {
 
 	switch (e->kind) {
-	case GE_THREAD:
+	case GE_THREAD: {
+		int64_t d = fx->thread_delay ? fx->thread_delay[e - g->edges] : e->delay;
+
 		if (fx->graph)
 			return 0;
-		return e->delay > 0 ? (int64_t)scaled((uint64_t)e->delay, fx->host) : e->delay;
+		return d > 0 ? (int64_t)scaled((uint64_t)d, fx->host) : d;
+	}
 	case GE_LAUNCH:
 		return fx->graph && e->delay > g->typical[GE_LAUNCH] ? g->typical[GE_LAUNCH] : e->delay;
 	case GE_COLL:
@@ -688,6 +694,17 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 		free(fx.kernel);
 		return -1;
 	}
+	if (fx.unrecorded) {
+		fx.thread_delay = malloc((g->n_edges + 1) * sizeof(int64_t));
+		if (!fx.thread_delay ||
+		    graph_unrecorded_build(g, &t->host_scale, fx.thread_delay, &t->recorder_ns, &t->taken_ns) < 0) {
+			if (!fx.thread_delay)
+				error("out of memory");
+			free(fx.kernel);
+			free(fx.thread_delay);
+			return -1;
+		}
+	}
 	t->start = malloc((g->n_nodes + 1) * sizeof(uint64_t));
 	t->end = malloc((g->n_nodes + 1) * sizeof(uint64_t));
 	if (!t->start || !t->end) {
@@ -710,6 +727,7 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 	ret = 0;
 out:
 	free(fx.kernel);
+	free(fx.thread_delay);
 	free(gate);
 	if (ret < 0)
 		graph_times_release(t);
@@ -720,6 +738,7 @@ void graph_times_release(struct graph_times *t)
 {
 	free(t->start);
 	free(t->end);
+	graph_host_scale_free(t->host_scale);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -753,12 +772,18 @@ uint64_t graph_instant(const struct graph *g, const struct graph_times *t, uint3
 	}
 	if (lo > 0) {
 		int32_t i = g->api_node[rank][th->apis[lo - 1]];
+		uint64_t work = t->host_scale ? (uint64_t)llround(graph_host_span(t->host_scale, g, rank, thread,
+										    g->nodes[i].end, at))
+					      : at - g->nodes[i].end;
 
-		return t->end[i] + scaled(at - g->nodes[i].end, host);
+		return t->end[i] + scaled(work, host);
 	}
 	{
 		int32_t i = g->api_node[rank][th->apis[0]];
-		uint64_t back = scaled(g->nodes[i].start - at, host);
+		uint64_t work = t->host_scale ? (uint64_t)llround(graph_host_span(t->host_scale, g, rank, thread, at,
+										    g->nodes[i].start))
+					      : g->nodes[i].start - at;
+		uint64_t back = scaled(work, host);
 
 		return t->start[i] > back ? t->start[i] - back : 0;
 	}

@@ -31,6 +31,7 @@
 #include "lib/grow.h"
 #include "record/capture_internal.h"
 #include "record/corr_map.h"
+#include "record/cost.h"
 
 #define DEFAULT_CUPTI_PATH "/usr/local/cuda/lib64/libcupti.so"
 
@@ -232,11 +233,13 @@ void capture_step_begin(uint32_t index)
 {
 	atomic_store_explicit(&cap.bucket, index < cap.n_steps ? &cap.steps[index] : &cap.outside,
 			      memory_order_release);
+	cost_boundary();
 }
 
 void capture_step_end(void)
 {
 	atomic_store_explicit(&cap.bucket, &cap.outside, memory_order_release);
+	cost_boundary();
 }
 
 /* The outermost call just ended: queue its API event. */
@@ -264,8 +267,7 @@ static void api_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const 
 	pthread_mutex_unlock(&apiq.lock);
 }
 
-static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
-				     CUpti_CallbackId cbid, const void *data)
+static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 	enum cb_class cls = CB_NONE;
@@ -319,10 +321,22 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 	if (api_depth++ > 0 || cls == CB_ALLOC)
 		return;
 	c = atomic_load_explicit(&cap.bucket, memory_order_acquire);
-	if (cls == CB_LAUNCH)
+	if (cls == CB_LAUNCH) {
 		atomic_fetch_add_explicit(&c->launches, 1, memory_order_relaxed);
-	else
+		cost_count_launch();
+	} else {
 		atomic_fetch_add_explicit(&c->copies, 1, memory_order_relaxed);
+	}
+}
+
+/* Every callback, its time the recorder's own (record/cost.h). */
+static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
+				     CUpti_CallbackId cbid, const void *data)
+{
+	uint64_t t0 = cost_ticks();
+
+	api_callback(domain, cbid, data);
+	cost_end(COST_CALLBACK, t0, 0);
 }
 
 /* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" into buf. */
@@ -501,12 +515,15 @@ static struct {
 
 static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
+	uint64_t t0 = cost_ticks();
+
 	*buffer = pool_get();
 	*size = *buffer ? BUFFER_BYTES : 0;
 	*max_records = 0;
 	bufstat.requested++;
 	if (!*buffer)
 		bufstat.denied++;
+	cost_end(COST_CALLBACK, t0, 0);
 }
 
 /* ---- the decoder thread (activity.c decodes) ------------------------ */
@@ -549,6 +566,7 @@ static void decode_buffer(uint8_t *buffer, size_t valid)
 			decode(rec);
 		count_drops_locked();
 		api_drain_locked(s);
+		cost_drain_locked(s);
 		if (cap.drain)
 			cap.drain(s);
 		rec_session_unlock(s);
@@ -566,6 +584,7 @@ static void drain_only(void)
 		return;
 	rec_session_lock(s);
 	api_drain_locked(s);
+	cost_drain_locked(s);
 	if (cap.drain)
 		cap.drain(s);
 	rec_session_unlock(s);
@@ -618,6 +637,7 @@ static void decoder_end(void)
 static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
 					 size_t size, size_t valid)
 {
+	uint64_t t0 = cost_ticks();
 	bool queued = false;
 
 	if (!buffer)
@@ -641,6 +661,7 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
 	pthread_mutex_unlock(&cap.queue_lock);
 	if (!queued)
 		decode_buffer(buffer, valid);   /* no decoder thread (start failed, or stopped) */
+	cost_end(COST_CALLBACK, t0, 0);
 }
 
 /* ---- start and stop -------------------------------------------------- */
@@ -724,6 +745,7 @@ void capture_forget(void)
 	/* The child of a fork: no decoder thread, and the bundle is the parent's. */
 	cap.active = false;
 	cap.decoder_running = false;
+	cost_forget();
 	cap.s = NULL;
 	cap.attached = false;
 	cap.q_len = 0;
@@ -876,6 +898,7 @@ int capture_stop(void)
 		rc = -1;
 	decoder_end();   /* every buffer CUPTI handed back is decoded now */
 	s = cap.s;
+	cost_finish();   /* every thread's time so far, for the drain below */
 	if (getenv("STEPTRACE_DEBUG_BUFFERS"))
 		fprintf(stderr, "steptrace: CUPTI buffers: %" PRIu64 " requested (%" PRIu64 " denied), %" PRIu64
 			" completed (%" PRIu64 " empty, %" PRIu64 " bytes of records), %d allocated; dropped so far: %"
@@ -887,6 +910,7 @@ int capture_stop(void)
 		rec_session_lock(s);
 		count_drops_locked();
 		api_drain_locked(s);
+		cost_drain_locked(s);
 		if (cap.drain)
 			cap.drain(s);
 		/* Ends whose start never came: their starts were lost. */

@@ -1,4 +1,7 @@
-/* hooks.c: see hooks.h. */
+/*
+ * hooks.c: see hooks.h. Every hook's time is the recorder's own
+ * (record/cost.h, part "hook"): t0 at entry, cost_end at exit.
+ */
 #include "record/hooks.h"
 
 #include <stdlib.h>
@@ -7,6 +10,7 @@
 #include "lib/error.h"
 #include "lib/grow.h"
 #include "record/capture.h"
+#include "record/cost.h"
 
 /* Past this many queued events the hooks wait for the writer rather than grow further. */
 #define QUEUE_SOFT_LIMIT (1u << 16)
@@ -66,6 +70,7 @@ static struct st_event *queue_event(struct rec_hooks *h, int kind, uint64_t t)
 
 static void on_op_register(void *ctx, const struct model_op *op)
 {
+	uint64_t t0 = cost_ticks();
 	struct rec_hooks *h = ctx;
 	struct st_event ev = { .kind = ST_OP };
 	uint8_t i;
@@ -87,16 +92,23 @@ static void on_op_register(void *ctx, const struct model_op *op)
 	ev.op.phase = rec_session_intern_locked(h->s, op->phase);
 	rec_session_add_locked(h->s, &ev);
 	rec_session_unlock(h->s);
+	cost_end(COST_HOOK, t0, 0);
 }
 
 static void on_op_begin(void *ctx, uint32_t op_id)
 {
+	uint64_t t0 = cost_ticks();
+
 	capture_op_begin(op_id);
+	cost_end(COST_HOOK, t0, 0);
 }
 
 static void on_op_end(void *ctx, uint32_t op_id)
 {
+	uint64_t t0 = cost_ticks();
+
 	capture_op_end();
+	cost_end(COST_HOOK, t0, 0);
 }
 
 static void on_mem(struct rec_hooks *h, int kind, uint64_t address, uint64_t size,
@@ -116,12 +128,18 @@ static void on_mem(struct rec_hooks *h, int kind, uint64_t address, uint64_t siz
 
 static void on_alloc(void *ctx, uint64_t address, uint64_t size, int category, uint32_t op_id)
 {
+	uint64_t t0 = cost_ticks();
+
 	on_mem(ctx, ST_ALLOC, address, size, category, op_id);
+	cost_end(COST_HOOK, t0, 0);
 }
 
 static void on_free(void *ctx, uint64_t address, uint64_t size, int category, uint32_t op_id)
 {
+	uint64_t t0 = cost_ticks();
+
 	on_mem(ctx, ST_FREE, address, size, category, op_id);
+	cost_end(COST_HOOK, t0, 0);
 }
 
 static void on_oom(void *ctx, uint64_t requested, int category, uint32_t op_id,
@@ -142,18 +160,23 @@ static void on_oom(void *ctx, uint64_t requested, int category, uint32_t op_id,
 
 static void on_step_begin(void *ctx, uint32_t index, bool warmup)
 {
+	uint64_t t0 = cost_ticks();
 	struct rec_hooks *h = ctx;
 
 	/* Setup events of the model and the previous step go to the writer
 	 * now, before this step's clock matters, if nobody holds the lock. */
 	rec_hooks_drain(h, false);
+	cost_end(COST_HOOK, t0, 0);   /* before the step: its time is not the step's */
+	t0 = cost_ticks();
 	h->step = index;
 	capture_step_begin(index);
 	h->step_start = capture_now();
+	cost_end(COST_HOOK, t0, 0);
 }
 
 static void on_step_end(void *ctx, uint32_t index, bool warmup)
 {
+	uint64_t t0 = cost_ticks();
 	struct rec_hooks *h = ctx;
 	uint64_t end = capture_now();
 	struct st_event *ev;
@@ -168,6 +191,7 @@ static void on_step_end(void *ctx, uint32_t index, bool warmup)
 	}
 	h->step = REC_NO_STEP;
 	rec_hooks_drain(h, false);
+	cost_end(COST_HOOK, t0, 0);
 }
 
 void rec_hooks_step_abandoned(struct rec_hooks *h)

@@ -6,7 +6,9 @@
  * InitializeInjection; NVTX loads it at the first NVTX call through
  * NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2, where it takes
  * over the NVTX functions of every domain (record/nvtx.c keeps the
- * ranges). Nothing else is exported. It uses the driver API and CUPTI
+ * ranges), and InitializeInjectionNvtxExtension for NVTX's payload
+ * extension (record/payload.c: NCCL's payloads and its ranges ended
+ * through it). Nothing else is exported but the Python side's calls. It uses the driver API and CUPTI
  * only: the program keeps its own CUDA runtime.
  *
  * The capture is the built-in recorder's (record/capture.c): it starts in
@@ -36,6 +38,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +50,11 @@
 
 #include "lib/error.h"
 #include "record/capture.h"
+#include "record/cost.h"
 #include "record/device.h"
 #include "record/naming.h"
 #include "record/nvtx.h"
+#include "record/payload.h"
 #include "record/session.h"
 #include "record/torch.h"
 #include "trace/types.h"
@@ -73,6 +78,8 @@ static struct {
 	struct rec_session s;
 	char path[4096];          /* this process's bundle */
 	char claim[4096];         /* its claim file, "" without STEPTRACE_CLAIMS */
+	struct st_param_group params[ST_PARAM_GROUPS_MAX];   /* steptrace_py_params, for the footer */
+	_Atomic size_t n_params;
 } in = { .once = PTHREAD_ONCE_INIT, .open_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- configuration ------------------------------------------------------- */
@@ -267,6 +274,7 @@ static void open_bundle(uint32_t device)
 	hdr.clock = "cupti";
 	hdr.api_calls = (char *)capture_api_rule(in.api);
 	hdr.time_base_ns = in.t0;
+	hdr.pid = (uint32_t)in.pid;
 	if (rec_session_open(&in.s, in.path, &hdr)) {
 		warning("steptrace: pid %d records nothing", (int)in.pid);
 		return;
@@ -301,6 +309,7 @@ static void finish(const char *reason)
 	capture_totals(&ct);
 	ranges_totals(&rt);
 	rec_session_set_steps_from(&in.s, rt.steps_from);
+	rec_session_set_param_groups(&in.s, in.params, in.n_params);
 	if (reason)
 		rec_session_close(&in.s, reason);
 	else
@@ -420,6 +429,11 @@ EXPORT int InitializeInjection(void)
 /* ---- the Python side's entry points (record/python/steptrace_torch.py, ctypes) ---- */
 
 /*
+ * Each entry point's time is the recorder's own (record/cost.h, part
+ * "hook"): t0 at entry, cost_end at exit.
+ */
+
+/*
  * 1 when this process records (its bundle is or will be open), after which
  * the other steptrace_py_* calls do their work; 0: the Python side removes
  * its hooks. mode: 1 automatic, 2 with aten ops (--torch ops). peek:
@@ -427,54 +441,118 @@ EXPORT int InitializeInjection(void)
  */
 EXPORT int steptrace_py_attach(int mode, void *peek)
 {
+	uint64_t t0 = cost_ticks();
 	uint64_t (*fn)(void) = NULL;
 
 	if (!in.configured || !in.capturing || in.done || getpid() != in.pid)
 		return 0;
 	*(void **)&fn = peek;
 	ranges_torch_attach(mode == 2 ? RANGES_TORCH_OPS : RANGES_TORCH_AUTO, fn);
+	cost_end(COST_HOOK, t0, 0);
 	return 1;
 }
 
 /* A name's id, for steptrace_py_module. */
 EXPORT uint32_t steptrace_py_intern(const char *name)
 {
-	return name ? ranges_register(name) : 0;
+	uint64_t t0 = cost_ticks();
+	uint32_t id = name ? ranges_register(name) : 0;
+
+	cost_end(COST_HOOK, t0, 0);
+	return id;
 }
 
 /* A phase (1 data, 2 zero_grad, 3 forward, 4 backward, 5 optimizer) begins (begin 1) or ends. */
 EXPORT void steptrace_py_phase(int phase, int begin)
 {
+	uint64_t t0 = cost_ticks();
+
 	ranges_torch_phase(phase, begin != 0, capture_now());
+	cost_end(COST_HOOK, t0, 0);
 }
 
 EXPORT void steptrace_py_module(uint32_t name)
 {
+	uint64_t t0 = cost_ticks();
+
 	ranges_torch_module(name, capture_now());
+	cost_end(COST_HOOK, t0, COST_MODULE);
 }
 
 EXPORT void steptrace_py_module_end(void)
 {
+	uint64_t t0 = cost_ticks();
+
 	ranges_torch_module_end(capture_now());
+	cost_end(COST_HOOK, t0, 0);
 }
 
 /* The Python side's backward profiler is on (1) or off (record/torch.h). */
 EXPORT void steptrace_py_profiler(int on)
 {
+	uint64_t t0 = cost_ticks();
+
 	ranges_torch_profiler(on != 0);
+	cost_end(COST_HOOK, t0, 0);
 }
 
 /* The primary optimizer's step ended. */
 EXPORT void steptrace_py_step(void)
 {
+	uint64_t t0 = cost_ticks();
+
 	ranges_torch_step(capture_now());
+	cost_end(COST_HOOK, t0, 0);
 }
 
 /* n (address, size) pairs of live blocks on `device` hold `category` (enum st_mem_category). */
 EXPORT void steptrace_py_tag(const uint64_t *pairs, uint32_t n, int category, int device)
 {
+	uint64_t t0 = cost_ticks();
+
 	if (pairs && category > 0 && category < ST_MEM_CATEGORY_COUNT && device >= 0)
 		ranges_torch_tag(pairs, n, (uint32_t)category, (uint32_t)device, capture_now());
+	cost_end(COST_HOOK, t0, 0);
+}
+
+/*
+ * The Python side's own host time, ns, on the calling thread since its
+ * previous call: its hooks' time, the steptrace_py_* calls they made
+ * included (the recorder measured those itself and takes them out). Called
+ * once per step, before steptrace_py_step, so that it counts in the step
+ * it was spent in (RecorderCost.python_ns).
+ */
+EXPORT void steptrace_py_cost(uint64_t ns)
+{
+	if (in.configured && !in.done && getpid() == in.pid)
+		cost_python(ns);
+}
+
+/*
+ * The optimizer's parameter groups, once (the first call wins): n groups
+ * of 4 values each, groups[4i ..]: the tensors that require a gradient,
+ * their elements, their bytes, and their dtype (enum st_dtype; 0 several
+ * or another). Written in the footer (param_groups), which is what
+ * `explain --what-if ranks=N` sizes the gradients by.
+ */
+EXPORT void steptrace_py_params(const uint64_t *groups, uint32_t n)
+{
+	uint64_t t0 = cost_ticks();
+	size_t keep = n < ST_PARAM_GROUPS_MAX ? n : ST_PARAM_GROUPS_MAX;
+
+	if (!groups || !n || atomic_load(&in.n_params))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct st_param_group *g = &in.params[i < keep ? i : keep - 1];
+		const uint64_t *v = &groups[4 * i];
+
+		g->tensors += v[0];
+		g->elements += v[1];
+		g->bytes += v[2];
+		g->dtype = i < keep && v[3] <= ST_DT_U8 ? (uint32_t)v[3] : ST_DT_UNKNOWN;
+	}
+	atomic_store(&in.n_params, keep);
+	cost_end(COST_HOOK, t0, 0);
 }
 
 /* ---- NVTX's entry point and its functions ------------------------------------------ */
@@ -514,89 +592,134 @@ static const char *message(const nvtxEventAttributes_t *a, uint32_t *reg, char *
 	}
 }
 
+/*
+ * The handlers below are the recorder's own time (record/cost.h, part
+ * "nvtx"): t0 at entry, cost_end at exit, counting each range and mark.
+ */
 static int nvtx_push_a(const char *m)
 {
-	return ranges_push(NULL, m, 0, now());
+	uint64_t t0 = cost_ticks();
+	int depth = ranges_push(NULL, m, 0, now());
+
+	cost_end(COST_NVTX, t0, COST_RANGE);
+	return depth;
 }
 
 static int nvtx_push_w(const wchar_t *m)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
+	int depth = ranges_push(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 
-	return ranges_push(NULL, narrow(m, buf, sizeof(buf)), 0, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
+	return depth;
 }
 
 static int nvtx_push_ex(const nvtxEventAttributes_t *a)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
 	uint32_t reg;
 	const char *m = message(a, &reg, buf, sizeof(buf));
+	int depth = ranges_push(NULL, m, reg, now());
 
-	return ranges_push(NULL, m, reg, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
+	return depth;
 }
 
 static int nvtx_pop(void)
 {
-	return ranges_pop(NULL, now());
+	uint64_t t0 = cost_ticks();
+	int depth = ranges_pop(NULL, now());
+
+	cost_end(COST_NVTX, t0, 0);
+	return depth;
 }
 
 static nvtxRangeId_t nvtx_start_a(const char *m)
 {
-	return ranges_start(NULL, m, 0, now());
+	uint64_t t0 = cost_ticks();
+	nvtxRangeId_t id = ranges_start(NULL, m, 0, now());
+
+	cost_end(COST_NVTX, t0, COST_RANGE);
+	return id;
 }
 
 static nvtxRangeId_t nvtx_start_w(const wchar_t *m)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
+	nvtxRangeId_t id = ranges_start(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 
-	return ranges_start(NULL, narrow(m, buf, sizeof(buf)), 0, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
+	return id;
 }
 
 static nvtxRangeId_t nvtx_start_ex(const nvtxEventAttributes_t *a)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
 	uint32_t reg;
 	const char *m = message(a, &reg, buf, sizeof(buf));
+	nvtxRangeId_t id = ranges_start(NULL, m, reg, now());
 
-	return ranges_start(NULL, m, reg, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
+	return id;
 }
 
 static void nvtx_end(nvtxRangeId_t id)
 {
+	uint64_t t0 = cost_ticks();
+
 	ranges_end(id, now());
+	cost_end(COST_NVTX, t0, 0);
 }
 
 static void nvtx_mark_a(const char *m)
 {
+	uint64_t t0 = cost_ticks();
+
 	ranges_mark(NULL, m, 0, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static void nvtx_mark_w(const wchar_t *m)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
 
 	ranges_mark(NULL, narrow(m, buf, sizeof(buf)), 0, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
 	uint32_t reg;
 	const char *m = message(a, &reg, buf, sizeof(buf));
 
 	ranges_mark(NULL, m, reg, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static nvtxDomainHandle_t nvtx_domain_create_a(const char *name)
 {
-	return (nvtxDomainHandle_t)ranges_domain_create(name);
+	uint64_t t0 = cost_ticks();
+	nvtxDomainHandle_t d = (nvtxDomainHandle_t)ranges_domain_create(name);
+
+	cost_end(COST_NVTX, t0, 0);
+	return d;
 }
 
 static nvtxDomainHandle_t nvtx_domain_create_w(const wchar_t *name)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
+	nvtxDomainHandle_t d = (nvtxDomainHandle_t)ranges_domain_create(narrow(name, buf, sizeof(buf)));
 
-	return (nvtxDomainHandle_t)ranges_domain_create(narrow(name, buf, sizeof(buf)));
+	cost_end(COST_NVTX, t0, 0);
+	return d;
 }
 
 static void nvtx_domain_destroy(nvtxDomainHandle_t d)
@@ -606,90 +729,78 @@ static void nvtx_domain_destroy(nvtxDomainHandle_t d)
 
 static nvtxStringHandle_t nvtx_register_a(nvtxDomainHandle_t d, const char *s)
 {
-	return (nvtxStringHandle_t)(uintptr_t)ranges_register(s);
+	uint64_t t0 = cost_ticks();
+	nvtxStringHandle_t h = (nvtxStringHandle_t)(uintptr_t)ranges_register(s);
+
+	cost_end(COST_NVTX, t0, 0);
+	return h;
 }
 
 static nvtxStringHandle_t nvtx_register_w(nvtxDomainHandle_t d, const wchar_t *s)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
+	nvtxStringHandle_t h = (nvtxStringHandle_t)(uintptr_t)ranges_register(narrow(s, buf, sizeof(buf)));
 
-	return (nvtxStringHandle_t)(uintptr_t)ranges_register(narrow(s, buf, sizeof(buf)));
+	cost_end(COST_NVTX, t0, 0);
+	return h;
 }
 
-/*
- * NVTX's extended payload (nvtx3/nvToolsExtPayload.h: payloadType
- * NVTX_PAYLOAD_TYPE_EXT, reserved0 the number of nvtxPayloadData_t, the
- * payload their address), as NCCL 2.19 on attaches it to its ranges. The
- * layout of what it points to is NVTX's nvtxPayloadData_t.
- */
-#define NVTX_PAYLOAD_TYPE_EXT_ ((int32_t)0xDFBD0009)
-struct nvtx_payload_data {
-	uint64_t schema_id;
-	size_t size;
-	const void *payload;
-};
-
-/*
- * The communicator id and message size of an NCCL range's payload: every
- * collective's and send/receive's schema (NCCL's nvtx_payload_schemas.h)
- * starts with the communicator (uint64_t) and the size in bytes (size_t).
- * 0, 0 when there is none to read.
- */
-static void nccl_payload(const nvtxEventAttributes_t *a, uint64_t *comm, uint64_t *bytes)
-{
-	const struct nvtx_payload_data *pd;
-	uint64_t v[2];
-
-	*comm = *bytes = 0;
-	if (!a || a->size < offsetof(nvtxEventAttributes_t, payload) + sizeof(a->payload) ||
-	    a->payloadType != NVTX_PAYLOAD_TYPE_EXT_ || a->reserved0 < 1 || !a->payload.ullValue)
-		return;
-	pd = (const struct nvtx_payload_data *)(uintptr_t)a->payload.ullValue;
-	if (!pd->payload || pd->size < sizeof(v) || pd->size == SIZE_MAX)
-		return;
-	memcpy(v, pd->payload, sizeof(v));
-	*comm = v[0];
-	*bytes = v[1];
-}
-
+/* A range of the program's in domain d; NCCL's carry a payload (record/payload.h). */
 static int nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
 	uint32_t reg;
 	uint64_t comm = 0, bytes = 0;
 	const char *m = message(a, &reg, buf, sizeof(buf));
+	int depth;
 
 	if (ranges_domain_nccl((struct ranges_domain *)d))
-		nccl_payload(a, &comm, &bytes);
-	return ranges_push_payload((struct ranges_domain *)d, m, reg, now(), comm, bytes);
+		payload_of_attributes((struct ranges_domain *)d, a, &comm, &bytes);
+	depth = ranges_push_payload((struct ranges_domain *)d, m, reg, now(), comm, bytes);
+	cost_end(COST_NVTX, t0, COST_RANGE);
+	return depth;
 }
 
 static int nvtx_domain_pop(nvtxDomainHandle_t d)
 {
-	return ranges_pop((struct ranges_domain *)d, now());
+	uint64_t t0 = cost_ticks();
+	int depth = ranges_pop((struct ranges_domain *)d, now());
+
+	cost_end(COST_NVTX, t0, 0);
+	return depth;
 }
 
 static nvtxRangeId_t nvtx_domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
 	uint32_t reg;
 	const char *m = message(a, &reg, buf, sizeof(buf));
+	nvtxRangeId_t id = ranges_start((struct ranges_domain *)d, m, reg, now());
 
-	return ranges_start((struct ranges_domain *)d, m, reg, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
+	return id;
 }
 
 static void nvtx_domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
+	uint64_t t0 = cost_ticks();
+
 	ranges_end(id, now());
+	cost_end(COST_NVTX, t0, 0);
 }
 
 static void nvtx_domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
+	uint64_t t0 = cost_ticks();
 	char buf[1024];
 	uint32_t reg;
 	const char *m = message(a, &reg, buf, sizeof(buf));
 
 	ranges_mark((struct ranges_domain *)d, m, reg, now());
+	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static void nvtx_initialize(const void *reserved)
@@ -768,4 +879,17 @@ EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 		return 0;
 	fill(cb, NVTX_CB_MODULE_CORE2, core2_slots, sizeof(core2_slots) / sizeof(core2_slots[0]));
 	return 1;
+}
+
+/*
+ * Called by each copy of NVTX in the process for each of its extension
+ * modules, at the first call of one: the payload extension's functions are
+ * the recorder's (record/payload.c); 0 leaves any other module's no-ops.
+ */
+EXPORT int InitializeInjectionNvtxExtension(void *module_info)
+{
+	pthread_once(&in.once, setup);
+	if (!in.configured || getpid() != in.pid)
+		return 0;
+	return payload_module_fill(module_info);
 }

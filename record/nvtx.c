@@ -27,6 +27,7 @@
 #include "lib/hash.h"
 #include "record/aten.h"
 #include "record/capture.h"
+#include "record/cost.h"
 #include "record/nvtx_internal.h"
 
 #define OPS_CAP (1u << 20)        /* ops registered at most (an op per execution per step) */
@@ -813,6 +814,11 @@ int ranges_push_payload(struct ranges_domain *d, const char *name, uint32_t reg,
 
 int ranges_pop(struct ranges_domain *d, uint64_t t)
 {
+	return ranges_pop_payload(d, t, 0, 0);
+}
+
+int ranges_pop_payload(struct ranges_domain *d, uint64_t t, uint64_t comm, uint64_t bytes)
+{
 	struct tstate *s = tstate();
 	bool kick;
 	int i;
@@ -831,6 +837,10 @@ int ranges_pop(struct ranges_domain *d, uint64_t t)
 		pthread_mutex_unlock(&R.lock);
 		return -1;
 	}
+	if (!s->f[i].comm)
+		s->f[i].comm = comm;
+	if (!s->f[i].bytes)
+		s->f[i].bytes = bytes;
 	pop_at_locked(s, i, t);
 	kick = want_kick_locked();
 	pthread_mutex_unlock(&R.lock);
@@ -931,10 +941,12 @@ void ranges_capture_range(bool start, uint64_t t)
 	if (!R.finished && R.init && !R.step_name) {
 		if (start && !R.capture_open) {
 			R.capture_open = t + 1;
+			cost_boundary();   /* a step candidate: the recorder's time is told apart at its edges */
 		} else if (!start && R.capture_open) {
 			hold_locked(&R.captures, &R.n_captures, &R.cap_captures, capture_thread_id(),
 				    R.capture_open - 1, t);
 			R.capture_open = 0;
+			cost_boundary();
 		}
 	}
 	pthread_mutex_unlock(&R.lock);

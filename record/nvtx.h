@@ -79,6 +79,8 @@ int ranges_push_payload(struct ranges_domain *d, const char *name, uint32_t reg,
 /* Domain d is NCCL's (named "NCCL"): its ranges' payloads say what each collective moves. */
 bool ranges_domain_nccl(const struct ranges_domain *d);
 int ranges_pop(struct ranges_domain *d, uint64_t t);
+/* ranges_pop with a payload given at the pop (nvtxRangePopPayload): what the range has not, it takes. */
+int ranges_pop_payload(struct ranges_domain *d, uint64_t t, uint64_t comm, uint64_t bytes);
 /* A launch on a thread with no range open took the lead's op (capture_set_lead's hook). */
 void ranges_stackless(void);
 /* Start/end ranges (any thread may end one) and instantaneous marks. */

@@ -74,6 +74,16 @@ void rec_session_set_steps_from(struct rec_session *s, const char *steps_from)
 	rec_session_unlock(s);
 }
 
+void rec_session_set_param_groups(struct rec_session *s, const struct st_param_group *g, size_t n)
+{
+	if (!n)
+		return;
+	rec_session_lock(s);
+	if (s->w)
+		bundle_writer_set_param_groups(s->w, g, n);
+	rec_session_unlock(s);
+}
+
 int rec_session_close(struct rec_session *s, const char *end_reason)
 {
 	struct bundle_writer *w;

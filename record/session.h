@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace/bundle.h"
@@ -49,6 +50,8 @@ static inline uint64_t rec_session_time(const struct rec_session *s, uint64_t cu
 
 /* How the steps were found, for the footer (record/nvtx.h; "built-in step" for the model's). */
 void rec_session_set_steps_from(struct rec_session *s, const char *steps_from);
+/* The optimizer's parameter groups, for the footer (format 1.8; copied; n 0: none). */
+void rec_session_set_param_groups(struct rec_session *s, const struct st_param_group *g, size_t n);
 
 /*
  * Writes the footer with `end_reason` ("ok", "oom", "interrupted"; "error"

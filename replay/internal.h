@@ -15,7 +15,8 @@ struct replay_priv {
 	struct bundle_reader *reader;
 	struct arena_block *arena;      /* owned strings: copies, synthetic names, paths */
 	size_t cap_strings, cap_activities, cap_kernel_cfg, cap_copies, cap_apis;
-	size_t cap_ranges, cap_ops, cap_steps, cap_mem, cap_others;
+	size_t cap_ranges, cap_ops, cap_steps, cap_mem, cap_others, cap_costs;
+	struct st_param_group *param_groups;   /* run.param_groups points here */
 	bool strings_owned;             /* rp->strings is ours (not the reader's table) */
 	const char **path_strs;         /* n_paths, each NULL until replay_path_str() builds it */
 	uint16_t *path_head;            /* n_paths: the bytes before a cut path's "...", UINT16_MAX uncut */

@@ -974,6 +974,24 @@ static void time_bounds(struct replay *rp)
 	rp->t_max = hi;
 }
 
+/*
+ * The step a cost record's stretch lies in: the one holding its middle,
+ * when it covers at least half the stretch (a stretch the recorder did not
+ * cut at the steps, such as a whole run that replay cut by its launch
+ * period, belongs to none); -1 none.
+ */
+static int32_t cost_step(const struct replay *rp, const struct replay_cost *c)
+{
+	int32_t s = replay_step_at(rp, c->start + (c->end - c->start) / 2);
+	uint64_t a, b;
+
+	if (s < 0)
+		return -1;
+	a = c->start > rp->steps[s].start ? c->start : rp->steps[s].start;
+	b = c->end < rp->steps[s].end ? c->end : rp->steps[s].end;
+	return b >= a && 2 * (b - a) >= c->end - c->start ? s : -1;
+}
+
 int replay_project(struct replay *rp)
 {
 	int32_t *graph_range = NULL, *remap = NULL;
@@ -1021,6 +1039,8 @@ int replay_project(struct replay *rp)
 				rp->main_thread = rp->threads[i].thread;
 			}
 	}
+	for (size_t i = 0; i < rp->n_costs; i++)
+		rp->costs[i].step = cost_step(rp, &rp->costs[i]);
 	for (size_t i = 0; i < rp->n_mem; i++) {
 		rp->mem[i].step = replay_step_at(rp, rp->mem[i].ev.start);
 		rp->mem[i].range = replay_range_at(rp, rp->main_thread, rp->mem[i].ev.start);

@@ -630,6 +630,20 @@ static int move_rank(struct move *m, struct replay *out)
 		}
 		ADD((ev.start = t(m, ev.start), ev.end = t(m, ev.end)));
 	}
+	for (size_t i = 0; i < rp->n_costs; i++) {
+		const struct replay_cost *c = &rp->costs[i];
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = ST_COST;
+		ev.cost.thread = thread(m, c->thread);
+		ev.cost.callback_ns = c->callback_ns;
+		ev.cost.nvtx_ns = c->nvtx_ns;
+		ev.cost.hook_ns = c->hook_ns;
+		ev.cost.python_ns = c->python_ns;
+		ev.cost.launches = c->launches;
+		ev.cost.ranges = c->ranges;
+		ev.cost.modules = c->modules;
+		ADD((ev.start = t(m, c->start), ev.end = t(m, c->end)));
+	}
 #undef ADD
 	return rc;
 }

@@ -87,6 +87,7 @@ void replay_release(struct replay *rp)
 		free(pv->path_head);
 		free(pv->jump);
 		free(pv->jump_end);
+		free(pv->param_groups);
 		free(pv);
 	}
 	for (size_t i = 0; i < rp->n_streams; i++)
@@ -106,6 +107,7 @@ void replay_release(struct replay *rp)
 	free(rp->steps);
 	free(rp->mem);
 	free(rp->others);
+	free(rp->costs);
 	free(rp->streams);
 	free(rp->threads);
 	memset(rp, 0, sizeof(*rp));
@@ -297,6 +299,24 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 			return -1;
 		rp->others[rp->n_others++] = e;
 		break;
+	case ST_COST: {
+		struct replay_cost *c;
+		if (ALLOC_GROW(rp->costs, rp->n_costs + 1, pv->cap_costs) < 0)
+			return -1;
+		c = &rp->costs[rp->n_costs++];
+		c->start = e.start;
+		c->end = e.end;
+		c->thread = e.cost.thread;
+		c->callback_ns = e.cost.callback_ns;
+		c->nvtx_ns = e.cost.nvtx_ns;
+		c->hook_ns = e.cost.hook_ns;
+		c->python_ns = e.cost.python_ns;
+		c->launches = e.cost.launches;
+		c->ranges = e.cost.ranges;
+		c->modules = e.cost.modules;
+		c->step = -1;
+		break;
+	}
 	default:
 		break; /* unknown kinds from a newer minor version are skipped */
 	}
@@ -482,6 +502,7 @@ static int sort_all(struct replay *rp)
 	if (rp->n_steps > n) n = rp->n_steps;
 	if (rp->n_mem > n) n = rp->n_mem;
 	if (rp->n_others > n) n = rp->n_others;
+	if (rp->n_costs > n) n = rp->n_costs;
 	if (n > UINT32_MAX)
 		return error("too many events (%zu) for one replay", n);
 	keys = malloc((n + 1) * sizeof(*keys));
@@ -495,6 +516,7 @@ static int sort_all(struct replay *rp)
 	SORT_BY(rp, steps, n_steps, start, keys, tmp);
 	SORT_BY(rp, mem, n_mem, ev.start, keys, tmp);
 	SORT_BY(rp, others, n_others, start, keys, tmp);
+	SORT_BY(rp, costs, n_costs, end, keys, tmp);
 	free(keys);
 	free(tmp);
 	return replay_sort_ranges(rp, NULL);
@@ -579,6 +601,28 @@ int replay_build(struct replay *rp)
 }
 
 /* ---- lookups ----------------------------------------------------------- */
+
+bool replay_step_costs(const struct replay *rp, struct replay_cost *out, struct replay_cost *outside)
+{
+	memset(out, 0, rp->n_steps * sizeof(*out));
+	if (outside)
+		memset(outside, 0, sizeof(*outside));
+	for (size_t i = 0; i < rp->n_costs; i++) {
+		const struct replay_cost *c = &rp->costs[i];
+		struct replay_cost *to = c->step >= 0 && (size_t)c->step < rp->n_steps ? &out[c->step] : outside;
+
+		if (!to)
+			continue;
+		to->callback_ns += c->callback_ns;
+		to->nvtx_ns += c->nvtx_ns;
+		to->hook_ns += c->hook_ns;
+		to->python_ns += c->python_ns;
+		to->launches += c->launches;
+		to->ranges += c->ranges;
+		to->modules += c->modules;
+	}
+	return rp->n_costs > 0;
+}
 
 const char *replay_str(const struct replay *rp, uint32_t id)
 {

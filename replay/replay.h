@@ -179,6 +179,26 @@ struct replay_mem {
 	int32_t range;                 /* innermost range covering ev.start on the main thread, -1 none */
 };
 
+/*
+ * (1.8) The recorder's own host time on one thread over [start, end]: its
+ * CUPTI callbacks (inside the API calls that made them), NVTX handlers,
+ * entry points (the Python side's, the built-in step's observer) and the
+ * Python side's own time, and what it handled (RecorderCost).
+ */
+struct replay_cost {
+	uint64_t start, end;           /* the stretch between step boundaries it was spent in, host ns */
+	uint64_t thread;
+	uint64_t callback_ns, nvtx_ns, hook_ns, python_ns;
+	uint64_t launches, ranges, modules;
+	int32_t step;                  /* the step holding its middle and half its span at least, -1 none */
+};
+
+/* The recorder's host time of a cost record: its parts' sum. */
+static inline uint64_t replay_cost_ns(const struct replay_cost *c)
+{
+	return c->callback_ns + c->nvtx_ns + c->hook_ns + c->python_ns;
+}
+
 /* A (device, stream) and its activities in start order. */
 struct replay_stream {
 	uint32_t device, stream;
@@ -258,6 +278,9 @@ struct replay_run {
 	uint32_t rank, world_size, local_rank;
 	uint64_t run_id;               /* shared by the bundles of one run's ranks, 0 single */
 	const char *nccl_version;      /* "2.28.9", "" without NCCL */
+	/* (1.8) the optimizer's parameter groups (the footer's), owned by the replay; none before 1.8 */
+	const struct st_param_group *param_groups;
+	size_t n_param_groups;
 	/*
 	 * How the steps were found: the footer's steps_from, or the replay's
 	 * own "launch period: N launches per step, found by replay" when it cut
@@ -307,6 +330,8 @@ struct replay {
 	size_t n_mem;
 	struct st_event *others;              /* overhead and sync records, by start */
 	size_t n_others;
+	struct replay_cost *costs;            /* (1.8) the recorder's own time, by end; none before */
+	size_t n_costs;
 
 	struct replay_stream *streams;        /* by (device, stream) */
 	size_t n_streams;
@@ -422,6 +447,14 @@ void replay_path_phases(const struct replay *rp, uint8_t *phase);
  * (see Steps above). O(log steps).
  */
 int32_t replay_step_at(const struct replay *rp, uint64_t t);
+
+/*
+ * The recorder's own time per step (1.8): out[s] sums the cost records of
+ * step s (rp->n_steps entries, zeroed first); *outside, when not NULL,
+ * those of no step. False when the bundle has no cost records (older
+ * bundles): the reports then say nothing of it.
+ */
+bool replay_step_costs(const struct replay *rp, struct replay_cost *out, struct replay_cost *outside);
 
 /* ---- filters --------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/human.h"
@@ -99,6 +100,31 @@ static void footer_fill(struct replay *rp, struct replay_footer *f, const Steptr
 	}
 }
 
+/* The footer's parameter groups (1.8), copied into the replay's keeping. */
+static void param_groups_fill(struct replay *rp, const Steptrace__Footer *f)
+{
+	struct replay_priv *pv = rp->priv;
+	size_t n = f->n_param_groups < ST_PARAM_GROUPS_MAX ? f->n_param_groups : ST_PARAM_GROUPS_MAX;
+	struct st_param_group *g = n ? calloc(n, sizeof(*g)) : NULL;
+
+	if (!g)
+		return;   /* none, or out of memory: the run then has none */
+	for (size_t i = 0; i < n; i++) {
+		const Steptrace__ParamGroup *m = f->param_groups[i];
+
+		if (!m)
+			continue;
+		g[i].tensors = m->tensors;
+		g[i].elements = m->elements;
+		g[i].bytes = m->bytes;
+		g[i].dtype = (int)m->dtype >= 0 && (int)m->dtype <= ST_DT_U8 ? (uint32_t)m->dtype : ST_DT_UNKNOWN;
+	}
+	free(pv->param_groups);
+	pv->param_groups = g;
+	rp->run.param_groups = g;
+	rp->run.n_param_groups = n;
+}
+
 void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptrace__Footer *f)
 {
 	struct replay_run *run = &rp->run;
@@ -141,6 +167,7 @@ void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptr
 	if (f) {
 		run->has_footer = true;
 		footer_fill(rp, &run->footer, f);
+		param_groups_fill(rp, f);
 	}
 	run->steps_from = run->footer.steps_from;   /* replay_build may find its own */
 }

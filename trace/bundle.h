@@ -23,7 +23,7 @@
 #include "trace/types.h"
 
 #define BUNDLE_FORMAT_MAJOR 1
-#define BUNDLE_FORMAT_MINOR 7
+#define BUNDLE_FORMAT_MINOR 8
 
 /* ---- writer ---------------------------------------------------------- */
 
@@ -59,6 +59,13 @@ void bundle_writer_count_dropped(struct bundle_writer *w, int kind, uint64_t n);
 
 /* How the steps were found, for the footer's steps_from (copied; NULL or "" leaves it empty). */
 void bundle_writer_set_steps_from(struct bundle_writer *w, const char *steps_from);
+
+/*
+ * The optimizer's parameter groups, for the footer's param_groups (1.8):
+ * copied, at most ST_PARAM_GROUPS_MAX (the rest summed into the last); n 0
+ * leaves none. -1 when out of memory.
+ */
+int bundle_writer_set_param_groups(struct bundle_writer *w, const struct st_param_group *g, size_t n);
 
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"

@@ -53,6 +53,7 @@ size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct s
 	Steptrace__Overhead ov = STEPTRACE__OVERHEAD__INIT;
 	Steptrace__Sync sy = STEPTRACE__SYNC__INIT;
 	Steptrace__MemTag tag = STEPTRACE__MEM_TAG__INIT;
+	Steptrace__RecorderCost cost = STEPTRACE__RECORDER_COST__INIT;
 	Steptrace__DType in[ST_OP_MAX_INPUTS], out[ST_OP_MAX_OUTPUTS];
 
 	m.t = (int64_t)(ev->start - st->prev_start);
@@ -198,6 +199,18 @@ size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct s
 		sy.correlation = corr_delta(st, ev->sync.correlation);
 		m.kind_case = STEPTRACE__EVENT__KIND_SYNC;
 		m.sync = &sy;
+		break;
+	case ST_COST:
+		cost.thread = ev->cost.thread;
+		cost.callback_ns = ev->cost.callback_ns;
+		cost.nvtx_ns = ev->cost.nvtx_ns;
+		cost.hook_ns = ev->cost.hook_ns;
+		cost.python_ns = ev->cost.python_ns;
+		cost.launches = ev->cost.launches;
+		cost.ranges = ev->cost.ranges;
+		cost.modules = ev->cost.modules;
+		m.kind_case = STEPTRACE__EVENT__KIND_COST;
+		m.cost = &cost;
 		break;
 	default:
 		return 0;
@@ -530,6 +543,21 @@ int event_decode(const Steptrace__Event *m, struct chunk_state *st, uint32_t str
 		ev->sync.thread = m->sync->thread;
 		ev->sync.correlation = corr_undelta(st, m->sync->correlation);
 		break;
+	case STEPTRACE__EVENT__KIND_COST: {
+		const Steptrace__RecorderCost *c = m->cost;
+
+		/* taken as written: the reports clamp what does not fit its span */
+		ev->kind = ST_COST;
+		ev->cost.thread = c->thread;
+		ev->cost.callback_ns = c->callback_ns;
+		ev->cost.nvtx_ns = c->nvtx_ns;
+		ev->cost.hook_ns = c->hook_ns;
+		ev->cost.python_ns = c->python_ns;
+		ev->cost.launches = c->launches;
+		ev->cost.ranges = c->ranges;
+		ev->cost.modules = c->modules;
+		break;
+	}
 	case STEPTRACE__EVENT__KIND__NOT_SET:
 		if (m->base.n_unknown_fields == 0) {
 			*why = "an event has no kind";

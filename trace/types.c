@@ -92,7 +92,7 @@ static const char *const kind_names[ST_KIND_COUNT] = {
 	[ST_API] = "api",	    [ST_RANGE] = "range",   [ST_ALLOC] = "alloc",
 	[ST_FREE] = "free",	    [ST_OP] = "op",	    [ST_STEP] = "step",
 	[ST_OOM] = "oom",	    [ST_OVERHEAD] = "overhead", [ST_SYNC] = "sync",
-	[ST_MEMTAG] = "mem_tag",
+	[ST_MEMTAG] = "mem_tag",    [ST_COST] = "cost",
 };
 
 const char *st_kind_name(int kind)

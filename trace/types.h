@@ -112,9 +112,10 @@ enum st_kind {
 	ST_OVERHEAD = 13,
 	ST_SYNC = 14,
 	ST_MEMTAG = 15,    /* (1.5) the program says what a live block holds */
+	ST_COST = 16,      /* (1.8) the recorder's own host time on a thread */
 };
 #define ST_KIND_FIRST ST_KERNEL
-#define ST_KIND_LAST ST_MEMTAG
+#define ST_KIND_LAST ST_COST
 #define ST_KIND_COUNT (ST_KIND_LAST + 1)
 
 /* "kernel", "memcpy", ... (the schema's oneof field names); NULL if unknown. */
@@ -157,6 +158,18 @@ enum st_mem_source { ST_SRC_MODEL = 0, ST_SRC_DRIVER = 1 };
 /* Where a device's peak FLOP/s and bandwidth came from; the schema's PeakSource numbering. */
 enum st_peak_source { ST_PEAK_UNKNOWN = 0, ST_PEAK_MEASURED = 1, ST_PEAK_DATASHEET = 2 };
 extern const char *const st_peak_source_names[];   /* "unknown", "measured", "datasheet" */
+
+/*
+ * (1.8) One parameter group of a PyTorch program's optimizer (the footer's
+ * ParamGroup): its parameters that require a gradient, their elements and
+ * bytes (their gradients' too: a gradient has its parameter's dtype), and
+ * their dtype (ST_DT_UNKNOWN: several, or one the schema has not).
+ */
+struct st_param_group {
+	uint64_t tensors, elements, bytes;
+	uint32_t dtype;   /* enum st_dtype */
+};
+#define ST_PARAM_GROUPS_MAX 256   /* groups a bundle keeps; more are summed into the last */
 
 #define ST_OP_MAX_INPUTS 8
 #define ST_OP_MAX_OUTPUTS 4
@@ -220,6 +233,11 @@ struct st_event {
 			uint32_t type, stream;
 			uint64_t thread, correlation;
 		} sync;
+		struct { /* (1.8) RecorderCost: ns in each part of the recorder, and what it handled */
+			uint64_t thread;
+			uint64_t callback_ns, nvtx_ns, hook_ns, python_ns;
+			uint64_t launches, ranges, modules;
+		} cost;
 	};
 };
 

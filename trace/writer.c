@@ -69,6 +69,8 @@ struct bundle_writer {
 	uint64_t dropped[ST_KIND_COUNT];
 	uint64_t events;
 	char *steps_from;    /* the footer's, NULL when not said */
+	struct st_param_group *groups;   /* the footer's param_groups */
+	size_t n_groups;
 };
 
 /* Compresses `len` bytes (mode ZSTD_e_continue, _flush or _end) into the file. */
@@ -411,6 +413,7 @@ static void writer_free(struct bundle_writer *w)
 	free(w->zbuf);
 	free(w->path);
 	free(w->steps_from);
+	free(w->groups);
 	free(w);
 }
 
@@ -420,10 +423,33 @@ void bundle_writer_set_steps_from(struct bundle_writer *w, const char *steps_fro
 	w->steps_from = steps_from && *steps_from ? strdup(steps_from) : NULL;
 }
 
+int bundle_writer_set_param_groups(struct bundle_writer *w, const struct st_param_group *g, size_t n)
+{
+	size_t keep = n < ST_PARAM_GROUPS_MAX ? n : ST_PARAM_GROUPS_MAX;
+	struct st_param_group *copy = keep ? malloc(keep * sizeof(*copy)) : NULL;
+
+	if (keep && !copy)
+		return error("out of memory for the parameter groups");
+	if (keep)
+		memcpy(copy, g, keep * sizeof(*copy));
+	for (size_t i = keep; i < n; i++) {   /* the rest, summed into the last */
+		copy[keep - 1].tensors += g[i].tensors;
+		copy[keep - 1].elements += g[i].elements;
+		copy[keep - 1].bytes += g[i].bytes;
+		if (g[i].dtype != copy[keep - 1].dtype)
+			copy[keep - 1].dtype = ST_DT_UNKNOWN;
+	}
+	free(w->groups);
+	w->groups = copy;
+	w->n_groups = keep;
+	return 0;
+}
+
 int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 {
 	Steptrace__Footer f = STEPTRACE__FOOTER__INIT;
 	Steptrace__KindCount counts[ST_KIND_COUNT], *ptrs[ST_KIND_COUNT];
+	Steptrace__ParamGroup groups[ST_PARAM_GROUPS_MAX], *gptrs[ST_PARAM_GROUPS_MAX];
 	struct timespec ts;
 	int ret = flush_chunk(w);
 
@@ -447,6 +473,16 @@ int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 		f.n_counts++;
 	}
 	f.counts = ptrs;
+	for (size_t i = 0; i < w->n_groups; i++) {
+		steptrace__param_group__init(&groups[i]);
+		groups[i].tensors = w->groups[i].tensors;
+		groups[i].elements = w->groups[i].elements;
+		groups[i].bytes = w->groups[i].bytes;
+		groups[i].dtype = (Steptrace__DType)w->groups[i].dtype;
+		gptrs[i] = &groups[i];
+	}
+	f.n_param_groups = w->n_groups;
+	f.param_groups = w->n_groups ? gptrs : NULL;
 	if (!ret)
 		ret = write_message(w, "footer.pb", &f.base);
 	if (writer_finish(w, !ret) && !ret)

@@ -25,6 +25,9 @@ the process, through ctypes) what the training loop is doing:
   module), of their gradients (after each backward), of the optimizer's
   state (after each step, when it changed) and of the outermost module's
   tensor arguments (input) are tagged with their category;
+- parameters: at the first optimizer step, the sizes of its parameter
+  groups (what requires a gradient), which size the gradients for
+  `explain --what-if ranks=N`;
 - --torch ops: every aten op with its input shapes, through
   emit_nvtx(record_shapes=True), kept on from the first module call;
 - torch.compile: each compiled graph's call (Inductor's CompiledFxGraph) is
@@ -191,6 +194,39 @@ def _tag_optimizer_state(opt):
         if isinstance(s, dict):
             tensors.extend(v for v in s.values() if isinstance(v, _torch.Tensor))
     _tag(tensors, CAT_OPTIMIZER)
+
+
+# ---- the parameters' sizes ----------------------------------------------------------
+
+
+def _report_params(opt):
+    """Once, at the first optimizer step: each of its parameter groups' parameters that
+    require a gradient (how many, their elements, bytes and dtype), for the bundle's footer,
+    where `explain --what-if ranks=N` finds the gradients' size with or without memory tags."""
+    fn = getattr(_lib, "steptrace_py_params", None)
+    if fn is None:
+        return
+    codes = {}   # trace/types.h enum st_dtype
+    for name, code in (("float32", 1), ("bfloat16", 2), ("float16", 3), ("int32", 4), ("int64", 5),
+                       ("float64", 6), ("uint8", 7)):
+        if hasattr(_torch, name):
+            codes[getattr(_torch, name)] = code
+    flat, seen = [], set()
+    for group in getattr(opt, "param_groups", None) or ():
+        tensors = elements = nbytes = 0
+        dtypes = set()
+        for p in group.get("params", ()) if isinstance(group, dict) else ():
+            if not isinstance(p, _torch.Tensor) or not p.requires_grad or id(p) in seen:
+                continue
+            seen.add(id(p))
+            n = p.numel()
+            tensors, elements, nbytes = tensors + 1, elements + n, nbytes + n * p.element_size()
+            dtypes.add(p.dtype)
+        flat += [tensors, elements, nbytes, codes.get(next(iter(dtypes)), 0) if len(dtypes) == 1 else 0]
+    if flat:
+        fn.argtypes = (ctypes.c_void_p, ctypes.c_uint32)
+        fn.restype = None
+        fn((ctypes.c_uint64 * len(flat))(*flat), len(flat) // 4)
 
 
 # ---- activation -------------------------------------------------------------------
@@ -392,6 +428,7 @@ def _opt_post_hook(opt, args, kwargs):
         _phase(PHASE_OPTIMIZER, 0)
         if _primary is None or _primary() is None:
             _primary = weakref.ref(opt)
+            _quietly(_report_params, opt)
         if _primary() is opt:
             _step()
         _tag_optimizer_state(opt)

@@ -360,6 +360,124 @@ static void test_contention(void)
 	replay_release(&rp);
 }
 
+/* Whether explain's steps table (and its notes) name `name`. */
+static bool steps_column(const struct replay_ranks *rs, const char *name)
+{
+	struct explain_opts o = { 0 };
+	struct report *r = report_new();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	bool found;
+
+	CHECK(explain_run(rs, &o, r, NULL) == 0);
+	CHECK(report_keep_table(r, "steps") == 0);
+	report_print(r, OUT_TABLE, f);
+	fclose(f);
+	found = buf && strstr(buf, name) != NULL;
+	free(buf);
+	report_free(r);
+	return found;
+}
+
+/*
+ * The step without the recorder (format 1.8: cost events; the rule
+ * "unrecorded"). On the launch-bound step above (calls every 100 us, 5 us
+ * each, the last ending at 905, the step ending at 1000: 9 x 95 + 95 =
+ * 950 us of host work between its calls and after the last), the recorder
+ * spent 300 us on the step's thread: the unrecorded step is 1000 - 300 =
+ * 700 us, every piece of host work x 650/950. Spent on a thread that made
+ * no call, it moves nothing. More than the host worked (1200 us): the
+ * host's work all gone, the step no shorter than the GPU's time in it
+ * (its kernels back to back as launched, 10 to 670 us... here the calls
+ * alone, 50 us, then the kernels: first at 10 us, last ending at 300 us,
+ * the GPU's floor). A GPU-bound step (ten 200 us kernels launched 10 us
+ * apart, a synchronisation waiting for the last): the recorder's 50 us of
+ * host work leave it as it was. Without cost events, no column.
+ */
+static void test_unrecorded(void)
+{
+	struct replay rp, gpu;
+	const struct replay *rps[1] = { &rp }, *gps[1] = { &gpu };
+	struct replay_ranks rs = one(rps), gs = one(gps);
+	struct explain_opts o = { 0 };
+	struct explain_summary s;
+	struct builder b;
+	struct builder_cost cost = { .callback_ns = 50 * US, .nvtx_ns = 100 * US, .python_ns = 150 * US,
+				     .launches = 10, .ranges = 20, .modules = 4 };
+
+	/* no cost events: as before, and no column */
+	build_launch_bound(&rp);
+	CHECK(explain_run(&rs, &o, NULL, &s) == 0);
+	CHECK_NEAR(s.recorder, 0, 0);
+	CHECK_NEAR(s.unrecorded, 0, 0);
+	CHECK(!steps_column(&rs, "Unrecorded"), "a bundle without cost events has an Unrecorded column");
+	replay_release(&rp);
+
+	/* 300 us on the step's thread */
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_push(&b, "step", 0);
+	for (uint64_t i = 0; i < 10; i++)
+		builder_launch(&b, "k", 7, 0, 100 * i * US, (100 * i + 5) * US, (100 * i + 10) * US,
+			       (100 * i + 40) * US);
+	builder_pop(&b, 1000 * US);
+	builder_step(&b, 0, false, 0, 1000 * US);
+	builder_cost(&b, 0, 1000 * US, &cost);
+	b.thread = 2;   /* a thread without calls: nothing to take it from */
+	builder_cost(&b, 0, 1000 * US, &cost);
+	CHECK(builder_close(&b, "ok") == 0);
+	CHECK(explain_run(&rs, &o, NULL, &s) == 0);
+	CHECK_NEAR(s.measured, 1000 * US, 0);
+	CHECK_NEAR(s.recorder, 600 * US, 0);   /* both threads' */
+	CHECK_NEAR(s.unrecorded, 700 * US, 1);
+	CHECK(steps_column(&rs, "Unrecorded"), "no Unrecorded column");
+	{
+		struct graph g;
+		struct graph_times t;
+
+		CHECK(graph_build(&g, rps, 1, NULL) == 0);
+		retime_under(&g, "unrecorded", &t);
+		CHECK_U64(t.recorder_ns, 600 * US);
+		CHECK_U64(t.taken_ns, 300 * US);
+		CHECK_U64(t.start[g.api_node[0][9]], 9 * 5 * US + 9 * 65 * US);   /* 95 us gaps, x 650/950 */
+		graph_times_release(&t);
+		graph_release(&g);
+	}
+	replay_release(&rp);
+
+	/* more than the host worked: its work all gone, the GPU's time left */
+	cost = (struct builder_cost){ .python_ns = 1200 * US };
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	for (uint64_t i = 0; i < 10; i++)
+		builder_launch(&b, "k", 7, 0, 100 * i * US, (100 * i + 5) * US, (100 * i + 10) * US,
+			       (100 * i + 40) * US);
+	builder_step(&b, 0, false, 0, 1000 * US);
+	builder_cost(&b, 0, 1000 * US, &cost);
+	CHECK(builder_close(&b, "ok") == 0);
+	CHECK(explain_run(&rs, &o, NULL, &s) == 0);
+	CHECK_NEAR(s.unrecorded, 300 * US, 1);
+	replay_release(&rp);
+
+	/* GPU-bound: as recorded */
+	cost = (struct builder_cost){ .callback_ns = 20 * US, .hook_ns = 30 * US };
+	builder_init(&b);
+	builder_open_replay(&b, &gpu);
+	for (uint64_t i = 0; i < 10; i++)
+		builder_launch(&b, "k", 7, 0, 10 * i * US, (10 * i + 5) * US, (10 + 200 * i) * US,
+			       (10 + 200 * (i + 1)) * US);
+	builder_call(&b, "cudaStreamSynchronize", 100 * US, 2015 * US);
+	builder_step(&b, 0, false, 0, 2020 * US);
+	builder_cost(&b, 0, 2020 * US, &cost);
+	CHECK(builder_close(&b, "ok") == 0);
+	CHECK(explain_run(&gs, &o, NULL, &s) == 0);
+	CHECK_NEAR(s.measured, 2020 * US, 0);
+	CHECK(s.unrecorded >= 2000 * US && s.unrecorded <= 2020 * US, "GPU-bound step unrecorded: %.0f ns",
+	      s.unrecorded);
+	replay_release(&gpu);
+}
+
 int main(void)
 {
 	test_table();
@@ -369,5 +487,6 @@ int main(void)
 	test_poll();
 	test_rules();
 	test_contention();
+	test_unrecorded();
 	return check_done("explain");
 }

@@ -615,6 +615,48 @@ static void check_chrome(const char *path)
 	json_decref(root);
 }
 
+/* Rank `rank` of a two-rank run recorded without a pid (PyTorch's bundles of format 1.5 and 1.6). */
+static int write_rank_pid0(const char *path, uint32_t rank)
+{
+	struct builder b;
+
+	builder_init(&b);
+	b.device.name = "Synthetic GPU";
+	b.header.command_line = "test_export";
+	b.header.hostname = "testhost";
+	b.header.created_unix_ns = CREATED;
+	b.header.time_base_ns = TIME_BASE;
+	b.header.pid = 0;
+	builder_rank(&b, rank, 2, 0x5eed, NULL);
+	b.thread = 100;
+	if (builder_open(&b, path) < 0)
+		return 1;
+	builder_launch(&b, "gemm_kernel", 7, 0, 1000, 1100, 1200, 2000);
+	builder_step(&b, 0, false, 900, 2100);
+	return builder_close(&b, "ok") < 0;
+}
+
+/* The ranks of a run without pids: their processes and GPUs named by rank, never "pid 0". */
+static void check_pid0(const char *st, const char *dir)
+{
+	char r0[4096], r1[4096];
+
+	snprintf(r0, sizeof(r0), "%s/pid0.rank0.stb", dir);
+	snprintf(r1, sizeof(r1), "%s/pid0.rank1.stb", dir);
+	CHECK(write_rank_pid0(r0, 0) == 0 && write_rank_pid0(r1, 1) == 0, "cannot write the pid-0 bundles");
+	if (run("'%s' export '%s' '%s' --format chrome -o '%s/pid0.json' 2>/dev/null", st, r0, r1, dir) != 0)
+		return;
+	CHECK(run("grep -q 'GPU 1 Synthetic GPU (rank 1)' '%s/pid0.json'", dir) == 0, "GPU 1 is not named by its rank");
+	expect_failure = true;
+	CHECK(run("grep -q 'pid 0' '%s/pid0.json'", dir) != 0, "a track of the pid-0 ranks names 'pid 0'");
+	expect_failure = false;
+	if (run("'%s' export '%s' '%s' -o '%s/pid0.pftrace' 2>/dev/null", st, r0, r1, dir) != 0)
+		return;
+	expect_failure = true;
+	CHECK(run("grep -q 'pid 0' '%s/pid0.pftrace'", dir) != 0, "a Perfetto track of the pid-0 ranks names 'pid 0'");
+	expect_failure = false;
+}
+
 int main(int argc, char **argv)
 {
 	char path[4096], pf[4096], js[4096], pf2[4096], pf3[4096], other[4096], old[4096];
@@ -658,6 +700,7 @@ int main(int argc, char **argv)
 		check_identity(pf, other, PID);
 		check_identity(pf, old, 1);   /* before 1.2: the fixed pid */
 	}
+	check_pid0(argv[1], argv[2]);
 	/* bad input: one error line and a non-zero status, no output left behind */
 	expect_failure = true;
 	CHECK(run("'%s' export '%s' --step 5 -o '%s/bad.pftrace' 2>/dev/null", argv[1], path, argv[2]) != 0,

@@ -8,7 +8,11 @@
 - a `torch` that is not PyTorch (here a stub package) turns the annotation
   off with one line on stderr, and the program runs on to its end;
 - module names: relative to the enclosing module call, the class for a
-  root, torch.compile's wrapper by the module it wraps.
+  root, torch.compile's wrapper by the module it wraps;
+- the parameters' sizes (_report_params): per parameter group of a fake
+  optimizer, the tensors that require a gradient, their elements, bytes and
+  dtype (0 for a group of several), a tensor in two groups counted once,
+  handed to the recorder's steptrace_py_params in one call.
 """
 import os
 import subprocess
@@ -102,6 +106,48 @@ wrapped = OptimizedModule()
 wrapped._orig_mod = gpt
 check(st.relative_name(None, wrapped, {}) == "GPT", "torch.compile's wrapper is named by what it wraps")
 check(st.relative_name(gpt, Module(), quals) == "Module", "a module outside its caller's tree: its class")
+
+
+
+class FakeTorch:
+    float32, bfloat16, float16, int64 = "f32", "bf16", "f16", "i64"
+
+    class Tensor:
+        def __init__(self, n, dtype, size, requires_grad=True):
+            self.n, self.dtype, self.size, self.requires_grad = n, dtype, size, requires_grad
+
+        def numel(self):
+            return self.n
+
+        def element_size(self):
+            return self.size
+
+
+class FakeLib:
+    def __init__(self):
+        self.calls = []
+
+        def params(arr, n):
+            self.calls.append((list(arr), n))
+        self.steptrace_py_params = params
+
+
+T = FakeTorch.Tensor
+w, b, emb = T(1000, "bf16", 2), T(10, "f32", 4), T(500, "bf16", 2)
+frozen, step = T(64, "bf16", 2, requires_grad=False), T(1, "i64", 8, requires_grad=False)
+
+
+class FakeOptimizer:
+    param_groups = [{"params": [w, b, frozen], "lr": 1e-3}, {"params": [emb, w, "not a tensor"], "lr": 0.0},
+                    {"params": [step]}]
+
+
+st._torch, st._lib = FakeTorch, FakeLib()
+st._report_params(FakeOptimizer())
+check(st._lib.calls == [([2, 1010, 2040, 0, 1, 500, 1000, 2, 0, 0, 0, 0], 3)],
+      "parameter groups: %r" % st._lib.calls)
+st._lib = object()   # an older recorder without the call: nothing happens
+st._report_params(FakeOptimizer())
 
 if failures:
     print("test_python: %d check(s) failed" % len(failures))

@@ -341,6 +341,21 @@ void builder_step(struct builder *b, uint32_t index, bool warmup, uint64_t start
 	builder_add(b, &ev);
 }
 
+void builder_cost(struct builder *b, uint64_t start, uint64_t end, const struct builder_cost *c)
+{
+	struct st_event ev = { .kind = ST_COST, .start = start, .end = end };
+
+	ev.cost.thread = b->thread;
+	ev.cost.callback_ns = c->callback_ns;
+	ev.cost.nvtx_ns = c->nvtx_ns;
+	ev.cost.hook_ns = c->hook_ns;
+	ev.cost.python_ns = c->python_ns;
+	ev.cost.launches = c->launches;
+	ev.cost.ranges = c->ranges;
+	ev.cost.modules = c->modules;
+	builder_add(b, &ev);
+}
+
 static void release(struct builder *b)
 {
 	while (b->depth)

@@ -179,6 +179,13 @@ void builder_oom(struct builder *b, uint64_t t, uint64_t requested, int category
 /* A training step on b->thread. */
 void builder_step(struct builder *b, uint32_t index, bool warmup, uint64_t start, uint64_t end);
 
+/* (1.8) The recorder's own host time on b->thread in the stretch [start, end] (a cost event). */
+struct builder_cost {
+	uint64_t callback_ns, nvtx_ns, hook_ns, python_ns;
+	uint64_t launches, ranges, modules;
+};
+void builder_cost(struct builder *b, uint64_t start, uint64_t end, const struct builder_cost *c);
+
 /*
  * Finishes: a bundle gets its footer (complete, `end_reason`, b->steps_from);
  * a replay gets its strings and is built, with b->steps_from as its footer's

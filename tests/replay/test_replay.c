@@ -278,6 +278,7 @@ static void test_round_trip(const char *dir)
 	struct st_event ov = { .kind = ST_OVERHEAD, .start = 8600, .end = 8700 };
 	struct st_event sy = { .kind = ST_SYNC, .start = 8800, .end = 8900 };
 	struct st_event tg = { .kind = ST_MEMTAG, .start = 3600, .end = 3600 };
+	struct st_event co = { .kind = ST_COST, .start = 2000, .end = 10000 };
 
 	snprintf(path, sizeof(path), "%s/rt.stb", dir);
 	hdr.command_line = "test";
@@ -317,7 +318,9 @@ static void test_round_trip(const char *dir)
 	sy.sync.type = 3, sy.sync.stream = 10, sy.sync.thread = 77, sy.sync.correlation = 99;
 	tg.mem.address = al.mem.address, tg.mem.size = al.mem.size, tg.mem.category = ST_MEM_PARAMETER;
 	tg.mem.source = ST_SRC_DRIVER, tg.mem.device = 1;
-	const struct st_event *all[] = { &op, &st, &rg, &api, &k, &mc, &ms, &al, &tg, &fr, &oom, &ov, &sy };
+	co.cost.thread = 77, co.cost.callback_ns = 11, co.cost.nvtx_ns = 22, co.cost.hook_ns = 33;
+	co.cost.python_ns = 44, co.cost.launches = 5, co.cost.ranges = 6, co.cost.modules = 7;
+	const struct st_event *all[] = { &op, &st, &rg, &api, &k, &mc, &ms, &al, &tg, &fr, &oom, &ov, &sy, &co };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		CHECK(bundle_writer_add(w, all[i]) == 0, "add %zu", i);
 	CHECK(bundle_writer_close(w, "ok") == 0, "close");
@@ -325,7 +328,7 @@ static void test_round_trip(const char *dir)
 	CHECK(replay_load(&rp, path, NULL) == 0, "load");
 	if (!rp.priv)
 		return;
-	CHECK(!rp.truncated && rp.run.has_footer && rp.run.footer.complete && rp.events_read == 13, "complete");
+	CHECK(!rp.truncated && rp.run.has_footer && rp.run.footer.complete && rp.events_read == 14, "complete");
 	for (int kind = ST_KIND_FIRST; kind <= ST_KIND_LAST; kind++)
 		CHECK(rp.counts[kind] == 1, "count of %s", st_kind_name(kind));
 	CHECK(rp.n_activities == 3, "activities");
@@ -373,6 +376,10 @@ static void test_round_trip(const char *dir)
 	      rp.others[0].overhead.thread == 77 && same_event(&rp.others[1], &sy) &&
 	      rp.others[1].sync.type == 3 && rp.others[1].sync.stream == 10 &&
 	      rp.others[1].sync.thread == 77 && rp.others[1].sync.correlation == 99, "overhead and sync");
+	CHECK(rp.n_costs == 1 && rp.costs[0].start == 2000 && rp.costs[0].end == 10000 && rp.costs[0].thread == 77 &&
+	      rp.costs[0].callback_ns == 11 && rp.costs[0].nvtx_ns == 22 && rp.costs[0].hook_ns == 33 &&
+	      rp.costs[0].python_ns == 44 && rp.costs[0].launches == 5 && rp.costs[0].ranges == 6 &&
+	      rp.costs[0].modules == 7 && rp.costs[0].step == 0 && replay_cost_ns(&rp.costs[0]) == 110, "cost");
 	replay_release(&rp);
 
 	/* not a bundle: one error, -1 */

@@ -150,6 +150,16 @@ static void random_event(struct st_event *ev, uint64_t *t, uint64_t *corr)
 		ev->sync.thread = rnd() % 100000;
 		ev->sync.correlation = *corr;
 		break;
+	case ST_COST:   /* (1.8) */
+		ev->cost.thread = rnd() % 100000;
+		ev->cost.callback_ns = rnd() % 100000;
+		ev->cost.nvtx_ns = rnd() % 100000;
+		ev->cost.hook_ns = rnd() % 1000;
+		ev->cost.python_ns = rnd() % (1ull << 30);
+		ev->cost.launches = rnd() % 5000;
+		ev->cost.ranges = rnd() % 5000;
+		ev->cost.modules = rnd() % 500;
+		break;
 	}
 }
 

@@ -1,0 +1,160 @@
+/*
+ * test_cost.c: what the reports make of format 1.8's recorder cost and
+ * parameter groups, on a bundle written here (a PyTorch program's, as
+ * `record -- COMMAND` writes it: no parameter count in its header, no
+ * gradient memory):
+ *
+ * - steps: a "Recorder (ms)" column, each step's cost records summed
+ *   (both threads'), and notes: the time per step by part, per kernel
+ *   launch (callbacks / launches), per NVTX range (handlers / ranges), per
+ *   module call (entry points and Python side / module calls);
+ * - info: the footer's parameter groups, and a "cost" row among the kinds;
+ * - explain --what-if ranks=2: the gradients sized by the groups (no longer
+ *   "the run's gradients have no size");
+ * - a bundle without them: no column, no notes, no row (the samples'
+ *   outputs are checked byte for byte by scripts/golden.sh).
+ *
+ *   test_cost DIR
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/explain.h"
+#include "analyze/info.h"
+#include "analyze/steps.h"
+#include "tests/lib/builder.h"
+#include "tests/lib/check.h"
+
+#define MS 1000000ull
+
+/* Two steps of 10 ms on thread 1, a launch each; the recorder's time in each, on threads 1 and 2. */
+static int write_bundle(const char *path, bool with_cost)
+{
+	const struct st_param_group groups[] = {
+		{ .tensors = 3, .elements = 1000000, .bytes = 2000000, .dtype = ST_DT_BF16 },
+		{ .tensors = 1, .elements = 500000, .bytes = 2000000, .dtype = ST_DT_F32 },
+	};
+	struct builder b;
+
+	builder_init(&b);
+	b.config.model = "program";
+	b.header.clock = "cupti";
+	b.thread = 1;
+	if (builder_open(&b, path) < 0)
+		return -1;
+	for (uint64_t s = 0; s < 2; s++) {
+		uint64_t t = 10 * MS * s;
+
+		b.thread = 1;
+		builder_launch(&b, "k", 7, 0, t + 1 * MS, t + 1 * MS + 5000, t + 2 * MS, t + 3 * MS);
+		builder_call(&b, "cudaStreamSynchronize", t + 9 * MS, t + 9 * MS + 1000);
+		builder_step(&b, (uint32_t)s, false, t, t + 10 * MS);
+		if (!with_cost)
+			continue;
+		/* step 0: 1 ms on thread 1 and 0.5 ms on thread 2; step 1: 0.5 ms on thread 1 */
+		builder_cost(&b, t, t + 10 * MS, s == 0 ? &(struct builder_cost){ .callback_ns = 200000,
+			     .nvtx_ns = 100000, .hook_ns = 300000, .python_ns = 400000, .launches = 100, .ranges = 50,
+			     .modules = 10 } : &(struct builder_cost){ .callback_ns = 500000, .launches = 100 });
+		if (s == 0) {
+			b.thread = 2;
+			builder_cost(&b, t, t + 10 * MS, &(struct builder_cost){ .nvtx_ns = 500000, .ranges = 150 });
+		}
+	}
+	if (with_cost && bundle_writer_set_param_groups(b.writer, groups, 2) < 0)
+		return -1;
+	return builder_close(&b, "ok");
+}
+
+/* What a report prints as a table, its notes included. */
+static char *printed(struct report *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK(f && report_print(r, OUT_TABLE, f) == 0);
+	if (f)
+		fclose(f);
+	report_free(r);
+	return buf ? buf : strdup("");
+}
+
+#define HAS(text, s) CHECK(strstr(text, s) != NULL, "no '%s' in:\n%s", s, text)
+#define HAS_NOT(text, s) CHECK(strstr(text, s) == NULL, "'%s' in:\n%s", s, text)
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : ".";
+	char path[4096], plain[4096], table[4096];
+	struct replay rp, rq;
+	const struct replay *rps[1] = { &rp };
+	int64_t zero[1] = { 0 };
+	struct replay_ranks rs = { .rank = rps, .n = 1, .offset = zero, .world_size = 1 };
+	struct explain_opts o = { .rules = { "ranks=2" }, .n_rules = 1, .allreduce = table };
+	struct info_opts io = { 0 };
+	struct report *r;
+	FILE *f;
+	char *out;
+
+	snprintf(path, sizeof(path), "%s/cost.stb", dir);
+	snprintf(plain, sizeof(plain), "%s/plain.stb", dir);
+	snprintf(table, sizeof(table), "%s/allreduce.csv", dir);
+	CHECK(write_bundle(path, true) == 0 && write_bundle(plain, false) == 0);
+	f = fopen(table, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("Bytes,Busbw (GB/s)\n1000,10\n100000000,100\n", f);
+		fclose(f);
+	}
+	CHECK(replay_load(&rp, path, NULL) == 0);
+	CHECK(replay_load(&rq, plain, NULL) == 0);
+
+	r = report_new();
+	CHECK(steps_run(&rp, false, r) == 0);
+	out = printed(r);
+	HAS(out, "Recorder (ms)");
+	HAS(out, "   1.500\n");   /* step 0: 1 + 0.5 ms, the last column */
+	HAS(out, "   0.500\n");
+	HAS(out, "recorder: its own host time 1.000 ms per step (10.0% of the wall time): CUPTI callbacks 0.350, "
+		 "NVTX handlers 0.300, entry points 0.150, Python side 0.200 ms");
+	HAS(out, "recorder: 3500 ns per kernel launch (its CUPTI callbacks over 100 launches per step)");
+	HAS(out, "recorder: 3000 ns per NVTX range (its NVTX handlers over 100 ranges per step)");
+	HAS(out, "recorder: 70.0 us per module call (the entry points and the Python side over 5 calls per step)");
+	free(out);
+
+	r = report_new();
+	CHECK(info_run(&rp, &io, r) == 0);
+	out = printed(r);
+	HAS(out, "parameters  1,500,000 in 4 tensors that require a gradient, 2 groups, 3.81 MiB (several dtypes)");
+	HAS(out, "cost ");
+	free(out);
+
+	r = report_new();
+	CHECK(explain_run(&rs, &o, r, NULL) == 0, "explain --what-if ranks=2 on a program's bundle");
+	out = printed(r);
+	HAS(out, "ranks=N: 4.0 MB of gradients");
+	free(out);
+
+	/* without the 1.8 fields: nothing of them */
+	r = report_new();
+	CHECK(steps_run(&rq, false, r) == 0);
+	out = printed(r);
+	HAS_NOT(out, "Recorder");
+	HAS_NOT(out, "recorder:");
+	free(out);
+	r = report_new();
+	CHECK(info_run(&rq, &io, r) == 0);
+	out = printed(r);
+	HAS_NOT(out, "parameters");
+	HAS_NOT(out, "cost ");
+	free(out);
+	rps[0] = &rq;
+	r = report_new();
+	CHECK(explain_run(&rs, &o, r, NULL) != 0, "ranks=2 without a gradients' size");
+	report_free(r);
+
+	replay_release(&rp);
+	replay_release(&rq);
+	return check_done("test_cost");
+}
