@@ -26,6 +26,7 @@
 #define PATH_ROOT (UINT32_MAX - 1)   /* the region's enclosing module itself */
 #define NAME_NONE UINT32_MAX      /* an extern kernel's call */
 #define SITE_NONE UINT32_MAX
+#define GEMM_SITE "@mm"           /* NAME of an extern matrix product's call */
 
 /* A module path: a node of the graph's tree of paths. */
 struct kpath {
@@ -43,13 +44,26 @@ struct kname {
 	uint32_t first, n;               /* its sites: by_name[first, first + n), in call order */
 };
 
+/*
+ * An extern call's run: it and the extern calls right after it, up to the
+ * next Triton kernel's call (their kernels come in between, by names no
+ * table holds).
+ */
+struct krun {
+	uint32_t all;                    /* the common ancestor of their paths */
+	uint32_t gemm;                   /* the path of its one matrix product, when it has exactly one */
+	uint32_t other;                  /* the common ancestor of the others', when it has one */
+};
+
 struct kgraph {
 	uint32_t id;                     /* the region's name (string id) */
 	uint32_t *site_name;             /* per site: its kernel's name, NAME_NONE for an extern call */
 	uint32_t *site_path;             /* per site: its path, PATH_ROOT or PATH_NONE */
-	uint32_t *run_path;              /* per extern site: the common ancestor of its run from there on */
+	uint8_t *site_gemm;              /* per site: an extern matrix product's call (GEMM_SITE) */
+	uint32_t *next_named;            /* per site i (and n_sites): the first Triton kernel's site >= i */
+	struct krun *run;                /* per extern site: its run from there on */
 	uint32_t *by_name;               /* the sites grouped by name, each group in call order */
-	size_t n_sites, cap_sites, cap_site_paths;
+	size_t n_sites, cap_sites, cap_site_paths, cap_site_gemm;
 	struct kpath *paths;
 	size_t n_paths, cap_paths;
 	struct kname *names;
@@ -234,7 +248,9 @@ static void graph_free(struct kgraph *g)
 		return;
 	free(g->site_name);
 	free(g->site_path);
-	free(g->run_path);
+	free(g->site_gemm);
+	free(g->next_named);
+	free(g->run);
 	free(g->by_name);
 	free(g->paths);
 	free(g->names);
@@ -243,14 +259,16 @@ static void graph_free(struct kgraph *g)
 	free(g);
 }
 
-/* The sites grouped by name (each group in call order), and each extern run's common ancestor. */
+/* The sites grouped by name (each group in call order), each site's next Triton kernel, the runs. */
 static int graph_index(struct kgraph *g)
 {
 	size_t n = g->n_sites ? g->n_sites : 1;
+	uint32_t n_gemm = 0, all = PATH_NONE, gemm = PATH_NONE, other = PATH_NONE;
 
 	g->by_name = malloc(n * sizeof(*g->by_name));
-	g->run_path = malloc(n * sizeof(*g->run_path));
-	if (!g->by_name || !g->run_path)
+	g->run = malloc(n * sizeof(*g->run));
+	g->next_named = malloc((g->n_sites + 1) * sizeof(*g->next_named));
+	if (!g->by_name || !g->run || !g->next_named)
 		return -1;
 	for (size_t i = 0; i < g->n_sites; i++)
 		if (g->site_name[i] != NAME_NONE)
@@ -268,11 +286,28 @@ static int graph_index(struct kgraph *g)
 		nm = &g->names[g->site_name[i]];
 		g->by_name[nm->first + nm->n++] = (uint32_t)i;
 	}
-	for (size_t i = g->n_sites; i-- > 0;) {
-		bool run_on = i + 1 < g->n_sites && g->site_name[i + 1] == NAME_NONE;
+	g->next_named[g->n_sites] = (uint32_t)g->n_sites;
+	for (size_t i = g->n_sites; i-- > 0;) {   /* the runs from their ends: what follows site i in its run */
+		struct krun *r = &g->run[i];
 
-		g->run_path[i] = g->site_name[i] != NAME_NONE ? PATH_NONE :
-				 path_common(g, g->site_path[i], run_on ? g->run_path[i + 1] : PATH_NONE);
+		if (g->site_name[i] != NAME_NONE) {
+			g->next_named[i] = (uint32_t)i;
+			all = gemm = other = PATH_NONE;
+			n_gemm = 0;
+			continue;
+		}
+		g->next_named[i] = g->next_named[i + 1];
+		all = path_common(g, g->site_path[i], all);
+		if (g->site_gemm[i]) {
+			n_gemm++;
+			gemm = g->site_path[i];
+		} else {
+			other = path_common(g, g->site_path[i], other);
+		}
+		r->all = all;
+		/* one matrix product among other calls: GEMM kernels go to it, the rest to the others */
+		r->gemm = n_gemm == 1 && other != PATH_NONE ? gemm : PATH_NONE;
+		r->other = r->gemm != PATH_NONE ? other : PATH_NONE;
 	}
 	return 0;
 }
@@ -297,10 +332,12 @@ static int graph_parse(struct kgraph *g, const char *table)
 			goto out;
 		*tab = '\0';
 		if (ALLOC_GROW(g->site_name, g->n_sites + 1, g->cap_sites) < 0 ||
-		    ALLOC_GROW(g->site_path, g->n_sites + 1, g->cap_site_paths) < 0)
+		    ALLOC_GROW(g->site_path, g->n_sites + 1, g->cap_site_paths) < 0 ||
+		    ALLOC_GROW(g->site_gemm, g->n_sites + 1, g->cap_site_gemm) < 0)
 			goto out;
-		g->site_name[g->n_sites] = *line ? name_get(g, line) : NAME_NONE;
-		if (*line && g->site_name[g->n_sites] == NAME_NONE)
+		g->site_gemm[g->n_sites] = !strcmp(line, GEMM_SITE);
+		g->site_name[g->n_sites] = *line && *line != '@' ? name_get(g, line) : NAME_NONE;
+		if (*line && *line != '@' && g->site_name[g->n_sites] == NAME_NONE)
 			goto out;
 		g->site_path[g->n_sites] = path_parse(g, &path_slot, &path_cap, tab + 1);
 		g->n_sites++;
@@ -453,36 +490,60 @@ static uint32_t path_op_locked(const struct kgraph *g, uint32_t p)
 	return f.op;
 }
 
-/* The path of the site a launch (symbol: its name, NULL for a copy) matches in g; moves the call on. */
+/* Does a kernel's name say it is a matrix product (cuBLAS's, cuBLASLt's, CUTLASS's)? */
+static bool gemm_like(const char *symbol)
+{
+	static const char *const words[] = { "gemm", "nvjet", "xmma", "cutlass", "splitk" };
+
+	for (size_t i = 0; symbol && i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasestr(symbol, words[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The path of the site a launch (symbol: its name, NULL for a copy)
+ * matches in g, moving the call on. A Triton kernel: the next Triton
+ * kernel's site when it is that kernel; else the site it last matched
+ * when it is the same kernel again (a first call's autotuning launches it
+ * once per configuration, with copies between); else its first site from
+ * the cursor on (from the start when none is left). Anything else: the
+ * extern calls at the cursor.
+ */
 static uint32_t site_path(const struct kgraph *g, const char *symbol)
 {
-	uint32_t k = symbol ? name_find(g, symbol) : NAME_NONE;
+	uint32_t k = symbol ? name_find(g, symbol) : NAME_NONE, site;
+	const struct krun *r;
 
 	if (k != NAME_NONE) {
 		const struct kname *nm = &g->names[k];
 		const uint32_t *sites = &g->by_name[nm->first];
 		size_t lo = 0, hi = nm->n;
-		uint32_t site;
 
-		if (kc.last != SITE_NONE && g->site_name[kc.last] == k)
-			return g->site_path[kc.last];   /* the same kernel again (autotuning): the same site */
-		while (lo < hi) {   /* its first site at or after the cursor */
-			size_t mid = lo + (hi - lo) / 2;
+		site = g->next_named[kc.cursor < g->n_sites ? kc.cursor : g->n_sites];
+		if (site >= g->n_sites || g->site_name[site] != k) {
+			if (kc.last != SITE_NONE && g->site_name[kc.last] == k)
+				return g->site_path[kc.last];
+			while (lo < hi) {   /* its first site at or after the cursor */
+				size_t mid = lo + (hi - lo) / 2;
 
-			if (sites[mid] < kc.cursor)
-				lo = mid + 1;
-			else
-				hi = mid;
+				if (sites[mid] < kc.cursor)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			site = sites[lo < nm->n ? lo : 0];
 		}
-		site = sites[lo < nm->n ? lo : 0];
 		kc.cursor = site + 1;
 		kc.last = site;
 		return g->site_path[site];
 	}
-	kc.last = SITE_NONE;
-	if (kc.cursor < g->n_sites && g->site_name[kc.cursor] == NAME_NONE)
-		return g->run_path[kc.cursor];   /* an extern kernel's work */
-	return PATH_NONE;
+	if (kc.cursor >= g->n_sites || g->site_name[kc.cursor] != NAME_NONE)
+		return PATH_NONE;
+	r = &g->run[kc.cursor];   /* an extern call's work */
+	if (r->gemm != PATH_NONE)
+		return gemm_like(symbol) ? r->gemm : r->other;
+	return r->all;
 }
 
 uint32_t compiled_kernel_op(const char *symbol, bool launch, uint32_t op)

@@ -14,14 +14,17 @@
  * beside "step/forward/GPT/compiled_0"), so `summary --by op` reads as for
  * the eager model:
  *
- * - a Triton kernel by its name: the first call site of that name from the
- *   one after the last site matched (a name seen only before it: its first
- *   site); the same kernel launched again at once keeps its site (a first
- *   call's autotuning launches it once per configuration);
+ * - a Triton kernel by its name: the next Triton kernel's call site when it
+ *   names that kernel; else, when it is the kernel matched last, that site
+ *   again (a first call's autotuning launches it once per configuration,
+ *   with copies between); else the first site of that name after the last
+ *   one matched (none left: its first);
  * - any other launch or copy (cuBLAS, cuDNN, a fallback op's kernels: names
  *   no table holds) goes to the extern kernels' calls that follow the last
  *   Triton kernel matched: the common ancestor of their paths when several
- *   calls come one after the other;
+ *   calls come one after the other, except that when exactly one of them
+ *   is a matrix product a kernel named like one (gemm, nvjet, xmma,
+ *   cutlass, splitK) goes to it and the rest to the others;
  * - a site whose nodes carry no module stack, and a launch the table cannot
  *   place, keep the region's op ("compiled_N").
  *
@@ -31,9 +34,11 @@
  * graph's call, so `summary --range` and `ranges` see "compiled_N" there.
  *
  * The table, as text: a line per call site, "NAME\tPATH\n". NAME: the
- * Triton kernel's name as the GPU reports it, empty for an extern kernel's
- * call. PATH: module names separated by '/' ("transformer.h.3/attn/c_attn"),
- * "." for the enclosing module itself, empty when not known.
+ * Triton kernel's name as the GPU reports it; for an extern kernel's call
+ * "@mm" when it is a matrix product, else empty (any NAME starting with '@'
+ * is an extern call). PATH: module names separated by '/'
+ * ("transformer.h.3/attn/c_attn"), "." for the enclosing module itself,
+ * empty when not known.
  */
 #ifndef STEPTRACE_RECORD_COMPILED_H
 #define STEPTRACE_RECORD_COMPILED_H

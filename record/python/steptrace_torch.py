@@ -553,20 +553,38 @@ def common_path(chains):
     return "/".join(_PATH_UNSAFE.sub("_", name) for _, name in common) or "."
 
 
+_MATMULS = {"mm", "addmm", "bmm", "baddbmm", "addmv", "mv", "matmul", "_int_mm", "_scaled_mm",
+            "_grouped_mm", "_scaled_grouped_mm"}
+
+
+def _made_of(ir_node):
+    """The FX nodes whose values an IR node holds: its origin_node when Inductor knows it, else
+    the last of the nodes it was made of (origins with no user among them: not those it only
+    recomputes on the way, as a layer norm recomputes the residual stream's sums)."""
+    origin = getattr(ir_node, "origin_node", None)
+    if origin is not None:
+        return [origin]
+    made = set(getattr(ir_node, "origins", None) or ())
+    return [n for n in made if not any(u in made for u in (getattr(n, "users", None) or ()))]
+
+
 def kernel_site(node_schedule, kernel_name, is_extern, memo=None):
-    """One kernel call of a graph's wrapper as the table has it: (its Triton kernel's name,
-    "" for an extern kernel; the module path of its FX nodes)."""
+    """One kernel call of a graph's wrapper as the table has it: (its Triton kernel's name, or
+    for an extern kernel "@mm" when it is a matrix product and "" otherwise; the module path of
+    the FX nodes whose values it computes)."""
     nodes = []
     if is_extern:
-        origin = getattr(node_schedule, "origin_node", None)
-        nodes = [origin] if origin is not None else list(getattr(node_schedule, "origins", None) or ())
+        nodes = _made_of(node_schedule)
+        parts = [p for p in str(kernel_name).split(".") if p not in ("default", "out", "Tensor")]
+        name = "@mm" if parts and parts[-1] in _MATMULS else ""
     else:
         for snode in node_schedule:
             get_nodes = getattr(snode, "get_nodes", None)
             if not callable(get_nodes) or isinstance(snode, type):
                 continue   # Inductor's markers (EnableReduction, DisableReduction)
             for sub in get_nodes():
-                nodes.extend(getattr(getattr(sub, "node", None), "origins", None) or ())
+                nodes.extend(_made_of(getattr(sub, "node", None)))
+        name = _PATH_UNSAFE.sub("_", str(kernel_name))
     chains = []
     for n in nodes:
         if getattr(n, "op", "call_function") != "call_function":
@@ -578,7 +596,6 @@ def kernel_site(node_schedule, kernel_name, is_extern, memo=None):
         if chain is memo:
             chain = memo[id(n)] = node_chain(n)
         chains.append(chain)
-    name = "" if is_extern else _PATH_UNSAFE.sub("_", str(kernel_name))
     return name, common_path(chains)
 
 

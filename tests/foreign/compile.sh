@@ -6,18 +6,26 @@
 # else PRESET-ARGS) with the defaults, in an Inductor cache of its own
 # (a graph an earlier run left in the cache was compiled without steptrace:
 # it has no kernel table), and the same loop eager beside it. Checks, from
-# `summary --by op --format csv` (measured steps):
-#  - in the forward and in the backward, >= 90% of the GPU time under the
-#    model ("GPT") is under a module below it: neither the model's own op
-#    nor a compiled region's (compiled_N);
-#  - the backward's and the forward's GEMMs of each layer's mlp.c_fc under
+# `summary --by op --format csv` (measured steps), in the forward and in the
+# backward, of the GPU time under the model ("GPT"; its ops, not the
+# phase's own):
+#  - >= 90% has a module's op, the model's own or one below it, not a
+#    compiled region's (compiled_N): what the mapping placed;
+#  - the share below the model (neither its own op nor compiled_N) is at
+#    least the eager run's less 5 points: gpt_train.py computes its loss
+#    (cross-entropy over 50,304 classes) in GPT.forward, so eager has about
+#    a fifth of the forward at the model's own op too, and the compiled
+#    run's kernels that fuse work of two layers (the residual stream) go to
+#    their common ancestor, the model;
+#  - the forward's and the backward's GEMMs of mlp.c_fc under
 #    transformer.h.*/mlp/c_fc, as in the eager run;
 #  - at most 1% of the GPU time without an op, and the shim said nothing
 #    on stderr about the mapping (each "steptrace: torch.compile:" line is
 #    a fallback);
 #  - the kernels' total time is the same by op and by kernel (each once).
-# Writes OUTDIR/compile.shares (phase, share under modules, eager's) and
-# OUTDIR/compile.kinds (each op kind's time, compiled and eager side by side).
+# Writes OUTDIR/compile.shares (phase; compiled: % with a module, % below
+# the model; eager: the same) and OUTDIR/compile.kinds (each op kind's ns,
+# compiled and eager side by side).
 # Exit 77 (skipped) without python3 + torch + a CUDA GPU.
 set -u
 . "$(dirname "$0")/torch_prologue.sh"
@@ -39,9 +47,10 @@ record() {
 	[ -f "$out/$name.stb" ] || fail "$name: no bundle"
 }
 
-# shares BUNDLE: "PHASE PERCENT" for forward and backward: the share of the GPU
-# time under the model (ops of the phase but the phase's own) that a module
-# below the model has (an op kind other than GPT and compiled_N)
+# shares BUNDLE: "PHASE MODULE% BELOW%" for forward and backward: of the GPU
+# time under the model (the phase's ops but its own), the share with a
+# module's op (not compiled_N) and the share below the model (not its own
+# op "GPT" either)
 shares() {
 	"$st" summary "$1" --by op --format csv | awk -F, '
 		NR > 1 {
@@ -50,10 +59,14 @@ shares() {
 			phase = substr(n, 1, slash - 1); kind = substr(n, slash + 1)
 			if (kind == phase) next
 			all[phase] += ns
+			if (kind !~ /^compiled_/) mod[phase] += ns
 			if (kind != "GPT" && kind !~ /^compiled_/) below[phase] += ns
 		}
-		END { for (p in all) if (p == "forward" || p == "backward") printf "%s %.1f\n", p, 100 * below[p] / all[p] }' |
-		sort
+		END {
+			for (p in all)
+				if (p == "forward" || p == "backward")
+					printf "%s %.1f %.1f\n", p, 100 * mod[p] / all[p], 100 * below[p] / all[p]
+		}' | sort
 }
 
 rm -rf "$out/inductor-cache"
@@ -70,13 +83,15 @@ grep -q "steptrace: torch.compile:" "$out/compiled.err" &&
 shares "$b" >"$out/compiled.shares"
 shares "$out/eager.stb" >"$out/eager.shares"
 join "$out/compiled.shares" "$out/eager.shares" >"$out/compile.shares"
-echo "share of the GPU time under the model that a module below it has (phase, compiled %, eager %):"
+echo "of the GPU time under the model (phase; compiled: % with a module, % below the model; eager: the same):"
 cat "$out/compile.shares"
-for phase in forward backward; do
-	pct=$(awk -v p="$phase" '$1 == p { print $2 }' "$out/compiled.shares")
-	awk -v x="${pct:-0}" 'BEGIN { exit !(x >= 90.0) }' ||
-		fail "compiled: ${pct:-no}% of the $phase's GPU time under the model is under a module below it, want >= 90%"
-done
+while read -r phase mod below _ eager_below; do
+	awk -v x="$mod" 'BEGIN { exit !(x >= 90.0) }' ||
+		fail "compiled: $mod% of the $phase's GPU time under the model has a module, want >= 90%"
+	awk -v x="$below" -v e="$eager_below" 'BEGIN { exit !(x >= e - 5.0) }' ||
+		fail "compiled: $below% of the $phase's GPU time under the model is below it, eager $eager_below%"
+done <"$out/compile.shares"
+[ "$(wc -l <"$out/compile.shares")" = 2 ] || fail "compiled: no forward or no backward: $(cat "$out/compile.shares")"
 
 "$st" summary "$b" --by op --format csv >"$out/compiled.byop" || fail "compiled: summary --by op"
 "$st" summary "$out/eager.stb" --by op --format csv >"$out/eager.byop" || fail "eager: summary --by op"

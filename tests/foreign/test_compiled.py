@@ -77,9 +77,10 @@ eq([n for _, n in st.module_chain(stack(h1, ("L['self'].shared", Linear)))], ["t
 
 
 class Node:
-    def __init__(self, op="call_function", **meta):
+    def __init__(self, op="call_function", users=(), **meta):
         self.op = op
         self.meta = meta
+        self.users = dict.fromkeys(users)
 
 
 fwd = Node(nn_module_stack=stack(h1, mlp1, cfc1), from_node=["linear_4"], seq_nr=40)
@@ -125,13 +126,14 @@ check(triton.set_kernel_post_grad_provenance_tracing is debug.set_kernel_post_gr
 
 
 class IRNode:
-    def __init__(self, *origins):
+    def __init__(self, *origins, origin_node=None):
         self.origins = set(origins)
+        self.origin_node = origin_node
 
 
 class SchedulerNode:
-    def __init__(self, *origins):
-        self.node = IRNode(*origins)
+    def __init__(self, *origins, origin_node=None):
+        self.node = IRNode(*origins, origin_node=origin_node)
 
     def get_nodes(self):
         return [self]
@@ -184,17 +186,28 @@ r = tracing([SchedulerNode(ln2), EnableReduction, SchedulerNode(resid, grad_sum)
 eq(r, 1, "Inductor's own call runs and returns")
 tracing(ExternKernel(cfc_mm, cfc_mm, bare), "extern_kernels.addmm", is_extern=True)
 tracing([FusedSchedulerNode(SchedulerNode(gelu))], "triton_poi_fused_gelu_1")
-tracing(ExternKernel(None, fwd), "extern_kernels.mm", True)
+tracing(ExternKernel(None, fwd), "torch.ops.aten.mm.default", True)
+tracing(ExternKernel(None, h0), "torch.ops.aten._scaled_dot_product_cudnn_attention.default", is_extern=True)
 tracing([SchedulerNode(loss)], "triton_red_fused_loss_2")
+tracing([SchedulerNode(loss, ln2, origin_node=ln2)], "triton_per_fused_stream_ln_4")   # recomputes the loss
+ln1_var = Node(nn_module_stack=stack(("L['self'].transformer.h.0", Block), ("L['self'].transformer.h.0.ln_1", object)))
+x0 = Node(from_node=["add"], users=[ln1_var])   # the embeddings' sum, recomputed in h.0's layer norm
+tracing([SchedulerNode(x0, ln1_var)], "triton_red_fused_var_mean_5")
 tracing([SchedulerNode(bare, Node(op="placeholder", nn_module_stack=stack(h1)))], "triton_poi_fused_3")
-eq(calls, ["triton_per_fused_add_ln_0", "extern_kernels.addmm", "triton_poi_fused_gelu_1", "extern_kernels.mm",
-           "triton_red_fused_loss_2", "triton_poi_fused_3"], "every call reached Inductor's function")
+eq(calls, ["triton_per_fused_add_ln_0", "extern_kernels.addmm", "triton_poi_fused_gelu_1",
+           "torch.ops.aten.mm.default", "torch.ops.aten._scaled_dot_product_cudnn_attention.default",
+           "triton_red_fused_loss_2", "triton_per_fused_stream_ln_4", "triton_red_fused_var_mean_5",
+           "triton_poi_fused_3"],
+   "every call reached Inductor's function")
 cg = CompiledFxGraph(None, graph, None)
 want = ("triton_per_fused_add_ln_0\ttransformer.h.1\n"
-        "\ttransformer.h.1/mlp/c_fc\n"
+        "@mm\ttransformer.h.1/mlp/c_fc\n"
         "triton_poi_fused_gelu_1\ttransformer.h.1/mlp/gelu\n"
-        "\ttransformer.h.1/mlp/c_fc\n"
+        "@mm\ttransformer.h.1/mlp/c_fc\n"
+        "\ttransformer.h.0/ln_1\n"
         "triton_red_fused_loss_2\t.\n"
+        "triton_per_fused_stream_ln_4\ttransformer.h.1/ln_2\n"
+        "triton_red_fused_var_mean_5\ttransformer.h.0/ln_1\n"
         "triton_poi_fused_3\t\n")
 eq(cg.__dict__.get(st._TABLE), want, "the table")
 check(st._SITES not in graph.__dict__, "the notes leave the graph")
