@@ -79,6 +79,15 @@ static _Thread_local int api_depth;
 static _Atomic uint32_t driving_op;
 
 /*
+ * The op of a launch or copy inside a compiled region (record/compiled.h),
+ * from the kernel's name; hooked_op: what it gave the calling thread's
+ * outermost launch or copy in progress (0: none), for the driver call that
+ * call makes and the graph nodes a stream capture makes of it.
+ */
+static uint32_t (*_Atomic kernel_hook)(const char *symbol, bool launch, uint32_t op);
+static _Thread_local uint32_t hooked_op;
+
+/*
  * Graph node id -> op. A kernel, memcpy or memset a graph launches carries
  * the id of its node and the correlation id of the cudaGraphLaunch call,
  * which no op encloses; its op is the one open on the thread when the node
@@ -170,7 +179,7 @@ static void on_graph_node(CUpti_CallbackId cbid, const CUpti_GraphData *g)
 	if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
 		if (g->originalNode && cuptiGetGraphNodeId(g->originalNode, &from) == CUPTI_SUCCESS)
 			op = node_get_locked(from);
-	} else if (!(op = current_op)) {
+	} else if (!(op = hooked_op ? hooked_op : current_op)) {
 		op = atomic_load_explicit(&driving_op, memory_order_acquire);
 	}
 	if (op && node_put_locked(node, op))
@@ -227,6 +236,11 @@ void capture_op_end(void)
 {
 	current_op = 0;
 	atomic_store_explicit(&driving_op, 0, memory_order_release);
+}
+
+void capture_set_kernel_hook(uint32_t (*hook)(const char *symbol, bool launch, uint32_t op))
+{
+	atomic_store_explicit(&kernel_hook, hook, memory_order_release);
 }
 
 void capture_step_begin(uint32_t index)
@@ -300,6 +314,8 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	if (cb->callbackSite == CUPTI_API_EXIT) {
 		if (api_depth > 0)
 			api_depth--;
+		if (api_depth == 0)
+			hooked_op = 0;
 		if (apiq.on && api_depth == 0)
 			api_event(domain, cbid, cb);
 		return;
@@ -316,6 +332,15 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 		op = atomic_load_explicit(&driving_op, memory_order_acquire);
 	if (!op && (op = atomic_load_explicit(&lead_op, memory_order_relaxed)) && cap.stackless)
 		cap.stackless();
+	if (cls == CB_LAUNCH || cls == CB_COPY) {
+		uint32_t (*hook)(const char *, bool, uint32_t) =
+			atomic_load_explicit(&kernel_hook, memory_order_acquire);
+
+		if (hook && api_depth == 0)
+			hooked_op = hook(cls == CB_LAUNCH ? cb->symbolName : NULL, cls == CB_LAUNCH, op);
+		if (hooked_op)
+			op = hooked_op;
+	}
 	if (op)
 		corr_map_put(&corrs, cb->correlationId, op);
 	if (api_depth++ > 0 || cls == CB_ALLOC)

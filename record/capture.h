@@ -112,6 +112,14 @@ void capture_forget(void);
 /* The observer's op_begin/op_end: the op later launches on this thread belong to. */
 void capture_op_begin(uint32_t op);
 void capture_op_end(void);
+/*
+ * The op of each kernel launch (symbol: the kernel's name) and copy or
+ * memset (symbol NULL) that would take `op`, asked of `hook` on the
+ * launching thread at the outermost call (record/compiled.h: kernels of
+ * compiled regions); the driver call a runtime call makes, and the graph
+ * nodes a stream capture makes of it, take the same. NULL: none.
+ */
+void capture_set_kernel_hook(uint32_t (*hook)(const char *symbol, bool launch, uint32_t op));
 
 /* Launch counting per step (see capture_counts_of). */
 void capture_step_begin(uint32_t index);

@@ -50,6 +50,7 @@
 
 #include "lib/error.h"
 #include "record/capture.h"
+#include "record/compiled.h"
 #include "record/cost.h"
 #include "record/device.h"
 #include "record/naming.h"
@@ -503,6 +504,16 @@ EXPORT void steptrace_py_step(void)
 
 	ranges_torch_step(capture_now());
 	cost_end(COST_HOOK, t0, 0);
+}
+
+/*
+ * The kernel calls of the compiled graph whose region is named `graph` (a
+ * steptrace_py_intern id), with their modules: record/compiled.h has the
+ * table's form. 1 when taken; 0: its kernels stay in the region.
+ */
+EXPORT int steptrace_py_kernel_modules(uint32_t graph, const char *table)
+{
+	return compiled_register(graph, table) == 0;
 }
 
 /* n (address, size) pairs of live blocks on `device` hold `category` (enum st_mem_category). */

@@ -12,6 +12,7 @@
 #include "lib/grow.h"
 #include "record/aten.h"
 #include "record/capture.h"
+#include "record/compiled.h"
 #include "record/nvtx_internal.h"
 
 #define TORCH_DOMAIN "steptrace.torch"
@@ -348,6 +349,8 @@ void ranges_torch_module(uint32_t name, uint64_t t)
 	}
 	open_step_locked(s, t);
 	f = torch_push_locked(s, name, FR_MODULE, t);
+	if (f)
+		compiled_push_locked(s, s->depth - 1);   /* a compiled graph's region: its kernels' modules */
 	if (f && s == R.lead && T.peek && T.n_calls < CALLS_CAP &&
 	    !ALLOC_GROW(T.calls, T.n_calls + 1, T.cap_calls)) {
 		uint32_t parent = CALL_NONE;

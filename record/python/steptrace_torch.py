@@ -32,7 +32,10 @@ the process, through ctypes) what the training loop is doing:
   emit_nvtx(record_shapes=True), kept on from the first module call;
 - torch.compile: each compiled graph's call (Inductor's CompiledFxGraph) is
   a range "compiled_N" under the module that calls it; the hooks do nothing
-  while Dynamo traces.
+  while Dynamo traces. Its kernels go under the modules that own them: at
+  code generation the shim notes each kernel call of the graph's wrapper
+  with the module path of its FX nodes (their nn_module_stack), and the
+  graph's first call hands that table to the recorder (record/compiled.h);
 
 Nothing happens until CUDA is initialised in a process that steptrace
 records; in any other process (torchrun's launcher, a DataLoader worker)
@@ -42,7 +45,9 @@ line on stderr; the program itself runs on.
 """
 import ctypes
 import functools
+import itertools
 import os
+import re
 import sys
 import threading
 import weakref
@@ -479,12 +484,14 @@ def _patch_compiled_graph(cls):
             return call(self, *args, **kwargs)
         nid = self.__dict__.get("_steptrace_name_id")
         if nid is None:
-            nid = _lib.steptrace_py_intern(b"compiled_%d" % _compiled_ids[0])
+            name = "compiled_%d" % _compiled_ids[0]
+            nid = _lib.steptrace_py_intern(name.encode())
             _compiled_ids[0] += 1
             try:
                 self.__dict__["_steptrace_name_id"] = nid
             except Exception:
                 pass
+            _send_kernel_table(self, nid, name)
         _module(nid)
         try:
             return call(self, *args, **kwargs)
@@ -494,10 +501,267 @@ def _patch_compiled_graph(cls):
     cls.__call__ = __call__
 
 
+# ---- torch.compile: Inductor's kernels under their modules -------------------------------
+#
+# While Inductor writes a graph's wrapper it calls debug.set_kernel_post_grad_provenance_tracing
+# once per kernel call, in call order, with the call's scheduler nodes (an extern kernel: its IR
+# node) and its kernel's name; their FX nodes carry the module calls that made them
+# (nn_module_stack; a backward node its forward node's, fwd_nn_module_stack). The wrapper of that
+# function notes on the graph being lowered (V.graph) each call's Triton kernel and module path;
+# CompiledFxGraph's __init__ turns the notes into the table record/compiled.h reads and keeps it on
+# the compiled graph, so that Inductor's cache keeps it too; the graph's first call hands it to
+# the recorder for its region. Any failure leaves the kernels under compiled_N, with one line.
+
+_PROVENANCE = "set_kernel_post_grad_provenance_tracing"
+_SITES = "_steptrace_sites"      # GraphLowering: ([(kernel name, path)], {id(fx node): chain}), None: broken
+_TABLE = "_steptrace_kernels"    # CompiledFxGraph: its table (str; "" no kernel call)
+_PATH_UNSAFE = re.compile(r"[/\t\n\r]")
+_provenance = {}                 # Inductor's function -> its wrapper
+_compile_said = set()            # what this section said on stderr, once each
+_kernel_modules = None           # the recorder's steptrace_py_kernel_modules; False: it has none
+_V = None                        # torch._inductor.virtualized.V
+
+
+def _compile_say(key, msg):
+    if key not in _compile_said:
+        _compile_said.add(key)
+        _say("torch.compile: " + msg)
+
+
+def fqn_split(qualified):
+    """Dynamo's qualified name of a module call ("L['self'].transformer.h[3]") as
+    (root variable, attribute path): ("self", "transformer.h.3")."""
+    m = re.match(r"""^[LG]\[['"]([^'"]*)['"]\]""", qualified)
+    root, rest = (m.group(1), qualified[m.end():]) if m else ("self", qualified)
+    rest = re.sub(r"""\._modules\[['"]([^'"]*)['"]\]""", r".\1", rest)
+    rest = re.sub(r"""\[['"]?([^'"\]]*)['"]?\]""", r".\1", rest)
+    return root, rest.strip(".")
+
+
+def module_chain(stack):
+    """An nn_module_stack ({key: (qualified name, class)}, outermost call first) as a list of
+    ((root, attribute path), name): each call named as the module hooks name it, by its path
+    relative to the call that encloses it, the first relative to the compiled frame's module
+    (L['self'], whose own call encloses the region: left out), else by its class."""
+    chain = []
+    prev = None
+    for value in stack.values():
+        qualified, cls = (value[0], value[1]) if isinstance(value, (tuple, list)) else (value, None)
+        root, path = fqn_split(str(qualified))
+        if prev is None and root == "self" and not path:
+            continue
+        if prev is not None and prev[0] == root and (not prev[1] or path.startswith(prev[1] + ".")):
+            name = path[len(prev[1]) + 1:] if prev[1] else path
+        elif prev is None and root == "self":
+            name = path
+        else:
+            name = getattr(cls, "__name__", "") or path.rsplit(".", 1)[-1] or root
+        if name:
+            chain.append(((root, path), name))
+            prev = (root, path)
+    return chain
+
+
+def node_chain(node):
+    """The module calls an FX node of Inductor's graph was made in (module_chain): [] for the
+    compiled frame's own code (a loss computed in the model's forward), None when the node says
+    nothing (made by a pass; the backward's gradient sums)."""
+    meta = getattr(node, "meta", None) or {}
+    for key in ("nn_module_stack", "fwd_nn_module_stack"):
+        if key in meta:
+            return module_chain(meta[key]) if meta[key] else []
+    if "from_node" in meta and not meta.get("is_gradient_acc"):
+        return []
+    return None
+
+
+def common_path(chains):
+    """The table's PATH (record/compiled.h) of the chains' common ancestor: module names joined
+    by "/", "." for the compiled frame's own module, "" when no chain says anything."""
+    known = [c for c in chains if c is not None]
+    if not known:
+        return ""
+    common = known[0]
+    for c in known[1:]:
+        n = 0
+        while n < len(common) and n < len(c) and common[n][0] == c[n][0]:
+            n += 1
+        common = common[:n]
+    return "/".join(_PATH_UNSAFE.sub("_", name) for _, name in common) or "."
+
+
+_MATMULS = {"mm", "addmm", "bmm", "baddbmm", "addmv", "mv", "matmul", "_int_mm", "_scaled_mm",
+            "_grouped_mm", "_scaled_grouped_mm"}
+
+
+def _made_of(ir_node):
+    """The FX nodes whose values an IR node holds: its origin_node when Inductor knows it, else
+    the last of the nodes it was made of (origins with no user among them: not those it only
+    recomputes on the way, as a layer norm recomputes the residual stream's sums)."""
+    origin = getattr(ir_node, "origin_node", None)
+    if origin is not None:
+        return [origin]
+    made = set(getattr(ir_node, "origins", None) or ())
+    return [n for n in made if not any(u in made for u in (getattr(n, "users", None) or ()))]
+
+
+def kernel_site(node_schedule, kernel_name, is_extern, memo=None):
+    """One kernel call of a graph's wrapper as the table has it: (its Triton kernel's name, or
+    for an extern kernel "@mm" when it is a matrix product and "" otherwise; the module path of
+    the FX nodes whose values it computes)."""
+    nodes = []
+    if is_extern:
+        nodes = _made_of(node_schedule)
+        parts = [p for p in str(kernel_name).split(".") if p not in ("default", "out", "Tensor")]
+        name = "@mm" if parts and parts[-1] in _MATMULS else ""
+    else:
+        for snode in node_schedule:
+            get_nodes = getattr(snode, "get_nodes", None)
+            if not callable(get_nodes) or isinstance(snode, type):
+                continue   # Inductor's markers (EnableReduction, DisableReduction)
+            for sub in get_nodes():
+                nodes.extend(_made_of(getattr(sub, "node", None)))
+        name = _PATH_UNSAFE.sub("_", str(kernel_name))
+    chains = []
+    for n in nodes:
+        if getattr(n, "op", "call_function") != "call_function":
+            continue
+        if memo is None:
+            chains.append(node_chain(n))
+            continue
+        chain = memo.get(id(n), memo)
+        if chain is memo:
+            chain = memo[id(n)] = node_chain(n)
+        chains.append(chain)
+    return name, common_path(chains)
+
+
+def kernel_table(sites):
+    """The table record/compiled.h reads: a line per kernel call, "NAME\tPATH"."""
+    return "".join("%s\t%s\n" % site for site in sites)
+
+
+def _provenance_wrapper(fn):
+    @functools.wraps(fn)
+    def set_kernel_post_grad_provenance_tracing(node_schedule, kernel_name, *args, **kwargs):
+        if _state != OFF:
+            _note_kernel_call(node_schedule, kernel_name, args[0] if args else kwargs.get("is_extern", False))
+        return fn(node_schedule, kernel_name, *args, **kwargs)
+    set_kernel_post_grad_provenance_tracing.__steptrace_wrapped__ = fn
+    return set_kernel_post_grad_provenance_tracing
+
+
+def _note_kernel_call(node_schedule, kernel_name, is_extern):
+    """Notes a kernel call on the graph Inductor is lowering; never raises."""
+    global _V
+    d = None
+    try:
+        if _V is None:
+            from torch._inductor.virtualized import V
+            _V = V
+        d = getattr(_V.graph, "__dict__", None)
+        if not isinstance(d, dict):
+            return
+        notes = d.setdefault(_SITES, ([], {}))
+        if notes is not None:
+            notes[0].append(kernel_site(node_schedule, kernel_name, is_extern, notes[1]))
+    except Exception as e:
+        if isinstance(d, dict):
+            d[_SITES] = None
+        _compile_say("note", "a graph's kernels stay under its compiled_N: %s: %s" % (type(e).__name__, e))
+
+
+def _on_inductor_provenance(module):
+    """Wraps Inductor's provenance call where `module` (torch._inductor.debug, or codegen/triton.py,
+    which imports it by name) holds it."""
+    fn = getattr(module, _PROVENANCE, None)
+    if not callable(fn):
+        if module.__name__ == "torch._inductor.debug":
+            _compile_say("provenance", "Inductor has no %s: compiled kernels stay under compiled_N"
+                         % _PROVENANCE)
+        return
+    if getattr(fn, "__steptrace_wrapped__", None) is not None:
+        return
+    wrapper = _provenance.get(fn)
+    if wrapper is None:
+        wrapper = _provenance[fn] = _provenance_wrapper(fn)
+    setattr(module, _PROVENANCE, wrapper)
+
+
+def _unique_kernel_names():
+    config = sys.modules.get("torch._inductor.config")
+    try:
+        return bool(config.triton.unique_kernel_names)
+    except AttributeError:
+        return True
+
+
+def _patch_compiled_init(cls):
+    """A CompiledFxGraph made by code generation keeps its kernel table (Inductor's cache too)."""
+    init = getattr(cls, "__init__", None)
+    if init is None or getattr(init, "__steptrace_wrapped__", None) is not None:
+        return
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if _state == OFF or not _provenance:
+            return
+        try:
+            notes = ([], None)   # no kernel noted: a graph without kernel calls
+            for a in itertools.chain(args, kwargs.values()):
+                d = getattr(a, "__dict__", None)
+                if isinstance(d, dict) and _SITES in d:
+                    notes = d.pop(_SITES)
+                    break
+            if notes is None:
+                return   # broken while noting: said then
+            if not notes[0] and ".run(" in (getattr(self, "source_code", None) or ""):
+                _compile_say("silent", "Inductor wrote kernel calls without its provenance call: "
+                             "they stay under compiled_N")
+                return
+            if not _unique_kernel_names():
+                _compile_say("names", "Inductor's kernels are not named one by one "
+                             "(config.triton.unique_kernel_names): they stay under compiled_N")
+                return
+            self.__dict__[_TABLE] = kernel_table(notes[0])
+        except Exception as e:
+            _compile_say("table", "a graph's kernels stay under its compiled_N: %s: %s" % (type(e).__name__, e))
+    __init__.__steptrace_wrapped__ = init
+    cls.__init__ = __init__
+
+
+def _send_kernel_table(graph, nid, name):
+    """At a compiled graph's first call: its table to the recorder, for its region `nid`; never raises."""
+    global _kernel_modules
+    try:
+        table = graph.__dict__.get(_TABLE)
+        if table is None:
+            if not _compile_said:
+                _compile_say("cache", "%s has no kernel table (Inductor's cache gave it, compiled without "
+                             "steptrace? TORCHINDUCTOR_FX_GRAPH_CACHE=0 recompiles): its kernels stay "
+                             "under it" % name)
+            return
+        if not table:
+            return
+        if _kernel_modules is None:
+            fn = getattr(_lib, "steptrace_py_kernel_modules", None)
+            if fn is not None:
+                fn.argtypes = (ctypes.c_uint32, ctypes.c_char_p)
+                fn.restype = ctypes.c_int
+            _kernel_modules = fn or False
+        if _kernel_modules and not _kernel_modules(nid, table.encode("utf-8", "replace")):
+            _compile_say("refused", "the recorder did not take %s's kernel table: its kernels stay under it"
+                         % name)
+    except Exception as e:
+        _compile_say("send", "%s's kernels stay under it: %s: %s" % (name, type(e).__name__, e))
+
+
 def _on_inductor(module):
     cls = getattr(module, "CompiledFxGraph", None)
     if cls is not None:
         _patch_compiled_graph(cls)
+        _patch_compiled_init(cls)
 
 
 def _on_torch(torch):
@@ -530,6 +794,8 @@ def _on_torch(torch):
     _wrap(dataloader._BaseDataLoaderIter, "__next__", PHASE_DATA)
     for name in ("torch._inductor.output_code", "torch._inductor.codecache"):
         _when_imported(name, _on_inductor)
+    for name in ("torch._inductor.debug", "torch._inductor.codegen.triton"):
+        _when_imported(name, _on_inductor_provenance)
 
 
 # ---- import hooks -------------------------------------------------------------------

@@ -48,9 +48,10 @@ ALLOWED = {
     frozenset({"record/capture", "record/activity"}):
         "CUPTI capture: the callbacks (capture.c) and the activity buffers (activity.c) share "
         "capture_internal.h's state, each calling the other's locked helpers",
-    frozenset({"record/nvtx", "record/torch"}):
+    frozenset({"record/nvtx", "record/torch", "record/compiled"}):
         "NVTX ranges and PyTorch's mode share nvtx_internal.h's per-thread range stacks: nvtx.c drops "
-        "torch.c's frames when a range closes under them",
+        "torch.c's frames when a range closes under them; compiled.c places a compiled region's "
+        "kernels on the modules beside its frame, which torch.c marks when it pushes one",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
