@@ -109,7 +109,7 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 	for (size_t i = 0; i < rp->n_ranges; i++) {
 		const struct replay_range *g = &rp->ranges[i];
 
-		if (!replay_counts(rp, g->step, args->include_warmup) || !replay_filter_range(&filter, g))
+		if (!replay_counts_modules(rp, g->step, args->include_warmup) || !replay_filter_range(&filter, g))
 			continue;
 		if (args->depth > 0 && rp->paths[g->path].depth >= (uint32_t)args->depth)
 			continue;
@@ -165,6 +165,7 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 			    args->range ? args->range : "", args->range ? "'" : "");
 	else if (shown < groups.n)
 		report_note(r, "%zu of %zu rows shown (--top %d)", shown, groups.n, args->top);
+	module_steps_note(rp, args->include_warmup, r);
 	rc = 0;
 out:
 	free(gpu_time);
