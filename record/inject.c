@@ -22,7 +22,19 @@
  * STEPTRACE_OUTPUT (the -o path), STEPTRACE_CLAIMS (a directory where each
  * process claims its bundle name and reports what it wrote),
  * STEPTRACE_STEP_RANGE, STEPTRACE_WARMUP, STEPTRACE_API, STEPTRACE_CUPTI_SYNC, STEPTRACE_PRECISION,
- * STEPTRACE_COMMAND_LINE, STEPTRACE_PEAKS.
+ * STEPTRACE_COMMAND_LINE, STEPTRACE_PEAKS, STEPTRACE_MODULES_EVERY (module ranges
+ * on every Nth step of a PyTorch program, record/torch.h), STEPTRACE_ARMED.
+ *
+ * Armed (`record --armed`, STEPTRACE_ARMED: the run's directory,
+ * lib/armed.h): the capture starts with nothing traced, no bundle opens,
+ * the NVTX entry points return at once and the Python side keeps only its
+ * optimizer hook, which counts steps (or the NVTX step ranges do, with
+ * --step-range) into the process's status file. A trigger's request opens
+ * a bundle at the boundary where its first step begins (run.T.rankR.stb,
+ * record/naming.h), turns tracing on (capture_resume) and starts the
+ * ranges afresh (ranges_session_begin); where its last step ends the
+ * bundle closes as at exit (capture_pause, ranges_finish) and the process
+ * goes quiet again.
  */
 #define _GNU_SOURCE
 #define NVTX_NO_IMPL
@@ -45,6 +57,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#include "lib/armed.h"
 #include "lib/error.h"
 #include "record/capture.h"
 #include "record/device.h"
@@ -57,6 +70,7 @@
 #define EXPORT __attribute__((visibility("default")))
 #define STEP_COUNTERS 4096
 #define CRASH_FLUSH_SECONDS 10
+#define MODULES_EVERY 10          /* module ranges on every Nth measured step by default (record/torch.h) */
 
 static struct {
 	pthread_once_t once;
@@ -73,6 +87,17 @@ static struct {
 	struct rec_session s;
 	char path[4096];          /* this process's bundle */
 	char claim[4096];         /* its claim file, "" without STEPTRACE_CLAIMS */
+
+	/* armed (record --armed): see the top */
+	const char *armed;        /* the run's directory; NULL when not armed */
+	struct armed_status *status;
+	_Atomic bool idle;        /* armed and not recording: NVTX calls return at once */
+	bool have_device;         /* a context was created: its device, for the bundle's header */
+	uint32_t device;
+	uint64_t seq, first, count;   /* the request armed_step keeps */
+	uint32_t step_reg;        /* --step-range's string id, for the NVTX steps counted while idle */
+	uint32_t steps_written;   /* steps this recording has written (the NVTX steps' boundaries) */
+	struct capture_totals ct0;    /* the capture's totals when this recording began */
 } in = { .once = PTHREAD_ONCE_INIT, .open_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- configuration ------------------------------------------------------- */
@@ -88,6 +113,7 @@ static void setup(void)
 {
 	struct ranges_config rc = { 0 };
 	const char *warmup = env("STEPTRACE_WARMUP"), *api = env("STEPTRACE_API");
+	const char *every = env("STEPTRACE_MODULES_EVERY");
 
 	in.pid = getpid();
 	in.t0 = capture_now();
@@ -114,6 +140,10 @@ static void setup(void)
 		warning("steptrace: out of memory setting up the recorder; recording nothing");
 		return;
 	}
+	ranges_torch_sample(every ? (uint32_t)strtoul(every, NULL, 10) : MODULES_EVERY);
+	in.armed = env("STEPTRACE_ARMED");
+	if (in.armed && in.step_range)
+		in.step_reg = ranges_register(in.step_range);
 	in.configured = true;
 }
 
@@ -154,6 +184,31 @@ static int pick_path(void)
 		claim(id);
 	}
 	if (naming_bundle(in.path, sizeof(in.path), in.output, id))
+		return error("steptrace: bundle name for '%s' is too long", in.output);
+	return 0;
+}
+
+/*
+ * The bundle of trigger seq (record --armed): run.SEQ.rankR.stb, or
+ * run.SEQ.stb for a process without a rank; with the pid added when
+ * another process of the run claimed that name first.
+ */
+static int pick_trigger_path(uint64_t seq)
+{
+	const char *rank = naming_rank(getenv_const);
+	char id[48] = "", cid[96];
+
+	if (rank)
+		snprintf(id, sizeof(id), "rank%s", rank);
+	snprintf(cid, sizeof(cid), "%llu%s%s", (unsigned long long)seq, *id ? "." : "", id);
+	if (in.claims && claim(cid)) {
+		size_t n = strlen(id);
+
+		snprintf(id + n, sizeof(id) - n, "%s%d", n ? "." : "", (int)in.pid);
+		snprintf(cid, sizeof(cid), "%llu.%s", (unsigned long long)seq, id);
+		claim(cid);
+	}
+	if (naming_trigger_bundle(in.path, sizeof(in.path), in.output, seq, *id ? id : NULL))
 		return error("steptrace: bundle name for '%s' is too long", in.output);
 	return 0;
 }
@@ -226,7 +281,8 @@ static int64_t unix_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void open_bundle(uint32_t device)
+/* Opens the bundle in.path (its header: device, command, rank) with time base in.t0; -1 when it cannot. */
+static int bundle_open(uint32_t device)
 {
 	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
 	Steptrace__RunConfig rc = STEPTRACE__RUN_CONFIG__INIT;
@@ -234,8 +290,6 @@ static void open_bundle(uint32_t device)
 	struct naming_identity job;
 	char host[256] = "", line[4096];
 
-	if (pick_path())
-		return;
 	if (device_facts_read_driver((int)device, &dev)) {
 		memset(&dev, 0, sizeof(dev));
 		steptrace__device_info__init(&dev.info);
@@ -269,35 +323,41 @@ static void open_bundle(uint32_t device)
 	hdr.time_base_ns = in.t0;
 	if (rec_session_open(&in.s, in.path, &hdr)) {
 		warning("steptrace: pid %d records nothing", (int)in.pid);
-		return;
+		return -1;
 	}
 	/* the writer fills a temporary beside in.path and renames it at the end; after a
 	 * SIGKILL only steptrace can put it in place, so it is told the name */
 	claim_report("bundle %s\nwriting %s\n", in.path, bundle_writer_file(in.s.w));
 	in.opened = true;
-	capture_attach(&in.s);
+	return 0;
+}
+
+static void open_bundle(uint32_t device)
+{
+	if (!pick_path() && !bundle_open(device))
+		capture_attach(&in.s);
 }
 
 static void on_context(void *ctx, uint32_t device)
 {
 	pthread_mutex_lock(&in.open_lock);
-	if (!in.opened && !in.done && getpid() == in.pid)
+	if (!in.have_device) {
+		in.have_device = true;
+		in.device = device;
+	}
+	if (!in.opened && !in.done && !in.armed && getpid() == in.pid)
 		open_bundle(device);
 	pthread_mutex_unlock(&in.open_lock);
 }
 
 /* Closes the capture and the bundle with `reason`; NULL: leave it without a footer. */
-static void finish(const char *reason)
+/* The bundle open is done: footer with `reason` (NULL: none), claim report. The capture has stopped or paused. */
+static void close_bundle(const char *reason)
 {
 	struct capture_totals ct;
 	struct ranges_totals rt;
 	struct stat st;
 
-	in.done = true;
-	ranges_finish(in.t0, capture_now());
-	capture_stop();
-	if (!in.opened)
-		return;
 	capture_totals(&ct);
 	ranges_totals(&rt);
 	rec_session_set_steps_from(&in.s, rt.steps_from);
@@ -305,16 +365,168 @@ static void finish(const char *reason)
 		rec_session_close(&in.s, reason);
 	else
 		rec_session_abort(&in.s);
+	in.opened = false;
 	claim_report("events %" PRIu64 "\nbytes %lld\ndropped %" PRIu64 "\nsteps %" PRIu32
 		     "\nwarmup %" PRIu32 "\nops %" PRIu32 "\nranges %" PRIu64 "\nunattributed %" PRIu64
 		     "\nopen %" PRIu64 "\nunpaired %" PRIu64 "\nlost %" PRIu64 "\ncapped %d\nend %s\n"
 		     "steps_from %s\n",
-		     in.s.events, stat(in.path, &st) ? -1LL : (long long)st.st_size, ct.dropped, rt.steps,
-		     rt.warmup, rt.ops, rt.ranges, ct.unattributed, rt.open, rt.unpaired, rt.lost,
-		     rt.ops_capped, reason ? reason : "aborted", rt.steps_from ? rt.steps_from : "");
+		     in.s.events, stat(in.path, &st) ? -1LL : (long long)st.st_size, ct.dropped - in.ct0.dropped,
+		     rt.steps, rt.warmup, rt.ops, rt.ranges, ct.unattributed - in.ct0.unattributed, rt.open,
+		     rt.unpaired, rt.lost, rt.ops_capped, reason ? reason : "aborted",
+		     rt.steps_from ? rt.steps_from : "");
 	if (!in.claims)
 		fprintf(stderr, "steptrace: pid %d wrote '%s' (%" PRIu64 " events)\n", (int)in.pid,
 			in.path, in.s.events);
+}
+
+static void finish(const char *reason)
+{
+	bool recording = in.armed && in.opened;
+	struct ranges_totals rt;
+
+	in.done = true;
+	atomic_store(&in.idle, true);
+	ranges_finish(in.t0, capture_now());
+	capture_stop();
+	if (in.opened) {
+		ranges_totals(&rt);
+		close_bundle(reason);
+		if (recording)   /* the program ended (or was ended) inside a triggered recording */
+			armed_done(in.status, in.seq, ARMED_CUT, in.first, rt.steps, in.path);
+	}
+	if (in.status) {
+		armed_unpublish(in.armed, in.status);
+		in.status = NULL;
+	}
+}
+
+/* ---- armed: a trigger's recording ------------------------------------------------- */
+
+static void step_boundary(uint64_t t);
+
+/*
+ * What the NVTX entry points do around recordings. Each thread keeps a
+ * stack of what its open ranges were pushed in: 0 while idle (1 for an
+ * NVTX step range, whose pop ends a step), else the recording's number
+ * (2 and up): a pop while recording goes to the recorder only for a range
+ * pushed in that recording, so that a range open across a recording's
+ * start is not an unpaired pop in its bundle.
+ */
+#define NV_DEPTH 256
+static _Thread_local struct {
+	int depth, steps_open;
+	uint8_t tag[NV_DEPTH];
+} nv;
+static _Atomic uint8_t nv_recording = 2;   /* the tag of the recording now (2..255, wrapping) */
+
+static bool idle(void)
+{
+	return atomic_load_explicit(&in.idle, memory_order_relaxed);
+}
+
+/* A push: true when the recorder is to have it. */
+static bool nv_push(const char *name, uint32_t reg)
+{
+	bool rec = !idle();
+	uint8_t tag = rec ? atomic_load_explicit(&nv_recording, memory_order_relaxed) : 0;
+
+	if (!rec && in.step_reg && !nv.steps_open &&
+	    (reg ? reg == in.step_reg : name && !strcmp(name, in.step_range))) {
+		tag = 1;
+		nv.steps_open++;
+	}
+	if (nv.depth < NV_DEPTH)
+		nv.tag[nv.depth] = tag;
+	nv.depth++;
+	return rec;
+}
+
+/* A pop: true when the recorder is to have it; an idle step range's ends a step. */
+static bool nv_pop(void)
+{
+	uint8_t cur = atomic_load_explicit(&nv_recording, memory_order_relaxed);
+	uint8_t tag = nv.depth > NV_DEPTH ? cur : nv.depth > 0 ? nv.tag[nv.depth - 1] : 0;
+
+	if (nv.depth > 0)
+		nv.depth--;
+	if (tag == 1) {
+		nv.steps_open--;
+		if (idle())
+			step_boundary(capture_now());
+	}
+	return !idle() && tag == cur;
+}
+
+
+/* Step in.first begins at t: its bundle opens and tracing turns on. in.open_lock held. */
+static void session_begin(uint64_t t)
+{
+	if (!in.have_device || pick_trigger_path(in.seq) || (in.t0 = t, bundle_open(in.device))) {
+		armed_done(in.status, in.seq, ARMED_FAILED, 0, 0, "");
+		atomic_store(&in.status->state, ARMED_IDLE);
+		return;
+	}
+	capture_totals(&in.ct0);
+	in.steps_written = 0;
+	{
+		uint8_t next = (uint8_t)(atomic_load(&nv_recording) + 1);
+
+		atomic_store(&nv_recording, next < 2 ? 2 : next);   /* ranges open before it stay out */
+	}
+	ranges_session_begin(t);
+	if (capture_resume(&in.s)) {
+		ranges_session_idle();
+		close_bundle(NULL);
+		armed_done(in.status, in.seq, ARMED_FAILED, 0, 0, "");
+		atomic_store(&in.status->state, ARMED_IDLE);
+		return;
+	}
+	atomic_store(&in.idle, false);
+}
+
+/* Step in.first + in.count - 1 ended: the bundle closes and the process goes quiet. in.open_lock held. */
+static void session_end(void)
+{
+	struct ranges_totals rt;
+
+	if (!in.opened)
+		return;
+	atomic_store(&in.idle, true);
+	ranges_finish(in.t0, capture_now());
+	capture_pause();
+	ranges_totals(&rt);
+	close_bundle("ok");
+	armed_done(in.status, in.seq, ARMED_WRITTEN, in.first, rt.steps, in.path);
+}
+
+/* A step ended at t and the next begins (the optimizer's, or an NVTX step range's). */
+static void step_boundary(uint64_t t)
+{
+	int act;
+
+	if (!in.status || in.done || getpid() != in.pid)
+		return;
+	pthread_mutex_lock(&in.open_lock);
+	act = armed_step(in.status, &in.seq, &in.first, &in.count);
+	if (act & ARMED_END)
+		session_end();
+	if (act & ARMED_BEGIN)
+		session_begin(t);
+	pthread_mutex_unlock(&in.open_lock);
+}
+
+/* After the recorder took a pop: the steps of an NVTX step range end there. */
+static void nv_popped(void)
+{
+	struct ranges_totals rt;
+
+	if (!in.step_reg || idle())
+		return;
+	ranges_totals(&rt);
+	if (rt.steps != in.steps_written) {
+		in.steps_written = rt.steps;
+		step_boundary(capture_now());
+	}
 }
 
 static void on_exit_flush(void)
@@ -394,6 +606,24 @@ static void on_fork_child(void)
 
 /* ---- CUDA's entry point --------------------------------------------------------- */
 
+/* Armed: quiet until a trigger; the status file that steptrace trigger reads. -1: records nothing. */
+static int arm(void)
+{
+	struct naming_identity job;
+	const char *rank = naming_rank(getenv_const);
+	bool several = naming_identity(getenv_const, &job);
+
+	in.status = armed_publish(in.armed, in.pid, rank ? (int32_t)strtol(rank, NULL, 10) : -1,
+				  several ? job.world_size : 1, in.output);
+	if (!in.status) {
+		warning("steptrace: pid %d cannot be armed; recording nothing", (int)in.pid);
+		return -1;
+	}
+	atomic_store(&in.idle, true);
+	ranges_session_idle();
+	return 0;
+}
+
 EXPORT int InitializeInjection(void)
 {
 	pthread_once(&in.once, setup);
@@ -402,10 +632,18 @@ EXPORT int InitializeInjection(void)
 	capture_set_hooks(on_context, ranges_drain_locked);
 	capture_set_lead(ranges_stackless);
 	capture_set_profiler_hook(ranges_capture_range);
+	capture_set_before_launch(ranges_torch_launch);
 	capture_lean(true, in.cupti_sync);
+	capture_armed(in.armed != NULL);
+	if (in.armed && arm())
+		return 1;
 	if (capture_start(NULL, STEP_COUNTERS, in.api)) {
 		warning("steptrace: CUPTI capture could not start in pid %d; recording nothing",
 			(int)in.pid);
+		if (in.status)
+			armed_unpublish(in.armed, in.status);
+		in.status = NULL;
+		atomic_store(&in.idle, false);
 		return 1;
 	}
 	if (!in.step_range)
@@ -464,10 +702,46 @@ EXPORT void steptrace_py_profiler(int on)
 	ranges_torch_profiler(on != 0);
 }
 
-/* The primary optimizer's step ended. */
-EXPORT void steptrace_py_step(void)
+/*
+ * The primary optimizer's step ended: the next step begins. Returns what it
+ * records (record/torch.h, enum ranges_torch_level): 2 phases and modules,
+ * 1 phases only (module ranges on a sample of the steps), 0 nothing (an
+ * armed process between triggers); the Python side installs its hooks to
+ * match. An armed process counts the step (unless NVTX step ranges count
+ * them) and begins or ends a trigger's recording here.
+ */
+EXPORT int steptrace_py_step(void)
 {
-	ranges_torch_step(capture_now());
+	uint64_t t = capture_now();
+
+	if (!in.armed || !idle())
+		ranges_torch_step(t);
+	if (in.armed && !in.step_range)
+		step_boundary(t);
+	return ranges_torch_level();
+}
+
+/* What the step now running records, as steptrace_py_step returns it. */
+EXPORT int steptrace_py_level(void)
+{
+	return ranges_torch_level();
+}
+
+/*
+ * The backward's modules from autograd's current node (record/torch.h):
+ * called from a prehook of a node whose sequence number is `want`, with
+ * torch::autograd::get_current_node of the program's libtorch (NULL: the
+ * one given before); returns where the node keeps that number, -1 nowhere.
+ * steptrace_py_nodes(offset) then turns the chains on (0: off).
+ */
+EXPORT int steptrace_py_node_probe(void *get_current_node, uint64_t want)
+{
+	return ranges_torch_node_probe(get_current_node, want);
+}
+
+EXPORT void steptrace_py_nodes(int offset)
+{
+	ranges_torch_nodes(offset);
 }
 
 /* n (address, size) pairs of live blocks on `device` hold `category` (enum st_mem_category). */
@@ -516,6 +790,8 @@ static const char *message(const nvtxEventAttributes_t *a, uint32_t *reg, char *
 
 static int nvtx_push_a(const char *m)
 {
+	if (in.armed && !nv_push(m, 0))
+		return nv.depth - 1;
 	return ranges_push(NULL, m, 0, now());
 }
 
@@ -523,6 +799,8 @@ static int nvtx_push_w(const wchar_t *m)
 {
 	char buf[1024];
 
+	if (in.armed && !nv_push(narrow(m, buf, sizeof(buf)), 0))
+		return nv.depth - 1;
 	return ranges_push(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 }
 
@@ -532,16 +810,33 @@ static int nvtx_push_ex(const nvtxEventAttributes_t *a)
 	uint32_t reg;
 	const char *m = message(a, &reg, buf, sizeof(buf));
 
+	if (in.armed && !nv_push(m, reg))
+		return nv.depth - 1;
 	return ranges_push(NULL, m, reg, now());
+}
+
+/* A pop of domain d, unless an armed process is quiet or the range began before its recording. */
+static int pop_in(struct ranges_domain *d)
+{
+	int rc;
+
+	if (in.armed && !nv_pop())
+		return nv.depth;
+	rc = ranges_pop(d, now());
+	if (in.armed)
+		nv_popped();
+	return rc;
 }
 
 static int nvtx_pop(void)
 {
-	return ranges_pop(NULL, now());
+	return pop_in(NULL);
 }
 
 static nvtxRangeId_t nvtx_start_a(const char *m)
 {
+	if (in.armed && idle())
+		return 0;
 	return ranges_start(NULL, m, 0, now());
 }
 
@@ -549,6 +844,8 @@ static nvtxRangeId_t nvtx_start_w(const wchar_t *m)
 {
 	char buf[1024];
 
+	if (in.armed && idle())
+		return 0;
 	return ranges_start(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 }
 
@@ -556,18 +853,25 @@ static nvtxRangeId_t nvtx_start_ex(const nvtxEventAttributes_t *a)
 {
 	char buf[1024];
 	uint32_t reg;
-	const char *m = message(a, &reg, buf, sizeof(buf));
+	const char *m;
 
+	if (in.armed && idle())
+		return 0;
+	m = message(a, &reg, buf, sizeof(buf));
 	return ranges_start(NULL, m, reg, now());
 }
 
 static void nvtx_end(nvtxRangeId_t id)
 {
+	if (in.armed && (idle() || !id))
+		return;
 	ranges_end(id, now());
 }
 
 static void nvtx_mark_a(const char *m)
 {
+	if (in.armed && idle())
+		return;
 	ranges_mark(NULL, m, 0, now());
 }
 
@@ -575,6 +879,8 @@ static void nvtx_mark_w(const wchar_t *m)
 {
 	char buf[1024];
 
+	if (in.armed && idle())
+		return;
 	ranges_mark(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 }
 
@@ -582,8 +888,11 @@ static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
 {
 	char buf[1024];
 	uint32_t reg;
-	const char *m = message(a, &reg, buf, sizeof(buf));
+	const char *m;
 
+	if (in.armed && idle())
+		return;
+	m = message(a, &reg, buf, sizeof(buf));
 	ranges_mark(NULL, m, reg, now());
 }
 
@@ -659,6 +968,8 @@ static int nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t
 	uint64_t comm = 0, bytes = 0;
 	const char *m = message(a, &reg, buf, sizeof(buf));
 
+	if (in.armed && !nv_push(m, reg))
+		return nv.depth - 1;
 	if (ranges_domain_nccl((struct ranges_domain *)d))
 		nccl_payload(a, &comm, &bytes);
 	return ranges_push_payload((struct ranges_domain *)d, m, reg, now(), comm, bytes);
@@ -666,20 +977,25 @@ static int nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t
 
 static int nvtx_domain_pop(nvtxDomainHandle_t d)
 {
-	return ranges_pop((struct ranges_domain *)d, now());
+	return pop_in((struct ranges_domain *)d);
 }
 
 static nvtxRangeId_t nvtx_domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
 	char buf[1024];
 	uint32_t reg;
-	const char *m = message(a, &reg, buf, sizeof(buf));
+	const char *m;
 
+	if (in.armed && idle())
+		return 0;
+	m = message(a, &reg, buf, sizeof(buf));
 	return ranges_start((struct ranges_domain *)d, m, reg, now());
 }
 
 static void nvtx_domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
+	if (in.armed && (idle() || !id))
+		return;
 	ranges_end(id, now());
 }
 
@@ -687,8 +1003,11 @@ static void nvtx_domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_
 {
 	char buf[1024];
 	uint32_t reg;
-	const char *m = message(a, &reg, buf, sizeof(buf));
+	const char *m;
 
+	if (in.armed && idle())
+		return;
+	m = message(a, &reg, buf, sizeof(buf));
 	ranges_mark((struct ranges_domain *)d, m, reg, now());
 }
 
