@@ -940,7 +940,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		report_note(r, "critical path: over the first %zu of the %zu steps (their paths cross the whole "
 			       "graph many times over: steps overlap)", walked, n_path);
 	if (on_path != c.meas)
-		module_steps_note(c.rp, o->include_warmup, r);
+		module_steps_note(c.rp, o->include_warmup, false, r);
 	t = report_add_table(r, "critical_path", "Critical path: what decided the step's end, per step");
 	table_add_column(t, "Kind", COL_STR, 0);
 	table_add_column(t, "On the path", COL_STR, 0);

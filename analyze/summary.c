@@ -199,7 +199,7 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 		report_note(r, "totals and instances are per %s step: divided by %.0f steps",
 			    args->include_warmup ? "recorded" : "measured", per_step);
 	if (by_modules(args))
-		module_steps_note(rp, args->include_warmup, r);
+		module_steps_note(rp, args->include_warmup, false, r);
 	rc = 0;
 free_names:
 	for (size_t i = 0; i < groups.n; i++)
