@@ -473,7 +473,7 @@ static void session_begin(uint64_t t)
 
 		atomic_store(&nv_recording, next < 2 ? 2 : next);   /* ranges open before it stay out */
 	}
-	ranges_session_begin(t);
+	ranges_session_begin(t, (uint32_t)in.first);
 	if (capture_resume(&in.s)) {
 		ranges_session_idle();
 		close_bundle(NULL);

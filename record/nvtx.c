@@ -704,7 +704,7 @@ int push_locked(struct tstate *s, struct frame *f)
 
 			if (node && R.nodes[node].step && !R.step_open) {
 				R.step_open = true;
-				R.step_index = R.n_steps;
+				R.step_index = R.step_base + R.n_steps;
 				R.gen++;
 				f->step = true;
 				R.lead = s;   /* the training loop's thread leads */
@@ -925,7 +925,7 @@ uint32_t ranges_warmup_locked(void)
 
 void write_step_locked(uint64_t thread, uint64_t start, uint64_t end, bool phases_only)
 {
-	step_event_locked(R.n_steps, thread, start, end, phases_only);
+	step_event_locked(R.step_base + R.n_steps, thread, start, end, phases_only);
 }
 
 void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t thread, uint64_t start,
@@ -1008,7 +1008,7 @@ void ranges_session_idle(void)
 	pthread_mutex_unlock(&R.lock);
 }
 
-void ranges_session_begin(uint64_t t)
+void ranges_session_begin(uint64_t t, uint32_t first_index)
 {
 	struct tstate *me = tstate();
 
@@ -1023,6 +1023,7 @@ void ranges_session_begin(uint64_t t)
 			stack_reset_locked(R.adopted[i]);
 		R.finished = false;
 		R.n_steps = R.n_warmup = R.step_index = 0;
+		R.step_base = first_index;
 		R.step_open = false;
 		R.gen++;
 		R.warmup = 0;                /* the program is warm: a triggered bundle has no warm-up */

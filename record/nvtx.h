@@ -122,11 +122,13 @@ void ranges_finish(uint64_t t0, uint64_t t_end);
  * step written yet and none warm-up, every op registered so far written
  * again into the session it drains into next, every thread's range stack
  * empty (a range open before t is not in it; its pop is not counted
- * unpaired), and under the PyTorch rule a step open from t.
- * ranges_finish ends a session as it ends a run.
+ * unpaired), and under the PyTorch rule a step open from t. Its steps
+ * are numbered from first_index (Step.index: the program's own count of
+ * its steps, the same on every rank). ranges_finish ends a session as it
+ * ends a run.
  */
 void ranges_session_idle(void);
-void ranges_session_begin(uint64_t t);
+void ranges_session_begin(uint64_t t, uint32_t first_index);
 
 struct ranges_totals {
 	uint64_t ranges;          /* range events queued */

@@ -91,6 +91,7 @@ struct nvtx_state {
 	bool ops_capped;
 
 	uint32_t gen, n_steps, n_warmup, step_index;
+	uint32_t step_base;              /* the first step's index (a triggered recording's: the program's count) */
 	bool warmup_default;             /* no --warmup: PyTorch's steps flag their first */
 	bool step_open;
 

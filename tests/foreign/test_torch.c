@@ -350,8 +350,8 @@ static void check_replay(const char *path)
 	replay_release(&rp);
 }
 
-/* A recording of an armed process: its own steps from 0, none warm-up, its ops and modules. */
-static void check_session(const char *path, size_t want_steps, uint64_t begin)
+/* A recording of an armed process: its steps numbered from `first`, none warm-up, its ops and modules. */
+static void check_session(const char *path, uint32_t first, size_t want_steps, uint64_t begin)
 {
 	struct replay rp;
 	size_t fwd_cfc = 0, bwd_cfc = 0;
@@ -361,7 +361,7 @@ static void check_session(const char *path, size_t want_steps, uint64_t begin)
 	CHECK_U64(rp.n_steps, want_steps);
 	CHECK_U64(rp.n_measured_steps, want_steps);
 	for (size_t i = 0; i < rp.n_steps; i++) {
-		CHECK(rp.steps[i].index == i, "step %zu has index %u", i, rp.steps[i].index);
+		CHECK(rp.steps[i].index == first + i, "step %zu has index %u", i, rp.steps[i].index);
 		CHECK(i ? rp.steps[i].start == rp.steps[i - 1].end : rp.steps[i].start == begin - BASE,
 		      "step %zu starts at %" PRIu64, i, rp.steps[i].start);
 	}
@@ -378,8 +378,8 @@ static void check_session(const char *path, size_t want_steps, uint64_t begin)
 	replay_release(&rp);
 }
 
-/* One recording of an armed process into path: `steps` steps from a step boundary. */
-static void session(const char *path, int steps, uint64_t *begin)
+/* One recording of an armed process into path: `steps` steps from a step boundary, the first numbered `first`. */
+static void session(const char *path, uint32_t first, int steps, uint64_t *begin)
 {
 	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
 	struct ranges_totals t;
@@ -389,7 +389,7 @@ static void session(const char *path, int steps, uint64_t *begin)
 	hdr.time_base_ns = BASE;
 	CHECK(rec_session_open(&s, path, &hdr) == 0);
 	*begin = tick();
-	ranges_session_begin(*begin);
+	ranges_session_begin(*begin, first);
 	level = ranges_torch_level();
 	CHECK(level == RANGES_LEVEL_MODULES, "a recording's first step has modules: %d", level);
 	for (int step = 0; step < steps; step++)
@@ -419,11 +419,11 @@ static void run_sessions(const char *path)
 	ranges_session_idle();
 	CHECK(ranges_torch_level() == RANGES_LEVEL_OFF, "an armed process records nothing at first");
 	tick();   /* steps go by unrecorded: the Python side calls nothing but the step count */
-	session(one, 2, &b1);
+	session(one, 12, 2, &b1);
 	tick();
-	session(two, 3, &b2);
-	check_session(one, 2, b1);
-	check_session(two, 3, b2);
+	session(two, 40, 3, &b2);
+	check_session(one, 12, 2, b1);
+	check_session(two, 40, 3, b2);
 }
 
 int main(int argc, char **argv)
