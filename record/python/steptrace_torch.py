@@ -21,10 +21,12 @@ the process, through ctypes) what the training loop is doing:
   at::sequence_number::peek, the backward's from the ranges PyTorch's NVTX
   profiler opens around each autograd node (scope BACKWARD_FUNCTION only,
   turned on for the length of each backward call);
-- memory: the blocks of the parameters (at the first call of each outermost
+- memory: with PyTorch's cudaMallocAsync backend (--torch-alloc async),
+  the blocks of the parameters (at the first call of each outermost
   module), of their gradients (after each backward), of the optimizer's
   state (after each step, when it changed) and of the outermost module's
-  tensor arguments (input) are tagged with their category;
+  tensor arguments (input) are tagged with their category (the caching
+  allocator's segments hold many tensors: a tag would say nothing);
 - --torch ops: every aten op with its input shapes, through
   emit_nvtx(record_shapes=True), kept on from the first module call;
 - torch.compile: each compiled graph's call (Inductor's CompiledFxGraph) is
@@ -89,6 +91,10 @@ _quals = {}                 # id(parent) -> (weakref to parent, {id(child): qual
 _roots = {}                 # id(root) -> (weakref, [parameters])
 _primary = None             # weakref to the primary optimizer
 _opt_state_sizes = {}       # id(optimizer) -> len(state) when last tagged
+_tagged = set()             # id(root) whose parameters this recording has tagged
+# Tags say something only of blocks a tensor owns whole: with PyTorch's cudaMallocAsync backend
+# (--torch-alloc async); the caching allocator's segments hold many tensors, so none is tagged
+_tags_on = "cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
 _compiling = None
 _prof_on = None
 _prof_off = None
@@ -161,7 +167,7 @@ def _name_id(parent, module):
 
 def _tag(tensors, category):
     """Tags the blocks of CUDA tensors that own their whole block (address, bytes) as category."""
-    if "tags" in _skip:
+    if "tags" in _skip or not _tags_on:
         return
     by_device = {}
     for t in tensors:
@@ -193,15 +199,21 @@ def _tensors_in(value, out, depth=0):
 
 
 def _root_params(root):
+    """A root module's parameters, and whether this recording has yet to tag them."""
     entry = _roots.get(id(root))
     if entry is not None and entry[0]() is root:
-        return entry[1], False
-    params = list(root.parameters())
-    _roots[id(root)] = (weakref.ref(root), params)
-    return params, True
+        params = entry[1]
+    else:
+        params = list(root.parameters())
+        _roots[id(root)] = (weakref.ref(root), params)
+    first = id(root) not in _tagged
+    _tagged.add(id(root))
+    return params, first
 
 
 def _tag_grads():
+    if not _tags_on or "tags" in _skip:
+        return
     seen = set()
     grads = []
     for ref, params in list(_roots.values()):
@@ -216,6 +228,8 @@ def _tag_grads():
 
 
 def _tag_optimizer_state(opt):
+    if not _tags_on:
+        return
     state = getattr(opt, "state", None)
     if not state or _opt_state_sizes.get(id(opt)) == len(state):
         return
@@ -569,6 +583,9 @@ def _roots_off():
 def _apply_level(level):
     """Installs what the step now running records needs (record/torch.h, ranges_torch_level)."""
     global _level
+    if _level == LEVEL_OFF and level != LEVEL_OFF:   # a new recording (armed): its own tags
+        _tagged.clear()
+        _opt_state_sizes.clear()
     _level = level
     if level == LEVEL_MODULES or (level == LEVEL_PHASES and (not _roots or _compiled())):
         _roots_off()   # the global hooks do it all (a step with phases only before any root is known)
