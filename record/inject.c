@@ -142,8 +142,12 @@ static void setup(void)
 	}
 	ranges_torch_sample(every ? (uint32_t)strtoul(every, NULL, 10) : MODULES_EVERY);
 	in.armed = env("STEPTRACE_ARMED");
-	if (in.armed && in.step_range)
-		in.step_reg = ranges_register(in.step_range);
+	if (in.armed) {   /* quiet from the first NVTX call, which may come before CUDA's */
+		atomic_store(&in.idle, true);
+		ranges_session_idle();
+		if (in.step_range)
+			in.step_reg = ranges_register(in.step_range);
+	}
 	in.configured = true;
 }
 
@@ -619,8 +623,6 @@ static int arm(void)
 		warning("steptrace: pid %d cannot be armed; recording nothing", (int)in.pid);
 		return -1;
 	}
-	atomic_store(&in.idle, true);
-	ranges_session_idle();
 	return 0;
 }
 
@@ -643,7 +645,6 @@ EXPORT int InitializeInjection(void)
 		if (in.status)
 			armed_unpublish(in.armed, in.status);
 		in.status = NULL;
-		atomic_store(&in.idle, false);
 		return 1;
 	}
 	if (!in.step_range)
