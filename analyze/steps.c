@@ -33,7 +33,7 @@ static void module_steps_list(const struct replay *rp, struct report *r)
 		n++;
 	}
 	report_note(r, "module ranges on %zu of the %zu steps (%s%s; the others have phases only): summary --by op "
-		    "and --range, ranges, diff --by op and explain's critical path read those", n, rp->n_steps,
+		    "and --range, ranges, flops, diff --by op and explain's critical path read those", n, rp->n_steps,
 		    list, n > shown ? ", ..." : "");
 }
 

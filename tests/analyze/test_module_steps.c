@@ -4,13 +4,14 @@
  * the model's module range "GPT" under "forward", step 2 phases only (its
  * kernel under "forward" itself). summary --by op counts steps 1 and 3
  * alone (no "forward/forward" row, two GPT kernels, per-step totals over
- * two steps) and says so; ranges counts "step" and "step/forward" in every
+ * two steps) and says so, and so does flops; ranges counts "step" and "step/forward" in every
  * measured step, "step/forward/GPT" in steps 1 and 3; steps lists the
  * steps that have modules.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "analyze/flops.h"
 #include "analyze/ranges.h"
 #include "analyze/steps.h"
 #include "analyze/summary.h"
@@ -106,6 +107,18 @@ int main(void)
 		      gpt, out);
 	}
 	report_free(r);
+
+	{
+		struct flops_result fr;
+		bool phase_row = false;
+
+		CHECK(flops_compute(&rp, &(struct flops_options){ 0 }, &fr) == 0);
+		for (size_t i = 0; i < fr.n_rows; i++)
+			phase_row |= strstr(fr.rows[i].name, "forward/forward") != NULL;
+		CHECK(!phase_row && fr.divisor == 2 && fr.module_steps == 2 && fr.of_steps == 3,
+		      "flops: divisor %g, %zu of %zu steps", fr.divisor, fr.module_steps, fr.of_steps);
+		flops_result_release(&fr);
+	}
 
 	r = report_new();
 	CHECK(steps_run(&rp, false, r) == 0);
