@@ -290,12 +290,13 @@ void ranges_torch_launch_at(uint64_t (*now)(void))
 	gen = atomic_load_explicit(&N.gen, memory_order_relaxed);
 	if (seq == UINT64_MAX || (node_last.gen == gen && node_last.seq == seq))
 		return;
-	node_last.gen = gen;
-	node_last.seq = seq;
 	pthread_mutex_lock(&R.lock);
-	/* as a profiler range would: only where nothing of the helper's own is open */
-	if (R.torch && !R.finished && T.n_calls && s->depth == synth_count(s))
+	/* as a profiler range would: only where nothing of the helper's own is open (else at a later launch) */
+	if (R.torch && !R.finished && T.n_calls && s->depth == synth_count(s)) {
 		chain_switch_locked(s, seq, now());
+		node_last.gen = gen;
+		node_last.seq = seq;
+	}
 	pthread_mutex_unlock(&R.lock);
 	current_op(s);
 }

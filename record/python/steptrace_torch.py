@@ -455,7 +455,7 @@ def _stack():
 
 
 def _pre_hook(module, args):
-    if not _ready() or not _level:
+    if not _ready() or not _level or not _global_handles:   # (activation may have just removed them)
         return None
     t0 = _ns() if _costing else 0
     try:
