@@ -182,6 +182,18 @@ const char **step_labels(const struct replay *rp, bool *differ)
 	return label;
 }
 
+void module_steps_note(const struct replay *rp, bool include_warmup, bool phases_all, struct report *r)
+{
+	size_t all = include_warmup ? rp->n_steps : rp->n_measured_steps;
+	size_t with = include_warmup ? rp->n_steps - rp->n_phases_only : rp->n_measured_modules;
+
+	if (!rp->n_phases_only)
+		return;
+	report_note(r, "module ranges were recorded on %zu of the %zu %s steps (the others have phases only): "
+		    "%s of those %zu", with, all, include_warmup ? "recorded" : "measured",
+		    phases_all ? "steps and phases are of every step, the ranges below them" : "these rows are", with);
+}
+
 /* ---- kernel names for people -------------------------------------------- */
 
 static bool opens(char c)

@@ -93,12 +93,21 @@ static char *op_group_name(const struct replay *rp, const struct replay_op *op)
 	return strdup(buf);
 }
 
+/* Rows by op or range path (the kernels table's pairs too) sum modules: the steps that have them (1.8). */
+static bool by_modules(const struct diff_options *opt, bool pairs)
+{
+	return pairs ? opt->by != DIFF_BY_PHASE : opt->by == DIFF_BY_OP || opt->by == DIFF_BY_RANGE;
+}
+
 static bool counted(const struct replay *rp, const struct replay_filter *f, const struct diff_options *opt,
-		    const struct replay_activity *a, bool kernels_only)
+		    const struct replay_activity *a, bool kernels_only, bool modules)
 {
 	if (kernels_only && a->kind != ST_KERNEL)
 		return false;
-	return replay_counts(rp, a->step, opt->include_warmup) && replay_filter_activity(f, rp, a);
+	if (modules ? !replay_counts_modules(rp, a->step, opt->include_warmup)
+		    : !replay_counts(rp, a->step, opt->include_warmup))
+		return false;
+	return replay_filter_activity(f, rp, a);
 }
 
 /* An activity's enum st_phase: its op's, else its NVTX path's. */
@@ -164,7 +173,9 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 	struct replay_filter filter;
 	struct dur_collect dc;
 	struct dur_groups groups = { NULL, 0, 0 };
-	double div = (double)replay_step_divisor(rp, opt->include_warmup);
+	bool modules = by_modules(opt, pairs);
+	double div = (double)(modules ? replay_module_step_divisor(rp, opt->include_warmup)
+				      : replay_step_divisor(rp, opt->include_warmup));
 	bool kernels_only = pairs || opt->by != DIFF_BY_CATEGORY;
 	int pair_by = opt->by == DIFF_BY_PHASE ? DIFF_BY_PHASE : DIFF_BY_OP;
 	struct category_cache cc = { 0 };
@@ -183,7 +194,7 @@ static int side_collect(const struct replay *rp, const struct diff_options *opt,
 		const struct replay_activity *a = &rp->activities[i];
 		uint64_t key;
 
-		if (!counted(rp, &filter, opt, a, kernels_only))
+		if (!counted(rp, &filter, opt, a, kernels_only, modules))
 			continue;
 		if (pairs)
 			key = row_key(rp, &cc, a, pair_by) << 32 | a->name;
@@ -483,7 +494,7 @@ static int step_facts(const struct replay *rp, const struct diff_options *opt, s
 		double d;
 		bool gemm, fwd;
 
-		if (!counted(rp, &filter, opt, a, true))
+		if (!counted(rp, &filter, opt, a, true, false))
 			continue;
 		d = (double)(a->end > a->start ? a->end - a->start : 0);
 		gemm = category_cached(&cc, a) == CAT_GEMM;

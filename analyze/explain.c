@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/common.h"
 #include "analyze/explain_path.h"
 #include "lib/error.h"
 #include "lib/grow.h"
@@ -980,6 +981,27 @@ static void summarise(const struct ctx *c, const struct finding *f, size_t n, st
 	}
 }
 
+/*
+ * The steps whose critical path is walked: the counted ones that have module
+ * ranges (replay_counts_modules), so that the ops on the path are named by
+ * module; c->meas itself on a bundle whose steps all have them.
+ */
+static int path_steps(const struct ctx *c, uint32_t **out, size_t *n)
+{
+	*out = c->meas;
+	*n = c->n_meas;
+	if (!c->rp->n_phases_only || c->steps == &c->whole)
+		return 0;
+	*out = malloc((c->n_meas + 1) * sizeof(**out));
+	if (!*out)
+		return error("out of memory");
+	*n = 0;
+	for (size_t i = 0; i < c->n_meas; i++)
+		if (!c->steps[c->meas[i]].phases_only)
+			(*out)[(*n)++] = c->meas[i];
+	return 0;
+}
+
 int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, struct report *r,
 		struct explain_summary *sum)
 {
@@ -987,13 +1009,16 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	struct table *t;
 	struct finding f[12] = { 0 };
 	struct explain_path cp = { 0 };
-	size_t n_f = 0, walked, n_edges[GE_KIND_COUNT] = { 0 };
+	uint32_t *on_path = NULL;
+	size_t n_f = 0, walked, n_path = 0, n_edges[GE_KIND_COUNT] = { 0 };
 	int top = o->top > 0 ? o->top : 15, walk;
 	double total_cp = 0, host = 0;
 
 	if (ctx_init(&c, rs, o) < 0)
 		return -1;
-	walk = explain_paths(&c.g, c.rp, c.steps, c.meas, c.n_meas, &cp, &walked);
+	if (path_steps(&c, &on_path, &n_path) < 0)
+		goto fail;
+	walk = explain_paths(&c.g, c.rp, c.steps, on_path, n_path, &cp, &walked);
 	if (walk < 0)
 		goto fail;
 	for (size_t i = 0; i < cp.n; i++) {
@@ -1001,7 +1026,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		if (!strncmp(cp.e[i].kind, "host", 4))
 			host += cp.e[i].ns;
 	}
-	if (findings(&c, c.n_meas ? host / (double)c.n_meas : 0, f, &n_f) < 0)
+	if (findings(&c, n_path ? host / (double)n_path : 0, f, &n_f) < 0)
 		goto fail;
 	qsort(f, n_f, sizeof(f[0]), cmp_finding);
 	if (sum)
@@ -1058,7 +1083,9 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	/* the critical path */
 	if (walk > 0)
 		report_note(r, "critical path: over the first %zu of the %zu steps (their paths cross the whole "
-			       "graph many times over: steps overlap)", walked, c.n_meas);
+			       "graph many times over: steps overlap)", walked, n_path);
+	if (on_path != c.meas)
+		module_steps_note(c.rp, o->include_warmup, false, r);
 	t = report_add_table(r, "critical_path", "Critical path: what decided the step's end, per step");
 	table_add_column(t, "Kind", COL_STR, 0);
 	table_add_column(t, "On the path", COL_STR, 0);
@@ -1069,7 +1096,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		table_row(t);
 		table_str(t, cp.e[i].kind);
 		table_str(t, cp.e[i].label);
-		ms_cell(t, c.n_meas ? cp.e[i].ns / (double)c.n_meas : 0);
+		ms_cell(t, n_path ? cp.e[i].ns / (double)n_path : 0);
 		table_float(t, total_cp > 0 ? 100 * cp.e[i].ns / total_cp : 0);
 	}
 	if (cp.n > (size_t)top)
@@ -1127,10 +1154,14 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);
 done:
+	if (on_path != c.meas)
+		free(on_path);
 	explain_path_release(&cp);
 	ctx_release(&c);
 	return 0;
 fail:
+	if (on_path != c.meas)
+		free(on_path);
 	explain_path_release(&cp);
 	ctx_release(&c);
 	return -1;

@@ -299,7 +299,12 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 	for (int p = 0; p < FP_COUNT; p++)
 		if (out->peaks.flops[p] > 0)
 			out->peaks_missing = false;
-	out->divisor = (double)replay_step_divisor(rp, opt->include_warmup);
+	/* rows by op kind: the steps with module ranges (replay_counts_modules) */
+	out->divisor = (double)replay_module_step_divisor(rp, opt->include_warmup);
+	if (rp->n_phases_only) {
+		out->module_steps = opt->include_warmup ? rp->n_steps - rp->n_phases_only : rp->n_measured_modules;
+		out->of_steps = opt->include_warmup ? rp->n_steps : rp->n_measured_steps;
+	}
 	out->by_op = opt->by == FLOPS_BY_OP;
 	out->dtypes = out->by_op;
 	out->phase = want;
@@ -332,7 +337,7 @@ int flops_compute(const struct replay *rp, const struct flops_options *opt, stru
 		uint64_t dur;
 		int ph = -1;
 
-		if (a->kind != ST_KERNEL || !replay_counts(rp, a->step, opt->include_warmup) ||
+		if (a->kind != ST_KERNEL || !replay_counts_modules(rp, a->step, opt->include_warmup) ||
 		    !replay_filter_activity(&filter, rp, a))
 			continue;
 		op = replay_op(rp, a->op);
@@ -450,6 +455,10 @@ static void cell(struct table *t, double v)
 static void notes(struct report *r, const struct flops_result *res)
 {
 	const struct flops_peaks *pk = &res->peaks;
+
+	if (res->of_steps)
+		report_note(r, "module ranges were recorded on %zu of the %zu steps (the others have phases only): "
+			    "these rows are of those %zu", res->module_steps, res->of_steps, res->module_steps);
 
 	if (res->peaks_missing) {
 		report_note(r, "the header has no device peaks: roofline columns are left empty (record on a GPU to get them)");

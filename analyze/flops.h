@@ -118,6 +118,7 @@ struct flops_result {
 	double phase_gemm_ns[ST_PHASE_OTHER];
 	double comm_ns;             /* per step, communication ops' kernels: left out of the rows */
 	struct flops_attention attention[2];         /* ST_PHASE_FORWARD, ST_PHASE_BACKWARD */
+	size_t module_steps, of_steps;   /* (1.8) module ranges on a sample: the steps read, of how many; 0, 0 */
 };
 
 /*

@@ -84,6 +84,20 @@ static int gpu_spans(const struct replay *rp, uint64_t **start_out, uint64_t **e
 	return 0;
 }
 
+/*
+ * Does range i count: a step's outermost range or a phase's span in every
+ * counted step, anything below them (a module) in the steps that have
+ * module ranges (replay_counts_modules).
+ */
+static bool counted(const struct replay *rp, size_t i, bool include_warmup)
+{
+	const struct replay_range *g = &rp->ranges[i];
+
+	if (replay_counts_modules(rp, g->step, include_warmup))
+		return true;
+	return replay_counts(rp, g->step, include_warmup) && (g->parent < 0 || replay_range_phase(rp, i) >= 0);
+}
+
 int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct report *r)
 {
 	struct replay_filter filter;
@@ -109,7 +123,7 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 	for (size_t i = 0; i < rp->n_ranges; i++) {
 		const struct replay_range *g = &rp->ranges[i];
 
-		if (!replay_counts(rp, g->step, args->include_warmup) || !replay_filter_range(&filter, g))
+		if (!counted(rp, i, args->include_warmup) || !replay_filter_range(&filter, g))
 			continue;
 		if (args->depth > 0 && rp->paths[g->path].depth >= (uint32_t)args->depth)
 			continue;
@@ -165,6 +179,7 @@ int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct r
 			    args->range ? args->range : "", args->range ? "'" : "");
 	else if (shown < groups.n)
 		report_note(r, "%zu of %zu rows shown (--top %d)", shown, groups.n, args->top);
+	module_steps_note(rp, args->include_warmup, true, r);
 	rc = 0;
 out:
 	free(gpu_time);

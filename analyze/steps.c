@@ -17,6 +17,29 @@
 
 enum step_set { SET_MEASURED, SET_ALL, SET_WARMUP };
 
+/* Which steps have module ranges, in a bundle that has them on a sample of its steps (1.8). */
+static void module_steps_list(const struct replay *rp, struct report *r)
+{
+	char list[256];
+	size_t n = 0, shown = 0, len = 0;
+
+	list[0] = '\0';
+	for (size_t i = 0; i < rp->n_steps; i++) {
+		if (rp->steps[i].phases_only)
+			continue;
+		if (shown < 16 && len < sizeof(list)) {
+			int w = snprintf(list + len, sizeof(list) - len, "%s%u", shown ? ", " : "", rp->steps[i].index);
+
+			len += w > 0 ? (size_t)w : 0;
+			shown++;
+		}
+		n++;
+	}
+	report_note(r, "module ranges on %zu of the %zu steps (%s%s; the others have phases only): summary --by op "
+		    "and --range, ranges, flops, diff --by op and explain's critical path read those", n, rp->n_steps,
+		    list, n > shown ? ", ..." : "");
+}
+
 static bool in_set(const struct replay_step *s, enum step_set set)
 {
 	return set == SET_ALL || (set == SET_WARMUP) == s->warmup;
@@ -173,6 +196,8 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 	if (has_cost)
 		recorder_notes(rp, cost, include_warmup, r);
 	free(cost);
+	if (rp->n_phases_only)
+		module_steps_list(rp, r);
 	if (rp->n_steps == 0)
 		report_note(r, "the bundle has no steps");
 	else if (rp->n_measured_steps == 0)

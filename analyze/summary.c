@@ -48,6 +48,12 @@ static const char *op_group_name(const struct replay *rp, uint64_t key, char *bu
 	return buf;
 }
 
+/* By op, or under a range path: module rows, from the steps that have them (replay_counts_modules). */
+static bool by_modules(const struct summary_opts *args)
+{
+	return args->by == BY_OP || args->range;
+}
+
 /* Groups the selected work into dc; *kernel_ns gets the kernels' total. */
 static int collect(const struct replay *rp, const struct summary_opts *args,
 		   const struct replay_filter *filter, struct dur_collect *dc, uint64_t *kernel_ns)
@@ -63,7 +69,8 @@ static int collect(const struct replay *rp, const struct summary_opts *args,
 
 		if (a->kind != ST_KERNEL && !args->all && args->by != BY_CATEGORY)
 			continue;
-		if (!replay_counts(rp, a->step, args->include_warmup) ||
+		if (!(by_modules(args) ? replay_counts_modules(rp, a->step, args->include_warmup)
+				       : replay_counts(rp, a->step, args->include_warmup)) ||
 		    !replay_filter_activity(filter, rp, a))
 			continue;
 		switch (args->by) {
@@ -164,7 +171,8 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 	dur_groups_sort(&groups);
 
 	if (args->per_step && rp->n_steps)
-		per_step = (double)replay_step_divisor(rp, args->include_warmup);
+		per_step = (double)(by_modules(args) ? replay_module_step_divisor(rp, args->include_warmup)
+						     : replay_step_divisor(rp, args->include_warmup));
 	title_of(rp, args, per_step, title, sizeof(title));
 	t = report_add_table(r, "summary", title);
 	nsys_stat_columns(t, per_step);
@@ -190,6 +198,8 @@ int summary_run(const struct replay *rp, const struct summary_opts *args, struct
 	if (per_step > 1.0)
 		report_note(r, "totals and instances are per %s step: divided by %.0f steps",
 			    args->include_warmup ? "recorded" : "measured", per_step);
+	if (by_modules(args))
+		module_steps_note(rp, args->include_warmup, false, r);
 	rc = 0;
 free_names:
 	for (size_t i = 0; i < groups.n; i++)

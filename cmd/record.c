@@ -33,7 +33,7 @@
 static const char *const record_usage[] = {
 	"steptrace record [--model NAME | --d-model N --layers N --heads N] [<options>] -o FILE.stb",
 	"steptrace record attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>] -o FILE.stb",
-	"steptrace record [--step-range NAME [--warmup N]] [<options>] -o FILE.stb -- COMMAND [ARGS...]",
+	"steptrace record [--step-range NAME [--warmup N]] [--armed] [<options>] -o FILE.stb -- COMMAND [ARGS...]",
 	"steptrace record --ddp MODE [--nproc N] [<options>] -o FILE.stb   (FILE.rankN.stb per rank)",
 	"",
 	"steptrace record: " CMD_RECORD_HELP,
@@ -125,7 +125,8 @@ static const char *const builtin_only[] = {
 	"--mode", "--attention", "--kernels", "--steps", "-n", "--seed", "--lr", "--ddp", "--bucket-mb",
 	"--nproc", "--rendezvous", "--timeout", NULL,
 };
-static const char *const command_only[] = { "--step-range", "--torch", "--torch-alloc", "--cupti-sync", NULL };
+static const char *const command_only[] = { "--step-range", "--torch", "--torch-alloc", "--cupti-sync", "--armed",
+					    "--modules-every", NULL };
 
 /* The first of argv[1..argc) that is one of `flags` ("--x", "--x=V", "-n", "-nV"), or NULL. */
 static const char *flag_given(int argc, const char **argv, const char *const *flags)
@@ -213,6 +214,12 @@ int cmd_record(int argc, const char **argv)
 		OPT_BOOLEAN(0, "cupti-sync", &l.cupti_sync,
 			    "synchronisation records from CUPTI's own activity (with stream ids; adds "
 			    "about a fifth to a PyTorch step) instead of from the synchronising calls"),
+		OPT_POSITIVE(0, "modules-every", &l.modules_every,
+			     "--torch auto: module ranges on the warm-up steps, the first measured one and "
+			     "every Nth after it, the other steps phases only (default 10; 1: every step)"),
+		OPT_BOOLEAN(0, "armed", &l.armed,
+			    "record nothing until `steptrace trigger` asks for the next N steps (into "
+			    "FILE.T.rankR.stb per trigger T; the program runs as if unrecorded until then)"),
 		OPT_GROUP("Output"),
 		OPT_STRING('o', "output", &o.output, "FILE",
 			   "the bundle to write (FILE.stb; with several processes or --ddp ranks FILE.<rank or pid>.stb)"),

@@ -29,25 +29,27 @@ struct cmd_struct {
 	cmd_fn fn;          /* analysis commands; NULL for the GPU ones */
 	bool gpu;           /* looked up as "cmd_<name>" in GPU_LIBRARY */
 	const char *help;
+	bool other;         /* listed under "Other commands": no bundle read, no GPU needed */
 };
 
 static const struct cmd_struct commands[] = {
-	{ "info",    cmd_info,    false, CMD_INFO_HELP },
-	{ "steps",   cmd_steps,   false, CMD_STEPS_HELP },
-	{ "summary", cmd_summary, false, CMD_SUMMARY_HELP },
-	{ "ranges",  cmd_ranges,  false, CMD_RANGES_HELP },
-	{ "memory",  cmd_memory,  false, CMD_MEMORY_HELP },
-	{ "replay",  cmd_replay,  false, CMD_REPLAY_HELP },
-	{ "flops",   cmd_flops,   false, CMD_FLOPS_HELP },
-	{ "diff",    cmd_diff,    false, CMD_DIFF_HELP },
-	{ "export",  cmd_export,  false, CMD_EXPORT_HELP },
-	{ "report",  cmd_report,  false, CMD_REPORT_HELP },
-	{ "comm",    cmd_comm,    false, CMD_COMM_HELP },
-	{ "explain", cmd_explain, false, CMD_EXPLAIN_HELP },
-	{ "plan",    cmd_plan,    false, CMD_PLAN_HELP },
-	{ "bench",   NULL,        true,  CMD_BENCH_HELP },
-	{ "step",    NULL,        true,  CMD_STEP_HELP },
-	{ "record",  NULL,        true,  CMD_RECORD_HELP },
+	{ "info",    cmd_info,    false, CMD_INFO_HELP, false },
+	{ "steps",   cmd_steps,   false, CMD_STEPS_HELP, false },
+	{ "summary", cmd_summary, false, CMD_SUMMARY_HELP, false },
+	{ "ranges",  cmd_ranges,  false, CMD_RANGES_HELP, false },
+	{ "memory",  cmd_memory,  false, CMD_MEMORY_HELP, false },
+	{ "replay",  cmd_replay,  false, CMD_REPLAY_HELP, false },
+	{ "flops",   cmd_flops,   false, CMD_FLOPS_HELP, false },
+	{ "diff",    cmd_diff,    false, CMD_DIFF_HELP, false },
+	{ "export",  cmd_export,  false, CMD_EXPORT_HELP, false },
+	{ "report",  cmd_report,  false, CMD_REPORT_HELP, false },
+	{ "comm",    cmd_comm,    false, CMD_COMM_HELP, false },
+	{ "explain", cmd_explain, false, CMD_EXPLAIN_HELP, false },
+	{ "plan",    cmd_plan,    false, CMD_PLAN_HELP, false },
+	{ "bench",   NULL,        true,  CMD_BENCH_HELP, false },
+	{ "step",    NULL,        true,  CMD_STEP_HELP, false },
+	{ "record",  NULL,        true,  CMD_RECORD_HELP, false },
+	{ "trigger", cmd_trigger, false, CMD_TRIGGER_HELP, true },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -65,10 +67,10 @@ static const struct cmd_struct *find_command(const char *name)
 	return NULL;
 }
 
-static void list_commands(FILE *f, bool gpu)
+static void list_commands(FILE *f, bool gpu, bool other)
 {
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		if (commands[i].gpu == gpu)
+		if (commands[i].gpu == gpu && commands[i].other == other)
 			fprintf(f, "   %-10s %s\n", commands[i].name, commands[i].help);
 }
 
@@ -76,14 +78,15 @@ static void print_main_usage(FILE *f)
 {
 	fputs(main_usage, f);
 	fputs("\nAnalysis commands (read a bundle; no GPU needed):\n", f);
-	list_commands(f, false);
+	list_commands(f, false, false);
 #ifdef STEPTRACE_HAVE_GPU
 	fputs("\nGPU commands (need a GPU build and a CUDA GPU):\n", f);
 #else
 	fputs("\nGPU commands (not in this build: it has no GPU part):\n", f);
 #endif
-	list_commands(f, true);
+	list_commands(f, true, false);
 	fputs("\nOther commands:\n", f);
+	list_commands(f, false, true);
 	fprintf(f, "   %-10s %s\n", "help", "show this list, or a command's options");
 	fprintf(f, "   %-10s %s\n", "version", "print the version");
 	fputs("\nOrder of work: record a bundle where the GPU is, then read it anywhere:\n"

@@ -322,6 +322,8 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	}
 	if (apiq.on && api_depth == 0)
 		api_open[0].start = capture_now();
+	if (cap.before_launch)
+		cap.before_launch();
 	/* Both the runtime call and the driver call it makes (if CUPTI reports
 	 * it) get the op: the activity record carries one of their ids. A
 	 * thread with no op of its own works for the thread that drives the
@@ -728,6 +730,11 @@ void capture_set_lead(void (*stackless)(void))
 	cap.stackless = stackless;
 }
 
+void capture_set_before_launch(void (*before_launch)(void))
+{
+	cap.before_launch = before_launch;
+}
+
 void capture_set_lead_op(uint32_t op)
 {
 	atomic_store_explicit(&lead_op, op, memory_order_relaxed);
@@ -776,7 +783,8 @@ void capture_forget(void)
 	cap.q_len = 0;
 }
 
-static void disable_all(void)
+/* Switches off what tracing_on switched on: activity kinds, API records, API callbacks. */
+static void tracing_off(void)
 {
 	uint32_t i;
 
@@ -789,9 +797,85 @@ static void disable_all(void)
 		cap.api_work = false;
 	}
 	if (cap.subscriber) {
+		cuptiEnableDomain(0, cap.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+		cuptiEnableDomain(0, cap.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	}
+}
+
+static void disable_all(void)
+{
+	tracing_off();
+	if (cap.subscriber) {
 		cuptiUnsubscribe(cap.subscriber);
 		cap.subscriber = NULL;
 	}
+}
+
+/*
+ * The tracing a recording needs, on: the API callbacks (launches, copies,
+ * allocations: their ops), the activity kinds and the API records the
+ * filter keeps. 0, or -1 (one error line) with what it enabled left on.
+ */
+static int tracing_on(void)
+{
+	const char *off = getenv("STEPTRACE_CUPTI_OFF");
+	bool callbacks = !off || !strstr(off, "callbacks");
+	enum capture_api api = (enum capture_api)cap.api;
+	uint32_t i;
+
+	cap.sync_derived = false;
+	if (callbacks &&
+	    (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
+	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE)))
+		return -1;
+	for (i = 0; i < N_ACTIVITY_KINDS; i++) {
+		static const char *const names[] = { "kernel", "memcpy", "memset", "runtime", "driver",
+						     "marker", "memory2", "overhead", "sync" };
+		cap.enabled = i + 1;
+		if (off && strstr(off, names[i]))
+			continue;
+		if ((api == CAPTURE_API_LAUNCHES || (api == CAPTURE_API_WORK && cap.lean)) &&
+		    (activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME ||
+		     activity_kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER)) {
+			bool rt = activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME;
+
+			/* launches: the callbacks make the API events; work: call by call */
+			cap.api_work = api == CAPTURE_API_WORK;
+			if (cap.api_work &&
+			    api_calls(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+				      rt ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE, false, 1))
+				return -1;
+			continue;
+		}
+		/* see capture_lean; needs the API records of the work filter */
+		if (activity_kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && cap.lean && !cap.cupti_sync &&
+		    api == CAPTURE_API_WORK && (!off || !strstr(off, "runtime"))) {
+			cap.sync_derived = true;
+			continue;
+		}
+		if (CUPTI_CHECK(cuptiActivityEnable(activity_kinds[i])))
+			return -1;
+	}
+	/* After the kinds: enabling RUNTIME or DRIVER resets per-call settings. */
+	if (api == CAPTURE_API_WORK && !cap.lean &&
+	    (api_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, true, 0) ||
+	     api_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, true, 0)))
+		return -1;
+	return 0;
+}
+
+static int decoder_start(void)
+{
+	cap.q_head = cap.q_len = 0;
+	if (pthread_create(&cap.decoder, NULL, decoder_main, NULL))
+		return error("cannot start the recorder's decoder thread");
+	cap.decoder_running = true;
+	return 0;
+}
+
+void capture_armed(bool on)
+{
+	cap.armed = on;
 }
 
 int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
@@ -804,6 +888,7 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	cap.s = s;
 	cap.attached = s != NULL;
 	cap.sync_derived = false;
+	cap.api = api;
 	apiq.on = api == CAPTURE_API_LAUNCHES;
 	cap.steps = calloc(steps ? steps : 1, sizeof(*cap.steps));
 	if (!cap.steps)
@@ -820,12 +905,8 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	for (i = 0; i < BUFFER_PREALLOC; i++)
 		if (pre[i])
 			pool_put(pre[i]);
-	cap.q_head = cap.q_len = 0;
-	if (pthread_create(&cap.decoder, NULL, decoder_main, NULL)) {
-		error("cannot start the recorder's decoder thread");
+	if (!cap.armed && decoder_start())
 		goto fail;
-	}
-	cap.decoder_running = true;
 	/* STEPTRACE_CUPTI_OFF=callbacks,driver,marker,...: a diagnostic for
 	 * finding where recording overhead goes; bundles made with it are
 	 * incomplete by design. */
@@ -846,10 +927,6 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	     CUPTI_CHECK(cuptiEnableCallback(1, cap.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 					     CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED))))
 		goto fail;
-	if (callbacks &&
-	    (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
-	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE)))
-		goto fail;
 	uint8_t zeroed = 1;
 	size_t zeroed_size = sizeof(zeroed);
 	if (CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
@@ -857,38 +934,9 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	    CUPTI_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) ||
 	    CUPTI_CHECK(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed)))
 		goto fail;
-	for (i = 0; i < N_ACTIVITY_KINDS; i++) {
-		static const char *const names[] = { "kernel", "memcpy", "memset", "runtime", "driver",
-						     "marker", "memory2", "overhead", "sync" };
-		cap.enabled = i + 1;
-		if (off && strstr(off, names[i]))
-			continue;
-		if ((api == CAPTURE_API_LAUNCHES || (api == CAPTURE_API_WORK && cap.lean)) &&
-		    (activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME ||
-		     activity_kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER)) {
-			bool rt = activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME;
-
-			/* launches: the callbacks make the API events; work: call by call */
-			cap.api_work = api == CAPTURE_API_WORK;
-			if (cap.api_work &&
-			    api_calls(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
-				      rt ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE, false, 1))
-				goto fail;
-			continue;
-		}
-		/* see capture_lean; needs the API records of the work filter */
-		if (activity_kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && cap.lean && !cap.cupti_sync &&
-		    api == CAPTURE_API_WORK && (!off || !strstr(off, "runtime"))) {
-			cap.sync_derived = true;
-			continue;
-		}
-		if (CUPTI_CHECK(cuptiActivityEnable(activity_kinds[i])))
-			goto fail;
-	}
-	/* After the kinds: enabling RUNTIME or DRIVER resets per-call settings. */
-	if (api == CAPTURE_API_WORK && !cap.lean &&
-	    (api_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, true, 0) ||
-	     api_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, true, 0)))
+	/* armed: nothing traced until capture_resume (resource callbacks alone cost no launch) */
+	cap.paused = cap.armed;
+	if (!cap.armed && tracing_on())
 		goto fail;
 	cap.active = true;
 	if (!atexit_registered && atexit(capture_atexit) == 0)
@@ -906,31 +954,40 @@ fail:
 	return -1;
 }
 
-int capture_stop(void)
+int capture_resume(struct rec_session *s)
+{
+	if (!cap.active || !cap.paused)
+		return error("CUPTI capture is not paused");
+	if (decoder_start())
+		return -1;
+	pthread_mutex_lock(&cap.queue_lock);
+	cap.s = s;
+	cap.attached = true;
+	pthread_mutex_unlock(&cap.queue_lock);
+	cap.paused = false;
+	if (tracing_on()) {
+		capture_pause();
+		return -1;
+	}
+	return 0;
+}
+
+/* Every buffer CUPTI holds decoded into cap.s, then drained (the session lock taken here). */
+static int flush_and_drain(void)
 {
 	struct rec_session *s;
 	int rc = 0;
 
-	if (!cap.active)
-		return 0;
-	cap.active = false;
 	/* Let every kernel finish so its record is complete, then take them all. */
 	sync_device();
 	if (CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)))
 		rc = -1;
-	disable_all();
+	tracing_off();
 	if (CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)))
 		rc = -1;
 	decoder_end();   /* every buffer CUPTI handed back is decoded now */
 	s = cap.s;
 	cost_finish();   /* every thread's time so far, for the drain below */
-	if (getenv("STEPTRACE_DEBUG_BUFFERS"))
-		fprintf(stderr, "steptrace: CUPTI buffers: %" PRIu64 " requested (%" PRIu64 " denied), %" PRIu64
-			" completed (%" PRIu64 " empty, %" PRIu64 " bytes of records), %d allocated; dropped so far: %"
-			PRIu64 " global, %" PRIu64 " in contexts\n",
-			(uint64_t)bufstat.requested, (uint64_t)bufstat.denied, (uint64_t)bufstat.completed,
-			(uint64_t)bufstat.empty, (uint64_t)bufstat.records_valid, cap.pool_allocated,
-			(uint64_t)bufstat.global_dropped, (uint64_t)bufstat.ctx_dropped_all);
 	if (s) {
 		rec_session_lock(s);
 		count_drops_locked();
@@ -946,6 +1003,40 @@ int capture_stop(void)
 	}
 	cap.attached = false;
 	capture_op_end();
+	return rc;
+}
+
+int capture_pause(void)
+{
+	int rc;
+
+	if (!cap.active || cap.paused)
+		return 0;
+	rc = flush_and_drain();
+	cap.paused = true;
+	cap.n_early = 0;
+	cap.n_ranges = 0;
+	return rc;
+}
+
+int capture_stop(void)
+{
+	int rc = 0;
+
+	if (!cap.active)
+		return 0;
+	if (!cap.paused)
+		rc = flush_and_drain();
+	cap.active = false;
+	cap.paused = false;
+	disable_all();
+	if (getenv("STEPTRACE_DEBUG_BUFFERS"))
+		fprintf(stderr, "steptrace: CUPTI buffers: %" PRIu64 " requested (%" PRIu64 " denied), %" PRIu64
+			" completed (%" PRIu64 " empty, %" PRIu64 " bytes of records), %d allocated; dropped so far: %"
+			PRIu64 " global, %" PRIu64 " in contexts\n",
+			(uint64_t)bufstat.requested, (uint64_t)bufstat.denied, (uint64_t)bufstat.completed,
+			(uint64_t)bufstat.empty, (uint64_t)bufstat.records_valid, cap.pool_allocated,
+			(uint64_t)bufstat.global_dropped, (uint64_t)bufstat.ctx_dropped_all);
 	pool_release();
 	corr_map_release(&corrs);   /* unsubscribed and decoded: nothing reads or writes it now */
 	node_release();

@@ -86,6 +86,12 @@ void capture_set_lead(void (*stackless)(void));
  * makes capture ranges step candidates of them, record/nvtx.h).
  */
 void capture_set_profiler_hook(void (*on_profiler)(bool start, uint64_t t));
+/*
+ * Runs on the calling thread at the entry of each launch, copy, memset or
+ * allocation call the callbacks see, before its op is picked (record/
+ * torch.h: the backward's module chains from autograd's current node).
+ */
+void capture_set_before_launch(void (*before_launch)(void));
 void capture_set_lead_op(uint32_t op);
 
 /*
@@ -124,6 +130,21 @@ void capture_set_kernel_hook(uint32_t (*hook)(const char *symbol, bool launch, u
 /* Launch counting per step (see capture_counts_of). */
 void capture_step_begin(uint32_t index);
 void capture_step_end(void);
+
+/*
+ * An armed capture (`record --armed`, record/inject.c): capture_armed(true)
+ * before capture_start makes it start with nothing traced (the resource
+ * callbacks alone: contexts and graph nodes, which cost a launch nothing)
+ * and no decoder thread. capture_resume(s) turns on what capture_start
+ * turns on and decodes into s from then; capture_pause() synchronises the
+ * device, flushes and decodes every buffer into that session, drains it
+ * (the drain hook) and turns tracing off again, leaving the session to the
+ * caller to close. Several resume/pause pairs may follow; capture_stop
+ * ends the capture in either state. -1 (one error line) on failure.
+ */
+void capture_armed(bool on);
+int capture_resume(struct rec_session *s);
+int capture_pause(void);
 
 /*
  * Synchronises the current context (through the driver), flushes every buffer (forced), disables the

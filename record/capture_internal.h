@@ -88,6 +88,10 @@ struct capture {
 	void (*drain)(struct rec_session *s);   /* after each buffer, under the session lock */
 	void (*on_context)(void *ctx, uint32_t device);
 	void (*stackless)(void);                /* a launch on a thread without an op took the lead's */
+	void (*before_launch)(void);            /* before a launch, copy or allocation picks its op */
+	bool armed;                             /* capture_armed(): start with tracing off */
+	bool paused;                            /* tracing off, the decoder stopped (capture_pause) */
+	int api;                                /* enum capture_api, as capture_start was given it */
 	void (*on_profiler)(bool start, uint64_t t);   /* cudaProfilerStart/Stop returned */
 	bool attached;                          /* s is set: the decoder may decode */
 

@@ -59,6 +59,23 @@ static inline uint64_t cost_ticks(void)
 
 /* A handler that began at t0 (cost_ticks) ends now: its time goes to `part`, with what it handled. */
 void cost_end(enum cost_part part, uint64_t t0, unsigned what);
+/*
+ * COST_SCOPE(part, what) at a handler's top: its time from there to its
+ * return, whichever return, goes to `part` (cost_end when the scope ends).
+ */
+struct cost_scope {
+	uint64_t t0;
+	enum cost_part part;
+	unsigned what;
+};
+static inline void cost_scope_end(const struct cost_scope *c)
+{
+	cost_end(c->part, c->t0, c->what);
+}
+#define COST_SCOPE(part_, what_)                                                            \
+	const struct cost_scope cost_scope_ __attribute__((cleanup(cost_scope_end))) = {    \
+		cost_ticks(), (part_), (what_) }
+
 /* A kernel launch the current CUPTI callback saw (counted when it ends). */
 void cost_count_launch(void);
 /*

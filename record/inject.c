@@ -24,7 +24,19 @@
  * STEPTRACE_OUTPUT (the -o path), STEPTRACE_CLAIMS (a directory where each
  * process claims its bundle name and reports what it wrote),
  * STEPTRACE_STEP_RANGE, STEPTRACE_WARMUP, STEPTRACE_API, STEPTRACE_CUPTI_SYNC, STEPTRACE_PRECISION,
- * STEPTRACE_COMMAND_LINE, STEPTRACE_PEAKS.
+ * STEPTRACE_COMMAND_LINE, STEPTRACE_PEAKS, STEPTRACE_MODULES_EVERY (module ranges
+ * on every Nth step of a PyTorch program, record/torch.h), STEPTRACE_ARMED.
+ *
+ * Armed (`record --armed`, STEPTRACE_ARMED: the run's directory,
+ * lib/armed.h): the capture starts with nothing traced, no bundle opens,
+ * the NVTX entry points return at once and the Python side keeps only its
+ * optimizer hook, which counts steps (or the NVTX step ranges do, with
+ * --step-range) into the process's status file. A trigger's request opens
+ * a bundle at the boundary where its first step begins (run.T.rankR.stb,
+ * record/naming.h), turns tracing on (capture_resume) and starts the
+ * ranges afresh (ranges_session_begin); where its last step ends the
+ * bundle closes as at exit (capture_pause, ranges_finish) and the process
+ * goes quiet again.
  */
 #define _GNU_SOURCE
 #define NVTX_NO_IMPL
@@ -48,6 +60,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#include "lib/armed.h"
 #include "lib/error.h"
 #include "record/capture.h"
 #include "record/compiled.h"
@@ -63,6 +76,7 @@
 #define EXPORT __attribute__((visibility("default")))
 #define STEP_COUNTERS 4096
 #define CRASH_FLUSH_SECONDS 10
+#define MODULES_EVERY 10          /* module ranges on every Nth measured step by default (record/torch.h) */
 
 static struct {
 	pthread_once_t once;
@@ -81,6 +95,17 @@ static struct {
 	char claim[4096];         /* its claim file, "" without STEPTRACE_CLAIMS */
 	struct st_param_group params[ST_PARAM_GROUPS_MAX];   /* steptrace_py_params, for the footer */
 	_Atomic size_t n_params;
+
+	/* armed (record --armed): see the top */
+	const char *armed;        /* the run's directory; NULL when not armed */
+	struct armed_status *status;
+	_Atomic bool idle;        /* armed and not recording: NVTX calls return at once */
+	bool have_device;         /* a context was created: its device, for the bundle's header */
+	uint32_t device;
+	uint64_t seq, first, count;   /* the request armed_step keeps */
+	uint32_t step_reg;        /* --step-range's string id, for the NVTX steps counted while idle */
+	uint32_t steps_written;   /* steps this recording has written (the NVTX steps' boundaries) */
+	struct capture_totals ct0;    /* the capture's totals when this recording began */
 } in = { .once = PTHREAD_ONCE_INIT, .open_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- configuration ------------------------------------------------------- */
@@ -96,6 +121,7 @@ static void setup(void)
 {
 	struct ranges_config rc = { 0 };
 	const char *warmup = env("STEPTRACE_WARMUP"), *api = env("STEPTRACE_API");
+	const char *every = env("STEPTRACE_MODULES_EVERY");
 
 	in.pid = getpid();
 	in.t0 = capture_now();
@@ -121,6 +147,14 @@ static void setup(void)
 	if (ranges_init(&rc)) {
 		warning("steptrace: out of memory setting up the recorder; recording nothing");
 		return;
+	}
+	ranges_torch_sample(every ? (uint32_t)strtoul(every, NULL, 10) : MODULES_EVERY);
+	in.armed = env("STEPTRACE_ARMED");
+	if (in.armed) {   /* quiet from the first NVTX call, which may come before CUDA's */
+		atomic_store(&in.idle, true);
+		ranges_session_idle();
+		if (in.step_range)
+			in.step_reg = ranges_register(in.step_range);
 	}
 	in.configured = true;
 }
@@ -162,6 +196,31 @@ static int pick_path(void)
 		claim(id);
 	}
 	if (naming_bundle(in.path, sizeof(in.path), in.output, id))
+		return error("steptrace: bundle name for '%s' is too long", in.output);
+	return 0;
+}
+
+/*
+ * The bundle of trigger seq (record --armed): run.SEQ.rankR.stb, or
+ * run.SEQ.stb for a process without a rank; with the pid added when
+ * another process of the run claimed that name first.
+ */
+static int pick_trigger_path(uint64_t seq)
+{
+	const char *rank = naming_rank(getenv_const);
+	char id[48] = "", cid[96];
+
+	if (rank)
+		snprintf(id, sizeof(id), "rank%s", rank);
+	snprintf(cid, sizeof(cid), "%llu%s%s", (unsigned long long)seq, *id ? "." : "", id);
+	if (in.claims && claim(cid)) {
+		size_t n = strlen(id);
+
+		snprintf(id + n, sizeof(id) - n, "%s%d", n ? "." : "", (int)in.pid);
+		snprintf(cid, sizeof(cid), "%llu.%s", (unsigned long long)seq, id);
+		claim(cid);
+	}
+	if (naming_trigger_bundle(in.path, sizeof(in.path), in.output, seq, *id ? id : NULL))
 		return error("steptrace: bundle name for '%s' is too long", in.output);
 	return 0;
 }
@@ -234,7 +293,8 @@ static int64_t unix_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void open_bundle(uint32_t device)
+/* Opens the bundle in.path (its header: device, command, rank) with time base in.t0; -1 when it cannot. */
+static int bundle_open(uint32_t device)
 {
 	Steptrace__Header hdr = STEPTRACE__HEADER__INIT;
 	Steptrace__RunConfig rc = STEPTRACE__RUN_CONFIG__INIT;
@@ -242,8 +302,6 @@ static void open_bundle(uint32_t device)
 	struct naming_identity job;
 	char host[256] = "", line[4096];
 
-	if (pick_path())
-		return;
 	if (device_facts_read_driver((int)device, &dev)) {
 		memset(&dev, 0, sizeof(dev));
 		steptrace__device_info__init(&dev.info);
@@ -278,35 +336,41 @@ static void open_bundle(uint32_t device)
 	hdr.pid = (uint32_t)in.pid;
 	if (rec_session_open(&in.s, in.path, &hdr)) {
 		warning("steptrace: pid %d records nothing", (int)in.pid);
-		return;
+		return -1;
 	}
 	/* the writer fills a temporary beside in.path and renames it at the end; after a
 	 * SIGKILL only steptrace can put it in place, so it is told the name */
 	claim_report("bundle %s\nwriting %s\n", in.path, bundle_writer_file(in.s.w));
 	in.opened = true;
-	capture_attach(&in.s);
+	return 0;
+}
+
+static void open_bundle(uint32_t device)
+{
+	if (!pick_path() && !bundle_open(device))
+		capture_attach(&in.s);
 }
 
 static void on_context(void *ctx, uint32_t device)
 {
 	pthread_mutex_lock(&in.open_lock);
-	if (!in.opened && !in.done && getpid() == in.pid)
+	if (!in.have_device) {
+		in.have_device = true;
+		in.device = device;
+	}
+	if (!in.opened && !in.done && !in.armed && getpid() == in.pid)
 		open_bundle(device);
 	pthread_mutex_unlock(&in.open_lock);
 }
 
 /* Closes the capture and the bundle with `reason`; NULL: leave it without a footer. */
-static void finish(const char *reason)
+/* The bundle open is done: footer with `reason` (NULL: none), claim report. The capture has stopped or paused. */
+static void close_bundle(const char *reason)
 {
 	struct capture_totals ct;
 	struct ranges_totals rt;
 	struct stat st;
 
-	in.done = true;
-	ranges_finish(in.t0, capture_now());
-	capture_stop();
-	if (!in.opened)
-		return;
 	capture_totals(&ct);
 	ranges_totals(&rt);
 	rec_session_set_steps_from(&in.s, rt.steps_from);
@@ -315,16 +379,168 @@ static void finish(const char *reason)
 		rec_session_close(&in.s, reason);
 	else
 		rec_session_abort(&in.s);
+	in.opened = false;
 	claim_report("events %" PRIu64 "\nbytes %lld\ndropped %" PRIu64 "\nsteps %" PRIu32
 		     "\nwarmup %" PRIu32 "\nops %" PRIu32 "\nranges %" PRIu64 "\nunattributed %" PRIu64
 		     "\nopen %" PRIu64 "\nunpaired %" PRIu64 "\nlost %" PRIu64 "\ncapped %d\nend %s\n"
 		     "steps_from %s\n",
-		     in.s.events, stat(in.path, &st) ? -1LL : (long long)st.st_size, ct.dropped, rt.steps,
-		     rt.warmup, rt.ops, rt.ranges, ct.unattributed, rt.open, rt.unpaired, rt.lost,
-		     rt.ops_capped, reason ? reason : "aborted", rt.steps_from ? rt.steps_from : "");
+		     in.s.events, stat(in.path, &st) ? -1LL : (long long)st.st_size, ct.dropped - in.ct0.dropped,
+		     rt.steps, rt.warmup, rt.ops, rt.ranges, ct.unattributed - in.ct0.unattributed, rt.open,
+		     rt.unpaired, rt.lost, rt.ops_capped, reason ? reason : "aborted",
+		     rt.steps_from ? rt.steps_from : "");
 	if (!in.claims)
 		fprintf(stderr, "steptrace: pid %d wrote '%s' (%" PRIu64 " events)\n", (int)in.pid,
 			in.path, in.s.events);
+}
+
+static void finish(const char *reason)
+{
+	bool recording = in.armed && in.opened;
+	struct ranges_totals rt;
+
+	in.done = true;
+	atomic_store(&in.idle, true);
+	ranges_finish(in.t0, capture_now());
+	capture_stop();
+	if (in.opened) {
+		ranges_totals(&rt);
+		close_bundle(reason);
+		if (recording)   /* the program ended (or was ended) inside a triggered recording */
+			armed_done(in.status, in.seq, ARMED_CUT, in.first, rt.steps, in.path);
+	}
+	if (in.status) {
+		armed_unpublish(in.armed, in.status);
+		in.status = NULL;
+	}
+}
+
+/* ---- armed: a trigger's recording ------------------------------------------------- */
+
+static void step_boundary(uint64_t t);
+
+/*
+ * What the NVTX entry points do around recordings. Each thread keeps a
+ * stack of what its open ranges were pushed in: 0 while idle (1 for an
+ * NVTX step range, whose pop ends a step), else the recording's number
+ * (2 and up): a pop while recording goes to the recorder only for a range
+ * pushed in that recording, so that a range open across a recording's
+ * start is not an unpaired pop in its bundle.
+ */
+#define NV_DEPTH 256
+static _Thread_local struct {
+	int depth, steps_open;
+	uint8_t tag[NV_DEPTH];
+} nv;
+static _Atomic uint8_t nv_recording = 2;   /* the tag of the recording now (2..255, wrapping) */
+
+static bool idle(void)
+{
+	return atomic_load_explicit(&in.idle, memory_order_relaxed);
+}
+
+/* A push: true when the recorder is to have it. */
+static bool nv_push(const char *name, uint32_t reg)
+{
+	bool rec = !idle();
+	uint8_t tag = rec ? atomic_load_explicit(&nv_recording, memory_order_relaxed) : 0;
+
+	if (!rec && in.step_reg && !nv.steps_open &&
+	    (reg ? reg == in.step_reg : name && !strcmp(name, in.step_range))) {
+		tag = 1;
+		nv.steps_open++;
+	}
+	if (nv.depth < NV_DEPTH)
+		nv.tag[nv.depth] = tag;
+	nv.depth++;
+	return rec;
+}
+
+/* A pop: true when the recorder is to have it; an idle step range's ends a step. */
+static bool nv_pop(void)
+{
+	uint8_t cur = atomic_load_explicit(&nv_recording, memory_order_relaxed);
+	uint8_t tag = nv.depth > NV_DEPTH ? cur : nv.depth > 0 ? nv.tag[nv.depth - 1] : 0;
+
+	if (nv.depth > 0)
+		nv.depth--;
+	if (tag == 1) {
+		nv.steps_open--;
+		if (idle())
+			step_boundary(capture_now());
+	}
+	return !idle() && tag == cur;
+}
+
+
+/* Step in.first begins at t: its bundle opens and tracing turns on. in.open_lock held. */
+static void session_begin(uint64_t t)
+{
+	if (!in.have_device || pick_trigger_path(in.seq) || (in.t0 = t, bundle_open(in.device))) {
+		armed_done(in.status, in.seq, ARMED_FAILED, 0, 0, "");
+		atomic_store(&in.status->state, ARMED_IDLE);
+		return;
+	}
+	capture_totals(&in.ct0);
+	in.steps_written = 0;
+	{
+		uint8_t next = (uint8_t)(atomic_load(&nv_recording) + 1);
+
+		atomic_store(&nv_recording, next < 2 ? 2 : next);   /* ranges open before it stay out */
+	}
+	ranges_session_begin(t, (uint32_t)in.first);
+	if (capture_resume(&in.s)) {
+		ranges_session_idle();
+		close_bundle(NULL);
+		armed_done(in.status, in.seq, ARMED_FAILED, 0, 0, "");
+		atomic_store(&in.status->state, ARMED_IDLE);
+		return;
+	}
+	atomic_store(&in.idle, false);
+}
+
+/* Step in.first + in.count - 1 ended: the bundle closes and the process goes quiet. in.open_lock held. */
+static void session_end(void)
+{
+	struct ranges_totals rt;
+
+	if (!in.opened)
+		return;
+	atomic_store(&in.idle, true);
+	ranges_finish(in.t0, capture_now());
+	capture_pause();
+	ranges_totals(&rt);
+	close_bundle("ok");
+	armed_done(in.status, in.seq, ARMED_WRITTEN, in.first, rt.steps, in.path);
+}
+
+/* A step ended at t and the next begins (the optimizer's, or an NVTX step range's). */
+static void step_boundary(uint64_t t)
+{
+	int act;
+
+	if (!in.status || in.done || getpid() != in.pid)
+		return;
+	pthread_mutex_lock(&in.open_lock);
+	act = armed_step(in.status, &in.seq, &in.first, &in.count);
+	if (act & ARMED_END)
+		session_end();
+	if (act & ARMED_BEGIN)
+		session_begin(t);
+	pthread_mutex_unlock(&in.open_lock);
+}
+
+/* After the recorder took a pop: the steps of an NVTX step range end there. */
+static void nv_popped(void)
+{
+	struct ranges_totals rt;
+
+	if (!in.step_reg || idle())
+		return;
+	ranges_totals(&rt);
+	if (rt.steps != in.steps_written) {
+		in.steps_written = rt.steps;
+		step_boundary(capture_now());
+	}
 }
 
 static void on_exit_flush(void)
@@ -404,6 +620,22 @@ static void on_fork_child(void)
 
 /* ---- CUDA's entry point --------------------------------------------------------- */
 
+/* Armed: quiet until a trigger; the status file that steptrace trigger reads. -1: records nothing. */
+static int arm(void)
+{
+	struct naming_identity job;
+	const char *rank = naming_rank(getenv_const);
+	bool several = naming_identity(getenv_const, &job);
+
+	in.status = armed_publish(in.armed, in.pid, rank ? (int32_t)strtol(rank, NULL, 10) : -1,
+				  several ? job.world_size : 1, in.output);
+	if (!in.status) {
+		warning("steptrace: pid %d cannot be armed; recording nothing", (int)in.pid);
+		return -1;
+	}
+	return 0;
+}
+
 EXPORT int InitializeInjection(void)
 {
 	pthread_once(&in.once, setup);
@@ -412,10 +644,17 @@ EXPORT int InitializeInjection(void)
 	capture_set_hooks(on_context, ranges_drain_locked);
 	capture_set_lead(ranges_stackless);
 	capture_set_profiler_hook(ranges_capture_range);
+	capture_set_before_launch(ranges_torch_launch);
 	capture_lean(true, in.cupti_sync);
+	capture_armed(in.armed != NULL);
+	if (in.armed && arm())
+		return 1;
 	if (capture_start(NULL, STEP_COUNTERS, in.api)) {
 		warning("steptrace: CUPTI capture could not start in pid %d; recording nothing",
 			(int)in.pid);
+		if (in.status)
+			armed_unpublish(in.armed, in.status);
+		in.status = NULL;
 		return 1;
 	}
 	if (!in.step_range)
@@ -430,11 +669,6 @@ EXPORT int InitializeInjection(void)
 /* ---- the Python side's entry points (record/python/steptrace_torch.py, ctypes) ---- */
 
 /*
- * Each entry point's time is the recorder's own (record/cost.h, part
- * "hook"): t0 at entry, cost_end at exit.
- */
-
-/*
  * 1 when this process records (its bundle is or will be open), after which
  * the other steptrace_py_* calls do their work; 0: the Python side removes
  * its hooks. mode: 1 automatic, 2 with aten ops (--torch ops). peek:
@@ -442,88 +676,100 @@ EXPORT int InitializeInjection(void)
  */
 EXPORT int steptrace_py_attach(int mode, void *peek)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_HOOK, 0);
 	uint64_t (*fn)(void) = NULL;
 
 	if (!in.configured || !in.capturing || in.done || getpid() != in.pid)
 		return 0;
 	*(void **)&fn = peek;
 	ranges_torch_attach(mode == 2 ? RANGES_TORCH_OPS : RANGES_TORCH_AUTO, fn);
-	cost_end(COST_HOOK, t0, 0);
 	return 1;
 }
 
 /* A name's id, for steptrace_py_module. */
 EXPORT uint32_t steptrace_py_intern(const char *name)
 {
-	uint64_t t0 = cost_ticks();
-	uint32_t id = name ? ranges_register(name) : 0;
-
-	cost_end(COST_HOOK, t0, 0);
-	return id;
+	COST_SCOPE(COST_HOOK, 0);
+	return name ? ranges_register(name) : 0;
 }
 
 /* A phase (1 data, 2 zero_grad, 3 forward, 4 backward, 5 optimizer) begins (begin 1) or ends. */
 EXPORT void steptrace_py_phase(int phase, int begin)
 {
-	uint64_t t0 = cost_ticks();
-
+	COST_SCOPE(COST_HOOK, 0);
 	ranges_torch_phase(phase, begin != 0, capture_now());
-	cost_end(COST_HOOK, t0, 0);
 }
 
 EXPORT void steptrace_py_module(uint32_t name)
 {
-	uint64_t t0 = cost_ticks();
-
+	COST_SCOPE(COST_HOOK, COST_MODULE);
 	ranges_torch_module(name, capture_now());
-	cost_end(COST_HOOK, t0, COST_MODULE);
 }
 
 EXPORT void steptrace_py_module_end(void)
 {
-	uint64_t t0 = cost_ticks();
-
+	COST_SCOPE(COST_HOOK, 0);
 	ranges_torch_module_end(capture_now());
-	cost_end(COST_HOOK, t0, 0);
 }
 
 /* The Python side's backward profiler is on (1) or off (record/torch.h). */
 EXPORT void steptrace_py_profiler(int on)
 {
-	uint64_t t0 = cost_ticks();
-
+	COST_SCOPE(COST_HOOK, 0);
 	ranges_torch_profiler(on != 0);
-	cost_end(COST_HOOK, t0, 0);
-}
-
-/* The primary optimizer's step ended. */
-EXPORT void steptrace_py_step(void)
-{
-	uint64_t t0 = cost_ticks();
-
-	ranges_torch_step(capture_now());
-	cost_end(COST_HOOK, t0, 0);
 }
 
 /*
- * The kernel calls of the compiled graph whose region is named `graph` (a
- * steptrace_py_intern id), with their modules: record/compiled.h has the
- * table's form. 1 when taken; 0: its kernels stay in the region.
+ * The primary optimizer's step ended: the next step begins. Returns what it
+ * records (record/torch.h, enum ranges_torch_level): 2 phases and modules,
+ * 1 phases only (module ranges on a sample of the steps), 0 nothing (an
+ * armed process between triggers); the Python side installs its hooks to
+ * match. An armed process counts the step (unless NVTX step ranges count
+ * them) and begins or ends a trigger's recording here.
  */
-EXPORT int steptrace_py_kernel_modules(uint32_t graph, const char *table)
+EXPORT int steptrace_py_step(void)
 {
-	return compiled_register(graph, table) == 0;
+	COST_SCOPE(COST_HOOK, 0);
+	uint64_t t = capture_now();
+
+	if (!in.armed || !idle())
+		ranges_torch_step(t);
+	if (in.armed && !in.step_range)
+		step_boundary(t);
+	return ranges_torch_level();
+}
+
+/* What the step now running records, as steptrace_py_step returns it. */
+EXPORT int steptrace_py_level(void)
+{
+	return ranges_torch_level();
+}
+
+/*
+ * The backward's modules from autograd's current node (record/torch.h):
+ * called from a prehook of a node whose sequence number is `want`, with
+ * torch::autograd::get_current_node of the program's libtorch (NULL: the
+ * one given before); returns where the node keeps that number, -1 nowhere.
+ * steptrace_py_nodes(offset) then turns the chains on (0: off).
+ */
+EXPORT int steptrace_py_node_probe(void *get_current_node, uint64_t want)
+{
+	COST_SCOPE(COST_HOOK, 0);
+	return ranges_torch_node_probe(get_current_node, want);
+}
+
+EXPORT void steptrace_py_nodes(int offset)
+{
+	COST_SCOPE(COST_HOOK, 0);
+	ranges_torch_nodes(offset);
 }
 
 /* n (address, size) pairs of live blocks on `device` hold `category` (enum st_mem_category). */
 EXPORT void steptrace_py_tag(const uint64_t *pairs, uint32_t n, int category, int device)
 {
-	uint64_t t0 = cost_ticks();
-
+	COST_SCOPE(COST_HOOK, 0);
 	if (pairs && category > 0 && category < ST_MEM_CATEGORY_COUNT && device >= 0)
 		ranges_torch_tag(pairs, n, (uint32_t)category, (uint32_t)device, capture_now());
-	cost_end(COST_HOOK, t0, 0);
 }
 
 /*
@@ -566,6 +812,17 @@ EXPORT void steptrace_py_params(const uint64_t *groups, uint32_t n)
 	cost_end(COST_HOOK, t0, 0);
 }
 
+/*
+ * The kernel calls of the compiled graph whose region is named `graph` (a
+ * steptrace_py_intern id), with their modules: record/compiled.h has the
+ * table's form. 1 when taken; 0: its kernels stay in the region.
+ */
+EXPORT int steptrace_py_kernel_modules(uint32_t graph, const char *table)
+{
+	COST_SCOPE(COST_HOOK, 0);
+	return compiled_register(graph, table) == 0;
+}
+
 /* ---- NVTX's entry point and its functions ------------------------------------------ */
 
 static uint64_t now(void)
@@ -603,134 +860,137 @@ static const char *message(const nvtxEventAttributes_t *a, uint32_t *reg, char *
 	}
 }
 
-/*
- * The handlers below are the recorder's own time (record/cost.h, part
- * "nvtx"): t0 at entry, cost_end at exit, counting each range and mark.
- */
 static int nvtx_push_a(const char *m)
 {
-	uint64_t t0 = cost_ticks();
-	int depth = ranges_push(NULL, m, 0, now());
-
-	cost_end(COST_NVTX, t0, COST_RANGE);
-	return depth;
+	COST_SCOPE(COST_NVTX, COST_RANGE);
+	if (in.armed && !nv_push(m, 0))
+		return nv.depth - 1;
+	return ranges_push(NULL, m, 0, now());
 }
 
 static int nvtx_push_w(const wchar_t *m)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
-	int depth = ranges_push(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 
-	cost_end(COST_NVTX, t0, COST_RANGE);
-	return depth;
+	if (in.armed && !nv_push(narrow(m, buf, sizeof(buf)), 0))
+		return nv.depth - 1;
+	return ranges_push(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 }
 
 static int nvtx_push_ex(const nvtxEventAttributes_t *a)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
 	uint32_t reg;
 	const char *m = message(a, &reg, buf, sizeof(buf));
-	int depth = ranges_push(NULL, m, reg, now());
 
-	cost_end(COST_NVTX, t0, COST_RANGE);
-	return depth;
+	if (in.armed && !nv_push(m, reg))
+		return nv.depth - 1;
+	return ranges_push(NULL, m, reg, now());
+}
+
+/* A pop of domain d, unless an armed process is quiet or the range began before its recording. */
+static int pop_in(struct ranges_domain *d)
+{
+	int rc;
+
+	if (in.armed && !nv_pop())
+		return nv.depth;
+	rc = ranges_pop(d, now());
+	if (in.armed)
+		nv_popped();
+	return rc;
 }
 
 static int nvtx_pop(void)
 {
-	uint64_t t0 = cost_ticks();
-	int depth = ranges_pop(NULL, now());
-
-	cost_end(COST_NVTX, t0, 0);
-	return depth;
+	COST_SCOPE(COST_NVTX, 0);
+	return pop_in(NULL);
 }
 
 static nvtxRangeId_t nvtx_start_a(const char *m)
 {
-	uint64_t t0 = cost_ticks();
-	nvtxRangeId_t id = ranges_start(NULL, m, 0, now());
-
-	cost_end(COST_NVTX, t0, COST_RANGE);
-	return id;
+	COST_SCOPE(COST_NVTX, COST_RANGE);
+	if (in.armed && idle())
+		return 0;
+	return ranges_start(NULL, m, 0, now());
 }
 
 static nvtxRangeId_t nvtx_start_w(const wchar_t *m)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
-	nvtxRangeId_t id = ranges_start(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 
-	cost_end(COST_NVTX, t0, COST_RANGE);
-	return id;
+	if (in.armed && idle())
+		return 0;
+	return ranges_start(NULL, narrow(m, buf, sizeof(buf)), 0, now());
 }
 
 static nvtxRangeId_t nvtx_start_ex(const nvtxEventAttributes_t *a)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
 	uint32_t reg;
-	const char *m = message(a, &reg, buf, sizeof(buf));
-	nvtxRangeId_t id = ranges_start(NULL, m, reg, now());
+	const char *m;
 
-	cost_end(COST_NVTX, t0, COST_RANGE);
-	return id;
+	if (in.armed && idle())
+		return 0;
+	m = message(a, &reg, buf, sizeof(buf));
+	return ranges_start(NULL, m, reg, now());
 }
 
 static void nvtx_end(nvtxRangeId_t id)
 {
-	uint64_t t0 = cost_ticks();
-
+	COST_SCOPE(COST_NVTX, 0);
+	if (in.armed && (idle() || !id))
+		return;
 	ranges_end(id, now());
-	cost_end(COST_NVTX, t0, 0);
 }
 
 static void nvtx_mark_a(const char *m)
 {
-	uint64_t t0 = cost_ticks();
-
+	COST_SCOPE(COST_NVTX, COST_RANGE);
+	if (in.armed && idle())
+		return;
 	ranges_mark(NULL, m, 0, now());
-	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static void nvtx_mark_w(const wchar_t *m)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
 
+	if (in.armed && idle())
+		return;
 	ranges_mark(NULL, narrow(m, buf, sizeof(buf)), 0, now());
-	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static void nvtx_mark_ex(const nvtxEventAttributes_t *a)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
 	uint32_t reg;
-	const char *m = message(a, &reg, buf, sizeof(buf));
+	const char *m;
 
+	if (in.armed && idle())
+		return;
+	m = message(a, &reg, buf, sizeof(buf));
 	ranges_mark(NULL, m, reg, now());
-	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static nvtxDomainHandle_t nvtx_domain_create_a(const char *name)
 {
-	uint64_t t0 = cost_ticks();
-	nvtxDomainHandle_t d = (nvtxDomainHandle_t)ranges_domain_create(name);
-
-	cost_end(COST_NVTX, t0, 0);
-	return d;
+	COST_SCOPE(COST_NVTX, 0);
+	return (nvtxDomainHandle_t)ranges_domain_create(name);
 }
 
 static nvtxDomainHandle_t nvtx_domain_create_w(const wchar_t *name)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, 0);
 	char buf[1024];
-	nvtxDomainHandle_t d = (nvtxDomainHandle_t)ranges_domain_create(narrow(name, buf, sizeof(buf)));
 
-	cost_end(COST_NVTX, t0, 0);
-	return d;
+	return (nvtxDomainHandle_t)ranges_domain_create(narrow(name, buf, sizeof(buf)));
 }
 
 static void nvtx_domain_destroy(nvtxDomainHandle_t d)
@@ -740,78 +1000,72 @@ static void nvtx_domain_destroy(nvtxDomainHandle_t d)
 
 static nvtxStringHandle_t nvtx_register_a(nvtxDomainHandle_t d, const char *s)
 {
-	uint64_t t0 = cost_ticks();
-	nvtxStringHandle_t h = (nvtxStringHandle_t)(uintptr_t)ranges_register(s);
-
-	cost_end(COST_NVTX, t0, 0);
-	return h;
+	COST_SCOPE(COST_NVTX, 0);
+	return (nvtxStringHandle_t)(uintptr_t)ranges_register(s);
 }
 
 static nvtxStringHandle_t nvtx_register_w(nvtxDomainHandle_t d, const wchar_t *s)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, 0);
 	char buf[1024];
-	nvtxStringHandle_t h = (nvtxStringHandle_t)(uintptr_t)ranges_register(narrow(s, buf, sizeof(buf)));
 
-	cost_end(COST_NVTX, t0, 0);
-	return h;
+	return (nvtxStringHandle_t)(uintptr_t)ranges_register(narrow(s, buf, sizeof(buf)));
 }
 
 /* A range of the program's in domain d; NCCL's carry a payload (record/payload.h). */
 static int nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
 	uint32_t reg;
 	uint64_t comm = 0, bytes = 0;
 	const char *m = message(a, &reg, buf, sizeof(buf));
-	int depth;
 
+	if (in.armed && !nv_push(m, reg))
+		return nv.depth - 1;
 	if (ranges_domain_nccl((struct ranges_domain *)d))
 		payload_of_attributes((struct ranges_domain *)d, a, &comm, &bytes);
-	depth = ranges_push_payload((struct ranges_domain *)d, m, reg, now(), comm, bytes);
-	cost_end(COST_NVTX, t0, COST_RANGE);
-	return depth;
+	return ranges_push_payload((struct ranges_domain *)d, m, reg, now(), comm, bytes);
 }
 
 static int nvtx_domain_pop(nvtxDomainHandle_t d)
 {
-	uint64_t t0 = cost_ticks();
-	int depth = ranges_pop((struct ranges_domain *)d, now());
-
-	cost_end(COST_NVTX, t0, 0);
-	return depth;
+	COST_SCOPE(COST_NVTX, 0);
+	return pop_in((struct ranges_domain *)d);
 }
 
 static nvtxRangeId_t nvtx_domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
 	uint32_t reg;
-	const char *m = message(a, &reg, buf, sizeof(buf));
-	nvtxRangeId_t id = ranges_start((struct ranges_domain *)d, m, reg, now());
+	const char *m;
 
-	cost_end(COST_NVTX, t0, COST_RANGE);
-	return id;
+	if (in.armed && idle())
+		return 0;
+	m = message(a, &reg, buf, sizeof(buf));
+	return ranges_start((struct ranges_domain *)d, m, reg, now());
 }
 
 static void nvtx_domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
-	uint64_t t0 = cost_ticks();
-
+	COST_SCOPE(COST_NVTX, 0);
+	if (in.armed && (idle() || !id))
+		return;
 	ranges_end(id, now());
-	cost_end(COST_NVTX, t0, 0);
 }
 
 static void nvtx_domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	uint64_t t0 = cost_ticks();
+	COST_SCOPE(COST_NVTX, COST_RANGE);
 	char buf[1024];
 	uint32_t reg;
-	const char *m = message(a, &reg, buf, sizeof(buf));
+	const char *m;
 
+	if (in.armed && idle())
+		return;
+	m = message(a, &reg, buf, sizeof(buf));
 	ranges_mark((struct ranges_domain *)d, m, reg, now());
-	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static void nvtx_initialize(const void *reserved)
@@ -892,6 +1146,9 @@ EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 	return 1;
 }
 
+/* The payload extension's ranges through the armed process's gate, as the core's. */
+static const struct payload_gate armed_gate = { nv_push, nv_pop, nv_popped, idle };
+
 /*
  * Called by each copy of NVTX in the process for each of its extension
  * modules, at the first call of one: the payload extension's functions are
@@ -902,5 +1159,7 @@ EXPORT int InitializeInjectionNvtxExtension(void *module_info)
 	pthread_once(&in.once, setup);
 	if (!in.configured || getpid() != in.pid)
 		return 0;
+	if (in.armed)
+		payload_set_gate(&armed_gate);
 	return payload_module_fill(module_info);
 }

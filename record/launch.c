@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/armed.h"
 #include "lib/error.h"
 #include "lib/grow.h"
 #include "lib/human.h"
@@ -342,6 +343,10 @@ static void report(const struct launch_opts *o, const char *output, struct bundl
 {
 	char buf[PATH_MAX];
 
+	if (n == 0 && o->armed) {
+		fprintf(stderr, "record: the armed run ended without a trigger: no bundle written\n");
+		return;
+	}
 	if (n == 0) {
 		warning("no process of '%s' created a CUDA context: no bundle written", o->argv[0]);
 		return;
@@ -351,7 +356,7 @@ static void report(const struct launch_opts *o, const char *output, struct bundl
 		if (!v[i].end[0] && v[i].writing[0] && strcmp(v[i].writing, v[i].path) &&
 		    access(v[i].writing, F_OK) == 0 && rename(v[i].writing, v[i].path))
 			warning("cannot rename '%s' to '%s': %s", v[i].writing, v[i].path, strerror(errno));
-	if (n == 1 && strcmp(v[0].path, output)) {
+	if (n == 1 && !o->armed && strcmp(v[0].path, output)) {
 		if (rename(v[0].path, output))
 			warning("cannot rename '%s' to '%s': %s", v[0].path, output, strerror(errno));
 		else
@@ -368,11 +373,48 @@ static void report(const struct launch_opts *o, const char *output, struct bundl
 	}
 }
 
+/* ---- armed runs -------------------------------------------------------------------- */
+
+/* Makes the run directory of an armed run (lib/armed.h), id: this process's pid, into dir. */
+static int armed_make(char *dir, size_t len, char *id, size_t id_len)
+{
+	char base[PATH_MAX];
+
+	snprintf(id, id_len, "%d", (int)getpid());
+	if (armed_base(base, sizeof(base)) || armed_run_dir(dir, len, id))
+		return -1;
+	if (mkdir(base, 0700) && errno != EEXIST)
+		return error("cannot make '%s': %s", base, strerror(errno));
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return error("cannot make '%s': %s", dir, strerror(errno));
+	return 0;
+}
+
+/* Removes the run directory and what its processes left in it. */
+static void armed_remove(const char *dir)
+{
+	struct dirent *de;
+	char file[PATH_MAX];
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%.*s/%.*s", PATH_MAX / 2, dir, PATH_MAX / 4, de->d_name);
+		unlink(file);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
 /* ---- the run ----------------------------------------------------------------------- */
 
 int launch_run(const struct launch_opts *o)
 {
 	char inject[PATH_MAX], output[PATH_MAX], claims[PATH_MAX], warmup[16], peaks[512] = "";
+	char armed[PATH_MAX] = "", run_id[32] = "", every[16];
 	const char *tmp = getenv("TMPDIR");
 	char *conf = NULL, *pypath = NULL;
 	int torch_alloc = o->torch_alloc;
@@ -406,6 +448,13 @@ int launch_run(const struct launch_opts *o)
 			     strerror(errno));
 	}
 	snprintf(warmup, sizeof(warmup), "%d", o->warmup);
+	snprintf(every, sizeof(every), "%d", o->modules_every);
+	if (o->armed && armed_make(armed, sizeof(armed), run_id, sizeof(run_id))) {
+		free(conf);
+		free(pypath);
+		rmdir(claims);
+		return -1;
+	}
 	const struct child_env env[] = {
 		{ "CUDA_INJECTION64_PATH", inject },
 		{ "NVTX_INJECTION64_PATH", inject },
@@ -421,12 +470,16 @@ int launch_run(const struct launch_opts *o)
 		{ "STEPTRACE_COMMAND_LINE", o->command_line },
 		{ "STEPTRACE_PEAKS", peaks[0] ? peaks : NULL },
 		{ "PYTORCH_CUDA_ALLOC_CONF", conf },
+		{ "STEPTRACE_ARMED", armed[0] ? armed : NULL },
+		{ "STEPTRACE_MODULES_EVERY", o->modules_every > 0 ? every : NULL },
 	};
 
 	if (pipe2(exec_report, O_CLOEXEC)) {
 		free(conf);
 		free(pypath);
 		rmdir(claims);
+		if (armed[0])
+			armed_remove(armed);
 		return error("cannot start '%s': %s", o->argv[0], strerror(errno));
 	}
 	fflush(NULL);
@@ -444,9 +497,14 @@ int launch_run(const struct launch_opts *o)
 		signals_give_back(&saved);
 		close(exec_report[0]);
 		rmdir(claims);
+		if (armed[0])
+			armed_remove(armed);
 		return error("cannot start '%s': %s", o->argv[0], strerror(errno));
 	}
 	child_pid = pid;
+	if (armed[0])
+		fprintf(stderr, "record: armed (run %s, command pid %d): nothing is recorded until "
+			"`steptrace trigger --run %s [--steps N]`\n", run_id, (int)pid, run_id);
 	while ((got = read(exec_report[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR)
 		;
 	close(exec_report[0]);
@@ -454,6 +512,8 @@ int launch_run(const struct launch_opts *o)
 		;
 	child_pid = 0;
 	signals_give_back(&saved);
+	if (armed[0])
+		armed_remove(armed);
 	n = claims_collect(claims, &v);
 	if (got <= 0)   /* the command ran: say what it wrote */
 		report(o, output, v, n);

@@ -13,7 +13,11 @@
  * allocation costs step time (docs/measurements.md, "Recording overhead
  * with --torch auto");
  * PYTHONPATH gains the Python side's folder, `python` beside
- * libsteptrace_inject.so, unless --torch off). steptrace ignores
+ * libsteptrace_inject.so, unless --torch off). With --armed the run gets
+ * a directory (lib/armed.h; STEPTRACE_ARMED names it, its id is
+ * steptrace's pid) where its processes publish their steps for `steptrace
+ * trigger`; it is removed when the command ends, and each trigger's
+ * bundles are reported as run.T.rankR.stb (never renamed). steptrace ignores
  * SIGINT and SIGQUIT while the command runs (the terminal sends them to
  * both), hands SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 on to it, and ends as
  * the command did: with its exit status, or by its signal.
@@ -47,6 +51,8 @@ struct launch_opts {
 	int torch_alloc;             /* enum launch_torch_alloc; -1: default */
 	bool calibrate;              /* measure peaks here before starting the command */
 	bool cupti_sync;             /* CUPTI's SYNCHRONIZATION records (record/capture.h) */
+	bool armed;                  /* --armed: record nothing until `steptrace trigger` (lib/armed.h) */
+	int modules_every;           /* --modules-every: module ranges on every Nth step; 0 the default */
 	const char *precision;       /* the program's matrix-product precision for the header, or NULL */
 	const char *command_line;    /* the steptrace command line, for the headers */
 	const char *const *argv;     /* the command, NULL-terminated, argv[0] looked up in PATH */

@@ -43,6 +43,16 @@ int naming_bundle(char *out, size_t len, const char *output, const char *id)
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
+int naming_trigger_bundle(char *out, size_t len, const char *output, uint64_t trigger, const char *id)
+{
+	char both[128];
+	int w = snprintf(both, sizeof(both), "%llu%s%s", (unsigned long long)trigger, id ? "." : "", id ? id : "");
+
+	if (w < 0 || (size_t)w >= sizeof(both))
+		return -1;
+	return naming_bundle(out, len, output, both);
+}
+
 /* A variable's value as a number of at most 9 digits; false when it is not one. */
 static bool number(const char *(*get)(const char *name), const char *var, uint32_t *v)
 {

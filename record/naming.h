@@ -30,6 +30,14 @@ const char *naming_rank(const char *(*get)(const char *name));
 int naming_bundle(char *out, size_t len, const char *output, const char *id);
 
 /*
+ * The bundle of trigger `trigger` of an armed recording (`record --armed`,
+ * lib/armed.h) for process `id`: "rank0" for rank 0, a pid, or NULL for a
+ * run's only process without a rank ("run.stb", 2, "rank1" ->
+ * "run.2.rank1.stb"; NULL -> "run.2.stb"). -1 when it does not fit.
+ */
+int naming_trigger_bundle(char *out, size_t len, const char *output, uint64_t trigger, const char *id);
+
+/*
  * Which rank of which job this process is, as its launcher says: torchrun
  * (RANK, WORLD_SIZE, LOCAL_RANK; the run by TORCHELASTIC_RUN_ID,
  * MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RESTART_COUNT), Open MPI

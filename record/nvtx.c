@@ -387,16 +387,17 @@ void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_
 	range_payload_event_locked(name, domain, thread, depth, start, end, 0, 0);
 }
 
-static void step_event_locked(uint32_t index, uint64_t thread, uint64_t start, uint64_t end)
+static void step_event_locked(uint32_t index, uint64_t thread, uint64_t start, uint64_t end, bool phases_only)
 {
 	struct st_event *ev = queue_locked(ST_STEP, start, end);
 
 	if (!ev)
 		return;
-	bool warm = index < (R.warmup_default && R.torch && !R.step_name ? 1 : R.warmup);
+	bool warm = index < ranges_warmup_locked();
 
 	ev->step.index = index;
 	ev->step.warmup = warm;
+	ev->step.phases_only = phases_only;
 	ev->step.thread = thread;
 	R.n_steps++;
 	R.n_warmup += warm;
@@ -574,14 +575,29 @@ static void tkey_make(void)
 	pthread_key_create(&tkey, tstate_free);
 }
 
+/* Empties s's range stack, which belongs to an earlier session; mutex held. */
+static void stack_reset_locked(struct tstate *s)
+{
+	s->depth = 0;
+	s->too_deep = 0;
+	s->sess_gen = R.sess_gen;
+}
+
 struct tstate *tstate(void)
 {
-	if (ts)
+	if (ts) {
+		if (ts->sess_gen != atomic_load_explicit(&R.sess_gen, memory_order_relaxed)) {
+			pthread_mutex_lock(&R.lock);
+			stack_reset_locked(ts);
+			pthread_mutex_unlock(&R.lock);
+		}
 		return ts;
+	}
 	ts = calloc(1, sizeof(*ts));
 	if (!ts)
 		return NULL;
 	ts->thread = capture_thread_id();
+	ts->sess_gen = atomic_load_explicit(&R.sess_gen, memory_order_relaxed);
 	pthread_once(&tkey_once, tkey_make);
 	pthread_setspecific(tkey, ts);
 	return ts;
@@ -689,7 +705,7 @@ int push_locked(struct tstate *s, struct frame *f)
 
 			if (node && R.nodes[node].step && !R.step_open) {
 				R.step_open = true;
-				R.step_index = R.n_steps;
+				R.step_index = R.step_base + R.n_steps;
 				R.gen++;
 				f->step = true;
 				R.lead = s;   /* the training loop's thread leads */
@@ -749,7 +765,7 @@ void pop_at_locked(struct tstate *s, int i, uint64_t t)
 		lead_top_locked(s);
 	}
 	if (f.step) {
-		step_event_locked(R.step_index, s->thread, f.start, t);
+		step_event_locked(R.step_index, s->thread, f.start, t, false);
 		R.step_open = false;
 		capture_step_end();
 	}
@@ -912,9 +928,14 @@ void ranges_mark(struct ranges_domain *d, const char *name, uint32_t reg, uint64
 
 /* ---- steps written, or held until the end (capture ranges, PyTorch's in torch.c) ---- */
 
-void write_step_locked(uint64_t thread, uint64_t start, uint64_t end)
+uint32_t ranges_warmup_locked(void)
 {
-	step_event_locked(R.n_steps, thread, start, end);
+	return R.warmup_default && R.torch && !R.step_name ? 1 : R.warmup;
+}
+
+void write_step_locked(uint64_t thread, uint64_t start, uint64_t end, bool phases_only)
+{
+	step_event_locked(R.step_base + R.n_steps, thread, start, end, phases_only);
 }
 
 void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t thread, uint64_t start,
@@ -930,7 +951,7 @@ void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t thread, 
 void write_held_locked(const struct held_step *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		write_step_locked(v[i].thread, v[i].start, v[i].end);
+		write_step_locked(v[i].thread, v[i].start, v[i].end, false);
 }
 
 /* ---- capture ranges -------------------------------------------------------------- */
@@ -981,13 +1002,62 @@ void ranges_finish(uint64_t t0, uint64_t t_end)
 			R.steps_from = "cudaProfilerStart/Stop";
 		} else {
 			R.warmup = 0;   /* the only step: analyses would leave everything out */
-			step_event_locked(0, capture_thread_id(), t0, t_end);
+			step_event_locked(0, capture_thread_id(), t0, t_end, false);
 			R.steps_from = "whole run";
 		}
 		capture_step_end();
 	}
 	R.finished = true;
 	pthread_mutex_unlock(&R.lock);
+}
+
+/* ---- recording sessions (record --armed) ------------------------------------------ */
+
+void ranges_session_idle(void)
+{
+	pthread_mutex_lock(&R.lock);
+	R.finished = true;
+	pthread_mutex_unlock(&R.lock);
+}
+
+void ranges_session_begin(uint64_t t, uint32_t first_index)
+{
+	struct tstate *me = tstate();
+
+	pthread_mutex_lock(&R.lock);
+	if (R.init) {
+		atomic_fetch_add_explicit(&R.sess_gen, 1, memory_order_relaxed);
+		if (me)
+			stack_reset_locked(me);
+		if (R.lead)
+			stack_reset_locked(R.lead);
+		for (size_t i = 0; i < R.n_adopted; i++)
+			stack_reset_locked(R.adopted[i]);
+		R.finished = false;
+		R.n_steps = R.n_warmup = R.step_index = 0;
+		R.step_base = first_index;
+		R.step_open = false;
+		R.gen++;
+		R.warmup = 0;                /* the program is warm: a triggered bundle has no warm-up */
+		R.warmup_default = false;
+		R.ops_written = 0;           /* the new session has none of the ops yet */
+		R.sess_of = NULL;            /* nor any of our strings */
+		R.n_q = 0;
+		R.kicked = false;
+		R.open = R.n_se = 0;
+		R.ranges = R.unpaired = R.lost = 0;
+		R.n_captures = 0;
+		R.capture_open = 0;
+		R.steps_from = NULL;
+		R.lead_node = 0;
+		R.lead_depth = 0;
+		capture_set_lead_op(0);
+		if (R.torch)
+			torch_session_begin_locked(t);
+	}
+	pthread_mutex_unlock(&R.lock);
+	if (me)
+		current_op(me);
 }
 
 static void fork_prepare(void)

@@ -116,6 +116,22 @@ void ranges_drain_locked(struct rec_session *s);
  */
 void ranges_finish(uint64_t t0, uint64_t t_end);
 
+/*
+ * Recording in sessions (`record --armed`, issue 36). Between sessions the
+ * ranges are idle (ranges_session_idle): nothing is recorded, and the
+ * injection library does not call in at all. ranges_session_begin(t)
+ * starts a recording at CUPTI time t as a bundle of its own needs it: no
+ * step written yet and none warm-up, every op registered so far written
+ * again into the session it drains into next, every thread's range stack
+ * empty (a range open before t is not in it; its pop is not counted
+ * unpaired), and under the PyTorch rule a step open from t. Its steps
+ * are numbered from first_index (Step.index: the program's own count of
+ * its steps, the same on every rank). ranges_finish ends a session as it
+ * ends a run.
+ */
+void ranges_session_idle(void);
+void ranges_session_begin(uint64_t t, uint32_t first_index);
+
 struct ranges_totals {
 	uint64_t ranges;          /* range events queued */
 	uint32_t steps, warmup;   /* steps written and how many of them warm-up */

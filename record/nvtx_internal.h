@@ -60,6 +60,7 @@ struct held_step {
 
 struct tstate {
 	uint64_t thread;
+	uint32_t sess_gen;               /* R.sess_gen its stack belongs to (ranges_session_begin) */
 	int depth, too_deep;
 	bool adopted;                    /* a helper of the lead thread (R.adopted) */
 	_Atomic uint64_t active;         /* R.epoch when it last pushed a root range or launched without one */
@@ -90,6 +91,7 @@ struct nvtx_state {
 	bool ops_capped;
 
 	uint32_t gen, n_steps, n_warmup, step_index;
+	uint32_t step_base;              /* the first step's index (a triggered recording's: the program's count) */
 	bool warmup_default;             /* no --warmup: PyTorch's steps flag their first */
 	bool step_open;
 
@@ -126,6 +128,7 @@ struct nvtx_state {
 
 	uint64_t ranges, unpaired, lost;
 
+	_Atomic uint32_t sess_gen;       /* recording sessions begun (ranges_session_begin) */
 	int torch;                       /* the PyTorch mode (torch.c): enum ranges_torch_mode, 0 off */
 	_Atomic bool torch_on;           /* torch != 0, read without the mutex */
 	struct held_step *captures;      /* cudaProfilerStart/Stop ranges */
@@ -159,8 +162,11 @@ void range_event_locked(uint32_t name, uint32_t domain, uint64_t thread, uint32_
 			uint64_t start, uint64_t end);
 /* Wakes the decoder when the queue is long: true when the caller should capture_kick(). */
 bool want_kick_locked(void);
-/* Writes the next step; holds a step candidate until the end; writes the steps held. */
-void write_step_locked(uint64_t thread, uint64_t start, uint64_t end);
+/* Steps flagged warm-up at the start of the recording (--warmup, or 1 for PyTorch's steps). */
+uint32_t ranges_warmup_locked(void);
+/* Writes the next step (phases_only: its module ranges were left out, format 1.8); holds a step
+ * candidate until the end; writes the steps held. */
+void write_step_locked(uint64_t thread, uint64_t start, uint64_t end, bool phases_only);
 void hold_locked(struct held_step **v, size_t *n, size_t *cap, uint64_t thread, uint64_t start,
 		 uint64_t end);
 void write_held_locked(const struct held_step *v, size_t n);
@@ -176,6 +182,8 @@ void torch_helper_range_locked(struct tstate *s, const struct aten_tags *tags, s
 void torch_call_end_locked(uint32_t call);
 /* Drops what of ours is still open on s at the end (a step not ended by an optimizer step, its phases). */
 void drop_torch_frames_locked(struct tstate *s);
+/* A recording session begins at t (ranges_session_begin): the PyTorch mode's state starts again. */
+void torch_session_begin_locked(uint64_t t);
 /*
  * At the end, without --step-range: PyTorch's steps, if its rule found any
  * (the optimizer's are written; the outermost module calls' are written

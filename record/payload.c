@@ -192,12 +192,23 @@ void payload_of_attributes(const struct ranges_domain *d, const void *attr, uint
 
 /* ---- the extension's calls ------------------------------------------------------ */
 
+static const struct payload_gate *gate;
+
+void payload_set_gate(const struct payload_gate *g)
+{
+	gate = g;
+}
+
 static int ext_push(nvtxDomainHandle_t domain, const nvtxPayloadData_t *pd, size_t n)
 {
 	uint64_t t0 = cost_ticks(), comm, bytes;
 	struct ranges_domain *d = (struct ranges_domain *)domain;
 	int depth;
 
+	if (gate && !gate->push(NULL, 0)) {
+		cost_end(COST_NVTX, t0, 0);
+		return 0;
+	}
 	payloads_read(d, pd, n, &comm, &bytes);
 	depth = ranges_push_payload(d, NULL, 0, capture_now(), comm, bytes);
 	cost_end(COST_NVTX, t0, COST_RANGE);
@@ -210,8 +221,14 @@ static int ext_pop(nvtxDomainHandle_t domain, const nvtxPayloadData_t *pd, size_
 	struct ranges_domain *d = (struct ranges_domain *)domain;
 	int depth;
 
+	if (gate && !gate->pop()) {
+		cost_end(COST_NVTX, t0, 0);
+		return 0;
+	}
 	payloads_read(d, pd, n, &comm, &bytes);
 	depth = ranges_pop_payload(d, capture_now(), comm, bytes);
+	if (gate)
+		gate->popped();
 	cost_end(COST_NVTX, t0, 0);
 	return depth;
 }
@@ -220,14 +237,16 @@ static void ext_mark(nvtxDomainHandle_t domain, const nvtxPayloadData_t *pd, siz
 {
 	uint64_t t0 = cost_ticks();
 
-	ranges_mark((struct ranges_domain *)domain, NULL, 0, capture_now());
+	if (!gate || !gate->idle())
+		ranges_mark((struct ranges_domain *)domain, NULL, 0, capture_now());
 	cost_end(COST_NVTX, t0, COST_RANGE);
 }
 
 static nvtxRangeId_t ext_start(nvtxDomainHandle_t domain, const nvtxPayloadData_t *pd, size_t n)
 {
 	uint64_t t0 = cost_ticks();
-	nvtxRangeId_t id = ranges_start((struct ranges_domain *)domain, NULL, 0, capture_now());
+	nvtxRangeId_t id = gate && gate->idle() ? 0 :
+		ranges_start((struct ranges_domain *)domain, NULL, 0, capture_now());
 
 	cost_end(COST_NVTX, t0, COST_RANGE);
 	return id;
@@ -237,7 +256,8 @@ static void ext_end(nvtxDomainHandle_t domain, nvtxRangeId_t id, const nvtxPaylo
 {
 	uint64_t t0 = cost_ticks();
 
-	ranges_end(id, capture_now());
+	if (!gate || (id && !gate->idle()))
+		ranges_end(id, capture_now());
 	cost_end(COST_NVTX, t0, 0);
 }
 

@@ -16,6 +16,7 @@
 #ifndef STEPTRACE_RECORD_PAYLOAD_H
 #define STEPTRACE_RECORD_PAYLOAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "record/nvtx.h"
@@ -34,5 +35,20 @@ int payload_module_fill(void *module_info);
  * an entry it lacks).
  */
 void payload_of_attributes(const struct ranges_domain *d, const void *attr, uint64_t *comm, uint64_t *bytes);
+
+/*
+ * An armed process (record --armed) passes the extension's ranges through
+ * the same gate as the core's (record/inject.c): push and pop say whether
+ * the recorder takes the range (and keep each thread's count of open
+ * ranges), popped follows a pop it took, idle says that it records nothing
+ * now. Without a gate every range is taken.
+ */
+struct payload_gate {
+	bool (*push)(const char *name, uint32_t reg);
+	bool (*pop)(void);
+	void (*popped)(void);
+	bool (*idle)(void);
+};
+void payload_set_gate(const struct payload_gate *gate);
 
 #endif

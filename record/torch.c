@@ -35,6 +35,11 @@ struct call {
 static struct {
 	bool tsteps;
 	uint64_t (*peek)(void);
+	uint32_t every;                  /* module ranges on every Nth measured step (ranges_torch_sample); <= 1 all */
+	uint32_t step_index;             /* the open step's index in the bundle */
+	uint8_t step_level;              /* what it records: enum ranges_torch_level */
+	bool step_modules;               /* a module call was pushed in it */
+	bool any_modules;                /* ... in any step of this recording */
 	struct ranges_domain *tdom;
 	uint32_t tdom_name, step_word;   /* string ids: "steptrace.torch", "step" */
 	uint32_t phase_word[RANGES_PHASE_COUNT];
@@ -189,6 +194,119 @@ void torch_helper_range_locked(struct tstate *s, const struct aten_tags *tags, s
 		f->flags |= FR_ELIDED;
 }
 
+/* ---- the backward's module chains from autograd's current node ------------------ */
+
+/*
+ * torch::autograd::get_current_node() returns a std::shared_ptr<Node>, a
+ * class C++ returns through memory: the caller passes the result's address
+ * as C does for a struct too large for registers (x86-64: the first
+ * argument's register; AArch64: x8), so a C function type returning a
+ * struct of three pointers calls it right; it fills the first two, the
+ * node and its control block, whose use count (an int after the control
+ * block's vtable pointer) it raised by one. The engine keeps its own
+ * reference to the node while it runs, so dropping ours never frees it.
+ */
+struct node_ref {
+	void *node, *ctrl, *unused;
+};
+
+static struct {
+	struct node_ref (*get)(void);
+	size_t offset;                   /* of Node::sequence_nr_, found by ranges_torch_node_probe */
+	_Atomic bool on;                 /* a backward of a step with module calls is running */
+	_Atomic uint32_t gen;            /* backward calls so far */
+} N;
+
+static _Thread_local struct { uint32_t gen; uint64_t seq; } node_last;
+
+static void node_release(const struct node_ref *r)
+{
+	if (r->ctrl)
+		__atomic_fetch_sub((int *)((char *)r->ctrl + sizeof(void *)), 1, __ATOMIC_ACQ_REL);
+}
+
+int ranges_torch_node_probe(void *get_current_node, uint64_t want)
+{
+	struct node_ref r;
+	int found = -1;
+
+	if (get_current_node)
+		*(void **)&N.get = get_current_node;
+	if (!N.get)
+		return -1;
+	r = N.get();
+	for (size_t off = sizeof(void *); r.node && off < 128 && found < 0; off += sizeof(uint64_t)) {
+		uint64_t v;
+
+		memcpy(&v, (char *)r.node + off, sizeof(v));
+		if (v == want)
+			found = (int)off;
+	}
+	node_release(&r);
+	return found;
+}
+
+void ranges_torch_nodes(int offset)
+{
+	pthread_mutex_lock(&R.lock);
+	N.offset = offset > 0 && N.get ? (size_t)offset : 0;
+	pthread_mutex_unlock(&R.lock);
+}
+
+/* The sequence number of the node autograd runs on this thread, UINT64_MAX for none (or AccumulateGrad). */
+static uint64_t current_seq(void)
+{
+	struct node_ref r = N.get();
+	uint64_t seq = UINT64_MAX;
+
+	if (r.node)
+		memcpy(&seq, (char *)r.node + N.offset, sizeof(seq));
+	node_release(&r);
+	return seq;
+}
+
+/* A backward begins (on) or ends: node chains while it runs, when the step has module calls. Mutex held. */
+static void nodes_backward_locked(bool on)
+{
+	if (on && N.offset && R.torch == RANGES_TORCH_AUTO && T.n_calls) {
+		atomic_fetch_add_explicit(&N.gen, 1, memory_order_relaxed);
+		atomic_store_explicit(&N.on, true, memory_order_release);
+	} else if (!on) {
+		atomic_store_explicit(&N.on, false, memory_order_release);
+	}
+}
+
+void ranges_torch_launch_at(uint64_t (*now)(void))
+{
+	struct tstate *s;
+	uint64_t seq;
+	uint32_t gen;
+
+	if (!atomic_load_explicit(&N.on, memory_order_acquire))
+		return;
+	s = tstate();
+	if (!s || s == R.lead)
+		return;
+	seq = current_seq();
+	gen = atomic_load_explicit(&N.gen, memory_order_relaxed);
+	if (seq == UINT64_MAX || (node_last.gen == gen && node_last.seq == seq))
+		return;
+	pthread_mutex_lock(&R.lock);
+	/* as a profiler range would: only where nothing of the helper's own is open (else at a later launch) */
+	if (R.torch && !R.finished && T.n_calls && s->depth == synth_count(s)) {
+		chain_switch_locked(s, seq, now());
+		node_last.gen = gen;
+		node_last.seq = seq;
+	}
+	pthread_mutex_unlock(&R.lock);
+	current_op(s);
+}
+
+void ranges_torch_launch(void)
+{
+	ranges_torch_launch_at(capture_now);
+}
+
 /* ---- PyTorch: steps, phases, modules, tags ------------------------------------- */
 
 void ranges_torch_attach(enum ranges_torch_mode mode, uint64_t (*peek)(void))
@@ -233,6 +351,23 @@ static struct frame *torch_push_locked(struct tstate *s, uint32_t name, uint8_t 
 	return push_locked(s, &f) ? NULL : &s->f[s->depth - 1];
 }
 
+/*
+ * What step `index` of the bundle records (ranges_torch_level): the warm-up
+ * steps, the first measured one and every Nth after it have module ranges,
+ * the others phases only; every step has them under --torch ops, with
+ * --step-range (the Python side's steps are not the bundle's), and with
+ * `every` <= 1. Mutex held.
+ */
+static int level_of_locked(uint32_t index)
+{
+	uint32_t warm = ranges_warmup_locked();
+
+	if (T.every <= 1 || R.torch == RANGES_TORCH_OPS || !T.tsteps || index <= warm ||
+	    (index - warm) % T.every == 0)
+		return RANGES_LEVEL_MODULES;
+	return RANGES_LEVEL_PHASES;
+}
+
 /* The lead is in a step (the PyTorch rule): one begins at t if none is open. Mutex held. */
 static void open_step_locked(struct tstate *s, uint64_t t)
 {
@@ -241,7 +376,10 @@ static void open_step_locked(struct tstate *s, uint64_t t)
 	R.gen++;
 	R.step_open = true;
 	T.step_start = t;
-	capture_step_begin(R.n_steps + (uint32_t)T.n_held);
+	T.step_index = R.n_steps + (uint32_t)T.n_held;
+	T.step_level = (uint8_t)level_of_locked(T.step_index);
+	T.step_modules = false;
+	capture_step_begin(T.step_index);
 	torch_push_locked(s, T.step_word, FR_STEP, t);
 }
 
@@ -287,8 +425,10 @@ void ranges_torch_phase(int phase, bool begin, uint64_t t)
 		uint8_t flags = FR_PHASE;
 
 		open_step_locked(s, t);
-		if (phase == RANGES_PHASE_BACKWARD)
+		if (phase == RANGES_PHASE_BACKWARD) {
 			T.backward_since_clear = true;
+			nodes_backward_locked(true);
+		}
 		if (phase == RANGES_PHASE_FORWARD && s == R.lead && !T.backward_since_clear)
 			T.n_calls = 0;   /* forward after forward (inference): the older calls are not needed */
 		top = s->depth ? &s->f[s->depth - 1] : NULL;
@@ -308,8 +448,10 @@ void ranges_torch_phase(int phase, bool begin, uint64_t t)
 		for (i = s->depth - 1; i >= 0; i--)
 			if ((s->f[i].flags & FR_PHASE) && s->f[i].phase == phase && !(s->f[i].flags & FR_ENDED))
 				break;
-		if (phase == RANGES_PHASE_BACKWARD)
+		if (phase == RANGES_PHASE_BACKWARD) {
+			nodes_backward_locked(false);
 			chains_close_locked(t);
+		}
 		if (i >= 0 && (s->f[i].flags & FR_PERSIST)) {
 			s->f[i].flags |= FR_ENDED;
 			/* before any optimizer step, each outermost module call may be a step (inference) */
@@ -348,6 +490,7 @@ void ranges_torch_module(uint32_t name, uint64_t t)
 		return;
 	}
 	open_step_locked(s, t);
+	T.step_modules = T.any_modules = true;
 	f = torch_push_locked(s, name, FR_MODULE, t);
 	if (f)
 		compiled_push_locked(s, s->depth - 1);   /* a compiled graph's region: its kernels' modules */
@@ -408,7 +551,9 @@ void ranges_torch_step(uint64_t t)
 		T.n_calls = 0;   /* the backward's chains refer to this step's module calls only */
 		T.backward_since_clear = false;
 		T.opt_steps++;
-		write_step_locked(s->thread, start, t);
+		/* phases only as planned, in a run whose other steps have modules */
+		write_step_locked(s->thread, start, t,
+				  T.step_level == RANGES_LEVEL_PHASES && !T.step_modules && T.any_modules);
 		open_step_locked(s, t);
 	}
 	pthread_mutex_unlock(&R.lock);
@@ -435,6 +580,39 @@ void ranges_torch_tag(const uint64_t *pairs, size_t n, uint32_t category, uint32
 	pthread_mutex_unlock(&R.lock);
 	if (kick)
 		capture_kick();
+}
+
+/* ---- modules on a sample of the steps, recording sessions ---------------------- */
+
+void ranges_torch_sample(uint32_t every)
+{
+	pthread_mutex_lock(&R.lock);
+	T.every = every;
+	pthread_mutex_unlock(&R.lock);
+}
+
+int ranges_torch_level(void)
+{
+	int level = RANGES_LEVEL_MODULES;
+
+	pthread_mutex_lock(&R.lock);
+	if (R.finished)
+		level = RANGES_LEVEL_OFF;
+	else if (R.torch && T.tsteps && R.step_open)
+		level = T.step_level;
+	pthread_mutex_unlock(&R.lock);
+	return level;
+}
+
+void torch_session_begin_locked(uint64_t t)
+{
+	T.opt_steps = 0;
+	T.n_held = 0;
+	T.n_calls = 0;
+	T.backward_since_clear = false;
+	T.step_modules = T.any_modules = false;
+	if (T.tsteps && R.lead)
+		open_step_locked(R.lead, t);
 }
 
 /* ---- the end of the run (ranges_finish) ---------------------------------------- */

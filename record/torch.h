@@ -60,4 +60,44 @@ void ranges_torch_step(uint64_t t);
 /* Says what n live blocks hold: pairs[2i] address, pairs[2i + 1] size (ST_MEMTAG). */
 void ranges_torch_tag(const uint64_t *pairs, size_t n, uint32_t category, uint32_t device, uint64_t t);
 
+/*
+ * Module ranges on a sample of the steps (issue 36): PyTorch's module hooks
+ * put every Module.__call__ of the program on its slow path, so the Python
+ * side installs them on some steps only. Step i of the bundle (under the
+ * optimizer's rule) has them when i is a warm-up step or the first measured
+ * one, or when i less the warm-up steps is a multiple of `every`; the
+ * others record steps and phases only. ranges_torch_level says what the
+ * step now open records (RANGES_LEVEL_MODULES before the first; OFF when
+ * nothing is recorded: after the end, or between an armed process's
+ * sessions); the Python side asks after each optimizer step. A step planned
+ * phases only is written Step.phases_only (format 1.8) unless a module
+ * range was pushed in it after all, and only once some step of the
+ * recording had one (a program without modules keeps its steps whole).
+ * Every step has them under --torch ops, with --step-range, and with
+ * `every` <= 1.
+ */
+enum ranges_torch_level { RANGES_LEVEL_OFF = 0, RANGES_LEVEL_PHASES = 1, RANGES_LEVEL_MODULES = 2 };
+void ranges_torch_sample(uint32_t every);
+int ranges_torch_level(void);
+
+/*
+ * The backward's module chains without PyTorch's NVTX profiler (issue 36):
+ * from autograd's current node, read at each launch of a helper thread.
+ * ranges_torch_node_probe takes torch::autograd::get_current_node of the
+ * program's libtorch (NULL: keep the one given before) and, called while
+ * autograd runs a node whose sequence number is `want` on this thread (a
+ * prehook of the Python side's self-test), returns where in the node that
+ * number is (bytes from its start), -1 when nowhere. ranges_torch_nodes
+ * turns the chains on with that offset (0: off). While a backward of a
+ * step with module calls runs (--torch auto), ranges_torch_launch, called
+ * by the launch callbacks before they pick a launch's op, moves a helper
+ * thread onto the module chain of its node's sequence number, as a
+ * profiler range "seq = N" would: the node's kernels take that module's
+ * op. AccumulateGrad (no sequence number) stays in the chain it finds.
+ */
+int ranges_torch_node_probe(void *get_current_node, uint64_t want);
+void ranges_torch_nodes(int offset);
+void ranges_torch_launch(void);
+void ranges_torch_launch_at(uint64_t (*now)(void));   /* the same, the time from `now` (tests) */
+
 #endif

@@ -607,6 +607,7 @@ static int move_rank(struct move *m, struct replay *out)
 		ev.kind = ST_STEP;
 		ev.step.index = s->index;
 		ev.step.warmup = s->warmup;
+		ev.step.phases_only = s->phases_only;
 		ev.step.thread = thread(m, s->thread);
 		ADD((ev.start = t(m, s->start), ev.end = t(m, s->end)));
 	}

@@ -276,6 +276,7 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 		memset(s, 0, sizeof(*s));
 		s->index = e.step.index;
 		s->warmup = e.step.warmup;
+		s->phases_only = e.step.phases_only;
 		s->thread = e.step.thread;
 		s->start = e.start;
 		s->end = e.end;
@@ -578,9 +579,14 @@ int replay_build(struct replay *rp)
 				rp->ops[w++] = rp->ops[i];
 		rp->n_ops = w;
 	}
-	for (size_t i = 0; i < rp->n_steps; i++)
+	for (size_t i = 0; i < rp->n_steps; i++) {
 		if (!rp->steps[i].warmup)
 			rp->n_measured_steps++;
+		if (rp->steps[i].phases_only)
+			rp->n_phases_only++;
+		else if (!rp->steps[i].warmup)
+			rp->n_measured_modules++;
+	}
 
 	/* Nsight's names for copies; slot 0 of the cache is memset's */
 	uint32_t copy_names[12] = { 0 };
@@ -838,5 +844,24 @@ bool replay_counts(const struct replay *rp, int32_t step_index, bool include_war
 size_t replay_step_divisor(const struct replay *rp, bool include_warmup)
 {
 	size_t n = include_warmup ? rp->n_steps : rp->n_measured_steps;
+	return n ? n : 1;
+}
+
+bool replay_counts_modules(const struct replay *rp, int32_t step_index, bool include_warmup)
+{
+	if (!replay_counts(rp, step_index, include_warmup))
+		return false;
+	if (!rp->n_phases_only)
+		return true;
+	return step_index >= 0 && (size_t)step_index < rp->n_steps && !rp->steps[step_index].phases_only;
+}
+
+size_t replay_module_step_divisor(const struct replay *rp, bool include_warmup)
+{
+	size_t n;
+
+	if (!rp->n_phases_only)
+		return replay_step_divisor(rp, include_warmup);
+	n = include_warmup ? rp->n_steps - rp->n_phases_only : rp->n_measured_modules;
 	return n ? n : 1;
 }

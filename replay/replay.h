@@ -165,6 +165,7 @@ struct replay_op {
 struct replay_step {
 	uint32_t index;
 	bool warmup;
+	bool phases_only;              /* (1.8) its module ranges were left out (replay_counts_modules) */
 	uint64_t thread;
 	uint64_t start, end;           /* host wall span (synchronised) */
 	uint64_t gpu_start, gpu_end;   /* first activity start, last activity end; 0 if none */
@@ -326,6 +327,8 @@ struct replay {
 	struct replay_step *steps;            /* by start */
 	size_t n_steps;
 	size_t n_measured_steps;              /* steps not flagged warm-up */
+	size_t n_phases_only;                 /* steps flagged phases only (1.8), warm-up or not */
+	size_t n_measured_modules;            /* measured steps not flagged phases only */
 	struct replay_mem *mem;               /* alloc/free/oom by time */
 	size_t n_mem;
 	struct st_event *others;              /* overhead and sync records, by start */
@@ -467,6 +470,22 @@ bool replay_counts(const struct replay *rp, int32_t step_index, bool include_war
 
 /* Number of steps a --per-step division uses: measured ones (all with include_warmup); >= 1. */
 size_t replay_step_divisor(const struct replay *rp, bool include_warmup);
+
+/*
+ * The module filter (format 1.8). A PyTorch recording puts module ranges
+ * on a sample of its steps and flags the others phases only
+ * (Step.phases_only): their phases are there, their kernels sit under the
+ * phase. The reports that sum work by module (summary --by op or --range,
+ * ranges below the phases, flops, diff by op or range, explain's critical
+ * path, the report's layers) take only the steps that have them, so that a module's share is
+ * of the steps that could hold it; step times and phases take every step.
+ * replay_counts_modules is replay_counts less the phases-only steps, and
+ * replay_module_step_divisor the number of steps it counts (>= 1); in a
+ * bundle without phases-only steps both are replay_counts' and
+ * replay_step_divisor's.
+ */
+bool replay_counts_modules(const struct replay *rp, int32_t step_index, bool include_warmup);
+size_t replay_module_step_divisor(const struct replay *rp, bool include_warmup);
 
 /*
  * --range PATH. Components separated by '/', each an fnmatch glob

@@ -142,10 +142,10 @@ static int layer_split_compute(struct layer_split *ls, const struct page_data *d
 			const struct replay_activity *a = &rp->activities[i];
 			const struct replay_op *op = replay_op(rp, a->op);
 			const char *path = op && op->path ? replay_str(rp, op->path) : replay_activity_path(rp, a);
-			double ns = (double)(a->end - a->start) / (double)d->divisor;
+			double ns = (double)(a->end - a->start) / (double)replay_module_step_divisor(rp, false);
 			long layer;
 
-			if (!replay_counts(rp, a->step, false))
+			if (!replay_counts_modules(rp, a->step, false))   /* layers are modules: their steps */
 				continue;
 			layer = layer_of(path, part, sizeof(part));
 			if (pass == 0) {

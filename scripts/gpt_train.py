@@ -15,15 +15,23 @@ it; scripts/torch_overhead.py times it with and without recording.
   --accum N          gradient accumulation: N micro-batches per optimizer step
   --compile [MODE]   torch.compile the model (default, reduce-overhead, ...)
   --infer            an inference loop: no backward, no optimizer
+Under torchrun (RANK and WORLD_SIZE set) it trains data-parallel as people
+write it: NCCL, DistributedDataParallel, each rank its own batches,
+no_sync() on the micro-batches before the last of an accumulation; rank 0
+prints the JSON line.
 Prints one JSON line: the options and each iteration's time in ms
 (torch.cuda.synchronize() then time.perf_counter(), as benchmark scripts do).
 """
 import argparse
+import contextlib
 import json
 import math
 import time
 
+import os
+
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
@@ -120,14 +128,14 @@ class GPT(nn.Module):
 class RandomTokens(Dataset):
     """Sequences of random tokens; each index always gives the same one."""
 
-    def __init__(self, n, ctx, vocab):
-        self.n, self.ctx, self.vocab = n, ctx, vocab
+    def __init__(self, n, ctx, vocab, offset=0):
+        self.n, self.ctx, self.vocab, self.offset = n, ctx, vocab, offset
 
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
-        g = torch.Generator().manual_seed(i)
+        g = torch.Generator().manual_seed(self.offset + i)
         tokens = torch.randint(0, self.vocab, (self.ctx + 1,), generator=g)
         return tokens[:-1], tokens[1:]
 
@@ -149,16 +157,25 @@ def main():
     big = args.preset == "gpt2"
     batch = args.batch or (12 if big else 4)
     ctx = args.ctx or (1024 if big else 64)
+    ddp = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    rank = int(os.environ.get("RANK", "0"))
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     device = "cuda"
+    if ddp:
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl")
+        device = "cuda:%d" % local
     model = GPT(ctx=ctx, **PRESETS[args.preset]).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    if ddp:
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
     if args.compile:
         model = torch.compile(model, mode=None if args.compile == "default" else args.compile)
     micro_batches = args.steps * (1 if args.infer else args.accum)
-    data = RandomTokens(micro_batches * batch, ctx, PRESETS[args.preset]["vocab"])
+    data = RandomTokens(micro_batches * batch, ctx, PRESETS[args.preset]["vocab"], offset=rank * micro_batches * batch)
     loader = DataLoader(data, batch_size=batch, num_workers=args.workers, pin_memory=True,
                         drop_last=True)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.dtype == "bf16")
@@ -180,10 +197,13 @@ def main():
         model.train()
         for i, (x, y) in enumerate(loader):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            with autocast:
-                logits, loss = model(x, y)
-            (loss / args.accum).backward()
-            if (i + 1) % args.accum:
+            last = (i + 1) % args.accum == 0
+            sync = model.no_sync() if ddp and not last else contextlib.nullcontext()
+            with sync:
+                with autocast:
+                    logits, loss = model(x, y)
+                (loss / args.accum).backward()
+            if not last:
                 continue
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -193,6 +213,10 @@ def main():
             t0 = t1
         print("loss %.4f" % loss.item(), flush=True)
     n_params = sum(p.numel() for p in model.parameters())
+    if ddp:
+        dist.destroy_process_group()
+        if rank:
+            return
     print(json.dumps(dict(preset=args.preset, batch=batch, ctx=ctx, steps=args.steps, accum=args.accum,
                           compile=args.compile, infer=args.infer, dtype=args.dtype,
                           parameters=n_params, iter_ms=[round(t, 3) for t in times])), flush=True)

@@ -165,6 +165,7 @@ size_t event_encode(struct byte_buf *buf, struct chunk_state *st, const struct s
 		sp.index = ev->step.index;
 		sp.warmup = ev->step.warmup;
 		sp.thread = ev->step.thread;
+		sp.phases_only = ev->step.phases_only;
 		m.kind_case = STEPTRACE__EVENT__KIND_STEP;
 		m.step = &sp;
 		break;
@@ -505,6 +506,7 @@ int event_decode(const Steptrace__Event *m, struct chunk_state *st, uint32_t str
 		ev->step.index = m->step->index;
 		ev->step.warmup = m->step->warmup;
 		ev->step.thread = m->step->thread;
+		ev->step.phases_only = m->step->phases_only;
 		break;
 	case STEPTRACE__EVENT__KIND_OOM:
 		if (!category_ok((int)m->oom->category)) {

@@ -219,6 +219,7 @@ struct st_event {
 		struct {
 			uint32_t index;
 			bool warmup;
+			bool phases_only;   /* (1.8) module ranges left out of this step */
 			uint64_t thread;
 		} step;
 		struct {

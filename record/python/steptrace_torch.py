@@ -21,10 +21,12 @@ the process, through ctypes) what the training loop is doing:
   at::sequence_number::peek, the backward's from the ranges PyTorch's NVTX
   profiler opens around each autograd node (scope BACKWARD_FUNCTION only,
   turned on for the length of each backward call);
-- memory: the blocks of the parameters (at the first call of each outermost
+- memory: with PyTorch's cudaMallocAsync backend (--torch-alloc async),
+  the blocks of the parameters (at the first call of each outermost
   module), of their gradients (after each backward), of the optimizer's
   state (after each step, when it changed) and of the outermost module's
-  tensor arguments (input) are tagged with their category;
+  tensor arguments (input) are tagged with their category (the caching
+  allocator's segments hold many tensors: a tag would say nothing);
 - parameters: at the first optimizer step, the sizes of its parameter
   groups (what requires a gradient), which size the gradients for
   `explain --what-if ranks=N`;
@@ -35,7 +37,28 @@ the process, through ctypes) what the training loop is doing:
   while Dynamo traces. Its kernels go under the modules that own them: at
   code generation the shim notes each kernel call of the graph's wrapper
   with the module path of its FX nodes (their nn_module_stack), and the
-  graph's first call hands that table to the recorder (record/compiled.h);
+  graph's first call hands that table to the recorder (record/compiled.h).
+
+What it costs (issue 36). PyTorch's global module hooks send every
+Module.__call__ of the process down its slow path, so module ranges are
+recorded on a sample of the steps: the recorder says after each optimizer
+step what the next one records (steptrace_py_step: modules, phases only,
+or nothing), and the global hooks are installed for the steps with
+modules only; on the others a pre- and post-hook on each outermost module
+alone keep the forward phase and the inputs' tags, and every other
+Module.__call__ takes its fast path (record/torch.h; `record
+--modules-every N`). The backward's modules come from autograd's current
+node, read by the recorder at each launch of autograd's thread
+(torch::autograd::get_current_node, checked once here on a tiny CPU
+graph), not from PyTorch's NVTX profiler, which opens a range per node
+(the fallback when the check fails). Armed (`record --armed`), only the
+optimizer hooks run between triggers: they count the steps. The host time
+the hooks spend is given to the recorder once per step
+(steptrace_py_cost, where the library has it).
+
+Switches for measuring (A/B): STEPTRACE_MODULES_EVERY=N (set by
+--modules-every), STEPTRACE_TORCH_BACKWARD=node|profiler|off (how the
+backward's modules are found), STEPTRACE_TORCH_SKIP (below).
 
 Nothing happens until CUDA is initialised in a process that steptrace
 records; in any other process (torchrun's launcher, a DataLoader worker)
@@ -57,6 +80,8 @@ PHASE_DATA, PHASE_ZERO_GRAD, PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER = 1,
 CAT_PARAMETER, CAT_GRADIENT, CAT_OPTIMIZER, CAT_INPUT = 1, 2, 3, 7
 
 PENDING, ACTIVE, OFF = 0, 1, -1
+# what a step records (record/torch.h enum ranges_torch_level)
+LEVEL_OFF, LEVEL_PHASES, LEVEL_MODULES = 0, 1, 2
 
 _mode = "auto"
 # STEPTRACE_TORCH_SKIP=backward,modules,hooks,tags: a diagnostic that leaves pieces out, to
@@ -74,13 +99,28 @@ _quals = {}                 # id(parent) -> (weakref to parent, {id(child): qual
 _roots = {}                 # id(root) -> (weakref, [parameters])
 _primary = None             # weakref to the primary optimizer
 _opt_state_sizes = {}       # id(optimizer) -> len(state) when last tagged
+_tagged = set()             # id(root) whose parameters this recording has tagged
+# Tags say something only of blocks a tensor owns whole: with PyTorch's cudaMallocAsync backend
+# (--torch-alloc async); the caching allocator's segments hold many tensors, so none is tagged
+_tags_on = "cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
 _compiling = None
 _prof_on = None
 _prof_off = None
 _compiled_ids = [0]
+_armed = bool(os.environ.get("STEPTRACE_ARMED"))
+# how the backward's modules are found: autograd's current node (node), PyTorch's NVTX profiler
+# (profiler), or not at all (off)
+_backward_mode = os.environ.get("STEPTRACE_TORCH_BACKWARD", "node")
+_level = LEVEL_MODULES      # what the step now running records (the recorder says, _apply_level)
+_global_handles = []        # the global module hooks, while installed
+_root_handles = {}          # id(root) -> its own pre- and post-hook, while installed
+_costing = False            # the recorder takes the hooks' host time (steptrace_py_cost)
+_spent = [0]                # ns the hooks spent in this step
+_ns = None                  # time.perf_counter_ns
+_orig_backward = None       # torch.autograd.backward as PyTorch has it
 
 # the recorder's calls, bound at activation
-_phase = _module = _module_end = _step = _tag_call = None
+_phase = _module = _module_end = _step = _tag_call = _cost = None
 
 
 def _say(msg):
@@ -135,7 +175,7 @@ def _name_id(parent, module):
 
 def _tag(tensors, category):
     """Tags the blocks of CUDA tensors that own their whole block (address, bytes) as category."""
-    if "tags" in _skip:
+    if "tags" in _skip or not _tags_on:
         return
     by_device = {}
     for t in tensors:
@@ -167,15 +207,21 @@ def _tensors_in(value, out, depth=0):
 
 
 def _root_params(root):
+    """A root module's parameters, and whether this recording has yet to tag them."""
     entry = _roots.get(id(root))
     if entry is not None and entry[0]() is root:
-        return entry[1], False
-    params = list(root.parameters())
-    _roots[id(root)] = (weakref.ref(root), params)
-    return params, True
+        params = entry[1]
+    else:
+        params = list(root.parameters())
+        _roots[id(root)] = (weakref.ref(root), params)
+    first = id(root) not in _tagged
+    _tagged.add(id(root))
+    return params, first
 
 
 def _tag_grads():
+    if not _tags_on or "tags" in _skip:
+        return
     seen = set()
     grads = []
     for ref, params in list(_roots.values()):
@@ -190,6 +236,8 @@ def _tag_grads():
 
 
 def _tag_optimizer_state(opt):
+    if not _tags_on:
+        return
     state = getattr(opt, "state", None)
     if not state or _opt_state_sizes.get(id(opt)) == len(state):
         return
@@ -277,9 +325,58 @@ def _backward_profiler():
         return None, None
 
 
+def _nodes(lib):
+    """Backward modules from autograd's current node: checked on a tiny CPU graph, then on (True).
+
+    The recorder reads torch::autograd::get_current_node at each launch of autograd's thread; here a
+    prehook of two nodes of known sequence numbers asks it where a node keeps its number."""
+    fn = _libtorch_symbol("_ZN5torch8autograd16get_current_nodeEv")
+    if fn is None or _orig_backward is None:
+        return False
+    lib.steptrace_py_node_probe.argtypes = (ctypes.c_void_p, ctypes.c_uint64)
+    lib.steptrace_py_node_probe.restype = ctypes.c_int
+    lib.steptrace_py_nodes.argtypes = (ctypes.c_int,)
+    lib.steptrace_py_nodes.restype = None
+    found = []
+
+    def probe(node, first):
+        def pre(grad_outputs):
+            found.append(lib.steptrace_py_node_probe(fn if first else None, node._sequence_nr()))
+        return pre
+
+    with _torch.inference_mode(False), _torch.enable_grad():
+        x = _torch.ones(2, requires_grad=True)
+        y = x * 2
+        z = y.sum()
+        handles = [z.grad_fn.register_prehook(probe(z.grad_fn, True)),
+                   y.grad_fn.register_prehook(probe(y.grad_fn, False))]
+        try:
+            _orig_backward(z)
+        finally:
+            for h in handles:
+                h.remove()
+    if len(found) != 2 or found[0] != found[1] or found[0] <= 0:
+        return False
+    lib.steptrace_py_nodes(found[0])
+    return True
+
+
+def _libtorch_symbol(name):
+    """The address of `name` in the program's libtorch, or None."""
+    lib_dir = os.path.join(os.path.dirname(_torch.__file__), "lib")
+    for lib_name in ("libtorch_cpu.so", "libtorch.so"):
+        try:
+            lib = ctypes.CDLL(os.path.join(lib_dir, lib_name), mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
 def _activate():
     """At the first hook call after CUDA is up: attach to the recorder, or turn everything off."""
     global _state, _lib, _phase, _module, _module_end, _step, _tag_call, _prof_on, _prof_off
+    global _cost, _costing
     if not _torch.cuda.is_initialized():
         return False
     _state = OFF
@@ -304,7 +401,7 @@ def _activate():
     lib.steptrace_py_profiler.argtypes = (ctypes.c_int,)
     lib.steptrace_py_profiler.restype = None
     lib.steptrace_py_step.argtypes = ()
-    lib.steptrace_py_step.restype = None
+    lib.steptrace_py_step.restype = ctypes.c_int
     lib.steptrace_py_tag.argtypes = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_int)
     lib.steptrace_py_tag.restype = None
     peek = _peek_address()
@@ -314,6 +411,11 @@ def _activate():
     _lib = lib
     _phase, _module, _module_end = lib.steptrace_py_phase, lib.steptrace_py_module, lib.steptrace_py_module_end
     _step, _tag_call = lib.steptrace_py_step, lib.steptrace_py_tag
+    cost = getattr(lib, "steptrace_py_cost", None)
+    if cost is not None:
+        cost.argtypes = (ctypes.c_uint64,)
+        cost.restype = None
+        _cost, _costing = cost, True
     if _mode == "ops":
         try:
             ops = _torch.autograd.profiler.emit_nvtx(record_shapes=True)
@@ -322,12 +424,22 @@ def _activate():
             atexit.register(_quietly, ops.__exit__, None, None, None)
         except Exception as e:
             _say("--torch ops: emit_nvtx could not start (%s)" % e)
-    elif peek and "backward" not in _skip:
-        _prof_on, _prof_off = _backward_profiler()
-    else:
+    elif peek and "backward" not in _skip and _backward_mode != "off":
+        try:
+            nodes = _backward_mode == "node" and _nodes(lib)
+        except Exception:
+            nodes = False
+        if not nodes:
+            _prof_on, _prof_off = _backward_profiler()
+    elif not peek:
         _say("at::sequence_number::peek not found in libtorch: backward kernels go under "
              "'backward' without modules")
     _state = ACTIVE
+    level = getattr(lib, "steptrace_py_level", None)
+    if level is not None:
+        level.argtypes = ()
+        level.restype = ctypes.c_int
+        _apply_level(level())
     return True
 
 
@@ -362,12 +474,14 @@ def _turn_off(e):
 
 
 def _remove_hooks():
-    for h in _handles:
+    for h in _handles + _global_handles:
         try:
             h.remove()
         except Exception:
             pass
     del _handles[:]
+    del _global_handles[:]
+    _roots_off()
 
 
 # ---- hooks ---------------------------------------------------------------------------
@@ -382,30 +496,30 @@ def _stack():
 
 
 def _pre_hook(module, args):
-    if not _ready():
+    if not _ready() or not _level or not _global_handles:   # (activation may have just removed them)
         return None
+    t0 = _ns() if _costing else 0
     try:
         st = _stack()
         if st:
             nid = _name_id(st[-1], module)
         else:
-            _phase(PHASE_FORWARD, 1)
+            _root_begins(module, args)
             nid = _name_id(None, module)
-            params, first = _root_params(module)
-            if first:
-                _tag(params, CAT_PARAMETER)
-            _tag(_tensors_in(args, []), CAT_INPUT)
         st.append(module)
         if "modules" not in _skip or len(st) == 1:
             _module(nid)   # with "modules" skipped: the root's range alone
     except Exception as e:
         _turn_off(e)
+    if t0:
+        _spent[0] += _ns() - t0
     return None
 
 
 def _post_hook(module, args, output):
     if _compiling() or _state != ACTIVE:
         return None
+    t0 = _ns() if _costing else 0
     try:
         st = _stack()
         if st and st[-1] is module:
@@ -416,11 +530,122 @@ def _post_hook(module, args, output):
                 _phase(PHASE_FORWARD, 0)
     except Exception as e:
         _turn_off(e)
+    if t0:
+        _spent[0] += _ns() - t0
     return None
 
 
+def _root_begins(module, args):
+    """An outermost module call begins: the forward phase, its parameters (once) and inputs tagged."""
+    _phase(PHASE_FORWARD, 1)
+    params, first = _root_params(module)
+    if first:
+        _tag(params, CAT_PARAMETER)
+    _tag(_tensors_in(args, []), CAT_INPUT)
+
+
+def _root_pre_hook(module, args):
+    """A step with phases only: the outermost module's own hook, the global ones removed."""
+    if _global_handles or _level != LEVEL_PHASES or not _ready() or _stack():
+        return None
+    t0 = _ns() if _costing else 0
+    try:
+        _root_begins(module, args)
+        _tls.root_depth = getattr(_tls, "root_depth", 0) + 1
+    except Exception as e:
+        _turn_off(e)
+    if t0:
+        _spent[0] += _ns() - t0
+    return None
+
+
+def _root_post_hook(module, args, output):
+    if _compiling() or _state != ACTIVE or not getattr(_tls, "root_depth", 0):
+        return None
+    try:
+        _tls.root_depth -= 1
+        _phase(PHASE_FORWARD, 0)
+    except Exception as e:
+        _turn_off(e)
+    return None
+
+
+# ---- what a step records: the hooks it needs ------------------------------------------
+
+
+def _hooks_on():
+    """The global module hooks: every module's call, forward (a step with modules)."""
+    if _global_handles or "hooks" in _skip or _torch is None:
+        return
+    M = _import("torch.nn.modules.module")
+    _global_handles.append(M.register_module_forward_pre_hook(_pre_hook))
+    try:
+        _global_handles.append(M.register_module_forward_hook(_post_hook, always_call=True))
+    except TypeError:
+        _global_handles.append(M.register_module_forward_hook(_post_hook))
+
+
+def _compiled():
+    """torch.compile is in use: the hooks stay where Dynamo traced them (no recompiling)."""
+    if _compiled_ids[0]:
+        return True
+    return any(getattr(ref(), "_orig_mod", None) is not None for ref, _ in list(_roots.values()))
+
+
+def _hooks_off():
+    if _compiled():
+        return
+    for h in _global_handles:
+        _quietly(h.remove)
+    del _global_handles[:]
+
+
+def _roots_on():
+    """Each outermost module's own pre- and post-hook (a step with phases only)."""
+    for rid, (ref, _) in list(_roots.items()):
+        root = ref()
+        if root is None or rid in _root_handles:
+            continue
+        pre = root.register_forward_pre_hook(_root_pre_hook)
+        try:
+            post = root.register_forward_hook(_root_post_hook, always_call=True)
+        except TypeError:
+            post = root.register_forward_hook(_root_post_hook)
+        _root_handles[rid] = (pre, post)
+
+
+def _roots_off():
+    for handles in _root_handles.values():
+        for h in handles:
+            _quietly(h.remove)
+    _root_handles.clear()
+
+
+def _apply_level(level):
+    """Installs what the step now running records needs (record/torch.h, ranges_torch_level)."""
+    global _level
+    if _level == LEVEL_OFF and level != LEVEL_OFF:   # a new recording (armed): its own tags
+        _tagged.clear()
+        _opt_state_sizes.clear()
+    _level = level
+    if level == LEVEL_MODULES or (level == LEVEL_PHASES and (not _roots or _compiled())):
+        _roots_off()   # the global hooks do it all (a step with phases only before any root is known)
+        _hooks_on()
+    elif level == LEVEL_PHASES:
+        _hooks_off()
+        _roots_on()
+    else:
+        _hooks_off()
+        _roots_off()
+
+
+def _import(name):
+    import importlib
+    return importlib.import_module(name)
+
+
 def _opt_pre_hook(opt, args, kwargs):
-    if _ready():
+    if _ready() and _level:
         _phase(PHASE_OPTIMIZER, 1)
     return None
 
@@ -430,13 +655,20 @@ def _opt_post_hook(opt, args, kwargs):
     if _compiling() or _state != ACTIVE:
         return None
     try:
-        _phase(PHASE_OPTIMIZER, 0)
+        if _level:
+            _phase(PHASE_OPTIMIZER, 0)
         if _primary is None or _primary() is None:
             _primary = weakref.ref(opt)
             _quietly(_report_params, opt)
         if _primary() is opt:
-            _step()
-        _tag_optimizer_state(opt)
+            if _costing:
+                _cost(_spent[0])   # the hooks' host time in the step that ends here
+                _spent[0] = 0
+            level = _step()
+            if level != _level:
+                _apply_level(level)
+        if _level:
+            _tag_optimizer_state(opt)
     except Exception as e:
         _turn_off(e)
     return None
@@ -445,13 +677,18 @@ def _opt_post_hook(opt, args, kwargs):
 def _phase_wrapper(fn, phase, after=None):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if not _ready():
+        if not _ready() or not _level:
             return fn(*args, **kwargs)
+        t0 = _ns() if _costing else 0
         _phase(phase, 1)
-        prof = _prof_on() if phase == PHASE_BACKWARD and _prof_on is not None else False
+        prof = (_prof_on() if phase == PHASE_BACKWARD and _prof_on is not None and _level == LEVEL_MODULES
+                else False)
+        if t0:
+            _spent[0] += _ns() - t0
         try:
             return fn(*args, **kwargs)
         finally:
+            t0 = _ns() if _costing else 0
             if prof:
                 _prof_off()
             if after is not None and _state == ACTIVE:
@@ -461,6 +698,8 @@ def _phase_wrapper(fn, phase, after=None):
                     _turn_off(e)
             if _state == ACTIVE:
                 _phase(phase, 0)
+            if t0:
+                _spent[0] += _ns() - t0
     wrapper.__steptrace_wrapped__ = fn
     return wrapper
 
@@ -480,7 +719,7 @@ def _patch_compiled_graph(cls):
 
     @functools.wraps(call)
     def __call__(self, *args, **kwargs):
-        if _state != ACTIVE or _compiling():
+        if _state != ACTIVE or _compiling() or not _level:
             return call(self, *args, **kwargs)
         nid = self.__dict__.get("_steptrace_name_id")
         if nid is None:
@@ -765,8 +1004,11 @@ def _on_inductor(module):
 
 
 def _on_torch(torch):
-    global _torch, _compiling
+    global _torch, _compiling, _ns, _orig_backward
     _torch = torch
+    import time
+    _ns = time.perf_counter_ns
+    _orig_backward = torch.autograd.backward
     try:
         _compiling = torch.compiler.is_compiling
     except AttributeError:
@@ -776,15 +1018,10 @@ def _on_torch(torch):
     # our global hooks are why torch.compile would warn that they fire for its wrapper too
     warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
     # submodules by import, not attribute: torch.optim's __init__ deletes the name `optimizer`
-    M = importlib.import_module("torch.nn.modules.module")
     O = importlib.import_module("torch.optim.optimizer")
     dataloader = importlib.import_module("torch.utils.data.dataloader")
-    if "hooks" not in _skip:
-        _handles.append(M.register_module_forward_pre_hook(_pre_hook))
-        try:
-            _handles.append(M.register_module_forward_hook(_post_hook, always_call=True))
-        except TypeError:
-            _handles.append(M.register_module_forward_hook(_post_hook))
+    if not _armed:   # an armed process installs them for a trigger's steps only
+        _hooks_on()
     _handles.append(O.register_optimizer_step_pre_hook(_opt_pre_hook))
     _handles.append(O.register_optimizer_step_post_hook(_opt_post_hook))
     _wrap(torch.optim.Optimizer, "zero_grad", PHASE_ZERO_GRAD)

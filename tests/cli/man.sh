@@ -31,7 +31,8 @@ sed -n '/^\.SH COMMON OPTIONS/,/^\.SH/p' "$tmp/page" >"$tmp/common"
 "$st" help >"$tmp/help" || fail "steptrace help failed"
 cmds=$(awk '/^   [a-z]/ { print $1 }' "$tmp/help" | grep -v -x -e help -e version)
 [ -n "$cmds" ] || fail "steptrace help lists no command"
-analysis=$(sed -n '/^Analysis commands/,/^$/p' "$tmp/help" | awk '/^   [a-z]/ { print $1 }')
+# the analysis commands, and trigger (no GPU either): each option their --help prints
+analysis="$(sed -n '/^Analysis commands/,/^$/p' "$tmp/help" | awk '/^   [a-z]/ { print $1 }') trigger"
 for c in $cmds; do
 	entry "$c" >"$tmp/entry"
 	if [ ! -s "$tmp/entry" ]; then

@@ -6,8 +6,11 @@
 #  - training: steps = optimizer steps exactly, the first flagged warm-up,
 #    "optimizer steps (PyTorch)"; every phase (data, zero_grad, forward,
 #    backward, optimizer) has kernels or ranges; <= 1% of the measured GPU
-#    time without an op; the backward's GEMMs of each layer's mlp.c_fc
-#    under step/backward/GPT/transformer.h.N/mlp/c_fc; memory at the peak:
+#    time without an op; module ranges on the warm-up and the first
+#    measured step only (--modules-every's default 10; steps lists them);
+#    the backward's GEMMs of each layer's mlp.c_fc (found from autograd's
+#    current node) under step/backward/GPT/transformer.h.N/mlp/c_fc, and
+#    with --modules-every 1 on every step; memory at the peak:
 #    parameters = the model's parameter bytes exactly, optimizer state =
 #    2 x that, gradients = that;
 #  - gradient accumulation (2 micro-batches per optimizer step): steps =
@@ -66,13 +69,21 @@ done
 for phase in data zero_grad forward backward optimizer; do
 	grep -q ",step/$phase," "$out/train.ranges" || fail "train: no range step/$phase"
 done
-for layer in 0 1 2 3; do
-	"$st" summary "$b" --range "step/backward/GPT/transformer.h.$layer/mlp/c_fc" --by category --format csv \
-		>"$out/train.cfc$layer" || fail "train: summary --range backward c_fc"
-	gemms=$(awk -F, '$NF == "GEMM" { print $3 }' "$out/train.cfc$layer")
-	[ "${gemms:-0}" -ge 8 ] ||   # input and weight gradients, 4 measured steps
-		fail "train: layer $layer's backward c_fc has ${gemms:-0} GEMMs: $(cat "$out/train.cfc$layer")"
-done
+# backward GEMMs of c_fc: input and weight gradients, in each measured step with modules
+gemms_of() {
+	for layer in 0 1 2 3; do
+		"$st" summary "$1" --range "step/backward/GPT/transformer.h.$layer/mlp/c_fc" --by category \
+			--format csv >"$out/train.cfc$layer" || fail "$1: summary --range backward c_fc"
+		gemms=$(awk -F, '$NF == "GEMM" { print $3 }' "$out/train.cfc$layer")
+		[ "${gemms:-0}" -ge "$2" ] ||
+			fail "$1: layer $layer's backward c_fc has ${gemms:-0} GEMMs, want $2: $(cat "$out/train.cfc$layer")"
+	done
+}
+"$st" steps "$b" 2>&1 | grep -q "module ranges on 2 of the 5 steps (0, 1; the others have phases only)" ||
+	fail "train: module ranges not on steps 0 and 1 alone: $("$st" steps "$b" 2>&1 | tail -3)"
+gemms_of "$b" 2   # the first measured step
+record every1 --modules-every 1 -- "$py" "$train" --steps 5
+gemms_of "$out/every1.stb" 8   # 4 measured steps
 params=$("$py" -c "import json, sys; print([json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')][-1]['parameters'])" "$out/train.out")
 "$st" memory "$b" --format csv --section at_peak >"$out/train.memory" || fail "train: memory"
 cat_bytes() { awk -F, -v c="$1" '$1 == c { print $2; exit }' "$out/train.memory"; }

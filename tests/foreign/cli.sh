@@ -145,6 +145,25 @@ run -o "$tmp/r.stb" --cupti-sync -- sh -c 'echo "${STEPTRACE_CUPTI_SYNC-unset}"'
 STEPTRACE_CUPTI_SYNC=1 run -o "$tmp/r.stb" -- sh -c 'echo "${STEPTRACE_CUPTI_SYNC-unset}"'
 [ "$(cat "$tmp/out")" = unset ] || fail "without --cupti-sync: STEPTRACE_CUPTI_SYNC is '$(cat "$tmp/out")'"
 
+# --armed: the run's directory (named by steptrace's pid) for the command, its id said first, the
+# directory gone at the end, and no bundle without a trigger; --modules-every N reaches the recorder
+export STEPTRACE_ARMED_DIR="$tmp/armed"
+run -o "$tmp/r.stb" --armed --modules-every 3 -- \
+	sh -c 'echo "$STEPTRACE_ARMED|${STEPTRACE_MODULES_EVERY-unset}"; [ -d "$STEPTRACE_ARMED" ] && echo dir'
+[ "$rc" = 0 ] || fail "--armed: exit $rc"
+run_id=$(sed -n 's/^record: armed (run \([0-9]*\), command pid [0-9]*): nothing is recorded until .*/\1/p' "$tmp/err")
+[ -n "$run_id" ] || fail "--armed: no run id said: $(cat "$tmp/err")"
+[ "$(head -n 1 "$tmp/out")" = "$tmp/armed/$run_id|3" ] && [ "$(sed -n 2p "$tmp/out")" = dir ] ||
+	fail "--armed: STEPTRACE_ARMED and STEPTRACE_MODULES_EVERY arrived as '$(cat "$tmp/out")'"
+[ -e "$tmp/armed/$run_id" ] && fail "--armed: the run's directory is left"
+grep -q "^record: the armed run ended without a trigger: no bundle written$" "$tmp/err" ||
+	fail "--armed without a trigger said: $(cat "$tmp/err")"
+STEPTRACE_ARMED=/x STEPTRACE_MODULES_EVERY=2 run -o "$tmp/r.stb" -- \
+	sh -c 'echo "${STEPTRACE_ARMED-unset}|${STEPTRACE_MODULES_EVERY-unset}"'
+[ "$(cat "$tmp/out")" = "unset|unset" ] || fail "without --armed: '$(cat "$tmp/out")' inherited"
+usage "option '--armed' needs -- COMMAND" -o "$tmp/r.stb" --armed
+usage "option '--modules-every' expects a positive integer, not '0'" -o "$tmp/r.stb" --modules-every 0 -- touch "$tmp/ran"
+
 # arguments after -- belong to the command, flags included
 run -o "$tmp/r.stb" -- sh -c 'echo "$@"' sh --model -o --help
 [ "$(cat "$tmp/out")" = "--model -o --help" ] || fail "the command's arguments arrived as '$(cat "$tmp/out")'"

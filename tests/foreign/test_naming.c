@@ -1,7 +1,8 @@
 /*
  * test_naming.c: record/naming.c, which bundle each process of `steptrace
  * record -o run.stb -- COMMAND` writes: rank variables in their order,
- * values that are not ranks ignored, and the names built from -o.
+ * values that are not ranks ignored, and the names built from -o (and,
+ * for `record --armed`, from each trigger's number).
  */
 #include "record/naming.h"
 #include "tests/lib/check.h"
@@ -54,6 +55,14 @@ static void test_bundle(void)
 	CHECK_STR(buf, ".stb.1.stb");
 	CHECK(naming_bundle(buf, 10, "run.stb", "12345") == -1);
 	CHECK(naming_bundle(buf, 13, "run.stb", "1234") == 0);
+	/* an armed recording's triggers (record --armed): run.T.rankR.stb, run.T.stb alone */
+	CHECK(naming_trigger_bundle(buf, sizeof(buf), "run.stb", 1, "rank0") == 0);
+	CHECK_STR(buf, "run.1.rank0.stb");
+	CHECK(naming_trigger_bundle(buf, sizeof(buf), "/out/run.stb", 12, NULL) == 0);
+	CHECK_STR(buf, "/out/run.12.stb");
+	CHECK(naming_trigger_bundle(buf, sizeof(buf), "trace", 2, "rank1.4242") == 0);
+	CHECK_STR(buf, "trace.2.rank1.4242.stb");
+	CHECK(naming_trigger_bundle(buf, 12, "run.stb", 3, "rank10") == -1);
 }
 
 static bool identity_of(const char *const *env, struct naming_identity *id)

@@ -221,6 +221,52 @@ static void test_steps(void)
 	replay_release(&rp);
 }
 
+/* A step with phases only (format 1.8): written, read back, and left out by the module filter. */
+static void module_step(struct builder *b, uint32_t index, bool warmup, bool phases_only)
+{
+	struct st_event ev = { .kind = ST_STEP, .start = 1000 * index, .end = 1000 * index + 1000 };
+
+	ev.step.index = index;
+	ev.step.warmup = warmup;
+	ev.step.phases_only = phases_only;
+	ev.step.thread = b->thread;
+	builder_add(b, &ev);
+}
+
+static void test_module_steps(const char *dir)
+{
+	struct replay rp;
+	struct builder b;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/modules.stb", dir);
+	builder_init(&b);
+	CHECK(builder_open(&b, path) == 0, "open");
+	for (uint32_t i = 0; i < 5; i++)   /* 0 warm-up, 1 measured with modules, 2 and 3 phases only, 4 modules */
+		module_step(&b, i, i == 0, i == 2 || i == 3);
+	CHECK(builder_close(&b, NULL) == 0, "build");
+	CHECK(replay_load(&rp, path, NULL) == 0, "load");
+	CHECK(rp.n_steps == 5 && rp.n_phases_only == 2 && rp.n_measured_modules == 2, "counts");
+	CHECK(rp.steps[2].phases_only && rp.steps[3].phases_only && !rp.steps[1].phases_only, "read back");
+	CHECK(replay_counts_modules(&rp, 1, false) && !replay_counts_modules(&rp, 2, false) &&
+	      !replay_counts_modules(&rp, 0, false) && replay_counts_modules(&rp, 0, true) &&
+	      !replay_counts_modules(&rp, 3, true) && !replay_counts_modules(&rp, -1, true) &&
+	      replay_counts(&rp, 2, false), "module filter");
+	CHECK(replay_module_step_divisor(&rp, false) == 2 && replay_module_step_divisor(&rp, true) == 3 &&
+	      replay_step_divisor(&rp, false) == 4, "module divisor");
+	replay_release(&rp);
+
+	/* every step with modules (any bundle before 1.8): the filter is replay_counts */
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	for (uint32_t i = 0; i < 3; i++)
+		module_step(&b, i, i == 0, false);
+	CHECK(builder_close(&b, NULL) == 0, "build");
+	CHECK(rp.n_phases_only == 0 && replay_counts_modules(&rp, 1, false) && !replay_counts_modules(&rp, 0, false) &&
+	      replay_module_step_divisor(&rp, false) == 2, "no phases-only steps");
+	replay_release(&rp);
+}
+
 /*
  * Ids given twice (docs/FORMAT.md, 6.1 and 2): a correlation id on two calls
  * links to the call that started first, whatever their order in the file;
@@ -444,6 +490,7 @@ int main(void)
 	test_duplicate_ids();
 	test_dropped();
 	test_round_trip(dir);
+	test_module_steps(dir);
 	{
 		char cmd[600];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -1,0 +1,141 @@
+#!/bin/sh
+# triggered.sh STEPTRACE OUTDIR: `record --armed`, then `steptrace trigger`
+# (issue 36), on scripts/gpt_train.py (GPT-2 small, batch 8 x 512; label
+# gpu). Checks, with steptrace's own reports:
+#  - one GPU: the armed program runs to its end; `trigger --run ID --steps
+#    5` answers with the steps S to S+4 and the bundle run.1.stb, whose
+#    steps are exactly those (their indices S..S+4, none warm-up, from
+#    PyTorch's optimizer) with the phases and, on its first step, module
+#    ranges under step/forward and step/backward (transformer.h.N) and ops
+#    naming them, <= 1% of the GPU time without an op; a second trigger, by
+#    the program's pid, gives run.2.stb of 3 steps; record reports both
+#    when the command ends; a trigger once it has ended says in one line
+#    that there is no such run;
+#  - two GPUs (skipped with fewer): the same program under torchrun (DDP,
+#    accumulation 2): one trigger gives run.1.rank0.stb and
+#    run.1.rank1.stb of the same step numbers, which comm reads as one run;
+#    a second trigger gives both ranks' run.2.*.
+# What each trigger printed and what was checked is in OUTDIR/triggered.txt.
+# The armed program's cost is scripts/torch_cost.py's mode `armed`.
+# Exit 77 (skipped) without python3 + torch + a CUDA GPU.
+set -u
+. "$(dirname "$0")/torch_prologue.sh"
+train="$here/../../scripts/gpt_train.py"
+export STEPTRACE_ARMED_DIR="$out/armed"
+log=$out/triggered.txt
+: >"$log"
+rm -f "$out"/*.stb
+
+# armed NAME COMMAND...: starts `record --armed -o NAME.stb -- COMMAND` in the background;
+# $job its pid, $rid the run id it printed
+armed() {
+	name=$1
+	shift
+	echo "+ steptrace record --armed -o $name.stb -- $*" | tee -a "$log"
+	"$st" record --armed -o "$out/$name.stb" -- "$@" >"$out/$name.out" 2>"$out/$name.err" &
+	job=$!
+	rid=
+	for i in $(seq 1 300); do
+		rid=$(sed -n 's/^record: armed (run \([0-9]*\),.*/\1/p' "$out/$name.err")
+		[ -n "$rid" ] && break
+		sleep 0.1
+	done
+	[ -n "$rid" ] || fail "$name: record --armed printed no run id: $(cat "$out/$name.err")"
+}
+
+# trig ARGS...: steptrace trigger, again while the program has not armed yet (CUDA not up); $rc
+trig() {
+	for i in $(seq 1 600); do
+		"$st" trigger "$@" >"$out/trig.out" 2>"$out/trig.err"
+		rc=$?
+		grep -q "no process recording yet" "$out/trig.err" || break
+		sleep 0.2
+	done
+	echo "+ steptrace trigger $*" >>"$log"
+	cat "$out/trig.out" "$out/trig.err" | tee -a "$log"
+}
+
+# steps_of BUNDLE: "index warm-up" per step
+steps_of() {
+	"$st" steps "$1" --include-warmup --format csv | awk -F, '/^[0-9]+,(yes|no),/ { print $1, $2 }'
+}
+
+# modules BUNDLE WHAT: step/forward and step/backward have transformer.h.N ranges, ops name them
+modules() {
+	"$st" ranges "$1" --format csv >"$out/m.ranges" 2>/dev/null
+	for phase in data forward backward optimizer; do
+		grep -q ",step/$phase," "$out/m.ranges" || fail "$2: no range step/$phase"
+	done
+	for phase in forward backward; do
+		grep -Eq ",step/$phase/(.*/)?transformer\.h\.[0-9]+(/[^,]*)?," "$out/m.ranges" ||
+			fail "$2: no module transformer.h.N under step/$phase"
+		"$st" summary "$1" --by op --format csv 2>/dev/null | grep -Eq ",$phase/(.*/)?transformer\.h\.\*" ||
+			fail "$2: no op $phase/.../transformer.h.* in summary --by op"
+	done
+	noop=$("$st" summary "$1" --by op --format csv 2>/dev/null | awk -F, '$NF == "(no op)" { print $1; exit }')
+	awk -v x="${noop:-0}" 'BEGIN { exit !(x <= 1.0) }' || fail "$2: ${noop}% of GPU time without an op"
+	"$st" info "$1" | grep -q "optimizer steps (PyTorch)" || fail "$2: steps not from PyTorch's optimizer"
+}
+
+# want_steps BUNDLE FIRST N WHAT: exactly steps FIRST..FIRST+N-1, none warm-up
+want_steps() {
+	steps_of "$1" >"$out/s.txt"
+	seq "$2" $(($2 + $3 - 1)) | sed 's/$/ no/' | cmp -s - "$out/s.txt" ||
+		fail "$4: steps, want $2 to $(($2 + $3 - 1)) none warm-up: $(tr '\n' ';' <"$out/s.txt")"
+}
+
+# 1. one GPU
+armed one "$py" "$train" --preset gpt2 --batch 8 --ctx 512 --steps 200
+trig --run "$rid" --steps 5 --timeout 300
+[ "$rc" = 0 ] || fail "one: trigger 1: exit $rc"
+first=$(sed -n 's/^trigger 1 of run [0-9]*: steps \([0-9]*\) to [0-9]* on 1 process (pid \([0-9]*\))$/\1/p' "$out/trig.out")
+pid=$(sed -n 's/^trigger 1 of run [0-9]*: steps [0-9]* to [0-9]* on 1 process (pid \([0-9]*\))$/\1/p' "$out/trig.out")
+grep -q "steps $first to $((${first:-0} + 4)) in '.*/one\.1\.stb'$" "$out/trig.out" || fail "one: trigger 1's answer"
+trig "${pid:-0}" --steps 3 --timeout 300
+[ "$rc" = 0 ] || fail "one: trigger 2 by pid: exit $rc"
+second=$(sed -n 's/^trigger 2 of run [0-9]*: steps \([0-9]*\) to .*/\1/p' "$out/trig.out")
+wait "$job" || fail "one: the armed program: exit $?"
+cat "$out/one.err" >>"$log"
+[ -f "$out/one.1.stb" ] && [ -f "$out/one.2.stb" ] || fail "one: no one.1.stb and one.2.stb"
+grep -q "one.1.stb': .* 5 steps (0 warm-up) from optimizer steps (PyTorch)" "$out/one.err" ||
+	fail "one: record does not report one.1.stb"
+want_steps "$out/one.1.stb" "${first:-0}" 5 "one.1"
+want_steps "$out/one.2.stb" "${second:-0}" 3 "one.2"
+modules "$out/one.1.stb" "one.1"
+"$st" trigger --run "$rid" >"$out/trig.out" 2>"$out/trig.err"
+rc=$?
+[ "$rc" = 1 ] && [ "$(wc -l <"$out/trig.err")" = 1 ] || fail "a trigger after the end: exit $rc: $(cat "$out/trig.err")"
+
+# 2. two GPUs under torchrun
+if "$py" -c "import torch, sys, torch.distributed as d; sys.exit(0 if torch.cuda.device_count() >= 2 and d.is_nccl_available() else 1)" 2>/dev/null; then
+	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+	armed ddp "$py" -m torch.distributed.run --standalone --nproc-per-node 2 "$train" --preset gpt2 \
+		--batch 8 --ctx 512 --accum 2 --steps 150
+	trig --run "$rid" --steps 4 --timeout 300
+	[ "$rc" = 0 ] || fail "ddp: trigger 1: exit $rc"
+	first=$(sed -n 's/^trigger 1 of run [0-9]*: steps \([0-9]*\) to [0-9]* on 2 processes .*/\1/p' "$out/trig.out")
+	for r in 0 1; do
+		grep -q "^rank $r (pid [0-9]*): steps $first to $((${first:-0} + 3)) in '.*/ddp\.1\.rank$r\.stb'$" \
+			"$out/trig.out" || fail "ddp: rank $r's answer to trigger 1"
+	done
+	trig --run "$rid" --steps 2 --timeout 300
+	[ "$rc" = 0 ] || fail "ddp: trigger 2: exit $rc"
+	wait "$job" || fail "ddp: the armed torchrun: exit $?"
+	cat "$out/ddp.err" >>"$log"
+	for r in 0 1; do
+		[ -f "$out/ddp.1.rank$r.stb" ] && [ -f "$out/ddp.2.rank$r.stb" ] || fail "ddp: rank $r's bundles"
+		want_steps "$out/ddp.1.rank$r.stb" "${first:-0}" 4 "ddp.1.rank$r"
+		modules "$out/ddp.1.rank$r.stb" "ddp.1.rank$r"
+	done
+	steps_of "$out/ddp.2.rank0.stb" >"$out/s0.txt"
+	steps_of "$out/ddp.2.rank1.stb" >"$out/s1.txt"
+	cmp -s "$out/s0.txt" "$out/s1.txt" && [ "$(wc -l <"$out/s0.txt")" = 2 ] ||
+		fail "ddp: trigger 2's ranks differ: $(tr '\n' ';' <"$out/s0.txt") vs $(tr '\n' ';' <"$out/s1.txt")"
+	"$st" comm "$out/ddp.1.rank0.stb" "$out/ddp.1.rank1.stb" >"$out/ddp.comm" 2>"$out/ddp.comm.err" ||
+		fail "ddp: comm of trigger 1's bundles: $(cat "$out/ddp.comm.err")"
+	grep -q "not ranks of one run" "$out/ddp.comm.err" && fail "ddp: comm says the ranks are not of one run"
+else
+	echo "skip: the torchrun part needs two GPUs" | tee -a "$log"
+fi
+
+check_done foreign.triggered
