@@ -34,6 +34,23 @@ static uint32_t intern_demangled(const char *name)
 	return id;
 }
 
+/*
+ * The name caches hold string ids of one bundle: a later session (an armed
+ * process's next trigger, record/inject.c) has a string table of its own, so
+ * they are emptied when the session changes and its names interned again.
+ */
+static void names_for_session(void)
+{
+	if (!cap.s || cap.names_serial == cap.s->serial)
+		return;
+	memset(cap.rt_names, 0, sizeof(cap.rt_names));
+	memset(cap.drv_names, 0, sizeof(cap.drv_names));
+	if (cap.kernel_names)
+		memset(cap.kernel_names, 0, cap.kernel_names_cap * sizeof(*cap.kernel_names));
+	cap.kernel_names_n = 0;
+	cap.names_serial = cap.s->serial;
+}
+
 static size_t name_hash(const char *p, size_t cap_mask)
 {
 	uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
@@ -71,6 +88,7 @@ static uint32_t kernel_name(const char *name)
 
 	if (!name)
 		return 0;
+	names_for_session();
 	if ((cap.kernel_names_n + 1) * 2 > cap.kernel_names_cap && kernel_names_grow())
 		return intern_demangled(name);
 	j = name_hash(name, cap.kernel_names_cap - 1);
@@ -91,6 +109,7 @@ static uint32_t api_name(CUpti_CallbackDomain domain, uint32_t cbid)
 	const char *name = NULL;
 	char buf[128];
 
+	names_for_session();
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
 		slot = &cap.rt_names[cbid];
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)

@@ -96,6 +96,7 @@ struct capture {
 	bool attached;                          /* s is set: the decoder may decode */
 
 	/* Decode state, under the session lock. */
+	uint64_t names_serial;                  /* the session (rec_session.serial) the names are ids of */
 	uint32_t rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 	uint32_t drv_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
 	struct name_slot *kernel_names;

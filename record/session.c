@@ -1,6 +1,7 @@
 /* session.c: see session.h. */
 #include "record/session.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,10 @@ int rec_session_open(struct rec_session *s, const char *path, const Steptrace__H
 	/* a testing aid: ranks on one machine recorded as if on several hosts */
 	if (host && *host)
 		h.hostname = (char *)host;
+	static _Atomic uint64_t serials;
+
 	memset(s, 0, sizeof(*s));
+	s->serial = atomic_fetch_add(&serials, 1) + 1;
 	pthread_mutex_init(&s->lock, NULL);
 	s->path = path;
 	s->time_base = hdr->time_base_ns;

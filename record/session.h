@@ -23,6 +23,8 @@ struct rec_session {
 	uint64_t events;           /* events handed to the writer */
 	uint64_t lost;             /* events not written because a write failed */
 	bool failed;               /* a write failed; the run ends with "error" */
+	uint64_t serial;           /* 1, 2, ... per rec_session_open in the process: caches of
+				    * string ids say which bundle they are for (each has its own table) */
 };
 
 /*

@@ -20,7 +20,9 @@
  *                             node, a C++ stand-in for torch::autograd's, instead of
  *                             the profiler's ranges),
  *                             session (an armed process: idle, then two recordings
- *                             into BUNDLE.1 and BUNDLE.2, each whole)
+ *                             into BUNDLE.1 and BUNDLE.2, each whole, a kernel and
+ *                             its launch call of the same names decoded into both:
+ *                             each bundle has the names its events name)
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -350,6 +352,11 @@ static void check_replay(const char *path)
 	replay_release(&rp);
 }
 
+static const char fake_kernel_name[] = "ampere_bf16_gemm_fake";   /* one pointer, as CUPTI's */
+
+/* CUPTI's records of a kernel and its launch call, decoded into s (fake_decode.c). */
+void fake_kernel(struct rec_session *s, uint64_t t, const char *name);
+
 /* A recording of an armed process: its steps numbered from `first`, none warm-up, its ops and modules. */
 static void check_session(const char *path, uint32_t first, size_t want_steps, uint64_t begin)
 {
@@ -375,6 +382,12 @@ static void check_session(const char *path, uint32_t first, size_t want_steps, u
 	CHECK_U64(fwd_cfc, want_steps);
 	CHECK_U64(bwd_cfc, want_steps);
 	CHECK(rp.n_ops > 10, "the ops registered before this recording are in it: %zu", rp.n_ops);
+	CHECK(rp.n_activities == 1 && rp.n_apis == 1, "%zu activities, %zu API calls", rp.n_activities,
+	      rp.n_apis);
+	if (rp.n_activities == 1 && rp.n_apis == 1) {
+		CHECK_STR(replay_str(&rp, rp.activities[0].name), fake_kernel_name);
+		CHECK_STR(replay_str(&rp, rp.apis[0].name), "cudaLaunchKernel");
+	}
 	replay_release(&rp);
 }
 
@@ -394,6 +407,7 @@ static void session(const char *path, uint32_t first, int steps, uint64_t *begin
 	CHECK(level == RANGES_LEVEL_MODULES, "a recording's first step has modules: %d", level);
 	for (int step = 0; step < steps; step++)
 		iteration(step);
+	fake_kernel(&s, *begin + 1, fake_kernel_name);
 	ranges_finish(BASE, tick());
 	level = ranges_torch_level();
 	CHECK(level == RANGES_LEVEL_OFF, "between recordings nothing is recorded: %d", level);
