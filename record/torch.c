@@ -30,7 +30,11 @@ struct call {
  * always open on the lead once the Python side has spoken; `opt_steps`:
  * steps the optimizer ended (then held outermost-module steps are
  * dropped); `held`: the steps of the outermost module calls before any
- * optimizer step, written at the end if nothing else gave steps.
+ * optimizer step, written at the end if nothing else gave steps;
+ * `trains`: the program's steps are known to end at optimizer steps (a
+ * recording session of an armed process begins at one), so no outermost
+ * module call is taken for a step of its own, not even before the
+ * session's first optimizer step.
  */
 static struct {
 	bool tsteps;
@@ -45,6 +49,7 @@ static struct {
 	uint32_t phase_word[RANGES_PHASE_COUNT];
 	uint64_t step_start;             /* the open step frame's start */
 	uint32_t opt_steps;
+	bool trains;
 	bool backward_since_clear;       /* a backward began since the module calls were cleared */
 	_Atomic bool own_profiler;       /* the Python side's backward profiler is on: its ranges are not written */
 	struct held_step *held;          /* outermost module calls before any optimizer step */
@@ -455,7 +460,7 @@ void ranges_torch_phase(int phase, bool begin, uint64_t t)
 		if (i >= 0 && (s->f[i].flags & FR_PERSIST)) {
 			s->f[i].flags |= FR_ENDED;
 			/* before any optimizer step, each outermost module call may be a step (inference) */
-			if (phase == RANGES_PHASE_FORWARD && T.tsteps && !T.opt_steps && s == R.lead) {
+			if (phase == RANGES_PHASE_FORWARD && T.tsteps && !T.opt_steps && !T.trains && s == R.lead) {
 				uint64_t start = close_step_locked(s, t);
 
 				hold_locked(&T.held, &T.n_held, &T.cap_held, s->thread, start, t);
@@ -611,6 +616,7 @@ void torch_session_begin_locked(uint64_t t)
 	T.n_calls = 0;
 	T.backward_since_clear = false;
 	T.step_modules = T.any_modules = false;
+	T.trains = true;   /* the session begins at an optimizer step (record/inject.c) */
 	if (T.tsteps && R.lead)
 		open_step_locked(R.lead, t);
 }
