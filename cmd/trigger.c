@@ -31,6 +31,7 @@ static const char *const usage[] = {
 };
 
 #define POLL_NS 50000000L   /* how often the processes are asked whether they are done */
+#define JOIN_WAIT_S 60.0     /* without --timeout: how long to wait for the run's processes to join */
 
 static void who(const struct armed_status *st, char *buf, size_t len)
 {
@@ -101,8 +102,9 @@ int cmd_trigger(int argc, const char **argv)
 		OPT_POSITIVE('n', "steps", &steps, "steps to record (default 5), from a step no process has begun"),
 		OPT_BOOLEAN(0, "wait", &wait, "wait until every process has written its bundle and say "
 			    "where (default; --no-wait returns once the request is written)"),
-		OPT_NONNEGATIVE(0, "timeout", &timeout, "SECONDS", "give up waiting after this long (default 0: "
-				"no limit; the processes record on)"),
+		OPT_NONNEGATIVE(0, "timeout", &timeout, "SECONDS", "give up waiting after this long, for the "
+				"processes to join (default 60 s) and for them to be done (default 0: no limit; the "
+				"processes record on)"),
 		OPT_END(),
 	};
 
@@ -141,12 +143,38 @@ int cmd_trigger(int argc, const char **argv)
 		if (rc == 0)
 			return error("there is no armed run '%s' (steptrace record --armed prints its id)", run_id), 1;
 	}
-	if (rc < 0 || armed_run_load(&run))
+	if (rc < 0)
 		return 1;
-	if (!run.n) {
-		armed_run_release(&run);
-		return error("armed run %s has no process recording yet (a process arms when it first uses "
-			     "CUDA)", run.id), 1;
+	/* wait until its processes have joined: one at least, and every rank of the world they name */
+	{
+		const struct timespec poll = { 0, POLL_NS };
+		double until = seconds_now() + (timeout > 0 ? timeout : JOIN_WAIT_S);
+		char missing[512];
+		uint32_t world;
+		size_t n_missing;
+
+		for (;;) {
+			if (access(run.dir, F_OK))
+				return error("armed run %s ended", run.id), 1;
+			if (armed_run_load(&run))
+				return 1;
+			n_missing = armed_run_missing(&run, &world, missing, sizeof(missing));
+			if ((run.n && !n_missing) || seconds_now() > until)
+				break;
+			armed_run_release(&run);
+			nanosleep(&poll, NULL);
+		}
+		if (!run.n) {
+			armed_run_release(&run);
+			return error("armed run %s has no process recording yet (a process joins when its first "
+				     "step ends, with CUDA up)", run.id), 1;
+		}
+		if (n_missing) {
+			armed_run_release(&run);
+			return error("armed run %s: rank%s %s of %u %s not recording yet (a process joins when its "
+				     "first step ends); nothing requested", run.id, n_missing > 1 ? "s" : "", missing,
+				     world, n_missing > 1 ? "are" : "is"), 1;
+		}
 	}
 	if (armed_request(&run, (uint64_t)steps, &seq, &first)) {
 		armed_run_release(&run);

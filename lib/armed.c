@@ -274,6 +274,34 @@ void armed_run_release(struct armed_run *run)
 	run->n = 0;
 }
 
+size_t armed_run_missing(const struct armed_run *run, uint32_t *world, char *buf, size_t len)
+{
+	size_t missing = 0, used = 0;
+	uint32_t w = 1;
+
+	if (len)
+		buf[0] = '\0';
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].st->rank >= 0 && run->procs[i].st->world_size > w)
+			w = run->procs[i].st->world_size;
+	*world = w;
+	for (uint32_t r = 0; w > 1 && r < w; r++) {
+		bool have = false;
+
+		for (size_t i = 0; i < run->n && !have; i++)
+			have = run->procs[i].st->rank == (int32_t)r;
+		if (have)
+			continue;
+		if (used < len) {
+			int n = snprintf(buf + used, len - used, "%s%u", missing ? ", " : "", r);
+
+			used += n > 0 ? (size_t)n : 0;
+		}
+		missing++;
+	}
+	return missing;
+}
+
 /* The run's trigger counter, RUN/triggers, advanced by one (the lock held); 0 on error. */
 static uint64_t next_trigger(const char *dir)
 {

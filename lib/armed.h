@@ -6,14 +6,17 @@
  * `steptrace record --armed -o run.stb -- COMMAND` makes a run directory,
  * BASE/RUN (BASE: $STEPTRACE_ARMED_DIR, else $TMPDIR/steptrace-armed-UID,
  * else /tmp/steptrace-armed-UID; RUN: the run id, the pid of that
- * `steptrace record`). Each process of COMMAND that records (it created a
- * CUDA context) publishes a status file there, PID.armed: struct
+ * `steptrace record`), removed when that `steptrace record` ends. Each
+ * process of COMMAND that records (it created a CUDA context and its first
+ * step ended: a launcher that never steps is not in the run) publishes a
+ * status file there, PID.armed: struct
  * armed_status, mapped shared by the process and by whoever triggers, so
  * that the process's only cost per step is one counter in memory.
  *
  * Steps are numbered from 0 in each process; `steps` counts those that
  * ended, so the step running now is number `steps`. A trigger reads every
- * process's count, picks the first step S = (largest count) + 2 (a step no
+ * process's count (once every rank of the world its processes name has
+ * published: armed_run_missing), picks the first step S = (largest count) + 2 (a step no
  * process has begun, even one that ends a step while the trigger writes)
  * and writes the request "steps S to S+N-1" into every status file: first,
  * count, then the trigger's number last (release). Each process looks at
@@ -123,6 +126,13 @@ int armed_find_run(struct armed_run *run, const char *id);
 /* Maps the status files of the run's live processes (dead ones' files are removed). */
 int armed_run_load(struct armed_run *run);
 void armed_run_release(struct armed_run *run);
+
+/*
+ * The ranks of the run's world (the largest world_size its processes give)
+ * that have no live process in it yet, listed "1, 3" into buf; *world that
+ * size (1: no ranks). Their count: a trigger waits until it is 0.
+ */
+size_t armed_run_missing(const struct armed_run *run, uint32_t *world, char *buf, size_t len);
 
 /*
  * Writes the request for the next `count` steps into every process of the

@@ -31,7 +31,8 @@
  * lib/armed.h): the capture starts with nothing traced, no bundle opens,
  * the NVTX entry points return at once and the Python side keeps only its
  * optimizer hook, which counts steps (or the NVTX step ranges do, with
- * --step-range) into the process's status file. A trigger's request opens
+ * --step-range) into the process's status file, published where its first
+ * step ends (a process that never steps is not in the run). A trigger's request opens
  * a bundle at the boundary where its first step begins (run.T.rankR.stb,
  * record/naming.h), turns tracing on (capture_resume) and starts the
  * ranges afresh (ranges_session_begin); where its last step ends the
@@ -98,7 +99,8 @@ static struct {
 
 	/* armed (record --armed): see the top */
 	const char *armed;        /* the run's directory; NULL when not armed */
-	struct armed_status *status;
+	struct armed_status *status;   /* published at the first step boundary (arm) */
+	bool arm_failed;          /* ... and that failed: not again */
 	_Atomic bool idle;        /* armed and not recording: NVTX calls return at once */
 	bool have_device;         /* a context was created: its device, for the bundle's header */
 	uint32_t device;
@@ -417,6 +419,7 @@ static void finish(const char *reason)
 /* ---- armed: a trigger's recording ------------------------------------------------- */
 
 static void step_boundary(uint64_t t);
+static int arm(void);
 
 /*
  * What the NVTX entry points do around recordings. Each thread keeps a
@@ -518,9 +521,16 @@ static void step_boundary(uint64_t t)
 {
 	int act;
 
-	if (!in.status || in.done || getpid() != in.pid)
+	if (!in.armed || !in.capturing || in.done || getpid() != in.pid)
 		return;
 	pthread_mutex_lock(&in.open_lock);
+	if (!in.status) {   /* its first step ended: a training process; it joins the run now */
+		if (!in.have_device || in.arm_failed || arm()) {
+			in.arm_failed = in.arm_failed || in.have_device;
+			pthread_mutex_unlock(&in.open_lock);
+			return;
+		}
+	}
 	act = armed_step(in.status, &in.seq, &in.first, &in.count);
 	if (act & ARMED_END)
 		session_end();
@@ -620,7 +630,12 @@ static void on_fork_child(void)
 
 /* ---- CUDA's entry point --------------------------------------------------------- */
 
-/* Armed: quiet until a trigger; the status file that steptrace trigger reads. -1: records nothing. */
+/*
+ * Armed: the status file that steptrace trigger reads, published when the
+ * process's first step ends (step_boundary) and it has a CUDA context: a
+ * process that never steps (torchrun's launcher, a helper that touches
+ * CUDA) is never in the run. -1: it cannot be triggered.
+ */
 static int arm(void)
 {
 	struct naming_identity job;
@@ -647,14 +662,9 @@ EXPORT int InitializeInjection(void)
 	capture_set_before_launch(ranges_torch_launch);
 	capture_lean(true, in.cupti_sync);
 	capture_armed(in.armed != NULL);
-	if (in.armed && arm())
-		return 1;
 	if (capture_start(NULL, STEP_COUNTERS, in.api)) {
 		warning("steptrace: CUPTI capture could not start in pid %d; recording nothing",
 			(int)in.pid);
-		if (in.status)
-			armed_unpublish(in.armed, in.status);
-		in.status = NULL;
 		return 1;
 	}
 	if (!in.step_range)

@@ -5,7 +5,9 @@
 # and by the run id records the same steps on both ranks and says where,
 # triggers are numbered, --no-wait returns at once, and a process that is
 # not armed, a run that does not exist and bad usage each say so in one
-# line (exit 1, 1 and 129).
+# line (exit 1, 1 and 129); a trigger issued before any process has joined
+# (beside a launcher that never does) waits until both ranks of the world
+# have, and one whose rank never joins names it after --timeout.
 set -u
 st=$1
 armed=$2
@@ -72,5 +74,38 @@ trigger x1
 [ "$rc" = 129 ] || fail "not a pid: exit $rc"
 
 kill "$p0" "$p1" 2>/dev/null
+wait
+
+# torchrun: a launcher that never records (no status file: the run's processes join when
+# their first step ends), two ranks that join late, a trigger issued before either has:
+# it waits for both ranks of the world, then both record the same steps
+run=$tmp/armed/779
+mkdir -p "$run"
+sleep 60 &
+launcher=$!
+"$st" trigger --run 779 --steps 2 --timeout 30 >"$tmp/out" 2>"$tmp/err" &
+trig=$!
+sleep 0.2
+"$armed" serve "$run" 1 20 1500 &
+p1=$!
+"$armed" serve "$run" 0 20 600 &
+p0=$!
+wait "$trig"
+rc=$?
+[ "$rc" = 0 ] || fail "a trigger before the ranks joined: exit $rc: $(cat "$tmp/out" "$tmp/err")"
+grep -q "^trigger 1 of run 779: steps [0-9]* to [0-9]* on 2 processes (rank 0 (pid $p0), rank 1 (pid $p1))$" \
+	"$tmp/out" || fail "a trigger before the ranks joined: $(cat "$tmp/out" "$tmp/err")"
+[ "$(grep -c "in '$run/run.1.rank[01].stb'" "$tmp/out")" = 2 ] || fail "late ranks' bundles: $(cat "$tmp/out")"
+kill "$p0" "$p1" 2>/dev/null
+
+# a rank that never joins: the trigger says which, after --timeout, and requests nothing
+run=$tmp/armed/780
+mkdir -p "$run"
+"$armed" serve "$run" 0 20 &
+p0=$!
+trigger --run 780 --timeout 1
+[ "$rc" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "^error: armed run 780: rank 1 of 2 is not recording yet" "$tmp/err" ||
+	fail "a rank missing: exit $rc: $(cat "$tmp/out" "$tmp/err")"
+kill "$p0" "$launcher" 2>/dev/null
 wait
 check_done foreign.trigger

@@ -7,10 +7,12 @@
  * a second trigger refused while one is under way, triggers numbered.
  *
  *   test_armed                    the protocol, in this process
- *   test_armed serve DIR RANK MS  a stand-in for an armed process, for
- *                                 armed.sh: publishes DIR/PID.armed, ends a
- *                                 step every MS ms, "records" what it is
- *                                 asked (says run.T.rankR.stb is written)
+ *   test_armed serve DIR RANK MS [LATE]
+ *                                 a stand-in for an armed process (rank RANK
+ *                                 of 2), for armed.sh: publishes DIR/PID.armed
+ *                                 (after LATE ms), ends a step every MS ms,
+ *                                 "records" what it is asked (says
+ *                                 run.T.rankR.stb is written)
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -146,12 +148,14 @@ static void test_protocol(const char *base)
 }
 
 /* A stand-in for an armed process (armed.sh): steps every ms, "records" what it is asked. */
-static int serve(const char *dir, int rank, int ms)
+static int serve(const char *dir, int rank, int ms, int late)
 {
 	struct proc p = { 0 };
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec wait = { late / 1000, (long)(late % 1000) * 1000000L };
 	char bundle[4200];
 
+	nanosleep(&wait, NULL);   /* its first step ends late (CUDA, the model, the data loader) */
 	p.st = armed_publish(dir, getpid(), rank, 2, "run.stb");
 	if (!p.st)
 		return 1;
@@ -173,8 +177,8 @@ int main(int argc, char **argv)
 {
 	char base[] = "/tmp/st-armed-XXXXXX";
 
-	if (argc == 5 && !strcmp(argv[1], "serve"))
-		return serve(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "serve"))
+		return serve(argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6 ? atoi(argv[5]) : 0);
 	if (!mkdtemp(base))
 		return 1;
 	rmdir(base);

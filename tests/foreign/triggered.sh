@@ -43,7 +43,7 @@ armed() {
 	[ -n "$rid" ] || fail "$name: record --armed printed no run id: $(cat "$out/$name.err")"
 }
 
-# trig ARGS...: steptrace trigger, again while the program has not armed yet (CUDA not up); $rc
+# trig ARGS...: steptrace trigger (it waits for the processes to join: their first step ended), again while none has; $rc
 trig() {
 	for i in $(seq 1 600); do
 		"$st" trigger "$@" >"$out/trig.out" 2>"$out/trig.err"
