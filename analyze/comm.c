@@ -213,7 +213,8 @@ static int comm_claim(struct comm_work *w, uint64_t bytes)
 {
 	char what[96];
 
-	snprintf(what, sizeof(what), "comm's collectives of %zu rank%s", w->rs->n, w->rs->n == 1 ? "" : "s");
+	snprintf(what, sizeof(what), "comm's table of the collectives of %zu rank%s", w->rs->n,
+		 w->rs->n == 1 ? "" : "s");
 	if (memory_budget_claim(bytes, what) < 0)
 		return -1;
 	w->claimed += bytes;

@@ -148,12 +148,23 @@ static int run_pooled(const struct analysis_cmd *c, const struct replay_ranks *r
 	struct replay pooled[MAX_RUNS];
 	const struct replay *view[MAX_RUNS];
 	bool made[MAX_RUNS] = { false };
+	uint64_t pool_bytes[MAX_RUNS] = { 0 };
 	int rc = -1;
 
 	for (int k = 0; k < nruns; k++) {
+		char what[96];
+
 		view[k] = runs[k].rank[0];
 		if (runs[k].n < 2)
 			continue;
+		/* the totals hold every rank's events once more: counted as the ranks were */
+		for (size_t i = 0; i < runs[k].n; i++)
+			pool_bytes[k] += runs[k].rank[i]->memory;
+		snprintf(what, sizeof(what), "pooling %zu ranks into their totals", runs[k].n);
+		if (memory_budget_claim(pool_bytes[k], what) < 0) {
+			pool_bytes[k] = 0;
+			goto out;
+		}
 		if (replay_ranks_pool(&pooled[k], &runs[k]) < 0)
 			goto out;
 		made[k] = true;
@@ -165,9 +176,11 @@ static int run_pooled(const struct analysis_cmd *c, const struct replay_ranks *r
 			report_note(r, "%stotals across the %zu ranks given (--per-rank: each rank's)",
 				    nruns == 1 ? "" : k ? "B: " : "A: ", runs[k].n);
 out:
-	for (int k = 0; k < nruns; k++)
+	for (int k = 0; k < nruns; k++) {
 		if (made[k])
 			replay_release(&pooled[k]);
+		memory_budget_release(pool_bytes[k]);
+	}
 	return rc;
 }
 
