@@ -8,6 +8,8 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/hash.h"
+#include "lib/memlimit.h"
 #include "replay/nccl.h"
 
 /*
@@ -16,26 +18,24 @@
  * under (ncclDevKernel_Generic), else "NCCL, collective unknown". *type its
  * enum st_collective, -1 unknown.
  */
-static void nccl_name(const struct replay *rp, const struct replay_activity *a, char *buf, size_t len, int *type,
-		      uint64_t *bytes, uint64_t *comm)
+static void nccl_name(const struct replay *rp, const int32_t *nccl_call, const struct replay_activity *a, char *buf,
+		      size_t len, int *type, uint64_t *bytes, uint64_t *comm)
 {
 	struct nccl_kernel k;
+	int32_t r = a->range >= 0 && (size_t)a->range < rp->n_ranges ? nccl_call[a->range] : -1;
 
 	nccl_kernel(replay_str(rp, a->name), &k);
 	*bytes = *comm = 0;
 	/* the NCCL call it was launched under: its collective when the name has none, its payload's size */
-	for (int32_t r = a->range; r >= 0 && (size_t)r < rp->n_ranges; r = rp->ranges[r].parent) {
+	if (r >= 0) {
 		int t = nccl_range(replay_str(rp, rp->ranges[r].name));
 
-		if (t < 0)
-			continue;
 		if (k.type < 0)
 			k.type = t;
 		if (t == k.type) {
 			*bytes = rp->ranges[r].bytes;
 			*comm = rp->ranges[r].comm;
 		}
-		break;
 	}
 	*type = k.type;
 	if (k.type < 0)
@@ -151,8 +151,8 @@ int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals
 
 /* One rank's instances of a collective, on the run's time line: kernel start and end, launch call's start. */
 struct instances {
-	uint64_t *start, *end, *launch;
-	size_t n, cap_s, cap_e, cap_l;
+	uint64_t *start, *end, *launch, *hidden;
+	size_t n, cap_s, cap_e, cap_l, cap_h;
 };
 
 struct coll {
@@ -173,6 +173,7 @@ struct coll {
 
 struct rank_sum {
 	uint64_t time, hidden, compute, steps;
+	uint64_t kernels;            /* its collective kernels counted */
 	double step_ms;
 	/* the host's synchronisations and data loading, on the run's time line: why a rank is late */
 	struct spans sync, data;
@@ -183,6 +184,9 @@ struct comm_work {
 	bool warm;
 	struct coll *c;
 	size_t n, cap;
+	uint32_t *slots;             /* open addressing over c: index + 1, 0 empty */
+	size_t n_slots;
+	uint64_t claimed;            /* bytes claimed from the analysis budget (lib/memlimit.h) */
 	struct rank_sum *rank;
 };
 
@@ -199,16 +203,68 @@ static int coll_type(const char *kind)
 	return st_lookup(st_collective_names, first);
 }
 
-/* The collective of that name, size and communicator: instances of one are matched across ranks by order. */
+static uint64_t coll_hash(const char *name, uint64_t bytes, uint64_t comm)
+{
+	return hash_str(name) ^ hash_mix64(bytes) ^ hash_mix64(comm ^ 0x9e3779b97f4a7c15ull);
+}
+
+/* Claims bytes of the comm's tables from the analysis budget; 0, or -1 after one line. */
+static int comm_claim(struct comm_work *w, uint64_t bytes)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "comm's table of the collectives of %zu rank%s", w->rs->n,
+		 w->rs->n == 1 ? "" : "s");
+	if (memory_budget_claim(bytes, what) < 0)
+		return -1;
+	w->claimed += bytes;
+	return 0;
+}
+
+/* The hash table over w->c at twice its size or more. -1 when out of memory. */
+static int slots_grow(struct comm_work *w)
+{
+	size_t n = w->n_slots ? 2 * w->n_slots : 256;
+	uint32_t *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -1;
+	for (size_t i = 0; i < w->n; i++) {
+		size_t j = coll_hash(w->c[i].name, w->c[i].bytes, w->c[i].comm) & (n - 1);
+
+		while (s[j])
+			j = (j + 1) & (n - 1);
+		s[j] = (uint32_t)i + 1;
+	}
+	free(w->slots);
+	w->slots = s;
+	w->n_slots = n;
+	return 0;
+}
+
+/*
+ * The collective of that name, size and communicator (instances of one are
+ * matched across ranks by order), looked up by hash: a run whose every
+ * collective has a communicator of its own has as many as it has kernels.
+ * NULL after an error line.
+ */
 static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t bytes, uint64_t comm, int type)
 {
 	struct coll *c;
+	size_t j;
 
-	for (size_t i = 0; i < w->n; i++)
-		if (!strcmp(w->c[i].name, name) && w->c[i].bytes == bytes && w->c[i].comm == comm)
-			return &w->c[i];
-	if (ALLOC_GROW(w->c, w->n + 1, w->cap))
+	if ((w->n + 1) * 2 > w->n_slots && slots_grow(w) < 0)
+		goto oom;
+	for (j = coll_hash(name, bytes, comm) & (w->n_slots - 1); w->slots[j]; j = (j + 1) & (w->n_slots - 1)) {
+		c = &w->c[w->slots[j] - 1];
+		if (c->bytes == bytes && c->comm == comm && !strcmp(c->name, name))
+			return c;
+	}
+	/* a collective: its instances and arrivals per rank */
+	if (comm_claim(w, sizeof(*c) + w->rs->n * (sizeof(*c->inst) + sizeof(*c->last)) + strlen(name) + 1) < 0)
 		return NULL;
+	if (ALLOC_GROW(w->c, w->n + 1, w->cap))
+		goto oom;
 	c = &w->c[w->n];
 	memset(c, 0, sizeof(*c));
 	c->inst = calloc(w->rs->n, sizeof(*c->inst));
@@ -218,13 +274,16 @@ static struct coll *coll_of(struct comm_work *w, const char *name, uint64_t byte
 		free(c->inst);
 		free(c->last);
 		free(c->name);
-		return NULL;
+		goto oom;
 	}
 	c->type = type;
 	c->comm = comm;
 	c->bytes = bytes;
-	w->n++;
+	w->slots[j] = (uint32_t)++w->n;
 	return c;
+oom:
+	error("out of memory");
+	return NULL;
 }
 
 /*
@@ -246,6 +305,54 @@ static int host_spans(const struct replay *rp, int64_t off, struct rank_sum *rs)
 	return 0;
 }
 
+/*
+ * Each range's NCCL call: itself when it is one (nccl_range), else its
+ * nearest ancestor that is, -1 none; worked out once per range, not walked
+ * up from each NCCL kernel (4,095 nested ranges over each of 100,000).
+ * NULL after an error line.
+ */
+static int32_t *nccl_calls(const struct replay *rp)
+{
+	int32_t *call = malloc((rp->n_ranges + 1) * sizeof(*call));
+	uint8_t *done = calloc(rp->n_ranges + 1, 1);
+	int32_t *chain = malloc((rp->n_ranges + 1) * sizeof(*chain));
+
+	if (!call || !done || !chain) {
+		free(call);
+		free(done);
+		free(chain);
+		error("out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < rp->n_ranges; i++) {
+		size_t n = 0;
+		int32_t r = (int32_t)i, found = -1;
+
+		/* up to a range already done, an NCCL call or the root; then down again */
+		while (r >= 0 && (size_t)r < rp->n_ranges && !done[r] && n <= rp->n_ranges) {
+			if (nccl_range(replay_str(rp, rp->ranges[r].name)) >= 0) {
+				found = r;
+				break;
+			}
+			chain[n++] = r;
+			r = rp->ranges[r].parent;
+		}
+		if (found < 0 && r >= 0 && (size_t)r < rp->n_ranges && done[r])
+			found = call[r];
+		if (found >= 0 && !done[found]) {
+			call[found] = found;
+			done[found] = 1;
+		}
+		while (n--) {
+			call[chain[n]] = found;
+			done[chain[n]] = 1;
+		}
+	}
+	free(done);
+	free(chain);
+	return call;
+}
+
 /* One rank's collectives into w. */
 static int gather_rank(struct comm_work *w, size_t r)
 {
@@ -255,9 +362,14 @@ static int gather_rank(struct comm_work *w, size_t r)
 	struct spans sp;
 	uint64_t wall = 0;
 	size_t n_wall = 0;
+	int32_t *call = nccl_calls(rp);
 
-	if (compute_spans(rp, w->warm, &sp))
+	if (!call)
+		return -1;
+	if (compute_spans(rp, w->warm, &sp)) {
+		free(call);
 		return error("out of memory");
+	}
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
 		const struct replay_op *op;
@@ -276,21 +388,25 @@ static int gather_rank(struct comm_work *w, size_t r)
 		} else {
 			uint64_t bytes, comm;
 
-			nccl_name(rp, a, name, sizeof(name), &type, &bytes, &comm);
+			nccl_name(rp, call, a, name, sizeof(name), &type, &bytes, &comm);
 			c = coll_of(w, name, bytes, comm, type);
 		}
 		if (!c)
-			goto oom;
+			goto fail;
 		hidden = covered(&sp, a->start, a->end);
 		c->count++;
 		c->time += a->end - a->start;
 		c->hidden += hidden;
+		rs->kernels++;
 		rs->time += a->end - a->start;
 		rs->hidden += hidden;
 		in = &c->inst[r];
+		if (in->n == in->cap_s && comm_claim(w, 4 * sizeof(uint64_t) * (in->cap_s ? in->cap_s : 16)) < 0)
+			goto fail;   /* the arrays grow by doubling, from 16 (lib/grow.h) */
 		if (ALLOC_GROW(in->start, in->n + 1, in->cap_s) || ALLOC_GROW(in->end, in->n + 1, in->cap_e) ||
-		    ALLOC_GROW(in->launch, in->n + 1, in->cap_l))
+		    ALLOC_GROW(in->launch, in->n + 1, in->cap_l) || ALLOC_GROW(in->hidden, in->n + 1, in->cap_h))
 			goto oom;
+		in->hidden[in->n] = hidden;
 		in->start[in->n] = a->start + (uint64_t)off;   /* unsigned: times reach 2^63 */
 		in->launch[in->n] = (a->api >= 0 && (size_t)a->api < rp->n_apis && rp->apis[a->api].start <= a->start ?
 				     rp->apis[a->api].start : a->start) + (uint64_t)off;
@@ -307,10 +423,14 @@ static int gather_rank(struct comm_work *w, size_t r)
 		}
 	rs->step_ms = n_wall ? (double)wall / (double)n_wall / 1e6 : 0;
 	spans_release(&sp);
+	free(call);
 	return 0;
 oom:
+	error("out of memory");
+fail:
 	spans_release(&sp);
-	return error("out of memory");
+	free(call);
+	return -1;
 }
 
 /*
@@ -505,12 +625,19 @@ static void skew_table(struct comm_work *w, struct report *r, bool ranks)
 	table_add_column(t, "Wait Mean (us)", COL_FLOAT, 1);
 	table_add_column(t, "Host Late (us)", COL_FLOAT, 1);
 	table_add_column(t, "GPU Late (us)", COL_FLOAT, 1);
+	size_t uneven = 0, partial = 0;
+	const struct coll *first_partial = NULL;
+
 	for (size_t i = 0; ranks && i < w->n; i++) {
 		const struct coll *c = &w->c[i];
 		size_t most = 0;
 
-		if (!c->matched)
+		if (!c->matched) {
+			/* some ranks never ran it: nothing to compare */
+			partial++;
+			first_partial = first_partial ? first_partial : c;
 			continue;
+		}
 		for (size_t k = 1; k < w->rs->n; k++)
 			if (c->last[k] > c->last[most])
 				most = k;
@@ -524,9 +651,20 @@ static void skew_table(struct comm_work *w, struct report *r, bool ranks)
 		table_float(t, (double)c->wait_sum / ((double)c->matched * (double)(w->rs->n - 1)) / 1e3);
 		table_float(t, (double)c->host_late / (double)c->matched / 1e3);
 		table_float(t, (double)c->gpu_late / (double)c->matched / 1e3);
-		if (c->uneven)
+		if (c->uneven && uneven++ < 10)
 			report_note(r, "the ranks ran '%s' a different number of times: skew compares the first %zu",
 				    c->name, c->matched);
+	}
+	if (uneven > 10)
+		report_note(r, "and %zu more collectives the ranks ran a different number of times", uneven - 10);
+	if (partial) {
+		size_t on = 0;
+
+		for (size_t k = 0; k < w->rs->n; k++)
+			on += first_partial->inst[k].n > 0;
+		report_note(r, "%zu collective%s ran on some ranks only (the first, '%s', on %zu of the %zu): no skew "
+			       "for %s", partial, partial == 1 ? "" : "s", first_partial->name, on, w->rs->n,
+			    partial == 1 ? "it" : "them");
 	}
 }
 
@@ -609,6 +747,19 @@ static void ranks_table(struct comm_work *w, struct report *r)
 		exposed_ms += exposed;
 		step_ms += s->step_ms;
 	}
+	{
+		size_t lo = 0, hi = 0;
+
+		for (size_t k = 1; k < w->rs->n; k++) {
+			lo = w->rank[k].kernels < w->rank[lo].kernels ? k : lo;
+			hi = w->rank[k].kernels > w->rank[hi].kernels ? k : hi;
+		}
+		if (w->rank[lo].kernels != w->rank[hi].kernels)
+			report_note(r, "the ranks ran different numbers of collective kernels (rank %u %" PRIu64 ", rank "
+				       "%u %" PRIu64 "): each collective's instances are matched by their order on each "
+				       "rank", replay_ranks_rank(w->rs, lo), w->rank[lo].kernels,
+				    replay_ranks_rank(w->rs, hi), w->rank[hi].kernels);
+	}
 	if (!time)
 		return;
 	exposed_ms /= (double)w->rs->n;
@@ -621,6 +772,54 @@ static void ranks_table(struct comm_work *w, struct report *r)
 			    step_ms);
 }
 
+/*
+ * Every counted collective kernel of every rank, a row each (COMM_INSTANCES,
+ * comm.h): times back on each rank's own clock from its time base, so that
+ * ranks reduced one by one line up as the run's time line does.
+ */
+static void instances_table(struct comm_work *w, struct report *r)
+{
+	struct table *t = report_add_table(r, COMM_INSTANCES, "Collective kernels, one row each (ns on each rank's clock)");
+
+	table_add_column(t, "Rank", COL_INT, 0);
+	table_add_column(t, "Collective", COL_STR, 0);
+	table_add_column(t, "Bytes", COL_INT, 0);
+	table_add_column(t, "Comm", COL_STR, 0);
+	table_add_column(t, "Instance", COL_INT, 0);
+	table_add_column(t, "Start", COL_INT, 0);
+	table_add_column(t, "End", COL_INT, 0);
+	table_add_column(t, "Launch", COL_INT, 0);
+	table_add_column(t, "Hidden", COL_INT, 0);
+	table_add_column(t, "Steps", COL_INT, 0);
+	table_add_column(t, "World", COL_INT, 0);
+	for (size_t k = 0; k < w->rs->n; k++) {
+		/* back from the run's time line to the rank's clock: its time base */
+		uint64_t back = w->rs->rank[k]->run.time_base_ns - (uint64_t)w->rs->offset[k];
+		char comm[24];
+
+		for (size_t i = 0; i < w->n; i++) {
+			const struct coll *c = &w->c[i];
+			const struct instances *in = &c->inst[k];
+
+			snprintf(comm, sizeof(comm), "%" PRIx64, c->comm);
+			for (size_t j = 0; j < in->n; j++) {
+				table_row(t);
+				table_int(t, replay_ranks_rank(w->rs, k));
+				table_str(t, c->name);
+				table_int(t, (int64_t)c->bytes);
+				table_str(t, comm);
+				table_int(t, (int64_t)j);
+				table_int(t, (int64_t)(in->start[j] + back));
+				table_int(t, (int64_t)(in->end[j] + back));
+				table_int(t, (int64_t)(in->launch[j] + back));
+				table_int(t, (int64_t)in->hidden[j]);
+				table_int(t, (int64_t)w->rank[k].steps);
+				table_int(t, w->rs->world_size);
+			}
+		}
+	}
+}
+
 static void work_release(struct comm_work *w)
 {
 	for (size_t i = 0; i < w->n; i++) {
@@ -628,12 +827,15 @@ static void work_release(struct comm_work *w)
 			free(w->c[i].inst[r].start);
 			free(w->c[i].inst[r].end);
 			free(w->c[i].inst[r].launch);
+			free(w->c[i].inst[r].hidden);
 		}
 		free(w->c[i].inst);
 		free(w->c[i].last);
 		free(w->c[i].name);
 	}
 	free(w->c);
+	free(w->slots);
+	memory_budget_release(w->claimed);
 	for (size_t k = 0; w->rank && k < w->rs->n; k++) {
 		spans_release(&w->rank[k].sync);
 		spans_release(&w->rank[k].data);
@@ -661,6 +863,8 @@ int comm_run(const struct replay_ranks *rs, const struct comm_opts *o, struct re
 	if (rs->n > 1)
 		straggler_note(&w, r);
 	ranks_table(&w, r);
+	if (o->section && !strcmp(o->section, COMM_INSTANCES))
+		instances_table(&w, r);
 	if (!w.n)
 		report_note(r, "no collectives: the bundle%s hold%s no NCCL kernel (record a program that "
 			    "communicates, or steptrace's own step with --ddp on several GPUs)", rs->n > 1 ? "s" : "",

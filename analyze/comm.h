@@ -37,7 +37,22 @@
 struct comm_opts {
 	bool include_warmup;   /* count warm-up steps and work outside steps */
 	int top;               /* collectives shown, 0: all */
+	const char *section;   /* --section: "instances" adds that table (COMM_INSTANCES) */
 };
+
+/*
+ * The table only `--section instances` prints: every collective kernel
+ * counted, one row each, a rank's reduction that merges with the others'
+ * by SQL (docs/scale.md, scripts/ranks_merge.sql) into the report's tables:
+ *   Rank, Collective, Bytes, Comm, Instance (its order among the rank's
+ *   instances of that collective, from 0), Start, End, Launch (its launch
+ *   call's start; the kernel's when later or unknown), Hidden (ns of it
+ *   under computation), Steps (the rank's counted steps), World (the run's
+ *   ranks)
+ * Times are ns on the rank's clock from its time base (time_base_ns + t:
+ * one host's CUPTI clock, which every rank of that host shares).
+ */
+#define COMM_INSTANCES "instances"
 
 /* One replay's collectives (a rank's, or a pooled run's), counted steps only. */
 struct comm_totals {

@@ -10,6 +10,7 @@
 #include "analyze/explain.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -689,7 +690,8 @@ static int findings(const struct ctx *c, double host, struct finding *f, size_t 
 			char rule[64];
 
 			snprintf(f[n].title, sizeof(f[n].title), "a bandwidth-bound optimizer");
-			if (achieved > 0 && peak > 0)
+			/* more than twice the device's peak: the header's parameter count is not the run's */
+			if (achieved > 0 && peak > 0 && achieved <= 2 * peak)
 				snprintf(f[n].evidence, sizeof(f[n].evidence),
 					 "the optimizer's kernels take %.3f ms per step (%.1f%%), moving about %.2f GB "
 					 "(AdamW in FP32: 28 B per parameter) at %.0f GB/s, %.0f%% of the %.0f GB/s peak; %s",
@@ -825,16 +827,39 @@ static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct
 		mem_timeline_release(&tl);
 	}
 	if (!rm->grad_bytes)   /* (1.8) the optimizer's parameter groups: a gradient has its parameter's dtype */
-		for (size_t k = 0; k < rp->run.n_param_groups; k++)
-			rm->grad_bytes += rp->run.param_groups[k].bytes;
-	if (!rm->grad_bytes && rp->run.has_config)
+		for (size_t k = 0; k < rp->run.n_param_groups; k++)   /* at most 2^53 + 1: refused below */
+			rm->grad_bytes = rp->run.param_groups[k].bytes > GRAPH_RANKS_MAX_BYTES ||
+						 rm->grad_bytes > GRAPH_RANKS_MAX_BYTES
+					 ? GRAPH_RANKS_MAX_BYTES + 1 : rm->grad_bytes + rp->run.param_groups[k].bytes;
+	if (!rm->grad_bytes && rp->run.has_config) {
+		/* a header's count can be anything: 4 bytes each of at most 2^51 parameters */
+		if (rp->run.config.parameters > GRAPH_RANKS_MAX_BYTES / 4)
+			return error("--what-if ranks=N: '%s' claims %" PRIu64 " parameters, %.3g bytes of gradients: past "
+				     "2^53 bytes, not a run to model", rp->path ? rp->path : "the bundle",
+				     rp->run.config.parameters, 4.0 * (double)rp->run.config.parameters);
 		rm->grad_bytes = 4 * rp->run.config.parameters;
+	}
 	if (!rm->grad_bytes)
 		return error("--what-if ranks=N: the run's gradients have no size (no gradient memory recorded, no "
 			     "parameter groups and no parameter count)");
+	if (rm->grad_bytes > GRAPH_RANKS_MAX_BYTES)
+		return error("--what-if ranks=N: '%s' has %" PRIu64 " bytes of gradients: past 2^53 bytes, not a run to "
+			     "model", rp->path ? rp->path : "the bundle", rm->grad_bytes);
 	if (!c->o->naive) {
-		rm->bucket_bytes = (uint64_t)((c->o->bucket_mb > 0 ? c->o->bucket_mb
-					       : rp->run.config.bucket_mb > 0 ? rp->run.config.bucket_mb : 25) * 1e6);
+		double mb = c->o->bucket_mb > 0 ? c->o->bucket_mb : rp->run.config.bucket_mb > 0 ? rp->run.config.bucket_mb : 25;
+		const char *from = c->o->bucket_mb > 0 ? "--bucket-mb" : rp->run.config.bucket_mb > 0 ? "the bundle's header"
+												: "the default";
+
+		/* a header's bucket size can be anything too: from a byte to 2^53 bytes, and at most a million buckets */
+		if (!(mb * 1e6 >= 1) || !(mb * 1e6 <= (double)GRAPH_RANKS_MAX_BYTES))
+			return error("--what-if ranks=N: buckets of %g MB (%s) are %s: give --bucket-mb", mb, from,
+				     mb * 1e6 >= 1 ? "past 2^53 bytes" : "smaller than a byte");
+		rm->bucket_bytes = (uint64_t)(mb * 1e6);
+		if (rm->grad_bytes / rm->bucket_bytes >= GRAPH_RANKS_MAX_BUCKETS)
+			return error("--what-if ranks=N: buckets of %g MB (%s) make %.3g buckets of the %" PRIu64 " bytes of "
+				     "gradients, over %d: give --bucket-mb", mb, from,
+				     ceil((double)rm->grad_bytes / (double)rm->bucket_bytes), rm->grad_bytes,
+				     GRAPH_RANKS_MAX_BUCKETS);
 		return 0;
 	}
 	/*
@@ -1012,6 +1037,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	uint32_t *on_path = NULL;
 	size_t n_f = 0, walked, n_path = 0, n_edges[GE_KIND_COUNT] = { 0 };
 	int top = o->top > 0 ? o->top : 15, walk;
+	char coll_note[128] = "";
 	double total_cp = 0, host = 0;
 
 	if (ctx_init(&c, rs, o) < 0)
@@ -1140,12 +1166,15 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 
 	for (size_t e = 0; e < c.g.n_edges; e++)
 		n_edges[c.g.edges[e].kind]++;
+	if (c.g.n_colls)
+		snprintf(coll_note, sizeof(coll_note), " (%zu collectives, each rank's kernel joined to the others' "
+			 "through one node)", c.g.n_colls);
 	report_note(r,
 		    "graph: %zu nodes (calls and GPU work of %zu rank%s), edges: %zu thread, %zu launch, %zu stream, "
-		    "%zu inferred waits, %zu synchronisations, %zu collective; typical delays: launch %.1f us, "
+		    "%zu inferred waits, %zu synchronisations, %zu collective%s; typical delays: launch %.1f us, "
 		    "between a stream's kernels %.1f us",
-		    c.g.n_nodes, rs->n, rs->n == 1 ? "" : "s", n_edges[GE_THREAD], n_edges[GE_LAUNCH], n_edges[GE_STREAM],
-		    n_edges[GE_WAIT], n_edges[GE_SYNC], n_edges[GE_COLL], (double)c.g.typical[GE_LAUNCH] / 1e3,
+		    c.g.n_nodes - c.g.n_colls, rs->n, rs->n == 1 ? "" : "s", n_edges[GE_THREAD], n_edges[GE_LAUNCH], n_edges[GE_STREAM],
+		    n_edges[GE_WAIT], n_edges[GE_SYNC], n_edges[GE_COLL], coll_note, (double)c.g.typical[GE_LAUNCH] / 1e3,
 		    (double)c.g.typical[GE_STREAM] / 1e3);
 	report_note(r, "parts: of rank %u's GPU over each step's host span; replayed: the graph re-timed with no rule "
 		       "(every deciding edge keeps its recorded delay, so it gives the recorded times back); "
@@ -1153,6 +1182,11 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		    replay_ranks_rank(rs, 0));
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);
+	if (c.g.coll_most)
+		report_note(r, "collectives: the ranks ran different numbers of them (rank %u %zu, rank %u %zu): the "
+			       "k-th of each rank are taken as one, the first %zu; the rest wait for no other rank",
+			    replay_ranks_rank(rs, c.g.coll_fewest_rank), c.g.coll_fewest,
+			    replay_ranks_rank(rs, c.g.coll_most_rank), c.g.coll_most, c.g.coll_fewest);
 done:
 	if (on_path != c.meas)
 		free(on_path);

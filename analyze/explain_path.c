@@ -170,6 +170,7 @@ static int critical_path(const struct graph *g, const struct replay *rp, const s
 		const struct graph_node *x = &g->nodes[n];
 		const struct graph_edge *e;
 		uint64_t src;
+		int32_t from;
 		const char *kind, *label;
 		int r;
 
@@ -190,7 +191,13 @@ static int critical_path(const struct graph *g, const struct replay *rp, const s
 		e = &g->edges[at_end ? x->bind_end : x->bind];
 		if (!at_end && x->bind < 0)
 			break;
-		src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? g->nodes[e->from].start : g->nodes[e->from].end;
+		from = e->from;
+		if (g->nodes[from].kind == GN_COLL)   /* the ranks' meeting point: on to the rank that arrived last */
+			src = graph_coll_source(g, e, &from);
+		else
+			src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? g->nodes[from].start : g->nodes[from].end;
+		if (from < 0)
+			break;
 		if (src > t)
 			src = t;
 		{
@@ -219,7 +226,7 @@ static int critical_path(const struct graph *g, const struct replay *rp, const s
 				return -1;
 		}
 		at_end = e->kind != GE_LAUNCH && e->kind != GE_COLL;
-		n = e->from;
+		n = from;
 		t = src;
 	}
 	if (t > S)

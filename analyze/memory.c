@@ -310,6 +310,14 @@ static void add_unpaired(struct report *r, const struct replay *rp, const struct
 	if (tl->n_unknown_frees)
 		report_note(r, "warning: %s view: %zu free(s) of addresses that were not live (their allocation was not recorded); ignored",
 			    vname, tl->n_unknown_frees);
+	if (tl->n_overlapping) {
+		char shared[32];
+
+		report_note(r, "warning: %s view: %zu allocation(s) overlap a block still live at another address (of up "
+			       "to %s): no allocator hands out a byte twice (lost frees, or damage), so the live totals "
+			       "and peaks count those bytes more than once", vname, tl->n_overlapping,
+			    human_bytes(shared, sizeof(shared), (double)tl->overlap_bytes));
+	}
 	for (size_t i = 0; i < tl->n_unknown_frees && i < (size_t)top; i++) {
 		int32_t p = (int32_t)tl->unknown_frees[i];
 		const struct st_event *ev = &rp->mem[tl->points[p].mem].ev;

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lib/error.h"
+#include "lib/human.h"
 #include "lib/memlimit.h"
 
 #define MAX_RUNS 2
@@ -146,12 +148,23 @@ static int run_pooled(const struct analysis_cmd *c, const struct replay_ranks *r
 	struct replay pooled[MAX_RUNS];
 	const struct replay *view[MAX_RUNS];
 	bool made[MAX_RUNS] = { false };
+	uint64_t pool_bytes[MAX_RUNS] = { 0 };
 	int rc = -1;
 
 	for (int k = 0; k < nruns; k++) {
+		char what[96];
+
 		view[k] = runs[k].rank[0];
 		if (runs[k].n < 2)
 			continue;
+		/* the totals hold every rank's events once more: counted as the ranks were */
+		for (size_t i = 0; i < runs[k].n; i++)
+			pool_bytes[k] += runs[k].rank[i]->memory;
+		snprintf(what, sizeof(what), "pooling %zu ranks into their totals", runs[k].n);
+		if (memory_budget_claim(pool_bytes[k], what) < 0) {
+			pool_bytes[k] = 0;
+			goto out;
+		}
 		if (replay_ranks_pool(&pooled[k], &runs[k]) < 0)
 			goto out;
 		made[k] = true;
@@ -163,9 +176,11 @@ static int run_pooled(const struct analysis_cmd *c, const struct replay_ranks *r
 			report_note(r, "%stotals across the %zu ranks given (--per-rank: each rank's)",
 				    nruns == 1 ? "" : k ? "B: " : "A: ", runs[k].n);
 out:
-	for (int k = 0; k < nruns; k++)
+	for (int k = 0; k < nruns; k++) {
 		if (made[k])
 			replay_release(&pooled[k]);
+		memory_budget_release(pool_bytes[k]);
+	}
 	return rc;
 }
 
@@ -183,6 +198,41 @@ static int dispatch(const struct analysis_cmd *c, const struct replay_ranks *run
 	return run_pooled(c, runs, nruns, r);
 }
 
+/*
+ * Without --memory-limit, the bundles of a command may take 1000 times
+ * their size on disk in all, at least 128 MiB a run (as one bundle alone
+ * may: memory_limit_for_bundle; diff reads two runs), and never more than
+ * the machine's default: a run of many small bundles gets no 128 MiB each
+ * (32 ranks of 823 B held 4 GiB). Its text goes into `why` when it is
+ * lower than the default.
+ */
+static uint64_t default_limit(char **paths, int n, int runs, char *why, size_t len)
+{
+	uint64_t limit = memory_limit_default(), bytes = 0, cap;
+	char size[32], small[32];
+
+	*why = '\0';
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+
+		if (stat(paths[i], &st) != 0 || !S_ISREG(st.st_mode))
+			return limit;   /* a pipe or a device: its size says nothing */
+		bytes += (uint64_t)st.st_size;
+	}
+	cap = memory_limit_for_bundle(limit, bytes);
+	if (runs > 1 && n > 1 && cap < 2 * MEMORY_LIMIT_SMALL)   /* diff: at least 128 MiB for each run */
+		cap = 2 * MEMORY_LIMIT_SMALL < limit ? 2 * MEMORY_LIMIT_SMALL : limit;
+	if (n > 1 && cap < limit)
+		snprintf(why, len, "the default for %d bundles of %s in all: %d times their size, at least %s%s", n,
+			 human_bytes(size, sizeof(size), (double)bytes), MEMORY_PER_BUNDLE_BYTE,
+			 human_bytes(small, sizeof(small), (double)MEMORY_LIMIT_SMALL), runs > 1 ? " a run" : "");
+	else if (cap < limit)
+		snprintf(why, len, "the default for a bundle of %s: %d times its size, at least %s",
+			 human_bytes(size, sizeof(size), (double)bytes), MEMORY_PER_BUNDLE_BYTE,
+			 human_bytes(small, sizeof(small), (double)MEMORY_LIMIT_SMALL));
+	return cap;
+}
+
 int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 {
 	int max = c->bundles_max > c->bundles ? c->bundles_max : c->bundles;
@@ -190,8 +240,9 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	struct replay_ranks runs[MAX_RUNS];
 	struct replay *rps = NULL;
 	struct replay_options ro = { 0 };
-	uint64_t memory_limit = UINT64_MAX;
+	uint64_t memory_limit = UINT64_MAX, used = 0, limit;
 	const char *section = NULL;
+	char why[160] = "";
 	struct option *opts = common_options(c, &memory_limit, &section);
 	struct report *r = NULL;
 	int n, loaded = 0, nruns = 0, rc = 1;
@@ -205,8 +256,14 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 		return n == PARSE_OPT_HELP ? 0 : EXIT_USAGE;
 	if (memory_limit == 0)
 		return error("option '--memory-limit' expects a size above 0"), EXIT_USAGE;
+	if (c->section)
+		*c->section = section;
 	ro.memory_limit_given = memory_limit != UINT64_MAX;
-	ro.memory_limit = ro.memory_limit_given ? memory_limit : memory_limit_default();
+	ro.memory_limit = ro.memory_limit_given ? memory_limit
+					       : default_limit((char **)argv, n, max > MAX_RUNS ? MAX_RUNS : max, why,
+							       sizeof(why));
+	ro.limit_why = *why ? why : NULL;
+	limit = ro.memory_limit;
 	if (c->full_names && c->format && (*c->format == OUT_CSV || *c->format == OUT_JSON))
 		*c->full_names = true;
 	if (max > MAX_RUNS)
@@ -215,13 +272,24 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 	if (!rps)
 		return error("out of memory"), 1;
 	for (; loaded < n; loaded++) {
+		char left[320], total[32];
+
+		if (loaded) {   /* what the bundles before it left */
+			snprintf(left, sizeof(left), "left of %s after the %d bundle%s before it%s%s",
+				 human_bytes(total, sizeof(total), (double)limit), loaded, loaded == 1 ? "" : "s",
+				 *why ? "; " : "", why);
+			ro.limit_why = left;
+		}
 		if (replay_load(&rps[loaded], argv[loaded], &ro) < 0)
 			goto out;
+		used += rps[loaded].memory;
 		/* the next bundle gets what this one left */
 		if (ro.memory_limit)
 			ro.memory_limit -= rps[loaded].memory < ro.memory_limit ? rps[loaded].memory
 										: ro.memory_limit - 1;
 	}
+	/* what the analyses build claims what reading left (lib/memlimit.h) */
+	memory_budget_set(limit, used < limit ? limit - used : 0, *why ? why : NULL);
 	if (c->range && replay_range_check(rps, (size_t)n, *c->range) < 0)
 		goto out;
 	snprintf(what, sizeof(what), "'%s' reads %s", name,

@@ -95,6 +95,11 @@ struct analysis_cmd {
 	/* An output file option the command was given (memory's --svg): RANKS_SPLIT refuses it. */
 	const char *const *output;
 	const char *output_option;    /* its name, "--svg" */
+	/*
+	 * Where --section's value goes before run, for a command with a table
+	 * that only --section prints (comm's instances); NULL when not needed.
+	 */
+	const char **section;
 	/* Checks option values once parsed; -1 (one line printed) is a usage error. May be NULL. */
 	int (*check)(void *ctx);
 	/*

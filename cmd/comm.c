@@ -28,7 +28,7 @@ int cmd_comm(int argc, const char **argv)
 	};
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .format = &format,
-		.ranks = RANKS_OWN, .run_ranks = run, .ctx = &o,
+		.ranks = RANKS_OWN, .run_ranks = run, .ctx = &o, .section = &o.section,
 	};
 
 	return analysis_main(&c, argc, argv);

@@ -6,6 +6,7 @@
 #include "export/export.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 #include "export/sqlite.h"
 #include "lib/error.h"
 #include "lib/human.h"
+#include "lib/memlimit.h"
 #include "lib/output.h"
 
 const char *const export_format_names[] = { "perfetto", "chrome", "json", "sqlite", NULL };
@@ -139,7 +141,7 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 	unsigned long long bytes;
 	bool pids_clash = false;
 	int64_t realtime = 0;
-	uint64_t estimate = 0, one;
+	uint64_t estimate = 0, one, claimed = 0;
 	char *owned = NULL, size[32];
 	size_t built = 0;
 	int rc = -1;
@@ -180,6 +182,16 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 		built = r + 1;   /* released whether or not it was built whole */
 		if (export_layout_build_placed(&L[r], rp, opt, &place) < 0)
 			goto out;
+		/* every rank's layout is held until the file is written: counted as each is built */
+		{
+			char what[80];
+
+			snprintf(what, sizeof(what), "the trace of %zu ranks (rank %zu's layout)", rs->n, r);
+			one = export_layout_bytes(&L[r]);
+			if (memory_budget_claim(one, what) < 0)
+				goto out;
+			claimed += one;
+		}
 		view[r] = &L[r];
 		if ((opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L[r], &one)
 						    : export_estimate_chrome(&L[r], &one)) < 0)
@@ -223,6 +235,7 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 out:
 	for (size_t r = 0; r < built; r++)
 		export_layout_release(&L[r]);
+	memory_budget_release(claimed);
 	free(L);
 	free(view);
 	free(inputs);

@@ -682,6 +682,15 @@ void export_layout_release(struct layout *L)
 	memset(L, 0, sizeof(*L));
 }
 
+uint64_t export_layout_bytes(const struct layout *L)
+{
+	const struct replay *rp = L->rp;
+
+	return L->cap_tracks * sizeof(*L->tracks) + L->cap_slices * sizeof(*L->slices) +
+	       L->cap_marks * sizeof(*L->marks) + L->cap_keys * sizeof(*L->keys) + L->cap_counts * sizeof(*L->counts) +
+	       (rp ? rp->n_activities + 1 + (rp->n_threads + 1) * 8 : 0) + (L->gpu_track ? 0x10000 * 4 : 0);
+}
+
 int export_layout_build(struct layout *L, const struct replay *rp, const struct export_options *opt)
 {
 	return export_layout_build_placed(L, rp, opt, NULL);

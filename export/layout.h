@@ -95,6 +95,13 @@ struct layout {
 	uint32_t place;               /* its place among the run's ranks, 0 first: its flows' ids */
 };
 
+/*
+ * The bytes a built layout holds (its arrays as allocated): what a trace of
+ * several ranks claims from the analysis budget for each rank's
+ * (lib/memlimit.h), all of them held until the file is written.
+ */
+uint64_t export_layout_bytes(const struct layout *L);
+
 /* Where a rank's layout goes in a trace of several ranks. */
 struct layout_place {
 	int32_t rank;

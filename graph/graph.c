@@ -3,6 +3,7 @@
  * edges, which edge decided each node, and a topological order of the
  * nodes' starts and ends for re-timing (graph_retime.c).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/memlimit.h"
 #include "replay/nccl.h"
 
 struct build {
@@ -17,12 +19,27 @@ struct build {
 	size_t alloc_edges;
 };
 
+/* Claims `bytes` more for the graph from the analysis budget (lib/memlimit.h). 0, or -1 after one line. */
+static int claim(struct graph *g, uint64_t bytes)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "explain's dependency graph of %zu rank%s", g->n_ranks, g->n_ranks == 1 ? "" : "s");
+	if (memory_budget_claim(bytes, what) < 0)
+		return -1;
+	g->memory += bytes;
+	return 0;
+}
+
 static int add_edge(struct build *b, int32_t from, int32_t to, int kind, bool to_end, int64_t delay)
 {
 	struct graph *g = b->g;
+	size_t before = b->alloc_edges;
 
 	if (ALLOC_GROW(g->edges, g->n_edges + 1, b->alloc_edges) < 0)
 		return -1;
+	if (b->alloc_edges > before && claim(g, (b->alloc_edges - before) * (sizeof(struct graph_edge) + 2 * sizeof(uint32_t))) < 0)
+		return -1;   /* the edge, its place in in_edges and in order_events' lists */
 	g->edges[g->n_edges++] = (struct graph_edge){
 		.from = from, .to = to, .delay = delay, .kind = (uint8_t)kind, .to_end = to_end,
 	};
@@ -34,7 +51,20 @@ static uint64_t edge_source(const struct graph *g, const struct graph_edge *e)
 {
 	const struct graph_node *f = &g->nodes[e->from];
 
+	if (f->kind == GN_COLL && e->to_end) {
+		int32_t from;
+
+		return graph_coll_source(g, e, &from);
+	}
 	return e->kind == GE_LAUNCH || e->kind == GE_COLL ? f->start : f->end;
+}
+
+uint64_t graph_coll_source(const struct graph *g, const struct graph_edge *e, int32_t *from)
+{
+	const struct graph_node *h = &g->nodes[e->from];
+
+	*from = h->index == e->to ? h->poll : h->index;
+	return *from >= 0 ? g->nodes[*from].start : UINT64_MAX;
 }
 
 /* True when the call's name says it waits for the GPU. */
@@ -64,13 +94,6 @@ static int cmp_u64_idx(const void *a, const void *b)
 	const uint64_t *x = a, *y = b;
 
 	return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* Sync records by correlation: (correlation, stream) pairs, sorted. */
@@ -360,48 +383,92 @@ fail:
 	return -1;
 }
 
-/* The collectives of the ranks: k-th NCCL kernel of each rank, as replay/ranks.c matches them. */
+/*
+ * The collectives of the ranks: the k-th NCCL kernel of each rank, as
+ * replay/ranks.c matches them, meet at a GN_COLL node of their own (graph.h).
+ */
 static int build_collectives(struct build *b)
 {
 	struct graph *g = b->g;
 	int32_t **coll = calloc(g->n_ranks, sizeof(*coll));
-	size_t *n_coll = calloc(g->n_ranks, sizeof(*n_coll)), common = SIZE_MAX;
+	size_t *n_coll = calloc(g->n_ranks, sizeof(*n_coll)), common = SIZE_MAX, most = 0;
+	struct graph_node *nodes;
 	int ret = -1;
 
 	if (!coll || !n_coll)
-		goto out;
+		goto oom;
 	for (uint32_t r = 0; r < g->n_ranks; r++) {
 		const struct replay *rp = g->rp[r];
 
 		coll[r] = malloc((rp->n_activities + 1) * sizeof(int32_t));
 		if (!coll[r])
-			goto out;
+			goto oom;
 		for (size_t i = 0; i < rp->n_activities; i++)
 			if (g->nodes[g->act_node[r][i]].work == GW_COMM)
 				coll[r][n_coll[r]++] = g->act_node[r][i];
-		if (n_coll[r] < common)
+		if (n_coll[r] < common) {
 			common = n_coll[r];
+			g->coll_fewest_rank = r;
+		}
+		if (n_coll[r] > most) {
+			most = n_coll[r];
+			g->coll_most_rank = r;
+		}
 	}
+	if (most > common) {
+		g->coll_fewest = common;
+		g->coll_most = most;
+	}
+	if (!common) {
+		ret = 0;
+		goto out;
+	}
+	if (claim(g, common * (sizeof(struct graph_node) + 2 * sizeof(uint32_t))) < 0)
+		goto out;
+	nodes = realloc(g->nodes, (g->n_nodes + common + 1) * sizeof(*g->nodes));
+	if (!nodes)
+		goto oom;
+	g->nodes = nodes;
 	for (size_t k = 0; k < common; k++) {
-		uint64_t last = 0;
+		int32_t hub = (int32_t)g->n_nodes;
+		struct graph_node *h = &g->nodes[g->n_nodes++];
+		uint64_t last = 0, second = 0;
+		int32_t arg = -1, arg2 = -1;
 
-		for (uint32_t r = 0; r < g->n_ranks; r++)
-			if (g->nodes[coll[r][k]].start > last)
-				last = g->nodes[coll[r][k]].start;
+		/* the rank that arrived last (the first of them), and the last of the others */
+		for (uint32_t r = 0; r < g->n_ranks; r++) {
+			uint64_t t = g->nodes[coll[r][k]].start;
+
+			if (arg < 0 || t > last) {
+				second = last;
+				arg2 = arg;
+				last = t;
+				arg = coll[r][k];
+			} else if (arg2 < 0 || t > second) {
+				second = t;
+				arg2 = coll[r][k];
+			}
+		}
+		*h = (struct graph_node){
+			.start = last, .end = last, .rank = GRAPH_NO_RANK, .kind = GN_COLL, .work = GW_COMM,
+			.index = arg, .bind = -1, .bind_end = -1, .poll = arg2,
+		};
+		g->n_colls++;
 		for (uint32_t r = 0; r < g->n_ranks; r++) {
 			struct graph_node *n = &g->nodes[coll[r][k]];
 			int64_t xfer = n->end > last ? (int64_t)(n->end - last) : 0;
 
-			for (uint32_t q = 0; q < g->n_ranks; q++)
-				if (q != r && add_edge(b, coll[q][k], coll[r][k], GE_COLL, true, xfer) < 0)
-					goto out;
+			if (add_edge(b, coll[r][k], hub, GE_COLL, false, 0) < 0 ||
+			    add_edge(b, hub, coll[r][k], GE_COLL, true, xfer) < 0)
+				goto out;
 			n->own = (uint64_t)xfer < n->own ? (uint64_t)xfer : n->own;
 		}
 	}
 	ret = 0;
+	goto out;
+oom:
+	error("out of memory");
 out:
-	if (ret < 0)
-		error("out of memory");
 	for (uint32_t r = 0; coll && r < g->n_ranks; r++)
 		free(coll[r]);
 	free(coll);
@@ -462,11 +529,48 @@ static void bind_starts(struct graph *g, const int64_t *floor)
 		for (uint32_t k = 0; k < n->n_in; k++) {
 			const struct graph_edge *e = &g->edges[g->in_edges[n->in + k]];
 
-			if (e->to_end && graph_add(edge_source(g, e), e->delay) >= n->end &&
+			if (e->to_end && edge_source(g, e) != UINT64_MAX &&
+			    graph_add(edge_source(g, e), e->delay) >= n->end &&
 			    (n->bind_end < 0 || edge_source(g, e) > edge_source(g, &g->edges[n->bind_end])))
 				n->bind_end = (int32_t)g->in_edges[n->in + k];
 		}
 	}
+}
+
+/*
+ * The k-th smallest of v[0 .. n) (Hoare's selection, the middle of three
+ * as pivot), v reordered: linear on average, where sorting a graph of 1,024
+ * ranks' delays to take a median cost n log n.
+ */
+static int64_t select_kth(int64_t *v, size_t n, size_t k)
+{
+	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k;
+
+	while (lo < hi) {
+		ptrdiff_t mid = lo + (hi - lo) / 2, i = lo, j = hi;
+		int64_t a = v[lo], b = v[mid], c = v[hi];
+		int64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+
+		while (i <= j) {   /* v[lo .. j] <= pivot <= v[i .. hi], v[j + 1 .. i - 1] the pivot */
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				int64_t t = v[i];
+
+				v[i++] = v[j];
+				v[j--] = t;
+			}
+		}
+		if (want <= j)
+			hi = j;
+		else if (want >= i)
+			lo = i;
+		else
+			break;
+	}
+	return v[want];
 }
 
 /* The median delay of the deciding edges of each kind. */
@@ -486,8 +590,9 @@ static int typical_delays(struct graph *g)
 				v[n++] = g->edges[b].delay;
 		}
 		if (n) {
-			qsort(v, n, sizeof(*v), cmp_i64);
-			g->typical[kind] = v[(n - 1) / 2] > 0 ? v[(n - 1) / 2] : 0;   /* the lower median */
+			int64_t med = select_kth(v, n, (n - 1) / 2);   /* the lower median */
+
+			g->typical[kind] = med > 0 ? med : 0;
 		} else {
 			g->typical[kind] = 0;
 		}
@@ -569,18 +674,27 @@ static void settle_delays(struct graph *g)
 	}
 }
 
-/* Kahn's order over the 2n events; edges in cycles (equal times of hostile input) are cut. */
+/*
+ * Kahn's order over the 2n events; edges in cycles (equal times of hostile
+ * input) are cut. The events ready are taken last in, first out: an event's
+ * successors, mostly its own rank's next, come right after it, so that
+ * re-timing walks one rank's nodes at a time (a queue took them in turns
+ * over every rank, from every part of a graph of 1,024 ranks: a cache miss
+ * each). Any order of the ready events is a topological one, and the
+ * re-timing is the same in all.
+ */
 static int order_events(struct graph *g)
 {
-	size_t n_ev = 2 * g->n_nodes, head = 0, tail = 0;
+	size_t n_ev = 2 * g->n_nodes, tail = 0, sp = 0;
 	uint32_t *deg = calloc(n_ev + 1, sizeof(uint32_t));
 	uint32_t *out_start = calloc(n_ev + 2, sizeof(uint32_t));
 	uint32_t *out = malloc((g->n_edges + 1) * sizeof(uint32_t));
 	uint32_t *fill = calloc(n_ev + 1, sizeof(uint32_t));
+	uint32_t *stack = malloc((n_ev + 1) * sizeof(uint32_t));
 	int ret = -1;
 
 	g->order = malloc((n_ev + 1) * sizeof(uint32_t));
-	if (!deg || !out_start || !out || !fill || !g->order) {
+	if (!deg || !out_start || !out || !fill || !stack || !g->order) {
 		error("out of memory");
 		goto done;
 	}
@@ -600,17 +714,18 @@ static int order_events(struct graph *g)
 	}
 	for (size_t i = 0; i < g->n_nodes; i++)
 		deg[2 * i + 1]++;   /* a node's end follows its start */
-	for (size_t v = 0; v < n_ev; v++)
+	for (size_t v = n_ev; v-- > 0;)   /* the first ready on top */
 		if (deg[v] == 0)
-			g->order[tail++] = (uint32_t)v;
-	while (head < tail) {
-		uint32_t v = g->order[head++];
+			stack[sp++] = (uint32_t)v;
+	while (sp) {
+		uint32_t v = stack[--sp];
 
-		if (!(v & 1) && --deg[v + 1] == 0)
-			g->order[tail++] = v + 1;
-		for (uint32_t k = out_start[v]; k < out_start[v + 1]; k++)
+		g->order[tail++] = v;
+		for (uint32_t k = out_start[v + 1]; k-- > out_start[v];)
 			if (--deg[DST_EV(&g->edges[out[k]])] == 0)
-				g->order[tail++] = (uint32_t)DST_EV(&g->edges[out[k]]);
+				stack[sp++] = (uint32_t)DST_EV(&g->edges[out[k]]);
+		if (!(v & 1) && --deg[v + 1] == 0)
+			stack[sp++] = v + 1;   /* its own end next */
 	}
 	if (tail < n_ev) {
 		/*
@@ -648,8 +763,17 @@ done:
 	free(out_start);
 	free(out);
 	free(fill);
+	free(stack);
 	return ret;
 }
+
+/*
+ * What a node costs besides its edges, in bytes: itself, its place in the
+ * node maps and in the order of events, and what one re-timing
+ * (graph_retime) and the critical path take per node.
+ */
+#define NODE_BYTES (sizeof(struct graph_node) + sizeof(int32_t) + 2 * sizeof(uint32_t) + 8 * sizeof(uint32_t) + \
+		    sizeof(int64_t) + GRAPH_RETIME_NODE_BYTES)
 
 int graph_build(struct graph *g, const struct replay *const *rp, size_t n, const int64_t *offset)
 {
@@ -663,6 +787,10 @@ int graph_build(struct graph *g, const struct replay *const *rp, size_t n, const
 	g->offset = offset;
 	for (size_t r = 0; r < n; r++)
 		total += rp[r]->n_apis + rp[r]->n_activities;
+	if (claim(g, (total + 1) * NODE_BYTES) < 0) {
+		memset(g, 0, sizeof(*g));
+		return -1;
+	}
 	g->nodes = malloc((total + 1) * sizeof(*g->nodes));
 	g->api_node = calloc(n + 1, sizeof(*g->api_node));
 	g->act_node = calloc(n + 1, sizeof(*g->act_node));
@@ -732,5 +860,6 @@ void graph_release(struct graph *g)
 	free(g->edges);
 	free(g->in_edges);
 	free(g->order);
+	memory_budget_release(g->memory);
 	memset(g, 0, sizeof(*g));
 }

@@ -26,8 +26,12 @@
  *               the start of a polling loop's last query (after the latest
  *               work that ended while it polled);
  *   GE_COLL     the ranks of one collective: NCCL's k-th collective kernel of
- *               each rank ends once the last rank's has started, plus the
- *               transfer (collectives matched as replay/ranks.h aligns them).
+ *               each rank ends once the last of the other ranks' has
+ *               started, plus its transfer (collectives matched as
+ *               replay/ranks.h aligns them). The ranks meet at a node of
+ *               their own (GN_COLL, after every rank's nodes): an edge from
+ *               each rank's kernel's start to it, one from it to each
+ *               kernel's end, 2R edges for R ranks rather than R(R - 1).
  *
  * Timing. Every edge carries a delay. A node starts at the latest of its
  * start edges (the source's end, or for GE_LAUNCH its start, plus the
@@ -58,7 +62,16 @@
 /* A polling loop: two not-ready queries or more, the done one at least this long after the first (ns). */
 #define GRAPH_POLL_GAP 50000
 
-enum graph_node_kind { GN_API, GN_GPU };
+/*
+ * GN_COLL: where the ranks of a collective meet. It starts when the last
+ * rank's kernel starts and takes no time; its `index` is that kernel's
+ * node (the first of the ranks that arrived last), its `poll` the kernel
+ * of the rank that arrived last of the others (-1: one rank), so that each
+ * rank's end waits for the others only (graph_coll_source). `rank` is
+ * GRAPH_NO_RANK.
+ */
+enum graph_node_kind { GN_API, GN_GPU, GN_COLL };
+#define GRAPH_NO_RANK UINT32_MAX
 
 enum graph_edge_kind { GE_THREAD, GE_LAUNCH, GE_STREAM, GE_WAIT, GE_SYNC, GE_COLL, GE_KIND_COUNT };
 
@@ -100,11 +113,25 @@ struct graph {
 	int32_t **act_node;            /* per rank: rp->activities[i] -> node */
 	int64_t typical[GE_KIND_COUNT];   /* median delay of the edges of each kind that decided */
 	size_t cut;                    /* edges left out to break cycles of equal times (hostile input) */
+	size_t n_colls;                /* GN_COLL nodes, the last of `nodes`: the collectives every rank ran */
+	/* the ranks' collective kernels when they ran different numbers of them (else both 0) */
+	size_t coll_fewest, coll_most;
+	uint32_t coll_fewest_rank, coll_most_rank;   /* rank indices */
+	uint64_t memory;               /* bytes claimed from the analysis budget (lib/memlimit.h) */
 };
 
 /*
+ * The recorded time an end edge from a GN_COLL node counts from for its
+ * target: the start of the last of the other ranks' kernels, and that
+ * kernel's node in *from (UINT64_MAX and -1 when the target is the only rank).
+ */
+uint64_t graph_coll_source(const struct graph *g, const struct graph_edge *e, int32_t *from);
+
+/*
  * Builds the graph of n replays (ranks of one run: `offset` places them on
- * one time line, NULL for a single replay). 0, or -1 after one line.
+ * one time line, NULL for a single replay). Its memory is claimed from the
+ * analysis budget first (lib/memlimit.h), the re-timings' arrays included.
+ * 0, or -1 after one line.
  */
 int graph_build(struct graph *g, const struct replay *const *rp, size_t n, const int64_t *offset);
 void graph_release(struct graph *g);
@@ -176,8 +203,9 @@ int graph_rule_parse(struct graph_rule *r, const char *text);
 struct graph_bw_table {
 	double *bytes, *busbw;
 	double *mean_us;               /* the measured time of each size (its mean_us column), 0 when absent */
-	size_t n;
+	size_t n;                      /* rows, by size (sorted when loaded, equal sizes in the file's order) */
 	uint32_t ranks;                /* the GPUs it was measured on, 0 unknown */
+	bool has_times;                /* every row has its time, and the GPU count is known */
 };
 int graph_bw_table_load(struct graph_bw_table *t, const char *path);   /* -1 after one line */
 /*
@@ -196,6 +224,15 @@ void graph_bw_table_release(struct graph_bw_table *t);
  * `grad_bytes` in all, over `ranks` GPUs at the table's bandwidth, on a
  * stream of its own, each bucket once the backward has done its share.
  */
+/*
+ * What GR_RANKS takes as real: at most 2^53 bytes of gradients (8 PiB), in
+ * at most a million buckets (25 MB buckets of 25 TB of gradients). The
+ * caller refuses more in one line (a header's parameter count or bucket
+ * size can claim anything); graph_retime refuses it too.
+ */
+#define GRAPH_RANKS_MAX_BYTES (UINT64_C(1) << 53)
+#define GRAPH_RANKS_MAX_BUCKETS 1000000
+
 struct graph_ranks_model {
 	uint64_t grad_bytes, bucket_bytes;
 	const struct graph_bw_table *table;
@@ -223,6 +260,8 @@ struct graph_times {
 	uint64_t recorder_ns, taken_ns;
 	struct graph_host_scale *host_scale;   /* GR_UNRECORDED's, for graph_instant; NULL without */
 };
+/* What one re-timing takes per node (counted by graph_build): its times, kernel factors and gates. */
+#define GRAPH_RETIME_NODE_BYTES (2 * sizeof(uint64_t) + sizeof(double) + 16)
 int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
 		 const struct graph_ranks_model *rm, struct graph_times *t);
 void graph_times_release(struct graph_times *t);

@@ -3,7 +3,7 @@
  * parsed, the all-reduce bandwidth table read.
  */
 #include <errno.h>
-#include <fnmatch.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 
 #include "graph/unrecorded.h"
 #include "lib/error.h"
+#include "lib/glob.h"
 #include "lib/grow.h"
 
 int graph_rule_parse(struct graph_rule *r, const char *text)
@@ -106,6 +107,64 @@ static size_t csv_split(char *line, char **field, size_t max)
 	return n;
 }
 
+/* A row of the table, for sorting: its size and its place in the file (equal sizes keep their order). */
+struct row {
+	double bytes;
+	size_t at;
+};
+
+static int cmp_row(const void *x, const void *y)
+{
+	const struct row *a = x, *b = y;
+
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* The rows by size, stably: qsort on (size, place), O(n log n) for a table of any length. */
+static int sort_rows(struct graph_bw_table *t)
+{
+	struct row *r = malloc(t->n * sizeof(*r));
+	double *v = malloc(3 * t->n * sizeof(*v));
+
+	if (!r || !v) {
+		free(r);
+		free(v);
+		return error("out of memory");
+	}
+	for (size_t i = 0; i < t->n; i++)
+		r[i] = (struct row){ t->bytes[i], i };
+	qsort(r, t->n, sizeof(*r), cmp_row);
+	for (size_t i = 0; i < t->n; i++) {
+		v[i] = t->bytes[r[i].at];
+		v[t->n + i] = t->busbw[r[i].at];
+		v[2 * t->n + i] = t->mean_us[r[i].at];
+	}
+	memcpy(t->bytes, v, t->n * sizeof(*v));
+	memcpy(t->busbw, v + t->n, t->n * sizeof(*v));
+	memcpy(t->mean_us, v + 2 * t->n, t->n * sizeof(*v));
+	free(r);
+	free(v);
+	return 0;
+}
+
+/* The first row whose size is at least `bytes` (t->n: none), by binary search. */
+static size_t row_at_least(const struct graph_bw_table *t, double bytes)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->bytes[mid] < bytes)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -189,54 +248,48 @@ int graph_bw_table_load(struct graph_bw_table *t, const char *path)
 	fclose(f);
 	if (!t->n)
 		return error("'%s': an all-reduce table without a row of sizes and bandwidths", path);
-	/* by size (insertion: a table is tens of rows) */
-	for (size_t i = 1; i < t->n; i++)
-		for (size_t j = i; j > 0 && t->bytes[j - 1] > t->bytes[j]; j--) {
-			double x = t->bytes[j], y = t->busbw[j], z = t->mean_us[j];
-
-			t->bytes[j] = t->bytes[j - 1];
-			t->busbw[j] = t->busbw[j - 1];
-			t->mean_us[j] = t->mean_us[j - 1];
-			t->bytes[j - 1] = x;
-			t->busbw[j - 1] = y;
-			t->mean_us[j - 1] = z;
-		}
+	if (sort_rows(t) < 0) {
+		graph_bw_table_release(t);
+		return -1;
+	}
+	t->has_times = t->ranks >= 2;
+	for (size_t i = 0; i < t->n && t->has_times; i++)
+		t->has_times = t->mean_us[i] > 0;
 	return 0;
 }
 
 /* The table's bus bandwidth at `bytes`, interpolated in log size; outside its sizes the nearest row's. */
 static double bw_table_busbw(const struct graph_bw_table *t, double bytes)
 {
+	size_t i;
+
 	if (bytes <= t->bytes[0])
 		return t->busbw[0];
-	for (size_t i = 1; i < t->n; i++)
-		if (bytes <= t->bytes[i]) {
-			double f = (log(bytes) - log(t->bytes[i - 1])) / (log(t->bytes[i]) - log(t->bytes[i - 1]));
+	i = row_at_least(t, bytes);
+	if (i < t->n) {
+		double f = (log(bytes) - log(t->bytes[i - 1])) / (log(t->bytes[i]) - log(t->bytes[i - 1]));
 
-			return t->busbw[i - 1] + f * (t->busbw[i] - t->busbw[i - 1]);
-		}
+		return t->busbw[i - 1] + f * (t->busbw[i] - t->busbw[i - 1]);
+	}
 	return t->busbw[t->n - 1];
 }
 
 double graph_bw_table_time(const struct graph_bw_table *t, double bytes, uint32_t ranks)
 {
 	double n = ranks, ring = 2 * (n - 1) / n, own;
-	bool times = t->ranks >= 2;
+	size_t i;
 
-	for (size_t i = 0; i < t->n && times; i++)
-		times = t->mean_us[i] > 0;
-	if (!times)
+	if (!t->has_times)
 		return ring * bytes / bw_table_busbw(t, bytes);
 	own = 2.0 * (t->ranks - 1) / t->ranks;
 	if (bytes <= t->bytes[0])
 		return t->mean_us[0] / 1e6 * ring / own;
-	for (size_t i = 1; i < t->n; i++)
-		if (bytes <= t->bytes[i]) {
-			double f = (log(bytes) - log(t->bytes[i - 1])) / (log(t->bytes[i]) - log(t->bytes[i - 1]));
+	i = row_at_least(t, bytes);
+	if (i < t->n) {
+		double f = (log(bytes) - log(t->bytes[i - 1])) / (log(t->bytes[i]) - log(t->bytes[i - 1]));
 
-			return exp(log(t->mean_us[i - 1]) + f * (log(t->mean_us[i]) - log(t->mean_us[i - 1]))) / 1e6 *
-			       ring / own;
-		}
+		return exp(log(t->mean_us[i - 1]) + f * (log(t->mean_us[i]) - log(t->mean_us[i - 1]))) / 1e6 * ring / own;
+	}
 	return (t->mean_us[t->n - 1] / 1e6 + own * (bytes - t->bytes[t->n - 1]) / t->busbw[t->n - 1]) * ring / own;
 }
 
@@ -257,34 +310,132 @@ struct effects {
 	int64_t *thread_delay; /* GR_UNRECORDED: per edge, a thread edge's delay less the recorder's time; NULL: none */
 };
 
-static bool kernel_matches(const struct graph *g, const struct graph_node *n, const char *pattern)
+/*
+ * A kernels:GLOB rule's matcher over a graph: the glob compiled once
+ * (lib/glob.h: linear in the text, whatever the pattern), and what it said
+ * of each rank's strings (kernel names, ops' names, kinds, phases and
+ * paths) and range paths, each asked once. A kernel matches by its name,
+ * its op's, or its range's path or any tail of that path from a component
+ * on (a glob of "attn" and what follows matches "step/forward/layer.3/attn/qk"):
+ * every path's tails are matched at once, in one pass over the tree of
+ * paths (a path's state is its parent's fed "/" and its name), the whole
+ * path however long (not cut as replay_path_str cuts it for people).
+ */
+struct kmatch {
+	struct glob *glob;
+	const struct graph *g;
+	uint8_t **str;                 /* per rank: per string id, 0 not asked yet, 1 no, 2 yes */
+	uint8_t **path;                /* per rank: per path, 1 no, 2 yes; NULL until asked */
+};
+
+static void kmatch_release(struct kmatch *km)
 {
-	const struct replay *rp = g->rp[n->rank];
+	for (size_t r = 0; km->g && r < km->g->n_ranks; r++) {
+		free(km->str ? km->str[r] : NULL);
+		free(km->path ? km->path[r] : NULL);
+	}
+	free(km->str);
+	free(km->path);
+	glob_free(km->glob);
+	memset(km, 0, sizeof(*km));
+}
+
+static int kmatch_init(struct kmatch *km, const struct graph *g, const char *pattern)
+{
+	memset(km, 0, sizeof(*km));
+	km->g = g;
+	km->glob = glob_compile(pattern);
+	km->str = calloc(g->n_ranks + 1, sizeof(*km->str));
+	km->path = calloc(g->n_ranks + 1, sizeof(*km->path));
+	if (!km->glob || !km->str || !km->path) {
+		kmatch_release(km);
+		return error("out of memory");
+	}
+	return 0;
+}
+
+/* Feeds a path component, a match also beginning after each '/' in it. */
+static void feed_component(const struct glob *gl, uint64_t *st, const char *s)
+{
+	for (const char *slash; (slash = strchr(s, '/')); s = slash + 1) {
+		glob_feed(gl, st, s, (size_t)(slash - s) + 1);
+		glob_restart(gl, st);
+	}
+	glob_feed(gl, st, s, strlen(s));
+}
+
+/* Whether rank r's string id matches; -1 when out of memory (said). */
+static int kmatch_str(struct kmatch *km, uint32_t r, uint32_t id)
+{
+	const struct replay *rp = km->g->rp[r];
+
+	if (!km->str[r]) {
+		km->str[r] = calloc(rp->n_strings + 1, 1);
+		if (!km->str[r])
+			return error("out of memory");
+	}
+	if (id >= rp->n_strings)
+		id = 0;   /* "" */
+	if (!km->str[r][id])
+		km->str[r][id] = glob_match(km->glob, replay_str(rp, id)) ? 2 : 1;
+	return km->str[r][id] == 2;
+}
+
+/* Rank r's range paths, each matched with its tails. 0, or -1 after an error line. */
+static int kmatch_paths(struct kmatch *km, uint32_t r)
+{
+	const struct replay *rp = km->g->rp[r];
+	size_t w = glob_words(km->glob);
+	uint64_t *st = malloc((rp->n_paths + 1) * w * sizeof(uint64_t));
+
+	km->path[r] = calloc(rp->n_paths + 1, 1);
+	if (!st || !km->path[r]) {
+		free(st);
+		return error("out of memory");
+	}
+	for (size_t p = 0; p < rp->n_paths; p++) {
+		const struct replay_path *x = &rp->paths[p];
+		uint64_t *s = st + p * w;
+
+		if (x->parent >= 0 && (size_t)x->parent < p) {
+			memcpy(s, st + (size_t)x->parent * w, w * sizeof(uint64_t));
+			glob_feed(km->glob, s, "/", 1);
+			glob_restart(km->glob, s);
+		} else {
+			glob_start(km->glob, s);
+		}
+		feed_component(km->glob, s, replay_str(rp, x->name));
+		km->path[r][p] = glob_accepts(km->glob, s) ? 2 : 1;
+	}
+	free(st);
+	return 0;
+}
+
+/* Whether the kernel of node n matches; -1 after an error line. */
+static int kernel_matches(struct kmatch *km, const struct graph_node *n)
+{
+	const struct replay *rp = km->g->rp[n->rank];
 	const struct replay_activity *a = &rp->activities[n->index];
 	const struct replay_op *op = replay_op(rp, a->op);
-	const char *name = replay_str(rp, a->name);
+	int m = kmatch_str(km, n->rank, a->name);
 
-	if (!fnmatch(pattern, name, 0))
-		return true;
-	if (op && (!fnmatch(pattern, replay_str(rp, op->kind), 0) || !fnmatch(pattern, replay_str(rp, op->name), 0) ||
-		   !fnmatch(pattern, replay_str(rp, op->phase), 0) ||
-		   !fnmatch(pattern, replay_path_str(rp, op->path), 0)))
-		return true;
-	if (a->range >= 0) {
-		const char *path = replay_activity_path(rp, a);
-		const char *p = path;
+	if (m)
+		return m;
+	if (op) {
+		const uint32_t ids[] = { op->kind, op->name, op->phase, op->path };
 
-		/* the path, or any tail of it from a component on (a glob of "attn" and what follows matches "step/forward/layer.3/attn/qk") */
-		for (;;) {
-			if (!fnmatch(pattern, p, 0))
-				return true;
-			p = strchr(p, '/');
-			if (!p)
-				break;
-			p++;
-		}
+		for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+			if ((m = kmatch_str(km, n->rank, ids[i])))
+				return m;
 	}
-	return false;
+	if (a->range >= 0 && (size_t)a->range < rp->n_ranges) {
+		uint32_t p = rp->ranges[a->range].path;
+
+		if (!km->path[n->rank] && kmatch_paths(km, n->rank) < 0)
+			return -1;
+		return p < rp->n_paths && km->path[n->rank][p] == 2;
+	}
+	return 0;
 }
 
 /* ---- contention -------------------------------------------------------- */
@@ -463,19 +614,28 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 			free(f);
 			break;
 		}
-		case GR_KERNELS:
-			if (!kernel_factors(fx, g))
+		case GR_KERNELS: {
+			struct kmatch km = { 0 };
+
+			if (!kernel_factors(fx, g) || (rules[i].pattern && kmatch_init(&km, g, rules[i].pattern) < 0))
 				return -1;
 			for (size_t k = 0; k < g->n_nodes; k++) {
 				const struct graph_node *x = &g->nodes[k];
+				int m;
 
 				if (x->kind != GN_GPU)
 					continue;
-				if (rules[i].pattern ? kernel_matches(g, x, rules[i].pattern)
-						     : x->end - x->start < rules[i].below)
+				m = rules[i].pattern ? kernel_matches(&km, x) : x->end - x->start < rules[i].below;
+				if (m < 0) {
+					kmatch_release(&km);
+					return -1;
+				}
+				if (m)
 					fx->kernel[k] *= rules[i].factor;
 			}
+			kmatch_release(&km);
 			break;
+		}
 		default: break;
 		}
 	}
@@ -513,6 +673,8 @@ static uint64_t own_time(const struct graph *g, const struct effects *fx, size_t
 {
 	const struct graph_node *n = &g->nodes[i];
 
+	if (n->kind == GN_COLL)
+		return 0;
 	if (n->kind == GN_API)
 		return fx->graph && !n->sync ? 0 : scaled(n->own, fx->host);
 	if (n->work == GW_COMM) {
@@ -532,9 +694,20 @@ struct gate {
 	uint64_t extra;
 };
 
+/*
+ * A collective's meeting point as re-timed: the rank that arrives last (its
+ * kernel's node) and the start of the last of the others (graph.h, GN_COLL).
+ */
+struct meet {
+	int32_t last;
+	uint64_t others;               /* UINT64_MAX: no other rank */
+};
+
 static void retime_pass(const struct graph *g, const struct effects *fx, const struct gate *gate,
-			uint64_t *start, uint64_t *end)
+			struct meet *meet, uint64_t *start, uint64_t *end)
 {
+	size_t first_coll = g->n_nodes - g->n_colls;
+
 	for (size_t i = 0; i < g->n_nodes; i++) {
 		start[i] = g->nodes[i].start;
 		end[i] = g->nodes[i].end;
@@ -543,9 +716,12 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 		uint32_t v = g->order[k];
 		size_t i = v / 2;
 		const struct graph_node *n = &g->nodes[i];
+		struct meet *m = n->kind == GN_COLL && !(v & 1) ? &meet[i - first_coll] : NULL;
 		bool any = false;
 		uint64_t t = 0;
 
+		if (m)
+			*m = (struct meet){ -1, UINT64_MAX };
 		for (uint32_t j = 0; j < n->n_in; j++) {
 			const struct graph_edge *e = &g->edges[g->in_edges[n->in + j]];
 			uint64_t src, at;
@@ -556,8 +732,23 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 				continue;
 			if (fx->overlap && e->to_end && e->kind == GE_COLL)
 				continue;
-			src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? start[e->from] : end[e->from];
+			if (e->to_end && e->kind == GE_COLL && g->nodes[e->from].kind == GN_COLL) {
+				/* the others' last start: a rank's own start is its own duration's */
+				const struct meet *h = &meet[e->from - (int32_t)first_coll];
+
+				src = h->last == e->to ? h->others : start[e->from];
+				if (src == UINT64_MAX)
+					continue;
+			} else {
+				src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? start[e->from] : end[e->from];
+			}
 			at = graph_add(src, edge_delay(g, fx, e));
+			if (m && (m->last < 0 || at > t)) {
+				m->others = m->last < 0 ? UINT64_MAX : t;
+				m->last = e->from;
+			} else if (m && (m->others == UINT64_MAX || at > m->others)) {
+				m->others = at;
+			}
 			if (!any || at > t)
 				t = at;
 			any = true;
@@ -588,6 +779,10 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 	uint32_t *first = calloc(rp->n_steps + 2, sizeof(uint32_t)), *acts = malloc((rp->n_activities + 1) * sizeof(uint32_t));
 	uint64_t bucket = rm->bucket_bytes && rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes;
 	size_t n_buckets = bucket ? (size_t)((rm->grad_bytes + bucket - 1) / bucket) : 0;
+	/* a full bucket's all-reduce, and the last's (what is left of the gradients) */
+	uint64_t t_full = bucket ? (uint64_t)(graph_bw_table_time(rm->table, (double)bucket, rule->ranks) * 1e9) : 0;
+	uint64_t t_last = bucket ? (uint64_t)(graph_bw_table_time(rm->table, (double)(rm->grad_bytes -
+					       (uint64_t)(n_buckets - 1) * bucket), rule->ranks) * 1e9) : 0;
 
 	if (!path_phase || !first || !acts) {
 		free(path_phase);
@@ -612,7 +807,6 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 		uint64_t busy = 0, done = 0, comm_end = 0, last_end = 0, opt_start = UINT64_MAX;
 		int32_t last = -1;
 		size_t b = 0;
-		double left = (double)rm->grad_bytes;
 
 		/* the backward: its work before the optimizer's (a zero_grad inside it may run later) */
 		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
@@ -638,24 +832,39 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 			continue;
 		for (uint32_t j = first[s]; j < first[s + 1] && b < n_buckets; j++) {
 			int32_t k = g->act_node[0][acts[j]];
+			size_t to;
 
 			if (graph_activity_phase(rp, path_phase, &rp->activities[acts[j]]) != ST_PHASE_BACKWARD ||
 			    start[k] >= opt_start)
 				continue;
 			done += end[k] - start[k];
-			while (b < n_buckets && (double)done * (double)n_buckets >= (double)(b + 1) * (double)busy) {
-				double size = left < (double)bucket ? left : (double)bucket;
+			/*
+			 * the buckets this kernel completes, b .. to: bucket i is ready once the
+			 * backward's done share reaches (i + 1) / n_buckets of its time; all but
+			 * the last are of one size, so they cost a multiplication, not a loop
+			 */
+			to = (size_t)fmin((double)n_buckets, floor((double)done * (double)n_buckets / (double)busy));
+			while (to > b && !((double)done * (double)n_buckets >= (double)to * (double)busy))
+				to--;
+			while (to < n_buckets && (double)done * (double)n_buckets >= (double)(to + 1) * (double)busy)
+				to++;
+			if (to == b)
+				continue;
+			{
 				uint64_t ready = rm->bucket_bytes ? end[k] : last_end;
+				size_t full = to < n_buckets ? to - b : to - b - 1;   /* the last bucket may be smaller */
 
 				comm_end = comm_end > ready ? comm_end : ready;
-				if (!rm->bucket_bytes && rm->tensors)   /* naive: each tensor on its own */
+				if (!rm->bucket_bytes && rm->tensors) {   /* naive: one bucket, each tensor on its own */
 					for (size_t x = 0; x < rm->n_tensors; x++)
 						comm_end += (uint64_t)(graph_bw_table_time(rm->table, (double)rm->tensors[x],
 											    rule->ranks) * 1e9);
-				else
-					comm_end += (uint64_t)(graph_bw_table_time(rm->table, size, rule->ranks) * 1e9);
-				left -= size;
-				b++;
+				} else {
+					comm_end += (uint64_t)full * t_full;
+					if (to == n_buckets)
+						comm_end += t_last;
+				}
+				b = to;
 			}
 		}
 		/* the optimizer's work (else all after the backward) waits for the last bucket */
@@ -681,6 +890,7 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 	struct effects fx;
 	const struct graph_rule *ranks = NULL;
 	struct gate *gate = NULL;
+	struct meet *meet = NULL;
 	int ret = -1;
 
 	memset(t, 0, sizeof(*t));
@@ -690,6 +900,10 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 	if (ranks && (!rm || !rm->table || !rm->grad_bytes || g->n_ranks != 1))
 		return error("--what-if %s: needs a single-GPU run with its gradients' size and an all-reduce table "
 			     "(--allreduce FILE)", ranks->text);
+	if (ranks && (rm->grad_bytes > GRAPH_RANKS_MAX_BYTES ||
+		      (rm->bucket_bytes && rm->grad_bytes / rm->bucket_bytes >= GRAPH_RANKS_MAX_BUCKETS)))
+		return error("--what-if %s: %" PRIu64 " bytes of gradients in buckets of %" PRIu64 " bytes: past what "
+			     "a run holds", ranks->text, rm->grad_bytes, rm->bucket_bytes);
 	if (effects_init(&fx, g, rules, n) < 0) {
 		free(fx.kernel);
 		return -1;
@@ -711,7 +925,12 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 		error("out of memory");
 		goto out;
 	}
-	retime_pass(g, &fx, NULL, t->start, t->end);
+	meet = malloc((g->n_colls + 1) * sizeof(*meet));
+	if (!meet) {
+		error("out of memory");
+		goto out;
+	}
+	retime_pass(g, &fx, NULL, meet, t->start, t->end);
 	if (ranks) {
 		gate = malloc((g->n_nodes + 1) * sizeof(*gate));
 		if (!gate) {
@@ -722,13 +941,14 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 			gate[i].anchor = -1;
 		if (ranks_floor(g, ranks, rm, t->start, t->end, gate) < 0)
 			goto out;
-		retime_pass(g, &fx, gate, t->start, t->end);
+		retime_pass(g, &fx, gate, meet, t->start, t->end);
 	}
 	ret = 0;
 out:
 	free(fx.kernel);
 	free(fx.thread_delay);
 	free(gate);
+	free(meet);
 	if (ret < 0)
 		graph_times_release(t);
 	return ret;

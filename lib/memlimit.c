@@ -6,6 +6,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "lib/error.h"
+#include "lib/human.h"
+
 static void lower(uint64_t *min, uint64_t v)
 {
 	if (v && (!*min || v < *min))
@@ -120,4 +123,39 @@ uint64_t memory_limit_for_bundle(uint64_t limit, uint64_t bytes)
 	if (scaled < MEMORY_LIMIT_SMALL)
 		scaled = MEMORY_LIMIT_SMALL;
 	return limit && limit < scaled ? limit : scaled;
+}
+
+/* The analysis budget (memory_budget_set); limit 0: unset, anything fits. */
+static uint64_t budget_limit, budget_left;
+static char budget_why[160];
+
+void memory_budget_set(uint64_t limit, uint64_t left, const char *why)
+{
+	budget_limit = limit;
+	budget_left = left < limit ? left : limit;
+	snprintf(budget_why, sizeof(budget_why), "%s", why ? why : "");
+}
+
+int memory_budget_claim(uint64_t bytes, const char *what)
+{
+	char need[32], lim[32], left[32];
+
+	if (!budget_limit)
+		return 0;
+	if (bytes > budget_left)
+		return error("%s needs at least %s of memory, over the %s the limit of %s%s%s%s leaves once the "
+			     "bundles are read: raise it with --memory-limit", what,
+			     human_bytes(need, sizeof(need), (double)bytes),
+			     human_bytes(left, sizeof(left), (double)budget_left),
+			     human_bytes(lim, sizeof(lim), (double)budget_limit), *budget_why ? " (" : "", budget_why,
+			     *budget_why ? ")" : "");
+	budget_left -= bytes;
+	return 0;
+}
+
+void memory_budget_release(uint64_t bytes)
+{
+	if (!budget_limit)
+		return;
+	budget_left = budget_left + bytes < budget_limit ? budget_left + bytes : budget_limit;
 }

@@ -43,4 +43,27 @@ uint64_t memory_limit_default(void);
  */
 uint64_t memory_limit_for_bundle(uint64_t limit, uint64_t bytes);
 
+/*
+ * What an analysis may still take once its bundles are read: the limit
+ * (--memory-limit, or the default) less what reading them counted. The
+ * command runner sets it; a structure an analysis builds in proportion to
+ * the ranks, the collectives or the events (explain's graph of every rank,
+ * comm's instances per collective and rank, a trace's layout of every
+ * rank) claims its bytes before it allocates them, and past the budget the
+ * command ends with one line naming the limit to raise:
+ *
+ *   error: explain's dependency graph of 1024 ranks needs at least 5.1 GiB of memory, over the
+ *   3.2 GiB the limit of 4 GiB leaves once the bundles are read: raise it with --memory-limit
+ *
+ * `why` says where the limit came from when it is a default lowered for
+ * small bundles (NULL: the limit as given, or the machine's default).
+ *
+ * Unset (tests, a library caller), the budget holds anything.
+ */
+void memory_budget_set(uint64_t limit, uint64_t left, const char *why);
+/* Claims `bytes` for `what` ("explain's dependency graph of 8 ranks"); 0, or -1 after one line. */
+int memory_budget_claim(uint64_t bytes, const char *what);
+/* Gives back what a claim took, once its structure is freed. */
+void memory_budget_release(uint64_t bytes);
+
 #endif

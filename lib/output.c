@@ -426,6 +426,7 @@ int output_open(struct output *o, const char *path, const char *const *inputs)
 	/* a file replaced keeps its permissions */
 	if (exists)
 		fchmod(fd, st.st_mode & 07777);
+	o->linked = exists && st.st_nlink > 1;
 	if (open_stream(o, fd) < 0) {
 		int e = errno;
 
@@ -434,6 +435,38 @@ int output_open(struct output *o, const char *path, const char *const *inputs)
 		return write_error(o, e);
 	}
 	return 0;
+}
+
+/*
+ * The whole temporary file copied into the target in place (a target with
+ * other hard links keeps its inode, so every name sees the new content).
+ * 0, or an errno.
+ */
+static int copy_into(const char *tmp, const char *target)
+{
+	char buf[65536];
+	int in = open(tmp, O_RDONLY | O_CLOEXEC), out = in >= 0 ? open(target, O_WRONLY | O_TRUNC | O_CLOEXEC) : -1;
+	int e = in < 0 || out < 0 ? errno : 0;
+	ssize_t n;
+
+	while (!e && (n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			e = errno;
+			break;
+		}
+		for (ssize_t done = 0, w; done < n && !e; done += w > 0 ? w : 0) {
+			w = write(out, buf + done, (size_t)(n - done));
+			if (w < 0 && errno != EINTR)
+				e = errno;
+		}
+	}
+	if (!e && out >= 0 && fsync(out) != 0)
+		e = errno;
+	if (out >= 0 && close(out) != 0 && !e)
+		e = errno;
+	if (in >= 0)
+		close(in);
+	return e;
 }
 
 /* Makes the rename itself durable; a failure here loses nothing already written. */
@@ -469,7 +502,15 @@ int output_close(struct output *o)
 
 		/* renamed and forgotten at once: a signal then must not remove what now has the target's name */
 		signals_hold(&saved);
-		if (rename(o->tmp, o->target) != 0) {
+		if (o->linked) {
+			/* copied whole before a signal may end the process; the temporary file then goes */
+			e = copy_into(o->tmp, o->target);
+			if (!e) {
+				unlink(o->tmp);
+				temp_forget(o->slot);
+				o->slot = -1;
+			}
+		} else if (rename(o->tmp, o->target) != 0) {
 			e = errno;
 		} else {
 			temp_forget(o->slot);

@@ -21,9 +21,10 @@
  *   and leaves the target as it was. SIGINT, SIGTERM or SIGHUP in between
  *   (unless the program took them over, as record does) removes the
  *   temporary file, then ends the process as the signal would; a process
- *   killed outright leaves it, never a half-written target. The rename
- *   gives the target a new inode: a hard link's other names keep the old
- *   content.
+ *   killed outright leaves it, never a half-written target. A target with
+ *   other hard links is not renamed over (its other names would keep the
+ *   old content, as `>` never does): once the temporary file is whole, it is
+ *   copied into the target in place, signals held, then removed.
  * - An existing file the user could not write with `>` is refused with one
  *   line before anything is written: one whose mode has no write bit for
  *   the user's class (owner, group or others; root too, whom `>` would let
@@ -54,6 +55,7 @@ struct output {
 	int fd;               /* what f writes to */
 	int err;              /* errno of the first failed write, 0 if none */
 	int slot;             /* where a signal's handler finds tmp; -1 none */
+	int linked;           /* the target has other hard links: copied into at close, not renamed over */
 };
 
 /*

@@ -317,12 +317,130 @@ int mem_timeline_build(struct mem_timeline *tl, const struct replay *rp, enum me
 	return mem_timeline_build_window(tl, rp, view, 0, UINT64_MAX);
 }
 
+/*
+ * Which blocks overlap a live one at another address: the blocks' ends,
+ * (device, address) pairs sorted, cut the address space into pieces; a
+ * segment tree holds, per piece, how many live blocks cover it (range add,
+ * range max: O(log n) per allocation and free).
+ */
+struct cover {
+	uint64_t *key;              /* 2 per block: device, address; sorted, distinct */
+	size_t n;                   /* keys */
+	int32_t *max, *add;         /* the tree over the n - 1 pieces, 4 (n - 1) nodes */
+};
+
+static int cmp_key(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	if (a[0] != b[0])
+		return a[0] < b[0] ? -1 : 1;
+	return a[1] < b[1] ? -1 : a[1] > b[1];
+}
+
+static size_t cover_find(const struct cover *cv, uint64_t dev, uint64_t addr)
+{
+	size_t lo = 0, hi = cv->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const uint64_t *k = cv->key + 2 * mid;
+
+		if (k[0] < dev || (k[0] == dev && k[1] < addr))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The pieces of a block: [*l, *r); false for an empty one. */
+static bool cover_span(const struct cover *cv, uint32_t dev, uint64_t addr, uint64_t size, size_t *l, size_t *r)
+{
+	uint64_t end = addr + size < addr ? UINT64_MAX : addr + size;
+
+	if (!size || !cv->n)
+		return false;
+	*l = cover_find(cv, dev, addr);
+	*r = cover_find(cv, dev, end);
+	return *l < *r;
+}
+
+/* Adds d over pieces [l, r) of node x (pieces [lo, hi)); returns nothing: max kept at each node. */
+static void cover_add(struct cover *cv, size_t x, size_t lo, size_t hi, size_t l, size_t r, int32_t d)
+{
+	if (r <= lo || hi <= l)
+		return;
+	if (l <= lo && hi <= r) {
+		cv->add[x] += d;
+		cv->max[x] += d;
+		return;
+	}
+	cover_add(cv, 2 * x, lo, (lo + hi) / 2, l, r, d);
+	cover_add(cv, 2 * x + 1, (lo + hi) / 2, hi, l, r, d);
+	cv->max[x] = cv->add[x] + (cv->max[2 * x] > cv->max[2 * x + 1] ? cv->max[2 * x] : cv->max[2 * x + 1]);
+}
+
+static int32_t cover_max(const struct cover *cv, size_t x, size_t lo, size_t hi, size_t l, size_t r)
+{
+	int32_t a, b;
+
+	if (r <= lo || hi <= l)
+		return INT32_MIN / 2;
+	if (l <= lo && hi <= r)
+		return cv->max[x];
+	a = cover_max(cv, 2 * x, lo, (lo + hi) / 2, l, r);
+	b = cover_max(cv, 2 * x + 1, (lo + hi) / 2, hi, l, r);
+	return cv->add[x] + (a > b ? a : b);
+}
+
+static void cover_release(struct cover *cv)
+{
+	free(cv->key);
+	free(cv->max);
+	free(cv->add);
+	memset(cv, 0, sizeof(*cv));
+}
+
+/* The keys of every allocation in the view; -1 when out of memory. */
+static int cover_init(struct cover *cv, const struct replay *rp, enum mem_view view, size_t n_alloc)
+{
+	size_t k = 0;
+
+	memset(cv, 0, sizeof(*cv));
+	cv->key = malloc((4 * n_alloc + 2) * sizeof(uint64_t));
+	if (!cv->key)
+		return -1;
+	for (size_t i = 0; i < rp->n_mem; i++) {
+		const struct st_event *ev = &rp->mem[i].ev;
+		uint64_t size;
+
+		if (ev->kind != ST_ALLOC || !in_view(ev, view))
+			continue;
+		size = ev->mem.size > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : ev->mem.size;
+		cv->key[2 * k] = ev->mem.device;
+		cv->key[2 * k + 1] = ev->mem.address;
+		k++;
+		cv->key[2 * k] = ev->mem.device;
+		cv->key[2 * k + 1] = ev->mem.address + size < ev->mem.address ? UINT64_MAX : ev->mem.address + size;
+		k++;
+	}
+	qsort(cv->key, k, 2 * sizeof(uint64_t), cmp_key);
+	for (size_t i = 0; i < k; i++)
+		if (!cv->n || cmp_key(cv->key + 2 * i, cv->key + 2 * (cv->n - 1)))
+			memmove(cv->key + 2 * cv->n++, cv->key + 2 * i, 2 * sizeof(uint64_t));
+	cv->max = calloc(4 * cv->n + 4, sizeof(int32_t));
+	cv->add = calloc(4 * cv->n + 4, sizeof(int32_t));
+	return cv->max && cv->add ? 0 : -1;
+}
+
 int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, enum mem_view view,
 			      uint64_t t0, uint64_t t1)
 {
 	struct replay_key *keys = NULL, *tmp = NULL;
 	struct phase_cache pc = { NULL, NULL };
 	struct live_table lt = { 0 };
+	struct cover cv = { 0 };
 	size_t n = 0, n_alloc_ev = 0, n_tag_ev = 0;
 	uint64_t live = 0;
 
@@ -351,7 +469,7 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 	pc.by_op = malloc(rp->n_ops + 1);
 	pc.by_path = malloc(rp->n_paths + 1);
 	if (!keys || !tmp || !tl->points || !tl->blocks || !tl->step_peak || !tl->tags || !pc.by_op ||
-	    !pc.by_path || live_table_init(&lt, n_alloc_ev) < 0)
+	    !pc.by_path || live_table_init(&lt, n_alloc_ev) < 0 || cover_init(&cv, rp, view, n_alloc_ev) < 0)
 		goto oom;
 	memset(pc.by_op, -2, rp->n_ops + 1);
 	replay_path_phases(rp, pc.by_path);
@@ -400,8 +518,25 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 			b->category = ev->mem.category < ST_MEM_CATEGORY_COUNT ? (uint8_t)ev->mem.category : 0;
 			b->phase = pt->phase;
 			slot = live_table_find(&lt, b->address, b->device);
-			if (lt.block[slot] >= 0)
+			if (lt.block[slot] >= 0) {
 				tl->n_reused_live++;   /* the older block stays live: its free was lost */
+			} else if (cv.n > 1) {
+				size_t l, r;
+
+				/* live bytes under it at another address: counted twice from here */
+				if (cover_span(&cv, b->device, b->address, b->size, &l, &r) &&
+				    cover_max(&cv, 1, 0, cv.n - 1, l, r) > 0) {
+					tl->n_overlapping++;
+					if (b->size > tl->overlap_bytes)
+						tl->overlap_bytes = b->size;
+				}
+			}
+			{
+				size_t l, r;
+
+				if (cover_span(&cv, b->device, b->address, b->size, &l, &r))
+					cover_add(&cv, 1, 0, cv.n - 1, l, r, +1);
+			}
 			lt.addr[slot] = b->address;
 			lt.dev[slot] = b->device;
 			lt.block[slot] = (int32_t)tl->n_blocks;
@@ -418,8 +553,12 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 			if (lt.block[slot] >= 0) {
 				struct mem_block *b = &tl->blocks[lt.block[slot]];
 
+				size_t l, r;
+
 				b->free_point = (int32_t)tl->n_points;
 				b->t_free = ev->start;
+				if (cover_span(&cv, b->device, b->address, b->size, &l, &r))
+					cover_add(&cv, 1, 0, cv.n - 1, l, r, -1);
 				live -= b->size;
 				pt->delta = -(int64_t)b->size;
 				pt->category = b->category;
@@ -476,6 +615,7 @@ int mem_timeline_build_window(struct mem_timeline *tl, const struct replay *rp, 
 	free(pc.by_op);
 	free(pc.by_path);
 	live_table_release(&lt);
+	cover_release(&cv);
 	return 0;
 oom:
 	free(keys);
@@ -483,6 +623,7 @@ oom:
 	free(pc.by_op);
 	free(pc.by_path);
 	live_table_release(&lt);
+	cover_release(&cv);
 	mem_timeline_release(tl);
 	return error("out of memory for the memory timeline (%zu events)", rp->n_mem);
 }

@@ -159,6 +159,14 @@ struct mem_timeline {
 	uint32_t *unknown_frees;    /* indices into points */
 	size_t n_unknown_frees;
 	size_t n_reused_live;       /* allocations at an address that was still live */
+	/*
+	 * Allocations overlapping a block still live at another address (no
+	 * allocator hands out a byte twice: a lost free, or damage): the live
+	 * totals count the bytes they share more than once. overlap_bytes: the
+	 * most any one of them shared.
+	 */
+	size_t n_overlapping;
+	uint64_t overlap_bytes;
 	size_t n_ooms;              /* OOM events recorded in the bundle */
 	struct mem_tag *tags;       /* the view's tags (driver view) */
 	size_t n_tags, n_tags_ignored;

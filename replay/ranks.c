@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lib/error.h"
 #include "lib/grow.h"
@@ -19,6 +20,12 @@
  * damage, not a run.
  */
 #define RUN_SPAN_NS (1ull << 62)
+/*
+ * The ranks of one run start recording together: their time bases (or
+ * real-time clocks, or collectives) placing two of them more than a day
+ * apart is damage or two runs, refused rather than shown as a skew of years.
+ */
+#define RUN_APART_NS (86400ull * 1000000000ull)
 /* Fewer collectives common to every rank leave ranks of different hosts on their real-time clocks. */
 #define ALIGN_MIN_COLLECTIVES 3
 
@@ -232,9 +239,10 @@ static int refine(struct replay_ranks *rs)
 			first = r;
 		}
 	for (size_t r = 0; r < n; r++) {
-		if (mt.biased[r] - low > RUN_SPAN_NS) {
-			error("'%s' and '%s' are ranks of one run, but their collectives place them over 146 years "
-			      "apart", rs->rank[first]->path, rs->rank[r]->path);
+		if (mt.biased[r] - low > RUN_APART_NS) {
+			error("'%s' and '%s' are ranks of one run, but their collectives place them %.1f days apart: a run's "
+			      "ranks start within a day of each other", rs->rank[first]->path, rs->rank[r]->path,
+			      (double)(mt.biased[r] - low) / (double)RUN_APART_NS);
 			goto out;
 		}
 		rs->offset[r] = (int64_t)(mt.biased[r] - low);
@@ -284,10 +292,11 @@ static int align(struct replay_ranks *rs)
 		/* unsigned: the difference of two int64_t fits a uint64_t */
 		uint64_t off = one_host ? h->time_base_ns - base : (uint64_t)h->created_unix_ns - (uint64_t)created;
 
-		if (off > RUN_SPAN_NS)
-			return error("'%s' and '%s' are ranks of one run, but their %s place them over 146 years "
-				     "apart", rs->rank[one_host ? first_base : first_created]->path, rs->rank[i]->path,
-				     one_host ? "time bases" : "creation times");
+		if (off > RUN_APART_NS)
+			return error("'%s' and '%s' are ranks of one run, but their %s place them %.1f days apart: a run's "
+				     "ranks start within a day of each other",
+				     rs->rank[one_host ? first_base : first_created]->path, rs->rank[i]->path,
+				     one_host ? "time bases" : "creation times", (double)off / (double)RUN_APART_NS);
 		rs->offset[i] = (int64_t)off;
 	}
 	if (rs->n >= 2 && !one_host)
@@ -324,6 +333,55 @@ static void missing_ranks(const struct replay_ranks *rs)
 			"ranks given", rs->rank[0]->path, rs->world_size, n > 1 ? "s" : "", list);
 }
 
+/*
+ * What two bundles are when they are one: "the same bundle given twice"
+ * (one file: same device and inode) or "two copies of one bundle" (files of
+ * the same bytes); NULL when they differ. Asked only once grouping has
+ * failed on them, so reading both again costs nothing a good run pays.
+ */
+static const char *one_bundle(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	FILE *fa, *fb;
+	const char *same = "two copies of one bundle";
+
+	if (stat(a, &sa) != 0 || stat(b, &sb) != 0 || !S_ISREG(sa.st_mode) || !S_ISREG(sb.st_mode))
+		return NULL;
+	if (sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
+		return "the same bundle given twice";
+	if (sa.st_size != sb.st_size)
+		return NULL;
+	fa = fopen(a, "rb");
+	fb = fopen(b, "rb");
+	for (char x[65536], y[65536]; fa && fb;) {
+		size_t n = fread(x, 1, sizeof(x), fa), m = fread(y, 1, sizeof(y), fb);
+
+		if (n != m || memcmp(x, y, n)) {
+			same = NULL;
+			break;
+		}
+		if (n < sizeof(x))
+			break;
+	}
+	if (!fa || !fb)
+		same = NULL;
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* The error for bundles a and b that cannot be one run: copies are called that. -1. */
+static int not_one_run(const struct replay *a, const struct replay *b, const char *why)
+{
+	const char *same = one_bundle(a->path, b->path);
+
+	if (same)
+		return error("'%s' and '%s' are %s: give each bundle once", a->path, b->path, same);
+	return error("%s", why);
+}
+
 void replay_runs_release(struct replay_ranks *runs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -346,8 +404,20 @@ int replay_runs_group(const struct replay *rps, size_t n, struct replay_ranks *r
 			k++;
 		if (k == nr) {
 			if (nr == max_runs) {
-				error("'%s' and '%s' are not ranks of one run: %s", runs[nr - 1].rank[0]->path,
-				      rp->path, what);
+				char why[1024];
+				const struct replay *other = runs[nr - 1].rank[0];
+
+				/* a copy of a bundle already given, if one is */
+				for (size_t q = 0; q < nr; q++)
+					for (size_t j = 0; j < runs[q].n; j++)
+						if (one_bundle(runs[q].rank[j]->path, rp->path)) {
+							other = runs[q].rank[j];
+							q = nr - 1;
+							break;
+						}
+				snprintf(why, sizeof(why), "'%s' and '%s' are not ranks of one run: %s", other->path,
+					 rp->path, what);
+				not_one_run(other, rp, why);
 				goto fail;
 			}
 			memset(&runs[nr], 0, sizeof(runs[nr]));
@@ -369,8 +439,11 @@ int replay_runs_group(const struct replay *rps, size_t n, struct replay_ranks *r
 		qsort(rs->rank, rs->n, sizeof(*rs->rank), cmp_rank);
 		for (size_t i = 1; i < rs->n; i++) {
 			if (rs->rank[i]->run.rank == rs->rank[i - 1]->run.rank) {
-				error("'%s' and '%s' are both rank %" PRIu32 " of one run", rs->rank[i - 1]->path,
-				      rs->rank[i]->path, rs->rank[i]->run.rank);
+				char why[1024];
+
+				snprintf(why, sizeof(why), "'%s' and '%s' are both rank %" PRIu32 " of one run",
+					 rs->rank[i - 1]->path, rs->rank[i]->path, rs->rank[i]->run.rank);
+				not_one_run(rs->rank[i - 1], rs->rank[i], why);
 				goto fail;
 			}
 			if (agree(rs->rank[0], rs->rank[i]))

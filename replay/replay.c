@@ -144,6 +144,37 @@ static void add_activity(struct replay_activity *a, const struct st_event *ev)
 	a->api = a->range = a->step = -1;
 }
 
+/* A size past REPLAY_SIZE_MAX: read as unknown (0), counted for replay_load's warning. */
+static void unreal_size(struct replay *rp, uint64_t *v, const char *what)
+{
+	if (*v <= REPLAY_SIZE_MAX)
+		return;
+	if (!rp->unreal_sizes++) {
+		rp->unreal_first = *v;
+		rp->unreal_what = what;
+	}
+	*v = 0;
+}
+
+static void unreal_sizes(struct replay *rp, struct st_event *e)
+{
+	switch (e->kind) {
+	case ST_MEMCPY: unreal_size(rp, &e->memcpy.bytes, "a copy"); break;
+	case ST_MEMSET: unreal_size(rp, &e->memset.bytes, "a memset"); break;
+	case ST_RANGE: unreal_size(rp, &e->range.bytes, "an NCCL message"); break;
+	case ST_OP: unreal_size(rp, &e->op.bytes, "an op's bytes"); break;
+	case ST_ALLOC:
+	case ST_FREE:
+	case ST_MEMTAG: unreal_size(rp, &e->mem.size, "an allocation"); break;
+	case ST_OOM:
+		unreal_size(rp, &e->oom.requested, "a refused allocation");
+		unreal_size(rp, &e->oom.live_bytes, "the memory live at an out-of-memory");
+		unreal_size(rp, &e->oom.capacity, "the memory of an out-of-memory's device");
+		break;
+	default: break;
+	}
+}
+
 int replay_add(struct replay *rp, const struct st_event *ev)
 {
 	struct replay_priv *pv = rp->priv;
@@ -151,6 +182,7 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 
 	if (!pv || pv->built)
 		return error("replay_add after replay_build");
+	unreal_sizes(rp, &e);
 	if (e.end < e.start)
 		e.end = e.start;
 	if (e.kind >= ST_KIND_FIRST && e.kind <= ST_KIND_LAST)
@@ -332,14 +364,14 @@ static void set_budget(struct bundle_reader *r, const char *path, const struct r
 	struct stat st;
 
 	if ((opt && opt->memory_limit_given) || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-		bundle_reader_set_budget(r, limit, REPLAY_EVENT_BYTES, NULL);
+		bundle_reader_set_budget(r, limit, REPLAY_EVENT_BYTES, opt ? opt->limit_why : NULL);
 		return;
 	}
 	scaled = memory_limit_for_bundle(limit, (uint64_t)st.st_size);
 	snprintf(why, sizeof(why), "the default for a bundle of %s: %d times its size, at least %s",
 		 human_bytes(size, sizeof(size), (double)st.st_size), MEMORY_PER_BUNDLE_BYTE,
 		 human_bytes(bytes, sizeof(bytes), (double)MEMORY_LIMIT_SMALL));
-	bundle_reader_set_budget(r, scaled, REPLAY_EVENT_BYTES, scaled < limit ? why : NULL);
+	bundle_reader_set_budget(r, scaled, REPLAY_EVENT_BYTES, scaled < limit ? why : opt ? opt->limit_why : NULL);
 }
 
 /*
@@ -360,6 +392,10 @@ static void warn_loss(const struct replay *rp)
 			rp->events_read, *dropped ? "; " : "", dropped);
 	else if (*dropped)
 		warning("'%s': %s", rp->path, dropped);
+	if (rp->unreal_sizes)
+		warning("'%s': %" PRIu64 " size%s past 2^53 bytes (%s of %" PRIu64 " B%s): no machine holds them, so "
+			"they are read as unknown", rp->path, rp->unreal_sizes, rp->unreal_sizes == 1 ? "" : "s",
+			rp->unreal_what, rp->unreal_first, rp->unreal_sizes > 1 ? ", the first" : "");
 }
 
 int replay_load(struct replay *rp, const char *path, const struct replay_options *opt)
@@ -388,7 +424,7 @@ int replay_load(struct replay *rp, const char *path, const struct replay_options
 	rp->truncation = bundle_reader_truncation(r);
 	rp->chunks_read = bundle_reader_chunks(r);
 	rp->events_read = bundle_reader_events(r);
-	rp->memory = bundle_reader_memory(r);
+	rp->memory = bundle_reader_memory_kept(r);
 	if (!(opt && opt->quiet))
 		warn_loss(rp);
 

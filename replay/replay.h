@@ -80,6 +80,7 @@ struct replay_options {
 	 */
 	uint64_t memory_limit;
 	bool memory_limit_given;   /* the user's --memory-limit: used as it is */
+	const char *limit_why;     /* why memory_limit is what it is, for the refusal's line; NULL: not said */
 };
 
 /*
@@ -302,6 +303,13 @@ struct replay {
 	uint32_t chunks_read;
 	uint64_t events_read;
 	uint64_t memory;                      /* bytes the budget counted for it (replay_options) */
+	/*
+	 * Sizes past REPLAY_SIZE_MAX bytes (a copy's, a memset's, an NCCL
+	 * message's, an op's, an allocation's): no machine holds them, so they
+	 * are read as unknown (0), and replay_load warns once with the first.
+	 */
+	uint64_t unreal_sizes, unreal_first;
+	const char *unreal_what;              /* what the first sized: "an NCCL message" */
 	uint64_t counts[ST_KIND_COUNT];   /* events read, per enum st_kind */
 
 	/* Strings: id < n_strings; the bundle's (ids < strings_read), then synthetic ones. */
@@ -376,12 +384,16 @@ void replay_init(struct replay *rp);
  * lost: a truncated bundle loads what it holds,
  *   warning: 'x.stb' is truncated (why): read N chunks, M events; results cover only that part
  * and one whose footer counts dropped records (replay_dropped_text) says so,
- * after the truncation when both:
+ * after the truncation when both; sizes past REPLAY_SIZE_MAX are a line of
+ * their own:
  *   warning: 'x.stb': 2,637 kernel records were dropped while recording (...): kernel totals undercount
  * Anything else wrong prints one error line and returns -1 (rp is then
  * released). opt may be NULL.
  */
 int replay_load(struct replay *rp, const char *path, const struct replay_options *opt);
+
+/* The largest size of bytes a bundle's event may carry: 2^53 (8 PiB, and exact in a double). */
+#define REPLAY_SIZE_MAX (UINT64_C(1) << 53)
 
 /* Strings for events added by hand: id i is strings[i] (strings[0] is ignored). Copied. */
 int replay_set_strings(struct replay *rp, const char *const *strings, uint32_t n);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/grow.h"
 #include "lib/human.h"
 #include "lib/table.h"
 #include "render/html.h"
@@ -130,50 +131,104 @@ static void layer_split_order(struct layer_split *ls)
 	}
 }
 
+/* What a path says for the breakdown, worked out once per path (a path of 4,095 ranges is 8 KiB). */
+struct layer_of_path {
+	long layer;                    /* -1: no layer */
+	int phase;                     /* st_phase_of_path */
+	char part[32];
+};
+
+/*
+ * The layer, part and phase of an activity's path: its op's path (a string
+ * id) or its range's (a path index), each looked up once in `slot` (per
+ * string id, then per path index: 0 not yet, else 1 + index into `seen`).
+ */
+struct layer_cache {
+	uint32_t *slot;
+	struct layer_of_path *seen;
+	size_t n, cap;
+};
+
+static const struct layer_of_path *layer_cached(struct layer_cache *lc, const struct replay *rp,
+						 const struct replay_activity *a, const struct replay_op *op)
+{
+	bool by_op = op && op->path;
+	size_t key = by_op ? op->path : rp->n_strings + (a->range >= 0 && (size_t)a->range < rp->n_ranges
+							    ? rp->ranges[a->range].path : rp->n_paths);
+	struct layer_of_path *l;
+	const char *path;
+
+	if (key <= rp->n_strings + rp->n_paths && lc->slot[key])
+		return &lc->seen[lc->slot[key] - 1];
+	if (ALLOC_GROW(lc->seen, lc->n + 1, lc->cap) < 0)
+		return NULL;
+	path = by_op ? replay_str(rp, op->path) : replay_activity_path(rp, a);
+	l = &lc->seen[lc->n++];
+	l->layer = layer_of(path, l->part, sizeof(l->part));
+	l->phase = st_phase_of_path(path);
+	if (key <= rp->n_strings + rp->n_paths)
+		lc->slot[key] = (uint32_t)lc->n;
+	return l;
+}
+
 /* Kernel and copy time per measured step by layer and part, from each activity's op path (else its range's). */
 static int layer_split_compute(struct layer_split *ls, const struct page_data *d)
 {
 	const struct replay *rp = d->rp;
-	char part[32];
+	size_t module_div = replay_module_step_divisor(rp, false);   /* layers are modules: their steps */
+	struct layer_cache lc = { .slot = calloc(rp->n_strings + rp->n_paths + 2, sizeof(uint32_t)) };
+	int ret = -1;
 
 	memset(ls, 0, sizeof(*ls));
+	if (!lc.slot)
+		return error("out of memory for the layer breakdown");
 	for (int pass = 0; pass < 2; pass++) {   /* the first pass counts the layers */
 		for (size_t i = 0; i < rp->n_activities; i++) {
 			const struct replay_activity *a = &rp->activities[i];
 			const struct replay_op *op = replay_op(rp, a->op);
-			const char *path = op && op->path ? replay_str(rp, op->path) : replay_activity_path(rp, a);
-			double ns = (double)(a->end - a->start) / (double)replay_module_step_divisor(rp, false);
-			long layer;
+			const struct layer_of_path *l;
+			double ns = (double)(a->end - a->start) / (double)module_div;
 
 			if (!replay_counts_modules(rp, a->step, false))   /* layers are modules: their steps */
 				continue;
-			layer = layer_of(path, part, sizeof(part));
+			l = layer_cached(&lc, rp, a, op);
+			if (!l) {
+				error("out of memory for the layer breakdown");
+				goto out;
+			}
 			if (pass == 0) {
-				if (layer >= 0 && (size_t)layer >= ls->n_layers)
-					ls->n_layers = (size_t)layer + 1;
+				if (l->layer >= 0 && (size_t)l->layer >= ls->n_layers)
+					ls->n_layers = (size_t)l->layer + 1;
 				continue;
 			}
 			ls->total += ns;
-			if (layer < 0) {
+			if (l->layer < 0) {
 				ls->outside += ns;
 				continue;
 			}
 			/* the op's phase when it has one, else its path's: forward, backward, or other */
-			int p = op && *replay_str(rp, op->phase) ? st_phase_from_name(replay_str(rp, op->phase))
-								 : st_phase_of_path(path);
+			int p = op && *replay_str(rp, op->phase) ? st_phase_from_name(replay_str(rp, op->phase)) : l->phase;
 			int ph = p == ST_PHASE_FORWARD ? 0 : p == ST_PHASE_BACKWARD ? 1 : 2;
-			LAYER_NS(ls, layer, layer_part_index(ls, part), ph) += ns;
+			LAYER_NS(ls, l->layer, layer_part_index(ls, l->part), ph) += ns;
 		}
 		if (pass == 0) {
-			if (ls->n_layers == 0)
-				return 0;
+			if (ls->n_layers == 0) {
+				ret = 0;
+				goto out;
+			}
 			ls->ns = calloc(ls->n_layers * LAYER_PARTS * 3, sizeof(*ls->ns));
-			if (!ls->ns)
-				return error("out of memory for the layer breakdown");
+			if (!ls->ns) {
+				error("out of memory for the layer breakdown");
+				goto out;
+			}
 		}
 	}
 	layer_split_order(ls);
-	return 0;
+	ret = 0;
+out:
+	free(lc.slot);
+	free(lc.seen);
+	return ret;
 }
 
 /* Stacked columns, one per layer, a colour per part. */

@@ -116,6 +116,12 @@ struct bundle_reader *bundle_reader_open(const char *path);
 void bundle_reader_set_budget(struct bundle_reader *r, uint64_t limit, uint64_t per_event, const char *why);
 /* What the budget has counted so far, in bytes. */
 uint64_t bundle_reader_memory(const struct bundle_reader *r);
+/*
+ * What of that stays once reading is done: the strings and the caller's
+ * per_event bytes, not the members' and decoded chunks' buffers, which are
+ * freed then (what the next bundle of a run of many ranks may still use).
+ */
+uint64_t bundle_reader_memory_kept(const struct bundle_reader *r);
 
 /* The decoded header; owned by the reader. */
 const Steptrace__Header *bundle_reader_header(const struct bundle_reader *r);

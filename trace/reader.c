@@ -264,7 +264,7 @@ struct bundle_reader {
 
 	/* The memory budget (bundle_reader_set_budget), under read_lock. */
 	uint64_t limit, per_event;
-	char limit_why[128];      /* said after the limit, "" for nothing */
+	char limit_why[384];      /* said after the limit, "" for nothing */
 	uint64_t events_claimed;  /* in the chunks claimed */
 	uint64_t string_memory;   /* the tables' blocks and the pages */
 	size_t largest_member, largest_chunk; /* events; what the buffers hold */
@@ -1129,6 +1129,28 @@ static void batches_free(struct bundle_reader *r)
 	r->out.batch = NULL;
 }
 
+/*
+ * Once read, what reading alone needed goes: the file, libarchive's and
+ * zstd's state (a window of up to 8 MiB) and the buffers. A run of 1,024
+ * ranks keeps 1,024 readers for their strings, not 1,024 open files.
+ */
+static void release_input(struct bundle_reader *r)
+{
+	for (int i = 0; i < N_WORKERS; i++)
+		worker_release(&r->workers[i]);
+	if (r->ar)
+		archive_read_free(r->ar);
+	r->ar = NULL;
+	if (r->file)
+		fclose(r->file);
+	r->file = NULL;
+	ZSTD_freeDCtx(r->dz);
+	r->dz = NULL;
+	free(r->ibuf);
+	free(r->obuf);
+	r->ibuf = r->obuf = NULL;
+}
+
 /* After the batch that ends reading: publish what it says, free the rest. */
 static int finish_reading(struct bundle_reader *r)
 {
@@ -1136,6 +1158,7 @@ static int finish_reading(struct bundle_reader *r)
 	int ret = 0;
 
 	workers_join(r);
+	release_input(r);
 	r->out.done = 1;
 	r->out.footer = last->footer;
 	r->out.truncation = last->truncation;
@@ -1186,6 +1209,11 @@ uint64_t bundle_reader_memory(const struct bundle_reader *r)
 
 	return r->string_memory + (uint64_t)N_WORKERS * r->largest_member +
 	       batches * r->largest_chunk * sizeof(struct st_event) + r->events_claimed * r->per_event;
+}
+
+uint64_t bundle_reader_memory_kept(const struct bundle_reader *r)
+{
+	return r->string_memory + r->events_claimed * r->per_event;
 }
 
 const Steptrace__Header *bundle_reader_header(const struct bundle_reader *r)

@@ -134,17 +134,17 @@ rc=$?
 want "$tmp/err" "error: '$tmp/b.rank0.stb' and '$tmp/n.rank1.stb' are not ranks of one run: 'summary' reads one run (a bundle, or the bundles of one run's ranks)"
 "$st" comm "$tmp/b.rank0.stb" "$tmp/b.rank0.stb" >"$tmp/out" 2>"$tmp/err"
 [ $? = 1 ] || fail "a rank twice: not refused"
-want "$tmp/err" "error: '$tmp/b.rank0.stb' and '$tmp/b.rank0.stb' are both rank 0 of one run"
+want "$tmp/err" "error: '$tmp/b.rank0.stb' and '$tmp/b.rank0.stb' are the same bundle given twice: give each bundle once"
 # shellcheck disable=SC2086
 "$st" diff $B >"$tmp/out" 2>"$tmp/err"
 [ $? = 129 ] || fail "diff of one run: exit $?, want 129"
 want "$tmp/err" "error: 'diff' compares two runs: the bundles given are ranks of one run"
-# clocks 2^62 + 1 ns apart: no time line holds both ranks
+# clocks 2^62 + 1 ns apart: no run's ranks start more than a day apart
 "$gen" "$tmp" far bucket 0x555 2 0x4000000000000001 || fail "gen far"
 "$st" summary "$tmp/far.rank0.stb" "$tmp/far.rank1.stb" >"$tmp/out" 2>"$tmp/err"
 [ $? = 1 ] || fail "ranks 146 years apart: not refused"
 [ "$(wc -l <"$tmp/err" | tr -d ' ')" = 1 ] || fail "ranks 146 years apart: want one line, got: $(cat "$tmp/err")"
-want "$tmp/err" "error: '$tmp/far.rank0.stb' and '$tmp/far.rank1.stb' are ranks of one run, but their time bases place them over 146 years apart"
+want "$tmp/err" "error: '$tmp/far.rank0.stb' and '$tmp/far.rank1.stb' are ranks of one run, but their time bases place them 53376.0 days apart: a run's ranks start within a day of each other"
 
 # ---- reports across ranks -----------------------------------------------------
 # shellcheck disable=SC2086

@@ -27,6 +27,19 @@
  *                                              and every 1000th a step: every kind a report keeps
  *   st-hostile utf8 OUT                        names, paths, a command line and a device that are
  *                                              not valid UTF-8 (see bad_utf8[]), and valid ones
+ *   st-hostile ddp OUT PARAMS BUCKET_MB       a data-parallel step whose header claims PARAMS
+ *                                              parameters in buckets of BUCKET_MB
+ *   st-hostile deep OUT DEPTH LAUNCHES KERNEL [spread]
+ *                                              DEPTH nested ranges of one-letter names, LAUNCHES
+ *                                              launches of KERNEL in the innermost (spread: in
+ *                                              each range in turn)
+ *   st-hostile ranks DIR N KERNELS COLLECTIVES [MODE]
+ *                                              N ranks of one run, DIR/r.rank<k>.stb, each with
+ *                                              KERNELS kernels and COLLECTIVES all-reduces in 10
+ *                                              steps (MODE: same, comms, uneven, apart, day,
+ *                                              bytes, world; see ranks())
+ *   st-hostile alloc-overlap OUT N             N allocations overlapping live ones at other
+ *                                              addresses
  *   st-hostile run MAX_KIB MAX_CPU_SECONDS CMD ARGS...
  *                                              runs CMD; its exit status, or 125 after a line
  *                                              when its peak RSS or its CPU time went over
@@ -457,6 +470,151 @@ static int utf8(const char *out)
 	return builder_close(&b, "ok");
 }
 
+/*
+ * A data-parallel step's bundle whose header claims `params` parameters in
+ * buckets of `bucket_mb` MB (issue 39's N1 and N7): 3 steps of forward,
+ * backward and optimizer ranges with a kernel each, so that --what-if
+ * ranks=N has a backward to bucket.
+ */
+static int ddp(const char *out, uint64_t params, double bucket_mb)
+{
+	static const char *const phase[] = { "forward", "backward", "optimizer" };
+	struct builder b;
+
+	usual_header(&b);
+	b.config.parameters = params;
+	b.config.bucket_mb = bucket_mb;
+	b.config.ddp = "bucket";
+	if (builder_open(&b, out) < 0)
+		return -1;
+	for (uint32_t s = 0; s < 3; s++) {
+		uint64_t t0 = 1000000 * (uint64_t)s;
+
+		builder_push(&b, "step", t0);
+		for (int p = 0; p < 3; p++) {
+			uint64_t t = t0 + 1000 + 300000 * (uint64_t)p;
+
+			builder_push(&b, phase[p], t);
+			builder_launch(&b, p == 2 ? "adam_kernel" : "gemm_kernel", 7, 0, t + 10, t + 20, t + 100, t + 250000);
+			builder_pop(&b, t + 250000);
+		}
+		builder_pop(&b, t0 + 999000);
+		builder_step(&b, s, s == 0, t0, t0 + 999000);
+	}
+	return builder_close(&b, "ok");
+}
+
+/*
+ * `depth` nested ranges of one-letter names ("a", "b", ...: 4,095 of them
+ * make a path of 8,189 bytes, not cut at REPLAY_PATH_MAX), `launches` launches
+ * of `kernel` (N2, N3, N8): in the innermost range, or with `spread` one
+ * in each range in turn (a path of its own for each: a cache per path does
+ * not help). Range d spans [10 d, end - 10 d].
+ */
+static int deep(const char *out, uint32_t depth, uint64_t launches, const char *kernel, bool spread)
+{
+	struct builder b;
+	char name[16];
+	uint64_t end = 10 * (uint64_t)depth + 100 * launches + 1000000;
+
+	if (open_bundle(&b, out) < 0)
+		return -1;
+	for (uint64_t i = 0; i < launches; i++) {
+		/* spread: a call at the start of range d, before range d + 1 starts: d's own */
+		uint64_t t = spread ? 10 * (i % depth) : 10 * (uint64_t)depth + 100 * i;
+		uint64_t k = 10 * (uint64_t)depth + 100 * i;
+
+		builder_launch(&b, kernel, 7, 0, t, t, k + 10, k + 60);
+	}
+	for (uint32_t d = depth; d-- > 0;) {
+		name[0] = (char)('a' + d % 26);
+		name[1] = '\0';
+		builder_range(&b, name, d, 10 * (uint64_t)d, end - 10 * (uint64_t)d);
+	}
+	builder_step(&b, 0, false, 0, end);
+	return builder_close(&b, "ok");
+}
+
+/*
+ * The ranks of a data-parallel run, DIR/r.rank<k>.stb for k < n: each rank
+ * `kernels` kernels and `colls` all-reduces (NCCL's ring kernel under an
+ * ncclAllReduce range of 4 MiB on communicator 1), in 10 steps, rank k 1 us
+ * later than rank k - 1 at each collective, which ends on every rank 15 us
+ * after the last rank's kernel started. `mode`:
+ *   same      as above (the benchmark's ranks, scripts/bench_ranks.sh)
+ *   comms     each collective on a communicator of its own (N5)
+ *   uneven    the last rank one all-reduce short
+ *   apart     rank 1's time base 2^62 ns after rank 0's (146 years)
+ *   day       rank 1's time base a day and a second after rank 0's
+ *   bytes     the NCCL ranges claim 2^64 - 1 bytes (N6)
+ *   world     the header's world size 1000 times the ranks given
+ */
+static int ranks(const char *dir, uint32_t n, uint64_t kernels, uint64_t colls, const char *mode)
+{
+	uint64_t steps = 10, kps = (kernels + steps - 1) / steps, cps = (colls + steps - 1) / steps;
+	bool comms = !strcmp(mode, "comms");
+
+	for (uint32_t r = 0; r < n; r++) {
+		struct builder b;
+		char path[4096];
+		uint64_t k_left = kernels, c_left = colls - (!strcmp(mode, "uneven") && r == n - 1 && colls);
+
+		snprintf(path, sizeof(path), "%s/r.rank%u.stb", dir, r);
+		usual_header(&b);
+		builder_rank(&b, r, !strcmp(mode, "world") ? 1000 * n : n, 42, "bucket");
+		b.header.hostname = "node1";
+		if (r == 1 && !strcmp(mode, "apart"))
+			b.header.time_base_ns = 1ull << 62;
+		if (r == 1 && !strcmp(mode, "day"))
+			b.header.time_base_ns = 86401000000000ull;
+		if (builder_open(&b, path) < 0)
+			return -1;
+		/* a collective every gap ns: rank k arrives k us after rank 0, all end 15 us after the last arrives */
+		uint64_t gap = 1000 * (uint64_t)n + 20000;
+
+		for (uint64_t s = 0; s < steps; s++) {
+			uint64_t t0 = 1000000 + s * (kps * 2000 + cps * gap + 100000), t = t0 + 1000;
+
+			for (uint64_t k = 0; k < kps && k_left; k++, k_left--, t += 2000)
+				builder_launch(&b, k % 3 ? "elementwise_kernel" : "gemm_kernel", 7, 0, t, t + 500, t + 600,
+					       t + 1900);
+			for (uint64_t c = 0; c < cps && c_left; c++, c_left--, t += gap) {
+				uint64_t late = 1000 * (uint64_t)r, id = s * cps + c;
+
+				builder_nccl_range(&b, "ncclAllReduce", 0, t + late, t + late + 900, comms ? id + 1 : 1,
+						   !strcmp(mode, "bytes") ? UINT64_MAX : 4u << 20);
+				builder_kernel(&b, BUILDER_NCCL_ALLREDUCE,
+					       builder_call(&b, "cudaLaunchKernel", t + late + 100, t + late + 800), 9, 0,
+					       t + late + 1000, t + 1000 * (uint64_t)n + 15000);
+			}
+			builder_step(&b, (uint32_t)s, s == 0, t0, t + 1000);
+		}
+		if (builder_close(&b, "ok") < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * n allocations of 4 KiB, each at 1 KiB past the last and freed 1 ms later:
+ * two to five blocks live at once, overlapping at different addresses
+ * (which no allocator hands out): the live total counts their shared bytes
+ * more than once.
+ */
+static int alloc_overlap(const char *out, uint64_t n)
+{
+	struct builder b;
+
+	if (open_bundle(&b, out) < 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		builder_alloc(&b, 1000 + 250000 * i, 0x100000 + 1024 * i, 4096, ST_MEM_ACTIVATION, 0);
+		builder_free(&b, 1000 + 250000 * i + 1000000, 0x100000 + 1024 * i, 4096, ST_MEM_ACTIVATION, 0);
+	}
+	builder_step(&b, 0, false, 0, 250000 * n + 2000000);
+	return builder_close(&b, "ok");
+}
+
 static volatile sig_atomic_t child_pid, backstop_hit;
 
 static void on_alarm(int sig)
@@ -585,9 +743,20 @@ int main(int argc, char **argv)
 		return spread(argv[2], arg_u64(argc, argv, 3, 100000)) < 0;
 	if (!strcmp(what, "steps") && argc > 3)
 		return steps(argv[2], arg_u64(argc, argv, 3, 150000), argc > 4 && !strcmp(argv[4], "labelled")) < 0;
+	if (!strcmp(what, "ddp") && argc > 4)
+		return ddp(argv[2], arg_u64(argc, argv, 3, 0), strtod(argv[4], NULL)) < 0;
+	if (!strcmp(what, "deep") && argc > 5)
+		return deep(argv[2], (uint32_t)arg_u64(argc, argv, 3, 4095), arg_u64(argc, argv, 4, 1000), argv[5],
+			    argc > 6 && !strcmp(argv[6], "spread")) < 0;
+	if (!strcmp(what, "ranks") && argc > 5)
+		return ranks(argv[2], (uint32_t)arg_u64(argc, argv, 3, 8), arg_u64(argc, argv, 4, 3000),
+			     arg_u64(argc, argv, 5, 1000), argc > 6 ? argv[6] : "same") < 0;
+	if (!strcmp(what, "alloc-overlap"))
+		return alloc_overlap(argv[2], arg_u64(argc, argv, 3, 1000)) < 0;
 usage:
 	fprintf(stderr, "usage: st-hostile empty-events|kindless|empty-strings|kernels|flood|mixed|nested|utf8|world|\n"
-			"                  long-names|overlap|graph|spread|steps OUT [ARGS]\n"
+			"                  long-names|overlap|graph|spread|steps|ddp|deep|alloc-overlap OUT [ARGS]\n"
+			"       st-hostile ranks DIR N KERNELS COLLECTIVES [MODE]\n"
 			"       st-hostile run MAX_KIB MAX_CPU_SECONDS CMD [ARGS]\n");
 	return 2;
 }
