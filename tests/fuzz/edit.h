@@ -34,7 +34,7 @@
 #include "steptrace.pb-c.h"
 
 /* Bundles in a set; members in a bundle; bytes a bundle may decompress to. */
-#define EDIT_MAX_BUNDLES 4
+#define EDIT_MAX_BUNDLES 16
 #define EDIT_MAX_MEMBERS 64
 #define EDIT_MAX_TAR (32u << 20)
 

@@ -2,9 +2,12 @@
  * fuzz_commands.c: every analysis command, in process, as the program runs
  * it (cmd/), on a bundle or on the bundles of a run's ranks: info, steps,
  * summary, ranges, memory (and its --svg chart), replay (and --capacity),
- * flops (and its --svg roofline), comm, explain (with what-if rules), diff (against a good bundle, and
- * between two runs), export (to Perfetto, Chrome JSON or SQLite), and
- * report, their options and formats picked by a hash of the input. Each
+ * flops (and its --svg roofline), comm (and its sections, the per-rank
+ * instances among them), explain (with what-if rules: globs, ranks=N over
+ * all-reduce tables good and bad, bucket sizes), plan (from the bundle,
+ * with a parallelism), diff (against a good bundle, and between two runs),
+ * export (to Perfetto, Chrome JSON or SQLite), and report, their options
+ * and formats picked by a hash of the input. Each
  * runs under --memory-limit 128MiB and prints into /dev/null; files go to a
  * scratch folder in $ST_FUZZ_SCRATCH (default /dev/shm), removed at exit.
  *
@@ -32,10 +35,12 @@
 #include "tests/fuzz/fuzz.h"
 #include "tests/lib/builder.h"
 
+#define N_TABLES 5
+
 static struct {
 	char dir[256];
 	char good[300];
-	char allreduce[300];          /* an all-reduce table for explain's ranks=N */
+	char allreduce[N_TABLES][300];   /* all-reduce tables for explain's ranks=N (write_tables) */
 	char bundle[EDIT_MAX_BUNDLES][300];
 	char out[300];
 	uint64_t hash;                /* of the input: picks the options */
@@ -281,22 +286,34 @@ static void run_all(size_t one, size_t n)
 
 	args_start(&a, "comm");
 	args_maybe(&a, "--include-warmup");
+	if (pick(3) == 0)
+		arg(&a, "--top"), arg(&a, pick(2) ? "1" : "3");
+	if (pick(3) == 0)   /* the per-rank reduction (docs/scale.md), or another table alone */
+		arg(&a, "--section"), arg(&a, pick(2) ? "instances" : pick(2) ? "skew" : "ranks");
 	args_format(&a);
 	args_run(&a, one, n);
 	run(cmd_comm, &a);
 
 	args_start(&a, "explain");
 	{
-		static const char *const rules[] = { "graph", "no-sync", "comm-overlap", "comm-bw=2", "host=0.5",
-						     "kernels:*=0.5", "kernels:<10us=0", "ranks=4", "no-contention" };
+		static const char *const rules[] = {
+			"graph", "no-sync", "comm-overlap", "comm-bw=2", "host=0.5", "kernels:*=0.5", "kernels:<10us=0",
+			"ranks=4", "no-contention", "kernels:*gemm*=0.5", "kernels:*/a/*=2", "kernels:[a-m]*=0",
+			"kernels:nccl*=0.5", "kernels:*[!x]x*=3", "kernels:\\*=1", "ranks=2", "ranks=65536",
+			"kernels:layer.3/*=0",
+		};
+		static const char *const buckets[] = { "25", "0.000001", "1e300", "0.5", "1000000" };
 
-		for (int i = pick(3); i > 0; i--) {
+		for (int i = pick(4); i > 0; i--) {
 			const char *r = rules[pick(sizeof(rules) / sizeof(rules[0]))];
 
 			arg(&a, "--what-if");
 			arg(&a, r);
-			if (!strcmp(r, "ranks=4"))
-				arg(&a, "--allreduce"), arg(&a, fz.allreduce);
+			if (!strncmp(r, "ranks=", 6)) {
+				arg(&a, "--allreduce"), arg(&a, fz.allreduce[pick(N_TABLES)]);
+				if (pick(3) == 0)
+					arg(&a, "--bucket-mb"), arg(&a, buckets[pick(5)]);
+			}
 		}
 	}
 	args_maybe(&a, "--naive");
@@ -304,6 +321,18 @@ static void run_all(size_t one, size_t n)
 	args_format(&a);
 	args_run(&a, one, n);
 	run(cmd_explain, &a);
+
+	/* plan from a bundle: its parameters and world size, any parallelism */
+	args_start(&a, "plan");
+	if (pick(2)) {
+		static const char *const degrees[] = { "1", "2", "8", "64", "1024" };
+		static const char *const what[] = { "--tp", "--dp", "--pp", "--fsdp", "--microbatches" };
+
+		arg(&a, what[pick(5)]), arg(&a, degrees[pick(5)]);
+	}
+	args_format(&a);
+	args_bundles(&a, 1);
+	run(cmd_plan, &a);
 
 	/* against a good bundle, either side; a set's two runs against each other */
 	args_start(&a, "diff");
@@ -392,6 +421,49 @@ static int write_good(const char *path)
 	return builder_close(&b, "ok");
 }
 
+/*
+ * The all-reduce tables explain's ranks=N reads: bench allreduce's, comm's
+ * collectives of a recorded run (Bytes, Busbw), one of 20,000 rows in
+ * reverse order with sizes twice over, one of values no link has (zero,
+ * negative, 10^300 bytes), one with no row of numbers.
+ */
+static void write_tables(void)
+{
+	static const char *const bench =
+		"size,bytes,dtype,ranks,rank,iters,mean_us,min_us,max_us,std_us,algbw_gbs,busbw_gbs,check\n"
+		"1 MiB,1048576,f32,4,all,10,50,40,60,5,20,30,ok\n"
+		"1 GiB,1073741824,f32,4,all,10,9000,8900,9100,50,119,179,ok\n";
+	static const char *const comm =
+		"Collective,Count,Bytes,Time (ms),Transfer (us),Algbw (GB/s),Busbw (GB/s),Hidden (%),Exposed (%)\n"
+		"allreduce (NCCL RING LL),2,4194304,1.053,15.0,279.62,558.69,0.0,100.0\n"
+		"allreduce (total per step),2,8388608,1.053,15.0,279.62,558.69,0.0,100.0\n";
+	static const char *const odd =
+		"Bytes,Bus BW (GB/s),mean_us,GPUs\n0,0,0,0\n-5,-1,-1,1\n1e300,1e300,1e300,2\n1,1e-300,1e-300,65536\n"
+		"nan,inf,nan,4\n4096,100,10,4\n";
+
+	for (int t = 0; t < N_TABLES; t++) {
+		FILE *f;
+
+		snprintf(fz.allreduce[t], sizeof(fz.allreduce[t]), "%s/allreduce%d.csv", fz.dir, t);
+		f = fopen(fz.allreduce[t], "w");
+		if (!f)
+			abort();
+		if (t == 0)
+			fputs(bench, f);
+		else if (t == 1)
+			fputs(comm, f);
+		else if (t == 2)
+			for (int i = 20000; i > 0; i--)
+				fprintf(f, i == 20000 ? "Bytes,Bus BW (GB/s)\n%d,%d\n" : "%d,%d\n", 4096 * (i / 2), 100 + i % 7);
+		else if (t == 3)
+			fputs(odd, f);
+		else
+			fputs("Bytes,Busbw (GB/s)\nnone,none\n", f);
+		if (fclose(f))
+			abort();
+	}
+}
+
 static void remove_scratch(void)
 {
 	DIR *d = opendir(fz.dir);
@@ -423,15 +495,7 @@ static void setup(void)
 	for (int i = 0; i < EDIT_MAX_BUNDLES; i++)
 		snprintf(fz.bundle[i], sizeof(fz.bundle[i]), "%s/rank%d.stb", fz.dir, i);
 	snprintf(fz.good, sizeof(fz.good), "%s/good.stb", fz.dir);
-	snprintf(fz.allreduce, sizeof(fz.allreduce), "%s/allreduce.csv", fz.dir);
-	{
-		FILE *f = fopen(fz.allreduce, "w");
-
-		if (!f || fputs("size,bytes,dtype,ranks,rank,iters,mean_us,min_us,max_us,std_us,algbw_gbs,busbw_gbs,check\n"
-				"1 MiB,1048576,f32,4,all,10,50,40,60,5,20,30,ok\n"
-				"1 GiB,1073741824,f32,4,all,10,9000,8900,9100,50,119,179,ok\n", f) < 0 || fclose(f))
-			abort();
-	}
+	write_tables();
 	fz.verbose = getenv("ST_FUZZ_VERBOSE") != NULL;
 	if (write_good(fz.good) < 0)
 		abort();

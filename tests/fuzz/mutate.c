@@ -23,8 +23,15 @@
  *   - members: chunks split and merged, string tables split, strings
  *     changed, added and removed, members dropped, doubled, reordered,
  *     renamed, or changed byte by byte (libFuzzer's own mutation);
- *   - ranks: a bundle doubled into the ranks of a run, ranks dropped,
- *     their rank, world size and run id changed (two runs: diff's sides);
+ *   - ranks: a bundle doubled into the ranks of a run, or copied into as
+ *     many as a set holds (EDIT_MAX_BUNDLES), ranks dropped, their rank,
+ *     world size and run id changed (two runs: diff's sides), their time
+ *     bases moved (a day, 146 years apart);
+ *   - what issue 39's paths read: nests of up to 1,500 ranges of
+ *     one-letter names (long paths), NCCL kernels and NCCL ranges with a
+ *     communicator and a message size (2^64 - 1 among them), MemTags on
+ *     live blocks and allocations overlapping them, the header's parameter
+ *     count and bucket size;
  *   - the file: cut short, or bytes after the frame.
  *
  * A bundle keeps at most MUTATE_MAX_EVENTS events (a window of a larger
@@ -232,6 +239,7 @@ static void mutate_string(struct mut *m, char **s)
 /* ---- any field, by reflection --------------------------------------------------------- */
 
 static void mutate_message(struct mut *m, ProtobufCMessage *msg, int depth);
+static uint32_t intern(struct edit_bundle *b, const char *s);
 
 static size_t element_size(ProtobufCType t)
 {
@@ -786,6 +794,171 @@ static void repeat_events(struct mut *m)
 	}
 }
 
+/* ---- issue 39's paths: deep paths, NCCL payloads, MemTags, many ranks -------------------------- */
+
+/* The chunk events are appended to: the bundle's last decoded one, NULL when none. */
+static Steptrace__EventChunk *last_chunk(struct mut *m)
+{
+	for (size_t i = m->b->n; i-- > 0;)
+		if (m->b->m[i].type == EDIT_EVENTS && m->b->m[i].msg)
+			return edit_chunk(&m->b->m[i]);
+	return NULL;
+}
+
+/* An event of `kind` made anew (fields zero), or NULL. */
+static Steptrace__Event *event_of(Steptrace__Event__KindCase kind)
+{
+	const ProtobufCMessageDescriptor *d = &steptrace__event__descriptor;
+	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)kind);
+	Steptrace__Event *e = (Steptrace__Event *)edit_new(d);
+
+	if (!e || !f)
+		return e;
+	*(ProtobufCMessage **)((char *)e + f->offset) = edit_new(f->descriptor);
+	e->kind_case = kind;
+	return e;
+}
+
+/*
+ * A nest of up to 1,500 ranges of one-letter names on one thread around the
+ * bundle's events: paths of kilobytes, whose every tail kernels:GLOB
+ * matches, that the report's layers and NCCL's calls walk.
+ */
+static void deep_ranges(struct mut *m)
+{
+	static const uint32_t depths[] = { 8, 64, 511, 1023, 1500 };
+	Steptrace__EventChunk *c = last_chunk(m);
+	Steptrace__Event *o = pick(m, STEPTRACE__EVENT__KIND_API);
+	uint64_t lo = UINT64_MAX, hi = 0, thread = o ? o->api->thread : 1;
+	uint32_t depth = depths[below(m, 5)], base = chance(m, 50) ? 0 : (uint32_t)below(m, 4);
+	size_t n = n_events(m);
+
+	if (!c)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		Steptrace__Event *e = edit_event(m->b, i, NULL, NULL);
+
+		if (e && start_of(e) < lo)
+			lo = start_of(e);
+		if (e && start_of(e) + e->dur > hi)
+			hi = start_of(e) + e->dur;
+	}
+	if (lo == UINT64_MAX)
+		lo = hi = 0;
+	for (uint32_t d = depth; d-- > 0;) {   /* written as they close: innermost first */
+		char name[2] = { (char)('a' + d % 26), 0 };
+		Steptrace__Event *e = event_of(STEPTRACE__EVENT__KIND_RANGE);
+
+		if (!e || !e->range)
+			return;
+		e->t = (int64_t)(lo > d ? lo - d : 0);
+		e->dur = hi - (uint64_t)e->t + d;
+		e->range->name = intern(m->b, chance(m, 90) ? name : "layer.3");
+		e->range->thread = thread;
+		e->range->depth = base + d;
+		insert_event(c, c->n_events, e);
+	}
+}
+
+/*
+ * NCCL: a kernel renamed as one of NCCL's (its collective in the name, or
+ * the generic kernel that leaves it to the range), and an NCCL range
+ * (domain "NCCL") around its launch, with a communicator and a message
+ * size: interesting numbers, 2^53 and 2^64 - 1 among them.
+ */
+static void nccl_payload(struct mut *m)
+{
+	static const char *const kernels[] = {
+		"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+		"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+		"ncclKernel_ReduceScatter_RING_SIMPLE_Sum_bf16(ncclWorkElem)",
+		"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+		"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+	};
+	static const char *const calls[] = { "ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
+					     "ncclSend", "ncclGroupEnd" };
+	Steptrace__Event *k = pick(m, STEPTRACE__EVENT__KIND_KERNEL), *api = NULL, *e;
+	Steptrace__EventChunk *c = last_chunk(m);
+	size_t n = n_events(m);
+
+	if (!k || !c)
+		return;
+	k->kernel->name = intern(m->b, kernels[below(m, 5)]);
+	for (size_t i = 0; i < n && !api; i++) {
+		Steptrace__Event *x = edit_event(m->b, i, NULL, NULL);
+
+		if (x && x->kind_case == STEPTRACE__EVENT__KIND_API && x->api->correlation == k->kernel->correlation)
+			api = x;
+	}
+	if (!api || chance(m, 10))
+		return;
+	if (!(e = event_of(STEPTRACE__EVENT__KIND_RANGE)) || !e->range)
+		return;
+	e->t = api->t - (int64_t)below(m, 100);
+	e->dur = api->dur + 200;
+	e->range->name = intern(m->b, calls[below(m, 6)]);
+	e->range->domain = intern(m->b, "NCCL");
+	e->range->thread = api->api->thread;
+	e->range->depth = (uint32_t)below(m, 4);
+	e->range->comm = chance(m, 60) ? 1 + below(m, 3) : mutate_number(m, 1);
+	e->range->bytes = chance(m, 60) ? 4096ull << below(m, 20) : interesting[below(m, N_INTERESTING)];
+	insert_event(c, c->n_events, e);
+}
+
+/*
+ * MemTags (the program naming a block's category): at a live allocation's
+ * address, with its size or another, or anywhere; and an allocation
+ * overlapping a live one at another address.
+ */
+static void mem_tags(struct mut *m)
+{
+	Steptrace__Event *a = pick(m, STEPTRACE__EVENT__KIND_ALLOC), *e;
+	Steptrace__EventChunk *c = last_chunk(m);
+
+	if (!c)
+		return;
+	if (a && chance(m, 30)) {                   /* a block overlapping it */
+		if (!(e = (Steptrace__Event *)edit_copy(&a->base)))
+			return;
+		e->alloc->address += chance(m, 50) ? a->alloc->size / 2 : 1;
+		e->t = a->t + 1 + (int64_t)below(m, 1000);
+		insert_event(c, c->n_events, e);
+		return;
+	}
+	if (!(e = event_of(STEPTRACE__EVENT__KIND_MEM_TAG)) || !e->mem_tag)
+		return;
+	e->t = a ? a->t + (int64_t)below(m, 1000) : (int64_t)below(m, 1000000);
+	e->mem_tag->address = a && chance(m, 80) ? a->alloc->address + (chance(m, 80) ? 0 : below(m, 4096))
+						 : mutate_number(m, 0x10000);
+	e->mem_tag->size = a && chance(m, 70) ? a->alloc->size : mutate_number(m, 4096);
+	e->mem_tag->category = (Steptrace__MemCategory)below(m, 9);
+	e->mem_tag->device = a && chance(m, 90) ? a->alloc->device : (uint32_t)below(m, 3);
+	insert_event(c, c->n_events, e);
+}
+
+/* What --what-if ranks=N reads: the header's parameter count and bucket size, anything. */
+static void change_ddp(struct mut *m, Steptrace__Header *h)
+{
+	static const double buckets[] = { 0, 1e-300, 1e-6, 0.5, 25, 1e6, 1e300, 1e308 };
+
+	if (!h->config)
+		return;
+	if (chance(m, 50))
+		h->config->parameters = chance(m, 50) ? interesting[below(m, N_INTERESTING)] : 1000000ull << below(m, 40);
+	else
+		h->config->bucket_mb = chance(m, 80) ? buckets[below(m, 8)] : mutate_double(m, h->config->bucket_mb);
+}
+
+/* Ranks' clocks apart: a time base moved by a day, 146 years, or a little. */
+static void change_clock(struct mut *m, Steptrace__Header *h)
+{
+	static const uint64_t by[] = { 1, 1000000, 86400000000000ull, 86401000000000ull, 1ull << 62, (1ull << 62) + 1 };
+
+	h->time_base_ns += chance(m, 80) ? by[below(m, 6)] : mutate_number(m, 0);
+	if (chance(m, 30))
+		h->created_unix_ns += (int64_t)by[below(m, 5)];
+}
+
 /* ---- strings, members, the header and footer ---------------------------------------------- */
 
 /* A random member of `type`, its index; -1 when none. */
@@ -1001,9 +1174,15 @@ static void change_header(struct mut *m)
 	if (i < 0)
 		return;
 	h = edit_header(&m->b->m[i]);
-	switch (below(m, 4)) {
+	switch (below(m, 6)) {
 	case 0:
 		change_rank(m, h);
+		break;
+	case 4:
+		change_ddp(m, h);
+		break;
+	case 5:
+		change_clock(m, h);
 		break;
 	case 1:                                     /* mostly a version this reader reads */
 		h->format_major = chance(m, 90) ? 1 : (uint32_t)below(m, 3);
@@ -1086,7 +1265,15 @@ static void change_set(struct mut *m)
 	Steptrace__Header *h;
 	size_t i = below(m, s->n);
 
-	switch (below(m, 5)) {
+	switch (below(m, 6)) {
+	case 5:                                     /* many ranks: copies of one up to the set's room */
+		while (s->n < EDIT_MAX_BUNDLES && copy_bundle(&s->b[s->n], &s->b[i]) == 0)
+			s->n++;
+		s->tar = true;
+		h = header_of(&s->b[i]);
+		number_ranks(m, h && h->run_id ? h->run_id : 1 + below(m, 1000));
+		m->b = &s->b[below(m, s->n)];
+		break;
 	case 0:                                     /* one more rank: a copy of one */
 		if (s->n == EDIT_MAX_BUNDLES || copy_bundle(&s->b[s->n], &s->b[i]) < 0)
 			return;
@@ -1192,7 +1379,16 @@ static void mutate_once(struct mut *m)
 {
 	struct edit_bundle *b = m->b;
 
-	switch (below(m, 20)) {
+	switch (below(m, 23)) {
+	case 20:
+		deep_ranges(m);
+		break;
+	case 21:
+		nccl_payload(m);
+		break;
+	case 22:
+		mem_tags(m);
+		break;
 	case 0: case 1: case 2: {                   /* any field of an event */
 		Steptrace__Event *e = pick(m, 0);
 		if (e)

@@ -6,8 +6,9 @@
 # (tests/fuzz/regress/). An input that runs over 10 s or takes over 1 GiB is
 # a finding, as is a crash, a sanitizer report, a leak and fuzz_commands'
 # own checks. Prints a line per fuzzer; on a finding it prints the report's
-# end, keeps the input in FUZZ_BUILD/findings/ and exits 1: add the input to
-# tests/fuzz/regress/ once fixed.
+# end, keeps the input in FUZZ_BUILD/findings/ and in tests/fuzz/regress/
+# (every input fuzzing ever found stays there: CTest fuzz.regress runs them
+# all, and fails until the finding is fixed) and exits 1.
 set -u
 fb=$(cd "$1" && pwd); secs=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +36,10 @@ for h in bundle member commands; do
 	else
 		status=1
 		tail -n 60 "$work/$h.log"
-		echo "fuzz_$h: FOUND something; the input is in $fb/findings/"
+		for f in "$fb/findings/$h-"*; do
+			[ -f "$f" ] && cp "$f" "$here/regress/$h/$(basename "$f")"
+		done
+		echo "fuzz_$h: FOUND something; the input is in $fb/findings/ and tests/fuzz/regress/$h/"
 	fi
 done
 exit $status
