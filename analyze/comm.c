@@ -529,6 +529,13 @@ static void coll_columns(struct table *t)
 }
 
 /*
+ * The most ranks a run's world can have and still be taken for real (2^20,
+ * as plan's devices): a header claiming more gets no bus bandwidth, which
+ * depends on it, only the warning that its ranks are missing.
+ */
+#define COMM_WORLD_MAX (1u << 20)
+
+/*
  * A row: per step and rank `per` (steps * ranks) of count and time; bytes
  * and transfer per instance (a collective) or per step (a type's total).
  */
@@ -551,7 +558,7 @@ static void coll_row(struct table *t, const char *name, double count, uint64_t b
 		table_empty(t);
 	if (alg > 0) {
 		table_float(t, alg);
-		if (type >= 0)
+		if (type >= 0 && world >= 1 && world <= COMM_WORLD_MAX)
 			table_float(t, alg * st_bus_factor(type, (int)world));
 		else
 			table_empty(t);
