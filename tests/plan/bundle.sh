@@ -9,6 +9,7 @@ gen=$1
 st=$2
 sample=$3
 . "$(dirname "$0")/../lib/check.sh"
+. "$(dirname "$0")/../lib/csv.sh"
 
 "$gen" --write "$tmp/run.stb" || fail "test_plan --write failed"
 
@@ -22,24 +23,7 @@ cell() {
 	q=$3
 	c=$4
 	shift 4
-	"$st" plan "$b" --section "$t" --format csv "$@" 2>/dev/null |
-		awk -v q="$q" -v c="$c" '
-			function split_csv(line,   n, i, ch, f, inq) {
-				n = 0; f = ""; inq = 0
-				for (i = 1; i <= length(line); i++) {
-					ch = substr(line, i, 1)
-					if (inq) {
-						if (ch == "\"") {
-							if (substr(line, i + 1, 1) == "\"") { f = f "\""; i++ } else inq = 0
-						} else f = f ch
-					} else if (ch == "\"") inq = 1
-					else if (ch == ",") { F[++n] = f; f = "" }
-					else f = f ch
-				}
-				F[++n] = f
-				return n
-			}
-			{ split_csv($0); if (F[1] == q) { print F[c]; exit } }'
+	"$st" plan "$b" --section "$t" --format csv "$@" 2>/dev/null | csv_cell "$q" "$c"
 }
 run=$tmp/run.stb
 
