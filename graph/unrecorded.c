@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lib/error.h"
+#include "lib/stats.h"
 
 struct hs_thread {
 	uint64_t thread;
@@ -30,13 +31,6 @@ struct graph_host_scale {
 	struct hs_rank *rank;
 	size_t n_ranks;
 };
-
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return (a > b) - (a < b);
-}
 
 static struct hs_thread *find_thread(const struct hs_rank *R, uint64_t thread)
 {
@@ -102,11 +96,11 @@ static int rank_init(struct hs_rank *R, const struct replay *rp, int64_t offset,
 		R->bounds[2 * i] = rp->steps[i].start;
 		R->bounds[2 * i + 1] = rp->steps[i].end;
 	}
-	qsort(R->bounds, 2 * rp->n_steps, sizeof(*R->bounds), cmp_u64);
+	qsort(R->bounds, 2 * rp->n_steps, sizeof(*R->bounds), stats_cmp_u64);
 	R->n_bounds = 2 * rp->n_steps;
 	for (size_t i = 0; i < rp->n_costs; i++)
 		ids[i] = rp->costs[i].thread;
-	qsort(ids, rp->n_costs, sizeof(*ids), cmp_u64);
+	qsort(ids, rp->n_costs, sizeof(*ids), stats_cmp_u64);
 	R->threads = calloc(rp->n_costs + 1, sizeof(*R->threads));
 	if (!R->threads) {
 		free(ids);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_u64(const void *a, const void *b)
+int stats_cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -35,7 +35,7 @@ void dur_stats_compute(uint64_t *v, size_t n, struct dur_stats *s)
 	memset(s, 0, sizeof(*s));
 	if (n == 0)
 		return;
-	qsort(v, n, sizeof(*v), cmp_u64);
+	qsort(v, n, sizeof(*v), stats_cmp_u64);
 	for (i = 0; i < n; i++)
 		sum += v[i];
 	mean = (long double)sum / (long double)n;

@@ -24,4 +24,7 @@ struct real_stats {
 };
 void real_stats_compute(double *v, size_t n, struct real_stats *s);
 
+/* qsort's comparison of two uint64_t, ascending. */
+int stats_cmp_u64(const void *a, const void *b);
+
 #endif

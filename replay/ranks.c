@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "lib/error.h"
+#include "lib/stats.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/human.h"
@@ -139,13 +140,6 @@ static int cmp_i64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /* |a - b| for two gaps (each within +-(RUN_SPAN_NS + 1)): unsigned, it fits. */
 static uint64_t abs_gap(int64_t a, int64_t b)
 {
@@ -247,7 +241,7 @@ static int refine(struct replay_ranks *rs)
 		}
 		rs->offset[r] = (int64_t)(mt.biased[r] - low);
 	}
-	qsort(mt.resid, nres, sizeof(*mt.resid), cmp_u64);
+	qsort(mt.resid, nres, sizeof(*mt.resid), stats_cmp_u64);
 	snprintf(rs->alignment, sizeof(rs->alignment), "%s aligned by the ends of %zu collectives (moved up to %s "
 		 "from their real-time clocks): residual median %s, max %s", ranks, mt.m,
 		 human_time(by, sizeof(by), (double)moved), human_time(med, sizeof(med), (double)mt.resid[(nres - 1) / 2]),

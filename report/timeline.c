@@ -13,6 +13,7 @@
 
 #include "analyze/category.h"
 #include "lib/error.h"
+#include "lib/stats.h"
 #include "lib/grow.h"
 #include "render/html.h"
 #include "render/svg.h"
@@ -126,13 +127,6 @@ static bool selected(const struct selection *s, const struct report_timeline_ran
 	return step_of(s, r->rp, step) && s->step_in[step];
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The start of the budget-th earliest slice of `step` (-1: of everything) over the ranks, where the cut goes. */
 static int cut_at_budget(struct selection *s, const struct report_timeline_rank *ranks, size_t n_ranks,
 			 int32_t step, size_t budget)
@@ -156,7 +150,7 @@ static int cut_at_budget(struct selection *s, const struct report_timeline_rank 
 				starts[n++] = at(&ranks[k], rp->ranges[i].start);
 	}
 	if (n > budget) {
-		qsort(starts, n, sizeof(*starts), cmp_u64);
+		qsort(starts, n, sizeof(*starts), stats_cmp_u64);
 		s->cut = starts[budget];
 		s->cut_kept = budget;
 	}
