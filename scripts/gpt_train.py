@@ -15,6 +15,12 @@ it; scripts/torch_overhead.py times it with and without recording.
   --accum N          gradient accumulation: N micro-batches per optimizer step
   --compile [MODE]   torch.compile the model (default, reduce-overhead, ...)
   --infer            an inference loop: no backward, no optimizer
+  --profile DIR      run under torch.profiler as its tutorial does (schedule
+                     wait 1, warmup 1, active 2; record_shapes, profile_memory;
+                     tensorboard_trace_handler(DIR, use_gzip=True)): the traces
+                     `steptrace import` reads (tests/import/)
+  --backend B        the process group's backend under torchrun (nccl; gloo
+                     lets two ranks share one GPU)
 Under torchrun (RANK and WORLD_SIZE set) it trains data-parallel as people
 write it: NCCL, DistributedDataParallel, each rank its own batches,
 no_sync() on the micro-batches before the last of an accumulation; rank 0
@@ -152,6 +158,8 @@ def main():
     ap.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
     ap.add_argument("--workers", type=int, default=0, help="DataLoader workers")
     ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--profile", metavar="DIR", default=None)
+    ap.add_argument("--backend", choices=["nccl", "gloo"], default="nccl")
     args = ap.parse_args()
 
     big = args.preset == "gpt2"
@@ -164,9 +172,9 @@ def main():
     torch.backends.cudnn.allow_tf32 = True
     device = "cuda"
     if ddp:
-        local = int(os.environ.get("LOCAL_RANK", "0"))
+        local = int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count()
         torch.cuda.set_device(local)
-        dist.init_process_group("nccl")
+        dist.init_process_group(args.backend)
         device = "cuda:%d" % local
     model = GPT(ctx=ctx, **PRESETS[args.preset]).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
@@ -179,6 +187,14 @@ def main():
     loader = DataLoader(data, batch_size=batch, num_workers=args.workers, pin_memory=True,
                         drop_last=True)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.dtype == "bf16")
+
+    profiler = contextlib.nullcontext()
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+        profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                           schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
+                           on_trace_ready=tensorboard_trace_handler(args.profile, use_gzip=True),
+                           record_shapes=True, profile_memory=True)
 
     times = []
     t0 = time.perf_counter()
@@ -195,6 +211,7 @@ def main():
                 t0 = t1
     else:
         model.train()
+        prof = profiler.__enter__()
         for i, (x, y) in enumerate(loader):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             last = (i + 1) % args.accum == 0
@@ -210,7 +227,10 @@ def main():
             torch.cuda.synchronize()
             t1 = time.perf_counter()
             times.append((t1 - t0) * 1e3)
+            if prof is not None:
+                prof.step()
             t0 = t1
+        profiler.__exit__(None, None, None)
         print("loss %.4f" % loss.item(), flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     if ddp:
