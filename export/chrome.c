@@ -2,6 +2,19 @@
  * chrome.c: the layout's marks as the JSON Trace Event Format
  * (chrome://tracing, Perfetto too): complete "X" events in microseconds with
  * the nanoseconds kept, "M" names, "C" memory counters, "s"/"f" launch flows.
+ *
+ * A trace of one bundle opens with the metadata torch.profiler's Kineto
+ * writes (schemaVersion, distributedInfo, deviceProperties,
+ * baseTimeNanoseconds), so that Holistic Trace Analysis finds its rank.
+ * The Kineto flavour (export_write_chrome_kineto, `export --per-rank`)
+ * also has Kineto's categories (kernel, gpu_memcpy, gpu_memset,
+ * cuda_runtime, cuda_driver, user_annotation), its names of copies
+ * ("Memcpy HtoD (Pageable -> Device)"), which HTA's kernel types are
+ * read from, its "ProfilerStep#N" iterations and its "ac2g" flows. Those
+ * flows bind in Perfetto, which joins a flow to the slice around it, and
+ * not in Chrome DevTools, which binds a flow only to slices of its own
+ * category: the default flavour keeps one category, "cuda", for launch
+ * calls, GPU work and flows.
  */
 #include "export/chrome.h"
 
@@ -32,7 +45,58 @@ struct chrome_writer {
 	FILE *out;
 	bool first;
 	bool failed;
+	bool kineto;           /* Kineto's categories, names, steps and flows (see the top) */
 };
+
+/* CUPTI's copy and memory kinds as Kineto spells them in a copy's name. */
+static const char *const kineto_copy_kinds[] = { "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD",
+						 "DtoA", "DtoD", "HtoH", "PtoP" };
+static const char *const kineto_mem_kinds[] = { "Unknown", "Pageable", "Pinned", "Device", "Array",
+						"Managed", "Device Static", "Managed Static" };
+
+#define KINDS(t, i) ((i) < sizeof(t) / sizeof((t)[0]) ? (t)[(i)] : (t)[0])
+
+static const char *kineto_category(const struct layout *L, const struct xslice *s)
+{
+	const struct replay *rp = L->rp;
+
+	switch (s->what) {
+	case SL_ACTIVITY:
+		switch (rp->activities[s->idx].kind) {
+		case ST_KERNEL:
+			return "kernel";
+		case ST_MEMCPY:
+			return "gpu_memcpy";
+		default:
+			return "gpu_memset";
+		}
+	case SL_API:
+		return rp->apis[s->idx].domain ? "cuda_driver" : "cuda_runtime";
+	default:
+		return "user_annotation";
+	}
+}
+
+/* A slice's name in the Kineto flavour: copies and steps as Kineto names them, the rest as recorded. */
+static const char *kineto_name(const struct layout *L, const struct xslice *s, char *buf, size_t len)
+{
+	const struct replay *rp = L->rp;
+
+	if (s->what == SL_STEP) {
+		snprintf(buf, len, "ProfilerStep#%" PRIu32, rp->steps[s->idx].index);
+		return buf;
+	}
+	if (s->what == SL_ACTIVITY && rp->activities[s->idx].kind == ST_MEMCPY) {
+		const struct replay_activity *a = &rp->activities[s->idx];
+		const struct replay_copy *c = a->detail < rp->n_copies ? &rp->copies[a->detail] : NULL;
+		snprintf(buf, len, "Memcpy %s (%s -> %s)", KINDS(kineto_copy_kinds, c ? c->copy_kind : 0),
+			 KINDS(kineto_mem_kinds, c ? c->src_kind : 0), KINDS(kineto_mem_kinds, c ? c->dst_kind : 0));
+		return buf;
+	}
+	if (s->what == SL_ACTIVITY && rp->activities[s->idx].kind == ST_MEMSET)
+		return "Memset (Unknown)";   /* the bundle does not say the memory's kind */
+	return export_slice_name(L, s, buf, len);
+}
 
 /* Writes ev (and drops the reference) as the next element of traceEvents. */
 static int chrome_emit(struct chrome_writer *w, json_t *ev)
@@ -87,17 +151,21 @@ static int chrome_metadata(struct chrome_writer *w, const struct layout *L)
 	return 0;
 }
 
-static json_t *chrome_args(const struct layout *L, const struct xslice *s)
+static json_t *chrome_args(const struct layout *L, const struct xslice *s, bool kineto)
 {
 	struct ann ann[MAX_ANN];
-	char bufs[3][256];
+	char bufs[4][256];
 	size_t n = export_slice_annotations(L, s, ann, bufs);
 	json_t *args = json_object();
 
-	for (size_t i = 0; args && i < n; i++)
+	for (size_t i = 0; args && i < n; i++) {
+		/* Kineto: no correlation is -1 (absent); HTA would join every 0 with every other */
+		if (kineto && ann[i].key == ANN_CORRELATION && !ann[i].is_str && ann[i].u == 0)
+			continue;
 		json_object_set_new(args, export_ann_names[ann[i].key],
 				    ann[i].is_str ? json_string_utf8(ann[i].str)
 						  : json_integer((json_int_t)ann[i].u));
+	}
 	return args;
 }
 
@@ -109,10 +177,11 @@ static int chrome_slice(struct chrome_writer *w, const struct layout *L, const s
 	json_t *ev;
 
 	ev = json_pack("{s:o, s:s, s:s, s:o, s:o, s:i, s:i, s:o}",
-		       "name", json_string_utf8(export_slice_name(L, s, namebuf, sizeof(namebuf))),
-		       "cat", export_slice_category[s->what], "ph", "X", "ts", ts(L, s->start),
-		       "dur", us(s->end - s->start), "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid,
-		       "args", chrome_args(L, s));
+		       "name", json_string_utf8(w->kineto ? kineto_name(L, s, namebuf, sizeof(namebuf))
+							   : export_slice_name(L, s, namebuf, sizeof(namebuf))),
+		       "cat", w->kineto ? kineto_category(L, s) : export_slice_category[s->what], "ph", "X",
+		       "ts", ts(L, s->start), "dur", us(s->end - s->start), "pid", (json_int_t)t->pid,
+		       "tid", (json_int_t)t->tid, "args", chrome_args(L, s, w->kineto));
 	if (chrome_emit(w, ev) < 0)
 		return -1;
 	if (s->what == SL_API)
@@ -121,9 +190,9 @@ static int chrome_slice(struct chrome_writer *w, const struct layout *L, const s
 		flow = export_activity_flow(L, &L->rp->activities[s->idx], s->idx);
 	if (!flow)
 		return 0;
-	/* the flow's category is its slices' (see export_slice_category) */
-	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", "launch",
-		       "cat", export_slice_category[s->what], "ph", s->what == SL_API ? "s" : "f",
+	/* the flow's category is its slices' (see export_slice_category); Kineto's is ac2g */
+	ev = json_pack("{s:s, s:s, s:s, s:I, s:o, s:i, s:i}", "name", w->kineto ? "ac2g" : "launch",
+		       "cat", w->kineto ? "ac2g" : export_slice_category[s->what], "ph", s->what == SL_API ? "s" : "f",
 		       "id", (json_int_t)flow, "ts", ts(L, s->start),
 		       "pid", (json_int_t)t->pid, "tid", (json_int_t)t->tid);
 	if (ev && s->what != SL_API)
@@ -163,13 +232,53 @@ static int chrome_counter(struct chrome_writer *w, const struct layout *L, const
 	return chrome_emit(w, ev);
 }
 
-/* Everything before the events: otherData, then the array's opening. */
-static int chrome_prologue(FILE *out, const struct layout *L)
+/*
+ * Kineto's metadata of one bundle: distributedInfo on the first line, with a
+ * space after each colon (HTA finds a file's rank with the pattern
+ * '"rank":\s+(\d+)', line by line), then deviceProperties and
+ * baseTimeNanoseconds (the Unix time of ts 0, in ns).
+ */
+static void chrome_kineto_metadata(FILE *out, const struct layout *L)
+{
+	const struct replay_run *r = &L->rp->run;
+	const struct replay_device *d = &r->device;
+
+	fputs("{\"schemaVersion\": 1", out);
+	if (!r->has_header)
+		goto done;
+	/* a single process is rank 0 of 1; the backend only when the bundle names NCCL's version */
+	fprintf(out, ", \"distributedInfo\": {%s\"rank\": %" PRIu32 ", \"world_size\": %" PRIu32 "}",
+		*r->nccl_version ? "\"backend\": \"nccl\", " : "", r->world_size > 1 ? r->rank : 0,
+		r->world_size > 1 ? r->world_size : 1);
+	if (r->has_device) {
+		json_t *dev = json_pack("[{s:i, s:o, s:I, s:i, s:i, s:i}]", "id", (json_int_t)d->index,
+					"name", json_string_utf8(d->name ? d->name : ""),
+					"totalGlobalMem", (json_int_t)d->memory_bytes,
+					"computeMajor", (json_int_t)d->cc_major, "computeMinor", (json_int_t)d->cc_minor,
+					"numSms", (json_int_t)d->sm_count);
+		if (dev) {
+			fputs(",\n\"deviceProperties\": ", out);
+			json_dumpf(dev, out, CHROME_DUMP_FLAGS);
+			json_decref(dev);
+		}
+	}
+	if (r->created_unix_ns > 0)
+		fprintf(out, ",\n\"baseTimeNanoseconds\": %" PRId64, r->created_unix_ns - L->shift);
+done:
+	fputs(",\n", out);
+}
+
+/* Everything before the events: Kineto's metadata for one bundle, otherData, then the array's opening. */
+static int chrome_prologue(FILE *out, const struct layout *L, bool one)
 {
 	const struct replay *rp = L->rp;
 	json_t *other;
 
-	fputs("{\"otherData\":", out);
+	if (one)
+		chrome_kineto_metadata(out, L);
+	else
+		fputc('{', out);
+	fputs("\"otherData\":", out);
 	other = json_pack("{s:s, s:o}", "generator", "steptrace export --format chrome",
 			  "bundle", json_string_utf8(rp->path ? rp->path : ""));
 	if (other && rp->run.has_header) {
@@ -221,11 +330,11 @@ static int chrome_mark(struct chrome_writer *w, const struct layout *L, size_t i
 	return 0;
 }
 
-int export_write_chrome_ranks(const struct layout *const *L, size_t n, FILE *out)
+static int chrome_write(const struct layout *const *L, size_t n, FILE *out, bool kineto)
 {
-	struct chrome_writer w = { out, true, false };
+	struct chrome_writer w = { out, true, false, kineto };
 
-	if (chrome_prologue(out, L[0]) < 0)
+	if (chrome_prologue(out, L[0], n == 1) < 0)
 		return -1;
 	for (size_t r = 0; r < n; r++) {
 		int64_t values[2][ST_MEM_CATEGORY_COUNT + 1] = { { 0 } };
@@ -240,9 +349,19 @@ int export_write_chrome_ranks(const struct layout *const *L, size_t n, FILE *out
 	return ferror(out) ? error("cannot write the trace: %s", strerror(errno)) : 0;
 }
 
+int export_write_chrome_ranks(const struct layout *const *L, size_t n, FILE *out)
+{
+	return chrome_write(L, n, out, false);
+}
+
 int export_write_chrome(const struct layout *L, FILE *out)
 {
-	return export_write_chrome_ranks(&L, 1, out);
+	return chrome_write(&L, 1, out, false);
+}
+
+int export_write_chrome_kineto(const struct layout *L, FILE *out)
+{
+	return chrome_write(&L, 1, out, true);
 }
 
 struct chrome_estimate {
@@ -256,7 +375,7 @@ static int chrome_estimate_begin(void *ctx, FILE *f)
 	struct chrome_estimate *e = ctx;
 
 	e->w.out = f;
-	if (chrome_prologue(f, e->L) < 0 || chrome_metadata(&e->w, e->L) < 0)
+	if (chrome_prologue(f, e->L, true) < 0 || chrome_metadata(&e->w, e->L) < 0)
 		return -1;
 	fputs(CHROME_EPILOGUE, f);
 	return 0;
@@ -269,9 +388,9 @@ static int chrome_estimate_mark(void *ctx, size_t i)
 	return chrome_mark(&e->w, e->L, i, e->values);
 }
 
-int export_estimate_chrome(const struct layout *L, uint64_t *bytes)
+int export_estimate_chrome(const struct layout *L, bool kineto, uint64_t *bytes)
 {
-	struct chrome_estimate e = { .L = L, .w = { NULL, true, false } };
+	struct chrome_estimate e = { .L = L, .w = { NULL, true, false, kineto } };
 
 	return export_estimate(L, &e, chrome_estimate_begin, chrome_estimate_mark, bytes);
 }

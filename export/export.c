@@ -5,10 +5,12 @@
  */
 #include "export/export.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyze/common.h"
 #include "export/chrome.h"
@@ -79,7 +81,7 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 	}
 	if (export_layout_build(&L, rp, opt) < 0 ||
 	    (opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L, &estimate)
-					    : export_estimate_chrome(&L, &estimate)) < 0 ||
+					    : export_estimate_chrome(&L, false, &estimate)) < 0 ||
 	    export_check_size(opt, estimate, format_what[opt->format], output) < 0 ||
 	    output_open(&out, output, (const char *[]){ rp->path, NULL }) < 0)
 		goto out;
@@ -130,6 +132,67 @@ static char *run_output_name(const char *path, const char *ext)
 	return out;
 }
 
+/*
+ * --per-rank DIR: each rank's trace in Kineto's flavour on the run's time
+ * line, DIR/rank-R.json (R its rank; a bundle of its own is rank 0), as
+ * Holistic Trace Analysis reads a run: one file per rank in a folder, its
+ * rank in distributedInfo. The folder is made when missing.
+ */
+static int export_per_rank(const struct replay_ranks *rs, const struct export_options *opt)
+{
+	const char *dir = opt->per_rank;
+	int64_t realtime = 0;
+	uint64_t total = 0;
+	int rc = 0;
+
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+		return error("cannot make the folder '%s': %s", dir, strerror(errno));
+	for (size_t r = 0; r < rs->n; r++)
+		if (rs->offset[r] == 0)
+			realtime = rs->rank[r]->run.created_unix_ns;
+	for (size_t r = 0; r < rs->n && rc == 0; r++) {
+		const struct replay *rp = rs->rank[r];
+		uint32_t rank = rs->n > 1 ? replay_ranks_rank(rs, r) : rp->run.world_size > 1 ? rp->run.rank : 0;
+		struct layout_place place = { (int32_t)rank, rs->offset[r], realtime,
+					      rp->run.pid && rp->run.pid <= INT32_MAX ? (int32_t)rp->run.pid
+										: (1 << 22) + (int32_t)r, (uint32_t)r };
+		struct export_stats stats;
+		struct output out;
+		struct layout L = { 0 };
+		uint64_t estimate = 0, bytes = 0;
+		char *path = malloc(strlen(dir) + 32), size[32];
+
+		if (!path)
+			return error("out of memory");
+		sprintf(path, "%s/rank-%" PRIu32 ".json", dir, rank);
+		rc = -1;
+		if ((rs->n > 1 ? export_layout_build_placed(&L, rp, opt, &place) : export_layout_build(&L, rp, opt)) == 0 &&
+		    export_estimate_chrome(&L, true, &estimate) == 0 &&
+		    export_check_size(opt, estimate, "Chrome JSON", path) == 0 &&
+		    output_open(&out, path, (const char *[]){ rp->path, NULL }) == 0) {
+			if (export_write_chrome_kineto(&L, out.f) < 0) {
+				output_discard(&out);
+			} else {
+				bytes = output_bytes(&out);
+				rc = output_close(&out);
+			}
+		}
+		if (rc == 0) {
+			layout_stats(&L, &stats);
+			total += stats.slices;
+			fprintf(stderr, "wrote '%s' (%s): rank %" PRIu32 ", %" PRIu64 " slices, %" PRIu64
+				" launch flows\n", path, human_bytes(size, sizeof(size), (double)bytes), rank,
+				stats.slices, stats.flows);
+		}
+		export_layout_release(&L);
+		free(path);
+	}
+	if (rc == 0)
+		fprintf(stderr, "%zu rank%s as torch.profiler writes them: HolisticTraceAnalysis's "
+			"TraceAnalysis(trace_dir=\"%s\") reads them\n", rs->n, rs->n == 1 ? "" : "s", dir);
+	return rc;
+}
+
 int export_run_ranks(const struct replay_ranks *rs, const struct export_options *opt)
 {
 	const char *output = opt->output;
@@ -152,6 +215,10 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 	}
 	for (size_t r = 0; r < rs->n; r++)
 		inputs[r] = rs->rank[r]->path;
+	if (opt->per_rank) {
+		rc = export_per_rank(rs, opt);
+		goto out;
+	}
 	if (rs->n == 1) {
 		rc = export_run(rs->rank[0], opt);
 		goto out;
@@ -194,7 +261,7 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 		}
 		view[r] = &L[r];
 		if ((opt->format == EXPORT_PERFETTO ? export_estimate_perfetto(&L[r], &one)
-						    : export_estimate_chrome(&L[r], &one)) < 0)
+						    : export_estimate_chrome(&L[r], false, &one)) < 0)
 			goto out;
 		estimate += one;
 	}

@@ -821,7 +821,21 @@ const char *const export_slice_category[] = { "cuda", "nvtx", "cuda", "step" };
 const char *const export_ann_names[ANN_COUNT] = {
 	"op", "nvtx", "correlation", "grid", "block", "registers per thread",
 	"shared memory (B)", "bytes", "path", "gpu time (ns)", "kernels", "dtypes",
+	"stream", "device", "cbid", "communicator",
 };
+
+/*
+ * The NCCL call whose payload an activity carries: the innermost range
+ * covering its launch, or one of the few above it, that has a payload
+ * (comm or bytes: only NCCL's own ranges have one); NULL none.
+ */
+static const struct replay_range *payload_range(const struct replay *rp, int32_t r)
+{
+	for (int up = 0; up < 8 && r >= 0 && (size_t)r < rp->n_ranges; up++, r = rp->ranges[r].parent)
+		if (rp->ranges[r].comm || rp->ranges[r].bytes)
+			return &rp->ranges[r];
+	return NULL;
+}
 
 static void fmt_dim(char *buf, size_t len, const uint32_t d[3])
 {
@@ -841,7 +855,7 @@ static void fmt_dtypes(char *buf, size_t len, const struct replay_op *op)
 
 /* The slice's annotations into a (at most MAX_ANN); strings may point into the three buffers. */
 size_t export_slice_annotations(const struct layout *L, const struct xslice *s, struct ann *a,
-				char bufs[3][256])
+				char bufs[4][256])
 {
 	const struct replay *rp = L->rp;
 	size_t n = 0;
@@ -852,6 +866,7 @@ size_t export_slice_annotations(const struct layout *L, const struct xslice *s, 
 		const struct replay_activity *x = &rp->activities[s->idx];
 		const struct replay_op *op = replay_op(rp, x->op);
 		const char *path = replay_activity_path(rp, x);
+		const struct replay_range *nccl;
 		if (op) {
 			const char *p = replay_str(rp, op->path);
 			if (*p)
@@ -877,14 +892,31 @@ size_t export_slice_annotations(const struct layout *L, const struct xslice *s, 
 		} else if (x->kind != ST_KERNEL) {
 			ANN_U(ANN_BYTES, x->bytes);
 		}
+		ANN_U(ANN_STREAM, x->stream);
+		ANN_U(ANN_DEVICE, x->device);
+		if (x->kind == ST_KERNEL && (nccl = payload_range(rp, x->range))) {
+			if (nccl->comm) {
+				snprintf(bufs[3], sizeof(bufs[3]), "0x%" PRIx64, nccl->comm);
+				ANN_S(ANN_COMM, bufs[3], 0);
+			}
+			if (nccl->bytes)
+				ANN_U(ANN_BYTES, nccl->bytes);
+		}
 	} else if (s->what == SL_RANGE) {
 		const struct replay_range *r = &rp->ranges[s->idx];
 		ANN_S(ANN_PATH, replay_range_path(rp, r), EXPORT_ID_PATH(r->path));
 		if (r->gpu_end > r->gpu_start)
 			ANN_U(ANN_GPU_NS, r->gpu_end - r->gpu_start);
 		ANN_U(ANN_KERNELS, r->kernels);
+		if (r->comm) {
+			snprintf(bufs[3], sizeof(bufs[3]), "0x%" PRIx64, r->comm);
+			ANN_S(ANN_COMM, bufs[3], 0);
+		}
+		if (r->bytes)
+			ANN_U(ANN_BYTES, r->bytes);
 	} else if (s->what == SL_API) {
 		ANN_U(ANN_CORRELATION, rp->apis[s->idx].correlation);
+		ANN_U(ANN_CBID, rp->apis[s->idx].cbid);
 	} else {
 		const struct replay_step *st = &rp->steps[s->idx];
 		if (st->gpu_end > st->gpu_start)

@@ -145,7 +145,8 @@ extern const char *const export_slice_category[];   /* by enum slice_what: "cuda
 /* Annotation keys; the Perfetto writer interns them as iid = index + 1. */
 enum ann_key {
 	ANN_OP, ANN_NVTX, ANN_CORRELATION, ANN_GRID, ANN_BLOCK, ANN_REGISTERS, ANN_SMEM,
-	ANN_BYTES, ANN_PATH, ANN_GPU_NS, ANN_KERNELS, ANN_DTYPES, ANN_COUNT
+	ANN_BYTES, ANN_PATH, ANN_GPU_NS, ANN_KERNELS, ANN_DTYPES,
+	ANN_STREAM, ANN_DEVICE, ANN_CBID, ANN_COMM, ANN_COUNT
 };
 extern const char *const export_ann_names[ANN_COUNT];
 
@@ -158,11 +159,19 @@ struct ann {
 	uint64_t u;
 };
 
-#define MAX_ANN 8
+#define MAX_ANN 12
 
-/* The slice's annotations into a (at most MAX_ANN); strings may point into the three buffers. */
+/*
+ * The slice's annotations into a (at most MAX_ANN); strings may point into
+ * the four buffers. GPU work: its op, NVTX path, correlation, launch
+ * configuration or bytes, stream and device (Kineto's "stream" and
+ * "device"), and under an NCCL call the call's payload: "communicator"
+ * (its id in hex: JavaScript's numbers stop at 2^53) and "bytes" (the
+ * message size); an NCCL range carries the same two; a launch call its
+ * correlation and CUPTI callback id.
+ */
 size_t export_slice_annotations(const struct layout *L, const struct xslice *s, struct ann *a,
-				char bufs[3][256]);
+				char bufs[4][256]);
 
 /* "OOM: N B category request by op" for rp->mem[mem]. */
 void export_oom_name(const struct replay *rp, uint32_t mem, char *buf, size_t len);

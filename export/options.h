@@ -20,6 +20,9 @@ struct export_options {
 	uint64_t max_size;     /* export_run: refuse an output estimated larger; 0 = no limit */
 	const char *output;    /* export_run: the file, "-" for stdout; NULL: the bundle's name
 				  with .pftrace, .json or .sqlite, in the current directory */
+	const char *per_rank;  /* export_run_ranks: a folder for one Chrome JSON file per rank,
+				  rank-R.json, in Kineto's flavour (HTA's TraceAnalysis reads it);
+				  NULL: one file */
 };
 
 #endif

@@ -202,7 +202,7 @@ static int pf_event(struct pf_writer *w, const struct layout *L, const struct xm
 	Perfetto__Protos__InternedString istr[MAX_ANN], *istr_ptrs[MAX_ANN];
 	Perfetto__Protos__DebugAnnotation da[MAX_ANN], *da_ptrs[MAX_ANN];
 	struct ann ann[MAX_ANN];
-	char bufs[3][256], namebuf[512];
+	char bufs[4][256], namebuf[512];
 	uint64_t flow;
 	size_t n_istr = 0;
 

@@ -132,7 +132,9 @@ static const char schema[] =
 	"  sharedMemoryLimitConfig INTEGER,\n"
 	"  opId INTEGER,                    -- steptrace: REFERENCES OPS(id)\n"
 	"  stepId INTEGER,                  -- steptrace: REFERENCES STEPS(id)\n"
-	"  nvtxPathId INTEGER);             -- steptrace: REFERENCES StringIds(id)\n"
+	"  nvtxPathId INTEGER,              -- steptrace: REFERENCES StringIds(id)\n"
+	"  ncclComm TEXT,                   -- steptrace: the NCCL call's communicator id (hex)\n"
+	"  ncclBytes INTEGER);              -- steptrace: and its message size (NCCL's payload)\n"
 	"CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (\n"
 	"  start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,\n"
 	"  contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL,\n"
@@ -168,9 +170,21 @@ static const char schema[] =
 	"  domainId INTEGER,                -- 0 the default domain, else its NvtxDomainCreate row's\n"
 	"  uint64Value INTEGER, int64Value INTEGER, doubleValue REAL,\n"
 	"  uint32Value INTEGER, int32Value INTEGER, floatValue REAL,\n"
-	"  jsonTextId INTEGER, jsonText TEXT, binaryData TEXT,   -- payloads: not recorded\n"
+	"  jsonTextId INTEGER, jsonText TEXT, binaryData TEXT,   -- nsys' payload columns: NULL\n"
 	"  nvtxPathId INTEGER,              -- steptrace: REFERENCES StringIds(id)\n"
-	"  depth INTEGER, stepId INTEGER);  -- steptrace\n"
+	"  depth INTEGER, stepId INTEGER,   -- steptrace\n"
+	"  ncclComm TEXT,                   -- steptrace: an NCCL call's communicator id (hex)\n"
+	"  ncclBytes INTEGER);              -- steptrace: and its message size (NCCL's payload)\n"
+	"CREATE TABLE ThreadNames (\n"
+	"  nameId INTEGER NOT NULL,         -- REFERENCES StringIds(id)\n"
+	"  priority INTEGER, globalTid INTEGER);\n"
+	"CREATE TABLE TARGET_INFO_GPU (\n"
+	"  id INTEGER NOT NULL PRIMARY KEY, name TEXT, busLocation TEXT, isDiscrete INTEGER,\n"
+	"  l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER,\n"
+	"  smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER, chipName TEXT, uuid TEXT);\n"
+	"CREATE TABLE TARGET_INFO_CUDA_DEVICE (\n"
+	"  gpuId INTEGER,                   -- REFERENCES TARGET_INFO_GPU(id)\n"
+	"  cudaId INTEGER, pid INTEGER, uuid TEXT, numMultiprocessors INTEGER);\n"
 	"CREATE TABLE OPS (\n"
 	"  id INTEGER PRIMARY KEY, name TEXT, path TEXT, kind TEXT, phase TEXT,\n"
 	"  flops INTEGER, bytes INTEGER, inputs TEXT, outputs TEXT);\n"
@@ -207,18 +221,19 @@ static const char indexes[] =
 	"CREATE INDEX allocations_start ON ALLOCATIONS(start);\n";
 
 enum sq_table { T_STRING, T_KERNEL, T_MEMCPY, T_MEMSET, T_RUNTIME, T_NVTX, T_DOMAIN, T_OPS, T_ALLOC,
-		T_STEPS, T_RUN, T_SESSION, T_ENUM_MEMCPY, T_ENUM_MEM_KIND, T_ENUM_EVENT, T_COUNT };
+		T_STEPS, T_RUN, T_SESSION, T_ENUM_MEMCPY, T_ENUM_MEM_KIND, T_ENUM_EVENT, T_THREAD, T_GPU,
+		T_CUDA_DEVICE, T_COUNT };
 
 static const char *const insert_sql[T_COUNT] = {
 	"INSERT INTO StringIds VALUES (?,?)",
 	"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "
-	"(?,?,?,0,NULL,?,?,?,?,?,NULL,NULL,NULL,?,?,?,?,?,?,?,?,?,0,0,0,NULL,NULL,NULL,?,?,?)",
+	"(?,?,?,0,NULL,?,?,?,?,?,NULL,NULL,NULL,?,?,?,?,?,?,?,?,?,0,0,0,NULL,NULL,NULL,?,?,?,?,?)",
 	"INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES "
 	"(?,?,?,0,NULL,?,?,?,?,?,NULL,?,?,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,?,?,?)",
 	"INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,0,NULL,?,?,?,?,?,NULL,NULL,?,?,?)",
 	"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,?,NULL,?)",
 	"INSERT INTO NVTX_EVENTS VALUES (?,?,?,NULL,NULL,NULL,?,?,NULL,?,?,"
-	"NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,?,?,?)",
+	"NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,?,?,?,?,?)",
 	"INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (?,75,?,?,?)",
 	"INSERT INTO OPS VALUES (?,?,?,?,?,?,?,?,?)",
 	"INSERT INTO ALLOCATIONS VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -228,6 +243,9 @@ static const char *const insert_sql[T_COUNT] = {
 	"INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (?,?,?)",
 	"INSERT INTO ENUM_CUDA_MEM_KIND VALUES (?,?,?)",
 	"INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (?,?,?)",
+	"INSERT INTO ThreadNames VALUES (?,NULL,?)",
+	"INSERT INTO TARGET_INFO_GPU VALUES (?,?,NULL,1,?,?,?,?,?,?,?,?,NULL)",
+	"INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (?,?,?,NULL,?)",
 };
 
 static const struct {
@@ -431,6 +449,19 @@ static struct sq_val sq_step(int32_t step)
 	return step >= 0 ? I(step) : NUL;
 }
 
+/*
+ * The NCCL call whose payload a kernel carries: the innermost range covering
+ * its launch, or one of the few above it, with a payload (only NCCL's own
+ * ranges have one); NULL none. (export_slice_annotations reads it alike.)
+ */
+static const struct replay_range *payload_range(const struct replay *rp, int32_t r)
+{
+	for (int up = 0; up < 8 && r >= 0 && (size_t)r < rp->n_ranges; up++, r = rp->ranges[r].parent)
+		if (rp->ranges[r].comm || rp->ranges[r].bytes)
+			return &rp->ranges[r];
+	return NULL;
+}
+
 static int sq_activities(struct sq *q)
 {
 	const struct replay *rp = q->rp;
@@ -449,11 +480,16 @@ static int sq_activities(struct sq *q)
 			uint64_t shortn = sq_short_name(q, a->name);
 			if (!shortn)
 				return -1;
+			const struct replay_range *nccl = payload_range(rp, a->range);
+			char comm[24];
+			if (nccl && nccl->comm)
+				snprintf(comm, sizeof(comm), "0x%" PRIx64, nccl->comm);
 			rc = INSERT(q, T_KERNEL, I(a->start), I(a->end), I(a->device), I(a->stream), corr,
 				    I(q->global_pid), I(sq_sid(q, a->name)), I(shortn), I(k->registers),
 				    I(k->grid[0]), I(k->grid[1]), I(k->grid[2]), I(k->block[0]), I(k->block[1]),
 				    I(k->block[2]), I(k->static_smem), I(k->dynamic_smem),
-				    op, sq_step(a->step), path);
+				    op, sq_step(a->step), path, nccl && nccl->comm ? S(comm) : NUL,
+				    nccl ? ID(nccl->bytes) : NUL);
 		} else if (a->kind == ST_MEMCPY) {
 			const struct replay_copy *c = a->detail < rp->n_copies ? &rp->copies[a->detail] : NULL;
 			rc = INSERT(q, T_MEMCPY, I(a->start), I(a->end), I(a->device), I(a->stream), corr,
@@ -468,6 +504,64 @@ static int sq_activities(struct sq *q)
 			return -1;
 	}
 	return 0;
+}
+
+/* Every thread by the name the traces give it ("thread 746 (main)"), as nsys' reports join them. */
+static int sq_threads(struct sq *q)
+{
+	const struct replay *rp = q->rp;
+	char name[64];
+
+	for (size_t i = 0; i < rp->n_threads; i++) {
+		uint64_t id = rp->threads[i].thread, sid;
+		snprintf(name, sizeof(name), "thread %" PRIu64 "%s", id, id == rp->main_thread ? " (main)" : "");
+		if (!(sid = sq_string(q, name)) || INSERT(q, T_THREAD, I(sid), I(global_tid(q, id))) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The recording's GPU (the header's device): TARGET_INFO_GPU, id 0, and
+ * its CUDA index for this process in TARGET_INFO_CUDA_DEVICE, through
+ * which nsys' GPU reports name a device. Every other device the
+ * activities name gets a row of its index alone (a bundle describes one).
+ */
+static int sq_gpus(struct sq *q)
+{
+	const struct replay *rp = q->rp;
+	const struct replay_device *d = &rp->run.device;
+	uint8_t *seen = calloc(0x10000, 1);
+	int64_t pid = q->global_pid >> 24;
+	uint32_t next = 0;
+	int rc = 0;
+
+	if (!seen)
+		return error("out of memory");
+	if (rp->run.has_device) {
+		seen[d->index & 0xffff] = 1;
+		/* bytes/s: the bus's bytes a clock, twice a clock (DDR) */
+		rc = INSERT(q, T_GPU, I(next), S(d->name ? d->name : ""), I(d->l2_bytes), I(d->memory_bytes),
+			    d->mem_bus_bits && d->mem_clock_khz
+				    ? I((uint64_t)d->mem_bus_bits / 8 * 2 * d->mem_clock_khz * 1000) : NUL,
+			    I((uint64_t)d->sm_clock_khz * 1000), I(d->sm_count), I(d->cc_major), I(d->cc_minor),
+			    S(d->name ? d->name : ""));
+		if (rc == 0)
+			rc = INSERT(q, T_CUDA_DEVICE, I(next), I(d->index), I(pid), I(d->sm_count));
+		next++;
+	}
+	for (size_t i = 0; rc == 0 && i < rp->n_activities; i++) {
+		uint16_t dev = rp->activities[i].device;
+		if (seen[dev])
+			continue;
+		seen[dev] = 1;
+		rc = INSERT(q, T_GPU, I(next), S("unknown GPU"), NUL, NUL, NUL, NUL, NUL, NUL, NUL, NUL);
+		if (rc == 0)
+			rc = INSERT(q, T_CUDA_DEVICE, I(next), I(dev), I(pid), NUL);
+		next++;
+	}
+	free(seen);
+	return rc;
 }
 
 static int sq_apis(struct sq *q)
@@ -514,13 +608,16 @@ static int sq_ranges(struct sq *q)
 		const struct replay_range *r = &rp->ranges[i];
 		bool mark = r->end <= r->start;
 		int64_t domain;
+		char comm[24];
 
 		if (!export_keep_range(q->f, r))
 			continue;
+		snprintf(comm, sizeof(comm), "0x%" PRIx64, r->comm);
 		if (sq_domain(q, r, &domain) < 0 ||
 		    INSERT(q, T_NVTX, I(r->start), mark ? NUL : I(r->end), I(mark ? NVTX_MARK : NVTX_PUSH_POP_RANGE),
 			   S(replay_str(rp, r->name)), I(global_tid(q, r->thread)), I(sq_sid(q, r->name)), I(domain),
-			   ID(sq_path(q, (int32_t)i)), I(r->depth), sq_step(r->step)) < 0)
+			   ID(sq_path(q, (int32_t)i)), I(r->depth), sq_step(r->step), r->comm ? S(comm) : NUL,
+			   ID(r->bytes)) < 0)
 			return -1;
 	}
 	return 0;
@@ -700,6 +797,7 @@ static int sq_write(struct sq *q, const char *path, const struct export_options 
 			return sq_fail(q);
 	if (sq_strings(q) < 0 || sq_enums(q) < 0 || sq_session_start(q) < 0 || sq_run(q, opt) < 0 ||
 	    sq_steps(q) < 0 || sq_ops(q) < 0 || sq_ranges(q) < 0 || sq_apis(q) < 0 || sq_activities(q) < 0 ||
+	    sq_threads(q) < 0 || sq_gpus(q) < 0 ||
 	    sq_allocations(q, MEM_VIEW_MODEL) < 0 || sq_allocations(q, MEM_VIEW_DRIVER) < 0)
 		return -1;
 	return sq_exec(q, indexes) < 0 || sq_exec(q, "COMMIT") < 0 ? -1 : 0;

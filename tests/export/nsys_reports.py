@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """nsys_reports.py STEPTRACE BUNDLE DB SQL_DIR [--domains 'D ...']: Nsight
 Systems' cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum,
-cuda_api_sum and nvtx_sum reports (the queries in SQL_DIR, written from
+cuda_api_sum, nvtx_sum, cuda_gpu_trace and cuda_api_trace reports (the
+queries in SQL_DIR, written from
 their documentation) run on DB, BUNDLE's `steptrace export --format sqlite`,
 and checked against what steptrace itself says of BUNDLE:
 
@@ -16,6 +17,16 @@ and checked against what steptrace itself says of BUNDLE:
                          report names a range "domain:name" outside the
                          default domain; ranges leaves out the steptrace.mirror
                          domain (steptrace's copies of a lead thread's ranges)
+  cuda_gpu_trace         a row for each kernel, memcpy and memset of
+                         `summary --include-warmup --all`, by start, each
+                         name as often as summary counts it, every row's
+                         Device named (TARGET_INFO_GPU through
+                         TARGET_INFO_CUDA_DEVICE), a copy's Throughput its
+                         Bytes over its Duration
+  cuda_api_trace         a row for each call of `replay --kind api`, by
+                         start, the same names as often, every row's Thread
+                         Name (ThreadNames) and the Pid and Tid of its
+                         globalTid
 
 --domains: the NVTX domains the export must name (NvtxDomainCreate rows),
 in any order. The aggregates median() and stdev() that nsys' report scripts
@@ -33,7 +44,8 @@ import subprocess
 import sys
 import tempfile
 
-REPORTS = ('cuda_gpu_kern_sum', 'cuda_gpu_mem_time_sum', 'cuda_gpu_mem_size_sum', 'cuda_api_sum', 'nvtx_sum')
+REPORTS = ('cuda_gpu_kern_sum', 'cuda_gpu_mem_time_sum', 'cuda_gpu_mem_size_sum', 'cuda_api_sum', 'nvtx_sum',
+           'cuda_gpu_trace', 'cuda_api_trace')
 MIRROR = 'steptrace.mirror'
 
 
@@ -228,6 +240,55 @@ def nvtx_sum(rows, ranges, domains):
         ' (and %d of %s)' % (mirrored, MIRROR) if mirrored else '')
 
 
+def by_start(report, rows):
+    starts = [r['Start (ns)'] for r in rows]
+    if starts != sorted(starts):
+        raise Fail('%s: rows not by Start' % report)
+
+
+def counts(names):
+    out = {}
+    for n in names:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
+def gpu_trace(rows, summary):
+    by_start('cuda_gpu_trace', rows)
+    want = {w['Name']: w['Instances'] for w in summary}
+    got = counts(r['Name'] for r in rows)
+    same_names('cuda_gpu_trace', got, want, 'steptrace summary --include-warmup --all')
+    for name, n in got.items():
+        if n != want[name]:
+            raise Fail('cuda_gpu_trace: %r: %d rows, steptrace summary %d' % (name[:60], n, want[name]))
+    for r in rows:
+        if not r['Device'] or not r['Device'].endswith(')'):
+            raise Fail('cuda_gpu_trace: a row at %d names no device: %r' % (r['Start (ns)'], r['Device']))
+        if r['Bytes (MB)'] is not None and r['Duration (ns)'] > 0 and not close(
+                r['Throughput (MBps)'], r['Bytes (MB)'] / (r['Duration (ns)'] / 1e9), 1e-6):
+            raise Fail('cuda_gpu_trace: a row at %d: Throughput is not Bytes over Duration' % r['Start (ns)'])
+    kernels = sum(1 for r in rows if not r['Name'].startswith('[CUDA mem'))
+    return 'cuda_gpu_trace: %d rows (%d kernels, %d copies and memsets) on %s, as steptrace summary' % (
+        len(rows), kernels, len(rows) - kernels, ', '.join(sorted(set(r['Device'] for r in rows))))
+
+
+def api_trace(rows, calls, db):
+    by_start('cuda_api_trace', rows)
+    got, want = counts(r['Name'] for r in rows), counts(e['Name'] for e in calls)
+    same_names('cuda_api_trace', got, want, 'steptrace replay --kind api')
+    for name, n in got.items():
+        if n != want[name]:
+            raise Fail('cuda_api_trace: %r: %d rows, steptrace replay %d' % (name, n, want[name]))
+    tids = {(p, t) for (p, t) in db.execute('SELECT globalTid / 0x1000000 % 0x1000000, globalTid % 0x1000000 '
+                                             'FROM CUPTI_ACTIVITY_KIND_RUNTIME')}
+    for r in rows:
+        if not r['Thread Name'] or (r['Pid'], r['Tid']) not in tids or str(r['Tid']) not in r['Thread Name']:
+            raise Fail('cuda_api_trace: a call at %d: thread %r, Pid %r, Tid %r' % (
+                r['Start (ns)'], r['Thread Name'], r['Pid'], r['Tid']))
+    return 'cuda_api_trace: %d rows on %d threads, as steptrace replay' % (
+        len(rows), len(set(r['Thread Name'] for r in rows)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('steptrace')
@@ -273,7 +334,9 @@ def main():
                  mem_time_sum(rows['cuda_gpu_mem_time_sum'], summary),
                  mem_size_sum(rows['cuda_gpu_mem_size_sum'], summary, chrome),
                  api_sum(rows['cuda_api_sum'], calls),
-                 nvtx_sum(rows['nvtx_sum'], ranges, domains)]
+                 nvtx_sum(rows['nvtx_sum'], ranges, domains),
+                 gpu_trace(rows['cuda_gpu_trace'], summary),
+                 api_trace(rows['cuda_api_trace'], calls, db)]
     except Fail as e:
         print('%s: %s' % (a.bundle, e))
         return 1

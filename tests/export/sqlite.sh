@@ -131,7 +131,8 @@ for f in "$samples"/*.stb; do
 	sqlite3 -batch -csv "$db" < "$here/kernel_summary.sql" > "$tmp/sql.csv" || fail "query on $f"
 	"$steptrace" summary "$f" --format csv > "$tmp/want.csv" || fail "summary $f"
 	python3 "$here/sqlite_summary.py" "$f" "$tmp/sql.csv" "$tmp/want.csv" > "$tmp/out" || { cat "$tmp/out"; exit 1; }
-	# nsys' cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum and nvtx_sum
+	# nsys' cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum, nvtx_sum,
+	# cuda_gpu_trace and cuda_api_trace
 	domains=""
 	case $f in
 	*pytorch-auto*) domains="steptrace.torch CCCL steptrace.mirror" ;;
@@ -151,6 +152,16 @@ for f in "$samples"/*.stb; do
 		        JOIN ENUM_CUDA_MEM_KIND d ON d.id = m.dstKind GROUP BY 1, 2, 3 ORDER BY 1" \
 		       "Device-to-Host|Device|Pinned|3
 Host-to-Device|Pageable|Device|3" "memcpy kinds" ;;
+	*pytorch-ddp*)
+		# NCCL's payload on its calls and their kernels: the all-reduces of the measured
+		# steps move 5 x 84,520,960 bytes (steptrace comm's total per step), on one communicator
+		expect "SELECT count(*), sum(k.ncclBytes), count(DISTINCT k.ncclComm) FROM $K k
+		        JOIN StringIds s ON s.id = k.demangledName JOIN STEPS st ON st.id = k.stepId
+		        WHERE st.warmup = 0 AND s.value LIKE 'ncclDevKernel_AllReduce%'" "15|422604800|1" "NCCL payload on kernels"
+		expect "SELECT count(*), count(DISTINCT n.text) FROM NVTX_EVENTS n JOIN NVTX_EVENTS d
+		        ON d.eventType = 75 AND d.domainId = n.domainId AND d.text = 'NCCL'
+		        WHERE n.eventType = 59 AND n.ncclBytes IS NOT NULL AND n.ncclComm IS NOT NULL" "22|4" \
+		       "NCCL payload on NCCL's ranges" ;;
 	*pytorch-auto*)
 		expect "SELECT n.text, n.domainId, d.text FROM NVTX_EVENTS n JOIN NVTX_EVENTS d
 		        ON d.eventType = 75 AND d.domainId = n.domainId WHERE n.eventType = 59 ORDER BY n.start LIMIT 1" \
