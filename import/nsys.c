@@ -105,10 +105,13 @@ struct nsys {
 
 /* ---- small helpers ------------------------------------------------------------- */
 
+/* One error line for the first failure of the database; later ones stay silent. */
 static int db_error(struct nsys *n)
 {
+	if (!n->failed)
+		error("cannot read '%s': %s", n->path, sqlite3_errmsg(n->db));
 	n->failed = true;
-	return error("cannot read '%s': %s", n->path, sqlite3_errmsg(n->db));
+	return -1;
 }
 
 static int add_missing(struct nsys *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1212,13 +1215,16 @@ static int survey(struct nsys *n)
 	int64_t v;
 
 	for (int t = 0; t < T_COUNT; t++) {
-		if (!(n->tables[t] = table_exists(n, table_names[t])))
+		n->tables[t] = table_exists(n, table_names[t]);
+		if (n->failed)
+			return -1;
+		if (!n->tables[t])
 			continue;
-		if (!has_column(n, table_names[t], "start"))
+		if (!has_column(n, table_names[t], "start") && !n->failed)
 			return error("'%s' is not an Nsight Systems export: its %s has no column start", n->path,
 				     table_names[t]);
 		snprintf(sql, sizeof(sql), "SELECT EXISTS (SELECT 1 FROM \"%s\")", table_names[t]);
-		if (query_int(n, sql, 0, &v, NULL))
+		if (n->failed || query_int(n, sql, 0, &v, NULL))
 			return -1;
 		n->has_rows[t] = v != 0;
 	}
@@ -1326,6 +1332,8 @@ static int import_events(struct nsys *n)
 	    (n->has_rows[T_DRIVER] && import_api(n, T_DRIVER)) || (n->has_rows[T_SYNC] && import_syncs(n)) ||
 	    (n->has_rows[T_MEMORY] && import_memory(n)) || (n->has_rows[T_NVTX] && import_nvtx(n)))
 		return -1;
+	if (n->failed)
+		return -1;
 	if (!n->events)
 		return error("'%s' holds nothing to import: every row was skipped", n->path);
 	return write_steps(n);
@@ -1357,7 +1365,7 @@ static int run(struct nsys *n, const char *out_path)
 		return -1;
 	if (n->has_rows[T_NVTX] && (read_domains(n) || have_nccl_payloads(n, &nccl_payloads)))
 		return -1;
-	if (list_missing(n, rc == 0, processes, nccl_payloads))
+	if (n->failed || list_missing(n, rc == 0, processes, nccl_payloads))
 		return -1;
 
 	snprintf(from, sizeof(from), "nsys: %s", base_name(n->path));
