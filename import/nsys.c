@@ -105,11 +105,28 @@ struct nsys {
 
 /* ---- small helpers ------------------------------------------------------------- */
 
-/* One error line for the first failure of the database; later ones stay silent. */
+/*
+ * One error line for the first failure of the database; later ones stay
+ * silent. SQLite's message can quote the file's own schema (a damaged
+ * one: "malformed database schema (T) - unrecognized token: ..."): its
+ * line breaks and tabs become spaces, and it is cut at 160 bytes.
+ */
 static int db_error(struct nsys *n)
 {
+	char msg[168];
+	const char *m = sqlite3_errmsg(n->db);
+	size_t len = 0;
+
+	for (; m && *m && len < 160; m++)
+		if ((unsigned char)*m >= 0x20 || (len && msg[len - 1] != ' '))
+			msg[len++] = (unsigned char)*m < 0x20 ? ' ' : *m;
+	while (len && ((unsigned char)msg[len - 1] & 0xc0) == 0x80 && m && *m)
+		len--;   /* not inside a UTF-8 character */
+	if (len && ((unsigned char)msg[len - 1] & 0xc0) == 0xc0 && m && *m)
+		len--;
+	strcpy(msg + len, m && *m ? "..." : "");
 	if (!n->failed)
-		error("cannot read '%s': %s", n->path, sqlite3_errmsg(n->db));
+		error("cannot read '%s': %s", n->path, msg);
 	n->failed = true;
 	return -1;
 }

@@ -140,6 +140,30 @@ head -c 300000 "$dir/cloverleaf-cuda.sqlite" >"$tmp/cut.sqlite"
 rc=$?
 { [ "$rc" = 0 ] || { [ "$rc" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ]; }; } || fail "cut: exit $rc: $(cat "$tmp/err")"
 
+# 60 copies of the SAXPY export with bytes overwritten at random (seeded: the same copies every run)
+python3 - "$dir/saxpy-mpi-cuda.sqlite" "$tmp" <<'PY'
+import random, sys
+data = open(sys.argv[1], "rb").read()
+for i in range(60):
+    r = random.Random(i)
+    b = bytearray(data)
+    for _ in range(1 + i % 40):
+        b[r.randrange(len(b))] = r.randrange(256)
+    open(f"{sys.argv[2]}/mut{i}.sqlite", "wb").write(b)
+PY
+for i in $(seq 0 59); do
+	"$imp" "$tmp/mut$i.sqlite" "$tmp/mut.stb" >/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		grep -qv '^warning: ' "$tmp/err" && fail "mutation $i: more than warnings: $(cat "$tmp/err")"
+		"$st" summary --include-warmup "$tmp/mut.stb" >/dev/null 2>&1 || fail "mutation $i: summary failed"
+		"$st" explain "$tmp/mut.stb" >/dev/null 2>&1 || fail "mutation $i: explain failed"
+	elif [ "$rc" != 1 ] || [ "$(wc -l <"$tmp/err")" != 1 ]; then
+		fail "mutation $i: exit $rc: $(head -5 "$tmp/err")"
+	fi
+	rm -f "$tmp/mut.stb"
+done
+
 # 300,000 kernels: streamed, in bounded time
 case_db many ok "$schema" \
 	"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 299999)
