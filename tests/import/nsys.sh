@@ -32,8 +32,10 @@ for db in "$dir"/saxpy-mpi-cuda.sqlite "$dir"/cloverleaf-cuda.sqlite; do
 		# shellcheck disable=SC2086
 		"$st" $c "$b" >"$tmp/out" 2>&1 || fail "$name: $c failed: $(tail -3 "$tmp/out")"
 	done
-	"$st" export --format sqlite -o "$tmp/$name.export.sqlite" "$b" >/dev/null 2>&1 ||
-		fail "$name: export --format sqlite failed"
+	for f in sqlite chrome perfetto; do
+		"$st" export --format $f -o "$tmp/$name.export.$f" "$b" >/dev/null 2>&1 ||
+			fail "$name: export --format $f failed"
+	done
 
 	bsdtar -xOf "$b" header.pb >"$tmp/header.pb"
 	grep -aq "nsys: $name.sqlite" "$tmp/header.pb" || fail "$name: no imported_from in the header"
