@@ -23,7 +23,7 @@
 #include "trace/types.h"
 
 #define BUNDLE_FORMAT_MAJOR 1
-#define BUNDLE_FORMAT_MINOR 8
+#define BUNDLE_FORMAT_MINOR 9
 
 /* ---- writer ---------------------------------------------------------- */
 
@@ -81,6 +81,9 @@ int bundle_writer_close(struct bundle_writer *w, const char *end_reason);
  * a write failed). For exit paths and tests.
  */
 void bundle_writer_abort(struct bundle_writer *w);
+
+/* Gives up: removes the temporary file and leaves the path as it was (an import that failed). Frees `w`. */
+void bundle_writer_discard(struct bundle_writer *w);
 
 /* ---- reader ---------------------------------------------------------- */
 

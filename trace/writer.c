@@ -497,3 +497,10 @@ void bundle_writer_abort(struct bundle_writer *w)
 	writer_finish(w, 0);
 	writer_free(w);
 }
+
+void bundle_writer_discard(struct bundle_writer *w)
+{
+	archive_write_free(w->ar);
+	output_discard(&w->out);
+	writer_free(w);
+}
