@@ -1,0 +1,39 @@
+/*
+ * whatif.h: what the rules of graph/rules.h need to know of a run that
+ * only the analyses can say: each kernel's class (a product, memory-bound,
+ * other: analyze/category.h), the bytes of its op (its share, by time), the
+ * device's BF16 rate against the recorded precision's (the header's peaks),
+ * and for ranks=N the contention and host cost per collective call
+ * (--contention FILE, or learned from a recorded multi-rank run).
+ */
+#ifndef STEPTRACE_ANALYZE_WHATIF_H
+#define STEPTRACE_ANALYZE_WHATIF_H
+
+#include "graph/graph.h"
+#include "graph/rules.h"
+
+/*
+ * Fills f for graph g (rank 0's replay says the precision and peaks) when
+ * a rule of `rules` needs it (precision, batch, fuse); sets those rules'
+ * `facts`. 0, or -1 after one line. whatif_facts_release frees it.
+ */
+int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, struct graph_facts *f);
+void whatif_facts_release(struct graph_facts *f);
+
+/*
+ * A recorded multi-rank run's calibration for ranks=N: how much longer its
+ * kernels ran beside a collective than the same kernels alone (time-weighted,
+ * graph_contention), and the host's time per collective call (the median of
+ * each NCCL launch call's own time and the host work before it on its thread).
+ * -1 after one line; 0 with *n_beside 0 when nothing ran beside a collective.
+ */
+int whatif_calibrate(const struct graph *g, double *contention, double *call_us, long *n_beside, size_t *n_calls);
+
+/*
+ * --contention FILE: a CSV with the columns contention and call_us (what
+ * `explain RUN.rank*.stb --section calibration --format csv` writes), its
+ * first row; into rm. 0, or -1 after one line.
+ */
+int whatif_calibration_load(const char *path, struct graph_ranks_model *rm);
+
+#endif
