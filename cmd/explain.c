@@ -32,6 +32,7 @@ static const char *const usage[] = {
 	"                   device, x K above a kernel's fixed cost; the optimizer as recorded",
 	"  fuse=elementwise each chain of memory-bound kernels between two products one kernel",
 	"  bucket-mb=M      a recorded data-parallel run's collectives merged into buckets of M MB",
+	"  data=K           the host's data loading (its work before each copy to the device) x K",
 	"                   (docs/whatif.md has each rule's model)",
 	NULL,
 };

@@ -176,6 +176,7 @@ enum graph_rule_kind {
 	GR_BATCH,       /* batch=xK: the batch K times larger (graph/rules.h) */
 	GR_FUSE,        /* fuse=elementwise: each chain of memory-bound kernels between two products fused (graph/rules.h) */
 	GR_BUCKET,      /* bucket-mb=M: a recorded data-parallel run's collectives in buckets of M MB (graph/rules.h) */
+	GR_DATA,        /* data=K: the host's data loading before each copy to the device x K (graph/rules.h) */
 	GR_KIND_COUNT
 };
 

@@ -90,7 +90,7 @@ int graph_rule_parse(struct graph_rule *r, const char *text)
 		return 0;
 	}
 	return error("--what-if '%s': no such rule; the rules: graph, no-sync, comm-overlap, no-contention, host=K, "
-		     "comm-bw=K, kernels:GLOB=K, ranks=N, unrecorded, precision=bf16, batch=xK, fuse=elementwise, bucket-mb=M",
+		     "comm-bw=K, kernels:GLOB=K, ranks=N, unrecorded, precision=bf16, batch=xK, fuse=elementwise, bucket-mb=M, data=K",
 		     text);
 }
 

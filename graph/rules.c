@@ -42,6 +42,15 @@ int graph_rules_parse(struct graph_rule *r, const char *text)
 		r->kind = GR_BATCH;
 		return 0;
 	}
+	if (!strncmp(text, "data", 4) && (!text[4] || text[4] == '=')) {
+		v = text + 5;
+		errno = 0;
+		r->factor = text[4] ? strtod(v, &end) : -1;
+		if (!text[4] || errno || end == v || *end || !(r->factor >= 0) || r->factor > 1e6)
+			return error("--what-if '%s': say data=K with K a factor from 0 to 1000000 (data=0.5)", text);
+		r->kind = GR_DATA;
+		return 0;
+	}
 	if (!strncmp(text, "bucket-mb", 9) && (!text[9] || text[9] == '=')) {
 		v = text + 10;
 		errno = 0;
@@ -398,12 +407,59 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 				const struct graph_edge *ed = &g->edges[g->in_edges[x->in + e]];
 
 				if (ed->kind == GE_COLL && ed->to_end && ed->delay > 0)
-					edge_add[g->in_edges[x->in + e]] += (int64_t)((f - 1) * (double)ed->delay);
+					edge_add[g->in_edges[x->in + e]] =
+						(int64_t)(f * (double)(ed->delay + edge_add[g->in_edges[x->in + e]])) - ed->delay;
 			}
 		}
 		j = to;
 	}
 	free(k);
+	return 0;
+}
+
+/* ---- data=K ------------------------------------------------------------------- */
+
+/* Whether API node i launched a copy from the host to the device (CUPTI's copy kind 1). */
+static bool copies_in(const struct graph *g, int32_t i)
+{
+	const struct graph_node *n = &g->nodes[i];
+	const struct replay *rp = g->rp[n->rank];
+	int32_t a = rp->apis[n->index].activity;
+
+	if (a < 0 || (size_t)a >= rp->n_activities || rp->activities[a].kind != ST_MEMCPY)
+		return false;
+	return rp->activities[a].detail < rp->n_copies && rp->copies[rp->activities[a].detail].copy_kind == 1;
+}
+
+static int data(const struct graph *g, const struct graph_rule *r, int64_t *edge_add)
+{
+	int64_t *in = malloc((g->n_nodes + 1) * sizeof(int64_t));
+
+	if (!in)
+		return error("out of memory");
+	/* each call's thread edge in */
+	for (size_t i = 0; i < g->n_nodes; i++)
+		in[i] = -1;
+	for (size_t e = 0; e < g->n_edges; e++)
+		if (g->edges[e].kind == GE_THREAD && g->edges[e].to >= 0 && (size_t)g->edges[e].to < g->n_nodes)
+			in[g->edges[e].to] = (int64_t)e;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		int32_t at = (int32_t)i;
+
+		if (g->nodes[i].kind != GN_API || !copies_in(g, at))
+			continue;
+		/* back along its thread to the last synchronisation or copy to the device */
+		for (int steps = 0; steps < 100000 && in[at] >= 0; steps++) {
+			const struct graph_edge *e = &g->edges[in[at]];
+
+			if (e->delay > 0)   /* of the delay as other rules left it: data=0.5 twice is data=0.25 */
+				edge_add[in[at]] = (int64_t)(r->factor * (double)(e->delay + edge_add[in[at]])) - e->delay;
+			at = e->from;
+			if (g->nodes[at].sync || copies_in(g, at))
+				break;
+		}
+	}
+	free(in);
 	return 0;
 }
 
@@ -417,6 +473,8 @@ int graph_rules_effects(const struct graph *g, const struct graph_rule *r, doubl
 		return factors(g, kernel) ? fuse(g, r, *kernel) : -1;
 	case GR_BUCKET:
 		return factors(g, kernel) && adds(g, edge_add) ? bucket(g, r, *kernel, *edge_add) : -1;
+	case GR_DATA:
+		return adds(g, edge_add) ? data(g, r, *edge_add) : -1;
 	default:
 		return 0;
 	}

@@ -27,6 +27,10 @@
  *                     as DDP fills them: each bucket's last collective takes the
  *                     bucket's time (latency + bytes / bandwidth, fitted to the
  *                     run's own collectives), the others removed
+ *   data=K            the host's data loading x K: its work between calls from
+ *                     the last synchronisation (the previous step's end) to
+ *                     each call that copies to the device (the batch's x.to(),
+ *                     or from the previous such call)
  *   ranks=N (graph.h) here also: the backward's kernels that run once the first
  *                     bucket is ready x contention (scaled by the share of that
  *                     time the all-reduces cover) and each collective call's

@@ -54,6 +54,18 @@ lt "$p" "$m" || fail "batch=x0.5: predicted '$p' of $m ms"
 p=$(predicted "$fp32" --what-if fuse=elementwise)
 lt "$p" "$m" || fail "fuse=elementwise on $fp32: predicted '$p', measured $m"
 
+# data=K: the PyTorch sample's host work before its batch's copies to the
+# device (2.1 ms of data loading a step): x1 the replay, x0 shorter, x0.5
+# between, twice x0.5 no shorter than x0
+pt=$samples/pytorch-auto.stb
+mp=$(measured "$pt")
+[ "$(predicted "$pt" --what-if data=1)" = "$mp" ] || fail "data=1 moved the step"
+d0=$(predicted "$pt" --what-if data=0)
+d5=$(predicted "$pt" --what-if data=0.5)
+lt "$d0" "$d5" && lt "$d5" "$mp" || fail "data=0 ($d0), data=0.5 ($d5), measured $mp: not in that order"
+dd=$("$st" explain "$pt" --what-if data=0.5 --what-if data=0.5 --section what_if --format csv 2>/dev/null | awk -F, 'NR == 4 { print $4 }')
+lt "$dd" "$d0" && fail "data=0.5 twice ($dd) shorter than data=0 ($d0)"
+
 # bucket-mb=M on two ranks of steptrace's bucketed DDP (25 MB buckets): larger
 # buckets, fewer all-reduces, the step no longer; the refusal on one GPU
 out=$("$st" explain "$multi"/ddp-bucket.rank0.stb "$multi"/ddp-bucket.rank1.stb --what-if bucket-mb=100 \
@@ -78,7 +90,7 @@ c=$(predicted "$bf16" --allreduce "$multi"/st-allreduce-h200x2.csv --contention 
 [ "$c" = "$a" ] || fail "ranks=2 with contention 1, no call time ($c) is not ranks=2 alone ($a)"
 
 # usage: an error line that says the form, non-zero
-for bad in precision=fp16 precision batch=x0 batch=abc 'batch=x2000' bucket-mb=0 bucket-mb fuse=all fuse; do
+for bad in data=-1 data precision=fp16 precision batch=x0 batch=abc 'batch=x2000' bucket-mb=0 bucket-mb fuse=all fuse; do
 	"$st" explain "$fp32" --what-if "$bad" > /dev/null 2> "$tmp/err" && fail "--what-if $bad accepted"
 	head -1 "$tmp/err" | grep -q "^error: --what-if '$bad': say" || fail "--what-if $bad: $(cat "$tmp/err")"
 done
