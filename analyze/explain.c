@@ -846,7 +846,7 @@ static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct
 	if (rm->grad_bytes > GRAPH_RANKS_MAX_BYTES)
 		return error("--what-if ranks=N: '%s' has %" PRIu64 " bytes of gradients: past 2^53 bytes, not a run to "
 			     "model", rp->path ? rp->path : "the bundle", rm->grad_bytes);
-	if (c->o->contention && whatif_calibration_load(c->o->contention, rm) < 0)
+	if (c->o->contention ? whatif_calibration_load(c->o->contention, rm) < 0 : whatif_calibration_default(rm) < 0)
 		return -1;
 	if (!c->o->naive) {
 		double mb = c->o->bucket_mb > 0 ? c->o->bucket_mb : rp->run.config.bucket_mb > 0 ? rp->run.config.bucket_mb : 25;
@@ -888,6 +888,8 @@ static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct
 		(*tensors)[n++] = (uint64_t)(per * (double)k->vocab * (double)d);
 		rm->tensors = *tensors;
 		rm->n_tensors = n;
+	} else if (whatif_group_tensors(rp, rm, tensors) < 0) {   /* (1.8) a PyTorch run's parameter groups */
+		return -1;
 	}
 	return 0;
 }
@@ -959,7 +961,7 @@ static int what_if_table(const struct ctx *c, struct report *r)
 			    : rm.tensors ? "after the backward, each parameter tensor on its own (--naive)"
 					 : "after the backward, at once (--naive)",
 			    o->allreduce, rm.contention > 0 ? rm.contention : 1, (double)rm.call_ns / 1e3,
-			    o->contention ? o->contention : "no --contention: neither modelled");
+			    o->contention ? o->contention : WHATIF_CALIBRATION_DEFAULT_SOURCE);
 	ret = 0;
 out:
 	for (size_t i = 0; i < parsed; i++)

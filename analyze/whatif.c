@@ -257,3 +257,37 @@ int whatif_calibration_load(const char *path, struct graph_ranks_model *rm)
 	fclose(fp);
 	return error("'%s': a calibration table without a row", path);
 }
+
+int whatif_calibration_default(struct graph_ranks_model *rm)
+{
+	rm->contention = WHATIF_CALIBRATION_DEFAULT_CONTENTION;
+	rm->call_ns = WHATIF_CALIBRATION_DEFAULT_CALL_NS;
+	return 0;
+}
+
+int whatif_group_tensors(const struct replay *rp, struct graph_ranks_model *rm, uint64_t **tensors)
+{
+	uint64_t n = 0;
+	size_t k = 0;
+
+	for (size_t g = 0; g < rp->run.n_param_groups; g++)
+		n += rp->run.param_groups[g].tensors;
+	/* a footer's counts can claim anything: at most a million tensors, each at least a byte */
+	if (!n)
+		return 0;
+	if (n > GRAPH_RANKS_MAX_BUCKETS)
+		return error("--what-if ranks=N --naive: %llu parameter tensors, over %d: not a run to model",
+			     (unsigned long long)n, GRAPH_RANKS_MAX_BUCKETS);
+	*tensors = malloc((size_t)n * sizeof(uint64_t));
+	if (!*tensors)
+		return error("out of memory");
+	for (size_t g = 0; g < rp->run.n_param_groups; g++) {
+		const struct st_param_group *p = &rp->run.param_groups[g];
+
+		for (uint64_t t = 0; t < p->tensors; t++)
+			(*tensors)[k++] = p->bytes / p->tensors + (t < p->bytes % p->tensors);
+	}
+	rm->tensors = *tensors;
+	rm->n_tensors = k;
+	return 0;
+}

@@ -36,4 +36,23 @@ int whatif_calibrate(const struct graph *g, double *contention, double *call_us,
  */
 int whatif_calibration_load(const char *path, struct graph_ranks_model *rm);
 
+/*
+ * Without --contention: the calibration of the shipped PyTorch DDP sample
+ * (samples/pytorch-ddp.rank*.stb: tests/foreign/ddp_train.py, two H100s,
+ * `explain ... --section calibration`): contention 1.357, 16.8 us a call.
+ */
+#define WHATIF_CALIBRATION_DEFAULT_CONTENTION 1.357
+#define WHATIF_CALIBRATION_DEFAULT_CALL_NS 16800
+#define WHATIF_CALIBRATION_DEFAULT_SOURCE \
+	"the default without --contention: samples/pytorch-ddp.rank*.stb's calibration, PyTorch DDP on two H100s"
+int whatif_calibration_default(struct graph_ranks_model *rm);
+
+/*
+ * ranks=N --naive on a run without steptrace's model (1.8: its parameter
+ * groups): each group's tensors, each of the group's mean size, into
+ * *tensors (owned by the caller) and rm. 0 (nothing when there are no
+ * groups), or -1 after one line.
+ */
+int whatif_group_tensors(const struct replay *rp, struct graph_ranks_model *rm, uint64_t **tensors);
+
 #endif

@@ -175,15 +175,15 @@ class Run:
                                else "explain failed")
         return p.stdout
 
-    def predict(self, bundles, rules, extra):
+    def predict(self, bundles, rules, extra, kind="builtin"):
         """(predicted, lo, hi, recorded step) in ms."""
         args = []
         for r in ["unrecorded"] + rules:
             args += ["--what-if", r]
         if "ranks" in extra:
             args += ["--allreduce", self.allreduce]
-            if self.calibration:
-                args += ["--contention", self.calibration]
+            if self.calibration.get(kind):
+                args += ["--contention", self.calibration[kind]]
         rows = csv_rows(self.explain(bundles, args + ["--section", "what_if", "--format", "csv"]))
         last = rows[-1]
         pred, rec = float(last["Predicted"]), float(last["Measured"])
@@ -273,7 +273,7 @@ def main():
         print("whatif_validate: no GPU (nvidia-smi -L fails)")
         sys.exit(77)
     changes = [c for c in CHANGES if not a.only or any(s in c[2] for s in a.only.split(","))]
-    run.allreduce, run.calibration = os.path.join(ROOT, "docs/multi/st-allreduce-h200x2.csv"), None
+    run.allreduce, run.calibration = os.path.join(ROOT, "docs/multi/st-allreduce-h200x2.csv"), {}
     rows, want = [], []
     for base, changed, change, rules, extra in changes:
         need = max(PROGRAMS[base][2], PROGRAMS[changed][2])
@@ -293,11 +293,14 @@ def main():
     for base, *_ in want:
         if base not in bundles:
             bundles[base] = run.record(base)
-    if not a.dry_run and "st-bucket25" in bundles and isinstance(bundles["st-bucket25"], list):
+    # ranks=N's contention and host time per call, learned from this run's own multi-GPU recordings
+    for kind, base in (("builtin", "st-bucket25"), ("torch", "pt-ddp2")):
+        if a.dry_run or not isinstance(bundles.get(base), list):
+            continue
         try:
-            cal = run.explain(bundles["st-bucket25"], ["--section", "calibration", "--format", "csv"])
-            run.calibration = os.path.join(a.out, "calibration.csv")
-            open(run.calibration, "w").write(cal)
+            cal = run.explain(bundles[base], ["--section", "calibration", "--format", "csv"])
+            run.calibration[kind] = os.path.join(a.out, "calibration-%s.csv" % kind)
+            open(run.calibration[kind], "w").write(cal)
         except (RuntimeError, OSError):
             pass
     preds = {}
@@ -306,7 +309,7 @@ def main():
             preds[change] = bundles[base]
             continue
         try:
-            preds[change] = run.predict(bundles[base], rules, extra)
+            preds[change] = run.predict(bundles[base], rules, extra, PROGRAMS[base][0].replace("torchrun", "torch"))
         except (RuntimeError, ValueError, KeyError, IndexError) as e:
             preds[change] = "explain: %s" % e
         run.note(step="predict", change=change, prediction=preds[change])
