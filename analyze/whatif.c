@@ -167,6 +167,8 @@ int whatif_calibrate(const struct graph *g, double *contention, double *call_us,
 		if (api < 0 || (size_t)api >= rp->n_apis)
 			continue;
 		a = g->api_node[x->rank][api];
+		if (a < 0)
+			continue;
 		{
 			uint64_t t = g->nodes[a].own;
 

@@ -505,7 +505,7 @@ static void host_after(const struct graph *g, const int64_t *out, uint32_t act, 
 	const struct replay *rp = g->rp[0];
 	int32_t api = rp->activities[act].api;
 
-	if (api >= 0 && (size_t)api < rp->n_apis && ns && out[g->api_node[0][api]] >= 0)
+	if (api >= 0 && (size_t)api < rp->n_apis && ns && g->api_node[0][api] >= 0 && out[g->api_node[0][api]] >= 0)
 		edge_add[out[g->api_node[0][api]]] += (int64_t)ns;
 }
 
