@@ -193,8 +193,9 @@ struct graph_rule {
 /*
  * Parses one --what-if rule: "graph", "no-sync", "comm-overlap",
  * "host=K", "comm-bw=K", "kernels:GLOB=K", "kernels:<DUR=K" (DUR in ns,
- * us or ms: kernels shorter), "ranks=N", "unrecorded". 0, or -1 after one
- * line. `text` is kept, not copied; free(pattern) when done.
+ * us or ms: kernels shorter), "ranks=N", "unrecorded", and graph/rules.h's
+ * "precision=bf16", "batch=xK", "fuse=elementwise", "data=K", "bucket-mb=M".
+ * 0, or -1 after one line. `text` is kept, not copied; free(pattern) when done.
  */
 int graph_rule_parse(struct graph_rule *r, const char *text);
 
