@@ -951,7 +951,9 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 		for (size_t i = 0; i < g->n_nodes; i++)
 			gate[i].anchor = -1;
 		if (ranks_floor(g, ranks, rm, t->start, t->end, gate) < 0 ||
-		    graph_rules_ranks(g, ranks, rm, t->start, t->end, &fx.kernel, &fx.edge_add) < 0)
+		    graph_rules_ranks(g, ranks, rm, graph_bw_table_time(rm->table, (double)(rm->bucket_bytes &&
+		    rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes), ranks->ranks) * 1e9,
+				      t->start, t->end, &fx.kernel, &fx.edge_add) < 0)
 			goto out;
 		retime_pass(g, &fx, gate, meet, t->start, t->end);
 	}

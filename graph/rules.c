@@ -510,14 +510,13 @@ static void host_after(const struct graph *g, const int64_t *out, uint32_t act, 
 }
 
 int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
-		      const uint64_t *start, const uint64_t *end, double **kernel, int64_t **edge_add)
+		      double bucket_ns, const uint64_t *start, const uint64_t *end, double **kernel, int64_t **edge_add)
 {
 	const struct replay *rp = g->rp[0];
 	double c = rm->contention > 0 ? rm->contention : 1;
 	uint64_t bucket_b = rm->bucket_bytes && rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes;
 	size_t n_buckets = bucket_b ? (size_t)((rm->grad_bytes + bucket_b - 1) / bucket_b) : 0;
-	double t_comm = n_buckets ? (double)n_buckets * graph_bw_table_time(rm->table, (double)bucket_b, rule->ranks) * 1e9
-				  : 0;
+	double t_comm = (double)n_buckets * bucket_ns;
 	uint8_t **ph;
 	uint32_t *all, *at;
 	int64_t *out;

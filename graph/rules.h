@@ -65,10 +65,11 @@ int graph_rules_effects(const struct graph *g, const struct graph_rule *r, doubl
 
 /*
  * ranks=N's contention and host cost per collective call (rm->contention,
- * rm->call_ns), from the re-timing before the all-reduces (start, end).
+ * rm->call_ns), from the re-timing before the all-reduces (start, end);
+ * bucket_ns: a full bucket's all-reduce (graph_bw_table_time, the caller's).
  */
 int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
-		      const uint64_t *start, const uint64_t *end, double **kernel, int64_t **edge_add);
+		      double bucket_ns, const uint64_t *start, const uint64_t *end, double **kernel, int64_t **edge_add);
 
 /* The time to all-reduce `bytes` as the run's own collectives took: latency + bytes / bandwidth (ns). */
 struct graph_coll_fit {
