@@ -33,18 +33,29 @@ def main():
     a = ap.parse_args()
     variants = json.loads(a.variants)
     runs, states, medians = {}, {}, {}
+    errors = {}
     for name, opts in variants.items():
-        args = gpt_train.parse(opts + ["--steps", str(a.steps + a.warmup)])
-        runs[name] = args
-        states[name] = gpt_train.setup(args)
-        gpt_train.train(args, states[name])   # the first: compilation, the allocator's warm-up
-        medians[name] = []
+        try:
+            args = gpt_train.parse(opts + ["--steps", str(a.steps + a.warmup)])
+            states[name] = gpt_train.setup(args)
+            gpt_train.train(args, states[name])   # the first: compilation, the allocator's warm-up
+            runs[name] = args
+            medians[name] = []
+        except Exception as e:   # one variant failing (a compilation) leaves the others measured
+            errors[name] = "%s: %s" % (type(e).__name__, e)
+            print(json.dumps(dict(variant=name, error=errors[name])), flush=True)
     for rnd in range(a.rounds):
         for name, args in runs.items():
-            times = gpt_train.train(args, states[name])[a.warmup:]
+            if name in errors:
+                continue
+            try:
+                times = gpt_train.train(args, states[name])[a.warmup:]
+            except Exception as e:
+                errors[name] = "%s: %s" % (type(e).__name__, e)
+                continue
             medians[name].append(statistics.median(times))
             print(json.dumps(dict(round=rnd, variant=name, median_ms=round(medians[name][-1], 3))), flush=True)
-    print(json.dumps(dict(medians=medians)), flush=True)
+    print(json.dumps(dict(medians={k: v for k, v in medians.items() if k not in errors}, errors=errors)), flush=True)
 
 
 if __name__ == "__main__":

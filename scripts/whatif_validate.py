@@ -127,6 +127,7 @@ class Run:
         self.a = a
         self.t0 = time.time()
         self.log = []
+        self.errors = {}   # program -> why it was not measured
 
     def left(self):
         return self.a.budget_s - (time.time() - self.t0)
@@ -184,17 +185,14 @@ class Run:
             args += ["--allreduce", self.allreduce]
             if self.calibration.get(kind):
                 args += ["--contention", self.calibration[kind]]
-        rows = csv_rows(self.explain(bundles, args + ["--section", "what_if", "--format", "csv"]))
-        last = rows[-1]
+        report = json.loads(self.explain(bundles, args + ["--format", "json"]))   # one run: what_if and steps
+        last = report["what_if"][-1]
         pred, rec = float(last["Predicted"]), float(last["Measured"])
         lo_key = next((k for k in last if k.lower().startswith(("low", "lo ", "lo(", "lower"))), None)
         hi_key = next((k for k in last if k.lower().startswith(("high", "hi ", "hi(", "upper"))), None)
-        if lo_key and hi_key and last[lo_key] and last[hi_key]:
+        if lo_key and hi_key and last[lo_key] is not None and last[hi_key] is not None:
             return pred, float(last[lo_key]), float(last[hi_key]), rec
-        steps = [r for r in csv_rows(self.explain(bundles[:1] if len(bundles) == 1 else bundles,
-                                                  ["--section", "steps", "--format", "csv"]))
-                 if r["Step"] not in ("mean", "share (%)")]
-        walls = [float(r["Wall"]) for r in steps]
+        walls = [float(r["Wall"]) for r in report["steps"] if str(r["Step"]) not in ("mean", "share (%)")]
         mean = statistics.mean(walls) if walls else rec
         return pred, pred * min(walls) / mean, pred * max(walls) / mean, rec
 
@@ -236,7 +234,12 @@ class Run:
             lines = [x for x in p.stdout.splitlines() if x.startswith('{"medians"')]
             self.note(step="measure torch", rc=p.returncode, error=None if lines else (p.stderr or "")[-500:])
             if lines:
-                got.update(json.loads(lines[-1])["medians"])
+                j = json.loads(lines[-1])
+                got.update(j["medians"])
+                self.errors.update(j.get("errors", {}))
+            else:
+                for n in torch_names:
+                    self.errors[n] = "whatif_torch.py: %s" % ((p.stderr or p.stdout).strip().splitlines() or ["?"])[-1]
         for rnd in range(self.a.rounds):
             for n in others:
                 if self.left() < 20:
@@ -321,7 +324,8 @@ def main():
         if isinstance(preds[change], str):
             row["status"] = preds[change]
         elif not m or not b:
-            row["status"] = "not measured"
+            why = run.errors.get(changed if not m else base)
+            row["status"] = "not measured" + (": " + why if why else "")
         else:
             pred, lo, hi, rec = preds[change]
             if a.dry_run:   # faked: the prediction off by a few percent, the base as recorded
