@@ -164,8 +164,9 @@ class Run:
         self.note(step="record", program=name, rc=p.returncode, seconds=round(time.time() - self.t0, 1))
         if p.returncode:
             return "record: " + (p.stderr or p.stdout).strip()[-300:]
-        if gpus > 1:
-            return [out.replace(".stb", ".rank%d.stb" % r) for r in range(gpus)]
+        if gpus > 1:   # the built-in's --nproc writes X.rankN.stb, a launcher's ranks X.N.stb (docs/multi-gpu.md)
+            form = ".rank%d.stb" if kind == "builtin" else ".%d.stb"
+            return [out.replace(".stb", form % r) for r in range(gpus)]
         return [out]
 
     # ---- prediction ----
