@@ -36,7 +36,7 @@ int graph_rule_parse(struct graph_rule *r, const char *text)
 	memset(r, 0, sizeof(*r));
 	r->text = text;
 	r->factor = 1;
-	if ((mine = graph_rules_parse(r, text)) <= 0)   /* graph/rules.c's: precision, batch, fuse, bucket-mb */
+	if ((mine = graph_rules_parse(r, text)) <= 0)   /* graph/rules.c's: precision, batch, fuse, data, bucket-mb */
 		return mine;
 	if (!strncmp(text, "kernels:", 8)) {
 		if (!eq || eq == text + 8)
@@ -751,7 +751,7 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 			} else {
 				src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? start[e->from] : end[e->from];
 			}
-			at = graph_add(src, edge_delay(g, fx, e) + (fx->edge_add ? fx->edge_add[e - g->edges] : 0));
+			at = graph_add(src, graph_rules_delay(edge_delay(g, fx, e), fx->edge_add, (size_t)(e - g->edges)));
 			if (m && (m->last < 0 || at > t)) {
 				m->others = m->last < 0 ? UINT64_MAX : t;
 				m->last = e->from;

@@ -64,6 +64,21 @@ int graph_rules_parse(struct graph_rule *r, const char *text);
 int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add);
 
 /*
+ * An edge's delay d with what the rules added to it (add NULL: none): a
+ * delay that was not negative stays so (data=0 after unrecorded took the
+ * recorder's time out of the same gap: no call before the one it follows).
+ */
+static inline int64_t graph_rules_delay(int64_t d, const int64_t *add, size_t e)
+{
+	int64_t x;
+
+	if (!add || !add[e])
+		return d;
+	x = d + add[e];
+	return d >= 0 && x < 0 ? 0 : x;
+}
+
+/*
  * ranks=N's contention and host cost per collective call (rm->contention,
  * rm->call_ns), from the re-timing before the all-reduces (start, end);
  * bucket_ns: a full bucket's all-reduce (graph_bw_table_time, the caller's).
