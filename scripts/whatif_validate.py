@@ -13,7 +13,7 @@ slowest measured steps against their mean) around it, or explain's own
 interval columns where the what_if table has them.
 
 Built-in step (`steptrace record` / `steptrace bench` of --model small --ctx 512):
-  plain -> fused (bf16 and fp32), fp32 -> bf16, batch x2 (bf16, fp32),
+  plain -> fused (bf16 and fp32), fp32 -> bf16, fp32 plain -> bf16 fused, batch x2 (bf16, fp32),
   1 -> 2 and 1 -> 4 GPUs, bucket 25 -> 100 MB, naive -> bucketed (several GPUs)
 PyTorch, scripts/gpt_train.py --preset gpt2 --batch 8 --ctx 512 (scripts/whatif_torch.py
 runs the variants in one process, alternating):
@@ -85,6 +85,8 @@ CHANGES = [
     ("st-bf16", "st-bf16-fused", "built-in BF16 plain -> fused", ["graph", "fuse=elementwise"], []),
     ("st-fp32", "st-fp32-fused", "built-in FP32 plain -> fused", ["graph", "fuse=elementwise"], []),
     ("st-fp32", "st-bf16", "built-in FP32 -> BF16", ["precision=bf16"], []),
+    ("st-fp32", "st-bf16-fused", "built-in FP32 plain -> BF16 fused", ["precision=bf16", "graph", "fuse=elementwise"],
+     []),
     ("st-bf16", "st-bf16-b8", "built-in BF16 batch x2", ["batch=x2"], []),
     ("st-fp32", "st-fp32-b8", "built-in FP32 batch x2", ["batch=x2"], []),
     ("st-bf16", "st-bf16-x2", "built-in 1 -> 2 GPUs", ["ranks=2"], ["ranks"]),
