@@ -8,6 +8,7 @@
  * graph through predict() with rules of its own (graph/retime.c).
  */
 #include "analyze/explain.h"
+#include "analyze/whatif.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -845,6 +846,8 @@ static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct
 	if (rm->grad_bytes > GRAPH_RANKS_MAX_BYTES)
 		return error("--what-if ranks=N: '%s' has %" PRIu64 " bytes of gradients: past 2^53 bytes, not a run to "
 			     "model", rp->path ? rp->path : "the bundle", rm->grad_bytes);
+	if (c->o->contention ? whatif_calibration_load(c->o->contention, rm) < 0 : whatif_calibration_default(rm) < 0)
+		return -1;
 	if (!c->o->naive) {
 		double mb = c->o->bucket_mb > 0 ? c->o->bucket_mb : rp->run.config.bucket_mb > 0 ? rp->run.config.bucket_mb : 25;
 		const char *from = c->o->bucket_mb > 0 ? "--bucket-mb" : rp->run.config.bucket_mb > 0 ? "the bundle's header"
@@ -885,6 +888,8 @@ static int ranks_model(const struct ctx *c, struct graph_bw_table *table, struct
 		(*tensors)[n++] = (uint64_t)(per * (double)k->vocab * (double)d);
 		rm->tensors = *tensors;
 		rm->n_tensors = n;
+	} else if (whatif_group_tensors(rp, rm, tensors) < 0) {   /* (1.8) a PyTorch run's parameter groups */
+		return -1;
 	}
 	return 0;
 }
@@ -901,6 +906,7 @@ static int what_if_table(const struct ctx *c, struct report *r)
 	struct graph_bw_table table = { 0 };
 	struct graph_ranks_model rm = { 0 };
 	uint64_t *tensors = NULL;
+	struct graph_facts facts = { 0 };
 	struct table *t;
 	bool need_ranks = false;
 	int ret = -1;
@@ -912,6 +918,8 @@ static int what_if_table(const struct ctx *c, struct report *r)
 		need_ranks |= rules[parsed].kind == GR_RANKS;
 	}
 	if (need_ranks && ranks_model(c, &table, &rm, &tensors) < 0)
+		goto out;
+	if (whatif_facts(&c->g, rules, parsed, &facts) < 0)   /* precision, batch, fuse: analyze/whatif.h */
 		goto out;
 	t = report_add_table(r, "what_if", "What if: the step re-timed under each rule, and all together (ms)");
 	table_add_column(t, "Rule", COL_STR, 0);
@@ -946,20 +954,45 @@ static int what_if_table(const struct ctx *c, struct report *r)
 	if (need_ranks)
 		report_note(r, "ranks=N: %.1f MB of gradients all-reduced over N GPUs %s, each all-reduce as long as '%s' "
 			    "measured its size (interpolated; scaled by the ring's 2(N-1)/N), on a stream of their own, "
-			    "the optimizer's work waiting for the last; slowdowns of the computation beside NCCL's "
-			    "kernels are not modelled",
+			    "the optimizer's work waiting for the last; the backward beside them x%.3g, %.1f us of host "
+			    "time per collective call (%s)",
 			    (double)rm.grad_bytes / 1e6,
 			    rm.bucket_bytes ? "in buckets as the backward produces them"
 			    : rm.tensors ? "after the backward, each parameter tensor on its own (--naive)"
 					 : "after the backward, at once (--naive)",
-			    o->allreduce);
+			    o->allreduce, rm.contention > 0 ? rm.contention : 1, (double)rm.call_ns / 1e3,
+			    o->contention ? o->contention : WHATIF_CALIBRATION_DEFAULT_SOURCE);
 	ret = 0;
 out:
 	for (size_t i = 0; i < parsed; i++)
 		free((char *)rules[i].pattern);
+	whatif_facts_release(&facts);
 	graph_bw_table_release(&table);
 	free(tensors);
 	return ret;
+}
+
+/* A multi-rank run's calibration of ranks=N (analyze/whatif.h): its contention and host time per collective call. */
+static int calibration_table(const struct ctx *c, struct report *r)
+{
+	double contention, call_us;
+	long beside;
+	size_t calls;
+	struct table *t;
+
+	if (whatif_calibrate(&c->g, &contention, &call_us, &beside, &calls) < 0)
+		return -1;
+	t = report_add_table(r, "calibration", "Calibration of ranks=N from this run (--contention FILE)");
+	table_add_column(t, "contention", COL_FLOAT, 3);
+	table_add_column(t, "call_us", COL_FLOAT, 1);
+	table_add_column(t, "kernels_beside", COL_INT, 0);
+	table_add_column(t, "calls", COL_INT, 0);
+	table_row(t);
+	table_float(t, contention);
+	table_float(t, call_us);
+	table_int(t, beside);
+	table_int(t, (int64_t)calls);
+	return 0;
 }
 
 /* What the unrecorded column is, and what went into it. */
@@ -1162,6 +1195,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 			       "communication 2%%, optimizer 10%%, idle at the edges 3%% of the step)");
 
 	if (o->n_rules && what_if_table(&c, r) < 0)
+		goto fail;
+	if (rs->n > 1 && calibration_table(&c, r) < 0)   /* ranks=N's --contention, learned from this run */
 		goto fail;
 
 	for (size_t e = 0; e < c.g.n_edges; e++)

@@ -50,6 +50,7 @@ struct explain_opts {
 	const char *allreduce;        /* --allreduce FILE: the bandwidth table of ranks=N */
 	double bucket_mb;             /* --bucket-mb: 0 = the run's, else 25; ranks=N's buckets */
 	bool naive;                   /* --naive: ranks=N all-reduces after the backward, not in buckets */
+	const char *contention;       /* --contention FILE: ranks=N's calibration (analyze/whatif.h) */
 	int top;                      /* critical-path rows (0: 15) */
 	bool include_warmup;
 };

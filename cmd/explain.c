@@ -26,6 +26,14 @@ static const char *const usage[] = {
 	"                   (--naive: steptrace's own model's tensors one by one)",
 	"  unrecorded       the recorder's own host time (format 1.8) taken out of the host's work",
 	"                   where it was spent: the step unrecorded (the steps table's Unrecorded column)",
+	"  precision=bf16   an FP32/TF32 step in BF16: products at the device's BF16/recorded rate ratio,",
+	"                   the forward's and backward's memory-bound kernels with half their bytes",
+	"  batch=xK         the batch K times larger: forward and backward kernels, and copies to the",
+	"                   device, x K above a kernel's fixed cost; the optimizer as recorded",
+	"  fuse=elementwise each chain of memory-bound kernels between two products one kernel",
+	"  bucket-mb=M      a recorded data-parallel run's collectives merged into buckets of M MB",
+	"  data=K           the host's data loading (its work before each copy to the device) x K",
+	"                   (docs/whatif.md has each rule's model)",
 	NULL,
 };
 
@@ -69,6 +77,9 @@ int cmd_explain(int argc, const char **argv)
 		OPT_NONNEGATIVE(0, "bucket-mb", &c.o.bucket_mb, "MB",
 				"ranks=N's gradient buckets (default: the run's, else 25)"),
 		OPT_BOOLEAN(0, "naive", &c.o.naive, "ranks=N all-reduces every gradient after the backward"),
+		OPT_STRING(0, "contention", &c.o.contention, "FILE",
+			   "ranks=N's contention and host time per collective call: the calibration table of a recorded "
+			   "multi-rank run (`steptrace explain RUN.rank*.stb --section calibration --format csv`)"),
 		OPT_POSITIVE('n', "top", &c.o.top, "critical-path rows (default 15)"),
 		OPT_BOOLEAN(0, "include-warmup", &c.o.include_warmup, "explain the warm-up steps too"),
 		OPT_FORMAT(&format),

@@ -172,6 +172,11 @@ enum graph_rule_kind {
 	GR_NO_CONTENTION, /* kernels beside a collective as long as the same kernels alone (graph_contention) */
 	GR_RANKS,       /* data parallelism over `ranks` GPUs (graph_ranks_rule) */
 	GR_UNRECORDED,  /* the recorder's own host time (format 1.8) taken out of the host's work where it was spent */
+	GR_PRECISION,   /* precision=bf16: an FP32/TF32 step in BF16 (graph/rules.h) */
+	GR_BATCH,       /* batch=xK: the batch K times larger (graph/rules.h) */
+	GR_FUSE,        /* fuse=elementwise: each chain of memory-bound kernels between two products fused (graph/rules.h) */
+	GR_BUCKET,      /* bucket-mb=M: a recorded data-parallel run's collectives in buckets of M MB (graph/rules.h) */
+	GR_DATA,        /* data=K: the host's data loading before each copy to the device x K (graph/rules.h) */
 	GR_KIND_COUNT
 };
 
@@ -182,13 +187,15 @@ struct graph_rule {
 	double factor;
 	uint32_t ranks;                /* GR_RANKS */
 	const char *text;              /* as the user wrote it */
+	const struct graph_facts *facts;   /* GR_PRECISION, GR_BATCH, GR_FUSE: what each kernel is (graph/rules.h) */
 };
 
 /*
  * Parses one --what-if rule: "graph", "no-sync", "comm-overlap",
  * "host=K", "comm-bw=K", "kernels:GLOB=K", "kernels:<DUR=K" (DUR in ns,
- * us or ms: kernels shorter), "ranks=N", "unrecorded". 0, or -1 after one
- * line. `text` is kept, not copied; free(pattern) when done.
+ * us or ms: kernels shorter), "ranks=N", "unrecorded", and graph/rules.h's
+ * "precision=bf16", "batch=xK", "fuse=elementwise", "data=K", "bucket-mb=M".
+ * 0, or -1 after one line. `text` is kept, not copied; free(pattern) when done.
  */
 int graph_rule_parse(struct graph_rule *r, const char *text);
 
@@ -239,6 +246,9 @@ struct graph_ranks_model {
 	/* naive (bucket_bytes 0): the gradient tensors' bytes, each all-reduced on its own; NULL: all at once */
 	const uint64_t *tensors;
 	size_t n_tensors;
+	/* graph/rules.h: the backward's kernels beside the all-reduces x contention (1: none), ns of host per collective call */
+	double contention;
+	uint64_t call_ns;
 };
 
 /*

@@ -11,6 +11,7 @@
 
 #include "graph/graph.h"
 
+#include "graph/rules.h"
 #include "graph/unrecorded.h"
 #include "lib/error.h"
 #include "lib/glob.h"
@@ -30,10 +31,13 @@ int graph_rule_parse(struct graph_rule *r, const char *text)
 	};
 	const char *eq = strrchr(text, '=');
 	char *end;
+	int mine;
 
 	memset(r, 0, sizeof(*r));
 	r->text = text;
 	r->factor = 1;
+	if ((mine = graph_rules_parse(r, text)) <= 0)   /* graph/rules.c's: precision, batch, fuse, data, bucket-mb */
+		return mine;
 	if (!strncmp(text, "kernels:", 8)) {
 		if (!eq || eq == text + 8)
 			return error("--what-if '%s': say kernels:GLOB=K (a name, op or range path glob and a factor)", text);
@@ -86,7 +90,8 @@ int graph_rule_parse(struct graph_rule *r, const char *text)
 		return 0;
 	}
 	return error("--what-if '%s': no such rule; the rules: graph, no-sync, comm-overlap, no-contention, host=K, "
-		     "comm-bw=K, kernels:GLOB=K, ranks=N, unrecorded", text);
+		     "comm-bw=K, kernels:GLOB=K, ranks=N, unrecorded, precision=bf16, batch=xK, fuse=elementwise, bucket-mb=M, data=K",
+		     text);
 }
 
 /* ---- the bandwidth table ----------------------------------------------- */
@@ -308,6 +313,7 @@ struct effects {
 	bool graph, overlap, no_sync, unrecorded;
 	double *kernel;        /* per node, the kernel rules' product; NULL: none */
 	int64_t *thread_delay; /* GR_UNRECORDED: per edge, a thread edge's delay less the recorder's time; NULL: none */
+	int64_t *edge_add;     /* graph/rules.c: per edge, ns added to its delay; NULL: none */
 };
 
 /*
@@ -636,7 +642,10 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 			kmatch_release(&km);
 			break;
 		}
-		default: break;
+		default:
+			if (graph_rules_effects(g, &rules[i], &fx->kernel, &fx->edge_add) < 0)
+				return -1;
+			break;
 		}
 	}
 	return 0;
@@ -742,7 +751,7 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 			} else {
 				src = e->kind == GE_LAUNCH || e->kind == GE_COLL ? start[e->from] : end[e->from];
 			}
-			at = graph_add(src, edge_delay(g, fx, e));
+			at = graph_add(src, graph_rules_delay(edge_delay(g, fx, e), fx->edge_add, (size_t)(e - g->edges)));
 			if (m && (m->last < 0 || at > t)) {
 				m->others = m->last < 0 ? UINT64_MAX : t;
 				m->last = e->from;
@@ -906,6 +915,7 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 			     "a run holds", ranks->text, rm->grad_bytes, rm->bucket_bytes);
 	if (effects_init(&fx, g, rules, n) < 0) {
 		free(fx.kernel);
+		free(fx.edge_add);
 		return -1;
 	}
 	if (fx.unrecorded) {
@@ -916,6 +926,7 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 				error("out of memory");
 			free(fx.kernel);
 			free(fx.thread_delay);
+			free(fx.edge_add);
 			return -1;
 		}
 	}
@@ -939,7 +950,10 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 		}
 		for (size_t i = 0; i < g->n_nodes; i++)
 			gate[i].anchor = -1;
-		if (ranks_floor(g, ranks, rm, t->start, t->end, gate) < 0)
+		if (ranks_floor(g, ranks, rm, t->start, t->end, gate) < 0 ||
+		    graph_rules_ranks(g, ranks, rm, graph_bw_table_time(rm->table, (double)(rm->bucket_bytes &&
+		    rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes), ranks->ranks) * 1e9,
+				      t->start, t->end, &fx.kernel, &fx.edge_add) < 0)
 			goto out;
 		retime_pass(g, &fx, gate, meet, t->start, t->end);
 	}
@@ -947,6 +961,7 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 out:
 	free(fx.kernel);
 	free(fx.thread_delay);
+	free(fx.edge_add);
 	free(gate);
 	free(meet);
 	if (ret < 0)

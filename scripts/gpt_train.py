@@ -21,6 +21,12 @@ it; scripts/torch_overhead.py times it with and without recording.
                      `steptrace import` reads (tests/import/)
   --backend B        the process group's backend under torchrun (nccl; gloo
                      lets two ranks share one GPU)
+  --item             log loss.item() after each micro-batch's forward, as
+                     training loops that print their loss do (a host sync)
+  --load-ms X        data loading that costs X ms a batch: the Dataset's
+                     __getitem__ sleeps X / batch ms a sample (reading and
+                     decoding, as real datasets do), in the loop's process
+  --bucket-mb M      DistributedDataParallel's bucket_cap_mb (PyTorch: 25)
 Under torchrun (RANK and WORLD_SIZE set) it trains data-parallel as people
 write it: NCCL, DistributedDataParallel, each rank its own batches,
 no_sync() on the micro-batches before the last of an accumulation; rank 0
@@ -134,19 +140,21 @@ class GPT(nn.Module):
 class RandomTokens(Dataset):
     """Sequences of random tokens; each index always gives the same one."""
 
-    def __init__(self, n, ctx, vocab, offset=0):
-        self.n, self.ctx, self.vocab, self.offset = n, ctx, vocab, offset
+    def __init__(self, n, ctx, vocab, offset=0, load_s=0.0):
+        self.n, self.ctx, self.vocab, self.offset, self.load_s = n, ctx, vocab, offset, load_s
 
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
+        if self.load_s:
+            time.sleep(self.load_s)   # reading and decoding a sample
         g = torch.Generator().manual_seed(self.offset + i)
         tokens = torch.randint(0, self.vocab, (self.ctx + 1,), generator=g)
         return tokens[:-1], tokens[1:]
 
 
-def main():
+def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     ap.add_argument("--batch", type=int, default=None, help="micro-batch (gpt2: 12, tiny: 4)")
@@ -160,7 +168,14 @@ def main():
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--profile", metavar="DIR", default=None)
     ap.add_argument("--backend", choices=["nccl", "gloo"], default="nccl")
-    args = ap.parse_args()
+    ap.add_argument("--item", action="store_true", help="log loss.item() after each forward")
+    ap.add_argument("--load-ms", type=float, default=0.0, help="data loading per batch (ms)")
+    ap.add_argument("--bucket-mb", type=float, default=None, help="DDP's bucket_cap_mb")
+    return ap.parse_args(argv)
+
+
+def setup(args):
+    """The model, optimizer and data of a run: a dict for train()."""
 
     big = args.preset == "gpt2"
     batch = args.batch or (12 if big else 4)
@@ -179,14 +194,26 @@ def main():
     model = GPT(ctx=ctx, **PRESETS[args.preset]).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
     if ddp:
-        model = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
+        extra = {} if args.bucket_mb is None else dict(bucket_cap_mb=args.bucket_mb)
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()], **extra)
     if args.compile:
         model = torch.compile(model, mode=None if args.compile == "default" else args.compile)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.dtype == "bf16")
+    return dict(model=model, optimizer=optimizer, autocast=autocast, device=device, ddp=ddp, rank=rank,
+                batch=batch, ctx=ctx, epoch=0)
+
+
+def train(args, st):
+    """args.steps iterations of the loop; each one's time in ms."""
+    model, optimizer, autocast, device, ddp = st["model"], st["optimizer"], st["autocast"], st["device"], st["ddp"]
+    batch, ctx, rank = st["batch"], st["ctx"], st["rank"]
     micro_batches = args.steps * (1 if args.infer else args.accum)
-    data = RandomTokens(micro_batches * batch, ctx, PRESETS[args.preset]["vocab"], offset=rank * micro_batches * batch)
+    offset = (rank + st["epoch"]) * micro_batches * batch
+    st["epoch"] += 1
+    data = RandomTokens(micro_batches * batch, ctx, PRESETS[args.preset]["vocab"], offset=offset,
+                        load_s=args.load_ms / 1e3 / batch)
     loader = DataLoader(data, batch_size=batch, num_workers=args.workers, pin_memory=True,
                         drop_last=True)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.dtype == "bf16")
 
     profiler = contextlib.nullcontext()
     if args.profile:
@@ -196,6 +223,7 @@ def main():
                            on_trace_ready=tensorboard_trace_handler(args.profile, use_gzip=True),
                            record_shapes=True, profile_memory=True)
 
+    log = open(os.devnull, "w") if args.item else None
     times = []
     t0 = time.perf_counter()
     if args.infer:
@@ -219,6 +247,8 @@ def main():
             with sync:
                 with autocast:
                     logits, loss = model(x, y)
+                if args.item:
+                    print("micro-batch %d loss %.4f" % (i, loss.item()), file=log)
                 (loss / args.accum).backward()
             if not last:
                 continue
@@ -231,7 +261,19 @@ def main():
                 prof.step()
             t0 = t1
         profiler.__exit__(None, None, None)
-        print("loss %.4f" % loss.item(), flush=True)
+        st["loss"] = loss.item()
+    if log:
+        log.close()
+    return times
+
+
+def main():
+    args = parse()
+    st = setup(args)
+    times = train(args, st)
+    model, ddp, rank, batch, ctx = st["model"], st["ddp"], st["rank"], st["batch"], st["ctx"]
+    if "loss" in st:
+        print("loss %.4f" % st["loss"], flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     if ddp:
         dist.destroy_process_group()

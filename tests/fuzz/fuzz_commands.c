@@ -301,6 +301,9 @@ static void run_all(size_t one, size_t n)
 			"ranks=4", "no-contention", "kernels:*gemm*=0.5", "kernels:*/a/*=2", "kernels:[a-m]*=0",
 			"kernels:nccl*=0.5", "kernels:*[!x]x*=3", "kernels:\\*=1", "ranks=2", "ranks=65536",
 			"kernels:layer.3/*=0",
+			/* graph/rules.c's */
+			"precision=bf16", "batch=x2", "batch=x0.001", "fuse=elementwise", "data=0", "data=3",
+			"bucket-mb=100", "bucket-mb=0.000001",
 		};
 		static const char *const buckets[] = { "25", "0.000001", "1e300", "0.5", "1000000" };
 

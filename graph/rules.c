@@ -1,0 +1,611 @@
+/*
+ * rules.c: the what-if rules that change the work (graph/rules.h):
+ * precision=bf16, batch=xK, fuse=elementwise, bucket-mb=M, and ranks=N's
+ * contention and host cost per collective call, as kernel factors and
+ * edge delays for graph/retime.c.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/rules.h"
+
+#include "lib/error.h"
+#include "trace/types.h"
+
+int graph_rules_parse(struct graph_rule *r, const char *text)
+{
+	const char *v;
+	char *end;
+
+	if (!strncmp(text, "precision", 9) && (!text[9] || text[9] == '=')) {
+		if (strcmp(text, "precision=bf16"))
+			return error("--what-if '%s': say precision=bf16 (an FP32 or TF32 recording in BF16)", text);
+		r->kind = GR_PRECISION;
+		return 0;
+	}
+	if (!strncmp(text, "fuse", 4) && (!text[4] || text[4] == '=')) {
+		if (strcmp(text, "fuse=elementwise"))
+			return error("--what-if '%s': say fuse=elementwise (chains of memory-bound kernels fused)", text);
+		r->kind = GR_FUSE;
+		return 0;
+	}
+	if (!strncmp(text, "batch", 5) && (!text[5] || text[5] == '=' || !strncmp(text + 5, "\xc3\x97", 2))) {
+		v = text[5] == '=' ? text + 6 : text[5] ? text + 7 : text + 5;
+		if (*v == 'x' || *v == 'X')
+			v++;
+		errno = 0;
+		r->factor = strtod(v, &end);
+		if (errno || end == v || *end || !(r->factor > 0) || r->factor > 1000)
+			return error("--what-if '%s': say batch=xK with K a number above 0, at most 1000 (batch=x2)", text);
+		r->kind = GR_BATCH;
+		return 0;
+	}
+	if (!strncmp(text, "data", 4) && (!text[4] || text[4] == '=')) {
+		v = text + 5;
+		errno = 0;
+		r->factor = text[4] ? strtod(v, &end) : -1;
+		if (!text[4] || errno || end == v || *end || !(r->factor >= 0) || r->factor > 1e6)
+			return error("--what-if '%s': say data=K with K a factor from 0 to 1000000 (data=0.5)", text);
+		r->kind = GR_DATA;
+		return 0;
+	}
+	if (!strncmp(text, "bucket-mb", 9) && (!text[9] || text[9] == '=')) {
+		v = text + 10;
+		errno = 0;
+		r->factor = text[9] ? strtod(v, &end) : 0;
+		if (!text[9] || errno || end == v || *end || !(r->factor * 1e6 >= 1) || r->factor > 1e9)
+			return error("--what-if '%s': say bucket-mb=M with M in MB, from 1e-6 to 1e9", text);
+		r->kind = GR_BUCKET;
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- shared ------------------------------------------------------------------- */
+
+static double *factors(const struct graph *g, double **kernel)
+{
+	if (!*kernel) {
+		*kernel = malloc((g->n_nodes + 1) * sizeof(double));
+		if (!*kernel) {
+			error("out of memory");
+			return NULL;
+		}
+		for (size_t k = 0; k < g->n_nodes; k++)
+			(*kernel)[k] = 1;
+	}
+	return *kernel;
+}
+
+static int64_t *adds(const struct graph *g, int64_t **edge_add)
+{
+	if (!*edge_add) {
+		*edge_add = calloc(g->n_edges + 1, sizeof(int64_t));
+		if (!*edge_add)
+			error("out of memory");
+	}
+	return *edge_add;
+}
+
+/* Each rank's path phases (replay_path_phases), for graph_activity_phase. NULL after an error line. */
+static uint8_t **phases_new(const struct graph *g)
+{
+	uint8_t **ph = calloc(g->n_ranks + 1, sizeof(*ph));
+
+	if (!ph) {
+		error("out of memory");
+		return NULL;
+	}
+	for (size_t r = 0; r < g->n_ranks; r++) {
+		ph[r] = malloc(g->rp[r]->n_paths + 1);
+		if (!ph[r]) {
+			for (size_t k = 0; k < r; k++)
+				free(ph[k]);
+			free(ph);
+			error("out of memory");
+			return NULL;
+		}
+		replay_path_phases(g->rp[r], ph[r]);
+	}
+	return ph;
+}
+
+static void phases_free(const struct graph *g, uint8_t **ph)
+{
+	for (size_t r = 0; ph && r < g->n_ranks; r++)
+		free(ph[r]);
+	free(ph);
+}
+
+static int node_phase(const struct graph *g, uint8_t **ph, size_t i)
+{
+	const struct graph_node *n = &g->nodes[i];
+	const struct replay *rp = g->rp[n->rank];
+
+	return graph_activity_phase(rp, ph[n->rank], &rp->activities[n->index]);
+}
+
+/* A kernel's fixed cost: the run's shortest kernel (its launch and a wave's start), at least 1 ns. */
+static double fixed_cost(const struct graph *g)
+{
+	uint64_t least = UINT64_MAX;
+
+	for (size_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_KERNEL && g->nodes[i].own > 0 &&
+		    g->nodes[i].own < least)
+			least = g->nodes[i].own;
+	return least == UINT64_MAX ? 1 : (double)least;
+}
+
+/* The factor that makes own's part above the fixed cost L k times as long. */
+static double above(double own, double L, double k)
+{
+	if (own <= L)
+		return 1;
+	return (L + (own - L) * k) / own;
+}
+
+/* ---- precision, batch --------------------------------------------------------- */
+
+static int scale_work(const struct graph *g, const struct graph_rule *r, double *kernel)
+{
+	const struct graph_facts *f = r->facts;
+	uint8_t **ph;
+	double L = fixed_cost(g);
+
+	if (r->kind == GR_PRECISION && (!f || !f->cls))
+		return error("--what-if %s: needs the kernels' classes (products, memory-bound)", r->text);
+	if (r->kind == GR_PRECISION && !f->from)
+		return error("--what-if %s: the run already computes in 16 bits (its products are BF16 or FP16)", r->text);
+	if (r->kind == GR_PRECISION && !(f->product_ratio > 0))
+		return error("--what-if %s: the device's BF16 and %s peaks are unknown (no device facts in the bundle)",
+			     r->text, f->from);
+	ph = phases_new(g);
+	if (!ph)
+		return -1;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+		const struct replay *rp;
+		int phase;
+
+		if (n->kind != GN_GPU || n->work == GW_COMM)
+			continue;
+		phase = node_phase(g, ph, i);
+		if (phase == ST_PHASE_OPTIMIZER)
+			continue;   /* FP32 master weights and moments, of the parameters' size */
+		if (r->kind == GR_BATCH) {
+			rp = g->rp[n->rank];
+			if (n->work == GW_COPY && rp->activities[n->index].kind == ST_MEMCPY &&
+			    rp->activities[n->index].detail < rp->n_copies &&
+			    rp->copies[rp->activities[n->index].detail].copy_kind != 1)
+				continue;   /* only the batch's copies to the device (CUPTI: 1 host to device) grow */
+			kernel[i] *= n->work == GW_COPY ? r->factor : above((double)n->own, L, r->factor);
+			continue;
+		}
+		if (n->work != GW_KERNEL)
+			continue;
+		if (f->cls[i] == GK_PRODUCT)
+			kernel[i] *= above((double)n->own, L, 1 / f->product_ratio);
+		else if (f->cls[i] == GK_MEMORY)
+			kernel[i] *= above((double)n->own, L, 0.5);
+	}
+	phases_free(g, ph);
+	return 0;
+}
+
+/* ---- fuse=elementwise --------------------------------------------------------- */
+
+/* A kernel for the chains: its node, by rank, stream, step and start. */
+struct chained {
+	uint32_t rank, stream;
+	int32_t step;
+	uint64_t start;
+	uint32_t node;
+};
+
+static int cmp_chained(const void *x, const void *y)
+{
+	const struct chained *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	if (a->stream != b->stream)
+		return a->stream < b->stream ? -1 : 1;
+	if (a->step != b->step)
+		return a->step < b->step ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/* One chain, k[from .. to): the largest member takes the chain's bytes at its bandwidth, the others go. */
+static void fuse_chain(const struct graph *g, const struct graph_facts *f, const struct chained *k, size_t from,
+		       size_t to, double *kernel)
+{
+	double t = 0, b = 0, big_b = 0;
+	size_t big = from;
+	bool sized = f->bytes != NULL;
+
+	for (size_t j = from; j < to; j++) {
+		uint32_t i = k[j].node;
+
+		t += (double)g->nodes[i].own;
+		sized = sized && f->bytes[i] > 0;
+		if (g->nodes[i].own > g->nodes[k[big].node].own)
+			big = j;
+	}
+	if (sized) {
+		for (size_t j = from; j < to; j++) {
+			b += f->bytes[k[j].node];
+			if (f->bytes[k[j].node] > big_b) {
+				big_b = f->bytes[k[j].node];
+				big = j;
+			}
+		}
+	}
+	for (size_t j = from; j < to; j++) {
+		uint32_t i = k[j].node;
+
+		if (j != big) {
+			kernel[i] = 0;
+		} else if (sized && b > 0 && g->nodes[i].own > 0) {
+			double cost = big_b * t / b;   /* the largest member's bytes at the chain's achieved bandwidth */
+
+			kernel[i] *= cost / (double)g->nodes[i].own;
+		}
+	}
+}
+
+static int fuse(const struct graph *g, const struct graph_rule *r, double *kernel)
+{
+	const struct graph_facts *f = r->facts;
+	struct chained *k;
+	size_t n = 0;
+
+	if (!f || !f->cls)
+		return error("--what-if %s: needs the kernels' classes (products, memory-bound)", r->text);
+	for (size_t i = 0; i < g->n_nodes; i++)
+		n += g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_KERNEL;
+	k = malloc((n + 1) * sizeof(*k));
+	if (!k)
+		return error("out of memory");
+	n = 0;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *x = &g->nodes[i];
+		const struct replay_activity *a;
+
+		if (x->kind != GN_GPU || x->work != GW_KERNEL)
+			continue;
+		a = &g->rp[x->rank]->activities[x->index];
+		k[n++] = (struct chained){ x->rank, a->stream, a->step, x->start, (uint32_t)i };
+	}
+	qsort(k, n, sizeof(*k), cmp_chained);
+	/* a chain: memory-bound kernels in a row on one stream and step, a product before and after */
+	for (size_t j = 0; j < n;) {
+		size_t from, to;
+
+		if (f->cls[k[j].node] != GK_PRODUCT || k[j].step < 0) {
+			j++;
+			continue;
+		}
+		from = to = j + 1;
+		while (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream && k[to].step == k[j].step &&
+		       f->cls[k[to].node] == GK_MEMORY)
+			to++;
+		if (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream && k[to].step == k[j].step &&
+		    f->cls[k[to].node] == GK_PRODUCT && to - from >= 2)
+			fuse_chain(g, f, k, from, to, kernel);
+		j = to > j + 1 ? to : j + 1;
+	}
+	free(k);
+	return 0;
+}
+
+/* ---- collectives: their size, their time -------------------------------------- */
+
+/* A collective node's payload: its op's bytes (steptrace's own), else its NCCL call's range's; 0 unknown. */
+static double coll_bytes(const struct graph *g, size_t i)
+{
+	const struct replay *rp = g->rp[g->nodes[i].rank];
+	const struct replay_activity *a = &rp->activities[g->nodes[i].index];
+	const struct replay_op *op = replay_op(rp, a->op);
+	int32_t r = a->range;
+
+	if (op && op->bytes)
+		return (double)op->bytes;
+	for (int depth = 0; r >= 0 && (size_t)r < rp->n_ranges && depth < 64; depth++) {
+		if (rp->ranges[r].bytes)
+			return (double)rp->ranges[r].bytes;
+		r = rp->ranges[r].parent;
+	}
+	return 0;
+}
+
+void graph_coll_fit(const struct graph *g, struct graph_coll_fit *fit)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+
+	memset(fit, 0, sizeof(*fit));
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		double x, y;
+
+		if (g->nodes[i].kind != GN_GPU || g->nodes[i].work != GW_COMM || !(x = coll_bytes(g, i)))
+			continue;
+		y = (double)g->nodes[i].own;
+		sx += x;
+		sy += y;
+		sxx += x * x;
+		sxy += x * y;
+		n++;
+	}
+	fit->n = (size_t)n;
+	if (!n)
+		return;
+	/* least squares of own time against bytes; a slope that is not positive: the mean bandwidth, no latency */
+	if (n >= 2 && n * sxx - sx * sx > 0) {
+		fit->ns_per_byte = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+		fit->latency_ns = (sy - fit->ns_per_byte * sx) / n;
+	}
+	if (!(fit->ns_per_byte > 0) || fit->latency_ns < 0) {
+		fit->ns_per_byte = sx > 0 ? sy / sx : 0;
+		fit->latency_ns = 0;
+	}
+}
+
+/* ---- bucket-mb=M -------------------------------------------------------------- */
+
+static int bucket(const struct graph *g, const struct graph_rule *r, double *kernel, int64_t *edge_add)
+{
+	struct graph_coll_fit fit;
+	double cap = r->factor * 1e6;
+	struct chained *k;
+	size_t n = 0, unsized = 0;
+
+	graph_coll_fit(g, &fit);
+	for (size_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_COMM) {
+			n++;
+			unsized += !coll_bytes(g, i);
+		}
+	if (!n)
+		return error("--what-if %s: the run has no collectives to bucket (a data-parallel run's ranks, "
+			     "RUN.rank*.stb)", r->text);
+	if (unsized || !(fit.ns_per_byte > 0))
+		return error("--what-if %s: %zu of the run's %zu collectives have no size (no NCCL ranges or ops)",
+			     r->text, unsized, n);
+	k = malloc((n + 1) * sizeof(*k));
+	if (!k)
+		return error("out of memory");
+	n = 0;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *x = &g->nodes[i];
+
+		if (x->kind == GN_GPU && x->work == GW_COMM)
+			k[n++] = (struct chained){ x->rank, 0, g->rp[x->rank]->activities[x->index].step, x->start,
+						   (uint32_t)i };
+	}
+	qsort(k, n, sizeof(*k), cmp_chained);
+	for (size_t j = 0; j < n;) {
+		size_t to = j;
+		double sum = 0;
+
+		/* a bucket: collectives of one rank and step, in issue order, until it holds at least M */
+		while (to < n && k[to].rank == k[j].rank && k[to].step == k[j].step && (to == j || sum < cap))
+			sum += coll_bytes(g, k[to++].node);
+		for (size_t m = j; m < to; m++) {
+			uint32_t i = k[m].node;
+			double f = m + 1 < to ? 0
+					      : (fit.latency_ns + sum * fit.ns_per_byte) /
+							(fit.latency_ns + coll_bytes(g, i) * fit.ns_per_byte);
+			const struct graph_node *x = &g->nodes[i];
+
+			kernel[i] *= f;
+			/* its ranks' meeting: the transfer after the last arrival scales alike */
+			for (uint32_t e = 0; e < x->n_in; e++) {
+				const struct graph_edge *ed = &g->edges[g->in_edges[x->in + e]];
+
+				if (ed->kind == GE_COLL && ed->to_end && ed->delay > 0)
+					edge_add[g->in_edges[x->in + e]] =
+						(int64_t)(f * (double)(ed->delay + edge_add[g->in_edges[x->in + e]])) - ed->delay;
+			}
+		}
+		j = to;
+	}
+	free(k);
+	return 0;
+}
+
+/* ---- data=K ------------------------------------------------------------------- */
+
+/* Whether API node i launched a copy from the host to the device (CUPTI's copy kind 1). */
+static bool copies_in(const struct graph *g, int32_t i)
+{
+	const struct graph_node *n = &g->nodes[i];
+	const struct replay *rp = g->rp[n->rank];
+	int32_t a = rp->apis[n->index].activity;
+
+	if (a < 0 || (size_t)a >= rp->n_activities || rp->activities[a].kind != ST_MEMCPY)
+		return false;
+	return rp->activities[a].detail < rp->n_copies && rp->copies[rp->activities[a].detail].copy_kind == 1;
+}
+
+static int data(const struct graph *g, const struct graph_rule *r, int64_t *edge_add)
+{
+	int64_t *in = malloc((g->n_nodes + 1) * sizeof(int64_t));
+
+	if (!in)
+		return error("out of memory");
+	/* each call's thread edge in */
+	for (size_t i = 0; i < g->n_nodes; i++)
+		in[i] = -1;
+	for (size_t e = 0; e < g->n_edges; e++)
+		if (g->edges[e].kind == GE_THREAD && g->edges[e].to >= 0 && (size_t)g->edges[e].to < g->n_nodes)
+			in[g->edges[e].to] = (int64_t)e;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		int32_t at = (int32_t)i;
+
+		if (g->nodes[i].kind != GN_API || !copies_in(g, at))
+			continue;
+		/* back along its thread to the last synchronisation or copy to the device */
+		for (int steps = 0; steps < 100000 && in[at] >= 0; steps++) {
+			const struct graph_edge *e = &g->edges[in[at]];
+
+			if (e->delay > 0)   /* of the delay as other rules left it: data=0.5 twice is data=0.25 */
+				edge_add[in[at]] = (int64_t)(r->factor * (double)(e->delay + edge_add[in[at]])) - e->delay;
+			at = e->from;
+			if (g->nodes[at].sync || copies_in(g, at))
+				break;
+		}
+	}
+	free(in);
+	return 0;
+}
+
+int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add)
+{
+	switch (r->kind) {
+	case GR_PRECISION:
+	case GR_BATCH:
+		return factors(g, kernel) ? scale_work(g, r, *kernel) : -1;
+	case GR_FUSE:
+		return factors(g, kernel) ? fuse(g, r, *kernel) : -1;
+	case GR_BUCKET:
+		return factors(g, kernel) && adds(g, edge_add) ? bucket(g, r, *kernel, *edge_add) : -1;
+	case GR_DATA:
+		return adds(g, edge_add) ? data(g, r, *edge_add) : -1;
+	default:
+		return 0;
+	}
+}
+
+/* ---- ranks=N: contention, the host's cost per collective call ------------------ */
+
+/* Per API node, the thread edge out of it (to its thread's next call), -1 none. NULL after an error line. */
+static int64_t *thread_edges_out(const struct graph *g)
+{
+	int64_t *out = malloc((g->n_nodes + 1) * sizeof(int64_t));
+
+	if (!out) {
+		error("out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < g->n_nodes; i++)
+		out[i] = -1;
+	for (size_t e = 0; e < g->n_edges; e++)
+		if (g->edges[e].kind == GE_THREAD && g->edges[e].from >= 0 && (size_t)g->edges[e].from < g->n_nodes)
+			out[g->edges[e].from] = (int64_t)e;
+	return out;
+}
+
+/* ns of host time after the launch of activity `act` (rank 0): on its call's thread edge out. */
+static void host_after(const struct graph *g, const int64_t *out, uint32_t act, uint64_t ns, int64_t *edge_add)
+{
+	const struct replay *rp = g->rp[0];
+	int32_t api = rp->activities[act].api;
+
+	if (api >= 0 && (size_t)api < rp->n_apis && ns && g->api_node[0][api] >= 0 && out[g->api_node[0][api]] >= 0)
+		edge_add[out[g->api_node[0][api]]] += (int64_t)ns;
+}
+
+int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
+		      double bucket_ns, const uint64_t *start, const uint64_t *end, double **kernel, int64_t **edge_add)
+{
+	const struct replay *rp = g->rp[0];
+	double c = rm->contention > 0 ? rm->contention : 1;
+	uint64_t bucket_b = rm->bucket_bytes && rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes;
+	size_t n_buckets = bucket_b ? (size_t)((rm->grad_bytes + bucket_b - 1) / bucket_b) : 0;
+	double t_comm = (double)n_buckets * bucket_ns;
+	uint8_t **ph;
+	uint32_t *all, *at;
+	int64_t *out;
+
+	if ((c == 1 && !rm->call_ns) || !n_buckets)
+		return 0;
+	if (!factors(g, kernel) || !adds(g, edge_add))
+		return -1;
+	ph = phases_new(g);
+	out = ph ? thread_edges_out(g) : NULL;
+	all = malloc((rp->n_activities + 1) * sizeof(uint32_t));
+	at = calloc(rp->n_steps + 2, sizeof(uint32_t));
+	if (!ph || !out || !all || !at) {
+		phases_free(g, ph);
+		free(out);
+		free(all);
+		free(at);
+		return ph && out ? error("out of memory") : -1;
+	}
+	/* each step's activities, in their order (a counting sort by step) */
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (rp->activities[i].step >= 0 && (size_t)rp->activities[i].step < rp->n_steps)
+			at[rp->activities[i].step + 1]++;
+	for (size_t s = 0; s < rp->n_steps; s++)
+		at[s + 1] += at[s];
+	for (size_t i = 0; i < rp->n_activities; i++)
+		if (rp->activities[i].step >= 0 && (size_t)rp->activities[i].step < rp->n_steps)
+			all[at[rp->activities[i].step]++] = (uint32_t)i;
+	for (size_t s = rp->n_steps; s > 0; s--)
+		at[s] = at[s - 1];
+	at[0] = 0;
+	for (size_t s = 0; s < rp->n_steps; s++) {
+		uint64_t busy = 0, done = 0, opt = UINT64_MAX, after = 0;
+		size_t n = at[s + 1] - at[s], b = 0, first = SIZE_MAX;
+		const uint32_t *acts = all + at[s];
+		uint32_t last = UINT32_MAX;
+
+		for (size_t j = 0; j < n; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (node_phase(g, ph, (size_t)k) == ST_PHASE_OPTIMIZER && start[k] < opt)
+				opt = start[k];
+		}
+		/* the backward's kernels in start order (activities are by start) */
+		for (size_t j = 0; j < n; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (node_phase(g, ph, (size_t)k) == ST_PHASE_BACKWARD && start[k] < opt)
+				busy += end[k] - start[k];
+		}
+		if (!busy)
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (node_phase(g, ph, (size_t)k) != ST_PHASE_BACKWARD || start[k] >= opt)
+				continue;
+			if (first != SIZE_MAX)
+				after += end[k] - start[k];
+			done += end[k] - start[k];
+			last = acts[j];
+			while (b < n_buckets && (double)done * (double)n_buckets >= (double)(b + 1) * (double)busy) {
+				if (rm->bucket_bytes) {
+					if (first == SIZE_MAX)
+						first = j;
+					host_after(g, out, acts[j], rm->call_ns, *edge_add);
+				}
+				b++;
+			}
+		}
+		if (!rm->bucket_bytes) {   /* naive: every call after the backward */
+			if (last != UINT32_MAX)
+				host_after(g, out, last, rm->call_ns * (rm->tensors ? rm->n_tensors : 1), *edge_add);
+			continue;
+		}
+		/* the backward's kernels beside the all-reduces: slowed by the share of their time those cover */
+		if (first == SIZE_MAX || !after || c == 1)
+			continue;
+		for (size_t j = first + 1; j < n; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (g->nodes[k].work == GW_KERNEL && node_phase(g, ph, (size_t)k) == ST_PHASE_BACKWARD &&
+			    start[k] < opt)
+				(*kernel)[k] *= 1 + (c - 1) * fmin(1, t_comm / (double)after);
+		}
+	}
+	phases_free(g, ph);
+	free(out);
+	free(all);
+	free(at);
+	return 0;
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""whatif_check.py: the committed what-if validation (docs/whatif/validation.csv) against issue 37's targets.
+
+  python3 scripts/whatif_check.py [CSV]     (default docs/whatif/validation.csv)
+
+Targets, over the rows measured (a prediction and a measurement): at least
+12 of them, mean |error| at most 5%, max |error| at most 10%, and for
+every base bundle with two changes or more their order by predicted step
+equal to their order by measured step (the same base: the order of their
+savings; two measurements closer than their noise may come either way).
+The intervals' coverage (measurements inside) is reported, not a target.
+
+Exit 0 when every target holds, 1 when one misses (each said), 77 with
+"no validation data" when the CSV is absent or has no measured row (the
+ctest whatif.validation skips then), 2 when it is not the validation's CSV.
+"""
+import csv
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MIN_ROWS, MEAN_ABS, MAX_ABS = 12, 5.0, 10.0
+FIELDS = ("bundle", "change", "rule", "predicted_ms", "lo", "hi", "measured_ms", "error_pct", "noise_pct",
+          "in_interval")
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def measured(rows):
+    return [r for r in rows if num(r.get("predicted_ms")) is not None and num(r.get("measured_ms")) is not None]
+
+
+def summary(rows):
+    ok = measured(rows)
+    errs = [abs(100 * (num(r["predicted_ms"]) - num(r["measured_ms"])) / num(r["measured_ms"])) for r in ok]
+    rankings = {}
+    for base in sorted({r["bundle"] for r in ok}):
+        mine = [r for r in ok if r["bundle"] == base]
+        if len(mine) < 2:
+            continue
+        pred = sorted(mine, key=lambda r: num(r["predicted_ms"]))
+        meas = sorted(mine, key=lambda r: num(r["measured_ms"]))
+        same = True
+        for i in range(len(pred)):
+            for j in range(i + 1, len(pred)):
+                a, b = pred[i], pred[j]
+                tol = max(num(a.get("noise_pct")) or 0, num(b.get("noise_pct")) or 0) / 100
+                if num(a["measured_ms"]) > num(b["measured_ms"]) * (1 + tol):
+                    same = False
+        rankings[base] = ([r["change"] for r in pred], [r["change"] for r in meas], same)
+    return dict(n=len(ok), mean_abs=sum(errs) / len(errs) if errs else None, max_abs=max(errs) if errs else None,
+                covered=sum(1 for r in ok if r.get("in_interval") == "true"), rankings=rankings,
+                rank_right=sum(1 for v in rankings.values() if v[2]))
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "docs/whatif/validation.csv")
+    if not os.path.exists(path):
+        print("whatif_check: no validation data: %s is absent (scripts/whatif_validate.py writes it on the GPU "
+              "machine)" % path)
+        sys.exit(77)
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in FIELDS if c not in (reader.fieldnames or [])]
+        if missing:
+            print("whatif_check: %s: not the validation's CSV: no column %s" % (path, ", ".join(missing)))
+            sys.exit(2)
+        rows = list(reader)
+    s = summary(rows)
+    if not s["n"]:
+        print("whatif_check: no validation data: %s has no measured row (%d rows, all skipped or failed)"
+              % (path, len(rows)))
+        sys.exit(77)
+    bad = []
+    if s["n"] < MIN_ROWS:
+        bad.append("%d changes measured, under %d" % (s["n"], MIN_ROWS))
+    if s["mean_abs"] > MEAN_ABS:
+        bad.append("mean |error| %.2f%% over %.0f%%" % (s["mean_abs"], MEAN_ABS))
+    if s["max_abs"] > MAX_ABS:
+        worst = max(measured(rows), key=lambda r: abs(num(r["predicted_ms"]) / num(r["measured_ms"]) - 1))
+        bad.append("max |error| %.2f%% over %.0f%% (%s, %s)" % (s["max_abs"], MAX_ABS, worst["change"], worst["rule"]))
+    for base, (pred, meas, same) in s["rankings"].items():
+        if not same:
+            bad.append("%s: ranked %s by prediction, %s by measurement" % (base, " > ".join(pred), " > ".join(meas)))
+    skipped = [r for r in rows if r not in measured(rows)]
+    print("whatif_check: %d changes measured (%d not: %s); mean |error| %.2f%%, max %.2f%%; intervals cover %d of %d "
+          "(%.0f%%); rankings right %d of %d" % (
+              s["n"], len(skipped), "; ".join("%s: %s" % (r["change"], r.get("status", "")) for r in skipped) or "-",
+              s["mean_abs"], s["max_abs"], s["covered"], s["n"], 100 * s["covered"] / s["n"], s["rank_right"],
+              len(s["rankings"])))
+    for b in bad:
+        print("whatif_check: MISSED: " + b)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

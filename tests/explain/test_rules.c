@@ -1,0 +1,136 @@
+/*
+ * test_rules.c: the rules of graph/rules.c on a hand-built step whose
+ * re-timings are worked out by hand below. Times in us (x1000).
+ *
+ * One stream, its kernels back to back (launched well ahead: the stream
+ * decides each), an FP32 run on an H100's datasheet peaks (BF16 989.4,
+ * FP32 67.0 TFLOP/s: ratio 14.767):
+ *   gemm_a [100, 200]  elementwise_x [200, 220]  elementwise_y [220, 250]
+ *   elementwise_z [250, 260]  gemm_b [260, 360]
+ * The fixed cost: the shortest kernel, 10 us.
+ *   fuse=elementwise: the chain x, y, z between the two products is one
+ *     kernel of its largest member's time (no bytes registered): y's 30,
+ *     x and z removed: gemm_b [230, 330]
+ *   precision=bf16: products 10 + 90 / 14.767, the rest 10 + (t - 10) / 2:
+ *     16.095 + 15 + 20 + 10 + 16.095 = 77.190: gemm_b ends at 177.190
+ *   batch=x2: 10 + (t - 10) x 2: 190 + 30 + 50 + 10 + 190 = 470: ends at 570
+ *   batch=x1: as recorded
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/whatif.h"
+#include "graph/graph.h"
+#include "graph/rules.h"
+#include "tests/lib/builder.h"
+#include "tests/lib/check.h"
+
+#define US 1000ull
+
+static void build(struct replay *rp, const char *precision)
+{
+	static const struct {
+		const char *name;
+		uint64_t start, end;
+	} k[] = {
+		{ "gemm_a", 100, 200 }, { "elementwise_x", 200, 220 }, { "elementwise_y", 220, 250 },
+		{ "elementwise_z", 250, 260 }, { "gemm_b", 260, 360 },
+	};
+	struct builder b;
+
+	builder_init(&b);
+	builder_open_replay(&b, rp);
+	builder_push(&b, "step", 0);
+	for (uint64_t i = 0; i < 5; i++)
+		builder_launch(&b, k[i].name, 7, 0, 2 * i * US, (2 * i + 1) * US, k[i].start * US, k[i].end * US);
+	builder_pop(&b, 400 * US);
+	builder_step(&b, 0, false, 0, 400 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+	/* a replay in memory has no header: its precision and peaks set here */
+	rp->run.has_config = rp->run.has_device = true;
+	rp->run.config.precision = strcmp(precision, "bf16") ? ST_FP32 : ST_BF16;
+	rp->run.device.peak_fp32_flops = 67.0e12;
+	rp->run.device.peak_tf32_flops = 494.7e12;
+	rp->run.device.peak_bf16_flops = 989.4e12;
+}
+
+/* The end of the last kernel (gemm_b) re-timed under `text`, ns; -1 when the rule is refused. */
+static double last_end(const struct replay *rp, const char *text)
+{
+	const struct replay *rps[1] = { rp };
+	struct graph g;
+	struct graph_rule rule;
+	struct graph_facts f;
+	struct graph_times t;
+	double end = -1;
+
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	CHECK(graph_rule_parse(&rule, text) == 0, "%s", text);
+	CHECK(whatif_facts(&g, &rule, 1, &f) == 0, "%s", text);
+	if (graph_retime(&g, &rule, 1, NULL, &t) == 0) {
+		end = (double)t.end[g.act_node[0][4]];
+		graph_times_release(&t);
+	}
+	whatif_facts_release(&f);
+	free((char *)rule.pattern);
+	graph_release(&g);
+	return end;
+}
+
+static void test_rules(void)
+{
+	struct replay rp;
+
+	build(&rp, "fp32");
+	CHECK_NEAR(last_end(&rp, "batch=x1"), 360.0 * US, 1e-9);
+	CHECK_NEAR(last_end(&rp, "fuse=elementwise"), 330.0 * US, 1e-9);
+	/* each kernel's time whole ns: within 5 ns */
+	CHECK_NEAR(last_end(&rp, "precision=bf16"), (100 + 2 * (10 + 90 / (989.4 / 67.0)) + 15 + 20 + 10) * US, 3e-5);
+	CHECK_NEAR(last_end(&rp, "batch=x2"), 570.0 * US, 1e-9);
+	CHECK_NEAR(last_end(&rp, "batch=x0.5"), (100 + 55 + 15 + 20 + 10 + 55) * US, 1e-9);
+	replay_release(&rp);
+
+	/* a BF16 run: precision=bf16 refused */
+	build(&rp, "bf16");
+	fprintf(stderr, "(an error line expected next)\n");
+	CHECK_NEAR(last_end(&rp, "precision=bf16"), -1, 0);
+	replay_release(&rp);
+}
+
+/* The forms, and the refusals, of the rules' texts. */
+static void test_parse(void)
+{
+	static const struct {
+		const char *text;
+		int kind;
+		double factor;
+	} ok[] = {
+		{ "precision=bf16", GR_PRECISION, 1 }, { "batch=x2", GR_BATCH, 2 }, { "batch=3", GR_BATCH, 3 },
+		{ "batch\xc3\x97" "4", GR_BATCH, 4 }, { "fuse=elementwise", GR_FUSE, 1 }, { "bucket-mb=100", GR_BUCKET, 100 },
+		{ "data=0.5", GR_DATA, 0.5 }, { "data=0", GR_DATA, 0 },
+	};
+	static const char *const bad[] = { "precision=fp16", "batch=x0", "batch=", "batch=x1001", "fuse=all",
+					   "bucket-mb=0", "bucket-mb=-1", "data=-1", "data=x" };
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct graph_rule r;
+
+		CHECK(graph_rule_parse(&r, ok[i].text) == 0, "%s", ok[i].text);
+		CHECK(r.kind == ok[i].kind, "%s: kind %d", ok[i].text, r.kind);
+		CHECK_NEAR(r.factor, ok[i].factor, 1e-12);
+	}
+	fprintf(stderr, "(%zu error lines expected next)\n", sizeof(bad) / sizeof(bad[0]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct graph_rule r;
+
+		CHECK(graph_rule_parse(&r, bad[i]) < 0, "%s accepted", bad[i]);
+	}
+}
+
+int main(void)
+{
+	test_parse();
+	test_rules();
+	return check_done("test_rules");
+}
