@@ -29,6 +29,9 @@ table, each bundle's ranking, the summary), and OUT/whatif.json (every run).
   python3 scripts/whatif_validate.py --steptrace build-rel/steptrace --out OUT \\
       --csv docs/whatif/validation.csv --md docs/whatif/validation.md [--rounds 3] [--budget-s 540]
   python3 scripts/whatif_validate.py --dry-run ...   (no GPU: shipped bundles, faked measurements)
+  python3 scripts/whatif_validate.py --predict-from OUT ...   (no GPU: a GPU run's bundles and
+      measurements, kept in OUT, predicted again by this steptrace: the model can change, the
+      measurements stay what the GPU measured)
 
 Exit 0 when the CSV was written (scripts/whatif_check.py judges it), 2 on usage errors.
 """
@@ -171,6 +174,15 @@ class Run:
             return [out.replace(".stb", form % r) for r in range(gpus)]
         return [out]
 
+    def kept(self, name, gpus):
+        """--predict-from: the bundle(s) an earlier run recorded for name, or why there are none."""
+        kind, _, n = PROGRAMS[name]
+        out = os.path.join(self.a.out, name + ".stb")
+        paths = [out] if n == 1 else [out.replace(".stb", (".rank%d.stb" if kind == "builtin" else ".%d.stb") % r)
+                                      for r in range(n)]
+        missing = [p for p in paths if not os.path.exists(p)]
+        return "not recorded in %s: %s" % (self.a.out, os.path.basename(missing[0])) if missing else paths
+
     # ---- prediction ----
     def explain(self, bundles, args):
         p = sh([self.a.steptrace, "explain"] + bundles + args, timeout=120)
@@ -267,14 +279,25 @@ def main():
     ap.add_argument("--budget-s", type=float, default=540, help="seconds for the whole run")
     ap.add_argument("--only", default=None, help="comma-separated substrings of the changes to run")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: shipped bundles, faked measurements")
+    ap.add_argument("--predict-from", metavar="OUT", default=None,
+                    help="no GPU: the bundles and whatif.json an earlier run left in OUT, predicted again")
     a = ap.parse_args()
+    kept = None
+    if a.predict_from:
+        try:
+            kept = json.load(open(os.path.join(a.predict_from, "whatif.json")))
+        except (OSError, ValueError) as e:
+            ap.error("--predict-from: %s" % e)
+        for k in ("rounds", "steps", "warmup"):
+            setattr(a, k, kept["args"][k])
+        a.out = a.predict_from
     if a.rounds < 3 and not a.dry_run:
         ap.error("--rounds: at least 3")
     if not os.path.exists(a.steptrace) and not shutil.which(a.steptrace):
         ap.error("--steptrace %s: no such program" % a.steptrace)
     os.makedirs(a.out, exist_ok=True)
     run = Run(a)
-    gpus = 8 if a.dry_run else gpu_count()
+    gpus = 8 if a.dry_run else kept["gpus"] if kept else gpu_count()
     if not a.dry_run and gpus == 0:
         print("whatif_validate: no GPU (nvidia-smi -L fails)")
         sys.exit(77)
@@ -290,7 +313,9 @@ def main():
             continue
         want.append((base, changed, change, rules, extra, need))
     # the multi-GPU inputs of ranks=N: an all-reduce table and a calibration, measured here
-    if not a.dry_run and any("ranks" in w[4] for w in want):
+    if kept and os.path.exists(os.path.join(a.out, "allreduce.csv")):
+        run.allreduce = os.path.join(a.out, "allreduce.csv")
+    elif not a.dry_run and any("ranks" in w[4] for w in want):
         p = sh([a.steptrace, "bench", "allreduce", "--nproc", str(min(gpus, 4)), "--format", "csv"], timeout=120)
         if p.returncode == 0:
             run.allreduce = os.path.join(a.out, "allreduce.csv")
@@ -298,7 +323,7 @@ def main():
     bundles = {}
     for base, *_ in want:
         if base not in bundles:
-            bundles[base] = run.record(base)
+            bundles[base] = run.kept(base, gpus) if kept else run.record(base)
     # ranks=N's contention and host time per call, learned from this run's own multi-GPU recordings
     for kind, base in (("builtin", "st-bucket25"), ("torch", "pt-ddp2")):
         if a.dry_run or not isinstance(bundles.get(base), list):
@@ -320,7 +345,7 @@ def main():
             preds[change] = "explain: %s" % e
         run.note(step="predict", change=change, prediction=preds[change])
     names = sorted({w[0] for w in want} | {w[1] for w in want})
-    measured = run.measure(names)
+    measured = {n: kept["measured"].get(n) or [] for n in names} if kept else run.measure(names)
     for base, changed, change, rules, extra, need in want:
         row = dict(bundle=base, change=change, rule=" + ".join(rules), gpus=need)
         m, b = measured.get(changed) or [], measured.get(base) or []
@@ -351,7 +376,8 @@ def main():
         for r in rows:
             w.writerow({k: r.get(k, "") for k in FIELDS})
     with open(os.path.join(a.out, "whatif.json"), "w") as f:
-        json.dump(dict(args=vars(a), gpus=gpus, log=run.log, measured=measured), f, indent=1)
+        json.dump(dict(args=vars(a), gpus=gpus, log=(kept["log"] if kept else []) + run.log, measured=measured),
+                  f, indent=1)
     write_md(a, rows, gpus, time.time() - run.t0)
 
 
