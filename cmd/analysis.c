@@ -191,6 +191,8 @@ static int dispatch(const struct analysis_cmd *c, const struct replay_ranks *run
 
 	for (int k = 0; k < nruns; k++)
 		several |= runs[k].n > 1;
+	if (c->ranks_given)
+		*c->ranks_given = nruns ? runs[0].n : 0;
 	if (c->ranks == RANKS_OWN)
 		return c->run_ranks(runs, nruns, c->ctx, r);
 	if (several && (c->ranks == RANKS_SPLIT || (c->per_rank && *c->per_rank)))

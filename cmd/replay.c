@@ -17,6 +17,7 @@ struct replay_opts {
 	uint64_t capacity;             /* --capacity, 0: the listing */
 	struct events_opts events;     /* events.view is --view, events.format --format, for both */
 	struct events_out out;         /* the listing, across the ranks of a run */
+	size_t ranks_given;            /* the ranks of the run given (1: a bundle alone) */
 };
 
 static const char *const usage[] = {
@@ -82,8 +83,9 @@ static int run(const struct replay *const *rps, int n, void *ctx, struct report 
 
 		return capacity_run(rps[0], &c, r);
 	}
-	/* one listing per rank, one after the other: say whose */
-	if (rps[0]->run.world_size > 1 && o->events.format == OUT_TABLE)
+	/* one listing per rank, one after the other: say whose (a rank's bundle alone needs no word) */
+	o->out.several = o->ranks_given > 1;
+	if (o->out.several && o->events.format == OUT_TABLE)
 		printf("%s# rank %u: %s\n", rps[0]->run.rank ? "\n" : "", (unsigned)rps[0]->run.rank,
 		       rps[0]->path);
 	return events_list(rps[0], &o->events, &o->out) < 0 ? -1 : ANALYSIS_NO_REPORT;
@@ -109,7 +111,7 @@ int cmd_replay(int argc, const char **argv)
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.events.range,
 		.format = &o.events.format, .ranks = RANKS_SPLIT, .full_names = &o.events.full_names,
-		.check = check, .run = run, .ctx = &o,
+		.check = check, .run = run, .ctx = &o, .ranks_given = &o.ranks_given,
 	};
 
 	rc = analysis_main(&c, argc, argv);
