@@ -4,6 +4,7 @@
  * (analyze/capacity.c).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyze/capacity.h"
 #include "analyze/events.h"
@@ -73,6 +74,16 @@ static int check(void *ctx)
 	return 0;
 }
 
+/* The listing is one table, "events"; --capacity's tables are its report's, checked once made. */
+static int check_section(void *ctx, const char *section)
+{
+	const struct replay_opts *o = ctx;
+
+	if (!o->capacity && strcmp(section, "events"))
+		return error("option '--section' expects the listing's one table (events), not '%s'", section);
+	return 0;
+}
+
 static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
 	struct replay_opts *o = ctx;
@@ -112,6 +123,7 @@ int cmd_replay(int argc, const char **argv)
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.events.range,
 		.format = &o.events.format, .ranks = RANKS_SPLIT, .full_names = &o.events.full_names,
 		.check = check, .run = run, .ctx = &o, .ranks_given = &o.ranks_given,
+		.check_section = check_section,
 	};
 
 	rc = analysis_main(&c, argc, argv);
