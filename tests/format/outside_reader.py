@@ -4,7 +4,7 @@ docs/, tests/) read by scripts/read_bundle.py, a reader written from
 docs/FORMAT.md and proto/steptrace.proto alone, must rebuild what steptrace
 reports of it:
 
-  - summary, by kernel and --by op: every row's name, Total Time (ns),
+  - summary, by kernel and --by op, with and without --include-warmup: every row's name, Total Time (ns),
     Instances, Min and Max exactly; Avg, Med, StdDev within 0.01 ns and
     Time (%) within 1e-9 (steptrace's JSON prints doubles; the reader
     computes the same doubles in another order);
@@ -51,10 +51,11 @@ def close(a, b, tol):
     return abs(a - b) <= tol
 
 
-def check_summary(name, run, path, by):
-    want = steptrace("summary", path, "--by", by)["summary"]
-    got = read_bundle.kernel_summary(run, by=by)
-    where = "%s summary --by %s" % (name, by)
+def check_summary(name, run, path, by, include_warmup=False):
+    extra = ("--include-warmup",) if include_warmup else ()
+    want = steptrace("summary", path, "--by", by, *extra)["summary"]
+    got = read_bundle.kernel_summary(run, include_warmup, by=by)
+    where = "%s summary --by %s%s" % (name, by, " --include-warmup" if include_warmup else "")
     if [w["Name"] for w in want] != [g[0] for g in got]:
         differ(where, "rows differ: steptrace %s..., the reader %s..." %
                ([w["Name"][:40] for w in want[:4]], [g[0][:40] for g in got[:4]]))
@@ -139,6 +140,8 @@ def main():
             try:
                 check_summary(name, run, path, "kernel")
                 check_summary(name, run, path, "op")
+                check_summary(name, run, path, "kernel", include_warmup=True)
+                check_summary(name, run, path, "op", include_warmup=True)
                 check_steps(name, run, path)
                 views = {e[e["kind"]]["source"] for e in run.mem if e["kind"] == "alloc"}
                 for view in ("model", "driver"):
