@@ -102,7 +102,10 @@ struct analysis_cmd {
 	 * that only --section prints (comm's instances); NULL when not needed.
 	 */
 	const char **section;
-	/* Refuses a --section that names no table the command prints, before a bundle is read; -1 after one line. May be NULL. */
+	/*
+	 * Refuses a --section that names no table the command prints, before
+	 * a bundle is read; -1 after one line. May be NULL.
+	 */
 	int (*check_section)(void *ctx, const char *section);
 	/* Checks option values once parsed; -1 (one line printed) is a usage error. May be NULL. */
 	int (*check)(void *ctx);

@@ -291,7 +291,8 @@ static void write_table(FILE *out, const json_t *rows, const struct html_tables 
 			foot++;
 			continue;
 		}
-		write_row(out, head, row, o, kinds, k, o->visible > 0 && body >= (size_t)o->visible ? "<tr class=\"more\">" : "<tr>");
+		write_row(out, head, row, o, kinds, k,
+			  o->visible > 0 && body >= (size_t)o->visible ? "<tr class=\"more\">" : "<tr>");
 		body++;
 	}
 	fputs("</tbody>\n", out);

@@ -111,7 +111,8 @@ int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b
 		goto out;
 	rc = 0;
 	fprintf(stderr, "wrote '%s' (%s%s): open it in any browser (self-contained, no network)\n", output,
-		human_bytes(size, sizeof(size), (double)bytes), replaced ? ", replacing the report steptrace wrote there before" : "");
+		human_bytes(size, sizeof(size), (double)bytes),
+		replaced ? ", replacing the report steptrace wrote there before" : "");
 out:
 	if (b)
 		page_pair_release(&pair);
