@@ -166,6 +166,7 @@ int capacity_run(const struct replay *rp, const struct capacity_opts *a, struct 
 	t = report_add_table(r, "capacity", "Capacity replay");
 	table_add_column(t, "What", COL_STR, 0);
 	table_add_column(t, "Value", COL_STR, 0);
+	table_column_elastic(t);   /* an op's path */
 	table_add_column(t, "Bytes", COL_INT, 0);
 	kv_row(t, "capacity", human_bytes(b1, sizeof(b1), (double)cap.capacity), (int64_t)cap.capacity, true);
 	kv_row(t, "view", mem_view_name(tl.view), 0, false);

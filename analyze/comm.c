@@ -519,7 +519,7 @@ static void coll_columns(struct table *t)
 {
 	table_add_column(t, "Collective", COL_STR, 0);
 	table_add_column(t, "Count", COL_FLOAT, 2);
-	table_add_column(t, "Bytes", COL_INT, 0);
+	table_add_column(t, "Bytes", COL_FLOAT, 1);   /* a type's total per step may be fractional: 0.2 × 216 + 0.2 × 12 */
 	table_add_column(t, "Time (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Transfer (us)", COL_FLOAT, 1);
 	table_add_column(t, "Algbw (GB/s)", COL_FLOAT, 2);
@@ -539,16 +539,16 @@ static void coll_columns(struct table *t)
  * A row: per step and rank `per` (steps * ranks) of count and time; bytes
  * and transfer per instance (a collective) or per step (a type's total).
  */
-static void coll_row(struct table *t, const char *name, double count, uint64_t bytes, double time_ns,
+static void coll_row(struct table *t, const char *name, double count, double bytes, double time_ns,
 		     double transfer_ns, int type, uint32_t world, uint64_t hidden, uint64_t total)
 {
-	double alg = transfer_ns > 0 && bytes ? (double)bytes / transfer_ns : 0;
+	double alg = transfer_ns > 0 && bytes > 0 ? bytes / transfer_ns : 0;
 
 	table_row(t);
 	table_str(t, name);
 	table_count(t, count);
-	if (bytes)
-		table_int(t, (int64_t)bytes);
+	if (bytes > 0)
+		table_count(t, bytes);   /* whole bytes print whole, a mean per step with its decimal */
 	else
 		table_empty(t);
 	table_float(t, time_ns / 1e6);
@@ -583,14 +583,14 @@ static void collectives_table(struct comm_work *w, const struct comm_opts *o, st
 	for (size_t i = 0; i < shown; i++) {
 		const struct coll *c = &w->c[i];
 
-		coll_row(t, c->name, (double)c->count / per, c->bytes, (double)c->time / per,
+		coll_row(t, c->name, (double)c->count / per, (double)c->bytes, (double)c->time / per,
 			 c->matched ? (double)c->transfer / (double)c->matched : 0, c->type,
 			 w->rs->world_size, c->hidden, c->time);
 	}
 	/* each type's total per step: its bytes and transfers added up */
 	for (int type = -1; type < ST_COLL_COUNT; type++) {
-		uint64_t count = 0, time = 0, hidden = 0, bytes = 0, kinds = 0;
-		double transfer = 0;
+		uint64_t count = 0, time = 0, hidden = 0, kinds = 0;
+		double transfer = 0, bytes = 0;
 		char name[64];
 
 		for (size_t i = 0; i < w->n; i++) {
@@ -601,7 +601,7 @@ static void collectives_table(struct comm_work *w, const struct comm_opts *o, st
 			count += c->count;
 			time += c->time;
 			hidden += c->hidden;
-			bytes += (uint64_t)((double)c->bytes * (double)c->count / per + 0.5);
+			bytes += (double)c->bytes * (double)c->count / per;
 			if (c->matched)
 				transfer += (double)c->transfer / (double)c->matched * (double)c->count / per;
 		}

@@ -485,7 +485,7 @@ int events_list(const struct replay *rp, const struct events_opts *a, struct eve
 	} else {
 		/* the ranks of a run: one table, each row saying whose */
 		if (!out->t) {
-			out->rank_column = rp->run.world_size > 1;
+			out->rank_column = out->several;   /* one rank's bundle alone needs no Rank column */
 			out_table(out, out->rank_column);
 		}
 		l.t = out->t;

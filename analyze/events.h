@@ -33,6 +33,7 @@ struct events_out {
 	struct report *r;              /* csv, json, md: the one table, made by the first call */
 	struct table *t;
 	bool rank_column;              /* the table's first column is Rank */
+	bool several;                  /* set by the caller: the bundles of several ranks are listed (a Rank column) */
 	uint64_t listed;               /* events listed so far */
 	uint64_t present;              /* events of the kinds asked (and the view) in the bundles */
 	int ranks;                     /* bundles listed */

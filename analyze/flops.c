@@ -545,8 +545,10 @@ void flops_report(struct report *r, const struct flops_result *res, int top, con
 	if (res->dtypes) {
 		table_add_column(t, "Inputs", COL_STR, 0);
 		table_column_hide_empty(t);
+		table_column_wrap(t);
 		table_add_column(t, "Outputs", COL_STR, 0);
 		table_column_hide_empty(t);
+		table_column_wrap(t);
 	}
 	table_add_column(t, "Name", COL_STR, 0);
 	table_column_elastic(t);

@@ -309,7 +309,9 @@ static struct table *quantity_table(struct report *r, const char *name, const ch
 	table_add_column(t, "Value", COL_FLOAT, 2);
 	table_add_column(t, "Unit", COL_STR, 0);
 	table_add_column(t, "Formula", COL_STR, 0);
+	table_column_wrap(t);
 	table_add_column(t, "Assumes", COL_STR, 0);
+	table_column_wrap(t);
 	table_column_hide_empty(t);
 	return t;
 }
@@ -972,7 +974,9 @@ static void parallel_table(const struct plan_opts *o, const char *label, double 
 	table_add_column(t, "Total GB", COL_FLOAT, 2);
 	table_add_column(t, "Fits", COL_STR, 0);
 	table_add_column(t, "Formula", COL_STR, 0);
+	table_column_wrap(t);
 	table_add_column(t, "Assumes", COL_STR, 0);
+	table_column_wrap(t);
 	sched[0] = 0;
 	if (o->pp > 1)
 		snprintf(sched, sizeof(sched), "; act: %s", schedule_label(o->schedule));
@@ -1094,13 +1098,16 @@ static void comm_table(const struct plan_opts *o, bool notes, struct report *r)
 	t = report_add_table(r, "comm", title);
 	table_add_column(t, "Parallelism", COL_STR, 0);
 	table_add_column(t, "Collectives", COL_STR, 0);
+	table_column_wrap(t);
 	table_add_column(t, "GB per device", COL_FLOAT, 2);
 	table_add_column(t, "Link", COL_STR, 0);
 	table_add_column(t, "Time ms", COL_FLOAT, 2);
 	table_add_column(t, "Share", COL_FLOAT, 4);
 	table_column_hide_empty(t);
 	table_add_column(t, "Formula", COL_STR, 0);
+	table_column_wrap(t);
 	table_add_column(t, "Assumes", COL_STR, 0);
+	table_column_wrap(t);
 	bw = axis_link(&l, dp_cross, true, link, sizeof(link));
 	cross_why("T·D", o->tp, d, false, &l, why, sizeof(why));
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

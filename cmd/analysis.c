@@ -191,6 +191,8 @@ static int dispatch(const struct analysis_cmd *c, const struct replay_ranks *run
 
 	for (int k = 0; k < nruns; k++)
 		several |= runs[k].n > 1;
+	if (c->ranks_given)
+		*c->ranks_given = nruns ? runs[0].n : 0;
 	if (c->ranks == RANKS_OWN)
 		return c->run_ranks(runs, nruns, c->ctx, r);
 	if (several && (c->ranks == RANKS_SPLIT || (c->per_rank && *c->per_rank)))
@@ -258,6 +260,10 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 		return error("option '--memory-limit' expects a size above 0"), EXIT_USAGE;
 	if (c->section)
 		*c->section = section;
+	if (c->check_section && section && c->check_section(c->ctx, section) < 0) {
+		usage_hint(c->usage);
+		return EXIT_USAGE;
+	}
 	ro.memory_limit_given = memory_limit != UINT64_MAX;
 	ro.memory_limit = ro.memory_limit_given ? memory_limit
 					       : default_limit((char **)argv, n, max > MAX_RUNS ? MAX_RUNS : max, why,
@@ -308,9 +314,12 @@ int analysis_main(const struct analysis_cmd *c, int argc, const char **argv)
 		rc = 1;
 	else if (rc == ANALYSIS_NO_REPORT)
 		rc = 0;
-	else if (c->format && (analysis_select_section(r, section, (enum out_format)*c->format) < 0 ||
-				report_print(r, (enum out_format)*c->format, stdout) < 0))
+	else if (c->format && analysis_select_section(r, section, (enum out_format)*c->format) < 0) {
+		usage_hint(c->usage);   /* --section named no table of the report: a usage error, as --format's */
+		rc = EXIT_USAGE;
+	} else if (c->format && report_print(r, (enum out_format)*c->format, stdout) < 0) {
 		rc = 1;
+	}
 out:
 	report_free(r);
 	if (nruns > 0)

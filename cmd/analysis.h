@@ -95,11 +95,18 @@ struct analysis_cmd {
 	/* An output file option the command was given (memory's --svg): RANKS_SPLIT refuses it. */
 	const char *const *output;
 	const char *output_option;    /* its name, "--svg" */
+	/* Where dispatch writes how many ranks the (first) run given has, 1 for a bundle alone; or NULL. */
+	size_t *ranks_given;
 	/*
 	 * Where --section's value goes before run, for a command with a table
 	 * that only --section prints (comm's instances); NULL when not needed.
 	 */
 	const char **section;
+	/*
+	 * Refuses a --section that names no table the command prints, before
+	 * a bundle is read; -1 after one line. May be NULL.
+	 */
+	int (*check_section)(void *ctx, const char *section);
 	/* Checks option values once parsed; -1 (one line printed) is a usage error. May be NULL. */
 	int (*check)(void *ctx);
 	/*

@@ -255,9 +255,14 @@ int cmd_plan(int argc, const char **argv)
 		return EXIT_USAGE;
 	}
 	r = report_new();
-	if (plan_run(&o, r) < 0 || analysis_select_section(r, o.section, (enum out_format)format) < 0 ||
-	    report_print(r, (enum out_format)format, stdout) < 0)
+	if (plan_run(&o, r) < 0) {
 		rc = 1;
+	} else if (analysis_select_section(r, o.section, (enum out_format)format) < 0) {
+		usage_hint(usage);   /* --section named no table of the report: a usage error, as --format's */
+		rc = EXIT_USAGE;
+	} else if (report_print(r, (enum out_format)format, stdout) < 0) {
+		rc = 1;
+	}
 	report_free(r);
 	if (loaded)
 		replay_release(&rp);

@@ -4,6 +4,7 @@
  * (analyze/capacity.c).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyze/capacity.h"
 #include "analyze/events.h"
@@ -17,6 +18,7 @@ struct replay_opts {
 	uint64_t capacity;             /* --capacity, 0: the listing */
 	struct events_opts events;     /* events.view is --view, events.format --format, for both */
 	struct events_out out;         /* the listing, across the ranks of a run */
+	size_t ranks_given;            /* the ranks of the run given (1: a bundle alone) */
 };
 
 static const char *const usage[] = {
@@ -72,6 +74,16 @@ static int check(void *ctx)
 	return 0;
 }
 
+/* The listing is one table, "events"; --capacity's tables are its report's, checked once made. */
+static int check_section(void *ctx, const char *section)
+{
+	const struct replay_opts *o = ctx;
+
+	if (!o->capacity && strcmp(section, "events"))
+		return error("option '--section' expects the listing's one table (events), not '%s'", section);
+	return 0;
+}
+
 static int run(const struct replay *const *rps, int n, void *ctx, struct report *r)
 {
 	struct replay_opts *o = ctx;
@@ -82,8 +94,9 @@ static int run(const struct replay *const *rps, int n, void *ctx, struct report 
 
 		return capacity_run(rps[0], &c, r);
 	}
-	/* one listing per rank, one after the other: say whose */
-	if (rps[0]->run.world_size > 1 && o->events.format == OUT_TABLE)
+	/* one listing per rank, one after the other: say whose (a rank's bundle alone needs no word) */
+	o->out.several = o->ranks_given > 1;
+	if (o->out.several && o->events.format == OUT_TABLE)
 		printf("%s# rank %u: %s\n", rps[0]->run.rank ? "\n" : "", (unsigned)rps[0]->run.rank,
 		       rps[0]->path);
 	return events_list(rps[0], &o->events, &o->out) < 0 ? -1 : ANALYSIS_NO_REPORT;
@@ -109,7 +122,8 @@ int cmd_replay(int argc, const char **argv)
 	const struct analysis_cmd c = {
 		.usage = usage, .options = opts, .bundles = 1, .range = &o.events.range,
 		.format = &o.events.format, .ranks = RANKS_SPLIT, .full_names = &o.events.full_names,
-		.check = check, .run = run, .ctx = &o,
+		.check = check, .run = run, .ctx = &o, .ranks_given = &o.ranks_given,
+		.check_section = check_section,
 	};
 
 	rc = analysis_main(&c, argc, argv);

@@ -231,6 +231,21 @@ static int bad_value(const char *name, const char *what, const char *arg)
 	return error("option '%s' expects %s, not '%s'", name, what, arg);
 }
 
+/* Whether s is written as a whole number: an optional sign, then digits only. */
+static bool whole_number(const char *s)
+{
+	if (*s == '-' || *s == '+')
+		s++;
+	return isdigit((unsigned char)*s) && strspn(s, "0123456789") == strlen(s);
+}
+
+/* A whole number past what the option takes: said so, with the range. */
+static int out_of_range(const char *name, const char *arg, const char *min, const char *max)
+{
+	return error("option '%s' takes %s to %s: '%s' is too %s", name, min, max, arg,
+		     arg[0] == '-' ? "small" : "large");
+}
+
 int parse_choice(const char *s, const char *const *names, const char *what, int *out)
 {
 	char list[512];
@@ -440,13 +455,18 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 
 	switch (o->type) {
 	case OPTION_INTEGER:
-		if (parse_int_value(arg, o->value) < 0)
+		if (parse_int_value(arg, o->value) < 0) {
+			if (whole_number(arg))
+				return out_of_range(name, arg, "-2147483648", "2147483647");
 			what = "an integer";
+		}
 		break;
 	case OPTION_COUNT:
 	case OPTION_POSITIVE: {
 		int min = o->type == OPTION_COUNT ? 0 : 1, v;
 
+		if (parse_int_value(arg, &v) < 0 && whole_number(arg) && arg[0] != '-')
+			return out_of_range(name, arg, min ? "1" : "0", "2147483647");
 		if (parse_int_value(arg, &v) < 0 || v < min)
 			what = min ? "a positive integer" : "a non-negative integer";
 		else
@@ -454,8 +474,11 @@ static int assign_value(const struct option *o, const char *arg, const char *nam
 		break;
 	}
 	case OPTION_U64:
-		if (parse_u64_value(arg, o->value) < 0)
+		if (parse_u64_value(arg, o->value) < 0) {
+			if (isdigit((unsigned char)arg[0]) && whole_number(arg))
+				return out_of_range(name, arg, "0", "18446744073709551615");
 			what = "a non-negative integer";
+		}
 		break;
 	case OPTION_DOUBLE:
 		if (parse_double_value(arg, o->value) < 0)

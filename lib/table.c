@@ -41,6 +41,7 @@ struct column {
 	bool elastic;           /* text format: cut in the middle so the table fits TABLE_TEXT_WIDTH */
 	bool hide_empty;        /* text format: left out when no row has a value in it */
 	int drop_rank;          /* text format: left out, lowest rank first, when the table is too wide; 0: never */
+	bool wrap;              /* text format: cells broken onto more lines so the table fits TABLE_TEXT_WIDTH */
 };
 
 struct table {
@@ -177,6 +178,7 @@ void table_add_column(struct table *t, const char *name, enum column_type type, 
 	t->cols[t->ncols].elastic = false;
 	t->cols[t->ncols].hide_empty = false;
 	t->cols[t->ncols].drop_rank = 0;
+	t->cols[t->ncols].wrap = false;
 	t->ncols++;
 }
 
@@ -190,6 +192,12 @@ void table_column_elastic(struct table *t)
 {
 	if (t->ncols)
 		t->cols[t->ncols - 1].elastic = true;
+}
+
+void table_column_wrap(struct table *t)
+{
+	if (t->ncols)
+		t->cols[t->ncols - 1].wrap = true;
 }
 
 void table_column_hide_empty(struct table *t)
@@ -327,8 +335,14 @@ static struct table *stack_target(struct report *dst, const struct table *t, con
 	d = report_add_table(dst, namesake ? name : t->name, t->title);
 	d->optional = t->optional;
 	table_add_column(d, column, numeric ? COL_INT : COL_STR, 0);
-	for (size_t i = 0; i < t->ncols; i++)
+	for (size_t i = 0; i < t->ncols; i++) {
+		char *name;
+
 		table_add_column(d, t->cols[i].name, t->cols[i].type, t->cols[i].precision);
+		name = d->cols[d->ncols - 1].name;   /* the text format's ways to fit stay with the column */
+		d->cols[d->ncols - 1] = t->cols[i];
+		d->cols[d->ncols - 1].name = name;
+	}
 	return d;
 }
 
@@ -583,16 +597,64 @@ struct text_fit {
 	char dropped[256];      /* the columns left out, ", "-separated */
 };
 
-/* The narrowest an elastic column is cut to. */
+/* The narrowest an elastic column is cut to, and a wrapped one wrapped to (or its heading's width). */
 #define ELASTIC_MIN 24
+#define WRAP_MIN 12
+
+static size_t wrap_min(const struct column *c)
+{
+	size_t w = text_width(c->name);
+
+	return w > WRAP_MIN ? w : WRAP_MIN;
+}
+
+/* How much a column may give up to fit: an elastic one down to ELASTIC_MIN, a wrapped one to wrap_min. */
+static size_t slack_of(const struct column *c, size_t width)
+{
+	size_t min = c->wrap ? wrap_min(c) : ELASTIC_MIN;
+
+	return (c->elastic || c->wrap) && width > min ? width - min : 0;
+}
+
+/*
+ * The next line of s wrapped to `width` characters: its length in bytes,
+ * and in *next where the line after it starts. Lines break after a space
+ * (left out) or a comma; a word wider than the line is cut.
+ */
+static size_t wrap_line(const char *s, size_t width, size_t *next)
+{
+	size_t i = 0, w = 0, end = 0, after = 0;
+
+	while (s[i] && w < width) {
+		size_t j = i + 1;
+
+		while (s[j] && ((unsigned char)s[j] & 0xC0) == 0x80)
+			j++;
+		if (s[i] == ' ' && i)
+			end = i, after = j;
+		else if (s[i] == ',' && (s[j] < '0' || s[j] > '9'))   /* not inside 1,048 */
+			end = after = j;
+		w++;
+		i = j;
+	}
+	if (!s[i] || s[i] == ' ')   /* the rest fits, or a space follows the line */
+		end = after = i;
+	else if (!end)              /* one word wider than the line */
+		end = after = i;
+	while (s[after] == ' ')
+		after++;
+	*next = after;
+	return end;
+}
 
 /* Prints t aligned, noting in fit (may be NULL) what it gave up to fit. */
 static void print_text(const struct table *t, FILE *out, struct text_fit *fit)
 {
 	size_t *width = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*width));
 	struct line l = { NULL, 0, 0 };
-	char buf[96], cut[4 * CLIP_MAX + 4], *mid = NULL;
+	char buf[96], cut[4 * CLIP_MAX + 4], *mid = NULL, *piece = NULL;
 	size_t r, c, total = 0, elastic_slack = 0, droppable = 0;
+	size_t *rest = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*rest));   /* a wrapped cell's next line */
 	bool cut_any = false, started = false, *hidden = xrealloc(NULL, (t->ncols ? t->ncols : 1) * sizeof(*hidden));
 
 	for (c = 0; c < t->ncols; c++) {
@@ -612,8 +674,8 @@ static void print_text(const struct table *t, FILE *out, struct text_fit *fit)
 	}
 	/* Droppable columns go, lowest rank first, while the table cannot fit with its elastic columns cut. */
 	for (c = 0; c < t->ncols; c++)
-		if (t->cols[c].elastic && !hidden[c] && width[c] > ELASTIC_MIN)
-			elastic_slack += width[c] - ELASTIC_MIN;
+		if (!hidden[c])
+			elastic_slack += slack_of(&t->cols[c], width[c]);
 	for (c = 0; c < t->ncols; c++)   /* dropping columns is for a table it makes fit */
 		if (t->cols[c].drop_rank && !hidden[c])
 			droppable += width[c] + 2;
@@ -634,12 +696,12 @@ static void print_text(const struct table *t, FILE *out, struct text_fit *fit)
 			snprintf(fit->dropped + n, sizeof(fit->dropped) - n, "%s%s", n ? ", " : "", t->cols[drop].name);
 		}
 	}
-	/* Elastic columns give up width, the widest first, down to ELASTIC_MIN characters, until the table fits. */
+	/* Elastic and wrapped columns give up width, the widest first, down to their least, until the table fits. */
 	while (total > TABLE_TEXT_WIDTH && elastic_slack) {
 		size_t widest = t->ncols;
 
 		for (c = 0; c < t->ncols; c++)
-			if (t->cols[c].elastic && !hidden[c] && width[c] > ELASTIC_MIN && width[c] > text_width(t->cols[c].name) &&
+			if (!hidden[c] && slack_of(&t->cols[c], width[c]) && width[c] > text_width(t->cols[c].name) &&
 			    (widest == t->ncols || width[c] > width[widest]))
 				widest = c;
 		if (widest == t->ncols)
@@ -647,8 +709,10 @@ static void print_text(const struct table *t, FILE *out, struct text_fit *fit)
 		width[widest]--;
 		total--;
 	}
-	if (t->title)
-		fprintf(out, "%s\n\n", t->title);
+	if (t->title) {
+		print_wrapped(out, t->title, TABLE_TEXT_WIDTH);
+		fputc('\n', out);
+	}
 	for (c = 0; c < t->ncols; c++)
 		if (!hidden[c])
 			line_cell(&l, l.len, t->cols[c].name, width[c], column_is_numeric(&t->cols[c]));
@@ -662,6 +726,8 @@ static void print_text(const struct table *t, FILE *out, struct text_fit *fit)
 	}
 	line_flush(&l, out);
 	for (r = 0; r < t->nrows; r++) {
+		bool more = false;
+
 		for (c = 0; c < t->ncols; c++) {
 			const char *s = text_cell(t, r, c, buf, sizeof(buf), cut);
 			bool first = !started;
@@ -677,12 +743,51 @@ static void print_text(const struct table *t, FILE *out, struct text_fit *fit)
 				s = table_clip_middle(s, width[c], mid, need);
 				cut_any = true;
 			}
+			if (t->cols[c].wrap && text_width(s) > width[c]) {
+				size_t next, n = wrap_line(s, width[c], &next);
+
+				piece = xrealloc(piece, n + 1);
+				memcpy(piece, s, n);
+				piece[n] = '\0';
+				rest[c] = s[next] ? next : SIZE_MAX;
+				more |= rest[c] != SIZE_MAX;
+				s = piece;
+			} else {
+				rest[c] = SIZE_MAX;
+			}
 			line_cell(&l, !first, s, width[c], column_is_numeric(&t->cols[c]));
 		}
 		started = false;
 		line_flush(&l, out);
+		/* the wrapped cells' further lines, the other columns blank */
+		while (more) {
+			more = false;
+			for (c = 0; c < t->ncols; c++) {
+				const char *s = "";
+
+				if (hidden[c])
+					continue;
+				if (rest[c] != SIZE_MAX) {
+					const char *whole = text_cell(t, r, c, buf, sizeof(buf), cut) + rest[c];
+					size_t next, n = wrap_line(whole, width[c], &next);
+
+					piece = xrealloc(piece, n + 1);
+					memcpy(piece, whole, n);
+					piece[n] = '\0';
+					s = piece;
+					rest[c] = whole[next] ? rest[c] + next : SIZE_MAX;
+					more |= rest[c] != SIZE_MAX;
+				}
+				line_cell(&l, started, s, width[c], column_is_numeric(&t->cols[c]));
+				started = true;
+			}
+			started = false;
+			line_flush(&l, out);
+		}
 	}
 	free(mid);
+	free(piece);
+	free(rest);
 	free(l.buf);
 	free(width);
 	free(hidden);
@@ -1053,8 +1158,11 @@ int report_print(const struct report *r, enum out_format f, FILE *out)
 					 fit.cut ? " and cut names in the middle (...)" : "");
 			else
 				snprintf(what, sizeof(what), "cut names in the middle (...)");
-			fprintf(out, "to fit %d columns this table %s; --format md, csv or json prints %s\n",
-				TABLE_TEXT_WIDTH, what, fit.dropped[0] ? "every column, names whole" : "names whole");
+			char note[512];
+
+			snprintf(note, sizeof(note), "to fit %d columns this table %s; --format md, csv or json prints %s",
+				 TABLE_TEXT_WIDTH, what, fit.dropped[0] ? "every column, names whole" : "names whole");
+			print_wrapped(out, note, TABLE_TEXT_WIDTH);
 		}
 	}
 	if (fflush(out) != 0 || ferror(out))

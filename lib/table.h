@@ -74,6 +74,14 @@ void table_column_max_width(struct table *t, size_t width);
  */
 void table_column_elastic(struct table *t);
 /*
+ * The last column added (a formula, a sentence, a list) gives up width in
+ * the text format when the table is wider than TABLE_TEXT_WIDTH: its cells
+ * are broken onto more lines, between words (after a space or a comma),
+ * down to 12 characters or its heading's width; the other columns of those
+ * lines stay blank. csv, json and md keep every cell on one line.
+ */
+void table_column_wrap(struct table *t);
+/*
  * The last column added is left out of the text format when no row has a
  * value in it (flops' dtypes on a bundle without them); csv, json and md
  * keep it, so their columns do not depend on the bundle.

@@ -190,13 +190,77 @@ static enum col_kind column_kind(const json_t *rows, const char *key)
 	return numeric ? COL_NUMBER : longest > 40 ? COL_NAME : COL_TEXT;
 }
 
+/*
+ * A row that sums up the others (explain's "mean" and "share (%)", comm's
+ * "allreduce (total per step)", a "total"): by its first cell. It stays
+ * below the rows it sums up, out of their sorting.
+ */
+static bool summary_row(const json_t *head, const json_t *row)
+{
+	static const char *const labels[] = { "mean", "share (%)", "total", "totals", NULL };
+	const char *key, *s, *suffix = "(total per step)";
+	json_t *v;
+
+	json_object_foreach((json_t *)head, key, v) {
+		const json_t *c = json_object_get(row, key);
+
+		if (!json_is_string(c))
+			return false;
+		s = json_string_value(c);
+		for (size_t i = 0; labels[i]; i++)
+			if (!strcmp(s, labels[i]))
+				return true;
+		return strlen(s) >= strlen(suffix) && !strcmp(s + strlen(s) - strlen(suffix), suffix);
+	}
+	return false;
+}
+
+static void write_row(FILE *out, const json_t *head, const json_t *row, const struct html_tables *o,
+		      const enum col_kind *kinds, size_t nkinds, const char *tr)
+{
+	const char *key;
+	json_t *v;
+	size_t k = 0;
+
+	fputs(tr, out);
+	json_object_foreach((json_t *)head, key, v) {
+		const json_t *c = json_object_get(row, key);
+		if (k >= nkinds)
+			break;
+		if (hidden(o, key)) {
+			k++;
+			continue;
+		}
+		if (json_is_number(c)) {
+			fputs("<td class=\"num\"", out);
+			sort_value(out, c);
+			fputc('>', out);
+			number_cell(out, c, key);
+		} else if (json_is_string(c) && kinds[k] == COL_NAME) {
+			const char *s = json_string_value(c);
+			fputs("<td class=\"name\"", out);
+			html_attr(out, "title", "%s", s);
+			fputc('>', out);
+			html_escape(out, s);
+		} else if (json_is_string(c)) {
+			fputs("<td>", out);
+			html_escape(out, json_string_value(c));
+		} else {
+			fputs(kinds[k] == COL_NUMBER ? "<td class=\"num\">" : "<td>", out);
+		}
+		fputs("</td>", out);
+		k++;
+	}
+	fputs("</tr>\n", out);
+}
+
 static void write_table(FILE *out, const json_t *rows, const struct html_tables *o, bool first)
 {
 	const json_t *head = json_array_get(rows, 0), *row;
 	enum col_kind kinds[64];
 	const char *key;
 	json_t *v;
-	size_t i, k;
+	size_t i, k, body = 0, foot = 0;
 
 	if (!head) {
 		fputs("<p class=\"muted\">No rows.</p>\n", out);
@@ -221,44 +285,29 @@ static void write_table(FILE *out, const json_t *rows, const struct html_tables 
 		k++;
 	}
 	fputs("</tr></thead>\n<tbody>\n", out);
+	/* the rows a click sorts; then, in the footer, those that sum them up */
 	json_array_foreach(rows, i, row) {
-		fputs(o->visible > 0 && i >= (size_t)o->visible ? "<tr class=\"more\">" : "<tr>", out);
-		k = 0;
-		json_object_foreach((json_t *)head, key, v) {
-			const json_t *c = json_object_get(row, key);
-			if (k >= sizeof(kinds) / sizeof(kinds[0]))
-				break;
-			if (hidden(o, key)) {
-				k++;
-				continue;
-			}
-			if (json_is_number(c)) {
-				fputs("<td class=\"num\"", out);
-				sort_value(out, c);
-				fputc('>', out);
-				number_cell(out, c, key);
-			} else if (json_is_string(c) && kinds[k] == COL_NAME) {
-				const char *s = json_string_value(c);
-				fputs("<td class=\"name\"", out);
-				html_attr(out, "title", "%s", s);
-				fputc('>', out);
-				html_escape(out, s);
-			} else if (json_is_string(c)) {
-				fputs("<td>", out);
-				html_escape(out, json_string_value(c));
-			} else {
-				fputs(kinds[k] == COL_NUMBER ? "<td class=\"num\">" : "<td>", out);
-			}
-			fputs("</td>", out);
-			k++;
+		if (summary_row(head, row)) {
+			foot++;
+			continue;
 		}
-		fputs("</tr>\n", out);
+		write_row(out, head, row, o, kinds, k,
+			  o->visible > 0 && body >= (size_t)o->visible ? "<tr class=\"more\">" : "<tr>");
+		body++;
 	}
-	fputs("</tbody></table></div>\n", out);
-	if (o->visible > 0 && json_array_size(rows) > (size_t)o->visible)
+	fputs("</tbody>\n", out);
+	if (foot) {
+		fputs("<tfoot>\n", out);
+		json_array_foreach(rows, i, row)
+			if (summary_row(head, row))
+				write_row(out, head, row, o, kinds, k, "<tr class=\"summary\">");
+		fputs("</tfoot>\n", out);
+	}
+	fputs("</table></div>\n", out);
+	if (o->visible > 0 && body > (size_t)o->visible)
 		fprintf(out, "<p class=\"muted rows\">%d of %zu rows shown; a click on a header sorts all of them. "
 			"<button class=\"more\" type=\"button\">Show all %zu</button></p>\n", o->visible,
-			json_array_size(rows), json_array_size(rows));
+			body, body);
 	fputs("</div>\n", out);
 }
 

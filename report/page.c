@@ -336,6 +336,13 @@ void page_run(FILE *out, const struct replay *rp)
 		page_kv(out, "Precision, mode", "%s, %s", c->precision_name, c->mode_name);
 		page_kv(out, "Attention", "%s", *c->attention_name ? c->attention_name : "naive");
 		page_kv(out, "Steps", "%" PRIu32 " warm-up + %" PRIu32 " measured", c->warmup_steps, c->measured_steps);
+	} else if (h->has_header) {   /* record -- COMMAND: a program, no model configuration of steptrace's */
+		page_kv(out, "Run", "a program's recording: no model configuration (its command line below)");
+		if (h->world_size > 1)
+			page_kv(out, "Rank", "%" PRIu32 " of %" PRIu32 " (local rank %" PRIu32 ")", h->rank, h->world_size,
+				h->local_rank);
+		if (rp->run.steps_from && *rp->run.steps_from)
+			page_kv(out, "Steps from", "%s", rp->run.steps_from);
 	} else {
 		page_kv(out, "Run", "no header (built without a bundle)");
 	}

@@ -7,8 +7,11 @@
  */
 #include "report/report.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyze/common.h"
 #include "lib/error.h"
@@ -34,6 +37,38 @@ static int write_single(void *ctx, FILE *out)
 	return 0;
 }
 
+/* What page_begin writes near the top of every page: how a report steptrace wrote is told from other files. */
+#define PAGE_GENERATOR "<meta name=\"generator\" content=\"steptrace report\">"
+
+/*
+ * The default output (no -o) replaces only a page steptrace wrote: an
+ * existing regular file at that name must carry PAGE_GENERATOR in its
+ * first 4 KiB. 0 (*replaced: there was one), or -1 after one line.
+ */
+static int check_default_output(const char *path, bool *replaced)
+{
+	char head[4097];
+	struct stat st;
+	size_t n;
+	FILE *f;
+
+	*replaced = false;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? 0 : error("cannot write '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return 0;   /* a pipe, a device: output_open writes in place, a folder it refuses */
+	f = fopen(path, "rb");
+	n = f ? fread(head, 1, sizeof(head) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	head[n] = '\0';
+	if (!f || !strstr(head, PAGE_GENERATOR))
+		return error("'%s' exists and is not a report steptrace wrote: give -o to write the page elsewhere "
+			     "(-o '%s' replaces it)", path, path);
+	*replaced = true;
+	return 0;
+}
+
 /*
  * The one place the page reaches the disk: computed once, measured, then
  * written; an error or a page over max_size leaves no page behind.
@@ -46,6 +81,7 @@ int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b
 	struct page_data single;
 	struct page_pair pair;
 	struct output out;
+	bool replaced = false;
 	char *owned = NULL, size[32];
 	uint64_t bytes = 0;
 	int rc = -1;
@@ -64,7 +100,7 @@ int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b
 		free(inputs);
 		return error("out of memory");
 	}
-	if (output_open(&out, output, inputs) < 0)
+	if ((owned && check_default_output(output, &replaced) < 0) || output_open(&out, output, inputs) < 0)
 		goto out;
 	if ((b ? page_pair_init(&pair, a, b) : page_data_init(&single, a->rank[0], a, NULL, "")) < 0) {
 		output_discard(&out);
@@ -74,8 +110,9 @@ int report_html_write(const struct replay_ranks *a, const struct replay_ranks *b
 			       b ? (void *)&pair : (void *)&single, &bytes) < 0)
 		goto out;
 	rc = 0;
-	fprintf(stderr, "wrote '%s' (%s): open it in any browser (self-contained, no network)\n", output,
-		human_bytes(size, sizeof(size), (double)bytes));
+	fprintf(stderr, "wrote '%s' (%s%s): open it in any browser (self-contained, no network)\n", output,
+		human_bytes(size, sizeof(size), (double)bytes),
+		replaced ? ", replacing the report steptrace wrote there before" : "");
 out:
 	if (b)
 		page_pair_release(&pair);

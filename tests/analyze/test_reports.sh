@@ -203,9 +203,16 @@ with warm-up,3,3.133,1.629,2.400,2.000,5.000,0.001,0.000,0.001,0.000
 warm-up only,1,5.000,0.000,5.000,5.000,5.000,0.001,0.000,0.001,0.000
 --- stderr
 counting the 1 warm-up step(s) changes the mean wall time by +0.933 ms (+42.4%)" -- steps "$dir/basic.stb" --format csv --include-warmup --section stats
-expect steps-section-bad 1 "" -- steps "$dir/basic.stb" --format csv --section footer
-[ "$(cat "$dir/stderr")" = "error: option '--section' expects one of this report's tables (steps, stats), not 'footer'" ] ||
+# a table the report has not is a usage error, as --format's unknown value: exit 129, the line to --help
+expect steps-section-bad 129 "" -- steps "$dir/basic.stb" --format csv --section footer
+[ "$(cat "$dir/stderr")" = "error: option '--section' expects one of this report's tables (steps, stats), not 'footer'
+See 'steptrace steps --help'." ] ||
 	{ echo "FAIL --section footer: $(cat "$dir/stderr")"; fail=1; }
+# replay's listing has one table: another name is refused before the listing starts, not ignored
+expect replay-section-bad 129 "" -- replay "$dir/basic.stb" --section steps
+[ "$(cat "$dir/stderr")" = "error: option '--section' expects the listing's one table (events), not 'steps'
+See 'steptrace replay --help'." ] ||
+	{ echo "FAIL replay --section steps: $(cat "$dir/stderr")"; fail=1; }
 
 # info: counts from the footer and as read, the 2 dropped kernels loudly; each table a CSV of its own
 got=$("$ST" info "$dir/basic.stb" --format csv --section counts 2>"$dir/stderr")

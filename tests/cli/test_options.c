@@ -157,7 +157,7 @@ static void test_errors(void)
 	expect_error(a2, "error: unknown option '-x'");
 	expect_error(a3, "error: option '--top' requires a value");
 	expect_error(a4, "error: option '--top' expects an integer, not '12x'");
-	expect_error(a5, "error: option '--top' expects an integer, not '99999999999'");
+	expect_error(a5, "error: option '--top' takes -2147483648 to 2147483647: '99999999999' is too large");
 	expect_error(a6, "error: option '--count' expects a non-negative integer, not '-1'");
 	expect_error(a7, "error: option '--ratio' expects a number, not 'nan'");
 	expect_error(a8, "error: option '--capacity' expects a positive size such as 4096, 512MiB, 1.5GiB or 80GB, not '24XB'");
@@ -230,6 +230,8 @@ static void test_kinds(void)
 	const char *b5[] = { "test", "--capacity", "0", NULL };
 	const char *b6[] = { "test", "--capacity", "0GiB", NULL };
 	const char *b7[] = { "test", "--step", "two", NULL };
+	const char *b8[] = { "test", "--depth", "99999999999", NULL };
+	const char *b9[] = { "test", "--step", "2147483648", NULL };
 	char *out, *err;
 
 	CHECK(parse(ok, &out, &err) == 0, "%s", err);
@@ -243,6 +245,9 @@ static void test_kinds(void)
 	expect_error(b5, "error: option '--capacity' expects a positive size such as 4096, 512MiB, 1.5GiB or 80GB, not '0'");
 	expect_error(b6, "error: option '--capacity' expects a positive size such as 4096, 512MiB, 1.5GiB or 80GB, not '0GiB'");
 	expect_error(b7, "error: option '--step' expects a non-negative integer, not 'two'");
+	/* a whole number past the range is told so, with the range */
+	expect_error(b8, "error: option '--depth' takes 1 to 2147483647: '99999999999' is too large");
+	expect_error(b9, "error: option '--step' takes 0 to 2147483647: '2147483648' is too large");
 	/* a refused value leaves the variable as it was */
 	CHECK(step == -1 && depth == 0 && from == -1);
 }

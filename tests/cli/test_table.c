@@ -404,6 +404,92 @@ static void test_elastic(void)
 	report_free(r);
 }
 
+/* The widest line of a text rendering, in characters (UTF-8 code points). */
+static size_t widest_line(const char *s)
+{
+	size_t widest = 0, w = 0;
+
+	for (; *s; s++) {
+		if (*s == '\n') {
+			widest = w > widest ? w : widest;
+			w = 0;
+		} else if (((unsigned char)*s & 0xC0) != 0x80) {
+			w++;
+		}
+	}
+	return w > widest ? w : widest;
+}
+
+/*
+ * A wrapped column breaks its cells between words (after a space or a
+ * comma, never inside "1,048") onto more lines, the other columns blank,
+ * so the table fits; csv keeps each cell on one line. A long title and the
+ * closing note wrap too, and the ranks' stacked table keeps its columns'
+ * ways to fit.
+ */
+static void test_wrap(void)
+{
+	struct report *r = report_new(), *ranks[2], *stacked = report_new();
+	const char *labels[] = { "0", "1" };
+	char formula[400], title[300], *s;
+	struct table *t;
+
+	formula[0] = '\0';
+	for (int i = 0; i < 30; i++)
+		strcat(formula, i == 15 ? "1,048.23 × " : "w1 × d_ff + ");
+	strcat(formula, "f32,f32,bf16");
+	memset(title, 'T', sizeof(title));
+	for (size_t i = 10; i < sizeof(title); i += 11)
+		title[i] = ' ';
+	title[sizeof(title) - 1] = '\0';
+	t = report_add_table(r, "t", title);
+	table_add_column(t, "Quantity", COL_STR, 0);
+	table_add_column(t, "Formula", COL_STR, 0);
+	table_column_wrap(t);
+	table_add_column(t, "Value", COL_INT, 0);
+	table_row(t);
+	table_str(t, "first");
+	table_str(t, formula);
+	table_int(t, 7);
+	table_row(t);
+	table_str(t, "second");
+	table_str(t, "short");
+	table_int(t, 8);
+	s = render(r, OUT_TABLE);
+	CHECK(widest_line(s) <= TABLE_TEXT_WIDTH, "widest line %zu:\n%s", widest_line(s), s);
+	CHECK(strstr(s, "first     w1 × d_ff + ") != NULL, "%s", s);
+	CHECK(strstr(s, "\n          w1 × d_ff") != NULL, "continuation lines blank the other columns: %s", s);
+	CHECK(strstr(s, "1,048.23") != NULL, "a number is cut at its comma: %s", s);
+	CHECK(strstr(s, "second    short") != NULL, "%s", s);
+	free(s);
+	s = render(r, OUT_CSV);
+	CHECK(strstr(s, formula) != NULL, "%s", s);
+	free(s);
+	report_free(r);
+
+	/* report_stack keeps an elastic column elastic: the ranks' table fits too */
+	for (int k = 0; k < 2; k++) {
+		char path[200];
+
+		memset(path, 'p', sizeof(path) - 1);
+		path[sizeof(path) - 1] = '\0';
+		ranks[k] = report_new();
+		t = report_add_table(ranks[k], "t", NULL);
+		table_add_column(t, "Path", COL_STR, 0);
+		table_column_elastic(t);
+		table_row(t);
+		table_str(t, path);
+	}
+	report_stack(stacked, ranks, labels, 2, "Rank");
+	s = render(stacked, OUT_TABLE);
+	CHECK(widest_line(s) <= TABLE_TEXT_WIDTH, "stacked: widest line %zu:\n%s", widest_line(s), s);
+	CHECK(strstr(s, "to fit 160 columns") != NULL, "%s", s);
+	free(s);
+	for (int k = 0; k < 2; k++)
+		report_free(ranks[k]);
+	report_free(stacked);
+}
+
 /* A streamed table prints as report_print prints it alone (csv, md), valid JSON with one row a line. */
 static void test_stream(void)
 {
@@ -499,6 +585,7 @@ int main(void)
 {
 	test_counts_and_widths();
 	test_elastic();
+	test_wrap();
 	test_stream();
 	test_text();
 	test_csv();

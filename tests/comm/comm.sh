@@ -126,6 +126,25 @@ if [ -n "$samples" ] && [ -f "$samples/small-bf16-train.stb" ]; then
 	want "$tmp/none.txt" "no collectives: the bundle holds no NCCL kernel (record a program that communicates, or steptrace's own step with --ddp on several GPUs)"
 fi
 
+# A type's total per step keeps its fraction of a byte: PyTorch's two broadcasts
+# of 216 and 12 bytes, 0.2 of each per step and rank, are 45.6 bytes, not 45.
+if [ -n "$samples" ] && [ -f "$samples/pytorch-ddp.rank0.stb" ]; then
+	"$st" comm "$samples/pytorch-ddp.rank0.stb" "$samples/pytorch-ddp.rank1.stb" --format csv >"$tmp/ddp.csv" 2>/dev/null ||
+		fail "comm of the DDP sample"
+	want "$tmp/ddp.csv" "broadcast (total per step),0.40,45.6,0.033,22.3,0.00,0.00,0.0,100.0"
+	want "$tmp/ddp.csv" "broadcast (NCCL RING LL),0.20,216,0.022,108.1,0.00,0.00,0.0,100.0"
+	# replay: a Rank column (and a '# rank' line) for the ranks together, none for one rank's bundle alone
+	"$st" replay "$samples/pytorch-ddp.rank0.stb" --kind step --format csv >"$tmp/r1.csv" 2>/dev/null || fail "replay of one rank"
+	"$st" replay "$samples/pytorch-ddp.rank0.stb" --kind step >"$tmp/r1.txt" 2>/dev/null || fail "replay of one rank (text)"
+	"$st" replay "$samples/pytorch-ddp.rank0.stb" "$samples/pytorch-ddp.rank1.stb" --kind step --format csv \
+		>"$tmp/r2.csv" 2>/dev/null || fail "replay of two ranks"
+	[ "$(head -n 1 "$tmp/r1.csv")" = "Time (ms),Kind,Duration (ms),Where,Live (bytes),Range,Name" ] ||
+		fail "replay of one rank's bundle: $(head -n 1 "$tmp/r1.csv")"
+	grep -q '^# rank' "$tmp/r1.txt" && fail "replay of one rank's bundle says whose: $(head -n 1 "$tmp/r1.txt")"
+	[ "$(head -n 1 "$tmp/r2.csv")" = "Rank,Time (ms),Kind,Duration (ms),Where,Live (bytes),Range,Name" ] ||
+		fail "replay of two ranks: $(head -n 1 "$tmp/r2.csv")"
+fi
+
 # ---- one run only -------------------------------------------------------------
 "$st" summary "$tmp/b.rank0.stb" "$tmp/n.rank1.stb" >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -1,8 +1,10 @@
 #!/bin/sh
 # readable.sh STEPTRACE SOURCE_DIR: the reports a person reads at a glance,
-# on the real bundles of samples/ (and docs/foreign/): every text report, with
-# its default options, fits in 160 columns (paths cut in the middle, columns
-# a glance does without left out, each said in a closing note); kernel
+# on the real bundles of samples/ and docs/: every text report of every
+# command, with its default options, on every bundle (and on the ranks of
+# each run together, and plan on each built-in model) fits in 160 columns
+# (paths cut in the middle, formulas and lists wrapped onto more lines,
+# columns a glance does without left out, each said in a closing note); kernel
 # names print as base names, distinct, whole with
 # --full-names and in csv and json; a --range that matches nothing fails in
 # one line naming the nearest paths.
@@ -14,8 +16,8 @@ foreign=$2/docs/foreign
 
 MAX=160
 
-widest() {  # widest FILE: the longest line's length, in characters
-	LC_ALL=C.UTF-8 awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$1"
+widest() {  # widest FILE: the longest line's length, in characters (not bytes: plan prints ⌈ and ×)
+	LC_ALL=C.UTF-8 wc -L < "$1"
 }
 
 check_width() {  # check_width REPORT BUNDLE-NAME ARGS...
@@ -23,19 +25,50 @@ check_width() {  # check_width REPORT BUNDLE-NAME ARGS...
 	shift 2
 	"$st" "$@" > "$tmp/out" 2> "$tmp/err" || fail "$*: exit $?: $(cat "$tmp/err")"
 	w=$(widest "$tmp/out")
-	[ "$w" -le "$MAX" ] || fail "$report on $name: $w columns wide, more than $MAX: $(awk -v w="$w" 'length($0) == w { print; exit }' "$tmp/out" | cut -c1-200)..."
+	[ "$w" -le "$MAX" ] || fail "$report on $name: $w columns wide, more than $MAX: $(LC_ALL=C.UTF-8 awk '{ print }' "$tmp/out" | while IFS= read -r line; do [ "$(printf '%s\n' "$line" | LC_ALL=C.UTF-8 wc -L)" -eq "$w" ] && { printf '%s\n' "$line" | cut -c1-200; break; }; done)..."
+	widths=$((widths + 1))
 	return 0
 }
 
 bundles=$(ls "$samples"/*.stb)
 [ -n "$bundles" ] || fail "no bundle in $samples"
-for f in $bundles $(ls "$foreign"/*.stb 2>/dev/null); do
-	name=$(basename "$f" .stb)
-	for report in info steps summary ranges memory replay flops comm; do
-		check_width "$report" "$name" "$report" "$f"
+widths=0
+# shellcheck disable=SC2046
+for f in $bundles $(find "$2/docs" -name '*.stb' | sort); do
+	name=${f#"$2"/}
+	for report in info steps summary "summary --by op" "summary --by category" ranges memory replay flops \
+	              "flops --by op" comm explain; do
+		# shellcheck disable=SC2086
+		check_width "$report" "$name" $report "$f"
 	done
+	# plan: a PyTorch recording has no model sizes (GPT-2 small's given), some not even a parameter count
+	"$st" plan "$f" > /dev/null 2> "$tmp/err"
+	if grep -q 'records no model sizes' "$tmp/err"; then
+		check_width plan "$name" plan "$f" --d-model 768 --d-ff 3072 --blocks 12
+	elif grep -q 'records no parameter count and no parameter bytes' "$tmp/err"; then
+		[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "plan $name: its refusal is not one line: $(cat "$tmp/err")"
+	else
+		check_width plan "$name" plan "$f"
+	fi
 	check_width diff "$name" diff "$samples/small-bf16-train.stb" "$f"
+	# the ranks of a run together
+	case $f in
+	*.rank0.stb)
+		g=${f%.rank0.stb}.rank1.stb
+		[ -f "$g" ] || continue
+		for report in info steps summary "summary --per-rank" ranges "ranges --per-rank" memory replay flops \
+		              "flops --per-rank" "flops --by op" comm explain; do
+			# shellcheck disable=SC2086
+			check_width "$report" "$name and rank 1" $report "$f" "$g"
+		done
+		;;
+	esac
 done
+for model in small medium large xl 2.7B; do
+	check_width plan "--model $model" plan --model "$model"
+done
+[ "$widths" -ge 270 ] || fail "only $widths reports' widths checked"
+echo "$widths text reports checked: none wider than $MAX columns"
 
 # The kernel rows of summary print distinct names, none wider than 60
 # columns, whole with --full-names, in csv and in json.
