@@ -220,7 +220,11 @@ class Run:
         if p.returncode or not rows:
             return None
         row = next((r for r in rows if r.get("rank", "all") in ("all", "")), rows[0])
-        return float(row["step_median_ms"])
+        try:   # one GPU: the median step; --nproc (the DDP table): the mean step of the "all" row
+            return float(row.get("step_median_ms") or row["step_ms"])
+        except (KeyError, ValueError):
+            self.errors[name] = "bench: no step time in its CSV (%s)" % ",".join(row)[:200]
+            return None
 
     def torchrun(self, name):
         _, opts, gpus = PROGRAMS[name]
