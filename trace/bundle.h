@@ -23,7 +23,7 @@
 #include "trace/types.h"
 
 #define BUNDLE_FORMAT_MAJOR 1
-#define BUNDLE_FORMAT_MINOR 8
+#define BUNDLE_FORMAT_MINOR 9
 
 /* ---- writer ---------------------------------------------------------- */
 
