@@ -231,9 +231,13 @@ static int decode_event(const char *path, uint64_t at, json_t *e, struct kev *k)
 	if (!json_is_string(ph) || !(p = json_string_value(ph))[0] || p[1])
 		return ph ? bad(path, at, "an event whose \"ph\" is not one letter") : 0;
 	k->ph = p[0];
-	if (!json_is_string(cat))
+	if (!cat && k->ph == 'i' && json_is_string(json_object_get(e, "name")) &&
+	    !strcmp(json_string_value(json_object_get(e, "name")), "[memory]"))
+		k->cat = K_MEMORY;   /* older PyTorch wrote its [memory] instants without a category */
+	else if (!json_is_string(cat))
 		return 0;
-	k->cat = cat_of(json_string_value(cat));
+	else
+		k->cat = cat_of(json_string_value(cat));
 	if (k->cat == K_OTHER || (k->ph != 'X' && k->ph != 'i'))
 		return 0;
 	name = json_object_get(e, "name");
@@ -293,9 +297,22 @@ static int add_range(struct kineto_trace *t, const struct kev *k, uint64_t at)
 	r->tid = k->tid;
 	r->ext = ext;
 	r->kind = prefix(k->name, "ProfilerStep#") ? R_STEP : k->cat == K_CPU_OP ? R_OP : R_ANNOTATION;
+	r->prio = r->kind == R_STEP ? 0 : 2;   /* of equal spans: a step, then a phase made here, then the rest */
 	if (!(r->name = intern(&t->st, k->name)))
 		return -1;
-	if (k->cat == K_CPU_OP) {
+	if (k->cat == K_CPU_OP && !strcmp(k->name, "record_param_comms")) {
+		/* a collective of torch.distributed: its message, for the communication op */
+		json_t *coll = json_object_get(k->args, "Collective name"), *dt = json_object_get(k->args, "dtype");
+		uint64_t nel;
+		char sig[256];
+
+		if (arg_u64(k->args, "In msg nelems", UINT64_C(1) << 50, 0, &nel))
+			return bad(t->path, at, "a record_param_comms whose \"In msg nelems\" is not a count");
+		snprintf(sig, sizeof(sig), "%s %" PRIu64 " %s", json_is_string(coll) ? json_string_value(coll) : "?", nel,
+			 json_is_string(dt) ? json_string_value(dt) : "?");
+		if (!(r->sig = intern(&t->st, sig)))
+			return -1;
+	} else if (k->cat == K_CPU_OP) {
 		json_t *dims = json_object_get(k->args, "Input Dims");
 		json_t *types = json_object_get(k->args, "Input type");
 
@@ -1035,7 +1052,25 @@ static int write_ops(struct writer *x)
 		ev.op.path = bundle_writer_intern(x->w, path);
 		ev.op.kind = ev.op.name;
 		ev.op.phase = bundle_writer_intern(x->w, st_phase_name(r->phase));
-		if (r->sig) {
+		if (r->sig && !strcmp(name, "record_param_comms")) {
+			/* a communication op (FORMAT.md): phase comm, kind COLLECTIVE/NAME, bytes its message's */
+			char coll[64] = "", dt[64] = "", kind[160];
+			unsigned long long nel = 0;
+			static const struct { const char *name; unsigned size; } sizes[] = {
+				{ "Float", 4 }, { "BFloat16", 2 }, { "Half", 2 }, { "Double", 8 }, { "Long", 8 }, { "Int", 4 },
+				{ "Byte", 1 }, { "Char", 1 }, { "Bool", 1 },
+			};
+			unsigned size = 0;
+
+			if (sscanf(sname(x->t, r->sig), "%63s %llu %63s", coll, &nel, dt) == 3)
+				for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+					if (!strcmp(dt, sizes[i].name))
+						size = sizes[i].size;
+			snprintf(kind, sizeof(kind), "%s/%s", coll, name);
+			ev.op.kind = bundle_writer_intern(x->w, kind);
+			ev.op.phase = bundle_writer_intern(x->w, ST_OP_PHASE_COMM);
+			ev.op.bytes = (uint64_t)nel * size;
+		} else if (r->sig) {
 			/* the signature: "NAME DIMS TYPES" */
 			const char *sig = sname(x->t, r->sig) + strlen(name) + 1;
 			json_error_t err;
@@ -1159,12 +1194,12 @@ static int mem_event(struct writer *x, const struct kev *k, uint64_t at)
 	    json_integer_value(json_object_get(k->args, "Device Id")) < 0)
 		return 0;   /* the host's */
 	if (arg_u64(k->args, "Device Id", UINT32_MAX, 0, &device) || arg_u64(k->args, "Addr", UINT64_MAX >> 1, 0, &addr) ||
-	    !json_is_integer(bytes_v) || !json_is_integer(total_v))
-		return bad(x->t->path, at, "a [memory] event without its Addr, Bytes, Total Allocated and Device Id as integers");
+	    !json_is_integer(bytes_v) || (total_v && !json_is_integer(total_v)))
+		return bad(x->t->path, at, "a [memory] event without its Addr, Bytes and Device Id as integers");
 	if (dtype != 1)   /* c10::DeviceType: 0 the CPU, 1 CUDA */
 		return 0;
 	bytes = json_integer_value(bytes_v);
-	total = json_integer_value(total_v);
+	total = total_v ? json_integer_value(total_v) : bytes > 0 ? bytes : 0;   /* older traces: no total, no baseline */
 	if (bytes == 0 || bytes < -(INT64_C(1) << 56) || bytes > (INT64_C(1) << 56) || total < 0 ||
 	    total > (INT64_C(1) << 56))
 		return bad(x->t->path, at, "a [memory] event of 0 bytes, or of more than 2^56");
@@ -1273,6 +1308,8 @@ static int write_event(struct kineto_trace *t, json_t *e, uint64_t at, void *ctx
 		return mem_event(x, &k, at);
 	if (k.cat == K_CPU_OP || k.cat == K_ANNOTATION || k.cat == K_OTHER)
 		return 0;
+	if (json_is_integer(json_object_get(k.args, "stream")) && json_integer_value(json_object_get(k.args, "stream")) == -1)
+		json_object_set_new(k.args, "stream", json_integer(UINT32_MAX));   /* a context's synchronisation: no stream */
 	if (arg_u64(k.args, "correlation", INT64_MAX, 0, &corr) || arg_u64(k.args, "stream", UINT32_MAX, 0, &stream) ||
 	    arg_u64(k.args, "device", UINT32_MAX, 0, &device) || arg_u64(k.args, "External id", INT64_MAX, 0, &ext))
 		return bad(t->path, at, "an event whose correlation, stream, device or External id is not a count");
