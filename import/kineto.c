@@ -1430,6 +1430,7 @@ static void missing(const struct kineto_trace *t, char lines[][160], size_t *n)
 		snprintf(lines[(*n)++], 160, "FLOPs only for matrix products and attention, from their input shapes");
 	snprintf(lines[(*n)++], 160, "no module ranges (nn.Module calls): paths are of CPU ops and annotations");
 	snprintf(lines[(*n)++], 160, "no peak FLOP/s or bandwidth of the device: flops has no roofline");
+	snprintf(lines[(*n)++], 160, "no model sizes or parameter count: plan takes them as options, not from the bundle");
 	snprintf(lines[(*n)++], 160, "kernels' shared memory not split into static and dynamic: all as static");
 	if (!t->n_dev)
 		snprintf(lines[(*n)++], 160, "no deviceProperties: the device is unknown");

@@ -126,8 +126,9 @@ class Trace:
         return ts + 5000
 
     def alloc(self, nbytes):
+        a = self.addr
         self.addr += (nbytes + 511) & ~511
-        return self.addr
+        return a
 
     def step(self, k, t, layers, ranks, memory, rng):
         """ProfilerStep#k from t; its end."""
