@@ -33,6 +33,9 @@
 #include "lib/hash.h"
 #include "trace/bundle.h"
 
+/* Ranges nested deeper are not written: a bundle's reader refuses them (trace/codec.c). */
+#define RANGE_DEPTH_MAX 4096
+
 /* Times past this many ns (146 years) are not a trace's. */
 #define TIME_MAX_NS (INT64_C(1) << 62)
 
@@ -1105,6 +1108,8 @@ static int write_ranges(struct writer *x)
 		const struct krange *r = &t->r[i];
 		struct st_event ev = { .kind = ST_RANGE, .start = rel(t, r->start), .end = rel(t, r->end) };
 
+		if (r->depth > RANGE_DEPTH_MAX)
+			continue;   /* the format's limit (import_missing says how many) */
 		ev.range.name = wstr(x, r->name);
 		ev.range.thread = r->tid;
 		ev.range.depth = r->depth;
@@ -1410,10 +1415,12 @@ static const struct device_props *main_device(const struct kineto_trace *t, uint
 	return t->n_dev && !best ? &t->dev[0] : NULL;
 }
 
-#define MISSING_MAX 12
+#define MISSING_MAX 16
 
 static void missing(const struct kineto_trace *t, char lines[][160], size_t *n)
 {
+	size_t deep = 0;
+
 	*n = 0;
 	if (!t->memory_events)
 		snprintf(lines[(*n)++], 160, "no allocations (profile_memory was off): memory reports empty");
@@ -1434,6 +1441,11 @@ static void missing(const struct kineto_trace *t, char lines[][160], size_t *n)
 	snprintf(lines[(*n)++], 160, "kernels' shared memory not split into static and dynamic: all as static");
 	if (!t->n_dev)
 		snprintf(lines[(*n)++], 160, "no deviceProperties: the device is unknown");
+	for (size_t i = 0; i < t->n_r; i++)
+		deep += t->r[i].depth > RANGE_DEPTH_MAX;
+	if (deep)
+		snprintf(lines[(*n)++], 160, "%zu CPU ops nested more than %d deep left out (the bundle format's limit)", deep,
+			 RANGE_DEPTH_MAX);
 	if (t->steps_on_threads)
 		snprintf(lines[(*n)++], 160, "ProfilerStep#N on several threads: the steps are the thread with most");
 }
