@@ -54,6 +54,13 @@ struct krange {
 	uint8_t kind, phase, prio;
 };
 
+struct kmem {
+	int64_t ts, bytes, total;   /* total: Total Allocated, -1 when the trace has none */
+	uint64_t addr;
+	uint32_t device;
+	size_t order;               /* in the file: ties keep it */
+};
+
 struct strtab {
 	char **by_id;         /* by_id[id], id >= 1 */
 	size_t n, alloc_ids;
@@ -88,6 +95,10 @@ struct kineto_trace {
 	uint64_t device_kernels[16];
 	bool steps_on_threads;  /* ProfilerStep# on several threads: the main one kept */
 	uint64_t main_tid;
+	/* the allocator's [memory] events, written in time order */
+	struct kmem *mem;
+	size_t n_mem, alloc_mem;
+	uint64_t other_devices;
 	/* after structure(): External id -> range index + 1 */
 	uint64_t *ext_keys;
 	uint32_t *ext_vals;
@@ -864,6 +875,7 @@ void kineto_free(struct kineto_trace *t)
 	free(t->st.by_id);
 	free(t->st.slots);
 	free(t->r);
+	free(t->mem);
 	free(t->dev);
 	free(t->ext_keys);
 	free(t->ext_vals);
@@ -899,8 +911,9 @@ struct writer {
 	size_t n_live_slots, n_live;
 	uint64_t baseline[16];         /* per device: bytes allocated before the trace, as one block */
 	bool seen_device[16];
+	uint64_t live_sum[16];         /* per device: what the events written so far leave live */
 	uint64_t frees_before;         /* frees of blocks allocated before the trace */
-	uint64_t other_devices;
+	uint64_t adjusted;             /* events after which the block of before was resized to Total Allocated */
 };
 
 /* A writer without a bundle: write_event only checks. */
@@ -1185,90 +1198,137 @@ static void live_remove(struct writer *x, struct live *s)
 	}
 }
 
+/*
+ * A [memory] instant, checked and kept (the first pass): the allocator's
+ * events are written in time order, from t->mem, before the rest.
+ */
 static int mem_event(struct writer *x, const struct kev *k, uint64_t at)
 {
+	struct kineto_trace *t = x->t;
 	json_t *bytes_v = json_object_get(k->args, "Bytes"), *total_v = json_object_get(k->args, "Total Allocated");
 	uint64_t dtype, device, addr;
 	int64_t bytes, total;
-	struct st_event ev = { .start = rel(x->t, k->ts) };
-	struct live *s;
 
+	if (x->w)
+		return 0;   /* written from t->mem */
 	if (arg_u64(k->args, "Device Type", 1000, 1, &dtype))
-		return bad(x->t->path, at, "a [memory] event whose \"Device Type\" is not a number");
+		return bad(t->path, at, "a [memory] event whose \"Device Type\" is not a number");
 	if (json_is_integer(json_object_get(k->args, "Device Id")) &&
 	    json_integer_value(json_object_get(k->args, "Device Id")) < 0)
 		return 0;   /* the host's */
 	if (arg_u64(k->args, "Device Id", UINT32_MAX, 0, &device) || arg_u64(k->args, "Addr", UINT64_MAX >> 1, 0, &addr) ||
 	    !json_is_integer(bytes_v) || (total_v && !json_is_integer(total_v)))
-		return bad(x->t->path, at, "a [memory] event without its Addr, Bytes and Device Id as integers");
+		return bad(t->path, at, "a [memory] event without its Addr, Bytes and Device Id as integers");
 	if (dtype != 1)   /* c10::DeviceType: 0 the CPU, 1 CUDA */
 		return 0;
 	bytes = json_integer_value(bytes_v);
-	total = total_v ? json_integer_value(total_v) : bytes > 0 ? bytes : 0;   /* older traces: no total, no baseline */
-	if (bytes == 0 || bytes < -(INT64_C(1) << 56) || bytes > (INT64_C(1) << 56) || total < 0 ||
+	total = total_v ? json_integer_value(total_v) : -1;   /* older traces: no total */
+	if (bytes == 0 || bytes < -(INT64_C(1) << 56) || bytes > (INT64_C(1) << 56) || total < -1 ||
 	    total > (INT64_C(1) << 56))
-		return bad(x->t->path, at, "a [memory] event of 0 bytes, or of more than 2^56");
-	if (!x->w)
-		return 0;   /* checked only (the first pass) */
+		return bad(t->path, at, "a [memory] event of 0 bytes, or of more than 2^56");
 	if (device >= 16) {
-		x->other_devices++;
+		t->other_devices++;
 		return 0;
 	}
-	ev.mem.device = (uint32_t)device;
-	ev.mem.source = ST_SRC_MODEL;
-	if (!x->seen_device[device]) {
-		/* what was allocated before the trace began, as one block at its start */
-		int64_t before = total - bytes;
+	if (ALLOC_GROW(t->mem, t->n_mem + 1, t->alloc_mem))
+		return -1;
+	t->mem[t->n_mem] = (struct kmem){ .ts = k->ts, .addr = addr, .bytes = bytes, .total = total,
+					  .device = (uint32_t)device, .order = t->n_mem };
+	t->n_mem++;
+	return 0;
+}
 
-		x->seen_device[device] = true;
-		if (before > 0) {
-			struct st_event b = ev;
+static int cmp_mem(const void *a, const void *b)
+{
+	const struct kmem *x = a, *y = b;
 
-			b.kind = ST_ALLOC;
-			b.start = 0;
-			b.mem.address = BASELINE_ADDR + device;
-			b.mem.size = (uint64_t)before;
-			x->baseline[device] = (uint64_t)before;
-			if (bundle_writer_add(x->w, &b))
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The block of what was allocated before the trace (and what the events miss) on `device` made `size`. */
+static int set_baseline(struct writer *x, uint32_t device, uint64_t start, uint64_t size)
+{
+	struct st_event ev = { .start = start, .mem = { .address = BASELINE_ADDR + device, .device = device,
+							 .source = ST_SRC_MODEL } };
+
+	if (size == x->baseline[device])
+		return 0;
+	if (x->baseline[device]) {
+		ev.kind = ST_FREE;
+		ev.mem.size = x->baseline[device];
+		if (bundle_writer_add(x->w, &ev))
+			return -1;
+	}
+	x->live_sum[device] += size - x->baseline[device];
+	x->baseline[device] = size;
+	if (!size)
+		return 0;
+	ev.kind = ST_ALLOC;
+	ev.mem.size = size;
+	return bundle_writer_add(x->w, &ev);
+}
+
+/*
+ * The allocator's events in time order. A free of a block the trace did
+ * not see allocated shrinks the block of what was allocated before; where
+ * the trace gives Total Allocated, that block is what makes the live total
+ * equal it (events lost or out of order), so memory's peak is the trace's.
+ */
+static int write_memory(struct writer *x)
+{
+	struct kineto_trace *t = x->t;
+
+	qsort(t->mem, t->n_mem, sizeof(*t->mem), cmp_mem);
+	for (size_t i = 0; i < t->n_mem; i++) {
+		const struct kmem *m = &t->mem[i];
+		uint32_t d = m->device;
+		struct st_event ev = { .start = rel(t, m->ts), .mem = { .address = m->addr, .device = d,
+									.source = ST_SRC_MODEL } };
+		struct live *s;
+
+		if (!x->seen_device[d]) {
+			x->seen_device[d] = true;
+			if (m->total >= 0 && m->total - m->bytes > 0 && set_baseline(x, d, 0, (uint64_t)(m->total - m->bytes)))
+				return -1;
+		}
+		if (!(s = live_slot(x, d, m->addr)))
+			return -1;
+		if (m->bytes > 0) {
+			ev.kind = ST_ALLOC;
+			ev.mem.size = (uint64_t)m->bytes;
+			if (!s->used) {
+				*s = (struct live){ .addr = m->addr, .size = (uint64_t)m->bytes, .device = d, .used = true };
+				x->n_live++;
+			} else {
+				s->size = (uint64_t)m->bytes;   /* its free was lost: replay keeps the older block live */
+			}
+			x->live_sum[d] += (uint64_t)m->bytes;
+			if (bundle_writer_add(x->w, &ev))
+				return -1;
+		} else if (s->used) {
+			x->live_sum[d] -= s->size;
+			live_remove(x, s);
+			ev.kind = ST_FREE;
+			ev.mem.size = (uint64_t)-m->bytes;
+			if (bundle_writer_add(x->w, &ev))
+				return -1;
+		} else {
+			x->frees_before++;
+			if (m->total < 0 && set_baseline(x, d, ev.start, x->baseline[d] > (uint64_t)-m->bytes ?
+							 x->baseline[d] - (uint64_t)-m->bytes : 0))
+				return -1;
+		}
+		if (m->total >= 0 && x->live_sum[d] != (uint64_t)m->total) {
+			int64_t size = (int64_t)x->baseline[d] + (m->total - (int64_t)x->live_sum[d]);
+
+			x->adjusted++;
+			if (size >= 0 && set_baseline(x, d, ev.start, (uint64_t)size))
 				return -1;
 		}
 	}
-	if (!(s = live_slot(x, (uint32_t)device, addr)))
-		return -1;
-	if (bytes > 0) {
-		ev.kind = ST_ALLOC;
-		ev.mem.address = addr;
-		ev.mem.size = (uint64_t)bytes;
-		if (!s->used) {
-			*s = (struct live){ .addr = addr, .size = (uint64_t)bytes, .device = (uint32_t)device, .used = true };
-			x->n_live++;
-		} else {
-			s->size = (uint64_t)bytes;
-		}
-		return bundle_writer_add(x->w, &ev);
-	}
-	if (s->used) {
-		live_remove(x, s);
-		ev.kind = ST_FREE;
-		ev.mem.address = addr;
-		ev.mem.size = (uint64_t)-bytes;
-		return bundle_writer_add(x->w, &ev);
-	}
-	/* a block allocated before the trace: the baseline block shrinks by it */
-	x->frees_before++;
-	if (!x->baseline[device])
-		return 0;
-	ev.kind = ST_FREE;
-	ev.mem.address = BASELINE_ADDR + device;
-	ev.mem.size = x->baseline[device];
-	if (bundle_writer_add(x->w, &ev))
-		return -1;
-	x->baseline[device] = x->baseline[device] > (uint64_t)-bytes ? x->baseline[device] - (uint64_t)-bytes : 0;
-	if (!x->baseline[device])
-		return 0;
-	ev.kind = ST_ALLOC;
-	ev.mem.size = x->baseline[device];
-	return bundle_writer_add(x->w, &ev);
+	return 0;
 }
 
 /* "Memcpy HtoD (Pageable -> Device)": CUPTI's copy kind and the two memory kinds. */
@@ -1509,7 +1569,7 @@ int kineto_write(struct kineto_trace *t, const char *out, uint64_t run_id, const
 	x.w = bundle_writer_open(out, &h, NULL);
 	if (!x.w)
 		goto out;
-	if (write_ranges(&x) || walk(t, write_event, NULL, &x) || write_ops(&x)) {
+	if (write_ranges(&x) || write_memory(&x) || walk(t, write_event, NULL, &x) || write_ops(&x)) {
 		bundle_writer_abort(x.w);
 		/* the bundle's temporary file was renamed onto out: a failed import leaves nothing */
 		remove(out);

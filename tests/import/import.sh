@@ -35,6 +35,15 @@ grep -q "format *1.9" "$dir/info" || fail "info: not format 1.9"
 
 grep -q "overlap" "$dir/memerr" && fail "memory: $(grep overlap "$dir/memerr")"
 
+# the events in reverse order (Kineto writes each thread's in turn): the same peak
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1])); d['traceEvents'].reverse(); json.dump(d, open(sys.argv[2], 'w'))
+" "$(ls "$dir"/one/*.json)" "$dir/reversed.json"
+"$st" import -o "$dir/reversed.stb" "$dir/reversed.json" 2> /dev/null || fail "import reversed"
+peak2=$("$st" memory --format csv "$dir/reversed.stb" 2> /dev/null | awk -F, '$1 == "overall" { print $3 }')
+[ "$peak2" = "$peak" ] || fail "memory peak $peak2 with the events reversed, $peak in order"
+
 # two ranks (gzip'd, distributedInfo after traceEvents): RUN.rankN.stb, one run in comm
 "$st" import -o "$dir/run.stb" "$dir/two" 2> "$dir/err" || fail "import two: $(cat "$dir/err")"
 [ -f "$dir/run.rank0.stb" ] && [ -f "$dir/run.rank1.stb" ] || fail "two ranks: no run.rank0.stb and run.rank1.stb"
