@@ -196,7 +196,8 @@ static int import_kineto(const struct files *f, const char *base, const struct i
 		if (!t)
 			goto out;
 		kineto_rank(t, &rank, &world);
-		if (f->n > 1) {
+		if (f->n > 1 || world > 1) {
+			/* a rank of a run, alone or with others: named as the recorder names ranks */
 			if (world < 2) {
 				error("'%s' has no distributedInfo of a run of several ranks: import several traces only as "
 				      "the ranks of one run (one file per rank), others one at a time", f->v[i]);
