@@ -85,6 +85,7 @@ struct kineto_trace {
 	uint32_t rank, world_size;
 	char backend[32], nccl_version[32], host[128];
 	int64_t base_ns;
+	uint32_t cuda_driver, cuda_runtime, cupti;   /* versions, 0 unknown */
 	struct device_props *dev;
 	size_t n_dev, alloc_dev;
 	/* what the events held */
@@ -549,6 +550,14 @@ static int scan_meta(struct kineto_trace *t, const char *key, json_t *v)
 			return error("'%s': \"baseTimeNanoseconds\" is not a time in ns", t->path);
 		t->has_base = true;
 		t->base_ns = (int64_t)json_integer_value(v);
+	}
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= UINT32_MAX) {
+		if (!strcmp(key, "cuda_driver_version"))
+			t->cuda_driver = (uint32_t)json_integer_value(v);
+		else if (!strcmp(key, "cuda_runtime_version"))
+			t->cuda_runtime = (uint32_t)json_integer_value(v);
+		else if (!strcmp(key, "cupti_version"))
+			t->cupti = (uint32_t)json_integer_value(v);
 	}
 	if (!strcmp(key, "host_name") && json_is_string(v))
 		snprintf(t->host, sizeof(t->host), "%s", json_string_value(v));
@@ -1553,6 +1562,9 @@ int kineto_write(struct kineto_trace *t, const char *out, uint64_t run_id, const
 		d.cc_minor = dp->cc_minor;
 		d.memory_bytes = dp->memory;
 		d.peak_note = (char *)"not in a torch.profiler trace";
+		d.cuda_driver_version = t->cuda_driver;
+		d.cuda_runtime_version = t->cuda_runtime;
+		d.cupti_version = t->cupti;
 		h.device = &d;
 	}
 	snprintf(from, sizeof(from), "torch.profiler: %s", base);

@@ -25,7 +25,8 @@ p = sys.argv[1]
 d = json.load(gzip.open(p, "rt") if p.endswith(".gz") else open(p))
 ev = d["traceEvents"]
 k = sum(round(e["dur"] * 1000) for e in ev if e.get("cat") == "kernel" and e.get("ph") == "X")
-s = sum(1 for e in ev if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+s = sum(1 for e in ev if e.get("ph") == "X" and e.get("cat") in ("user_annotation", "cpu_op")
+        and str(e.get("name", "")).startswith("ProfilerStep#"))
 m = max([e["args"].get("Total Allocated", 0) for e in ev if e.get("name") == "[memory]"
          and e.get("args", {}).get("Device Type") == 1] or [0])
 print(d.get("distributedInfo", {}).get("rank", 0), d.get("distributedInfo", {}).get("world_size", 1), k, s, m)
@@ -47,6 +48,21 @@ PY
 		echo "import.real: $name rank $1: $total ns of kernels, $steps steps, peak $5"
 		n=$((n + 1))
 	done
+	# against steptrace's recording of the same program (NAME.stb, or NAME.0.stb NAME.1.stb): the same kernels
+	a=""; b=""
+	if [ -f "$real/$name.stb" ]; then
+		a="$real/$name.stb"; b="$dir/$name.stb"
+	elif [ -f "$real/$name.0.stb" ]; then
+		a="$real/$name.0.stb $real/$name.1.stb"; b="$dir/$name.rank0.stb $dir/$name.rank1.stb"
+	fi
+	if [ -n "$a" ]; then
+		# shellcheck disable=SC2086
+		"$st" diff --format csv --section steps $a $b > "$dir/diff" 2> "$dir/err" || fail "$name: diff: $(cat "$dir/err")"
+		k=$(awk -F, '$1 == "kernels" { print $2, $3 }' "$dir/diff")
+		set -- $k
+		[ $# = 2 ] && [ "$1" = "$2" ] || fail "$name: diff against the recording: kernels per step '$k', want the same"
+		echo "import.real: $name against its recording: $k kernels per step"
+	fi
 	if ls "$dir/$name".rank1.stb > /dev/null 2>&1; then
 		"$st" comm "$dir/$name".rank*.stb > /dev/null 2> "$dir/err" || fail "$name: comm: $(cat "$dir/err")"
 		[ -s "$dir/err" ] && fail "$name: comm warned: $(cat "$dir/err")"
