@@ -587,7 +587,8 @@ static int nest(struct kineto_trace *t)
 	uint32_t *stack = NULL;
 	size_t n = 0, alloc = 0;
 
-	qsort(t->r, t->n_r, sizeof(*t->r), cmp_range);
+	if (t->n_r)
+		qsort(t->r, t->n_r, sizeof(*t->r), cmp_range);
 	for (size_t i = 0; i < t->n_r; i++) {
 		struct krange *r = &t->r[i];
 
@@ -1289,7 +1290,8 @@ static int write_memory(struct writer *x)
 {
 	struct kineto_trace *t = x->t;
 
-	qsort(t->mem, t->n_mem, sizeof(*t->mem), cmp_mem);
+	if (t->n_mem)
+		qsort(t->mem, t->n_mem, sizeof(*t->mem), cmp_mem);
 	for (size_t i = 0; i < t->n_mem; i++) {
 		const struct kmem *m = &t->mem[i];
 		uint32_t d = m->device;
