@@ -18,7 +18,7 @@ trace=$(ls "$dir"/*.pt.trace.json)
 /usr/bin/time -v "$st" import -o "$dir/big.stb" "$trace" 2> "$dir/time.txt" || { cat "$dir/time.txt"; exit 1; }
 rss=$(sed -n 's/^[[:space:]]*Maximum resident set size (kbytes): //p' "$dir/time.txt")
 wall=$(sed -n 's/^[[:space:]]*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$dir/time.txt")
-total=$("$st" summary --format csv "$dir/big.stb" 2> /dev/null | awk -F, 'NR > 1 { s += $2 } END { printf "%d", s }')
+total=$("$st" summary --format csv "$dir/big.stb" 2> /dev/null | awk -F, 'NR > 1 { s += $2 } END { printf "%.0f", s }')
 want=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['kernel_ns'])" "$gen")
 events=$(grep -c '"ph":' "$trace")
 echo "trace $(wc -c < "$trace") bytes, $events events; import: $wall wall, peak RSS $rss KiB;" \
