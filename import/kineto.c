@@ -709,7 +709,7 @@ static int phases(struct kineto_trace *t)
 {
 	uint32_t *steps = NULL;
 	size_t n_steps = 0, n_real;
-	int64_t *bwd = NULL;
+	int64_t *bwd = NULL, *bwd_end = NULL;
 	int rc = -1;
 
 	if (nest(t) || main_steps(t, &steps, &n_steps))
@@ -725,16 +725,27 @@ static int phases(struct kineto_trace *t)
 		error("out of memory");
 		goto out;
 	}
-	for (size_t s = 0; s < n_steps; s++)
+	bwd_end = malloc(n_steps * sizeof(*bwd_end));
+	if (!bwd_end) {
+		error("out of memory");
+		goto out;
+	}
+	for (size_t s = 0; s < n_steps; s++) {
 		bwd[s] = INT64_MAX;
+		bwd_end[s] = INT64_MIN;
+	}
 	for (size_t i = 0; i < n_real; i++) {
 		const struct krange *r = &t->r[i];
 		ssize_t s;
 
 		if (r->depth || !prefix(sname(t, r->name), "autograd::engine::"))
 			continue;
-		if ((s = step_at(t, steps, n_steps, r->start)) >= 0 && r->start < bwd[s])
+		if ((s = step_at(t, steps, n_steps, r->start)) < 0 || r->tid == t->main_tid)
+			continue;
+		if (r->start < bwd[s])
 			bwd[s] = r->start;
+		if (r->end > bwd_end[s])
+			bwd_end[s] = r->end;
 	}
 	/* the steps' thread: its steps' children by phase */
 	for (size_t s = 0; s < n_steps; s++) {
@@ -764,6 +775,24 @@ static int phases(struct kineto_trace *t)
 			else
 				p = ST_PHASE_FORWARD;
 			widen(&ph[p], c);
+		}
+		if (bwd[s] != INT64_MAX) {
+			/*
+			 * The steps' thread waits in backward() while the autograd
+			 * engine's thread runs it: its backward is that wait, from
+			 * the end of its forward to the engine's last work, before
+			 * its optimizer.
+			 */
+			struct krange w = { .start = bwd[s], .end = bwd_end[s] };
+
+			if (ph[ST_PHASE_FORWARD].any && w.start < ph[ST_PHASE_FORWARD].end)
+				w.start = ph[ST_PHASE_FORWARD].end;
+			if (ph[ST_PHASE_OPTIMIZER].any && w.end > ph[ST_PHASE_OPTIMIZER].start)
+				w.end = ph[ST_PHASE_OPTIMIZER].start;
+			if (w.end > st_end)
+				w.end = st_end;
+			if (w.start < w.end)
+				widen(&ph[ST_PHASE_BACKWARD], &w);
 		}
 		for (int p = 0; p < ST_PHASE_OTHER; p++)
 			if (ph[p].any && add_synth(t, tid, ph[p].start, ph[p].end, st_phase_names[p], 1))
@@ -803,6 +832,7 @@ static int phases(struct kineto_trace *t)
 out:
 	free(steps);
 	free(bwd);
+	free(bwd_end);
 	return rc;
 }
 
