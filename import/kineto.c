@@ -277,7 +277,7 @@ static int decode_event(const char *path, uint64_t at, json_t *e, struct kev *k)
 	}
 	v = json_object_get(e, "tid");
 	if (json_is_integer(v))
-		k->tid = (uint64_t)(json_integer_value(v) < 0 ? -(json_integer_value(v) + 1) + 1 : json_integer_value(v));
+		k->tid = json_integer_value(v) < 0 ? (uint64_t)-(json_integer_value(v) + 1) + 1 : (uint64_t)json_integer_value(v);
 	else if (v && !json_is_string(v))
 		return bad(path, at, "an event whose \"tid\" is neither a number nor a string");
 	v = json_object_get(e, "pid");
@@ -1540,6 +1540,8 @@ static void missing(const struct kineto_trace *t, char lines[][160], size_t *n)
 	snprintf(lines[(*n)++], 160, "no peak FLOP/s or bandwidth of the device: flops has no roofline");
 	snprintf(lines[(*n)++], 160, "no model sizes or parameter count: plan takes them as options, not from the bundle");
 	snprintf(lines[(*n)++], 160, "kernels' shared memory not split into static and dynamic: all as static");
+	if (t->api)
+		snprintf(lines[(*n)++], 160, "runtime calls Kineto leaves out (cudaGetDevice and other queries, its blocklist)");
 	if (!t->n_dev)
 		snprintf(lines[(*n)++], 160, "no deviceProperties: the device is unknown");
 	for (size_t i = 0; i < t->n_r; i++)
