@@ -73,10 +73,13 @@ static const char *const w_elementwise[] = {
 	"rope", "fill", "embedding", "residual", "scale", "mask", "zero", "convert", "unrolled",
 	"permute", "transpose", NULL,
 };
-/* op kinds name the projections: "attn/q_proj", "ffn/w1", "lm_head", "attn/scores" */
+/*
+ * op kinds name the projections: "attn/q_proj", "ffn/w1", "lm_head", "attn/scores";
+ * PyTorch's ops (an imported trace's) the products: "aten::mm", "aten::addmm"
+ */
 static const char *const w_gemm_op[] = {
 	"proj", "matmul", "gemm", "linear", "lm_head", "/w1", "/w2", "/w3", "scores", "qk", "/av",
-	"/pv", "bmm", NULL,
+	"/pv", "bmm", "::mm", "addmm", NULL,
 };
 
 static const struct rule kernel_rules[] = {

@@ -98,6 +98,14 @@ static void header_table(struct report *r, const struct replay *rp, size_t wrap)
 	kv_fmt(t, "clock", "%s (time base %" PRIu64 " ns)", h->clock, h->time_base_ns);
 	if (!strcmp(h->clock, "cupti"))
 		kv_str(t, "API calls recorded", *h->api_calls ? h->api_calls : "all");
+	if (*h->imported_from)
+		kv_str(t, "imported from", h->imported_from);
+	for (const char *m = h->import_missing; *m; ) {
+		size_t n = strcspn(m, "\n");
+
+		kv_fmt(t, "not in the source", "%.*s", (int)n, m);
+		m += n + (m[n] == '\n');
+	}
 	if (h->has_config && !h->config.d_model) {
 		/* a program recorded with `record -- COMMAND`: only what it was told */
 		kv_fmt(t, "precision", "%s (as `record --precision` said)", h->config.precision_name);

@@ -36,6 +36,7 @@ typedef int (*cmd_fn)(int argc, const char **argv);
 #define CMD_BENCH_HELP   "benchmark the training step without CUPTI (sizes, contexts, precisions)"
 #define CMD_STEP_HELP    "run the training step on the GPU and check it"
 #define CMD_RECORD_HELP  "record training steps under CUPTI into a bundle"
+#define CMD_IMPORT_HELP  "make a bundle of a torch.profiler trace or an Nsight Systems SQLite export"
 #define CMD_TRIGGER_HELP "record the next N steps of an armed run (record --armed) into a bundle per process"
 
 /* the program */
@@ -53,6 +54,7 @@ int cmd_comm(int argc, const char **argv);
 int cmd_explain(int argc, const char **argv);
 int cmd_plan(int argc, const char **argv);
 int cmd_trigger(int argc, const char **argv);
+int cmd_import(int argc, const char **argv);
 
 /* libsteptrace_gpu (looked up with dlsym, never linked against) */
 int cmd_bench(int argc, const char **argv);

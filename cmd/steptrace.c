@@ -50,6 +50,7 @@ static const struct cmd_struct commands[] = {
 	{ "step",    NULL,        true,  CMD_STEP_HELP, false },
 	{ "record",  NULL,        true,  CMD_RECORD_HELP, false },
 	{ "trigger", cmd_trigger, false, CMD_TRIGGER_HELP, true },
+	{ "import",  cmd_import,  false, CMD_IMPORT_HELP, true },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -280,6 +280,9 @@ struct replay_run {
 	uint32_t rank, world_size, local_rank;
 	uint64_t run_id;               /* shared by the bundles of one run's ranks, 0 single */
 	const char *nccl_version;      /* "2.28.9", "" without NCCL */
+	/* (1.9) an imported trace: "torch.profiler: FILE" or "nsys: FILE", "" for a recording */
+	const char *imported_from;
+	const char *import_missing;    /* (1.9) what the source lacks, one line each, '\n' between; "" none */
 	/* (1.8) the optimizer's parameter groups (the footer's), owned by the replay; none before 1.8 */
 	const struct st_param_group *param_groups;
 	size_t n_param_groups;

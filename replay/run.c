@@ -125,6 +125,26 @@ static void param_groups_fill(struct replay *rp, const Steptrace__Footer *f)
 	rp->run.n_param_groups = n;
 }
 
+/* (1.9) Header.import_missing's lines joined with '\n' into one pooled string. */
+static void import_missing_fill(struct replay *rp, struct replay_run *run, const Steptrace__Header *h)
+{
+	size_t len = 1;
+	char *buf, *p;
+
+	for (size_t i = 0; i < h->n_import_missing; i++)
+		len += strlen(h->import_missing[i] ? h->import_missing[i] : "") + 1;
+	if (!h->n_import_missing || !(buf = malloc(len)))
+		return;
+	p = buf;
+	for (size_t i = 0; i < h->n_import_missing; i++) {
+		const char *m = h->import_missing[i] ? h->import_missing[i] : "";
+
+		p += sprintf(p, "%s%s", i ? "\n" : "", m);
+	}
+	run->import_missing = str(rp, replay_arena_strdup(rp, buf, strlen(buf) + 1));
+	free(buf);
+}
+
 void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptrace__Footer *f)
 {
 	struct replay_run *run = &rp->run;
@@ -133,7 +153,7 @@ void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptr
 	run->tool_version = run->command_line = run->hostname = run->clock = run->api_calls = "";
 	run->config.model = run->config.precision_name = run->config.mode_name = "";
 	run->config.attention_name = run->config.ddp_name = run->config.kernels_name = "";
-	run->nccl_version = "";
+	run->nccl_version = run->imported_from = run->import_missing = "";
 	run->config.precision = run->config.mode = run->config.attention = -1;
 	run->config.kernels = -1;
 	run->device.name = run->device.peak_note = run->device.driver_version = "";
@@ -155,6 +175,8 @@ void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptr
 		run->local_rank = h->local_rank;
 		run->run_id = h->run_id;
 		run->nccl_version = str(rp, h->nccl_version);
+		run->imported_from = str(rp, h->imported_from);
+		import_missing_fill(rp, run, h);
 		if (h->config) {
 			run->has_config = true;
 			config_fill(rp, &run->config, h->config);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# regress.sh BUNDLE_RUN MEMBER_RUN COMMANDS_RUN FUZZ_SEED ROOT: each harness
+# regress.sh BUNDLE_RUN MEMBER_RUN COMMANDS_RUN FUZZ_SEED ROOT IMPORT_RUN: each harness
 # once over its seeds (seeds.sh, from the source tree ROOT) and over every
 # input fuzzing found (tests/fuzz/regress/), under the build's sanitizers,
 # and fuzz_commands' mutator a few times over windows of the samples and of
@@ -14,4 +14,5 @@ export ST_FUZZ_SCRATCH="$tmp"
 "$1" "$tmp/bundle" "$here/regress/bundle"
 "$2" "$tmp/member" "$here/regress/member"
 "$3" "$tmp/commands" "$here/regress/commands"
+"$6" "$tmp/import" "$here/regress/import"
 "$3" -mutate=20 "$tmp"/windows/small-*.0 "$tmp/windows/ddp-bucket.tar.0"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh FUZZ_BUILD SECONDS: runs the fuzzers built in FUZZ_BUILD
 # (`cmake --build BUILD --target fuzz` makes BUILD/fuzz) for SECONDS in all,
-# a fifth each to fuzz_bundle and fuzz_member and the rest to fuzz_commands,
+# a fifth each to fuzz_bundle, fuzz_member and fuzz_import (torch.profiler
+# traces for `steptrace import`) and the rest to fuzz_commands,
 # from the seeds (seeds.sh) and what fuzzing found before
 # (tests/fuzz/regress/). An input that runs over 10 s or takes over 1 GiB is
 # a finding, as is a crash, a sanitizer report, a leak and fuzz_commands'
@@ -18,10 +19,10 @@ sh "$here/seeds.sh" "$here/../.." "$work/seeds" "$fb/tests/fuzz/fuzz_seed" || ex
 mkdir -p "$fb/findings"
 export ST_FUZZ_SCRATCH="$work"
 status=0
-for h in bundle member commands; do
+for h in bundle member import commands; do
 	mkdir -p "$work/corpus-$h"
 	if [ $h = commands ]; then
-		t=$((secs - 2 * (secs / 5)))
+		t=$((secs - 3 * (secs / 5)))
 		# the mutator writes whole bundles: room for them from the start
 		set -- -max_len=1048576 -len_control=0 "$work/seeds/windows"
 	else

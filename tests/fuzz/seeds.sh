@@ -10,7 +10,11 @@
 # into windows of events that fuzz_commands runs in milliseconds.
 set -eu
 root=$1; out=$2; seed=${3:-}
-mkdir -p "$out/bundle" "$out/member" "$out/commands"
+mkdir -p "$out/bundle" "$out/member" "$out/commands" "$out/import"
+# fuzz_import: the torch.profiler traces of tests/import/
+for f in "$root"/tests/import/*.json "$root"/tests/import/*.json.gz "$root"/tests/import/real/*/*.json.gz; do
+	[ -f "$f" ] && cp "$f" "$out/import/"
+done
 out=$(cd "$out" && pwd)
 for f in "$root"/samples/*.stb; do
 	b=$(basename "$f" .stb)
