@@ -126,7 +126,7 @@ static int db_error(struct nsys *n)
 		len--;
 	strcpy(msg + len, m && *m ? "..." : "");
 	if (!n->failed)
-		error("cannot read '%s': %s", n->path, msg);
+		error("cannot read '%s' as an Nsight Systems export: %s", n->path, msg);
 	n->failed = true;
 	return -1;
 }
