@@ -50,7 +50,15 @@ struct ctx {
 	double (*part)[EP_COUNT];      /* per step of rank 0 */
 	uint64_t *idle_edge;           /* per step: idle at its start + at its end */
 	double measured, replayed;
-	double gpu_slack;              /* how far the recorded GPU time per step (mean_gpu) exceeds `measured` */
+	double gpu_slack;              /* how far the recorded GPU time per step (gpu_floor) exceeds `measured` */
+	/*
+	 * The predicted window: from the first counted step's start (the graph's
+	 * pin, graph.h) to the last's end, less what that span exceeded the sum
+	 * of the counted steps by as recorded (gaps between steps): a monotone
+	 * function of the re-timed graph, where a sum of per-step spans is not.
+	 */
+	size_t last_step;              /* the counted step that ends last */
+	double span_extra;             /* ns per counted step */
 	uint64_t *replayed_step;       /* per step */
 	/* the recorder's own time (format 1.8), when rank 0's bundle has it */
 	bool has_cost;
@@ -281,15 +289,17 @@ static uint64_t step_pred(const struct ctx *c, const struct graph_times *t, size
 }
 
 /*
- * The GPU's time per counted step as re-timed: from the first start to the
- * last end of their work, over their number (what the steps take once the
- * GPU is the bottleneck, its idle gaps included).
+ * The GPU's time per counted step as re-timed: from the window's start (the
+ * pin) to the last end of their work, over their number (what the steps
+ * take once the GPU is the bottleneck, its idle gaps included). Measured
+ * from the pin, not from their first work's start: a rule that moves that
+ * work earlier must not lengthen the prediction.
  */
-static double mean_gpu(const struct ctx *c, const struct graph_times *t)
+static double gpu_span(const struct ctx *c, const struct graph_times *t)
 {
 	const struct replay *rp = c->rp;
 	uint8_t *counted = calloc(c->n_steps + 1, 1);
-	uint64_t first = UINT64_MAX, last = 0;
+	uint64_t last = 0;
 
 	if (!counted)
 		return 0;
@@ -299,36 +309,46 @@ static double mean_gpu(const struct ctx *c, const struct graph_times *t)
 		if (act_step(c, &rp->activities[i]) >= 0 && counted[act_step(c, &rp->activities[i])]) {
 			int32_t k = c->g.act_node[0][i];
 
-			if (t->start[k] < first)
-				first = t->start[k];
 			if (t->end[k] > last)
 				last = t->end[k];
 		}
 	free(counted);
-	return c->n_meas && last > first ? (double)(last - first) / (double)c->n_meas : 0;
+	return c->n_meas && last > c->g.pin ? (double)(last - c->g.pin) / (double)c->n_meas : 0;
+}
+
+/* The counted steps' host span as re-timed, per step: the window's end less its start, less the recorded gaps. */
+static double window_span(const struct ctx *c, const struct graph_times *t, double host)
+{
+	const struct replay_step *st = &c->steps[c->last_step];
+	uint64_t b = graph_instant(&c->g, t, 0, st->thread, st->end, host);
+	double span = c->n_meas && b > c->g.pin ? (double)(b - c->g.pin) / (double)c->n_meas - c->span_extra : 0;
+
+	return span > 0 ? span : 0;
 }
 
 /*
- * The mean counted step under rules: the steps' host spans as re-timed, at
- * least the GPU's time per step (mean_gpu: a host that runs ahead waits
- * for it in the end). -1 after an error line.
+ * The mean counted step under rules: the steps' host span as re-timed, at
+ * least the GPU's time per step (gpu_span: a host that runs ahead waits
+ * for it in the end). Both are monotone in every delay and duration of the
+ * graph, so a rule that only shrinks them never lengthens the prediction.
+ * -1 after an error line.
  */
 static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
 		   double *mean)
 {
 	struct graph_times t;
-	double host = 1, sum = 0, busy;
+	double host = 1, busy;
 
 	if (graph_retime(&c->g, rules, n, rm, &t) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		if (rules[i].kind == GR_HOST)
 			host *= rules[i].factor;
-	for (size_t i = 0; i < c->n_meas; i++)
-		sum += (double)step_pred(c, &t, c->meas[i], host);
-	*mean = c->n_meas ? sum / (double)c->n_meas : 0;
+		else if (rules[i].kind == GR_GRAPH)
+			host = 0;   /* the host's work takes no time: up to the step's end too */
+	*mean = window_span(c, &t, host);
 	/* less what the recorded run's GPU time already exceeded its steps by: no rule, no change */
-	busy = mean_gpu(c, &t) - c->gpu_slack;
+	busy = gpu_span(c, &t) - c->gpu_slack;
 	if (busy > *mean)
 		*mean = busy;
 	graph_times_release(&t);
@@ -417,7 +437,7 @@ static int unrecorded_steps(struct ctx *c)
 	}
 	c->unrecorded = c->n_meas ? sum / (double)c->n_meas : 0;
 	c->recorder = c->n_meas ? csum / (double)c->n_meas : 0;
-	busy = mean_gpu(c, &t) - c->gpu_slack;
+	busy = gpu_span(c, &t) - c->gpu_slack;
 	if (busy > c->unrecorded)
 		c->unrecorded = busy;
 	c->recorder_ns = t.recorder_ns;
@@ -483,6 +503,15 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 	for (size_t s = 0; s < c->n_steps; s++)
 		if (o->include_warmup || !c->steps[s].warmup || !rp->n_measured_steps)
 			c->meas[c->n_meas++] = (uint32_t)s;
+	/* the predicted window: what ran before the first counted step keeps its recorded times */
+	for (size_t i = 0; i < c->n_meas; i++) {
+		const struct replay_step *st = &c->steps[c->meas[i]];
+
+		if (!i || graph_time(&c->g, 0, st->start) < c->g.pin)
+			c->g.pin = graph_time(&c->g, 0, st->start);
+		if (!i || st->end > c->steps[c->last_step].end)
+			c->last_step = c->meas[i];
+	}
 	if (build_segments(c) < 0 || graph_retime(&c->g, NULL, 0, NULL, &t) < 0) {
 		free(dm);
 		free(dr);
@@ -500,7 +529,13 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 	}
 	c->measured = mean_of(c, dm);
 	c->replayed = mean_of(c, dr);
-	c->gpu_slack = mean_gpu(c, &t) > c->measured ? mean_gpu(c, &t) - c->measured : 0;
+	c->gpu_slack = gpu_span(c, &t) > c->measured ? gpu_span(c, &t) - c->measured : 0;
+	if (c->n_meas) {
+		const struct replay_step *st = &c->steps[c->last_step];
+		uint64_t b = graph_instant(&c->g, &t, 0, st->thread, st->end, 1);
+
+		c->span_extra = (b > c->g.pin ? (double)(b - c->g.pin) / (double)c->n_meas : 0) - c->measured;
+	}
 	graph_times_release(&t);
 	free(dm);
 	free(dr);
@@ -1178,7 +1213,9 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		    (double)c.g.typical[GE_STREAM] / 1e3);
 	report_note(r, "parts: of rank %u's GPU over each step's host span; replayed: the graph re-timed with no rule "
 		       "(every deciding edge keeps its recorded delay, so it gives the recorded times back); "
-		       "predictions are at least the GPU's time per step (its first start to its last end over the steps, over their number, less what that exceeded the measured step by)",
+		       "predictions re-time the counted steps from the first one's start (what ran before keeps its recorded "
+		       "times) and are at least the GPU's time per step (from that start to the last end of their work, "
+		       "over their number, less what that exceeded the measured step by)",
 		    replay_ranks_rank(rs, 0));
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);

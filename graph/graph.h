@@ -118,6 +118,14 @@ struct graph {
 	size_t coll_fewest, coll_most;
 	uint32_t coll_fewest_rank, coll_most_rank;   /* rank indices */
 	uint64_t memory;               /* bytes claimed from the analysis budget (lib/memlimit.h) */
+	/*
+	 * The re-timed window (0 by graph_build: the whole run): a node recorded
+	 * to start before `pin` keeps its recorded times under every rule, the
+	 * others start at `pin` at the earliest (graph_retime). The caller sets
+	 * it to the start of the steps it predicts, so that what ran before
+	 * them (warm-up, compilation) neither moves into them nor out.
+	 */
+	uint64_t pin;
 };
 
 /*

@@ -656,9 +656,10 @@ static int64_t edge_delay(const struct graph *g, const struct effects *fx, const
 	case GE_THREAD: {
 		int64_t d = fx->thread_delay ? fx->thread_delay[e - g->edges] : e->delay;
 
-		if (fx->graph)
-			return 0;
-		return d > 0 ? (int64_t)scaled((uint64_t)d, fx->host) : d;
+		/* a negative delay (calls that overlap) is no host work: no rule lengthens it */
+		if (d <= 0)
+			return d;
+		return fx->graph ? 0 : (int64_t)scaled((uint64_t)d, fx->host);
 	}
 	case GE_LAUNCH:
 		return fx->graph && e->delay > g->typical[GE_LAUNCH] ? g->typical[GE_LAUNCH] : e->delay;
@@ -717,17 +718,20 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 		size_t i = v / 2;
 		const struct graph_node *n = &g->nodes[i];
 		struct meet *m = n->kind == GN_COLL && !(v & 1) ? &meet[i - first_coll] : NULL;
-		bool any = false;
+		bool any = false, had = false;
 		uint64_t t = 0;
 
 		if (m)
 			*m = (struct meet){ -1, UINT64_MAX };
+		if (n->start < g->pin)
+			continue;   /* before the re-timed window: as recorded (set above) */
 		for (uint32_t j = 0; j < n->n_in; j++) {
 			const struct graph_edge *e = &g->edges[g->in_edges[n->in + j]];
 			uint64_t src, at;
 
 			if (e->to_end != (v & 1))
 				continue;
+			had = true;
 			if (e->kind == GE_SYNC && fx->no_sync)
 				continue;
 			if (fx->overlap && e->to_end && e->kind == GE_COLL)
@@ -754,7 +758,15 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 			any = true;
 		}
 		if (!(v & 1)) {
-			start[i] = any ? t : n->start;
+			/*
+			 * A node without a start edge keeps its recorded start; one
+			 * whose every start edge a rule removed starts with the window
+			 * (the edge's removal may only move it earlier). None starts
+			 * before the window: what ran before it is as recorded.
+			 */
+			start[i] = any ? t : had ? g->pin : n->start;
+			if (start[i] < g->pin)
+				start[i] = g->pin;
 			if (gate && gate[i].anchor >= 0 && end[gate[i].anchor] + gate[i].extra > start[i])
 				start[i] = end[gate[i].anchor] + gate[i].extra;
 		} else {
