@@ -997,6 +997,46 @@ out:
 	return ret;
 }
 
+int explain_predict_sets(const struct replay_ranks *rs, const struct explain_opts *o, const uint32_t *sets,
+			 size_t n_sets, double *pred)
+{
+	struct ctx c;
+	struct graph_rule rules[EXPLAIN_MAX_RULES], pick[EXPLAIN_MAX_RULES];
+	struct graph_bw_table table = { 0 };
+	struct graph_ranks_model rm = { 0 };
+	uint64_t *tensors = NULL;
+	size_t parsed = 0;
+	bool need_ranks = false;
+	int ret = -1;
+
+	if (ctx_init(&c, rs, o) < 0)
+		return -1;
+	for (; parsed < o->n_rules; parsed++) {
+		if (graph_rule_parse(&rules[parsed], o->rules[parsed]) < 0)
+			goto out;
+		need_ranks |= rules[parsed].kind == GR_RANKS;
+	}
+	if (need_ranks && ranks_model(&c, &table, &rm, &tensors) < 0)
+		goto out;
+	for (size_t i = 0; i < n_sets; i++) {
+		size_t n = 0;
+
+		for (size_t k = 0; k < o->n_rules; k++)
+			if (sets[i] >> k & 1)
+				pick[n++] = rules[k];
+		if (predict(&c, pick, n, need_ranks ? &rm : NULL, &pred[i]) < 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	for (size_t i = 0; i < parsed; i++)
+		free((char *)rules[i].pattern);
+	graph_bw_table_release(&table);
+	free(tensors);
+	ctx_release(&c);
+	return ret;
+}
+
 /* What the unrecorded column is, and what went into it. */
 static void unrecorded_note(const struct ctx *c, struct report *r)
 {

@@ -81,4 +81,14 @@ struct explain_summary {
 int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, struct report *r,
 		struct explain_summary *s);
 
+/*
+ * The mean counted step (ns) predicted under each of n_sets sets of
+ * o->rules, on one graph: sets[i] has a bit per rule of o->rules (bit k:
+ * o->rules[k]), pred[i] its prediction (no bit: the replay). For the
+ * property tests (every rule that shrinks time, added to any set, never
+ * lengthens its prediction). 0, or -1 after one line.
+ */
+int explain_predict_sets(const struct replay_ranks *rs, const struct explain_opts *o, const uint32_t *sets,
+			 size_t n_sets, double *pred);
+
 #endif
