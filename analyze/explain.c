@@ -60,6 +60,10 @@ struct ctx {
 	size_t last_step;              /* the counted step that ends last */
 	double span_extra;             /* ns per counted step */
 	uint64_t *replayed_step;       /* per step */
+	/* the typical replay (graph_retime_typical): per step, its mean, its error against the measured steps */
+	uint64_t *typical_step;
+	double typical, typical_err_mean, typical_err_max;   /* ns; |%| per counted step */
+	struct graph_typical typ;
 	/* the recorder's own time (format 1.8), when rank 0's bundle has it */
 	bool has_cost;
 	struct replay_cost *step_cost; /* per step: its records summed */
@@ -448,6 +452,41 @@ static int unrecorded_steps(struct ctx *c)
 	return 0;
 }
 
+/*
+ * The run replayed with typical delays and durations (graph_retime_typical):
+ * each step's host span, their mean, and each counted step's error against
+ * its measured time. -1 after an error line.
+ */
+static int typical_steps(struct ctx *c)
+{
+	struct graph_times t;
+	double sum = 0, err = 0, worst = 0;
+
+	if (graph_retime_typical(&c->g, NULL, 0, NULL, &t, &c->typ) < 0)
+		return -1;
+	c->typical_step = calloc(c->n_steps + 1, sizeof(uint64_t));
+	if (!c->typical_step) {
+		graph_times_release(&t);
+		return error("out of memory");
+	}
+	for (size_t s = 0; s < c->n_steps; s++)
+		c->typical_step[s] = step_pred(c, &t, s, 1);
+	for (size_t i = 0; i < c->n_meas; i++) {
+		const struct replay_step *st = &c->steps[c->meas[i]];
+		double m = (double)(st->end - st->start), p = (double)c->typical_step[c->meas[i]];
+		double e = m > 0 ? 100 * fabs(p - m) / m : 0;
+
+		sum += p;
+		err += e;
+		worst = e > worst ? e : worst;
+	}
+	c->typical = c->n_meas ? sum / (double)c->n_meas : 0;
+	c->typical_err_mean = c->n_meas ? err / (double)c->n_meas : 0;
+	c->typical_err_max = worst;
+	graph_times_release(&t);
+	return 0;
+}
+
 /* ---- setup ------------------------------------------------------------- */
 
 static void ctx_release(struct ctx *c)
@@ -462,6 +501,7 @@ static void ctx_release(struct ctx *c)
 	free(c->part);
 	free(c->idle_edge);
 	free(c->replayed_step);
+	free(c->typical_step);
 	free(c->step_cost);
 	free(c->unrecorded_step);
 }
@@ -539,7 +579,7 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 	graph_times_release(&t);
 	free(dm);
 	free(dr);
-	if (unrecorded_steps(c) < 0) {
+	if (typical_steps(c) < 0 || unrecorded_steps(c) < 0) {
 		ctx_release(c);
 		return -1;
 	}
@@ -1062,6 +1102,46 @@ static void unrecorded_note(const struct ctx *c, struct report *r)
 			    (double)(c->recorder_ns - c->taken_ns) / 1e6, (double)c->recorder_ns / 1e6);
 }
 
+/* The replay's error: as recorded (exact, by construction) and with typical delays and durations. */
+static void replay_table(const struct ctx *c, struct report *r)
+{
+	struct table *t = report_add_table(r, "replay", "Replay error: the run re-timed as recorded, and with typical "
+					  "delays and durations (ms)");
+	const struct graph_typical *k = &c->typ;
+	double err = c->measured > 0 ? 100 * (c->typical - c->measured) / c->measured : 0;
+
+	table_add_column(t, "Replay", COL_STR, 0);
+	table_add_column(t, "Measured", COL_FLOAT, 3);
+	table_add_column(t, "Replayed", COL_FLOAT, 3);
+	table_add_column(t, "Error (%)", COL_FLOAT, 1);
+	table_add_column(t, "Step error mean (%)", COL_FLOAT, 1);
+	table_add_column(t, "Step error max (%)", COL_FLOAT, 1);
+	table_row(t);
+	table_str(t, "recorded delays");
+	ms_cell(t, c->measured);
+	ms_cell(t, c->replayed);
+	table_float(t, c->measured > 0 ? 100 * (c->replayed - c->measured) / c->measured : 0);
+	table_float(t, 0);
+	table_float(t, 0);
+	table_row(t);
+	table_str(t, "typical delays");
+	ms_cell(t, c->measured);
+	ms_cell(t, c->typical);
+	table_float(t, err);
+	table_float(t, c->typical_err_mean);
+	table_float(t, c->typical_err_max);
+	report_note(r, "replay with typical delays: %.3f ms vs measured %.3f ms, error %+.1f%% (per step: mean %.1f%%, max "
+		       "%.1f%%)", c->typical / 1e6, c->measured / 1e6, err, c->typical_err_mean, c->typical_err_max);
+	report_note(r, "typical delays: each latency at its kind's median where it decided (launch %.1f us, stream %.1f us, "
+		       "inferred wait %.1f us, synchronisation's return %.1f us, poll %.1f us); each kernel at the median "
+		       "of its name, grid and block, each copy of its name and bytes (%zu keys, %zu of one instance); the "
+		       "host's calls and its work between them at the median of their names and ranges (%zu keys, %zu of "
+		       "one instance)",
+		    (double)k->delay[GE_LAUNCH] / 1e3, (double)k->delay[GE_STREAM] / 1e3, (double)k->delay[GE_WAIT] / 1e3,
+		    (double)k->sync_end / 1e3, (double)k->delay[GE_SYNC] / 1e3, k->gpu_keys, k->gpu_once, k->host_keys,
+		    k->host_once);
+}
+
 static void summarise(const struct ctx *c, const struct finding *f, size_t n, struct explain_summary *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -1146,6 +1226,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		table_add_column(t, name, COL_FLOAT, 3);
 	}
 	table_add_column(t, "Replayed", COL_FLOAT, 3);
+	table_add_column(t, "Typical", COL_FLOAT, 3);
 	if (c.has_cost)
 		table_add_column(t, "Unrecorded", COL_FLOAT, 3);
 	for (size_t i = 0; i < c.n_meas; i++) {
@@ -1159,6 +1240,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		for (int p = 0; p < EP_COUNT; p++)
 			ms_cell(t, c.part[s][p]);
 		ms_cell(t, (double)c.replayed_step[s]);
+		ms_cell(t, (double)c.typical_step[s]);
 		if (c.has_cost)
 			ms_cell(t, (double)c.unrecorded_step[s]);
 	}
@@ -1168,6 +1250,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	for (int p = 0; p < EP_COUNT; p++)
 		ms_cell(t, part_mean(&c, p));
 	ms_cell(t, c.replayed);
+	ms_cell(t, c.typical);
 	if (c.has_cost)
 		ms_cell(t, c.unrecorded);
 	table_row(t);
@@ -1176,10 +1259,13 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	for (int p = 0; p < EP_COUNT; p++)
 		table_float(t, c.measured > 0 ? 100 * part_mean(&c, p) / c.measured : 0);
 	table_float(t, c.measured > 0 ? 100 * c.replayed / c.measured : 0);
+	table_float(t, c.measured > 0 ? 100 * c.typical / c.measured : 0);
 	if (c.has_cost)
 		table_float(t, c.measured > 0 ? 100 * c.unrecorded / c.measured : 0);
 	if (c.has_cost)
 		unrecorded_note(&c, r);
+
+	replay_table(&c, r);
 
 	/* the critical path */
 	if (walk > 0)

@@ -275,6 +275,32 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 void graph_times_release(struct graph_times *t);
 
 /*
+ * The typical replay: the graph re-timed (under rules, n may be 0) with
+ * nothing kept of what the recorded run's own instances took: every
+ * latency edge at its kind's typical delay (the lower median over the
+ * edges of that kind that decided: a launch from its call, a stream's next
+ * work after its last, an inferred wait, a synchronisation's return after
+ * the work it waited for, a poll's after the work, each in `info`), and
+ * every duration at the median of its key over the run: a kernel's time by
+ * its name, grid and block; a copy's or memset's by its name and bytes; a
+ * call's own time by its name and range path; the host's work between two
+ * calls of a thread (and an anchor: work no recorded call launched, a
+ * thread's first call) by both calls' names and range paths; a
+ * collective's transfer by its kernel's key. Where the graph's pin is set,
+ * what ran before it stays as recorded, as in graph_retime. The number of
+ * keys, and of those with a single instance (their median is that
+ * instance), go into info. 0, or -1 after one line.
+ */
+struct graph_typical {
+	int64_t delay[GE_KIND_COUNT];  /* per kind, of its start edges (GE_COLL's: 0) */
+	int64_t sync_end;              /* a synchronisation's return after the work it waited for */
+	size_t gpu_keys, gpu_once;     /* durations of work on the GPU (collectives' transfers too) */
+	size_t host_keys, host_once;   /* calls' own times and the host's work between calls */
+};
+int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, size_t n,
+			 const struct graph_ranks_model *rm, struct graph_times *t, struct graph_typical *info);
+
+/*
  * How much longer computation ran beside communication: factor[i] (one per
  * node) is 1, except for a kernel that started while a collective of its
  * rank ran and took longer than the same kernels (name and grid) of that

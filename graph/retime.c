@@ -15,6 +15,7 @@
 #include "lib/error.h"
 #include "lib/glob.h"
 #include "lib/grow.h"
+#include "lib/memlimit.h"
 
 int graph_rule_parse(struct graph_rule *r, const char *text)
 {
@@ -308,6 +309,9 @@ struct effects {
 	bool graph, overlap, no_sync, unrecorded;
 	double *kernel;        /* per node, the kernel rules' product; NULL: none */
 	int64_t *thread_delay; /* GR_UNRECORDED: per edge, a thread edge's delay less the recorder's time; NULL: none */
+	/* the typical replay's (graph_retime_typical): per edge its delay, per node its own time; NULL: the recorded */
+	const int64_t *delay;
+	const uint64_t *own;
 };
 
 /*
@@ -651,10 +655,16 @@ static uint64_t scaled(uint64_t v, double k)
 
 static int64_t edge_delay(const struct graph *g, const struct effects *fx, const struct graph_edge *e)
 {
+	int64_t base = fx->delay ? fx->delay[e - g->edges] : e->delay;
 
 	switch (e->kind) {
 	case GE_THREAD: {
-		int64_t d = fx->thread_delay ? fx->thread_delay[e - g->edges] : e->delay;
+		int64_t d = base;
+
+		if (fx->thread_delay && fx->delay && e->delay > 0 && base > 0)   /* the recorder's share of it out */
+			d = (int64_t)((double)base * (double)fx->thread_delay[e - g->edges] / (double)e->delay);
+		else if (fx->thread_delay)
+			d = fx->thread_delay[e - g->edges];
 
 		/* a negative delay (calls that overlap) is no host work: no rule lengthens it */
 		if (d <= 0)
@@ -662,28 +672,29 @@ static int64_t edge_delay(const struct graph *g, const struct effects *fx, const
 		return fx->graph ? 0 : (int64_t)scaled((uint64_t)d, fx->host);
 	}
 	case GE_LAUNCH:
-		return fx->graph && e->delay > g->typical[GE_LAUNCH] ? g->typical[GE_LAUNCH] : e->delay;
+		return fx->graph && base > g->typical[GE_LAUNCH] ? g->typical[GE_LAUNCH] : base;
 	case GE_COLL:
-		return fx->overlap ? 0 : e->delay > 0 ? (int64_t)scaled((uint64_t)e->delay, 1 / fx->comm_bw) : e->delay;
+		return fx->overlap ? 0 : base > 0 ? (int64_t)scaled((uint64_t)base, 1 / fx->comm_bw) : base;
 	default:
-		return e->delay;
+		return base;
 	}
 }
 
 static uint64_t own_time(const struct graph *g, const struct effects *fx, size_t i)
 {
 	const struct graph_node *n = &g->nodes[i];
+	uint64_t own = fx->own ? fx->own[i] : n->own;
 
 	if (n->kind == GN_COLL)
 		return 0;
 	if (n->kind == GN_API)
-		return fx->graph && !n->sync ? 0 : scaled(n->own, fx->host);
+		return fx->graph && !n->sync ? 0 : scaled(own, fx->host);
 	if (n->work == GW_COMM) {
 		if (fx->overlap)
 			return 0;
-		return scaled(n->own, (fx->kernel ? fx->kernel[i] : 1) / fx->comm_bw);
+		return scaled(own, (fx->kernel ? fx->kernel[i] : 1) / fx->comm_bw);
 	}
-	return fx->kernel ? scaled(n->own, fx->kernel[i]) : n->own;
+	return fx->kernel ? scaled(own, fx->kernel[i]) : own;
 }
 
 /*
@@ -896,8 +907,8 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 	return 0;
 }
 
-int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
-		 const struct graph_ranks_model *rm, struct graph_times *t)
+static int retime(const struct graph *g, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
+		  const int64_t *base_delay, const uint64_t *base_own, struct graph_times *t)
 {
 	struct effects fx;
 	const struct graph_rule *ranks = NULL;
@@ -920,6 +931,8 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 		free(fx.kernel);
 		return -1;
 	}
+	fx.delay = base_delay;
+	fx.own = base_own;
 	if (fx.unrecorded) {
 		fx.thread_delay = malloc((g->n_edges + 1) * sizeof(int64_t));
 		if (!fx.thread_delay ||
@@ -963,6 +976,231 @@ out:
 	free(meet);
 	if (ret < 0)
 		graph_times_release(t);
+	return ret;
+}
+
+int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
+		 const struct graph_ranks_model *rm, struct graph_times *t)
+{
+	return retime(g, rules, n, rm, NULL, NULL, t);
+}
+
+/* ---- the typical replay ------------------------------------------------- */
+
+/* A duration or delay under its key: what makes two of them the same work. */
+struct keyed {
+	uint64_t k[4];
+	int64_t v;
+	uint32_t at;                   /* a node (own time), or n_nodes + an edge (delay) */
+};
+
+enum { KEY_KERNEL = 1, KEY_COPY, KEY_CALL, KEY_HOST, KEY_XFER };
+
+static int cmp_keyed(const void *x, const void *y)
+{
+	const struct keyed *a = x, *b = y;
+
+	for (int i = 0; i < 4; i++)
+		if (a->k[i] != b->k[i])
+			return a->k[i] < b->k[i] ? -1 : 1;
+	return a->v < b->v ? -1 : a->v > b->v;
+}
+
+/* A node's name and range path (a call's range's; UINT32_MAX none). */
+static void name_path(const struct graph *g, int32_t i, uint32_t *name, uint32_t *path)
+{
+	const struct graph_node *n = &g->nodes[i];
+	const struct replay *rp;
+	int32_t range;
+
+	*name = 0;
+	*path = UINT32_MAX;
+	if (n->kind == GN_COLL)
+		return;
+	rp = g->rp[n->rank];
+	if (n->kind == GN_API) {
+		*name = rp->apis[n->index].name;
+		range = rp->apis[n->index].range;
+	} else {
+		*name = rp->activities[n->index].name;
+		range = rp->activities[n->index].range;
+	}
+	if (range >= 0 && (size_t)range < rp->n_ranges)
+		*path = rp->ranges[range].path;
+}
+
+/* The key of a node's own time: a kernel's name, grid and block; a copy's name and bytes; a call's name and range. */
+static void node_key(const struct graph *g, int32_t i, uint64_t *k)
+{
+	const struct graph_node *n = &g->nodes[i];
+	uint32_t name, path;
+
+	name_path(g, i, &name, &path);
+	memset(k, 0, 4 * sizeof(*k));
+	if (n->kind == GN_API) {
+		k[0] = (uint64_t)KEY_CALL << 56 | (uint64_t)(n->rank & 0xffffff) << 32 | name;
+		k[1] = path;
+		return;
+	}
+	if (n->kind == GN_GPU) {
+		const struct replay *rp = g->rp[n->rank];
+		const struct replay_activity *a = &rp->activities[n->index];
+
+		if (a->kind == ST_KERNEL) {
+			k[0] = (uint64_t)KEY_KERNEL << 56 | (uint64_t)(n->rank & 0xffffff) << 32 | name;
+			if (a->detail < rp->n_kernel_cfg) {
+				const struct replay_kernel_cfg *c = &rp->kernel_cfg[a->detail];
+
+				k[1] = (uint64_t)c->grid[0] << 32 | c->grid[1];
+				k[2] = (uint64_t)c->grid[2] << 32 | c->block[0];
+				k[3] = (uint64_t)c->block[1] << 32 | c->block[2];
+			}
+		} else {
+			k[0] = (uint64_t)KEY_COPY << 56 | (uint64_t)(n->rank & 0xffffff) << 32 | name;
+			k[1] = a->bytes;
+			k[2] = a->kind;
+		}
+	}
+}
+
+/* A launch edge from the call that launched its work (else an anchor: the latest call before it). */
+static bool true_launch(const struct graph *g, const struct graph_edge *e)
+{
+	const struct graph_node *f = &g->nodes[e->from], *t = &g->nodes[e->to];
+
+	return f->kind == GN_API && t->kind == GN_GPU && f->rank == t->rank &&
+	       g->rp[t->rank]->activities[t->index].api == f->index;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* The lower median of the deciding delays of edges of `kind` (to_end ones when `end`); `dflt` when none. */
+static int64_t deciding_median(const struct graph *g, int kind, bool end, int64_t dflt, int64_t *v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		int32_t b = end ? g->nodes[i].bind_end : g->nodes[i].bind;
+
+		if (b >= 0 && g->edges[b].kind == kind && (kind != GE_LAUNCH || true_launch(g, &g->edges[b])))
+			v[n++] = g->edges[b].delay;
+	}
+	if (!n)
+		return dflt;
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return v[(n - 1) / 2];
+}
+
+int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, size_t n,
+			 const struct graph_ranks_model *rm, struct graph_times *t, struct graph_typical *info)
+{
+	size_t nk = 0, bytes = (g->n_nodes + g->n_edges + 1) * (sizeof(struct keyed) + sizeof(int64_t));
+	struct keyed *kv;
+	int64_t *delay, *v;
+	uint64_t *own;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	memset(info, 0, sizeof(*info));
+	if (memory_budget_claim(bytes, "explain's typical replay") < 0)
+		return -1;
+	kv = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*kv));
+	delay = malloc((g->n_edges + 1) * sizeof(*delay));
+	own = malloc((g->n_nodes + 1) * sizeof(*own));
+	v = malloc((g->n_nodes + 1) * sizeof(*v));
+	if (!kv || !delay || !own || !v) {
+		ret = error("out of memory");
+		goto out;
+	}
+	/* latencies: each kind's median over the edges that decided */
+	for (int kind = 0; kind < GE_KIND_COUNT; kind++)
+		info->delay[kind] = deciding_median(g, kind, false, g->typical[kind], v);
+	info->sync_end = deciding_median(g, GE_SYNC, true, 0, v);
+	/* durations: each node's own time, and the host's work between calls, under their keys */
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		own[i] = g->nodes[i].own;
+		if (g->nodes[i].kind == GN_COLL)
+			continue;
+		node_key(g, (int32_t)i, kv[nk].k);
+		kv[nk].v = (int64_t)g->nodes[i].own;
+		kv[nk++].at = (uint32_t)i;
+	}
+	for (size_t e = 0; e < g->n_edges; e++) {
+		const struct graph_edge *x = &g->edges[e];
+
+		switch (x->kind) {
+		case GE_THREAD:
+		case GE_LAUNCH:
+			if (x->kind == GE_LAUNCH && true_launch(g, x)) {
+				delay[e] = info->delay[GE_LAUNCH];
+				break;
+			}
+			{
+				uint32_t fn, fp, tn, tp;
+
+				name_path(g, x->from, &fn, &fp);
+				name_path(g, x->to, &tn, &tp);
+				kv[nk].k[0] = (uint64_t)KEY_HOST << 56 | (uint64_t)(g->nodes[x->to].rank & 0xffffff) << 32 | fn;
+				kv[nk].k[1] = fp;
+				kv[nk].k[2] = (uint64_t)x->kind << 32 | tn;
+				kv[nk].k[3] = tp;
+				kv[nk].v = x->delay;
+				kv[nk++].at = (uint32_t)(g->n_nodes + e);
+				delay[e] = x->delay;
+			}
+			break;
+		case GE_COLL:
+			delay[e] = x->delay;
+			if (x->to_end) {   /* the transfer: a duration of the collective's kernel */
+				node_key(g, x->to, kv[nk].k);
+				kv[nk].k[0] = (kv[nk].k[0] & ~(UINT64_C(0xff) << 56)) | (uint64_t)KEY_XFER << 56;
+				kv[nk].v = x->delay;
+				kv[nk++].at = (uint32_t)(g->n_nodes + e);
+			}
+			break;
+		case GE_SYNC:
+			delay[e] = x->to_end ? info->sync_end : info->delay[GE_SYNC];
+			break;
+		default:
+			delay[e] = info->delay[x->kind];
+			break;
+		}
+	}
+	qsort(kv, nk, sizeof(*kv), cmp_keyed);
+	for (size_t i = 0, j; i < nk; i = j) {
+		int64_t med;
+		bool host;
+
+		for (j = i; j < nk && !memcmp(kv[j].k, kv[i].k, sizeof(kv[i].k)); j++)
+			;
+		med = kv[i + (j - i - 1) / 2].v;   /* the lower median: sorted by value within the key */
+		host = kv[i].k[0] >> 56 == KEY_CALL || kv[i].k[0] >> 56 == KEY_HOST;
+		if (host) {
+			info->host_keys++;
+			info->host_once += j - i == 1;
+		} else {
+			info->gpu_keys++;
+			info->gpu_once += j - i == 1;
+		}
+		for (size_t k = i; k < j; k++) {
+			if (kv[k].at < g->n_nodes)
+				own[kv[k].at] = med > 0 ? (uint64_t)med : 0;
+			else
+				delay[kv[k].at - g->n_nodes] = med;
+		}
+	}
+	ret = retime(g, rules, n, rm, delay, own, t);
+out:
+	free(kv);
+	free(delay);
+	free(own);
+	free(v);
+	memory_budget_release(bytes);
 	return ret;
 }
 
