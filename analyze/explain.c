@@ -63,6 +63,7 @@ struct ctx {
 	/* the typical replay (graph_retime_typical): per step, its mean, its error against the measured steps */
 	uint64_t *typical_step;
 	double typical, typical_err_mean, typical_err_max;   /* ns; |%| per counted step */
+	double spread;                 /* the counted steps' mean |difference| from their mean, % of it: the noise */
 	struct graph_typical typ;
 	/* the recorder's own time (format 1.8), when rank 0's bundle has it */
 	bool has_cost;
@@ -483,6 +484,11 @@ static int typical_steps(struct ctx *c)
 	c->typical = c->n_meas ? sum / (double)c->n_meas : 0;
 	c->typical_err_mean = c->n_meas ? err / (double)c->n_meas : 0;
 	c->typical_err_max = worst;
+	for (size_t i = 0; i < c->n_meas && c->measured > 0; i++) {
+		const struct replay_step *st = &c->steps[c->meas[i]];
+
+		c->spread += 100 * fabs((double)(st->end - st->start) - c->measured) / c->measured / (double)c->n_meas;
+	}
 	graph_times_release(&t);
 	return 0;
 }
@@ -1102,6 +1108,14 @@ static void unrecorded_note(const struct ctx *c, struct report *r)
 			    (double)(c->recorder_ns - c->taken_ns) / 1e6, (double)c->recorder_ns / 1e6);
 }
 
+/* n[i] as a share of n[0 .. 4), in %. */
+static double share(const size_t *n, int i)
+{
+	size_t all = n[0] + n[1] + n[2] + n[3];
+
+	return all ? 100.0 * (double)n[i] / (double)all : 0;
+}
+
 /* The replay's error: as recorded (exact, by construction) and with typical delays and durations. */
 static void replay_table(const struct ctx *c, struct report *r)
 {
@@ -1116,6 +1130,7 @@ static void replay_table(const struct ctx *c, struct report *r)
 	table_add_column(t, "Error (%)", COL_FLOAT, 1);
 	table_add_column(t, "Step error mean (%)", COL_FLOAT, 1);
 	table_add_column(t, "Step error max (%)", COL_FLOAT, 1);
+	table_add_column(t, "Step spread (%)", COL_FLOAT, 1);
 	table_row(t);
 	table_str(t, "recorded delays");
 	ms_cell(t, c->measured);
@@ -1123,6 +1138,7 @@ static void replay_table(const struct ctx *c, struct report *r)
 	table_float(t, c->measured > 0 ? 100 * (c->replayed - c->measured) / c->measured : 0);
 	table_float(t, 0);
 	table_float(t, 0);
+	table_float(t, c->spread);
 	table_row(t);
 	table_str(t, "typical delays");
 	ms_cell(t, c->measured);
@@ -1130,16 +1146,18 @@ static void replay_table(const struct ctx *c, struct report *r)
 	table_float(t, err);
 	table_float(t, c->typical_err_mean);
 	table_float(t, c->typical_err_max);
+	table_float(t, c->spread);
 	report_note(r, "replay with typical delays: %.3f ms vs measured %.3f ms, error %+.1f%% (per step: mean %.1f%%, max "
-		       "%.1f%%)", c->typical / 1e6, c->measured / 1e6, err, c->typical_err_mean, c->typical_err_max);
+		       "%.1f%%; the steps' own spread about their mean %.1f%%)", c->typical / 1e6, c->measured / 1e6, err,
+		    c->typical_err_mean, c->typical_err_max, c->spread);
 	report_note(r, "typical delays: each latency at its kind's median where it decided (launch %.1f us, stream %.1f us, "
-		       "inferred wait %.1f us, synchronisation's return %.1f us, poll %.1f us); each kernel at the median "
-		       "of its name, grid and block, each copy of its name and bytes (%zu keys, %zu of one instance); the "
-		       "host's calls and its work between them at the median of their names and ranges (%zu keys, %zu of "
-		       "one instance)",
+		       "inferred wait %.1f us, synchronisation's return %.1f us, poll %.1f us); each duration at the "
+		       "median of its key's: the host's calls and work between them by their names, ranges and place in "
+		       "the step %.0f%%, without their place %.0f%%, by names alone %.0f%%, one of a kind %.0f%%; the "
+		       "GPU's work by its name and shape %.0f%%, name alone %.0f%%, one of a kind %.0f%%",
 		    (double)k->delay[GE_LAUNCH] / 1e3, (double)k->delay[GE_STREAM] / 1e3, (double)k->delay[GE_WAIT] / 1e3,
-		    (double)k->sync_end / 1e3, (double)k->delay[GE_SYNC] / 1e3, k->gpu_keys, k->gpu_once, k->host_keys,
-		    k->host_once);
+		    (double)k->sync_end / 1e3, (double)k->delay[GE_SYNC] / 1e3, share(k->host, 1), share(k->host, 2),
+		    share(k->host, 3), share(k->host, 0), share(k->gpu, 1), share(k->gpu, 3), share(k->gpu, 0));
 }
 
 static void summarise(const struct ctx *c, const struct finding *f, size_t n, struct explain_summary *s)

@@ -286,16 +286,25 @@ void graph_times_release(struct graph_times *t);
  * call's own time by its name and range path; the host's work between two
  * calls of a thread (and an anchor: work no recorded call launched, a
  * thread's first call) by both calls' names and range paths; a
- * collective's transfer by its kernel's key. Where the graph's pin is set,
- * what ran before it stays as recorded, as in graph_retime. The number of
- * keys, and of those with a single instance (their median is that
- * instance), go into info. 0, or -1 after one line.
+ * collective's transfer by its kernel's key. The host's keys count each
+ * key's occurrences in a step: the k-th of a key in one step is the same
+ * work as the k-th in another. A key of one instance says nothing typical:
+ * such a duration takes a coarser key's median (graph_typical below).
+ * Where the graph's pin is set, what ran before it stays as recorded, as
+ * in graph_retime. 0, or -1 after one line.
  */
 struct graph_typical {
 	int64_t delay[GE_KIND_COUNT];  /* per kind, of its start edges (GE_COLL's: 0) */
 	int64_t sync_end;              /* a synchronisation's return after the work it waited for */
-	size_t gpu_keys, gpu_once;     /* durations of work on the GPU (collectives' transfers too) */
-	size_t host_keys, host_once;   /* calls' own times and the host's work between calls */
+	/*
+	 * The durations in the re-timed window, by the key whose median they
+	 * took: [0] none (one of a kind at every level: its own time), [1] the
+	 * finest (the host's: its calls' names, ranges and place in the step;
+	 * a kernel's name and shape), [2] the host's without its place, [3]
+	 * the coarsest (the host's calls' names alone; a kernel's name alone).
+	 */
+	size_t gpu[4];                 /* work on the GPU (collectives' transfers too) */
+	size_t host[4];                /* calls' own times and the host's work between calls */
 };
 int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, size_t n,
 			 const struct graph_ranks_model *rm, struct graph_times *t, struct graph_typical *info);

@@ -989,9 +989,11 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 
 /* A duration or delay under its key: what makes two of them the same work. */
 struct keyed {
-	uint64_t k[4];
+	uint64_t k[4];                 /* the host's: k[3] its occurrence in its step, counted once keyed */
 	int64_t v;
 	uint32_t at;                   /* a node (own time), or n_nodes + an edge (delay) */
+	int32_t step;                  /* the host's: the step it is in (-1 none) */
+	uint64_t when;                 /* the host's: its start, to count its occurrences in order */
 };
 
 enum { KEY_KERNEL = 1, KEY_COPY, KEY_CALL, KEY_HOST, KEY_XFER };
@@ -1004,6 +1006,19 @@ static int cmp_keyed(const void *x, const void *y)
 		if (a->k[i] != b->k[i])
 			return a->k[i] < b->k[i] ? -1 : 1;
 	return a->v < b->v ? -1 : a->v > b->v;
+}
+
+/* The host's durations by key, then step, then time: the order their occurrences are counted in. */
+static int cmp_occurrence(const void *x, const void *y)
+{
+	const struct keyed *a = x, *b = y;
+
+	for (int i = 0; i < 3; i++)
+		if (a->k[i] != b->k[i])
+			return a->k[i] < b->k[i] ? -1 : 1;
+	if (a->step != b->step)
+		return a->step < b->step ? -1 : 1;
+	return a->when < b->when ? -1 : a->when > b->when;
 }
 
 /* A node's name and range path (a call's range's; UINT32_MAX none). */
@@ -1063,6 +1078,45 @@ static void node_key(const struct graph *g, int32_t i, uint64_t *k)
 	}
 }
 
+/* Where a host duration is (its step and start: its occurrence is counted by them); none for the GPU's. */
+static void host_place(const struct graph *g, int32_t i, struct keyed *x)
+{
+	const struct graph_node *n = &g->nodes[i];
+	const struct replay *rp;
+
+	x->step = -1;
+	x->when = 0;
+	if (n->kind == GN_COLL)
+		return;
+	rp = g->rp[n->rank];
+	x->when = n->start;
+	if ((x->k[0] >> 56 == KEY_CALL || x->k[0] >> 56 == KEY_HOST) && n->kind == GN_API)
+		x->step = replay_step_at(rp, rp->apis[n->index].start);
+	else if (x->k[0] >> 56 == KEY_HOST)
+		x->step = rp->activities[n->index].step;
+}
+
+/*
+ * A key made coarser for `level` (0: as it is): the host's without its
+ * place in the step (1), then without its ranges (2); a kernel's by its
+ * name alone, a copy's by its name and kind (2).
+ */
+static void coarser(struct keyed *x, int level)
+{
+	int kind = (int)(x->k[0] >> 56);
+
+	if (kind == KEY_CALL || kind == KEY_HOST) {
+		if (level >= 1)
+			x->k[3] = 0;
+		if (level >= 2)
+			x->k[1] = 0;
+	} else if (level >= 2) {
+		x->k[1] = 0;
+		if (kind != KEY_COPY)
+			x->k[2] = x->k[3] = 0;
+	}
+}
+
 /* A launch edge from the call that launched its work (else an anchor: the latest call before it). */
 static bool true_launch(const struct graph *g, const struct graph_edge *e)
 {
@@ -1099,8 +1153,10 @@ static int64_t deciding_median(const struct graph *g, int kind, bool end, int64_
 int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, size_t n,
 			 const struct graph_ranks_model *rm, struct graph_times *t, struct graph_typical *info)
 {
-	size_t nk = 0, bytes = (g->n_nodes + g->n_edges + 1) * (sizeof(struct keyed) + sizeof(int64_t));
-	struct keyed *kv;
+	size_t nk = 0, bytes = (g->n_nodes + g->n_edges + 1) * (2 * sizeof(struct keyed) + 2 * sizeof(int64_t) + 1);
+	struct keyed *kv, *tmp = NULL;
+	int64_t *med = NULL;
+	int8_t *used = NULL;
 	int64_t *delay, *v;
 	uint64_t *own;
 	int ret;
@@ -1113,7 +1169,10 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 	delay = malloc((g->n_edges + 1) * sizeof(*delay));
 	own = malloc((g->n_nodes + 1) * sizeof(*own));
 	v = malloc((g->n_nodes + 1) * sizeof(*v));
-	if (!kv || !delay || !own || !v) {
+	tmp = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*tmp));
+	med = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*med));
+	used = malloc(g->n_nodes + g->n_edges + 1);
+	if (!kv || !delay || !own || !v || !tmp || !med || !used) {
 		ret = error("out of memory");
 		goto out;
 	}
@@ -1128,7 +1187,9 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 			continue;
 		node_key(g, (int32_t)i, kv[nk].k);
 		kv[nk].v = (int64_t)g->nodes[i].own;
-		kv[nk++].at = (uint32_t)i;
+		kv[nk].at = (uint32_t)i;
+		host_place(g, (int32_t)i, &kv[nk]);
+		nk++;
 	}
 	for (size_t e = 0; e < g->n_edges; e++) {
 		const struct graph_edge *x = &g->edges[e];
@@ -1146,11 +1207,13 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 				name_path(g, x->from, &fn, &fp);
 				name_path(g, x->to, &tn, &tp);
 				kv[nk].k[0] = (uint64_t)KEY_HOST << 56 | (uint64_t)(g->nodes[x->to].rank & 0xffffff) << 32 | fn;
-				kv[nk].k[1] = fp;
+				kv[nk].k[1] = (uint64_t)fp << 32 | tp;
 				kv[nk].k[2] = (uint64_t)x->kind << 32 | tn;
-				kv[nk].k[3] = tp;
+				kv[nk].k[3] = 0;
 				kv[nk].v = x->delay;
-				kv[nk++].at = (uint32_t)(g->n_nodes + e);
+				kv[nk].at = (uint32_t)(g->n_nodes + e);
+				host_place(g, x->to, &kv[nk]);
+				nk++;
 				delay[e] = x->delay;
 			}
 			break;
@@ -1171,32 +1234,64 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 			break;
 		}
 	}
-	qsort(kv, nk, sizeof(*kv), cmp_keyed);
+	/* the host's: the k-th of its key in its step is the same work as the k-th in another step */
+	qsort(kv, nk, sizeof(*kv), cmp_occurrence);
 	for (size_t i = 0, j; i < nk; i = j) {
-		int64_t med;
-		bool host;
-
-		for (j = i; j < nk && !memcmp(kv[j].k, kv[i].k, sizeof(kv[i].k)); j++)
+		for (j = i + 1; j < nk && !memcmp(kv[j].k, kv[i].k, 3 * sizeof(uint64_t)) && kv[j].step == kv[i].step; j++)
 			;
-		med = kv[i + (j - i - 1) / 2].v;   /* the lower median: sorted by value within the key */
-		host = kv[i].k[0] >> 56 == KEY_CALL || kv[i].k[0] >> 56 == KEY_HOST;
-		if (host) {
-			info->host_keys++;
-			info->host_once += j - i == 1;
-		} else {
-			info->gpu_keys++;
-			info->gpu_once += j - i == 1;
+		if (kv[i].k[0] >> 56 == KEY_CALL || kv[i].k[0] >> 56 == KEY_HOST)
+			for (size_t k = i; k < j; k++)
+				kv[k].k[3] = k - i;
+	}
+	/*
+	 * Each duration at the median of its key's, where the key has two or
+	 * more; else of a coarser key: the host's without its place in the step,
+	 * then without its ranges; a kernel's by its name alone, a copy's by its
+	 * kind. One of a kind at every level keeps its own time (counted).
+	 */
+	for (size_t i = 0; i < nk; i++)
+		kv[i].step = (int32_t)i;   /* from here: the item's place, to come back to */
+	memset(used, -1, nk + 1);
+	for (int level = 0; level < 3; level++) {
+		for (size_t i = 0; i < nk; i++) {
+			tmp[i] = kv[i];
+			coarser(&tmp[i], level);
 		}
-		for (size_t k = i; k < j; k++) {
-			if (kv[k].at < g->n_nodes)
-				own[kv[k].at] = med > 0 ? (uint64_t)med : 0;
-			else
-				delay[kv[k].at - g->n_nodes] = med;
+		qsort(tmp, nk, sizeof(*tmp), cmp_keyed);
+		for (size_t i = 0, j; i < nk; i = j) {
+			for (j = i; j < nk && !memcmp(tmp[j].k, tmp[i].k, sizeof(tmp[i].k)); j++)
+				;
+			for (size_t k = i; k < j && j - i >= 2; k++)
+				if (used[tmp[k].step] < 0) {
+					/* the median (sorted by value in the key): of two middle ones, their mean */
+					med[tmp[k].step] = tmp[i + (j - i - 1) / 2].v / 2 + tmp[i + (j - i) / 2].v / 2 +
+							   (tmp[i + (j - i - 1) / 2].v % 2 + tmp[i + (j - i) / 2].v % 2) / 2;
+					used[tmp[k].step] = (int8_t)level;
+				}
 		}
+	}
+	for (size_t i = 0; i < nk; i++) {
+		bool host = kv[i].k[0] >> 56 == KEY_CALL || kv[i].k[0] >> 56 == KEY_HOST;
+		int64_t m = used[i] >= 0 ? med[i] : kv[i].v;
+		int32_t node = kv[i].at < g->n_nodes ? (int32_t)kv[i].at : g->edges[kv[i].at - g->n_nodes].to;
+
+		if (kv[i].at < g->n_nodes)
+			own[kv[i].at] = m > 0 ? (uint64_t)m : 0;
+		else
+			delay[kv[i].at - g->n_nodes] = m;
+		if (g->nodes[node].start < g->pin)
+			continue;   /* counted over the re-timed window only */
+		if (host)
+			info->host[used[i] + 1]++;
+		else
+			info->gpu[used[i] + 1]++;
 	}
 	ret = retime(g, rules, n, rm, delay, own, t);
 out:
 	free(kv);
+	free(tmp);
+	free(med);
+	free(used);
 	free(delay);
 	free(own);
 	free(v);
