@@ -267,6 +267,7 @@ struct graph_times {
 	uint64_t *start, *end;
 	uint64_t recorder_ns, taken_ns;
 	struct graph_host_scale *host_scale;   /* GR_UNRECORDED's, for graph_instant; NULL without */
+	bool between;                  /* graph_instant: an instant between two calls as far between them (typical) */
 };
 /* What one re-timing takes per node (counted by graph_build): its times, kernel factors and gates. */
 #define GRAPH_RETIME_NODE_BYTES (2 * sizeof(uint64_t) + sizeof(double) + 16)
@@ -291,7 +292,9 @@ void graph_times_release(struct graph_times *t);
  * work as the k-th in another. A key of one instance says nothing typical:
  * such a duration takes a coarser key's median (graph_typical below).
  * Where the graph's pin is set, what ran before it stays as recorded, as
- * in graph_retime. 0, or -1 after one line.
+ * in graph_retime. Its instants (graph_instant) between two calls of a
+ * thread lie as far between them as recorded, the work between them
+ * having taken its typical time. 0, or -1 after one line.
  */
 struct graph_typical {
 	int64_t delay[GE_KIND_COUNT];  /* per kind, of its start edges (GE_COLL's: 0) */
@@ -324,7 +327,8 @@ long graph_contention(const struct graph *g, double *factor);
 /*
  * A host instant of replay `rank`'s thread `thread` (a step's start or
  * end), moved as the graph moved the calls around it: inside a call, as
- * far into it (at most its new length); else after the last call before
+ * far into it (at most its new length); between two calls of a typical
+ * replay (t->between), as far between them; else after the last call before
  * it by the host work between, scaled by `host` (1, or GR_HOST's factor)
  * and shrunk by GR_UNRECORDED where t has it; else before the first call
  * after it likewise.

@@ -505,6 +505,27 @@ static bool busy_at(const struct busy *busy, size_t n, uint32_t rank, uint64_t t
 	return lo > 0 && busy[lo - 1].rank == rank && busy[lo - 1].end > t;
 }
 
+/* The n collectives' times, by rank and start, each end the latest so far on its rank (busy_at); NULL: no memory. */
+static struct busy *busy_build(const struct graph *g, size_t n)
+{
+	struct busy *busy = malloc((n + 1) * sizeof(*busy));
+	size_t k = 0;
+
+	if (!busy)
+		return NULL;
+	for (size_t i = 0; i < g->n_nodes && k < n; i++) {
+		const struct graph_node *x = &g->nodes[i];
+
+		if (x->kind == GN_GPU && x->work == GW_COMM)
+			busy[k++] = (struct busy){ x->rank, x->start, x->end };
+	}
+	qsort(busy, k, sizeof(*busy), cmp_busy);
+	for (size_t i = 1; i < k; i++)
+		if (busy[i].rank == busy[i - 1].rank && busy[i - 1].end > busy[i].end)
+			busy[i].end = busy[i - 1].end;
+	return busy;
+}
+
 long graph_contention(const struct graph *g, double *factor)
 {
 	struct busy *busy = NULL;
@@ -519,24 +540,14 @@ long graph_contention(const struct graph *g, double *factor)
 	}
 	if (!n_busy || !n_tw)
 		return 0;
-	busy = malloc(n_busy * sizeof(*busy));
+	busy = busy_build(g, n_busy);
 	tw = malloc(n_tw * sizeof(*tw));
 	if (!busy || !tw) {
 		free(busy);
 		free(tw);
 		return error("out of memory");
 	}
-	n_busy = n_tw = 0;
-	for (size_t i = 0; i < g->n_nodes; i++) {
-		const struct graph_node *x = &g->nodes[i];
-
-		if (x->kind == GN_GPU && x->work == GW_COMM)
-			busy[n_busy++] = (struct busy){ x->rank, x->start, x->end };
-	}
-	qsort(busy, n_busy, sizeof(*busy), cmp_busy);
-	for (size_t i = 1; i < n_busy; i++)
-		if (busy[i].rank == busy[i - 1].rank && busy[i - 1].end > busy[i].end)
-			busy[i].end = busy[i - 1].end;
+	n_tw = 0;
 	for (size_t i = 0; i < g->n_nodes; i++) {
 		const struct graph_node *x = &g->nodes[i];
 		const struct replay *rp;
@@ -1111,6 +1122,7 @@ static void coarser(struct keyed *x, int level)
 		if (level >= 2)
 			x->k[1] = 0;
 	} else if (level >= 2) {
+		x->k[0] &= ~(UINT64_C(1) << 55);
 		x->k[1] = 0;
 		if (kind != KEY_COPY)
 			x->k[2] = x->k[3] = 0;
@@ -1157,6 +1169,8 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 	struct keyed *kv, *tmp = NULL;
 	int64_t *med = NULL;
 	int8_t *used = NULL;
+	struct busy *busy = NULL;
+	size_t n_busy = 0;
 	int64_t *delay, *v;
 	uint64_t *own;
 	int ret;
@@ -1165,6 +1179,9 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 	memset(info, 0, sizeof(*info));
 	if (memory_budget_claim(bytes, "explain's typical replay") < 0)
 		return -1;
+	for (size_t i = 0; i < g->n_nodes; i++)
+		n_busy += g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_COMM;
+	busy = n_busy ? busy_build(g, n_busy) : NULL;
 	kv = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*kv));
 	delay = malloc((g->n_edges + 1) * sizeof(*delay));
 	own = malloc((g->n_nodes + 1) * sizeof(*own));
@@ -1172,7 +1189,7 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 	tmp = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*tmp));
 	med = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*med));
 	used = malloc(g->n_nodes + g->n_edges + 1);
-	if (!kv || !delay || !own || !v || !tmp || !med || !used) {
+	if (!kv || !delay || !own || !v || !tmp || !med || !used || (n_busy && !busy)) {
 		ret = error("out of memory");
 		goto out;
 	}
@@ -1180,12 +1197,18 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 	for (int kind = 0; kind < GE_KIND_COUNT; kind++)
 		info->delay[kind] = deciding_median(g, kind, false, g->typical[kind], v);
 	info->sync_end = deciding_median(g, GE_SYNC, true, 0, v);
-	/* durations: each node's own time, and the host's work between calls, under their keys */
+	/*
+	 * durations: each node's own time, and the host's work between calls,
+	 * under their keys; over the re-timed window only (what ran before it,
+	 * warm-up steps, stays as recorded and is no instance of the typical)
+	 */
 	for (size_t i = 0; i < g->n_nodes; i++) {
 		own[i] = g->nodes[i].own;
-		if (g->nodes[i].kind == GN_COLL)
+		if (g->nodes[i].kind == GN_COLL || g->nodes[i].start < g->pin)
 			continue;
 		node_key(g, (int32_t)i, kv[nk].k);
+		if (g->nodes[i].work == GW_KERNEL && busy && busy_at(busy, n_busy, g->nodes[i].rank, g->nodes[i].start))
+			kv[nk].k[0] |= UINT64_C(1) << 55;   /* beside a collective: slower (graph_contention) */
 		kv[nk].v = (int64_t)g->nodes[i].own;
 		kv[nk].at = (uint32_t)i;
 		host_place(g, (int32_t)i, &kv[nk]);
@@ -1193,6 +1216,7 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 	}
 	for (size_t e = 0; e < g->n_edges; e++) {
 		const struct graph_edge *x = &g->edges[e];
+		bool before = g->nodes[x->to].start < g->pin;
 
 		switch (x->kind) {
 		case GE_THREAD:
@@ -1201,7 +1225,8 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 				delay[e] = info->delay[GE_LAUNCH];
 				break;
 			}
-			{
+			delay[e] = x->delay;
+			if (!before) {
 				uint32_t fn, fp, tn, tp;
 
 				name_path(g, x->from, &fn, &fp);
@@ -1214,15 +1239,16 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 				kv[nk].at = (uint32_t)(g->n_nodes + e);
 				host_place(g, x->to, &kv[nk]);
 				nk++;
-				delay[e] = x->delay;
 			}
 			break;
 		case GE_COLL:
 			delay[e] = x->delay;
-			if (x->to_end) {   /* the transfer: a duration of the collective's kernel */
+			if (x->to_end && !before) {   /* the transfer: a duration of the collective's kernel */
 				node_key(g, x->to, kv[nk].k);
 				kv[nk].k[0] = (kv[nk].k[0] & ~(UINT64_C(0xff) << 56)) | (uint64_t)KEY_XFER << 56;
 				kv[nk].v = x->delay;
+				kv[nk].step = -1;
+				kv[nk].when = 0;
 				kv[nk++].at = (uint32_t)(g->n_nodes + e);
 			}
 			break;
@@ -1247,7 +1273,8 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 	 * Each duration at the median of its key's, where the key has two or
 	 * more; else of a coarser key: the host's without its place in the step,
 	 * then without its ranges; a kernel's by its name alone, a copy's by its
-	 * kind. One of a kind at every level keeps its own time (counted).
+	 * kind (this last level only where three or more share it). One of a
+	 * kind at every level keeps its own time (counted).
 	 */
 	for (size_t i = 0; i < nk; i++)
 		kv[i].step = (int32_t)i;   /* from here: the item's place, to come back to */
@@ -1261,7 +1288,8 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 		for (size_t i = 0, j; i < nk; i = j) {
 			for (j = i; j < nk && !memcmp(tmp[j].k, tmp[i].k, sizeof(tmp[i].k)); j++)
 				;
-			for (size_t k = i; k < j && j - i >= 2; k++)
+			/* two of a coarse key may be no kin (a host gap of 0.1 ms and one of 100): three at least there */
+			for (size_t k = i; k < j && j - i >= (level < 2 ? 2u : 3u); k++)
 				if (used[tmp[k].step] < 0) {
 					/* the median (sorted by value in the key): of two middle ones, their mean */
 					med[tmp[k].step] = tmp[i + (j - i - 1) / 2].v / 2 + tmp[i + (j - i) / 2].v / 2 +
@@ -1287,7 +1315,9 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 			info->gpu[used[i] + 1]++;
 	}
 	ret = retime(g, rules, n, rm, delay, own, t);
+	t->between = true;
 out:
+	free(busy);
 	free(kv);
 	free(tmp);
 	free(med);
@@ -1334,6 +1364,14 @@ uint64_t graph_instant(const struct graph *g, const struct graph_times *t, uint3
 
 		if (g->nodes[i].end > at)
 			return t->start[i] + (into < t->end[i] - t->start[i] ? into : t->end[i] - t->start[i]);
+	}
+	if (lo > 0 && lo < th->n_apis && t->between) {
+		/* as far between the calls around it as it was: the work between them took its own time */
+		int32_t i = g->api_node[rank][th->apis[lo - 1]], j = g->api_node[rank][th->apis[lo]];
+		uint64_t a = g->nodes[i].end, b = g->nodes[j].start;
+
+		if (b > a && at >= a && t->start[j] >= t->end[i])
+			return t->end[i] + (uint64_t)((double)(at - a) / (double)(b - a) * (double)(t->start[j] - t->end[i]));
 	}
 	if (lo > 0) {
 		int32_t i = g->api_node[rank][th->apis[lo - 1]];
