@@ -1007,7 +1007,10 @@ struct keyed {
 	uint64_t when;                 /* the host's: its start, to count its occurrences in order */
 };
 
-enum { KEY_KERNEL = 1, KEY_COPY, KEY_CALL, KEY_HOST, KEY_XFER };
+enum { KEY_KERNEL = 1, KEY_COPY, KEY_CALL, KEY_HOST, KEY_XFER, KEY_GAP };
+/* Flags in a key's first word: a kernel beside a collective; a duration also keyed by its place in the step (k[3]). */
+#define KEY_BESIDE (UINT64_C(1) << 55)
+#define KEY_PLACE (UINT64_C(1) << 54)
 
 static int cmp_keyed(const void *x, const void *y)
 {
@@ -1064,7 +1067,7 @@ static void node_key(const struct graph *g, int32_t i, uint64_t *k)
 	name_path(g, i, &name, &path);
 	memset(k, 0, 4 * sizeof(*k));
 	if (n->kind == GN_API) {
-		k[0] = (uint64_t)KEY_CALL << 56 | (uint64_t)(n->rank & 0xffffff) << 32 | name;
+		k[0] = (uint64_t)KEY_CALL << 56 | KEY_PLACE | (uint64_t)(n->rank & 0xffffff) << 32 | name;
 		k[1] = path;
 		return;
 	}
@@ -1089,7 +1092,7 @@ static void node_key(const struct graph *g, int32_t i, uint64_t *k)
 	}
 }
 
-/* Where a host duration is (its step and start: its occurrence is counted by them); none for the GPU's. */
+/* Where a duration keyed by its place is (its step and start: its occurrence is counted by them). */
 static void host_place(const struct graph *g, int32_t i, struct keyed *x)
 {
 	const struct graph_node *n = &g->nodes[i];
@@ -1101,9 +1104,11 @@ static void host_place(const struct graph *g, int32_t i, struct keyed *x)
 		return;
 	rp = g->rp[n->rank];
 	x->when = n->start;
-	if ((x->k[0] >> 56 == KEY_CALL || x->k[0] >> 56 == KEY_HOST) && n->kind == GN_API)
+	if (!(x->k[0] & KEY_PLACE))
+		return;
+	if (n->kind == GN_API)
 		x->step = replay_step_at(rp, rp->apis[n->index].start);
-	else if (x->k[0] >> 56 == KEY_HOST)
+	else
 		x->step = rp->activities[n->index].step;
 }
 
@@ -1114,15 +1119,15 @@ static void host_place(const struct graph *g, int32_t i, struct keyed *x)
  */
 static void coarser(struct keyed *x, int level)
 {
-	int kind = (int)(x->k[0] >> 56);
+	int kind = (int)(x->k[0] >> 56);   /* the flags are below bit 56 */
 
+	if (level >= 1 && (x->k[0] & KEY_PLACE))
+		x->k[3] = 0;
 	if (kind == KEY_CALL || kind == KEY_HOST) {
-		if (level >= 1)
-			x->k[3] = 0;
 		if (level >= 2)
 			x->k[1] = 0;
 	} else if (level >= 2) {
-		x->k[0] &= ~(UINT64_C(1) << 55);
+		x->k[0] &= ~KEY_BESIDE;
 		x->k[1] = 0;
 		if (kind != KEY_COPY)
 			x->k[2] = x->k[3] = 0;
@@ -1208,7 +1213,9 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 			continue;
 		node_key(g, (int32_t)i, kv[nk].k);
 		if (g->nodes[i].work == GW_KERNEL && busy && busy_at(busy, n_busy, g->nodes[i].rank, g->nodes[i].start))
-			kv[nk].k[0] |= UINT64_C(1) << 55;   /* beside a collective: slower (graph_contention) */
+			kv[nk].k[0] |= KEY_BESIDE;   /* beside a collective: slower (graph_contention) */
+		if (g->nodes[i].work == GW_COMM)   /* the k-th collective of a step: its bucket's size */
+			kv[nk].k[0] |= KEY_PLACE;
 		kv[nk].v = (int64_t)g->nodes[i].own;
 		kv[nk].at = (uint32_t)i;
 		host_place(g, (int32_t)i, &kv[nk]);
@@ -1231,7 +1238,8 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 
 				name_path(g, x->from, &fn, &fp);
 				name_path(g, x->to, &tn, &tp);
-				kv[nk].k[0] = (uint64_t)KEY_HOST << 56 | (uint64_t)(g->nodes[x->to].rank & 0xffffff) << 32 | fn;
+				kv[nk].k[0] = (uint64_t)KEY_HOST << 56 | KEY_PLACE | (uint64_t)(g->nodes[x->to].rank & 0xffffff) << 32 |
+					      fn;
 				kv[nk].k[1] = (uint64_t)fp << 32 | tp;
 				kv[nk].k[2] = (uint64_t)x->kind << 32 | tn;
 				kv[nk].k[3] = 0;
@@ -1245,15 +1253,32 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 			delay[e] = x->delay;
 			if (x->to_end && !before) {   /* the transfer: a duration of the collective's kernel */
 				node_key(g, x->to, kv[nk].k);
-				kv[nk].k[0] = (kv[nk].k[0] & ~(UINT64_C(0xff) << 56)) | (uint64_t)KEY_XFER << 56;
+				kv[nk].k[0] = (kv[nk].k[0] & ~(UINT64_C(0xff) << 56)) | (uint64_t)KEY_XFER << 56 | KEY_PLACE;
 				kv[nk].v = x->delay;
-				kv[nk].step = -1;
-				kv[nk].when = 0;
-				kv[nk++].at = (uint32_t)(g->n_nodes + e);
+				kv[nk].at = (uint32_t)(g->n_nodes + e);
+				host_place(g, x->to, &kv[nk]);
+				nk++;
 			}
 			break;
 		case GE_SYNC:
 			delay[e] = x->to_end ? info->sync_end : info->delay[GE_SYNC];
+			break;
+		case GE_STREAM:
+			/* the GPU's gap between two kernels: by their names, else its kind's */
+			delay[e] = info->delay[GE_STREAM];
+			if (!before && g->nodes[x->from].kind == GN_GPU) {
+				uint32_t fn, fp, tn, tp;
+
+				name_path(g, x->from, &fn, &fp);
+				name_path(g, x->to, &tn, &tp);
+				memset(kv[nk].k, 0, sizeof(kv[nk].k));
+				kv[nk].k[0] = (uint64_t)KEY_GAP << 56 | (uint64_t)(g->nodes[x->to].rank & 0xffffff) << 32 | fn;
+				kv[nk].k[1] = tn;
+				kv[nk].v = x->delay;
+				kv[nk].at = (uint32_t)(g->n_nodes + e);
+				host_place(g, x->to, &kv[nk]);
+				nk++;
+			}
 			break;
 		default:
 			delay[e] = info->delay[x->kind];
@@ -1265,7 +1290,7 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 	for (size_t i = 0, j; i < nk; i = j) {
 		for (j = i + 1; j < nk && !memcmp(kv[j].k, kv[i].k, 3 * sizeof(uint64_t)) && kv[j].step == kv[i].step; j++)
 			;
-		if (kv[i].k[0] >> 56 == KEY_CALL || kv[i].k[0] >> 56 == KEY_HOST)
+		if (kv[i].k[0] & KEY_PLACE)
 			for (size_t k = i; k < j; k++)
 				kv[k].k[3] = k - i;
 	}
