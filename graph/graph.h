@@ -277,24 +277,25 @@ void graph_times_release(struct graph_times *t);
 
 /*
  * The typical replay: the graph re-timed (under rules, n may be 0) with
- * nothing kept of what the recorded run's own instances took: every
+ * nothing kept of what the recorded run's own instances took. Every
  * latency edge at its kind's typical delay (the lower median over the
- * edges of that kind that decided: a launch from its call, a stream's next
- * work after its last, an inferred wait, a synchronisation's return after
- * the work it waited for, a poll's after the work, each in `info`), and
- * every duration at the median of its key over the run: a kernel's time by
- * its name, grid and block; a copy's or memset's by its name and bytes; a
- * call's own time by its name and range path; the host's work between two
- * calls of a thread (and an anchor: work no recorded call launched, a
- * thread's first call) by both calls' names and range paths; a
- * collective's transfer by its kernel's key. The host's keys count each
- * key's occurrences in a step: the k-th of a key in one step is the same
- * work as the k-th in another. A key of one instance says nothing typical:
- * such a duration takes a coarser key's median (graph_typical below).
- * Where the graph's pin is set, what ran before it stays as recorded, as
- * in graph_retime. Its instants (graph_instant) between two calls of a
- * thread lie as far between them as recorded, the work between them
- * having taken its typical time. 0, or -1 after one line.
+ * edges of that kind that decided: a launch from its call, an inferred
+ * wait, a synchronisation's return after the work it waited for, a poll's
+ * after the work, each in `info`), and every duration at the median of its
+ * key over the counted steps (the window from the graph's pin; what ran
+ * before it stays as recorded, as in graph_retime): a kernel's time by its
+ * name, grid and block, and whether a collective ran beside it; a copy's or
+ * memset's by its name and bytes; a collective's (and its transfer) by its
+ * name, grid and place among the step's collectives (its bucket); the
+ * GPU's gap between a stream's two kernels by their names; a call's own
+ * time by its name, range path and place in the step (the k-th of its key
+ * in one step is the same work as the k-th in another); the host's work
+ * between two calls of a thread (and an anchor: work no recorded call
+ * launched, a thread's first call) by both calls' names, range paths and
+ * place. A key of one instance says nothing typical: such a duration takes
+ * a coarser key's median (graph_typical below), a stream's gap its kind's.
+ * Its instants (graph_instant) between two calls of a thread lie as far
+ * between them as recorded. 0, or -1 after one line.
  */
 struct graph_typical {
 	int64_t delay[GE_KIND_COUNT];  /* per kind, of its start edges (GE_COLL's: 0) */
