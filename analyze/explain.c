@@ -20,6 +20,7 @@
 #include "analyze/explain_path.h"
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/human.h"
 #include "replay/memory.h"
 
 const char *const explain_part_names[EP_COUNT] = {
@@ -465,6 +466,8 @@ static int typical_steps(struct ctx *c)
 
 	if (graph_retime_typical(&c->g, NULL, 0, NULL, &t, &c->typ) < 0)
 		return -1;
+	if (c->typ.skipped)
+		return 0;   /* past the memory budget: said in a note */
 	c->typical_step = calloc(c->n_steps + 1, sizeof(uint64_t));
 	if (!c->typical_step) {
 		graph_times_release(&t);
@@ -880,6 +883,31 @@ fail:
 	return -1;
 }
 
+/* A finding whose predicted saving is under this share of the step predicts none. */
+#define NO_SAVING 0.005
+
+/*
+ * The findings (ranked) less those whose re-timing predicts no saving:
+ * their time is real but not the step's to lose (the DDP sample's exposed
+ * communication beside a host-bound step); their titles and times go to
+ * `none` for a note. Returns how many are left.
+ */
+static size_t drop_no_saving(const struct ctx *c, struct finding *f, size_t n, char *none, size_t size)
+{
+	size_t kept = 0, at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].predicted < 0 || f[i].saving >= NO_SAVING * c->measured) {
+			f[kept++] = f[i];
+			continue;
+		}
+		if (at + 2 < size)
+			at += (size_t)snprintf(none + at, size - at, "%s%s (predicted %.3f ms)", at ? "; " : "",
+					       f[i].title, f[i].predicted / 1e6);
+	}
+	return kept;
+}
+
 static int cmp_finding(const void *pa, const void *pb)
 {
 	const struct finding *a = pa, *b = pb;
@@ -1139,6 +1167,13 @@ static void replay_table(const struct ctx *c, struct report *r)
 	table_float(t, 0);
 	table_float(t, 0);
 	table_float(t, c->spread);
+	if (k->skipped) {
+		char need[32];
+
+		report_note(r, "replay with typical delays: not done: it needs %s more than the memory limit leaves "
+			       "(--memory-limit)", human_bytes(need, sizeof(need), (double)k->skipped));
+		return;
+	}
 	table_row(t);
 	table_str(t, "typical delays");
 	ms_cell(t, c->measured);
@@ -1210,7 +1245,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	uint32_t *on_path = NULL;
 	size_t n_f = 0, walked, n_path = 0, n_edges[GE_KIND_COUNT] = { 0 };
 	int top = o->top > 0 ? o->top : 15, walk;
-	char coll_note[128] = "";
+	char coll_note[128] = "", none[512] = "";
 	double total_cp = 0, host = 0;
 
 	if (ctx_init(&c, rs, o) < 0)
@@ -1228,6 +1263,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	if (findings(&c, n_path ? host / (double)n_path : 0, f, &n_f) < 0)
 		goto fail;
 	qsort(f, n_f, sizeof(f[0]), cmp_finding);
+	n_f = drop_no_saving(&c, f, n_f, none, sizeof(none));
 	if (sum)
 		summarise(&c, f, n_f, sum);
 	if (!r)
@@ -1244,7 +1280,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		table_add_column(t, name, COL_FLOAT, 3);
 	}
 	table_add_column(t, "Replayed", COL_FLOAT, 3);
-	table_add_column(t, "Typical", COL_FLOAT, 3);
+	if (!c.typ.skipped)
+		table_add_column(t, "Typical", COL_FLOAT, 3);
 	if (c.has_cost)
 		table_add_column(t, "Unrecorded", COL_FLOAT, 3);
 	for (size_t i = 0; i < c.n_meas; i++) {
@@ -1258,7 +1295,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		for (int p = 0; p < EP_COUNT; p++)
 			ms_cell(t, c.part[s][p]);
 		ms_cell(t, (double)c.replayed_step[s]);
-		ms_cell(t, (double)c.typical_step[s]);
+		if (!c.typ.skipped)
+			ms_cell(t, (double)c.typical_step[s]);
 		if (c.has_cost)
 			ms_cell(t, (double)c.unrecorded_step[s]);
 	}
@@ -1268,7 +1306,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	for (int p = 0; p < EP_COUNT; p++)
 		ms_cell(t, part_mean(&c, p));
 	ms_cell(t, c.replayed);
-	ms_cell(t, c.typical);
+	if (!c.typ.skipped)
+		ms_cell(t, c.typical);
 	if (c.has_cost)
 		ms_cell(t, c.unrecorded);
 	table_row(t);
@@ -1277,7 +1316,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	for (int p = 0; p < EP_COUNT; p++)
 		table_float(t, c.measured > 0 ? 100 * part_mean(&c, p) / c.measured : 0);
 	table_float(t, c.measured > 0 ? 100 * c.replayed / c.measured : 0);
-	table_float(t, c.measured > 0 ? 100 * c.typical / c.measured : 0);
+	if (!c.typ.skipped)
+		table_float(t, c.measured > 0 ? 100 * c.typical / c.measured : 0);
 	if (c.has_cost)
 		table_float(t, c.measured > 0 ? 100 * c.unrecorded / c.measured : 0);
 	if (c.has_cost)
@@ -1336,6 +1376,9 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	}
 	for (size_t i = 0; i < n_f; i++)
 		report_note(r, "finding %zu, %s: %s", i + 1, f[i].title, f[i].evidence);
+	if (none[0])
+		report_note(r, "no saving predicted: %s: re-timed without each, the step is no shorter (by under %.1f%% of it): "
+			       "another part of the step decides it", none, 100 * NO_SAVING);
 	if (!n_f)
 		report_note(r, "findings: none above their thresholds (launch-bound 5%%, sync stalls 1%%, exposed "
 			       "communication 2%%, optimizer 10%%, idle at the edges 3%% of the step)");

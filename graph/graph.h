@@ -295,7 +295,10 @@ void graph_times_release(struct graph_times *t);
  * place. A key of one instance says nothing typical: such a duration takes
  * a coarser key's median (graph_typical below), a stream's gap its kind's.
  * Its instants (graph_instant) between two calls of a thread lie as far
- * between them as recorded. 0, or -1 after one line.
+ * between them as recorded. It needs about 40 bytes more per node and per
+ * edge than a re-timing; past the analysis budget (lib/memlimit.h) it is
+ * not done, and says so in info->skipped, t left empty. 0, or -1 after one
+ * line.
  */
 struct graph_typical {
 	int64_t delay[GE_KIND_COUNT];  /* per kind, of its start edges (GE_COLL's: 0) */
@@ -309,6 +312,7 @@ struct graph_typical {
 	 */
 	size_t gpu[4];                 /* work on the GPU (collectives' transfers too) */
 	size_t host[4];                /* calls' own times and the host's work between calls */
+	uint64_t skipped;              /* not done: the bytes it needs are past the analysis budget (t empty) */
 };
 int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, size_t n,
 			 const struct graph_ranks_model *rm, struct graph_times *t, struct graph_typical *info);

@@ -998,41 +998,47 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 
 /* ---- the typical replay ------------------------------------------------- */
 
-/* A duration or delay under its key: what makes two of them the same work. */
+/*
+ * A duration or delay of the typical replay, under the hash of its key:
+ * what makes two of them the same work (item_hash). 24 bytes an item, for
+ * a graph of millions of nodes.
+ */
 struct keyed {
-	uint64_t k[4];                 /* the host's: k[3] its occurrence in its step, counted once keyed */
+	uint64_t h;
 	int64_t v;
 	uint32_t at;                   /* a node (own time), or n_nodes + an edge (delay) */
-	int32_t step;                  /* the host's: the step it is in (-1 none) */
-	uint64_t when;                 /* the host's: its start, to count its occurrences in order */
+	int32_t step;                  /* its step (-1 none); once counted, its place among its key's in the step */
 };
 
-enum { KEY_KERNEL = 1, KEY_COPY, KEY_CALL, KEY_HOST, KEY_XFER, KEY_GAP };
-/* Flags in a key's first word: a kernel beside a collective; a duration also keyed by its place in the step (k[3]). */
-#define KEY_BESIDE (UINT64_C(1) << 55)
-#define KEY_PLACE (UINT64_C(1) << 54)
+enum { KEY_CALL = 1, KEY_HOST, KEY_KERNEL, KEY_COPY, KEY_XFER, KEY_GAP };
 
 static int cmp_keyed(const void *x, const void *y)
 {
 	const struct keyed *a = x, *b = y;
 
-	for (int i = 0; i < 4; i++)
-		if (a->k[i] != b->k[i])
-			return a->k[i] < b->k[i] ? -1 : 1;
+	if (a->h != b->h)
+		return a->h < b->h ? -1 : 1;
 	return a->v < b->v ? -1 : a->v > b->v;
 }
 
-/* The host's durations by key, then step, then time: the order their occurrences are counted in. */
-static int cmp_occurrence(const void *x, const void *y)
+/* By key, then step, then place in the graph (nodes and edges are in time order there): to count places. */
+static int cmp_place(const void *x, const void *y)
 {
 	const struct keyed *a = x, *b = y;
 
-	for (int i = 0; i < 3; i++)
-		if (a->k[i] != b->k[i])
-			return a->k[i] < b->k[i] ? -1 : 1;
+	if (a->h != b->h)
+		return a->h < b->h ? -1 : 1;
 	if (a->step != b->step)
 		return a->step < b->step ? -1 : 1;
-	return a->when < b->when ? -1 : a->when > b->when;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
+	h ^= h >> 31;
+	h *= UINT64_C(0xbf58476d1ce4e5b9);
+	return h ^ (h >> 29);
 }
 
 /* A node's name and range path (a call's range's; UINT32_MAX none). */
@@ -1058,82 +1064,6 @@ static void name_path(const struct graph *g, int32_t i, uint32_t *name, uint32_t
 		*path = rp->ranges[range].path;
 }
 
-/* The key of a node's own time: a kernel's name, grid and block; a copy's name and bytes; a call's name and range. */
-static void node_key(const struct graph *g, int32_t i, uint64_t *k)
-{
-	const struct graph_node *n = &g->nodes[i];
-	uint32_t name, path;
-
-	name_path(g, i, &name, &path);
-	memset(k, 0, 4 * sizeof(*k));
-	if (n->kind == GN_API) {
-		k[0] = (uint64_t)KEY_CALL << 56 | KEY_PLACE | (uint64_t)(n->rank & 0xffffff) << 32 | name;
-		k[1] = path;
-		return;
-	}
-	if (n->kind == GN_GPU) {
-		const struct replay *rp = g->rp[n->rank];
-		const struct replay_activity *a = &rp->activities[n->index];
-
-		if (a->kind == ST_KERNEL) {
-			k[0] = (uint64_t)KEY_KERNEL << 56 | (uint64_t)(n->rank & 0xffffff) << 32 | name;
-			if (a->detail < rp->n_kernel_cfg) {
-				const struct replay_kernel_cfg *c = &rp->kernel_cfg[a->detail];
-
-				k[1] = (uint64_t)c->grid[0] << 32 | c->grid[1];
-				k[2] = (uint64_t)c->grid[2] << 32 | c->block[0];
-				k[3] = (uint64_t)c->block[1] << 32 | c->block[2];
-			}
-		} else {
-			k[0] = (uint64_t)KEY_COPY << 56 | (uint64_t)(n->rank & 0xffffff) << 32 | name;
-			k[1] = a->bytes;
-			k[2] = a->kind;
-		}
-	}
-}
-
-/* Where a duration keyed by its place is (its step and start: its occurrence is counted by them). */
-static void host_place(const struct graph *g, int32_t i, struct keyed *x)
-{
-	const struct graph_node *n = &g->nodes[i];
-	const struct replay *rp;
-
-	x->step = -1;
-	x->when = 0;
-	if (n->kind == GN_COLL)
-		return;
-	rp = g->rp[n->rank];
-	x->when = n->start;
-	if (!(x->k[0] & KEY_PLACE))
-		return;
-	if (n->kind == GN_API)
-		x->step = replay_step_at(rp, rp->apis[n->index].start);
-	else
-		x->step = rp->activities[n->index].step;
-}
-
-/*
- * A key made coarser for `level` (0: as it is): the host's without its
- * place in the step (1), then without its ranges (2); a kernel's by its
- * name alone, a copy's by its name and kind (2).
- */
-static void coarser(struct keyed *x, int level)
-{
-	int kind = (int)(x->k[0] >> 56);   /* the flags are below bit 56 */
-
-	if (level >= 1 && (x->k[0] & KEY_PLACE))
-		x->k[3] = 0;
-	if (kind == KEY_CALL || kind == KEY_HOST) {
-		if (level >= 2)
-			x->k[1] = 0;
-	} else if (level >= 2) {
-		x->k[0] &= ~KEY_BESIDE;
-		x->k[1] = 0;
-		if (kind != KEY_COPY)
-			x->k[2] = x->k[3] = 0;
-	}
-}
-
 /* A launch edge from the call that launched its work (else an anchor: the latest call before it). */
 static bool true_launch(const struct graph *g, const struct graph_edge *e)
 {
@@ -1141,6 +1071,91 @@ static bool true_launch(const struct graph *g, const struct graph_edge *e)
 
 	return f->kind == GN_API && t->kind == GN_GPU && f->rank == t->rank &&
 	       g->rp[t->rank]->activities[t->index].api == f->index;
+}
+
+/* What item `at` is (KEY_...), 0: no duration of its own (a latency at its kind's typical, or nothing). */
+static int item_kind(const struct graph *g, uint32_t at)
+{
+	const struct graph_edge *e;
+
+	if (at < g->n_nodes) {
+		const struct graph_node *n = &g->nodes[at];
+
+		return n->kind == GN_COLL ? 0 : n->kind == GN_API ? KEY_CALL : n->work == GW_COPY ? KEY_COPY : KEY_KERNEL;
+	}
+	e = &g->edges[at - g->n_nodes];
+	switch (e->kind) {
+	case GE_THREAD: return KEY_HOST;
+	case GE_LAUNCH: return true_launch(g, e) ? 0 : KEY_HOST;
+	case GE_COLL: return e->to_end ? KEY_XFER : 0;
+	case GE_STREAM: return g->nodes[e->from].kind == GN_GPU ? KEY_GAP : 0;
+	default: return 0;
+	}
+}
+
+/* The node an item is of: itself, or its edge's target. */
+static int32_t item_node(const struct graph *g, uint32_t at)
+{
+	return at < g->n_nodes ? (int32_t)at : g->edges[at - g->n_nodes].to;
+}
+
+/* Whether an item is also keyed by its place in its step: the host's, and collectives (their buckets). */
+static bool item_placed(const struct graph *g, uint32_t at, int kind)
+{
+	return kind == KEY_CALL || kind == KEY_HOST ||
+	       ((kind == KEY_KERNEL || kind == KEY_XFER) && g->nodes[item_node(g, at)].work == GW_COMM);
+}
+
+/*
+ * The hash of an item's key at `level` (its place in the step is mixed in
+ * by the caller at level 0): the host's calls by their thread, names and
+ * range paths (level 2: without the paths); a kernel by its name, grid, block and
+ * whether a collective ran beside it (level 2: its name); a copy by its
+ * name, kind and bytes (level 2: without its bytes); a collective's
+ * transfer as its kernel; a stream's gap by its kernels' names.
+ */
+static uint64_t item_hash(const struct graph *g, uint32_t at, int kind, int level, const struct busy *busy,
+			  size_t n_busy)
+{
+	int32_t i = item_node(g, at);
+	const struct graph_node *n = &g->nodes[i];
+	uint32_t name, path, fn = 0, fp = UINT32_MAX;
+	uint64_t h = mix((uint64_t)kind, n->rank);
+
+	name_path(g, i, &name, &path);
+	if (at >= g->n_nodes) {
+		const struct graph_edge *e = &g->edges[at - g->n_nodes];
+
+		name_path(g, e->from, &fn, &fp);
+		h = mix(mix(h, e->kind), fn);
+	}
+	h = mix(h, name);
+	if (kind == KEY_CALL || kind == KEY_HOST) {   /* a thread's work is its own: by its thread too */
+		if (n->kind == GN_API)
+			h = mix(h, g->rp[n->rank]->apis[n->index].thread);
+		return level < 2 ? mix(mix(h, path), fp) : h;
+	}
+	if ((kind == KEY_KERNEL || kind == KEY_XFER) && level < 2) {
+		const struct replay *rp = g->rp[n->rank];
+		const struct replay_activity *a = &rp->activities[n->index];
+
+		if (a->detail < rp->n_kernel_cfg) {
+			const struct replay_kernel_cfg *c = &rp->kernel_cfg[a->detail];
+
+			for (int k = 0; k < 3; k++)
+				h = mix(mix(h, c->grid[k]), c->block[k]);
+		}
+		if (kind == KEY_KERNEL && n->work == GW_KERNEL && busy)   /* beside a collective: slower */
+			h = mix(h, busy_at(busy, n_busy, n->rank, n->start));
+	}
+	if (kind == KEY_COPY) {
+		const struct replay_activity *a = &g->rp[n->rank]->activities[n->index];
+
+		h = mix(h, a->kind);
+		if (level < 2)
+			h = mix(h, a->bytes);
+	}
+	return h;
 }
 
 static int cmp_i64(const void *x, const void *y)
@@ -1167,185 +1182,145 @@ static int64_t deciding_median(const struct graph *g, int kind, bool end, int64_
 	return v[(n - 1) / 2];
 }
 
+/* The median of v[i .. j) (sorted): of two middle ones, their mean. */
+static int64_t median_of(const struct keyed *v, size_t i, size_t j)
+{
+	int64_t a = v[i + (j - i - 1) / 2].v, b = v[i + (j - i) / 2].v;
+
+	return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+}
+
+/* What the typical replay takes besides one re-timing, per node and per edge (graph_retime_typical). */
+#define TYPICAL_BYTES(g) (((g)->n_nodes + (g)->n_edges + 1) * (sizeof(struct keyed) + 1 + sizeof(int64_t)) + \
+			  ((g)->n_nodes + 1) * sizeof(int64_t))
+
 int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, size_t n,
 			 const struct graph_ranks_model *rm, struct graph_times *t, struct graph_typical *info)
 {
-	size_t nk = 0, bytes = (g->n_nodes + g->n_edges + 1) * (2 * sizeof(struct keyed) + 2 * sizeof(int64_t) + 1);
-	struct keyed *kv, *tmp = NULL;
-	int64_t *med = NULL;
-	int8_t *used = NULL;
+	size_t nk = 0, n_busy = 0, bytes = TYPICAL_BYTES(g);
+	struct keyed *kv = NULL;
 	struct busy *busy = NULL;
-	size_t n_busy = 0;
-	int64_t *delay, *v;
-	uint64_t *own;
-	int ret;
+	int8_t *used = NULL;
+	int64_t *delay = NULL, *v = NULL;
+	uint64_t *own = NULL;
+	int ret = -1;
 
 	memset(t, 0, sizeof(*t));
 	memset(info, 0, sizeof(*info));
+	if (!memory_budget_fits(bytes)) {
+		info->skipped = bytes;
+		return 0;
+	}
 	if (memory_budget_claim(bytes, "explain's typical replay") < 0)
 		return -1;
 	for (size_t i = 0; i < g->n_nodes; i++)
 		n_busy += g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_COMM;
 	busy = n_busy ? busy_build(g, n_busy) : NULL;
 	kv = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*kv));
+	used = malloc(g->n_nodes + g->n_edges + 1);
 	delay = malloc((g->n_edges + 1) * sizeof(*delay));
 	own = malloc((g->n_nodes + 1) * sizeof(*own));
 	v = malloc((g->n_nodes + 1) * sizeof(*v));
-	tmp = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*tmp));
-	med = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*med));
-	used = malloc(g->n_nodes + g->n_edges + 1);
-	if (!kv || !delay || !own || !v || !tmp || !med || !used || (n_busy && !busy)) {
-		ret = error("out of memory");
+	if (!kv || !used || !delay || !own || !v || (n_busy && !busy)) {
+		error("out of memory");
 		goto out;
 	}
 	/* latencies: each kind's median over the edges that decided */
 	for (int kind = 0; kind < GE_KIND_COUNT; kind++)
 		info->delay[kind] = deciding_median(g, kind, false, g->typical[kind], v);
 	info->sync_end = deciding_median(g, GE_SYNC, true, 0, v);
+	for (size_t i = 0; i < g->n_nodes; i++)
+		own[i] = g->nodes[i].own;
+	for (size_t e = 0; e < g->n_edges; e++) {
+		const struct graph_edge *x = &g->edges[e];
+
+		delay[e] = x->kind == GE_SYNC ? (x->to_end ? info->sync_end : info->delay[GE_SYNC])
+			 : x->kind == GE_LAUNCH && true_launch(g, x) ? info->delay[GE_LAUNCH]
+			 : x->kind == GE_WAIT || x->kind == GE_STREAM ? info->delay[x->kind] : x->delay;
+	}
 	/*
 	 * durations: each node's own time, and the host's work between calls,
 	 * under their keys; over the re-timed window only (what ran before it,
 	 * warm-up steps, stays as recorded and is no instance of the typical)
 	 */
-	for (size_t i = 0; i < g->n_nodes; i++) {
-		own[i] = g->nodes[i].own;
-		if (g->nodes[i].kind == GN_COLL || g->nodes[i].start < g->pin)
+	for (uint32_t at = 0; at < g->n_nodes + g->n_edges; at++) {
+		int32_t i = item_node(g, at);
+		const struct graph_node *x = &g->nodes[i];
+		int kind = item_kind(g, at);
+		const struct replay *rp;
+
+		if (!kind || x->start < g->pin)
 			continue;
-		node_key(g, (int32_t)i, kv[nk].k);
-		if (g->nodes[i].work == GW_KERNEL && busy && busy_at(busy, n_busy, g->nodes[i].rank, g->nodes[i].start))
-			kv[nk].k[0] |= KEY_BESIDE;   /* beside a collective: slower (graph_contention) */
-		if (g->nodes[i].work == GW_COMM)   /* the k-th collective of a step: its bucket's size */
-			kv[nk].k[0] |= KEY_PLACE;
-		kv[nk].v = (int64_t)g->nodes[i].own;
-		kv[nk].at = (uint32_t)i;
-		host_place(g, (int32_t)i, &kv[nk]);
+		rp = g->rp[x->rank];
+		kv[nk] = (struct keyed){
+			.h = item_hash(g, at, kind, 1, busy, n_busy),
+			.v = at < g->n_nodes ? (int64_t)x->own : g->edges[at - g->n_nodes].delay,
+			.at = at,
+			.step = !item_placed(g, at, kind) ? -1
+				: x->kind == GN_API ? replay_step_at(rp, rp->apis[x->index].start) : rp->activities[x->index].step,
+		};
 		nk++;
 	}
-	for (size_t e = 0; e < g->n_edges; e++) {
-		const struct graph_edge *x = &g->edges[e];
-		bool before = g->nodes[x->to].start < g->pin;
-
-		switch (x->kind) {
-		case GE_THREAD:
-		case GE_LAUNCH:
-			if (x->kind == GE_LAUNCH && true_launch(g, x)) {
-				delay[e] = info->delay[GE_LAUNCH];
-				break;
-			}
-			delay[e] = x->delay;
-			if (!before) {
-				uint32_t fn, fp, tn, tp;
-
-				name_path(g, x->from, &fn, &fp);
-				name_path(g, x->to, &tn, &tp);
-				kv[nk].k[0] = (uint64_t)KEY_HOST << 56 | KEY_PLACE | (uint64_t)(g->nodes[x->to].rank & 0xffffff) << 32 |
-					      fn;
-				kv[nk].k[1] = (uint64_t)fp << 32 | tp;
-				kv[nk].k[2] = (uint64_t)x->kind << 32 | tn;
-				kv[nk].k[3] = 0;
-				kv[nk].v = x->delay;
-				kv[nk].at = (uint32_t)(g->n_nodes + e);
-				host_place(g, x->to, &kv[nk]);
-				nk++;
-			}
-			break;
-		case GE_COLL:
-			delay[e] = x->delay;
-			if (x->to_end && !before) {   /* the transfer: a duration of the collective's kernel */
-				node_key(g, x->to, kv[nk].k);
-				kv[nk].k[0] = (kv[nk].k[0] & ~(UINT64_C(0xff) << 56)) | (uint64_t)KEY_XFER << 56 | KEY_PLACE;
-				kv[nk].v = x->delay;
-				kv[nk].at = (uint32_t)(g->n_nodes + e);
-				host_place(g, x->to, &kv[nk]);
-				nk++;
-			}
-			break;
-		case GE_SYNC:
-			delay[e] = x->to_end ? info->sync_end : info->delay[GE_SYNC];
-			break;
-		case GE_STREAM:
-			/* the GPU's gap between two kernels: by their names, else its kind's */
-			delay[e] = info->delay[GE_STREAM];
-			if (!before && g->nodes[x->from].kind == GN_GPU) {
-				uint32_t fn, fp, tn, tp;
-
-				name_path(g, x->from, &fn, &fp);
-				name_path(g, x->to, &tn, &tp);
-				memset(kv[nk].k, 0, sizeof(kv[nk].k));
-				kv[nk].k[0] = (uint64_t)KEY_GAP << 56 | (uint64_t)(g->nodes[x->to].rank & 0xffffff) << 32 | fn;
-				kv[nk].k[1] = tn;
-				kv[nk].v = x->delay;
-				kv[nk].at = (uint32_t)(g->n_nodes + e);
-				host_place(g, x->to, &kv[nk]);
-				nk++;
-			}
-			break;
-		default:
-			delay[e] = info->delay[x->kind];
-			break;
-		}
-	}
-	/* the host's: the k-th of its key in its step is the same work as the k-th in another step */
-	qsort(kv, nk, sizeof(*kv), cmp_occurrence);
+	/* the k-th of a key in its step is the same work as the k-th in another step */
+	qsort(kv, nk, sizeof(*kv), cmp_place);
 	for (size_t i = 0, j; i < nk; i = j) {
-		for (j = i + 1; j < nk && !memcmp(kv[j].k, kv[i].k, 3 * sizeof(uint64_t)) && kv[j].step == kv[i].step; j++)
+		for (j = i + 1; j < nk && kv[j].h == kv[i].h && kv[j].step == kv[i].step; j++)
 			;
-		if (kv[i].k[0] & KEY_PLACE)
-			for (size_t k = i; k < j; k++)
-				kv[k].k[3] = k - i;
+		for (size_t k = i; k < j; k++)
+			kv[k].step = kv[k].step < 0 ? -1 : (int32_t)(k - i);
 	}
 	/*
 	 * Each duration at the median of its key's, where the key has two or
-	 * more; else of a coarser key: the host's without its place in the step,
-	 * then without its ranges; a kernel's by its name alone, a copy's by its
-	 * kind (this last level only where three or more share it). One of a
-	 * kind at every level keeps its own time (counted).
+	 * more; else of a coarser key: without its place in the step, then
+	 * without the ranges, the kernels' shapes and the copies' bytes (this
+	 * last level only where three or more share it: two of a coarse key may
+	 * be no kin, a host gap of 0.1 ms and one of 100). One of a kind at
+	 * every level keeps its own time (counted).
 	 */
-	for (size_t i = 0; i < nk; i++)
-		kv[i].step = (int32_t)i;   /* from here: the item's place, to come back to */
-	memset(used, -1, nk + 1);
+	memset(used, -1, g->n_nodes + g->n_edges + 1);
 	for (int level = 0; level < 3; level++) {
 		for (size_t i = 0; i < nk; i++) {
-			tmp[i] = kv[i];
-			coarser(&tmp[i], level);
+			int kind = item_kind(g, kv[i].at);
+
+			kv[i].h = item_hash(g, kv[i].at, kind, level, busy, n_busy);
+			if (!level && kv[i].step >= 0)
+				kv[i].h = mix(kv[i].h, (uint64_t)kv[i].step + 1);
 		}
-		qsort(tmp, nk, sizeof(*tmp), cmp_keyed);
+		qsort(kv, nk, sizeof(*kv), cmp_keyed);
 		for (size_t i = 0, j; i < nk; i = j) {
-			for (j = i; j < nk && !memcmp(tmp[j].k, tmp[i].k, sizeof(tmp[i].k)); j++)
+			int64_t m;
+
+			for (j = i + 1; j < nk && kv[j].h == kv[i].h; j++)
 				;
-			/* two of a coarse key may be no kin (a host gap of 0.1 ms and one of 100): three at least there */
-			for (size_t k = i; k < j && j - i >= (level < 2 ? 2u : 3u); k++)
-				if (used[tmp[k].step] < 0) {
-					/* the median (sorted by value in the key): of two middle ones, their mean */
-					med[tmp[k].step] = tmp[i + (j - i - 1) / 2].v / 2 + tmp[i + (j - i) / 2].v / 2 +
-							   (tmp[i + (j - i - 1) / 2].v % 2 + tmp[i + (j - i) / 2].v % 2) / 2;
-					used[tmp[k].step] = (int8_t)level;
-				}
+			if (j - i < (level < 2 ? 2u : 3u))
+				continue;
+			m = median_of(kv, i, j);
+			for (size_t k = i; k < j; k++) {
+				uint32_t at = kv[k].at;
+
+				if (used[at] >= 0)
+					continue;
+				used[at] = (int8_t)level;
+				if (at < g->n_nodes)
+					own[at] = m > 0 ? (uint64_t)m : 0;
+				else
+					delay[at - g->n_nodes] = m;
+			}
 		}
 	}
 	for (size_t i = 0; i < nk; i++) {
-		bool host = kv[i].k[0] >> 56 == KEY_CALL || kv[i].k[0] >> 56 == KEY_HOST;
-		int64_t m = used[i] >= 0 ? med[i] : kv[i].v;
-		int32_t node = kv[i].at < g->n_nodes ? (int32_t)kv[i].at : g->edges[kv[i].at - g->n_nodes].to;
+		int kind = item_kind(g, kv[i].at);
 
-		if (kv[i].at < g->n_nodes)
-			own[kv[i].at] = m > 0 ? (uint64_t)m : 0;
-		else
-			delay[kv[i].at - g->n_nodes] = m;
-		if (g->nodes[node].start < g->pin)
-			continue;   /* counted over the re-timed window only */
-		if (host)
-			info->host[used[i] + 1]++;
-		else
-			info->gpu[used[i] + 1]++;
+		if (kind == KEY_CALL || kind == KEY_HOST)
+			info->host[used[kv[i].at] + 1]++;
+		else if (kind != KEY_GAP)   /* a gap of one of a kind takes its kind's median */
+			info->gpu[used[kv[i].at] + 1]++;
 	}
 	ret = retime(g, rules, n, rm, delay, own, t);
 	t->between = true;
 out:
 	free(busy);
 	free(kv);
-	free(tmp);
-	free(med);
 	free(used);
 	free(delay);
 	free(own);
