@@ -333,35 +333,6 @@ static double window_span(const struct ctx *c, const struct graph_times *t, doub
 }
 
 /*
- * The mean counted step under rules: the steps' host span as re-timed, at
- * least the GPU's time per step (gpu_span: a host that runs ahead waits
- * for it in the end). Both are monotone in every delay and duration of the
- * graph, so a rule that only shrinks them never lengthens the prediction.
- * -1 after an error line.
- */
-static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
-		   double *mean)
-{
-	struct graph_times t;
-	double host = 1, busy;
-
-	if (graph_retime(&c->g, rules, n, rm, &t) < 0)
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (rules[i].kind == GR_HOST)
-			host *= rules[i].factor;
-		else if (rules[i].kind == GR_GRAPH)
-			host = 0;   /* the host's work takes no time: up to the step's end too */
-	*mean = window_span(c, &t, host);
-	/* less what the recorded run's GPU time already exceeded its steps by: no rule, no change */
-	busy = gpu_span(c, &t) - c->gpu_slack;
-	if (busy > *mean)
-		*mean = busy;
-	graph_times_release(&t);
-	return 0;
-}
-
-/*
  * Each step's GPU time as re-timed: from its work's first start to its last
  * end, less what that exceeded the step by as recorded (floor[s], ns).
  */
@@ -400,6 +371,116 @@ static void step_floors(const struct ctx *c, const struct graph_times *t, double
 		floor[s] = (double)(v[1] - v[0]) > slack ? (double)(v[1] - v[0]) - slack : 0;
 	}
 	free(lo);
+}
+
+/* A prediction: the mean counted step, and its interval (ns). */
+struct prediction {
+	double mean, lo, hi;
+};
+
+/* The q-quantile of v[0 .. n) (sorted), interpolated between ranks. */
+static double quantile(const double *v, size_t n, double q)
+{
+	double at = q * (double)(n - 1);
+	size_t i = (size_t)at;
+
+	return i + 1 < n ? v[i] + (at - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+/*
+ * The interval of a prediction `mean` from the re-timed graph t: each
+ * counted step predicted on its own, as the window is (window_span,
+ * gpu_span) but from the step before's end: the later of its host end and
+ * of the last end of its and earlier steps' work, less the earlier's
+ * (the first from the pin); their spread about their mean, as a share of
+ * it, from the 10th to the 90th percentile, applied to `mean`; widened by
+ * the rules' own calibration errors (graph_rule.error, relative; several
+ * combined as independent: the root of their squares). Always lo <= mean
+ * <= hi.
+ */
+static void interval(const struct ctx *c, const struct graph_times *t, const struct graph_rule *rules, size_t n,
+		     double host, struct prediction *p)
+{
+	const struct replay *rp = c->rp;
+	uint64_t *gpu_end = calloc(c->n_steps + 1, sizeof(uint64_t));
+	double *d = malloc((c->n_meas + 1) * sizeof(double));
+	double sum = 0, err = 0, qlo = 0, qhi = 0;
+
+	for (size_t i = 0; i < n; i++)
+		err += rules[i].error * rules[i].error;
+	err = sqrt(err);
+	if (gpu_end && d && c->n_meas) {
+		uint64_t host_before = c->g.pin, gpu_before = c->g.pin;
+
+		for (size_t i = 0; i < rp->n_activities; i++) {
+			int32_t s = act_step(c, &rp->activities[i]), k = c->g.act_node[0][i];
+
+			if (s >= 0 && t->end[k] > gpu_end[s])
+				gpu_end[s] = t->end[k];
+		}
+		for (size_t i = 0; i < c->n_meas; i++) {
+			const struct replay_step *st = &c->steps[c->meas[i]];
+			uint64_t b = graph_instant(&c->g, t, 0, st->thread, st->end, host);
+			uint64_t g = gpu_end[c->meas[i]] > gpu_before ? gpu_end[c->meas[i]] : gpu_before;
+
+			d[i] = (double)(b > host_before ? b - host_before : 0);
+			if ((double)(g - gpu_before) - c->gpu_slack > d[i])
+				d[i] = (double)(g - gpu_before) - c->gpu_slack;
+			host_before = b > host_before ? b : host_before;
+			gpu_before = g;
+			sum += d[i];
+		}
+		for (size_t i = 0; i < c->n_meas && sum > 0; i++)
+			d[i] = d[i] / (sum / (double)c->n_meas) - 1;
+		if (sum > 0) {
+			qsort(d, c->n_meas, sizeof(*d), cmp_double);
+			qlo = quantile(d, c->n_meas, 0.1);
+			qhi = quantile(d, c->n_meas, 0.9);
+		}
+	}
+	p->lo = p->mean * (1 + (qlo < 0 ? qlo : 0) - err);
+	p->hi = p->mean * (1 + (qhi > 0 ? qhi : 0) + err);
+	if (p->lo < 0)
+		p->lo = 0;
+	free(gpu_end);
+	free(d);
+}
+
+/*
+ * The mean counted step under rules: the steps' host span as re-timed, at
+ * least the GPU's time per step (gpu_span: a host that runs ahead waits
+ * for it in the end), and its interval (interval()). The mean is monotone
+ * in every delay and duration of the graph, so a rule that only shrinks
+ * them never lengthens it. -1 after an error line.
+ */
+static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
+		   struct prediction *p)
+{
+	struct graph_times t;
+	double host = 1, busy;
+
+	if (graph_retime(&c->g, rules, n, rm, &t) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].kind == GR_HOST)
+			host *= rules[i].factor;
+		else if (rules[i].kind == GR_GRAPH)
+			host = 0;   /* the host's work takes no time: up to the step's end too */
+	p->mean = window_span(c, &t, host);
+	/* less what the recorded run's GPU time already exceeded its steps by: no rule, no change */
+	busy = gpu_span(c, &t) - c->gpu_slack;
+	if (busy > p->mean)
+		p->mean = busy;
+	interval(c, &t, rules, n, host, p);
+	graph_times_release(&t);
+	return 0;
 }
 
 /*
@@ -600,20 +681,25 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 struct finding {
 	char title[96], evidence[512];
 	double predicted, saving;      /* ns; predicted < 0: none predicted (memory) */
+	double lo, hi;                 /* the prediction's interval (predict()); both `predicted` when none */
 	bool at_most;
 };
 
 static int finding_predict(const struct ctx *c, struct finding *f, const char *rule_text)
 {
 	struct graph_rule rule;
+	struct prediction p;
 	int ret;
 
 	if (graph_rule_parse(&rule, rule_text) < 0)
 		return -1;
-	ret = predict(c, &rule, 1, NULL, &f->predicted);
+	ret = predict(c, &rule, 1, NULL, &p);
 	free((char *)rule.pattern);
 	if (ret < 0)
 		return -1;
+	f->predicted = p.mean;
+	f->lo = p.lo;
+	f->hi = p.hi;
 	f->saving = c->measured - f->predicted;
 	return 0;
 }
@@ -836,7 +922,7 @@ static int findings(const struct ctx *c, double host, struct finding *f, size_t 
 				 "before its first and after its last work the GPU is idle %.3f ms per step (%.1f%%): "
 				 "the host's work between steps (logging, data, the loop) not overlapped with the GPU's",
 				 edge / 1e6, 100 * edge / m);
-			f[n].predicted = m - edge;
+			f[n].predicted = f[n].lo = f[n].hi = m - edge;
 			f[n].saving = edge;
 			f[n].at_most = true;
 			n++;
@@ -1027,9 +1113,11 @@ static int what_if_table(const struct ctx *c, struct report *r)
 	table_add_column(t, "Measured", COL_FLOAT, 3);
 	table_add_column(t, "Replayed", COL_FLOAT, 3);
 	table_add_column(t, "Predicted", COL_FLOAT, 3);
+	table_add_column(t, "Low", COL_FLOAT, 3);
+	table_add_column(t, "High", COL_FLOAT, 3);
 	table_add_column(t, "Change (%)", COL_FLOAT, 1);
 	for (size_t i = 0; i <= o->n_rules; i++) {
-		double p;
+		struct prediction p;
 		char all[512];
 
 		if (i == o->n_rules && o->n_rules < 2)
@@ -1038,20 +1126,26 @@ static int what_if_table(const struct ctx *c, struct report *r)
 			goto out;
 		table_row(t);
 		if (i < o->n_rules) {
-			table_str(t, o->rules[i]);
+			snprintf(all, sizeof(all), "%s", o->rules[i]);
 		} else {
 			size_t at = 0;
 
 			all[0] = 0;
 			for (size_t k = 0; k < o->n_rules && at + 2 < sizeof(all); k++)
 				at += (size_t)snprintf(all + at, sizeof(all) - at, "%s%s", k ? " + " : "", o->rules[k]);
-			table_str(t, all);
 		}
+		table_str(t, all);
 		ms_cell(t, c->measured);
 		ms_cell(t, c->replayed);
-		ms_cell(t, p);
-		table_float(t, c->measured > 0 ? 100 * (p - c->measured) / c->measured : 0);
+		ms_cell(t, p.mean);
+		ms_cell(t, p.lo);
+		ms_cell(t, p.hi);
+		table_float(t, c->measured > 0 ? 100 * (p.mean - c->measured) / c->measured : 0);
+		report_note(r, "what if %.400s: predicted %.3f ms [%.3f, %.3f]", all, p.mean / 1e6, p.lo / 1e6, p.hi / 1e6);
 	}
+	report_note(r, "what if: [low, high]: each counted step predicted on its own, their spread about their mean (10th "
+		       "to 90th percentile) applied to the prediction, widened by a rule's own calibration error where it "
+		       "has one");
 	if (need_ranks)
 		report_note(r, "ranks=N: %.1f MB of gradients all-reduced over N GPUs %s, each all-reduce as long as '%s' "
 			    "measured its size (interpolated; scaled by the ring's 2(N-1)/N), on a stream of their own, "
@@ -1094,12 +1188,14 @@ int explain_predict_sets(const struct replay_ranks *rs, const struct explain_opt
 		goto out;
 	for (size_t i = 0; i < n_sets; i++) {
 		size_t n = 0;
+		struct prediction p;
 
 		for (size_t k = 0; k < o->n_rules; k++)
 			if (sets[i] >> k & 1)
 				pick[n++] = rules[k];
-		if (predict(&c, pick, n, need_ranks ? &rm : NULL, &pred[i]) < 0)
+		if (predict(&c, pick, n, need_ranks ? &rm : NULL, &p) < 0)
 			goto out;
+		pred[i] = p.mean;
 	}
 	ret = 0;
 out:
@@ -1210,6 +1306,8 @@ static void summarise(const struct ctx *c, const struct finding *f, size_t n, st
 		memcpy(s->finding[i].evidence, f[i].evidence, sizeof(f[i].evidence));
 		s->finding[i].predicted = f[i].predicted;
 		s->finding[i].saving = f[i].saving;
+		s->finding[i].lo = f[i].lo;
+		s->finding[i].hi = f[i].hi;
 		s->n_findings++;
 	}
 }
@@ -1354,6 +1452,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	table_add_column(t, "Evidence", COL_STR, 0);
 	table_column_elastic(t);
 	table_add_column(t, "Predicted (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Low", COL_FLOAT, 3);
+	table_add_column(t, "High", COL_FLOAT, 3);
 	table_add_column(t, "Saving (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Saving (%)", COL_FLOAT, 1);
 	for (size_t i = 0; i < n_f; i++) {
@@ -1365,11 +1465,12 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		table_str(t, title);
 		table_str(t, f[i].evidence);
 		if (f[i].predicted < 0) {
-			table_empty(t);
-			table_empty(t);
-			table_empty(t);
+			for (int k = 0; k < 5; k++)
+				table_empty(t);
 		} else {
 			ms_cell(t, f[i].predicted);
+			ms_cell(t, f[i].lo);
+			ms_cell(t, f[i].hi);
 			ms_cell(t, f[i].saving);
 			table_float(t, 100 * f[i].saving / c.measured);
 		}

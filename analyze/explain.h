@@ -77,6 +77,7 @@ struct explain_summary {
 	struct {
 		char title[96], evidence[512];
 		double predicted, saving;     /* ns; predicted < 0: none predicted (memory headroom) */
+		double lo, hi;                /* ns: the prediction's interval */
 	} finding[8];
 	size_t n_findings;
 };

@@ -190,6 +190,13 @@ struct graph_rule {
 	double factor;
 	uint32_t ranks;                /* GR_RANKS */
 	const char *text;              /* as the user wrote it */
+	/*
+	 * The rule's own calibration error, relative (0.05: its predictions
+	 * measured within +-5%); 0: none known (graph_rule_parse leaves 0; a
+	 * rule validated against measurements sets it). explain widens a
+	 * prediction's interval by it (the root of the squares of its rules').
+	 */
+	double error;
 };
 
 /*

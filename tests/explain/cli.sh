@@ -33,9 +33,15 @@ done
 head -2 "$tmp/f.csv" | tail -1 | grep -q '^1,launch-bound' || fail "pytorch: launch-bound is not the first finding: $(head -2 "$tmp/f.csv")"
 "$st" explain "$samples"/pytorch-auto.stb --what-if graph --section what_if --format csv > "$tmp/w.csv" 2>/dev/null
 awk -F, 'NR == 2 { exit !($4 > 16 && $4 < 0.6 * $2) }' "$tmp/w.csv" || fail "pytorch graph prediction: $(cat "$tmp/w.csv")"
-# host=1 and kernels:*=1 change nothing
-"$st" explain "$samples"/pytorch-auto.stb --what-if host=1 --what-if 'kernels:*=1' --section what_if --format csv > "$tmp/w.csv" 2>/dev/null
-awk -F, 'NR > 1 && $4 != $3 { bad = 1 } END { exit bad }' "$tmp/w.csv" || fail "identity rules moved the step: $(cat "$tmp/w.csv")"
+# host=1 and kernels:*=1 change nothing; their interval (Low, High) holds the measured steps' mean, every one its prediction
+"$st" explain "$samples"/pytorch-auto.stb --what-if host=1 --what-if 'kernels:*=1' --what-if graph --section what_if --format csv \
+	> "$tmp/w.csv" 2> "$tmp/err"
+awk -F, 'NR > 1 && $1 != "graph" && $1 !~ / \+ / && $4 != $3 { bad = 1 } END { exit bad }' "$tmp/w.csv" ||
+	fail "identity rules moved the step: $(cat "$tmp/w.csv")"
+awk -F, 'NR == 1 { ok = ($5 == "Low" && $6 == "High") } NR > 1 && !($5 <= $4 && $4 <= $6) { ok = 0 }
+	$1 == "host=1" && !($5 < $2 && $2 < $6) { ok = 0 } END { exit !ok }' "$tmp/w.csv" ||
+	fail "prediction intervals: $(cat "$tmp/w.csv")"
+grep -q "^what if graph: predicted [0-9.]* ms \[[0-9.]*, [0-9.]*\]" "$tmp/err" || fail "no 'predicted X ms [lo, hi]' note"
 
 # steptrace's own bucketed DDP on two H200s, recorded before the SM carve-out
 # (docs/multi/ddp-bucket.rank*.stb): its products beside NCCL's kernels took
