@@ -1110,6 +1110,7 @@ static int what_if_table(const struct ctx *c, struct report *r)
 		goto out;
 	t = report_add_table(r, "what_if", "What if: the step re-timed under each rule, and all together (ms)");
 	table_add_column(t, "Rule", COL_STR, 0);
+	table_column_elastic(t);   /* all the rules together can be long: the text table fits 160 columns */
 	table_add_column(t, "Measured", COL_FLOAT, 3);
 	table_add_column(t, "Replayed", COL_FLOAT, 3);
 	table_add_column(t, "Predicted", COL_FLOAT, 3);
