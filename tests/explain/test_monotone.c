@@ -12,12 +12,15 @@
  * given (the shipped ones: tests/explain/CMakeLists.txt), with every set
  * of up to two of the rules below: prediction(S + {r}) <= prediction(S) +
  * EPS for every shrinking rule r; all the rules together <= each set;
- * host=1 >= 0.5 >= 0.1 >= 0.01 >= 0, alone and with no-sync. A TABLE after
+ * host=1 >= 0.5 >= 0.1 >= 0.01 >= 0, alone and with no-sync; no rule
+ * predicts the measured step, and every finding saves time, its
+ * prediction inside its interval. A TABLE after
  * "--" (an all-reduce table) adds ranks=2, a rule that adds time, to the
  * sets of the single-GPU bundles that have gradients: the shrinking rules
  * on top of it must not lengthen it either.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +168,19 @@ static void check_sets(const struct replay_ranks *rs, const char **rules, size_t
 	}
 	for (size_t i = 0; i < n; i++)
 		CHECK(pred[i] >= 0, "%s: set %#x predicts %.0f ns", what, sets[i], pred[i]);
+	if (!fixed) {   /* no rule: the measured step, so that no saving is negative */
+		struct explain_opts none = { 0 };
+		struct explain_summary sum;
+
+		CHECK(explain_run(rs, &none, NULL, &sum) == 0, "%s", what);
+		CHECK(sets[0] == 0 && fabs(pred[0] - sum.measured) <= EPS, "%s: no rule predicts %.0f ns, measured %.0f",
+		      what, pred[0], sum.measured);
+		for (size_t i = 0; i < sum.n_findings; i++)
+			CHECK(sum.finding[i].predicted < 0 || (sum.finding[i].saving > 0 &&
+				sum.finding[i].lo <= sum.finding[i].predicted && sum.finding[i].predicted <= sum.finding[i].hi),
+			      "%s: finding %s saves %.0f ns, [%.0f, %.0f]", what, sum.finding[i].title, sum.finding[i].saving,
+			      sum.finding[i].lo, sum.finding[i].hi);
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (__builtin_popcount(sets[i] & ~fixed) > 2)
 			continue;
