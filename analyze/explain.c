@@ -21,6 +21,7 @@
 #include "analyze/explain_path.h"
 #include "lib/error.h"
 #include "lib/grow.h"
+#include "lib/human.h"
 #include "replay/memory.h"
 
 const char *const explain_part_names[EP_COUNT] = {
@@ -51,8 +52,21 @@ struct ctx {
 	double (*part)[EP_COUNT];      /* per step of rank 0 */
 	uint64_t *idle_edge;           /* per step: idle at its start + at its end */
 	double measured, replayed;
-	double gpu_slack;              /* how far the recorded GPU time per step (mean_gpu) exceeds `measured` */
+	double gpu_slack;              /* how far the recorded GPU time per step (gpu_floor) exceeds `measured` */
+	/*
+	 * The predicted window: from the first counted step's start (the graph's
+	 * pin, graph.h) to the last's end, less what that span exceeded the sum
+	 * of the counted steps by as recorded (gaps between steps): a monotone
+	 * function of the re-timed graph, where a sum of per-step spans is not.
+	 */
+	size_t last_step;              /* the counted step that ends last */
+	double span_extra;             /* ns per counted step */
 	uint64_t *replayed_step;       /* per step */
+	/* the typical replay (graph_retime_typical): per step, its mean, its error against the measured steps */
+	uint64_t *typical_step;
+	double typical, typical_err_mean, typical_err_max;   /* ns; |%| per counted step */
+	double spread;                 /* the counted steps' mean |difference| from their mean, % of it: the noise */
+	struct graph_typical typ;
 	/* the recorder's own time (format 1.8), when rank 0's bundle has it */
 	bool has_cost;
 	struct replay_cost *step_cost; /* per step: its records summed */
@@ -282,15 +296,17 @@ static uint64_t step_pred(const struct ctx *c, const struct graph_times *t, size
 }
 
 /*
- * The GPU's time per counted step as re-timed: from the first start to the
- * last end of their work, over their number (what the steps take once the
- * GPU is the bottleneck, its idle gaps included).
+ * The GPU's time per counted step as re-timed: from the window's start (the
+ * pin) to the last end of their work, over their number (what the steps
+ * take once the GPU is the bottleneck, its idle gaps included). Measured
+ * from the pin, not from their first work's start: a rule that moves that
+ * work earlier must not lengthen the prediction.
  */
-static double mean_gpu(const struct ctx *c, const struct graph_times *t)
+static double gpu_span(const struct ctx *c, const struct graph_times *t)
 {
 	const struct replay *rp = c->rp;
 	uint8_t *counted = calloc(c->n_steps + 1, 1);
-	uint64_t first = UINT64_MAX, last = 0;
+	uint64_t last = 0;
 
 	if (!counted)
 		return 0;
@@ -300,40 +316,21 @@ static double mean_gpu(const struct ctx *c, const struct graph_times *t)
 		if (act_step(c, &rp->activities[i]) >= 0 && counted[act_step(c, &rp->activities[i])]) {
 			int32_t k = c->g.act_node[0][i];
 
-			if (t->start[k] < first)
-				first = t->start[k];
 			if (t->end[k] > last)
 				last = t->end[k];
 		}
 	free(counted);
-	return c->n_meas && last > first ? (double)(last - first) / (double)c->n_meas : 0;
+	return c->n_meas && last > c->g.pin ? (double)(last - c->g.pin) / (double)c->n_meas : 0;
 }
 
-/*
- * The mean counted step under rules: the steps' host spans as re-timed, at
- * least the GPU's time per step (mean_gpu: a host that runs ahead waits
- * for it in the end). -1 after an error line.
- */
-static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
-		   double *mean)
+/* The counted steps' host span as re-timed, per step: the window's end less its start, less the recorded gaps. */
+static double window_span(const struct ctx *c, const struct graph_times *t, double host)
 {
-	struct graph_times t;
-	double host = 1, sum = 0, busy;
+	const struct replay_step *st = &c->steps[c->last_step];
+	uint64_t b = graph_instant(&c->g, t, 0, st->thread, st->end, host);
+	double span = c->n_meas && b > c->g.pin ? (double)(b - c->g.pin) / (double)c->n_meas - c->span_extra : 0;
 
-	if (graph_retime(&c->g, rules, n, rm, &t) < 0)
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (rules[i].kind == GR_HOST)
-			host *= rules[i].factor;
-	for (size_t i = 0; i < c->n_meas; i++)
-		sum += (double)step_pred(c, &t, c->meas[i], host);
-	*mean = c->n_meas ? sum / (double)c->n_meas : 0;
-	/* less what the recorded run's GPU time already exceeded its steps by: no rule, no change */
-	busy = mean_gpu(c, &t) - c->gpu_slack;
-	if (busy > *mean)
-		*mean = busy;
-	graph_times_release(&t);
-	return 0;
+	return span > 0 ? span : 0;
 }
 
 /*
@@ -377,6 +374,116 @@ static void step_floors(const struct ctx *c, const struct graph_times *t, double
 	free(lo);
 }
 
+/* A prediction: the mean counted step, and its interval (ns). */
+struct prediction {
+	double mean, lo, hi;
+};
+
+/* The q-quantile of v[0 .. n) (sorted), interpolated between ranks. */
+static double quantile(const double *v, size_t n, double q)
+{
+	double at = q * (double)(n - 1);
+	size_t i = (size_t)at;
+
+	return i + 1 < n ? v[i] + (at - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+/*
+ * The interval of a prediction `mean` from the re-timed graph t: each
+ * counted step predicted on its own, as the window is (window_span,
+ * gpu_span) but from the step before's end: the later of its host end and
+ * of the last end of its and earlier steps' work, less the earlier's
+ * (the first from the pin); their spread about their mean, as a share of
+ * it, from the 10th to the 90th percentile, applied to `mean`; widened by
+ * the rules' own calibration errors (graph_rule.error, relative; several
+ * combined as independent: the root of their squares). Always lo <= mean
+ * <= hi.
+ */
+static void interval(const struct ctx *c, const struct graph_times *t, const struct graph_rule *rules, size_t n,
+		     double host, struct prediction *p)
+{
+	const struct replay *rp = c->rp;
+	uint64_t *gpu_end = calloc(c->n_steps + 1, sizeof(uint64_t));
+	double *d = malloc((c->n_meas + 1) * sizeof(double));
+	double sum = 0, err = 0, qlo = 0, qhi = 0;
+
+	for (size_t i = 0; i < n; i++)
+		err += rules[i].error * rules[i].error;
+	err = sqrt(err);
+	if (gpu_end && d && c->n_meas) {
+		uint64_t host_before = c->g.pin, gpu_before = c->g.pin;
+
+		for (size_t i = 0; i < rp->n_activities; i++) {
+			int32_t s = act_step(c, &rp->activities[i]), k = c->g.act_node[0][i];
+
+			if (s >= 0 && t->end[k] > gpu_end[s])
+				gpu_end[s] = t->end[k];
+		}
+		for (size_t i = 0; i < c->n_meas; i++) {
+			const struct replay_step *st = &c->steps[c->meas[i]];
+			uint64_t b = graph_instant(&c->g, t, 0, st->thread, st->end, host);
+			uint64_t g = gpu_end[c->meas[i]] > gpu_before ? gpu_end[c->meas[i]] : gpu_before;
+
+			d[i] = (double)(b > host_before ? b - host_before : 0);
+			if ((double)(g - gpu_before) - c->gpu_slack > d[i])
+				d[i] = (double)(g - gpu_before) - c->gpu_slack;
+			host_before = b > host_before ? b : host_before;
+			gpu_before = g;
+			sum += d[i];
+		}
+		for (size_t i = 0; i < c->n_meas && sum > 0; i++)
+			d[i] = d[i] / (sum / (double)c->n_meas) - 1;
+		if (sum > 0) {
+			qsort(d, c->n_meas, sizeof(*d), cmp_double);
+			qlo = quantile(d, c->n_meas, 0.1);
+			qhi = quantile(d, c->n_meas, 0.9);
+		}
+	}
+	p->lo = p->mean * (1 + (qlo < 0 ? qlo : 0) - err);
+	p->hi = p->mean * (1 + (qhi > 0 ? qhi : 0) + err);
+	if (p->lo < 0)
+		p->lo = 0;
+	free(gpu_end);
+	free(d);
+}
+
+/*
+ * The mean counted step under rules: the steps' host span as re-timed, at
+ * least the GPU's time per step (gpu_span: a host that runs ahead waits
+ * for it in the end), and its interval (interval()). The mean is monotone
+ * in every delay and duration of the graph, so a rule that only shrinks
+ * them never lengthens it. -1 after an error line.
+ */
+static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
+		   struct prediction *p)
+{
+	struct graph_times t;
+	double host = 1, busy;
+
+	if (graph_retime(&c->g, rules, n, rm, &t) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].kind == GR_HOST)
+			host *= rules[i].factor;
+		else if (rules[i].kind == GR_GRAPH)
+			host = 0;   /* the host's work takes no time: up to the step's end too */
+	p->mean = window_span(c, &t, host);
+	/* less what the recorded run's GPU time already exceeded its steps by: no rule, no change */
+	busy = gpu_span(c, &t) - c->gpu_slack;
+	if (busy > p->mean)
+		p->mean = busy;
+	interval(c, &t, rules, n, host, p);
+	graph_times_release(&t);
+	return 0;
+}
+
 /*
  * The step without the recorder (the rule "unrecorded"), when rank 0's
  * bundle says what it cost: per step, and the mean, each at least the
@@ -418,13 +525,55 @@ static int unrecorded_steps(struct ctx *c)
 	}
 	c->unrecorded = c->n_meas ? sum / (double)c->n_meas : 0;
 	c->recorder = c->n_meas ? csum / (double)c->n_meas : 0;
-	busy = mean_gpu(c, &t) - c->gpu_slack;
+	busy = gpu_span(c, &t) - c->gpu_slack;
 	if (busy > c->unrecorded)
 		c->unrecorded = busy;
 	c->recorder_ns = t.recorder_ns;
 	c->taken_ns = t.taken_ns;
 	free(floor);
 	free(cost);
+	graph_times_release(&t);
+	return 0;
+}
+
+/*
+ * The run replayed with typical delays and durations (graph_retime_typical):
+ * each step's host span, their mean, and each counted step's error against
+ * its measured time. -1 after an error line.
+ */
+static int typical_steps(struct ctx *c)
+{
+	struct graph_times t;
+	double sum = 0, err = 0, worst = 0;
+
+	if (graph_retime_typical(&c->g, NULL, 0, NULL, &t, &c->typ) < 0)
+		return -1;
+	if (c->typ.skipped)
+		return 0;   /* past the memory budget: said in a note */
+	c->typical_step = calloc(c->n_steps + 1, sizeof(uint64_t));
+	if (!c->typical_step) {
+		graph_times_release(&t);
+		return error("out of memory");
+	}
+	for (size_t s = 0; s < c->n_steps; s++)
+		c->typical_step[s] = step_pred(c, &t, s, 1);
+	for (size_t i = 0; i < c->n_meas; i++) {
+		const struct replay_step *st = &c->steps[c->meas[i]];
+		double m = (double)(st->end - st->start), p = (double)c->typical_step[c->meas[i]];
+		double e = m > 0 ? 100 * fabs(p - m) / m : 0;
+
+		sum += p;
+		err += e;
+		worst = e > worst ? e : worst;
+	}
+	c->typical = c->n_meas ? sum / (double)c->n_meas : 0;
+	c->typical_err_mean = c->n_meas ? err / (double)c->n_meas : 0;
+	c->typical_err_max = worst;
+	for (size_t i = 0; i < c->n_meas && c->measured > 0; i++) {
+		const struct replay_step *st = &c->steps[c->meas[i]];
+
+		c->spread += 100 * fabs((double)(st->end - st->start) - c->measured) / c->measured / (double)c->n_meas;
+	}
 	graph_times_release(&t);
 	return 0;
 }
@@ -443,6 +592,7 @@ static void ctx_release(struct ctx *c)
 	free(c->part);
 	free(c->idle_edge);
 	free(c->replayed_step);
+	free(c->typical_step);
 	free(c->step_cost);
 	free(c->unrecorded_step);
 }
@@ -484,6 +634,15 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 	for (size_t s = 0; s < c->n_steps; s++)
 		if (o->include_warmup || !c->steps[s].warmup || !rp->n_measured_steps)
 			c->meas[c->n_meas++] = (uint32_t)s;
+	/* the predicted window: what ran before the first counted step keeps its recorded times */
+	for (size_t i = 0; i < c->n_meas; i++) {
+		const struct replay_step *st = &c->steps[c->meas[i]];
+
+		if (!i || graph_time(&c->g, 0, st->start) < c->g.pin)
+			c->g.pin = graph_time(&c->g, 0, st->start);
+		if (!i || st->end > c->steps[c->last_step].end)
+			c->last_step = c->meas[i];
+	}
 	if (build_segments(c) < 0 || graph_retime(&c->g, NULL, 0, NULL, &t) < 0) {
 		free(dm);
 		free(dr);
@@ -501,11 +660,17 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 	}
 	c->measured = mean_of(c, dm);
 	c->replayed = mean_of(c, dr);
-	c->gpu_slack = mean_gpu(c, &t) > c->measured ? mean_gpu(c, &t) - c->measured : 0;
+	c->gpu_slack = gpu_span(c, &t) > c->measured ? gpu_span(c, &t) - c->measured : 0;
+	if (c->n_meas) {
+		const struct replay_step *st = &c->steps[c->last_step];
+		uint64_t b = graph_instant(&c->g, &t, 0, st->thread, st->end, 1);
+
+		c->span_extra = (b > c->g.pin ? (double)(b - c->g.pin) / (double)c->n_meas : 0) - c->measured;
+	}
 	graph_times_release(&t);
 	free(dm);
 	free(dr);
-	if (unrecorded_steps(c) < 0) {
+	if (typical_steps(c) < 0 || unrecorded_steps(c) < 0) {
 		ctx_release(c);
 		return -1;
 	}
@@ -517,20 +682,25 @@ static int ctx_init(struct ctx *c, const struct replay_ranks *rs, const struct e
 struct finding {
 	char title[96], evidence[512];
 	double predicted, saving;      /* ns; predicted < 0: none predicted (memory) */
+	double lo, hi;                 /* the prediction's interval (predict()); both `predicted` when none */
 	bool at_most;
 };
 
 static int finding_predict(const struct ctx *c, struct finding *f, const char *rule_text)
 {
 	struct graph_rule rule;
+	struct prediction p;
 	int ret;
 
 	if (graph_rule_parse(&rule, rule_text) < 0)
 		return -1;
-	ret = predict(c, &rule, 1, NULL, &f->predicted);
+	ret = predict(c, &rule, 1, NULL, &p);
 	free((char *)rule.pattern);
 	if (ret < 0)
 		return -1;
+	f->predicted = p.mean;
+	f->lo = p.lo;
+	f->hi = p.hi;
 	f->saving = c->measured - f->predicted;
 	return 0;
 }
@@ -753,7 +923,7 @@ static int findings(const struct ctx *c, double host, struct finding *f, size_t 
 				 "before its first and after its last work the GPU is idle %.3f ms per step (%.1f%%): "
 				 "the host's work between steps (logging, data, the loop) not overlapped with the GPU's",
 				 edge / 1e6, 100 * edge / m);
-			f[n].predicted = m - edge;
+			f[n].predicted = f[n].lo = f[n].hi = m - edge;
 			f[n].saving = edge;
 			f[n].at_most = true;
 			n++;
@@ -798,6 +968,31 @@ done:
 fail:
 	free(counted);
 	return -1;
+}
+
+/* A finding whose predicted saving is under this share of the step predicts none. */
+#define NO_SAVING 0.005
+
+/*
+ * The findings (ranked) less those whose re-timing predicts no saving:
+ * their time is real but not the step's to lose (the DDP sample's exposed
+ * communication beside a host-bound step); their titles and times go to
+ * `none` for a note. Returns how many are left.
+ */
+static size_t drop_no_saving(const struct ctx *c, struct finding *f, size_t n, char *none, size_t size)
+{
+	size_t kept = 0, at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].predicted < 0 || f[i].saving >= NO_SAVING * c->measured) {
+			f[kept++] = f[i];
+			continue;
+		}
+		if (at + 2 < size)
+			at += (size_t)snprintf(none + at, size - at, "%s%s (predicted %.3f ms)", at ? "; " : "",
+					       f[i].title, f[i].predicted / 1e6);
+	}
+	return kept;
 }
 
 static int cmp_finding(const void *pa, const void *pb)
@@ -923,12 +1118,15 @@ static int what_if_table(const struct ctx *c, struct report *r)
 		goto out;
 	t = report_add_table(r, "what_if", "What if: the step re-timed under each rule, and all together (ms)");
 	table_add_column(t, "Rule", COL_STR, 0);
+	table_column_elastic(t);   /* all the rules together can be long: the text table fits 160 columns */
 	table_add_column(t, "Measured", COL_FLOAT, 3);
 	table_add_column(t, "Replayed", COL_FLOAT, 3);
 	table_add_column(t, "Predicted", COL_FLOAT, 3);
+	table_add_column(t, "Low", COL_FLOAT, 3);
+	table_add_column(t, "High", COL_FLOAT, 3);
 	table_add_column(t, "Change (%)", COL_FLOAT, 1);
 	for (size_t i = 0; i <= o->n_rules; i++) {
-		double p;
+		struct prediction p;
 		char all[512];
 
 		if (i == o->n_rules && o->n_rules < 2)
@@ -937,20 +1135,26 @@ static int what_if_table(const struct ctx *c, struct report *r)
 			goto out;
 		table_row(t);
 		if (i < o->n_rules) {
-			table_str(t, o->rules[i]);
+			snprintf(all, sizeof(all), "%s", o->rules[i]);
 		} else {
 			size_t at = 0;
 
 			all[0] = 0;
 			for (size_t k = 0; k < o->n_rules && at + 2 < sizeof(all); k++)
 				at += (size_t)snprintf(all + at, sizeof(all) - at, "%s%s", k ? " + " : "", o->rules[k]);
-			table_str(t, all);
 		}
+		table_str(t, all);
 		ms_cell(t, c->measured);
 		ms_cell(t, c->replayed);
-		ms_cell(t, p);
-		table_float(t, c->measured > 0 ? 100 * (p - c->measured) / c->measured : 0);
+		ms_cell(t, p.mean);
+		ms_cell(t, p.lo);
+		ms_cell(t, p.hi);
+		table_float(t, c->measured > 0 ? 100 * (p.mean - c->measured) / c->measured : 0);
+		report_note(r, "what if %.400s: predicted %.3f ms [%.3f, %.3f]", all, p.mean / 1e6, p.lo / 1e6, p.hi / 1e6);
 	}
+	report_note(r, "what if: [low, high]: each counted step predicted on its own, their spread about their mean (10th "
+		       "to 90th percentile) applied to the prediction, widened by a rule's own calibration error where it "
+		       "has one");
 	if (need_ranks)
 		report_note(r, "ranks=N: %.1f MB of gradients all-reduced over N GPUs %s, each all-reduce as long as '%s' "
 			    "measured its size (interpolated; scaled by the ring's 2(N-1)/N), on a stream of their own, "
@@ -995,6 +1199,48 @@ static int calibration_table(const struct ctx *c, struct report *r)
 	return 0;
 }
 
+int explain_predict_sets(const struct replay_ranks *rs, const struct explain_opts *o, const uint32_t *sets,
+			 size_t n_sets, double *pred)
+{
+	struct ctx c;
+	struct graph_rule rules[EXPLAIN_MAX_RULES], pick[EXPLAIN_MAX_RULES];
+	struct graph_bw_table table = { 0 };
+	struct graph_ranks_model rm = { 0 };
+	uint64_t *tensors = NULL;
+	size_t parsed = 0;
+	bool need_ranks = false;
+	int ret = -1;
+
+	if (ctx_init(&c, rs, o) < 0)
+		return -1;
+	for (; parsed < o->n_rules; parsed++) {
+		if (graph_rule_parse(&rules[parsed], o->rules[parsed]) < 0)
+			goto out;
+		need_ranks |= rules[parsed].kind == GR_RANKS;
+	}
+	if (need_ranks && ranks_model(&c, &table, &rm, &tensors) < 0)
+		goto out;
+	for (size_t i = 0; i < n_sets; i++) {
+		size_t n = 0;
+		struct prediction p;
+
+		for (size_t k = 0; k < o->n_rules; k++)
+			if (sets[i] >> k & 1)
+				pick[n++] = rules[k];
+		if (predict(&c, pick, n, need_ranks ? &rm : NULL, &p) < 0)
+			goto out;
+		pred[i] = p.mean;
+	}
+	ret = 0;
+out:
+	for (size_t i = 0; i < parsed; i++)
+		free((char *)rules[i].pattern);
+	graph_bw_table_release(&table);
+	free(tensors);
+	ctx_release(&c);
+	return ret;
+}
+
 /* What the unrecorded column is, and what went into it. */
 static void unrecorded_note(const struct ctx *c, struct report *r)
 {
@@ -1020,6 +1266,65 @@ static void unrecorded_note(const struct ctx *c, struct report *r)
 			    (double)(c->recorder_ns - c->taken_ns) / 1e6, (double)c->recorder_ns / 1e6);
 }
 
+/* n[i] as a share of n[0 .. 4), in %. */
+static double share(const size_t *n, int i)
+{
+	size_t all = n[0] + n[1] + n[2] + n[3];
+
+	return all ? 100.0 * (double)n[i] / (double)all : 0;
+}
+
+/* The replay's error: as recorded (exact, by construction) and with typical delays and durations. */
+static void replay_table(const struct ctx *c, struct report *r)
+{
+	struct table *t = report_add_table(r, "replay", "Replay error: the run re-timed as recorded, and with typical "
+					  "delays and durations (ms)");
+	const struct graph_typical *k = &c->typ;
+	double err = c->measured > 0 ? 100 * (c->typical - c->measured) / c->measured : 0;
+
+	table_add_column(t, "Replay", COL_STR, 0);
+	table_add_column(t, "Measured", COL_FLOAT, 3);
+	table_add_column(t, "Replayed", COL_FLOAT, 3);
+	table_add_column(t, "Error (%)", COL_FLOAT, 1);
+	table_add_column(t, "Step error mean (%)", COL_FLOAT, 1);
+	table_add_column(t, "Step error max (%)", COL_FLOAT, 1);
+	table_add_column(t, "Step spread (%)", COL_FLOAT, 1);
+	table_row(t);
+	table_str(t, "recorded delays");
+	ms_cell(t, c->measured);
+	ms_cell(t, c->replayed);
+	table_float(t, c->measured > 0 ? 100 * (c->replayed - c->measured) / c->measured : 0);
+	table_float(t, 0);
+	table_float(t, 0);
+	table_float(t, c->spread);
+	if (k->skipped) {
+		char need[32];
+
+		report_note(r, "replay with typical delays: not done: it needs %s more than the memory limit leaves "
+			       "(--memory-limit)", human_bytes(need, sizeof(need), (double)k->skipped));
+		return;
+	}
+	table_row(t);
+	table_str(t, "typical delays");
+	ms_cell(t, c->measured);
+	ms_cell(t, c->typical);
+	table_float(t, err);
+	table_float(t, c->typical_err_mean);
+	table_float(t, c->typical_err_max);
+	table_float(t, c->spread);
+	report_note(r, "replay with typical delays: %.3f ms vs measured %.3f ms, error %+.1f%% (per step: mean %.1f%%, max "
+		       "%.1f%%; the steps' own spread about their mean %.1f%%)", c->typical / 1e6, c->measured / 1e6, err,
+		    c->typical_err_mean, c->typical_err_max, c->spread);
+	report_note(r, "typical delays: each latency at its kind's median where it decided (launch %.1f us, stream %.1f us, "
+		       "inferred wait %.1f us, synchronisation's return %.1f us, poll %.1f us); each duration at the "
+		       "median of its key's: the host's calls and work between them by their names, ranges and place in "
+		       "the step %.0f%%, without their place %.0f%%, by names alone %.0f%%, one of a kind %.0f%%; the "
+		       "GPU's work by its name and shape %.0f%%, name alone %.0f%%, one of a kind %.0f%%",
+		    (double)k->delay[GE_LAUNCH] / 1e3, (double)k->delay[GE_STREAM] / 1e3, (double)k->delay[GE_WAIT] / 1e3,
+		    (double)k->sync_end / 1e3, (double)k->delay[GE_SYNC] / 1e3, share(k->host, 1), share(k->host, 2),
+		    share(k->host, 3), share(k->host, 0), share(k->gpu, 1), share(k->gpu, 3), share(k->gpu, 0));
+}
+
 static void summarise(const struct ctx *c, const struct finding *f, size_t n, struct explain_summary *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -1035,6 +1340,8 @@ static void summarise(const struct ctx *c, const struct finding *f, size_t n, st
 		memcpy(s->finding[i].evidence, f[i].evidence, sizeof(f[i].evidence));
 		s->finding[i].predicted = f[i].predicted;
 		s->finding[i].saving = f[i].saving;
+		s->finding[i].lo = f[i].lo;
+		s->finding[i].hi = f[i].hi;
 		s->n_findings++;
 	}
 }
@@ -1070,7 +1377,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	uint32_t *on_path = NULL;
 	size_t n_f = 0, walked, n_path = 0, n_edges[GE_KIND_COUNT] = { 0 };
 	int top = o->top > 0 ? o->top : 15, walk;
-	char coll_note[128] = "";
+	char coll_note[128] = "", none[512] = "";
 	double total_cp = 0, host = 0;
 
 	if (ctx_init(&c, rs, o) < 0)
@@ -1088,6 +1395,7 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	if (findings(&c, n_path ? host / (double)n_path : 0, f, &n_f) < 0)
 		goto fail;
 	qsort(f, n_f, sizeof(f[0]), cmp_finding);
+	n_f = drop_no_saving(&c, f, n_f, none, sizeof(none));
 	if (sum)
 		summarise(&c, f, n_f, sum);
 	if (!r)
@@ -1104,6 +1412,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		table_add_column(t, name, COL_FLOAT, 3);
 	}
 	table_add_column(t, "Replayed", COL_FLOAT, 3);
+	if (!c.typ.skipped)
+		table_add_column(t, "Typical", COL_FLOAT, 3);
 	if (c.has_cost)
 		table_add_column(t, "Unrecorded", COL_FLOAT, 3);
 	for (size_t i = 0; i < c.n_meas; i++) {
@@ -1117,6 +1427,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		for (int p = 0; p < EP_COUNT; p++)
 			ms_cell(t, c.part[s][p]);
 		ms_cell(t, (double)c.replayed_step[s]);
+		if (!c.typ.skipped)
+			ms_cell(t, (double)c.typical_step[s]);
 		if (c.has_cost)
 			ms_cell(t, (double)c.unrecorded_step[s]);
 	}
@@ -1126,6 +1438,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	for (int p = 0; p < EP_COUNT; p++)
 		ms_cell(t, part_mean(&c, p));
 	ms_cell(t, c.replayed);
+	if (!c.typ.skipped)
+		ms_cell(t, c.typical);
 	if (c.has_cost)
 		ms_cell(t, c.unrecorded);
 	table_row(t);
@@ -1134,10 +1448,14 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	for (int p = 0; p < EP_COUNT; p++)
 		table_float(t, c.measured > 0 ? 100 * part_mean(&c, p) / c.measured : 0);
 	table_float(t, c.measured > 0 ? 100 * c.replayed / c.measured : 0);
+	if (!c.typ.skipped)
+		table_float(t, c.measured > 0 ? 100 * c.typical / c.measured : 0);
 	if (c.has_cost)
 		table_float(t, c.measured > 0 ? 100 * c.unrecorded / c.measured : 0);
 	if (c.has_cost)
 		unrecorded_note(&c, r);
+
+	replay_table(&c, r);
 
 	/* the critical path */
 	if (walk > 0)
@@ -1168,6 +1486,8 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 	table_add_column(t, "Evidence", COL_STR, 0);
 	table_column_elastic(t);
 	table_add_column(t, "Predicted (ms)", COL_FLOAT, 3);
+	table_add_column(t, "Low", COL_FLOAT, 3);
+	table_add_column(t, "High", COL_FLOAT, 3);
 	table_add_column(t, "Saving (ms)", COL_FLOAT, 3);
 	table_add_column(t, "Saving (%)", COL_FLOAT, 1);
 	for (size_t i = 0; i < n_f; i++) {
@@ -1179,17 +1499,21 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		table_str(t, title);
 		table_str(t, f[i].evidence);
 		if (f[i].predicted < 0) {
-			table_empty(t);
-			table_empty(t);
-			table_empty(t);
+			for (int k = 0; k < 5; k++)
+				table_empty(t);
 		} else {
 			ms_cell(t, f[i].predicted);
+			ms_cell(t, f[i].lo);
+			ms_cell(t, f[i].hi);
 			ms_cell(t, f[i].saving);
 			table_float(t, 100 * f[i].saving / c.measured);
 		}
 	}
 	for (size_t i = 0; i < n_f; i++)
 		report_note(r, "finding %zu, %s: %s", i + 1, f[i].title, f[i].evidence);
+	if (none[0])
+		report_note(r, "no saving predicted: %s: re-timed without each, the step is no shorter (by under %.1f%% of it): "
+			       "another part of the step decides it", none, 100 * NO_SAVING);
 	if (!n_f)
 		report_note(r, "findings: none above their thresholds (launch-bound 5%%, sync stalls 1%%, exposed "
 			       "communication 2%%, optimizer 10%%, idle at the edges 3%% of the step)");
@@ -1213,7 +1537,9 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		    (double)c.g.typical[GE_STREAM] / 1e3);
 	report_note(r, "parts: of rank %u's GPU over each step's host span; replayed: the graph re-timed with no rule "
 		       "(every deciding edge keeps its recorded delay, so it gives the recorded times back); "
-		       "predictions are at least the GPU's time per step (its first start to its last end over the steps, over their number, less what that exceeded the measured step by)",
+		       "predictions re-time the counted steps from the first one's start (what ran before keeps its recorded "
+		       "times) and are at least the GPU's time per step (from that start to the last end of their work, "
+		       "over their number, less what that exceeded the measured step by)",
 		    replay_ranks_rank(rs, 0));
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);

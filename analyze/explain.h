@@ -19,17 +19,25 @@
  *               the unrecorded step (re-timed under the rule "unrecorded",
  *               graph/unrecorded.h: the recorder's own host time taken out
  *               where it was spent; at least the GPU's time per step)
+ *   replay      the replay's error: as recorded (0 by construction) and
+ *               with typical delays and durations (graph_retime_typical:
+ *               each latency at its kind's median, each duration at its
+ *               key's), per step (the steps table's Typical column), for
+ *               the run, and the steps' own spread about their mean
  *   critical_path   the chain of nodes and delays that decided each
  *               measured step's end, back to its start, totalled by what
  *               they are (kernels by op, host work by range, launches,
  *               waits): per step and share
  *   findings    what would save time, ranked by the saving the graph
- *               re-timed predicts: launch-bound steps (the step as one CUDA
+ *               re-timed predicts (one that predicts none is a note, not a
+ *               finding): launch-bound steps (the step as one CUDA
  *               graph), synchronisations inside the loop, exposed
  *               communication, a bandwidth-bound optimizer, many small
  *               kernels, idle at the step's start or end, memory headroom
  *   what_if     with --what-if rules: the step predicted under them beside
- *               the measured and replayed ones
+ *               the measured and replayed ones: the counted steps re-timed
+ *               from the first one's start (graph.h, pin), a prediction
+ *               that no rule removing time can lengthen
  */
 #ifndef STEPTRACE_ANALYZE_EXPLAIN_H
 #define STEPTRACE_ANALYZE_EXPLAIN_H
@@ -70,6 +78,7 @@ struct explain_summary {
 	struct {
 		char title[96], evidence[512];
 		double predicted, saving;     /* ns; predicted < 0: none predicted (memory headroom) */
+		double lo, hi;                /* ns: the prediction's interval */
 	} finding[8];
 	size_t n_findings;
 };
@@ -81,5 +90,15 @@ struct explain_summary {
  */
 int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, struct report *r,
 		struct explain_summary *s);
+
+/*
+ * The mean counted step (ns) predicted under each of n_sets sets of
+ * o->rules, on one graph: sets[i] has a bit per rule of o->rules (bit k:
+ * o->rules[k]), pred[i] its prediction (no bit: the replay). For the
+ * property tests (every rule that shrinks time, added to any set, never
+ * lengthens its prediction). 0, or -1 after one line.
+ */
+int explain_predict_sets(const struct replay_ranks *rs, const struct explain_opts *o, const uint32_t *sets,
+			 size_t n_sets, double *pred);
 
 #endif

@@ -118,6 +118,14 @@ struct graph {
 	size_t coll_fewest, coll_most;
 	uint32_t coll_fewest_rank, coll_most_rank;   /* rank indices */
 	uint64_t memory;               /* bytes claimed from the analysis budget (lib/memlimit.h) */
+	/*
+	 * The re-timed window (0 by graph_build: the whole run): a node recorded
+	 * to start before `pin` keeps its recorded times under every rule, the
+	 * others start at `pin` at the earliest (graph_retime). The caller sets
+	 * it to the start of the steps it predicts, so that what ran before
+	 * them (warm-up, compilation) neither moves into them nor out.
+	 */
+	uint64_t pin;
 };
 
 /*
@@ -188,6 +196,13 @@ struct graph_rule {
 	uint32_t ranks;                /* GR_RANKS */
 	const char *text;              /* as the user wrote it */
 	const struct graph_facts *facts;   /* GR_PRECISION, GR_BATCH, GR_FUSE: what each kernel is (graph/rules.h) */
+	/*
+	 * The rule's own calibration error, relative (0.05: its predictions
+	 * measured within +-5%); 0: none known (graph_rule_parse leaves 0; a
+	 * rule validated against measurements sets it). explain widens a
+	 * prediction's interval by it (the root of the squares of its rules').
+	 */
+	double error;
 };
 
 /*
@@ -269,12 +284,55 @@ struct graph_times {
 	uint64_t *start, *end;
 	uint64_t recorder_ns, taken_ns;
 	struct graph_host_scale *host_scale;   /* GR_UNRECORDED's, for graph_instant; NULL without */
+	bool between;                  /* graph_instant: an instant between two calls as far between them (typical) */
 };
 /* What one re-timing takes per node (counted by graph_build): its times, kernel factors and gates. */
 #define GRAPH_RETIME_NODE_BYTES (2 * sizeof(uint64_t) + sizeof(double) + 16)
 int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
 		 const struct graph_ranks_model *rm, struct graph_times *t);
 void graph_times_release(struct graph_times *t);
+
+/*
+ * The typical replay: the graph re-timed (under rules, n may be 0) with
+ * nothing kept of what the recorded run's own instances took. Every
+ * latency edge at its kind's typical delay (the lower median over the
+ * edges of that kind that decided: a launch from its call, an inferred
+ * wait, a synchronisation's return after the work it waited for, a poll's
+ * after the work, each in `info`), and every duration at the median of its
+ * key over the counted steps (the window from the graph's pin; what ran
+ * before it stays as recorded, as in graph_retime): a kernel's time by its
+ * name, grid and block, and whether a collective ran beside it; a copy's or
+ * memset's by its name and bytes; a collective's (and its transfer) by its
+ * name, grid and place among the step's collectives (its bucket); the
+ * GPU's gap between a stream's two kernels by their names; a call's own
+ * time by its name, range path and place in the step (the k-th of its key
+ * in one step is the same work as the k-th in another); the host's work
+ * between two calls of a thread (and an anchor: work no recorded call
+ * launched, a thread's first call) by both calls' names, range paths and
+ * place. A key of one instance says nothing typical: such a duration takes
+ * a coarser key's median (graph_typical below), a stream's gap its kind's.
+ * Its instants (graph_instant) between two calls of a thread lie as far
+ * between them as recorded. It needs about 40 bytes more per node and per
+ * edge than a re-timing; past the analysis budget (lib/memlimit.h) it is
+ * not done, and says so in info->skipped, t left empty. 0, or -1 after one
+ * line.
+ */
+struct graph_typical {
+	int64_t delay[GE_KIND_COUNT];  /* per kind, of its start edges (GE_COLL's: 0) */
+	int64_t sync_end;              /* a synchronisation's return after the work it waited for */
+	/*
+	 * The durations in the re-timed window, by the key whose median they
+	 * took: [0] none (one of a kind at every level: its own time), [1] the
+	 * finest (the host's: its calls' names, ranges and place in the step;
+	 * a kernel's name and shape), [2] the host's without its place, [3]
+	 * the coarsest (the host's calls' names alone; a kernel's name alone).
+	 */
+	size_t gpu[4];                 /* work on the GPU (collectives' transfers too) */
+	size_t host[4];                /* calls' own times and the host's work between calls */
+	uint64_t skipped;              /* not done: the bytes it needs are past the analysis budget (t empty) */
+};
+int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, size_t n,
+			 const struct graph_ranks_model *rm, struct graph_times *t, struct graph_typical *info);
 
 /*
  * How much longer computation ran beside communication: factor[i] (one per
@@ -291,7 +349,8 @@ long graph_contention(const struct graph *g, double *factor);
 /*
  * A host instant of replay `rank`'s thread `thread` (a step's start or
  * end), moved as the graph moved the calls around it: inside a call, as
- * far into it (at most its new length); else after the last call before
+ * far into it (at most its new length); between two calls of a typical
+ * replay (t->between), as far between them; else after the last call before
  * it by the host work between, scaled by `host` (1, or GR_HOST's factor)
  * and shrunk by GR_UNRECORDED where t has it; else before the first call
  * after it likewise.

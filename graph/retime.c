@@ -16,6 +16,7 @@
 #include "lib/error.h"
 #include "lib/glob.h"
 #include "lib/grow.h"
+#include "lib/memlimit.h"
 
 int graph_rule_parse(struct graph_rule *r, const char *text)
 {
@@ -314,6 +315,9 @@ struct effects {
 	double *kernel;        /* per node, the kernel rules' product; NULL: none */
 	int64_t *thread_delay; /* GR_UNRECORDED: per edge, a thread edge's delay less the recorder's time; NULL: none */
 	int64_t *edge_add;     /* graph/rules.c: per edge, ns added to its delay; NULL: none */
+	/* the typical replay's (graph_retime_typical): per edge its delay, per node its own time; NULL: the recorded */
+	const int64_t *delay;
+	const uint64_t *own;
 };
 
 /*
@@ -507,6 +511,27 @@ static bool busy_at(const struct busy *busy, size_t n, uint32_t rank, uint64_t t
 	return lo > 0 && busy[lo - 1].rank == rank && busy[lo - 1].end > t;
 }
 
+/* The n collectives' times, by rank and start, each end the latest so far on its rank (busy_at); NULL: no memory. */
+static struct busy *busy_build(const struct graph *g, size_t n)
+{
+	struct busy *busy = malloc((n + 1) * sizeof(*busy));
+	size_t k = 0;
+
+	if (!busy)
+		return NULL;
+	for (size_t i = 0; i < g->n_nodes && k < n; i++) {
+		const struct graph_node *x = &g->nodes[i];
+
+		if (x->kind == GN_GPU && x->work == GW_COMM)
+			busy[k++] = (struct busy){ x->rank, x->start, x->end };
+	}
+	qsort(busy, k, sizeof(*busy), cmp_busy);
+	for (size_t i = 1; i < k; i++)
+		if (busy[i].rank == busy[i - 1].rank && busy[i - 1].end > busy[i].end)
+			busy[i].end = busy[i - 1].end;
+	return busy;
+}
+
 long graph_contention(const struct graph *g, double *factor)
 {
 	struct busy *busy = NULL;
@@ -521,24 +546,14 @@ long graph_contention(const struct graph *g, double *factor)
 	}
 	if (!n_busy || !n_tw)
 		return 0;
-	busy = malloc(n_busy * sizeof(*busy));
+	busy = busy_build(g, n_busy);
 	tw = malloc(n_tw * sizeof(*tw));
 	if (!busy || !tw) {
 		free(busy);
 		free(tw);
 		return error("out of memory");
 	}
-	n_busy = n_tw = 0;
-	for (size_t i = 0; i < g->n_nodes; i++) {
-		const struct graph_node *x = &g->nodes[i];
-
-		if (x->kind == GN_GPU && x->work == GW_COMM)
-			busy[n_busy++] = (struct busy){ x->rank, x->start, x->end };
-	}
-	qsort(busy, n_busy, sizeof(*busy), cmp_busy);
-	for (size_t i = 1; i < n_busy; i++)
-		if (busy[i].rank == busy[i - 1].rank && busy[i - 1].end > busy[i].end)
-			busy[i].end = busy[i - 1].end;
+	n_tw = 0;
 	for (size_t i = 0; i < g->n_nodes; i++) {
 		const struct graph_node *x = &g->nodes[i];
 		const struct replay *rp;
@@ -660,38 +675,46 @@ static uint64_t scaled(uint64_t v, double k)
 
 static int64_t edge_delay(const struct graph *g, const struct effects *fx, const struct graph_edge *e)
 {
+	int64_t base = fx->delay ? fx->delay[e - g->edges] : e->delay;
 
 	switch (e->kind) {
 	case GE_THREAD: {
-		int64_t d = fx->thread_delay ? fx->thread_delay[e - g->edges] : e->delay;
+		int64_t d = base;
 
-		if (fx->graph)
-			return 0;
-		return d > 0 ? (int64_t)scaled((uint64_t)d, fx->host) : d;
+		if (fx->thread_delay && fx->delay && e->delay > 0 && base > 0)   /* the recorder's share of it out */
+			d = (int64_t)((double)base * (double)fx->thread_delay[e - g->edges] / (double)e->delay);
+		else if (fx->thread_delay)
+			d = fx->thread_delay[e - g->edges];
+
+		/* a negative delay (calls that overlap) is no host work: no rule lengthens it */
+		if (d <= 0)
+			return d;
+		return fx->graph ? 0 : (int64_t)scaled((uint64_t)d, fx->host);
 	}
 	case GE_LAUNCH:
-		return fx->graph && e->delay > g->typical[GE_LAUNCH] ? g->typical[GE_LAUNCH] : e->delay;
+		return fx->graph && base > g->typical[GE_LAUNCH] ? g->typical[GE_LAUNCH] : base;
 	case GE_COLL:
-		return fx->overlap ? 0 : e->delay > 0 ? (int64_t)scaled((uint64_t)e->delay, 1 / fx->comm_bw) : e->delay;
+		return fx->overlap ? 0 : base > 0 ? (int64_t)scaled((uint64_t)base, 1 / fx->comm_bw) : base;
 	default:
-		return e->delay;
+		return base;
 	}
 }
 
 static uint64_t own_time(const struct graph *g, const struct effects *fx, size_t i)
 {
 	const struct graph_node *n = &g->nodes[i];
+	uint64_t own = fx->own ? fx->own[i] : n->own;
 
 	if (n->kind == GN_COLL)
 		return 0;
 	if (n->kind == GN_API)
-		return fx->graph && !n->sync ? 0 : scaled(n->own, fx->host);
+		return fx->graph && !n->sync ? 0 : scaled(own, fx->host);
 	if (n->work == GW_COMM) {
 		if (fx->overlap)
 			return 0;
-		return scaled(n->own, (fx->kernel ? fx->kernel[i] : 1) / fx->comm_bw);
+		return scaled(own, (fx->kernel ? fx->kernel[i] : 1) / fx->comm_bw);
 	}
-	return fx->kernel ? scaled(n->own, fx->kernel[i]) : n->own;
+	return fx->kernel ? scaled(own, fx->kernel[i]) : own;
 }
 
 /*
@@ -726,17 +749,20 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 		size_t i = v / 2;
 		const struct graph_node *n = &g->nodes[i];
 		struct meet *m = n->kind == GN_COLL && !(v & 1) ? &meet[i - first_coll] : NULL;
-		bool any = false;
+		bool any = false, had = false;
 		uint64_t t = 0;
 
 		if (m)
 			*m = (struct meet){ -1, UINT64_MAX };
+		if (n->start < g->pin)
+			continue;   /* before the re-timed window: as recorded (set above) */
 		for (uint32_t j = 0; j < n->n_in; j++) {
 			const struct graph_edge *e = &g->edges[g->in_edges[n->in + j]];
 			uint64_t src, at;
 
 			if (e->to_end != (v & 1))
 				continue;
+			had = true;
 			if (e->kind == GE_SYNC && fx->no_sync)
 				continue;
 			if (fx->overlap && e->to_end && e->kind == GE_COLL)
@@ -763,7 +789,15 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 			any = true;
 		}
 		if (!(v & 1)) {
-			start[i] = any ? t : n->start;
+			/*
+			 * A node without a start edge keeps its recorded start; one
+			 * whose every start edge a rule removed starts with the window
+			 * (the edge's removal may only move it earlier). None starts
+			 * before the window: what ran before it is as recorded.
+			 */
+			start[i] = any ? t : had ? g->pin : n->start;
+			if (start[i] < g->pin)
+				start[i] = g->pin;
 			if (gate && gate[i].anchor >= 0 && end[gate[i].anchor] + gate[i].extra > start[i])
 				start[i] = end[gate[i].anchor] + gate[i].extra;
 		} else {
@@ -893,8 +927,8 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 	return 0;
 }
 
-int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
-		 const struct graph_ranks_model *rm, struct graph_times *t)
+static int retime(const struct graph *g, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
+		  const int64_t *base_delay, const uint64_t *base_own, struct graph_times *t)
 {
 	struct effects fx;
 	const struct graph_rule *ranks = NULL;
@@ -918,6 +952,8 @@ int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n
 		free(fx.edge_add);
 		return -1;
 	}
+	fx.delay = base_delay;
+	fx.own = base_own;
 	if (fx.unrecorded) {
 		fx.thread_delay = malloc((g->n_edges + 1) * sizeof(int64_t));
 		if (!fx.thread_delay ||
@@ -969,6 +1005,345 @@ out:
 	return ret;
 }
 
+int graph_retime(const struct graph *g, const struct graph_rule *rules, size_t n,
+		 const struct graph_ranks_model *rm, struct graph_times *t)
+{
+	return retime(g, rules, n, rm, NULL, NULL, t);
+}
+
+/* ---- the typical replay ------------------------------------------------- */
+
+/*
+ * A duration or delay of the typical replay, under the hash of its key:
+ * what makes two of them the same work (item_hash). 24 bytes an item, for
+ * a graph of millions of nodes.
+ */
+struct keyed {
+	uint64_t h;
+	int64_t v;
+	uint32_t at;                   /* a node (own time), or n_nodes + an edge (delay) */
+	int32_t step;                  /* its step (-1 none); once counted, its place among its key's in the step */
+};
+
+enum { KEY_CALL = 1, KEY_HOST, KEY_KERNEL, KEY_COPY, KEY_XFER, KEY_GAP };
+
+static int cmp_keyed(const void *x, const void *y)
+{
+	const struct keyed *a = x, *b = y;
+
+	if (a->h != b->h)
+		return a->h < b->h ? -1 : 1;
+	return a->v < b->v ? -1 : a->v > b->v;
+}
+
+/* By key, then step, then place in the graph (nodes and edges are in time order there): to count places. */
+static int cmp_place(const void *x, const void *y)
+{
+	const struct keyed *a = x, *b = y;
+
+	if (a->h != b->h)
+		return a->h < b->h ? -1 : 1;
+	if (a->step != b->step)
+		return a->step < b->step ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
+	h ^= h >> 31;
+	h *= UINT64_C(0xbf58476d1ce4e5b9);
+	return h ^ (h >> 29);
+}
+
+/* A node's name and range path (a call's range's; UINT32_MAX none). */
+static void name_path(const struct graph *g, int32_t i, uint32_t *name, uint32_t *path)
+{
+	const struct graph_node *n = &g->nodes[i];
+	const struct replay *rp;
+	int32_t range;
+
+	*name = 0;
+	*path = UINT32_MAX;
+	if (n->kind == GN_COLL)
+		return;
+	rp = g->rp[n->rank];
+	if (n->kind == GN_API) {
+		*name = rp->apis[n->index].name;
+		range = rp->apis[n->index].range;
+	} else {
+		*name = rp->activities[n->index].name;
+		range = rp->activities[n->index].range;
+	}
+	if (range >= 0 && (size_t)range < rp->n_ranges)
+		*path = rp->ranges[range].path;
+}
+
+/* A launch edge from the call that launched its work (else an anchor: the latest call before it). */
+static bool true_launch(const struct graph *g, const struct graph_edge *e)
+{
+	const struct graph_node *f = &g->nodes[e->from], *t = &g->nodes[e->to];
+
+	return f->kind == GN_API && t->kind == GN_GPU && f->rank == t->rank &&
+	       g->rp[t->rank]->activities[t->index].api == f->index;
+}
+
+/* What item `at` is (KEY_...), 0: no duration of its own (a latency at its kind's typical, or nothing). */
+static int item_kind(const struct graph *g, uint32_t at)
+{
+	const struct graph_edge *e;
+
+	if (at < g->n_nodes) {
+		const struct graph_node *n = &g->nodes[at];
+
+		return n->kind == GN_COLL ? 0 : n->kind == GN_API ? KEY_CALL : n->work == GW_COPY ? KEY_COPY : KEY_KERNEL;
+	}
+	e = &g->edges[at - g->n_nodes];
+	switch (e->kind) {
+	case GE_THREAD: return KEY_HOST;
+	case GE_LAUNCH: return true_launch(g, e) ? 0 : KEY_HOST;
+	case GE_COLL: return e->to_end ? KEY_XFER : 0;
+	case GE_STREAM: return g->nodes[e->from].kind == GN_GPU ? KEY_GAP : 0;
+	default: return 0;
+	}
+}
+
+/* The node an item is of: itself, or its edge's target. */
+static int32_t item_node(const struct graph *g, uint32_t at)
+{
+	return at < g->n_nodes ? (int32_t)at : g->edges[at - g->n_nodes].to;
+}
+
+/* Whether an item is also keyed by its place in its step: the host's, and collectives (their buckets). */
+static bool item_placed(const struct graph *g, uint32_t at, int kind)
+{
+	return kind == KEY_CALL || kind == KEY_HOST ||
+	       ((kind == KEY_KERNEL || kind == KEY_XFER) && g->nodes[item_node(g, at)].work == GW_COMM);
+}
+
+/*
+ * The hash of an item's key at `level` (its place in the step is mixed in
+ * by the caller at level 0): the host's calls by their thread, names and
+ * range paths (level 2: without the paths); a kernel by its name, grid, block and
+ * whether a collective ran beside it (level 2: its name); a copy by its
+ * name, kind and bytes (level 2: without its bytes); a collective's
+ * transfer as its kernel; a stream's gap by its kernels' names.
+ */
+static uint64_t item_hash(const struct graph *g, uint32_t at, int kind, int level, const struct busy *busy,
+			  size_t n_busy)
+{
+	int32_t i = item_node(g, at);
+	const struct graph_node *n = &g->nodes[i];
+	uint32_t name, path, fn = 0, fp = UINT32_MAX;
+	uint64_t h = mix((uint64_t)kind, n->rank);
+
+	name_path(g, i, &name, &path);
+	if (at >= g->n_nodes) {
+		const struct graph_edge *e = &g->edges[at - g->n_nodes];
+
+		name_path(g, e->from, &fn, &fp);
+		h = mix(mix(h, e->kind), fn);
+	}
+	h = mix(h, name);
+	if (kind == KEY_CALL || kind == KEY_HOST) {   /* a thread's work is its own: by its thread too */
+		if (n->kind == GN_API)
+			h = mix(h, g->rp[n->rank]->apis[n->index].thread);
+		return level < 2 ? mix(mix(h, path), fp) : h;
+	}
+	if ((kind == KEY_KERNEL || kind == KEY_XFER) && level < 2) {
+		const struct replay *rp = g->rp[n->rank];
+		const struct replay_activity *a = &rp->activities[n->index];
+
+		if (a->detail < rp->n_kernel_cfg) {
+			const struct replay_kernel_cfg *c = &rp->kernel_cfg[a->detail];
+
+			for (int k = 0; k < 3; k++)
+				h = mix(mix(h, c->grid[k]), c->block[k]);
+		}
+		if (kind == KEY_KERNEL && n->work == GW_KERNEL && busy)   /* beside a collective: slower */
+			h = mix(h, busy_at(busy, n_busy, n->rank, n->start));
+	}
+	if (kind == KEY_COPY) {
+		const struct replay_activity *a = &g->rp[n->rank]->activities[n->index];
+
+		h = mix(h, a->kind);
+		if (level < 2)
+			h = mix(h, a->bytes);
+	}
+	return h;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* The lower median of the deciding delays of edges of `kind` (to_end ones when `end`); `dflt` when none. */
+static int64_t deciding_median(const struct graph *g, int kind, bool end, int64_t dflt, int64_t *v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		int32_t b = end ? g->nodes[i].bind_end : g->nodes[i].bind;
+
+		if (b >= 0 && g->edges[b].kind == kind && (kind != GE_LAUNCH || true_launch(g, &g->edges[b])))
+			v[n++] = g->edges[b].delay;
+	}
+	if (!n)
+		return dflt;
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return v[(n - 1) / 2];
+}
+
+/* The median of v[i .. j) (sorted): of two middle ones, their mean. */
+static int64_t median_of(const struct keyed *v, size_t i, size_t j)
+{
+	int64_t a = v[i + (j - i - 1) / 2].v, b = v[i + (j - i) / 2].v;
+
+	return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+}
+
+/* What the typical replay takes besides one re-timing, per node and per edge (graph_retime_typical). */
+#define TYPICAL_BYTES(g) (((g)->n_nodes + (g)->n_edges + 1) * (sizeof(struct keyed) + 1 + sizeof(int64_t)) + \
+			  ((g)->n_nodes + 1) * sizeof(int64_t))
+
+int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, size_t n,
+			 const struct graph_ranks_model *rm, struct graph_times *t, struct graph_typical *info)
+{
+	size_t nk = 0, n_busy = 0, bytes = TYPICAL_BYTES(g);
+	struct keyed *kv = NULL;
+	struct busy *busy = NULL;
+	int8_t *used = NULL;
+	int64_t *delay = NULL, *v = NULL;
+	uint64_t *own = NULL;
+	int ret = -1;
+
+	memset(t, 0, sizeof(*t));
+	memset(info, 0, sizeof(*info));
+	if (!memory_budget_fits(bytes)) {
+		info->skipped = bytes;
+		return 0;
+	}
+	if (memory_budget_claim(bytes, "explain's typical replay") < 0)
+		return -1;
+	for (size_t i = 0; i < g->n_nodes; i++)
+		n_busy += g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_COMM;
+	busy = n_busy ? busy_build(g, n_busy) : NULL;
+	kv = malloc((g->n_nodes + g->n_edges + 1) * sizeof(*kv));
+	used = malloc(g->n_nodes + g->n_edges + 1);
+	delay = malloc((g->n_edges + 1) * sizeof(*delay));
+	own = malloc((g->n_nodes + 1) * sizeof(*own));
+	v = malloc((g->n_nodes + 1) * sizeof(*v));
+	if (!kv || !used || !delay || !own || !v || (n_busy && !busy)) {
+		error("out of memory");
+		goto out;
+	}
+	/* latencies: each kind's median over the edges that decided */
+	for (int kind = 0; kind < GE_KIND_COUNT; kind++)
+		info->delay[kind] = deciding_median(g, kind, false, g->typical[kind], v);
+	info->sync_end = deciding_median(g, GE_SYNC, true, 0, v);
+	for (size_t i = 0; i < g->n_nodes; i++)
+		own[i] = g->nodes[i].own;
+	for (size_t e = 0; e < g->n_edges; e++) {
+		const struct graph_edge *x = &g->edges[e];
+
+		delay[e] = x->kind == GE_SYNC ? (x->to_end ? info->sync_end : info->delay[GE_SYNC])
+			 : x->kind == GE_LAUNCH && true_launch(g, x) ? info->delay[GE_LAUNCH]
+			 : x->kind == GE_WAIT || x->kind == GE_STREAM ? info->delay[x->kind] : x->delay;
+	}
+	/*
+	 * durations: each node's own time, and the host's work between calls,
+	 * under their keys; over the re-timed window only (what ran before it,
+	 * warm-up steps, stays as recorded and is no instance of the typical)
+	 */
+	for (uint32_t at = 0; at < g->n_nodes + g->n_edges; at++) {
+		int32_t i = item_node(g, at);
+		const struct graph_node *x = &g->nodes[i];
+		int kind = item_kind(g, at);
+		const struct replay *rp;
+
+		if (!kind || x->start < g->pin)
+			continue;
+		rp = g->rp[x->rank];
+		kv[nk] = (struct keyed){
+			.h = item_hash(g, at, kind, 1, busy, n_busy),
+			.v = at < g->n_nodes ? (int64_t)x->own : g->edges[at - g->n_nodes].delay,
+			.at = at,
+			.step = !item_placed(g, at, kind) ? -1
+				: x->kind == GN_API ? replay_step_at(rp, rp->apis[x->index].start) : rp->activities[x->index].step,
+		};
+		nk++;
+	}
+	/* the k-th of a key in its step is the same work as the k-th in another step */
+	qsort(kv, nk, sizeof(*kv), cmp_place);
+	for (size_t i = 0, j; i < nk; i = j) {
+		for (j = i + 1; j < nk && kv[j].h == kv[i].h && kv[j].step == kv[i].step; j++)
+			;
+		for (size_t k = i; k < j; k++)
+			kv[k].step = kv[k].step < 0 ? -1 : (int32_t)(k - i);
+	}
+	/*
+	 * Each duration at the median of its key's, where the key has two or
+	 * more; else of a coarser key: without its place in the step, then
+	 * without the ranges, the kernels' shapes and the copies' bytes (this
+	 * last level only where three or more share it: two of a coarse key may
+	 * be no kin, a host gap of 0.1 ms and one of 100). One of a kind at
+	 * every level keeps its own time (counted).
+	 */
+	memset(used, -1, g->n_nodes + g->n_edges + 1);
+	for (int level = 0; level < 3; level++) {
+		for (size_t i = 0; i < nk; i++) {
+			int kind = item_kind(g, kv[i].at);
+
+			kv[i].h = item_hash(g, kv[i].at, kind, level, busy, n_busy);
+			if (!level && kv[i].step >= 0)
+				kv[i].h = mix(kv[i].h, (uint64_t)kv[i].step + 1);
+		}
+		qsort(kv, nk, sizeof(*kv), cmp_keyed);
+		for (size_t i = 0, j; i < nk; i = j) {
+			int64_t m;
+
+			for (j = i + 1; j < nk && kv[j].h == kv[i].h; j++)
+				;
+			if (j - i < (level < 2 ? 2u : 3u))
+				continue;
+			m = median_of(kv, i, j);
+			for (size_t k = i; k < j; k++) {
+				uint32_t at = kv[k].at;
+
+				if (used[at] >= 0)
+					continue;
+				used[at] = (int8_t)level;
+				if (at < g->n_nodes)
+					own[at] = m > 0 ? (uint64_t)m : 0;
+				else
+					delay[at - g->n_nodes] = m;
+			}
+		}
+	}
+	for (size_t i = 0; i < nk; i++) {
+		int kind = item_kind(g, kv[i].at);
+
+		if (kind == KEY_CALL || kind == KEY_HOST)
+			info->host[used[kv[i].at] + 1]++;
+		else if (kind != KEY_GAP)   /* a gap of one of a kind takes its kind's median */
+			info->gpu[used[kv[i].at] + 1]++;
+	}
+	ret = retime(g, rules, n, rm, delay, own, t);
+	t->between = true;
+out:
+	free(busy);
+	free(kv);
+	free(used);
+	free(delay);
+	free(own);
+	free(v);
+	memory_budget_release(bytes);
+	return ret;
+}
+
 void graph_times_release(struct graph_times *t)
 {
 	free(t->start);
@@ -1004,6 +1379,14 @@ uint64_t graph_instant(const struct graph *g, const struct graph_times *t, uint3
 
 		if (g->nodes[i].end > at)
 			return t->start[i] + (into < t->end[i] - t->start[i] ? into : t->end[i] - t->start[i]);
+	}
+	if (lo > 0 && lo < th->n_apis && t->between) {
+		/* as far between the calls around it as it was: the work between them took its own time */
+		int32_t i = g->api_node[rank][th->apis[lo - 1]], j = g->api_node[rank][th->apis[lo]];
+		uint64_t a = g->nodes[i].end, b = g->nodes[j].start;
+
+		if (b > a && at >= a && t->start[j] >= t->end[i])
+			return t->end[i] + (uint64_t)((double)(at - a) / (double)(b - a) * (double)(t->start[j] - t->end[i]));
 	}
 	if (lo > 0) {
 		int32_t i = g->api_node[rank][th->apis[lo - 1]];

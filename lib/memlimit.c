@@ -153,6 +153,11 @@ int memory_budget_claim(uint64_t bytes, const char *what)
 	return 0;
 }
 
+int memory_budget_fits(uint64_t bytes)
+{
+	return !budget_limit || bytes <= budget_left;
+}
+
 void memory_budget_release(uint64_t bytes)
 {
 	if (!budget_limit)

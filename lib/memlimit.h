@@ -63,6 +63,8 @@ uint64_t memory_limit_for_bundle(uint64_t limit, uint64_t bytes);
 void memory_budget_set(uint64_t limit, uint64_t left, const char *why);
 /* Claims `bytes` for `what` ("explain's dependency graph of 8 ranks"); 0, or -1 after one line. */
 int memory_budget_claim(uint64_t bytes, const char *what);
+/* Whether `bytes` more fit in the budget now: nothing claimed, nothing said (an optional structure). */
+int memory_budget_fits(uint64_t bytes);
 /* Gives back what a claim took, once its structure is freed. */
 void memory_budget_release(uint64_t bytes);
 

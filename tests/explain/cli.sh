@@ -6,7 +6,8 @@
 # lies between the GPU's busy time and the measured step; two ranks of a
 # DDP run join through their collectives; steptrace's bucketed DDP's
 # products slowed beside NCCL (docs/multi); the rules' usage errors;
-# ranks=N with an all-reduce table.
+# ranks=N with an all-reduce table; no finding shown with no saving; the
+# replay's error with typical delays.
 set -u
 st=$1
 samples=$2
@@ -32,9 +33,15 @@ done
 head -2 "$tmp/f.csv" | tail -1 | grep -q '^1,launch-bound' || fail "pytorch: launch-bound is not the first finding: $(head -2 "$tmp/f.csv")"
 "$st" explain "$samples"/pytorch-auto.stb --what-if graph --section what_if --format csv > "$tmp/w.csv" 2>/dev/null
 awk -F, 'NR == 2 { exit !($4 > 16 && $4 < 0.6 * $2) }' "$tmp/w.csv" || fail "pytorch graph prediction: $(cat "$tmp/w.csv")"
-# host=1 and kernels:*=1 change nothing
-"$st" explain "$samples"/pytorch-auto.stb --what-if host=1 --what-if 'kernels:*=1' --section what_if --format csv > "$tmp/w.csv" 2>/dev/null
-awk -F, 'NR > 1 && $4 != $3 { bad = 1 } END { exit bad }' "$tmp/w.csv" || fail "identity rules moved the step: $(cat "$tmp/w.csv")"
+# host=1 and kernels:*=1 change nothing; their interval (Low, High) holds the measured steps' mean, every one its prediction
+"$st" explain "$samples"/pytorch-auto.stb --what-if host=1 --what-if 'kernels:*=1' --what-if graph --section what_if --format csv \
+	> "$tmp/w.csv" 2> "$tmp/err"
+awk -F, 'NR > 1 && $1 != "graph" && $1 !~ / \+ / && $4 != $3 { bad = 1 } END { exit bad }' "$tmp/w.csv" ||
+	fail "identity rules moved the step: $(cat "$tmp/w.csv")"
+awk -F, 'NR == 1 { ok = ($5 == "Low" && $6 == "High") } NR > 1 && !($5 <= $4 && $4 <= $6) { ok = 0 }
+	$1 == "host=1" && !($5 < $2 && $2 < $6) { ok = 0 } END { exit !ok }' "$tmp/w.csv" ||
+	fail "prediction intervals: $(cat "$tmp/w.csv")"
+grep -q "^what if graph: predicted [0-9.]* ms \[[0-9.]*, [0-9.]*\]" "$tmp/err" || fail "no 'predicted X ms [lo, hi]' note"
 
 # steptrace's own bucketed DDP on two H200s, recorded before the SM carve-out
 # (docs/multi/ddp-bucket.rank*.stb): its products beside NCCL's kernels took
@@ -53,6 +60,20 @@ grep -q "of 2 ranks" "$tmp/ddp.txt" || fail "ddp: not 2 ranks: $(tail -5 "$tmp/d
 # a node per collective: 2 edges a rank (issue 39), not R(R - 1)
 grep -Eq "[1-9][0-9]* collective \([1-9]" "$tmp/ddp.txt" ||
 	fail "ddp: no collective edges"
+
+# no finding listed with no saving (its time beside a saving of 0): in a note instead
+"$st" explain "$samples"/pytorch-ddp.rank0.stb "$samples"/pytorch-ddp.rank1.stb --section findings --format csv \
+	> "$tmp/f.csv" 2> "$tmp/notes" || fail "explain ddp findings"
+awk -F, 'NR > 1 && $(NF-1) + 0 <= 0 { exit 1 }' "$tmp/f.csv" || fail "ddp: a finding with no saving: $(cat "$tmp/f.csv")"
+grep -q "^no saving predicted: exposed communication" "$tmp/notes" || fail "ddp: no note of what saves nothing"
+
+# the replay's error: as recorded 0, with typical delays a number, per step and for the run
+"$st" explain "$samples"/small-bf16-train.stb --section replay --format csv > "$tmp/rp.csv" 2> "$tmp/err" ||
+	fail "explain --section replay: $(cat "$tmp/err")"
+awk -F, '$1 == "recorded delays" { r = ($4 == 0) } $1 == "typical delays" { t = ($3 > 0 && $4 < 3 && $4 > -3) }
+	END { exit !(r && t) }' "$tmp/rp.csv" || fail "replay error: $(cat "$tmp/rp.csv")"
+grep -q "^replay with typical delays: [0-9.]* ms vs measured [0-9.]* ms, error [-+][0-9.]*% (per step: mean" "$tmp/err" ||
+	fail "no replay error note: $(cat "$tmp/err")"
 
 # ranks=N: a single GPU's step on 2 and 8 GPUs, from a table
 cat > "$tmp/ar.csv" <<'CSV'

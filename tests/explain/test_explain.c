@@ -41,7 +41,8 @@ static struct replay_ranks one(const struct replay **rps)
  *   Critical path: all host: 10 calls of 5 us (50) and the host's work
  *   between and after them (950).
  *   graph: the calls take no time, the kernels follow each other on the
- *   stream: predicted = the GPU's busy time, 300.
+ *   stream from the first launch's latency on: predicted = the GPU's time
+ *   from the step's start, 10 + 300 = 310.
  */
 static void build_launch_bound(struct replay *rp)
 {
@@ -101,8 +102,8 @@ static void test_launch_bound(void)
 	CHECK_NEAR(s.part[EP_SYNC] + s.part[EP_COMM] + s.part[EP_COPY] + s.part[EP_DATA], 0, 0);
 	CHECK(s.n_findings >= 1);
 	CHECK(strstr(s.finding[0].title, "launch-bound") != NULL, "%s", s.finding[0].title);
-	CHECK_NEAR(s.finding[0].predicted, 300 * US, 0);
-	CHECK_NEAR(s.finding[0].saving, 700 * US, 0);
+	CHECK_NEAR(s.finding[0].predicted, 310 * US, 0);
+	CHECK_NEAR(s.finding[0].saving, 690 * US, 0);
 	replay_release(&rp);
 }
 
@@ -115,8 +116,8 @@ static void test_launch_bound(void)
  *   other idle 700..710 = 10.
  *   no-sync: the wait gone, the synchronisation takes its own 5 us:
  *   [20, 25]; k2's call at 25 + 95 = 120, k2 after k1 on its stream:
- *   [500, 588]; the host's span 230 us, less than the GPU's busy time:
- *   predicted 578.
+ *   [500, 588]; the host's span 230 us, less than the GPU's time from
+ *   the step's start: predicted 588.
  */
 static void test_sync_stall(void)
 {
@@ -166,7 +167,7 @@ static void test_sync_stall(void)
 		for (size_t i = 0; i < s.n_findings; i++)
 			if (strstr(s.finding[i].title, "synchronisations")) {
 				found = true;
-				CHECK_NEAR(s.finding[i].predicted, 578 * US, 0);
+				CHECK_NEAR(s.finding[i].predicted, 588 * US, 0);
 			}
 		CHECK(found);
 	}
@@ -302,10 +303,14 @@ static void test_table(void)
  * Computation beside communication: "gemm" alone [10, 110] and
  * [120, 220]; then [230, 430] while an all-reduce (an NCCL kernel on a
  * stream of its own, no launch recorded, [200, 500]) runs: 200 us against
- * the 100 of its twins alone; then [440, 540], also beside it but no
- * longer than alone. graph_contention: the third at 100/200, the rest 1;
- * two kernels beside the collective. no-contention: the third [230, 330].
- * explain: 100 us of 1000 (10%, over the 2% threshold) -> the finding.
+ * the 100 of its twins alone; then [430, 530] (launched at 226, queued
+ * behind it), also beside it but no longer than alone; the host waits for
+ * it (a synchronisation [230, 535]), the step [0, 540]. graph_contention:
+ * the third at 100/200, the rest 1; two kernels beside the collective.
+ * no-contention: the third [230, 330], the fourth [330, 430], the
+ * synchronisation's return at 435, the step's end 440; the all-reduce
+ * still ends at 500: predicted 500, a saving of 40 us. explain: 100 us of
+ * 540 slowed (over the 2% threshold) -> the finding.
  */
 static void test_contention(void)
 {
@@ -327,9 +332,10 @@ static void test_contention(void)
 	builder_launch(&b, "gemm", 7, 0, 110 * US, 115 * US, 120 * US, 220 * US);
 	builder_launch(&b, "gemm", 7, 0, 220 * US, 225 * US, 230 * US, 430 * US);
 	builder_kernel(&b, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 9, 0, 200 * US, 500 * US);
-	builder_launch(&b, "gemm", 7, 0, 430 * US, 435 * US, 440 * US, 540 * US);
-	builder_pop(&b, 1000 * US);
-	builder_step(&b, 0, false, 0, 1000 * US);
+	builder_launch(&b, "gemm", 7, 0, 226 * US, 229 * US, 430 * US, 530 * US);
+	builder_call(&b, "cudaStreamSynchronize", 230 * US, 535 * US);
+	builder_pop(&b, 540 * US);
+	builder_step(&b, 0, false, 0, 540 * US);
 	CHECK(builder_close(&b, "ok") == 0);
 	CHECK(graph_build(&g, rps, 1, NULL) == 0);
 	f = malloc(g.n_nodes * sizeof(double));
@@ -344,6 +350,8 @@ static void test_contention(void)
 	retime_under(&g, "no-contention", &t);
 	CHECK_U64(t.start[g.act_node[0][3]], 230 * US);
 	CHECK_U64(t.end[g.act_node[0][3]], 330 * US);
+	CHECK_U64(t.end[g.act_node[0][4]], 430 * US);
+	CHECK_U64(t.end[g.api_node[0][4]], 435 * US);
 	CHECK_U64(t.end[g.act_node[0][0]], 110 * US);
 	graph_times_release(&t);
 	graph_release(&g);
@@ -355,6 +363,8 @@ static void test_contention(void)
 			CHECK(strstr(s.finding[i].evidence, "2 kernels per step") == NULL);   /* only the slowed one */
 			CHECK(strstr(s.finding[i].evidence, "1 kernels per step started while a collective ran and "
 						"took 0.100 ms longer (2.00x)") != NULL, "%s", s.finding[i].evidence);
+			CHECK_NEAR(s.finding[i].predicted, 500 * US, 0);
+			CHECK_NEAR(s.finding[i].saving, 40 * US, 0);
 		}
 	CHECK(found, "no contention finding");
 	replay_release(&rp);
