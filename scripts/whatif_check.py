@@ -11,8 +11,18 @@ savings; two measurements closer than their noise may come either way).
 The intervals' coverage (measurements inside) is reported, not a target.
 
 Exit 0 when every target holds, 1 when one misses (each said), 77 with
-"no validation data" when the CSV is absent or has no measured row (the
-ctest whatif.validation skips then), 2 when it is not the validation's CSV.
+"no validation data" when the CSV is absent or has no measured row, 2 when
+it is not the validation's CSV.
+
+  python3 scripts/whatif_check.py --baseline COMMITTED.csv NEW.csv
+
+The ratchet (ctest whatif.validation): NEW.csv, the GPU runs kept in
+docs/whatif/runs/ predicted again by the steptrace just built
+(whatif_validate.py --predict-from), against the committed CSV: it fails
+when fewer changes are measured, the mean |error| grows by more than 0.5
+point, one change's |error| by more than 2 points, or a ranking that was
+right turns wrong, so a model change that makes predictions worse cannot
+land quietly; the targets above are printed, met or not.
 """
 import csv
 import os
@@ -58,7 +68,51 @@ def summary(rows):
                 rank_right=sum(1 for v in rankings.values() if v[2]))
 
 
+def load(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def err(r):
+    return abs(100 * (num(r["predicted_ms"]) - num(r["measured_ms"])) / num(r["measured_ms"]))
+
+
+def ratchet(old_path, new_path):
+    old, new = load(old_path), load(new_path)
+    so, sn = summary(old), summary(new)
+    bad = []
+    if sn["n"] < so["n"]:
+        bad.append("%d changes measured, %d before" % (sn["n"], so["n"]))
+    if so["mean_abs"] is not None and sn["mean_abs"] is not None and sn["mean_abs"] > so["mean_abs"] + 0.5:
+        bad.append("mean |error| %.2f%%, %.2f%% committed" % (sn["mean_abs"], so["mean_abs"]))
+    before = {r["change"]: r for r in measured(old)}
+    for r in measured(new):
+        o = before.get(r["change"])
+        if o is not None and err(r) > err(o) + 2:
+            bad.append("%s (%s): |error| %.2f%%, %.2f%% committed" % (r["change"], r["rule"], err(r), err(o)))
+    for base, (_, _, same) in so["rankings"].items():
+        if same and base in sn["rankings"] and not sn["rankings"][base][2]:
+            bad.append("%s: its ranking was right and is wrong now" % base)
+    print("whatif_check: predicted again: %d changes, mean |error| %.2f%% (committed %.2f%%), max %.2f%% "
+          "(committed %.2f%%), rankings right %d of %d" % (sn["n"], sn["mean_abs"] or 0, so["mean_abs"] or 0,
+                                                           sn["max_abs"] or 0, so["max_abs"] or 0,
+                                                           sn["rank_right"], len(sn["rankings"])))
+    targets = []
+    if sn["n"] < MIN_ROWS:
+        targets.append("%d changes under %d" % (sn["n"], MIN_ROWS))
+    if (sn["mean_abs"] or 0) > MEAN_ABS:
+        targets.append("mean |error| over %.0f%%" % MEAN_ABS)
+    if (sn["max_abs"] or 0) > MAX_ABS:
+        targets.append("max |error| over %.0f%%" % MAX_ABS)
+    print("whatif_check: issue 37's targets: %s" % ("met" if not targets else "not met: " + "; ".join(targets)))
+    for b in bad:
+        print("whatif_check: WORSE: " + b)
+    sys.exit(1 if bad else 0)
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--baseline":
+        ratchet(sys.argv[2], sys.argv[3])
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "docs/whatif/validation.csv")
     if not os.path.exists(path):
         print("whatif_check: no validation data: %s is absent (scripts/whatif_validate.py writes it on the GPU "

@@ -286,6 +286,8 @@ def main():
     ap.add_argument("--predict-from", metavar="OUT", default=None,
                     help="no GPU: the bundles and whatif.json an earlier run left in OUT, predicted again")
     a = ap.parse_args()
+    if a.predict_from and "," in a.predict_from:
+        return predict_from_several(a)
     kept = None
     if a.predict_from:
         try:
@@ -334,7 +336,11 @@ def main():
             continue
         try:
             cal = run.explain(bundles[base], ["--section", "calibration", "--format", "csv"])
-            run.calibration[kind] = os.path.join(a.out, "calibration-%s.csv" % kind)
+            cal_dir = a.out
+            if kept:   # a kept run's folder is read, never written (it may be docs/whatif/runs/)
+                import tempfile
+                cal_dir = tempfile.mkdtemp(prefix="whatif-cal-")
+            run.calibration[kind] = os.path.join(cal_dir, "calibration-%s.csv" % kind)
             open(run.calibration[kind], "w").write(cal)
         except (RuntimeError, OSError):
             pass
@@ -379,10 +385,42 @@ def main():
         w.writeheader()
         for r in rows:
             w.writerow({k: r.get(k, "") for k in FIELDS})
-    with open(os.path.join(a.out, "whatif.json"), "w") as f:
-        json.dump(dict(args=vars(a), gpus=gpus, log=(kept["log"] if kept else []) + run.log, measured=measured),
-                  f, indent=1)
+    if not kept:   # --predict-from leaves the GPU run's record as it was
+        with open(os.path.join(a.out, "whatif.json"), "w") as f:
+            json.dump(dict(args=vars(a), gpus=gpus, log=run.log, measured=measured), f, indent=1)
     write_md(a, rows, gpus, time.time() - run.t0)
+
+
+def predict_from_several(a):
+    """--predict-from DIR1,DIR2,...: each GPU run predicted again, one CSV of them all.
+
+    A change measured in several runs takes the first run's row; a change
+    skipped or failed in one run and measured in another (a one-GPU run and a
+    two-GPU run) takes the measured row, so each row's prediction and
+    measurement come from the same run."""
+    import tempfile
+    rows, gpus = {}, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, d in enumerate(a.predict_from.split(",")):
+            c, m = os.path.join(tmp, "%d.csv" % k), os.path.join(tmp, "%d.md" % k)
+            cmd = [sys.executable, os.path.abspath(__file__), "--steptrace", a.steptrace, "--out", d, "--csv", c,
+                   "--md", m, "--predict-from", d] + (["--only", a.only] if a.only else [])
+            if subprocess.run(cmd).returncode:
+                sys.exit("whatif_validate: --predict-from %s failed" % d)
+            gpus = max(gpus, json.load(open(os.path.join(d, "whatif.json")))["gpus"])
+            for r in csv.DictReader(open(c)):
+                old = rows.get(r["change"])
+                if old is None or (old["status"] != "ok" and r["status"] == "ok"):
+                    rows[r["change"]] = r
+    order = [c[2] for c in CHANGES]
+    rows = sorted(rows.values(), key=lambda r: order.index(r["change"]) if r["change"] in order else len(order))
+    os.makedirs(os.path.dirname(os.path.abspath(a.csv)), exist_ok=True)
+    with open(a.csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in FIELDS})
+    write_md(a, rows, gpus, 0)
 
 
 def write_md(a, rows, gpus, seconds):
