@@ -143,11 +143,14 @@ static void header_table(struct report *r, const struct replay *rp, size_t wrap)
 		const char *source = st_name(st_peak_source_names, d->peak_source);
 		kv_fmt(t, "device", "%s (index %" PRIu32 ", sm_%" PRIu32 "%" PRIu32 ", %" PRIu32 " SMs)",
 		       d->name, d->index, d->cc_major, d->cc_minor, d->sm_count);
-		kv_fmt(t, "device memory", "%.1f GiB, L2 %.1f MiB, %" PRIu32 "-bit bus",
-		       (double)d->memory_bytes / (1u << 30), (double)d->l2_bytes / (1u << 20),
-		       d->mem_bus_bits);
-		kv_fmt(t, "clocks", "SM %" PRIu32 " MHz, memory %" PRIu32 " MHz", d->sm_clock_khz / 1000,
-		       d->mem_clock_khz / 1000);
+		char bus[16], sm[16], mem[16];   /* 0: not in the source (an imported trace): "?" */
+
+		snprintf(bus, sizeof(bus), d->mem_bus_bits ? "%" PRIu32 : "?", d->mem_bus_bits);
+		snprintf(sm, sizeof(sm), d->sm_clock_khz ? "%" PRIu32 : "?", d->sm_clock_khz / 1000);
+		snprintf(mem, sizeof(mem), d->mem_clock_khz ? "%" PRIu32 : "?", d->mem_clock_khz / 1000);
+		kv_fmt(t, "device memory", "%.1f GiB, L2 %.1f MiB, %s-bit bus",
+		       (double)d->memory_bytes / (1u << 30), (double)d->l2_bytes / (1u << 20), bus);
+		kv_fmt(t, "clocks", "SM %s MHz, memory %s MHz", sm, mem);
 		kv_fmt(t, "peak FLOP/s", "fp32 %.1f, tf32 %.1f, bf16 %.1f, fp16 %.1f TFLOP/s (%s%s%s)",
 		       d->peak_fp32_flops / 1e12, d->peak_tf32_flops / 1e12, d->peak_bf16_flops / 1e12,
 		       d->peak_fp16_flops / 1e12, source, *d->peak_note ? ": " : "", d->peak_note);
