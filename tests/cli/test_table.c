@@ -431,7 +431,7 @@ static void test_wrap(void)
 {
 	struct report *r = report_new(), *ranks[2], *stacked = report_new();
 	const char *labels[] = { "0", "1" };
-	char formula[400], title[300], *s;
+	char formula[600], title[300], *s;
 	struct table *t;
 
 	formula[0] = '\0';

@@ -318,10 +318,8 @@ int main(int argc, char **argv)
 		size_t n = r0 && i < n_bundles && strstr(argv[i + 1], ".rank1.stb") ? 2 : 1;
 		int got;
 
-		for (size_t k = 0; k < n; k++) {
-			replay_init(&rp[k]);
+		for (size_t k = 0; k < n; k++)   /* replay_load starts with replay_init */
 			CHECK(replay_load(&rp[k], argv[i + (int)k], NULL) == 0, "%s", argv[i + (int)k]);
-		}
 		got = replay_runs_group(rp, n, runs, 1, "test_monotone");
 		CHECK(got == 1, "%s", argv[i]);
 		if (got == 1) {

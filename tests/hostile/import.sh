@@ -10,7 +10,7 @@ set -u
 st=$1; h=$2; src=$3; factor=${4:-1}
 dir=$(mktemp -d /tmp/st-hostile-import-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-MAX_KIB=${MAX_KIB:-524288}
+MAX_KIB=${MAX_KIB:-$((524288 * factor))}   # FACTOR 4 under the sanitizers: their shadow memory too
 MAX_CPU_S=${MAX_CPU_S:-$((5 * factor))}
 . "$(dirname "$0")/expect.sh"
 
