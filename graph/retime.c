@@ -708,7 +708,7 @@ static uint64_t own_time(const struct graph *g, const struct effects *fx, size_t
 	if (n->kind == GN_COLL)
 		return 0;
 	if (n->kind == GN_API)
-		return fx->graph && !n->sync ? 0 : scaled(own, fx->host);
+		return fx->graph && !n->sync ? 0 : scaled(own, fx->host * (fx->kernel ? fx->kernel[i] : 1));
 	if (n->work == GW_COMM) {
 		if (fx->overlap)
 			return 0;

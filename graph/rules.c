@@ -356,11 +356,121 @@ void graph_coll_fit(const struct graph *g, struct graph_coll_fit *fit)
 
 /* ---- bucket-mb=M -------------------------------------------------------------- */
 
+static int64_t *thread_edges_out(const struct graph *g);
+
+/* Per node, the thread edge into it (from its thread's previous call), -1 none. NULL after an error line. */
+static int64_t *thread_edges_in(const struct graph *g)
+{
+	int64_t *in = malloc((g->n_nodes + 1) * sizeof(int64_t));
+
+	if (!in) {
+		error("out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < g->n_nodes; i++)
+		in[i] = -1;
+	for (size_t e = 0; e < g->n_edges; e++)
+		if (g->edges[e].kind == GE_THREAD && g->edges[e].to >= 0 && (size_t)g->edges[e].to < g->n_nodes)
+			in[g->edges[e].to] = (int64_t)e;
+	return in;
+}
+
+/*
+ * The host range that issued collective node c alone: the range open on
+ * the run's main thread when its launch was called (NCCL may launch from a
+ * thread of its own), up to its outermost ancestor holding no other GPU
+ * work. -1 none.
+ */
+static int32_t call_range(const struct replay *rp, int32_t api)
+{
+	int32_t r = rp->apis[api].range, best = -1;
+
+	if (r < 0)
+		r = replay_range_at(rp, rp->main_thread, rp->apis[api].start);
+	for (int d = 0; d < 4096 && r >= 0 && (size_t)r < rp->n_ranges; d++, r = rp->ranges[r].parent)
+		if (rp->ranges[r].activities <= 1)
+			best = r;
+		else
+			break;
+	return best;
+}
+
+/* Of thread edge e's delay (the host's work between two calls), the part inside [lo, hi] taken out. */
+static void work_removed(const struct graph *g, size_t e, int64_t *edge_add, uint64_t lo, uint64_t hi)
+{
+	const struct graph_edge *x = &g->edges[e];
+	const struct replay *rp = g->rp[g->nodes[x->to].rank];
+	uint64_t a, b, cut;
+
+	if (x->delay <= 0 || g->nodes[x->from].kind != GN_API || g->nodes[x->to].kind != GN_API)
+		return;
+	a = rp->apis[g->nodes[x->from].index].end;
+	b = rp->apis[g->nodes[x->to].index].start;
+	a = a > lo ? a : lo;
+	b = b < hi ? b : hi;
+	cut = b > a ? b - a : 0;
+	edge_add[e] -= cut < (uint64_t)x->delay ? (int64_t)cut : x->delay;
+	if (x->delay + edge_add[e] < 0)
+		edge_add[e] = -x->delay;
+}
+
+/*
+ * Collective node c merged into a later one of its bucket: the host's work
+ * that issued it goes too: its launch call, and the calls and the work
+ * between them inside the range that issued it alone (call_range: its
+ * events, its stream's wait, its NVTX ranges).
+ */
+static void call_removed(const struct graph *g, const int64_t *in, const int64_t *out, uint32_t c, double *kernel,
+			 int64_t *edge_add)
+{
+	const struct graph_node *x = &g->nodes[c];
+	const struct replay *rp = g->rp[x->rank];
+	int32_t api = rp->activities[x->index].api, r;
+	const struct replay_thread *t = NULL;
+	uint64_t lo, hi;
+	size_t j0 = 0, j1;
+
+	if (api < 0 || (size_t)api >= rp->n_apis || g->api_node[x->rank][api] < 0)
+		return;
+	kernel[g->api_node[x->rank][api]] = 0;
+	r = call_range(rp, api);
+	if (r < 0)
+		return;
+	lo = rp->ranges[r].start;
+	hi = rp->ranges[r].end;
+	for (size_t k = 0; k < rp->n_threads && !t; k++)
+		if (rp->threads[k].thread == rp->ranges[r].thread)
+			t = &rp->threads[k];
+	if (!t)
+		return;
+	for (j1 = t->n_apis; j0 < j1;) {   /* the thread's first call at or after lo (calls by start) */
+		size_t m = j0 + (j1 - j0) / 2;
+
+		if (rp->apis[t->apis[m]].start < lo)
+			j0 = m + 1;
+		else
+			j1 = m;
+	}
+	for (size_t j = j0; j < t->n_apis && rp->apis[t->apis[j]].start < hi; j++) {
+		int32_t at = g->api_node[x->rank][t->apis[j]];
+
+		if (at < 0 || g->nodes[at].sync)
+			continue;
+		if (rp->apis[t->apis[j]].end <= hi)
+			kernel[at] = 0;
+		if (in[at] >= 0)
+			work_removed(g, (size_t)in[at], edge_add, lo, hi);
+		if (out[at] >= 0 && (j + 1 == t->n_apis || rp->apis[t->apis[j + 1]].start >= hi))
+			work_removed(g, (size_t)out[at], edge_add, lo, hi);
+	}
+}
+
 static int bucket(const struct graph *g, const struct graph_rule *r, double *kernel, int64_t *edge_add)
 {
 	struct graph_coll_fit fit;
 	double cap = r->factor * 1e6;
 	struct chained *k;
+	int64_t *in, *out;
 	size_t n = 0, unsized = 0;
 
 	graph_coll_fit(g, &fit);
@@ -376,8 +486,14 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 		return error("--what-if %s: %zu of the run's %zu collectives have no size (no NCCL ranges or ops)",
 			     r->text, unsized, n);
 	k = malloc((n + 1) * sizeof(*k));
-	if (!k)
-		return error("out of memory");
+	in = thread_edges_in(g);
+	out = in ? thread_edges_out(g) : NULL;
+	if (!k || !in || !out) {
+		free(k);
+		free(in);
+		free(out);
+		return in && out ? error("out of memory") : -1;
+	}
 	n = 0;
 	for (size_t i = 0; i < g->n_nodes; i++) {
 		const struct graph_node *x = &g->nodes[i];
@@ -402,6 +518,8 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 			const struct graph_node *x = &g->nodes[i];
 
 			kernel[i] *= f;
+			if (m + 1 < to)
+				call_removed(g, in, out, i, kernel, edge_add);
 			/* its ranks' meeting: the transfer after the last arrival scales alike */
 			for (uint32_t e = 0; e < x->n_in; e++) {
 				const struct graph_edge *ed = &g->edges[g->in_edges[x->in + e]];
@@ -414,6 +532,8 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 		j = to;
 	}
 	free(k);
+	free(in);
+	free(out);
 	return 0;
 }
 

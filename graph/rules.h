@@ -26,7 +26,8 @@
  *                     step, in issue order) merged into buckets of at least M MB
  *                     as DDP fills them: each bucket's last collective takes the
  *                     bucket's time (latency + bytes / bandwidth, fitted to the
- *                     run's own collectives), the others removed
+ *                     run's own collectives), the others removed, with the
+ *                     host calls and work of the range that issued each alone
  *   data=K            the host's data loading x K: its work between calls from
  *                     the last synchronisation (the previous step's end) to
  *                     each call that copies to the device (the batch's x.to(),
