@@ -53,7 +53,9 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 		return 0;
 	f->cls = calloc(g->n_nodes + 1, 1);
 	f->bytes = calloc(g->n_nodes + 1, sizeof(double));
-	if (!f->cls || !f->bytes) {
+	f->flops = calloc(g->n_nodes + 1, sizeof(double));
+	f->weights = calloc(g->n_nodes + 1, 1);
+	if (!f->cls || !f->bytes || !f->flops || !f->weights) {
 		whatif_facts_release(f);
 		return error("out of memory");
 	}
@@ -98,6 +100,12 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 			op = replay_op(x, a->op);
 			if (op && op->bytes && op_time[a->op] > 0)
 				f->bytes[k] = (double)op->bytes * (double)g->nodes[k].own / op_time[a->op];
+			if (op && op->flops && op_time[a->op] > 0)
+				f->flops[k] = (double)op->flops * (double)g->nodes[k].own / op_time[a->op];
+			/* steptrace's own ops over the parameters, once a step whatever the batch */
+			if (op && (!strcmp(replay_str(x, op->kind), "cast_weights") ||
+				   !strcmp(replay_str(x, op->kind), "zero_grad")))
+				f->weights[k] = 1;
 		}
 		category_cache_release(&cc);
 	}
@@ -112,6 +120,25 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 
 		f->product_ratio = base > 0 && d->peak_bf16_flops > 0 ? d->peak_bf16_flops / base : 0;
 	}
+	/* the products' ridge point, and the fastest rate a compute-bound one reached (batch=xK) */
+	{
+		double peak = !f->from ? d->peak_bf16_flops
+			      : !strcmp(f->from, "tf32") ? d->peak_tf32_flops : d->peak_fp32_flops;
+
+		f->ridge = peak > 0 && d->peak_bandwidth > 0 ? peak / d->peak_bandwidth : 0;
+		for (size_t i = 0; f->ridge > 0 && i < g->n_nodes; i++) {
+			double rate;
+
+			if (f->cls[i] != GK_PRODUCT || !(f->flops[i] > 0) || !(f->bytes[i] > 0) || !g->nodes[i].own ||
+			    f->flops[i] / f->bytes[i] < f->ridge)
+				continue;
+			rate = f->flops[i] / ((double)g->nodes[i].own * 1e-9);
+			if (rate > f->product_rate)
+				f->product_rate = rate;
+		}
+		if (f->product_rate > peak)
+			f->product_rate = peak;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (rules[i].kind == GR_PRECISION || rules[i].kind == GR_BATCH || rules[i].kind == GR_FUSE)
 			rules[i].facts = f;
@@ -122,6 +149,8 @@ void whatif_facts_release(struct graph_facts *f)
 {
 	free(f->cls);
 	free(f->bytes);
+	free(f->flops);
+	free(f->weights);
 	memset(f, 0, sizeof(*f));
 }
 
