@@ -44,7 +44,8 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 	const struct replay *rp = g->rp[0];
 	const struct replay_device *d = &rp->run.device;
 	bool need = false;
-	double *op_time = NULL;
+	double *op_time = NULL, *op_calls = NULL;   /* per op: its kernels' time; its calls (the steps it ran in) */
+	int64_t *op_last = NULL;                      /* per op: the step + 2 of its last kernel, 0 none */
 
 	memset(f, 0, sizeof(*f));
 	for (size_t i = 0; i < n; i++)
@@ -53,7 +54,9 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 		return 0;
 	f->cls = calloc(g->n_nodes + 1, 1);
 	f->bytes = calloc(g->n_nodes + 1, sizeof(double));
-	if (!f->cls || !f->bytes) {
+	f->flops = calloc(g->n_nodes + 1, sizeof(double));
+	f->weights = calloc(g->n_nodes + 1, 1);
+	if (!f->cls || !f->bytes || !f->flops || !f->weights) {
 		whatif_facts_release(f);
 		return error("out of memory");
 	}
@@ -66,8 +69,15 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 			return -1;
 		}
 		free(op_time);
+		free(op_calls);
+		free(op_last);
 		op_time = calloc(x->n_ops + 1, sizeof(double));
-		if (!op_time) {
+		op_calls = calloc(x->n_ops + 1, sizeof(double));
+		op_last = calloc(x->n_ops + 1, sizeof(int64_t));
+		if (!op_time || !op_calls || !op_last) {
+			free(op_time);
+			free(op_calls);
+			free(op_last);
 			category_cache_release(&cc);
 			whatif_facts_release(f);
 			return error("out of memory");
@@ -84,10 +94,15 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 				    : c == CAT_ELEMENTWISE || c == CAT_REDUCTION || c == CAT_SOFTMAX || c == CAT_OPTIMIZER
 					? GK_MEMORY
 					: GK_OTHER;
-			if (a->op && a->op < x->n_ops)
+			if (a->op && a->op < x->n_ops) {
 				op_time[a->op] += (double)g->nodes[k].own;
+				if (op_last[a->op] != (int64_t)a->step + 2) {
+					op_calls[a->op]++;
+					op_last[a->op] = (int64_t)a->step + 2;
+				}
+			}
 		}
-		/* a kernel's bytes: its op's, shared among the op's kernels by their time */
+		/* a kernel's bytes and FLOPs: its op's per call, shared among one call's kernels by their time */
 		for (size_t i = 0; i < x->n_activities; i++) {
 			int32_t k = g->act_node[r][i];
 			const struct replay_activity *a = &x->activities[i];
@@ -97,11 +112,19 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 				continue;
 			op = replay_op(x, a->op);
 			if (op && op->bytes && op_time[a->op] > 0)
-				f->bytes[k] = (double)op->bytes * (double)g->nodes[k].own / op_time[a->op];
+				f->bytes[k] = (double)op->bytes * (double)g->nodes[k].own * op_calls[a->op] / op_time[a->op];
+			if (op && op->flops && op_time[a->op] > 0)
+				f->flops[k] = (double)op->flops * (double)g->nodes[k].own * op_calls[a->op] / op_time[a->op];
+			/* steptrace's own ops over the parameters, once a step whatever the batch */
+			if (op && (!strcmp(replay_str(x, op->kind), "cast_weights") ||
+				   !strcmp(replay_str(x, op->kind), "zero_grad")))
+				f->weights[k] = 1;
 		}
 		category_cache_release(&cc);
 	}
 	free(op_time);
+	free(op_calls);
+	free(op_last);
 	/* the recorded precision: the header's (steptrace's own model), else the products' names */
 	if (rp->run.has_config && rp->run.config.precision >= 0)
 		f->from = rp->run.config.precision == ST_BF16 ? NULL : rp->run.config.precision == ST_TF32 ? "tf32" : "fp32";
@@ -111,6 +134,25 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 		double base = !strcmp(f->from, "tf32") ? d->peak_tf32_flops : d->peak_fp32_flops;
 
 		f->product_ratio = base > 0 && d->peak_bf16_flops > 0 ? d->peak_bf16_flops / base : 0;
+	}
+	/* the products' ridge point, and the fastest rate a compute-bound one reached (batch=xK) */
+	{
+		double peak = !f->from ? d->peak_bf16_flops
+			      : !strcmp(f->from, "tf32") ? d->peak_tf32_flops : d->peak_fp32_flops;
+
+		f->ridge = peak > 0 && d->peak_bandwidth > 0 ? peak / d->peak_bandwidth : 0;
+		for (size_t i = 0; f->ridge > 0 && i < g->n_nodes; i++) {
+			double rate;
+
+			if (f->cls[i] != GK_PRODUCT || !(f->flops[i] > 0) || !(f->bytes[i] > 0) || !g->nodes[i].own ||
+			    f->flops[i] / f->bytes[i] < f->ridge)
+				continue;
+			rate = f->flops[i] / ((double)g->nodes[i].own * 1e-9);
+			if (rate > f->product_rate)
+				f->product_rate = rate;
+		}
+		if (f->product_rate > peak)
+			f->product_rate = peak;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (rules[i].kind == GR_PRECISION || rules[i].kind == GR_BATCH || rules[i].kind == GR_FUSE)
@@ -122,6 +164,8 @@ void whatif_facts_release(struct graph_facts *f)
 {
 	free(f->cls);
 	free(f->bytes);
+	free(f->flops);
+	free(f->weights);
 	memset(f, 0, sizeof(*f));
 }
 

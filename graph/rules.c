@@ -181,6 +181,17 @@ static int scale_work(const struct graph *g, const struct graph_rule *r, double 
 			    rp->activities[n->index].detail < rp->n_copies &&
 			    rp->copies[rp->activities[n->index].detail].copy_kind != 1)
 				continue;   /* only the batch's copies to the device (CUPTI: 1 host to device) grow */
+			if (n->work == GW_KERNEL && f && f->weights && f->weights[i])
+				continue;   /* over the parameters (a cast of the weights, the gradients' zeroing) */
+			if (n->work == GW_KERNEL && f && f->cls && f->cls[i] == GK_PRODUCT && f->product_rate > 0 &&
+			    f->flops[i] > 0 && f->bytes[i] > 0 && f->flops[i] / f->bytes[i] >= f->ridge && n->own > 0) {
+				/* compute-bound: only its FLOPs at the run's fastest product rate grow, its
+				 * time above that (tails, ramp) stays */
+				double ideal = fmin((double)n->own, f->flops[i] / f->product_rate * 1e9);
+
+				kernel[i] *= ((double)n->own + (r->factor - 1) * ideal) / (double)n->own;
+				continue;
+			}
 			kernel[i] *= n->work == GW_COPY ? r->factor : above((double)n->own, L, r->factor);
 			continue;
 		}
