@@ -188,7 +188,7 @@ static int scale_work(const struct graph *g, const struct graph_rule *r, double 
 			continue;
 		if (f->cls[i] == GK_PRODUCT)
 			kernel[i] *= above((double)n->own, L, 1 / f->product_ratio);
-		else if (f->cls[i] == GK_MEMORY)
+		else if (f->cls[i] == GK_MEMORY || f->cls[i] == GK_SOFTMAX)
 			kernel[i] *= above((double)n->own, L, 0.5);
 	}
 	phases_free(g, ph);
@@ -292,11 +292,15 @@ static int fuse(const struct graph *g, const struct graph_rule *r, double *kerne
 		}
 		from = to = j + 1;
 		while (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream && k[to].step == k[j].step &&
-		       f->cls[k[to].node] == GK_MEMORY)
+		       (f->cls[k[to].node] == GK_MEMORY || f->cls[k[to].node] == GK_SOFTMAX))
 			to++;
 		if (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream && k[to].step == k[j].step &&
 		    f->cls[k[to].node] == GK_PRODUCT && to - from >= 2)
 			fuse_chain(g, f, k, from, to, kernel);
+		else if (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream &&
+			 k[to].step == k[j].step && f->cls[k[to].node] == GK_PRODUCT && to - from == 1 &&
+			 f->cls[k[from].node] == GK_SOFTMAX)
+			kernel[k[from].node] = 0;   /* attention: the scores' softmax kept on chip, as FlashAttention */
 		j = to > j + 1 ? to : j + 1;
 	}
 	free(k);
