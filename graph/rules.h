@@ -23,6 +23,9 @@
  *                     elementwise chain's inputs and outputs are tensors of one
  *                     size) at the chain's achieved bandwidth; its launches kept;
  *                     a softmax alone between two products (attention) removed
+ *   fuse=compile      fuse=elementwise, and the host's work between calls in the
+ *                     forward and backward phases gone (a compiled region issues
+ *                     its calls back to back, each at its recorded own time)
  *   bucket-mb=M       a recorded data-parallel run's collectives (per rank and
  *                     step, in issue order) merged into buckets of at least M MB
  *                     as DDP fills them: each bucket's last collective takes the

@@ -127,6 +127,7 @@ static void test_parse(void)
 	} ok[] = {
 		{ "precision=bf16", GR_PRECISION, 1 }, { "batch=x2", GR_BATCH, 2 }, { "batch=3", GR_BATCH, 3 },
 		{ "batch\xc3\x97" "4", GR_BATCH, 4 }, { "fuse=elementwise", GR_FUSE, 1 }, { "bucket-mb=100", GR_BUCKET, 100 },
+		{ "fuse=compile", GR_FUSE, 1 },
 		{ "data=0.5", GR_DATA, 0.5 }, { "data=0", GR_DATA, 0 },
 	};
 	static const char *const bad[] = { "precision=fp16", "batch=x0", "batch=", "batch=x1001", "fuse=all",
