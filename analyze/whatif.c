@@ -91,7 +91,8 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 				continue;
 			c = category_cached(&cc, a);
 			f->cls[k] = c == CAT_GEMM || c == CAT_ATTENTION ? GK_PRODUCT
-				    : c == CAT_ELEMENTWISE || c == CAT_REDUCTION || c == CAT_SOFTMAX || c == CAT_OPTIMIZER
+				    : c == CAT_SOFTMAX ? GK_SOFTMAX
+				    : c == CAT_ELEMENTWISE || c == CAT_REDUCTION || c == CAT_OPTIMIZER
 					? GK_MEMORY
 					: GK_OTHER;
 			if (a->op && a->op < x->n_ops) {

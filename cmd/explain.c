@@ -31,6 +31,8 @@ static const char *const usage[] = {
 	"  batch=xK         the batch K times larger: forward and backward kernels, and copies to the",
 	"                   device, x K above a kernel's fixed cost; the optimizer as recorded",
 	"  fuse=elementwise each chain of memory-bound kernels between two products one kernel",
+	"  fuse=compile     torch.compile: fuse=elementwise, and the host's work between calls in the",
+	"                   forward and backward gone (each call at its recorded time)",
 	"  bucket-mb=M      a recorded data-parallel run's collectives merged into buckets of M MB",
 	"  data=K           the host's data loading (its work before each copy to the device) x K",
 	"                   (docs/whatif.md has each rule's model)",

@@ -26,8 +26,9 @@ int graph_rules_parse(struct graph_rule *r, const char *text)
 		return 0;
 	}
 	if (!strncmp(text, "fuse", 4) && (!text[4] || text[4] == '=')) {
-		if (strcmp(text, "fuse=elementwise"))
-			return error("--what-if '%s': say fuse=elementwise (chains of memory-bound kernels fused)", text);
+		if (strcmp(text, "fuse=elementwise") && strcmp(text, "fuse=compile"))
+			return error("--what-if '%s': say fuse=elementwise (chains of memory-bound kernels fused) or "
+				     "fuse=compile (and the host's work between calls in the forward and backward gone)", text);
 		r->kind = GR_FUSE;
 		return 0;
 	}
@@ -199,7 +200,7 @@ static int scale_work(const struct graph *g, const struct graph_rule *r, double 
 			continue;
 		if (f->cls[i] == GK_PRODUCT)
 			kernel[i] *= above((double)n->own, L, 1 / f->product_ratio);
-		else if (f->cls[i] == GK_MEMORY)
+		else if (f->cls[i] == GK_MEMORY || f->cls[i] == GK_SOFTMAX)
 			kernel[i] *= above((double)n->own, L, 0.5);
 	}
 	phases_free(g, ph);
@@ -269,7 +270,48 @@ static void fuse_chain(const struct graph *g, const struct graph_facts *f, const
 	}
 }
 
-static int fuse(const struct graph *g, const struct graph_rule *r, double *kernel)
+/*
+ * fuse=compile's host side: in the forward and the backward (the compiled
+ * region), the host's work between calls is gone: the compiled code issues
+ * its calls back to back, each at its recorded own time (the per-launch
+ * host cost); the optimizer, data loading and the rest stay as recorded.
+ */
+static int compiled(const struct graph *g, int64_t *edge_add)
+{
+	int64_t *in = malloc((g->n_nodes + 1) * sizeof(int64_t));
+	uint8_t **ph = in ? phases_new(g) : NULL;
+
+	if (!ph) {
+		free(in);
+		return in ? -1 : error("out of memory");
+	}
+	for (size_t i = 0; i < g->n_nodes; i++)
+		in[i] = -1;
+	for (size_t e = 0; e < g->n_edges; e++)
+		if (g->edges[e].kind == GE_THREAD && g->edges[e].to >= 0 && (size_t)g->edges[e].to < g->n_nodes)
+			in[g->edges[e].to] = (int64_t)e;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *x = &g->nodes[i];
+		const struct replay *rp = g->rp[x->rank];
+		int64_t e = in[i];
+		int32_t range;
+		int phase;
+
+		if (x->kind != GN_API || e < 0 || x->index < 0 || (size_t)x->index >= rp->n_apis)
+			continue;
+		range = rp->apis[x->index].range;
+		if (range < 0 || (size_t)range >= rp->n_ranges)
+			continue;
+		phase = ph[x->rank][rp->ranges[range].path];
+		if ((phase == ST_PHASE_FORWARD || phase == ST_PHASE_BACKWARD) && g->edges[e].delay + edge_add[e] > 0)
+			edge_add[e] = -g->edges[e].delay;
+	}
+	phases_free(g, ph);
+	free(in);
+	return 0;
+}
+
+static int fuse(const struct graph *g, const struct graph_rule *r, double *kernel, int64_t **edge_add)
 {
 	const struct graph_facts *f = r->facts;
 	struct chained *k;
@@ -303,15 +345,21 @@ static int fuse(const struct graph *g, const struct graph_rule *r, double *kerne
 		}
 		from = to = j + 1;
 		while (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream && k[to].step == k[j].step &&
-		       f->cls[k[to].node] == GK_MEMORY)
+		       (f->cls[k[to].node] == GK_MEMORY || f->cls[k[to].node] == GK_SOFTMAX))
 			to++;
 		if (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream && k[to].step == k[j].step &&
 		    f->cls[k[to].node] == GK_PRODUCT && to - from >= 2)
 			fuse_chain(g, f, k, from, to, kernel);
+		else if (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream &&
+			 k[to].step == k[j].step && f->cls[k[to].node] == GK_PRODUCT && to - from == 1 &&
+			 f->cls[k[from].node] == GK_SOFTMAX)
+			kernel[k[from].node] = 0;   /* attention: the scores' softmax kept on chip, as FlashAttention */
 		j = to > j + 1 ? to : j + 1;
 	}
 	free(k);
-	return 0;
+	if (strcmp(r->text, "fuse=compile"))
+		return 0;
+	return adds(g, edge_add) ? compiled(g, *edge_add) : -1;
 }
 
 /* ---- collectives: their size, their time -------------------------------------- */
@@ -601,7 +649,7 @@ int graph_rules_effects(const struct graph *g, const struct graph_rule *r, doubl
 	case GR_BATCH:
 		return factors(g, kernel) ? scale_work(g, r, *kernel) : -1;
 	case GR_FUSE:
-		return factors(g, kernel) ? fuse(g, r, *kernel) : -1;
+		return factors(g, kernel) ? fuse(g, r, *kernel, edge_add) : -1;
 	case GR_BUCKET:
 		return factors(g, kernel) && adds(g, edge_add) ? bucket(g, r, *kernel, *edge_add) : -1;
 	case GR_DATA:

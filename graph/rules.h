@@ -21,7 +21,11 @@
  *                     (consecutive on one stream within a step, two or more)
  *                     one kernel: the bytes of the chain's largest member (an
  *                     elementwise chain's inputs and outputs are tensors of one
- *                     size) at the chain's achieved bandwidth; its launches kept
+ *                     size) at the chain's achieved bandwidth; its launches kept;
+ *                     a softmax alone between two products (attention) removed
+ *   fuse=compile      fuse=elementwise, and the host's work between calls in the
+ *                     forward and backward phases gone (a compiled region issues
+ *                     its calls back to back, each at its recorded own time)
  *   bucket-mb=M       a recorded data-parallel run's collectives (per rank and
  *                     step, in issue order) merged into buckets of at least M MB
  *                     as DDP fills them: each bucket's last collective takes the
@@ -45,7 +49,8 @@
 #include "graph/graph.h"
 
 /* What a GPU node is, as analyze classifies it (analyze/category.h). */
-enum graph_kernel_class { GK_OTHER, GK_PRODUCT, GK_MEMORY };
+/* GK_SOFTMAX: a memory-bound kernel that is a softmax (fuse=elementwise's attention sandwich) */
+enum graph_kernel_class { GK_OTHER, GK_PRODUCT, GK_MEMORY, GK_SOFTMAX };
 
 struct graph_facts {
 	uint8_t *cls;                  /* per node: enum graph_kernel_class */

@@ -97,7 +97,7 @@ CHANGES = [
     ("st-bucket25", "st-bucket100", "built-in DDP bucket 25 -> 100 MB", ["bucket-mb=100"], []),
     ("st-naive", "st-bucket25", "built-in DDP naive -> bucketed", ["bucket-mb=25"], []),
     ("pt-eager", "pt-ro", 'eager -> torch.compile(mode="reduce-overhead")', ["graph", "fuse=elementwise"], []),
-    ("pt-eager", "pt-compile", "eager -> torch.compile", ["fuse=elementwise", "host=0.5"], []),
+    ("pt-eager", "pt-compile", "eager -> torch.compile", ["fuse=compile"], []),
     ("pt-fp32", "pt-eager", "PyTorch FP32 -> BF16", ["precision=bf16"], []),
     ("pt-eager", "pt-b16", "PyTorch batch x2", ["batch=x2"], []),
     ("pt-item", "pt-eager", "removing a per-step .item()", ["no-sync"], []),

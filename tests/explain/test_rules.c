@@ -15,6 +15,8 @@
  *     16.095 + 15 + 20 + 10 + 16.095 = 77.190: gemm_b ends at 177.190
  *   batch=x2: 10 + (t - 10) x 2: 190 + 30 + 50 + 10 + 190 = 470: ends at 570
  *   batch=x1: as recorded
+ * Named softmax_x, gemm_m, elementwise_z instead: fuse=elementwise removes
+ *   the softmax alone between two products (attention): gemm_b [240, 340]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,14 +30,15 @@
 
 #define US 1000ull
 
-static void build(struct replay *rp, const char *precision)
+/* The step above, its three middle kernels named `mid`. */
+static void build_named(struct replay *rp, const char *precision, const char *const mid[3])
 {
-	static const struct {
+	const struct {
 		const char *name;
 		uint64_t start, end;
 	} k[] = {
-		{ "gemm_a", 100, 200 }, { "elementwise_x", 200, 220 }, { "elementwise_y", 220, 250 },
-		{ "elementwise_z", 250, 260 }, { "gemm_b", 260, 360 },
+		{ "gemm_a", 100, 200 }, { mid[0], 200, 220 }, { mid[1], 220, 250 },
+		{ mid[2], 250, 260 }, { "gemm_b", 260, 360 },
 	};
 	struct builder b;
 
@@ -53,6 +56,13 @@ static void build(struct replay *rp, const char *precision)
 	rp->run.device.peak_fp32_flops = 67.0e12;
 	rp->run.device.peak_tf32_flops = 494.7e12;
 	rp->run.device.peak_bf16_flops = 989.4e12;
+}
+
+static void build(struct replay *rp, const char *precision)
+{
+	static const char *const plain[3] = { "elementwise_x", "elementwise_y", "elementwise_z" };
+
+	build_named(rp, precision, plain);
 }
 
 /* The end of the last kernel (gemm_b) re-timed under `text`, ns; -1 when the rule is refused. */
@@ -91,6 +101,15 @@ static void test_rules(void)
 	CHECK_NEAR(last_end(&rp, "batch=x0.5"), (100 + 55 + 15 + 20 + 10 + 55) * US, 1e-9);
 	replay_release(&rp);
 
+	/* attention: a softmax alone between two products removed; an elementwise kernel alone stays */
+	{
+		static const char *const attn[3] = { "softmax_x", "gemm_m", "elementwise_z" };
+
+		build_named(&rp, "fp32", attn);
+		CHECK_NEAR(last_end(&rp, "fuse=elementwise"), 340.0 * US, 1e-9);
+		replay_release(&rp);
+	}
+
 	/* a BF16 run: precision=bf16 refused */
 	build(&rp, "bf16");
 	fprintf(stderr, "(an error line expected next)\n");
@@ -108,6 +127,7 @@ static void test_parse(void)
 	} ok[] = {
 		{ "precision=bf16", GR_PRECISION, 1 }, { "batch=x2", GR_BATCH, 2 }, { "batch=3", GR_BATCH, 3 },
 		{ "batch\xc3\x97" "4", GR_BATCH, 4 }, { "fuse=elementwise", GR_FUSE, 1 }, { "bucket-mb=100", GR_BUCKET, 100 },
+		{ "fuse=compile", GR_FUSE, 1 },
 		{ "data=0.5", GR_DATA, 0.5 }, { "data=0", GR_DATA, 0 },
 	};
 	static const char *const bad[] = { "precision=fp16", "batch=x0", "batch=", "batch=x1001", "fuse=all",
