@@ -170,6 +170,111 @@ void whatif_facts_release(struct graph_facts *f)
 	memset(f, 0, sizeof(*f));
 }
 
+/* Per API node, true where it launches a computation (a kernel other than a collective, a copy). NULL after an error line. */
+static bool *launches_compute(const struct graph *g)
+{
+	bool *k = calloc(g->n_nodes + 1, sizeof(bool));
+
+	if (!k) {
+		error("out of memory");
+		return NULL;
+	}
+	for (size_t e = 0; e < g->n_edges; e++) {
+		const struct graph_edge *ed = &g->edges[e];
+
+		if (ed->kind == GE_LAUNCH && ed->from >= 0 && ed->to >= 0 && (size_t)ed->from < g->n_nodes &&
+		    (size_t)ed->to < g->n_nodes && g->nodes[ed->from].kind == GN_API && g->nodes[ed->to].kind == GN_GPU &&
+		    g->nodes[ed->to].work != GW_COMM)
+			k[ed->from] = true;
+	}
+	return k;
+}
+
+/* A range of an NCCL call: its communicator or message size recorded, or NCCL's name ("ncclAllReduce"). */
+static bool nccl_range(const struct replay *rp, const struct replay_range *x)
+{
+	const char *name = replay_str(rp, x->name);
+
+	return x->comm || x->bytes || (name && !strncmp(name, "nccl", 4) && strcmp(name, "ncclGroupEnd") &&
+				       strcmp(name, "ncclGroupStart"));
+}
+
+/* An NCCL call's range not inside another's. */
+static bool nccl_call(const struct replay *rp, uint32_t i)
+{
+	const struct replay_range *x = &rp->ranges[i];
+
+	return nccl_range(rp, x) &&
+	       (x->parent < 0 || (size_t)x->parent >= rp->n_ranges || !nccl_range(rp, &rp->ranges[x->parent]));
+}
+
+/*
+ * The host's time per collective call: on each thread, the time from the end
+ * of the call that launched a computation before an NCCL call's range to the
+ * start of the one that launches the next computation (what the collective
+ * took of the host: the framework's bucket bookkeeping, NCCL's enqueue, the
+ * events around it, whichever thread launches its kernel), shared among the
+ * NCCL calls begun in it, less the thread's median such time between two
+ * computations' launches with no NCCL call between (what that gap costs
+ * anyway). One value per NCCL call into `calls` (room for one per node);
+ * returns their number, SIZE_MAX after an error line.
+ */
+static size_t host_per_call(const struct graph *g, uint64_t *calls)
+{
+	bool *k = launches_compute(g);
+	uint64_t *plain = k ? malloc((g->n_nodes + 1) * sizeof(uint64_t)) : NULL;
+	size_t n = 0, n_plain = 0;
+
+	if (!plain) {
+		if (k)
+			error("out of memory");
+		free(k);
+		return SIZE_MAX;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t typical = 0;
+
+		if (pass == 1 && n_plain) {
+			qsort(plain, n_plain, sizeof(uint64_t), stats_cmp_u64);
+			typical = plain[n_plain / 2];
+		}
+		for (size_t r = 0; r < g->n_ranks; r++) {
+			const struct replay *rp = g->rp[r];
+
+			for (size_t t = 0; t < rp->n_threads; t++) {
+				const struct replay_thread *th = &rp->threads[t];
+				int32_t from = -1;
+				size_t q = 0;   /* the thread's next range (by start) */
+
+				for (size_t j = 0; j < th->n_apis; j++) {
+					int32_t x = th->apis[j] < rp->n_apis ? g->api_node[r][th->apis[j]] : -1;
+					size_t colls = 0;
+					uint64_t w;
+
+					if (x < 0 || !k[x])
+						continue;
+					/* the NCCL calls begun before this launch, since the last */
+					for (; q < th->n_ranges && th->ranges[q] < rp->n_ranges &&
+					       rp->ranges[th->ranges[q]].start < rp->apis[th->apis[j]].start; q++)
+						if (from >= 0 && nccl_call(rp, th->ranges[q]))
+							colls++;
+					if (from >= 0 && g->nodes[x].start >= g->nodes[from].end && n < g->n_nodes) {
+						w = g->nodes[x].start - g->nodes[from].end;
+						if (pass == 0 && !colls)
+							plain[n_plain++] = w;
+						for (size_t c = 0; pass == 1 && c < colls && n < g->n_nodes; c++)
+							calls[n++] = (w > typical ? w - typical : 0) / colls;
+					}
+					from = x;
+				}
+			}
+		}
+	}
+	free(k);
+	free(plain);
+	return n;
+}
+
 int whatif_calibrate(const struct graph *g, double *contention, double *call_us, long *n_beside, size_t *n_calls)
 {
 	double *factor = malloc((g->n_nodes + 1) * sizeof(double));
@@ -197,34 +302,11 @@ int whatif_calibrate(const struct graph *g, double *contention, double *call_us,
 			slow += (double)g->nodes[i].own;
 			alone += (double)g->nodes[i].own * factor[i];
 		}
-	/* each collective's call: its own time and the host's work before it on its thread */
-	for (size_t i = 0; i < g->n_nodes; i++) {
-		const struct graph_node *x = &g->nodes[i];
-		const struct replay *rp;
-		int32_t api, a;
-
-		if (x->kind != GN_GPU)
-			continue;
-		if (x->work != GW_COMM)
-			continue;
-		rp = g->rp[x->rank];
-		api = rp->activities[x->index].api;
-		if (api < 0 || (size_t)api >= rp->n_apis)
-			continue;
-		a = g->api_node[x->rank][api];
-		if (a < 0)
-			continue;
-		{
-			uint64_t t = g->nodes[a].own;
-
-			for (uint32_t e = 0; e < g->nodes[a].n_in; e++) {
-				const struct graph_edge *ed = &g->edges[g->in_edges[g->nodes[a].in + e]];
-
-				if (ed->kind == GE_THREAD && ed->delay > 0)
-					t += (uint64_t)ed->delay;
-			}
-			calls[n++] = t;
-		}
+	n = host_per_call(g, calls);
+	if (n == SIZE_MAX) {
+		free(factor);
+		free(calls);
+		return -1;
 	}
 	if (alone > 0)
 		*contention = slow / alone;

@@ -23,8 +23,10 @@ void whatif_facts_release(struct graph_facts *f);
 /*
  * A recorded multi-rank run's calibration for ranks=N: how much longer its
  * kernels ran beside a collective than the same kernels alone (time-weighted,
- * graph_contention), and the host's time per collective call (the median of
- * each NCCL launch call's own time and the host work before it on its thread).
+ * graph_contention), and the host's time per collective call (the median over
+ * the NCCL calls' ranges of the host time between the launches of the
+ * computations around each, shared by the calls in it, less the thread's
+ * median such time with no NCCL call between).
  * -1 after one line; 0 with *n_beside 0 when nothing ran beside a collective.
  */
 int whatif_calibrate(const struct graph *g, double *contention, double *call_us, long *n_beside, size_t *n_calls);
@@ -39,10 +41,10 @@ int whatif_calibration_load(const char *path, struct graph_ranks_model *rm);
 /*
  * Without --contention: the calibration of the shipped PyTorch DDP sample
  * (samples/pytorch-ddp.rank*.stb: tests/foreign/ddp_train.py, two H100s,
- * `explain ... --section calibration`): contention 1.357, 16.8 us a call.
+ * `explain ... --section calibration`): contention 1.357, 175.4 us a call.
  */
 #define WHATIF_CALIBRATION_DEFAULT_CONTENTION 1.357
-#define WHATIF_CALIBRATION_DEFAULT_CALL_NS 16800
+#define WHATIF_CALIBRATION_DEFAULT_CALL_NS 175400
 #define WHATIF_CALIBRATION_DEFAULT_SOURCE \
 	"the default without --contention: samples/pytorch-ddp.rank*.stb's calibration, PyTorch DDP on two H100s"
 int whatif_calibration_default(struct graph_ranks_model *rm);

@@ -986,10 +986,18 @@ static int retime(const struct graph *g, const struct graph_rule *rules, size_t 
 		}
 		for (size_t i = 0; i < g->n_nodes; i++)
 			gate[i].anchor = -1;
-		if (ranks_floor(g, ranks, rm, t->start, t->end, gate) < 0 ||
-		    graph_rules_ranks(g, ranks, rm, graph_bw_table_time(rm->table, (double)(rm->bucket_bytes &&
+		/*
+		 * the backward slowed and the host's calls added first, then the
+		 * all-reduces' floor from those times: the exposed all-reduces
+		 * after the backward as it then runs (a floor from the times
+		 * before would add them again after a backward the host delays)
+		 */
+		if (graph_rules_ranks(g, ranks, rm, graph_bw_table_time(rm->table, (double)(rm->bucket_bytes &&
 		    rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes), ranks->ranks) * 1e9,
 				      t->start, t->end, &fx.kernel, &fx.edge_add) < 0)
+			goto out;
+		retime_pass(g, &fx, NULL, meet, t->start, t->end);
+		if (ranks_floor(g, ranks, rm, t->start, t->end, gate) < 0)
 			goto out;
 		retime_pass(g, &fx, gate, meet, t->start, t->end);
 	}

@@ -728,7 +728,7 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 		at[s] = at[s - 1];
 	at[0] = 0;
 	for (size_t s = 0; s < rp->n_steps; s++) {
-		uint64_t busy = 0, done = 0, opt = UINT64_MAX, after = 0;
+		uint64_t busy = 0, done = 0, opt = UINT64_MAX, after = 0, busy0 = 0, done0 = 0, opt0 = UINT64_MAX;
 		size_t n = at[s + 1] - at[s], b = 0, first = SIZE_MAX;
 		const uint32_t *acts = all + at[s];
 		uint32_t last = UINT32_MAX;
@@ -738,6 +738,8 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 
 			if (node_phase(g, ph, (size_t)k) == ST_PHASE_OPTIMIZER && start[k] < opt)
 				opt = start[k];
+			if (node_phase(g, ph, (size_t)k) == ST_PHASE_OPTIMIZER && g->nodes[k].start < opt0)
+				opt0 = g->nodes[k].start;
 		}
 		/* the backward's kernels in start order (activities are by start) */
 		for (size_t j = 0; j < n; j++) {
@@ -748,6 +750,26 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 		}
 		if (!busy)
 			continue;
+		/*
+		 * where the host's cost per call goes: after the launch of the kernel that
+		 * completes each bucket, by the recorded times (the other rules' change to
+		 * the kernels moves no host time: the prediction stays monotone in them)
+		 */
+		for (size_t j = 0; j < n; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (node_phase(g, ph, (size_t)k) == ST_PHASE_BACKWARD && g->nodes[k].start < opt0)
+				busy0 += g->nodes[k].own;
+		}
+		for (size_t j = 0, b0 = 0; j < n && busy0 && rm->bucket_bytes; j++) {
+			int32_t k = g->act_node[0][acts[j]];
+
+			if (node_phase(g, ph, (size_t)k) != ST_PHASE_BACKWARD || g->nodes[k].start >= opt0)
+				continue;
+			done0 += g->nodes[k].own;
+			for (; b0 < n_buckets && (double)done0 * (double)n_buckets >= (double)(b0 + 1) * (double)busy0; b0++)
+				host_after(g, out, acts[j], rm->call_ns, *edge_add);
+		}
 		for (size_t j = 0; j < n; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
@@ -758,11 +780,8 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 			done += end[k] - start[k];
 			last = acts[j];
 			while (b < n_buckets && (double)done * (double)n_buckets >= (double)(b + 1) * (double)busy) {
-				if (rm->bucket_bytes) {
-					if (first == SIZE_MAX)
-						first = j;
-					host_after(g, out, acts[j], rm->call_ns, *edge_add);
-				}
+				if (rm->bucket_bytes && first == SIZE_MAX)
+					first = j;
 				b++;
 			}
 		}

@@ -82,9 +82,9 @@ grep -q "no collectives" "$tmp/err" || fail "bucket-mb on one GPU: $(cat "$tmp/e
 	> "$tmp/cal.csv" 2>"$tmp/err" || fail "calibration: $(cat "$tmp/err")"
 awk -F, 'NR == 1 { ok = $1 == "contention" && $2 == "call_us" } NR == 2 { exit !(ok && $1 > 1.5 && $1 < 1.8 && $2 > 0) }' \
 	"$tmp/cal.csv" || fail "calibration: $(cat "$tmp/cal.csv")"
-# ranks=2 with it: longer than with neither (contention 1, no time a call), and
-# than the default's (the PyTorch DDP sample's 1.357, 16.8 us); a larger
-# contention, a longer step
+# ranks=2 with it: longer than with neither (contention 1, no time a call), as
+# the default's (the PyTorch DDP sample's 1.357, 175.4 us) is; its contention
+# alone (no time a call) no longer than both; a larger contention, a longer step
 ar="--allreduce $multi/st-allreduce-h200x2.csv"
 printf 'contention,call_us\n1,0\n' > "$tmp/one.csv"
 printf 'contention,call_us\n2.5,0\n' > "$tmp/more.csv"
@@ -92,7 +92,10 @@ a=$(predicted "$bf16" $ar --contention "$tmp/one.csv" --what-if ranks=2)
 d=$(predicted "$bf16" $ar --what-if ranks=2)
 b=$(predicted "$bf16" $ar --contention "$tmp/cal.csv" --what-if ranks=2)
 e=$(predicted "$bf16" $ar --contention "$tmp/more.csv" --what-if ranks=2)
-lt "$a" "$d" && lt "$d" "$b" || fail "ranks=2: neither $a, the default $d, ddp-bucket's calibration $b: not in that order"
+awk -F, 'NR == 2 { print $1 ",0" } NR == 1' "$tmp/cal.csv" > "$tmp/nocall.csv"
+c=$(predicted "$bf16" $ar --contention "$tmp/nocall.csv" --what-if ranks=2)
+lt "$a" "$d" && lt "$a" "$b" && ! lt "$b" "$c" ||
+	fail "ranks=2: neither $a, the default $d, ddp-bucket's calibration $b, its contention alone $c: not in that order"
 lt "$a" "$e" || fail "ranks=2: contention 2.5 ($e) no longer than 1 ($a)"
 "$st" explain "$bf16" $ar --what-if ranks=2 --section what_if 2>&1 | grep -q "the default without --contention" ||
 	fail "ranks=2: the note does not say where its calibration came from"
