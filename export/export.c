@@ -56,6 +56,45 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
 	return rc;
 }
 
+/*
+ * The default output (no -o) replaces only a file an export of steptrace
+ * wrote: Chrome JSON whose first 4 KiB carry its otherData's generator,
+ * a Perfetto trace whose first 4 KiB intern this exporter's annotation
+ * names ("gpu time (ns)", "registers per thread"), a database with
+ * steptrace's RUN, STEPS and OPS tables. 0, or -1 after one line.
+ */
+static int check_default_output(const char *path, int format)
+{
+	char head[4097];
+	struct stat st;
+	size_t n;
+	bool ours;
+	FILE *f;
+
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? 0 : error("cannot write '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return 0;   /* a pipe, a device: output_open writes in place, a folder it refuses */
+	if (format == EXPORT_SQLITE) {
+		ours = export_sqlite_is_ours(path);
+	} else {
+		f = fopen(path, "rb");
+		n = f ? fread(head, 1, sizeof(head) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		head[n] = '\0';
+		for (size_t i = 0; i < n; i++)   /* a Perfetto trace is binary: its strings searched as text */
+			if (!head[i])
+				head[i] = ' ';
+		ours = format == EXPORT_PERFETTO ? strstr(head, "gpu time (ns)") && strstr(head, "registers per thread")
+						 : strstr(head, "\"generator\":\"steptrace export") != NULL;
+	}
+	if (!ours)
+		return error("'%s' exists and is not an export steptrace wrote: give -o to write elsewhere "
+			     "(-o '%s' replaces it)", path, path);
+	return 0;
+}
+
 static const char *const format_what[] = { "Perfetto trace", "Chrome JSON", "Chrome JSON" };
 static const char *const format_ext[] = { ".pftrace", ".json", ".json", ".sqlite" };
 
@@ -74,6 +113,10 @@ int export_run(const struct replay *rp, const struct export_options *opt)
 		output = owned = bundle_output_name(rp->path, NULL, format_ext[opt->format]);
 	if (!output)
 		return error("out of memory");
+	if (!opt->output && check_default_output(output, opt->format) < 0) {
+		free(owned);
+		return -1;
+	}
 	if (opt->format == EXPORT_SQLITE) {
 		rc = export_sqlite_run(rp, opt, output);
 		free(owned);
@@ -233,6 +276,8 @@ int export_run_ranks(const struct replay_ranks *rs, const struct export_options 
 		error("out of memory");
 		goto out;
 	}
+	if (!opt->output && check_default_output(output, opt->format) < 0)
+		goto out;
 	/* the run's time 0 is its earliest-starting rank's, at that rank's real time */
 	for (size_t r = 0; r < rs->n; r++) {
 		if (rs->offset[r] == 0)

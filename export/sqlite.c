@@ -855,6 +855,22 @@ static uint64_t sq_estimate(const struct replay *rp, const struct export_filter 
 	return pages * SQLITE_PAGE_BYTES + rows * SQLITE_ROW_BYTES + text;
 }
 
+bool export_sqlite_is_ours(const char *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *q = NULL;
+	bool ours = false;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+			       "name IN ('RUN', 'STEPS', 'OPS')", -1, &q, NULL) == SQLITE_OK &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		ours = sqlite3_column_int(q, 0) == 3;
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return ours;
+}
+
 int export_sqlite_run(const struct replay *rp, const struct export_options *opt, const char *output)
 {
 	struct export_filter f;

@@ -53,6 +53,18 @@ grep -q "cannot write" log || fail "the failed write says: $(cat log)"
 [ "$(cat out/t.pftrace)" = "keep me" ] || fail "a failed export changed the existing output"
 [ "$(ls -A out)" = "t.pftrace" ] || fail "a failed export left: $(ls -A out)"
 
+# without -o, the default name is replaced only when steptrace wrote it
+for fmt in perfetto chrome sqlite; do
+	ext=$(case $fmt in perfetto) echo pftrace;; chrome) echo json;; sqlite) echo sqlite;; esac)
+	printf 'mine\n' > "x.$ext"
+	! "$steptrace" export x.stb --format $fmt 2> log || fail "--format $fmt replaced x.$ext that steptrace did not write"
+	grep -q "exists and is not an export steptrace wrote" log || fail "--format $fmt over a foreign file says: $(cat log)"
+	[ "$(cat "x.$ext")" = "mine" ] || fail "--format $fmt changed x.$ext"
+	rm "x.$ext"
+	"$steptrace" export x.stb --format $fmt 2> /dev/null && "$steptrace" export x.stb --format $fmt 2> /dev/null ||
+		fail "--format $fmt did not replace its own x.$ext"
+done
+
 # a device is written in place and kept
 "$steptrace" export x.stb -o /dev/null 2> /dev/null || fail "-o /dev/null"
 [ -c /dev/null ] || fail "/dev/null is no longer a device"
