@@ -534,10 +534,11 @@ static void call_removed(const struct graph *g, const int64_t *in, const int64_t
  * collectives' issue order (the gradients' reverse parameter order, the
  * order the backward finishes them), as ranks=N splits it: the bucket is
  * ready once the backward's recorded GPU time done reaches the share of
- * the step's collective bytes up to and with it. Only collectives recorded
- * to start after the step's backward ended move (the bucket starts
- * earlier, never later), and only to a kernel the re-timing reaches first
- * (its end before the collective's start in the graph's order).
+ * the step's collective bytes up to and with it. Only a step whose
+ * collectives were all recorded to start after its backward ended moves
+ * (a bucketed run's collectives keep where their hooks issued them), and
+ * only to a kernel the re-timing reaches first (its end before the
+ * collective's start in the graph's order).
  */
 struct anchors {
 	const struct chained *bw;      /* the backward's kernels, by rank, step and start */
@@ -545,8 +546,8 @@ struct anchors {
 	const uint32_t *pos;           /* per event (2 node + 0 start, + 1 end), its place in g->order */
 };
 
-static void bucket_anchor(const struct graph *g, const struct anchors *an, const struct chained *k, size_t j,
-			  size_t to, double before, double total, int32_t *after)
+static void bucket_anchor(const struct graph *g, const struct anchors *an, const struct chained *k, size_t first,
+			  size_t j, size_t to, double before, double total, int32_t *after)
 {
 	size_t b0 = 0, b1 = an->n_bw;
 	double busy = 0, done = 0, upto = before;
@@ -564,7 +565,8 @@ static void bucket_anchor(const struct graph *g, const struct anchors *an, const
 	}
 	for (b1 = b0; b1 < an->n_bw && an->bw[b1].rank == k[j].rank && an->bw[b1].step == k[j].step; b1++)
 		busy += (double)g->nodes[an->bw[b1].node].own;
-	if (b1 == b0 || !(busy > 0) || !(total > 0))
+	/* every collective of the step recorded after its backward ended: a naive or flat run */
+	if (b1 == b0 || !(busy > 0) || !(total > 0) || g->nodes[an->bw[b1 - 1].node].end > g->nodes[k[first].node].start)
 		return;
 	for (size_t b = b0; b < b1 && at < 0; b++) {
 		done += (double)g->nodes[an->bw[b].node].own;
@@ -574,8 +576,8 @@ static void bucket_anchor(const struct graph *g, const struct anchors *an, const
 	for (size_t m = j; m < to; m++) {
 		uint32_t i = k[m].node;
 
-		/* recorded after the whole backward, and the kernel before it in the re-timing's order */
-		if (g->nodes[an->bw[b1 - 1].node].end <= g->nodes[i].start && an->pos[2 * (size_t)at + 1] < an->pos[2 * (size_t)i])
+		/* the kernel before it in the re-timing's order */
+		if (an->pos[2 * (size_t)at + 1] < an->pos[2 * (size_t)i])
 			after[i] = at;
 	}
 }
@@ -589,7 +591,7 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 	int64_t *in, *out;
 	uint32_t *pos = NULL;
 	uint8_t **ph = NULL;
-	size_t n = 0, unsized = 0, n_bw = 0;
+	size_t n = 0, unsized = 0, n_bw = 0, first = 0;
 	double before = 0, total = 0;
 
 	graph_coll_fit(g, &fit);
@@ -644,6 +646,7 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 
 		if (!j || k[j].rank != k[j - 1].rank || k[j].step != k[j - 1].step) {   /* a rank's step: its bytes */
 			before = total = 0;
+			first = j;
 			for (size_t m = j; m < n && k[m].rank == k[j].rank && k[m].step == k[j].step; m++)
 				total += coll_bytes(g, k[m].node);
 		}
@@ -670,7 +673,7 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 			}
 		}
 		if (k[j].step >= 0)
-			bucket_anchor(g, &(struct anchors){ bw, n_bw, pos }, k, j, to, before, total, after);
+			bucket_anchor(g, &(struct anchors){ bw, n_bw, pos }, k, first, j, to, before, total, after);
 		before += sum;
 		j = to;
 	}

@@ -31,7 +31,10 @@
  *                     as DDP fills them: each bucket's last collective takes the
  *                     bucket's time (latency + bytes / bandwidth, fitted to the
  *                     run's own collectives), the others removed, with the
- *                     host calls and work of the range that issued each alone
+ *                     host calls and work of the range that issued each alone;
+ *                     collectives issued after the backward (naive) start as
+ *                     their bucket is ready: after the backward kernel that
+ *                     completes its share of the step's bytes (`after`)
  *   data=K            the host's data loading x K: its work between calls from
  *                     the last synchronisation (the previous step's end) to
  *                     each call that copies to the device (the batch's x.to(),
