@@ -315,6 +315,7 @@ struct effects {
 	double *kernel;        /* per node, the kernel rules' product; NULL: none */
 	int64_t *thread_delay; /* GR_UNRECORDED: per edge, a thread edge's delay less the recorder's time; NULL: none */
 	int64_t *edge_add;     /* graph/rules.c: per edge, ns added to its delay; NULL: none */
+	int32_t *after;        /* graph/rules.c: per node, the node whose end it starts after instead (-1); NULL: none */
 	/* the typical replay's (graph_retime_typical): per edge its delay, per node its own time; NULL: the recorded */
 	const int64_t *delay;
 	const uint64_t *own;
@@ -658,7 +659,7 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 			break;
 		}
 		default:
-			if (graph_rules_effects(g, &rules[i], &fx->kernel, &fx->edge_add) < 0)
+			if (graph_rules_effects(g, &rules[i], &fx->kernel, &fx->edge_add, &fx->after) < 0)
 				return -1;
 			break;
 		}
@@ -749,6 +750,7 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 		size_t i = v / 2;
 		const struct graph_node *n = &g->nodes[i];
 		struct meet *m = n->kind == GN_COLL && !(v & 1) ? &meet[i - first_coll] : NULL;
+		const int32_t *moved = fx->after && !(v & 1) && fx->after[i] >= 0 ? fx->after : NULL;
 		bool any = false, had = false;
 		uint64_t t = 0;
 
@@ -756,6 +758,10 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 			*m = (struct meet){ -1, UINT64_MAX };
 		if (n->start < g->pin)
 			continue;   /* before the re-timed window: as recorded (set above) */
+		if (moved) {   /* its launch and waits replaced by the end of the node it now follows */
+			t = graph_add(end[moved[i]], g->typical[GE_WAIT] > 0 ? g->typical[GE_WAIT] : 0);
+			any = had = true;
+		}
 		for (uint32_t j = 0; j < n->n_in; j++) {
 			const struct graph_edge *e = &g->edges[g->in_edges[n->in + j]];
 			uint64_t src, at;
@@ -763,6 +769,8 @@ static void retime_pass(const struct graph *g, const struct effects *fx, const s
 			if (e->to_end != (v & 1))
 				continue;
 			had = true;
+			if (moved && (e->kind == GE_LAUNCH || e->kind == GE_WAIT))
+				continue;
 			if (e->kind == GE_SYNC && fx->no_sync)
 				continue;
 			if (fx->overlap && e->to_end && e->kind == GE_COLL)
@@ -950,6 +958,7 @@ static int retime(const struct graph *g, const struct graph_rule *rules, size_t 
 	if (effects_init(&fx, g, rules, n) < 0) {
 		free(fx.kernel);
 		free(fx.edge_add);
+		free(fx.after);
 		return -1;
 	}
 	fx.delay = base_delay;
@@ -963,6 +972,7 @@ static int retime(const struct graph *g, const struct graph_rule *rules, size_t 
 			free(fx.kernel);
 			free(fx.thread_delay);
 			free(fx.edge_add);
+			free(fx.after);
 			return -1;
 		}
 	}
@@ -1006,6 +1016,7 @@ out:
 	free(fx.kernel);
 	free(fx.thread_delay);
 	free(fx.edge_add);
+	free(fx.after);
 	free(gate);
 	free(meet);
 	if (ret < 0)

@@ -524,13 +524,75 @@ static void call_removed(const struct graph *g, const int64_t *in, const int64_t
 	}
 }
 
-static int bucket(const struct graph *g, const struct graph_rule *r, double *kernel, int64_t *edge_add)
+/*
+ * Collectives issued after the backward (a naive or flat run: one
+ * all-reduce per parameter, last first) in the buckets DDP would fill as
+ * the backward finishes their gradients: each bucket (collectives k[j ..
+ * to) of one rank and step) may start once the backward kernel that
+ * completes its last gradient ends (after[]), instead of after its launch
+ * and the waits recorded. Which kernel: the backward split by bytes in the
+ * collectives' issue order (the gradients' reverse parameter order, the
+ * order the backward finishes them), as ranks=N splits it: the bucket is
+ * ready once the backward's recorded GPU time done reaches the share of
+ * the step's collective bytes up to and with it. Only a step whose
+ * collectives were all recorded to start after its backward ended moves
+ * (a bucketed run's collectives keep where their hooks issued them), and
+ * only to a kernel the re-timing reaches first (its end before the
+ * collective's start in the graph's order).
+ */
+struct anchors {
+	const struct chained *bw;      /* the backward's kernels, by rank, step and start */
+	size_t n_bw;
+	const uint32_t *pos;           /* per event (2 node + 0 start, + 1 end), its place in g->order */
+};
+
+static void bucket_anchor(const struct graph *g, const struct anchors *an, const struct chained *k, size_t first,
+			  size_t j, size_t to, double before, double total, int32_t *after)
+{
+	size_t b0 = 0, b1 = an->n_bw;
+	double busy = 0, done = 0, upto = before;
+	int32_t at = -1;
+
+	for (size_t m = j; m < to; m++)
+		upto += coll_bytes(g, k[m].node);
+	while (b0 < b1) {   /* the rank's and step's first backward kernel */
+		size_t m = b0 + (b1 - b0) / 2;
+
+		if (an->bw[m].rank < k[j].rank || (an->bw[m].rank == k[j].rank && an->bw[m].step < k[j].step))
+			b0 = m + 1;
+		else
+			b1 = m;
+	}
+	for (b1 = b0; b1 < an->n_bw && an->bw[b1].rank == k[j].rank && an->bw[b1].step == k[j].step; b1++)
+		busy += (double)g->nodes[an->bw[b1].node].own;
+	/* every collective of the step recorded after its backward ended: a naive or flat run */
+	if (b1 == b0 || !(busy > 0) || !(total > 0) || g->nodes[an->bw[b1 - 1].node].end > g->nodes[k[first].node].start)
+		return;
+	for (size_t b = b0; b < b1 && at < 0; b++) {
+		done += (double)g->nodes[an->bw[b].node].own;
+		if (b + 1 == b1 || done * total >= upto * busy)
+			at = (int32_t)an->bw[b].node;
+	}
+	for (size_t m = j; m < to; m++) {
+		uint32_t i = k[m].node;
+
+		/* the kernel before it in the re-timing's order */
+		if (an->pos[2 * (size_t)at + 1] < an->pos[2 * (size_t)i])
+			after[i] = at;
+	}
+}
+
+static int bucket(const struct graph *g, const struct graph_rule *r, double *kernel, int64_t *edge_add,
+		  int32_t *after)
 {
 	struct graph_coll_fit fit;
 	double cap = r->factor * 1e6;
-	struct chained *k;
+	struct chained *k, *bw = NULL;
 	int64_t *in, *out;
-	size_t n = 0, unsized = 0;
+	uint32_t *pos = NULL;
+	uint8_t **ph = NULL;
+	size_t n = 0, unsized = 0, n_bw = 0, first = 0;
+	double before = 0, total = 0;
 
 	graph_coll_fit(g, &fit);
 	for (size_t i = 0; i < g->n_nodes; i++)
@@ -547,12 +609,28 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 	k = malloc((n + 1) * sizeof(*k));
 	in = thread_edges_in(g);
 	out = in ? thread_edges_out(g) : NULL;
-	if (!k || !in || !out) {
+	ph = out ? phases_new(g) : NULL;
+	bw = malloc((g->n_nodes + 1) * sizeof(*bw));
+	pos = malloc((2 * g->n_nodes + 1) * sizeof(uint32_t));
+	if (!k || !in || !out || !ph || !bw || !pos) {
 		free(k);
 		free(in);
 		free(out);
-		return in && out ? error("out of memory") : -1;
+		phases_free(g, ph);
+		free(bw);
+		free(pos);
+		return in && out && ph ? error("out of memory") : -1;
 	}
+	for (size_t v = 0; v < 2 * g->n_nodes; v++)
+		pos[g->order[v]] = (uint32_t)v;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *x = &g->nodes[i];
+
+		if (x->kind == GN_GPU && x->work == GW_KERNEL && node_phase(g, ph, i) == ST_PHASE_BACKWARD)
+			bw[n_bw++] = (struct chained){ x->rank, 0, g->rp[x->rank]->activities[x->index].step, x->start,
+						       (uint32_t)i };
+	}
+	qsort(bw, n_bw, sizeof(*bw), cmp_chained);
 	n = 0;
 	for (size_t i = 0; i < g->n_nodes; i++) {
 		const struct graph_node *x = &g->nodes[i];
@@ -566,6 +644,12 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 		size_t to = j;
 		double sum = 0;
 
+		if (!j || k[j].rank != k[j - 1].rank || k[j].step != k[j - 1].step) {   /* a rank's step: its bytes */
+			before = total = 0;
+			first = j;
+			for (size_t m = j; m < n && k[m].rank == k[j].rank && k[m].step == k[j].step; m++)
+				total += coll_bytes(g, k[m].node);
+		}
 		/* a bucket: collectives of one rank and step, in issue order, until it holds at least M */
 		while (to < n && k[to].rank == k[j].rank && k[to].step == k[j].step && (to == j || sum < cap))
 			sum += coll_bytes(g, k[to++].node);
@@ -588,11 +672,17 @@ static int bucket(const struct graph *g, const struct graph_rule *r, double *ker
 						(int64_t)(f * (double)(ed->delay + edge_add[g->in_edges[x->in + e]])) - ed->delay;
 			}
 		}
+		if (k[j].step >= 0)
+			bucket_anchor(g, &(struct anchors){ bw, n_bw, pos }, k, first, j, to, before, total, after);
+		before += sum;
 		j = to;
 	}
 	free(k);
 	free(in);
 	free(out);
+	phases_free(g, ph);
+	free(bw);
+	free(pos);
 	return 0;
 }
 
@@ -642,7 +732,23 @@ static int data(const struct graph *g, const struct graph_rule *r, int64_t *edge
 	return 0;
 }
 
-int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add)
+/* Per node, the node whose end it may start after instead (-1: its recorded edges), allocated when first needed. */
+static int32_t *starts(const struct graph *g, int32_t **after)
+{
+	if (!*after) {
+		*after = malloc((g->n_nodes + 1) * sizeof(int32_t));
+		if (!*after) {
+			error("out of memory");
+			return NULL;
+		}
+		for (size_t k = 0; k < g->n_nodes; k++)
+			(*after)[k] = -1;
+	}
+	return *after;
+}
+
+int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add,
+			int32_t **after)
 {
 	switch (r->kind) {
 	case GR_PRECISION:
@@ -651,7 +757,8 @@ int graph_rules_effects(const struct graph *g, const struct graph_rule *r, doubl
 	case GR_FUSE:
 		return factors(g, kernel) ? fuse(g, r, *kernel, edge_add) : -1;
 	case GR_BUCKET:
-		return factors(g, kernel) && adds(g, edge_add) ? bucket(g, r, *kernel, *edge_add) : -1;
+		return factors(g, kernel) && adds(g, edge_add) && starts(g, after) ? bucket(g, r, *kernel, *edge_add, *after)
+										    : -1;
 	case GR_DATA:
 		return adds(g, edge_add) ? data(g, r, *edge_add) : -1;
 	default:

@@ -31,7 +31,10 @@
  *                     as DDP fills them: each bucket's last collective takes the
  *                     bucket's time (latency + bytes / bandwidth, fitted to the
  *                     run's own collectives), the others removed, with the
- *                     host calls and work of the range that issued each alone
+ *                     host calls and work of the range that issued each alone;
+ *                     collectives issued after the backward (naive) start as
+ *                     their bucket is ready: after the backward kernel that
+ *                     completes its share of the step's bytes (`after`)
  *   data=K            the host's data loading x K: its work between calls from
  *                     the last synchronisation (the previous step's end) to
  *                     each call that copies to the device (the batch's x.to(),
@@ -67,11 +70,16 @@ struct graph_facts {
 int graph_rules_parse(struct graph_rule *r, const char *text);
 
 /*
- * Rule r's effects on graph g: factors into (*kernel)[node] and delays
- * added into (*edge_add)[edge], each array allocated (1s, 0s) when first
- * needed. Rules of other kinds change nothing. 0, or -1 after one line.
+ * Rule r's effects on graph g: factors into (*kernel)[node], delays added
+ * into (*edge_add)[edge], and (*after)[node]: a node recorded earlier whose
+ * end a GPU node may start after instead of its launch and inferred waits
+ * (its stream's order and its end edges kept; bucket-mb=M's collectives
+ * issued after the backward, started as their bucket is ready), each array
+ * allocated (1s, 0s, -1s) when first needed. Rules of other kinds change
+ * nothing. 0, or -1 after one line.
  */
-int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add);
+int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add,
+			int32_t **after);
 
 /*
  * An edge's delay d with what the rules added to it (add NULL: none): a

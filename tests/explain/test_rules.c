@@ -117,6 +117,70 @@ static void test_rules(void)
 	replay_release(&rp);
 }
 
+/*
+ * bucket-mb=M on a naive step: a backward of two kernels on stream 7,
+ * bw_0 [100, 200] and bw_1 [200, 300], then two all-reduces of 1,000 bytes
+ * each on stream 9, issued after it: [301, 321] (its stream waited for
+ * the backward's end: an inferred wait, the typical one of 1 us) and [410,
+ * 430] (each 20 us: 20 ns a byte, no latency). bucket-mb=0.001 (1,000 bytes): one a
+ * bucket, the first ready once the backward's first half of its time is
+ * done (its bytes, half the step's): after bw_0's end, [200, 220] (+ the
+ * typical wait), the second after bw_1's, [300, 320]; one bucket of both
+ * (bucket-mb=1): after bw_1's end, 40 us, [300, 340].
+ */
+static void test_bucket(void)
+{
+	struct builder b;
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	uint32_t op[2];
+	static const char *const text[2] = { "bucket-mb=0.001", "bucket-mb=1" };
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	op[0] = builder_comm_op(&b, "step/comm/allreduce/a", 1000);
+	op[1] = builder_comm_op(&b, "step/comm/allreduce/b", 1000);
+	builder_push(&b, "step", 0);
+	builder_push(&b, "backward", 90 * US);
+	builder_launch(&b, "bw_0", 7, 0, 95 * US, 96 * US, 100 * US, 200 * US);
+	builder_launch(&b, "bw_1", 7, 0, 97 * US, 98 * US, 200 * US, 300 * US);
+	builder_pop(&b, 99 * US);
+	builder_push(&b, "comm", 250 * US);
+	builder_launch(&b, BUILDER_NCCL_ALLREDUCE, 9, op[0], 250 * US, 251 * US, 301 * US, 321 * US);
+	builder_launch(&b, BUILDER_NCCL_ALLREDUCE, 9, op[1], 402 * US, 403 * US, 410 * US, 430 * US);
+	builder_pop(&b, 500 * US);
+	builder_pop(&b, 500 * US);
+	builder_step(&b, 0, false, 0, 500 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+	for (int k = 0; k < 2; k++) {
+		struct graph g;
+		struct graph_rule rule;
+		struct graph_times t;
+		int32_t a0, a1;
+		double w;
+
+		CHECK(graph_build(&g, rps, 1, NULL) == 0);
+		CHECK(graph_rule_parse(&rule, text[k]) == 0);
+		w = g.typical[GE_WAIT] > 0 ? (double)g.typical[GE_WAIT] : 0;
+		a0 = g.act_node[0][2];
+		a1 = g.act_node[0][3];
+		CHECK(g.nodes[a0].work == GW_COMM && g.nodes[a1].work == GW_COMM);
+		if (graph_retime(&g, &rule, 1, NULL, &t) == 0) {
+			if (k == 0) {
+				CHECK_NEAR((double)t.end[a0], 220.0 * US + w, 1e-6);
+				CHECK_NEAR((double)t.end[a1], 320.0 * US + w, 1e-6);
+			} else {
+				CHECK_NEAR((double)t.end[a1], 340.0 * US + w, 1e-6);
+			}
+			graph_times_release(&t);
+		} else {
+			CHECK(0, "%s refused", text[k]);
+		}
+		graph_release(&g);
+	}
+	replay_release(&rp);
+}
+
 /* The forms, and the refusals, of the rules' texts. */
 static void test_parse(void)
 {
@@ -152,5 +216,6 @@ int main(void)
 {
 	test_parse();
 	test_rules();
+	test_bucket();
 	return check_done("test_rules");
 }
