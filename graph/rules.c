@@ -700,9 +700,69 @@ static bool copies_in(const struct graph *g, int32_t i)
 	return rp->activities[a].detail < rp->n_copies && rp->copies[rp->activities[a].detail].copy_kind == 1;
 }
 
+/* A stretch of loading data=K scaled: a thread's host gap (recorded, on the run's time line) and what it saved (ns). */
+struct loading {
+	uint64_t from, to, thread;
+	uint32_t rank;
+	int64_t saved;
+};
+
+static int cmp_loading(const void *x, const void *y)
+{
+	const struct loading *a = x, *b = y;
+
+	return (a->from > b->from) - (a->from < b->from);
+}
+
+static uint64_t node_thread(const struct graph *g, int32_t i)
+{
+	return g->rp[g->nodes[i].rank]->apis[g->nodes[i].index].thread;
+}
+
+/*
+ * The other threads of the rank: a thread edge whose host gap spans a
+ * stretch of loading whole (a thread idle from before the loading to
+ * after it: PyTorch's autograd engine thread, whose backward waits for
+ * the loop's forward; the graph has no edge between threads) shrinks by
+ * what the loading saved: it waited for the loop, not worked.
+ */
+static void idle_threads(const struct graph *g, const struct loading *ld, size_t n, int64_t *edge_add)
+{
+	for (size_t e = 0; e < g->n_edges && n; e++) {
+		const struct graph_edge *x = &g->edges[e];
+		uint64_t a, b, thread;
+		int64_t saved = 0;
+		size_t lo = 0, hi = n;
+
+		if (x->kind != GE_THREAD || x->delay <= 0 || g->nodes[x->from].kind != GN_API)
+			continue;
+		a = g->nodes[x->from].end;
+		b = g->nodes[x->to].start;
+		thread = node_thread(g, x->from);
+		while (lo < hi) {   /* the first stretch starting at a or after */
+			size_t mid = (lo + hi) / 2;
+
+			if (ld[mid].from < a)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo; k < n && ld[k].from <= b; k++)
+			if (ld[k].to <= b && ld[k].rank == g->nodes[x->from].rank && ld[k].thread != thread)
+				saved += ld[k].saved;
+		if (!saved)
+			continue;
+		edge_add[e] -= saved;
+		if (x->delay + edge_add[e] < 0)   /* at most its whole gap */
+			edge_add[e] = -x->delay;
+	}
+}
+
 static int data(const struct graph *g, const struct graph_rule *r, int64_t *edge_add)
 {
 	int64_t *in = malloc((g->n_nodes + 1) * sizeof(int64_t));
+	struct loading *ld = NULL;
+	size_t n_ld = 0, cap = 0;
 
 	if (!in)
 		return error("out of memory");
@@ -721,14 +781,34 @@ static int data(const struct graph *g, const struct graph_rule *r, int64_t *edge
 		for (int steps = 0; steps < 100000 && in[at] >= 0; steps++) {
 			const struct graph_edge *e = &g->edges[in[at]];
 
-			if (e->delay > 0)   /* of the delay as other rules left it: data=0.5 twice is data=0.25 */
-				edge_add[in[at]] = (int64_t)(r->factor * (double)(e->delay + edge_add[in[at]])) - e->delay;
+			if (e->delay > 0) {   /* of the delay as other rules left it: data=0.5 twice is data=0.25 */
+				int64_t was = edge_add[in[at]];
+
+				edge_add[in[at]] = (int64_t)(r->factor * (double)(e->delay + was)) - e->delay;
+				if (n_ld == cap) {
+					struct loading *more = realloc(ld, (cap ? 2 * cap : 64) * sizeof(*ld));
+
+					if (!more) {
+						free(ld);
+						free(in);
+						return error("out of memory");
+					}
+					ld = more;
+					cap = cap ? 2 * cap : 64;
+				}
+				ld[n_ld++] = (struct loading){ g->nodes[e->from].end, g->nodes[e->to].start,
+							       node_thread(g, e->to), g->nodes[e->to].rank,
+							       was - edge_add[in[at]] };
+			}
 			at = e->from;
 			if (g->nodes[at].sync || copies_in(g, at))
 				break;
 		}
 	}
 	free(in);
+	qsort(ld, n_ld, sizeof(*ld), cmp_loading);
+	idle_threads(g, ld, n_ld, edge_add);
+	free(ld);
 	return 0;
 }
 

@@ -38,7 +38,10 @@
  *   data=K            the host's data loading x K: its work between calls from
  *                     the last synchronisation (the previous step's end) to
  *                     each call that copies to the device (the batch's x.to(),
- *                     or from the previous such call)
+ *                     or from the previous such call); another thread's gap
+ *                     between two calls that spans such loading whole (the
+ *                     autograd engine's thread, idle till the forward is
+ *                     done) shorter by what the loading saved
  *   ranks=N (graph.h) here also: the backward's kernels that run once the first
  *                     bucket is ready x contention (scaled by the share of that
  *                     time the all-reduces cover) and each collective call's

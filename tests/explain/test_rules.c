@@ -181,6 +181,56 @@ static void test_bucket(void)
 	replay_release(&rp);
 }
 
+/*
+ * data=K with a second thread (PyTorch's autograd engine thread): thread 1
+ * calls a [0, 1], loads for 40 us, then copies the batch to the device
+ * (cudaMemcpyAsync [41, 42], its copy [43, 44] on stream 7); thread 2 calls
+ * b [0, 1], is idle over the whole loading, and launches k [50, 51] (the
+ * kernel [60, 70] on stream 7). data=0.5: the loading's 20 us saved on
+ * thread 1, and thread 2's gap spanning it shorter by as much: k's call at
+ * 30, its kernel at 40 (10 after the call's start, as recorded; the copy
+ * now ends at 24). data=1: as recorded.
+ */
+static void test_data(void)
+{
+	struct builder b;
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	static const char *const text[2] = { "data=0.5", "data=1" };
+	static const double want[2] = { 40, 60 };
+	uint64_t c;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_call(&b, "a", 0, 1 * US);
+	b.thread = 2;
+	builder_call(&b, "b", 0, 1 * US);
+	b.thread = 1;
+	c = builder_call(&b, "cudaMemcpyAsync", 41 * US, 42 * US);
+	builder_memcpy(&b, 1, 1000, c, 7, 0, 43 * US, 44 * US);
+	b.thread = 2;
+	builder_launch(&b, "k", 7, 0, 50 * US, 51 * US, 60 * US, 70 * US);
+	b.thread = 1;
+	builder_step(&b, 0, false, 0, 100 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+	for (int k = 0; k < 2; k++) {
+		struct graph g;
+		struct graph_rule rule;
+		struct graph_times t;
+
+		CHECK(graph_build(&g, rps, 1, NULL) == 0);
+		CHECK(graph_rule_parse(&rule, text[k]) == 0);
+		if (graph_retime(&g, &rule, 1, NULL, &t) == 0) {
+			CHECK_NEAR((double)t.start[g.act_node[0][1]], want[k] * US, 1e-9);
+			graph_times_release(&t);
+		} else {
+			CHECK(0, "%s refused", text[k]);
+		}
+		graph_release(&g);
+	}
+	replay_release(&rp);
+}
+
 /* The forms, and the refusals, of the rules' texts. */
 static void test_parse(void)
 {
@@ -217,5 +267,6 @@ int main(void)
 	test_parse();
 	test_rules();
 	test_bucket();
+	test_data();
 	return check_done("test_rules");
 }
