@@ -473,6 +473,92 @@ static void work_removed(const struct graph *g, size_t e, int64_t *edge_add, uin
 		edge_add[e] = -x->delay;
 }
 
+/* Call j of thread t (its apis[] index) launches GPU work that is a collective (1), other work (2), none (0). */
+static int call_work(const struct graph *g, uint32_t rank, const struct replay_thread *t, size_t j)
+{
+	const struct replay *rp = g->rp[rank];
+	int32_t a = rp->apis[t->apis[j]].activity;
+
+	if (a < 0 || (size_t)a >= rp->n_activities)
+		return 0;
+	return g->act_node[rank][a] >= 0 && g->nodes[g->act_node[rank][a]].work == GW_COMM ? 1 : 2;
+}
+
+/*
+ * The calls around a merged collective's launch (or the range that issued
+ * it, r, when it is on the launching thread) on the launching thread that
+ * launch no GPU work -- a wrapper's own calls
+ * before and after the library's (PyTorch's ProcessGroupNCCL: its stream
+ * capture checks, the events and stream waits that order the NCCL stream
+ * after the compute stream and back, the Work's event) -- go with it, and
+ * the host's work between them: on each side up to the thread's nearest
+ * call that launches GPU work or synchronises (the work before the first
+ * of them and after the last is the program's and stays). A side that
+ * reaches another collective's launch first is left as it is: the calls
+ * between two collectives cannot be told apart.
+ */
+static void call_cluster(const struct graph *g, const int64_t *in, const int64_t *out, uint32_t rank, int32_t api,
+			 int32_t r, double *kernel, int64_t *edge_add)
+{
+	const struct replay *rp = g->rp[rank];
+	const struct replay_thread *t = NULL;
+	uint64_t thread = rp->apis[api].thread;
+	bool own = r >= 0 && rp->ranges[r].thread == thread;   /* the range is on the launching thread */
+	uint64_t lo = own ? rp->ranges[r].start : rp->apis[api].start;
+	uint64_t hi = own ? rp->ranges[r].end : rp->apis[api].end;
+	size_t j0 = 0, j1, a, b;
+
+	for (size_t k = 0; k < rp->n_threads && !t; k++)
+		if (rp->threads[k].thread == thread)
+			t = &rp->threads[k];
+	if (!t || !t->n_apis)
+		return;
+	for (j1 = t->n_apis; j0 < j1;) {   /* the thread's first call at or after lo */
+		size_t m = j0 + (j1 - j0) / 2;
+
+		if (rp->apis[t->apis[m]].start < lo)
+			j0 = m + 1;
+		else
+			j1 = m;
+	}
+	for (j1 = j0; j1 < t->n_apis && rp->apis[t->apis[j1]].start < hi; j1++)
+		;
+	/* [a, j0): the calls before; [j1, b): after */
+	for (a = j0; a > 0; a--) {
+		int32_t at = g->api_node[rank][t->apis[a - 1]];
+
+		if (at < 0 || g->nodes[at].sync || call_work(g, rank, t, a - 1))
+			break;
+	}
+	if (a > 0 && a < j0 && call_work(g, rank, t, a - 1) == 1)
+		a = j0;
+	for (b = j1; b < t->n_apis; b++) {
+		int32_t at = g->api_node[rank][t->apis[b]];
+
+		if (at < 0 || g->nodes[at].sync || call_work(g, rank, t, b))
+			break;
+	}
+	if (b < t->n_apis && b > j1 && call_work(g, rank, t, b) == 1)
+		b = j1;
+	if (a == j0 && b == j1)
+		return;
+	(void)out;
+	for (size_t j = a; j < b; j++) {   /* the calls, and the work before each but the first */
+		int32_t at = g->api_node[rank][t->apis[j]];
+
+		if (j >= j0 && j < j1)
+			continue;
+		if (at >= 0)
+			kernel[at] = 0;
+		if (at >= 0 && in[at] >= 0 && j > a)
+			work_removed(g, (size_t)in[at], edge_add, j < j0 ? rp->apis[t->apis[a]].start : hi,
+				     j < j0 ? lo : rp->apis[t->apis[b - 1]].end);
+	}
+	if (a < j0 && j0 < t->n_apis && g->api_node[rank][t->apis[j0]] >= 0 &&
+	    in[g->api_node[rank][t->apis[j0]]] >= 0)   /* from the last call before to the range */
+		work_removed(g, (size_t)in[g->api_node[rank][t->apis[j0]]], edge_add, rp->apis[t->apis[a]].start, lo);
+}
+
 /*
  * Collective node c merged into a later one of its bucket: the host's work
  * that issued it goes too: its launch call, and the calls and the work
@@ -493,6 +579,7 @@ static void call_removed(const struct graph *g, const int64_t *in, const int64_t
 		return;
 	kernel[g->api_node[x->rank][api]] = 0;
 	r = call_range(rp, api);
+	call_cluster(g, in, out, x->rank, api, r, kernel, edge_add);
 	if (r < 0)
 		return;
 	lo = rp->ranges[r].start;
