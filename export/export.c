@@ -61,38 +61,22 @@ int export_write(const struct replay *rp, const struct export_options *opt, FILE
  * wrote: Chrome JSON whose first 4 KiB carry its otherData's generator,
  * a Perfetto trace whose first 4 KiB intern this exporter's annotation
  * names ("gpu time (ns)", "registers per thread"), a database with
- * steptrace's RUN, STEPS and OPS tables. 0, or -1 after one line.
+ * steptrace's RUN, STEPS and OPS tables.
  */
+static bool export_is_ours(const char *path, const char *head, void *ctx)
+{
+	int format = *(const int *)ctx;
+
+	if (format == EXPORT_SQLITE)
+		return export_sqlite_is_ours(path);
+	if (format == EXPORT_PERFETTO)
+		return strstr(head, "gpu time (ns)") && strstr(head, "registers per thread");
+	return strstr(head, "\"generator\":\"steptrace export") != NULL;
+}
+
 static int check_default_output(const char *path, int format)
 {
-	char head[4097];
-	struct stat st;
-	size_t n;
-	bool ours;
-	FILE *f;
-
-	if (stat(path, &st) != 0)
-		return errno == ENOENT ? 0 : error("cannot write '%s': %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return 0;   /* a pipe, a device: output_open writes in place, a folder it refuses */
-	if (format == EXPORT_SQLITE) {
-		ours = export_sqlite_is_ours(path);
-	} else {
-		f = fopen(path, "rb");
-		n = f ? fread(head, 1, sizeof(head) - 1, f) : 0;
-		if (f)
-			fclose(f);
-		head[n] = '\0';
-		for (size_t i = 0; i < n; i++)   /* a Perfetto trace is binary: its strings searched as text */
-			if (!head[i])
-				head[i] = ' ';
-		ours = format == EXPORT_PERFETTO ? strstr(head, "gpu time (ns)") && strstr(head, "registers per thread")
-						 : strstr(head, "\"generator\":\"steptrace export") != NULL;
-	}
-	if (!ours)
-		return error("'%s' exists and is not an export steptrace wrote: give -o to write elsewhere "
-			     "(-o '%s' replaces it)", path, path);
-	return 0;
+	return output_check_default(path, "an export", export_is_ours, &format, NULL);
 }
 
 static const char *const format_what[] = { "Perfetto trace", "Chrome JSON", "Chrome JSON" };

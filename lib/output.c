@@ -615,3 +615,34 @@ int output_write_sized(struct output *o, uint64_t max, const char *what, const c
 		*bytes = n;
 	return output_close(o);
 }
+
+int output_check_default(const char *path, const char *what,
+			 bool (*ours)(const char *path, const char *head, void *ctx), void *ctx, bool *replaced)
+{
+	char head[4097];
+	struct stat st;
+	size_t n = 0;
+	FILE *f;
+
+	if (replaced)
+		*replaced = false;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? 0 : error("cannot write '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return 0;   /* a pipe, a device: output_open writes in place, a folder it refuses */
+	f = fopen(path, "rb");
+	if (f) {
+		n = fread(head, 1, sizeof(head) - 1, f);
+		fclose(f);
+	}
+	head[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (!head[i])
+			head[i] = ' ';
+	if (!f || !ours(path, head, ctx))
+		return error("'%s' exists and is not %s steptrace wrote: give -o to write elsewhere "
+			     "(-o '%s' replaces it)", path, what, path);
+	if (replaced)
+		*replaced = true;
+	return 0;
+}

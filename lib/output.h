@@ -43,6 +43,7 @@
 #ifndef STEPTRACE_LIB_OUTPUT_H
 #define STEPTRACE_LIB_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -79,6 +80,16 @@ void output_discard(struct output *o);
  * -1 after one line when `path` is the same file as one of `inputs`.
  */
 int output_check_inputs(const char *path, const char *const *inputs);
+
+/*
+ * A command's default output (no -o) replaces only a file that command
+ * wrote: when a regular file exists at path, ours(path, head, ctx) is
+ * asked with its first 4 KiB (NUL bytes read as spaces, so a binary
+ * file's strings are searched as text). 0 (*replaced: one was there; may
+ * be NULL), or -1 after one line naming `what` ("a report", "an export").
+ */
+int output_check_default(const char *path, const char *what,
+			 bool (*ours)(const char *path, const char *head, void *ctx), void *ctx, bool *replaced);
 
 /*
  * Bytes in the file being written (flushed first), for "wrote 'x' (2.1 MiB)";

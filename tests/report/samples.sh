@@ -44,7 +44,7 @@ echo "my notes" > small-bf16-forward.html
 rc=$?
 [ "$rc" = 1 ] || fail "report over a file it did not write: exit $rc, want 1"
 [ "$(cat small-bf16-forward.html)" = "my notes" ] || fail "report replaced a file it did not write"
-[ "$(cat "$tmp/out")" = "error: 'small-bf16-forward.html' exists and is not a report steptrace wrote: give -o to write the page elsewhere (-o 'small-bf16-forward.html' replaces it)" ] ||
+[ "$(cat "$tmp/out")" = "error: 'small-bf16-forward.html' exists and is not a report steptrace wrote: give -o to write elsewhere (-o 'small-bf16-forward.html' replaces it)" ] ||
 	fail "report over a file it did not write: $(cat "$tmp/out")"
 rm small-bf16-forward.html
 "$st" report "$small" >"$tmp/out" 2>&1 || fail "report to its default name: $(cat "$tmp/out")"
