@@ -893,7 +893,8 @@ static int data(const struct graph *g, const struct graph_rule *r, int64_t *edge
 		}
 	}
 	free(in);
-	qsort(ld, n_ld, sizeof(*ld), cmp_loading);
+	if (n_ld)   /* qsort's array may not be NULL, even empty */
+		qsort(ld, n_ld, sizeof(*ld), cmp_loading);
 	idle_threads(g, ld, n_ld, edge_add);
 	free(ld);
 	return 0;
