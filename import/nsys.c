@@ -505,6 +505,25 @@ static int each_row(struct nsys *n, sqlite3_stmt *st, enum table t,
 	return 0;
 }
 
+/* Every row of table tt that the process filter keeps (by pid_col), in start order, through fn; q names the columns. */
+static int each_row_by_start(struct nsys *n, struct cols *q, enum table tt, const char *pid_col,
+			     int (*fn)(struct nsys *n, sqlite3_stmt *st, enum table t, const int *c), const int *c)
+{
+	const char *t = table_names[tt];
+	char where[128];
+	sqlite3_stmt *st;
+	int ret;
+
+	pid_filter(n, t, pid_col, where, sizeof(where));
+	snprintf(q->sql + strlen(q->sql), sizeof(q->sql) - strlen(q->sql), " FROM \"%s\"%s ORDER BY \"start\"", t,
+		 where);
+	if (!(st = prepare(n, q->sql)))
+		return -1;
+	ret = each_row(n, st, tt, fn, c);
+	sqlite3_finalize(st);
+	return ret;
+}
+
 enum { K_START, K_END, K_NAME, K_SHORT, K_GX, K_GY, K_GZ, K_BX, K_BY, K_BZ, K_REGS, K_SSMEM, K_DSMEM,
        K_STREAM, K_DEVICE, K_CORR, K_N };
 
@@ -540,9 +559,6 @@ static int import_kernels(struct nsys *n)
 	const char *t = table_names[T_KERNEL];
 	struct cols q = { .n = 0 };
 	int c[K_N];
-	char where[128];
-	sqlite3_stmt *st;
-	int ret;
 
 	c[K_START] = col(n, &q, t, "start");
 	c[K_END] = col(n, &q, t, "end");
@@ -560,14 +576,7 @@ static int import_kernels(struct nsys *n)
 	c[K_STREAM] = col(n, &q, t, "streamId");
 	c[K_DEVICE] = col(n, &q, t, "deviceId");
 	c[K_CORR] = col(n, &q, t, "correlationId");
-	pid_filter(n, t, "globalPid", where, sizeof(where));
-	snprintf(q.sql + strlen(q.sql), sizeof(q.sql) - strlen(q.sql), " FROM \"%s\"%s ORDER BY \"start\"", t,
-		 where);
-	if (!(st = prepare(n, q.sql)))
-		return -1;
-	ret = each_row(n, st, T_KERNEL, kernel_row, c);
-	sqlite3_finalize(st);
-	return ret;
+	return each_row_by_start(n, &q, T_KERNEL, "globalPid", kernel_row, c);
 }
 
 enum { C_START, C_END, C_KIND, C_SRC, C_DST, C_BYTES, C_VALUE, C_STREAM, C_DEVICE, C_CORR, C_N };
@@ -612,9 +621,6 @@ static int import_copies(struct nsys *n, enum table tt)
 	const char *t = table_names[tt];
 	struct cols q = { .n = 0 };
 	int c[C_N];
-	char where[128];
-	sqlite3_stmt *st;
-	int ret;
 
 	c[C_START] = col(n, &q, t, "start");
 	c[C_END] = col(n, &q, t, "end");
@@ -626,14 +632,7 @@ static int import_copies(struct nsys *n, enum table tt)
 	c[C_STREAM] = col(n, &q, t, "streamId");
 	c[C_DEVICE] = col(n, &q, t, "deviceId");
 	c[C_CORR] = col(n, &q, t, "correlationId");
-	pid_filter(n, t, "globalPid", where, sizeof(where));
-	snprintf(q.sql + strlen(q.sql), sizeof(q.sql) - strlen(q.sql), " FROM \"%s\"%s ORDER BY \"start\"", t,
-		 where);
-	if (!(st = prepare(n, q.sql)))
-		return -1;
-	ret = each_row(n, st, tt, copy_row, c);
-	sqlite3_finalize(st);
-	return ret;
+	return each_row_by_start(n, &q, tt, "globalPid", copy_row, c);
 }
 
 enum { A_START, A_END, A_NAME, A_TID, A_CORR, A_RET, A_N };
@@ -661,9 +660,6 @@ static int import_api(struct nsys *n, enum table tt)
 	const char *t = table_names[tt];
 	struct cols q = { .n = 0 };
 	int c[A_N];
-	char where[128];
-	sqlite3_stmt *st;
-	int ret;
 
 	c[A_START] = col(n, &q, t, "start");
 	c[A_END] = col(n, &q, t, "end");
@@ -671,14 +667,7 @@ static int import_api(struct nsys *n, enum table tt)
 	c[A_TID] = col(n, &q, t, "globalTid");
 	c[A_CORR] = col(n, &q, t, "correlationId");
 	c[A_RET] = col(n, &q, t, "returnValue");
-	pid_filter(n, t, "globalTid", where, sizeof(where));
-	snprintf(q.sql + strlen(q.sql), sizeof(q.sql) - strlen(q.sql), " FROM \"%s\"%s ORDER BY \"start\"", t,
-		 where);
-	if (!(st = prepare(n, q.sql)))
-		return -1;
-	ret = each_row(n, st, tt, api_row, c);
-	sqlite3_finalize(st);
-	return ret;
+	return each_row_by_start(n, &q, tt, "globalTid", api_row, c);
 }
 
 enum { Y_START, Y_END, Y_TYPE, Y_STREAM, Y_TID, Y_CORR, Y_N };
@@ -704,9 +693,6 @@ static int import_syncs(struct nsys *n)
 	const char *t = table_names[T_SYNC];
 	struct cols q = { .n = 0 };
 	int c[Y_N];
-	char where[128];
-	sqlite3_stmt *st;
-	int ret;
 
 	c[Y_START] = col(n, &q, t, "start");
 	c[Y_END] = col(n, &q, t, "end");
@@ -714,14 +700,7 @@ static int import_syncs(struct nsys *n)
 	c[Y_STREAM] = col(n, &q, t, "streamId");
 	c[Y_TID] = col(n, &q, t, "globalTid");
 	c[Y_CORR] = col(n, &q, t, "correlationId");
-	pid_filter(n, t, has_column(n, t, "globalPid") ? "globalPid" : "globalTid", where, sizeof(where));
-	snprintf(q.sql + strlen(q.sql), sizeof(q.sql) - strlen(q.sql), " FROM \"%s\"%s ORDER BY \"start\"", t,
-		 where);
-	if (!(st = prepare(n, q.sql)))
-		return -1;
-	ret = each_row(n, st, T_SYNC, sync_row, c);
-	sqlite3_finalize(st);
-	return ret;
+	return each_row_by_start(n, &q, T_SYNC, has_column(n, t, "globalPid") ? "globalPid" : "globalTid", sync_row, c);
 }
 
 enum { M_START, M_DEVICE, M_ADDR, M_BYTES, M_KIND, M_OP, M_N };
