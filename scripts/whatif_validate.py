@@ -379,16 +379,20 @@ def main():
                        in_interval=str(lo <= med <= hi).lower(), base_ms="%.3f" % base_ms,
                        recorded_ms="%.3f" % rec, status="dry run" if a.dry_run else "ok")
         rows.append(row)
-    os.makedirs(os.path.dirname(os.path.abspath(a.csv)), exist_ok=True)
-    with open(a.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, "") for k in FIELDS})
+    write_csv(a.csv, rows)
     if not kept:   # --predict-from leaves the GPU run's record as it was
         with open(os.path.join(a.out, "whatif.json"), "w") as f:
             json.dump(dict(args=vars(a), gpus=gpus, log=run.log, measured=measured), f, indent=1)
     write_md(a, rows, gpus, time.time() - run.t0)
+
+
+def write_csv(path, rows):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in FIELDS})
 
 
 def predict_from_several(a):
@@ -414,12 +418,7 @@ def predict_from_several(a):
                     rows[r["change"]] = r
     order = [c[2] for c in CHANGES]
     rows = sorted(rows.values(), key=lambda r: order.index(r["change"]) if r["change"] in order else len(order))
-    os.makedirs(os.path.dirname(os.path.abspath(a.csv)), exist_ok=True)
-    with open(a.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, "") for k in FIELDS})
+    write_csv(a.csv, rows)
     write_md(a, rows, gpus, 0)
 
 
