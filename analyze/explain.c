@@ -1244,7 +1244,8 @@ out:
 /* What the unrecorded column is, and what went into it. */
 static void unrecorded_note(const struct ctx *c, struct report *r)
 {
-	double cb = 0, nvtx = 0, hook = 0, py = 0, per = c->n_meas ? 1.0 / (double)c->n_meas : 0;
+	double cb = 0, nvtx = 0, hook = 0, py = 0, cupti = 0, per = c->n_meas ? 1.0 / (double)c->n_meas : 0;
+	char inside[96] = "";
 
 	for (size_t i = 0; i < c->n_meas; i++) {
 		const struct replay_cost *k = &c->step_cost[c->meas[i]];
@@ -1253,13 +1254,17 @@ static void unrecorded_note(const struct ctx *c, struct report *r)
 		nvtx += (double)k->nvtx_ns;
 		hook += (double)k->hook_ns;
 		py += (double)k->python_ns;
+		cupti += (double)k->cupti_ns;
 	}
+	if (cupti > 0)
+		snprintf(inside, sizeof(inside), ", CUPTI inside the launches %.3f ms (%.0f ns a launch, measured in the process)",
+			 cupti * per / 1e6, replay_launch_cost_ns(&c->rp->run));
 	report_note(r, "unrecorded: the step as it would have run without the recorder: its own host time, %.3f ms per "
-		       "step (%.1f%%: CUPTI callbacks %.3f, NVTX handlers %.3f, entry points %.3f, Python side %.3f ms), "
+		       "step (%.1f%%: CUPTI callbacks %.3f, NVTX handlers %.3f, entry points %.3f, Python side %.3f ms%s), "
 		       "taken out of the host's work between the calls of the thread and step it was spent in; at least the "
 		       "GPU's time per step",
 		    c->recorder / 1e6, c->measured > 0 ? 100 * c->recorder / c->measured : 0, cb * per / 1e6,
-		    nvtx * per / 1e6, hook * per / 1e6, py * per / 1e6);
+		    nvtx * per / 1e6, hook * per / 1e6, py * per / 1e6, inside);
 	if (c->taken_ns + 1000 < c->recorder_ns)
 		report_note(r, "unrecorded: %.3f ms of the recorder's %.3f ms in the run found no host work of its thread to "
 			       "come out of (a thread that made no call then, or more than its thread's work); it is left in",

@@ -184,6 +184,23 @@ static void param_groups_row(struct kv *t, const struct replay_run *run)
 	       dtype ? st_dtype_name((int)dtype) : "several dtypes");
 }
 
+/* (1.10) CUPTI's cost per launch, as the recorder measured it in the process. */
+static void launch_cost_row(struct kv *t, const struct replay_run *run)
+{
+	const struct st_launch_cost *c = &run->launch_cost;
+
+	if (!c->launches)
+		return;
+	if (replay_launch_cost_ns(run) > 0)
+		kv_fmt(t, "launch cost", "CUPTI %.0f ns per kernel launch (%" PRIu32 " rounds of %" PRIu32
+		       " launches: traced %.1f us, untraced %.1f us a batch)",
+		       replay_launch_cost_ns(run), c->rounds, c->launches, (double)c->traced_ns / 1e3,
+		       (double)c->untraced_ns / 1e3);
+	else
+		kv_fmt(t, "launch cost", "not used (%" PRIu32 " launches: traced %" PRIu64 " ns, untraced %" PRIu64
+		       " ns a batch)", c->launches, c->traced_ns, c->untraced_ns);
+}
+
 static void footer_table(struct report *r, const struct replay *rp, size_t wrap)
 {
 	const struct replay_footer *f = &rp->run.footer;
@@ -206,6 +223,7 @@ static void footer_table(struct report *r, const struct replay *rp, size_t wrap)
 		unix_time(buf, sizeof(buf), f->finished_unix_ns);
 		kv_str(t, "finished", buf);
 		param_groups_row(t, &rp->run);
+		launch_cost_row(t, &rp->run);
 	}
 	kv_fmt(t, "read", "%" PRIu32 " chunks, %" PRIu64 " events, %" PRIu32 " strings",
 	       rp->chunks_read, rp->events_read, rp->strings_read ? rp->strings_read - 1 : 0);

@@ -90,6 +90,7 @@ static void recorder_notes(const struct replay *rp, const struct replay_cost *co
 {
 	struct replay_cost sum = { 0 };
 	double wall = 0, n = 0;
+	char cupti[64] = "";
 
 	for (size_t i = 0; i < rp->n_steps; i++) {
 		const struct replay_cost *c = &cost[i];
@@ -103,16 +104,26 @@ static void recorder_notes(const struct replay *rp, const struct replay_cost *co
 		sum.launches += c->launches;
 		sum.ranges += c->ranges;
 		sum.modules += c->modules;
+		sum.cupti_ns += c->cupti_ns;
 		wall += (double)(rp->steps[i].end - rp->steps[i].start);
 		n++;
 	}
 	if (!n)
 		return;
+	if (sum.cupti_ns)
+		snprintf(cupti, sizeof(cupti), ", CUPTI inside the launches %.3f ms", (double)sum.cupti_ns / n / 1e6);
 	report_note(r, "recorder: its own host time %.3f ms per step (%.1f%% of the wall time): CUPTI callbacks %.3f, "
-		       "NVTX handlers %.3f, entry points %.3f, Python side %.3f ms",
+		       "NVTX handlers %.3f, entry points %.3f, Python side %.3f ms%s",
 		    (double)replay_cost_ns(&sum) / n / 1e6, wall > 0 ? 100 * (double)replay_cost_ns(&sum) / wall : 0,
 		    (double)sum.callback_ns / n / 1e6, (double)sum.nvtx_ns / n / 1e6, (double)sum.hook_ns / n / 1e6,
-		    (double)sum.python_ns / n / 1e6);
+		    (double)sum.python_ns / n / 1e6, cupti);
+	if (sum.cupti_ns)
+		report_note(r, "recorder: CUPTI's work inside the launch calls %.3f ms per step: %.0f ns per launch, measured in "
+			       "the process (%u x %u launches of an empty kernel, traced %.1f us and untraced %.1f us a "
+			       "batch, medians)",
+			    (double)sum.cupti_ns / n / 1e6, replay_launch_cost_ns(&rp->run), rp->run.launch_cost.rounds,
+			    rp->run.launch_cost.launches, (double)rp->run.launch_cost.traced_ns / 1e3,
+			    (double)rp->run.launch_cost.untraced_ns / 1e3);
 	if (sum.launches && sum.callback_ns)
 		report_note(r, "recorder: %.0f ns per kernel launch (its CUPTI callbacks over %.0f launches per step)",
 			    (double)sum.callback_ns / (double)sum.launches, (double)sum.launches / n);

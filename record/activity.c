@@ -16,6 +16,7 @@
 #include "lib/grow.h"
 #include "record/capture_internal.h"
 #include "record/corr_map.h"
+#include "record/cupti_cost.h"
 #include "record/session.h"
 
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status)
@@ -151,6 +152,9 @@ static void decode_kernel(const CUpti_ActivityKernel10 *k)
 {
 	struct st_event ev = { .kind = ST_KERNEL };
 
+	if (k->name && cupti_cost_owns(k->correlationId, 0, k->name))
+		return;   /* the launch cost's own (record/cupti_cost.c) */
+
 	ev.kernel.name = kernel_name(k->name);
 	ev.kernel.grid[0] = (uint32_t)k->gridX;
 	ev.kernel.grid[1] = (uint32_t)k->gridY;
@@ -200,6 +204,9 @@ static void decode_api(const CUpti_ActivityAPI *a)
 {
 	struct st_event ev = { .kind = ST_API };
 	bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+
+	if (cupti_cost_owns(a->correlationId, a->threadId, NULL))
+		return;   /* the launch cost's own (record/cupti_cost.c) */
 
 	ev.api.name = api_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
 			       a->cbid);

@@ -32,6 +32,7 @@
 #include "record/capture_internal.h"
 #include "record/corr_map.h"
 #include "record/cost.h"
+#include "record/cupti_cost.h"
 
 #define DEFAULT_CUPTI_PATH "/usr/local/cuda/lib64/libcupti.so"
 
@@ -243,6 +244,12 @@ void capture_set_kernel_hook(uint32_t (*hook)(const char *symbol, bool launch, u
 	atomic_store_explicit(&kernel_hook, hook, memory_order_release);
 }
 
+void capture_measure_launch_cost(void)
+{
+	if (cap.active && api_depth == 0)   /* no CUDA call from inside one */
+		cupti_cost_measure(cap.subscriber, cap.api != CAPTURE_API_LAUNCHES, !cap.paused, capture_thread_id());
+}
+
 void capture_step_begin(uint32_t index)
 {
 	atomic_store_explicit(&cap.bucket, index < cap.n_steps ? &cap.steps[index] : &cap.outside,
@@ -306,6 +313,8 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 		cls = cap.drv_class[cbid];
 	if (cls == CB_NONE)
 		return;
+	if (cls == CB_LAUNCH && cb->callbackSite == CUPTI_API_ENTER && api_depth == 0)
+		cupti_cost_foreign_launch();
 	if (cls == CB_PROFILER_START || cls == CB_PROFILER_STOP) {
 		if (cb->callbackSite == CUPTI_API_EXIT && cap.on_profiler)
 			cap.on_profiler(cls == CB_PROFILER_START, capture_now());
@@ -360,8 +369,14 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
 				     CUpti_CallbackId cbid, const void *data)
 {
-	uint64_t t0 = cost_ticks();
+	uint64_t t0;
 
+	if (cupti_cost_measuring) {   /* its own launches (record/cupti_cost.c): nothing recorded, nothing counted */
+		if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+			cupti_cost_note(((const CUpti_CallbackData *)data)->correlationId);
+		return;
+	}
+	t0 = cost_ticks();
 	api_callback(domain, cbid, data);
 	cost_end(COST_CALLBACK, t0, 0);
 }
@@ -594,6 +609,7 @@ static void decode_buffer(uint8_t *buffer, size_t valid)
 		count_drops_locked();
 		api_drain_locked(s);
 		cost_drain_locked(s);
+		cupti_cost_drain_locked(s);
 		if (cap.drain)
 			cap.drain(s);
 		rec_session_unlock(s);
@@ -993,6 +1009,7 @@ static int flush_and_drain(void)
 		count_drops_locked();
 		api_drain_locked(s);
 		cost_drain_locked(s);
+		cupti_cost_drain_locked(s);
 		if (cap.drain)
 			cap.drain(s);
 		/* Ends whose start never came: their starts were lost. */

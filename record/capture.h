@@ -127,6 +127,17 @@ void capture_op_end(void);
  */
 void capture_set_kernel_hook(uint32_t (*hook)(const char *symbol, bool launch, uint32_t op));
 
+/*
+ * CUPTI's own host time per kernel launch (record/cupti_cost.c, format
+ * 1.10): once per process, on the calling thread, which needs a CUDA
+ * context current (without one it does nothing and a later call tries
+ * again). About 2,300 launches of an empty kernel, some milliseconds: call
+ * it where that time is the recorder's in a step that does not count (the
+ * start of a warm-up step) or in no recorded step. STEPTRACE_LAUNCH_COST=off
+ * skips it.
+ */
+void capture_measure_launch_cost(void);
+
 /* Launch counting per step (see capture_counts_of). */
 void capture_step_begin(uint32_t index);
 void capture_step_end(void);

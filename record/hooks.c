@@ -166,6 +166,8 @@ static void on_step_begin(void *ctx, uint32_t index, bool warmup)
 	/* Setup events of the model and the previous step go to the writer
 	 * now, before this step's clock matters, if nobody holds the lock. */
 	rec_hooks_drain(h, false);
+	if (warmup)
+		capture_measure_launch_cost();   /* once, before the first warm-up step begins */
 	cost_end(COST_HOOK, t0, 0);   /* before the step: its time is not the step's */
 	t0 = cost_ticks();
 	h->step = index;

@@ -530,6 +530,7 @@ static void step_boundary(uint64_t t)
 			pthread_mutex_unlock(&in.open_lock);
 			return;
 		}
+		capture_measure_launch_cost();   /* once, at joining: a step no trigger records */
 	}
 	act = armed_step(in.status, &in.seq, &in.first, &in.count);
 	if (act & ARMED_END)

@@ -710,6 +710,8 @@ int push_locked(struct tstate *s, struct frame *f)
 				f->step = true;
 				R.lead = s;   /* the training loop's thread leads */
 				capture_step_begin(R.step_index);
+				if (R.step_index < ranges_warmup_locked())
+					capture_measure_launch_cost();   /* once, in a warm-up step */
 				parent_of_locked(s, &parent, &pdepth);
 			}
 		}

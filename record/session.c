@@ -88,6 +88,16 @@ void rec_session_set_param_groups(struct rec_session *s, const struct st_param_g
 	rec_session_unlock(s);
 }
 
+void rec_session_set_launch_cost(struct rec_session *s, const struct st_launch_cost *c)
+{
+	if (!c->launches)
+		return;
+	rec_session_lock(s);
+	if (s->w)
+		bundle_writer_set_launch_cost(s->w, c);
+	rec_session_unlock(s);
+}
+
 int rec_session_close(struct rec_session *s, const char *end_reason)
 {
 	struct bundle_writer *w;

@@ -54,6 +54,8 @@ static inline uint64_t rec_session_time(const struct rec_session *s, uint64_t cu
 void rec_session_set_steps_from(struct rec_session *s, const char *steps_from);
 /* The optimizer's parameter groups, for the footer (format 1.8; copied; n 0: none). */
 void rec_session_set_param_groups(struct rec_session *s, const struct st_param_group *g, size_t n);
+/* CUPTI's cost per launch measured in this process, for the footer (1.10); launches 0: none. */
+void rec_session_set_launch_cost(struct rec_session *s, const struct st_launch_cost *c);
 
 /*
  * Writes the footer with `end_reason` ("ok", "oom", "interrupted"; "error"

@@ -385,6 +385,8 @@ static void open_step_locked(struct tstate *s, uint64_t t)
 	T.step_level = (uint8_t)level_of_locked(T.step_index);
 	T.step_modules = false;
 	capture_step_begin(T.step_index);
+	if (T.step_index < ranges_warmup_locked())
+		capture_measure_launch_cost();   /* once, in a warm-up step: its time is the recorder's there */
 	torch_push_locked(s, T.step_word, FR_STEP, t);
 }
 

@@ -1039,8 +1039,19 @@ int replay_project(struct replay *rp)
 				rp->main_thread = rp->threads[i].thread;
 			}
 	}
-	for (size_t i = 0; i < rp->n_costs; i++)
-		rp->costs[i].step = cost_step(rp, &rp->costs[i]);
+	double per_launch = replay_launch_cost_ns(&rp->run);
+
+	for (size_t i = 0; i < rp->n_costs; i++) {
+		struct replay_cost *c = &rp->costs[i];
+
+		c->step = cost_step(rp, c);
+		if (per_launch > 0) {   /* at most its stretch: a hostile count stays bounded */
+			double ns = per_launch * (double)c->launches;
+			double span = c->end > c->start ? (double)(c->end - c->start) : 0;
+
+			c->cupti_ns = (uint64_t)(ns < span ? ns : span);
+		}
+	}
 	for (size_t i = 0; i < rp->n_mem; i++) {
 		rp->mem[i].step = replay_step_at(rp, rp->mem[i].ev.start);
 		rp->mem[i].range = replay_range_at(rp, rp->main_thread, rp->mem[i].ev.start);

@@ -347,6 +347,7 @@ int replay_add(struct replay *rp, const struct st_event *ev)
 		c->launches = e.cost.launches;
 		c->ranges = e.cost.ranges;
 		c->modules = e.cost.modules;
+		c->cupti_ns = 0;   /* replay_project: launches x the run's launch cost */
 		c->step = -1;
 		break;
 	}
@@ -662,6 +663,7 @@ bool replay_step_costs(const struct replay *rp, struct replay_cost *out, struct 
 		to->launches += c->launches;
 		to->ranges += c->ranges;
 		to->modules += c->modules;
+		to->cupti_ns += c->cupti_ns;
 	}
 	return rp->n_costs > 0;
 }

@@ -192,13 +192,23 @@ struct replay_cost {
 	uint64_t thread;
 	uint64_t callback_ns, nvtx_ns, hook_ns, python_ns;
 	uint64_t launches, ranges, modules;
+	uint64_t cupti_ns;             /* (1.10) CUPTI's own work in its launches: launches x the run's launch cost */
 	int32_t step;                  /* the step holding its middle and half its span at least, -1 none */
 };
 
-/* The recorder's host time of a cost record: its parts' sum. */
+/*
+ * (1.10) CUPTI's own host time per kernel launch from the footer's
+ * launch_cost, ns; 0 where the bundle has none, or one that is not a cost
+ * (traced not above untraced, or over REPLAY_LAUNCH_COST_MAX_NS: hostile).
+ */
+#define REPLAY_LAUNCH_COST_MAX_NS 100000.0
+struct replay_run;
+double replay_launch_cost_ns(const struct replay_run *run);
+
+/* The recorder's host time of a cost record: its parts' sum, CUPTI's work in its launches (1.10) included. */
 static inline uint64_t replay_cost_ns(const struct replay_cost *c)
 {
-	return c->callback_ns + c->nvtx_ns + c->hook_ns + c->python_ns;
+	return c->callback_ns + c->nvtx_ns + c->hook_ns + c->python_ns + c->cupti_ns;
 }
 
 /* A (device, stream) and its activities in start order. */
@@ -286,6 +296,7 @@ struct replay_run {
 	/* (1.8) the optimizer's parameter groups (the footer's), owned by the replay; none before 1.8 */
 	const struct st_param_group *param_groups;
 	size_t n_param_groups;
+	struct st_launch_cost launch_cost;   /* (1.10) the footer's; launches 0: not measured */
 	/*
 	 * How the steps were found: the footer's steps_from, or the replay's
 	 * own "launch period: N launches per step, found by replay" when it cut

@@ -190,8 +190,25 @@ void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptr
 		run->has_footer = true;
 		footer_fill(rp, &run->footer, f);
 		param_groups_fill(rp, f);
+		if (f->launch_cost) {
+			run->launch_cost.launches = f->launch_cost->launches;
+			run->launch_cost.rounds = f->launch_cost->rounds;
+			run->launch_cost.traced_ns = f->launch_cost->traced_ns;
+			run->launch_cost.untraced_ns = f->launch_cost->untraced_ns;
+		}
 	}
 	run->steps_from = run->footer.steps_from;   /* replay_build may find its own */
+}
+
+double replay_launch_cost_ns(const struct replay_run *run)
+{
+	const struct st_launch_cost *c = &run->launch_cost;
+	double per;
+
+	if (!c->launches || c->traced_ns <= c->untraced_ns)
+		return 0;
+	per = (double)(c->traced_ns - c->untraced_ns) / (double)c->launches;
+	return per <= REPLAY_LAUNCH_COST_MAX_NS ? per : 0;
 }
 
 uint64_t replay_dropped(const struct replay *rp, int kind)

@@ -23,7 +23,7 @@
 #include "trace/types.h"
 
 #define BUNDLE_FORMAT_MAJOR 1
-#define BUNDLE_FORMAT_MINOR 9
+#define BUNDLE_FORMAT_MINOR 10
 
 /* ---- writer ---------------------------------------------------------- */
 
@@ -66,6 +66,9 @@ void bundle_writer_set_steps_from(struct bundle_writer *w, const char *steps_fro
  * leaves none. -1 when out of memory.
  */
 int bundle_writer_set_param_groups(struct bundle_writer *w, const struct st_param_group *g, size_t n);
+
+/* CUPTI's cost per launch, for the footer's launch_cost (1.10); launches 0 leaves none. */
+void bundle_writer_set_launch_cost(struct bundle_writer *w, const struct st_launch_cost *c);
 
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"

@@ -169,7 +169,17 @@ struct st_param_group {
 	uint64_t tensors, elements, bytes;
 	uint32_t dtype;   /* enum st_dtype */
 };
-#define ST_PARAM_GROUPS_MAX 256   /* groups a bundle keeps; more are summed into the last */
+#define ST_PARAM_GROUPS_MAX 256
+
+/*
+ * (1.10) CUPTI's own host time per kernel launch, measured in the recorded
+ * process (Footer.launch_cost): medians over `rounds` of a batch of
+ * `launches` launches traced and untraced. launches 0: not measured.
+ */
+struct st_launch_cost {
+	uint32_t launches, rounds;
+	uint64_t traced_ns, untraced_ns;
+};   /* groups a bundle keeps; more are summed into the last */
 
 #define ST_OP_MAX_INPUTS 8
 #define ST_OP_MAX_OUTPUTS 4

@@ -70,6 +70,7 @@ struct bundle_writer {
 	uint64_t events;
 	char *steps_from;    /* the footer's, NULL when not said */
 	struct st_param_group *groups;   /* the footer's param_groups */
+	struct st_launch_cost launch_cost;   /* the footer's launch_cost; launches 0: none */
 	size_t n_groups;
 };
 
@@ -445,8 +446,14 @@ int bundle_writer_set_param_groups(struct bundle_writer *w, const struct st_para
 	return 0;
 }
 
+void bundle_writer_set_launch_cost(struct bundle_writer *w, const struct st_launch_cost *c)
+{
+	w->launch_cost = *c;
+}
+
 int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 {
+	Steptrace__LaunchCost lc = STEPTRACE__LAUNCH_COST__INIT;
 	Steptrace__Footer f = STEPTRACE__FOOTER__INIT;
 	Steptrace__KindCount counts[ST_KIND_COUNT], *ptrs[ST_KIND_COUNT];
 	Steptrace__ParamGroup groups[ST_PARAM_GROUPS_MAX], *gptrs[ST_PARAM_GROUPS_MAX];
@@ -483,6 +490,13 @@ int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 	}
 	f.n_param_groups = w->n_groups;
 	f.param_groups = w->n_groups ? gptrs : NULL;
+	if (w->launch_cost.launches) {
+		lc.launches = w->launch_cost.launches;
+		lc.rounds = w->launch_cost.rounds;
+		lc.traced_ns = w->launch_cost.traced_ns;
+		lc.untraced_ns = w->launch_cost.untraced_ns;
+		f.launch_cost = &lc;
+	}
 	if (!ret)
 		ret = write_message(w, "footer.pb", &f.base);
 	if (writer_finish(w, !ret) && !ret)

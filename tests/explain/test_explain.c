@@ -456,6 +456,36 @@ static void test_unrecorded(void)
 	}
 	replay_release(&rp);
 
+	/*
+	 * (1.10) CUPTI's cost per launch measured in the process, 15 us (128
+	 * launches: 2,560 us traced, 640 us untraced a batch): the step thread's
+	 * 10 launches add 150 us to its 300, so the step is 1000 - 450 = 550 us.
+	 * A cost not above its untraced time, or absurd per launch, is not used.
+	 */
+	for (int k = 0; k < 3; k++) {
+		builder_init(&b);
+		builder_open_replay(&b, &rp);
+		b.launch_cost = (struct st_launch_cost){ .launches = 128, .rounds = 9, .traced_ns = 2560 * US,
+							 .untraced_ns = 640 * US };
+		if (k == 1)
+			b.launch_cost.traced_ns = 600 * US;            /* not above untraced: none */
+		if (k == 2)
+			b.launch_cost.traced_ns = UINT64_MAX;          /* hostile: over the bound */
+		builder_push(&b, "step", 0);
+		for (uint64_t i = 0; i < 10; i++)
+			builder_launch(&b, "k", 7, 0, 100 * i * US, (100 * i + 5) * US, (100 * i + 10) * US,
+				       (100 * i + 40) * US);
+		builder_pop(&b, 1000 * US);
+		builder_step(&b, 0, false, 0, 1000 * US);
+		builder_cost(&b, 0, 1000 * US, &cost);
+		CHECK(builder_close(&b, "ok") == 0);
+		CHECK(explain_run(&rs, &o, NULL, &s) == 0);
+		CHECK_NEAR(replay_launch_cost_ns(&rp.run), k ? 0 : 15 * US, 1e-6);
+		CHECK_NEAR(s.recorder, k ? 300 * US : 450 * US, 0);
+		CHECK_NEAR(s.unrecorded, k ? 700 * US : 550 * US, 1);
+		replay_release(&rp);
+	}
+
 	/* more than the host worked: its work all gone, the GPU's time left */
 	cost = (struct builder_cost){ .python_ns = 1200 * US };
 	builder_init(&b);

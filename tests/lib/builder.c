@@ -377,10 +377,12 @@ int builder_close(struct builder *b, const char *end_reason)
 		ret = error("builder: %d range(s) still open at the end", b->depth);
 	if (b->writer) {
 		bundle_writer_set_steps_from(b->writer, b->steps_from);
+		bundle_writer_set_launch_cost(b->writer, &b->launch_cost);
 		if (bundle_writer_close(b->writer, end_reason) < 0)
 			ret = -1;
 	} else if (b->replay) {
 		b->replay->run.footer.steps_from = b->steps_from;
+		b->replay->run.launch_cost = b->launch_cost;
 		if (replay_set_strings(b->replay, (const char *const *)b->strings, (uint32_t)b->n_strings) < 0 ||
 		    replay_build(b->replay) < 0)
 			ret = -1;

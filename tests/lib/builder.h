@@ -67,6 +67,7 @@ struct builder {
 	uint32_t gpu;                       /* CUDA device of kernels, copies and memsets (0) */
 	struct builder_geometry geometry;   /* of the kernels written next */
 	const char *steps_from;             /* the footer's (builder_close); NULL: not said */
+	struct st_launch_cost launch_cost;  /* the footer's (1.10, builder_close); launches 0: none */
 
 	uint64_t correlation;               /* the last call's */
 	uint32_t last_op;
