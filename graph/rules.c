@@ -5,6 +5,7 @@
  * edge delays for graph/retime.c.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,11 +312,87 @@ static int compiled(const struct graph *g, int64_t *edge_add)
 	return 0;
 }
 
+/* The bytes of one tensor a softmax kernel moves (its op's inputs and outputs are of the scores' size); 0 unknown. */
+static double scores_bytes(const struct graph *g, const struct graph_facts *f, uint32_t i)
+{
+	const struct replay *rp = g->rp[g->nodes[i].rank];
+	const struct replay_op *op = replay_op(rp, rp->activities[g->nodes[i].index].op);
+
+	if (!f->bytes || !(f->bytes[i] > 0) || !op || op->n_inputs + op->n_outputs == 0)
+		return 0;
+	return f->bytes[i] / (op->n_inputs + op->n_outputs);
+}
+
+/*
+ * A product beside a softmax kept on chip: its bytes less the scores'
+ * tensor, at the bandwidth it achieved, but no faster than its FLOPs at the
+ * run's fastest product rate (nor its fixed cost L). Unchanged without its
+ * bytes, its FLOPs or that rate, and in an FP32 or TF32 run (FlashAttention
+ * is 16-bit only: an FP32 step keeps its products).
+ */
+static void on_chip(const struct graph *g, const struct graph_facts *f, uint32_t i, double tensor, double L,
+		    double *kernel)
+{
+	double own = (double)g->nodes[i].own, t;
+
+	if (f->from || !(tensor > 0) || !(own > 0) || !f->bytes || !(f->bytes[i] > 0) || !f->flops || !(f->flops[i] > 0) ||
+	    !(f->product_rate > 0))
+		return;
+	t = own * fmax(0, f->bytes[i] - tensor) / f->bytes[i];
+	t = fmax(t, fmax(L, f->flops[i] / f->product_rate * 1e9));
+	if (t < own)
+		kernel[i] *= t / own;
+}
+
+/*
+ * The cast of the FP32 weights to their 16-bit copy folded into the
+ * optimizer, which writes the copy as it writes the weights: the cast's
+ * reading of the weights goes, its writing (2 of its 6 bytes a parameter)
+ * stays, at the bandwidth the optimizer's kernels achieved.
+ */
+static int fold_casts(const struct graph *g, const struct graph_facts *f, double *kernel)
+{
+	double b = 0, t = 0, t_all = 0, steps = 0;
+	int64_t last = INT64_MIN;
+	uint8_t **ph;
+
+	if (!f->weights || !f->bytes)
+		return 0;
+	ph = phases_new(g);
+	if (!ph)
+		return -1;
+	for (size_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_KERNEL && f->cls[i] == GK_MEMORY &&
+		    node_phase(g, ph, i) == ST_PHASE_OPTIMIZER) {
+			int64_t step = (int64_t)g->nodes[i].rank << 32 |
+				       (uint32_t)g->rp[g->nodes[i].rank]->activities[g->nodes[i].index].step;
+
+			steps += step != last;
+			last = step;
+			t_all += (double)g->nodes[i].own;
+			if (f->bytes[i] > 0) {
+				b += f->bytes[i];
+				t += (double)g->nodes[i].own;
+			}
+		}
+	phases_free(g, ph);
+	/* no bytes registered: AdamW in FP32 over the header's parameters (read p g m v, write p m v) a step */
+	if (!(b > 0) && steps > 0 && g->rp[0]->run.has_config && g->rp[0]->run.config.parameters) {
+		b = 28.0 * (double)g->rp[0]->run.config.parameters;
+		t = t_all / steps;
+	}
+	for (size_t i = 0; b > 0 && t > 0 && i < g->n_nodes; i++)
+		if (f->weights[i] == 2 && f->bytes[i] > 0 && g->nodes[i].own > 0)
+			kernel[i] *= fmin(1, f->bytes[i] / 3 * t / b / (double)g->nodes[i].own);
+	return 0;
+}
+
 static int fuse(const struct graph *g, const struct graph_rule *r, double *kernel, int64_t **edge_add)
 {
 	const struct graph_facts *f = r->facts;
 	struct chained *k;
 	size_t n = 0;
+	double L = fixed_cost(g);
 
 	if (!f || !f->cls)
 		return error("--what-if %s: needs the kernels' classes (products, memory-bound)", r->text);
@@ -352,11 +429,20 @@ static int fuse(const struct graph *g, const struct graph_rule *r, double *kerne
 			fuse_chain(g, f, k, from, to, kernel);
 		else if (to < n && k[to].rank == k[j].rank && k[to].stream == k[j].stream &&
 			 k[to].step == k[j].step && f->cls[k[to].node] == GK_PRODUCT && to - from == 1 &&
-			 f->cls[k[from].node] == GK_SOFTMAX)
-			kernel[k[from].node] = 0;   /* attention: the scores' softmax kept on chip, as FlashAttention */
+			 f->cls[k[from].node] == GK_SOFTMAX) {
+			/* attention: the scores' softmax kept on chip, as FlashAttention; the products
+			 * beside it no longer write the scores or read the probabilities */
+			double tensor = scores_bytes(g, f, k[from].node);
+
+			kernel[k[from].node] = 0;
+			on_chip(g, f, k[j].node, tensor, L, kernel);
+			on_chip(g, f, k[to].node, tensor, L, kernel);
+		}
 		j = to > j + 1 ? to : j + 1;
 	}
 	free(k);
+	if (fold_casts(g, f, kernel) < 0)
+		return -1;
 	if (strcmp(r->text, "fuse=compile"))
 		return 0;
 	return adds(g, edge_add) ? compiled(g, *edge_add) : -1;

@@ -62,7 +62,8 @@ struct graph_facts {
 	uint8_t *cls;                  /* per node: enum graph_kernel_class */
 	double *bytes;                 /* per node: the bytes of its op, its share; 0 unknown */
 	double *flops;                 /* per node: the FLOPs of its op, its share; 0 unknown */
-	uint8_t *weights;              /* per node: 1 for work over the weights, once a step (cast_weights, zero_grad) */
+	uint8_t *weights;              /* per node: 1 for work over the weights, once a step (cast_weights, zero_grad);
+					* 2: a cast of the FP32 weights to 16 bits */
 	double product_rate;           /* FLOP/s: the fastest compute-bound product's (batch=xK); 0 unknown */
 	double ridge;                  /* FLOP/B: the products' peak over the bandwidth; 0 unknown */
 	double product_ratio;          /* BF16 rate / the recorded products' rate (peaks); 0 unknown */
