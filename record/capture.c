@@ -980,6 +980,7 @@ int capture_resume(struct rec_session *s)
 	cap.s = s;
 	cap.attached = true;
 	pthread_mutex_unlock(&cap.queue_lock);
+	cost_resume();   /* the recorder's time counts again, from the session's first step */
 	cap.paused = false;
 	if (tracing_on()) {
 		capture_pause();

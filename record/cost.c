@@ -52,6 +52,8 @@ static struct {
 	size_t n_q, cap_q;
 	uint64_t lost;
 	bool finished;
+	bool forgotten;                  /* a fork's child: never again */
+	uint64_t floor;                  /* stretches of an earlier generation are dropped (cost_resume) */
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static _Atomic uint64_t gen = 1;
@@ -135,8 +137,8 @@ static void hand_over_locked(struct acc *a, double k)
 	uint64_t cur = atomic_load_explicit(&gen, memory_order_acquire);
 	struct st_event *ev;
 
-	if (!a->first && !a->python_ns)
-		goto reset;
+	if ((!a->first && !a->python_ns) || a->gen < C.floor)
+		goto reset;   /* nothing, or time from before the session (an armed process's idle steps) */
 	if (C.finished || C.n_q >= QUEUE_MAX || ALLOC_GROW(C.q, C.n_q + 1, C.cap_q)) {
 		C.lost++;
 		goto reset;
@@ -199,7 +201,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	C.finished = true;
+	C.finished = C.forgotten = true;
 	fork_parent();
 }
 
@@ -341,5 +343,17 @@ void cost_finish(void)
 
 void cost_forget(void)
 {
-	C.finished = true;
+	C.finished = C.forgotten = true;
+}
+
+void cost_resume(void)
+{
+	pthread_once(&once, init_once);
+	pthread_mutex_lock(&C.lock);
+	if (!C.forgotten) {
+		C.finished = false;
+		C.floor = atomic_load_explicit(&gen, memory_order_acquire);
+		C.n_q = 0;   /* what was queued before: not this session's */
+	}
+	pthread_mutex_unlock(&C.lock);
 }

@@ -93,5 +93,11 @@ void cost_drain_locked(struct rec_session *s);
 void cost_finish(void);
 /* In the child of a fork: record nothing. */
 void cost_forget(void);
+/*
+ * A session begins again after cost_finish (an armed process's trigger,
+ * capture_resume): stretches are written again, those from before the
+ * stretch under way now dropped (the idle steps before the trigger).
+ */
+void cost_resume(void);
 
 #endif

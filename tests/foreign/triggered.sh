@@ -101,6 +101,11 @@ grep -q "one.1.stb': .* 5 steps (0 warm-up) from optimizer steps (PyTorch)" "$ou
 	fail "one: record does not report one.1.stb"
 want_steps "$out/one.1.stb" "${first:-0}" 5 "one.1"
 want_steps "$out/one.2.stb" "${second:-0}" 3 "one.2"
+# each trigger's bundle says what recording cost in its steps (cost events), the second's too
+for b in one.1 one.2; do
+	"$st" explain "$out/$b.stb" --section steps --format csv >"$out/$b.explain" 2>/dev/null
+	head -1 "$out/$b.explain" | grep -q "Unrecorded" || fail "$b: no recorder cost in the bundle (explain has no Unrecorded)"
+done
 modules "$out/one.1.stb" "one.1"
 "$st" trigger --run "$rid" >"$out/trig.out" 2>"$out/trig.err"
 rc=$?
