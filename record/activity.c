@@ -152,7 +152,7 @@ static void decode_kernel(const CUpti_ActivityKernel10 *k)
 {
 	struct st_event ev = { .kind = ST_KERNEL };
 
-	if (k->name && cupti_cost_owns(k->correlationId, 0, k->name))
+	if (k->name && cupti_cost_owns(0, 0, k->name))
 		return;   /* the launch cost's own (record/cupti_cost.c) */
 
 	ev.kernel.name = kernel_name(k->name);
@@ -205,7 +205,7 @@ static void decode_api(const CUpti_ActivityAPI *a)
 	struct st_event ev = { .kind = ST_API };
 	bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
 
-	if (cupti_cost_owns(a->correlationId, a->threadId, NULL))
+	if (cupti_cost_owns(a->start, a->threadId, NULL))
 		return;   /* the launch cost's own (record/cupti_cost.c) */
 
 	ev.api.name = api_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,

@@ -371,11 +371,8 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 {
 	uint64_t t0;
 
-	if (cupti_cost_measuring) {   /* its own launches (record/cupti_cost.c): nothing recorded, nothing counted */
-		if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
-			cupti_cost_note(((const CUpti_CallbackData *)data)->correlationId);
+	if (cupti_cost_measuring)   /* its own launches (record/cupti_cost.c): nothing recorded, nothing counted */
 		return;
-	}
 	t0 = cost_ticks();
 	api_callback(domain, cbid, data);
 	cost_end(COST_CALLBACK, t0, 0);

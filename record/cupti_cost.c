@@ -16,11 +16,17 @@
  * recorder's own time.
  *
  * Its own launches leave nothing in the bundle: the launch callbacks return
- * at once on the measuring thread (noting the correlation ids), and the
- * decoder drops the kernel records of its kernel and the API records of
- * that thread within those ids (cupti_cost_owns). The recorder's callbacks
- * stay on throughout, so a launch another thread makes while tracing is off
- * is seen, and counted as a dropped kernel record, never lost silently.
+ * at once on the measuring thread, and the decoder drops the kernel records
+ * of its kernel and the API records of that thread that began within the
+ * measurement's window (cupti_cost_owns). The recorder's callbacks stay as
+ * they are, so while recording, a launch another thread makes while tracing
+ * is off is seen and counted as a dropped kernel record, never lost silently.
+ *
+ * What it does not see: on the H200, PyTorch's launches cost ~2.7 us more
+ * each with kernel tracing on (docs/record.md, measured inside one process
+ * with scripts/armed_ab.py), the empty kernel's 0.5-0.8 us; timing the
+ * batch with its synchronisation (0.76 us) or behind a spinning kernel, so
+ * that the launches queue (0.36 us), came no nearer.
  *
  * The driver API only, through dlsym of the libcuda the process has loaded
  * (as capture.c's sync_device), and a PTX kernel the driver compiles.
@@ -56,8 +62,7 @@ _Thread_local bool cupti_cost_measuring;
 
 static struct {
 	bool tried;                        /* measured, or given up: once per process */
-	_Atomic uint32_t lo, hi;           /* correlation ids of its launches (lo 0: none yet) */
-	_Atomic uint32_t last;             /* the last id a callback noted */
+	_Atomic uint64_t from, to;         /* CUPTI's clock: the measurement's window (from 0: none) */
 	_Atomic uint64_t thread;           /* the measuring thread */
 	_Atomic bool untraced;             /* tracing is off for a batch */
 	_Atomic uint64_t foreign;          /* launches of other threads while it was off */
@@ -69,6 +74,7 @@ struct lc_driver {
 	CUresult (*module_load_data)(CUmodule *, const void *);
 	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
 	CUresult (*stream_create)(CUstream *, unsigned int);
+	CUresult (*stream_sync)(CUstream);
 	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			   CUstream, void **, void **);
 };
@@ -83,10 +89,11 @@ static bool lc_driver(struct lc_driver *d)
 	*(void **)&d->module_load_data = dlsym(h, "cuModuleLoadData");
 	*(void **)&d->module_get_function = dlsym(h, "cuModuleGetFunction");
 	*(void **)&d->stream_create = dlsym(h, "cuStreamCreate");
+	*(void **)&d->stream_sync = dlsym(h, "cuStreamSynchronize");
 	*(void **)&d->launch = dlsym(h, "cuLaunchKernel");
 	dlclose(h);   /* NOLOAD: the process keeps it loaded */
 	return d->ctx_get_current && d->module_load_data && d->module_get_function && d->stream_create &&
-	       d->launch;
+	       d->stream_sync && d->launch;
 }
 
 static uint64_t mono_ns(void)
@@ -109,6 +116,52 @@ static int lc_tracing(bool on, bool api_records)
 	return 0;
 }
 
+/* One batch's host time, ns: its launches alone; 0 when a call failed. */
+static uint64_t lc_batch(const struct lc_driver *d, CUfunction fn, CUstream st)
+{
+	uint64_t t0, t1;
+	bool ok = true;
+
+	t0 = mono_ns();
+	for (int i = 0; i < LC_LAUNCHES && ok; i++)
+		ok = d->launch(fn, 1, 1, 1, 32, 1, 1, 0, st, NULL, NULL) == CUDA_SUCCESS;
+	t1 = mono_ns();
+	return ok ? (t1 > t0 ? t1 - t0 : 1) : 0;
+}
+
+/* LC_ROUNDS rounds, traced and untraced alternately, into *out (medians); -1 when a call failed. */
+static int lc_rounds(const struct lc_driver *d, CUfunction fn, CUstream st, bool api_records,
+		     struct st_launch_cost *out)
+{
+	uint64_t traced[LC_ROUNDS], untraced[LC_ROUNDS];
+
+	for (int r = 0; r < LC_ROUNDS; r++) {
+		for (int k = 0; k < 2; k++) {
+			bool on = (r + k) % 2 == 0;   /* each round starts with the other state */
+			uint64_t ns;
+
+			if (lc_tracing(on, api_records) || !(ns = lc_batch(d, fn, st)))
+				return -1;
+			(on ? traced : untraced)[r] = ns;
+		}
+	}
+	qsort(traced, LC_ROUNDS, sizeof(*traced), stats_cmp_u64);
+	qsort(untraced, LC_ROUNDS, sizeof(*untraced), stats_cmp_u64);
+	out->launches = LC_LAUNCHES;
+	out->rounds = LC_ROUNDS;
+	out->traced_ns = traced[LC_ROUNDS / 2];      /* LC_ROUNDS odd: the median */
+	out->untraced_ns = untraced[LC_ROUNDS / 2];
+	return 0;
+}
+
+static uint64_t lc_now(void)
+{
+	uint64_t t = 0;
+
+	cuptiGetTimestamp(&t);
+	return t;
+}
+
 void cupti_cost_measure(CUpti_SubscriberHandle subscriber, bool api_records, bool tracing, uint64_t thread)
 {
 	struct lc_driver d;
@@ -116,9 +169,9 @@ void cupti_cost_measure(CUpti_SubscriberHandle subscriber, bool api_records, boo
 	CUmodule mod;
 	CUfunction fn;
 	CUstream st;
-	uint64_t traced[LC_ROUNDS], untraced[LC_ROUNDS];
+	struct st_launch_cost got = { 0 };
 	const char *env = getenv("STEPTRACE_LAUNCH_COST");
-	bool was_on = tracing, ok = true;
+	bool ok;
 
 	if (LC.tried || !subscriber || getenv("STEPTRACE_CUPTI_OFF") || (env && !strcmp(env, "off")))
 		return;
@@ -129,54 +182,18 @@ void cupti_cost_measure(CUpti_SubscriberHandle subscriber, bool api_records, boo
 	    d.module_get_function(&fn, mod, LC_KERNEL) != CUDA_SUCCESS ||
 	    d.stream_create(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
 		return;   /* the module or stream stays: once per process, and small */
-	/* armed: no launch callback is on; its own is, for the measurement (the ids of its launches) */
-	if (!was_on && cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-					   CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) != CUPTI_SUCCESS)
-		return;
 	atomic_store(&LC.thread, thread);
-	atomic_store(&LC.hi, UINT32_MAX);
+	atomic_store(&LC.to, UINT64_MAX);
+	atomic_store(&LC.from, lc_now());
 	cupti_cost_measuring = true;
-	for (int r = 0; r < LC_ROUNDS && ok; r++) {
-		for (int k = 0; k < 2 && ok; k++) {
-			bool on = (r + k) % 2 == 0;   /* each round starts with the other state */
-			uint64_t t0, t1;
-
-			if (lc_tracing(on, api_records)) {
-				ok = false;
-				break;
-			}
-			t0 = mono_ns();
-			for (int i = 0; i < LC_LAUNCHES && ok; i++)
-				ok = d.launch(fn, 1, 1, 1, 32, 1, 1, 0, st, NULL, NULL) == CUDA_SUCCESS;
-			t1 = mono_ns();
-			(on ? traced : untraced)[r] = t1 - t0;
-		}
-	}
+	ok = lc_rounds(&d, fn, st, api_records, &got) == 0;
 	cupti_cost_measuring = false;
-	lc_tracing(was_on, api_records);   /* as it was: on while recording, off while armed */
-	if (!was_on)
-		cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+	lc_tracing(tracing, api_records);   /* as it was: on while recording, off while armed */
 	atomic_store(&LC.untraced, false);
-	atomic_store(&LC.hi, atomic_load(&LC.last));
-	if (!ok)
-		return;
-	LC.result.launches = LC_LAUNCHES;
-	LC.result.rounds = LC_ROUNDS;
-	qsort(traced, LC_ROUNDS, sizeof(*traced), stats_cmp_u64);
-	qsort(untraced, LC_ROUNDS, sizeof(*untraced), stats_cmp_u64);
-	LC.result.traced_ns = traced[LC_ROUNDS / 2];      /* LC_ROUNDS odd: the median */
-	LC.result.untraced_ns = untraced[LC_ROUNDS / 2];
-}
-
-void cupti_cost_note(uint32_t correlation)
-{
-	uint32_t lo = atomic_load_explicit(&LC.lo, memory_order_relaxed);
-
-	if (!lo || correlation < lo)
-		atomic_store_explicit(&LC.lo, correlation, memory_order_relaxed);
-	if (correlation > atomic_load_explicit(&LC.last, memory_order_relaxed))
-		atomic_store_explicit(&LC.last, correlation, memory_order_relaxed);
-	/* hi stays UINT32_MAX while measuring, then takes `last` */
+	d.stream_sync(st);
+	atomic_store(&LC.to, lc_now());
+	if (ok)
+		LC.result = got;
 }
 
 void cupti_cost_foreign_launch(void)
@@ -185,13 +202,13 @@ void cupti_cost_foreign_launch(void)
 		atomic_fetch_add_explicit(&LC.foreign, 1, memory_order_relaxed);
 }
 
-bool cupti_cost_owns(uint32_t correlation, uint64_t thread, const char *kernel)
+bool cupti_cost_owns(uint64_t start, uint64_t thread, const char *kernel)
 {
-	uint32_t lo = atomic_load_explicit(&LC.lo, memory_order_relaxed);
+	uint64_t from = atomic_load_explicit(&LC.from, memory_order_relaxed);
 
-	if (kernel)   /* its kernel's name is its own */
-		return kernel[0] == 's' && !strcmp(kernel, LC_KERNEL);
-	return lo && correlation >= lo && correlation <= atomic_load_explicit(&LC.hi, memory_order_relaxed) &&
+	if (kernel)   /* its kernels' names are its own */
+		return kernel[0] == 's' && !strncmp(kernel, LC_KERNEL, sizeof(LC_KERNEL) - 1);
+	return from && start >= from && start <= atomic_load_explicit(&LC.to, memory_order_relaxed) &&
 	       thread == atomic_load_explicit(&LC.thread, memory_order_relaxed);
 }
 

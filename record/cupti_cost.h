@@ -15,12 +15,13 @@
 
 #pragma GCC visibility push(hidden)
 
-/* This thread is measuring: the launch callbacks note the id (cupti_cost_note) and return. */
+/* This thread is measuring: the launch callbacks return at once. */
 extern _Thread_local bool cupti_cost_measuring;
 
 /*
  * Measures, on the calling thread (a CUDA context current, outside any
- * CUDA call), with the recorder's subscriber; `api_records`: the recording
+ * CUDA call), with the recorder's subscriber (its callbacks stay as they
+ * are; their handlers return at once on this thread); `api_records`: the recording
  * keeps the launch's API record; `tracing`: tracing is on now (recording)
  * rather than off (armed), and is left so; `thread`: the calling thread's
  * id as CUPTI's records carry it. Once per process: a call after the first
@@ -28,12 +29,10 @@ extern _Thread_local bool cupti_cost_measuring;
  */
 void cupti_cost_measure(CUpti_SubscriberHandle subscriber, bool api_records, bool tracing, uint64_t thread);
 
-/* A launch callback on the measuring thread: its correlation id. */
-void cupti_cost_note(uint32_t correlation);
 /* A launch callback's entry on a thread that is not measuring (counted while tracing is off). */
 void cupti_cost_foreign_launch(void);
-/* Is this record the measurement's own (a kernel by its name; an API record by thread and id)? */
-bool cupti_cost_owns(uint32_t correlation, uint64_t thread, const char *kernel);
+/* Is this record the measurement's own (a kernel by its name; an API record by its thread and start, CUPTI's clock)? */
+bool cupti_cost_owns(uint64_t start, uint64_t thread, const char *kernel);
 /* Into s (its lock held): the foreign launches as dropped kernel records, and the result for the footer. */
 void cupti_cost_drain_locked(struct rec_session *s);
 
