@@ -390,6 +390,18 @@ static bool steps_column(const struct replay_ranks *rs, const char *name)
 	return found;
 }
 
+/* The launch-bound step of test_unrecorded (a launch every 100 us in a 1 ms step), its cost event on b->thread. */
+static void launch_bound_costed(struct builder *b, const struct builder_cost *cost)
+{
+	builder_push(b, "step", 0);
+	for (uint64_t i = 0; i < 10; i++)
+		builder_launch(b, "k", 7, 0, 100 * i * US, (100 * i + 5) * US, (100 * i + 10) * US,
+			       (100 * i + 40) * US);
+	builder_pop(b, 1000 * US);
+	builder_step(b, 0, false, 0, 1000 * US);
+	builder_cost(b, 0, 1000 * US, cost);
+}
+
 /*
  * The step without the recorder (format 1.8: cost events; the rule
  * "unrecorded"). On the launch-bound step above (calls every 100 us, 5 us
@@ -427,13 +439,7 @@ static void test_unrecorded(void)
 	/* 300 us on the step's thread */
 	builder_init(&b);
 	builder_open_replay(&b, &rp);
-	builder_push(&b, "step", 0);
-	for (uint64_t i = 0; i < 10; i++)
-		builder_launch(&b, "k", 7, 0, 100 * i * US, (100 * i + 5) * US, (100 * i + 10) * US,
-			       (100 * i + 40) * US);
-	builder_pop(&b, 1000 * US);
-	builder_step(&b, 0, false, 0, 1000 * US);
-	builder_cost(&b, 0, 1000 * US, &cost);
+	launch_bound_costed(&b, &cost);
 	b.thread = 2;   /* a thread without calls: nothing to take it from */
 	builder_cost(&b, 0, 1000 * US, &cost);
 	CHECK(builder_close(&b, "ok") == 0);
@@ -471,13 +477,7 @@ static void test_unrecorded(void)
 			b.launch_cost.traced_ns = 600 * US;            /* not above untraced: none */
 		if (k == 2)
 			b.launch_cost.traced_ns = UINT64_MAX;          /* hostile: over the bound */
-		builder_push(&b, "step", 0);
-		for (uint64_t i = 0; i < 10; i++)
-			builder_launch(&b, "k", 7, 0, 100 * i * US, (100 * i + 5) * US, (100 * i + 10) * US,
-				       (100 * i + 40) * US);
-		builder_pop(&b, 1000 * US);
-		builder_step(&b, 0, false, 0, 1000 * US);
-		builder_cost(&b, 0, 1000 * US, &cost);
+		launch_bound_costed(&b, &cost);
 		CHECK(builder_close(&b, "ok") == 0);
 		CHECK(explain_run(&rs, &o, NULL, &s) == 0);
 		CHECK_NEAR(replay_launch_cost_ns(&rp.run), k ? 0 : 15 * US, 1e-6);
