@@ -6,45 +6,13 @@
 
 #include "lib/hash.h"
 
-/* The text's id: s hashed and compared, interned when new. */
+/* The text's id, interned when new; 0 when out of memory. */
 static uint64_t intern_text(struct export_interner *in, const char *s, bool *fresh)
 {
-	size_t i;
+	uint32_t id;
 
-	if (in->n * 2 >= in->cap) {
-		size_t nc = in->cap ? in->cap * 2 : 1024;
-		char **k = calloc(nc, sizeof(*k));
-		uint64_t *v = calloc(nc, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return 0;
-		}
-		for (size_t j = 0; j < in->cap; j++) {
-			if (!in->keys[j])
-				continue;
-			for (i = hash_str(in->keys[j]) & (nc - 1); k[i]; i = (i + 1) & (nc - 1))
-				;
-			k[i] = in->keys[j];
-			v[i] = in->iids[j];
-		}
-		free(in->keys);
-		free(in->iids);
-		in->keys = k;
-		in->iids = v;
-		in->cap = nc;
-	}
-	for (i = hash_str(s) & (in->cap - 1); in->keys[i]; i = (i + 1) & (in->cap - 1))
-		if (strcmp(in->keys[i], s) == 0) {
-			*fresh = false;
-			return in->iids[i];
-		}
-	in->keys[i] = strdup(s);
-	if (!in->keys[i])
-		return 0;
-	in->iids[i] = ++in->n;
-	*fresh = true;
-	return in->iids[i];
+	in->text.own = true;
+	return strpool_intern(&in->text, s, &id, fresh) ? 0 : id;
 }
 
 /* The slot of `from` in in->from: where it is, or the empty slot it would take. */
@@ -100,10 +68,7 @@ uint64_t export_intern(struct export_interner *in, uint64_t from, const char *s,
 
 void export_interner_release(struct export_interner *in)
 {
-	for (size_t i = 0; i < in->cap; i++)
-		free(in->keys[i]);
-	free(in->keys);
-	free(in->iids);
+	strpool_release(&in->text);
 	free(in->from);
 	free(in->from_iids);
 	memset(in, 0, sizeof(*in));

@@ -31,6 +31,7 @@
 #include "lib/error.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
+#include "lib/strpool.h"
 #include "trace/bundle.h"
 
 /* Ranges nested deeper are not written: a bundle's reader refuses them (trace/codec.c). */
@@ -48,7 +49,7 @@ enum krange_kind { R_OP, R_ANNOTATION, R_STEP, R_SYNTH };
 struct krange {
 	int64_t start, end;   /* ns on the trace's own scale */
 	uint64_t tid, ext;    /* thread; External id (0 none) */
-	uint32_t name, sig;   /* string ids (strtab); sig: name with Input Dims and types, 0 none */
+	uint32_t name, sig;   /* string ids (st); sig: name with Input Dims and types, 0 none */
 	uint32_t parent;      /* index + 1 of the enclosing range, 0 a root */
 	uint32_t depth;
 	uint8_t kind, phase, prio;
@@ -61,12 +62,6 @@ struct kmem {
 	size_t order;               /* in the file: ties keep it */
 };
 
-struct strtab {
-	char **by_id;         /* by_id[id], id >= 1 */
-	size_t n, alloc_ids;
-	uint32_t *slots;      /* ids, 0 empty */
-	size_t n_slots;
-};
 
 struct device_props {
 	int64_t id;
@@ -77,7 +72,7 @@ struct device_props {
 
 struct kineto_trace {
 	char *path;
-	struct strtab st;
+	struct strpool st;             /* own */
 	struct krange *r;
 	size_t n_r, alloc_r;
 	/* metadata */
@@ -108,50 +103,20 @@ struct kineto_trace {
 
 /* ---- strings -------------------------------------------------------------- */
 
-static int strtab_grow(struct strtab *t)
-{
-	size_t n = t->n_slots ? t->n_slots * 2 : 1024;
-	uint32_t *s = calloc(n, sizeof(*s));
-
-	if (!s)
-		return error("out of memory");
-	for (size_t i = 1; i <= t->n; i++) {
-		size_t j = hash_str(t->by_id[i]) & (n - 1);
-
-		while (s[j])
-			j = (j + 1) & (n - 1);
-		s[j] = (uint32_t)i;
-	}
-	free(t->slots);
-	t->slots = s;
-	t->n_slots = n;
-	return 0;
-}
-
 /* The id of s (>= 1); 0 after one line (out of memory). */
-static uint32_t intern(struct strtab *t, const char *s)
+static uint32_t intern(struct strpool *t, const char *s)
 {
-	size_t j;
+	uint32_t id;
 
-	if ((t->n + 1) * 2 > t->n_slots && strtab_grow(t))
-		return 0;
-	for (j = hash_str(s) & (t->n_slots - 1); t->slots[j]; j = (j + 1) & (t->n_slots - 1))
-		if (!strcmp(t->by_id[t->slots[j]], s))
-			return t->slots[j];
-	if (t->n + 1 >= UINT32_MAX || ALLOC_GROW(t->by_id, t->n + 2, t->alloc_ids))
-		return 0;
-	if (!(t->by_id[t->n + 1] = strdup(s))) {
-		error("out of memory");
-		return 0;
-	}
-	t->n++;
-	t->slots[j] = (uint32_t)t->n;
-	return (uint32_t)t->n;
+	if (!strpool_intern(t, s, &id, NULL))
+		return id;
+	error("out of memory");
+	return 0;
 }
 
 static const char *sname(const struct kineto_trace *t, uint32_t id)
 {
-	return id && id <= t->st.n ? t->st.by_id[id] : "";
+	return strpool_str(&t->st, id);
 }
 
 /* ---- one event --------------------------------------------------------------- */
@@ -887,6 +852,7 @@ struct kineto_trace *kineto_scan(const char *path)
 		error("out of memory");
 		return NULL;
 	}
+	t->st.own = true;
 	struct writer *check = checker(t);
 
 	if (!check || walk(t, scan_each, scan_meta, check) || phases(t) || ext_index(t)) {
@@ -910,10 +876,7 @@ void kineto_free(struct kineto_trace *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 1; i <= t->st.n; i++)
-		free(t->st.by_id[i]);
-	free(t->st.by_id);
-	free(t->st.slots);
+	strpool_release(&t->st);
 	free(t->r);
 	free(t->mem);
 	free(t->dev);
@@ -941,7 +904,7 @@ struct live {
 struct writer {
 	struct kineto_trace *t;
 	struct bundle_writer *w;
-	uint32_t *wid;                 /* strtab id -> writer id, 0 not yet */
+	uint32_t *wid;                 /* st id -> writer id, 0 not yet */
 	struct kop *ops;
 	size_t n_ops, alloc_ops;
 	uint32_t *op_slots;            /* index + 1 into ops */

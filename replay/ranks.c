@@ -10,8 +10,8 @@
 #include "lib/error.h"
 #include "lib/stats.h"
 #include "lib/grow.h"
-#include "lib/hash.h"
 #include "lib/human.h"
+#include "lib/strpool.h"
 #include "replay/nccl.h"
 
 #define POOL_GAP_NS 1000000ull   /* between one rank's last event and the next rank's first */
@@ -462,52 +462,22 @@ fail:
 /* ---- the pooled replay ----------------------------------------------------------- */
 
 struct pool {
-	const char **strings;       /* the pooled table: id i; point into the ranks' replays */
-	size_t n, cap;
-	uint32_t *slots;            /* open addressing: id + 1, 0 empty */
-	size_t n_slots;
+	struct strpool s;           /* the pooled table (id 0: ""); points into the ranks' replays */
 	uint32_t *map;              /* this rank's string id -> pooled id + 1 (0: not yet) */
 	bool failed;
 };
 
-static int slots_grow(struct pool *p)
-{
-	size_t n = p->n_slots ? p->n_slots * 2 : 1024;
-	uint32_t *s = calloc(n, sizeof(*s));
-
-	if (!s)
-		return -1;
-	for (size_t i = 1; i < p->n; i++) {
-		size_t j = hash_str(p->strings[i]) & (n - 1);
-		while (s[j])
-			j = (j + 1) & (n - 1);
-		s[j] = (uint32_t)i + 1;
-	}
-	free(p->slots);
-	p->slots = s;
-	p->n_slots = n;
-	return 0;
-}
-
 static uint32_t intern(struct pool *p, const char *s)
 {
-	size_t j;
+	uint32_t id;
 
 	if (!*s)
 		return 0;
-	if ((p->n + 1) * 2 > p->n_slots && slots_grow(p))
-		goto oom;
-	for (j = hash_str(s) & (p->n_slots - 1); p->slots[j]; j = (j + 1) & (p->n_slots - 1))
-		if (!strcmp(p->strings[p->slots[j] - 1], s))
-			return p->slots[j] - 1;
-	if (ALLOC_GROW(p->strings, p->n + 1, p->cap))
-		goto oom;
-	p->strings[p->n] = s;
-	p->slots[j] = (uint32_t)p->n + 1;
-	return (uint32_t)p->n++;
-oom:
-	p->failed = true;
-	return 0;
+	if (strpool_intern(&p->s, s, &id, NULL)) {
+		p->failed = true;
+		return 0;
+	}
+	return id;
 }
 
 /* One rank's placement in the pooled replay. */
@@ -730,9 +700,6 @@ int replay_ranks_pool(struct replay *out, const struct replay_ranks *rs)
 		common = rs->rank[r]->main_thread;
 	if (!common)
 		common = 1;
-	if (ALLOC_GROW(pool.strings, 1, pool.cap))
-		goto out;
-	pool.strings[pool.n++] = "";
 	for (size_t r = 0; r < rs->n; r++) {
 		const struct replay *rp = rs->rank[r];
 		struct move m = { .rp = rp, .pool = &pool, .main_thread = rp->main_thread,
@@ -773,7 +740,7 @@ int replay_ranks_pool(struct replay *out, const struct replay_ranks *rs)
 		out->chunks_read += rp->chunks_read;
 		out->events_read += rp->events_read;
 	}
-	if (replay_set_strings(out, pool.strings, (uint32_t)pool.n) || replay_build(out))
+	if (replay_set_strings(out, pool.s.str, (uint32_t)pool.s.n + 1) || replay_build(out))
 		goto out;
 	if (rs->n) {
 		out->run = rs->rank[0]->run;
@@ -783,8 +750,7 @@ int replay_ranks_pool(struct replay *out, const struct replay_ranks *rs)
 	rc = 0;
 out:
 	free(pool.map);
-	free(pool.strings);
-	free(pool.slots);
+	strpool_release(&pool.s);
 	if (rc)
 		replay_release(out);
 	return rc;

@@ -43,7 +43,7 @@ int main(void)
 			break;
 		}
 	}
-	CHECK_U64(in.n, 12);
+	CHECK_U64(in.text.n, 12);
 	CHECK_U64(export_intern(&in, EXPORT_ID_STRING(1001), "changed", &fresh), 4);
 	export_interner_release(&in);
 	return check_done("test_intern");
