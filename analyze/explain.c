@@ -854,7 +854,7 @@ static int findings(const struct ctx *c, double host, struct finding *f, size_t 
 		}
 		t_opt *= per;
 		if (rp->run.has_config && rp->run.config.parameters)
-			bytes = 28.0 * (double)rp->run.config.parameters;   /* AdamW, FP32: read p g m v, write p m v */
+			bytes = GRAPH_ADAMW_BYTES_PER_PARAM * (double)rp->run.config.parameters;
 		if (t_opt >= 0.10 * m) {
 			double achieved = bytes > 0 ? bytes / (t_opt / 1e9) : 0;
 			double k = peak > 0 && achieved > 0 && achieved < 0.7 * peak ? achieved / peak : 0.5;
@@ -865,8 +865,8 @@ static int findings(const struct ctx *c, double host, struct finding *f, size_t 
 			if (achieved > 0 && peak > 0 && achieved <= 2 * peak)
 				snprintf(f[n].evidence, sizeof(f[n].evidence),
 					 "the optimizer's kernels take %.3f ms per step (%.1f%%), moving about %.2f GB "
-					 "(AdamW in FP32: 28 B per parameter) at %.0f GB/s, %.0f%% of the %.0f GB/s peak; %s",
-					 t_opt / 1e6, 100 * t_opt / m, bytes / 1e9, achieved / 1e9, 100 * achieved / peak,
+					 "(AdamW in FP32: %.0f B per parameter) at %.0f GB/s, %.0f%% of the %.0f GB/s peak; %s",
+					 t_opt / 1e6, 100 * t_opt / m, bytes / 1e9, GRAPH_ADAMW_BYTES_PER_PARAM, achieved / 1e9, 100 * achieved / peak,
 					 peak / 1e9,
 					 k < 0.5 ? "predicted at the peak bandwidth (a fused, multi-tensor optimizer)"
 						 : "near the peak already: predicted with half its bytes (BF16 moments, or "

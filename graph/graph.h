@@ -169,6 +169,14 @@ int graph_activity_phase(const struct replay *rp, const uint8_t *path_phase, con
 
 /* ---- what-if -------------------------------------------------------- */
 
+/*
+ * The bytes FP32 AdamW moves per parameter (reads the weight, gradient and
+ * both moments, writes the weight and moments): the optimizer's traffic
+ * where the bundle registered no bytes of its kernels, from the header's
+ * parameter count (explain's optimizer finding, fuse=elementwise).
+ */
+#define GRAPH_ADAMW_BYTES_PER_PARAM 28.0
+
 enum graph_rule_kind {
 	GR_KERNELS,     /* kernels matching `pattern` (name, op kind or range path glob): duration x factor */
 	GR_GRAPH,       /* the step as one CUDA graph: the host's work and calls take no time but its */

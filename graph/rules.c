@@ -5,7 +5,6 @@
  * edge delays for graph/retime.c.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,7 +377,7 @@ static int fold_casts(const struct graph *g, const struct graph_facts *f, double
 	phases_free(g, ph);
 	/* no bytes registered: AdamW in FP32 over the header's parameters (read p g m v, write p m v) a step */
 	if (!(b > 0) && steps > 0 && g->rp[0]->run.has_config && g->rp[0]->run.config.parameters) {
-		b = 28.0 * (double)g->rp[0]->run.config.parameters;
+		b = GRAPH_ADAMW_BYTES_PER_PARAM * (double)g->rp[0]->run.config.parameters;
 		t = t_all / steps;
 	}
 	for (size_t i = 0; b > 0 && t > 0 && i < g->n_nodes; i++)
