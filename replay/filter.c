@@ -244,6 +244,13 @@ struct near_path {
 };
 
 #define NEAR_MAX 5
+/*
+ * The suggestions' work, in edit-distance cells over every component
+ * compared (some milliseconds): a hostile bundle of thousands of
+ * paths thousands of ranges deep would otherwise take minutes; past it the
+ * nearest found so far are suggested.
+ */
+#define NEAR_BUDGET (UINT64_C(1) << 23)
 
 /* How far component c[0..len) is from the glob: 0 when it matches, else the edits. */
 static size_t component_cost(const char *glob, const char *c, size_t len)
@@ -298,20 +305,23 @@ sort:
  * matches as the user typed them, the others as the path has them; its cost
  * is the edits of those others.
  */
-static int offer_path(const struct range_pattern *p, const char *path, struct near_path *near, size_t *n)
+static int offer_path(const struct range_pattern *p, const char *path, struct near_path *near, size_t *n,
+		      uint64_t *budget)
 {
 	size_t m = 1, k = (size_t)p->n;
 	const char **comp;
-	size_t *len;
+	size_t *len, *dist;
 	const char *s;
 
 	for (s = path; (s = strchr(s, '/')); s++)
 		m++;
 	comp = malloc(m * sizeof(*comp));
 	len = malloc(m * sizeof(*len));
-	if (!comp || !len) {
+	dist = malloc((k ? k : 1) * sizeof(*dist));
+	if (!comp || !len || !dist) {
 		free(comp);
 		free(len);
+		free(dist);
 		return error("out of memory");
 	}
 	m = 0;
@@ -324,26 +334,31 @@ static int offer_path(const struct range_pattern *p, const char *path, struct ne
 			break;
 		s = slash;
 	}
-	for (size_t at = 0; at + k <= m && (at == 0 || !p->anchored); at++) {
+	for (size_t at = 0; at + k <= m && (at == 0 || !p->anchored) && *budget; at++) {
 		size_t cost = 0, size = 2;
 		char *text, *t;
 
 		for (size_t i = 0; i < k; i++) {
-			size_t d = component_cost(p->comp[i], comp[at + i], len[at + i]);
+			uint64_t cells = (uint64_t)(len[at + i] + 1) * (strlen(p->comp[i]) + 1);
 
-			cost = cost + d < cost ? SIZE_MAX : cost + d;
-			size += (d ? len[at + i] : strlen(p->comp[i])) + 1;
+			*budget = cells < *budget ? *budget - cells : 0;
+			dist[i] = component_cost(p->comp[i], comp[at + i], len[at + i]);
+			cost = cost + dist[i] < cost ? SIZE_MAX : cost + dist[i];
+			size += (dist[i] ? len[at + i] : strlen(p->comp[i])) + 1;
 		}
+		if (*n == NEAR_MAX && cost > near[NEAR_MAX - 1].cost)
+			continue;   /* farther than the five kept: no text to make */
 		text = t = malloc(size);
 		if (!text) {
 			free(comp);
 			free(len);
+			free(dist);
 			return error("out of memory");
 		}
 		if (p->anchored)
 			*t++ = '/';
 		for (size_t i = 0; i < k; i++) {
-			bool typed = component_cost(p->comp[i], comp[at + i], len[at + i]) == 0;
+			bool typed = dist[i] == 0;
 			size_t l = typed ? strlen(p->comp[i]) : len[at + i];
 
 			memcpy(t, typed ? p->comp[i] : comp[at + i], l);
@@ -355,6 +370,7 @@ static int offer_path(const struct range_pattern *p, const char *path, struct ne
 	}
 	free(comp);
 	free(len);
+	free(dist);
 	return 0;
 }
 
@@ -375,18 +391,18 @@ static bool filter_keeps_any(const struct replay_filter *f, const struct replay 
 	return false;
 }
 
-/* The suggestions from one replay's paths (its ops' paths when it has no ranges). */
+/* The suggestions from one replay's paths (its ops' paths when it has no ranges), within *budget. */
 static int offer_replay(const struct range_pattern *p, const struct replay *rp, struct near_path *near,
-			size_t *n)
+			size_t *n, uint64_t *budget)
 {
 	if (rp->n_ranges == 0) {
-		for (size_t i = 0; i < rp->n_ops; i++)
-			if (offer_path(p, replay_str(rp, rp->ops[i].path), near, n) < 0)
+		for (size_t i = 0; i < rp->n_ops && *budget; i++)
+			if (offer_path(p, replay_str(rp, rp->ops[i].path), near, n, budget) < 0)
 				return -1;
 		return 0;
 	}
-	for (size_t i = 0; i < rp->n_paths; i++)
-		if (offer_path(p, replay_path_str(rp, (uint32_t)i), near, n) < 0)
+	for (size_t i = 0; i < rp->n_paths && *budget; i++)
+		if (offer_path(p, replay_path_str(rp, (uint32_t)i), near, n, budget) < 0)
 			return -1;
 	return 0;
 }
@@ -397,6 +413,7 @@ int replay_range_check(const struct replay *rps, size_t n_rps, const char *patte
 	struct range_pattern p;
 	char list[1024];
 	size_t n = 0, used = 0;
+	uint64_t budget = NEAR_BUDGET;
 	int rc = -1;
 
 	if (!pattern)
@@ -415,7 +432,7 @@ int replay_range_check(const struct replay *rps, size_t n_rps, const char *patte
 	if (range_pattern_compile(&p, pattern) < 0)
 		return -1;
 	for (size_t i = 0; i < n_rps; i++)
-		if (offer_replay(&p, &rps[i], near, &n) < 0)
+		if (offer_replay(&p, &rps[i], near, &n, &budget) < 0)
 			goto out;
 	list[0] = '\0';
 	/* the nearest, and those about as near: not five names far from it */
