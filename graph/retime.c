@@ -1224,6 +1224,95 @@ static int64_t median_of(const struct keyed *v, size_t i, size_t j)
 	return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
 }
 
+/* x ns times f, within [0, INT64_MAX / 4] (f from hostile times may be huge). */
+static int64_t scaled_ns(int64_t x, double f)
+{
+	double y = (double)x * f;
+
+	return y > 0 ? (y < (double)(INT64_MAX / 4) ? (int64_t)llround(y) : INT64_MAX / 4) : 0;
+}
+
+/* An item's step (-1 none): a call's by its start, GPU work's its own. */
+static int32_t item_step(const struct graph *g, uint32_t at)
+{
+	const struct graph_node *x = &g->nodes[item_node(g, at)];
+	const struct replay *rp = g->rp[x->rank];
+
+	return x->kind == GN_API ? replay_step_at(rp, rp->apis[x->index].start) : rp->activities[x->index].step;
+}
+
+/*
+ * The host's work of one kind (item_hash's coarsest key: a thread's calls,
+ * or its work between two calls, by the calls' names) adds up over a
+ * step: its typical total per step is the median over the steps of what
+ * each step's instances took together, and the medians of its instances'
+ * finer keys only say where in the step it goes. Each step's instances
+ * scaled so that they add up to that total: a right-skewed piece's median
+ * is below its mean, and the sum of many is about the sum of their means,
+ * not of their medians; an instance counted at a place of another step's
+ * (a step with one call more or less than the others) takes no time twice.
+ * kv: the nk items (their h, v, step rewritten); v: scratch, an entry per
+ * step of a key (a step holds a node of its own: at most n_nodes).
+ */
+static void host_totals(const struct graph *g, struct keyed *kv, size_t nk, const struct busy *busy,
+			size_t n_busy, int64_t *delay, uint64_t *own, int64_t *v)
+{
+	size_t nh = 0;
+
+	for (size_t i = 0; i < nk; i++) {
+		int kind = item_kind(g, kv[i].at);
+		int32_t step = item_step(g, kv[i].at);
+
+		if ((kind != KEY_CALL && kind != KEY_HOST) || step < 0)
+			continue;
+		kv[nh] = kv[i];
+		kv[nh].h = item_hash(g, kv[i].at, kind, 2, busy, n_busy);
+		kv[nh].step = step;
+		kv[nh].v = kv[i].at < g->n_nodes ? (int64_t)g->nodes[kv[i].at].own : g->edges[kv[i].at - g->n_nodes].delay;
+		nh++;
+	}
+	qsort(kv, nh, sizeof(*kv), cmp_place);
+	for (size_t i = 0, j; i < nh; i = j) {
+		size_t ns = 0;
+		int64_t total;
+
+		for (j = i + 1; j < nh && kv[j].h == kv[i].h; j++)
+			;
+		for (size_t a = i, b; a < j; a = b) {
+			int64_t r = 0;
+
+			for (b = a; b < j && kv[b].step == kv[a].step; b++)   /* saturating: hostile times */
+				r = kv[b].v <= 0 ? r : r > INT64_MAX - kv[b].v ? INT64_MAX : r + kv[b].v;
+			v[ns++] = r;
+		}
+		if (ns < 2)
+			continue;
+		qsort(v, ns, sizeof(*v), cmp_i64);
+		total = v[(ns - 1) / 2] / 2 + v[ns / 2] / 2;
+		for (size_t a = i, b; a < j; a = b) {
+			double sum = 0, f;
+
+			for (b = a; b < j && kv[b].step == kv[a].step; b++) {
+				uint32_t at = kv[b].at;
+				int64_t x = at < g->n_nodes ? (int64_t)own[at] : delay[at - g->n_nodes];
+
+				sum += x > 0 ? (double)x : 0;
+			}
+			if (sum <= 0)
+				continue;
+			f = (double)total / sum;
+			for (size_t k = a; k < b; k++) {
+				uint32_t at = kv[k].at;
+
+				if (at < g->n_nodes)
+					own[at] = (uint64_t)scaled_ns((int64_t)own[at], f);
+				else if (delay[at - g->n_nodes] > 0)
+					delay[at - g->n_nodes] = scaled_ns(delay[at - g->n_nodes], f);
+			}
+		}
+	}
+}
+
 /* What the typical replay takes besides one re-timing, per node and per edge (graph_retime_typical). */
 #define TYPICAL_BYTES(g) (((g)->n_nodes + (g)->n_edges + 1) * (sizeof(struct keyed) + 1 + sizeof(int64_t)) + \
 			  ((g)->n_nodes + 1) * sizeof(int64_t))
@@ -1350,6 +1439,7 @@ int graph_retime_typical(const struct graph *g, const struct graph_rule *rules, 
 		else if (kind != KEY_GAP)   /* a gap of one of a kind takes its kind's median */
 			info->gpu[used[kv[i].at] + 1]++;
 	}
+	host_totals(g, kv, nk, busy, n_busy, delay, own, v);
 	ret = retime(g, rules, n, rm, delay, own, t);
 	t->between = true;
 out:
