@@ -390,6 +390,64 @@ static bool steps_column(const struct replay_ranks *rs, const char *name)
 	return found;
 }
 
+/*
+ * The typical replay's host work per step (graph_retime_typical): a
+ * warm-up step and five counted ones, 1000 us each, each four launches of
+ * 5 us calls (kernels of 10 us, 10 us after their call): host-bound. The
+ * host works 100 us after each of the first three calls, except 400 us
+ * after one of them, a different one step after step (after call 1, 2, 0,
+ * 1, 2: each place's median is 100); then until the next step's first
+ * call (380 us; 680 after the warm-up). Each step's host work between
+ * calls adds up to 980 us (1280 in the first counted step): their medians
+ * by place (380 + 3 x 100 = 680) would make every step 700 us long; at the
+ * steps' median total, 980 us spread over the pieces by their medians,
+ * each step is 1000 us again, and the 400 us piece of a step is no longer
+ * its own (100 x 980/680 like the others).
+ */
+static void test_typical_totals(void)
+{
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct graph g;
+	struct graph_times t;
+	struct graph_typical info;
+	struct builder b;
+	uint64_t gap[6][3];
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	for (uint64_t s = 0; s < 6; s++) {
+		uint64_t at = 1000 * s * US;
+
+		for (int k = 0; k < 3; k++)
+			gap[s][k] = s && (s % 3) == (uint64_t)(k + 2) % 3 ? 400 * US : 100 * US;
+		builder_push(&b, "step", at);
+		for (int k = 0; k < 4; k++) {
+			builder_launch(&b, "k", 7, 0, at, at + 5 * US, at + 10 * US, at + 20 * US);
+			at += 5 * US + (k < 3 ? gap[s][k] : 0);
+		}
+		builder_pop(&b, 1000 * (s + 1) * US);
+		builder_step(&b, (uint32_t)s, s == 0, 1000 * s * US, 1000 * (s + 1) * US);
+	}
+	CHECK(builder_close(&b, "ok") == 0);
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	g.pin = 1000 * US;
+	CHECK(graph_retime_typical(&g, NULL, 0, NULL, &t, &info) == 0);
+	CHECK(!info.skipped);
+	{
+		int32_t first2 = g.api_node[0][4 * 2], first5 = g.api_node[0][4 * 5];
+		int32_t c0 = g.api_node[0][4 * 3], c1 = g.api_node[0][4 * 3 + 1];
+
+		/* steps 2, 3 and 4 from one first call to the next: 3 x 1000 us */
+		CHECK_NEAR((double)(t.start[first5] - t.start[first2]), 3000.0 * US, 1e-5);
+		/* step 3's 400 us piece after its first call: its place's median, scaled */
+		CHECK_NEAR((double)(t.start[c1] - t.end[c0]), 100.0 * 980 / 680 * US, 1e-5);
+	}
+	graph_times_release(&t);
+	graph_release(&g);
+	replay_release(&rp);
+}
+
 /* The launch-bound step of test_unrecorded (a launch every 100 us in a 1 ms step), its cost event on b->thread. */
 static void launch_bound_costed(struct builder *b, const struct builder_cost *cost)
 {
@@ -528,5 +586,6 @@ int main(void)
 	test_rules();
 	test_contention();
 	test_unrecorded();
+	test_typical_totals();
 	return check_done("explain");
 }
