@@ -319,6 +319,12 @@ void graph_times_release(struct graph_times *t);
  * launched, a thread's first call) by both calls' names, range paths and
  * place. A key of one instance says nothing typical: such a duration takes
  * a coarser key's median (graph_typical below), a stream's gap its kind's.
+ * The host's work of one kind (a thread's calls, or its work between two
+ * calls, by the calls' names alone) then adds up, in each step, to the
+ * median over the steps of what it took in each: its pieces scaled
+ * together, so that the medians say where in the step it goes and the
+ * steps' total how much (the sum of many right-skewed pieces is near the
+ * sum of their means, not of their medians).
  * Its instants (graph_instant) between two calls of a thread lie as far
  * between them as recorded. It needs about 40 bytes more per node and per
  * edge than a re-timing; past the analysis budget (lib/memlimit.h) it is
