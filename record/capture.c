@@ -250,8 +250,34 @@ void capture_measure_launch_cost(void)
 		cupti_cost_measure(cap.subscriber, cap.api != CAPTURE_API_LAUNCHES, !cap.paused, capture_thread_id());
 }
 
+/*
+ * STEPTRACE_KERNELS_EVERY=N: CUPTI's kernel records on steps whose index is
+ * a multiple of N only, a diagnostic (issue 36: what kernel records cost a
+ * step, measured inside one process; the steps without them have no kernel
+ * in the bundle).
+ */
+static void kernels_for_step(uint32_t index)
+{
+	static int every = -1;
+	static bool off;
+
+	if (every < 0) {
+		const char *env = getenv("STEPTRACE_KERNELS_EVERY");
+
+		every = env ? atoi(env) : 0;
+	}
+	if (every <= 1 || !cap.active || cap.paused || (index % (uint32_t)every == 0) == !off)
+		return;
+	off = index % (uint32_t)every != 0;
+	if (off)
+		cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	else
+		cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+}
+
 void capture_step_begin(uint32_t index)
 {
+	kernels_for_step(index);
 	atomic_store_explicit(&cap.bucket, index < cap.n_steps ? &cap.steps[index] : &cap.outside,
 			      memory_order_release);
 	cost_boundary();
