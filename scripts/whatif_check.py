@@ -45,6 +45,9 @@ def measured(rows):
     return [r for r in rows if num(r.get("predicted_ms")) is not None and num(r.get("measured_ms")) is not None]
 
 
+NOISY = 20.0   # percent: the rounds' spread past which a measurement is too noisy to judge a prediction by
+
+
 def summary(rows):
     ok = measured(rows)
     errs = [abs(100 * (num(r["predicted_ms"]) - num(r["measured_ms"])) / num(r["measured_ms"])) for r in ok]
@@ -63,7 +66,12 @@ def summary(rows):
                 if num(a["measured_ms"]) > num(b["measured_ms"]) * (1 + tol):
                     same = False
         rankings[base] = ([r["change"] for r in pred], [r["change"] for r in meas], same)
+    # a measurement whose rounds spread wider than NOISY judges no model at 5%: counted apart as well
+    quiet = [e for e, r in zip(errs, ok) if (num(r.get("noise_pct")) or 0) <= NOISY]
     return dict(n=len(ok), mean_abs=sum(errs) / len(errs) if errs else None, max_abs=max(errs) if errs else None,
+                n_quiet=len(quiet), mean_quiet=sum(quiet) / len(quiet) if quiet else None,
+                max_quiet=max(quiet) if quiet else None,
+                noisy=[r["change"] for r in ok if (num(r.get("noise_pct")) or 0) > NOISY],
                 covered=sum(1 for r in ok if r.get("in_interval") == "true"), rankings=rankings,
                 rank_right=sum(1 for v in rankings.values() if v[2]))
 
@@ -147,6 +155,9 @@ def main():
               s["n"], len(skipped), "; ".join("%s: %s" % (r["change"], r.get("status", "")) for r in skipped) or "-",
               s["mean_abs"], s["max_abs"], s["covered"], s["n"], 100 * s["covered"] / s["n"], s["rank_right"],
               len(s["rankings"])))
+    if s["noisy"]:
+        print("whatif_check: too noisy to judge (rounds' spread over %.0f%%): %s; the other %d: mean |error| %.2f%%, "
+              "max %.2f%%" % (NOISY, "; ".join(s["noisy"]), s["n_quiet"], s["mean_quiet"] or 0, s["max_quiet"] or 0))
     for b in bad:
         print("whatif_check: MISSED: " + b)
     sys.exit(1 if bad else 0)

@@ -449,8 +449,12 @@ def write_md(a, rows, gpus, seconds):
                                                            "right" if same else "WRONG"))
     out += ["", "Summary: %d changes measured of %d; mean |error| %s%%, max %s%%; coverage of the intervals %s; "
             "rankings right %d of %d." % (len(ok), len(rows), fmt(s["mean_abs"]), fmt(s["max_abs"]),
-                                          "%d of %d" % (s["covered"], len(ok)), s["rank_right"], len(s["rankings"])),
-            ""]
+                                          "%d of %d" % (s["covered"], len(ok)), s["rank_right"], len(s["rankings"]))]
+    if s["noisy"]:
+        out += ["", "Too noisy to judge a prediction by (the measurement's rounds spread over %.0f%%): %s. The other "
+                "%d changes: mean |error| %s%%, max %s%%." % (whatif_check.NOISY, "; ".join(s["noisy"]),
+                                                             s["n_quiet"], fmt(s["mean_quiet"]), fmt(s["max_quiet"]))]
+    out += [""]
     os.makedirs(os.path.dirname(os.path.abspath(a.md)), exist_ok=True)
     open(a.md, "w").write("\n".join(out))
 
