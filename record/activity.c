@@ -141,6 +141,20 @@ static uint32_t op_of(uint32_t correlation, uint64_t graph_node)
 	return op;
 }
 
+/*
+ * CUPTI gives a kernel, copy or memset 0 for both its start and end when it
+ * could not take its timestamps (its device buffers full, or kernel records
+ * off while the copy ran): placed at 0 it would stretch its step over the
+ * whole run, so it is counted as a dropped record of its kind instead.
+ */
+static bool untimed(int kind, uint64_t start, uint64_t end)
+{
+	if (start || end)
+		return false;
+	rec_session_count_dropped_locked(cap.s, kind, 1);
+	return true;
+}
+
 static void add(struct st_event *ev, uint64_t start, uint64_t end)
 {
 	ev->start = rec_session_time(cap.s, start);
@@ -154,6 +168,8 @@ static void decode_kernel(const CUpti_ActivityKernel10 *k)
 
 	if (k->name && cupti_cost_owns(0, 0, k->name))
 		return;   /* the launch cost's own (record/cupti_cost.c) */
+	if (untimed(ST_KERNEL, k->start, k->end))
+		return;
 
 	ev.kernel.name = kernel_name(k->name);
 	ev.kernel.grid[0] = (uint32_t)k->gridX;
@@ -176,6 +192,8 @@ static void decode_memcpy(const CUpti_ActivityMemcpy6 *m)
 {
 	struct st_event ev = { .kind = ST_MEMCPY };
 
+	if (untimed(ST_MEMCPY, m->start, m->end))
+		return;
 	ev.memcpy.copy_kind = m->copyKind;
 	ev.memcpy.src_kind = m->srcKind;
 	ev.memcpy.dst_kind = m->dstKind;
@@ -191,6 +209,8 @@ static void decode_memset(const CUpti_ActivityMemset4 *m)
 {
 	struct st_event ev = { .kind = ST_MEMSET };
 
+	if (untimed(ST_MEMSET, m->start, m->end))
+		return;
 	ev.memset.bytes = m->bytes;
 	ev.memset.value = m->value;
 	ev.memset.stream = m->streamId;

@@ -1,5 +1,6 @@
 /*
- * fake_decode.c: CUPTI's records of a kernel and its launch call, made up
+ * fake_decode.c: CUPTI's records of a kernel and its launch call (and of a
+ * memset without timestamps, which is counted dropped), made up
  * and decoded into a session as the capture's decoder thread does
  * (record/activity.c), for test_torch.c. Apart from it because the
  * capture's internals and tests/lib/check.h both name a struct capture.
@@ -14,9 +15,11 @@ void fake_kernel(struct rec_session *s, uint64_t t, const char *name);
 void fake_kernel(struct rec_session *s, uint64_t t, const char *name)
 {
 	CUpti_ActivityKernel10 k;
+	CUpti_ActivityMemset4 m;
 	CUpti_ActivityAPI a;
 
 	memset(&k, 0, sizeof(k));
+	memset(&m, 0, sizeof(m));
 	memset(&a, 0, sizeof(a));
 	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
 	a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
@@ -34,6 +37,11 @@ void fake_kernel(struct rec_session *s, uint64_t t, const char *name)
 	cap.s = s;
 	decode((const CUpti_Activity *)&a);
 	decode((const CUpti_Activity *)&k);
+	/* a memset whose timestamps CUPTI could not take: 0 and 0 */
+	m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	m.bytes = 4096;
+	m.correlationId = 8;
+	decode((const CUpti_Activity *)&m);
 	cap.s = NULL;
 	rec_session_unlock(s);
 }

@@ -355,7 +355,7 @@ static void check_replay(const char *path)
 
 static const char fake_kernel_name[] = "ampere_bf16_gemm_fake";   /* one pointer, as CUPTI's */
 
-/* CUPTI's records of a kernel and its launch call, decoded into s (fake_decode.c). */
+/* CUPTI's records of a kernel and its launch call, and of an untimed memset, decoded into s (fake_decode.c). */
 void fake_kernel(struct rec_session *s, uint64_t t, const char *name);
 
 /* A recording of an armed process: its steps numbered from `first`, none warm-up, its ops and modules. */
@@ -388,6 +388,8 @@ static void check_session(const char *path, uint32_t first, size_t want_steps, u
 	CHECK(rp.n_ops > 10, "the ops registered before this recording are in it: %zu", rp.n_ops);
 	CHECK(rp.n_activities == 1 && rp.n_apis == 1, "%zu activities, %zu API calls", rp.n_activities,
 	      rp.n_apis);
+	/* fake_kernel's memset had no timestamps: dropped, not placed at 0 */
+	CHECK_U64(replay_dropped(&rp, ST_MEMSET), 1);
 	if (rp.n_activities == 1 && rp.n_apis == 1) {
 		CHECK_STR(replay_str(&rp, rp.activities[0].name), fake_kernel_name);
 		CHECK_STR(replay_str(&rp, rp.apis[0].name), "cudaLaunchKernel");
