@@ -402,9 +402,10 @@ static int cmp_double(const void *x, const void *y)
  * of the last end of its and earlier steps' work, less the earlier's
  * (the first from the pin); their spread about their mean, as a share of
  * it, from the 10th to the 90th percentile, applied to `mean`; widened by
- * the rules' own calibration errors (graph_rule.error, relative; several
- * combined as independent: the root of their squares). Always lo <= mean
- * <= hi.
+ * the rules' own calibration errors (graph_rule.error, relative) and the
+ * model's error on this very run (the typical replay against the measured
+ * steps, typical_steps), combined as independent: the root of their
+ * squares. Always lo <= mean <= hi.
  */
 static void interval(const struct ctx *c, const struct graph_times *t, const struct graph_rule *rules, size_t n,
 		     double host, struct prediction *p)
@@ -416,6 +417,8 @@ static void interval(const struct ctx *c, const struct graph_times *t, const str
 
 	for (size_t i = 0; i < n; i++)
 		err += rules[i].error * rules[i].error;
+	if (c->measured > 0 && c->typical > 0)   /* the model's own error on this run (typical_steps) */
+		err += (c->typical - c->measured) * (c->typical - c->measured) / (c->measured * c->measured);
 	err = sqrt(err);
 	if (gpu_end && d && c->n_meas) {
 		uint64_t host_before = c->g.pin, gpu_before = c->g.pin;

@@ -42,6 +42,13 @@ awk -F, 'NR == 1 { ok = ($5 == "Low" && $6 == "High") } NR > 1 && !($5 <= $4 && 
 	$1 == "host=1" && !($5 < $2 && $2 < $6) { ok = 0 } END { exit !ok }' "$tmp/w.csv" ||
 	fail "prediction intervals: $(cat "$tmp/w.csv")"
 grep -q "^what if graph: predicted [0-9.]* ms \[[0-9.]*, [0-9.]*\]" "$tmp/err" || fail "no 'predicted X ms [lo, hi]' note"
+# the interval holds the model's own error on the run, the typical replay's against the measured steps,
+# on both sides: on the built-in step (0.12%) that is wider than the steps' own spread (0.05%)
+"$st" explain "$samples"/small-bf16-train.stb --section replay --format csv 2>/dev/null |
+	awk -F, '$1 == "typical delays" { e = ($3 - $2) / $2; print (e < 0 ? -e : e) }' > "$tmp/model" || fail "replay csv"
+"$st" explain "$samples"/small-bf16-train.stb --what-if graph --section what_if --format csv > "$tmp/w.csv" 2>/dev/null
+awk -F, -v m="$(cat "$tmp/model")" 'NR > 1 { if (!(m > 0.0005 && ($6 - $4) / $4 >= 0.9 * m && ($4 - $5) / $4 >= 0.9 * m)) bad = 1 }
+	END { exit bad }' "$tmp/w.csv" || fail "the interval leaves out the model's error $(cat "$tmp/model"): $(cat "$tmp/w.csv")"
 
 # steptrace's own bucketed DDP on two H200s, recorded before the SM carve-out
 # (docs/multi/ddp-bucket.rank*.stb): its products beside NCCL's kernels took
