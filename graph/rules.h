@@ -50,6 +50,7 @@
 #ifndef STEPTRACE_GRAPH_RULES_H
 #define STEPTRACE_GRAPH_RULES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "graph/graph.h"
@@ -84,6 +85,15 @@ int graph_rules_parse(struct graph_rule *r, const char *text);
  */
 int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add,
 			int32_t **after);
+
+/*
+ * precision=bf16 (rule r) adds the casts of the weights to their BF16 copy
+ * once a step (graph/rules.c says where); fused: fuse=elementwise is in the
+ * same set, and folds them into the optimizer. After every other rule's
+ * effects (the casts' time is added, not scaled). 0, or -1 after one line.
+ */
+int graph_rules_casts(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
+		      int64_t **edge_add);
 
 /*
  * An edge's delay d with what the rules added to it (add NULL: none): a
