@@ -11,7 +11,8 @@
  *                     forward's and backward's memory-bound kernels by their
  *                     bytes, halved; above each kernel's fixed cost (the
  *                     run's shortest kernel), which stays; the optimizer,
- *                     copies and collectives as recorded
+ *                     copies and collectives as recorded; the casts of the
+ *                     weights to BF16 added once a step (graph_rules_casts)
  *   batch=xK          the batch K times larger (or smaller): every kernel of
  *                     the forward and backward, and the copies to the device,
  *                     above its fixed cost x K (products by their FLOPs and the
