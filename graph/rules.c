@@ -12,6 +12,7 @@
 #include "graph/rules.h"
 
 #include "lib/error.h"
+#include "lib/stats.h"
 #include "trace/types.h"
 
 int graph_rules_parse(struct graph_rule *r, const char *text)
@@ -146,6 +147,18 @@ static double above(double own, double L, double k)
 	if (own <= L)
 		return 1;
 	return (L + (own - L) * k) / own;
+}
+
+/* The run's parameters: the header's (steptrace's own step), else the optimizer's groups' (the footer's); 0 unknown. */
+static double run_parameters(const struct replay *rp)
+{
+	double n = 0;
+
+	if (rp->run.has_config && rp->run.config.parameters)
+		return (double)rp->run.config.parameters;
+	for (size_t k = 0; k < rp->run.n_param_groups; k++)
+		n += (double)rp->run.param_groups[k].elements;
+	return n;
 }
 
 /* ---- precision, batch --------------------------------------------------------- */
@@ -344,18 +357,18 @@ static void on_chip(const struct graph *g, const struct graph_facts *f, uint32_t
 }
 
 /*
- * The cast of the FP32 weights to their 16-bit copy folded into the
- * optimizer, which writes the copy as it writes the weights: the cast's
- * reading of the weights goes, its writing (2 of its 6 bytes a parameter)
- * stays, at the bandwidth the optimizer's kernels achieved.
+ * The optimizer's memory-bound kernels' achieved bandwidth (bytes / ns):
+ * their ops' bytes over their time, or without bytes registered AdamW in
+ * FP32 over the run's parameters (read p g m v, write p m v) a step over
+ * their time a step. 0 unknown, -1 after an error line.
  */
-static int fold_casts(const struct graph *g, const struct graph_facts *f, double *kernel)
+static double optimizer_bandwidth(const struct graph *g, const struct graph_facts *f)
 {
-	double b = 0, t = 0, t_all = 0, steps = 0;
+	double b = 0, t = 0, t_all = 0, steps = 0, params;
 	int64_t last = INT64_MIN;
 	uint8_t **ph;
 
-	if (!f->weights || !f->bytes)
+	if (!f->bytes || !f->cls)
 		return 0;
 	ph = phases_new(g);
 	if (!ph)
@@ -375,15 +388,143 @@ static int fold_casts(const struct graph *g, const struct graph_facts *f, double
 			}
 		}
 	phases_free(g, ph);
-	/* no bytes registered: AdamW in FP32 over the header's parameters (read p g m v, write p m v) a step */
-	if (!(b > 0) && steps > 0 && g->rp[0]->run.has_config && g->rp[0]->run.config.parameters) {
-		b = GRAPH_ADAMW_BYTES_PER_PARAM * (double)g->rp[0]->run.config.parameters;
+	params = run_parameters(g->rp[0]);
+	if (!(b > 0) && steps > 0 && params > 0) {
+		b = GRAPH_ADAMW_BYTES_PER_PARAM * params;
 		t = t_all / steps;
 	}
-	for (size_t i = 0; b > 0 && t > 0 && i < g->n_nodes; i++)
+	return b > 0 && t > 0 ? b / t : 0;
+}
+
+/*
+ * The cast of the FP32 weights to their 16-bit copy folded into the
+ * optimizer, which writes the copy as it writes the weights: the cast's
+ * reading of the weights goes, its writing (2 of its 6 bytes a parameter)
+ * stays, at the bandwidth the optimizer's kernels achieved.
+ */
+static int fold_casts(const struct graph *g, const struct graph_facts *f, double *kernel)
+{
+	double bw;
+
+	if (!f->weights || !f->bytes)
+		return 0;
+	bw = optimizer_bandwidth(g, f);
+	if (bw < 0)
+		return -1;
+	for (size_t i = 0; bw > 0 && i < g->n_nodes; i++)
 		if (f->weights[i] == 2 && f->bytes[i] > 0 && g->nodes[i].own > 0)
-			kernel[i] *= fmin(1, f->bytes[i] / 3 * t / b / (double)g->nodes[i].own);
+			kernel[i] *= fmin(1, f->bytes[i] / 3 / bw / (double)g->nodes[i].own);
 	return 0;
+}
+
+static int64_t *thread_edges_in(const struct graph *g);
+
+/*
+ * precision=bf16's casts of the FP32 master weights to their BF16 copy, once
+ * a step: their bytes (an FP32 read and a BF16 write a parameter; only the
+ * write when fuse=elementwise folds the cast into the optimizer) at the
+ * optimizer's achieved bandwidth, added to the step's first forward kernel
+ * (where steptrace's BF16 step runs its cast_weights; autocast casts each
+ * weight at its first use in the forward: all of them at the start here),
+ * and their launches' host work (one a weight tensor in a PyTorch run, one
+ * kernel in steptrace's own step; none folded) added before the call that
+ * launches that kernel: each the forward's typical launch of a memory-bound
+ * kernel (the median of its call and the host's work before it). Without
+ * the run's parameters or that bandwidth nothing is added.
+ */
+int graph_rules_casts(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
+		      int64_t **edge_add)
+{
+	const struct graph_facts *f = r->facts;
+	const struct replay *rp0 = g->rp[0];
+	double params = run_parameters(rp0), bw, gpu, host = 0, casts = 0;
+	uint64_t *launch = NULL;
+	int64_t *in = NULL;
+	size_t n_launch = 0;
+	int32_t *first = NULL;   /* per rank and step slot: its first forward kernel */
+	size_t slots = 0;
+	uint8_t **ph;
+	int ret = -1;
+
+	if (!f || !f->cls || !f->from || !(params > 0))
+		return 0;
+	bw = optimizer_bandwidth(g, f);
+	if (bw < 0)
+		return -1;
+	if (!(bw > 0))
+		return 0;
+	gpu = (fused ? 2.0 : 6.0) * params / bw;
+	if (rp0->run.has_config)
+		casts = 1;   /* steptrace's own step: one cast_weights kernel */
+	for (size_t k = 0; !rp0->run.has_config && k < rp0->run.n_param_groups; k++)
+		casts += (double)rp0->run.param_groups[k].tensors;
+	if (!factors(g, kernel) || !adds(g, edge_add))
+		return -1;
+	for (size_t rk = 0; rk < g->n_ranks; rk++)
+		for (size_t s = 0; s < g->rp[rk]->n_steps; s++)
+			slots++;
+	ph = phases_new(g);
+	in = ph ? thread_edges_in(g) : NULL;
+	launch = in ? malloc((g->n_nodes + 1) * sizeof(uint64_t)) : NULL;
+	first = launch ? malloc((slots + 1) * sizeof(int32_t)) : NULL;
+	if (!first) {
+		if (ph && in && launch)
+			error("out of memory");
+		goto out;
+	}
+	for (size_t s = 0; s < slots; s++)
+		first[s] = -1;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *x = &g->nodes[i];
+		const struct replay *rp = g->rp[x->rank];
+		const struct replay_activity *a;
+		size_t slot = 0;
+		int32_t api;
+
+		if (x->kind != GN_GPU || x->work != GW_KERNEL || node_phase(g, ph, i) != ST_PHASE_FORWARD)
+			continue;
+		a = &rp->activities[x->index];
+		api = a->api >= 0 && (size_t)a->api < rp->n_apis ? g->api_node[x->rank][a->api] : -1;
+		if (f->cls[i] == GK_MEMORY && api >= 0) {   /* its launch: the call, and the host's work before it */
+			int64_t e = in[api];
+
+			launch[n_launch++] = g->nodes[api].own + (e >= 0 && g->edges[e].delay > 0 ? (uint64_t)g->edges[e].delay : 0);
+		}
+		if (a->step < 0 || (size_t)a->step >= rp->n_steps)
+			continue;
+		for (size_t rk = 0; rk < x->rank; rk++)
+			slot += g->rp[rk]->n_steps;
+		slot += (size_t)a->step;
+		if (first[slot] < 0 || x->start < g->nodes[first[slot]].start)
+			first[slot] = (int32_t)i;
+	}
+	if (n_launch && !fused) {
+		qsort(launch, n_launch, sizeof(uint64_t), stats_cmp_u64);
+		host = casts * (double)launch[n_launch / 2];
+	}
+	for (size_t s = 0; s < slots; s++) {
+		const struct graph_node *x;
+		const struct replay *rp;
+		int32_t api;
+
+		if (first[s] < 0)
+			continue;
+		x = &g->nodes[first[s]];
+		rp = g->rp[x->rank];
+		if (x->own > 0)
+			(*kernel)[first[s]] += gpu / (double)x->own;
+		api = rp->activities[x->index].api;
+		api = api >= 0 && (size_t)api < rp->n_apis ? g->api_node[x->rank][api] : -1;
+		if (api >= 0 && in[api] >= 0)
+			(*edge_add)[in[api]] += (int64_t)llround(host);
+	}
+	ret = 0;
+out:
+	free(first);
+	free(launch);
+	free(in);
+	phases_free(g, ph);
+	return ret;
 }
 
 static int fuse(const struct graph *g, const struct graph_rule *r, double *kernel, int64_t **edge_add)

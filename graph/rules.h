@@ -11,7 +11,8 @@
  *                     forward's and backward's memory-bound kernels by their
  *                     bytes, halved; above each kernel's fixed cost (the
  *                     run's shortest kernel), which stays; the optimizer,
- *                     copies and collectives as recorded
+ *                     copies and collectives as recorded; the casts of the
+ *                     weights to BF16 added once a step (graph_rules_casts)
  *   batch=xK          the batch K times larger (or smaller): every kernel of
  *                     the forward and backward, and the copies to the device,
  *                     above its fixed cost x K (products by their FLOPs and the
@@ -50,6 +51,7 @@
 #ifndef STEPTRACE_GRAPH_RULES_H
 #define STEPTRACE_GRAPH_RULES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "graph/graph.h"
@@ -84,6 +86,15 @@ int graph_rules_parse(struct graph_rule *r, const char *text);
  */
 int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add,
 			int32_t **after);
+
+/*
+ * precision=bf16 (rule r) adds the casts of the weights to their BF16 copy
+ * once a step (graph/rules.c says where); fused: fuse=elementwise is in the
+ * same set, and folds them into the optimizer. After every other rule's
+ * effects (the casts' time is added, not scaled). 0, or -1 after one line.
+ */
+int graph_rules_casts(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
+		      int64_t **edge_add);
 
 /*
  * An edge's delay d with what the rules added to it (add NULL: none): a

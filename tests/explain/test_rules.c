@@ -262,11 +262,76 @@ static void test_parse(void)
 	}
 }
 
+/*
+ * precision=bf16's casts of the FP32 weights to BF16, once a step: a step
+ * of 1,000 parameters whose forward launches elementwise_f [100, 110]
+ * (the run's shortest kernel, 10 us: unchanged) then gemm_f [110, 210],
+ * and whose optimizer launches adamw_kernel [210, 238] (no bytes
+ * registered: AdamW's 28 bytes a parameter in its 28 us, 1 byte a ns).
+ * The casts, 6 bytes a parameter at that bandwidth, 6 us, are added to the
+ * forward's first kernel: adamw ends at 100 + 16 + (10 + 90 / 14.767) +
+ * 28; beside fuse=elementwise they are folded into the optimizer (its
+ * write of the BF16 copy stays, 2 bytes a parameter): 2 us.
+ */
+static double casts_end(const char *const *texts, size_t n)
+{
+	struct builder b;
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct graph g;
+	struct graph_rule rules[2];
+	struct graph_facts f;
+	struct graph_times t;
+	double end = -1;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	builder_push(&b, "step", 0);
+	builder_push(&b, "forward", 0);
+	builder_launch(&b, "elementwise_f", 7, 0, 0, 1 * US, 100 * US, 110 * US);
+	builder_launch(&b, "gemm_f", 7, 0, 2 * US, 3 * US, 110 * US, 210 * US);
+	builder_pop(&b, 10 * US);
+	builder_push(&b, "optimizer", 20 * US);
+	builder_launch(&b, "adamw_kernel", 7, 0, 20 * US, 21 * US, 210 * US, 238 * US);
+	builder_pop(&b, 30 * US);
+	builder_pop(&b, 400 * US);
+	builder_step(&b, 0, false, 0, 400 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+	rp.run.has_config = rp.run.has_device = true;
+	rp.run.config.precision = ST_FP32;
+	rp.run.config.parameters = 1000;
+	rp.run.device.peak_fp32_flops = 67.0e12;
+	rp.run.device.peak_tf32_flops = 494.7e12;
+	rp.run.device.peak_bf16_flops = 989.4e12;
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	for (size_t i = 0; i < n; i++)
+		CHECK(graph_rule_parse(&rules[i], texts[i]) == 0, "%s", texts[i]);
+	CHECK(whatif_facts(&g, rules, n, &f) == 0);
+	if (graph_retime(&g, rules, n, NULL, &t) == 0) {
+		end = (double)t.end[g.act_node[0][2]];
+		graph_times_release(&t);
+	}
+	whatif_facts_release(&f);
+	graph_release(&g);
+	replay_release(&rp);
+	return end;
+}
+
+static void test_casts(void)
+{
+	static const char *const bf16[] = { "precision=bf16" }, *const fused[] = { "fuse=elementwise", "precision=bf16" };
+	double gemm = 10 + 90 / (989.4 / 67.0);
+
+	CHECK_NEAR(casts_end(bf16, 1), (100 + 10 + 6 + gemm + 28) * US, 3e-5);
+	CHECK_NEAR(casts_end(fused, 2), (100 + 10 + 2 + gemm + 28) * US, 3e-5);
+}
+
 int main(void)
 {
 	test_parse();
 	test_rules();
 	test_bucket();
 	test_data();
+	test_casts();
 	return check_done("test_rules");
 }
