@@ -85,21 +85,25 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 		for (size_t i = 0; i < x->n_activities; i++) {
 			int32_t k = g->act_node[r][i];
 			const struct replay_activity *a = &x->activities[i];
+			const struct replay_op *op;
 			enum kernel_category c;
+			size_t o;
 
 			if (k < 0 || a->kind != ST_KERNEL || g->nodes[k].work != GW_KERNEL)
 				continue;
 			c = category_cached(&cc, a);
+			op = replay_op(x, a->op);   /* its index: ids need not be dense */
+			o = op ? (size_t)(op - x->ops) : 0;
 			f->cls[k] = c == CAT_GEMM || c == CAT_ATTENTION ? GK_PRODUCT
 				    : c == CAT_SOFTMAX ? GK_SOFTMAX
 				    : c == CAT_ELEMENTWISE || c == CAT_REDUCTION || c == CAT_OPTIMIZER
 					? GK_MEMORY
 					: GK_OTHER;
-			if (a->op && a->op < x->n_ops) {
-				op_time[a->op] += (double)g->nodes[k].own;
-				if (op_last[a->op] != (int64_t)a->step + 2) {
-					op_calls[a->op]++;
-					op_last[a->op] = (int64_t)a->step + 2;
+			if (op) {
+				op_time[o] += (double)g->nodes[k].own;
+				if (op_last[o] != (int64_t)a->step + 2) {
+					op_calls[o]++;
+					op_last[o] = (int64_t)a->step + 2;
 				}
 			}
 		}
@@ -108,14 +112,18 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 			int32_t k = g->act_node[r][i];
 			const struct replay_activity *a = &x->activities[i];
 			const struct replay_op *op;
+			size_t o;
 
-			if (k < 0 || a->kind != ST_KERNEL || g->nodes[k].work != GW_KERNEL || !a->op || a->op >= x->n_ops)
+			if (k < 0 || a->kind != ST_KERNEL || g->nodes[k].work != GW_KERNEL)
 				continue;
 			op = replay_op(x, a->op);
-			if (op && op->bytes && op_time[a->op] > 0)
-				f->bytes[k] = (double)op->bytes * (double)g->nodes[k].own * op_calls[a->op] / op_time[a->op];
-			if (op && op->flops && op_time[a->op] > 0)
-				f->flops[k] = (double)op->flops * (double)g->nodes[k].own * op_calls[a->op] / op_time[a->op];
+			if (!op)
+				continue;
+			o = (size_t)(op - x->ops);
+			if (op->bytes && op_time[o] > 0)
+				f->bytes[k] = (double)op->bytes * (double)g->nodes[k].own * op_calls[o] / op_time[o];
+			if (op->flops && op_time[o] > 0)
+				f->flops[k] = (double)op->flops * (double)g->nodes[k].own * op_calls[o] / op_time[o];
 			/* steptrace's own ops over the parameters, once a step whatever the batch */
 			if (op && (!strcmp(replay_str(x, op->kind), "cast_weights") ||
 				   !strcmp(replay_str(x, op->kind), "zero_grad")))
@@ -160,9 +168,11 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 		if (f->product_rate > peak)
 			f->product_rate = peak;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		f->fused |= rules[i].kind == GR_FUSE;
 		if (rules[i].kind == GR_PRECISION || rules[i].kind == GR_BATCH || rules[i].kind == GR_FUSE)
 			rules[i].facts = f;
+	}
 	return 0;
 }
 

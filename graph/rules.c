@@ -163,11 +163,36 @@ static double run_parameters(const struct replay *rp)
 
 /* ---- precision, batch --------------------------------------------------------- */
 
+static int beside_softmax(const struct graph *g, const struct graph_facts *f, uint8_t *mark);
+
+/*
+ * The bandwidth the forward's and backward's memory-bound kernels achieved:
+ * their ops' bytes over their time (bytes a ns); 0 without bytes.
+ */
+static double memory_bandwidth(const struct graph *g, const struct graph_facts *f, uint8_t **ph)
+{
+	double b = 0, t = 0;
+
+	for (size_t i = 0; f->bytes && i < g->n_nodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+
+		if (n->kind != GN_GPU || n->work != GW_KERNEL || !n->own || !(f->bytes[i] > 0) ||
+		    (f->cls[i] != GK_MEMORY && f->cls[i] != GK_SOFTMAX) || (f->weights && f->weights[i]))
+			continue;
+		if (node_phase(g, ph, i) == ST_PHASE_OPTIMIZER)
+			continue;
+		b += f->bytes[i];
+		t += (double)n->own;
+	}
+	return t > 0 ? b / t : 0;
+}
+
 static int scale_work(const struct graph *g, const struct graph_rule *r, double *kernel)
 {
 	const struct graph_facts *f = r->facts;
 	uint8_t **ph;
-	double L = fixed_cost(g);
+	double L = fixed_cost(g), bw = 0;
+	uint8_t *attn = NULL;   /* per node: a product beside a softmax (fuse=elementwise's attention) */
 
 	if (r->kind == GR_PRECISION && (!f || !f->cls))
 		return error("--what-if %s: needs the kernels' classes (products, memory-bound)", r->text);
@@ -179,6 +204,19 @@ static int scale_work(const struct graph *g, const struct graph_rule *r, double 
 	ph = phases_new(g);
 	if (!ph)
 		return -1;
+	if (r->kind == GR_PRECISION) {
+		bw = memory_bandwidth(g, f, ph);
+		/* beside fuse=elementwise attention's products keep their scores on chip: no floor */
+		if (bw > 0 && f->fused && (attn = calloc(g->n_nodes + 1, 1)) != NULL && beside_softmax(g, f, attn) < 0) {
+			free(attn);
+			phases_free(g, ph);
+			return -1;
+		}
+		if (bw > 0 && f->fused && !attn) {
+			phases_free(g, ph);
+			return error("out of memory");
+		}
+	}
 	for (size_t i = 0; i < g->n_nodes; i++) {
 		const struct graph_node *n = &g->nodes[i];
 		const struct replay *rp;
@@ -211,11 +249,19 @@ static int scale_work(const struct graph *g, const struct graph_rule *r, double 
 		}
 		if (n->work != GW_KERNEL)
 			continue;
-		if (f->cls[i] == GK_PRODUCT)
-			kernel[i] *= above((double)n->own, L, 1 / f->product_ratio);
-		else if (f->cls[i] == GK_MEMORY || f->cls[i] == GK_SOFTMAX)
+		if (f->cls[i] == GK_PRODUCT) {
+			double k = above((double)n->own, L, 1 / f->product_ratio);
+
+			/* at least its bytes, halved, at the run's memory bandwidth: a product
+			 * its FP32 FLOPs bound (attention's batched ones) turns memory-bound */
+			if (bw > 0 && f->bytes[i] > 0 && n->own > 0 && !(attn && attn[i]))
+				k = fmin(1, fmax(k, f->bytes[i] / 2 / bw / (double)n->own));
+			kernel[i] *= k;
+		} else if (f->cls[i] == GK_MEMORY || f->cls[i] == GK_SOFTMAX) {
 			kernel[i] *= above((double)n->own, L, 0.5);
+		}
 	}
+	free(attn);
 	phases_free(g, ph);
 	return 0;
 }
@@ -243,6 +289,71 @@ static int cmp_chained(const void *x, const void *y)
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
 	return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/* The run's kernels for the chains, sorted by rank, stream, step and start; NULL after an error line. */
+static struct chained *kernels_chained(const struct graph *g, size_t *n)
+{
+	struct chained *k;
+
+	*n = 0;
+	for (size_t i = 0; i < g->n_nodes; i++)
+		*n += g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_KERNEL;
+	k = malloc((*n + 1) * sizeof(*k));
+	if (!k) {
+		error("out of memory");
+		return NULL;
+	}
+	*n = 0;
+	for (size_t i = 0; i < g->n_nodes; i++) {
+		const struct graph_node *x = &g->nodes[i];
+		const struct replay_activity *a;
+
+		if (x->kind != GN_GPU || x->work != GW_KERNEL)
+			continue;
+		a = &g->rp[x->rank]->activities[x->index];
+		k[(*n)++] = (struct chained){ x->rank, a->stream, a->step, x->start, (uint32_t)i };
+	}
+	qsort(k, *n, sizeof(*k), cmp_chained);
+	return k;
+}
+
+/* Two products one after the other on one stream, in one step. */
+static bool in_row(const struct graph_facts *f, const struct chained *a, const struct chained *b)
+{
+	return a->rank == b->rank && a->stream == b->stream && a->step == b->step && f->cls[a->node] == GK_PRODUCT &&
+	       f->cls[b->node] == GK_PRODUCT;
+}
+
+/*
+ * Marks attention's products: those just before and after a softmax alone
+ * between two products (as fuse=elementwise finds them), and the products
+ * in a row with them.
+ */
+static int beside_softmax(const struct graph *g, const struct graph_facts *f, uint8_t *mark)
+{
+	size_t n;
+	struct chained *k = kernels_chained(g, &n);
+
+	if (!k)
+		return -1;
+	for (size_t j = 0; j + 2 < n; j++) {
+		const struct chained *a = &k[j], *s = &k[j + 1], *b = &k[j + 2];
+
+		if (f->cls[a->node] == GK_PRODUCT && f->cls[s->node] == GK_SOFTMAX && f->cls[b->node] == GK_PRODUCT &&
+		    a->step >= 0 && a->rank == s->rank && a->rank == b->rank && a->stream == s->stream &&
+		    a->stream == b->stream && a->step == s->step && a->step == b->step)
+			mark[a->node] = mark[b->node] = 1;
+	}
+	/* and the products in a row on either side of those (FlashAttention's backward: four products) */
+	for (size_t j = 1; j < n; j++)
+		if (mark[k[j - 1].node] && in_row(f, &k[j - 1], &k[j]))
+			mark[k[j].node] = 1;
+	for (size_t j = n; j-- > 1;)
+		if (mark[k[j].node] && in_row(f, &k[j - 1], &k[j]))
+			mark[k[j - 1].node] = 1;
+	free(k);
+	return 0;
 }
 
 /* One chain, k[from .. to): the largest member takes the chain's bytes at its bandwidth, the others go. */
@@ -536,22 +647,9 @@ static int fuse(const struct graph *g, const struct graph_rule *r, double *kerne
 
 	if (!f || !f->cls)
 		return error("--what-if %s: needs the kernels' classes (products, memory-bound)", r->text);
-	for (size_t i = 0; i < g->n_nodes; i++)
-		n += g->nodes[i].kind == GN_GPU && g->nodes[i].work == GW_KERNEL;
-	k = malloc((n + 1) * sizeof(*k));
+	k = kernels_chained(g, &n);
 	if (!k)
-		return error("out of memory");
-	n = 0;
-	for (size_t i = 0; i < g->n_nodes; i++) {
-		const struct graph_node *x = &g->nodes[i];
-		const struct replay_activity *a;
-
-		if (x->kind != GN_GPU || x->work != GW_KERNEL)
-			continue;
-		a = &g->rp[x->rank]->activities[x->index];
-		k[n++] = (struct chained){ x->rank, a->stream, a->step, x->start, (uint32_t)i };
-	}
-	qsort(k, n, sizeof(*k), cmp_chained);
+		return -1;
 	/* a chain: memory-bound kernels in a row on one stream and step, a product before and after */
 	for (size_t j = 0; j < n;) {
 		size_t from, to;

@@ -70,6 +70,7 @@ struct graph_facts {
 	double ridge;                  /* FLOP/B: the products' peak over the bandwidth; 0 unknown */
 	double product_ratio;          /* BF16 rate / the recorded products' rate (peaks); 0 unknown */
 	const char *from;              /* the recorded precision ("fp32", "tf32"); NULL: already 16-bit */
+	bool fused;                    /* fuse=elementwise (or compile) is among the rules */
 };
 
 /* Parses the rules above: 0, -1 after one line, 1 when `text` is none of them. */

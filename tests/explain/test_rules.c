@@ -326,6 +326,77 @@ static void test_casts(void)
 	CHECK_NEAR(casts_end(fused, 2), (100 + 10 + 2 + gemm + 28) * US, 3e-5);
 }
 
+/*
+ * precision=bf16's floor on a product: its bytes, halved, at the bandwidth
+ * the forward's and backward's memory-bound kernels achieved. A forward of
+ * elementwise_m [100, 110] (10,000 bytes: 1 byte a ns; the fixed cost,
+ * unchanged), gemm_s [110, 210] (100,000 bytes), softmax_x [210, 230]
+ * (20,000 bytes: 1 byte a ns as well) and gemm_v [230, 330] (100,000
+ * bytes). In BF16 each product takes 10 + 90 / 14.767 = 16.095 us by its
+ * rate, but its 50,000 bytes take 50 us: gemm_s [110, 160], the softmax
+ * 10 + 10 / 2 = 15, gemm_v [175, 225]. Beside fuse=elementwise the softmax
+ * goes and the products beside it keep their scores on chip (no floor):
+ * gemm_v ends at 100 + 10 + 16.095 + 16.095.
+ */
+static double floor_end(const char *const *texts, size_t n)
+{
+	static const struct {
+		const char *name;
+		uint64_t bytes, start, end;
+	} k[] = {
+		{ "elementwise_m", 10000, 100, 110 }, { "gemm_s", 100000, 110, 210 },
+		{ "softmax_x", 20000, 210, 230 }, { "gemm_v", 100000, 230, 330 },
+	};
+	struct builder b;
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct graph g;
+	struct graph_rule rules[2];
+	struct graph_facts f;
+	struct graph_times t;
+	double end = -1;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	for (uint32_t i = 0; i < 4; i++)
+		builder_op(&b, &(struct builder_op){ .id = i + 1, .path = k[i].name, .kind = k[i].name,
+						     .phase = "forward", .bytes = k[i].bytes });
+	builder_push(&b, "step", 0);
+	builder_push(&b, "forward", 0);
+	for (uint32_t i = 0; i < 4; i++)
+		builder_launch(&b, k[i].name, 7, i + 1, 2 * i * US, (2 * i + 1) * US, k[i].start * US, k[i].end * US);
+	builder_pop(&b, 10 * US);
+	builder_pop(&b, 400 * US);
+	builder_step(&b, 0, false, 0, 400 * US);
+	CHECK(builder_close(&b, "ok") == 0);
+	rp.run.has_config = rp.run.has_device = true;
+	rp.run.config.precision = ST_FP32;
+	rp.run.device.peak_fp32_flops = 67.0e12;
+	rp.run.device.peak_tf32_flops = 494.7e12;
+	rp.run.device.peak_bf16_flops = 989.4e12;
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	for (size_t i = 0; i < n; i++)
+		CHECK(graph_rule_parse(&rules[i], texts[i]) == 0, "%s", texts[i]);
+	CHECK(whatif_facts(&g, rules, n, &f) == 0);
+	if (graph_retime(&g, rules, n, NULL, &t) == 0) {
+		end = (double)t.end[g.act_node[0][3]];
+		graph_times_release(&t);
+	}
+	whatif_facts_release(&f);
+	graph_release(&g);
+	replay_release(&rp);
+	return end;
+}
+
+static void test_floor(void)
+{
+	static const char *const bf16[] = { "precision=bf16" }, *const fused[] = { "precision=bf16", "fuse=elementwise" };
+	double gemm = 10 + 90 / (989.4 / 67.0);
+
+	CHECK_NEAR(floor_end(bf16, 1), 225.0 * US, 3e-5);
+	CHECK_NEAR(floor_end(fused, 2), (100 + 10 + 2 * gemm) * US, 3e-5);
+}
+
 int main(void)
 {
 	test_parse();
@@ -333,5 +404,6 @@ int main(void)
 	test_bucket();
 	test_data();
 	test_casts();
+	test_floor();
 	return check_done("test_rules");
 }
