@@ -7,7 +7,10 @@
  *
  *   precision=bf16    an FP32 (or TF32) step in BF16 with FP32 master weights:
  *                     products (GK_PRODUCT) by the device's BF16 / recorded
- *                     rate ratio (its datasheet's or measured peaks), the
+ *                     rate ratio (its datasheet's or measured peaks), at
+ *                     least their bytes, halved, at the forward's and
+ *                     backward's achieved memory bandwidth (not attention's
+ *                     beside fuse=elementwise: on chip), the
  *                     forward's and backward's memory-bound kernels by their
  *                     bytes, halved; above each kernel's fixed cost (the
  *                     run's shortest kernel), which stays; the optimizer,
