@@ -263,6 +263,42 @@ static void test_parse(void)
 }
 
 /*
+ * The built FP32 run (an H200's peaks; `parameters` in its header when not
+ * 0) under the rules `texts`: where its activity `act` ends, ns; -1 when
+ * the re-timing failed.
+ */
+static double fp32_retimed_end(struct builder *b, struct replay *rp, uint64_t parameters, const char *const *texts,
+			       size_t n, size_t act)
+{
+	const struct replay *rps[1] = { rp };
+	struct graph g;
+	struct graph_rule rules[2];
+	struct graph_facts f;
+	struct graph_times t;
+	double end = -1;
+
+	CHECK(builder_close(b, "ok") == 0);
+	rp->run.has_config = rp->run.has_device = true;
+	rp->run.config.precision = ST_FP32;
+	rp->run.config.parameters = parameters;
+	rp->run.device.peak_fp32_flops = 67.0e12;
+	rp->run.device.peak_tf32_flops = 494.7e12;
+	rp->run.device.peak_bf16_flops = 989.4e12;
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	for (size_t i = 0; i < n && i < 2; i++)
+		CHECK(graph_rule_parse(&rules[i], texts[i]) == 0, "%s", texts[i]);
+	CHECK(whatif_facts(&g, rules, n, &f) == 0);
+	if (graph_retime(&g, rules, n, NULL, &t) == 0) {
+		end = (double)t.end[g.act_node[0][act]];
+		graph_times_release(&t);
+	}
+	whatif_facts_release(&f);
+	graph_release(&g);
+	replay_release(rp);
+	return end;
+}
+
+/*
  * precision=bf16's casts of the FP32 weights to BF16, once a step: a step
  * of 1,000 parameters whose forward launches elementwise_f [100, 110]
  * (the run's shortest kernel, 10 us: unchanged) then gemm_f [110, 210],
@@ -277,12 +313,6 @@ static double casts_end(const char *const *texts, size_t n)
 {
 	struct builder b;
 	struct replay rp;
-	const struct replay *rps[1] = { &rp };
-	struct graph g;
-	struct graph_rule rules[2];
-	struct graph_facts f;
-	struct graph_times t;
-	double end = -1;
 
 	builder_init(&b);
 	builder_open_replay(&b, &rp);
@@ -296,25 +326,7 @@ static double casts_end(const char *const *texts, size_t n)
 	builder_pop(&b, 30 * US);
 	builder_pop(&b, 400 * US);
 	builder_step(&b, 0, false, 0, 400 * US);
-	CHECK(builder_close(&b, "ok") == 0);
-	rp.run.has_config = rp.run.has_device = true;
-	rp.run.config.precision = ST_FP32;
-	rp.run.config.parameters = 1000;
-	rp.run.device.peak_fp32_flops = 67.0e12;
-	rp.run.device.peak_tf32_flops = 494.7e12;
-	rp.run.device.peak_bf16_flops = 989.4e12;
-	CHECK(graph_build(&g, rps, 1, NULL) == 0);
-	for (size_t i = 0; i < n; i++)
-		CHECK(graph_rule_parse(&rules[i], texts[i]) == 0, "%s", texts[i]);
-	CHECK(whatif_facts(&g, rules, n, &f) == 0);
-	if (graph_retime(&g, rules, n, NULL, &t) == 0) {
-		end = (double)t.end[g.act_node[0][2]];
-		graph_times_release(&t);
-	}
-	whatif_facts_release(&f);
-	graph_release(&g);
-	replay_release(&rp);
-	return end;
+	return fp32_retimed_end(&b, &rp, 1000, texts, n, 2);
 }
 
 static void test_casts(void)
@@ -349,12 +361,6 @@ static double floor_end(const char *const *texts, size_t n)
 	};
 	struct builder b;
 	struct replay rp;
-	const struct replay *rps[1] = { &rp };
-	struct graph g;
-	struct graph_rule rules[2];
-	struct graph_facts f;
-	struct graph_times t;
-	double end = -1;
 
 	builder_init(&b);
 	builder_open_replay(&b, &rp);
@@ -368,24 +374,7 @@ static double floor_end(const char *const *texts, size_t n)
 	builder_pop(&b, 10 * US);
 	builder_pop(&b, 400 * US);
 	builder_step(&b, 0, false, 0, 400 * US);
-	CHECK(builder_close(&b, "ok") == 0);
-	rp.run.has_config = rp.run.has_device = true;
-	rp.run.config.precision = ST_FP32;
-	rp.run.device.peak_fp32_flops = 67.0e12;
-	rp.run.device.peak_tf32_flops = 494.7e12;
-	rp.run.device.peak_bf16_flops = 989.4e12;
-	CHECK(graph_build(&g, rps, 1, NULL) == 0);
-	for (size_t i = 0; i < n; i++)
-		CHECK(graph_rule_parse(&rules[i], texts[i]) == 0, "%s", texts[i]);
-	CHECK(whatif_facts(&g, rules, n, &f) == 0);
-	if (graph_retime(&g, rules, n, NULL, &t) == 0) {
-		end = (double)t.end[g.act_node[0][3]];
-		graph_times_release(&t);
-	}
-	whatif_facts_release(&f);
-	graph_release(&g);
-	replay_release(&rp);
-	return end;
+	return fp32_retimed_end(&b, &rp, 0, texts, n, 3);
 }
 
 static void test_floor(void)
