@@ -125,11 +125,11 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 			if (op->flops && op_time[o] > 0)
 				f->flops[k] = (double)op->flops * (double)g->nodes[k].own * op_calls[o] / op_time[o];
 			/* steptrace's own ops over the parameters, once a step whatever the batch */
-			if (op && (!strcmp(replay_str(x, op->kind), "cast_weights") ||
-				   !strcmp(replay_str(x, op->kind), "zero_grad")))
+			if (!strcmp(replay_str(x, op->kind), "cast_weights") ||
+			    !strcmp(replay_str(x, op->kind), "zero_grad"))
 				f->weights[k] = 1;
 			/* a cast of the FP32 weights to their 16-bit copy: 2 of its 6 bytes per parameter written */
-			if (op && !strcmp(replay_str(x, op->kind), "cast_weights") && op->n_inputs == 1 &&
+			if (!strcmp(replay_str(x, op->kind), "cast_weights") && op->n_inputs == 1 &&
 			    op->n_outputs == 1 && op->inputs[0] == ST_DT_F32 &&
 			    (op->outputs[0] == ST_DT_BF16 || op->outputs[0] == ST_DT_F16))
 				f->weights[k] = 2;

@@ -667,11 +667,7 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 	/* precision=bf16's casts of the weights: time added after every factor, folded beside fuse=elementwise */
 	for (size_t i = 0; i < n; i++)
 		if (rules[i].kind == GR_PRECISION) {
-			bool fused = false;
-
-			for (size_t k = 0; k < n; k++)
-				fused |= rules[k].kind == GR_FUSE;
-			if (graph_rules_casts(g, &rules[i], fused, &fx->kernel, &fx->edge_add) < 0)
+			if (graph_rules_casts(g, &rules[i], &fx->kernel, &fx->edge_add) < 0)
 				return -1;
 			break;
 		}

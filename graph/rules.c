@@ -543,10 +543,10 @@ static int64_t *thread_edges_in(const struct graph *g);
  * kernel (the median of its call and the host's work before it). Without
  * the run's parameters or that bandwidth nothing is added.
  */
-int graph_rules_casts(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
-		      int64_t **edge_add)
+int graph_rules_casts(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add)
 {
 	const struct graph_facts *f = r->facts;
+	bool fused = f && f->fused;
 	const struct replay *rp0 = g->rp[0];
 	double params = run_parameters(rp0), bw, gpu, host = 0, casts = 0;
 	uint64_t *launch = NULL;

@@ -93,12 +93,12 @@ int graph_rules_effects(const struct graph *g, const struct graph_rule *r, doubl
 
 /*
  * precision=bf16 (rule r) adds the casts of the weights to their BF16 copy
- * once a step (graph/rules.c says where); fused: fuse=elementwise is in the
- * same set, and folds them into the optimizer. After every other rule's
- * effects (the casts' time is added, not scaled). 0, or -1 after one line.
+ * once a step (graph/rules.c says where); with fuse=elementwise in the same
+ * set (its facts' `fused`) they fold into the optimizer. After every other
+ * rule's effects (the casts' time is added, not scaled). 0, or -1 after
+ * one line.
  */
-int graph_rules_casts(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
-		      int64_t **edge_add);
+int graph_rules_casts(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add);
 
 /*
  * An edge's delay d with what the rules added to it (add NULL: none): a
