@@ -168,11 +168,9 @@ int whatif_facts(const struct graph *g, struct graph_rule *rules, size_t n, stru
 		if (f->product_rate > peak)
 			f->product_rate = peak;
 	}
-	for (size_t i = 0; i < n; i++) {
-		f->fused |= rules[i].kind == GR_FUSE;
+	for (size_t i = 0; i < n; i++)
 		if (rules[i].kind == GR_PRECISION || rules[i].kind == GR_BATCH || rules[i].kind == GR_FUSE)
 			rules[i].facts = f;
-	}
 	return 0;
 }
 

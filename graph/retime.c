@@ -611,6 +611,10 @@ static double *kernel_factors(struct effects *fx, const struct graph *g)
 
 static int effects_init(struct effects *fx, const struct graph *g, const struct graph_rule *rules, size_t n)
 {
+	bool fused = false;   /* fuse=elementwise among this prediction's rules (precision=bf16 reads it) */
+
+	for (size_t i = 0; i < n; i++)
+		fused |= rules[i].kind == GR_FUSE;
 	memset(fx, 0, sizeof(*fx));
 	fx->host = 1;
 	fx->comm_bw = 1;
@@ -659,7 +663,7 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 			break;
 		}
 		default:
-			if (graph_rules_effects(g, &rules[i], &fx->kernel, &fx->edge_add, &fx->after) < 0)
+			if (graph_rules_effects(g, &rules[i], fused, &fx->kernel, &fx->edge_add, &fx->after) < 0)
 				return -1;
 			break;
 		}
@@ -667,7 +671,7 @@ static int effects_init(struct effects *fx, const struct graph *g, const struct 
 	/* precision=bf16's casts of the weights: time added after every factor, folded beside fuse=elementwise */
 	for (size_t i = 0; i < n; i++)
 		if (rules[i].kind == GR_PRECISION) {
-			if (graph_rules_casts(g, &rules[i], &fx->kernel, &fx->edge_add) < 0)
+			if (graph_rules_casts(g, &rules[i], fused, &fx->kernel, &fx->edge_add) < 0)
 				return -1;
 			break;
 		}

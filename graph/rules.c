@@ -187,7 +187,7 @@ static double memory_bandwidth(const struct graph *g, const struct graph_facts *
 	return t > 0 ? b / t : 0;
 }
 
-static int scale_work(const struct graph *g, const struct graph_rule *r, double *kernel)
+static int scale_work(const struct graph *g, const struct graph_rule *r, bool fused, double *kernel)
 {
 	const struct graph_facts *f = r->facts;
 	uint8_t **ph;
@@ -207,12 +207,12 @@ static int scale_work(const struct graph *g, const struct graph_rule *r, double 
 	if (r->kind == GR_PRECISION) {
 		bw = memory_bandwidth(g, f, ph);
 		/* beside fuse=elementwise attention's products keep their scores on chip: no floor */
-		if (bw > 0 && f->fused && (attn = calloc(g->n_nodes + 1, 1)) != NULL && beside_softmax(g, f, attn) < 0) {
+		if (bw > 0 && fused && (attn = calloc(g->n_nodes + 1, 1)) != NULL && beside_softmax(g, f, attn) < 0) {
 			free(attn);
 			phases_free(g, ph);
 			return -1;
 		}
-		if (bw > 0 && f->fused && !attn) {
+		if (bw > 0 && fused && !attn) {
 			phases_free(g, ph);
 			return error("out of memory");
 		}
@@ -543,10 +543,10 @@ static int64_t *thread_edges_in(const struct graph *g);
  * kernel (the median of its call and the host's work before it). Without
  * the run's parameters or that bandwidth nothing is added.
  */
-int graph_rules_casts(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add)
+int graph_rules_casts(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
+		      int64_t **edge_add)
 {
 	const struct graph_facts *f = r->facts;
-	bool fused = f && f->fused;
 	const struct replay *rp0 = g->rp[0];
 	double params = run_parameters(rp0), bw, gpu, host = 0, casts = 0;
 	uint64_t *launch = NULL;
@@ -1239,13 +1239,13 @@ static int32_t *starts(const struct graph *g, int32_t **after)
 	return *after;
 }
 
-int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add,
-			int32_t **after)
+int graph_rules_effects(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
+			int64_t **edge_add, int32_t **after)
 {
 	switch (r->kind) {
 	case GR_PRECISION:
 	case GR_BATCH:
-		return factors(g, kernel) ? scale_work(g, r, *kernel) : -1;
+		return factors(g, kernel) ? scale_work(g, r, fused, *kernel) : -1;
 	case GR_FUSE:
 		return factors(g, kernel) ? fuse(g, r, *kernel, edge_add) : -1;
 	case GR_BUCKET:

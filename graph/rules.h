@@ -73,7 +73,6 @@ struct graph_facts {
 	double ridge;                  /* FLOP/B: the products' peak over the bandwidth; 0 unknown */
 	double product_ratio;          /* BF16 rate / the recorded products' rate (peaks); 0 unknown */
 	const char *from;              /* the recorded precision ("fp32", "tf32"); NULL: already 16-bit */
-	bool fused;                    /* fuse=elementwise (or compile) is among the rules */
 };
 
 /* Parses the rules above: 0, -1 after one line, 1 when `text` is none of them. */
@@ -88,17 +87,18 @@ int graph_rules_parse(struct graph_rule *r, const char *text);
  * allocated (1s, 0s, -1s) when first needed. Rules of other kinds change
  * nothing. 0, or -1 after one line.
  */
-int graph_rules_effects(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add,
-			int32_t **after);
+int graph_rules_effects(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
+			int64_t **edge_add, int32_t **after);
 
 /*
  * precision=bf16 (rule r) adds the casts of the weights to their BF16 copy
- * once a step (graph/rules.c says where); with fuse=elementwise in the same
- * set (its facts' `fused`) they fold into the optimizer. After every other
- * rule's effects (the casts' time is added, not scaled). 0, or -1 after
- * one line.
+ * once a step (graph/rules.c says where); fused: fuse=elementwise is among
+ * the same prediction's rules, and folds them into the optimizer. After
+ * every other rule's effects (the casts' time is added, not scaled). 0, or
+ * -1 after one line.
  */
-int graph_rules_casts(const struct graph *g, const struct graph_rule *r, double **kernel, int64_t **edge_add);
+int graph_rules_casts(const struct graph *g, const struct graph_rule *r, bool fused, double **kernel,
+		      int64_t **edge_add);
 
 /*
  * An edge's delay d with what the rules added to it (add NULL: none): a

@@ -264,11 +264,12 @@ static void test_parse(void)
 
 /*
  * The built FP32 run (an H200's peaks; `parameters` in its header when not
- * 0) under the rules `texts`: where its activity `act` ends, ns; -1 when
- * the re-timing failed.
+ * 0) under the first `retimed` of the n rules `texts`, their facts taken
+ * over all n as explain takes them once for every --what-if row: where its
+ * activity `act` ends, ns; -1 when the re-timing failed.
  */
 static double fp32_retimed_end(struct builder *b, struct replay *rp, uint64_t parameters, const char *const *texts,
-			       size_t n, size_t act)
+			       size_t n, size_t retimed, size_t act)
 {
 	const struct replay *rps[1] = { rp };
 	struct graph g;
@@ -288,7 +289,7 @@ static double fp32_retimed_end(struct builder *b, struct replay *rp, uint64_t pa
 	for (size_t i = 0; i < n && i < 2; i++)
 		CHECK(graph_rule_parse(&rules[i], texts[i]) == 0, "%s", texts[i]);
 	CHECK(whatif_facts(&g, rules, n, &f) == 0);
-	if (graph_retime(&g, rules, n, NULL, &t) == 0) {
+	if (graph_retime(&g, rules, retimed, NULL, &t) == 0) {
 		end = (double)t.end[g.act_node[0][act]];
 		graph_times_release(&t);
 	}
@@ -309,7 +310,7 @@ static double fp32_retimed_end(struct builder *b, struct replay *rp, uint64_t pa
  * 28; beside fuse=elementwise they are folded into the optimizer (its
  * write of the BF16 copy stays, 2 bytes a parameter): 2 us.
  */
-static double casts_end(const char *const *texts, size_t n)
+static double casts_end(const char *const *texts, size_t n, size_t retimed)
 {
 	struct builder b;
 	struct replay rp;
@@ -326,7 +327,7 @@ static double casts_end(const char *const *texts, size_t n)
 	builder_pop(&b, 30 * US);
 	builder_pop(&b, 400 * US);
 	builder_step(&b, 0, false, 0, 400 * US);
-	return fp32_retimed_end(&b, &rp, 1000, texts, n, 2);
+	return fp32_retimed_end(&b, &rp, 1000, texts, n, retimed, 2);
 }
 
 static void test_casts(void)
@@ -334,8 +335,12 @@ static void test_casts(void)
 	static const char *const bf16[] = { "precision=bf16" }, *const fused[] = { "fuse=elementwise", "precision=bf16" };
 	double gemm = 10 + 90 / (989.4 / 67.0);
 
-	CHECK_NEAR(casts_end(bf16, 1), (100 + 10 + 6 + gemm + 28) * US, 3e-5);
-	CHECK_NEAR(casts_end(fused, 2), (100 + 10 + 2 + gemm + 28) * US, 3e-5);
+	static const char *const rows[] = { "precision=bf16", "fuse=elementwise" };
+
+	CHECK_NEAR(casts_end(bf16, 1, 1), (100 + 10 + 6 + gemm + 28) * US, 3e-5);
+	CHECK_NEAR(casts_end(fused, 2, 2), (100 + 10 + 2 + gemm + 28) * US, 3e-5);
+	/* fuse=elementwise another row's rule: this prediction's casts are not folded */
+	CHECK_NEAR(casts_end(rows, 2, 1), (100 + 10 + 6 + gemm + 28) * US, 3e-5);
 }
 
 /*
@@ -350,7 +355,7 @@ static void test_casts(void)
  * goes and the products beside it keep their scores on chip (no floor):
  * gemm_v ends at 100 + 10 + 16.095 + 16.095.
  */
-static double floor_end(const char *const *texts, size_t n)
+static double floor_end(const char *const *texts, size_t n, size_t retimed)
 {
 	static const struct {
 		const char *name;
@@ -374,7 +379,7 @@ static double floor_end(const char *const *texts, size_t n)
 	builder_pop(&b, 10 * US);
 	builder_pop(&b, 400 * US);
 	builder_step(&b, 0, false, 0, 400 * US);
-	return fp32_retimed_end(&b, &rp, 0, texts, n, 3);
+	return fp32_retimed_end(&b, &rp, 0, texts, n, retimed, 3);
 }
 
 static void test_floor(void)
@@ -382,8 +387,10 @@ static void test_floor(void)
 	static const char *const bf16[] = { "precision=bf16" }, *const fused[] = { "precision=bf16", "fuse=elementwise" };
 	double gemm = 10 + 90 / (989.4 / 67.0);
 
-	CHECK_NEAR(floor_end(bf16, 1), 225.0 * US, 3e-5);
-	CHECK_NEAR(floor_end(fused, 2), (100 + 10 + 2 * gemm) * US, 3e-5);
+	CHECK_NEAR(floor_end(bf16, 1, 1), 225.0 * US, 3e-5);
+	CHECK_NEAR(floor_end(fused, 2, 2), (100 + 10 + 2 * gemm) * US, 3e-5);
+	/* fuse=elementwise another row's rule: this prediction's products keep their floor */
+	CHECK_NEAR(floor_end(fused, 2, 1), 225.0 * US, 3e-5);
 }
 
 int main(void)
