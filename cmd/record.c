@@ -33,7 +33,7 @@
 static const char *const record_usage[] = {
 	"steptrace record [--model NAME | --d-model N --layers N --heads N] [<options>] -o FILE.stb",
 	"steptrace record attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>] -o FILE.stb",
-	"steptrace record [--step-range NAME [--warmup N]] [--armed] [<options>] -o FILE.stb -- COMMAND [ARGS...]",
+	"steptrace record [--step-range NAME [--warmup N]] [--armed | --every K [--window N]] [<options>] -o FILE.stb -- COMMAND [ARGS...]",
 	"steptrace record --ddp MODE [--nproc N] [<options>] -o FILE.stb   (FILE.rankN.stb per rank)",
 	"",
 	"steptrace record: " CMD_RECORD_HELP,
@@ -126,7 +126,7 @@ static const char *const builtin_only[] = {
 	"--nproc", "--rendezvous", "--timeout", NULL,
 };
 static const char *const command_only[] = { "--step-range", "--torch", "--torch-alloc", "--cupti-sync", "--armed",
-					    "--modules-every", NULL };
+					    "--modules-every", "--every", "--window", NULL };
 
 /* The first of argv[1..argc) that is one of `flags` ("--x", "--x=V", "-n", "-nV"), or NULL. */
 static const char *flag_given(int argc, const char **argv, const char *const *flags)
@@ -168,6 +168,10 @@ static int record_command(int argc, const char **argv, int dd, struct launch_opt
 		l->warmup = -1;   /* the step rule's default */
 	if (l->step_range && !*l->step_range)
 		return gpu_usage_error(record_usage, "--step-range needs a range name");
+	if (l->window > 0 && !l->every)
+		return gpu_usage_error(record_usage, "--window is the steps of each --every window: give --every K");
+	if (l->every)
+		l->armed = true;
 	/* datasheet peaks unless asked: calibrating takes the GPU for a second or two */
 	l->calibrate = flag_given(dd, argv, (const char *const[]){ "--calibrate", NULL }) != NULL;
 	l->command_line = command_line;
@@ -220,6 +224,11 @@ int cmd_record(int argc, const char **argv)
 		OPT_BOOLEAN(0, "armed", &l.armed,
 			    "record nothing until `steptrace trigger` asks for the next N steps (into "
 			    "FILE.T.rankR.stb per trigger T; the program runs as if unrecorded until then)"),
+		OPT_POSITIVE(0, "every", &l.every,
+			     "armed, and records --window steps from step N, from 2N, ... by itself "
+			     "into FILE.sN.rankR.stb, FILE.s2N.rankR.stb, ... (left on: the cost of a "
+			     "window's steps in N)"),
+		OPT_POSITIVE(0, "window", &l.window, "the steps of each --every window (default 3)"),
 		OPT_GROUP("Output"),
 		OPT_STRING('o', "output", &o.output, "FILE",
 			   "the bundle to write (FILE.stb; with several processes or --ddp ranks FILE.<rank or pid>.stb)"),

@@ -122,6 +122,7 @@ int armed_step(struct armed_status *st, uint64_t *seq, uint64_t *first, uint64_t
 	if (state == ARMED_RECORDING && now >= *first + *count) {
 		act |= ARMED_END;       /* the caller ends it, then says so with armed_done */
 		state = ARMED_IDLE;
+		atomic_store_explicit(&st->window_end, 0, memory_order_relaxed);
 	}
 	if (state == ARMED_IDLE && req > atomic_load_explicit(&st->taken_seq, memory_order_relaxed)) {
 		atomic_store_explicit(&st->taken_seq, req, memory_order_relaxed);
@@ -139,6 +140,38 @@ int armed_step(struct armed_status *st, uint64_t *seq, uint64_t *first, uint64_t
 	}
 	atomic_store_explicit(&st->state, state, memory_order_relaxed);
 	return act;
+}
+
+int armed_periodic(struct armed_status *st, uint64_t every, uint64_t window, uint64_t *seq,
+		   uint64_t *first, uint64_t *count)
+{
+	uint64_t now = atomic_load_explicit(&st->steps, memory_order_relaxed);   /* the step beginning */
+
+	if (!every || !window || now == 0 || now % every ||
+	    atomic_load_explicit(&st->state, memory_order_relaxed) != ARMED_IDLE ||
+	    atomic_load_explicit(&st->req_seq, memory_order_acquire) >
+		    atomic_load_explicit(&st->taken_seq, memory_order_relaxed))
+		return ARMED_NOTHING;
+	*seq = ARMED_PERIODIC | now;
+	*first = now;
+	*count = window;
+	atomic_store_explicit(&st->window_end, now + window, memory_order_relaxed);
+	atomic_store_explicit(&st->state, ARMED_RECORDING, memory_order_relaxed);
+	return ARMED_BEGIN;
+}
+
+int armed_parse_every(const char *s, uint64_t *every, uint64_t *window)
+{
+	unsigned long long k, n;
+	int used = 0;
+
+	if (!s || strspn(s, "0123456789:") != strlen(s) || strlen(s) > 21 ||
+	    sscanf(s, "%llu:%llu%n", &k, &n, &used) != 2 || s[used] || !k || !n ||
+	    k >= (1ull << 32) || n >= (1ull << 32))
+		return -1;
+	*every = k;
+	*window = n;
+	return 0;
 }
 
 void armed_done(struct armed_status *st, uint64_t seq, int result, uint64_t first, uint64_t count,
@@ -324,7 +357,7 @@ static uint64_t next_trigger(const char *dir)
 int armed_request(struct armed_run *run, uint64_t count, uint64_t *seq, uint64_t *first)
 {
 	char lock[4200];
-	uint64_t most = 0, s;
+	uint64_t most = 0, after = 0, s;
 	int fd, rc = 0;
 
 	*seq = *first = 0;
@@ -333,8 +366,14 @@ int armed_request(struct armed_run *run, uint64_t count, uint64_t *seq, uint64_t
 	for (size_t i = 0; i < run->n; i++) {
 		const struct armed_status *st = run->procs[i].st;
 		uint64_t taken = atomic_load(&st->taken_seq), req = atomic_load(&st->req_seq);
+		uint64_t window_end = atomic_load(&st->window_end);
+		uint32_t state = atomic_load(&st->state);
 
-		if (atomic_load(&st->state) != ARMED_IDLE || req > taken) {
+		if (state == ARMED_RECORDING && window_end && req <= taken) {   /* an --every window */
+			after = window_end > after ? window_end : after;
+			continue;
+		}
+		if (state != ARMED_IDLE || req > taken) {
 			*seq = req;
 			return error("trigger %llu of run %s is still under way (steps %llu to %llu)",
 				     (unsigned long long)req, run->id, (unsigned long long)st->req_first,
@@ -354,7 +393,7 @@ int armed_request(struct armed_run *run, uint64_t count, uint64_t *seq, uint64_t
 			most = n > most ? n : most;
 		}
 		*seq = s;
-		*first = most + ARMED_MARGIN;
+		*first = most + ARMED_MARGIN > after ? most + ARMED_MARGIN : after;
 		for (size_t i = 0; i < run->n; i++) {
 			struct armed_status *st = run->procs[i].st;
 

@@ -37,7 +37,7 @@
 #include <sys/types.h>
 
 #define ARMED_MAGIC "STARMED"
-#define ARMED_VERSION 1
+#define ARMED_VERSION 2
 #define ARMED_MARGIN 2               /* S = largest step count + ARMED_MARGIN */
 
 /* What an armed process is doing. */
@@ -62,6 +62,7 @@ struct armed_status {
 	_Atomic uint64_t done_seq;       /* the latest trigger it finished with (release, after the rest) */
 	char bundle[1024];               /* the bundle done_seq wrote */
 	char output[1024];               /* the run's -o, as the process has it */
+	_Atomic uint64_t window_end;     /* recording an --every window: the step after it; else 0 */
 };
 
 /* The directory of armed runs into out; -1 (one error line) when it does not fit. */
@@ -93,6 +94,25 @@ enum armed_action { ARMED_NOTHING = 0, ARMED_END = 1, ARMED_BEGIN = 2 };
  * together (one trigger's last step, the next one's first): end first.
  */
 int armed_step(struct armed_status *st, uint64_t *seq, uint64_t *first, uint64_t *count);
+/*
+ * `record --every K --window N` (STEPTRACE_ARMED_EVERY=K:N): at a step
+ * boundary where nothing is requested or recording and the step beginning
+ * is a positive multiple of `every`, the process requests steps [S, S +
+ * window) of itself and begins them now: ARMED_BEGIN, with *seq =
+ * ARMED_PERIODIC | S (such a recording reports through the claims, not
+ * armed_done: a trigger waits for its own number). Every rank numbers its
+ * steps alike, so their windows hold the same steps; a trigger's request
+ * that comes during one is taken after it, or missed when its first step
+ * has begun. Call after armed_step, when it did not begin one. While a
+ * window records, a trigger (armed_request) asks for steps from the one
+ * after it at the earliest.
+ */
+#define ARMED_PERIODIC (1ull << 63)
+int armed_periodic(struct armed_status *st, uint64_t every, uint64_t window, uint64_t *seq,
+		   uint64_t *first, uint64_t *count);
+/* "K:N" (K, N positive, below 2^32) into *every, *window; -1 when it is not that. */
+int armed_parse_every(const char *s, uint64_t *every, uint64_t *window);
+
 /*
  * The process is done with trigger seq: `result` and, for ARMED_WRITTEN or
  * ARMED_CUT, the steps [first, first + count) it recorded into `bundle`.

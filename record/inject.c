@@ -105,6 +105,7 @@ static struct {
 	bool have_device;         /* a context was created: its device, for the bundle's header */
 	uint32_t device;
 	uint64_t seq, first, count;   /* the request armed_step keeps */
+	uint64_t every, window;   /* record --every K --window N (STEPTRACE_ARMED_EVERY): 0 none */
 	uint32_t step_reg;        /* --step-range's string id, for the NVTX steps counted while idle */
 	uint32_t steps_written;   /* steps this recording has written (the NVTX steps' boundaries) */
 	struct capture_totals ct0;    /* the capture's totals when this recording began */
@@ -152,6 +153,10 @@ static void setup(void)
 	}
 	ranges_torch_sample(every ? (uint32_t)strtoul(every, NULL, 10) : MODULES_EVERY);
 	in.armed = env("STEPTRACE_ARMED");
+	if (in.armed && env("STEPTRACE_ARMED_EVERY") &&
+	    armed_parse_every(env("STEPTRACE_ARMED_EVERY"), &in.every, &in.window))
+		warning("steptrace: STEPTRACE_ARMED_EVERY='%s' is not K:N; recording on triggers only",
+			env("STEPTRACE_ARMED_EVERY"));
 	if (in.armed) {   /* quiet from the first NVTX call, which may come before CUDA's */
 		atomic_store(&in.idle, true);
 		ranges_session_idle();
@@ -204,22 +209,26 @@ static int pick_path(void)
 
 /*
  * The bundle of trigger seq (record --armed): run.SEQ.rankR.stb, or
- * run.SEQ.stb for a process without a rank; with the pid added when
- * another process of the run claimed that name first.
+ * run.SEQ.stb for a process without a rank (--every's window from step S:
+ * run.sS.rankR.stb); with the pid added when another process of the run
+ * claimed that name first.
  */
 static int pick_trigger_path(uint64_t seq)
 {
 	const char *rank = naming_rank(getenv_const);
 	char id[48] = "", cid[96];
 
+	char num[24];
+
 	if (rank)
 		snprintf(id, sizeof(id), "rank%s", rank);
-	snprintf(cid, sizeof(cid), "%llu%s%s", (unsigned long long)seq, *id ? "." : "", id);
+	naming_trigger_number(num, sizeof(num), seq);
+	snprintf(cid, sizeof(cid), "%s%s%s", num, *id ? "." : "", id);
 	if (in.claims && claim(cid)) {
 		size_t n = strlen(id);
 
 		snprintf(id + n, sizeof(id) - n, "%s%d", n ? "." : "", (int)in.pid);
-		snprintf(cid, sizeof(cid), "%llu.%s", (unsigned long long)seq, id);
+		snprintf(cid, sizeof(cid), "%s.%s", num, id);
 		claim(cid);
 	}
 	if (naming_trigger_bundle(in.path, sizeof(in.path), in.output, seq, *id ? id : NULL))
@@ -404,10 +413,16 @@ static void finish(const char *reason)
 	atomic_store(&in.idle, true);
 	ranges_finish(in.t0, capture_now());
 	capture_stop();
-	if (in.opened) {
+	if (in.opened && recording && (in.seq & ARMED_PERIODIC) && in.status &&
+	    atomic_load(&in.status->steps) <= in.first) {
+		/* an --every window whose first step never ended (the loop's last boundary began it) */
+		close_bundle(NULL);
+		if (in.claim[0])
+			unlink(in.claim);
+	} else if (in.opened) {
 		ranges_totals(&rt);
 		close_bundle(reason);
-		if (recording)   /* the program ended (or was ended) inside a triggered recording */
+		if (recording && !(in.seq & ARMED_PERIODIC))   /* ended inside a triggered recording */
 			armed_done(in.status, in.seq, ARMED_CUT, in.first, rt.steps, in.path);
 	}
 	if (in.status) {
@@ -479,7 +494,8 @@ static bool nv_pop(void)
 static void session_begin(uint64_t t)
 {
 	if (!in.have_device || pick_trigger_path(in.seq) || (in.t0 = t, bundle_open(in.device))) {
-		armed_done(in.status, in.seq, ARMED_FAILED, 0, 0, "");
+		if (!(in.seq & ARMED_PERIODIC))
+			armed_done(in.status, in.seq, ARMED_FAILED, 0, 0, "");
 		atomic_store(&in.status->state, ARMED_IDLE);
 		return;
 	}
@@ -494,7 +510,8 @@ static void session_begin(uint64_t t)
 	if (capture_resume(&in.s)) {
 		ranges_session_idle();
 		close_bundle(NULL);
-		armed_done(in.status, in.seq, ARMED_FAILED, 0, 0, "");
+		if (!(in.seq & ARMED_PERIODIC))
+			armed_done(in.status, in.seq, ARMED_FAILED, 0, 0, "");
 		atomic_store(&in.status->state, ARMED_IDLE);
 		return;
 	}
@@ -513,7 +530,8 @@ static void session_end(void)
 	capture_pause();
 	ranges_totals(&rt);
 	close_bundle("ok");
-	armed_done(in.status, in.seq, ARMED_WRITTEN, in.first, rt.steps, in.path);
+	if (!(in.seq & ARMED_PERIODIC))   /* --every's windows report through the claims only */
+		armed_done(in.status, in.seq, ARMED_WRITTEN, in.first, rt.steps, in.path);
 }
 
 /* A step ended at t and the next begins (the optimizer's, or an NVTX step range's). */
@@ -533,6 +551,8 @@ static void step_boundary(uint64_t t)
 		capture_measure_launch_cost();   /* once, at joining: a step no trigger records */
 	}
 	act = armed_step(in.status, &in.seq, &in.first, &in.count);
+	if (!(act & ARMED_BEGIN) && in.every)
+		act |= armed_periodic(in.status, in.every, in.window, &in.seq, &in.first, &in.count);
 	if (act & ARMED_END)
 		session_end();
 	if (act & ARMED_BEGIN)

@@ -414,7 +414,7 @@ static void armed_remove(const char *dir)
 int launch_run(const struct launch_opts *o)
 {
 	char inject[PATH_MAX], output[PATH_MAX], claims[PATH_MAX], warmup[16], peaks[512] = "";
-	char armed[PATH_MAX] = "", run_id[32] = "", every[16];
+	char armed[PATH_MAX] = "", run_id[32] = "", every[16], windows[32];
 	const char *tmp = getenv("TMPDIR");
 	char *conf = NULL, *pypath = NULL;
 	int torch_alloc = o->torch_alloc;
@@ -449,6 +449,7 @@ int launch_run(const struct launch_opts *o)
 	}
 	snprintf(warmup, sizeof(warmup), "%d", o->warmup);
 	snprintf(every, sizeof(every), "%d", o->modules_every);
+	snprintf(windows, sizeof(windows), "%d:%d", o->every, o->window > 0 ? o->window : LAUNCH_WINDOW);
 	if (o->armed && armed_make(armed, sizeof(armed), run_id, sizeof(run_id))) {
 		free(conf);
 		free(pypath);
@@ -472,6 +473,7 @@ int launch_run(const struct launch_opts *o)
 		{ "PYTORCH_CUDA_ALLOC_CONF", conf },
 		{ "STEPTRACE_ARMED", armed[0] ? armed : NULL },
 		{ "STEPTRACE_MODULES_EVERY", o->modules_every > 0 ? every : NULL },
+		{ "STEPTRACE_ARMED_EVERY", armed[0] && o->every > 0 ? windows : NULL },
 	};
 
 	if (pipe2(exec_report, O_CLOEXEC)) {
@@ -502,7 +504,12 @@ int launch_run(const struct launch_opts *o)
 		return error("cannot start '%s': %s", o->argv[0], strerror(errno));
 	}
 	child_pid = pid;
-	if (armed[0])
+	if (armed[0] && o->every > 0)
+		fprintf(stderr, "record: armed (run %s, command pid %d): steps %d to %d, then every %d "
+			"steps %d more, are recorded (and on `steptrace trigger --run %s`)\n", run_id,
+			(int)pid, o->every, o->every + (o->window > 0 ? o->window : LAUNCH_WINDOW) - 1,
+			o->every, o->window > 0 ? o->window : LAUNCH_WINDOW, run_id);
+	else if (armed[0])
 		fprintf(stderr, "record: armed (run %s, command pid %d): nothing is recorded until "
 			"`steptrace trigger --run %s [--steps N]`\n", run_id, (int)pid, run_id);
 	while ((got = read(exec_report[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR)

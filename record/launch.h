@@ -42,6 +42,8 @@ extern const char *const launch_torch_alloc_names[];
 enum launch_torch { LAUNCH_TORCH_AUTO, LAUNCH_TORCH_OFF, LAUNCH_TORCH_OPS };
 extern const char *const launch_torch_names[];   /* "auto", "off", "ops" */
 
+#define LAUNCH_WINDOW 3   /* --window's default: the steps of each --every window */
+
 struct launch_opts {
 	const char *output;          /* -o: the bundle (one process) or the stem of several */
 	const char *step_range;      /* NVTX range name marking a step, or NULL */
@@ -53,6 +55,7 @@ struct launch_opts {
 	bool cupti_sync;             /* CUPTI's SYNCHRONIZATION records (record/capture.h) */
 	bool armed;                  /* --armed: record nothing until `steptrace trigger` (lib/armed.h) */
 	int modules_every;           /* --modules-every: module ranges on every Nth step; 0 the default */
+	int every, window;           /* --every K --window N: armed, and steps K.., 2K.. recorded (0: none) */
 	const char *precision;       /* the program's matrix-product precision for the header, or NULL */
 	const char *command_line;    /* the steptrace command line, for the headers */
 	const char *const *argv;     /* the command, NULL-terminated, argv[0] looked up in PATH */

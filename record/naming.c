@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/armed.h"
 #include "lib/hash.h"
 
 const char *const naming_rank_vars[] = {
@@ -43,10 +44,21 @@ int naming_bundle(char *out, size_t len, const char *output, const char *id)
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
+void naming_trigger_number(char *out, size_t len, uint64_t trigger)
+{
+	if (trigger & ARMED_PERIODIC)
+		snprintf(out, len, "s%llu", (unsigned long long)(trigger & ~ARMED_PERIODIC));
+	else
+		snprintf(out, len, "%llu", (unsigned long long)trigger);
+}
+
 int naming_trigger_bundle(char *out, size_t len, const char *output, uint64_t trigger, const char *id)
 {
-	char both[128];
-	int w = snprintf(both, sizeof(both), "%llu%s%s", (unsigned long long)trigger, id ? "." : "", id ? id : "");
+	char both[128], num[24];
+	int w;
+
+	naming_trigger_number(num, sizeof(num), trigger);
+	w = snprintf(both, sizeof(both), "%s%s%s", num, id ? "." : "", id ? id : "");
 
 	if (w < 0 || (size_t)w >= sizeof(both))
 		return -1;

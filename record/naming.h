@@ -33,9 +33,13 @@ int naming_bundle(char *out, size_t len, const char *output, const char *id);
  * The bundle of trigger `trigger` of an armed recording (`record --armed`,
  * lib/armed.h) for process `id`: "rank0" for rank 0, a pid, or NULL for a
  * run's only process without a rank ("run.stb", 2, "rank1" ->
- * "run.2.rank1.stb"; NULL -> "run.2.stb"). -1 when it does not fit.
+ * "run.2.rank1.stb"; NULL -> "run.2.stb"). -1 when it does not fit. A
+ * window of `record --every` (trigger ARMED_PERIODIC | S) is "sS":
+ * "run.s200.rank1.stb".
  */
 int naming_trigger_bundle(char *out, size_t len, const char *output, uint64_t trigger, const char *id);
+/* That number as the name has it ("2", "s200") into out. */
+void naming_trigger_number(char *out, size_t len, uint64_t trigger);
 
 /*
  * Which rank of which job this process is, as its launcher says: torchrun

@@ -15,7 +15,13 @@ would have taken unrecorded (its Unrecorded column, issue 36 item 2).
 
   python3 scripts/armed_ab.py --steptrace BUILD/steptrace --out OUT
       [--form 8x512a2|12x1024] [--mode auto|async] [--steps 200]
-      [--window 10] [--gap-s 0.6] [--runs 1]
+      [--window 10] [--gap-s 0.6] [--runs 1] [--every N]
+
+With --every N the loop runs under `record --every N --window W` instead,
+which records its windows by itself (steps N.., 2N.., ...), and the table
+adds what recording left on cost the whole run: the windows' steps and the
+two after each, over the unrecorded steps' median, as a share of the run
+(and the same from means: every step's mean over the unrecorded ones').
 
 Steps left out of both sides: the first --skip (warm-up), and the two
 steps after each window (the window's bundle is written on the program's
@@ -57,10 +63,24 @@ def window_steps(st, bundle):
             for r in rows]
 
 
+def every_windows(a, tag):
+    """--every's windows: the bundles TAG.sN.stb its run wrote, steps N to N + window - 1."""
+    windows = []
+    for name in sorted(os.listdir(a.out)):
+        m = re.match(re.escape(tag) + r"\.s(\d+)\.stb$", name)
+        if m:
+            first = int(m.group(1))
+            windows.append(dict(first=first, last=first + a.window - 1, bundle=os.path.join(a.out, name)))
+    return windows
+
+
 def one_run(a, k):
-    tag = "%s-%s-%d" % (a.form, a.mode, k)
+    tag = "%s-%s-%d%s" % (a.form, a.mode, k, "-every%d" % a.every if a.every else "")
     bundle = os.path.join(a.out, tag + ".stb")
-    cmd = [a.steptrace, "record", "--armed", "-o", bundle]
+    if a.every:
+        cmd = [a.steptrace, "record", "--every", str(a.every), "--window", str(a.window), "-o", bundle]
+    else:
+        cmd = [a.steptrace, "record", "--armed", "-o", bundle]
     if a.mode == "async":
         cmd += ["--torch-alloc", "async"]
     cmd += ["--", sys.executable, TRAIN] + FORMS[a.form] + ["--steps", str(a.steps)]
@@ -75,7 +95,7 @@ def one_run(a, k):
         run_id = m.group(1) if m else None
         time.sleep(0.2)
     windows = []
-    while run_id and proc.poll() is None:
+    while run_id and proc.poll() is None and not a.every:
         t = subprocess.run([a.steptrace, "trigger", "--run", run_id, "--steps", str(a.window), "--timeout", "120"],
                            capture_output=True, text=True)
         m = re.search(r"steps (\d+) to (\d+) in '([^']+)'", t.stdout)
@@ -86,6 +106,8 @@ def one_run(a, k):
     proc.wait()
     out_f.close()
     err_f.close()
+    if a.every:
+        windows = every_windows(a, tag)
     iters = None
     for line in open(os.path.join(a.out, tag + ".out")):
         if line.startswith("{") and "iter_ms" in line:
@@ -133,6 +155,14 @@ def analyse(a, tag, iters, windows):
         row["cost_pct"] = 100 * (row["recorded_ms"] / row["unrecorded_ms"] - 1)
     if row["unrecorded_ms"] and row["estimate_ms"]:
         row["estimate_pct"] = 100 * (row["estimate_ms"] / row["unrecorded_ms"] - 1)
+    # left on (--every): what the windows and the steps that write their bundles added to the
+    # whole run, over the unrecorded steps' median, as a share of the run at that median
+    steps = range(a.skip, len(iters))
+    if row["unrecorded_ms"] and len(steps):
+        extra = sum(iters[i] - row["unrecorded_ms"] for i in steps if i in recorded or i in near)
+        row["run_pct"] = 100 * extra / (len(steps) * row["unrecorded_ms"])
+        row["run_mean_pct"] = 100 * (statistics.mean(iters[i] for i in steps) /
+                                     statistics.mean(iters[i] for i in idle) - 1) if idle else None
     return row
 
 
@@ -147,6 +177,8 @@ def main():
     ap.add_argument("--gap-s", type=float, default=0.6)
     ap.add_argument("--skip", type=int, default=10)
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--every", type=int, default=0,
+                    help="record --every N --window W instead of triggers: the windows it records by itself")
     a = ap.parse_args()
     probe = subprocess.run([sys.executable, "-c", "import torch; assert torch.cuda.is_available()"],
                            capture_output=True)
@@ -169,13 +201,15 @@ def main():
     print("\n`python3 scripts/armed_ab.py --steptrace %s --out OUT --form %s --mode %s --steps %d --window %d`\n"
           % (os.path.relpath(a.steptrace), a.form, a.mode, a.steps, a.window))
     print("| run | windows | unrecorded steps (ms, median) | recorded steps (ms) | cost | explain's Unrecorded (ms) "
-          "| estimate vs unrecorded | before first window (ms) | after last (ms) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| estimate vs unrecorded | before first window (ms) | after last (ms) | the run's cost (medians) "
+          "| (means) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print("| %s | %d | %s (%d) | %s (%d) | %s | %s | %s | %s | %s |" % (
+        print("| %s | %d | %s (%d) | %s (%d) | %s | %s | %s | %s | %s | %s | %s |" % (
             r["run"], r["windows"], fmt(r["unrecorded_ms"]), r["unrecorded_steps"], fmt(r["recorded_ms"]),
             r["recorded_steps"], fmt(r.get("cost_pct"), "%+.1f%%"), fmt(r["estimate_ms"]),
-            fmt(r.get("estimate_pct"), "%+.1f%%"), fmt(r["before_ms"]), fmt(r["after_ms"])))
+            fmt(r.get("estimate_pct"), "%+.1f%%"), fmt(r["before_ms"]), fmt(r["after_ms"]),
+            fmt(r.get("run_pct"), "%+.2f%%"), fmt(r.get("run_mean_pct"), "%+.2f%%")))
     return 0
 
 

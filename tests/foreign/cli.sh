@@ -162,6 +162,18 @@ STEPTRACE_ARMED=/x STEPTRACE_MODULES_EVERY=2 run -o "$tmp/r.stb" -- \
 	sh -c 'echo "${STEPTRACE_ARMED-unset}|${STEPTRACE_MODULES_EVERY-unset}"'
 [ "$(cat "$tmp/out")" = "unset|unset" ] || fail "without --armed: '$(cat "$tmp/out")' inherited"
 usage "option '--armed' needs -- COMMAND" -o "$tmp/r.stb" --armed
+# --every K --window N: armed, STEPTRACE_ARMED_EVERY=K:N for the recorder (window 3 by default)
+run -o "$tmp/r.stb" --every 50 --window 4 -- sh -c 'echo "${STEPTRACE_ARMED:+armed}|$STEPTRACE_ARMED_EVERY"'
+[ "$rc" = 0 ] && [ "$(cat "$tmp/out")" = "armed|50:4" ] || fail "--every 50 --window 4: exit $rc, '$(cat "$tmp/out")'"
+grep -q "^record: armed (run [0-9]*, command pid [0-9]*): steps 50 to 53, then every 50 steps 4 more" "$tmp/err" ||
+	fail "--every: said $(head -1 "$tmp/err")"
+run -o "$tmp/r.stb" --every 7 -- sh -c 'echo "$STEPTRACE_ARMED_EVERY"'
+[ "$(cat "$tmp/out")" = "7:3" ] || fail "--every 7: STEPTRACE_ARMED_EVERY '$(cat "$tmp/out")'"
+STEPTRACE_ARMED_EVERY=5:1 run -o "$tmp/r.stb" --armed -- sh -c 'echo "${STEPTRACE_ARMED_EVERY-unset}"'
+[ "$(cat "$tmp/out")" = unset ] || fail "--armed alone: STEPTRACE_ARMED_EVERY '$(cat "$tmp/out")' inherited"
+usage "--window is the steps of each --every window: give --every K" -o "$tmp/r.stb" --window 3 -- touch "$tmp/ran"
+usage "option '--every' needs -- COMMAND" -o "$tmp/r.stb" --every 10
+usage "option '--every' expects a positive integer, not '0'" -o "$tmp/r.stb" --every 0 -- touch "$tmp/ran"
 usage "option '--modules-every' expects a positive integer, not '0'" -o "$tmp/r.stb" --modules-every 0 -- touch "$tmp/ran"
 
 # arguments after -- belong to the command, flags included

@@ -4,7 +4,8 @@
  * found (by run id, by a process's pid), dead processes' files dropped, the
  * request's first step past every process's count, each process beginning
  * at that step and ending after the last, a request seen too late missed,
- * a second trigger refused while one is under way, triggers numbered.
+ * a second trigger refused while one is under way, triggers numbered;
+ * --every's windows beside triggers.
  *
  *   test_armed                    the protocol, in this process
  *   test_armed serve DIR RANK MS [LATE]
@@ -147,6 +148,100 @@ static void test_protocol(const char *base)
 	CHECK(system(path) == 0);
 }
 
+/*
+ * record --every 10 --window 3: a process records steps 10-12, 20-22, 30-32
+ * by itself (no armed_done: a trigger's wait is for its own number); a
+ * trigger's request made during a window is taken after it, one whose
+ * first step has begun by then is missed, and no window begins while a
+ * request waits.
+ */
+static void test_periodic(const char *base)
+{
+	struct proc p = { 0 };
+	struct armed_run run;
+	char dir[4096], cmd[4200];
+	uint64_t began[8], ended[8], seq, first;
+	size_t nb = 0, ne = 0;
+
+	CHECK(setenv("STEPTRACE_ARMED_DIR", base, 1) == 0);
+	CHECK(armed_run_dir(dir, sizeof(dir), "4343") == 0);
+	CHECK(mkdir(base, 0700) == 0 && mkdir(dir, 0700) == 0);
+	p.st = armed_publish(dir, getpid(), -1, 1, "/out/run.stb");
+	CHECK(p.st != NULL);
+	if (!p.st)
+		return;
+	for (int i = 0; i < 31; i++) {
+		int act = armed_step(p.st, &p.seq, &p.first, &p.count);
+		uint64_t now = atomic_load(&p.st->steps);
+
+		if (!(act & ARMED_BEGIN))
+			act |= armed_periodic(p.st, 10, 3, &p.seq, &p.first, &p.count);
+		if ((act & ARMED_END) && ne < 8)
+			ended[ne++] = now;
+		if ((act & ARMED_BEGIN) && nb < 8) {
+			began[nb++] = now;
+			CHECK(p.seq == (ARMED_PERIODIC | now) && p.first == now && p.count == 3,
+			      "window at %llu: seq %llx", (unsigned long long)now, (unsigned long long)p.seq);
+		}
+	}
+	CHECK(nb == 3 && ne == 2 && began[0] == 10 && began[1] == 20 && began[2] == 30 && ended[0] == 13 &&
+	      ended[1] == 23, "windows began %zu times (%llu, %llu, %llu), ended %zu (%llu, %llu)", nb,
+	      (unsigned long long)began[0], (unsigned long long)began[1], (unsigned long long)began[2], ne,
+	      (unsigned long long)ended[0], (unsigned long long)ended[1]);
+	CHECK(atomic_load(&p.st->done_seq) == 0, "a window said it was a trigger's");
+
+	/*
+	 * step 30 now, the window from 30 begun (it ends where step 32 does): a
+	 * trigger asks for 33-34, after it, not for 32 (the step count + 2)
+	 */
+	CHECK(atomic_load(&p.st->window_end) == 33);
+	atomic_store(&p.st->steps, 30);
+	CHECK(armed_find_run(&run, "4343") == 1 && armed_run_load(&run) == 0 && run.n == 1);
+	CHECK(armed_request(&run, 2, &seq, &first) == 0 && seq == 1 && first == 33,
+	      "trigger %llu at %llu", (unsigned long long)seq, (unsigned long long)first);
+	atomic_store(&p.st->steps, 31);
+	nb = ne = 0;
+	while (atomic_load(&p.st->steps) < 45) {
+		uint64_t was = p.seq;
+		int act = armed_step(p.st, &p.seq, &p.first, &p.count);
+
+		if (!(act & ARMED_BEGIN))
+			act |= armed_periodic(p.st, 10, 3, &p.seq, &p.first, &p.count);
+		if ((act & ARMED_END) && !((act & ARMED_BEGIN ? was : p.seq) & ARMED_PERIODIC))
+			armed_done(p.st, p.seq, ARMED_WRITTEN, p.first, p.count, "run.1.stb");
+		if ((act & ARMED_END) && ne < 8)
+			ended[ne++] = atomic_load(&p.st->steps);
+		if (act & ARMED_BEGIN)
+			began[nb++] = atomic_load(&p.st->steps);
+	}
+	CHECK(nb == 2 && began[0] == 33 && began[1] == 40 && ne == 3 && ended[0] == 33 && ended[1] == 35 &&
+	      ended[2] == 43, "after the trigger: began at %llu then %llu, ended %zu times",
+	      (unsigned long long)began[0], (unsigned long long)began[1], ne);
+	CHECK(atomic_load(&p.st->done_seq) == 1 && p.st->done_result == ARMED_WRITTEN);
+	CHECK(atomic_load(&p.st->window_end) == 0, "no window recording");
+
+	/* a request waiting across a multiple of 10 holds the window back */
+	while (atomic_load(&p.st->steps) < 48)
+		armed_step(p.st, &p.seq, &p.first, &p.count);
+	CHECK(armed_request(&run, 1, &seq, &first) == 0 && first == 50);
+	atomic_store(&p.st->steps, 49);
+	CHECK(armed_step(p.st, &p.seq, &p.first, &p.count) == ARMED_BEGIN && p.seq == 2,
+	      "the trigger's request at 50, not the window");
+	armed_run_release(&run);
+	armed_unpublish(dir, p.st);
+
+	uint64_t k = 0, n = 0;
+	CHECK(armed_parse_every("100:5", &k, &n) == 0 && k == 100 && n == 5);
+	CHECK(armed_parse_every("7:1", &k, &n) == 0 && k == 7 && n == 1);
+	const char *bad[] = { "", "100", "100:", ":5", "0:5", "5:0", "-1:5", "5:-1", " 5:1", "5:1 ",
+			      "+5:1", "5:1:2", "4294967296:1", "99999999999999999999999:1", "a:b", NULL };
+	for (int i = 0; bad[i]; i++)
+		CHECK(armed_parse_every(bad[i], &k, &n) == -1, "'%s' taken as K:N", bad[i]);
+	CHECK(armed_parse_every(NULL, &k, &n) == -1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	CHECK(system(cmd) == 0);
+}
+
 /* A stand-in for an armed process (armed.sh): steps every ms, "records" what it is asked. */
 static int serve(const char *dir, int rank, int ms, int late)
 {
@@ -183,5 +278,6 @@ int main(int argc, char **argv)
 		return 1;
 	rmdir(base);
 	test_protocol(base);
+	test_periodic(base);
 	return check_done("test_armed");
 }

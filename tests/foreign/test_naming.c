@@ -4,6 +4,7 @@
  * values that are not ranks ignored, and the names built from -o (and,
  * for `record --armed`, from each trigger's number).
  */
+#include "lib/armed.h"
 #include "record/naming.h"
 #include "tests/lib/check.h"
 
@@ -63,6 +64,11 @@ static void test_bundle(void)
 	CHECK(naming_trigger_bundle(buf, sizeof(buf), "trace", 2, "rank1.4242") == 0);
 	CHECK_STR(buf, "trace.2.rank1.4242.stb");
 	CHECK(naming_trigger_bundle(buf, 12, "run.stb", 3, "rank10") == -1);
+	/* record --every's window from step 200: run.s200.rankR.stb */
+	CHECK(naming_trigger_bundle(buf, sizeof(buf), "run.stb", ARMED_PERIODIC | 200, "rank1") == 0);
+	CHECK_STR(buf, "run.s200.rank1.stb");
+	CHECK(naming_trigger_bundle(buf, sizeof(buf), "run.stb", ARMED_PERIODIC | 7, NULL) == 0);
+	CHECK_STR(buf, "run.s7.stb");
 }
 
 static bool identity_of(const char *const *env, struct naming_identity *id)

@@ -10,7 +10,9 @@
 #    naming them, <= 1% of the GPU time without an op; a second trigger, by
 #    the program's pid, gives run.2.stb of 3 steps; record reports both
 #    when the command ends; a trigger once it has ended says in one line
-#    that there is no such run;
+#    that there is no such run; `record --every 20 --window 3` records
+#    steps 20-22, 40-42 and 60-62 by itself (run.s20.stb, ...), beside a
+#    trigger's;
 #  - two GPUs (skipped with fewer): the same program under torchrun (DDP,
 #    accumulation 2): one trigger gives run.1.rank0.stb and
 #    run.1.rank1.stb of the same step numbers, which comm reads as one run;
@@ -110,6 +112,44 @@ modules "$out/one.1.stb" "one.1"
 "$st" trigger --run "$rid" >"$out/trig.out" 2>"$out/trig.err"
 rc=$?
 [ "$rc" = 1 ] && [ "$(wc -l <"$out/trig.err")" = 1 ] || fail "a trigger after the end: exit $rc: $(cat "$out/trig.err")"
+
+# 1b. left on: record --every 20 --window 3 records steps 20-22, 40-42, 60-62 by itself, not 80
+# (the program's 80 steps end there)
+# (every.s20.stb, ...), and a trigger during the run still gets its own steps (every.1.stb);
+# a window whose step a trigger's request or recording holds is left out
+echo "+ steptrace record --every 20 --window 3 -o every.stb -- gpt_train.py --steps 80" | tee -a "$log"
+"$st" record --every 20 --window 3 -o "$out/every.stb" -- "$py" "$train" --preset gpt2 --batch 8 --ctx 512 \
+	--steps 80 >"$out/every.out" 2>"$out/every.err" &
+job=$!
+rid=
+for i in $(seq 1 300); do
+	rid=$(sed -n 's/^record: armed (run \([0-9]*\),.*/\1/p' "$out/every.err")
+	[ -n "$rid" ] && break
+	sleep 0.1
+done
+grep -q "^record: armed (run [0-9]*, command pid [0-9]*): steps 20 to 22, then every 20 steps 3 more" \
+	"$out/every.err" || fail "every: record's first line: $(head -1 "$out/every.err")"
+trig --run "${rid:-0}" --steps 2 --timeout 300
+[ "$rc" = 0 ] || fail "every: trigger: exit $rc"
+tfirst=$(sed -n 's/^trigger 1 of run [0-9]*: steps \([0-9]*\) to .*/\1/p' "$out/trig.out")
+wait "$job" || fail "every: the program: exit $?"
+cat "$out/every.err" >>"$log"
+want_steps "$out/every.1.stb" "${tfirst:-0}" 2 "every.1"
+windows=0
+for k in 20 40 60; do
+	if [ "$k" -lt $((${tfirst:-0} - 2)) ] || [ "$k" -gt $((${tfirst:-0} + 1)) ]; then
+		[ -f "$out/every.s$k.stb" ] || fail "every: no every.s$k.stb"
+		want_steps "$out/every.s$k.stb" "$k" 3 "every.s$k"
+		grep -q "every.s$k.stb': .* 3 steps (0 warm-up)" "$out/every.err" || fail "every: record does not report every.s$k.stb"
+		windows=$((windows + 1))
+	fi
+done
+[ "$windows" -ge 2 ] || fail "every: $windows windows checked"
+# the boundary after the last step (79) begins step 80, which never ends: no every.s80.stb
+ls "$out"/every.s*.stb 2>/dev/null | grep -vqE "every\.s(20|40|60)\.stb$" && fail "every: a window at another step"
+grep -q "every.s80" "$out/every.err" && fail "every: record reports a window the program ended in"
+w=$(ls "$out"/every.s*.stb 2>/dev/null | head -1)
+[ -n "$w" ] && modules "$w" "$(basename "$w")"
 
 # 2. two GPUs under torchrun
 if "$py" -c "import torch, sys, torch.distributed as d; sys.exit(0 if torch.cuda.device_count() >= 2 and d.is_nccl_available() else 1)" 2>/dev/null; then
