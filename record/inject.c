@@ -416,7 +416,8 @@ static void finish(const char *reason)
 	if (in.opened && recording && (in.seq & ARMED_PERIODIC) && in.status &&
 	    atomic_load(&in.status->steps) <= in.first) {
 		/* an --every window whose first step never ended (the loop's last boundary began it) */
-		close_bundle(NULL);
+		rec_session_discard(&in.s);
+		in.opened = false;
 		if (in.claim[0])
 			unlink(in.claim);
 	} else if (in.opened) {

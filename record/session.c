@@ -128,6 +128,18 @@ void rec_session_abort(struct rec_session *s)
 		bundle_writer_abort(w);
 }
 
+void rec_session_discard(struct rec_session *s)
+{
+	struct bundle_writer *w;
+
+	rec_session_lock(s);
+	w = s->w;
+	s->w = NULL;
+	rec_session_unlock(s);
+	if (w)
+		bundle_writer_discard(w);
+}
+
 void rec_session_release(struct rec_session *s)
 {
 	pthread_mutex_destroy(&s->lock);

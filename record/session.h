@@ -66,6 +66,8 @@ void rec_session_set_launch_cost(struct rec_session *s, const struct st_launch_c
 int rec_session_close(struct rec_session *s, const char *end_reason);
 /* Closes without a footer (readable up to its last whole chunk). */
 void rec_session_abort(struct rec_session *s);
+/* Removes the bundle being written instead (nothing of it stays). */
+void rec_session_discard(struct rec_session *s);
 void rec_session_release(struct rec_session *s);
 
 #endif
