@@ -22,6 +22,8 @@
  * (flash_attention.h): head-major (bh, t, d_head) BF16, lse natural log.
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -203,7 +205,7 @@ __device__ __forceinline__ void wgmma_ss_mn_n64(float (&d)[32], uint64_t da, uin
  * STAGES V tiles (ATOMS blocks of BN rows x 128 B each), then the mbarriers:
  * q_full, k_full[S], v_full[S], k_empty[S], v_empty[S].
  */
-template <int D, int NC>
+template <int D, int NC, bool OV = true>
 __global__ void __launch_bounds__(sm90_layout<D, NC>::THREADS, 1)
 flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	       const __grid_constant__ CUtensorMap qmap, const __grid_constant__ CUtensorMap kmap,
@@ -298,8 +300,13 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 		}
 		wgmma_commit();
 	};
-	/* the online softmax of tile j's scores (units of log2): P into pa, O rescaled */
-	auto softmax = [&](float (&sc)[64], uint32_t (&pa)[8][4], int j) {
+	/*
+	 * The online softmax of tile j's scores (units of log2), first part: the
+	 * masks, the new row maxima and O's rescaling factors (alpha), P in sc
+	 * and the row sums; it touches neither O nor pa, so it runs while the
+	 * previous tile's P V is still on the tensor cores.
+	 */
+	auto softmax = [&](float (&sc)[64], float (&alpha)[2], int j) {
 		const int n0 = j * BN;
 		if (n0 + BN > t || (causal && n0 + BN - 1 > wrow0)) {
 			/* keys past t and, when causal, past the row */
@@ -313,7 +320,6 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 						sc[jn * 4 + e] = -INFINITY;
 				}
 		}
-		float alpha[2];
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
 			float m = mx[h];
@@ -335,6 +341,9 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 				}
 			l[h] = l[h] * alpha[h] + sum;
 		}
+	};
+	/* ... and the second, once that P V is done: O rescaled, P into pa (P V's A operand) */
+	auto rescale_pack = [&](const float (&sc)[64], uint32_t (&pa)[8][4], const float (&alpha)[2]) {
 #pragma unroll
 		for (int a = 0; a < L::ATOMS; a++)
 #pragma unroll
@@ -348,11 +357,17 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	};
 
 	/*
-	 * Tile j's P V is issued together with tile j + 1's Q K^T, so the tensor
+	 * Tile j + 1's Q K^T is issued together with tile j's P V, so the tensor
 	 * cores run both back to back while the other warpgroup does its softmax.
 	 * With two consumers the two take turns to issue (named barriers 4 and
 	 * 5, FlashAttention-3's ping-pong): one's products queue behind the
 	 * other's, so its softmax overlaps them rather than the other's softmax.
+	 * Within each of two warpgroups (FlashAttention-3's intra-warpgroup
+	 * overlap), Q K^T goes first and the softmax of its scores waits for it
+	 * alone (wgmma.wait_group 1), so the exponentials run beside the
+	 * warpgroup's own P V; O's rescaling and P's packing wait for that P V
+	 * (on an H200, d_head 128 forward 2-4% faster from 8k up,
+	 * kernels/flash_attention.notes.md).
 	 */
 	const int w = wg - 1;
 	auto turn_wait = [&] {
@@ -365,7 +380,7 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	};
 	if (L::NC == 2 && w == 1)
 		asm volatile("bar.arrive 4, 256;\n" ::: "memory");   /* the first turn is warpgroup 0's */
-	float sc[64];
+	float sc[64], alpha[2];
 	uint32_t pa[8][4];
 	mbar_wait(q_full, 0);
 	turn_wait();
@@ -375,14 +390,11 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	wgmma_wait0();
 	reg_fence(sc);
 	mbar_arrive(k_empty(0));
-	softmax(sc, pa, 0);
-	for (int j = 0; j < tiles; j++) {
+	softmax(sc, alpha, 0);
+	rescale_pack(sc, pa, alpha);
+	/* tile j's P V into O */
+	auto issue_pv = [&](int j) {
 		const int s = j % STAGES;
-		const bool next = j + 1 < tiles;
-
-		mbar_wait(v_full(s), (j / STAGES) & 1);
-		turn_wait();
-		wgmma_fence();
 #pragma unroll
 		for (int kk = 0; kk < 8; kk++)
 #pragma unroll
@@ -391,20 +403,74 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 				wgmma_rs_n64(acc[a], pa[kk], desc_sw128(va, 1024, 1024));
 			}
 		wgmma_commit();
-		if (next)
-			issue_s(sc, j + 1);
-		/* every wait is matched: warpgroup 1 leaves its last turn unpassed */
-		if (next || w == 0)
-			turn_pass();
-		wgmma_wait0();
+	};
+	if constexpr (L::NC == 3 || !OV) {
+		/*
+		 * Three consumers (d_head 64 on large grids): each waits for both
+		 * products before its softmax; the overlap below made them 3-5%
+		 * slower at 16k-64k on an H200 (160 registers a thread leave it no room).
+		 */
+		for (int j = 0; j < tiles; j++) {
+			const int s = j % STAGES;
+			const bool next = j + 1 < tiles;
+
+			mbar_wait(v_full(s), (j / STAGES) & 1);
+			turn_wait();
+			wgmma_fence();
+			issue_pv(j);
+			if (next)
+				issue_s(sc, j + 1);
+			if (next || w == 0)
+				turn_pass();
+			wgmma_wait0();
 #pragma unroll
-		for (int a = 0; a < L::ATOMS; a++)
-			reg_fence(acc[a]);
-		reg_fence(sc);
-		mbar_arrive(v_empty(s));
-		if (next) {
+			for (int a = 0; a < L::ATOMS; a++)
+				reg_fence(acc[a]);
+			reg_fence(sc);
+			mbar_arrive(v_empty(s));
+			if (next) {
+				mbar_arrive(k_empty((j + 1) % STAGES));
+				softmax(sc, alpha, j + 1);
+				rescale_pack(sc, pa, alpha);
+			}
+		}
+	} else {
+		/* every tile but the last: no branch around the products (ptxas would serialise them) */
+		for (int j = 0; j + 1 < tiles; j++) {
+			const int s = j % STAGES;
+
+			mbar_wait(v_full(s), (j / STAGES) & 1);
+			turn_wait();
+			wgmma_fence();
+			issue_s(sc, j + 1);
+			issue_pv(j);
+			turn_pass();
+			wgmma_wait1();   /* Q K^T done (P V may not be): the softmax beside P V */
+			reg_fence(sc);
 			mbar_arrive(k_empty((j + 1) % STAGES));
-			softmax(sc, pa, j + 1);
+			softmax(sc, alpha, j + 1);
+			wgmma_wait0();
+#pragma unroll
+			for (int a = 0; a < L::ATOMS; a++)
+				reg_fence(acc[a]);
+			mbar_arrive(v_empty(s));
+			reg_fence(sc);   /* P's packing into pa (P V's operand) after that wait, not before */
+			rescale_pack(sc, pa, alpha);
+		}
+		{
+			const int j = tiles - 1, s = j % STAGES;
+
+			mbar_wait(v_full(s), (j / STAGES) & 1);
+			turn_wait();
+			wgmma_fence();
+			issue_pv(j);
+			if (w == 0)   /* every wait is matched: warpgroup 1 leaves its last turn unpassed */
+				turn_pass();
+			wgmma_wait0();
+#pragma unroll
+			for (int a = 0; a < L::ATOMS; a++)
+				reg_fence(acc[a]);
+			mbar_arrive(v_empty(s));
 		}
 	}
 
@@ -880,7 +946,16 @@ template <auto K, int SMEM> bool kernel_ready()
 
 template <int D, int NC> bool fwd_ready()
 {
-	return kernel_ready<flash_fwd_sm90<D, NC>, sm90_layout<D, NC>::SMEM>();
+	return kernel_ready<flash_fwd_sm90<D, NC>, sm90_layout<D, NC>::SMEM>() &&
+	       kernel_ready<flash_fwd_sm90<D, NC, false>, sm90_layout<D, NC>::SMEM>();
+}
+
+/* A/B switch for this round's measurement (STEPTRACE_FLASH_FWD_OV=0: the loop before it). */
+static bool fwd_overlap()
+{
+	static const bool on = !(getenv("STEPTRACE_FLASH_FWD_OV") && !strcmp(getenv("STEPTRACE_FLASH_FWD_OV"), "0"));
+
+	return on;
 }
 
 template <int D> bool bwd_ready()
@@ -919,9 +994,14 @@ cudaError_t launch(void *o, float *lse, const void *q, const void *k, const void
 	    !bf16_map(&vm, v, d, t, bh, BN))
 		return cudaErrorInvalidValue;
 	dim3 grid((unsigned)bh, (unsigned)((t + L::BM - 1) / L::BM));
-	flash_fwd_sm90<D, NC><<<grid, L::THREADS, L::SMEM, stream>>>(
-		(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
-		causal ? 1 : 0);
+	if (fwd_overlap())
+		flash_fwd_sm90<D, NC><<<grid, L::THREADS, L::SMEM, stream>>>(
+			(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
+			causal ? 1 : 0);
+	else
+		flash_fwd_sm90<D, NC, false><<<grid, L::THREADS, L::SMEM, stream>>>(
+			(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
+			causal ? 1 : 0);
 	return cudaGetLastError();
 }
 

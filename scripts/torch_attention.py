@@ -45,21 +45,25 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
+CAUSAL = [True]   # attention_anchor.py sets it False for the non-causal sweep
+
+
 def naive_attention(q, k, v):
     t, d = q.shape[-2], q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d)
-    mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=q.device), diagonal=1)
-    scores = scores.masked_fill(mask, float("-inf"))
+    if CAUSAL[0]:
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=q.device), diagonal=1)
+        scores = scores.masked_fill(mask, float("-inf"))
     return torch.softmax(scores, dim=-1) @ v
 
 
 def sdpa_attention(q, k, v):
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=CAUSAL[0])
 
 
 def default_attention(q, k, v):
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=CAUSAL[0])
 
 
 IMPLS = {"sdpa": sdpa_attention, "default": default_attention, "naive": naive_attention}
