@@ -22,8 +22,6 @@
  * (flash_attention.h): head-major (bh, t, d_head) BF16, lse natural log.
  */
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -205,7 +203,7 @@ __device__ __forceinline__ void wgmma_ss_mn_n64(float (&d)[32], uint64_t da, uin
  * STAGES V tiles (ATOMS blocks of BN rows x 128 B each), then the mbarriers:
  * q_full, k_full[S], v_full[S], k_empty[S], v_empty[S].
  */
-template <int D, int NC, bool OV = true>
+template <int D, int NC>
 __global__ void __launch_bounds__(sm90_layout<D, NC>::THREADS, 1)
 flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	       const __grid_constant__ CUtensorMap qmap, const __grid_constant__ CUtensorMap kmap,
@@ -404,24 +402,22 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 			}
 		wgmma_commit();
 	};
-	if constexpr (L::NC == 3 || !OV) {
+	if constexpr (L::NC == 3) {
 		/*
-		 * Three consumers (d_head 64 on large grids): each waits for both
-		 * products before its softmax; the overlap below made them 3-5%
-		 * slower at 16k-64k on an H200 (160 registers a thread leave it no room).
+		 * Three consumers (d_head 64 on large grids; no ping-pong): each
+		 * waits for both products before its softmax; the overlap below
+		 * made them 3-5% slower at 16k-64k on an H200 (160 registers a
+		 * thread leave it no room).
 		 */
 		for (int j = 0; j < tiles; j++) {
 			const int s = j % STAGES;
 			const bool next = j + 1 < tiles;
 
 			mbar_wait(v_full(s), (j / STAGES) & 1);
-			turn_wait();
 			wgmma_fence();
 			issue_pv(j);
 			if (next)
 				issue_s(sc, j + 1);
-			if (next || w == 0)
-				turn_pass();
 			wgmma_wait0();
 #pragma unroll
 			for (int a = 0; a < L::ATOMS; a++)
@@ -946,16 +942,7 @@ template <auto K, int SMEM> bool kernel_ready()
 
 template <int D, int NC> bool fwd_ready()
 {
-	return kernel_ready<flash_fwd_sm90<D, NC>, sm90_layout<D, NC>::SMEM>() &&
-	       kernel_ready<flash_fwd_sm90<D, NC, false>, sm90_layout<D, NC>::SMEM>();
-}
-
-/* A/B switch for this round's measurement (STEPTRACE_FLASH_FWD_OV=0: the loop before it). */
-static bool fwd_overlap()
-{
-	static const bool on = !(getenv("STEPTRACE_FLASH_FWD_OV") && !strcmp(getenv("STEPTRACE_FLASH_FWD_OV"), "0"));
-
-	return on;
+	return kernel_ready<flash_fwd_sm90<D, NC>, sm90_layout<D, NC>::SMEM>();
 }
 
 template <int D> bool bwd_ready()
@@ -994,14 +981,9 @@ cudaError_t launch(void *o, float *lse, const void *q, const void *k, const void
 	    !bf16_map(&vm, v, d, t, bh, BN))
 		return cudaErrorInvalidValue;
 	dim3 grid((unsigned)bh, (unsigned)((t + L::BM - 1) / L::BM));
-	if (fwd_overlap())
-		flash_fwd_sm90<D, NC><<<grid, L::THREADS, L::SMEM, stream>>>(
-			(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
-			causal ? 1 : 0);
-	else
-		flash_fwd_sm90<D, NC, false><<<grid, L::THREADS, L::SMEM, stream>>>(
-			(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
-			causal ? 1 : 0);
+	flash_fwd_sm90<D, NC><<<grid, L::THREADS, L::SMEM, stream>>>(
+		(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
+		causal ? 1 : 0);
 	return cudaGetLastError();
 }
 
