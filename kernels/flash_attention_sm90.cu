@@ -22,6 +22,8 @@
  * (flash_attention.h): head-major (bh, t, d_head) BF16, lse natural log.
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -41,13 +43,14 @@ constexpr int BWD_THREADS = 384;  /* the backward: a producer and two consumer w
  * behind each tile's products; for 128 O's 64 registers a thread leave no
  * room).
  */
-template <int D, int NC_> struct sm90_layout {
+template <int D, int NC_, int BN_ = BN> struct sm90_layout {
 	static constexpr int NC = NC_;
+	static constexpr int KN = BN_;                    /* keys a tile: 128, or 176 (d_head 128 unmasked) */
 	static constexpr int BM = 64 * NC;                /* query rows a CTA */
 	static constexpr int THREADS = 128 * (NC + 1);
 	static constexpr int ATOMS = D / 64;              /* 128-byte column blocks */
 	static constexpr int Q_BYTES = BM * D * 2;
-	static constexpr int KV_BYTES = BN * D * 2;       /* one of K or V, one stage */
+	static constexpr int KV_BYTES = KN * D * 2;       /* one of K or V, one stage */
 	static constexpr int Q_OFF = 0;
 	static constexpr int K_OFF = Q_BYTES;
 	static constexpr int V_OFF = K_OFF + STAGES * KV_BYTES;
@@ -162,6 +165,17 @@ __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint6
 		     : "l"(da), "l"(db), "r"(acc));
 }
 
+/* d (64 x 176, this thread's 88) += A (smem, K-major) B (smem, K-major)^T; d = A B when !acc */
+__device__ __forceinline__ void wgmma_ss_n176(float (&d)[88], uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "
+		     "%88, %89, p, 1, 1, 0, 0;\n}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
 /* d (64 x 64, this thread's 32) += A (registers, BF16 pairs) B (smem, N-major) */
 __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db)
 {
@@ -203,15 +217,16 @@ __device__ __forceinline__ void wgmma_ss_mn_n64(float (&d)[32], uint64_t da, uin
  * STAGES V tiles (ATOMS blocks of BN rows x 128 B each), then the mbarriers:
  * q_full, k_full[S], v_full[S], k_empty[S], v_empty[S].
  */
-template <int D, int NC>
-__global__ void __launch_bounds__(sm90_layout<D, NC>::THREADS, 1)
+template <int D, int NC, int KN = BN>
+__global__ void __launch_bounds__(sm90_layout<D, NC, KN>::THREADS, 1)
 flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	       const __grid_constant__ CUtensorMap qmap, const __grid_constant__ CUtensorMap kmap,
 	       const __grid_constant__ CUtensorMap vmap, int t, int d, float scale_log2,
 	       int causal)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	typedef sm90_layout<D, NC> L;
+	typedef sm90_layout<D, NC, KN> L;
+	constexpr int SN = KN / 2, PK = KN / 16;   /* a thread's scores, and P's 16-key blocks */
 	extern __shared__ __align__(1024) unsigned char smem_raw[];
 	const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
 	const uint32_t sq = base + L::Q_OFF, sk = base + L::K_OFF, sv = base + L::V_OFF;
@@ -226,7 +241,7 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	const int mb = causal ? (int)gridDim.y - 1 - (int)blockIdx.y : (int)blockIdx.y;
 	const int m0 = mb * L::BM, head = blockIdx.x;
 	const int kv_end = causal ? min(t, m0 + L::BM) : t;
-	const int tiles = (kv_end + BN - 1) / BN;
+	const int tiles = (kv_end + KN - 1) / KN;
 	const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
 	if (threadIdx.x == 0) {
@@ -257,12 +272,12 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 			mbar_wait(k_empty(s), ph ^ 1);
 			mbar_expect_tx(k_full(s), L::KV_BYTES);
 			for (int a = 0; a < L::ATOMS; a++)
-				tma_load(sk + s * L::KV_BYTES + a * BN * 128, &kmap, a * 64, j * BN,
+				tma_load(sk + s * L::KV_BYTES + a * KN * 128, &kmap, a * 64, j * KN,
 					 head, k_full(s));
 			mbar_wait(v_empty(s), ph ^ 1);
 			mbar_expect_tx(v_full(s), L::KV_BYTES);
 			for (int a = 0; a < L::ATOMS; a++)
-				tma_load(sv + s * L::KV_BYTES + a * BN * 128, &vmap, a * 64, j * BN,
+				tma_load(sv + s * L::KV_BYTES + a * KN * 128, &vmap, a * 64, j * KN,
 					 head, v_full(s));
 		}
 		return;
@@ -287,14 +302,18 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 			acc[a][i] = 0.0f;
 
 	/* S = Q K^T for tile j, issued (not waited for) */
-	auto issue_s = [&](float (&sc)[64], int j) {
+	auto issue_s = [&](float (&sc)[SN], int j) {
 		const int s = j % STAGES;
 		mbar_wait(k_full(s), (j / STAGES) & 1);
 #pragma unroll
 		for (int kk = 0; kk < D / 16; kk++) {
 			uint32_t qa = sq_wg + (kk / 4) * L::BM * 128 + (kk % 4) * 32;
-			uint32_t ka = sk + s * L::KV_BYTES + (kk / 4) * BN * 128 + (kk % 4) * 32;
-			wgmma_ss_n128(sc, desc_sw128(qa, 16, 1024), desc_sw128(ka, 16, 1024), kk > 0);
+			uint32_t ka = sk + s * L::KV_BYTES + (kk / 4) * KN * 128 + (kk % 4) * 32;
+
+			if constexpr (KN == 176)
+				wgmma_ss_n176(sc, desc_sw128(qa, 16, 1024), desc_sw128(ka, 16, 1024), kk > 0);
+			else
+				wgmma_ss_n128(sc, desc_sw128(qa, 16, 1024), desc_sw128(ka, 16, 1024), kk > 0);
 		}
 		wgmma_commit();
 	};
@@ -304,12 +323,12 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	 * and the row sums; it touches neither O nor pa, so it runs while the
 	 * previous tile's P V is still on the tensor cores.
 	 */
-	auto softmax = [&](float (&sc)[64], float (&alpha)[2], int j) {
-		const int n0 = j * BN;
-		if (n0 + BN > t || (causal && n0 + BN - 1 > wrow0)) {
+	auto softmax = [&](float (&sc)[SN], float (&alpha)[2], int j) {
+		const int n0 = j * KN;
+		if (n0 + KN > t || (causal && n0 + KN - 1 > wrow0)) {
 			/* keys past t and, when causal, past the row */
 #pragma unroll
-			for (int jn = 0; jn < 16; jn++)
+			for (int jn = 0; jn < KN / 8; jn++)
 #pragma unroll
 				for (int e = 0; e < 4; e++) {
 					int col = n0 + jn * 8 + 2 * tq + (e & 1);
@@ -322,7 +341,7 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 		for (int h = 0; h < 2; h++) {
 			float m = mx[h];
 #pragma unroll
-			for (int jn = 0; jn < 16; jn++)
+			for (int jn = 0; jn < KN / 8; jn++)
 				m = fmaxf(m, fmaxf(sc[jn * 4 + 2 * h], sc[jn * 4 + 2 * h + 1]) * scale_log2);
 			m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
 			m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
@@ -330,7 +349,7 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 			mx[h] = m;
 			float sum = 0.0f;
 #pragma unroll
-			for (int jn = 0; jn < 16; jn++)
+			for (int jn = 0; jn < KN / 8; jn++)
 #pragma unroll
 				for (int e = 0; e < 2; e++) {
 					float p = exp2f(sc[jn * 4 + 2 * h + e] * scale_log2 - m);
@@ -341,14 +360,14 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 		}
 	};
 	/* ... and the second, once that P V is done: O rescaled, P into pa (P V's A operand) */
-	auto rescale_pack = [&](const float (&sc)[64], uint32_t (&pa)[8][4], const float (&alpha)[2]) {
+	auto rescale_pack = [&](const float (&sc)[SN], uint32_t (&pa)[PK][4], const float (&alpha)[2]) {
 #pragma unroll
 		for (int a = 0; a < L::ATOMS; a++)
 #pragma unroll
 			for (int i = 0; i < 32; i++)
 				acc[a][i] *= alpha[(i >> 1) & 1];
 #pragma unroll
-		for (int kk = 0; kk < 8; kk++)
+		for (int kk = 0; kk < PK; kk++)
 #pragma unroll
 			for (int r = 0; r < 4; r++)
 				pa[kk][r] = pack_bf16(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
@@ -378,8 +397,8 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	};
 	if (L::NC == 2 && w == 1)
 		asm volatile("bar.arrive 4, 256;\n" ::: "memory");   /* the first turn is warpgroup 0's */
-	float sc[64], alpha[2];
-	uint32_t pa[8][4];
+	float sc[SN], alpha[2];
+	uint32_t pa[PK][4];
 	mbar_wait(q_full, 0);
 	turn_wait();
 	wgmma_fence();
@@ -394,10 +413,10 @@ flash_fwd_sm90(__nv_bfloat16 *__restrict__ o, float *__restrict__ lse,
 	auto issue_pv = [&](int j) {
 		const int s = j % STAGES;
 #pragma unroll
-		for (int kk = 0; kk < 8; kk++)
+		for (int kk = 0; kk < PK; kk++)
 #pragma unroll
 			for (int a = 0; a < L::ATOMS; a++) {
-				uint32_t va = sv + s * L::KV_BYTES + a * BN * 128 + kk * 2048;
+				uint32_t va = sv + s * L::KV_BYTES + a * KN * 128 + kk * 2048;
 				wgmma_rs_n64(acc[a], pa[kk], desc_sw128(va, 1024, 1024));
 			}
 		wgmma_commit();
@@ -523,6 +542,7 @@ template <int D> struct sm90_bwd_layout {
 
 /* Hopper's most dynamic shared memory for one block: 227 KiB. */
 static_assert(sm90_bwd_layout<128>::SMEM <= 227 * 1024, "the d_head 128 backward's shared memory");
+static_assert(sm90_layout<128, 2, 176>::SMEM <= 227 * 1024, "the d_head 128 forward's shared memory at 176 keys");
 
 /*
  * The backward's main pass (flash_attention.cu computes D = rowsum(dO o O)
@@ -940,9 +960,17 @@ template <auto K, int SMEM> bool kernel_ready()
 	return ok;
 }
 
-template <int D, int NC> bool fwd_ready()
+template <int D, int NC, int KN = BN> bool fwd_ready()
 {
-	return kernel_ready<flash_fwd_sm90<D, NC>, sm90_layout<D, NC>::SMEM>();
+	return kernel_ready<flash_fwd_sm90<D, NC, KN>, sm90_layout<D, NC, KN>::SMEM>();
+}
+
+/* A/B switch for this round's measurement (STEPTRACE_FLASH_FWD_176=0: 128 keys a tile). */
+static bool fwd_176()
+{
+	static const bool on = !(getenv("STEPTRACE_FLASH_FWD_176") && !strcmp(getenv("STEPTRACE_FLASH_FWD_176"), "0"));
+
+	return on;
 }
 
 template <int D> bool bwd_ready()
@@ -969,19 +997,19 @@ cudaError_t launch_bwd(void *dk, void *dv, float *dq_acc, const void *dout, cons
 	return cudaGetLastError();
 }
 
-template <int D, int NC>
+template <int D, int NC, int KN = BN>
 cudaError_t launch(void *o, float *lse, const void *q, const void *k, const void *v, int bh,
 		   int t, int d, float scale, bool causal, cudaStream_t stream)
 {
 	CUtensorMap qm, km, vm;
 
-	typedef sm90_layout<D, NC> L;
+	typedef sm90_layout<D, NC, KN> L;
 
-	if (!bf16_map(&qm, q, d, t, bh, L::BM) || !bf16_map(&km, k, d, t, bh, BN) ||
-	    !bf16_map(&vm, v, d, t, bh, BN))
+	if (!fwd_ready<D, NC, KN>() || !bf16_map(&qm, q, d, t, bh, L::BM) ||
+	    !bf16_map(&km, k, d, t, bh, KN) || !bf16_map(&vm, v, d, t, bh, KN))
 		return cudaErrorInvalidValue;
 	dim3 grid((unsigned)bh, (unsigned)((t + L::BM - 1) / L::BM));
-	flash_fwd_sm90<D, NC><<<grid, L::THREADS, L::SMEM, stream>>>(
+	flash_fwd_sm90<D, NC, KN><<<grid, L::THREADS, L::SMEM, stream>>>(
 		(__nv_bfloat16 *)o, lse, qm, km, vm, t, d, scale * 1.44269504088896340736f,
 		causal ? 1 : 0);
 	return cudaGetLastError();
@@ -1000,7 +1028,7 @@ extern "C" int flash_sm90_supported(int d_head)
 	    major != 9 || minor != 0 || !encode_tiled())
 		return 0;
 	return d_head <= 64 ? fwd_ready<64, 2>() && fwd_ready<64, 3>() && bwd_ready<64>()
-			    : fwd_ready<128, 2>() && bwd_ready<128>();
+			    : fwd_ready<128, 2>() && fwd_ready<128, 2, 176>() && bwd_ready<128>();
 }
 
 extern "C" cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, const void *k,
@@ -1013,6 +1041,9 @@ extern "C" cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, co
 
 	if (cudaGetDevice(&dev) == cudaSuccess)
 		cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+	/* unmasked d_head 128: 176 keys a tile (FlashAttention-3's choice), fewer softmax passes */
+	if (d_head > 64 && !causal && fwd_176())
+		return launch<128, 2, 176>(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);
 	if (d_head > 64)
 		return launch<128, 2>(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);
 	/* three consumers where 192-row blocks still fill the GPU twice (flash_bench paths) */
