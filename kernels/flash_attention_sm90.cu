@@ -22,8 +22,6 @@
  * (flash_attention.h): head-major (bh, t, d_head) BF16, lse natural log.
  */
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -965,14 +963,6 @@ template <int D, int NC, int KN = BN> bool fwd_ready()
 	return kernel_ready<flash_fwd_sm90<D, NC, KN>, sm90_layout<D, NC, KN>::SMEM>();
 }
 
-/* A/B switch for this round's measurement (STEPTRACE_FLASH_FWD_176=0: 128 keys a tile). */
-static bool fwd_176()
-{
-	static const bool on = !(getenv("STEPTRACE_FLASH_FWD_176") && !strcmp(getenv("STEPTRACE_FLASH_FWD_176"), "0"));
-
-	return on;
-}
-
 template <int D> bool bwd_ready()
 {
 	return kernel_ready<flash_bwd_sm90<D>, sm90_bwd_layout<D>::SMEM>();
@@ -1042,7 +1032,7 @@ extern "C" cudaError_t flash_sm90_forward(void *o, float *lse, const void *q, co
 	if (cudaGetDevice(&dev) == cudaSuccess)
 		cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
 	/* unmasked d_head 128: 176 keys a tile (FlashAttention-3's choice), fewer softmax passes */
-	if (d_head > 64 && !causal && fwd_176())
+	if (d_head > 64 && !causal)
 		return launch<128, 2, 176>(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);
 	if (d_head > 64)
 		return launch<128, 2>(o, lse, q, k, v, bh, t, d_head, scale, causal, stream);

@@ -19,7 +19,8 @@ forward). TFLOP/s count 4 B H T^2 d for the forward (half of it causal) and
 Writes OUT/attention-anchor.csv (or --csv) with one row per d_head, seq and
 causal: both sides' ms and TFLOP/s, forward and backward, and SDPA's time over
 steptrace's (>= 1.0: steptrace as fast or faster), and a Markdown table to
-stdout (and --md). The kernels SDPA ran are printed once per d_head. Exit 0 (a
+stdout (and --md). The kernels SDPA ran are printed once per d_head, and
+written to OUT/sdpa-kernels.txt. Exit 0 (a
 measurement, not a test), 77 without torch or a GPU.
 """
 import argparse
@@ -79,8 +80,12 @@ def main():
     ds = [int(x) for x in a.d_head.split(",")]
     ts = [int(x) for x in a.seq.split(",")]
     print("GPU: %s, PyTorch %s" % (torch.cuda.get_device_name(0), torch.__version__), flush=True)
-    for d in ds:
-        print("SDPA's default kernels at d_head %d: %s" % (d, "; ".join(ta.default_kernels(d))), flush=True)
+    with open(os.path.join(a.out, "sdpa-kernels.txt"), "w") as f:
+        f.write("GPU: %s, PyTorch %s\n" % (torch.cuda.get_device_name(0), torch.__version__))
+        for d in ds:
+            line = "SDPA's default kernels at d_head %d: %s" % (d, "; ".join(ta.default_kernels(d)))
+            print(line, flush=True)
+            f.write(line + "\n")
     rows = []
     for causal in (True, False):
         st = st_bench(a, causal)
