@@ -125,6 +125,7 @@ int armed_step(struct armed_status *st, uint64_t *seq, uint64_t *first, uint64_t
 		atomic_store_explicit(&st->window_end, 0, memory_order_relaxed);
 	}
 	if (state == ARMED_IDLE && req > atomic_load_explicit(&st->taken_seq, memory_order_relaxed)) {
+		atomic_store_explicit(&st->window_end, 0, memory_order_relaxed);   /* a trigger's, not a window */
 		atomic_store_explicit(&st->taken_seq, req, memory_order_relaxed);
 		*seq = req;
 		*first = st->req_first;

@@ -505,9 +505,9 @@ int launch_run(const struct launch_opts *o)
 	}
 	child_pid = pid;
 	if (armed[0] && o->every > 0)
-		fprintf(stderr, "record: armed (run %s, command pid %d): steps %d to %d, then every %d "
+		fprintf(stderr, "record: armed (run %s, command pid %d): steps %d to %lld, then every %d "
 			"steps %d more, are recorded (and on `steptrace trigger --run %s`)\n", run_id,
-			(int)pid, o->every, o->every + (o->window > 0 ? o->window : LAUNCH_WINDOW) - 1,
+			(int)pid, o->every, (long long)o->every + (o->window > 0 ? o->window : LAUNCH_WINDOW) - 1,
 			o->every, o->window > 0 ? o->window : LAUNCH_WINDOW, run_id);
 	else if (armed[0])
 		fprintf(stderr, "record: armed (run %s, command pid %d): nothing is recorded until "

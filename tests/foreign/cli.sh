@@ -169,6 +169,9 @@ grep -q "^record: armed (run [0-9]*, command pid [0-9]*): steps 50 to 53, then e
 	fail "--every: said $(head -1 "$tmp/err")"
 run -o "$tmp/r.stb" --every 7 -- sh -c 'echo "$STEPTRACE_ARMED_EVERY"'
 [ "$(cat "$tmp/out")" = "7:3" ] || fail "--every 7: STEPTRACE_ARMED_EVERY '$(cat "$tmp/out")'"
+run -o "$tmp/r.stb" --every 2147483647 --window 2147483647 -- true
+grep -q "steps 2147483647 to 4294967293, then every 2147483647 steps 2147483647 more" "$tmp/err" ||
+	fail "--every at INT_MAX said $(head -1 "$tmp/err")"
 STEPTRACE_ARMED_EVERY=5:1 run -o "$tmp/r.stb" --armed -- sh -c 'echo "${STEPTRACE_ARMED_EVERY-unset}"'
 [ "$(cat "$tmp/out")" = unset ] || fail "--armed alone: STEPTRACE_ARMED_EVERY '$(cat "$tmp/out")' inherited"
 usage "--window is the steps of each --every window: give --every K" -o "$tmp/r.stb" --window 3 -- touch "$tmp/ran"

@@ -220,13 +220,46 @@ static void test_periodic(const char *base)
 	CHECK(atomic_load(&p.st->done_seq) == 1 && p.st->done_result == ARMED_WRITTEN);
 	CHECK(atomic_load(&p.st->window_end) == 0, "no window recording");
 
-	/* a request waiting across a multiple of 10 holds the window back */
-	while (atomic_load(&p.st->steps) < 48)
+	/*
+	 * a window whose recording never began (its bundle could not open: the
+	 * process went idle with window_end left set) does not make a trigger's
+	 * recording look like a window: a second trigger is still refused
+	 */
+	atomic_store(&p.st->window_end, 99);
+	CHECK(armed_request(&run, 3, &seq, &first) == 0 && seq == 2);
+	while (atomic_load(&p.st->steps) < first)
 		armed_step(p.st, &p.seq, &p.first, &p.count);
-	CHECK(armed_request(&run, 1, &seq, &first) == 0 && first == 50);
-	atomic_store(&p.st->steps, 49);
-	CHECK(armed_step(p.st, &p.seq, &p.first, &p.count) == ARMED_BEGIN && p.seq == 2,
-	      "the trigger's request at 50, not the window");
+	CHECK(atomic_load(&p.st->state) == ARMED_RECORDING && atomic_load(&p.st->window_end) == 0,
+	      "a trigger's recording: state %u, window_end %llu", (unsigned)atomic_load(&p.st->state),
+	      (unsigned long long)atomic_load(&p.st->window_end));
+	{
+		FILE *quiet = fopen("/dev/null", "w");
+
+		error_set_stream(quiet);
+		CHECK(armed_request(&run, 1, &seq, &first) == -1, "a trigger while a trigger records");
+		error_set_stream(NULL);
+		if (quiet)
+			fclose(quiet);
+	}
+	while (atomic_load(&p.st->state) != ARMED_IDLE)
+		armed_step(p.st, &p.seq, &p.first, &p.count);
+
+	/* a request holds a window back: one not yet taken, and one waiting for its first step */
+	while (atomic_load(&p.st->steps) % 10 != 9)
+		armed_step(p.st, &p.seq, &p.first, &p.count);
+	uint64_t m = atomic_load(&p.st->steps) + 1;   /* the next multiple of 10 */
+	CHECK(armed_request(&run, 1, &seq, &first) == 0 && seq == 3 && first == m + 1,
+	      "trigger %llu at %llu", (unsigned long long)seq, (unsigned long long)first);
+	atomic_store(&p.st->steps, m);   /* as a boundary would count it, the request not yet taken */
+	CHECK(armed_periodic(p.st, 10, 3, &p.seq, &p.first, &p.count) == ARMED_NOTHING,
+	      "a window while a trigger's request is not yet taken");
+	atomic_store(&p.st->steps, m - 1);
+	CHECK(armed_step(p.st, &p.seq, &p.first, &p.count) == ARMED_NOTHING &&
+	      atomic_load(&p.st->state) == ARMED_WAITING);
+	CHECK(armed_periodic(p.st, 10, 3, &p.seq, &p.first, &p.count) == ARMED_NOTHING,
+	      "a window while a trigger's request waits");
+	CHECK(armed_step(p.st, &p.seq, &p.first, &p.count) == ARMED_BEGIN && p.seq == 3 && p.first == m + 1,
+	      "the trigger's request at %llu", (unsigned long long)(m + 1));
 	armed_run_release(&run);
 	armed_unpublish(dir, p.st);
 
