@@ -140,20 +140,6 @@ struct model {
 
 	struct ddp *ddp;              /* data parallelism (ddp.c), NULL for one process */
 
-	/*
-	 * --kernels fused, train, one process: AdamW beside the backward
-	 * (pass.c, "The optimizer beside the backward"). opt_stream is NULL
-	 * where it is off (STEPTRACE_OPTIMIZER_OVERLAP=0, or not that step).
-	 */
-	cudaStream_t opt_stream;      /* the updates' stream, at the lowest priority */
-	cudaEvent_t opt_fork, opt_join;
-	size_t opt_min;               /* elements final before a chunk starts */
-	int opt_gemm_sms;             /* the products' SM target beside AdamW (0: all) */
-	size_t opt_next;              /* this step: elements from here up are updated or queued */
-	size_t opt_k;                 /* this step: chunks started */
-	uint32_t *opt_op;             /* op of each chunk, by its index in the step (registered once) */
-	size_t opt_n_op;
-
 	float *loss_host;             /* pinned, 3 floats: the loss, then hyper_host */
 	float *hyper_host;            /* AdamW's alpha_t and lr * weight_decay for this step */
 	cudaGraphExec_t graph;        /* fused: the step, captured at the second */

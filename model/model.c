@@ -110,7 +110,6 @@ static int param_layout(struct model *m)
 	m->off_lm = off;
 	param_add(m, "lm_head.weight", 2, v, d, &off);
 	m->n_params = off;
-	m->opt_min = off / 16 < ((size_t)1 << 20) ? off / 16 : (size_t)1 << 20;
 	return 0;
 }
 
@@ -180,20 +179,6 @@ static int create_buffers(struct model *m)
 	return 0;
 }
 
-/*
- * AdamW beside the backward (pass.c), asked for by STEPTRACE_OPTIMIZER_OVERLAP=1:
- * the fused train step of one process. Off by default: on an H200 it made
- * every size's step slower, not faster (docs/measurements.md, "AdamW beside
- * the backward").
- */
-static bool optimizer_overlaps(const struct model_config *c)
-{
-	const char *env = getenv("STEPTRACE_OPTIMIZER_OVERLAP");
-
-	return c->kernels == ST_KERNELS_FUSED && c->mode == ST_MODE_TRAIN && c->ddp == ST_DDP_NONE &&
-	       env && !strcmp(env, "1");
-}
-
 int model_create(struct model **out, const struct model_config *c,
 		 const struct model_observer *obs, struct model_oom *oom)
 {
@@ -230,25 +215,8 @@ int model_create(struct model **out, const struct model_config *c,
 		error("out of host memory for the activation table");
 		goto fail;
 	}
-	if (optimizer_overlaps(c)) {   /* the step's stream first, AdamW's beside it (pass.c) */
-		int least = 0, greatest = 0;
-
-		if (CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest)) ||
-		    CUDA_CHECK(cudaStreamCreateWithPriority(&m->stream, cudaStreamNonBlocking, greatest)) ||
-		    CUDA_CHECK(cudaStreamCreateWithPriority(&m->opt_stream, cudaStreamNonBlocking, least)) ||
-		    CUDA_CHECK(cudaEventCreateWithFlags(&m->opt_fork, cudaEventDisableTiming)) ||
-		    CUDA_CHECK(cudaEventCreateWithFlags(&m->opt_join, cudaEventDisableTiming)))
-			goto fail;
-		const char *carve = getenv("STEPTRACE_OPTIMIZER_SMS");
-		int device = 0, sms = 0;
-
-		if (carve && atoi(carve) > 0 && !CUDA_CHECK(cudaGetDevice(&device)) &&
-		    !CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) &&
-		    atoi(carve) < sms)
-			m->opt_gemm_sms = sms - atoi(carve);
-	} else if (CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking))) {
+	if (CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking)))
 		goto fail;
-	}
 	for (int i = 0; i < 4; i++)
 		if (CUDA_CHECK(cudaEventCreate(&m->ev[i])))
 			goto fail;
@@ -337,13 +305,6 @@ void model_free(struct model *m)
 			cudaEventDestroy(m->ev[i]);
 	if (m->stream)
 		cudaStreamDestroy(m->stream);
-	if (m->opt_stream)
-		cudaStreamDestroy(m->opt_stream);
-	if (m->opt_fork)
-		cudaEventDestroy(m->opt_fork);
-	if (m->opt_join)
-		cudaEventDestroy(m->opt_join);
-	free(m->opt_op);
 	cudaGetLastError();
 	op_registry_release(&m->ops);
 	free(m->plan);
@@ -615,10 +576,6 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = graph ? step_graph(m) : step_phases(m);
 	if (rc != MODEL_OK) {
-		if (m->opt_stream) {   /* updates a failed backward started: done before its blocks go */
-			cudaStreamSynchronize(m->opt_stream);
-			m->gemm.sm_target = 0;
-		}
 		release_step_blocks(m);
 		graph_reset(m);   /* its blocks are gone: eager, then a fresh capture */
 		if (rc == MODEL_OOM)

@@ -30,9 +30,6 @@
  */
 #include <limits.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "kernels/adamw.h"
 #include "kernels/cast.h"
@@ -88,13 +85,9 @@ static void put(struct model *m, struct mem_block *b)
  * data parallelism (overlap, bucket) the all-reduces that carry only such
  * gradients start now (ddp.c). The backward finishes them last to first.
  */
-static int opt_final(struct model *m, size_t offset);
-
 static int grads_final(struct model *m, size_t offset)
 {
-	if (m->ddp)
-		return ddp_grads_final(m, offset);
-	return m->opt_stream ? opt_final(m, offset) : MODEL_OK;
+	return m->ddp ? ddp_grads_final(m, offset) : MODEL_OK;
 }
 
 /* Forward mode keeps nothing for a backward: blocks go after their last forward use. */
@@ -729,8 +722,6 @@ int model_backward(struct model *m)
 		return error("a backward needs targets: call model_set_batch with targets first");
 
 	TRY(zero_norm_grads(m));
-	m->opt_next = m->n_params;   /* nothing of this step's AdamW started yet */
-	m->opt_k = 0;
 
 	if (m->fused) {   /* the forward's loss left the gradient in the logits' block */
 		put(m, lse);
@@ -770,115 +761,6 @@ int model_backward(struct model *m)
 
 /* ---- Optimizer ---- */
 
-/*
- * AdamW over elements [from, to) of the parameters on stream s, reading its
- * scalars from m->hyper, and writing the BF16 copies of those that have one.
- */
-static int adamw_range(struct model *m, size_t from, size_t to, cudaStream_t s)
-{
-	const struct model_config *c = &m->c;
-	char *w = tb(m, T_WCAST)->ptr;
-	void *copy = NULL;
-	long long copy_from = 0;
-
-	if (w && to > m->cast_from) {   /* copy[i] is element cast_from + i's */
-		if (from >= m->cast_from)
-			copy = w + (from - m->cast_from) * 2;
-		else
-			copy = w, copy_from = (long long)(m->cast_from - from);
-	}
-	return CUDA_CHECK(adamw_update_copy(param(m, from), grad(m, from), (float *)m->adam_m.ptr + from,
-					    (float *)m->adam_v.ptr + from, (long long)(to - from),
-					    c->beta1, c->beta2, (float)c->eps, m->hyper.ptr, copy,
-					    copy_from, s)) ? MODEL_ERROR : MODEL_OK;
-}
-
-/* The step's scalars to the device, in the step (so a graph replay copies each step's). */
-static int hyper_copy(struct model *m)
-{
-	return CUDA_CHECK(cudaMemcpyAsync(m->hyper.ptr, m->hyper_host, 2 * sizeof(float),
-					  cudaMemcpyHostToDevice, m->stream)) ? MODEL_ERROR : MODEL_OK;
-}
-
-/*
- * The optimizer beside the backward (--kernels fused, train, one process;
- * m->opt_stream set): the backward finishes the gradients last to first
- * (grads_final), and no later part of it reads a parameter whose gradient
- * is final (a layer's weights are read by its own backward only), so AdamW
- * updates those parameters, and writes their BF16 copies for the next
- * step, on a stream of its own while the backward goes on: AdamW is bound
- * by memory bandwidth, the products beside it by the tensor cores. The
- * backward's stream has the higher priority, so AdamW's blocks take the
- * SMs its kernels leave. A chunk starts once opt_min elements are final,
- * and at layer 0's first gain (cast_from); the optimizer phase updates the
- * embedding, whose gradient is final last, and waits for the chunks. Each
- * chunk is an op of its own in a range of its own
- * ("step/backward/layer.3/attn/optimizer/adamw", phase optimizer), registered at its first step: the chunks fall the same way
- * every step. STEPTRACE_OPTIMIZER_SMS=N leaves N SMs to AdamW while it
- * runs (the products' SM count target). Asked for by
- * STEPTRACE_OPTIMIZER_OVERLAP=1 (model.c): on an H200 the step was slower
- * with it at every size and every N tried, AdamW's blocks finding no SMs
- * beside the products, and taking them from the products when given some
- * (docs/measurements.md).
- */
-static uint32_t opt_register(struct model *m, size_t from, size_t to)
-{
-	static const uint8_t in[4] = { ST_DT_F32, ST_DT_F32, ST_DT_F32, ST_DT_F32 };
-	static const uint8_t out[4] = { ST_DT_F32, ST_DT_F32, ST_DT_F32, ST_DT_BF16 };
-	size_t copied = tb(m, T_WCAST)->ptr && to > m->cast_from
-				? to - (from > m->cast_from ? from : m->cast_from) : 0;
-	char open[512], path[600];
-
-	op_open_path(&m->ops, open, sizeof(open));
-	snprintf(path, sizeof(path), "%s%sadamw", open, *open ? "/" : "");   /* in its "optimizer" */
-	return op_registry_add(&m->ops, path, "optimizer", 15 * (uint64_t)(to - from),
-			       28 * (uint64_t)(to - from) + 2 * (uint64_t)copied, 4, in, copied ? 4 : 3,
-			       out);
-}
-
-static int opt_final(struct model *m, size_t offset)
-{
-	size_t to = m->opt_next, k = m->opt_k;
-	int rc;
-
-	if (offset < m->cast_from || offset >= to ||
-	    (to - offset < m->opt_min && offset != m->cast_from))
-		return MODEL_OK;
-	if (k >= m->opt_n_op) {
-		size_t n = m->opt_n_op ? 2 * m->opt_n_op : 64;
-		uint32_t *op = realloc(m->opt_op, n * sizeof(*op));
-
-		if (!op)
-			return error("out of host memory for the optimizer's ops");
-		memset(op + m->opt_n_op, 0, (n - m->opt_n_op) * sizeof(*op));
-		m->opt_op = op;
-		m->opt_n_op = n;
-	}
-	op_range_push(&m->ops, "optimizer");
-	if (!m->opt_op[k] && !(m->opt_op[k] = opt_register(m, offset, to))) {
-		op_range_pop(&m->ops);
-		return MODEL_ERROR;
-	}
-	op_begin(&m->ops, m->opt_op[k]);
-	rc = MODEL_OK;
-	if (k == 0) {   /* the step's scalars, before its first update */
-		model_optimizer_prepare(m);
-		rc = hyper_copy(m);
-		m->gemm.sm_target = m->opt_gemm_sms;
-	}
-	if (rc == MODEL_OK &&
-	    (CUDA_CHECK(cudaEventRecord(m->opt_fork, m->stream)) ||
-	     CUDA_CHECK(cudaStreamWaitEvent(m->opt_stream, m->opt_fork, 0))))
-		rc = MODEL_ERROR;
-	if (rc == MODEL_OK)
-		rc = adamw_range(m, offset, to, m->opt_stream);
-	op_end(&m->ops);
-	op_range_pop(&m->ops);
-	m->opt_next = offset;
-	m->opt_k++;
-	return rc;
-}
-
 void model_optimizer_prepare(struct model *m)
 {
 	const struct model_config *c = &m->c;
@@ -893,20 +775,18 @@ int model_optimizer(struct model *m)
 {
 	const struct model_config *c = &m->c;
 
-	if (m->opt_stream && m->opt_k > 0) {   /* the rest beside the backward: the embedding's */
-		op_begin(&m->ops, m->top.adamw);
-		TRY(adamw_range(m, 0, m->opt_next, m->stream));
-		TRY(CUDA_CHECK(cudaEventRecord(m->opt_join, m->opt_stream)));
-		TRY(CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->opt_join, 0)));
-		m->gemm.sm_target = 0;
-		op_end(&m->ops);
-		return MODEL_OK;
-	}
 	model_optimizer_prepare(m);
 	op_begin(&m->ops, m->top.adamw);
 	if (m->fused) {
-		TRY(hyper_copy(m));
-		TRY(adamw_range(m, 0, m->n_params, m->stream));
+		struct mem_block *w = tb(m, T_WCAST);
+
+		/* a copy in the graph, so each replay reads that step's scalars */
+		TRY(CUDA_CHECK(cudaMemcpyAsync(m->hyper.ptr, m->hyper_host, 2 * sizeof(float),
+					       cudaMemcpyHostToDevice, m->stream)));
+		TRY(CUDA_CHECK(adamw_update_copy(m->params.ptr, m->grads.ptr, m->adam_m.ptr,
+						 m->adam_v.ptr, (long long)m->n_params, c->beta1,
+						 c->beta2, (float)c->eps, m->hyper.ptr, w->ptr,
+						 (long long)m->cast_from, m->stream)));
 		op_end(&m->ops);
 		return MODEL_OK;
 	}

@@ -306,12 +306,7 @@ int model_plan(struct model *m)
 	k = (struct cost){ .flops = n * d, .bytes = 2 * n * d * 4 + n * 4 };
 	DT(&k, L(F, I), L(F));
 	REG(embedding_bwd, "step/backward/embedding", "backward");
-	if (c->mode == ST_MODE_TRAIN && m->opt_stream) {
-		/* the rest of AdamW, beside the backward (pass.c): the embedding, which has no copy */
-		k = (struct cost){ .flops = 15 * (uint64_t)m->cast_from, .bytes = 28 * (uint64_t)m->cast_from };
-		DT(&k, L(F, F, F, F), L(F, F, F));
-		REG(adamw, "step/optimizer/adamw", "optimizer");
-	} else if (c->mode == ST_MODE_TRAIN) {
+	if (c->mode == ST_MODE_TRAIN) {
 		k = (struct cost){ .flops = 15 * (uint64_t)m->n_params, .bytes = 28 * (uint64_t)m->n_params };
 		DT(&k, L(F, F, F, F), L(F, F, F));
 		if (m->fused && bf16) {   /* and the next step's weight copies, for cast_weights */

@@ -12,7 +12,6 @@
 # fused-step and fused-torch (issue 27's: the BF16 step plain and fused at
 # every size, its agreement with PyTorch in FP32 and BF16, a recorded large
 # fused bundle; then PyTorch eager and torch.compile on small to large),
-# optimizer-overlap (issue 41's AdamW beside the backward, by SMs left to it),
 # multi (issue 16 on two GPUs, nvidia-h200-x2: multi-tests, multi-allreduce,
 # multi-ddp and multi-record in turn; each can be run alone), torchrun (issue
 # 23 on two GPUs: PyTorch DDP, FSDP, two simulated nodes and mpirun, recorded
@@ -141,23 +140,6 @@ fused-step)
 	echo "== $st record $a -o large-fused.stb"
 	$st record $a -o "$out/large-fused.stb" 2>&1 | tail -2
 	$st summary "$out/large-fused.stb" --by category | head -14
-	;;
-optimizer-overlap)
-	# AdamW beside the backward (docs/measurements.md): after it, beside it, and beside it with
-	# N SMs left to it, two rounds; CSV in the form of docs/fused/optimizer-overlap-h200.csv
-	a="--model small,medium,large,xl --ctx 512 --precision bf16 --kernels fused --warmup 3 --steps 10 --format csv"
-	echo "variant,sms_left,round,model,forward_ms,backward_ms,optimizer_ms,step_ms,step_median_ms" \
-		>"$out/optimizer-overlap.csv"
-	for r in 1 2; do
-		for v in after 0 16 32 48 64; do
-			if [ $v = after ]; then e="STEPTRACE_OPTIMIZER_OVERLAP=0"; k=after; n=""
-			else e="STEPTRACE_OPTIMIZER_OVERLAP=1 STEPTRACE_OPTIMIZER_SMS=$v"; k=beside; n=$v; fi
-			env $e $st bench $a | awk -F, -v k=$k -v n="$n" -v r=$r 'NR > 1 {
-				print k "," n "," r "," $1 "," $6 "," $8 "," $10 "," $12 "," $14 }' \
-				>>"$out/optimizer-overlap.csv"
-		done
-	done
-	cat "$out/optimizer-overlap.csv"
 	;;
 fused-torch)
 	for c in "" --compile; do

@@ -487,17 +487,8 @@ static void check_step_ranges(const struct bundle *b)
 	const char *mode = c && c->mode ? c->mode : "train";
 	size_t want = !strcmp(mode, "forward") ? 2 : !strcmp(mode, "fwdbwd") ? 3 : 4;
 	size_t (*count)[4] = calloc(b->n_steps + 1, sizeof(*count));
-	uint32_t *step_depth = calloc(b->n_steps + 1, sizeof(*step_depth));
 	size_t i, k, bad = 0;
 
-	/* a phase's range is a child of its step's ("optimizer" inside the backward is not one) */
-	for (i = 0; i < b->n_ranges; i++) {
-		const struct range *r = &b->ranges[i];
-		long st = step_at(b, r->start);
-
-		if (!strcmp(str(b, r->name), "step") && st >= 0 && r->end <= b->steps[st].end)
-			step_depth[st] = r->depth;
-	}
 	for (i = 0; i < b->n_ranges; i++) {
 		const struct range *r = &b->ranges[i];
 		const char *name = str(b, r->name);
@@ -505,8 +496,7 @@ static void check_step_ranges(const struct bundle *b)
 
 		for (k = 0; k < 4 && strcmp(name, names[k]); k++)
 			;
-		if (k < 4 && st >= 0 && r->end <= b->steps[st].end &&
-		    (k == 0 || r->depth == step_depth[st] + 1))
+		if (k < 4 && st >= 0 && r->end <= b->steps[st].end)
 			count[st][k]++;
 	}
 	for (i = 0; i < b->n_steps; i++) {
@@ -522,7 +512,6 @@ static void check_step_ranges(const struct bundle *b)
 	CHECK(bad == 0, "each of %zu steps holds exactly one each of the step/forward%s%s ranges "
 	      "(%zu do not)", b->n_steps, want > 2 ? "/backward" : "", want > 3 ? "/optimizer" : "", bad);
 	free(count);
-	free(step_depth);
 }
 
 /* Model allocator events in file order (the recorder writes them in program order). */
