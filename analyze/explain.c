@@ -1327,10 +1327,12 @@ static void replay_table(const struct ctx *c, struct report *r)
 		       "inferred wait %.1f us, synchronisation's return %.1f us, poll %.1f us); each duration at the "
 		       "median of its key's: the host's calls and work between them by their names, ranges and place in "
 		       "the step %.0f%%, without their place %.0f%%, by names alone %.0f%%, one of a kind %.0f%%; the "
-		       "GPU's work by its name and shape %.0f%%, name alone %.0f%%, one of a kind %.0f%%",
+		       "GPU's work by its name, shape and range %.0f%%, without its range %.0f%%, by name alone %.0f%%, "
+		       "one of a kind %.0f%%",
 		    (double)k->delay[GE_LAUNCH] / 1e3, (double)k->delay[GE_STREAM] / 1e3, (double)k->delay[GE_WAIT] / 1e3,
 		    (double)k->sync_end / 1e3, (double)k->delay[GE_SYNC] / 1e3, share(k->host, 1), share(k->host, 2),
-		    share(k->host, 3), share(k->host, 0), share(k->gpu, 1), share(k->gpu, 3), share(k->gpu, 0));
+		    share(k->host, 3), share(k->host, 0), share(k->gpu, 1), share(k->gpu, 2), share(k->gpu, 3),
+		    share(k->gpu, 0));
 }
 
 static void summarise(const struct ctx *c, const struct finding *f, size_t n, struct explain_summary *s)

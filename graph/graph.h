@@ -309,7 +309,9 @@ void graph_times_release(struct graph_times *t);
  * after the work, each in `info`), and every duration at the median of its
  * key over the counted steps (the window from the graph's pin; what ran
  * before it stays as recorded, as in graph_retime): a kernel's time by its
- * name, grid and block, and whether a collective ran beside it; a copy's or
+ * name, grid, block and range path, and whether a collective ran beside it
+ * (then without its range path: one kernel at one grid can be products of
+ * other sizes, their K no part of the grid); a copy's or
  * memset's by its name and bytes; a collective's (and its transfer) by its
  * name, grid and place among the step's collectives (its bucket); the
  * GPU's gap between a stream's two kernels by their names; a call's own
@@ -338,8 +340,9 @@ struct graph_typical {
 	 * The durations in the re-timed window, by the key whose median they
 	 * took: [0] none (one of a kind at every level: its own time), [1] the
 	 * finest (the host's: its calls' names, ranges and place in the step;
-	 * a kernel's name and shape), [2] the host's without its place, [3]
-	 * the coarsest (the host's calls' names alone; a kernel's name alone).
+	 * a kernel's name, shape and range path), [2] the host's without its
+	 * place, a kernel's without its range path, [3] the coarsest (the
+	 * host's calls' names alone; a kernel's name alone).
 	 */
 	size_t gpu[4];                 /* work on the GPU (collectives' transfers too) */
 	size_t host[4];                /* calls' own times and the host's work between calls */

@@ -946,6 +946,38 @@ static int ranks_floor(const struct graph *g, const struct graph_rule *rule, con
 	return 0;
 }
 
+/*
+ * ranks=N's contention and host cost per call (graph_rules_ranks), from
+ * the kernels' durations under the rules among `rules` that change the
+ * work alone: no rule that only takes time out moves them (monotone).
+ */
+static int ranks_effects(const struct graph *g, const struct graph_rule *rules, size_t n,
+			 const struct graph_ranks_model *rm, const struct graph_rule *ranks, const uint64_t *base_own,
+			 struct effects *fx)
+{
+	struct graph_rule *work = malloc((n + 1) * sizeof(*work));
+	struct effects wx;
+	size_t nw = 0;
+	int ret;
+
+	if (!work)
+		return error("out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].kind == GR_PRECISION || rules[i].kind == GR_BATCH || rules[i].kind == GR_FUSE ||
+		    rules[i].kind == GR_DATA || rules[i].kind == GR_BUCKET)
+			work[nw++] = rules[i];
+	ret = effects_init(&wx, g, work, nw);
+	if (ret == 0)
+		ret = graph_rules_ranks(g, ranks, rm, graph_bw_table_time(rm->table, (double)(rm->bucket_bytes &&
+					rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes),
+					ranks->ranks) * 1e9, base_own, wx.kernel, &fx->kernel, &fx->edge_add);
+	free(wx.kernel);
+	free(wx.edge_add);
+	free(wx.after);
+	free(work);
+	return ret;
+}
+
 static int retime(const struct graph *g, const struct graph_rule *rules, size_t n, const struct graph_ranks_model *rm,
 		  const int64_t *base_delay, const uint64_t *base_own, struct graph_times *t)
 {
@@ -998,6 +1030,14 @@ static int retime(const struct graph *g, const struct graph_rule *rules, size_t 
 		error("out of memory");
 		goto out;
 	}
+	/*
+	 * ranks=N: the backward slowed and the host's calls added first, then
+	 * the all-reduces' floor from those times: the exposed all-reduces
+	 * after the backward as it then runs (a floor from the times before
+	 * would add them again after a backward the host delays)
+	 */
+	if (ranks && ranks_effects(g, rules, n, rm, ranks, base_own, &fx) < 0)
+		goto out;
 	retime_pass(g, &fx, NULL, meet, t->start, t->end);
 	if (ranks) {
 		gate = malloc((g->n_nodes + 1) * sizeof(*gate));
@@ -1007,17 +1047,6 @@ static int retime(const struct graph *g, const struct graph_rule *rules, size_t 
 		}
 		for (size_t i = 0; i < g->n_nodes; i++)
 			gate[i].anchor = -1;
-		/*
-		 * the backward slowed and the host's calls added first, then the
-		 * all-reduces' floor from those times: the exposed all-reduces
-		 * after the backward as it then runs (a floor from the times
-		 * before would add them again after a backward the host delays)
-		 */
-		if (graph_rules_ranks(g, ranks, rm, graph_bw_table_time(rm->table, (double)(rm->bucket_bytes &&
-		    rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes), ranks->ranks) * 1e9,
-				      t->start, t->end, &fx.kernel, &fx.edge_add) < 0)
-			goto out;
-		retime_pass(g, &fx, NULL, meet, t->start, t->end);
 		if (ranks_floor(g, ranks, rm, t->start, t->end, gate) < 0)
 			goto out;
 		retime_pass(g, &fx, gate, meet, t->start, t->end);
@@ -1157,7 +1186,8 @@ static bool item_placed(const struct graph *g, uint32_t at, int kind)
  * range paths (level 2: without the paths); a kernel by its name, grid, block and
  * whether a collective ran beside it (level 2: its name); a copy by its
  * name, kind and bytes (level 2: without its bytes); a collective's
- * transfer as its kernel; a stream's gap by its kernels' names.
+ * transfer as its kernel; a stream's gap by its kernels' names. A kernel's
+ * and a transfer's finest key (level 0) holds its range path too.
  */
 static uint64_t item_hash(const struct graph *g, uint32_t at, int kind, int level, const struct busy *busy,
 			  size_t n_busy)
@@ -1192,6 +1222,14 @@ static uint64_t item_hash(const struct graph *g, uint32_t at, int kind, int leve
 		}
 		if (kind == KEY_KERNEL && n->work == GW_KERNEL && busy)   /* beside a collective: slower */
 			h = mix(h, busy_at(busy, n_busy, n->rank, n->start));
+		/*
+		 * and by its op's range path: one kernel at one grid can be work
+		 * of other sizes (a product's K is no part of its grid: the FP32
+		 * step's dW products of qkv_proj and w1w3 share cuBLAS's Kernel2
+		 * at one grid, 45 and 162 us)
+		 */
+		if (level == 0)
+			h = mix(h, path);
 	}
 	if (kind == KEY_COPY) {
 		const struct replay_activity *a = &g->rp[n->rank]->activities[n->index];

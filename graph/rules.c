@@ -1288,7 +1288,7 @@ static void host_after(const struct graph *g, const int64_t *out, uint32_t act, 
 }
 
 int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
-		      double bucket_ns, const uint64_t *start, const uint64_t *end, double **kernel, int64_t **edge_add)
+		      double bucket_ns, const uint64_t *own, const double *work, double **kernel, int64_t **edge_add)
 {
 	const struct replay *rp = g->rp[0];
 	double c = rm->contention > 0 ? rm->contention : 1;
@@ -1299,6 +1299,7 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 	uint32_t *all, *at;
 	int64_t *out;
 
+	(void)rule;
 	if ((c == 1 && !rm->call_ns) || !n_buckets)
 		return 0;
 	if (!factors(g, kernel) || !adds(g, edge_add))
@@ -1327,25 +1328,26 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 		at[s] = at[s - 1];
 	at[0] = 0;
 	for (size_t s = 0; s < rp->n_steps; s++) {
-		uint64_t busy = 0, done = 0, opt = UINT64_MAX, after = 0, busy0 = 0, done0 = 0, opt0 = UINT64_MAX;
+		uint64_t opt = UINT64_MAX, busy0 = 0, done0 = 0;
+		double busy = 0, done = 0, after = 0;
 		size_t n = at[s + 1] - at[s], b = 0, first = SIZE_MAX;
 		const uint32_t *acts = all + at[s];
 		uint32_t last = UINT32_MAX;
 
+		/* the backward: its kernels that began before the optimizer's first, as recorded */
 		for (size_t j = 0; j < n; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (node_phase(g, ph, (size_t)k) == ST_PHASE_OPTIMIZER && start[k] < opt)
-				opt = start[k];
-			if (node_phase(g, ph, (size_t)k) == ST_PHASE_OPTIMIZER && g->nodes[k].start < opt0)
-				opt0 = g->nodes[k].start;
+			if (node_phase(g, ph, (size_t)k) == ST_PHASE_OPTIMIZER && g->nodes[k].start < opt)
+				opt = g->nodes[k].start;
 		}
-		/* the backward's kernels in start order (activities are by start) */
 		for (size_t j = 0; j < n; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (node_phase(g, ph, (size_t)k) == ST_PHASE_BACKWARD && start[k] < opt)
-				busy += end[k] - start[k];
+			if (node_phase(g, ph, (size_t)k) == ST_PHASE_BACKWARD && g->nodes[k].start < opt) {
+				busy0 += g->nodes[k].own;
+				busy += (double)(own ? own[k] : g->nodes[k].own) * (work ? work[k] : 1);
+			}
 		}
 		if (!busy)
 			continue;
@@ -1354,16 +1356,10 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 		 * completes each bucket, by the recorded times (the other rules' change to
 		 * the kernels moves no host time: the prediction stays monotone in them)
 		 */
-		for (size_t j = 0; j < n; j++) {
-			int32_t k = g->act_node[0][acts[j]];
-
-			if (node_phase(g, ph, (size_t)k) == ST_PHASE_BACKWARD && g->nodes[k].start < opt0)
-				busy0 += g->nodes[k].own;
-		}
 		for (size_t j = 0, b0 = 0; j < n && busy0 && rm->bucket_bytes; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
-			if (node_phase(g, ph, (size_t)k) != ST_PHASE_BACKWARD || g->nodes[k].start >= opt0)
+			if (node_phase(g, ph, (size_t)k) != ST_PHASE_BACKWARD || g->nodes[k].start >= opt)
 				continue;
 			done0 += g->nodes[k].own;
 			for (; b0 < n_buckets && (double)done0 * (double)n_buckets >= (double)(b0 + 1) * (double)busy0; b0++)
@@ -1371,14 +1367,16 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 		}
 		for (size_t j = 0; j < n; j++) {
 			int32_t k = g->act_node[0][acts[j]];
+			double d;
 
-			if (node_phase(g, ph, (size_t)k) != ST_PHASE_BACKWARD || start[k] >= opt)
+			if (node_phase(g, ph, (size_t)k) != ST_PHASE_BACKWARD || g->nodes[k].start >= opt)
 				continue;
+			d = (double)(own ? own[k] : g->nodes[k].own) * (work ? work[k] : 1);
 			if (first != SIZE_MAX)
-				after += end[k] - start[k];
-			done += end[k] - start[k];
+				after += d;
+			done += d;
 			last = acts[j];
-			while (b < n_buckets && (double)done * (double)n_buckets >= (double)(b + 1) * (double)busy) {
+			while (b < n_buckets && done * (double)n_buckets >= (double)(b + 1) * busy) {
 				if (rm->bucket_bytes && first == SIZE_MAX)
 					first = j;
 				b++;
@@ -1390,14 +1388,14 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 			continue;
 		}
 		/* the backward's kernels beside the all-reduces: slowed by the share of their time those cover */
-		if (first == SIZE_MAX || !after || c == 1)
+		if (first == SIZE_MAX || !(after > 0) || c == 1)
 			continue;
 		for (size_t j = first + 1; j < n; j++) {
 			int32_t k = g->act_node[0][acts[j]];
 
 			if (g->nodes[k].work == GW_KERNEL && node_phase(g, ph, (size_t)k) == ST_PHASE_BACKWARD &&
-			    start[k] < opt)
-				(*kernel)[k] *= 1 + (c - 1) * fmin(1, t_comm / (double)after);
+			    g->nodes[k].start < opt)
+				(*kernel)[k] *= 1 + (c - 1) * fmin(1, t_comm / after);
 		}
 	}
 	phases_free(g, ph);

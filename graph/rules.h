@@ -117,11 +117,17 @@ static inline int64_t graph_rules_delay(int64_t d, const int64_t *add, size_t e)
 
 /*
  * ranks=N's contention and host cost per collective call (rm->contention,
- * rm->call_ns), from the re-timing before the all-reduces (start, end);
- * bucket_ns: a full bucket's all-reduce (graph_bw_table_time, the caller's).
+ * rm->call_ns); bucket_ns: a full bucket's all-reduce (graph_bw_table_time,
+ * the caller's). Which kernels the all-reduces run beside, and how much
+ * each slows, come from the kernels' recorded order and their durations
+ * (own: per node, NULL the recorded ones) under the rules that change the
+ * work (work: per node their factor, NULL none: precision, batch, fuse,
+ * data, bucket-mb), not under the rules that only take time out: a kernel
+ * those shrink would otherwise leave the others more of the all-reduces
+ * to hide under, each slowed more, and the prediction could lengthen.
  */
 int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
-		      double bucket_ns, const uint64_t *start, const uint64_t *end, double **kernel, int64_t **edge_add);
+		      double bucket_ns, const uint64_t *own, const double *work, double **kernel, int64_t **edge_add);
 
 /* The time to all-reduce `bytes` as the run's own collectives took: latency + bytes / bandwidth (ns). */
 struct graph_coll_fit {

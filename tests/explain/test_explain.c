@@ -448,6 +448,67 @@ static void test_typical_totals(void)
 	replay_release(&rp);
 }
 
+/*
+ * The typical replay's kernels by their range path too: a GPU-bound step
+ * (three launches at its start) of one kernel at one grid under three
+ * ranges, "a" and "b" 45 us, "c" 162 us (as cuBLAS's Kernel2 runs the
+ * FP32 step's dW products of different sizes at one grid), four counted
+ * steps. By name and shape alone every instance would take the median of
+ * 45, 45 and 162 (45): steps of 135 us of kernels instead of 252. By its
+ * range path each takes its own place's median: the step replays as
+ * measured, and the note counts every kernel at the finest key.
+ */
+static void test_typical_kernels_by_range(void)
+{
+	static const char *const names[3] = { "a", "b", "c" };
+	static const uint64_t dur[3] = { 45, 45, 162 };
+	struct replay rp;
+	const struct replay *rps[1] = { &rp };
+	struct graph g;
+	struct graph_times t;
+	struct graph_typical info;
+	struct builder b;
+
+	builder_init(&b);
+	builder_open_replay(&b, &rp);
+	for (uint64_t s = 0; s < 5; s++) {
+		uint64_t at = 1000 * s * US, gpu = at + 20 * US;
+
+		builder_push(&b, "step", at);
+		for (int k = 0; k < 3; k++) {
+			builder_push(&b, names[k], at + 5 * US * (uint64_t)k);
+			builder_launch(&b, "Kernel2", 7, 0, at + 5 * US * (uint64_t)k, at + 5 * US * (uint64_t)k + 3 * US,
+				       gpu, gpu + dur[k] * US);
+			builder_pop(&b, at + 5 * US * (uint64_t)k + 4 * US);
+			gpu += dur[k] * US + 1 * US;
+		}
+		builder_pop(&b, at + 300 * US);
+		builder_step(&b, (uint32_t)s, s == 0, at, at + 300 * US);
+	}
+	CHECK(builder_close(&b, "ok") == 0);
+	CHECK(graph_build(&g, rps, 1, NULL) == 0);
+	g.pin = 1000 * US;
+	CHECK(graph_retime_typical(&g, NULL, 0, NULL, &t, &info) == 0);
+	CHECK(!info.skipped);
+	for (uint64_t s = 1; s < 5; s++) {
+		/* the step's third kernel ends where it did: 20 + 45 + 1 + 45 + 1 + 162 us into the step */
+		int32_t last = g.act_node[0][0];
+		uint64_t end = 0;
+
+		for (size_t i = 0; i < rp.n_activities; i++)
+			if (rp.activities[i].step == (int32_t)s && g.nodes[g.act_node[0][i]].end > end) {
+				last = g.act_node[0][i];
+				end = g.nodes[last].end;
+			}
+		CHECK_NEAR((double)(t.end[last] - t.start[last]), 162.0 * US, 1e-9);
+		CHECK_NEAR((double)t.end[last] - (double)(1000 * s * US), 274.0 * US, 0.01);
+	}
+	CHECK_U64(info.gpu[1], 12);   /* the 4 counted steps' 12 kernels, each by name, shape and range */
+	graph_times_release(&t);
+	graph_release(&g);
+	replay_release(&rp);
+}
+
 /* The launch-bound step of test_unrecorded (a launch every 100 us in a 1 ms step), its cost event on b->thread. */
 static void launch_bound_costed(struct builder *b, const struct builder_cost *cost)
 {
@@ -587,5 +648,6 @@ int main(void)
 	test_contention();
 	test_unrecorded();
 	test_typical_totals();
+	test_typical_kernels_by_range();
 	return check_done("explain");
 }
