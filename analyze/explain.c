@@ -1290,6 +1290,9 @@ static void replay_table(const struct ctx *c, struct report *r)
 	const struct graph_typical *k = &c->typ;
 	double err = c->measured > 0 ? 100 * (c->typical - c->measured) / c->measured : 0;
 
+	if (fabs(err) < 0.05)
+		err = 0;   /* printed +0.0%, not -0.0% */
+
 	table_add_column(t, "Replay", COL_STR, 0);
 	table_add_column(t, "Measured", COL_FLOAT, 3);
 	table_add_column(t, "Replayed", COL_FLOAT, 3);

@@ -31,8 +31,9 @@ lines; an expected line that is "..." alone (indented or not) stands for any num
 of lines.
 
 --update writes what the commands print now into the blocks that differ,
-keeping the "..." lines where the new output still fits them (a block
-whose "..." lines no longer fit is reported, not rewritten). --list prints
+keeping the "..." lines where the new output still fits them; a block of
+one "..." that no longer fits keeps as many lines before and after it as
+it had (and says so: read it), one of more is reported, not rewritten. --list prints
 every transcript block: file:line, checked, gpu or skip, first command.
 Exit status: 0 when every checked block matches, 1 when one does not, 2 for
 bad usage or a refused file.
@@ -329,6 +330,17 @@ def make_folder(steptrace):
     return tmp, env
 
 
+def by_counts(expected, got):
+    """A quote of one '...': GOT's first and last lines as many as the quote kept before and after it."""
+    marks = [i for i, l in enumerate(expected) if l.strip() == "..."]
+    if len(marks) != 1:
+        return None
+    head, tail = marks[0], len(expected) - marks[0] - 1
+    if head + tail >= len(got):
+        return None
+    return got[:head] + [expected[marks[0]]] + (got[len(got) - tail:] if tail else [])
+
+
 def merge_elisions(expected, got):
     """GOT with EXPECTED's '...' lines kept where they still fit, else None."""
     if "..." not in [l.strip() for l in expected]:
@@ -421,6 +433,12 @@ def main():
                 merged = merge_elisions(exp, got)
                 if a.update and merged is not None:
                     print(f"{b.where()}: $ {first}: updated")
+                    new_body += src + merged
+                    continue
+                merged = by_counts(exp, got) if a.update else None
+                if merged is not None:
+                    print(f"{b.where()}: $ {first}: updated, its '...' kept by the lines around it "
+                          f"(read it: the lines it keeps may not be the ones the text speaks of)")
                     new_body += src + merged
                     continue
                 bad += 1

@@ -25,7 +25,9 @@ it; scripts/torch_overhead.py times it with and without recording.
                      training loops that print their loss do (a host sync)
   --load-ms X        data loading that costs X ms a batch: the Dataset's
                      __getitem__ sleeps X / batch ms a sample (reading and
-                     decoding, as real datasets do), in the loop's process
+                     decoding, as real datasets do), in the loop's process;
+                     the JSON line's load_ms: what the sleeps took each
+                     iteration (asked and overshoot)
   --bucket-mb M      DistributedDataParallel's bucket_cap_mb (PyTorch: 25)
 Under torchrun (RANK and WORLD_SIZE set) it trains data-parallel as people
 write it: NCCL, DistributedDataParallel, each rank its own batches,
@@ -142,13 +144,16 @@ class RandomTokens(Dataset):
 
     def __init__(self, n, ctx, vocab, offset=0, load_s=0.0):
         self.n, self.ctx, self.vocab, self.offset, self.load_s = n, ctx, vocab, offset, load_s
+        self.slept = 0.0   # seconds the sleeps took, asked and overshoot (the JSON line's load_ms)
 
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
         if self.load_s:
+            t = time.perf_counter()
             time.sleep(self.load_s)   # reading and decoding a sample
+            self.slept += time.perf_counter() - t
         g = torch.Generator().manual_seed(self.offset + i)
         tokens = torch.randint(0, self.vocab, (self.ctx + 1,), generator=g)
         return tokens[:-1], tokens[1:]
@@ -257,6 +262,9 @@ def train(args, st):
             torch.cuda.synchronize()
             t1 = time.perf_counter()
             times.append((t1 - t0) * 1e3)
+            if data.load_s:
+                st.setdefault("load_ms", []).append(data.slept * 1e3)
+                data.slept = 0.0
             if prof is not None:
                 prof.step()
             t0 = t1
@@ -281,7 +289,9 @@ def main():
             return
     print(json.dumps(dict(preset=args.preset, batch=batch, ctx=ctx, steps=args.steps, accum=args.accum,
                           compile=args.compile, infer=args.infer, dtype=args.dtype,
-                          parameters=n_params, iter_ms=[round(t, 3) for t in times])), flush=True)
+                          parameters=n_params, iter_ms=[round(t, 3) for t in times],
+                          **({"load_ms": [round(t, 3) for t in st["load_ms"]]} if "load_ms" in st else {}))),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -144,8 +144,8 @@ for f in "$samples"/*.stb; do
 	case $f in
 	*bf16-train*)
 		# nsys' short names: templates, parameters and return type gone
-		expect "SELECT count(*) FROM $K k JOIN StringIds s ON s.id = k.shortName WHERE s.value = 'permute_heads_kernel'" \
-		       144 "short name of 'void permute_heads_kernel<__nv_bfloat16>(...)'"
+		expect "SELECT count(*) FROM $K k JOIN StringIds s ON s.id = k.shortName WHERE s.value = 'permute_heads_vec_kernel'" \
+		       144 "short name of 'void permute_heads_vec_kernel<__nv_bfloat16>(...)'"
 		# CUPTI's memory kinds (pageable 1, pinned 2, device 3) in nsys' numbering
 		expect "SELECT o.label, s.label, d.label, count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY m
 		        JOIN ENUM_CUDA_MEMCPY_OPER o ON o.id = m.copyKind JOIN ENUM_CUDA_MEM_KIND s ON s.id = m.srcKind

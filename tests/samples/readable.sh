@@ -102,15 +102,15 @@ grep -q '  adamw_kernel$' "$tmp/top" || fail "summary --top 1 does not name adam
 grep -q '  adamw_kernel(float\*, float const\*' "$tmp/top" || fail "--full-names: $(cat "$tmp/top")"
 # FP32 against BF16: the template arguments tell a kernel's two instances apart
 "$st" diff "$samples/small-fp32-train.stb" "$samples/small-bf16-train.stb" > "$tmp/diff" 2>&1
-grep -q 'swiglu_forward_kernel<float> .* swiglu_forward_kernel<__nv_bfloat16> ' "$tmp/diff" ||
-	fail "diff does not tell swiglu_forward_kernel<float> from <__nv_bfloat16>"
+grep -q 'swiglu_forward_vec_kernel<float> .* swiglu_forward_vec_kernel<__nv_bfloat16> ' "$tmp/diff" ||
+	fail "diff does not tell swiglu_forward_vec_kernel<float> from <__nv_bfloat16>"
 
 [ "$n" -ge 9 ] || fail "the kernel names of $n bundles checked, not 9"
 
 # The HTML diff keeps whole names: its cells ellipsize and show them on hover
 "$st" report "$samples/small-fp32-train.stb" "$samples/small-bf16-train.stb" -o "$tmp/d.html" > /dev/null 2>&1 ||
 	fail "report A B failed"
-grep -q 'title="[^"]*void swiglu_forward_kernel&lt;float&gt;(float\*' "$tmp/d.html" ||
+grep -q 'title="[^"]*void swiglu_forward_vec_kernel&lt;float&gt;(float\*' "$tmp/d.html" ||
 	fail "the HTML diff does not keep whole kernel names"
 
 # A --range that matches nothing: exit 1, one line naming the nearest paths, nothing printed
