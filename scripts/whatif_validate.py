@@ -10,7 +10,12 @@ timer with nothing recording, base and changed programs alternating over
 noise: the spread of the rounds' medians over their median). The interval
 of a prediction: the base bundle's step-to-step spread (its fastest and
 slowest measured steps against their mean) around it, or explain's own
-interval columns where the what_if table has them.
+interval columns where the what_if table has them. With --record-rounds K
+the base is recorded K times, in K processes (NAME.stb, NAME.r2.stb, ...):
+the prediction is the median of the K bundles' predictions, its interval
+from the lowest of their lows to the highest of their highs (a host's
+speed moves from process to process by more than some predictions'
+errors: docs/whatif.md, data=K).
 
 Built-in step (`steptrace record` / `steptrace bench` of --model small --ctx 512):
   plain -> fused (bf16 and fp32), fp32 -> bf16, fp32 plain -> bf16 fused, batch x2 (bf16, fp32),
@@ -142,10 +147,10 @@ class Run:
         print(json.dumps(kw), flush=True)
 
     # ---- recording ----
-    def record(self, name):
-        """The base program's bundle (or bundles of its ranks): a list of paths, or an error string."""
+    def record(self, name, k=0):
+        """The base program's bundle (or bundles of its ranks), its k-th recording: a list of paths, or an error string."""
         kind, opts, gpus = PROGRAMS[name]
-        out = os.path.join(self.a.out, name + ".stb")
+        out = os.path.join(self.a.out, name + (".r%d" % (k + 1) if k else "") + ".stb")
         if self.a.dry_run:
             shipped = {"st-fp32": "samples/small-fp32-train.stb", "pt-fp32": "samples/small-fp32-train.stb"}
             if kind == "builtin" and gpus > 1:
@@ -166,7 +171,7 @@ class Run:
                    "--standalone", "--nproc_per_node", str(gpus), TRAIN] + opts + [
                        "--steps", str(self.a.steps + self.a.warmup)]
         p = sh(cmd, timeout=max(30, self.left()))
-        self.note(step="record", program=name, rc=p.returncode, seconds=round(time.time() - self.t0, 1))
+        self.note(step="record", program=name, round=k, rc=p.returncode, seconds=round(time.time() - self.t0, 1))
         if p.returncode:
             return "record: " + (p.stderr or p.stdout).strip()[-300:]
         if gpus > 1:   # the built-in's --nproc writes X.rankN.stb, a launcher's ranks X.N.stb (docs/multi-gpu.md)
@@ -174,10 +179,10 @@ class Run:
             return [out.replace(".stb", form % r) for r in range(gpus)]
         return [out]
 
-    def kept(self, name, gpus):
-        """--predict-from: the bundle(s) an earlier run recorded for name, or why there are none."""
+    def kept(self, name, gpus, k=0):
+        """--predict-from: the bundle(s) an earlier run recorded for name (its k-th recording), or why there are none."""
         kind, _, n = PROGRAMS[name]
-        out = os.path.join(self.a.out, name + ".stb")
+        out = os.path.join(self.a.out, name + (".r%d" % (k + 1) if k else "") + ".stb")
         paths = [out] if n == 1 else [out.replace(".stb", (".rank%d.stb" if kind == "builtin" else ".%d.stb") % r)
                                       for r in range(n)]
         missing = [p for p in paths if not os.path.exists(p)]
@@ -280,6 +285,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10, help="measured steps a run")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--record-rounds", type=int, default=1,
+                    help="record each base this many times, in as many processes; predict the median")
     ap.add_argument("--budget-s", type=float, default=540, help="seconds for the whole run")
     ap.add_argument("--only", default=None, help="comma-separated substrings of the changes to run")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: shipped bundles, faked measurements")
@@ -296,9 +303,12 @@ def main():
             ap.error("--predict-from: %s" % e)
         for k in ("rounds", "steps", "warmup"):
             setattr(a, k, kept["args"][k])
+        a.record_rounds = kept["args"].get("record_rounds", 1)
         a.out = a.predict_from
     if a.rounds < 3 and not a.dry_run:
         ap.error("--rounds: at least 3")
+    if a.record_rounds < 1:
+        ap.error("--record-rounds: at least 1")
     if not os.path.exists(a.steptrace) and not shutil.which(a.steptrace):
         ap.error("--steptrace %s: no such program" % a.steptrace)
     os.makedirs(a.out, exist_ok=True)
@@ -326,10 +336,13 @@ def main():
         if p.returncode == 0:
             run.allreduce = os.path.join(a.out, "allreduce.csv")
             open(run.allreduce, "w").write(p.stdout)
-    bundles = {}
-    for base, *_ in want:
-        if base not in bundles:
-            bundles[base] = run.kept(base, gpus) if kept else run.record(base)
+    bundles, more = {}, {}   # each base's first recording; its others (--record-rounds)
+    for k in range(a.record_rounds):
+        for base, *_ in want:
+            if k == 0 and base not in bundles:
+                bundles[base] = run.kept(base, gpus) if kept else run.record(base)
+            elif k > 0 and len(more.setdefault(base, [])) < k:
+                more[base].append(run.kept(base, gpus, k) if kept else run.record(base, k))
     # ranks=N's contention and host time per call, learned from this run's own multi-GPU recordings
     for kind, base in (("builtin", "st-bucket25"), ("torch", "pt-ddp2")):
         if a.dry_run or not isinstance(bundles.get(base), list):
@@ -349,11 +362,14 @@ def main():
         if isinstance(bundles[base], str):
             preds[change] = bundles[base]
             continue
-        try:
-            preds[change] = run.predict(bundles[base], rules, extra, PROGRAMS[base][0].replace("torchrun", "torch"))
-        except (RuntimeError, ValueError, KeyError, IndexError) as e:
-            preds[change] = "explain: %s" % e
-        run.note(step="predict", change=change, prediction=preds[change])
+        each = []
+        for b in [bundles[base]] + [x for x in more.get(base, []) if isinstance(x, list)]:
+            try:
+                each.append(run.predict(b, rules, extra, PROGRAMS[base][0].replace("torchrun", "torch")))
+            except (RuntimeError, ValueError, KeyError, IndexError) as e:
+                each.append("explain: %s" % e)
+            run.note(step="predict", change=change, bundle=os.path.basename(b[0]), prediction=each[-1])
+        preds[change] = combine(each)
     names = sorted({w[0] for w in want} | {w[1] for w in want})
     measured = {n: kept["measured"].get(n) or [] for n in names} if kept else run.measure(names)
     for base, changed, change, rules, extra, need in want:
@@ -384,6 +400,15 @@ def main():
         with open(os.path.join(a.out, "whatif.json"), "w") as f:
             json.dump(dict(args=vars(a), gpus=gpus, log=run.log, measured=measured), f, indent=1)
     write_md(a, rows, gpus, time.time() - run.t0)
+
+
+def combine(each):
+    """One prediction from each recording's: the medians of the predictions and recorded steps, the widest interval."""
+    ok = [p for p in each if not isinstance(p, str)]
+    if not ok:
+        return each[0]
+    return (statistics.median(p[0] for p in ok), min(p[1] for p in ok), max(p[2] for p in ok),
+            statistics.median(p[3] for p in ok))
 
 
 def write_csv(path, rows):
