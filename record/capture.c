@@ -860,6 +860,7 @@ static int tracing_on(void)
 	const char *off = getenv("STEPTRACE_CUPTI_OFF");
 	bool callbacks = !off || !strstr(off, "callbacks");
 	enum capture_api api = (enum capture_api)cap.api;
+	bool lean = cap.lean && !cap.midway;
 	uint32_t i;
 
 	cap.sync_derived = false;
@@ -873,7 +874,7 @@ static int tracing_on(void)
 		cap.enabled = i + 1;
 		if (off && strstr(off, names[i]))
 			continue;
-		if ((api == CAPTURE_API_LAUNCHES || (api == CAPTURE_API_WORK && cap.lean)) &&
+		if ((api == CAPTURE_API_LAUNCHES || (api == CAPTURE_API_WORK && lean)) &&
 		    (activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME ||
 		     activity_kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER)) {
 			bool rt = activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -887,7 +888,7 @@ static int tracing_on(void)
 			continue;
 		}
 		/* see capture_lean; needs the API records of the work filter */
-		if (activity_kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && cap.lean && !cap.cupti_sync &&
+		if (activity_kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && lean && !cap.cupti_sync &&
 		    api == CAPTURE_API_WORK && (!off || !strstr(off, "runtime"))) {
 			cap.sync_derived = true;
 			continue;
@@ -896,7 +897,7 @@ static int tracing_on(void)
 			return -1;
 	}
 	/* After the kinds: enabling RUNTIME or DRIVER resets per-call settings. */
-	if (api == CAPTURE_API_WORK && !cap.lean &&
+	if (api == CAPTURE_API_WORK && !lean &&
 	    (api_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, true, 0) ||
 	     api_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, true, 0)))
 		return -1;
@@ -1005,6 +1006,7 @@ int capture_resume(struct rec_session *s)
 	pthread_mutex_unlock(&cap.queue_lock);
 	cost_resume();   /* the recorder's time counts again, from the session's first step */
 	cap.paused = false;
+	cap.midway = true;
 	if (tracing_on()) {
 		capture_pause();
 		return -1;

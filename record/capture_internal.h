@@ -57,6 +57,14 @@ struct capture {
 	uint32_t enabled;                       /* activity kinds enabled so far */
 	bool api_work;                          /* API records enabled call by call */
 	bool lean, cupti_sync;                  /* capture_lean() */
+	/*
+	 * tracing turned on after the process began (an armed process's
+	 * window): CUPTI then writes no record for calls enabled one by one
+	 * with their kind off (an --every window held 0 API records, 542 with
+	 * the callbacks' events, 11,298 with --api all), so the lean filter
+	 * enables the kinds and turns the query calls off instead
+	 */
+	bool midway;
 	bool sync_derived;                      /* ... and it is in force */
 	uint8_t rt_sync[CUPTI_RUNTIME_TRACE_CBID_SIZE];   /* cbid -> synchronisation type, 0: none */
 	uint8_t drv_sync[CUPTI_DRIVER_TRACE_CBID_SIZE];

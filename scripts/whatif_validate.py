@@ -38,6 +38,14 @@ table, each bundle's ranking, the summary), and OUT/whatif.json (every run).
       measurements, kept in OUT, predicted again by this steptrace: the model can change, the
       measurements stay what the GPU measured)
 
+With --in-process (one GPU, the PyTorch bases) each PyTorch base and the
+programs changed from it run in one process under `steptrace record
+--armed` (scripts/whatif_torch.py --windows-of BASE): each round the base
+runs once more while `steptrace trigger` records a window of its steps,
+then every variant's measured round. The predictions come from those
+windows (their median), the measurements from the same process, so a
+host whose speed moves from process to process moves both alike.
+
 Exit 0 when the CSV was written (scripts/whatif_check.py judges it), 2 on usage errors.
 """
 import argparse
@@ -46,6 +54,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -240,6 +249,58 @@ class Run:
             return None
         return statistics.median(json.loads(lines[-1])["iter_ms"][self.a.warmup:])
 
+    def measure_inproc(self, base, changed):
+        """--in-process: {program: [round medians]} and the window bundles, base and changed in one process."""
+        names = [base] + [c for c in changed if c != base]
+        variants = {n: PROGRAMS[n][1] for n in names}   # the base first: its optimizer's steps are the steps
+        out = os.path.join(self.a.out, base + ".stb")
+        go = os.path.join(self.a.out, base + ".go")
+        err_path = os.path.join(self.a.out, base + ".err")
+        window = max(2, self.a.steps - 2)
+        cmd = [self.a.steptrace, "record", "--armed", "--modules-every", "1000000", "-o", out, "--", sys.executable,
+               HARNESS, "--variants",
+               json.dumps(variants), "--rounds", str(self.a.rounds), "--steps", str(self.a.steps), "--warmup",
+               str(self.a.warmup), "--windows-of", base, "--go", go]
+        err_f = open(err_path, "w")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_f, text=True, bufsize=1)
+        run_id, windows, medians, pending = None, [], {}, None
+        for line in proc.stdout:
+            if not line.startswith("{"):
+                continue
+            j = json.loads(line)
+            if "window" in j:
+                deadline = time.time() + 60
+                while run_id is None and time.time() < deadline:
+                    m = re.search(r"armed \(run (\d+)", open(err_path).read())
+                    run_id = m.group(1) if m else None
+                    time.sleep(0.1)
+                if run_id:
+                    pending = subprocess.Popen([self.a.steptrace, "trigger", "--run", run_id, "--steps", str(window),
+                                                "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                               text=True)
+                    time.sleep(1.0)   # the request in the run's status file before the steps begin
+                with open(go, "w") as f:
+                    f.write(str(j["window"]))
+            elif "window_done" in j and pending is not None:
+                try:
+                    o, e = pending.communicate(timeout=120)
+                except subprocess.TimeoutExpired:
+                    pending.kill()
+                    o, e = pending.communicate()
+                m = re.search(r"steps (\d+) to (\d+) in '([^']+)'", o)
+                self.note(step="window", program=base, round=j["window_done"], rc=pending.returncode,
+                          bundle=m.group(3) if m else None, error=None if m else (e or o).strip()[-300:])
+                if m:
+                    windows.append(m.group(3))
+                pending = None
+            elif "medians" in j:
+                medians = j["medians"]
+                self.errors.update(j.get("errors", {}))
+        proc.wait()
+        err_f.close()
+        self.note(step="measure in process", program=base, rc=proc.returncode, windows=len(windows))
+        return medians, windows
+
     def measure(self, names):
         """name -> [median of each round] (ms); the torch variants in one process, the rest alternating."""
         got = {n: [] for n in names}
@@ -285,6 +346,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10, help="measured steps a run")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--in-process", action="store_true",
+                    help="the PyTorch bases recorded in windows of the process that measures them and their changes")
     ap.add_argument("--record-rounds", type=int, default=1,
                     help="record each base this many times, in as many processes; predict the median")
     ap.add_argument("--budget-s", type=float, default=540, help="seconds for the whole run")
@@ -304,6 +367,7 @@ def main():
         for k in ("rounds", "steps", "warmup"):
             setattr(a, k, kept["args"][k])
         a.record_rounds = kept["args"].get("record_rounds", 1)
+        a.in_process = kept["args"].get("in_process", False)
         a.out = a.predict_from
     if a.rounds < 3 and not a.dry_run:
         ap.error("--rounds: at least 3")
@@ -337,8 +401,26 @@ def main():
             run.allreduce = os.path.join(a.out, "allreduce.csv")
             open(run.allreduce, "w").write(p.stdout)
     bundles, more = {}, {}   # each base's first recording; its others (--record-rounds)
+    inproc = {}              # --in-process: base -> {program: [round medians]}
+    if a.in_process:
+        groups = {}
+        for base, changed, *_ in want:
+            if PROGRAMS[base][0] == "torch" and PROGRAMS[changed][0] == "torch":
+                groups.setdefault(base, []).append(changed)
+        for base, changed in groups.items():
+            if kept:
+                got = kept.get("in_process", {}).get(base, {})
+                medians, windows = got.get("measured", {}), [os.path.join(a.out, w) for w in got.get("windows", [])]
+            else:
+                medians, windows = run.measure_inproc(base, changed)
+            inproc[base] = dict(measured=medians, windows=[os.path.basename(w) for w in windows])
+            ok = [[w] for w in windows if os.path.exists(w)]
+            bundles[base] = ok[0] if ok else "no window recorded in the measuring process"
+            more[base] = ok[1:]
     for k in range(a.record_rounds):
         for base, *_ in want:
+            if base in inproc:
+                continue
             if k == 0 and base not in bundles:
                 bundles[base] = run.kept(base, gpus) if kept else run.record(base)
             elif k > 0 and len(more.setdefault(base, [])) < k:
@@ -370,11 +452,13 @@ def main():
                 each.append("explain: %s" % e)
             run.note(step="predict", change=change, bundle=os.path.basename(b[0]), prediction=each[-1])
         preds[change] = combine(each)
-    names = sorted({w[0] for w in want} | {w[1] for w in want})
+    names = sorted({w[0] for w in want if w[0] not in inproc} | {w[1] for w in want if w[0] not in inproc})
     measured = {n: kept["measured"].get(n) or [] for n in names} if kept else run.measure(names)
     for base, changed, change, rules, extra, need in want:
         row = dict(bundle=base, change=change, rule=" + ".join(rules), gpus=need)
         m, b = measured.get(changed) or [], measured.get(base) or []
+        if base in inproc:   # measured beside its base's recorded windows, in one process
+            m, b = inproc[base]["measured"].get(changed) or [], inproc[base]["measured"].get(base) or []
         if isinstance(preds[change], str):
             row["status"] = preds[change]
         elif not m or not b:
@@ -398,7 +482,7 @@ def main():
     write_csv(a.csv, rows)
     if not kept:   # --predict-from leaves the GPU run's record as it was
         with open(os.path.join(a.out, "whatif.json"), "w") as f:
-            json.dump(dict(args=vars(a), gpus=gpus, log=run.log, measured=measured), f, indent=1)
+            json.dump(dict(args=vars(a), gpus=gpus, log=run.log, measured=measured, in_process=inproc), f, indent=1)
     write_md(a, rows, gpus, time.time() - run.t0)
 
 

@@ -79,6 +79,15 @@ modules() {
 	"$st" info "$1" | grep -q "optimizer steps (PyTorch)" || fail "$2: steps not from PyTorch's optimizer"
 }
 
+# api_calls BUNDLE WHAT: a window holds the calls that launched its work (an armed process's windows
+# once held none: CUPTI wrote no record of calls enabled one by one after the process began), and
+# not the query calls the filter leaves out (cudaGetDevice and the like: 25 calls a kernel with them)
+api_calls() {
+	"$st" info "$1" 2>/dev/null | awk '$1 == "kernel" { k = $3 } $1 == "api" { a = $3 }
+		END { gsub(",", "", k); gsub(",", "", a); exit !(k > 0 && a + 0 >= k / 2 && a + 0 <= 4 * k) }' ||
+		fail "$2: API calls against kernels: $("$st" info "$1" 2>/dev/null | grep -E '^(api|kernel) ' | tr -s ' ' | tr '\n' ';')"
+}
+
 # want_steps BUNDLE FIRST N WHAT: exactly steps FIRST..FIRST+N-1, none warm-up
 want_steps() {
 	steps_of "$1" >"$out/s.txt"
@@ -107,6 +116,7 @@ want_steps "$out/one.2.stb" "${second:-0}" 3 "one.2"
 for b in one.1 one.2; do
 	"$st" explain "$out/$b.stb" --section steps --format csv >"$out/$b.explain" 2>/dev/null
 	head -1 "$out/$b.explain" | grep -q "Unrecorded" || fail "$b: no recorder cost in the bundle (explain has no Unrecorded)"
+	api_calls "$out/$b.stb" "$b"
 done
 modules "$out/one.1.stb" "one.1"
 "$st" trigger --run "$rid" >"$out/trig.out" 2>"$out/trig.err"
@@ -140,6 +150,7 @@ for k in 20 40 60; do
 	if [ "$k" -lt $((${tfirst:-0} - 2)) ] || [ "$k" -gt $((${tfirst:-0} + 1)) ]; then
 		[ -f "$out/every.s$k.stb" ] || fail "every: no every.s$k.stb"
 		want_steps "$out/every.s$k.stb" "$k" 3 "every.s$k"
+		api_calls "$out/every.s$k.stb" "every.s$k"
 		grep -q "every.s$k.stb': .* 3 steps (0 warm-up)" "$out/every.err" || fail "every: record does not report every.s$k.stb"
 		windows=$((windows + 1))
 	fi
