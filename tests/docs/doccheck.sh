@@ -69,5 +69,15 @@ grep -qx '\.\.\.' "$dir/update.md" || fail "update: the '...' line is gone"
 head -n 1 "$dir/update.md" | grep -qx 'text before' || fail "update: the text around the block changed"
 tail -n 1 "$dir/update.md" | grep -qx 'text after' || fail "update: the text around the block changed"
 
+# --update of a quote whose kept lines drifted (a number on a line before its one "..."): the
+# merge cannot place them, so it keeps as many lines before and after the "..." and says so
+{ echo '```'; echo "\$ steptrace summary $bundle --top 2"; echo "$out" | sed -n 1,5p | sed '5s/[0-9]/#/';
+  echo '...'; echo "$out" | tail -n 1; echo '```'; } > "$dir/counts.md"
+$dc --update "$dir/counts.md" > "$dir/counts.log" 2>&1 || fail "counts: exit $?"
+grep -q "kept by the lines around it" "$dir/counts.log" || fail "counts: not said: $(cat "$dir/counts.log")"
+expect counts 0
+[ "$(grep -c '' "$dir/counts.md")" = 10 ] || fail "counts: $(grep -c '' "$dir/counts.md") lines, want 10"
+sed -n 8p "$dir/counts.md" | grep -qx '\.\.\.' || fail "counts: the '...' moved"
+
 echo "doccheck.sh: $fails failed"
 [ "$fails" = 0 ]
