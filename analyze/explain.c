@@ -1554,6 +1554,19 @@ int explain_run(const struct replay_ranks *rs, const struct explain_opts *o, str
 		       "times) and are at least the GPU's time per step (from that start to the last end of their work, "
 		       "over their number, less what that exceeded the measured step by)",
 		    replay_ranks_rank(rs, 0));
+	{
+		size_t apis = 0, gpu = 0;
+
+		for (size_t i = 0; i < c.g.n_nodes; i++) {
+			apis += c.g.nodes[i].kind == GN_API;
+			gpu += c.g.nodes[i].kind == GN_GPU;
+		}
+		if (gpu && !apis)
+			report_note(r, "host: the bundle holds no API calls (%zu kernels, copies and memsets, 0 calls): the "
+				       "host is not in the graph, so launch-bound, host work, Unrecorded and the rules that "
+				       "change the host (graph, host=K, no-sync, unrecorded, fuse=compile, data=K) see nothing "
+				       "of it (an armed window recorded before 2026-11-29 held none: record it again)", gpu);
+	}
 	if (c.g.cut)
 		report_note(r, "graph: %zu events of equal times formed cycles; they keep their recorded order", c.g.cut);
 	if (c.g.coll_most)

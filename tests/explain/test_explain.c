@@ -449,6 +449,39 @@ static void test_typical_totals(void)
 }
 
 /*
+ * A bundle of kernels and no API call (an armed window recorded before
+ * 2026-11-29): explain says the host is not in it, and one with calls
+ * does not.
+ */
+static void test_no_calls_note(void)
+{
+	for (int calls = 0; calls < 2; calls++) {
+		struct replay rp;
+		const struct replay *rps[1] = { &rp };
+		int64_t offset[1] = { 0 };
+		struct replay_ranks rs = { .rank = rps, .n = 1, .offset = offset, .world_size = 1 };
+		struct builder b;
+
+		builder_init(&b);
+		builder_open_replay(&b, &rp);
+		for (uint64_t s = 0; s < 3; s++) {
+			uint64_t at = 1000 * s * US;
+
+			builder_push(&b, "step", at);
+			if (calls)
+				builder_launch(&b, "k", 7, 0, at, at + 5 * US, at + 10 * US, at + 500 * US);
+			else
+				builder_kernel(&b, "k", s + 1, 7, 0, at + 10 * US, at + 500 * US);
+			builder_pop(&b, at + 1000 * US);
+			builder_step(&b, (uint32_t)s, s == 0, at, at + 1000 * US);
+		}
+		CHECK(builder_close(&b, "ok") == 0);
+		CHECK(steps_column(&rs, "the bundle holds no API calls (3 kernels") == !calls, "calls %d", calls);
+		replay_release(&rp);
+	}
+}
+
+/*
  * The typical replay's kernels by their range path too: a GPU-bound step
  * (three launches at its start) of one kernel at one grid under three
  * ranges, "a" and "b" 45 us, "c" 162 us (as cuBLAS's Kernel2 runs the
@@ -649,5 +682,6 @@ int main(void)
 	test_unrecorded();
 	test_typical_totals();
 	test_typical_kernels_by_range();
+	test_no_calls_note();
 	return check_done("explain");
 }
