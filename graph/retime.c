@@ -968,7 +968,7 @@ static int ranks_effects(const struct graph *g, const struct graph_rule *rules, 
 			work[nw++] = rules[i];
 	ret = effects_init(&wx, g, work, nw);
 	if (ret == 0)
-		ret = graph_rules_ranks(g, ranks, rm, graph_bw_table_time(rm->table, (double)(rm->bucket_bytes &&
+		ret = graph_rules_ranks(g, rm, graph_bw_table_time(rm->table, (double)(rm->bucket_bytes &&
 					rm->bucket_bytes < rm->grad_bytes ? rm->bucket_bytes : rm->grad_bytes),
 					ranks->ranks) * 1e9, base_own, wx.kernel, &fx->kernel, &fx->edge_add);
 	free(wx.kernel);

@@ -1287,8 +1287,8 @@ static void host_after(const struct graph *g, const int64_t *out, uint32_t act, 
 		edge_add[out[g->api_node[0][api]]] += (int64_t)ns;
 }
 
-int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
-		      double bucket_ns, const uint64_t *own, const double *work, double **kernel, int64_t **edge_add)
+int graph_rules_ranks(const struct graph *g, const struct graph_ranks_model *rm, double bucket_ns,
+		      const uint64_t *own, const double *work, double **kernel, int64_t **edge_add)
 {
 	const struct replay *rp = g->rp[0];
 	double c = rm->contention > 0 ? rm->contention : 1;
@@ -1299,7 +1299,6 @@ int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, cons
 	uint32_t *all, *at;
 	int64_t *out;
 
-	(void)rule;
 	if ((c == 1 && !rm->call_ns) || !n_buckets)
 		return 0;
 	if (!factors(g, kernel) || !adds(g, edge_add))

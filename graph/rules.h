@@ -126,8 +126,8 @@ static inline int64_t graph_rules_delay(int64_t d, const int64_t *add, size_t e)
  * those shrink would otherwise leave the others more of the all-reduces
  * to hide under, each slowed more, and the prediction could lengthen.
  */
-int graph_rules_ranks(const struct graph *g, const struct graph_rule *rule, const struct graph_ranks_model *rm,
-		      double bucket_ns, const uint64_t *own, const double *work, double **kernel, int64_t **edge_add);
+int graph_rules_ranks(const struct graph *g, const struct graph_ranks_model *rm, double bucket_ns,
+		      const uint64_t *own, const double *work, double **kernel, int64_t **edge_add);
 
 /* The time to all-reduce `bytes` as the run's own collectives took: latency + bytes / bandwidth (ns). */
 struct graph_coll_fit {

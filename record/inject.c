@@ -216,9 +216,7 @@ static int pick_path(void)
 static int pick_trigger_path(uint64_t seq)
 {
 	const char *rank = naming_rank(getenv_const);
-	char id[48] = "", cid[96];
-
-	char num[24];
+	char id[48] = "", cid[96], num[24];
 
 	if (rank)
 		snprintf(id, sizeof(id), "rank%s", rank);

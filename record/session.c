@@ -98,15 +98,23 @@ void rec_session_set_launch_cost(struct rec_session *s, const struct st_launch_c
 	rec_session_unlock(s);
 }
 
-int rec_session_close(struct rec_session *s, const char *end_reason)
+/* The session's writer, taken from it (no event reaches it after): NULL when none is open. */
+static struct bundle_writer *take_writer(struct rec_session *s)
 {
 	struct bundle_writer *w;
-	int rc;
 
 	rec_session_lock(s);
 	w = s->w;
 	s->w = NULL;
 	rec_session_unlock(s);
+	return w;
+}
+
+int rec_session_close(struct rec_session *s, const char *end_reason)
+{
+	struct bundle_writer *w = take_writer(s);
+	int rc;
+
 	if (!w)
 		return -1;
 	rc = bundle_writer_close(w, s->failed ? "error" : end_reason);
@@ -118,24 +126,16 @@ int rec_session_close(struct rec_session *s, const char *end_reason)
 
 void rec_session_abort(struct rec_session *s)
 {
-	struct bundle_writer *w;
+	struct bundle_writer *w = take_writer(s);
 
-	rec_session_lock(s);
-	w = s->w;
-	s->w = NULL;
-	rec_session_unlock(s);
 	if (w)
 		bundle_writer_abort(w);
 }
 
 void rec_session_discard(struct rec_session *s)
 {
-	struct bundle_writer *w;
+	struct bundle_writer *w = take_writer(s);
 
-	rec_session_lock(s);
-	w = s->w;
-	s->w = NULL;
-	rec_session_unlock(s);
 	if (w)
 		bundle_writer_discard(w);
 }

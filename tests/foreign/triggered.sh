@@ -28,13 +28,15 @@ log=$out/triggered.txt
 : >"$log"
 rm -f "$out"/*.stb
 
-# armed NAME COMMAND...: starts `record --armed -o NAME.stb -- COMMAND` in the background;
-# $job its pid, $rid the run id it printed
+# armed NAME FLAGS COMMAND...: starts `record FLAGS -o NAME.stb -- COMMAND` in the background (FLAGS
+# --armed, or --every K --window N); $job its pid, $rid the run id it printed
 armed() {
 	name=$1
-	shift
-	echo "+ steptrace record --armed -o $name.stb -- $*" | tee -a "$log"
-	"$st" record --armed -o "$out/$name.stb" -- "$@" >"$out/$name.out" 2>"$out/$name.err" &
+	flags=$2
+	shift 2
+	echo "+ steptrace record $flags -o $name.stb -- $*" | tee -a "$log"
+	# shellcheck disable=SC2086   # the flags split into words
+	"$st" record $flags -o "$out/$name.stb" -- "$@" >"$out/$name.out" 2>"$out/$name.err" &
 	job=$!
 	rid=
 	for i in $(seq 1 300); do
@@ -96,7 +98,7 @@ want_steps() {
 }
 
 # 1. one GPU
-armed one "$py" "$train" --preset gpt2 --batch 8 --ctx 512 --steps 200
+armed one --armed "$py" "$train" --preset gpt2 --batch 8 --ctx 512 --steps 200
 trig --run "$rid" --steps 5 --timeout 300
 [ "$rc" = 0 ] || fail "one: trigger 1: exit $rc"
 first=$(sed -n 's/^trigger 1 of run [0-9]*: steps \([0-9]*\) to [0-9]* on 1 process (pid \([0-9]*\))$/\1/p' "$out/trig.out")
@@ -127,16 +129,7 @@ rc=$?
 # (the program's 80 steps end there)
 # (every.s20.stb, ...), and a trigger during the run still gets its own steps (every.1.stb);
 # a window whose step a trigger's request or recording holds is left out
-echo "+ steptrace record --every 20 --window 3 -o every.stb -- gpt_train.py --steps 80" | tee -a "$log"
-"$st" record --every 20 --window 3 -o "$out/every.stb" -- "$py" "$train" --preset gpt2 --batch 8 --ctx 512 \
-	--steps 80 >"$out/every.out" 2>"$out/every.err" &
-job=$!
-rid=
-for i in $(seq 1 300); do
-	rid=$(sed -n 's/^record: armed (run \([0-9]*\),.*/\1/p' "$out/every.err")
-	[ -n "$rid" ] && break
-	sleep 0.1
-done
+armed every "--every 20 --window 3" "$py" "$train" --preset gpt2 --batch 8 --ctx 512 --steps 80
 grep -q "^record: armed (run [0-9]*, command pid [0-9]*): steps 20 to 22, then every 20 steps 3 more" \
 	"$out/every.err" || fail "every: record's first line: $(head -1 "$out/every.err")"
 trig --run "${rid:-0}" --steps 2 --timeout 300
@@ -165,7 +158,7 @@ w=$(ls "$out"/every.s*.stb 2>/dev/null | head -1)
 # 2. two GPUs under torchrun
 if "$py" -c "import torch, sys, torch.distributed as d; sys.exit(0 if torch.cuda.device_count() >= 2 and d.is_nccl_available() else 1)" 2>/dev/null; then
 	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-	armed ddp "$py" -m torch.distributed.run --standalone --nproc-per-node 2 "$train" --preset gpt2 \
+	armed ddp --armed "$py" -m torch.distributed.run --standalone --nproc-per-node 2 "$train" --preset gpt2 \
 		--batch 8 --ctx 512 --accum 2 --steps 150
 	trig --run "$rid" --steps 4 --timeout 300
 	[ "$rc" = 0 ] || fail "ddp: trigger 1: exit $rc"
