@@ -51,7 +51,8 @@ static const CUpti_ActivityKind activity_kinds[] = {
 #define N_ACTIVITY_KINDS (sizeof(activity_kinds) / sizeof(activity_kinds[0]))
 
 /* What a subscribed API callback is for. */
-enum cb_class { CB_NONE, CB_LAUNCH, CB_COPY, CB_ALLOC, CB_PROFILER_START, CB_PROFILER_STOP };
+/* CB_CALL: any other call but the queries, subscribed for its API event only (see cap.midway). */
+enum cb_class { CB_NONE, CB_LAUNCH, CB_COPY, CB_ALLOC, CB_PROFILER_START, CB_PROFILER_STOP, CB_CALL };
 
 struct capture cap = {
 	.pool_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -71,6 +72,12 @@ static _Thread_local uint64_t my_tid;
 static _Thread_local uint32_t current_op;
 static _Atomic uint32_t lead_op;   /* the op of threads without one (capture_set_lead_op) */
 static _Thread_local int api_depth;
+/*
+ * Bumped each time tracing is turned on: a thread whose call began before
+ * tracing was last turned off never saw its exit, so its depth starts over.
+ */
+static _Atomic uint32_t api_epoch;
+static _Thread_local uint32_t my_epoch;
 /*
  * The op open on the thread that drives the step, for launches from threads
  * of the libraries it calls: NCCL's non-blocking communicators may launch a
@@ -247,7 +254,7 @@ void capture_set_kernel_hook(uint32_t (*hook)(const char *symbol, bool launch, u
 void capture_measure_launch_cost(void)
 {
 	if (cap.active && api_depth == 0)   /* no CUDA call from inside one */
-		cupti_cost_measure(cap.subscriber, cap.api != CAPTURE_API_LAUNCHES, !cap.paused, capture_thread_id());
+		cupti_cost_measure(cap.subscriber, !apiq.on, !cap.paused, capture_thread_id());
 }
 
 /*
@@ -339,11 +346,23 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 		cls = cap.drv_class[cbid];
 	if (cls == CB_NONE)
 		return;
+	if (my_epoch != atomic_load_explicit(&api_epoch, memory_order_relaxed)) {
+		my_epoch = atomic_load_explicit(&api_epoch, memory_order_relaxed);
+		api_depth = 0;
+		hooked_op = 0;
+		if (cb->callbackSite == CUPTI_API_EXIT)
+			return;   /* its entry was in an earlier window */
+	}
 	if (cls == CB_LAUNCH && cb->callbackSite == CUPTI_API_ENTER && api_depth == 0)
 		cupti_cost_foreign_launch();
 	if (cls == CB_PROFILER_START || cls == CB_PROFILER_STOP) {
 		if (cb->callbackSite == CUPTI_API_EXIT && cap.on_profiler)
 			cap.on_profiler(cls == CB_PROFILER_START, capture_now());
+		return;
+	}
+	if (cls == CB_CALL && cb->callbackSite == CUPTI_API_ENTER) {
+		if (api_depth++ == 0)
+			api_open[0].start = capture_now();
 		return;
 	}
 	if (cb->callbackSite == CUPTI_API_EXIT) {
@@ -514,7 +533,11 @@ static int api_calls(CUpti_CallbackDomain domain, uint32_t size, bool queries, u
 	return 0;
 }
 
-static int subscribe_domain(CUpti_CallbackDomain domain, uint8_t *classes, uint32_t size)
+/*
+ * Subscribes the calls the recording needs, and with `calls` every other
+ * call but the queries too (CB_CALL), for the API events of the work filter.
+ */
+static int subscribe_domain(CUpti_CallbackDomain domain, uint8_t *classes, uint32_t size, bool calls)
 {
 	uint32_t cbid;
 	char buf[128];
@@ -525,6 +548,8 @@ static int subscribe_domain(CUpti_CallbackDomain domain, uint8_t *classes, uint3
 		if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
 			continue;
 		classes[cbid] = classify(api_base_name(name, buf, sizeof(buf)));
+		if (calls && classes[cbid] == CB_NONE && !api_is_query(buf))
+			classes[cbid] = CB_CALL;
 		if (classes[cbid] != CB_NONE &&
 		    CUPTI_CHECK(cuptiEnableCallback(1, cap.subscriber, domain, cbid)))
 			return -1;
@@ -861,12 +886,18 @@ static int tracing_on(void)
 	bool callbacks = !off || !strstr(off, "callbacks");
 	enum capture_api api = (enum capture_api)cap.api;
 	bool lean = cap.lean && !cap.midway;
+	/* midway, the work filter's API events come from the callbacks (see cap.midway);
+	 * STEPTRACE_MIDWAY_API=kinds: from CUPTI's API records, as before (a diagnostic, for A/B runs) */
+	const char *mid = getenv("STEPTRACE_MIDWAY_API");
+	bool calls = callbacks && cap.midway && api == CAPTURE_API_WORK && !(mid && !strcmp(mid, "kinds"));
 	uint32_t i;
 
 	cap.sync_derived = false;
+	atomic_fetch_add(&api_epoch, 1);
+	apiq.on = api == CAPTURE_API_LAUNCHES || calls;
 	if (callbacks &&
-	    (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE) ||
-	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE)))
+	    (subscribe_domain(CUPTI_CB_DOMAIN_RUNTIME_API, cap.rt_class, CUPTI_RUNTIME_TRACE_CBID_SIZE, calls) ||
+	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE, calls)))
 		return -1;
 	for (i = 0; i < N_ACTIVITY_KINDS; i++) {
 		static const char *const names[] = { "kernel", "memcpy", "memset", "runtime", "driver",
@@ -874,13 +905,13 @@ static int tracing_on(void)
 		cap.enabled = i + 1;
 		if (off && strstr(off, names[i]))
 			continue;
-		if ((api == CAPTURE_API_LAUNCHES || (api == CAPTURE_API_WORK && lean)) &&
+		if ((apiq.on || (api == CAPTURE_API_WORK && lean)) &&
 		    (activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME ||
 		     activity_kinds[i] == CUPTI_ACTIVITY_KIND_DRIVER)) {
 			bool rt = activity_kinds[i] == CUPTI_ACTIVITY_KIND_RUNTIME;
 
-			/* launches: the callbacks make the API events; work: call by call */
-			cap.api_work = api == CAPTURE_API_WORK;
+			/* launches, or work midway: the callbacks make the API events; work: call by call */
+			cap.api_work = !apiq.on;
 			if (cap.api_work &&
 			    api_calls(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
 				      rt ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE, false, 1))
@@ -897,7 +928,7 @@ static int tracing_on(void)
 			return -1;
 	}
 	/* After the kinds: enabling RUNTIME or DRIVER resets per-call settings. */
-	if (api == CAPTURE_API_WORK && !lean &&
+	if (api == CAPTURE_API_WORK && !lean && !apiq.on &&
 	    (api_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, true, 0) ||
 	     api_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, true, 0)))
 		return -1;

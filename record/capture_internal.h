@@ -61,8 +61,11 @@ struct capture {
 	 * tracing turned on after the process began (an armed process's
 	 * window): CUPTI then writes no record for calls enabled one by one
 	 * with their kind off (an --every window held 0 API records, 542 with
-	 * the callbacks' events, 11,298 with --api all), so the lean filter
-	 * enables the kinds and turns the query calls off instead
+	 * the callbacks' events, 11,298 with --api all), and enabling the
+	 * RUNTIME and DRIVER kinds instead makes CUPTI wrap every call, queries
+	 * included (GPT-2 8 x 512's window steps cost x1.50). So there the
+	 * work filter's API events come from the callbacks (apiq): every call
+	 * but the queries subscribed, each outermost one an event
 	 */
 	bool midway;
 	bool sync_derived;                      /* ... and it is in force */
