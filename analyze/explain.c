@@ -22,6 +22,7 @@
 #include "lib/error.h"
 #include "lib/grow.h"
 #include "lib/human.h"
+#include "lib/stats.h"
 #include "replay/memory.h"
 
 const char *const explain_part_names[EP_COUNT] = {
@@ -73,6 +74,9 @@ struct ctx {
 	uint64_t *unrecorded_step;     /* per step: re-timed under "unrecorded", at least its GPU's time */
 	double recorder, unrecorded;   /* means over the counted steps */
 	uint64_t recorder_ns, taken_ns;   /* the run's recorder time, and what of it found host work to leave */
+	double busy_unrecorded;        /* the GPU's span less its slack under "unrecorded", ns */
+	/* an armed window's calibration (unrecorded_calibrate): ns added per launch, 0 none; the median before */
+	double calibrated_ns, calibrated_from;
 };
 
 static double mean_of(const struct ctx *c, const double *v)
@@ -488,15 +492,81 @@ static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n
 }
 
 /*
+ * c->unrecorded_step re-timed under "unrecorded" with the graph's extra
+ * per launch as it is, each at least the step's GPU time; the median over
+ * the counted steps. t released after. -1 after an error line.
+ */
+static int unrecorded_pass(struct ctx *c, double *floor, double *median)
+{
+	struct graph_rule rule;
+	struct graph_times t;
+	uint64_t *v = malloc((c->n_meas + 1) * sizeof(*v));
+	struct dur_stats st;
+
+	if (!v)
+		return error("out of memory");
+	if (graph_rule_parse(&rule, "unrecorded") < 0 || graph_retime(&c->g, &rule, 1, NULL, &t) < 0) {
+		free(v);
+		return -1;
+	}
+	step_floors(c, &t, floor);
+	for (size_t s = 0; s < c->n_steps; s++) {
+		double p = (double)step_pred(c, &t, s, 1);
+
+		c->unrecorded_step[s] = (uint64_t)(p > floor[s] ? p : floor[s]);
+	}
+	for (size_t i = 0; i < c->n_meas; i++)
+		v[i] = c->unrecorded_step[c->meas[i]];
+	dur_stats_compute(v, c->n_meas, &st);
+	*median = st.median;
+	c->busy_unrecorded = gpu_span(c, &t) - c->gpu_slack;
+	c->recorder_ns = t.recorder_ns;
+	c->taken_ns = t.taken_ns;
+	free(v);
+	graph_times_release(&t);
+	return 0;
+}
+
+/*
+ * An armed window (1.11) measured the program's steps unrecorded just
+ * before it: where the estimate's median is above that, the recorder's
+ * time per launch that the cost records lack (CUPTI's own work on the
+ * program's launches, beyond what the calibration's empty kernel showed)
+ * is found by bisection so that it meets it, at most UNRECORDED_LAUNCH_MAX
+ * ns a launch; c->calibrated_ns says what was added (0: nothing).
+ */
+#define UNRECORDED_LAUNCH_MAX 50000.0
+static int unrecorded_calibrate(struct ctx *c, double *floor, double *median)
+{
+	size_t n_before = 0;
+	double target = replay_unrecorded_step_ns(&c->rp->run, &n_before), lo = 0, hi = UNRECORDED_LAUNCH_MAX, m;
+
+	c->calibrated_ns = 0;
+	if (target <= 0 || c->n_meas == 0 || *median <= target || getenv("STEPTRACE_UNRECORDED_ESTIMATE"))
+		return 0;
+	for (int i = 0; i < 24 && hi - lo > 1; i++) {
+		c->g.unrecorded_launch_ns = (lo + hi) / 2;
+		if (unrecorded_pass(c, floor, &m) < 0)
+			return -1;
+		if (m > target)
+			lo = c->g.unrecorded_launch_ns;
+		else
+			hi = c->g.unrecorded_launch_ns;
+	}
+	c->g.unrecorded_launch_ns = hi;
+	c->calibrated_ns = hi;
+	c->calibrated_from = *median;
+	return unrecorded_pass(c, floor, median);
+}
+
+/*
  * The step without the recorder (the rule "unrecorded"), when rank 0's
  * bundle says what it cost: per step, and the mean, each at least the
  * GPU's time. -1 after an error line.
  */
 static int unrecorded_steps(struct ctx *c)
 {
-	struct graph_rule rule;
-	struct graph_times t;
-	double *floor, *cost, sum = 0, csum = 0, busy;
+	double *floor, sum = 0, csum = 0, median;
 
 	c->step_cost = calloc(c->n_steps + 1, sizeof(*c->step_cost));
 	if (!c->step_cost)
@@ -504,38 +574,25 @@ static int unrecorded_steps(struct ctx *c)
 	c->has_cost = c->steps != &c->whole && replay_step_costs(c->rp, c->step_cost, NULL);
 	if (!c->has_cost)
 		return 0;
-	if (graph_rule_parse(&rule, "unrecorded") < 0 || graph_retime(&c->g, &rule, 1, NULL, &t) < 0)
-		return -1;
 	c->unrecorded_step = calloc(c->n_steps, sizeof(uint64_t));
 	floor = malloc((c->n_steps + 1) * sizeof(double));
-	cost = malloc((c->n_steps + 1) * sizeof(double));
-	if (!c->unrecorded_step || !floor || !cost) {
+	if (!c->unrecorded_step || !floor) {
 		free(floor);
-		free(cost);
-		graph_times_release(&t);
 		return error("out of memory");
 	}
-	step_floors(c, &t, floor);
-	for (size_t s = 0; s < c->n_steps; s++) {
-		double p = (double)step_pred(c, &t, s, 1);
-
-		c->unrecorded_step[s] = (uint64_t)(p > floor[s] ? p : floor[s]);
-		cost[s] = (double)replay_cost_ns(&c->step_cost[s]);
+	if (unrecorded_pass(c, floor, &median) < 0 || unrecorded_calibrate(c, floor, &median) < 0) {
+		free(floor);
+		return -1;
 	}
 	for (size_t i = 0; i < c->n_meas; i++) {
 		sum += (double)c->unrecorded_step[c->meas[i]];
-		csum += cost[c->meas[i]];
+		csum += (double)replay_cost_ns(&c->step_cost[c->meas[i]]);
 	}
 	c->unrecorded = c->n_meas ? sum / (double)c->n_meas : 0;
 	c->recorder = c->n_meas ? csum / (double)c->n_meas : 0;
-	busy = gpu_span(c, &t) - c->gpu_slack;
-	if (busy > c->unrecorded)
-		c->unrecorded = busy;
-	c->recorder_ns = t.recorder_ns;
-	c->taken_ns = t.taken_ns;
+	if (c->busy_unrecorded > c->unrecorded)
+		c->unrecorded = c->busy_unrecorded;
 	free(floor);
-	free(cost);
-	graph_times_release(&t);
 	return 0;
 }
 
@@ -1249,6 +1306,8 @@ static void unrecorded_note(const struct ctx *c, struct report *r)
 {
 	double cb = 0, nvtx = 0, hook = 0, py = 0, cupti = 0, per = c->n_meas ? 1.0 / (double)c->n_meas : 0;
 	char inside[96] = "";
+	size_t n_before = 0;
+	double before = replay_unrecorded_step_ns(&c->rp->run, &n_before);
 
 	for (size_t i = 0; i < c->n_meas; i++) {
 		const struct replay_cost *k = &c->step_cost[c->meas[i]];
@@ -1268,6 +1327,27 @@ static void unrecorded_note(const struct ctx *c, struct report *r)
 		       "GPU's time per step",
 		    c->recorder / 1e6, c->measured > 0 ? 100 * c->recorder / c->measured : 0, cb * per / 1e6,
 		    nvtx * per / 1e6, hook * per / 1e6, py * per / 1e6, inside);
+	if (c->calibrated_ns > 0)
+		report_note(r, "unrecorded: calibrated on the program's %zu unrecorded steps just before this window (median "
+			       "%.3f ms): from the recorder's own time alone the column's median was %.3f ms (%+.1f%%); %.0f ns "
+			       "more of the recorder's per kernel launch (CUPTI's work on the program's own launches, which "
+			       "its records lack) meets it",
+			    n_before, before / 1e6, c->calibrated_from / 1e6, 100 * (c->calibrated_from - before) / before,
+			    c->calibrated_ns);
+	else if (before > 0 && c->n_meas) {
+		uint64_t *v = malloc(c->n_meas * sizeof(*v));
+		struct dur_stats st;
+
+		if (v) {
+			for (size_t i = 0; i < c->n_meas; i++)
+				v[i] = c->unrecorded_step[c->meas[i]];
+			dur_stats_compute(v, c->n_meas, &st);
+			report_note(r, "unrecorded: measured in the process: the program's %zu unrecorded steps just before "
+				       "this window took %.3f ms (median); the column's median %.3f ms is %+.1f%% from it",
+				    n_before, before / 1e6, st.median / 1e6, 100 * (st.median - before) / before);
+			free(v);
+		}
+	}
 	if (c->taken_ns + 1000 < c->recorder_ns)
 		report_note(r, "unrecorded: %.3f ms of the recorder's %.3f ms in the run found no host work of its thread to "
 			       "come out of (a thread that made no call then, or more than its thread's work); it is left in",

@@ -201,6 +201,19 @@ static void launch_cost_row(struct kv *t, const struct replay_run *run)
 		       " ns a batch)", c->launches, c->traced_ns, c->untraced_ns);
 }
 
+/* (1.11) An armed window: the program's unrecorded steps just before it. */
+static void unrecorded_row(struct kv *t, const struct replay_run *run)
+{
+	size_t n = 0;
+	double med = replay_unrecorded_step_ns(run, &n);
+
+	if (med > 0)
+		kv_fmt(t, "unrecorded", "%zu steps of the program just before this window, unrecorded: %.3f ms (median)",
+		       n, med / 1e6);
+	else if (n)
+		kv_fmt(t, "unrecorded", "%zu steps of the program just before this window, unrecorded (too few to use)", n);
+}
+
 static void footer_table(struct report *r, const struct replay *rp, size_t wrap)
 {
 	const struct replay_footer *f = &rp->run.footer;
@@ -224,6 +237,7 @@ static void footer_table(struct report *r, const struct replay *rp, size_t wrap)
 		kv_str(t, "finished", buf);
 		param_groups_row(t, &rp->run);
 		launch_cost_row(t, &rp->run);
+		unrecorded_row(t, &rp->run);
 	}
 	kv_fmt(t, "read", "%" PRIu32 " chunks, %" PRIu64 " events, %" PRIu32 " strings",
 	       rp->chunks_read, rp->events_read, rp->strings_read ? rp->strings_read - 1 : 0);

@@ -9,11 +9,13 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyze/steps.h"
 
 #include "analyze/common.h"
 #include "lib/error.h"
+#include "lib/stats.h"
 
 enum step_set { SET_MEASURED, SET_ALL, SET_WARMUP };
 
@@ -136,6 +138,37 @@ static void recorder_notes(const struct replay *rp, const struct replay_cost *co
 			    (double)(sum.hook_ns + sum.python_ns) / (double)sum.modules / 1e3, (double)sum.modules / n);
 }
 
+/*
+ * (1.11) An armed window: the program's unrecorded steps just before it
+ * against its recorded steps here, both the program's own wall time in
+ * one process: what recording cost it, measured.
+ */
+static void measured_cost_note(const struct replay *rp, struct report *r)
+{
+	size_t n_before = 0, n = 0;
+	double before = replay_unrecorded_step_ns(&rp->run, &n_before);
+	uint64_t *wall = before > 0 ? malloc((rp->n_steps + 1) * sizeof(*wall)) : NULL;
+	struct dur_stats st, sb;
+	uint64_t v[ST_UNRECORDED_STEPS_MAX];
+
+	if (!wall)
+		return;
+	for (size_t i = 0; i < rp->n_steps; i++)
+		if (!rp->steps[i].warmup && rp->steps[i].end > rp->steps[i].start)
+			wall[n++] = rp->steps[i].end - rp->steps[i].start;
+	if (n) {
+		dur_stats_compute(wall, n, &st);
+		memcpy(v, rp->run.unrecorded_step_ns, n_before * sizeof(*v));
+		dur_stats_compute(v, n_before, &sb);
+		report_note(r, "recorder: measured in the process: the program's %zu unrecorded steps just before this "
+			       "window took %.3f ms (median; %.3f-%.3f), its %zu recorded steps here %.3f ms: recording "
+			       "cost it %+.1f%%",
+			    n_before, before / 1e6, (double)sb.min / 1e6, (double)sb.max / 1e6, n, st.median / 1e6,
+			    100 * (st.median - before) / before);
+	}
+	free(wall);
+}
+
 int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 {
 	struct table *t = report_add_table(r, "steps", include_warmup ? "Steps (warm-up included)"
@@ -206,6 +239,7 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 		report_note(r, "steps from: %s", rp->run.steps_from);
 	if (has_cost)
 		recorder_notes(rp, cost, include_warmup, r);
+	measured_cost_note(rp, r);
 	free(cost);
 	if (rp->n_phases_only)
 		module_steps_list(rp, r);

@@ -126,6 +126,13 @@ struct graph {
 	 * them (warm-up, compilation) neither moves into them nor out.
 	 */
 	uint64_t pin;
+	/*
+	 * The rule "unrecorded": ns of the recorder's per kernel launch beyond
+	 * what the bundle's cost records hold, each record's stretch at most
+	 * (0 by graph_build). explain sets it where an armed window measured
+	 * what the program's steps took unrecorded (format 1.11).
+	 */
+	double unrecorded_launch_ns;
 };
 
 /*

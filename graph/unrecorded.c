@@ -80,7 +80,8 @@ static double pieces(const struct hs_rank *R, struct hs_thread *T, uint64_t a, u
 }
 
 /* The recorder's threads of one replay, its step boundaries and its costs by thread and step. */
-static int rank_init(struct hs_rank *R, const struct replay *rp, int64_t offset, uint64_t *recorded)
+static int rank_init(struct hs_rank *R, const struct replay *rp, int64_t offset, double extra_per_launch,
+		     uint64_t *recorded)
 {
 	size_t n = rp->n_steps + 1;
 	uint64_t *ids = malloc((rp->n_costs + 1) * sizeof(*ids));
@@ -124,9 +125,13 @@ static int rank_init(struct hs_rank *R, const struct replay *rp, int64_t offset,
 	free(ids);
 	for (size_t i = 0; i < rp->n_costs; i++) {
 		const struct replay_cost *c = &rp->costs[i];
+		double own = (double)replay_cost_ns(c), span = c->end > c->start ? (double)(c->end - c->start) : 0;
+		double extra = extra_per_launch * (double)c->launches;
 
-		find_thread(R, c->thread)->cost[c->step + 1] += (double)replay_cost_ns(c);
-		*recorded += replay_cost_ns(c);
+		if (extra > span - own)   /* a hostile count stays bounded */
+			extra = span > own ? span - own : 0;
+		find_thread(R, c->thread)->cost[c->step + 1] += own + extra;
+		*recorded += (uint64_t)(own + extra);
 	}
 	return 0;
 }
@@ -200,7 +205,7 @@ int graph_unrecorded_build(const struct graph *g, struct graph_host_scale **out,
 		if (!g->rp[r]->n_costs)
 			continue;
 		any = true;
-		if (rank_init(&hs->rank[r], g->rp[r], g->offset ? g->offset[r] : 0, recorded) < 0) {
+		if (rank_init(&hs->rank[r], g->rp[r], g->offset ? g->offset[r] : 0, g->unrecorded_launch_ns, recorded) < 0) {
 			graph_host_scale_free(hs);
 			return -1;
 		}

@@ -109,6 +109,16 @@ static struct {
 	uint32_t step_reg;        /* --step-range's string id, for the NVTX steps counted while idle */
 	uint32_t steps_written;   /* steps this recording has written (the NVTX steps' boundaries) */
 	struct capture_totals ct0;    /* the capture's totals when this recording began */
+	/*
+	 * The program's steps while idle, for the next window's footer (1.11):
+	 * the last ST_UNRECORDED_STEPS_MAX wall times, a ring; `last` the
+	 * boundary the step now running began at (0: a step to leave out), and
+	 * `skip` how many more to leave out (the recorder worked in them).
+	 */
+	uint64_t before[ST_UNRECORDED_STEPS_MAX];
+	size_t n_before, before_head;
+	uint64_t last;
+	uint32_t skip;
 } in = { .once = PTHREAD_ONCE_INIT, .open_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- configuration ------------------------------------------------------- */
@@ -433,6 +443,7 @@ static void finish(const char *reason)
 /* ---- armed: a trigger's recording ------------------------------------------------- */
 
 static void step_boundary(uint64_t t);
+static void before_write(void);
 static int arm(void);
 
 /*
@@ -500,6 +511,7 @@ static void session_begin(uint64_t t)
 	}
 	capture_totals(&in.ct0);
 	in.steps_written = 0;
+	before_write();
 	{
 		uint8_t next = (uint8_t)(atomic_load(&nv_recording) + 1);
 
@@ -533,10 +545,44 @@ static void session_end(void)
 		armed_done(in.status, in.seq, ARMED_WRITTEN, in.first, rt.steps, in.path);
 }
 
+/* Unrecorded steps count again from the boundary after next, and `skip` steps more after it. */
+static void before_reset(uint32_t skip)
+{
+	in.n_before = in.before_head = 0;
+	in.last = 0;
+	in.skip = skip;
+}
+
+/* An unrecorded step ended at t. */
+static void before_push(uint64_t t)
+{
+	if (in.last && !in.skip && t > in.last) {
+		in.before[(in.before_head + in.n_before) % ST_UNRECORDED_STEPS_MAX] = t - in.last;
+		if (in.n_before < ST_UNRECORDED_STEPS_MAX)
+			in.n_before++;
+		else
+			in.before_head = (in.before_head + 1) % ST_UNRECORDED_STEPS_MAX;
+	} else if (in.last && in.skip) {
+		in.skip--;
+	}
+	in.last = t;
+}
+
+/* The unrecorded steps so far into the window's footer, oldest first. */
+static void before_write(void)
+{
+	uint64_t v[ST_UNRECORDED_STEPS_MAX];
+
+	for (size_t i = 0; i < in.n_before; i++)
+		v[i] = in.before[(in.before_head + i) % ST_UNRECORDED_STEPS_MAX];
+	rec_session_set_unrecorded_steps(&in.s, v, in.n_before);
+}
+
 /* A step ended at t and the next begins (the optimizer's, or an NVTX step range's). */
 static void step_boundary(uint64_t t)
 {
 	int act;
+	bool was_idle;
 
 	if (!in.armed || !in.capturing || in.done || getpid() != in.pid)
 		return;
@@ -548,12 +594,18 @@ static void step_boundary(uint64_t t)
 			return;
 		}
 		capture_measure_launch_cost();   /* once, at joining: a step no trigger records */
+		before_reset(1);   /* ... nor counts as unrecorded (the push below starts the count) */
 	}
+	was_idle = idle();
 	act = armed_step(in.status, &in.seq, &in.first, &in.count);
 	if (!(act & ARMED_BEGIN) && in.every)
 		act |= armed_periodic(in.status, in.every, in.window, &in.seq, &in.first, &in.count);
-	if (act & ARMED_END)
+	if (was_idle)
+		before_push(t);
+	if (act & ARMED_END) {
 		session_end();
+		before_reset(1);   /* the bundle is written in the next step; leave the one after out too */
+	}
 	if (act & ARMED_BEGIN)
 		session_begin(t);
 	pthread_mutex_unlock(&in.open_lock);

@@ -98,6 +98,16 @@ void rec_session_set_launch_cost(struct rec_session *s, const struct st_launch_c
 	rec_session_unlock(s);
 }
 
+void rec_session_set_unrecorded_steps(struct rec_session *s, const uint64_t *ns, size_t n)
+{
+	if (!n)
+		return;
+	rec_session_lock(s);
+	if (s->w)
+		bundle_writer_set_unrecorded_steps(s->w, ns, n);
+	rec_session_unlock(s);
+}
+
 /* The session's writer, taken from it (no event reaches it after): NULL when none is open. */
 static struct bundle_writer *take_writer(struct rec_session *s)
 {

@@ -56,6 +56,8 @@ void rec_session_set_steps_from(struct rec_session *s, const char *steps_from);
 void rec_session_set_param_groups(struct rec_session *s, const struct st_param_group *g, size_t n);
 /* CUPTI's cost per launch measured in this process, for the footer (1.10); launches 0: none. */
 void rec_session_set_launch_cost(struct rec_session *s, const struct st_launch_cost *c);
+/* An armed window's unrecorded steps before it, for the footer (1.11); n 0 sets none. */
+void rec_session_set_unrecorded_steps(struct rec_session *s, const uint64_t *ns, size_t n);
 
 /*
  * Writes the footer with `end_reason` ("ok", "oom", "interrupted"; "error"

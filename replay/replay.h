@@ -205,6 +205,14 @@ struct replay_cost {
 struct replay_run;
 double replay_launch_cost_ns(const struct replay_run *run);
 
+/*
+ * (1.11) The median wall time of the program's unrecorded steps before an
+ * armed window (the footer's unrecorded_step_ns), ns, with their number in
+ * *n; 0 where the bundle has fewer than REPLAY_UNRECORDED_MIN of them.
+ */
+#define REPLAY_UNRECORDED_MIN 3
+double replay_unrecorded_step_ns(const struct replay_run *run, size_t *n);
+
 /* The recorder's host time of a cost record: its parts' sum, CUPTI's work in its launches (1.10) included. */
 static inline uint64_t replay_cost_ns(const struct replay_cost *c)
 {
@@ -297,6 +305,10 @@ struct replay_run {
 	const struct st_param_group *param_groups;
 	size_t n_param_groups;
 	struct st_launch_cost launch_cost;   /* (1.10) the footer's; launches 0: not measured */
+	/* (1.11) an armed window's: the program's unrecorded steps before it, ns, oldest first (see
+	 * replay_unrecorded_step_ns); values of 0 or over an hour (hostile) are left out */
+	uint64_t unrecorded_step_ns[ST_UNRECORDED_STEPS_MAX];
+	size_t n_unrecorded_steps;
 	/*
 	 * How the steps were found: the footer's steps_from, or the replay's
 	 * own "launch period: N launches per step, found by replay" when it cut

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/human.h"
+#include "lib/stats.h"
 
 static const char *str(struct replay *rp, const char *s)
 {
@@ -196,6 +197,12 @@ void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptr
 			run->launch_cost.traced_ns = f->launch_cost->traced_ns;
 			run->launch_cost.untraced_ns = f->launch_cost->untraced_ns;
 		}
+		/* the last ST_UNRECORDED_STEPS_MAX, each a wall time of at most an hour */
+		for (size_t i = f->n_unrecorded_step_ns > ST_UNRECORDED_STEPS_MAX ?
+				 f->n_unrecorded_step_ns - ST_UNRECORDED_STEPS_MAX : 0;
+		     i < f->n_unrecorded_step_ns; i++)
+			if (f->unrecorded_step_ns[i] && f->unrecorded_step_ns[i] <= 3600ull * 1000000000ull)
+				run->unrecorded_step_ns[run->n_unrecorded_steps++] = f->unrecorded_step_ns[i];
 	}
 	run->steps_from = run->footer.steps_from;   /* replay_build may find its own */
 }
@@ -209,6 +216,20 @@ double replay_launch_cost_ns(const struct replay_run *run)
 		return 0;
 	per = (double)(c->traced_ns - c->untraced_ns) / (double)c->launches;
 	return per <= REPLAY_LAUNCH_COST_MAX_NS ? per : 0;
+}
+
+double replay_unrecorded_step_ns(const struct replay_run *run, size_t *n)
+{
+	uint64_t v[ST_UNRECORDED_STEPS_MAX];
+	struct dur_stats st;
+	size_t k = run->n_unrecorded_steps;
+
+	*n = k;
+	if (k < REPLAY_UNRECORDED_MIN)
+		return 0;
+	memcpy(v, run->unrecorded_step_ns, k * sizeof(*v));
+	dur_stats_compute(v, k, &st);
+	return st.median;
 }
 
 uint64_t replay_dropped(const struct replay *rp, int kind)

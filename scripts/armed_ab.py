@@ -52,15 +52,26 @@ FORMS = {
 }
 
 
-def window_steps(st, bundle):
-    """A window's measured steps from explain's steps table: (program step number, wall ms, Unrecorded ms)."""
-    p = cost_check.sh([st, "explain", bundle, "--section", "steps", "--format", "csv"])
+def window_steps(st, bundle, estimate=True):
+    """A window's measured steps from explain's steps table: (program step number, wall ms, Unrecorded ms).
+    estimate: the Unrecorded column from the recorder's own time alone (STEPTRACE_UNRECORDED_ESTIMATE),
+    not calibrated on the unrecorded steps the window's bundle measured before it (format 1.11)."""
+    env = dict(os.environ, STEPTRACE_UNRECORDED_ESTIMATE="1") if estimate else None
+    p = cost_check.sh([st, "explain", bundle, "--section", "steps", "--format", "csv"], env=env)
     if p.returncode:
         raise RuntimeError("explain %s: %s" % (bundle, p.stderr.strip()))
     rows = [r for r in cost_check.csv_rows(p.stdout) if r["Step"].isdigit()]
     # no Unrecorded column: the bundle has no cost events (said in the table as "-")
     return [(int(r["Step"]), float(r["Wall"]), float(r["Unrecorded"]) if r.get("Unrecorded") else None)
             for r in rows]
+
+
+def bundle_cost(st, bundle):
+    """What the window's bundle itself says recording cost the program (format 1.11: its unrecorded
+    steps before the window against its recorded ones), in %; None where it says nothing."""
+    p = cost_check.sh([st, "steps", bundle])
+    m = re.search(r"recording cost it ([-+][0-9.]+)%", " ".join(p.stdout.split()))
+    return float(m.group(1)) if m else None
 
 
 def every_windows(a, tag):
@@ -120,10 +131,15 @@ def one_run(a, k):
 def analyse(a, tag, iters, windows):
     """Per window its steps' walls (bundle) and Unrecorded; the offset from step numbers to iter_ms indices."""
     rec_steps, unrec = {}, {}
-    pairs = []
+    pairs, own, calibrated = [], [], {}
     for w in windows:
         if not os.path.exists(w["bundle"]):
             continue
+        c = bundle_cost(a.steptrace, w["bundle"])
+        if c is not None:
+            own.append(c)
+        for n, _, cal in window_steps(a.steptrace, w["bundle"], estimate=False):
+            calibrated[n] = cal
         for n, wall, est in window_steps(a.steptrace, w["bundle"]):
             rec_steps[n] = wall
             unrec[n] = est
@@ -142,6 +158,7 @@ def analyse(a, tag, iters, windows):
     idle = [i for i in range(a.skip, len(iters)) if i not in recorded and i not in near]
     rec = [iters[i] for i in sorted(recorded) if a.skip <= i < len(iters)]
     est = [unrec[n] for n in rec_steps if a.skip <= n + off < len(iters) and unrec[n] is not None]
+    cal = [calibrated[n] for n in rec_steps if a.skip <= n + off < len(iters) and calibrated.get(n) is not None]
     first_w = min(recorded) if recorded else len(iters)
     last_w = max(recorded) if recorded else 0
     before = [iters[i] for i in idle if i < first_w]
@@ -150,11 +167,14 @@ def analyse(a, tag, iters, windows):
     row = dict(run=tag, windows=len(windows), offset=off, match_ms=best[1] if best else None,
                unrecorded_steps=len(idle), recorded_steps=len(rec),
                unrecorded_ms=med([iters[i] for i in idle]), recorded_ms=med(rec), estimate_ms=med(est),
-               before_ms=med(before), after_ms=med(after))
+               before_ms=med(before), after_ms=med(after), bundle_cost_pct=med(own), bundle_costs=own,
+               calibrated_ms=med(cal))
     if row["unrecorded_ms"] and row["recorded_ms"]:
         row["cost_pct"] = 100 * (row["recorded_ms"] / row["unrecorded_ms"] - 1)
     if row["unrecorded_ms"] and row["estimate_ms"]:
         row["estimate_pct"] = 100 * (row["estimate_ms"] / row["unrecorded_ms"] - 1)
+    if row["unrecorded_ms"] and row["calibrated_ms"]:
+        row["calibrated_pct"] = 100 * (row["calibrated_ms"] / row["unrecorded_ms"] - 1)
     # left on (--every): what the windows and the steps that write their bundles added to the
     # whole run, over the unrecorded steps' median, as a share of the run at that median
     steps = range(a.skip, len(iters))
@@ -202,14 +222,16 @@ def main():
           % (os.path.relpath(a.steptrace), a.form, a.mode, a.steps, a.window))
     print("| run | windows | unrecorded steps (ms, median) | recorded steps (ms) | cost | explain's Unrecorded (ms) "
           "| estimate vs unrecorded | before first window (ms) | after last (ms) | the run's cost (medians) "
-          "| (means) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| (means) | the bundles' own measure (median) | Unrecorded calibrated on it (ms) | vs unrecorded |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print("| %s | %d | %s (%d) | %s (%d) | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %d | %s (%d) | %s (%d) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["run"], r["windows"], fmt(r["unrecorded_ms"]), r["unrecorded_steps"], fmt(r["recorded_ms"]),
             r["recorded_steps"], fmt(r.get("cost_pct"), "%+.1f%%"), fmt(r["estimate_ms"]),
             fmt(r.get("estimate_pct"), "%+.1f%%"), fmt(r["before_ms"]), fmt(r["after_ms"]),
-            fmt(r.get("run_pct"), "%+.2f%%"), fmt(r.get("run_mean_pct"), "%+.2f%%")))
+            fmt(r.get("run_pct"), "%+.2f%%"), fmt(r.get("run_mean_pct"), "%+.2f%%"),
+            fmt(r.get("bundle_cost_pct"), "%+.1f%%"), fmt(r.get("calibrated_ms")),
+            fmt(r.get("calibrated_pct"), "%+.1f%%")))
     return 0
 
 

@@ -23,7 +23,7 @@
 #include "trace/types.h"
 
 #define BUNDLE_FORMAT_MAJOR 1
-#define BUNDLE_FORMAT_MINOR 10
+#define BUNDLE_FORMAT_MINOR 11
 
 /* ---- writer ---------------------------------------------------------- */
 
@@ -69,6 +69,13 @@ int bundle_writer_set_param_groups(struct bundle_writer *w, const struct st_para
 
 /* CUPTI's cost per launch, for the footer's launch_cost (1.10); launches 0 leaves none. */
 void bundle_writer_set_launch_cost(struct bundle_writer *w, const struct st_launch_cost *c);
+
+/*
+ * The wall times of the program's unrecorded steps before an armed window,
+ * oldest first, for the footer's unrecorded_step_ns (1.11): copied, the
+ * last ST_UNRECORDED_STEPS_MAX of them; n 0 leaves none.
+ */
+void bundle_writer_set_unrecorded_steps(struct bundle_writer *w, const uint64_t *ns, size_t n);
 
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"

@@ -181,6 +181,9 @@ struct st_launch_cost {
 	uint64_t traced_ns, untraced_ns;
 };   /* groups a bundle keeps; more are summed into the last */
 
+/* (1.11) At most this many unrecorded steps before an armed window (Footer.unrecorded_step_ns). */
+#define ST_UNRECORDED_STEPS_MAX 32
+
 #define ST_OP_MAX_INPUTS 8
 #define ST_OP_MAX_OUTPUTS 4
 

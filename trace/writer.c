@@ -71,6 +71,8 @@ struct bundle_writer {
 	char *steps_from;    /* the footer's, NULL when not said */
 	struct st_param_group *groups;   /* the footer's param_groups */
 	struct st_launch_cost launch_cost;   /* the footer's launch_cost; launches 0: none */
+	uint64_t unrecorded[ST_UNRECORDED_STEPS_MAX];   /* the footer's unrecorded_step_ns */
+	size_t n_unrecorded;
 	size_t n_groups;
 };
 
@@ -451,6 +453,16 @@ void bundle_writer_set_launch_cost(struct bundle_writer *w, const struct st_laun
 	w->launch_cost = *c;
 }
 
+void bundle_writer_set_unrecorded_steps(struct bundle_writer *w, const uint64_t *ns, size_t n)
+{
+	if (n > ST_UNRECORDED_STEPS_MAX) {
+		ns += n - ST_UNRECORDED_STEPS_MAX;
+		n = ST_UNRECORDED_STEPS_MAX;
+	}
+	memcpy(w->unrecorded, ns, n * sizeof(*ns));
+	w->n_unrecorded = n;
+}
+
 int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 {
 	Steptrace__LaunchCost lc = STEPTRACE__LAUNCH_COST__INIT;
@@ -497,6 +509,8 @@ int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 		lc.untraced_ns = w->launch_cost.untraced_ns;
 		f.launch_cost = &lc;
 	}
+	f.n_unrecorded_step_ns = w->n_unrecorded;
+	f.unrecorded_step_ns = w->n_unrecorded ? w->unrecorded : NULL;
 	if (!ret)
 		ret = write_message(w, "footer.pb", &f.base);
 	if (writer_finish(w, !ret) && !ret)

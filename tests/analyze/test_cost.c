@@ -29,7 +29,8 @@
 #define MS 1000000ull
 
 /* Two steps of 10 ms on thread 1, a launch each; the recorder's time in each, on threads 1 and 2. */
-static int write_bundle(const char *path, bool with_cost, bool with_launch_cost)
+static int write_bundle(const char *path, bool with_cost, bool with_launch_cost, const uint64_t *before,
+			size_t n_before)
 {
 	const struct st_param_group groups[] = {
 		{ .tensors = 3, .elements = 1000000, .bytes = 2000000, .dtype = ST_DT_BF16 },
@@ -66,6 +67,7 @@ static int write_bundle(const char *path, bool with_cost, bool with_launch_cost)
 	}
 	if (with_cost && bundle_writer_set_param_groups(b.writer, groups, 2) < 0)
 		return -1;
+	bundle_writer_set_unrecorded_steps(b.writer, before, n_before);
 	return builder_close(&b, "ok");
 }
 
@@ -103,7 +105,7 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/cost.stb", dir);
 	snprintf(plain, sizeof(plain), "%s/plain.stb", dir);
 	snprintf(table, sizeof(table), "%s/allreduce.csv", dir);
-	CHECK(write_bundle(path, true, false) == 0 && write_bundle(plain, false, false) == 0);
+	CHECK(write_bundle(path, true, false, NULL, 0) == 0 && write_bundle(plain, false, false, NULL, 0) == 0);
 	f = fopen(table, "w");
 	CHECK(f != NULL);
 	if (f) {
@@ -166,7 +168,7 @@ int main(int argc, char **argv)
 	 * notes and info say what it is.
 	 */
 	snprintf(path, sizeof(path), "%s/launch.stb", dir);
-	CHECK(write_bundle(path, true, true) == 0);
+	CHECK(write_bundle(path, true, true, NULL, 0) == 0);
 	CHECK(replay_load(&rp, path, NULL) == 0);
 	r = report_new();
 	CHECK(steps_run(&rp, false, r) == 0);
@@ -185,7 +187,77 @@ int main(int argc, char **argv)
 	out = printed(r);
 	HAS(out, "CUPTI 15000 ns per kernel launch (9 rounds of 128 launches: traced 2560.0 us, untraced 640.0 us a "
 		 "batch)");
+	HAS_NOT(out, "unrecorded");
 	free(out);
 	replay_release(&rp);
+
+	/*
+	 * (1.11) An armed window's unrecorded steps before it: the writer keeps
+	 * the last 32 (the eight 50 ms ones go), the reader leaves out 0 and
+	 * over an hour, so 30 of 8 ms against the window's two of 10 ms: +25%.
+	 */
+	{
+		uint64_t before[40];
+
+		for (size_t i = 0; i < 40; i++)
+			before[i] = i < 8 ? 50 * MS : 8 * MS;
+		before[20] = 0;
+		before[30] = 7200ull * 1000 * MS;
+		snprintf(path, sizeof(path), "%s/window.stb", dir);
+		CHECK(write_bundle(path, true, false, before, 40) == 0);
+		CHECK(replay_load(&rp, path, NULL) == 0);
+		CHECK(rp.run.n_unrecorded_steps == 30, "%zu unrecorded steps", rp.run.n_unrecorded_steps);
+		r = report_new();
+		CHECK(steps_run(&rp, false, r) == 0);
+		out = printed(r);
+		HAS(out, "recorder: measured in the process: the program's 30 unrecorded steps just before this window took "
+			 "8.000 ms (median; 8.000-8.000), its 2 recorded steps here");
+		HAS(out, "10.000 ms: recording cost it +25.0%");
+		free(out);
+		r = report_new();
+		CHECK(info_run(&rp, &io, r) == 0);
+		out = printed(r);
+		HAS(out, "30 steps of the program just before this window, unrecorded: 8.000 ms (median)");
+		free(out);
+		rps[0] = &rp;
+		o.n_rules = 0;
+		r = report_new();
+		CHECK(explain_run(&rs, &o, r, NULL) == 0);
+		out = printed(r);
+		/* the estimate's median, 9.25 ms, is above the 8 ms measured: calibrated to it */
+		HAS(out, "unrecorded: calibrated on the program's 30 unrecorded steps just before this window (median 8.000 "
+			 "ms): from the recorder's own time alone the column's median");
+		HAS(out, "was 9.250 ms (+15.6%); 12500 ns more of the recorder's per kernel launch");
+		HAS(out, "mean        10.000");
+		HAS(out, "      8.000\n");   /* the Unrecorded column's mean, the last */
+		free(out);
+		setenv("STEPTRACE_UNRECORDED_ESTIMATE", "1", 1);   /* the estimate alone */
+		r = report_new();
+		CHECK(explain_run(&rs, &o, r, NULL) == 0);
+		out = printed(r);
+		HAS(out, "unrecorded: measured in the process: the program's 30 unrecorded steps just before this window "
+			 "took 8.000 ms (median); the");
+		HAS(out, "column's median 9.250 ms is +15.6%");
+		HAS_NOT(out, "calibrated");
+		free(out);
+		unsetenv("STEPTRACE_UNRECORDED_ESTIMATE");
+		replay_release(&rp);
+
+		/* two are too few to say a cost by */
+		snprintf(path, sizeof(path), "%s/window2.stb", dir);
+		CHECK(write_bundle(path, true, false, before + 38, 2) == 0);
+		CHECK(replay_load(&rp, path, NULL) == 0);
+		r = report_new();
+		CHECK(steps_run(&rp, false, r) == 0);
+		out = printed(r);
+		HAS_NOT(out, "measured in the process");
+		free(out);
+		r = report_new();
+		CHECK(info_run(&rp, &io, r) == 0);
+		out = printed(r);
+		HAS(out, "2 steps of the program just before this window, unrecorded (too few to use)");
+		free(out);
+		replay_release(&rp);
+	}
 	return check_done("test_cost");
 }
