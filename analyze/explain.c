@@ -542,7 +542,7 @@ static int unrecorded_calibrate(struct ctx *c, double *floor, double *median)
 	double target = replay_unrecorded_step_ns(&c->rp->run, &n_before), lo = 0, hi = UNRECORDED_LAUNCH_MAX, m;
 
 	c->calibrated_ns = 0;
-	if (target <= 0 || c->n_meas == 0 || *median <= target || getenv("STEPTRACE_UNRECORDED_ESTIMATE"))
+	if (target <= 0 || c->n_meas == 0 || *median <= target || c->o->estimate_unrecorded)
 		return 0;
 	for (int i = 0; i < 24 && hi - lo > 1; i++) {
 		c->g.unrecorded_launch_ns = (lo + hi) / 2;

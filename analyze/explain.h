@@ -61,6 +61,9 @@ struct explain_opts {
 	const char *contention;       /* --contention FILE: ranks=N's calibration (analyze/whatif.h) */
 	int top;                      /* critical-path rows (0: 15) */
 	bool include_warmup;
+	/* --estimate-unrecorded: the Unrecorded column from the recorder's own time alone, not calibrated
+	 * on an armed window's unrecorded steps (format 1.11) */
+	bool estimate_unrecorded;
 };
 
 /* The parts of a step's time (ns), in the order of the steps table. */

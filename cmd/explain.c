@@ -84,6 +84,9 @@ int cmd_explain(int argc, const char **argv)
 			   "multi-rank run (`steptrace explain RUN.rank*.stb --section calibration --format csv`)"),
 		OPT_POSITIVE('n', "top", &c.o.top, "critical-path rows (default 15)"),
 		OPT_BOOLEAN(0, "include-warmup", &c.o.include_warmup, "explain the warm-up steps too"),
+		OPT_BOOLEAN(0, "estimate-unrecorded", &c.o.estimate_unrecorded,
+			    "the Unrecorded column from the recorder's own time alone, not calibrated on the unrecorded "
+			    "steps an armed window measured before it"),
 		OPT_FORMAT(&format),
 		OPT_END(),
 	};

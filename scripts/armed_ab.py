@@ -54,10 +54,10 @@ FORMS = {
 
 def window_steps(st, bundle, estimate=True):
     """A window's measured steps from explain's steps table: (program step number, wall ms, Unrecorded ms).
-    estimate: the Unrecorded column from the recorder's own time alone (STEPTRACE_UNRECORDED_ESTIMATE),
+    estimate: the Unrecorded column from the recorder's own time alone (--estimate-unrecorded),
     not calibrated on the unrecorded steps the window's bundle measured before it (format 1.11)."""
-    env = dict(os.environ, STEPTRACE_UNRECORDED_ESTIMATE="1") if estimate else None
-    p = cost_check.sh([st, "explain", bundle, "--section", "steps", "--format", "csv"], env=env)
+    p = cost_check.sh([st, "explain", bundle, "--section", "steps", "--format", "csv"] +
+                      (["--estimate-unrecorded"] if estimate else []))
     if p.returncode:
         raise RuntimeError("explain %s: %s" % (bundle, p.stderr.strip()))
     rows = [r for r in cost_check.csv_rows(p.stdout) if r["Step"].isdigit()]

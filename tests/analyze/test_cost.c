@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 		HAS(out, "mean        10.000");
 		HAS(out, "      8.000\n");   /* the Unrecorded column's mean, the last */
 		free(out);
-		setenv("STEPTRACE_UNRECORDED_ESTIMATE", "1", 1);   /* the estimate alone */
+		o.estimate_unrecorded = true;   /* the estimate alone */
 		r = report_new();
 		CHECK(explain_run(&rs, &o, r, NULL) == 0);
 		out = printed(r);
@@ -240,7 +240,7 @@ int main(int argc, char **argv)
 		HAS(out, "column's median 9.250 ms is +15.6%");
 		HAS_NOT(out, "calibrated");
 		free(out);
-		unsetenv("STEPTRACE_UNRECORDED_ESTIMATE");
+		o.estimate_unrecorded = false;
 		replay_release(&rp);
 
 		/* two are too few to say a cost by */
