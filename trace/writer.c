@@ -459,7 +459,8 @@ void bundle_writer_set_unrecorded_steps(struct bundle_writer *w, const uint64_t 
 		ns += n - ST_UNRECORDED_STEPS_MAX;
 		n = ST_UNRECORDED_STEPS_MAX;
 	}
-	memcpy(w->unrecorded, ns, n * sizeof(*ns));
+	if (n)   /* ns may be NULL with n 0 */
+		memcpy(w->unrecorded, ns, n * sizeof(*ns));
 	w->n_unrecorded = n;
 }
 
