@@ -212,6 +212,10 @@ static void unrecorded_row(struct kv *t, const struct replay_run *run)
 		       n, med / 1e6);
 	else if (n)
 		kv_fmt(t, "unrecorded", "%zu steps of the program just before this window, unrecorded (too few to use)", n);
+	if (run->armed_span_ns)
+		kv_fmt(t, "armed cost", "the recorder's own host time while armed, over the %.3f s before this window: "
+		       "%.3f ms (%.3f%%)", (double)run->armed_span_ns / 1e9, (double)run->armed_recorder_ns / 1e6,
+		       100 * (double)run->armed_recorder_ns / (double)run->armed_span_ns);
 }
 
 static void footer_table(struct report *r, const struct replay *rp, size_t wrap)

@@ -151,9 +151,7 @@ static void measured_cost_note(const struct replay *rp, struct report *r)
 	struct dur_stats st, sb;
 	uint64_t v[ST_UNRECORDED_STEPS_MAX];
 
-	if (!wall)
-		return;
-	for (size_t i = 0; i < rp->n_steps; i++)
+	for (size_t i = 0; wall && i < rp->n_steps; i++)
 		if (!rp->steps[i].warmup && rp->steps[i].end > rp->steps[i].start)
 			wall[n++] = rp->steps[i].end - rp->steps[i].start;
 	if (n) {
@@ -167,6 +165,16 @@ static void measured_cost_note(const struct replay *rp, struct report *r)
 			    100 * (st.median - before) / before);
 	}
 	free(wall);
+	if (rp->run.armed_span_ns) {
+		double share = (double)rp->run.armed_recorder_ns / (double)rp->run.armed_span_ns;
+		char per[64] = "";
+
+		if (before > 0)
+			snprintf(per, sizeof(per), ", %.1f us per unrecorded step", share * before / 1e3);
+		report_note(r, "recorder: armed, recording nothing, over the %.3f s of the run before this window: its own "
+			       "host time %.3f ms (%.3f%%%s)",
+			    (double)rp->run.armed_span_ns / 1e9, (double)rp->run.armed_recorder_ns / 1e6, 100 * share, per);
+	}
 }
 
 int steps_run(const struct replay *rp, bool include_warmup, struct report *r)

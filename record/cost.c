@@ -346,6 +346,28 @@ void cost_forget(void)
 	C.finished = C.forgotten = true;
 }
 
+uint64_t cost_idle_take(void)
+{
+	double k, sum = 0;
+
+	pthread_once(&once, init_once);
+	k = ns_per_tick();
+	pthread_mutex_lock(&C.lock);
+	for (size_t i = 0; i < C.n_threads; i++) {
+		struct acc *a = C.threads[i];
+
+		for (int p = 0; p < COST_PARTS; p++)
+			sum += (double)a->ticks[p] * k;
+		sum += (double)a->python_ns;
+		a->first = 0;
+		memset(a->ticks, 0, sizeof(a->ticks));
+		a->python_ns = a->launches = a->ranges = a->modules = 0;
+		a->hook_unreported = 0;
+	}
+	pthread_mutex_unlock(&C.lock);
+	return (uint64_t)(sum + 0.5);
+}
+
 void cost_resume(void)
 {
 	pthread_once(&once, init_once);

@@ -99,5 +99,12 @@ void cost_forget(void);
  * stretch under way now dropped (the idle steps before the trigger).
  */
 void cost_resume(void);
+/*
+ * An armed process between recordings: the recorder's time every thread
+ * has accrued since the last call (or cost_finish), ns, and it starts
+ * again from 0. Racy as cost_finish is: a handler running meanwhile may
+ * lose its time.
+ */
+uint64_t cost_idle_take(void);
 
 #endif

@@ -119,6 +119,7 @@ static struct {
 	size_t n_before, before_head;
 	uint64_t last;
 	uint32_t skip;
+	uint64_t idle_from;       /* since when the recorder's idle time accrues (cost_idle_take), 0: not yet */
 } in = { .once = PTHREAD_ONCE_INIT, .open_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- configuration ------------------------------------------------------- */
@@ -443,7 +444,7 @@ static void finish(const char *reason)
 /* ---- armed: a trigger's recording ------------------------------------------------- */
 
 static void step_boundary(uint64_t t);
-static void before_write(void);
+static void before_write(uint64_t t);
 static int arm(void);
 
 /*
@@ -511,7 +512,7 @@ static void session_begin(uint64_t t)
 	}
 	capture_totals(&in.ct0);
 	in.steps_written = 0;
-	before_write();
+	before_write(t);
 	{
 		uint8_t next = (uint8_t)(atomic_load(&nv_recording) + 1);
 
@@ -551,6 +552,8 @@ static void before_reset(uint32_t skip)
 	in.n_before = in.before_head = 0;
 	in.last = 0;
 	in.skip = skip;
+	(void)cost_idle_take();   /* the recorder's time while idle counts from here */
+	in.idle_from = capture_now();
 }
 
 /* An unrecorded step ended at t. */
@@ -568,14 +571,16 @@ static void before_push(uint64_t t)
 	in.last = t;
 }
 
-/* The unrecorded steps so far into the window's footer, oldest first. */
-static void before_write(void)
+/* The unrecorded steps so far into the window's footer, oldest first, and the recorder's time in them. */
+static void before_write(uint64_t t)
 {
-	uint64_t v[ST_UNRECORDED_STEPS_MAX];
+	uint64_t v[ST_UNRECORDED_STEPS_MAX], idle = cost_idle_take();
 
 	for (size_t i = 0; i < in.n_before; i++)
 		v[i] = in.before[(in.before_head + i) % ST_UNRECORDED_STEPS_MAX];
 	rec_session_set_unrecorded_steps(&in.s, v, in.n_before);
+	if (in.idle_from && t > in.idle_from)
+		rec_session_set_armed_cost(&in.s, idle, t - in.idle_from);
 }
 
 /* A step ended at t and the next begins (the optimizer's, or an NVTX step range's). */

@@ -108,6 +108,14 @@ void rec_session_set_unrecorded_steps(struct rec_session *s, const uint64_t *ns,
 	rec_session_unlock(s);
 }
 
+void rec_session_set_armed_cost(struct rec_session *s, uint64_t recorder_ns, uint64_t span_ns)
+{
+	rec_session_lock(s);
+	if (s->w)
+		bundle_writer_set_armed_cost(s->w, recorder_ns, span_ns);
+	rec_session_unlock(s);
+}
+
 /* The session's writer, taken from it (no event reaches it after): NULL when none is open. */
 static struct bundle_writer *take_writer(struct rec_session *s)
 {

@@ -58,6 +58,8 @@ void rec_session_set_param_groups(struct rec_session *s, const struct st_param_g
 void rec_session_set_launch_cost(struct rec_session *s, const struct st_launch_cost *c);
 /* An armed window's unrecorded steps before it, for the footer (1.11); n 0 sets none. */
 void rec_session_set_unrecorded_steps(struct rec_session *s, const uint64_t *ns, size_t n);
+/* The recorder's own time while armed over span_ns before the window (1.11). */
+void rec_session_set_armed_cost(struct rec_session *s, uint64_t recorder_ns, uint64_t span_ns);
 
 /*
  * Writes the footer with `end_reason` ("ok", "oom", "interrupted"; "error"

@@ -211,6 +211,7 @@ double replay_launch_cost_ns(const struct replay_run *run);
  * *n; 0 where the bundle has fewer than REPLAY_UNRECORDED_MIN of them.
  */
 #define REPLAY_UNRECORDED_MIN 3
+#define REPLAY_ARMED_THREADS_MAX 64
 double replay_unrecorded_step_ns(const struct replay_run *run, size_t *n);
 
 /* The recorder's host time of a cost record: its parts' sum, CUPTI's work in its launches (1.10) included. */
@@ -309,6 +310,9 @@ struct replay_run {
 	 * replay_unrecorded_step_ns); values of 0 or over an hour (hostile) are left out */
 	uint64_t unrecorded_step_ns[ST_UNRECORDED_STEPS_MAX];
 	size_t n_unrecorded_steps;
+	/* (1.11) the recorder's own time while armed over armed_span_ns before the window; both 0 where not
+	 * measured, or hostile (no span, or more than REPLAY_ARMED_THREADS_MAX threads' worth of it) */
+	uint64_t armed_recorder_ns, armed_span_ns;
 	/*
 	 * How the steps were found: the footer's steps_from, or the replay's
 	 * own "launch period: N launches per step, found by replay" when it cut

@@ -203,6 +203,11 @@ void replay_run_fill(struct replay *rp, const Steptrace__Header *h, const Steptr
 		     i < f->n_unrecorded_step_ns; i++)
 			if (f->unrecorded_step_ns[i] && f->unrecorded_step_ns[i] <= 3600ull * 1000000000ull)
 				run->unrecorded_step_ns[run->n_unrecorded_steps++] = f->unrecorded_step_ns[i];
+		if (f->unrecorded_span_ns && f->unrecorded_span_ns <= 365ull * 86400 * 1000000000ull &&
+		    f->unrecorded_recorder_ns / REPLAY_ARMED_THREADS_MAX <= f->unrecorded_span_ns) {
+			run->armed_recorder_ns = f->unrecorded_recorder_ns;
+			run->armed_span_ns = f->unrecorded_span_ns;
+		}
 	}
 	run->steps_from = run->footer.steps_from;   /* replay_build may find its own */
 }

@@ -76,6 +76,8 @@ void bundle_writer_set_launch_cost(struct bundle_writer *w, const struct st_laun
  * last ST_UNRECORDED_STEPS_MAX of them; n 0 leaves none.
  */
 void bundle_writer_set_unrecorded_steps(struct bundle_writer *w, const uint64_t *ns, size_t n);
+/* The recorder's own time while armed, over `span_ns` of the run before the window (1.11). */
+void bundle_writer_set_armed_cost(struct bundle_writer *w, uint64_t recorder_ns, uint64_t span_ns);
 
 /*
  * Flushes, writes the footer (complete = true, with `end_reason`, e.g. "ok"

@@ -73,6 +73,7 @@ struct bundle_writer {
 	struct st_launch_cost launch_cost;   /* the footer's launch_cost; launches 0: none */
 	uint64_t unrecorded[ST_UNRECORDED_STEPS_MAX];   /* the footer's unrecorded_step_ns */
 	size_t n_unrecorded;
+	uint64_t armed_ns, armed_span_ns;   /* the footer's unrecorded_recorder_ns and unrecorded_span_ns */
 	size_t n_groups;
 };
 
@@ -464,6 +465,12 @@ void bundle_writer_set_unrecorded_steps(struct bundle_writer *w, const uint64_t 
 	w->n_unrecorded = n;
 }
 
+void bundle_writer_set_armed_cost(struct bundle_writer *w, uint64_t recorder_ns, uint64_t span_ns)
+{
+	w->armed_ns = recorder_ns;
+	w->armed_span_ns = span_ns;
+}
+
 int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 {
 	Steptrace__LaunchCost lc = STEPTRACE__LAUNCH_COST__INIT;
@@ -512,6 +519,8 @@ int bundle_writer_close(struct bundle_writer *w, const char *end_reason)
 	}
 	f.n_unrecorded_step_ns = w->n_unrecorded;
 	f.unrecorded_step_ns = w->n_unrecorded ? w->unrecorded : NULL;
+	f.unrecorded_recorder_ns = w->armed_ns;
+	f.unrecorded_span_ns = w->armed_span_ns;
 	if (!ret)
 		ret = write_message(w, "footer.pb", &f.base);
 	if (writer_finish(w, !ret) && !ret)

@@ -68,6 +68,8 @@ static int write_bundle(const char *path, bool with_cost, bool with_launch_cost,
 	if (with_cost && bundle_writer_set_param_groups(b.writer, groups, 2) < 0)
 		return -1;
 	bundle_writer_set_unrecorded_steps(b.writer, before, n_before);
+	if (n_before)   /* (1.11) armed: 0.6 ms of the recorder's over 2 s; 0 over 0: not measured */
+		bundle_writer_set_armed_cost(b.writer, n_before > 2 ? 600000 : 0, n_before > 2 ? 2000 * MS : 0);
 	return builder_close(&b, "ok");
 }
 
@@ -213,11 +215,15 @@ int main(int argc, char **argv)
 		HAS(out, "recorder: measured in the process: the program's 30 unrecorded steps just before this window took "
 			 "8.000 ms (median; 8.000-8.000), its 2 recorded steps here");
 		HAS(out, "10.000 ms: recording cost it +25.0%");
+		/* 0.6 ms in 2 s: 0.03%, of an 8 ms step 2.4 us */
+		HAS(out, "recorder: armed, recording nothing, over the 2.000 s of the run before this window: its own host time "
+			 "0.600 ms (0.030%, 2.4 us per unrecorded step)");
 		free(out);
 		r = report_new();
 		CHECK(info_run(&rp, &io, r) == 0);
 		out = printed(r);
 		HAS(out, "30 steps of the program just before this window, unrecorded: 8.000 ms (median)");
+		HAS(out, "the recorder's own host time while armed, over the 2.000 s before this window: 0.600 ms (0.030%)");
 		free(out);
 		rps[0] = &rp;
 		o.n_rules = 0;
@@ -251,6 +257,7 @@ int main(int argc, char **argv)
 		CHECK(steps_run(&rp, false, r) == 0);
 		out = printed(r);
 		HAS_NOT(out, "measured in the process");
+		HAS_NOT(out, "armed, recording nothing");   /* a span of 0: not measured */
 		free(out);
 		r = report_new();
 		CHECK(info_run(&rp, &io, r) == 0);

@@ -100,6 +100,10 @@ measured() {
 		awk -v c="${cost:-x}" 'BEGIN { exit !(c != "x" && c + 0 > -50 && c + 0 < 100) }' ||
 		fail "$2: no measured cost of recording: $("$st" info "$1" 2>/dev/null | grep '^unrecorded'); cost '${cost}'"
 	echo "$2: recording cost the program ${cost}% (measured in the process)" | tee -a "$log"
+	armed=$("$st" info "$1" 2>/dev/null | sed -n 's/^armed cost .*: [0-9.]* ms (\([0-9.]*\)%)$/\1/p')
+	awk -v a="${armed:-x}" 'BEGIN { exit !(a != "x" && a + 0 >= 0 && a + 0 < 5) }' ||
+		fail "$2: no armed cost (the recorder's time while armed): $("$st" info "$1" 2>/dev/null | grep '^armed')"
+	echo "$2: armed, the recorder's own time ${armed}% of the run before the window" | tee -a "$log"
 }
 
 # want_steps BUNDLE FIRST N WHAT: exactly steps FIRST..FIRST+N-1, none warm-up
