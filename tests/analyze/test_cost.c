@@ -265,6 +265,28 @@ int main(int argc, char **argv)
 		HAS(out, "2 steps of the program just before this window, unrecorded (too few to use)");
 		free(out);
 		replay_release(&rp);
+
+		/* hostile armed costs: more than 64 threads' worth of the span, a span over a year */
+		for (int k = 0; k < 2; k++) {
+			struct builder b;
+
+			snprintf(path, sizeof(path), "%s/hostile%d.stb", dir, k);
+			builder_init(&b);
+			b.header.clock = "cupti";
+			CHECK(builder_open(&b, path) == 0);
+			builder_launch(&b, "k", 7, 0, 1 * MS, 1 * MS + 5000, 2 * MS, 3 * MS);
+			builder_step(&b, 0, false, 0, 10 * MS);
+			bundle_writer_set_armed_cost(b.writer, k ? 1000 : UINT64_MAX, k ? UINT64_MAX / 2 : 1 * MS);
+			CHECK(builder_close(&b, "ok") == 0);
+			CHECK(replay_load(&rp, path, NULL) == 0);
+			CHECK(rp.run.armed_span_ns == 0 && rp.run.armed_recorder_ns == 0, "hostile %d kept", k);
+			r = report_new();
+			CHECK(info_run(&rp, &io, r) == 0);
+			out = printed(r);
+			HAS_NOT(out, "armed cost");
+			free(out);
+			replay_release(&rp);
+		}
 	}
 	return check_done("test_cost");
 }
