@@ -75,6 +75,7 @@ struct ctx {
 	double recorder, unrecorded;   /* means over the counted steps */
 	uint64_t recorder_ns, taken_ns;   /* the run's recorder time, and what of it found host work to leave */
 	double busy_unrecorded;        /* the GPU's span less its slack under "unrecorded", ns */
+	double unrecorded_median;      /* the Unrecorded column's median over the counted steps, ns */
 	/* an armed window's calibration (unrecorded_calibrate): ns added per launch, 0 none; the median before */
 	double calibrated_ns, calibrated_from;
 };
@@ -493,10 +494,10 @@ static int predict(const struct ctx *c, const struct graph_rule *rules, size_t n
 
 /*
  * c->unrecorded_step re-timed under "unrecorded" with the graph's extra
- * per launch as it is, each at least the step's GPU time; the median over
- * the counted steps. t released after. -1 after an error line.
+ * per launch as it is, each at least the step's GPU time, and their median
+ * over the counted steps (c->unrecorded_median). -1 after an error line.
  */
-static int unrecorded_pass(struct ctx *c, double *floor, double *median)
+static int unrecorded_pass(struct ctx *c, double *floor)
 {
 	struct graph_rule rule;
 	struct graph_times t;
@@ -518,7 +519,7 @@ static int unrecorded_pass(struct ctx *c, double *floor, double *median)
 	for (size_t i = 0; i < c->n_meas; i++)
 		v[i] = c->unrecorded_step[c->meas[i]];
 	dur_stats_compute(v, c->n_meas, &st);
-	*median = st.median;
+	c->unrecorded_median = st.median;
 	c->busy_unrecorded = gpu_span(c, &t) - c->gpu_slack;
 	c->recorder_ns = t.recorder_ns;
 	c->taken_ns = t.taken_ns;
@@ -536,27 +537,28 @@ static int unrecorded_pass(struct ctx *c, double *floor, double *median)
  * ns a launch; c->calibrated_ns says what was added (0: nothing).
  */
 #define UNRECORDED_LAUNCH_MAX 50000.0
-static int unrecorded_calibrate(struct ctx *c, double *floor, double *median)
+static int unrecorded_calibrate(struct ctx *c, double *floor)
 {
-	size_t n_before = 0;
-	double target = replay_unrecorded_step_ns(&c->rp->run, &n_before), lo = 0, hi = UNRECORDED_LAUNCH_MAX, m;
+	struct dur_stats before;
+	double from = c->unrecorded_median, lo = 0, hi = UNRECORDED_LAUNCH_MAX;
 
 	c->calibrated_ns = 0;
-	if (target <= 0 || c->n_meas == 0 || *median <= target || c->o->estimate_unrecorded)
+	if (!replay_unrecorded_steps(&c->rp->run, &before) || c->n_meas == 0 || from <= before.median ||
+	    c->o->estimate_unrecorded)
 		return 0;
 	for (int i = 0; i < 24 && hi - lo > 1; i++) {
 		c->g.unrecorded_launch_ns = (lo + hi) / 2;
-		if (unrecorded_pass(c, floor, &m) < 0)
+		if (unrecorded_pass(c, floor) < 0)
 			return -1;
-		if (m > target)
+		if (c->unrecorded_median > before.median)
 			lo = c->g.unrecorded_launch_ns;
 		else
 			hi = c->g.unrecorded_launch_ns;
 	}
 	c->g.unrecorded_launch_ns = hi;
 	c->calibrated_ns = hi;
-	c->calibrated_from = *median;
-	return unrecorded_pass(c, floor, median);
+	c->calibrated_from = from;
+	return unrecorded_pass(c, floor);
 }
 
 /*
@@ -566,7 +568,7 @@ static int unrecorded_calibrate(struct ctx *c, double *floor, double *median)
  */
 static int unrecorded_steps(struct ctx *c)
 {
-	double *floor, sum = 0, csum = 0, median;
+	double *floor, sum = 0, csum = 0;
 
 	c->step_cost = calloc(c->n_steps + 1, sizeof(*c->step_cost));
 	if (!c->step_cost)
@@ -580,7 +582,7 @@ static int unrecorded_steps(struct ctx *c)
 		free(floor);
 		return error("out of memory");
 	}
-	if (unrecorded_pass(c, floor, &median) < 0 || unrecorded_calibrate(c, floor, &median) < 0) {
+	if (unrecorded_pass(c, floor) < 0 || unrecorded_calibrate(c, floor) < 0) {
 		free(floor);
 		return -1;
 	}
@@ -1306,8 +1308,8 @@ static void unrecorded_note(const struct ctx *c, struct report *r)
 {
 	double cb = 0, nvtx = 0, hook = 0, py = 0, cupti = 0, per = c->n_meas ? 1.0 / (double)c->n_meas : 0;
 	char inside[96] = "";
-	size_t n_before = 0;
-	double before = replay_unrecorded_step_ns(&c->rp->run, &n_before);
+	struct dur_stats before;
+	bool measured = replay_unrecorded_steps(&c->rp->run, &before);
 
 	for (size_t i = 0; i < c->n_meas; i++) {
 		const struct replay_cost *k = &c->step_cost[c->meas[i]];
@@ -1332,22 +1334,13 @@ static void unrecorded_note(const struct ctx *c, struct report *r)
 			       "%.3f ms): from the recorder's own time alone the column's median was %.3f ms (%+.1f%%); %.0f ns "
 			       "more of the recorder's per kernel launch (CUPTI's work on the program's own launches, which "
 			       "its records lack) meets it",
-			    n_before, before / 1e6, c->calibrated_from / 1e6, 100 * (c->calibrated_from - before) / before,
-			    c->calibrated_ns);
-	else if (before > 0 && c->n_meas) {
-		uint64_t *v = malloc(c->n_meas * sizeof(*v));
-		struct dur_stats st;
-
-		if (v) {
-			for (size_t i = 0; i < c->n_meas; i++)
-				v[i] = c->unrecorded_step[c->meas[i]];
-			dur_stats_compute(v, c->n_meas, &st);
-			report_note(r, "unrecorded: measured in the process: the program's %zu unrecorded steps just before "
-				       "this window took %.3f ms (median); the column's median %.3f ms is %+.1f%% from it",
-				    n_before, before / 1e6, st.median / 1e6, 100 * (st.median - before) / before);
-			free(v);
-		}
-	}
+			    (size_t)before.n, before.median / 1e6, c->calibrated_from / 1e6,
+			    100 * (c->calibrated_from - before.median) / before.median, c->calibrated_ns);
+	else if (measured && c->n_meas)
+		report_note(r, "unrecorded: measured in the process: the program's %zu unrecorded steps just before this "
+			       "window took %.3f ms (median); the column's median %.3f ms is %+.1f%% from it",
+			    (size_t)before.n, before.median / 1e6, c->unrecorded_median / 1e6,
+			    100 * (c->unrecorded_median - before.median) / before.median);
 	if (c->taken_ns + 1000 < c->recorder_ns)
 		report_note(r, "unrecorded: %.3f ms of the recorder's %.3f ms in the run found no host work of its thread to "
 			       "come out of (a thread that made no call then, or more than its thread's work); it is left in",

@@ -204,14 +204,14 @@ static void launch_cost_row(struct kv *t, const struct replay_run *run)
 /* (1.11) An armed window: the program's unrecorded steps just before it. */
 static void unrecorded_row(struct kv *t, const struct replay_run *run)
 {
-	size_t n = 0;
-	double med = replay_unrecorded_step_ns(run, &n);
+	struct dur_stats st;
 
-	if (med > 0)
-		kv_fmt(t, "unrecorded", "%zu steps of the program just before this window, unrecorded: %.3f ms (median)",
-		       n, med / 1e6);
-	else if (n)
-		kv_fmt(t, "unrecorded", "%zu steps of the program just before this window, unrecorded (too few to use)", n);
+	if (replay_unrecorded_steps(run, &st))
+		kv_fmt(t, "unrecorded", "%" PRIu64 " steps of the program just before this window, unrecorded: %.3f ms "
+		       "(median)", st.n, st.median / 1e6);
+	else if (st.n)
+		kv_fmt(t, "unrecorded", "%" PRIu64 " steps of the program just before this window, unrecorded (too few to "
+		       "use)", st.n);
 	if (run->armed_span_ns)
 		kv_fmt(t, "armed cost", "the recorder's own host time while armed, over the %.3f s before this window: "
 		       "%.3f ms (%.3f%%)", (double)run->armed_span_ns / 1e9, (double)run->armed_recorder_ns / 1e6,

@@ -9,7 +9,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "analyze/steps.h"
 
@@ -47,8 +46,9 @@ static bool in_set(const struct replay_step *s, enum step_set set)
 	return set == SET_ALL || (set == SET_WARMUP) == s->warmup;
 }
 
-/* One statistics row over a set of steps; false when the set is empty. */
-static bool stats_row(struct table *t, const struct replay *rp, enum step_set set, uint64_t *buf)
+/* One statistics row over a set of steps, its wall times' into *wall; false when the set is empty. */
+static bool stats_row(struct table *t, const struct replay *rp, enum step_set set, uint64_t *buf,
+		      struct dur_stats *wall_out)
 {
 	static const char *const names[] = { "measured", "with warm-up", "warm-up only" };
 	struct dur_stats wall, busy, span;
@@ -60,6 +60,8 @@ static bool stats_row(struct table *t, const struct replay *rp, enum step_set se
 	if (n == 0)
 		return false;
 	dur_stats_compute(buf, n, &wall);
+	if (wall_out)
+		*wall_out = wall;
 	n = 0;
 	for (size_t i = 0; i < rp->n_steps; i++)
 		if (in_set(&rp->steps[i], set))
@@ -140,37 +142,27 @@ static void recorder_notes(const struct replay *rp, const struct replay_cost *co
 
 /*
  * (1.11) An armed window: the program's unrecorded steps just before it
- * against its recorded steps here, both the program's own wall time in
- * one process: what recording cost it, measured.
+ * against its measured steps here (their wall times' statistics: `wall`,
+ * n 0 when none), both the program's own time in one process: what
+ * recording cost it, measured; and the recorder's own time while armed.
  */
-static void measured_cost_note(const struct replay *rp, struct report *r)
+static void measured_cost_note(const struct replay *rp, const struct dur_stats *wall, struct report *r)
 {
-	size_t n_before = 0, n = 0;
-	double before = replay_unrecorded_step_ns(&rp->run, &n_before);
-	uint64_t *wall = before > 0 ? malloc((rp->n_steps + 1) * sizeof(*wall)) : NULL;
-	struct dur_stats st, sb;
-	uint64_t v[ST_UNRECORDED_STEPS_MAX];
+	struct dur_stats before;
+	bool measured = replay_unrecorded_steps(&rp->run, &before);
 
-	for (size_t i = 0; wall && i < rp->n_steps; i++)
-		if (!rp->steps[i].warmup && rp->steps[i].end > rp->steps[i].start)
-			wall[n++] = rp->steps[i].end - rp->steps[i].start;
-	if (n) {
-		dur_stats_compute(wall, n, &st);
-		memcpy(v, rp->run.unrecorded_step_ns, n_before * sizeof(*v));
-		dur_stats_compute(v, n_before, &sb);
+	if (measured && wall->n)
 		report_note(r, "recorder: measured in the process: the program's %zu unrecorded steps just before this "
 			       "window took %.3f ms (median; %.3f-%.3f), its %zu recorded steps here %.3f ms: recording "
 			       "cost it %+.1f%%",
-			    n_before, before / 1e6, (double)sb.min / 1e6, (double)sb.max / 1e6, n, st.median / 1e6,
-			    100 * (st.median - before) / before);
-	}
-	free(wall);
+			    (size_t)before.n, before.median / 1e6, (double)before.min / 1e6, (double)before.max / 1e6,
+			    (size_t)wall->n, wall->median / 1e6, 100 * (wall->median - before.median) / before.median);
 	if (rp->run.armed_span_ns) {
 		double share = (double)rp->run.armed_recorder_ns / (double)rp->run.armed_span_ns;
 		char per[64] = "";
 
-		if (before > 0)
-			snprintf(per, sizeof(per), ", %.1f us per unrecorded step", share * before / 1e3);
+		if (measured)
+			snprintf(per, sizeof(per), ", %.1f us per unrecorded step", share * before.median / 1e3);
 		report_note(r, "recorder: armed, recording nothing, over the %.3f s of the run before this window: its own "
 			       "host time %.3f ms (%.3f%%%s)",
 			    (double)rp->run.armed_span_ns / 1e9, (double)rp->run.armed_recorder_ns / 1e6, 100 * share, per);
@@ -182,6 +174,7 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 	struct table *t = report_add_table(r, "steps", include_warmup ? "Steps (warm-up included)"
 								       : "Measured steps");
 	struct table *s;
+	struct dur_stats measured_wall;
 	uint64_t *buf = malloc((rp->n_steps + 1) * sizeof(*buf));
 	struct replay_cost *cost = calloc(rp->n_steps + 1, sizeof(*cost));
 	bool labelled, has_cost;
@@ -236,10 +229,11 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 	table_add_column(s, "Busy Std (ms)", COL_FLOAT, 3);
 	table_add_column(s, "Span Mean (ms)", COL_FLOAT, 3);
 	table_add_column(s, "Span Std (ms)", COL_FLOAT, 3);
-	stats_row(s, rp, SET_MEASURED, buf);
+	if (!stats_row(s, rp, SET_MEASURED, buf, &measured_wall))
+		measured_wall.n = 0;
 	if (include_warmup) {
-		stats_row(s, rp, SET_ALL, buf);
-		stats_row(s, rp, SET_WARMUP, buf);
+		stats_row(s, rp, SET_ALL, buf, NULL);
+		stats_row(s, rp, SET_WARMUP, buf, NULL);
 	}
 	free(buf);
 
@@ -247,7 +241,7 @@ int steps_run(const struct replay *rp, bool include_warmup, struct report *r)
 		report_note(r, "steps from: %s", rp->run.steps_from);
 	if (has_cost)
 		recorder_notes(rp, cost, include_warmup, r);
-	measured_cost_note(rp, r);
+	measured_cost_note(rp, &measured_wall, r);
 	free(cost);
 	if (rp->n_phases_only)
 		module_steps_list(rp, r);

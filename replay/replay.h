@@ -67,6 +67,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/stats.h"
 #include "trace/types.h"
 
 struct replay_options {
@@ -206,13 +207,14 @@ struct replay_run;
 double replay_launch_cost_ns(const struct replay_run *run);
 
 /*
- * (1.11) The median wall time of the program's unrecorded steps before an
- * armed window (the footer's unrecorded_step_ns), ns, with their number in
- * *n; 0 where the bundle has fewer than REPLAY_UNRECORDED_MIN of them.
+ * (1.11) The wall times of the program's unrecorded steps before an armed
+ * window (the footer's unrecorded_step_ns), summarised into *st (st->n:
+ * how many, whatever their number); true where there are at least
+ * REPLAY_UNRECORDED_MIN of them to use.
  */
 #define REPLAY_UNRECORDED_MIN 3
 #define REPLAY_ARMED_THREADS_MAX 64
-double replay_unrecorded_step_ns(const struct replay_run *run, size_t *n);
+bool replay_unrecorded_steps(const struct replay_run *run, struct dur_stats *st);
 
 /* The recorder's host time of a cost record: its parts' sum, CUPTI's work in its launches (1.10) included. */
 static inline uint64_t replay_cost_ns(const struct replay_cost *c)
@@ -307,7 +309,7 @@ struct replay_run {
 	size_t n_param_groups;
 	struct st_launch_cost launch_cost;   /* (1.10) the footer's; launches 0: not measured */
 	/* (1.11) an armed window's: the program's unrecorded steps before it, ns, oldest first (see
-	 * replay_unrecorded_step_ns); values of 0 or over an hour (hostile) are left out */
+	 * replay_unrecorded_steps); values of 0 or over an hour (hostile) are left out */
 	uint64_t unrecorded_step_ns[ST_UNRECORDED_STEPS_MAX];
 	size_t n_unrecorded_steps;
 	/* (1.11) the recorder's own time while armed over armed_span_ns before the window; both 0 where not

@@ -223,18 +223,14 @@ double replay_launch_cost_ns(const struct replay_run *run)
 	return per <= REPLAY_LAUNCH_COST_MAX_NS ? per : 0;
 }
 
-double replay_unrecorded_step_ns(const struct replay_run *run, size_t *n)
+bool replay_unrecorded_steps(const struct replay_run *run, struct dur_stats *st)
 {
 	uint64_t v[ST_UNRECORDED_STEPS_MAX];
-	struct dur_stats st;
 	size_t k = run->n_unrecorded_steps;
 
-	*n = k;
-	if (k < REPLAY_UNRECORDED_MIN)
-		return 0;
 	memcpy(v, run->unrecorded_step_ns, k * sizeof(*v));
-	dur_stats_compute(v, k, &st);
-	return st.median;
+	dur_stats_compute(v, k, st);
+	return k >= REPLAY_UNRECORDED_MIN;
 }
 
 uint64_t replay_dropped(const struct replay *rp, int kind)
