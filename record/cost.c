@@ -57,6 +57,8 @@ static struct {
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static _Atomic uint64_t gen = 1;
+/* ticks when cost_idle_take last took the idle time: a handler under way then counts from here */
+static _Atomic uint64_t idle_mark;
 static pthread_mutex_t boundary_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t boundary[BOUNDARIES];    /* [g % BOUNDARIES]: CUPTI ns when stretch g began; 0 for the first */
 static _Thread_local struct acc *mine;
@@ -256,17 +258,21 @@ static void stretch_check(struct acc *a)
 
 void cost_end(enum cost_part part, uint64_t t0, unsigned what)
 {
-	uint64_t t1 = cost_ticks();
+	uint64_t t1 = cost_ticks(), mark = atomic_load_explicit(&idle_mark, memory_order_relaxed);
 	struct acc *a = acc_get();
 
 	if (!a)
 		return;
+	/* The handler that took the idle time (a step boundary: joining the run, writing
+	 * the window before) is not the idle time that follows: only its rest counts. */
+	if (t0 < mark)
+		t0 = mark < t1 ? mark : t1;
 	stretch_check(a);
 	if (!a->first)
 		a->first = t0;
 	a->last = t1;
 	a->ticks[part] += t1 - t0;
-	if (part == COST_HOOK)
+	if (part == COST_HOOK && !(what & COST_UNTIMED))
 		a->hook_unreported += t1 - t0;
 	a->launches += a->pending_launches;
 	a->pending_launches = 0;
@@ -364,6 +370,7 @@ uint64_t cost_idle_take(void)
 		a->python_ns = a->launches = a->ranges = a->modules = 0;
 		a->hook_unreported = 0;
 	}
+	atomic_store_explicit(&idle_mark, cost_ticks(), memory_order_relaxed);
 	pthread_mutex_unlock(&C.lock);
 	return (uint64_t)(sum + 0.5);
 }

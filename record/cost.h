@@ -36,8 +36,13 @@
 /* Where the recorder spent the time (RecorderCost's parts). */
 enum cost_part { COST_CALLBACK, COST_NVTX, COST_HOOK, COST_PARTS };
 
-/* What a handler handled, counted with its time (cost_end's `what`, or'ed). */
-enum cost_what { COST_LAUNCH = 1, COST_RANGE = 2, COST_MODULE = 4 };
+/*
+ * What a handler handled, counted with its time (cost_end's `what`, or'ed).
+ * COST_UNTIMED: an entry point the Python side calls outside the time it
+ * reports (the optimizer hook's steptrace_py_step), so cost_python must not
+ * take it out of that report.
+ */
+enum cost_what { COST_LAUNCH = 1, COST_RANGE = 2, COST_MODULE = 4, COST_UNTIMED = 8 };
 
 /* A cycle counter for the handlers' entry and exit; cost.c converts it to ns. */
 static inline uint64_t cost_ticks(void)
@@ -102,8 +107,10 @@ void cost_resume(void);
 /*
  * An armed process between recordings: the recorder's time every thread
  * has accrued since the last call (or cost_finish), ns, and it starts
- * again from 0. Racy as cost_finish is: a handler running meanwhile may
- * lose its time.
+ * again from 0; a handler under way when it is called (the step boundary
+ * that calls it, with the window it wrote or the joining it did) counts
+ * only its time after the call. Racy as cost_finish is: a handler running
+ * meanwhile may lose its time.
  */
 uint64_t cost_idle_take(void);
 

@@ -816,7 +816,7 @@ EXPORT void steptrace_py_profiler(int on)
  */
 EXPORT int steptrace_py_step(void)
 {
-	COST_SCOPE(COST_HOOK, 0);
+	COST_SCOPE(COST_HOOK, COST_UNTIMED);   /* the optimizer hook's call, outside its reported time */
 	uint64_t t = capture_now();
 
 	if (!in.armed || !idle())
@@ -896,7 +896,7 @@ EXPORT void steptrace_py_params(const uint64_t *groups, uint32_t n)
 		g->dtype = i < keep && v[3] <= ST_DT_U8 ? (uint32_t)v[3] : ST_DT_UNKNOWN;
 	}
 	atomic_store(&in.n_params, keep);
-	cost_end(COST_HOOK, t0, 0);
+	cost_end(COST_HOOK, t0, COST_UNTIMED);
 }
 
 /*

@@ -5,7 +5,10 @@
  * drained into a real session beside two steps; read back through replay,
  * each step holds what was spent in it, part by part (within what the
  * clock allows), what the handlers handled, one record per thread and
- * stretch, and the Python side's time less the entry points' it included.
+ * stretch, and the Python side's time less the entry points' it included
+ * (not those it calls outside its report, COST_UNTIMED). Then an armed
+ * process's idle time (cost_idle_take): what accrued since the last take,
+ * a handler under way at the take counted from it only.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -68,7 +71,8 @@ int main(int argc, char **argv)
 	struct rec_session s;
 	struct replay rp;
 	struct replay_cost per[2], outside;
-	uint64_t t_start, t_mid, t_end, hook, cb, nvtx1, nvtx2, python, threads[2] = { 0, 0 };
+	uint64_t t_start, t_mid, t_end, hook, untimed, cb, nvtx1, nvtx2, python, threads[2] = { 0, 0 };
+	uint64_t idle_ran, idle, t0, m0, after_ran;
 	size_t n_threads = 0;
 	pthread_t t;
 
@@ -80,6 +84,7 @@ int main(int argc, char **argv)
 	cost_boundary();
 	t_start = capture_now();
 	hook = handler(COST_HOOK, 200000, COST_MODULE);
+	untimed = handler(COST_HOOK, 100000, COST_UNTIMED);   /* outside the Python side's report */
 	cost_python(500000);                             /* 500 us, the 200 us of the hook included */
 	cost_count_launch();
 	cb = handler(COST_CALLBACK, 100000, 0);
@@ -125,13 +130,15 @@ int main(int argc, char **argv)
 	CHECK(replay_step_costs(&rp, per, &outside));
 	check_near("outside, nvtx", outside.nvtx_ns, 20000);
 	CHECK_U64(outside.ranges, 1);
-	check_near("step 0, hook", per[0].hook_ns, hook);
+	check_near("step 0, hook", per[0].hook_ns, hook + untimed);
 	check_near("step 0, callback", per[0].callback_ns, cb);
 	CHECK_U64(per[0].nvtx_ns, 0);
-	python = per[0].hook_ns < 500000 ? 500000 - per[0].hook_ns : 0;   /* the report less the hook's */
-	CHECK(per[0].python_ns + 1000 >= python && per[0].python_ns <= python + 1000,
-	      "python: %llu ns recorded, %llu ns expected", (unsigned long long)per[0].python_ns,
-	      (unsigned long long)python);
+	/* the report less the timed hook's (the untimed one's 100 us stay in it) */
+	python = per[0].hook_ns < 500000 ? 500000 - per[0].hook_ns : 0;
+	CHECK(per[0].python_ns >= python + untimed - untimed / 10 && per[0].python_ns <= 500000 - hook + 1000,
+	      "python: %llu ns recorded, %llu ns expected (the untimed hook's %llu ns not taken out)",
+	      (unsigned long long)per[0].python_ns, (unsigned long long)(500000 - hook),
+	      (unsigned long long)untimed);
 	CHECK_U64(per[0].launches, 1);
 	CHECK_U64(per[0].modules, 1);
 	CHECK_U64(per[0].ranges, 0);
@@ -141,5 +148,24 @@ int main(int argc, char **argv)
 	CHECK_U64(per[1].launches, 1);
 	CHECK_U64(per[1].hook_ns + per[1].python_ns, 0);
 	replay_release(&rp);
+
+	/* Armed and idle: the time since the last take; the take inside a handler splits it. */
+	(void)cost_idle_take();
+	idle_ran = handler(COST_NVTX, 40000, COST_RANGE);
+	t0 = cost_ticks();
+	m0 = mono();
+	while (mono() - m0 < 300000)   /* a step boundary's work before the take (a window's bundle) */
+		;
+	idle = cost_idle_take();
+	check_near("idle", idle, idle_ran);
+	m0 = mono();
+	while (mono() - m0 < 60000)    /* and after it */
+		;
+	after_ran = mono() - m0;
+	cost_end(COST_HOOK, t0, COST_UNTIMED);
+	idle = cost_idle_take();
+	CHECK(idle + after_ran / 50 >= after_ran && idle < after_ran + 100000,
+	      "the handler under way at the take: %llu ns counted, %llu ns after the take (300 us before it)",
+	      (unsigned long long)idle, (unsigned long long)after_ran);
 	return check_done("test_cost");
 }
