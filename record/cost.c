@@ -128,6 +128,14 @@ static uint64_t to_cupti(uint64_t ticks, double k)
 	return d < 0 && (uint64_t)-d > cupti0 ? 0 : (uint64_t)((double)cupti0 + d);
 }
 
+/* a's sums start over (its stretch handed over or its idle time taken); C.lock held. */
+static void acc_reset(struct acc *a)
+{
+	a->first = 0;
+	memset(a->ticks, 0, sizeof(a->ticks));
+	a->python_ns = a->launches = a->ranges = a->modules = 0;
+}
+
 /*
  * Queues a's stretch and resets it; C.lock held. Its span: from the
  * boundary that began it to the one that ended it (or now, when none has),
@@ -164,9 +172,7 @@ static void hand_over_locked(struct acc *a, double k)
 	ev->cost.ranges = a->ranges;
 	ev->cost.modules = a->modules;
 reset:
-	a->first = 0;
-	memset(a->ticks, 0, sizeof(a->ticks));
-	a->python_ns = a->launches = a->ranges = a->modules = 0;
+	acc_reset(a);
 }
 
 /* A thread ends: what it holds is handed over, and it leaves the registry. */
@@ -365,9 +371,7 @@ uint64_t cost_idle_take(void)
 		for (int p = 0; p < COST_PARTS; p++)
 			sum += (double)a->ticks[p] * k;
 		sum += (double)a->python_ns;
-		a->first = 0;
-		memset(a->ticks, 0, sizeof(a->ticks));
-		a->python_ns = a->launches = a->ranges = a->modules = 0;
+		acc_reset(a);
 		a->hook_unreported = 0;
 	}
 	atomic_store_explicit(&idle_mark, cost_ticks(), memory_order_relaxed);
