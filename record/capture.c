@@ -410,6 +410,41 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 	}
 }
 
+/*
+ * STEPTRACE_CALLBACK_COUNTS=1, a diagnostic (issue 36: which calls a
+ * window's callbacks spend their time on): every runtime and driver
+ * callback's entries, outermost and nested apart, printed at exit.
+ */
+static bool cb_counting;
+#define CB_COUNT_IDS 2048   /* above both domains' CBID_SIZE; ids past it are not counted */
+static _Atomic uint64_t cb_counts[2][2][CB_COUNT_IDS];
+
+static void cb_count(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+	int d = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+
+	if ((d || domain == CUPTI_CB_DOMAIN_RUNTIME_API) && cb->callbackSite == CUPTI_API_ENTER &&
+	    cbid < sizeof(cb_counts[0][0]) / sizeof(cb_counts[0][0][0]))
+		atomic_fetch_add_explicit(&cb_counts[d][api_depth > 0][cbid], 1, memory_order_relaxed);
+}
+
+static void cb_counts_print(void)
+{
+	for (int d = 0; d < 2; d++)
+		for (uint32_t i = 0; i < sizeof(cb_counts[0][0]) / sizeof(cb_counts[0][0][0]); i++) {
+			const char *name = NULL;
+			uint64_t top = atomic_load(&cb_counts[d][0][i]), nested = atomic_load(&cb_counts[d][1][i]);
+
+			if (top + nested < 100)
+				continue;
+			cuptiGetCallbackName(d ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, i, &name);
+			fprintf(stderr, "steptrace: callbacks %s %-40s outermost %10llu nested %10llu\n",
+				d ? "driver " : "runtime", name ? name : "?", (unsigned long long)top,
+				(unsigned long long)nested);
+		}
+}
+
 /* Every callback, its time the recorder's own (record/cost.h). */
 static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
 				     CUpti_CallbackId cbid, const void *data)
@@ -418,6 +453,8 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 
 	if (cupti_cost_measuring)   /* its own launches (record/cupti_cost.c): nothing recorded, nothing counted */
 		return;
+	if (cb_counting)
+		cb_count(domain, cbid, data);
 	t0 = cost_ticks();
 	api_callback(domain, cbid, data);
 	cost_end(COST_CALLBACK, t0, 0);
@@ -825,6 +862,8 @@ void capture_kick(void)
 
 static void capture_atexit(void)
 {
+	if (cb_counting)
+		cb_counts_print();
 	/* A path that exits without capture_stop (a library calling exit()):
 	 * save what CUPTI holds; the bundle ends without a footer. */
 	if (!cap.active)
@@ -960,6 +999,7 @@ int capture_start(struct rec_session *s, uint32_t steps, enum capture_api api)
 	cap.attached = s != NULL;
 	cap.sync_derived = false;
 	cap.api = api;
+	cb_counting = getenv("STEPTRACE_CALLBACK_COUNTS") != NULL;
 	apiq.on = api == CAPTURE_API_LAUNCHES;
 	cap.steps = calloc(steps ? steps : 1, sizeof(*cap.steps));
 	if (!cap.steps)
