@@ -282,9 +282,40 @@ static void kernels_for_step(uint32_t index)
 		cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 }
 
+/*
+ * STEPTRACE_CALLBACKS_EVERY=N: the runtime and driver callbacks on steps
+ * whose index is a multiple of N only, a diagnostic (issue 36: what CUPTI's
+ * callback layer and the recorder's callbacks cost a step, inside one
+ * process; the other steps' kernels have no op and their API events,
+ * where callbacks make them, are missing). Each switch goes over the same
+ * subscribed calls either way, so on and off steps pay alike for it.
+ */
+static void callbacks_for_step(uint32_t index)
+{
+	static int every = -1;
+	static bool off;
+
+	if (every < 0) {
+		const char *env = getenv("STEPTRACE_CALLBACKS_EVERY");
+
+		every = env ? atoi(env) : 0;
+	}
+	if (every <= 1 || !cap.active || cap.paused || !cap.subscriber ||
+	    (index % (uint32_t)every == 0) == !off)
+		return;
+	off = index % (uint32_t)every != 0;
+	for (uint32_t i = 1; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; i++)
+		if (cap.rt_class[i] != CB_NONE)
+			cuptiEnableCallback(!off, cap.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, i);
+	for (uint32_t i = 1; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
+		if (cap.drv_class[i] != CB_NONE)
+			cuptiEnableCallback(!off, cap.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, i);
+}
+
 void capture_step_begin(uint32_t index)
 {
 	kernels_for_step(index);
+	callbacks_for_step(index);
 	atomic_store_explicit(&cap.bucket, index < cap.n_steps ? &cap.steps[index] : &cap.outside,
 			      memory_order_release);
 	cost_boundary();
