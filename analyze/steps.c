@@ -93,14 +93,18 @@ static void recorder_notes(const struct replay *rp, const struct replay_cost *co
 			   struct report *r)
 {
 	struct replay_cost sum = { 0 };
-	double wall = 0, n = 0;
-	char cupti[64] = "";
+	double wall = 0, n = 0, by_kind[2][3] = { { 0 } };   /* [phases only][callbacks ns, launches, steps] */
+	char cupti[64] = "", split[160] = "";
 
 	for (size_t i = 0; i < rp->n_steps; i++) {
 		const struct replay_cost *c = &cost[i];
+		double *k = by_kind[rp->steps[i].phases_only];
 
 		if (rp->steps[i].warmup && !include_warmup)
 			continue;
+		k[0] += (double)c->callback_ns;
+		k[1] += (double)c->launches;
+		k[2]++;
 		sum.callback_ns += c->callback_ns;
 		sum.nvtx_ns += c->nvtx_ns;
 		sum.hook_ns += c->hook_ns;
@@ -128,9 +132,14 @@ static void recorder_notes(const struct replay *rp, const struct replay_cost *co
 			    (double)sum.cupti_ns / n / 1e6, replay_launch_cost_ns(&rp->run), rp->run.launch_cost.rounds,
 			    rp->run.launch_cost.launches, (double)rp->run.launch_cost.traced_ns / 1e3,
 			    (double)rp->run.launch_cost.untraced_ns / 1e3);
+	/* steps with module ranges cost more a launch (the backward's node chains): each kind apart where both are shown */
+	if (by_kind[0][1] > 0 && by_kind[1][1] > 0)
+		snprintf(split, sizeof(split), "; %.0f ns on the %.0f step%s with module ranges, %.0f on the %.0f with phases only",
+			 by_kind[0][0] / by_kind[0][1], by_kind[0][2], by_kind[0][2] == 1 ? "" : "s",
+			 by_kind[1][0] / by_kind[1][1], by_kind[1][2]);
 	if (sum.launches && sum.callback_ns)
-		report_note(r, "recorder: %.0f ns per kernel launch (its CUPTI callbacks over %.0f launches per step)",
-			    (double)sum.callback_ns / (double)sum.launches, (double)sum.launches / n);
+		report_note(r, "recorder: %.0f ns per kernel launch (its CUPTI callbacks over %.0f launches per step%s)",
+			    (double)sum.callback_ns / (double)sum.launches, (double)sum.launches / n, split);
 	if (sum.ranges && sum.nvtx_ns)
 		report_note(r, "recorder: %.0f ns per NVTX range (its NVTX handlers over %.0f ranges per step)",
 			    (double)sum.nvtx_ns / (double)sum.ranges, (double)sum.ranges / n);

@@ -28,6 +28,9 @@
 
 #define MS 1000000ull
 
+/* Step 1 of write_bundle's has phases only (module ranges on a sample of the steps, 1.8). */
+static bool phases_only_step1;
+
 /* Two steps of 10 ms on thread 1, a launch each; the recorder's time in each, on threads 1 and 2. */
 static int write_bundle(const char *path, bool with_cost, bool with_launch_cost, const uint64_t *before,
 			size_t n_before)
@@ -53,7 +56,16 @@ static int write_bundle(const char *path, bool with_cost, bool with_launch_cost,
 		b.thread = 1;
 		builder_launch(&b, "k", 7, 0, t + 1 * MS, t + 1 * MS + 5000, t + 2 * MS, t + 3 * MS);
 		builder_call(&b, "cudaStreamSynchronize", t + 9 * MS, t + 9 * MS + 1000);
-		builder_step(&b, (uint32_t)s, false, t, t + 10 * MS);
+		if (phases_only_step1 && s == 1) {
+			struct st_event ev = { .kind = ST_STEP, .start = t, .end = t + 10 * MS };
+
+			ev.step.index = 1;
+			ev.step.phases_only = true;
+			ev.step.thread = b.thread;
+			builder_add(&b, &ev);
+		} else {
+			builder_step(&b, (uint32_t)s, false, t, t + 10 * MS);
+		}
 		if (!with_cost)
 			continue;
 		/* step 0: 1 ms on thread 1 and 0.5 ms on thread 2; step 1: 0.5 ms on thread 1 */
@@ -126,9 +138,29 @@ int main(int argc, char **argv)
 	HAS(out, "recorder: its own host time 1.000 ms per step (10.0% of the wall time): CUPTI callbacks 0.350, "
 		 "NVTX handlers 0.300, entry points 0.150, Python side 0.200 ms");
 	HAS(out, "recorder: 3500 ns per kernel launch (its CUPTI callbacks over 100 launches per step)");
+	HAS_NOT(out, "with phases only");   /* every step has its modules: no split */
 	HAS(out, "recorder: 3000 ns per NVTX range (its NVTX handlers over 100 ranges per step)");
 	HAS(out, "recorder: 70.0 us per module call (the entry points and the Python side over 5 calls per step)");
 	free(out);
+
+	/* Step 1 with phases only: the callbacks' time a launch also for each kind of step (2 us, 5 us) */
+	{
+		char split[4096];
+		struct replay rs;
+
+		snprintf(split, sizeof(split), "%s/cost-split.stb", dir);
+		phases_only_step1 = true;
+		CHECK(write_bundle(split, true, false, NULL, 0) == 0);
+		phases_only_step1 = false;
+		CHECK(replay_load(&rs, split, NULL) == 0);
+		r = report_new();
+		CHECK(steps_run(&rs, false, r) == 0);
+		out = printed(r);
+		HAS(out, "recorder: 3500 ns per kernel launch (its CUPTI callbacks over 100 launches per step; 2000 ns "
+			 "on the 1 step with module ranges, 5000 on the 1 with phases only)");
+		free(out);
+		replay_release(&rs);
+	}
 
 	r = report_new();
 	CHECK(info_run(&rp, &io, r) == 0);
