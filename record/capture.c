@@ -307,6 +307,9 @@ static void callbacks_for_step(uint32_t index)
 	for (uint32_t i = 1; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; i++)
 		if (cap.rt_class[i] != CB_NONE)
 			cuptiEnableCallback(!off, cap.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, i);
+	/* STEPTRACE_CALLBACKS_EVERY_DOMAINS=runtime: the runtime's alone (the driver's make the ops then) */
+	if (getenv("STEPTRACE_CALLBACKS_EVERY_DOMAINS") && !strcmp(getenv("STEPTRACE_CALLBACKS_EVERY_DOMAINS"), "runtime"))
+		return;
 	for (uint32_t i = 1; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
 		if (cap.drv_class[i] != CB_NONE)
 			cuptiEnableCallback(!off, cap.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, i);
@@ -449,6 +452,9 @@ static void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
 static bool cb_counting;
 #define CB_COUNT_IDS 2048   /* above both domains' CBID_SIZE; ids past it are not counted */
 static _Atomic uint64_t cb_counts[2][2][CB_COUNT_IDS];
+static _Atomic uint64_t cb_same_corr, cb_other_corr;   /* nested calls with the outermost call's id, or another */
+static _Atomic uint64_t cb_work[2];   /* launches, copies, allocations: runtime outermost, driver nested */
+static _Thread_local uint32_t cb_outer_corr;
 
 static void cb_count(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
@@ -456,12 +462,27 @@ static void cb_count(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const v
 	int d = domain == CUPTI_CB_DOMAIN_DRIVER_API;
 
 	if ((d || domain == CUPTI_CB_DOMAIN_RUNTIME_API) && cb->callbackSite == CUPTI_API_ENTER &&
-	    cbid < sizeof(cb_counts[0][0]) / sizeof(cb_counts[0][0][0]))
+	    cbid < sizeof(cb_counts[0][0]) / sizeof(cb_counts[0][0][0])) {
+		uint8_t cls = d ? (cbid < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap.drv_class[cbid] : CB_NONE)
+				: (cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap.rt_class[cbid] : CB_NONE);
+
 		atomic_fetch_add_explicit(&cb_counts[d][api_depth > 0][cbid], 1, memory_order_relaxed);
+		if ((cls == CB_LAUNCH || cls == CB_COPY || cls == CB_ALLOC) && (d == 0) == (api_depth == 0))
+			atomic_fetch_add_explicit(&cb_work[d], 1, memory_order_relaxed);
+		if (api_depth == 0)
+			cb_outer_corr = cb->correlationId;
+		else
+			atomic_fetch_add_explicit(cb->correlationId == cb_outer_corr ? &cb_same_corr : &cb_other_corr, 1,
+						  memory_order_relaxed);
+	}
 }
 
 static void cb_counts_print(void)
 {
+	fprintf(stderr, "steptrace: callbacks nested: %llu with the outermost call's correlation id, %llu with another\n",
+		(unsigned long long)atomic_load(&cb_same_corr), (unsigned long long)atomic_load(&cb_other_corr));
+	fprintf(stderr, "steptrace: callbacks launches, copies, allocations: %llu runtime outermost, %llu driver nested\n",
+		(unsigned long long)atomic_load(&cb_work[0]), (unsigned long long)atomic_load(&cb_work[1]));
 	for (int d = 0; d < 2; d++)
 		for (uint32_t i = 0; i < sizeof(cb_counts[0][0]) / sizeof(cb_counts[0][0][0]); i++) {
 			const char *name = NULL;
@@ -609,6 +630,12 @@ static int subscribe_domain(CUpti_CallbackDomain domain, uint8_t *classes, uint3
 {
 	uint32_t cbid;
 	char buf[128];
+	/* STEPTRACE_LAUNCH_CALLBACKS=driver (an A/B switch, issue 36): launches, copies and
+	 * allocations from the driver's callbacks alone (the runtime's call makes one, nested,
+	 * with the same correlation id), half the callbacks a launch; not where the callbacks
+	 * make the API events (a window's, --api launches), which name the runtime's calls */
+	const char *lc = getenv("STEPTRACE_LAUNCH_CALLBACKS");
+	bool driver_only = domain == CUPTI_CB_DOMAIN_RUNTIME_API && !calls && !apiq.on && lc && !strcmp(lc, "driver");
 
 	for (cbid = 1; cbid < size; cbid++) {
 		const char *name = NULL;
@@ -616,6 +643,8 @@ static int subscribe_domain(CUpti_CallbackDomain domain, uint8_t *classes, uint3
 		if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
 			continue;
 		classes[cbid] = classify(api_base_name(name, buf, sizeof(buf)));
+		if (driver_only && (classes[cbid] == CB_LAUNCH || classes[cbid] == CB_COPY || classes[cbid] == CB_ALLOC))
+			classes[cbid] = CB_NONE;
 		if (calls && classes[cbid] == CB_NONE && !api_is_query(buf))
 			classes[cbid] = CB_CALL;
 		if (classes[cbid] != CB_NONE &&
