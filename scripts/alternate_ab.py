@@ -13,7 +13,7 @@ without it. Neighbouring steps share whatever the host's speed does over
 seconds, which between processes moves more than the piece costs.
 
 The bundle's step numbers are matched to iter_ms indices by the offset whose
-walls agree best (as armed_ab.py does). Left out: the first --skip steps and
+walls agree best (armed_ab.match_offset). Left out: the first --skip steps and
 the steps with module ranges (steptrace steps names them; they come every
 10th step and would all fall on one side). Prints one JSON line per run and
 a table: medians of each side, the cost (with / without - 1), and the median
@@ -32,7 +32,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cost_check  # noqa: E402
-from armed_ab import FORMS, TRAIN  # noqa: E402
+from armed_ab import FORMS, TRAIN, match_offset  # noqa: E402
 
 VARS = {"kernels": "STEPTRACE_KERNELS_EVERY", "callbacks": "STEPTRACE_CALLBACKS_EVERY"}
 
@@ -58,11 +58,9 @@ def one_run(a, k):
     modules = set(int(x) for x in m.group(1).split(",")) if m else set()
     steps = {int(r["Step"]): (float(r["Wall (ms)"]), int(r["Kernels"].replace(",", "")),
                               float(r["Recorder (ms)"]) if r.get("Recorder (ms)") else 0.0) for r in rows}
-    best = None
-    for off in (-2, -1, 0, 1, 2):
-        d = [abs(iters[n + off] - w) for n, (w, _, _) in steps.items() if 0 <= n + off < len(iters)]
-        if d and (best is None or statistics.median(d) < best[1]):
-            best = (off, statistics.median(d))
+    best = match_offset(iters, [(n, w) for n, (w, _, _) in steps.items()])
+    if best is None:
+        sys.exit("alternate_ab: %s: the bundle's steps match none of the program's iterations" % tag)
     off = best[0]
     use = [n for n in steps if n not in modules and n + off >= a.skip and n + off < len(iters)]
     on = [n for n in use if n % 2 == 0]

@@ -128,6 +128,18 @@ def one_run(a, k):
     return tag, iters, windows
 
 
+def match_offset(iters, pairs):
+    """The program's step numbers against its iter_ms indices: (offset, median |difference| ms) of
+    the offset in -2..2 whose iter_ms match the bundle's walls (pairs of step number, wall ms) best;
+    None when no pair falls inside iters."""
+    best = None
+    for off in (-2, -1, 0, 1, 2):
+        d = [abs(iters[n + off] - wall) for n, wall in pairs if 0 <= n + off < len(iters)]
+        if d and (best is None or statistics.median(d) < best[1]):
+            best = (off, statistics.median(d))
+    return best
+
+
 def analyse(a, tag, iters, windows):
     """Per window its steps' walls (bundle) and Unrecorded; the offset from step numbers to iter_ms indices."""
     rec_steps, unrec = {}, {}
@@ -144,12 +156,7 @@ def analyse(a, tag, iters, windows):
             rec_steps[n] = wall
             unrec[n] = est
             pairs.append((n, wall))
-    # the program's step numbers against its iter_ms indices: the offset that matches the walls best
-    best = None
-    for off in (-2, -1, 0, 1, 2):
-        d = [abs(iters[n + off] - wall) for n, wall in pairs if 0 <= n + off < len(iters)]
-        if d and (best is None or statistics.median(d) < best[1]):
-            best = (off, statistics.median(d))
+    best = match_offset(iters, pairs)
     off = best[0] if best else 0
     recorded = set(n + off for n in rec_steps)
     near = set()

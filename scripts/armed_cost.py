@@ -30,8 +30,8 @@ KINDS = ("same", "mixed", "cat")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(cmd, env):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
     for line in reversed(p.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
@@ -53,7 +53,6 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     prog = [sys.executable, os.path.join(HERE, "launch_cost.py"), "--launches", str(args.launches),
             "--rounds", str(args.rounds)]
-    env = dict(os.environ)
     rows, got = [], {"plain": {k: [] for k in KINDS}, "armed": {k: [] for k in KINDS}}
     for p in range(args.pairs):
         order = ("plain", "armed") if p % 2 == 0 else ("armed", "plain")
@@ -63,7 +62,7 @@ def main():
             else:
                 cmd = [args.steptrace, "record", "--armed", "-o",
                        os.path.join(args.out, "armed-%d.stb" % p), "--"] + prog
-            r = run(cmd, env)
+            r = run(cmd)
             for k in KINDS:
                 got[mode][k].append(r[k])
                 rows.append({"pair": p, "mode": mode, "kind": k, "ns_per_launch": r[k]})
