@@ -39,7 +39,10 @@ static void config_defaults(struct model_config *c)
 	c->bucket_mb = 25;   /* PyTorch DDP's bucket_cap_mb */
 	c->sm_carveout = 0;
 	c->nccl_ctas = 0;
+	c->allreduce = MODEL_ALLREDUCE_NCCL;
 }
+
+const char *const model_allreduce_names[] = { "nccl", "ce", NULL };
 
 int model_config_overlaps(const struct model_config *c)
 {
@@ -48,7 +51,7 @@ int model_config_overlaps(const struct model_config *c)
 
 void model_config_ddp_defaults(struct model_config *c)
 {
-	int on = model_config_overlaps(c);
+	int on = model_config_overlaps(c) && c->allreduce == MODEL_ALLREDUCE_NCCL;
 
 	c->sm_carveout = on && c->precision == ST_BF16 ? MODEL_SM_CARVEOUT : 0;
 	c->nccl_ctas = on ? MODEL_NCCL_CTAS : 0;

@@ -35,7 +35,18 @@ struct model_config {
 	 */
 	int sm_carveout;      /* default MODEL_SM_CARVEOUT there under BF16, else 0 */
 	int nccl_ctas;        /* default MODEL_NCCL_CTAS there, else 0 */
+	/*
+	 * How the gradients' all-reduces run: MODEL_ALLREDUCE_NCCL, NCCL's
+	 * kernels; MODEL_ALLREDUCE_CE, the copy engines and one short kernel
+	 * per collective (model/ddp_ce.h; every rank on one host), beside
+	 * which the products keep every SM (sm_carveout then caps that
+	 * kernel's CTAs, 0: uncapped).
+	 */
+	int allreduce;
 };
+
+enum { MODEL_ALLREDUCE_NCCL, MODEL_ALLREDUCE_CE };
+extern const char *const model_allreduce_names[];   /* "nccl", "ce" */
 
 #define MODEL_SM_CARVEOUT 28
 #define MODEL_NCCL_CTAS 12
@@ -44,9 +55,9 @@ struct model_config {
 int model_config_overlaps(const struct model_config *c);
 
 /*
- * sm_carveout and nccl_ctas as c's ddp and precision imply: where the
- * collectives overlap, MODEL_SM_CARVEOUT under BF16 (else 0) and
- * MODEL_NCCL_CTAS; elsewhere 0 and 0.
+ * sm_carveout and nccl_ctas as c's ddp, precision and allreduce imply:
+ * where NCCL's collectives overlap, MODEL_SM_CARVEOUT under BF16 (else 0)
+ * and MODEL_NCCL_CTAS; elsewhere (the copy engines' included) 0 and 0.
  */
 void model_config_ddp_defaults(struct model_config *c);
 

@@ -34,6 +34,7 @@
 #include "lib/error.h"
 #include "lib/gpu_check.h"
 #include "model/comm.h"
+#include "model/ddp_ce.h"
 #include "model/ddp_plan.h"
 #include "model/internal.h"
 
@@ -42,6 +43,7 @@ struct ddp {
 	struct ddp_plan plan;
 	struct ddp_param *params;          /* the plan's view of m->param */
 	cudaStream_t stream;               /* communication */
+	cudaStream_t stream2;              /* --allreduce ce: odd collectives, so that two pipeline */
 	cudaEvent_t *ready, *begin, *end;  /* per collective */
 	cudaEvent_t waited;                /* compute stream: the last all-reduce is done */
 	uint32_t *op;                      /* per collective; 0 until it first starts */
@@ -49,6 +51,7 @@ struct ddp {
 	int32_t *flag, *host_flag;         /* model_agree's, on the device and pinned */
 	uint32_t agree_op;
 	int gemm_sms;                      /* the products' SM target beside a collective, 0: all */
+	struct ddp_ce *ce;                 /* --allreduce ce; NULL: NCCL's */
 };
 
 static const uint8_t f32[1] = { ST_DT_F32 };
@@ -59,6 +62,11 @@ void ddp_free(struct model *m)
 
 	if (!d)
 		return;
+	if (d->ce) {
+		cudaStreamSynchronize(d->stream);
+		cudaStreamSynchronize(d->stream2);
+		ddp_ce_free(d->ce);
+	}
 	for (size_t k = 0; k < d->plan.n; k++) {
 		if (d->ready && d->ready[k])
 			cudaEventDestroy(d->ready[k]);
@@ -71,6 +79,8 @@ void ddp_free(struct model *m)
 		cudaEventDestroy(d->waited);
 	if (d->stream)
 		cudaStreamDestroy(d->stream);
+	if (d->stream2)
+		cudaStreamDestroy(d->stream2);
 	if (d->flag)
 		cudaFree(d->flag);
 	if (d->host_flag)
@@ -115,6 +125,11 @@ static int ddp_create(struct model *m, struct comm *comm)
 	    CUDA_CHECK(cudaEventCreate(&d->waited)) ||
 	    CUDA_CHECK(cudaMalloc((void **)&d->flag, sizeof(*d->flag))) ||
 	    CUDA_CHECK(cudaMallocHost((void **)&d->host_flag, sizeof(*d->host_flag))))
+		goto fail;
+	/* the reduction's CTAs fill the SMs the products leave (8 of 256 threads each) */
+	if (m->c.allreduce == MODEL_ALLREDUCE_CE &&
+	    (CUDA_CHECK(cudaStreamCreateWithPriority(&d->stream2, cudaStreamNonBlocking, greatest)) ||
+	     !(d->ce = ddp_ce_create(comm, m->grads.size / sizeof(float), 8 * m->c.sm_carveout))))
 		goto fail;
 	if (model_config_overlaps(&m->c) && m->c.sm_carveout > 0) {
 		int device = 0, sms = 0;
@@ -171,6 +186,7 @@ static int start(struct model *m, size_t k)
 	struct ddp *d = m->ddp;
 	const struct ddp_collective *c = &d->plan.c[k];
 	float *g = (float *)m->grads.ptr + c->offset;
+	cudaStream_t s = d->ce && (k & 1) ? d->stream2 : d->stream;
 	int rc;
 
 	if (!d->op[k] && !(d->op[k] = register_op(m, c)))
@@ -179,10 +195,11 @@ static int start(struct model *m, size_t k)
 	op_range_push(&m->ops, "allreduce");
 	op_begin(&m->ops, d->op[k]);
 	rc = CUDA_CHECK(cudaEventRecord(d->ready[k], m->stream)) ||
-	     CUDA_CHECK(cudaStreamWaitEvent(d->stream, d->ready[k], 0)) ||
-	     CUDA_CHECK(cudaEventRecord(d->begin[k], d->stream)) ||
-	     comm_allreduce(d->comm, g, g, c->count, ST_DT_F32, COMM_AVG, d->stream) ||
-	     CUDA_CHECK(cudaEventRecord(d->end[k], d->stream));
+	     CUDA_CHECK(cudaStreamWaitEvent(s, d->ready[k], 0)) ||
+	     CUDA_CHECK(cudaEventRecord(d->begin[k], s)) ||
+	     (d->ce ? ddp_ce_allreduce(d->ce, (int)(k & 1), (float *)m->grads.ptr, c->offset, c->count, s)
+		    : comm_allreduce(d->comm, g, g, c->count, ST_DT_F32, COMM_AVG, s)) ||
+	     CUDA_CHECK(cudaEventRecord(d->end[k], s));
 	op_end(&m->ops);
 	op_range_pop(&m->ops);
 	op_range_pop(&m->ops);
@@ -242,8 +259,10 @@ int ddp_finish_backward(struct model *m)
 		if (start(m, d->next))
 			return MODEL_ERROR;
 	m->gemm.sm_target = 0;   /* the backward is over */
-	/* the communication stream runs its collectives in order: the last one's end is everyone's */
-	if (CUDA_CHECK(cudaStreamWaitEvent(m->stream, d->end[d->plan.n - 1], 0)) ||
+	/* a communication stream runs its collectives in order: the last one's end is everyone's
+	 * there (--allreduce ce: two streams, the last two ends) */
+	if ((d->ce && d->plan.n > 1 && CUDA_CHECK(cudaStreamWaitEvent(m->stream, d->end[d->plan.n - 2], 0))) ||
+	    CUDA_CHECK(cudaStreamWaitEvent(m->stream, d->end[d->plan.n - 1], 0)) ||
 	    CUDA_CHECK(cudaEventRecord(d->waited, m->stream)))
 		return MODEL_ERROR;
 	return MODEL_OK;

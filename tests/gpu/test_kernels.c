@@ -16,6 +16,7 @@
 #include "kernels/cast.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/embedding.h"
+#include "kernels/grad_reduce.h"
 #include "kernels/init.h"
 #include "kernels/residual.h"
 #include "kernels/rmsnorm.h"
@@ -632,6 +633,58 @@ static void test_zero_groups(void)
 	cudaFree(dv);
 }
 
+/*
+ * grad_reduce (the copy-engine all-reduce's kernel): acc = (acc + in_0 + ...
+ * + in_k-1) * scale, in that order of FP32 additions, so exactly the CPU's
+ * float arithmetic; for 1, 3 and 7 inputs, 16-byte aligned (the vector
+ * path) and not (offset by one element), on a capped grid (grid-stride).
+ */
+static void test_grad_reduce(void)
+{
+	const size_t n = 10003;
+	int ins[] = { 1, 3, 7 };
+
+	for (size_t c = 0; c < sizeof(ins) / sizeof(ins[0]); c++)
+		for (int shift = 0; shift <= 1; shift++)
+			for (int cap = 0; cap <= 3; cap += 3) {
+				int k = ins[c];
+				size_t m = n - (size_t)shift - (shift ? 0 : 3);   /* aligned: a multiple of 4 */
+				double *a = host_normal(&rng, n, 1.0), *r = malloc(n * sizeof(double));
+				float *da = upload(a, n, ST_DT_F32), *din[GRAD_REDUCE_MAX_IN];
+				double *in[GRAD_REDUCE_MAX_IN];
+				const float *p[GRAD_REDUCE_MAX_IN];
+				char what[96];
+
+				round_to(a, n, ST_DT_F32);
+				for (int j = 0; j < k; j++) {
+					in[j] = host_normal(&rng, n, 2.0);
+					round_to(in[j], n, ST_DT_F32);
+					din[j] = upload(in[j], n, ST_DT_F32);
+					p[j] = din[j] + shift;
+				}
+				CHECK(grad_reduce(da + shift, p, k, (long long)m, 1.0f / (float)(k + 1), cap, 0) == 0,
+				      "grad_reduce launch");
+				double *got = download(da, n, ST_DT_F32);
+				for (size_t i = 0; i < n; i++) {
+					float acc = (float)a[i];
+
+					if (i >= (size_t)shift && i < (size_t)shift + m) {
+						for (int j = 0; j < k; j++)
+							acc += (float)in[j][i];
+						acc *= 1.0f / (float)(k + 1);
+					}
+					r[i] = acc;
+				}
+				snprintf(what, sizeof(what), "grad reduce, %d inputs, %s, %s grid [f32]", k,
+					 shift ? "unaligned" : "aligned", cap ? "capped" : "full");
+				check_err(what, rel_err(got, r, n), 0.0);
+				for (int j = 0; j < k; j++)
+					free(in[j]), cudaFree(din[j]);
+				free(a), free(r), free(got);
+				cudaFree(da);
+			}
+}
+
 static void test_init(void)
 {
 	const long long n = 1 << 20;
@@ -822,6 +875,7 @@ int main(void)
 	test_adamw_copy(136, 4);
 	test_cast_residual();
 	test_zero_groups();
+	test_grad_reduce();
 	test_init();
 	for (int tune = 0; tune <= 8; tune += 8) {
 		test_gemm(ST_FP32, ST_DT_F32, ST_DT_F32, 1e-5, tune);

@@ -12,7 +12,11 @@
  *     bitwise the same parameters (a checksum of every byte);
  *   - the step's times name the communication (comm_ms > 0).
  * overlap and bucket run with bench's and record's defaults: the matrix
- * products' SM carve-out and NCCL's CTAs capped (model/config.h).
+ * products' SM carve-out and NCCL's CTAs capped (model/config.h). Every
+ * case twice: the all-reduces by NCCL, and by the copy engines
+ * (--allreduce ce, model/ddp_ce.h), whose buckets of 20 KiB and per-tensor
+ * collectives (overlap: a 64-element norm weight leaves one rank's shard
+ * empty) cover its shard boundaries.
  * Each rank runs in a process of its own (ranks_launch, as --nproc does),
  * and so does the one-GPU reference: they write what they computed to files
  * that this process, which never touches CUDA, compares. Exit 77 (skipped)
@@ -38,6 +42,7 @@ static char dir[256];
 struct job {
 	enum st_precision precision;
 	enum st_ddp ddp;
+	int allreduce;          /* MODEL_ALLREDUCE_NCCL, _CE */
 	const char *name;       /* of the files */
 };
 
@@ -53,6 +58,7 @@ static struct model_config config(const struct job *j, int batch)
 	c.mode = ST_MODE_TRAIN;
 	c.ddp = j->ddp;
 	c.bucket_mb = 0.02;   /* 20 KiB: the embedding alone is 64 KiB */
+	c.allreduce = j->allreduce;
 	model_config_ddp_defaults(&c);   /* the defaults of bench and record */
 	return c;
 }
@@ -258,12 +264,14 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/st-ddp-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(dir))
 		return 1;
+	for (int ar = MODEL_ALLREDUCE_NCCL; ar <= MODEL_ALLREDUCE_CE; ar++)
 	for (size_t p = 0; p < sizeof(precs) / sizeof(precs[0]); p++)
 		for (int mode = ST_DDP_NAIVE; mode <= ST_DDP_BUCKET; mode++) {
 			char name[64];
-			struct job j = { precs[p].p, (enum st_ddp)mode, name };
+			struct job j = { precs[p].p, (enum st_ddp)mode, ar, name };
 
-			snprintf(name, sizeof(name), "%s-%s", precs[p].name, st_ddp_names[mode]);
+			snprintf(name, sizeof(name), "%s-%s-%s", precs[p].name, st_ddp_names[mode],
+				 model_allreduce_names[ar]);
 			CHECK(ranks_launch(RANKS, NULL, rank_main, &j, 10) == 0, "%s: the ranks ran", name);
 			CHECK(reference(&j) == 0, "%s: one GPU ran", name);
 			compare(&j);
