@@ -205,6 +205,24 @@ static void decode_memcpy(const CUpti_ActivityMemcpy6 *m)
 	add(&ev, m->start, m->end);
 }
 
+/* A copy between two devices (CUPTI's MEMCPY2): a memcpy of kind peer to peer, on the device that ran it. */
+static void decode_memcpy_ptop(const CUpti_ActivityMemcpyPtoP4 *m)
+{
+	struct st_event ev = { .kind = ST_MEMCPY };
+
+	if (untimed(ST_MEMCPY, m->start, m->end))
+		return;
+	ev.memcpy.copy_kind = m->copyKind;
+	ev.memcpy.src_kind = m->srcKind;
+	ev.memcpy.dst_kind = m->dstKind;
+	ev.memcpy.bytes = m->bytes;
+	ev.memcpy.stream = m->streamId;
+	ev.memcpy.device = m->deviceId;
+	ev.memcpy.correlation = m->correlationId;
+	ev.memcpy.op = op_of(m->correlationId, m->graphNodeId);
+	add(&ev, m->start, m->end);
+}
+
 static void decode_memset(const CUpti_ActivityMemset4 *m)
 {
 	struct st_event ev = { .kind = ST_MEMSET };
@@ -413,6 +431,9 @@ void decode(const CUpti_Activity *rec)
 		break;
 	case CUPTI_ACTIVITY_KIND_MEMCPY:
 		decode_memcpy((const CUpti_ActivityMemcpy6 *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		decode_memcpy_ptop((const CUpti_ActivityMemcpyPtoP4 *)rec);
 		break;
 	case CUPTI_ACTIVITY_KIND_MEMSET:
 		decode_memset((const CUpti_ActivityMemset4 *)rec);

@@ -40,6 +40,7 @@
 static const CUpti_ActivityKind activity_kinds[] = {
 	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 	CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMCPY2,     /* peer to peer: --allreduce ce's, cudaMemcpyPeer */
 	CUPTI_ACTIVITY_KIND_MEMSET,
 	CUPTI_ACTIVITY_KIND_RUNTIME,
 	CUPTI_ACTIVITY_KIND_DRIVER,
@@ -999,7 +1000,7 @@ static int tracing_on(void)
 	     subscribe_domain(CUPTI_CB_DOMAIN_DRIVER_API, cap.drv_class, CUPTI_DRIVER_TRACE_CBID_SIZE, calls)))
 		return -1;
 	for (i = 0; i < N_ACTIVITY_KINDS; i++) {
-		static const char *const names[] = { "kernel", "memcpy", "memset", "runtime", "driver",
+		static const char *const names[] = { "kernel", "memcpy", "peer", "memset", "runtime", "driver",
 						     "marker", "memory2", "overhead", "sync" };
 		cap.enabled = i + 1;
 		if (off && strstr(off, names[i]))
