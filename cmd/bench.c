@@ -110,7 +110,7 @@ static int bench_attention(int argc, const char **argv)
 struct rank_job {
 	struct bench_opts *bench;          /* bench --ddp */
 	struct allreduce_opts *allreduce;  /* bench allreduce */
-	struct contention_opts *contention;/* bench contention */
+	struct contention_opts *contention; /* bench contention */
 	const char *calibration;           /* bench contention --calibration FILE */
 	int format;
 };
