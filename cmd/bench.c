@@ -6,20 +6,25 @@
  * over a grid of head sizes, sequence lengths, batches, heads, precisions
  * and implementations (model/attention_bench.c); `steptrace bench
  * allreduce`, NCCL's all-reduce over sizes and dtypes on every rank
- * (model/allreduce_bench.c).
+ * (model/allreduce_bench.c); `steptrace bench contention`, computation
+ * alone and beside all-reduces on every rank, the calibration of explain's
+ * ranks=N (model/contention_bench.c).
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/commands.h"
 #include "cmd/gpu.h"
 #include "lib/error.h"
+#include "lib/output.h"
 #include "lib/table.h"
 #include "model/allreduce_bench.h"
 #include "model/attention_bench.h"
 #include "model/bench.h"
 #include "model/comm.h"
 #include "model/comm_stats.h"
+#include "model/contention_bench.h"
 #include "model/model.h"
 #include "model/ranks.h"
 
@@ -28,6 +33,7 @@ static const char *const bench_usage[] = {
 	"                [--kernels plain,fused] [<options>]",
 	"steptrace bench attention [--d-head LIST] [--seq LIST] [--impl LIST] [<options>]",
 	"steptrace bench allreduce [--sizes LIST] [--dtype LIST] [--nproc N] [<options>]",
+	"steptrace bench contention [--sizes LIST] [--dtype LIST] [--nproc N] [--calibration FILE] [<options>]",
 	"steptrace bench --ddp MODE [--nproc N] [<options>]",
 	"",
 	"steptrace bench: " CMD_BENCH_HELP,
@@ -37,6 +43,13 @@ static const char *const bench_usage[] = {
 static const char *const allreduce_usage[] = {
 	"steptrace bench allreduce [--sizes LIST] [--dtype LIST] [--warmup N] [--iters N]\n"
 	"                          [--nproc N | under mpirun, srun or torchrun] [<options>]",
+	NULL,
+};
+
+static const char *const contention_usage[] = {
+	"steptrace bench contention [--sizes LIST] [--dtype LIST] [--warmup N] [--iters N]\n"
+	"                           [--calibration FILE] [--nproc N | under mpirun, srun or torchrun]\n"
+	"                           [<options>]",
 	NULL,
 };
 
@@ -97,6 +110,8 @@ static int bench_attention(int argc, const char **argv)
 struct rank_job {
 	struct bench_opts *bench;          /* bench --ddp */
 	struct allreduce_opts *allreduce;  /* bench allreduce */
+	struct contention_opts *contention; /* bench contention */
+	const char *calibration;           /* bench contention --calibration FILE */
 	int format;
 };
 
@@ -144,6 +159,25 @@ static int size_list(const char *s, uint64_t *sizes, int max)
 	return n;
 }
 
+/* "f32,bf16" into enum st_dtype values (at most max). -1 after a line. */
+static int dtype_list(const char *s, int *dtypes, int max)
+{
+	const char *items[8];
+	char *storage = NULL;
+	int n = split_list(s, items, max < 8 ? max : 8, &storage);
+
+	for (int i = 0; i < n; i++) {
+		int k;
+		if (parse_choice(items[i], allreduce_dtype_names, "--dtype", &k)) {
+			n = -1;
+			break;
+		}
+		dtypes[i] = allreduce_dtypes[k];
+	}
+	free(storage);
+	return n;
+}
+
 static int bench_allreduce(int argc, const char **argv)
 {
 	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
@@ -151,8 +185,6 @@ static int bench_allreduce(int argc, const char **argv)
 	const char *sizes = "1MiB,10MiB,100MiB,1GiB", *dtypes = "f32";
 	uint64_t size_v[32];
 	int dtype_v[8], fmt = OUT_TABLE, status, n;
-	const char *items[8];
-	char *storage = NULL;
 	const struct option opts[] = {
 		OPT_STRING(0, "sizes", &sizes, "LIST", "buffer sizes (default 1MiB,10MiB,100MiB,1GiB)"),
 		OPT_STRING(0, "dtype", &dtypes, "LIST", "f32, bf16, f16 (default f32)"),
@@ -177,22 +209,90 @@ static int bench_allreduce(int argc, const char **argv)
 		return EXIT_USAGE;
 	o.sizes = size_v;
 	o.n_sizes = (size_t)n;
-	n = split_list(dtypes, items, 8, &storage);
-	for (int i = 0; i < n; i++) {
-		int k;
-		if (parse_choice(items[i], allreduce_dtype_names, "--dtype", &k)) {
-			n = -1;
-			break;
-		}
-		dtype_v[i] = allreduce_dtypes[k];
-	}
-	free(storage);
+	n = dtype_list(dtypes, dtype_v, 8);
 	if (n < 0)
 		return EXIT_USAGE;
 	o.dtypes = dtype_v;
 	o.n_dtypes = (size_t)n;
 	job.format = fmt;
 	return gpu_ranks_run(&ranks, bench_rank, &job);
+}
+
+/*
+ * One rank of `bench contention`; rank 0 prints the table and writes the
+ * calibration, its file opened first so that a path it cannot write fails
+ * before the measurement.
+ */
+static int contention_rank(const struct rank_info *ri, struct comm *comm, void *ctx)
+{
+	struct rank_job *j = ctx;
+	struct contention_calibration cal = { 0 };
+	struct output out;
+	bool writing = ri->rank == 0 && j->calibration;
+	struct report *rep;
+	int status;
+
+	if (writing && output_open(&out, j->calibration, NULL) < 0)
+		return 1;
+	rep = report_new();
+	status = contention_bench_run(comm, j->contention, rep, &cal) ? 1 : 0;
+	if (status == 0 && ri->rank == 0 && report_print(rep, (enum out_format)j->format, stdout))
+		status = 1;
+	if (writing) {
+		if (status == 0 && contention_calibration_write(&cal, out.f) == 0)
+			status = output_close(&out) ? 1 : 0;
+		else {
+			output_discard(&out);
+			status = 1;
+		}
+	}
+	report_free(rep);
+	return status;
+}
+
+static int bench_contention(int argc, const char **argv)
+{
+	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
+	struct contention_opts o = { .warmup = 3, .iters = 20 };
+	const char *sizes = "25MiB,100MiB", *dtypes = "f32";
+	uint64_t size_v[32];
+	int dtype_v[8], fmt = OUT_TABLE, status, n;
+	struct rank_job job = { .contention = &o };
+	const struct option opts[] = {
+		OPT_STRING(0, "sizes", &sizes, "LIST", "all-reduce sizes (default 25MiB,100MiB: DDP's buckets)"),
+		OPT_STRING(0, "dtype", &dtypes, "LIST", "the all-reduces' dtypes: f32, bf16, f16 (default f32, "
+			   "as DDP's gradients); the first one's largest size gives the calibration"),
+		OPT_COUNT('w', "warmup", &o.warmup, "warm-up repetitions of each measurement (default 3)"),
+		OPT_POSITIVE('n', "iters", &o.iters, "timed repetitions of each measurement (default 20)"),
+		OPT_STRING(0, "calibration", &job.calibration, "FILE",
+			   "write ranks=N's calibration, the CSV `steptrace explain --contention FILE` reads"),
+		OPT_GPU_RANKS(&ranks),
+		OPT_FORMAT(&fmt),
+		OPT_END(),
+	};
+
+	status = gpu_parse(argc, argv, opts, contention_usage);
+	if (status != GPU_GO)
+		return status;
+	if (o.warmup < 0 || o.warmup > 1000 || o.iters < 1 || o.iters > 1000)
+		return gpu_usage_error(contention_usage, "--warmup must be from 0 to 1000 and --iters from 1 "
+				       "to 1000");
+	if (job.calibration && !*job.calibration)
+		return gpu_usage_error(contention_usage, "--calibration needs a file name");
+	if (gpu_ranks_check(&ranks))
+		return EXIT_USAGE;
+	n = size_list(sizes, size_v, 32);
+	if (n < 0)
+		return EXIT_USAGE;
+	o.sizes = size_v;
+	o.n_sizes = (size_t)n;
+	n = dtype_list(dtypes, dtype_v, 8);
+	if (n < 0)
+		return EXIT_USAGE;
+	o.dtypes = dtype_v;
+	o.n_dtypes = (size_t)n;
+	job.format = fmt;
+	return gpu_ranks_run(&ranks, contention_rank, &job);
 }
 
 int cmd_bench(int argc, const char **argv)
@@ -229,6 +329,8 @@ int cmd_bench(int argc, const char **argv)
 		return bench_attention(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "allreduce"))
 		return bench_allreduce(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "contention"))
+		return bench_contention(argc - 1, argv + 1);
 	status = gpu_parse(argc, argv, opts, bench_usage);
 	if (status != GPU_GO)
 		return status;

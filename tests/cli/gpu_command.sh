@@ -1,9 +1,9 @@
 #!/bin/sh
 # gpu_command.sh STEPTRACE [gpu-part|no-gpu-part]: on a machine without a
-# GPU, `steptrace bench` (and its attention and allreduce benchmarks),
+# GPU, `steptrace bench` (and its attention, allreduce and contention benchmarks),
 # `record` and `step` fail plainly: exit 1 and exactly one line on stderr,
 # either "needs a GPU build" (no libsteptrace_gpu.so) or "no NVIDIA GPU
-# found (the CUDA reason)" (bench allreduce: or "built without NCCL"); a
+# found (the CUDA reason)" (bench allreduce, contention: or "built without NCCL"); a
 # build without the GPU part says just that; record and step write nothing.
 # Skipped (77) where a GPU is present and the build has its GPU part, since
 # they would then really run.
@@ -19,7 +19,7 @@ if ! "$st" help | grep -q '^   bench '; then
 	exit 77
 fi
 . "$(dirname "$0")/../lib/check.sh"
-for c in bench "bench attention" "bench allreduce" "record -o $tmp/r.stb" "step -o $tmp/s.safetensors"; do
+for c in bench "bench attention" "bench allreduce" "bench contention" "record -o $tmp/r.stb" "step -o $tmp/s.safetensors"; do
 	# The CUDA runtime's own allocations at a failed init are not ours to find.
 	# shellcheck disable=SC2086
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \

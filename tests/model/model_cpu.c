@@ -17,6 +17,7 @@
 #include "lib/error.h"
 #include "model/allreduce_bench.h"
 #include "model/attention_bench.h"
+#include "model/contention_bench.h"
 #include "model/model.h"
 #include "tests/lib/reference.h"
 #include "trace/types.h"
@@ -211,6 +212,12 @@ int model_agree(struct model *m, int *flag)
 
 int allreduce_bench_run(struct comm *comm, const struct allreduce_opts *o, struct report *rep,
 			uint64_t *wrong)
+{
+	return error("the CPU stand-in of the model runs no all-reduce");
+}
+
+int contention_bench_run(struct comm *comm, const struct contention_opts *o, struct report *rep,
+			 struct contention_calibration *cal)
 {
 	return error("the CPU stand-in of the model runs no all-reduce");
 }

@@ -126,6 +126,20 @@ int main(void)
 	CHECK(BENCH(buf, "allreduce", "--iters", "0") == 129, "allreduce: no iterations");
 	CHECK(BENCH(buf, "allreduce", "extra") == 129, "allreduce: positional argument");
 	CHECK(BENCH(buf, "allreduce", "--nproc", "2") == 1, "allreduce: no NCCL in this build");
+	CHECK(BENCH(buf, "contention", "--help") == 0, "contention --help");
+	CHECK(BENCH(buf, "contention", "--sizes", "25MiB,x") == 129, "contention: bad size");
+	CHECK(BENCH(buf, "contention", "--sizes", "2") == 129, "contention: less than an element");
+	CHECK(BENCH(buf, "contention", "--dtype", "f64") == 129, "contention: unknown dtype");
+	CHECK(BENCH(buf, "contention", "--dtype", "f32,") == 129, "contention: empty dtype");
+	CHECK(BENCH(buf, "contention", "--iters", "0") == 129, "contention: no iterations");
+	CHECK(BENCH(buf, "contention", "--iters", "1001") == 129, "contention: too many iterations");
+	CHECK(BENCH(buf, "contention", "--warmup", "-1") == 129, "contention: negative warm-up");
+	CHECK(BENCH(buf, "contention", "--calibration", "") == 129, "contention: empty file name");
+	CHECK(BENCH(buf, "contention", "--nproc", "-1") == 129, "contention: negative --nproc");
+	CHECK(BENCH(buf, "contention", "extra") == 129, "contention: positional argument");
+	CHECK(BENCH(buf, "contention", "--nproc", "2", "--calibration", "cal.csv") == 1,
+	      "contention: no NCCL in this build");
+	CHECK(access("cal.csv", F_OK) != 0, "contention: a calibration written without a measurement");
 
 	setenv("ST_TEST_NO_GPU", "1", 1);
 	CHECK(BENCH(buf, "--d-model", "16", "--layers", "1", "--heads", "2") == 1, "no GPU");
