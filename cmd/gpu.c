@@ -60,7 +60,7 @@ int gpu_model_config(const struct gpu_model_args *a, struct model_config *c)
 		return error("--sm-carveout and --nccl-ctas shape the all-reduces beside the backward: "
 			     "--ddp overlap or bucket");
 	if (a->allreduce != MODEL_ALLREDUCE_NCCL && c->ddp == ST_DDP_NONE)
-		return error("--allreduce is how --ddp all-reduces the gradients");
+		return error("--allreduce-by is how --ddp all-reduces the gradients");
 	c->allreduce = a->allreduce;
 	model_config_ddp_defaults(c);
 	if (a->sm_carveout != INT_MIN)

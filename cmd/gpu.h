@@ -39,7 +39,7 @@ struct gpu_model_args {
 	int ddp;                         /* enum st_ddp */
 	double bucket_mb;                /* NAN: the default */
 	int sm_carveout, nccl_ctas;      /* INT_MIN: the default (model_config.h) */
-	int allreduce;                   /* MODEL_ALLREDUCE_NCCL, _CE */
+	int allreduce;                   /* MODEL_ALLREDUCE_NCCL, _CE, _EXCHANGE */
 };
 
 #define GPU_MODEL_ARGS_INIT                                                           \
@@ -127,9 +127,10 @@ struct gpu_ranks_args {
 	OPT_INTEGER(0, "nccl-ctas", &(a)->nccl_ctas,                                           \
 		    "CTAs NCCL may use per all-reduce (--ddp overlap, bucket: default 12; "       \
 		    "0: NCCL's choice)"),                                                        \
-	OPT_CHOICE(0, "allreduce", &(a)->allreduce, model_allreduce_names,                     \
-		   "how the gradients are all-reduced: nccl (default) or ce (the copy engines "  \
-		   "and one short kernel; every rank on one host)")
+	OPT_CHOICE(0, "allreduce-by", &(a)->allreduce, model_allreduce_names,                     \
+		   "how the gradients are all-reduced: nccl (default), ce (the copy engines "    \
+		   "and one short kernel), exchange (the copy engines; AdamW averages); ce and " \
+		   "exchange need every rank on one host")
 
 /* -1 with an error line for a value out of range (--nproc, --timeout). */
 int gpu_ranks_check(const struct gpu_ranks_args *a);

@@ -42,7 +42,7 @@ static void config_defaults(struct model_config *c)
 	c->allreduce = MODEL_ALLREDUCE_NCCL;
 }
 
-const char *const model_allreduce_names[] = { "nccl", "ce", NULL };
+const char *const model_allreduce_names[] = { "nccl", "ce", "exchange", NULL };
 
 int model_config_overlaps(const struct model_config *c)
 {

@@ -40,13 +40,15 @@ struct model_config {
 	 * kernels; MODEL_ALLREDUCE_CE, the copy engines and one short kernel
 	 * per collective (model/ddp_ce.h; every rank on one host), beside
 	 * which the products keep every SM (sm_carveout then caps that
-	 * kernel's CTAs, 0: uncapped).
+	 * kernel's CTAs, 0: uncapped); MODEL_ALLREDUCE_EXCHANGE, the copy
+	 * engines copy each bucket whole to every peer and AdamW averages
+	 * the ranks' copies (no kernel beside the backward).
 	 */
 	int allreduce;
 };
 
-enum { MODEL_ALLREDUCE_NCCL, MODEL_ALLREDUCE_CE };
-extern const char *const model_allreduce_names[];   /* "nccl", "ce" */
+enum { MODEL_ALLREDUCE_NCCL, MODEL_ALLREDUCE_CE, MODEL_ALLREDUCE_EXCHANGE };
+extern const char *const model_allreduce_names[];   /* "nccl", "ce", "exchange" */
 
 #define MODEL_SM_CARVEOUT 28
 #define MODEL_NCCL_CTAS 12

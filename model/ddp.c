@@ -31,6 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/adamw.h"
+#include "kernels/grad_reduce.h"
 #include "lib/error.h"
 #include "lib/gpu_check.h"
 #include "model/comm.h"
@@ -43,15 +45,34 @@ struct ddp {
 	struct ddp_plan plan;
 	struct ddp_param *params;          /* the plan's view of m->param */
 	cudaStream_t stream;               /* communication */
-	cudaStream_t stream2;              /* --allreduce ce: odd collectives, so that two pipeline */
+	cudaStream_t stream2;              /* --allreduce-by ce: odd collectives, so that two pipeline */
 	cudaEvent_t *ready, *begin, *end;  /* per collective */
 	cudaEvent_t waited;                /* compute stream: the last all-reduce is done */
 	uint32_t *op;                      /* per collective; 0 until it first starts */
 	size_t next;                       /* collectives started in this step */
 	int32_t *flag, *host_flag;         /* model_agree's, on the device and pinned */
 	uint32_t agree_op;
+	uint32_t average_op;               /* exchange without an optimizer: the average's op */
 	int gemm_sms;                      /* the products' SM target beside a collective, 0: all */
-	struct ddp_ce *ce;                 /* --allreduce ce; NULL: NCCL's */
+	struct ddp_ce *ce;                 /* --allreduce-by ce, exchange; NULL: NCCL's */
+	/*
+	 * exchange: the ranks' gradients in rank order, valid from the
+	 * backward's end until this rank tells its peers it consumed them (at
+	 * the next step's start, so that model_export between steps may still
+	 * average them); averaged: m->grads holds their mean.
+	 */
+	const float *sources[ADAMW_AVG_MAX];
+	int n_sources;                     /* 0: none held */
+	bool averaged;
+	/*
+	 * exchange with an optimizer: the backward's end waits for every copy
+	 * but the last collective's, AdamW updates the other parameters, then
+	 * waits for it (ddp_optimizer_split, ddp_wait_last): the last bucket's
+	 * copy hides under most of AdamW. split: this step did so; part1 ends
+	 * that AdamW, waited2 its wait.
+	 */
+	bool hold_last, split;
+	cudaEvent_t part1, waited2;
 };
 
 static const uint8_t f32[1] = { ST_DT_F32 };
@@ -77,6 +98,10 @@ void ddp_free(struct model *m)
 	}
 	if (d->waited)
 		cudaEventDestroy(d->waited);
+	if (d->part1)
+		cudaEventDestroy(d->part1);
+	if (d->waited2)
+		cudaEventDestroy(d->waited2);
 	if (d->stream)
 		cudaStreamDestroy(d->stream);
 	if (d->stream2)
@@ -122,15 +147,21 @@ static int ddp_create(struct model *m, struct comm *comm)
 		goto oom;
 	if (CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest)) ||
 	    CUDA_CHECK(cudaStreamCreateWithPriority(&d->stream, cudaStreamNonBlocking, greatest)) ||
-	    CUDA_CHECK(cudaEventCreate(&d->waited)) ||
+	    CUDA_CHECK(cudaEventCreate(&d->waited)) || CUDA_CHECK(cudaEventCreate(&d->part1)) ||
+	    CUDA_CHECK(cudaEventCreate(&d->waited2)) ||
 	    CUDA_CHECK(cudaMalloc((void **)&d->flag, sizeof(*d->flag))) ||
 	    CUDA_CHECK(cudaMallocHost((void **)&d->host_flag, sizeof(*d->host_flag))))
 		goto fail;
 	/* the reduction's CTAs fill the SMs the products leave (8 of 256 threads each) */
-	if (m->c.allreduce == MODEL_ALLREDUCE_CE &&
+	if (m->c.allreduce != MODEL_ALLREDUCE_NCCL &&
 	    (CUDA_CHECK(cudaStreamCreateWithPriority(&d->stream2, cudaStreamNonBlocking, greatest)) ||
-	     !(d->ce = ddp_ce_create(comm, m->grads.size / sizeof(float), 8 * m->c.sm_carveout))))
+	     !(d->ce = ddp_ce_create(comm, m->grads.size / sizeof(float), 8 * m->c.sm_carveout,
+				     m->c.allreduce == MODEL_ALLREDUCE_EXCHANGE))))
 		goto fail;
+	if (m->c.allreduce == MODEL_ALLREDUCE_EXCHANGE && comm_size(comm) > ADAMW_AVG_MAX) {
+		error("--allreduce-by exchange: at most %d ranks, not %d", ADAMW_AVG_MAX, comm_size(comm));
+		goto fail;
+	}
 	if (model_config_overlaps(&m->c) && m->c.sm_carveout > 0) {
 		int device = 0, sms = 0;
 
@@ -151,6 +182,9 @@ static int ddp_create(struct model *m, struct comm *comm)
 	d->agree_op = op_registry_add(&m->ops, "comm/allreduce/agree", "comm", 0, sizeof(int32_t), 1,
 				      (const uint8_t[]){ ST_DT_I32 }, 1, (const uint8_t[]){ ST_DT_I32 });
 	if (!d->agree_op)
+		goto fail;
+	if (d->ce && !(d->average_op = op_registry_add(&m->ops, "comm/average", "comm", 0, m->grads.size, 1, f32,
+						       1, f32)))
 		goto fail;
 	return 0;
 oom:
@@ -243,12 +277,20 @@ static void fault(const struct model *m, uint32_t index)
 			pause();
 }
 
-void ddp_step_begin(struct model *m, uint32_t index)
+int ddp_step_begin(struct model *m, uint32_t index)
 {
-	if (!m->ddp)
-		return;
-	m->ddp->next = 0;
+	struct ddp *d = m->ddp;
+
+	if (!d)
+		return MODEL_OK;
+	d->next = 0;
 	fault(m, index);
+	if (d->n_sources) {   /* exchange: the last step's copies are read (stream order) */
+		d->n_sources = 0;
+		if (ddp_ce_consumed(d->ce, m->stream))
+			return MODEL_ERROR;
+	}
+	return MODEL_OK;
 }
 
 int ddp_finish_backward(struct model *m)
@@ -260,12 +302,82 @@ int ddp_finish_backward(struct model *m)
 			return MODEL_ERROR;
 	m->gemm.sm_target = 0;   /* the backward is over */
 	/* a communication stream runs its collectives in order: the last one's end is everyone's
-	 * there (--allreduce ce: two streams, the last two ends) */
+	 * there (--allreduce-by ce: two streams, the last two ends) */
 	if ((d->ce && d->plan.n > 1 && CUDA_CHECK(cudaStreamWaitEvent(m->stream, d->end[d->plan.n - 2], 0))) ||
-	    CUDA_CHECK(cudaStreamWaitEvent(m->stream, d->end[d->plan.n - 1], 0)) ||
-	    CUDA_CHECK(cudaEventRecord(d->waited, m->stream)))
+	    CUDA_CHECK(cudaStreamWaitEvent(m->stream, d->end[d->plan.n - 1], 0)))
+		return MODEL_ERROR;
+	d->averaged = false;
+	d->split = false;
+	d->hold_last = d->ce && m->c.mode == ST_MODE_TRAIN && d->plan.n > 1;
+	if (d->ce) {
+		/* exchange: the peers' copies arrived; AdamW averages them, or here without one */
+		int n = ddp_ce_arrived(d->ce, (float *)m->grads.ptr, d->sources,
+				       d->hold_last ? (int)((d->plan.n - 1) & 1) : -1, m->stream);
+
+		if (n < 0)
+			return MODEL_ERROR;
+		d->n_sources = n;
+		d->hold_last = d->hold_last && n;
+		if (n && m->c.mode != ST_MODE_TRAIN && ddp_average(m))
+			return MODEL_ERROR;
+	}
+	if (CUDA_CHECK(cudaEventRecord(d->waited, m->stream)))
 		return MODEL_ERROR;
 	return MODEL_OK;
+}
+
+int ddp_average(struct model *m)
+{
+	struct ddp *d = m->ddp;
+
+	if (!d || !d->n_sources || d->averaged)
+		return MODEL_OK;
+	op_begin(&m->ops, d->average_op);
+	if (CUDA_CHECK(grad_reduce((float *)m->grads.ptr, d->sources, d->n_sources,
+				   (long long)(m->grads.size / sizeof(float)), 1.0f / (float)d->n_sources, 0,
+				   m->stream)))
+		return MODEL_ERROR;
+	op_end(&m->ops);
+	d->averaged = true;
+	return MODEL_OK;
+}
+
+int ddp_optimizer_split(struct model *m, size_t *lo, size_t *hi)
+{
+	struct ddp *d = m->ddp;
+	const struct ddp_collective *c;
+
+	if (!d || !d->hold_last)
+		return 0;
+	c = &d->plan.c[d->plan.n - 1];
+	*lo = c->offset;
+	*hi = c->offset + c->count;
+	return 1;
+}
+
+int ddp_wait_last(struct model *m)
+{
+	struct ddp *d = m->ddp;
+
+	if (!d || !d->hold_last)
+		return MODEL_OK;
+	d->hold_last = false;
+	d->split = true;
+	if (CUDA_CHECK(cudaEventRecord(d->part1, m->stream)) ||
+	    ddp_ce_arrived_lane(d->ce, (int)((d->plan.n - 1) & 1), m->stream) ||
+	    CUDA_CHECK(cudaEventRecord(d->waited2, m->stream)))
+		return MODEL_ERROR;
+	return MODEL_OK;
+}
+
+int ddp_grad_sources(struct model *m, const float **in)
+{
+	struct ddp *d = m->ddp;
+
+	if (!d || !d->n_sources || d->averaged)
+		return 0;
+	memcpy(in, d->sources, (size_t)d->n_sources * sizeof(*in));
+	return d->n_sources;
 }
 
 static double elapsed(cudaEvent_t a, cudaEvent_t b)
@@ -285,6 +397,12 @@ void ddp_step_times(struct model *m, struct model_step_times *t)
 	t->comm_ms = comm;
 	t->exposed_ms = fmax(0.0, elapsed(m->ev[2], d->waited));
 	t->optimizer_ms = elapsed(d->waited, m->ev[3]);
+	if (d->split) {   /* the wait for the last collective, inside AdamW */
+		double late = fmax(0.0, elapsed(d->part1, d->waited2));
+
+		t->exposed_ms += late;
+		t->optimizer_ms -= late;
+	}
 }
 
 int ddp_sync(struct model *m, const char *what)

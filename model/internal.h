@@ -162,10 +162,23 @@ int model_plan(struct model *m);
  * optimizer's; ddp_sync waits for the compute stream, bounded.
  */
 struct ddp;
-void ddp_step_begin(struct model *m, uint32_t index);
+int ddp_step_begin(struct model *m, uint32_t index);
 int ddp_grads_final(struct model *m, size_t offset);
 int ddp_finish_backward(struct model *m);
 void ddp_step_times(struct model *m, struct model_step_times *t);
+/* --allreduce-by exchange: the ranks' gradients for AdamW to average, in rank order
+ * (in: ADAMW_AVG_MAX entries), and their count; 0 elsewhere (m->grads is the mean). */
+int ddp_grad_sources(struct model *m, const float **in);
+/*
+ * --allreduce-by exchange with an optimizer: 1 with [*lo, *hi) the last
+ * collective's elements, which AdamW updates after ddp_wait_last (the
+ * others before it); 0 for one pass.
+ */
+int ddp_optimizer_split(struct model *m, size_t *lo, size_t *hi);
+int ddp_wait_last(struct model *m);
+/* --allreduce-by exchange: makes m->grads the mean of the ranks' (once a step; a reader of the
+ * gradients calls it, model_export; without an optimizer the step does). MODEL_OK elsewhere. */
+int ddp_average(struct model *m);
 int ddp_sync(struct model *m, const char *what);
 void ddp_free(struct model *m);
 

@@ -429,6 +429,8 @@ int model_random_batch(struct model *m, uint64_t seed)
 
 int model_export(struct model *m, struct tensor_set *weights, struct tensor_set *grads)
 {
+	if (grads && m->ddp && ddp_average(m))   /* --allreduce-by exchange: the ranks' mean */
+		return MODEL_ERROR;
 	if (CUDA_CHECK(cudaStreamSynchronize(m->stream)))
 		return MODEL_ERROR;
 	for (int i = 0; i < m->n_param; i++) {
@@ -570,7 +572,8 @@ int model_step(struct model *m, uint32_t index, bool warmup, struct model_step_t
 	if (c->ddp != ST_DDP_NONE && !m->ddp)
 		return error("--ddp %s needs the rank's communicator (model_set_comm)",
 			     st_name(st_ddp_names, c->ddp));
-	ddp_step_begin(m, index);
+	if (ddp_step_begin(m, index))
+		return MODEL_ERROR;
 	if (m->ops.obs)
 		m->ops.obs->step_begin(m->ops.obs->ctx, index, warmup);
 	clock_gettime(CLOCK_MONOTONIC, &t0);

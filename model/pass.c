@@ -771,28 +771,58 @@ void model_optimizer_prepare(struct model *m)
 	m->hyper_host[1] = (float)(c->lr * c->weight_decay);
 }
 
-int model_optimizer(struct model *m)
+/* AdamW over parameters [lo, hi), averaging the ranks' gradients where avg has them. */
+static int adamw_range(struct model *m, size_t lo, size_t hi, const float *const *avg, int n_avg)
 {
 	const struct model_config *c = &m->c;
+	const float *in[ADAMW_AVG_MAX];
+	float *p = (float *)m->params.ptr + lo, *g = (float *)m->grads.ptr + lo;
+	float *am = (float *)m->adam_m.ptr + lo, *av = (float *)m->adam_v.ptr + lo;
+
+	if (hi <= lo)
+		return MODEL_OK;
+	for (int j = 0; j < n_avg; j++)
+		in[j] = avg[j] + lo;
+	if (m->fused) {
+		/* copy[i - from] for range element i >= from: parameter lo + i's BF16 copy */
+		char *w = (char *)tb(m, T_WCAST)->ptr;
+		size_t from = lo < m->cast_from ? m->cast_from - lo : 0;
+
+		if (hi > m->cast_from)
+			w += 2 * (lo > m->cast_from ? lo - m->cast_from : 0);
+		else
+			w = NULL;
+		TRY(CUDA_CHECK(adamw_update_copy(p, g, am, av, (long long)(hi - lo), c->beta1, c->beta2,
+						 (float)c->eps, m->hyper.ptr, w, (long long)from, in, n_avg,
+						 m->stream)));
+		return MODEL_OK;
+	}
+	TRY(CUDA_CHECK(adamw_update(p, g, am, av, (long long)(hi - lo), c->beta1, c->beta2, (float)c->eps,
+				    m->hyper_host[0], m->hyper_host[1], in, n_avg, m->stream)));
+	return MODEL_OK;
+}
+
+int model_optimizer(struct model *m)
+{
+	const float *avg[ADAMW_AVG_MAX];
+	int n_avg = ddp_grad_sources(m, avg);   /* --allreduce-by exchange: the ranks' gradients */
+	size_t n = m->n_params, lo = 0, hi = 0;
 
 	model_optimizer_prepare(m);
 	op_begin(&m->ops, m->top.adamw);
-	if (m->fused) {
-		struct mem_block *w = tb(m, T_WCAST);
-
-		/* a copy in the graph, so each replay reads that step's scalars */
+	/* a copy in the graph, so each replay reads that step's scalars */
+	if (m->fused)
 		TRY(CUDA_CHECK(cudaMemcpyAsync(m->hyper.ptr, m->hyper_host, 2 * sizeof(float),
 					       cudaMemcpyHostToDevice, m->stream)));
-		TRY(CUDA_CHECK(adamw_update_copy(m->params.ptr, m->grads.ptr, m->adam_m.ptr,
-						 m->adam_v.ptr, (long long)m->n_params, c->beta1,
-						 c->beta2, (float)c->eps, m->hyper.ptr, w->ptr,
-						 (long long)m->cast_from, m->stream)));
-		op_end(&m->ops);
-		return MODEL_OK;
+	if (ddp_optimizer_split(m, &lo, &hi)) {
+		/* the last collective's copies are still on their way: its parameters last */
+		TRY(adamw_range(m, 0, lo, avg, n_avg));
+		TRY(adamw_range(m, hi, n, avg, n_avg));
+		TRY(ddp_wait_last(m));
+		TRY(adamw_range(m, lo, hi, avg, n_avg));
+	} else {
+		TRY(adamw_range(m, 0, n, avg, n_avg));
 	}
-	TRY(CUDA_CHECK(adamw_update(m->params.ptr, m->grads.ptr, m->adam_m.ptr, m->adam_v.ptr,
-				    (long long)m->n_params, c->beta1, c->beta2, (float)c->eps,
-				    m->hyper_host[0], m->hyper_host[1], m->stream)));
 	op_end(&m->ops);
 	return MODEL_OK;
 }

@@ -493,7 +493,7 @@ static void test_adamw(void)
 		float *dg = upload(g, n, ST_DT_F32);
 		double alpha = lr * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t));
 		CHECK(adamw_update(dp, dg, dm, dv, (long long)n, b1, b2, (float)eps,
-				   (float)alpha, (float)(lr * wd), 0) == 0, "adamw_update launch");
+				   (float)alpha, (float)(lr * wd), NULL, 0, 0) == 0, "adamw_update launch");
 		ref_adamw_step(p, g, m, v, n, t, lr, b1, b2, eps, wd);
 		cudaFree(dg);
 		free(g);
@@ -509,6 +509,55 @@ static void test_adamw(void)
 	free(gp), free(gm), free(gv), free(dref), free(dgot);
 	cudaFree(dp), cudaFree(dm), cudaFree(dv);
 	free(p), free(m), free(v), free(p0);
+}
+
+/*
+ * AdamW averaging the ranks' gradients (--allreduce exchange): three
+ * gradient buffers, the first of them the rank's own; the update must be
+ * the reference's with the float mean ((g0 + g1) + g2) * (1/3) (tolerances
+ * as above), and the gradients must be left as they were; for
+ * the plain kernel and the fused one (its four-wide path and, with n odd,
+ * its one-wide path).
+ */
+static void test_adamw_avg(int fused, size_t n)
+{
+	const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+	double *p = host_normal(&rng, n, 0.5), *m = calloc(n, sizeof(double)), *v = calloc(n, sizeof(double));
+	double *g[3], *mean = malloc(n * sizeof(double));
+	float *dg[3], *dhyper;
+	const float *avg[3];
+	char what[96];
+
+	round_to(p, n, ST_DT_F32);
+	float *dp = upload(p, n, ST_DT_F32), *dm = upload(m, n, ST_DT_F32), *dv = upload(v, n, ST_DT_F32);
+	for (int j = 0; j < 3; j++) {
+		g[j] = host_normal(&rng, n, 1e-2 * (j + 1));
+		round_to(g[j], n, ST_DT_F32);
+		dg[j] = upload(g[j], n, ST_DT_F32);
+		avg[j] = dg[j];
+	}
+	for (size_t i = 0; i < n; i++)
+		mean[i] = (((float)g[0][i] + (float)g[1][i]) + (float)g[2][i]) * (1.0f / 3.0f);
+	float hyper[2] = { (float)(lr * sqrt(1 - pow(b2, 1)) / (1 - pow(b1, 1))), (float)(lr * wd) };
+	CUDA_OK(cudaMalloc((void **)&dhyper, 2 * sizeof(float)));
+	CUDA_OK(cudaMemcpy(dhyper, hyper, sizeof(hyper), cudaMemcpyHostToDevice));
+	if (fused)
+		CHECK(adamw_update_copy(dp, dg[0], dm, dv, (long long)n, b1, b2, (float)eps, dhyper, NULL, 0,
+					avg, 3, 0) == 0, "adamw_update_copy (average) launch");
+	else
+		CHECK(adamw_update(dp, dg[0], dm, dv, (long long)n, b1, b2, (float)eps, hyper[0], hyper[1],
+				   avg, 3, 0) == 0, "adamw_update (average) launch");
+	ref_adamw_step(p, mean, m, v, n, 1, lr, b1, b2, eps, wd);
+	double *gp = download(dp, n, ST_DT_F32), *gg = download(dg[0], n, ST_DT_F32);
+	snprintf(what, sizeof(what), "adamw%s averaging 3 ranks (n %zu): parameters [f32]", fused ? " (fused)" : "", n);
+	check_err(what, rel_err(gp, p, n), 1e-6);
+	snprintf(what, sizeof(what), "adamw%s averaging 3 ranks (n %zu): gradients untouched [f32]",
+		 fused ? " (fused)" : "", n);
+	check_err(what, rel_err(gg, g[0], n), 0.0);
+	for (int j = 0; j < 3; j++)
+		free(g[j]), cudaFree(dg[j]);
+	free(gp), free(gg), free(mean), free(p), free(m), free(v);
+	cudaFree(dp), cudaFree(dm), cudaFree(dv), cudaFree(dhyper);
 }
 
 /*
@@ -541,7 +590,7 @@ static void test_adamw_copy(size_t from, size_t pad)
 		float hyper[2] = { (float)(lr * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t))), (float)(lr * wd) };
 		CUDA_OK(cudaMemcpy(dhyper, hyper, sizeof(hyper), cudaMemcpyHostToDevice));
 		CHECK(adamw_update_copy(dp, dg, dm, dv, (long long)n, b1, b2, (float)eps, dhyper, copy,
-					(long long)from, 0) == 0, "adamw_update_copy launch");
+					(long long)from, NULL, 0, 0) == 0, "adamw_update_copy launch");
 		ref_adamw_step(p, g, m, v, n, t, lr, b1, b2, eps, wd);
 		cudaFree(dg);
 		free(g);
@@ -634,54 +683,58 @@ static void test_zero_groups(void)
 }
 
 /*
- * grad_reduce (the copy-engine all-reduce's kernel): acc = (acc + in_0 + ...
- * + in_k-1) * scale, in that order of FP32 additions, so exactly the CPU's
- * float arithmetic; for 1, 3 and 7 inputs, 16-byte aligned (the vector
- * path) and not (offset by one element), on a capped grid (grid-stride).
+ * grad_reduce (the copy-engine all-reduce's kernel): out = (in_0 + ... +
+ * in_k-1) * scale, in that order of FP32 additions, so exactly the CPU's
+ * float arithmetic; for 2, 4 and 8 inputs with out the first of them (in
+ * place, as the ranks' shards) and for 2 into a buffer of its own, 16-byte
+ * aligned (the vector path) and not (offset by one element), on a full and
+ * a capped grid (grid-stride).
  */
 static void test_grad_reduce(void)
 {
 	const size_t n = 10003;
-	int ins[] = { 1, 3, 7 };
+	int ins[] = { 2, 4, 8, -2 };   /* -2: two inputs, out apart */
 
 	for (size_t c = 0; c < sizeof(ins) / sizeof(ins[0]); c++)
 		for (int shift = 0; shift <= 1; shift++)
 			for (int cap = 0; cap <= 3; cap += 3) {
-				int k = ins[c];
+				int k = abs(ins[c]), apart = ins[c] < 0;
 				size_t m = n - (size_t)shift - (shift ? 0 : 3);   /* aligned: a multiple of 4 */
-				double *a = host_normal(&rng, n, 1.0), *r = malloc(n * sizeof(double));
-				float *da = upload(a, n, ST_DT_F32), *din[GRAD_REDUCE_MAX_IN];
-				double *in[GRAD_REDUCE_MAX_IN];
+				double *in[GRAD_REDUCE_MAX_IN], *r = malloc(n * sizeof(double));
+				float *din[GRAD_REDUCE_MAX_IN], *out;
 				const float *p[GRAD_REDUCE_MAX_IN];
 				char what[96];
 
-				round_to(a, n, ST_DT_F32);
 				for (int j = 0; j < k; j++) {
-					in[j] = host_normal(&rng, n, 2.0);
+					in[j] = host_normal(&rng, n, 1.0 + j);
 					round_to(in[j], n, ST_DT_F32);
 					din[j] = upload(in[j], n, ST_DT_F32);
 					p[j] = din[j] + shift;
 				}
-				CHECK(grad_reduce(da + shift, p, k, (long long)m, 1.0f / (float)(k + 1), cap, 0) == 0,
+				out = apart ? poisoned(n, ST_DT_F32) : din[0];
+				CHECK(grad_reduce(out + shift, p, k, (long long)m, 1.0f / (float)k, cap, 0) == 0,
 				      "grad_reduce launch");
-				double *got = download(da, n, ST_DT_F32);
-				for (size_t i = 0; i < n; i++) {
-					float acc = (float)a[i];
+				double *got = download(out, n, ST_DT_F32);
+				for (size_t i = (size_t)shift; i < (size_t)shift + m; i++) {
+					float acc = (float)in[0][i];
 
-					if (i >= (size_t)shift && i < (size_t)shift + m) {
-						for (int j = 0; j < k; j++)
-							acc += (float)in[j][i];
-						acc *= 1.0f / (float)(k + 1);
-					}
-					r[i] = acc;
+					for (int j = 1; j < k; j++)
+						acc += (float)in[j][i];
+					r[i] = acc * (1.0f / (float)k);
 				}
-				snprintf(what, sizeof(what), "grad reduce, %d inputs, %s, %s grid [f32]", k,
-					 shift ? "unaligned" : "aligned", cap ? "capped" : "full");
-				check_err(what, rel_err(got, r, n), 0.0);
+				snprintf(what, sizeof(what), "grad reduce, %d inputs%s, %s, %s grid [f32]", k,
+					 apart ? " out apart" : " in place", shift ? "unaligned" : "aligned",
+					 cap ? "capped" : "full");
+				check_err(what, rel_err(got + shift, r + shift, m), 0.0);
+				if (!apart)   /* around the range: untouched */
+					for (size_t i = 0; i < n; i++)
+						if (i < (size_t)shift || i >= (size_t)shift + m)
+							CHECK(got[i] == in[0][i], "grad reduce wrote element %zu", i);
 				for (int j = 0; j < k; j++)
 					free(in[j]), cudaFree(din[j]);
-				free(a), free(r), free(got);
-				cudaFree(da);
+				if (apart)
+					cudaFree(out);
+				free(r), free(got);
 			}
 }
 
@@ -876,6 +929,9 @@ int main(void)
 	test_cast_residual();
 	test_zero_groups();
 	test_grad_reduce();
+	test_adamw_avg(0, 1000);
+	test_adamw_avg(1, 1000);
+	test_adamw_avg(1, 999);
 	test_init();
 	for (int tune = 0; tune <= 8; tune += 8) {
 		test_gemm(ST_FP32, ST_DT_F32, ST_DT_F32, 1e-5, tune);

@@ -13,10 +13,12 @@
  *   - the step's times name the communication (comm_ms > 0).
  * overlap and bucket run with bench's and record's defaults: the matrix
  * products' SM carve-out and NCCL's CTAs capped (model/config.h). Every
- * case twice: the all-reduces by NCCL, and by the copy engines
- * (--allreduce ce, model/ddp_ce.h), whose buckets of 20 KiB and per-tensor
+ * case three times: the all-reduces by NCCL, by the copy engines
+ * (--allreduce-by ce, model/ddp_ce.h), whose buckets of 20 KiB and per-tensor
  * collectives (overlap: a 64-element norm weight leaves one rank's shard
- * empty) cover its shard boundaries.
+ * empty) cover its shard boundaries, and by the copy engines' exchange
+ * averaged in AdamW (--allreduce-by exchange; once more in fwdbwd mode, where
+ * no optimizer runs and grad_reduce averages).
  * Each rank runs in a process of its own (ranks_launch, as --nproc does),
  * and so does the one-GPU reference: they write what they computed to files
  * that this process, which never touches CUDA, compares. Exit 77 (skipped)
@@ -42,8 +44,9 @@ static char dir[256];
 struct job {
 	enum st_precision precision;
 	enum st_ddp ddp;
-	int allreduce;          /* MODEL_ALLREDUCE_NCCL, _CE */
+	int allreduce;          /* MODEL_ALLREDUCE_NCCL, _CE, _EXCHANGE */
 	const char *name;       /* of the files */
+	enum st_mode mode;      /* 0: train */
 };
 
 static struct model_config config(const struct job *j, int batch)
@@ -55,7 +58,7 @@ static struct model_config config(const struct job *j, int batch)
 	if (model_config_resolve("custom", &dims, &c))
 		exit(1);
 	c.precision = j->precision;
-	c.mode = ST_MODE_TRAIN;
+	c.mode = j->mode ? j->mode : ST_MODE_TRAIN;
 	c.ddp = j->ddp;
 	c.bucket_mb = 0.02;   /* 20 KiB: the embedding alone is 64 KiB */
 	c.allreduce = j->allreduce;
@@ -264,11 +267,11 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/st-ddp-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(dir))
 		return 1;
-	for (int ar = MODEL_ALLREDUCE_NCCL; ar <= MODEL_ALLREDUCE_CE; ar++)
+	for (int ar = MODEL_ALLREDUCE_NCCL; ar <= MODEL_ALLREDUCE_EXCHANGE; ar++)
 	for (size_t p = 0; p < sizeof(precs) / sizeof(precs[0]); p++)
 		for (int mode = ST_DDP_NAIVE; mode <= ST_DDP_BUCKET; mode++) {
 			char name[64];
-			struct job j = { precs[p].p, (enum st_ddp)mode, ar, name };
+			struct job j = { precs[p].p, (enum st_ddp)mode, ar, name, 0 };
 
 			snprintf(name, sizeof(name), "%s-%s-%s", precs[p].name, st_ddp_names[mode],
 				 model_allreduce_names[ar]);
@@ -276,6 +279,14 @@ int main(void)
 			CHECK(reference(&j) == 0, "%s: one GPU ran", name);
 			compare(&j);
 		}
+	{   /* exchange without an optimizer: the average by grad_reduce, not AdamW */
+		struct job j = { ST_BF16, ST_DDP_BUCKET, MODEL_ALLREDUCE_EXCHANGE, "bf16-bucket-exchange-fwdbwd",
+				 ST_MODE_FWDBWD };
+
+		CHECK(ranks_launch(RANKS, NULL, rank_main, &j, 10) == 0, "%s: the ranks ran", j.name);
+		CHECK(reference(&j) == 0, "%s: one GPU ran", j.name);
+		compare(&j);
+	}
 	if (!check_failures) {
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
