@@ -165,7 +165,7 @@ int rank_device(const struct rank_info *ri, int devices)
 /* ---- waiting ------------------------------------------------------------ */
 
 #define RANK_WAIT_SPIN_S 0.0002     /* polled without a pause this long */
-#define RANK_WAIT_NAP_MAX_S 0.001   /* then the longest pause */
+#define RANK_WAIT_NAP_MAX_S 50e-6   /* then the longest pause */
 #define RANK_WAIT_STOP_GRACE_S 5.0  /* what is left of a wait once told to stop */
 
 static double now_s(void)
@@ -198,7 +198,7 @@ bool rank_wait_stopped(void)
 
 int rank_wait(int (*poll)(void *ctx), void *ctx, double timeout_s)
 {
-	double start = now_s(), deadline = start + timeout_s, nap = 50e-6, t;
+	double start = now_s(), deadline = start + timeout_s, nap = 20e-6, t;
 	int rc;
 
 	for (;;) {
@@ -214,8 +214,9 @@ int rank_wait(int (*poll)(void *ctx), void *ctx, double timeout_s)
 		 * Most waits are short (NCCL settling a launch, a stream's last
 		 * kernel): ask again at once for the first 200 us, or each
 		 * collective of a step would cost a nap; then back off, but never
-		 * to more than a millisecond, which is what a step's end may be
-		 * noticed late.
+		 * to more than 50 us, which is what a step's end may be noticed
+		 * late (naps of up to 1 ms cost a data-parallel step 0.75 ms on
+		 * average, 11% of a small BF16 step on two H200s).
 		 */
 		if (t - start < RANK_WAIT_SPIN_S) {
 			sched_yield();
