@@ -889,6 +889,14 @@ bool diff_headers(const struct replay *a, const struct replay *b, char *buf, siz
 		SETTING(bucket_mb, "%g", ca->ddp == ST_DDP_BUCKET && cb->ddp == ST_DDP_BUCKET);
 		SETTING(sm_carveout, "%" PRIu32, st_ddp_overlaps(ca->ddp) && st_ddp_overlaps(cb->ddp));
 		SETTING(nccl_ctas, "%" PRIu32, st_ddp_overlaps(ca->ddp) && st_ddp_overlaps(cb->ddp));
+		/* (1.12) between runs of several ranks; "" (older, or unset) reads as nccl */
+		if (*ca->ddp_name && *cb->ddp_name) {
+			const char *ra = *ca->allreduce ? ca->allreduce : "nccl";
+			const char *rb = *cb->allreduce ? cb->allreduce : "nccl";
+
+			if (strcmp(ra, rb))
+				add_diff(buf, len, "allreduce", ra, rb);
+		}
 		/* by value: a bundle from before 1.4 names none, and ran plain */
 		if (ca->kernels != cb->kernels)
 			add_diff(buf, len, "kernels", st_name(st_kernels_names, ca->kernels),

@@ -125,6 +125,12 @@ static void header_table(struct report *r, const struct replay *rp, size_t wrap)
 			kv_fmt(t, "data parallel", "%s (buckets of %g MB)", c->ddp_name, c->bucket_mb);
 		else if (*c->ddp_name)
 			kv_str(t, "data parallel", c->ddp_name);
+		if (*c->ddp_name && *c->allreduce)
+			kv_fmt(t, "all-reduces by", "%s", !strcmp(c->allreduce, "ce") ?
+			       "the copy engines, reduce-scatter and all-gather (--allreduce-by ce)" :
+			       !strcmp(c->allreduce, "exchange") ?
+			       "the copy engines, whole copies averaged in AdamW (--allreduce-by exchange)" :
+			       !strcmp(c->allreduce, "nccl") ? "NCCL (--allreduce-by nccl)" : c->allreduce);
 		if (st_ddp_overlaps(c->ddp) && (h->format_major > 1 || h->format_minor >= 7)) {
 			char ctas[48] = "NCCL's choice of CTAs";
 

@@ -79,6 +79,7 @@ static void fill_run_config(Steptrace__RunConfig *rc, const struct model_config 
 		rc->bucket_mb = c->ddp == ST_DDP_BUCKET ? c->bucket_mb : 0;
 		rc->sm_carveout = (uint32_t)c->sm_carveout;
 		rc->nccl_ctas = (uint32_t)c->nccl_ctas;
+		rc->allreduce = (char *)model_allreduce_names[c->allreduce];
 	}
 }
 

@@ -260,6 +260,8 @@ struct replay_config {
 	const char *ddp_name;          /* as recorded, "" for a single process */
 	double bucket_mb;              /* bucket mode's bucket size, MB */
 	uint32_t sm_carveout, nccl_ctas;   /* (1.7) --sm-carveout, --nccl-ctas; 0 before */
+	const char *allreduce;         /* (1.12) --allreduce-by: "nccl", "ce", "exchange"; "" before or
+					  for a single process (NCCL's, where there were ranks) */
 };
 
 struct replay_device {

@@ -49,6 +49,7 @@ static void config_fill(struct replay *rp, struct replay_config *c, const Steptr
 	c->bucket_mb = m->bucket_mb;
 	c->sm_carveout = m->sm_carveout;
 	c->nccl_ctas = m->nccl_ctas;
+	c->allreduce = str(rp, m->allreduce);
 }
 
 static void device_fill(struct replay *rp, struct replay_device *d, const Steptrace__DeviceInfo *m)

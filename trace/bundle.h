@@ -23,7 +23,7 @@
 #include "trace/types.h"
 
 #define BUNDLE_FORMAT_MAJOR 1
-#define BUNDLE_FORMAT_MINOR 11
+#define BUNDLE_FORMAT_MINOR 12
 
 /* ---- writer ---------------------------------------------------------- */
 

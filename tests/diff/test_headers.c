@@ -17,8 +17,8 @@
 static char dir[] = "/tmp/st-diff-headers-XXXXXX";
 
 /* A bundle of rank 0 of a data-parallel run with these settings, written and read back. */
-static void build(struct replay *rp, const char *ddp, uint32_t ctx, double bucket_mb, uint32_t carveout,
-		  uint32_t ctas)
+static void build_with(struct replay *rp, const char *ddp, uint32_t ctx, double bucket_mb, uint32_t carveout,
+		       uint32_t ctas, const char *allreduce)
 {
 	struct builder b;
 	char path[96];
@@ -29,8 +29,10 @@ static void build(struct replay *rp, const char *ddp, uint32_t ctx, double bucke
 	b.config.bucket_mb = bucket_mb;
 	b.config.sm_carveout = carveout;
 	b.config.nccl_ctas = ctas;
+	b.config.allreduce = (char *)allreduce;
 	builder_rank(&b, 0, 2, 7, ddp);
-	snprintf(path, sizeof(path), "%s/%s-%u-%g-%u-%u.stb", dir, ddp, ctx, bucket_mb, carveout, ctas);
+	snprintf(path, sizeof(path), "%s/%s-%u-%g-%u-%u-%s.stb", dir, ddp, ctx, bucket_mb, carveout, ctas,
+		 *allreduce ? allreduce : "unset");
 	CHECK(builder_open(&b, path) == 0);
 	builder_launch(&b, "k", 7, 0, 0, 1000, 2000, 3000);
 	CHECK(builder_close(&b, "ok") == 0);
@@ -38,9 +40,15 @@ static void build(struct replay *rp, const char *ddp, uint32_t ctx, double bucke
 	unlink(path);
 }
 
+static void build(struct replay *rp, const char *ddp, uint32_t ctx, double bucket_mb, uint32_t carveout,
+		  uint32_t ctas)
+{
+	build_with(rp, ddp, ctx, bucket_mb, carveout, ctas, "");   /* as before 1.12 */
+}
+
 int main(void)
 {
-	struct replay a, b, c, d, e;
+	struct replay a, b, c, d, e, f, g;
 	char what[512];
 
 	if (!mkdtemp(dir))
@@ -59,11 +67,22 @@ int main(void)
 	/* the bucket size and the carve-out are named between runs that have them only */
 	CHECK(!diff_headers(&a, &e, what, sizeof(what)));
 	CHECK(!strcmp(what, "ddp (bucket -> naive)"), "%s", what);
+	/* (1.12) the all-reduce's engine: named, not structure; an older bundle's is NCCL's */
+	build_with(&f, "bucket", 512, 25, 0, 0, "exchange");
+	build_with(&g, "bucket", 512, 25, 28, 12, "nccl");
+	CHECK(!diff_headers(&a, &f, what, sizeof(what)));
+	CHECK(!strcmp(what, "sm_carveout (28 -> 0), nccl_ctas (12 -> 0), allreduce (nccl -> exchange)"), "%s", what);
+	CHECK(!diff_headers(&a, &g, what, sizeof(what)));
+	CHECK(!strcmp(what, ""), "%s", what);
+	CHECK(!strcmp(f.run.config.allreduce, "exchange") && !strcmp(a.run.config.allreduce, ""), "read back: '%s' '%s'",
+	      f.run.config.allreduce, a.run.config.allreduce);
 	replay_release(&a);
 	replay_release(&b);
 	replay_release(&c);
 	replay_release(&d);
 	replay_release(&e);
+	replay_release(&f);
+	replay_release(&g);
 	rmdir(dir);
 	return check_done("diff.headers");
 }

@@ -28,7 +28,7 @@ peak=$("$st" memory --format csv "$dir/one.stb" 2> "$dir/memerr" | awk -F, '$1 =
 [ "$peak" = "$(field "$gen" max_total_allocated)" ] || fail "memory peak $peak, Total Allocated at most $(field "$gen" max_total_allocated)"
 "$st" info "$dir/one.stb" > "$dir/info" || fail "info"
 grep -q "imported from *torch.profiler: gpuhost_4000" "$dir/info" || fail "info: no 'imported from'"
-grep -q "format *1.11" "$dir/info" || fail "info: not format 1.11"
+grep -q "format *1.12" "$dir/info" || fail "info: not format 1.12"
 "$st" ranges --format csv "$dir/one.stb" | grep -q ',step/forward/aten::linear/aten::addmm,' || fail "ranges: no step/forward/aten::linear/aten::addmm"
 "$st" ranges --format csv "$dir/one.stb" | grep -q ',step/backward/autograd::engine' || fail "ranges: the autograd thread's work is not under step/backward"
 "$st" flops --format csv "$dir/one.stb" 2> /dev/null | grep -q 'forward/aten::addmm' || fail "flops: no forward/aten::addmm"
