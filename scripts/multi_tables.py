@@ -140,6 +140,34 @@ def speed_table(d):
     print()
 
 
+def exchange_table(d):
+    """scripts/ddp_exchange.sh's CSVs in d: the three all-reduces on two GPUs against one GPU."""
+    print("| model | precision | kernels | 1 GPU (ms) | NCCL (ms) | NCCL / 1 GPU | ce (ms) | ce / 1 GPU | "
+          "exchange (ms) | exchange / 1 GPU | backward 1 GPU / exchange (ms) | exposed (ms) | "
+          "optimizer 1 GPU / exchange (ms) | PyTorch DDP (ms) |")
+    print("|---|---|---|" + "---:|" * 11)
+    for tag in ("bf16-plain", "bf16-fused", "fp32-plain"):
+        prec = tag.split("-")[0]
+        def rows(name, all_rows=True):
+            path = os.path.join(d, f"{tag}-{name}.csv")
+            if not os.path.exists(path):
+                return {}
+            return {r["model"]: r for r in read_rows(path) if not all_rows or r.get("rank") == "all"}
+        one, nccl, ce, ex = rows("one", False), rows("nccl"), rows("ce"), rows("exchange")
+        tp = os.path.join(d, f"{prec}-torch.csv")
+        pt = {r["model"]: r for r in read_rows(tp) if r.get("rank", "all") == "all"} if os.path.exists(tp) else {}
+        for model, o in one.items():
+            v = lambda t, k: num(t.get(model, {}).get(k))
+            s1 = num(o["step_ms"])
+            ratio = lambda a: fmt(a / s1 if a and s1 else None, 3)
+            sn, sc, se = v(nccl, "step_ms"), v(ce, "step_ms"), v(ex, "step_ms")
+            print(f"| {model} | {prec} | {tag.split('-')[1]} | {fmt(s1)} | {fmt(sn)} | {ratio(sn)} | {fmt(sc)} | "
+                  f"{ratio(sc)} | {fmt(se)} | {ratio(se)} | {fmt(num(o['backward_ms']))} / "
+                  f"{fmt(v(ex, 'backward_ms'))} | {fmt(v(ex, 'exposed_ms'))} | {fmt(num(o['optimizer_ms']))} / "
+                  f"{fmt(v(ex, 'optimizer_ms'))} | {fmt(v(pt, 'step_ms'))} |")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--allreduce", nargs=2, metavar=("STEPTRACE_CSV", "TORCH_CSV"))
@@ -147,9 +175,12 @@ def main():
     ap.add_argument("--ddp", nargs="+", metavar="CSV", help="steptrace bench --ddp MODE --format csv")
     ap.add_argument("--torch-ddp", metavar="CSV", help="scripts/torch_ddp.py --format csv")
     ap.add_argument("--speed", metavar="DIR", help="scripts/ddp_speed.sh's output folder")
+    ap.add_argument("--exchange", metavar="DIR", help="scripts/ddp_exchange.sh's output folder")
     a = ap.parse_args()
     if a.speed:
         speed_table(a.speed)
+    if a.exchange:
+        exchange_table(a.exchange)
     if a.allreduce:
         allreduce_table(*a.allreduce)
     if a.ddp:
