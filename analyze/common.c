@@ -191,7 +191,8 @@ void module_steps_note(const struct replay *rp, bool include_warmup, bool phases
 		return;
 	report_note(r, "module ranges were recorded on %zu of the %zu %s steps (the others have phases only): "
 		    "%s of those %zu", with, all, include_warmup ? "recorded" : "measured",
-		    phases_all ? "steps and phases are of every step, the ranges below them" : "these rows are", with);
+		    phases_all ? "steps, phases and ranges other than modules (NCCL's, the program's own) are of "
+				 "every step, the module ranges" : "these rows are", with);
 }
 
 /* ---- kernel names for people -------------------------------------------- */

@@ -76,8 +76,9 @@ const char **step_labels(const struct replay *rp, bool *differ);
 /*
  * A note for reports that sum work by module (replay_counts_modules): on a
  * bundle whose module ranges are on a sample of its steps, how many of the
- * counted steps have them (phases_all: the report counts steps and phases
- * in every step, the rest in those); nothing on any other bundle.
+ * counted steps have them (phases_all: the report counts steps, phases and
+ * ranges other than modules in every step, the modules in those); nothing
+ * on any other bundle.
  */
 void module_steps_note(const struct replay *rp, bool include_warmup, bool phases_all, struct report *r);
 

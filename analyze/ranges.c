@@ -84,10 +84,18 @@ static int gpu_spans(const struct replay *rp, uint64_t **start_out, uint64_t **e
 	return 0;
 }
 
+/* The PyTorch side's own ranges (steps, phases, modules: record/torch.c's domain). */
+static bool is_torch(const struct replay *rp, const struct replay_range *g)
+{
+	return g->domain && !strcmp(replay_str(rp, g->domain), "steptrace.torch");
+}
+
 /*
  * Does range i count: a step's outermost range or a phase's span in every
- * counted step, anything below them (a module) in the steps that have
- * module ranges (replay_counts_modules).
+ * counted step; below them, the PyTorch side's module ranges in the steps
+ * that have them (replay_counts_modules), and anyone else's (NCCL's
+ * ncclAllReduce, the program's own NVTX ranges), which every step has, in
+ * every counted step: a phases-only step lacks modules, not those.
  */
 static bool counted(const struct replay *rp, size_t i, bool include_warmup)
 {
@@ -95,7 +103,8 @@ static bool counted(const struct replay *rp, size_t i, bool include_warmup)
 
 	if (replay_counts_modules(rp, g->step, include_warmup))
 		return true;
-	return replay_counts(rp, g->step, include_warmup) && (g->parent < 0 || replay_range_phase(rp, i) >= 0);
+	return replay_counts(rp, g->step, include_warmup) &&
+	       (g->parent < 0 || replay_range_phase(rp, i) >= 0 || (!is_torch(rp, g) && !is_mirror(rp, g)));
 }
 
 int ranges_run(const struct replay *rp, const struct ranges_opts *args, struct report *r)

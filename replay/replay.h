@@ -522,7 +522,7 @@ size_t replay_step_divisor(const struct replay *rp, bool include_warmup);
  * on a sample of its steps and flags the others phases only
  * (Step.phases_only): their phases are there, their kernels sit under the
  * phase. The reports that sum work by module (summary --by op or --range,
- * ranges below the phases, flops, diff by op or range, explain's critical
+ * module ranges below the phases, flops, diff by op or range, explain's critical
  * path, the report's layers) take only the steps that have them, so that a module's share is
  * of the steps that could hold it; step times and phases take every step.
  * replay_counts_modules is replay_counts less the phases-only steps, and

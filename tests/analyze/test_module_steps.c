@@ -5,8 +5,9 @@
  * kernel under "forward" itself). summary --by op counts steps 1 and 3
  * alone (no "forward/forward" row, two GPT kernels, per-step totals over
  * two steps) and says so, and so does flops; ranges counts "step" and "step/forward" in every
- * measured step, "step/forward/GPT" in steps 1 and 3; steps lists the
- * steps that have modules.
+ * measured step, "step/forward/GPT" in steps 1 and 3, and NCCL's range
+ * under "forward", which every step has, in every measured step; steps
+ * lists the steps that have modules.
  */
 #include <stdio.h>
 #include <string.h>
@@ -53,6 +54,7 @@ static void build(struct builder *b, struct replay *rp)
 		builder_launch(b, "gemm", 7, modules ? gpt : fwd, t + 30, t + 40, t + 100, t + 200);
 		if (modules)
 			builder_pop(b, t + 300);
+		builder_nccl_range(b, "ncclAllReduce", 2, t + 310, t + 350, 1, 4096);   /* every step has it */
 		builder_pop(b, t + 400);
 		builder_pop(b, t + 900);
 		ev.step.index = i;
@@ -86,7 +88,7 @@ int main(void)
 	out = csv(r);
 	{
 		char line[256];
-		int fwd = -1, gpt = -1, step = -1;
+		int fwd = -1, gpt = -1, step = -1, nccl = -1;
 		FILE *f = fmemopen((void *)out, strlen(out), "r");
 
 		while (f && fgets(line, sizeof(line), f)) {
@@ -96,6 +98,8 @@ int main(void)
 				continue;
 			if (strstr(line, ",step/forward/GPT,"))
 				gpt = n;
+			else if (strstr(line, ",step/forward/ncclAllReduce,"))
+				nccl = n;
 			else if (strstr(line, ",step/forward,"))
 				fwd = n;
 			else if (strstr(line, ",step,"))
@@ -105,6 +109,8 @@ int main(void)
 			fclose(f);
 		CHECK(step == 3 && fwd == 3 && gpt == 2, "instances: step %d, step/forward %d, GPT %d: %s", step, fwd,
 		      gpt, out);
+		/* not a module range: a phases-only step has it too, and it counts there */
+		CHECK(nccl == 3, "instances: ncclAllReduce %d: %s", nccl, out);
 	}
 	report_free(r);
 
