@@ -365,6 +365,8 @@ static void params_formula(const struct plan_opts *o, char *buf, size_t len)
 	num(ff, sizeof(ff), o->d_ff, 0);
 	if (o->measured && o->measured->params_from_bytes)
 		snprintf(buf, len, "the bundle's parameter bytes at its peak / 4 B (FP32)");
+	else if (o->measured && o->measured->params_from_groups)
+		snprintf(buf, len, "the bundle's optimizer parameter groups");
 	else if (o->measured)
 		snprintf(buf, len, "the bundle's run configuration (parameters)");
 	else if (o->params_given)
@@ -1439,6 +1441,10 @@ int plan_measure(const struct replay *rp, struct plan_measured *m)
 	m->achieved = m->flops > 0 && m->kernel_ns > 0 ? m->flops / (m->kernel_ns * 1e-9) : 0;
 	flops_result_release(&fr);
 	m->params = c->parameters;
+	/* a PyTorch recording: what the optimizer holds, counted whether or not allocations were */
+	for (size_t i = 0; !c->parameters && i < rp->run.n_param_groups; i++)
+		m->params += rp->run.param_groups[i].elements;
+	m->params_from_groups = !c->parameters && m->params;
 	if (!m->params) {
 		m->params = m->weights / 4;
 		m->params_from_bytes = true;

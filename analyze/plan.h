@@ -94,7 +94,9 @@ extern const char *const plan_schedule_names[];
 /* What plan takes from a bundle (plan_measure). */
 struct plan_measured {
 	const char *path;
-	uint64_t params;          /* P: run.config.parameters, else parameter bytes / 4 (FP32) */
+	uint64_t params;          /* P: run.config.parameters, else (1.8) the optimizer's parameter
+				     groups' elements, else parameter bytes / 4 (FP32) */
+	bool params_from_groups;  /* P came from the parameter groups (a PyTorch recording) */
 	bool params_from_bytes;   /* P came from the parameter bytes */
 	bool builtin;             /* recorded from the built-in step (its FFN is SwiGLU, three matrices) */
 	/* live at the memory peak, bytes */

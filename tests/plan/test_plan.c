@@ -171,6 +171,46 @@ static void test_no_sizes(void)
 }
 
 /*
+ * A PyTorch recording without allocation categories (record's default):
+ * P from the optimizer's parameter groups (1.8), counted exactly, where
+ * there is no parameter byte to divide; with parameter bytes too, the
+ * groups still win (they count what requires a gradient, not what was
+ * tagged).
+ */
+static void test_param_groups(void)
+{
+	const struct st_param_group groups[] = { { 50, 21000000, 84000000, ST_DT_F32 },
+						  { 3, 130240, 520960, ST_DT_F32 } };
+
+	for (int tagged = 0; tagged <= 1; tagged++) {
+		struct builder b;
+		struct replay rp;
+		struct plan_measured m;
+		struct plan_opts o = { .tp = 1, .pp = 1, .mesh_x = 1, .mesh_y = 1 };
+
+		char path[] = "/tmp/st-plan-groups-XXXXXX";
+		int fd = mkstemp(path);
+
+		CHECK(fd >= 0);
+		close(fd);
+		builder_init(&b);
+		CHECK(builder_open(&b, path) == 0);
+		if (tagged)
+			builder_alloc(&b, 10, 0x1000, 4000, ST_MEM_PARAMETER, 0);
+		CHECK(bundle_writer_set_param_groups(b.writer, groups, 2) == 0);
+		CHECK(builder_close(&b, "ok") == 0);
+		CHECK(replay_load(&rp, path, NULL) == 0);
+		unlink(path);
+		CHECK(plan_measure(&rp, &m) == 0);
+		CHECK_U64(m.params, 21130240);
+		CHECK(m.params_from_groups && !m.params_from_bytes);
+		CHECK(plan_opts_from_bundle(&rp, &m, &o) == 0);
+		CHECK_U64(plan_params(&o), 21130240);
+		replay_release(&rp);
+	}
+}
+
+/*
  * From the sizes, the formulas the tables print, each against a published
  * or hand-derived number (tests/plan/plan.sh names the sources in full).
  */
@@ -257,6 +297,7 @@ int main(int argc, char **argv)
 		return write_bundle(argv[2]);
 	test_measure();
 	test_no_sizes();
+	test_param_groups();
 	test_sizes();
 	return check_done("test_plan");
 }
