@@ -40,13 +40,14 @@ int whatif_calibration_load(const char *path, struct graph_ranks_model *rm);
 
 /*
  * Without --contention: the calibration of the shipped PyTorch DDP sample
- * (samples/pytorch-ddp.rank*.stb: tests/foreign/ddp_train.py, two H100s,
- * `explain ... --section calibration`): contention 1.357, 175.4 us a call.
+ * (samples/pytorch-ddp.rank*.stb: tests/foreign/ddp_train.py, two H200s,
+ * `explain ... --section calibration`): contention 1.382, 142.1 us a call
+ * (the sample recorded on two H100s before it: 1.357, 175.4 us).
  */
-#define WHATIF_CALIBRATION_DEFAULT_CONTENTION 1.357
-#define WHATIF_CALIBRATION_DEFAULT_CALL_NS 175400
+#define WHATIF_CALIBRATION_DEFAULT_CONTENTION 1.382
+#define WHATIF_CALIBRATION_DEFAULT_CALL_NS 142100
 #define WHATIF_CALIBRATION_DEFAULT_SOURCE \
-	"the default without --contention: samples/pytorch-ddp.rank*.stb's calibration, PyTorch DDP on two H100s"
+	"the default without --contention: samples/pytorch-ddp.rank*.stb's calibration, PyTorch DDP on two H200s"
 int whatif_calibration_default(struct graph_ranks_model *rm);
 
 /*

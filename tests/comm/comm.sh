@@ -131,8 +131,8 @@ fi
 if [ -n "$samples" ] && [ -f "$samples/pytorch-ddp.rank0.stb" ]; then
 	"$st" comm "$samples/pytorch-ddp.rank0.stb" "$samples/pytorch-ddp.rank1.stb" --format csv >"$tmp/ddp.csv" 2>/dev/null ||
 		fail "comm of the DDP sample"
-	want "$tmp/ddp.csv" "broadcast (total per step),0.40,45.6,0.033,22.3,0.00,0.00,0.0,100.0"
-	want "$tmp/ddp.csv" "broadcast (NCCL RING LL),0.20,216,0.022,108.1,0.00,0.00,0.0,100.0"
+	want "$tmp/ddp.csv" "broadcast (total per step),0.40,45.6,0.002,1.5,0.03,0.03,0.0,100.0"
+	want "$tmp/ddp.csv" "broadcast (NCCL RING LL),0.20,216,0.001,4.2,0.05,0.05,0.0,100.0"
 	# replay: a Rank column (and a '# rank' line) for the ranks together, none for one rank's bundle alone
 	"$st" replay "$samples/pytorch-ddp.rank0.stb" --kind step --format csv >"$tmp/r1.csv" 2>/dev/null || fail "replay of one rank"
 	"$st" replay "$samples/pytorch-ddp.rank0.stb" --kind step >"$tmp/r1.txt" 2>/dev/null || fail "replay of one rank (text)"

@@ -75,7 +75,7 @@ grep -Eq "[1-9][0-9]* collective \([1-9]" "$tmp/ddp.txt" ||
 "$st" explain "$samples"/pytorch-ddp.rank0.stb "$samples"/pytorch-ddp.rank1.stb --section findings --format csv \
 	> "$tmp/f.csv" 2> "$tmp/notes" || fail "explain ddp findings"
 awk -F, 'NR > 1 && $(NF-1) + 0 <= 0 { exit 1 }' "$tmp/f.csv" || fail "ddp: a finding with no saving: $(cat "$tmp/f.csv")"
-grep -q "^no saving predicted: exposed communication" "$tmp/notes" || fail "ddp: no note of what saves nothing"
+grep -q "^no saving predicted: [a-z]" "$tmp/notes" || fail "ddp: no note of what saves nothing"
 
 # the replay's error: as recorded 0, with typical delays a number, per step and for the run
 "$st" explain "$samples"/small-bf16-train.stb --section replay --format csv > "$tmp/rp.csv" 2> "$tmp/err" ||
