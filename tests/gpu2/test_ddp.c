@@ -1,8 +1,10 @@
 /*
- * test_ddp.c (label gpu2): the data-parallel step on two GPUs against one,
+ * test_ddp.c (label gpu2; with argument 4, label gpu4 on four GPUs): the
+ * data-parallel step on two GPUs (or four) against one,
  * for FP32 and BF16 and every --ddp mode (buckets small enough that the
  * tiny model has several):
- *   - two ranks with batch 2 each (rows 0-1 and 2-3 of one batch of 4) take
+ *   - two ranks with batch 2 each (rows 0-1 and 2-3 of one batch of 4; four
+ *     ranks: a row each) take
  *     a training step: the mean of their losses is one GPU's loss on the
  *     batch of 4, and the gradients they hold after the all-reduce are one
  *     GPU's gradients of it, to the precision's tolerance (tests/gpu's:
@@ -34,8 +36,11 @@
 #include "model/model.h"
 #include "model/ranks.h"
 
-#define B 2            /* per rank */
-#define RANKS 2
+#define ROWS 4         /* the batch all ranks share */
+#define MAX_RANKS 4
+
+static int ranks = 2;   /* argv[1]: 2 (label gpu2) or 4 (gpu4) */
+#define B (ROWS / ranks)   /* per rank */
 #define T 32
 #define EXTRA_STEPS 3
 
@@ -68,7 +73,7 @@ static struct model_config config(const struct job *j, int batch)
 
 static void batch_of_four(int32_t *ids)
 {
-	ref_random_tokens(99, RANKS * B * T + 1, 256, ids);
+	ref_random_tokens(99, ROWS * T + 1, 256, ids);
 }
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
@@ -103,7 +108,7 @@ static int run_model(const struct job *j, struct comm *comm, int rank, int batch
 	struct model_step_times st;
 	struct model *m = NULL;
 	struct model_oom oom;
-	int32_t ids[RANKS * B * T + 1];
+	int32_t ids[ROWS * T + 1];
 	uint64_t sum = 1469598103934665603ull;
 	size_t off = comm ? (size_t)rank * B * T : 0;
 	int rc = 1;
@@ -163,7 +168,7 @@ static int reference(const struct job *j)
 
 	if (pid == 0) {
 		snprintf(path, sizeof(path), "%s/%s.ref", dir, j->name);
-		_exit(run_model(j, NULL, 0, RANKS * B, path));
+		_exit(run_model(j, NULL, 0, ROWS, path));
 	}
 	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
@@ -204,36 +209,42 @@ static double *slurp(const char *name, size_t *n_floats, double *loss, uint64_t 
 static void compare(const struct job *j)
 {
 	double tol_loss = j->precision == ST_BF16 ? 1e-2 : 1e-5, tol_grad = j->precision == ST_BF16 ? 3e-2 : 1e-4;
-	double loss[RANKS + 1], *g[RANKS + 1];
-	uint64_t sum[RANKS + 1];
-	size_t n[RANKS + 1];
+	double loss[MAX_RANKS + 1] = { 0 }, *g[MAX_RANKS + 1] = { NULL }, mean = 0;
+	uint64_t sum[MAX_RANKS + 1] = { 0 };
+	size_t n[MAX_RANKS + 1] = { 0 };
 	char name[128];
+	bool whole = true;
 
-	for (int r = 0; r <= RANKS; r++) {
-		if (r < RANKS)
+	for (int r = 0; r <= ranks; r++) {
+		if (r < ranks)
 			snprintf(name, sizeof(name), "%s.rank%d", j->name, r);
 		else
 			snprintf(name, sizeof(name), "%s.ref", j->name);
 		g[r] = slurp(name, &n[r], &loss[r], &sum[r]);
+		whole = whole && g[r] && n[r] == n[0];
 	}
-	if (g[0] && g[1] && g[RANKS] && n[0] == n[1] && n[0] == n[RANKS]) {
-		double lerr = fabs((loss[0] + loss[1]) / 2 - loss[RANKS]) / fabs(loss[RANKS]);
-		double gerr = rel_err(g[0], g[RANKS], n[0]);
+	if (whole) {
+		double lerr, gerr = rel_err(g[0], g[ranks], n[0]);
 
+		for (int r = 0; r < ranks; r++)
+			mean += loss[r] / ranks;
+		lerr = fabs(mean - loss[ranks]) / fabs(loss[ranks]);
 		printf("%-24s mean loss %.6f vs %.6f (rel err %.2e, tol %.0e); gradients rel err %.2e "
-		       "(tol %.0e)\n", j->name, (loss[0] + loss[1]) / 2, loss[RANKS], lerr, tol_loss, gerr,
-		       tol_grad);
+		       "(tol %.0e)\n", j->name, mean, loss[ranks], lerr, tol_loss, gerr, tol_grad);
 		CHECK(lerr <= tol_loss, "%s: the ranks' mean loss is one GPU's (%g)", j->name, lerr);
 		CHECK(gerr <= tol_grad, "%s: the averaged gradients are one GPU's (%g)", j->name, gerr);
 		CHECK(fabs(loss[0] - loss[1]) > 1e-6, "%s: the ranks ran different rows", j->name);
-		CHECK(!memcmp(g[0], g[1], n[0] * sizeof(double)), "%s: both ranks hold the same gradients",
-		      j->name);
-		CHECK(sum[0] == sum[1], "%s: parameters identical after %d more steps (%016llx, %016llx)",
-		      j->name, EXTRA_STEPS, (unsigned long long)sum[0], (unsigned long long)sum[1]);
+		for (int r = 1; r < ranks; r++) {
+			CHECK(!memcmp(g[0], g[r], n[0] * sizeof(double)), "%s: ranks 0 and %d hold the same gradients",
+			      j->name, r);
+			CHECK(sum[0] == sum[r], "%s: ranks 0 and %d's parameters identical after %d more steps "
+			      "(%016llx, %016llx)", j->name, r, EXTRA_STEPS, (unsigned long long)sum[0],
+			      (unsigned long long)sum[r]);
+		}
 	} else {
 		CHECK(false, "%s: results missing or of different sizes", j->name);
 	}
-	for (int r = 0; r <= RANKS; r++)
+	for (int r = 0; r <= ranks; r++)
 		free(g[r]);
 }
 
@@ -251,15 +262,22 @@ static int gpus(void)
 	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const struct { enum st_precision p; const char *name; } precs[] = {
 		{ ST_FP32, "fp32" }, { ST_BF16, "bf16" },
 	};
-	int n = gpus();
+	int n;
 
-	if (n < RANKS) {
-		printf("SKIP: %d GPU(s); the data-parallel test needs %d\n", n, RANKS);
+	if (argc > 1)
+		ranks = atoi(argv[1]);
+	if (ranks != 2 && ranks != 4) {
+		printf("usage: test_gpu2_ddp [2|4]\n");
+		return 2;
+	}
+	n = gpus();
+	if (n < ranks) {
+		printf("SKIP: %d GPU(s); the data-parallel test needs %d\n", n, ranks);
 		return 77;
 	}
 	if (!comm_available())
@@ -275,7 +293,7 @@ int main(void)
 
 			snprintf(name, sizeof(name), "%s-%s-%s", precs[p].name, st_ddp_names[mode],
 				 model_allreduce_names[ar]);
-			CHECK(ranks_launch(RANKS, NULL, rank_main, &j, 10) == 0, "%s: the ranks ran", name);
+			CHECK(ranks_launch(ranks, NULL, rank_main, &j, 10) == 0, "%s: the ranks ran", name);
 			CHECK(reference(&j) == 0, "%s: one GPU ran", name);
 			compare(&j);
 		}
@@ -283,7 +301,7 @@ int main(void)
 		struct job j = { ST_BF16, ST_DDP_BUCKET, MODEL_ALLREDUCE_EXCHANGE, "bf16-bucket-exchange-fwdbwd",
 				 ST_MODE_FWDBWD };
 
-		CHECK(ranks_launch(RANKS, NULL, rank_main, &j, 10) == 0, "%s: the ranks ran", j.name);
+		CHECK(ranks_launch(ranks, NULL, rank_main, &j, 10) == 0, "%s: the ranks ran", j.name);
 		CHECK(reference(&j) == 0, "%s: one GPU ran", j.name);
 		compare(&j);
 	}
@@ -293,5 +311,5 @@ int main(void)
 		if (system(cmd))
 			printf("could not remove %s\n", dir);
 	}
-	return check_done("gpu2_ddp");
+	return check_done(ranks == 4 ? "gpu4_ddp" : "gpu2_ddp");
 }

@@ -116,6 +116,8 @@ int main(void)
 	CHECK(BENCH(buf, "--ddp", "naive", "--nccl-ctas", "8") == 1, "--nccl-ctas without overlap");
 	CHECK(BENCH(buf, "--ddp", "bucket", "--sm-carveout", "-3") == 1, "a negative carve-out");
 	CHECK(BENCH(buf, "--ddp", "overlap", "--nccl-ctas", "5000") == 1, "5000 CTAs");
+	CHECK(BENCH(buf, "--allreduce-by", "exchange") == 1, "--allreduce-by without --ddp");
+	CHECK(BENCH(buf, "--ddp", "bucket", "--allreduce-by", "shm") == 129, "unknown --allreduce-by");
 	CHECK(BENCH(buf, "--ddp", "bucket", "--nproc", "2", "--d-model", "16", "--layers", "1",
 		    "--heads", "2") == 1, "no NCCL in this build");
 	CHECK(buf[0] == '\0', "nothing on stdout:\n%s", buf);
