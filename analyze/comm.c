@@ -79,6 +79,26 @@ static int spans_add(struct spans *sp, uint64_t s, uint64_t e)
 	return 0;
 }
 
+/*
+ * A collective's work: NCCL's kernels (nccl_collective), and the copies and
+ * kernels of steptrace's own comm ops whatever they are (--allreduce-by ce
+ * and exchange move the gradients by the copy engines: peer-to-peer copies,
+ * a reduction kernel, a local copy). Of an op of its own, every activity of
+ * one step is one instance of the collective.
+ */
+static const struct replay_op *comm_op(const struct replay *rp, const struct replay_activity *a)
+{
+	const struct replay_op *op = replay_op(rp, a->op);
+
+	return op && !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM) ? op : NULL;
+}
+
+static bool comm_activity(const struct replay *rp, const struct replay_activity *a)
+{
+	return nccl_collective(rp, a) ||
+	       ((a->kind == ST_MEMCPY || a->kind == ST_MEMSET) && comm_op(rp, a) != NULL);
+}
+
 /* The counted computation kernels of rp (activities come sorted by start). */
 static int compute_spans(const struct replay *rp, bool warm, struct spans *sp)
 {
@@ -130,20 +150,33 @@ int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals
 {
 	struct spans sp;
 
+	int32_t *last;   /* per op: the step of its instance counted last, -2 none */
+
 	memset(t, 0, sizeof(*t));
-	if (compute_spans(rp, include_warmup, &sp))
+	last = malloc((rp->n_ops + 1) * sizeof(*last));
+	if (!last || compute_spans(rp, include_warmup, &sp)) {
+		free(last);
 		return error("out of memory");
+	}
+	for (size_t i = 0; i <= rp->n_ops; i++)
+		last[i] = -2;
 	for (size_t i = 0; i < rp->n_activities; i++) {
 		const struct replay_activity *a = &rp->activities[i];
+		bool own = comm_op(rp, a) != NULL && a->op <= rp->n_ops;
 
-		if (!nccl_collective(rp, a) || !replay_counts(rp, a->step, include_warmup))
+		if (!comm_activity(rp, a) || !replay_counts(rp, a->step, include_warmup))
 			continue;
-		t->kernels++;
+		/* an op of its own: its activities of one step are one collective */
+		if (!own || last[a->op] != a->step)
+			t->kernels++;
+		if (own)
+			last[a->op] = a->step;
 		t->time_ns += a->end - a->start;
 		t->hidden_ns += covered(&sp, a->start, a->end);
 	}
 	t->compute_ns = spans_total(&sp);
 	spans_release(&sp);
+	free(last);
 	return 0;
 }
 
@@ -153,6 +186,7 @@ int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals
 struct instances {
 	uint64_t *start, *end, *launch, *hidden;
 	size_t n, cap_s, cap_e, cap_l, cap_h;
+	int32_t last_step;           /* an op of its own: the step of instance n - 1 (its activities join it) */
 };
 
 struct coll {
@@ -379,10 +413,10 @@ static int gather_rank(struct comm_work *w, size_t r)
 		char name[96];
 		int type;
 
-		if (!nccl_collective(rp, a) || !replay_counts(rp, a->step, w->warm))
+		if (!comm_activity(rp, a) || !replay_counts(rp, a->step, w->warm))
 			continue;
-		op = replay_op(rp, a->op);
-		if (op && !strcmp(replay_str(rp, op->phase), ST_OP_PHASE_COMM)) {
+		op = comm_op(rp, a);
+		if (op) {
 			const char *kind = replay_str(rp, op->kind ? op->kind : op->path);
 			c = coll_of(w, kind, op->bytes, 0, coll_type(kind));
 		} else {
@@ -394,13 +428,21 @@ static int gather_rank(struct comm_work *w, size_t r)
 		if (!c)
 			goto fail;
 		hidden = covered(&sp, a->start, a->end);
-		c->count++;
 		c->time += a->end - a->start;
 		c->hidden += hidden;
-		rs->kernels++;
 		rs->time += a->end - a->start;
 		rs->hidden += hidden;
 		in = &c->inst[r];
+		if (op && in->n && in->last_step == a->step) {
+			/* the same collective's next copy or kernel (--allreduce-by ce, exchange) */
+			in->hidden[in->n - 1] += hidden;
+			if (a->end + (uint64_t)off > in->end[in->n - 1])
+				in->end[in->n - 1] = a->end + (uint64_t)off;
+			continue;
+		}
+		in->last_step = a->step;
+		c->count++;
+		rs->kernels++;
 		if (in->n == in->cap_s && comm_claim(w, 4 * sizeof(uint64_t) * (in->cap_s ? in->cap_s : 16)) < 0)
 			goto fail;   /* the arrays grow by doubling, from 16 (lib/grow.h) */
 		if (ALLOC_GROW(in->start, in->n + 1, in->cap_s) || ALLOC_GROW(in->end, in->n + 1, in->cap_e) ||

@@ -53,6 +53,24 @@ grep -q '^#' "$tmp/comm.csv" && fail "a comment line in comm's CSV"
 want "$tmp/err" "csv: one table, 'collectives'; the report's others: skew, ranks (--section NAME prints one, --format json all)"
 want "$tmp/err" "communication 2.850 ms per step and rank: 47.4% hidden under computation, 52.6% exposed (1.500 ms)"
 want "$tmp/err" "2 ranks; time line: the ranks share their host's clock: each placed by its time base"
+# the copy engines' all-reduces (--allreduce-by ce: a copy, grad_reduce, a copy back; exchange:
+# one copy) over the same spans: each op's activities of a step are one collective, so comm
+# says what it says of NCCL's kernels, table for table
+"$gen" "$tmp" ce ce || fail "gen ce"
+"$gen" "$tmp" ex exchange 0x555 || fail "gen exchange"
+for m in ce ex; do
+	for sec in collectives skew ranks; do
+		"$st" comm "$tmp/b.rank0.stb" "$tmp/b.rank1.stb" --format csv --section $sec >"$tmp/want-$sec.csv" 2>/dev/null
+		"$st" comm "$tmp/$m.rank0.stb" "$tmp/$m.rank1.stb" --format csv --section $sec >"$tmp/$m-$sec.csv" 2>/dev/null ||
+			fail "comm of the $m run"
+		cmp -s "$tmp/want-$sec.csv" "$tmp/$m-$sec.csv" || fail "comm --section $sec of the $m run: $(cat "$tmp/$m-$sec.csv")"
+	done
+done
+"$st" info "$tmp/ex.rank0.stb" >"$tmp/info.txt" 2>/dev/null || fail "info of the exchange run"
+grep -q "all-reduces by  *the copy engines, whole copies averaged in AdamW (--allreduce-by exchange)" "$tmp/info.txt" ||
+	fail "info names no exchange: $(cat "$tmp/info.txt")"
+"$st" diff "$tmp/b.rank0.stb" "$tmp/ex.rank0.stb" >"$tmp/differr" 2>&1 || fail "diff bucket exchange: $(cat "$tmp/differr")"
+grep -q "allreduce (nccl -> exchange)" "$tmp/differr" || fail "diff names no allreduce: $(cat "$tmp/differr")"
 # any order of the bundles, the same report
 "$st" comm "$tmp/b.rank1.stb" "$tmp/b.rank0.stb" --format csv >"$tmp/comm2.csv" 2>"$tmp/err2"
 cmp -s "$tmp/comm.csv" "$tmp/comm2.csv" && cmp -s "$tmp/err" "$tmp/err2" || fail "the order of the bundles changed the report"

@@ -12,7 +12,10 @@
  * ncclDevKernel_Generic (its collective only in the range); rank 1's host
  * launches bucket.0 150 us after rank 0's, 100 us of that in a
  * cudaStreamSynchronize (the other 50 us of its 200 us skew are its GPU's);
- * none: the bucket run's step without its collectives. 1 warm-up and 2
+ * none: the bucket run's step without its collectives; ce and exchange: the
+ * bucket run with --allreduce-by ce (each collective a peer-to-peer copy,
+ * grad_reduce, a copy back, end to end over the same span) and exchange
+ * (one peer-to-peer copy over it). 1 warm-up and 2
  * measured steps; step s starts at
  * 10 + 20 s ms on the run's time line. Rank 1's clock base is 5 ms later
  * than rank 0's, so its events are written 5 ms earlier: placed by their
@@ -80,6 +83,7 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 {
 	const struct coll *cl = strcmp(mode, "naive") ? bucket : naive;
 	bool is_bucket = cl == bucket, torch = !strcmp(mode, "torch"), none = !strcmp(mode, "none");
+	bool ce = !strcmp(mode, "ce"), exchange = !strcmp(mode, "exchange");
 	uint64_t shift = (uint64_t)rank * 5 * MS;   /* this rank's clock starts later */
 	uint64_t opt_start = is_bucket ? 7500 * US : 9000 * US, step_len = is_bucket ? 9 * MS : 10500 * US;
 	struct builder b;
@@ -88,7 +92,8 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 	builder_init(&b);
 	builder_small_model(&b, "bf16");
 	builder_h100(&b, "NVIDIA H200");
-	builder_rank(&b, (uint32_t)rank, (uint32_t)ranks, run_id, torch ? "none" : mode);
+	builder_rank(&b, (uint32_t)rank, (uint32_t)ranks, run_id, torch ? "none" : ce || exchange ? "bucket" : mode);
+	b.config.allreduce = ce || exchange ? (char *)mode : "";
 	b.config.bucket_mb = is_bucket ? 25 : 0;
 	b.config.warmup_steps = 1;
 	b.config.measured_steps = 2;
@@ -143,10 +148,24 @@ static int write_rank(const char *path, int rank, int ranks, uint64_t run_id, co
 			builder_pop(&b, S + 3521 * US + k * MS + late);
 		}
 		for (int k = 0; is_bucket && !torch && !none && k < 2; k++) {
+			uint64_t c0 = S + cl[k].start[rank], c3 = S + cl[k].end + late(ck, rank, s, k);
+			uint64_t c1 = c0 + (c3 - c0) / 3, c2 = c0 + 2 * (c3 - c0) / 3;
+
 			builder_push(&b, "comm", S + 3400 * US + k * MS);
 			builder_push(&b, "allreduce", S + 3401 * US + k * MS);
+			if (exchange)   /* the copy engines: one copy to the peer, the collective's whole span */
+				builder_memcpy(&b, 10, cl[k].bytes, builder_call(&b, "cudaMemcpyAsync", S + 3500 * US + k * MS,
+										S + 3510 * US + k * MS), 9, comm_op[k], c0, c3);
+			else if (ce) {   /* a copy, the reduction, a copy back, end to end over the same span */
+				builder_memcpy(&b, 10, cl[k].bytes / 2, builder_call(&b, "cudaMemcpyAsync",
+					       S + 3500 * US + k * MS, S + 3510 * US + k * MS), 9, comm_op[k], c0, c1);
+				builder_launch(&b, "grad_reduce_vec_kernel(float4*, grad_in, int, long long, float)", 9,
+					       comm_op[k], S + 3511 * US + k * MS, S + 3512 * US + k * MS, c1, c2);
+				builder_memcpy(&b, 10, cl[k].bytes / 2, builder_call(&b, "cudaMemcpyAsync",
+					       S + 3513 * US + k * MS, S + 3514 * US + k * MS), 9, comm_op[k], c2, c3);
+			} else
 			builder_launch(&b, BUILDER_NCCL_ALLREDUCE, 9, comm_op[k], S + 3500 * US + k * MS,
-				       S + 3510 * US + k * MS, S + cl[k].start[rank], S + cl[k].end + late(ck, rank, s, k));
+				       S + 3510 * US + k * MS, c0, c3);
 			builder_pop(&b, S + 3520 * US + k * MS);
 			builder_pop(&b, S + 3521 * US + k * MS);
 		}
@@ -179,7 +198,7 @@ int main(int argc, char **argv)
 	char path[4096];
 
 	if (argc < 4 || ranks < 1 || ranks > 2) {
-		fprintf(stderr, "usage: gen_ranks DIR NAME bucket|naive|torch|none [RUN_ID [RANKS (1 or 2) "
+		fprintf(stderr, "usage: gen_ranks DIR NAME bucket|naive|torch|none|ce|exchange [RUN_ID [RANKS (1 or 2) "
 			"[CLOCK_GAP [CLOCK_ERR]]]]\n");
 		return 2;
 	}
