@@ -138,6 +138,10 @@ struct ddp_ce *ddp_ce_create(struct comm *comm, size_t numel, int max_ctas, bool
 	if (gethostname(mine.host, sizeof(mine.host) - 1))
 		snprintf(mine.host, sizeof(mine.host), "?");
 	mine.device = comm_device(comm);
+	if (n == 1) {   /* a run of one rank: no peer, nothing to share; every average is its own */
+		free(all);
+		return ce;
+	}
 	if (CUDA_CHECK(cudaMalloc((void **)&ce->inbox, (size_t)(n - 1) * numel * sizeof(float))) ||
 	    CUDA_CHECK(cudaMalloc((void **)&ce->flags, N_FLAGS(n) * sizeof(uint32_t))) ||
 	    CUDA_CHECK(cudaMemset(ce->flags, 0, N_FLAGS(n) * sizeof(uint32_t))) ||
