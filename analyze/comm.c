@@ -83,8 +83,9 @@ static int spans_add(struct spans *sp, uint64_t s, uint64_t e)
  * A collective's work: NCCL's kernels (nccl_collective), and the copies and
  * kernels of steptrace's own comm ops whatever they are (--allreduce-by ce
  * and exchange move the gradients by the copy engines: peer-to-peer copies,
- * a reduction kernel, a local copy). Of an op of its own, every activity of
- * one step is one instance of the collective.
+ * a reduction kernel, a local copy). Each NCCL kernel is an instance of its
+ * collective; any other work of a comm op joins the op's instance of that
+ * step when there is one (joins).
  */
 static const struct replay_op *comm_op(const struct replay *rp, const struct replay_activity *a)
 {
@@ -97,6 +98,13 @@ static bool comm_activity(const struct replay *rp, const struct replay_activity 
 {
 	return nccl_collective(rp, a) ||
 	       ((a->kind == ST_MEMCPY || a->kind == ST_MEMSET) && comm_op(rp, a) != NULL);
+}
+
+/* Does a join the instance its op began in the same step (last_op, last_step): not an NCCL kernel. */
+static bool joins(const struct replay *rp, const struct replay_activity *a, uint32_t last_op, int32_t last_step)
+{
+	return a->op && a->op == last_op && a->step == last_step &&
+	       !(a->kind == ST_KERNEL && nccl_kernel(replay_str(rp, a->name), NULL));
 }
 
 /* The counted computation kernels of rp (activities come sorted by start). */
@@ -166,8 +174,8 @@ int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals
 
 		if (!comm_activity(rp, a) || !replay_counts(rp, a->step, include_warmup))
 			continue;
-		/* an op of its own: its activities of one step are one collective */
-		if (!own || last[a->op] != a->step)
+		/* a comm op's copies and kernels of one step are one collective; NCCL's kernels each one */
+		if (!own || !joins(rp, a, a->op, last[a->op]))
 			t->kernels++;
 		if (own)
 			last[a->op] = a->step;
@@ -186,7 +194,8 @@ int comm_totals(const struct replay *rp, bool include_warmup, struct comm_totals
 struct instances {
 	uint64_t *start, *end, *launch, *hidden;
 	size_t n, cap_s, cap_e, cap_l, cap_h;
-	int32_t last_step;           /* an op of its own: the step of instance n - 1 (its activities join it) */
+	uint32_t last_op;            /* the op and step of instance n - 1 (what joins it: joins) */
+	int32_t last_step;
 };
 
 struct coll {
@@ -433,13 +442,14 @@ static int gather_rank(struct comm_work *w, size_t r)
 		rs->time += a->end - a->start;
 		rs->hidden += hidden;
 		in = &c->inst[r];
-		if (op && in->n && in->last_step == a->step) {
+		if (op && in->n && joins(rp, a, in->last_op, in->last_step)) {
 			/* the same collective's next copy or kernel (--allreduce-by ce, exchange) */
 			in->hidden[in->n - 1] += hidden;
 			if (a->end + (uint64_t)off > in->end[in->n - 1])
 				in->end[in->n - 1] = a->end + (uint64_t)off;
 			continue;
 		}
+		in->last_op = a->op;
 		in->last_step = a->step;
 		c->count++;
 		rs->kernels++;
