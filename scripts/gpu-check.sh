@@ -15,7 +15,8 @@
 # multi (issue 16 on two GPUs, nvidia-h200-x2: multi-tests, multi-allreduce,
 # multi-ddp and multi-record in turn; each can be run alone), torchrun (issue
 # 23 on two GPUs: PyTorch DDP, FSDP, two simulated nodes and mpirun, recorded
-# with record --), drops (dropped records and CUPTI's buffer traffic per DDP mode).
+# with record --), drops (dropped records and CUPTI's buffer traffic per DDP mode),
+# exchange (issue 41's all-reduce engines, bench contention, the gpu4 tests).
 # Default: tests samples overhead torch.
 # The build must have been configured at the path its CTest files name; on
 # the GPU machine link that path to the checkout first (see docs/gpu-machine.md).
@@ -156,6 +157,20 @@ multi-tests)
 	ctest --test-dir "$build" -L gpu2 --output-on-failure 2>&1 | tee "$out/gpu2-tests.log" |
 		grep -E "Test +#|tests passed|tests failed|mean loss"
 	ctest --test-dir "$build" -R gpu_comm_check --output-on-failure 2>&1 | grep -E "Test +#"
+	;;
+exchange)
+	# issue 41 on two GPUs (four with N=4): the all-reduce engines against one GPU
+	# (scripts/ddp_exchange.sh; table: multi_tables.py --exchange), bench contention's
+	# table and ranks=N calibration (issue 37), and the gpu4 tests where there are four
+	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+	bash scripts/ddp_exchange.sh "$out/exchange" 2>&1 | tail -5
+	python3 scripts/multi_tables.py --exchange "$out/exchange"
+	echo "== $st bench contention --nproc 2 --calibration $out/contention-calibration.csv"
+	$st bench contention --nproc 2 --calibration "$out/contention-calibration.csv" --format csv \
+		> "$out/contention.csv" 2> "$out/contention.err"; tail -2 "$out/contention.err"
+	cat "$out/contention.csv" "$out/contention-calibration.csv"
+	[ "$(nvidia-smi -L | wc -l)" -ge 4 ] && ctest --test-dir "$build" -L gpu4 --output-on-failure 2>&1 |
+		tee "$out/gpu4-tests.log" | grep -E "Test +#|tests passed|tests failed"
 	;;
 multi-allreduce)
 	export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
