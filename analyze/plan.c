@@ -1440,10 +1440,8 @@ int plan_measure(const struct replay *rp, struct plan_measured *m)
 	m->kernel_ns = fr.kernel_ns;
 	m->achieved = m->flops > 0 && m->kernel_ns > 0 ? m->flops / (m->kernel_ns * 1e-9) : 0;
 	flops_result_release(&fr);
-	m->params = c->parameters;
 	/* a PyTorch recording: what the optimizer holds, counted whether or not allocations were */
-	for (size_t i = 0; !c->parameters && i < rp->run.n_param_groups; i++)
-		m->params += rp->run.param_groups[i].elements;
+	m->params = replay_parameters(&rp->run);
 	m->params_from_groups = !c->parameters && m->params;
 	if (!m->params) {
 		m->params = m->weights / 4;

@@ -149,18 +149,6 @@ static double above(double own, double L, double k)
 	return (L + (own - L) * k) / own;
 }
 
-/* The run's parameters: the header's (steptrace's own step), else the optimizer's groups' (the footer's); 0 unknown. */
-static double run_parameters(const struct replay *rp)
-{
-	double n = 0;
-
-	if (rp->run.has_config && rp->run.config.parameters)
-		return (double)rp->run.config.parameters;
-	for (size_t k = 0; k < rp->run.n_param_groups; k++)
-		n += (double)rp->run.param_groups[k].elements;
-	return n;
-}
-
 /* ---- precision, batch --------------------------------------------------------- */
 
 static int beside_softmax(const struct graph *g, const struct graph_facts *f, uint8_t *mark);
@@ -499,7 +487,7 @@ static double optimizer_bandwidth(const struct graph *g, const struct graph_fact
 			}
 		}
 	phases_free(g, ph);
-	params = run_parameters(g->rp[0]);
+	params = (double)replay_parameters(&g->rp[0]->run);
 	if (!(b > 0) && steps > 0 && params > 0) {
 		b = GRAPH_ADAMW_BYTES_PER_PARAM * params;
 		t = t_all / steps;
@@ -548,7 +536,7 @@ int graph_rules_casts(const struct graph *g, const struct graph_rule *r, bool fu
 {
 	const struct graph_facts *f = r->facts;
 	const struct replay *rp0 = g->rp[0];
-	double params = run_parameters(rp0), bw, gpu, host = 0, casts = 0;
+	double params = (double)replay_parameters(&rp0->run), bw, gpu, host = 0, casts = 0;
 	uint64_t *launch = NULL;
 	int64_t *in = NULL;
 	size_t n_launch = 0;

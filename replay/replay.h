@@ -207,6 +207,13 @@ struct replay_run;
 double replay_launch_cost_ns(const struct replay_run *run);
 
 /*
+ * The run's trainable parameters: the run configuration's (steptrace's own
+ * step), else (1.8) the elements of the optimizer's parameter groups (a
+ * PyTorch recording's footer), saturating; 0 unknown.
+ */
+uint64_t replay_parameters(const struct replay_run *run);
+
+/*
  * (1.11) The wall times of the program's unrecorded steps before an armed
  * window (the footer's unrecorded_step_ns), summarised into *st (st->n:
  * how many, whatever their number); true where there are at least

@@ -224,6 +224,17 @@ double replay_launch_cost_ns(const struct replay_run *run)
 	return per <= REPLAY_LAUNCH_COST_MAX_NS ? per : 0;
 }
 
+uint64_t replay_parameters(const struct replay_run *run)
+{
+	uint64_t n = 0;
+
+	if (run->has_config && run->config.parameters)
+		return run->config.parameters;
+	for (size_t k = 0; k < run->n_param_groups; k++)
+		n = run->param_groups[k].elements > UINT64_MAX - n ? UINT64_MAX : n + run->param_groups[k].elements;
+	return n;
+}
+
 bool replay_unrecorded_steps(const struct replay_run *run, struct dur_stats *st)
 {
 	uint64_t v[ST_UNRECORDED_STEPS_MAX];
