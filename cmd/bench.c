@@ -178,13 +178,32 @@ static int dtype_list(const char *s, int *dtypes, int max)
 	return n;
 }
 
+/* bench allreduce's and bench contention's --sizes and --dtype, parsed. */
+struct size_dtype_lists {
+	uint64_t size[32];
+	int dtype[8];
+	size_t n_sizes, n_dtypes;
+};
+
+/* Both lists into l; -1 after a line. */
+static int size_dtype_lists(const char *sizes, const char *dtypes, struct size_dtype_lists *l)
+{
+	int n = size_list(sizes, l->size, 32), m = n < 0 ? -1 : dtype_list(dtypes, l->dtype, 8);
+
+	if (n < 0 || m < 0)
+		return -1;
+	l->n_sizes = (size_t)n;
+	l->n_dtypes = (size_t)m;
+	return 0;
+}
+
 static int bench_allreduce(int argc, const char **argv)
 {
 	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
 	struct allreduce_opts o = { .warmup = 5, .iters = 20 };
 	const char *sizes = "1MiB,10MiB,100MiB,1GiB", *dtypes = "f32";
-	uint64_t size_v[32];
-	int dtype_v[8], fmt = OUT_TABLE, status, n;
+	struct size_dtype_lists l;
+	int fmt = OUT_TABLE, status;
 	const struct option opts[] = {
 		OPT_STRING(0, "sizes", &sizes, "LIST", "buffer sizes (default 1MiB,10MiB,100MiB,1GiB)"),
 		OPT_STRING(0, "dtype", &dtypes, "LIST", "f32, bf16, f16 (default f32)"),
@@ -202,18 +221,12 @@ static int bench_allreduce(int argc, const char **argv)
 	if (o.warmup < 0 || o.iters < 1 || o.iters > 100000)
 		return gpu_usage_error(allreduce_usage, "--warmup must be 0 or more and --iters "
 				       "between 1 and 100000");
-	if (gpu_ranks_check(&ranks))
+	if (gpu_ranks_check(&ranks) || size_dtype_lists(sizes, dtypes, &l))
 		return EXIT_USAGE;
-	n = size_list(sizes, size_v, 32);
-	if (n < 0)
-		return EXIT_USAGE;
-	o.sizes = size_v;
-	o.n_sizes = (size_t)n;
-	n = dtype_list(dtypes, dtype_v, 8);
-	if (n < 0)
-		return EXIT_USAGE;
-	o.dtypes = dtype_v;
-	o.n_dtypes = (size_t)n;
+	o.sizes = l.size;
+	o.n_sizes = l.n_sizes;
+	o.dtypes = l.dtype;
+	o.n_dtypes = l.n_dtypes;
 	job.format = fmt;
 	return gpu_ranks_run(&ranks, bench_rank, &job);
 }
@@ -255,8 +268,8 @@ static int bench_contention(int argc, const char **argv)
 	struct gpu_ranks_args ranks = GPU_RANKS_ARGS_INIT;
 	struct contention_opts o = { .warmup = 3, .iters = 20 };
 	const char *sizes = "25MiB,100MiB", *dtypes = "f32";
-	uint64_t size_v[32];
-	int dtype_v[8], fmt = OUT_TABLE, status, n;
+	struct size_dtype_lists l;
+	int fmt = OUT_TABLE, status;
 	struct rank_job job = { .contention = &o };
 	const struct option opts[] = {
 		OPT_STRING(0, "sizes", &sizes, "LIST", "all-reduce sizes (default 25MiB,100MiB: DDP's buckets)"),
@@ -279,18 +292,12 @@ static int bench_contention(int argc, const char **argv)
 				       "to 1000");
 	if (job.calibration && !*job.calibration)
 		return gpu_usage_error(contention_usage, "--calibration needs a file name");
-	if (gpu_ranks_check(&ranks))
+	if (gpu_ranks_check(&ranks) || size_dtype_lists(sizes, dtypes, &l))
 		return EXIT_USAGE;
-	n = size_list(sizes, size_v, 32);
-	if (n < 0)
-		return EXIT_USAGE;
-	o.sizes = size_v;
-	o.n_sizes = (size_t)n;
-	n = dtype_list(dtypes, dtype_v, 8);
-	if (n < 0)
-		return EXIT_USAGE;
-	o.dtypes = dtype_v;
-	o.n_dtypes = (size_t)n;
+	o.sizes = l.size;
+	o.n_sizes = l.n_sizes;
+	o.dtypes = l.dtype;
+	o.n_dtypes = l.n_dtypes;
 	job.format = fmt;
 	return gpu_ranks_run(&ranks, contention_rank, &job);
 }
