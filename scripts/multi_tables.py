@@ -113,6 +113,13 @@ def ddp_tables(single_path, ddp_paths, torch_path):
     print()
 
 
+def by_model(path, all_ranks_row=True):
+    """A CSV's rows by model (each run's "all" row where it has ranks); {} when the file is not there."""
+    if not os.path.exists(path):
+        return {}
+    return {r["model"]: r for r in read_rows(path) if not all_ranks_row or r.get("rank", "all") == "all"}
+
+
 def speed_table(d):
     """scripts/ddp_speed.sh's CSVs in d: bucket against one GPU, before and after the carve-out."""
     print("| model | precision | 1 GPU step (ms) | 1 GPU backward (ms) | bucket, no carve-out or cap (ms) | its backward (ms) | "
@@ -120,14 +127,9 @@ def speed_table(d):
           "bucket / 1 GPU | bucket 100 MB (ms) | bucket 100 MB / 1 GPU | PyTorch DDP (ms) | PyTorch DDP / bucket |")
     print("|---|---|" + "---:|" * 13)
     for prec in ("bf16", "fp32"):
-        def rows(name, all_rows=True):
-            path = os.path.join(d, f"{prec}-{name}.csv")
-            if not os.path.exists(path):
-                return {}
-            return {r["model"]: r for r in read_rows(path) if not all_rows or r.get("rank") == "all"}
+        rows = lambda name, all_ranks_row=True: by_model(os.path.join(d, f"{prec}-{name}.csv"), all_ranks_row)
         one, old, now, b100 = rows("one", False), rows("old"), rows("bucket"), rows("b100")
-        pt = {r["model"]: r for r in read_rows(os.path.join(d, f"{prec}-torch.csv"))} \
-            if os.path.exists(os.path.join(d, f"{prec}-torch.csv")) else {}
+        pt = rows("torch", False)
         for model, o in one.items():
             v = lambda t, k: num(t.get(model, {}).get(k))
             s1, so, sn, sb, sp = num(o["step_ms"]), v(old, "step_ms"), v(now, "step_ms"), v(b100, "step_ms"), \
@@ -148,14 +150,9 @@ def exchange_table(d):
     print("|---|---|---|" + "---:|" * 11)
     for tag in ("bf16-plain", "bf16-fused", "fp32-plain"):
         prec = tag.split("-")[0]
-        def rows(name, all_rows=True):
-            path = os.path.join(d, f"{tag}-{name}.csv")
-            if not os.path.exists(path):
-                return {}
-            return {r["model"]: r for r in read_rows(path) if not all_rows or r.get("rank") == "all"}
+        rows = lambda name, all_ranks_row=True: by_model(os.path.join(d, f"{tag}-{name}.csv"), all_ranks_row)
         one, nccl, ce, ex = rows("one", False), rows("nccl"), rows("ce"), rows("exchange")
-        tp = os.path.join(d, f"{prec}-torch.csv")
-        pt = {r["model"]: r for r in read_rows(tp) if r.get("rank", "all") == "all"} if os.path.exists(tp) else {}
+        pt = by_model(os.path.join(d, f"{prec}-torch.csv"))
         for model, o in one.items():
             v = lambda t, k: num(t.get(model, {}).get(k))
             s1 = num(o["step_ms"])
